@@ -1,0 +1,8 @@
+//! Configuration: the JSON5 file's typed shape (`model`), and loading it with every problem
+//! reported by key path and line (`load`).
+
+pub mod load;
+pub mod model;
+
+pub use load::{ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, load_file, parse_str, write_default};
+pub use model::*;

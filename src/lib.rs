@@ -1,0 +1,5 @@
+//! Switchboard: a session engine for agents that talk to each other (the session tools of
+//! OpenClaw's spec), with the command line and, later, a console and a gateway over one API.
+
+pub mod config;
+pub mod engine;
