@@ -1,0 +1,119 @@
+//! The session entry: OpenClaw's SessionEntry shape (camelCase JSON), stored whole in the
+//! `sessions` table, with typed access to the fields the engine reads or writes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Where replies and announces for a session go: `{channel, to, accountId, threadId}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<Value>,
+}
+
+impl DeliveryContext {
+    pub fn is_empty(&self) -> bool {
+        self.channel.is_none()
+            && self.to.is_none()
+            && self.account_id.is_none()
+            && self.thread_id.is_none()
+    }
+}
+
+/// One session's entry. Fields the engine does not know (from an OpenClaw import, say) are
+/// kept in `extra` and written back untouched, so export loses nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEntry {
+    pub session_id: String,
+    #[serde(default)]
+    pub updated_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Per-session override: `allow` | `deny`; absent = inherit config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawned_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn_depth: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_context: Option<DeliveryContext>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_account_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbose_level: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_sent: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_last_run: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<i64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl SessionEntry {
+    /// A fresh entry with a new random session id.
+    pub fn new(now_ms: i64) -> SessionEntry {
+        SessionEntry {
+            session_id: uuid::Uuid::new_v4().to_string(),
+            updated_at: now_ms,
+            created_at: Some(now_ms),
+            ..SessionEntry::default()
+        }
+    }
+
+    /// `deliveryContext.channel ?? lastChannel` (OpenClaw's row rule).
+    pub fn effective_last_channel(&self) -> Option<&str> {
+        self.delivery_context
+            .as_ref()
+            .and_then(|d| d.channel.as_deref())
+            .or(self.last_channel.as_deref())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `deliveryContext.to ?? lastTo`.
+    pub fn effective_last_to(&self) -> Option<&str> {
+        self.delivery_context
+            .as_ref()
+            .and_then(|d| d.to.as_deref())
+            .or(self.last_to.as_deref())
+            .filter(|s| !s.is_empty())
+    }
+}

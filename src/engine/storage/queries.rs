@@ -1,0 +1,478 @@
+//! SQL for sessions and transcript lines: the writes the writer runs inside its transaction,
+//! and the reads (session pages newest first, transcript tails, id and label lookups).
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::{Map, Value};
+
+use super::StorageError;
+use crate::engine::entry::SessionEntry;
+use crate::engine::key::{SessionKey, SessionKind};
+
+/// A session as stored: its key, owning agent, kind, last activity and entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSession {
+    pub key: SessionKey,
+    pub agent_id: String,
+    pub kind: SessionKind,
+    pub entry: SessionEntry,
+}
+
+impl StoredSession {
+    pub fn updated_at(&self) -> i64 {
+        self.entry.updated_at
+    }
+}
+
+/// A transcript line to append. The writer fills in `id`, `parentId` and `timestamp`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewLine {
+    /// The line's `type` (`message`, `custom`, …).
+    pub kind: String,
+    /// Fields after `type/id/parentId/timestamp` (for messages: `{"message": {...}}`).
+    pub body: Map<String, Value>,
+}
+
+impl NewLine {
+    pub fn message(message: Value) -> NewLine {
+        let mut body = Map::new();
+        body.insert("message".into(), message);
+        NewLine {
+            kind: "message".into(),
+            body,
+        }
+    }
+
+    fn role(&self) -> Option<&str> {
+        self.body.get("message")?.get("role")?.as_str()
+    }
+}
+
+/// A line as committed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptRow {
+    pub seq: i64,
+    pub entry_id: String,
+    pub line: Value,
+}
+
+fn kind_from_str(s: &str) -> SessionKind {
+    SessionKind::parse(s).unwrap_or(SessionKind::Other)
+}
+
+const SESSION_COLS: &str = "key, agent_id, kind, updated_at, entry";
+
+fn session_from_row(row: &Row<'_>) -> rusqlite::Result<(String, String, String, i64, String)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+}
+
+fn decode_session(
+    (key, agent_id, kind, updated_at, entry): (String, String, String, i64, String),
+) -> Result<StoredSession, StorageError> {
+    let mut entry: SessionEntry = serde_json::from_str(&entry)
+        .map_err(|e| StorageError::Corrupt(format!("session {key}: {e}")))?;
+    // The column is authoritative: appends bump it without rewriting the entry JSON.
+    entry.updated_at = updated_at;
+    Ok(StoredSession {
+        key: SessionKey::from_canonical(key),
+        agent_id,
+        kind: kind_from_str(&kind),
+        entry,
+    })
+}
+
+/// Insert or replace a session row (the writer's upsert).
+pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageError> {
+    let entry = serde_json::to_string(&s.entry)
+        .map_err(|e| StorageError::Corrupt(format!("cannot encode entry: {e}")))?;
+    let channel = s
+        .entry
+        .channel
+        .as_deref()
+        .or(s.entry.effective_last_channel());
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, agent_id = excluded.agent_id,
+           kind = excluded.kind, channel = excluded.channel, updated_at = excluded.updated_at,
+           label = excluded.label, spawned_by = excluded.spawned_by, entry = excluded.entry",
+    )?;
+    stmt.execute(params![
+        s.key.as_str(),
+        s.entry.session_id,
+        s.agent_id,
+        s.kind.as_str(),
+        channel,
+        s.entry.updated_at,
+        s.entry.label,
+        s.entry.spawned_by,
+        entry
+    ])?;
+    Ok(())
+}
+
+pub fn delete_session(conn: &Connection, key: &SessionKey) -> Result<bool, StorageError> {
+    let Some(s) = get_session(conn, key)? else {
+        return Ok(false);
+    };
+    conn.prepare_cached("DELETE FROM transcript WHERE session_id = ?1")?
+        .execute([&s.entry.session_id])?;
+    conn.prepare_cached("DELETE FROM sessions WHERE key = ?1")?
+        .execute([key.as_str()])?;
+    Ok(true)
+}
+
+pub fn get_session(
+    conn: &Connection,
+    key: &SessionKey,
+) -> Result<Option<StoredSession>, StorageError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {SESSION_COLS} FROM sessions WHERE key = ?1"
+    ))?;
+    let raw = stmt.query_row([key.as_str()], session_from_row).optional()?;
+    raw.map(decode_session).transpose()
+}
+
+/// Keys whose session id is `id` (0 or 1; the index is unique).
+pub fn keys_by_session_id(conn: &Connection, id: &str) -> Result<Vec<SessionKey>, StorageError> {
+    let mut stmt = conn.prepare_cached("SELECT key FROM sessions WHERE session_id = ?1")?;
+    let keys = stmt
+        .query_map([id], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(keys.into_iter().map(SessionKey::from_canonical).collect())
+}
+
+pub fn keys_by_label(conn: &Connection, label: &str) -> Result<Vec<SessionKey>, StorageError> {
+    let mut stmt = conn.prepare_cached("SELECT key FROM sessions WHERE label = ?1 ORDER BY key")?;
+    let keys = stmt
+        .query_map([label], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(keys.into_iter().map(SessionKey::from_canonical).collect())
+}
+
+/// Direct children: sessions whose `spawnedBy` is `parent`.
+pub fn children_of(conn: &Connection, parent: &SessionKey) -> Result<Vec<SessionKey>, StorageError> {
+    let mut stmt = conn.prepare_cached("SELECT key FROM sessions WHERE spawned_by = ?1")?;
+    let keys = stmt
+        .query_map([parent.as_str()], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(keys.into_iter().map(SessionKey::from_canonical).collect())
+}
+
+pub fn count_sessions(conn: &Connection) -> Result<u64, StorageError> {
+    Ok(conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))? as u64)
+}
+
+/// What a session page scan is narrowed to in SQL. Finer filters (visibility patterns) are
+/// applied by the caller's visitor while rows stream, so a page is never short because rows
+/// were dropped after a LIMIT (OpenClaw's quirk).
+#[derive(Debug, Clone, Default)]
+pub struct SessionScan {
+    pub kinds: Option<Vec<SessionKind>>,
+    pub agent_id: Option<String>,
+    /// Only this key and the sessions it spawned (visibility `tree`).
+    pub tree_of: Option<SessionKey>,
+    pub updated_since: Option<i64>,
+}
+
+/// Stream sessions newest first through `visit` until it returns false. With a kinds filter,
+/// one index range scan per kind is merged, so each step costs O(log n) whatever the mix.
+pub fn scan_sessions(
+    conn: &Connection,
+    scan: &SessionScan,
+    mut visit: impl FnMut(StoredSession) -> bool,
+) -> Result<(), StorageError> {
+    if let Some(root) = &scan.tree_of {
+        // A tree is small (a session and its direct children): fetch and sort in memory.
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLS} FROM sessions WHERE key = ?1 OR spawned_by = ?1"
+        ))?;
+        let mut rows = stmt
+            .query_map([root.as_str()], session_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| a.0.cmp(&b.0)));
+        for raw in rows {
+            let s = decode_session(raw)?;
+            if !keep(scan, &s) {
+                continue;
+            }
+            if !visit(s) {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    let since = scan.updated_since.unwrap_or(i64::MIN);
+    let kinds: Vec<Option<SessionKind>> = match &scan.kinds {
+        Some(k) => k.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut stmts = Vec::with_capacity(kinds.len());
+    for kind in &kinds {
+        let sql = match (kind, &scan.agent_id) {
+            (Some(_), Some(_)) => format!(
+                "SELECT {SESSION_COLS} FROM sessions WHERE agent_id = ?1 AND kind = ?2 AND updated_at >= ?3 ORDER BY updated_at DESC, key"
+            ),
+            (None, Some(_)) => format!(
+                "SELECT {SESSION_COLS} FROM sessions WHERE agent_id = ?1 AND updated_at >= ?3 AND ?2 IS NOT NULL ORDER BY updated_at DESC, key"
+            ),
+            (Some(_), None) => format!(
+                "SELECT {SESSION_COLS} FROM sessions WHERE kind = ?2 AND updated_at >= ?3 AND ?1 IS NOT NULL ORDER BY updated_at DESC, key"
+            ),
+            (None, None) => format!(
+                "SELECT {SESSION_COLS} FROM sessions WHERE updated_at >= ?3 AND ?1 IS NOT NULL AND ?2 IS NOT NULL ORDER BY updated_at DESC, key"
+            ),
+        };
+        stmts.push(conn.prepare_cached(&sql)?);
+    }
+    let agent = scan.agent_id.clone().unwrap_or_default();
+    let mut cursors = Vec::with_capacity(stmts.len());
+    for (stmt, kind) in stmts.iter_mut().zip(&kinds) {
+        let kind = kind.map(|k| k.as_str()).unwrap_or("");
+        cursors.push(stmt.query(params![agent, kind, since])?);
+    }
+    let mut heads: Vec<Option<(String, String, String, i64, String)>> = Vec::new();
+    for c in cursors.iter_mut() {
+        heads.push(c.next()?.map(session_from_row).transpose()?);
+    }
+    loop {
+        // Pick the newest head (ties broken by key so the order is stable).
+        let mut best: Option<usize> = None;
+        for (i, h) in heads.iter().enumerate() {
+            if let Some(h) = h {
+                let better = match best.and_then(|b| heads[b].as_ref()) {
+                    None => true,
+                    Some(b) => h.3 > b.3 || (h.3 == b.3 && h.0 < b.0),
+                };
+                if better {
+                    best = Some(i);
+                }
+            }
+        }
+        let Some(i) = best else { break };
+        let next = cursors[i].next()?.map(session_from_row).transpose()?;
+        let Some(raw) = std::mem::replace(&mut heads[i], next) else {
+            break;
+        };
+        let s = decode_session(raw)?;
+        if !visit(s) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn keep(scan: &SessionScan, s: &StoredSession) -> bool {
+    if let Some(kinds) = &scan.kinds
+        && !kinds.contains(&s.kind)
+    {
+        return false;
+    }
+    if let Some(agent) = &scan.agent_id
+        && &s.agent_id != agent
+    {
+        return false;
+    }
+    scan.updated_since.is_none_or(|t| s.updated_at() >= t)
+}
+
+/// Append lines to a session's transcript, chaining `parentId` to the last entry and bumping
+/// the session's `updated_at`. Runs inside the writer's transaction, so `seq` stays dense
+/// even with another process appending to the same session.
+pub fn append_lines(
+    conn: &Connection,
+    key: &SessionKey,
+    lines: &[NewLine],
+    now_ms: i64,
+) -> Result<(String, Vec<TranscriptRow>), StorageError> {
+    let session_id: String = conn
+        .prepare_cached("SELECT session_id FROM sessions WHERE key = ?1")?
+        .query_row([key.as_str()], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StorageError::NoSession(key.to_string()))?;
+    let last: Option<(i64, String, String)> = conn
+        .prepare_cached(
+            "SELECT seq, entry_id, type FROM transcript WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row([&session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let (mut seq, mut parent) = match last {
+        Some((seq, id, ty)) if ty != "session" => (seq, Some(id)),
+        Some((seq, _, _)) => (seq, None),
+        None => (0, None),
+    };
+    let timestamp = iso_timestamp(now_ms);
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut out = Vec::with_capacity(lines.len());
+    for l in lines {
+        seq += 1;
+        let id = short_id();
+        let mut obj = Map::with_capacity(l.body.len() + 4);
+        obj.insert("type".into(), Value::String(l.kind.clone()));
+        obj.insert("id".into(), Value::String(id.clone()));
+        obj.insert(
+            "parentId".into(),
+            parent.clone().map(Value::String).unwrap_or(Value::Null),
+        );
+        obj.insert("timestamp".into(), Value::String(timestamp.clone()));
+        for (k, v) in &l.body {
+            obj.insert(k.clone(), v.clone());
+        }
+        let line = Value::Object(obj);
+        let text = line.to_string();
+        insert.execute(params![session_id, seq, id, l.kind, l.role(), text])?;
+        parent = Some(id.clone());
+        out.push(TranscriptRow {
+            seq,
+            entry_id: id,
+            line,
+        });
+    }
+    conn.prepare_cached("UPDATE sessions SET updated_at = max(updated_at, ?2) WHERE key = ?1")?
+        .execute(params![key.as_str(), now_ms])?;
+    Ok((session_id, out))
+}
+
+/// Store raw lines exactly as given (import), numbering them from `first_seq`.
+pub fn put_raw_lines(
+    conn: &Connection,
+    session_id: &str,
+    first_seq: i64,
+    lines: &[Value],
+) -> Result<(), StorageError> {
+    let mut insert = conn.prepare_cached(
+        "INSERT OR REPLACE INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (i, line) in lines.iter().enumerate() {
+        let ty = line.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        let id = line.get("id").and_then(Value::as_str).unwrap_or("");
+        let role = line
+            .get("message")
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str);
+        insert.execute(params![
+            session_id,
+            first_seq + i as i64,
+            id,
+            ty,
+            role,
+            line.to_string()
+        ])?;
+    }
+    Ok(())
+}
+
+/// The last `limit` message lines (oldest first), optionally without `toolResult` messages.
+/// An index range scan from the end: cost and memory depend on `limit`, not on the length.
+pub fn transcript_tail(
+    conn: &Connection,
+    session_id: &str,
+    limit: usize,
+    include_tools: bool,
+) -> Result<Vec<TranscriptRow>, StorageError> {
+    let sql = if include_tools {
+        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
+         ORDER BY seq DESC LIMIT ?2"
+    } else {
+        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
+         AND (role IS NULL OR role NOT IN ('toolResult', 'tool')) ORDER BY seq DESC LIMIT ?2"
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt
+        .query_map(params![session_id, limit as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.reverse();
+    rows.into_iter()
+        .map(|(seq, entry_id, text)| {
+            let line = serde_json::from_str(&text)
+                .map_err(|e| StorageError::Corrupt(format!("transcript line {seq}: {e}")))?;
+            Ok(TranscriptRow {
+                seq,
+                entry_id,
+                line,
+            })
+        })
+        .collect()
+}
+
+/// Every stored line of a session, in order, as raw JSON text (export).
+pub fn transcript_lines(
+    conn: &Connection,
+    session_id: &str,
+    mut visit: impl FnMut(&str) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT line FROM transcript WHERE session_id = ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([session_id])?;
+    while let Some(row) = rows.next()? {
+        let text: String = row.get(0)?;
+        visit(&text)?;
+    }
+    Ok(())
+}
+
+pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, StorageError> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM transcript WHERE session_id = ?1 AND type = 'message'")?
+        .query_row([session_id], |r| r.get::<_, i64>(0))? as u64)
+}
+
+/// OpenClaw's ISO-8601 line timestamp (`2026-11-22T13:29:11.116Z`).
+pub fn iso_timestamp(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// An 8-hex-digit entry id, as OpenClaw writes them.
+fn short_id() -> String {
+    let id = uuid::Uuid::new_v4();
+    let b = id.as_bytes();
+    format!("{:02x}{:02x}{:02x}{:02x}", b[0], b[1], b[2], b[3])
+}
+
+/// Kinds are stored for indexing but depend on `session.mainKey` and `session.scope`; when
+/// those change between runs, reclassify every row once (recorded in `meta`).
+pub fn reclassify_if_needed(
+    storage: &super::Storage,
+    scheme: &crate::engine::key::KeyScheme,
+) -> Result<(), StorageError> {
+    let basis = format!("{}|{}", scheme.main_key, scheme.global_scope);
+    let current: Option<String> = storage.read(|c| {
+        Ok(c.prepare_cached("SELECT value FROM meta WHERE name = 'kind_basis'")?
+            .query_row([], |r| r.get(0))
+            .optional()?)
+    })?;
+    if current.as_deref() == Some(basis.as_str()) {
+        return Ok(());
+    }
+    let scheme = scheme.clone();
+    storage.write_blocking(move |c| {
+        let mut rows = Vec::new();
+        {
+            let mut stmt = c.prepare("SELECT key, entry FROM sessions")?;
+            let mut q = stmt.query([])?;
+            while let Some(r) = q.next()? {
+                rows.push((r.get::<_, String>(0)?, r.get::<_, String>(1)?));
+            }
+        }
+        let mut update = c.prepare_cached("UPDATE sessions SET kind = ?2 WHERE key = ?1")?;
+        for (key, entry) in rows {
+            let chat_type = serde_json::from_str::<Value>(&entry)
+                .ok()
+                .and_then(|v| v.get("chatType").and_then(Value::as_str).map(str::to_string));
+            let kind = scheme.kind(&SessionKey::from_canonical(key.clone()), chat_type.as_deref());
+            update.execute(params![key, kind.as_str()])?;
+        }
+        c.execute(
+            "INSERT INTO meta (name, value) VALUES ('kind_basis', ?1)
+             ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            [basis],
+        )?;
+        Ok(())
+    })
+}

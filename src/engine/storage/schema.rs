@@ -1,0 +1,92 @@
+//! The database schema as numbered migrations, applied in order and recorded in
+//! `PRAGMA user_version`, and the connection settings every connection gets.
+
+use rusqlite::Connection;
+
+use super::StorageError;
+
+/// Each entry is one migration; its 1-based position is the schema version it produces.
+/// Never edit a shipped migration: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions and transcripts.
+    r#"
+    CREATE TABLE sessions (
+        key         TEXT PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        agent_id    TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        channel     TEXT,
+        updated_at  INTEGER NOT NULL,
+        label       TEXT,
+        spawned_by  TEXT,
+        entry       TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX sessions_by_session_id ON sessions(session_id);
+    CREATE INDEX sessions_by_updated ON sessions(updated_at DESC);
+    CREATE INDEX sessions_by_kind ON sessions(kind, updated_at DESC);
+    CREATE INDEX sessions_by_agent ON sessions(agent_id, kind, updated_at DESC);
+    CREATE INDEX sessions_by_agent_updated ON sessions(agent_id, updated_at DESC);
+    CREATE INDEX sessions_by_parent ON sessions(spawned_by) WHERE spawned_by IS NOT NULL;
+    CREATE INDEX sessions_by_label ON sessions(label) WHERE label IS NOT NULL;
+
+    -- One row per transcript line, in OpenClaw's JSONL line format (`line`). seq 0 is the
+    -- `session` header; `type`/`role` are copied out so tails filter inside the index.
+    CREATE TABLE transcript (
+        session_id  TEXT NOT NULL,
+        seq         INTEGER NOT NULL,
+        entry_id    TEXT NOT NULL,
+        type        TEXT NOT NULL,
+        role        TEXT,
+        line        TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE meta (
+        name  TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Settings for every connection: WAL so readers never block the writer (or another
+/// process), FULL sync so an acknowledged commit survives power loss, and a generous busy
+/// timeout so a second process waits for the write lock instead of failing.
+pub fn configure(conn: &Connection) -> Result<(), StorageError> {
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+/// Bring the schema up to date. Refuses a database written by a newer build rather than
+/// guessing at its layout.
+pub fn migrate(conn: &mut Connection) -> Result<(), StorageError> {
+    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if current > SCHEMA_VERSION {
+        return Err(StorageError::NewerSchema {
+            found: current,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if current == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // Two processes may open a fresh folder together: the immediate transaction makes one
+    // of them wait, and the re-read inside it stops the second from re-applying.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let current: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let version = i as i64 + 1;
+        if version > current {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", version)?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! Session entries keyed by `SessionKey`: create, read, patch, delete, append to their
+//! transcripts, look up by sessionId or label; every committed change becomes an event.
+
+use serde_json::{Value, json};
+
+use super::entry::{DeliveryContext, SessionEntry};
+use super::events::{EngineEvent, EventBus};
+use super::key::{KeyScheme, SessionKey};
+use super::storage::queries::{self, NewLine, SessionScan, StoredSession, TranscriptRow};
+use super::storage::{Storage, StorageError};
+
+/// What an inbound message or a creator knows about a session that does not exist yet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionInit {
+    pub channel: Option<String>,
+    pub chat_type: Option<String>,
+    pub display_name: Option<String>,
+    /// Where replies go on that channel (a chat or user id).
+    pub to: Option<String>,
+    pub label: Option<String>,
+    pub spawned_by: Option<SessionKey>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[derive(Clone)]
+pub struct SessionStore {
+    storage: Storage,
+    scheme: KeyScheme,
+    events: EventBus,
+}
+
+impl SessionStore {
+    pub fn new(storage: Storage, scheme: KeyScheme, events: EventBus) -> SessionStore {
+        SessionStore {
+            storage,
+            scheme,
+            events,
+        }
+    }
+
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    pub fn scheme(&self) -> &KeyScheme {
+        &self.scheme
+    }
+
+    pub fn get(&self, key: &SessionKey) -> Result<Option<StoredSession>, StorageError> {
+        self.storage.read(|c| queries::get_session(c, key))
+    }
+
+    pub fn keys_by_session_id(&self, id: &str) -> Result<Vec<SessionKey>, StorageError> {
+        self.storage.read(|c| queries::keys_by_session_id(c, id))
+    }
+
+    pub fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StorageError> {
+        self.storage.read(|c| queries::keys_by_label(c, label))
+    }
+
+    pub fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StorageError> {
+        self.storage.read(|c| queries::children_of(c, key))
+    }
+
+    pub fn scan(
+        &self,
+        scan: &SessionScan,
+        visit: impl FnMut(StoredSession) -> bool,
+    ) -> Result<(), StorageError> {
+        self.storage.read(|c| queries::scan_sessions(c, scan, visit))
+    }
+
+    pub fn tail(
+        &self,
+        session_id: &str,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<Vec<TranscriptRow>, StorageError> {
+        self.storage
+            .read(|c| queries::transcript_tail(c, session_id, limit, include_tools))
+    }
+
+    /// Build the row for a brand-new session (not yet stored).
+    fn fresh(&self, key: &SessionKey, init: &SessionInit, now: i64) -> StoredSession {
+        let mut entry = SessionEntry::new(now);
+        entry.chat_type = init.chat_type.clone();
+        entry.display_name = init.display_name.clone();
+        entry.label = init.label.clone();
+        if let Some(parent) = &init.spawned_by {
+            entry.spawned_by = Some(parent.to_string());
+            entry.parent_session_key = Some(parent.to_string());
+        }
+        if let Some(channel) = &init.channel {
+            // Groups keep their channel on the entry; direct chats learn it as their last route.
+            if matches!(init.chat_type.as_deref(), Some("group" | "channel")) {
+                entry.channel = Some(channel.clone());
+            }
+            entry.last_channel = Some(channel.clone());
+            entry.delivery_context = Some(DeliveryContext {
+                channel: Some(channel.clone()),
+                to: init.to.clone(),
+                ..DeliveryContext::default()
+            });
+            if init.to.is_some() {
+                entry.last_to = init.to.clone();
+            }
+        }
+        let agent_id = key.agent_id(&self.scheme.default_agent).to_string();
+        let kind = self.scheme.kind(key, entry.chat_type.as_deref());
+        StoredSession {
+            key: key.clone(),
+            agent_id,
+            kind,
+            entry,
+        }
+    }
+
+    /// The session `key`, created with `init` if it does not exist. Returns it and whether it
+    /// was created. Creation and the transcript header commit together.
+    pub async fn ensure(
+        &self,
+        key: &SessionKey,
+        init: SessionInit,
+    ) -> Result<(StoredSession, bool), StorageError> {
+        let now = now_ms();
+        let fresh = self.fresh(key, &init, now);
+        let cwd = self
+            .storage
+            .path()
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let k = key.clone();
+        let (stored, created) = self
+            .storage
+            .write(move |c| {
+                if let Some(existing) = queries::get_session(c, &k)? {
+                    return Ok((existing, false));
+                }
+                queries::put_session(c, &fresh)?;
+                let header = json!({
+                    "type": "session",
+                    "version": 3,
+                    "id": fresh.entry.session_id,
+                    "timestamp": queries::iso_timestamp(now),
+                    "cwd": cwd,
+                });
+                queries::put_raw_lines(c, &fresh.entry.session_id, 0, &[header])?;
+                Ok((fresh, true))
+            })
+            .await?;
+        if created {
+            self.events.emit(EngineEvent::SessionCreated {
+                key: key.to_string(),
+                session_id: stored.entry.session_id.clone(),
+            });
+        }
+        Ok((stored, created))
+    }
+
+    /// Append transcript lines to an existing session.
+    pub async fn append(
+        &self,
+        key: &SessionKey,
+        lines: Vec<NewLine>,
+    ) -> Result<Vec<TranscriptRow>, StorageError> {
+        let k = key.clone();
+        let now = now_ms();
+        let (session_id, rows) = self
+            .storage
+            .write(move |c| queries::append_lines(c, &k, &lines, now))
+            .await?;
+        for row in &rows {
+            self.events.emit(EngineEvent::MessageAppended {
+                key: key.to_string(),
+                session_id: session_id.clone(),
+                seq: row.seq,
+                line: row.line.clone(),
+            });
+        }
+        Ok(rows)
+    }
+
+    /// Append one message (`{role, content, …}`) to a session.
+    pub async fn append_message(
+        &self,
+        key: &SessionKey,
+        message: Value,
+    ) -> Result<TranscriptRow, StorageError> {
+        let mut rows = self.append(key, vec![NewLine::message(message)]).await?;
+        rows.pop()
+            .ok_or_else(|| StorageError::Corrupt("append returned no row".into()))
+    }
+
+    /// Read-modify-write an entry inside the writer's transaction, so a patch from another
+    /// process in between cannot be lost. `f` may refuse with a message.
+    pub async fn patch(
+        &self,
+        key: &SessionKey,
+        f: impl FnOnce(&mut SessionEntry) -> Result<(), String> + Send + 'static,
+    ) -> Result<StoredSession, StorageError> {
+        let k = key.clone();
+        let scheme = self.scheme.clone();
+        let stored = self
+            .storage
+            .write(move |c| {
+                let mut s =
+                    queries::get_session(c, &k)?.ok_or_else(|| StorageError::NoSession(k.to_string()))?;
+                f(&mut s.entry).map_err(StorageError::Rejected)?;
+                s.kind = scheme.kind(&s.key, s.entry.chat_type.as_deref());
+                queries::put_session(c, &s)?;
+                Ok(s)
+            })
+            .await?;
+        self.events.emit(EngineEvent::SessionUpdated {
+            key: key.to_string(),
+        });
+        Ok(stored)
+    }
+
+    pub async fn delete(&self, key: &SessionKey) -> Result<bool, StorageError> {
+        let k = key.clone();
+        let deleted = self
+            .storage
+            .write(move |c| queries::delete_session(c, &k))
+            .await?;
+        if deleted {
+            self.events.emit(EngineEvent::SessionDeleted {
+                key: key.to_string(),
+            });
+        }
+        Ok(deleted)
+    }
+}

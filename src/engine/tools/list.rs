@@ -1,0 +1,94 @@
+//! `sessions_list`: sessions visible to the requester, newest first, in the spec's row shape,
+//! with a disclosure when visibility scoped the result.
+
+use serde_json::{Value, json};
+
+use super::params::Params;
+use super::{ToolContext, ToolError, row};
+use crate::config::Visibility;
+use crate::engine::Engine;
+use crate::engine::key::SessionKind;
+use crate::engine::sanitize::sanitize_history;
+use crate::engine::storage::queries::{SessionScan, StoredSession};
+use crate::engine::store::now_ms;
+use crate::engine::visibility::{Action, Guard};
+
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 200;
+pub const MAX_MESSAGE_LIMIT: i64 = 20;
+
+pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+    let p = Params::new(params)?;
+    let kinds: Option<Vec<SessionKind>> = p.strings("kinds")?.and_then(|names| {
+        let mut kinds: Vec<SessionKind> = names.iter().filter_map(|n| SessionKind::parse(n)).collect();
+        kinds.sort_by_key(|k| k.as_str());
+        kinds.dedup();
+        // Only unknown names: no filter, as OpenClaw does.
+        (!kinds.is_empty()).then_some(kinds)
+    });
+    let limit = p.clamped("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)? as usize;
+    let active_minutes = p.number("activeMinutes")?.map(|m| m.floor().max(1.0) as i64);
+    let message_limit = p.clamped("messageLimit", 0, 0, MAX_MESSAGE_LIMIT)? as usize;
+
+    let store = engine.store();
+    let scheme = store.scheme();
+    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed)?;
+    let updated_since = active_minutes.map(|m| now_ms() - m * 60_000);
+    let narrow_to_tree = guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
+    let agent_only = !narrow_to_tree
+        && (guard.visibility == Visibility::Agent || !guard.a2a.enabled);
+    let scan = SessionScan {
+        kinds: kinds.clone(),
+        agent_id: agent_only.then(|| guard.requester_agent.clone()),
+        tree_of: narrow_to_tree.then(|| ctx.requester.clone()),
+        updated_since,
+    };
+    let visible = |s: &StoredSession| {
+        !s.key.is_unknown()
+            && (!s.key.is_global() || scheme.global_scope)
+            && guard.check(&s.key, &s.agent_id, Action::List).is_ok()
+    };
+    let mut rows: Vec<StoredSession> = Vec::with_capacity(limit.min(64));
+    store.scan(&scan, |s| {
+        if visible(&s) {
+            rows.push(s);
+        }
+        rows.len() < limit
+    })?;
+    if agent_only {
+        // Children spawned under another agent belong to the requester's tree all the same.
+        let tree_scan = SessionScan {
+            tree_of: Some(ctx.requester.clone()),
+            ..scan.clone()
+        };
+        store.scan(&tree_scan, |s| {
+            if visible(&s) && !rows.iter().any(|r| r.key == s.key) {
+                rows.push(s);
+            }
+            true
+        })?;
+        rows.sort_by(|a, b| b.updated_at().cmp(&a.updated_at()).then_with(|| a.key.cmp(&b.key)));
+        rows.truncate(limit);
+    }
+
+    let mut sessions = Vec::with_capacity(rows.len());
+    for s in &rows {
+        let mut r = row::build(engine, s);
+        if message_limit > 0 {
+            // Tool results are left out of list output; sessions_history has them.
+            let tail = store.tail(&s.entry.session_id, message_limit, false)?;
+            let messages = tail.into_iter().filter_map(|t| t.line.get("message").cloned()).collect();
+            r.insert("messages".into(), Value::Array(sanitize_history(messages).messages));
+        }
+        sessions.push(Value::Object(r));
+    }
+    let mut result = json!({ "count": sessions.len(), "sessions": sessions });
+    if guard.is_scoped() {
+        result["visibility"] = json!({
+            "mode": guard.visibility.as_str(),
+            "scoped": true,
+            "note": guard.scope_note(),
+        });
+    }
+    Ok(result)
+}

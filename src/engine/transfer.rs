@@ -1,0 +1,1 @@
+//! Import from an OpenClaw state folder and export to OpenClaw-compatible JSONL (being written).
