@@ -1,1 +1,34 @@
-fn main() {}
+//! The `switchboard` binary: parse the command line, start logging, run the command, and
+//! turn failures into a message on stderr and an exit code.
+
+mod cli;
+mod logging;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    // Logs belong to the state folder; a command that cannot write there reports that itself.
+    let _log = logging::init(&cli.state_dir());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("switchboard: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = runtime.block_on(cli::run(cli));
+    if let Err(err) = result {
+        let code = err
+            .downcast_ref::<cli::ExitError>()
+            .map(|e| e.code)
+            .unwrap_or(1);
+        tracing::error!(error = %format!("{err:#}"), "command failed");
+        eprintln!("switchboard: {err:#}");
+        std::process::exit(code);
+    }
+}

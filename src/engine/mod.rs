@@ -33,9 +33,10 @@ pub struct Engine {
 impl Engine {
     /// Open the state folder's database (creating and migrating it as needed).
     pub fn open(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
-        let storage = Storage::open(state_dir)?;
         let scheme = config.key_scheme();
-        storage::queries::reclassify_if_needed(&storage, &scheme)?;
+        let storage = Storage::open_prepared(state_dir, |conn| {
+            storage::queries::reclassify_if_needed(conn, &scheme)
+        })?;
         let events = EventBus::default();
         let store = SessionStore::new(storage, scheme, events.clone());
         Ok(Engine {

@@ -50,6 +50,10 @@ impl SessionStore {
         &self.scheme
     }
 
+    pub fn count(&self) -> Result<u64, StorageError> {
+        self.storage.read(queries::count_sessions)
+    }
+
     pub fn get(&self, key: &SessionKey) -> Result<Option<StoredSession>, StorageError> {
         self.storage.read(|c| queries::get_session(c, key))
     }

@@ -74,6 +74,15 @@ struct Inner {
 impl Storage {
     /// Open (creating if needed) `<state_dir>/switchboard.db` and migrate it.
     pub fn open(state_dir: &Path) -> Result<Storage, StorageError> {
+        Storage::open_prepared(state_dir, |_| Ok(()))
+    }
+
+    /// Open, migrate, then run `prepare` on the write connection before the writer starts
+    /// (one-off fix-ups that must not block on the writer from inside an async runtime).
+    pub fn open_prepared(
+        state_dir: &Path,
+        prepare: impl FnOnce(&Connection) -> Result<(), StorageError>,
+    ) -> Result<Storage, StorageError> {
         std::fs::create_dir_all(state_dir).map_err(|source| StorageError::StateDir {
             path: state_dir.to_path_buf(),
             source,
@@ -81,6 +90,7 @@ impl Storage {
         let path = state_dir.join(DB_FILE);
         let mut conn = open_conn(&path)?;
         schema::migrate(&mut conn)?;
+        prepare(&conn)?;
         let writer = Writer::start(conn)?;
         Ok(Storage {
             inner: Arc::new(Inner {

@@ -438,29 +438,28 @@ fn short_id() -> String {
 /// Kinds are stored for indexing but depend on `session.mainKey` and `session.scope`; when
 /// those change between runs, reclassify every row once (recorded in `meta`).
 pub fn reclassify_if_needed(
-    storage: &super::Storage,
+    conn: &Connection,
     scheme: &crate::engine::key::KeyScheme,
 ) -> Result<(), StorageError> {
     let basis = format!("{}|{}", scheme.main_key, scheme.global_scope);
-    let current: Option<String> = storage.read(|c| {
-        Ok(c.prepare_cached("SELECT value FROM meta WHERE name = 'kind_basis'")?
-            .query_row([], |r| r.get(0))
-            .optional()?)
-    })?;
+    let current: Option<String> = conn
+        .prepare_cached("SELECT value FROM meta WHERE name = 'kind_basis'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
     if current.as_deref() == Some(basis.as_str()) {
         return Ok(());
     }
-    let scheme = scheme.clone();
-    storage.write_blocking(move |c| {
-        let mut rows = Vec::new();
-        {
-            let mut stmt = c.prepare("SELECT key, entry FROM sessions")?;
-            let mut q = stmt.query([])?;
-            while let Some(r) = q.next()? {
-                rows.push((r.get::<_, String>(0)?, r.get::<_, String>(1)?));
-            }
+    let tx = conn.unchecked_transaction()?;
+    let mut rows = Vec::new();
+    {
+        let mut stmt = tx.prepare("SELECT key, entry FROM sessions")?;
+        let mut q = stmt.query([])?;
+        while let Some(r) = q.next()? {
+            rows.push((r.get::<_, String>(0)?, r.get::<_, String>(1)?));
         }
-        let mut update = c.prepare_cached("UPDATE sessions SET kind = ?2 WHERE key = ?1")?;
+    }
+    {
+        let mut update = tx.prepare_cached("UPDATE sessions SET kind = ?2 WHERE key = ?1")?;
         for (key, entry) in rows {
             let chat_type = serde_json::from_str::<Value>(&entry)
                 .ok()
@@ -468,11 +467,12 @@ pub fn reclassify_if_needed(
             let kind = scheme.kind(&SessionKey::from_canonical(key.clone()), chat_type.as_deref());
             update.execute(params![key, kind.as_str()])?;
         }
-        c.execute(
-            "INSERT INTO meta (name, value) VALUES ('kind_basis', ?1)
-             ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            [basis],
-        )?;
-        Ok(())
-    })
+    }
+    tx.execute(
+        "INSERT INTO meta (name, value) VALUES ('kind_basis', ?1)
+         ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        [basis],
+    )?;
+    tx.commit()?;
+    Ok(())
 }

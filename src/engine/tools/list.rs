@@ -92,3 +92,37 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     }
     Ok(result)
 }
+
+/// The owner's view (the CLI and console): every session but `unknown`, no visibility rules.
+pub fn owner_rows(
+    engine: &Engine,
+    kinds: Option<Vec<SessionKind>>,
+    active_minutes: Option<i64>,
+    limit: usize,
+) -> Result<Vec<Value>, crate::engine::storage::StorageError> {
+    let scheme = engine.store().scheme();
+    let scan = SessionScan {
+        kinds,
+        updated_since: active_minutes.map(|m| now_ms() - m.max(1) * 60_000),
+        ..SessionScan::default()
+    };
+    let mut rows = Vec::new();
+    engine.store().scan(&scan, |s| {
+        if !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope) {
+            rows.push(Value::Object(row::build(engine, &s)));
+        }
+        rows.len() < limit
+    })?;
+    Ok(rows)
+}
+
+/// One session's row in the owner's view.
+pub fn owner_row(
+    engine: &Engine,
+    key: &crate::engine::key::SessionKey,
+) -> Result<Option<Value>, crate::engine::storage::StorageError> {
+    Ok(engine
+        .store()
+        .get(key)?
+        .map(|s| Value::Object(row::build(engine, &s))))
+}

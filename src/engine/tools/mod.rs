@@ -14,6 +14,7 @@ use super::Engine;
 use super::key::SessionKey;
 use super::storage::StorageError;
 
+pub use list::{owner_row, owner_rows};
 pub use resolve::Resolved;
 
 /// The tools this engine offers, in the order `--help` lists them.

@@ -1,0 +1,652 @@
+//! The command line: clap definitions and the non-interactive commands (`tool`, `inject`,
+//! `sessions …`, `import-openclaw`, `config …`). Output for scripts goes to stdout; every
+//! problem goes to stderr with what to do about it.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use switchboard::config::{self, Config};
+use switchboard::engine::Engine;
+use switchboard::engine::inbound::Inbound;
+use switchboard::engine::key::{SessionKind, classify_input};
+use switchboard::engine::tools::{ToolContext, ToolError, owner_rows};
+
+/// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "A console and session engine for AI agents that talk to each other",
+    long_about = "Switchboard keeps agent sessions (OpenClaw's session tools: sessions_list, \
+sessions_history, …) in a local SQLite state folder, and lets you read and drive them from the \
+command line.\n\nExamples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+switchboard tool sessions_list '{\"limit\": 5}'\n  switchboard sessions list",
+    after_help = "State: --state-dir, else $SWITCHBOARD_STATE_DIR, else the platform data folder.\n\
+Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults)."
+)]
+pub struct Cli {
+    /// The state folder (holds switchboard.db and logs/).
+    #[arg(long, global = true, env = "SWITCHBOARD_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The JSON5 config file.
+    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one session tool as an agent would and print its JSON result.
+    #[command(
+        long_about = "Run one session tool exactly as the agent of session KEY (default \"main\") \
+would, and print the tool's result JSON on stdout. The exit code is 0 even when the result says \
+status \"error\" or \"forbidden\" (that is the tool's answer); it is 2 for input the tool cannot \
+use: an unknown tool, invalid JSON, a missing required parameter.",
+        after_help = "Examples:\n  switchboard tool sessions_list '{\"kinds\": [\"group\"], \"limit\": 10}'\n  \
+switchboard tool sessions_history '{\"sessionKey\": \"agent:main:main\", \"limit\": 20}' --as agent:main:main\n  \
+echo '{\"sessionKey\": \"main\"}' | switchboard tool sessions_history -"
+    )]
+    Tool(ToolArgs),
+    /// Record an inbound message in a session (created if new).
+    #[command(after_help = "Examples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discord --chat-type group --display-name \"#standup\"")]
+    Inject(InjectArgs),
+    /// List, show and export sessions (the owner's view: every session).
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
+    #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
+Sessions whose key already exists here are skipped, so importing twice is harmless.")]
+    ImportOpenclaw {
+        /// The OpenClaw state folder (the one holding agents/).
+        dir: PathBuf,
+    },
+    /// Write the documented default config, or validate one.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// sessions_list | sessions_history
+    pub name: String,
+    /// The parameters as a JSON object; `-` reads them from stdin; omitted means `{}`.
+    pub json: Option<String>,
+    /// The requester: the session whose agent calls the tool.
+    #[arg(long = "as", value_name = "KEY", default_value = "main")]
+    pub as_key: String,
+    /// Call as a sandboxed session (visibility is clamped to what it spawned).
+    #[arg(long)]
+    pub sandboxed: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ChatTypeArg {
+    Direct,
+    Group,
+    Channel,
+}
+
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// The session key (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly).
+    pub key: String,
+    /// The message text.
+    pub text: String,
+    /// The channel it arrived on (telegram, discord, webchat, …).
+    #[arg(long)]
+    pub channel: Option<String>,
+    #[arg(long, value_enum)]
+    pub chat_type: Option<ChatTypeArg>,
+    /// A label for the chat (e.g. a group's name).
+    #[arg(long)]
+    pub display_name: Option<String>,
+    /// Who sent it (a user or chat id on that channel).
+    #[arg(long)]
+    pub sender: Option<String>,
+    /// The sender is the owner (needed for owner-only commands such as /send).
+    #[arg(long)]
+    pub owner: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Sessions, newest activity first.
+    #[command(after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --json | jq '.[].key'")]
+    List {
+        /// Only these kinds (main, group, cron, hook, node, other); repeatable.
+        #[arg(long = "kind", value_name = "KIND")]
+        kinds: Vec<String>,
+        /// Only sessions active within this many minutes.
+        #[arg(long, value_name = "MINUTES")]
+        active: Option<u64>,
+        /// At most this many rows.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON rows instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session's entry and its latest messages.
+    #[command(after_help = "Example:\n  switchboard sessions show agent:main:main --messages 20")]
+    Show {
+        key: String,
+        /// How many recent messages to print.
+        #[arg(long, default_value_t = 10)]
+        messages: usize,
+        /// Include tool results.
+        #[arg(long)]
+        tools: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a session's transcript as OpenClaw-compatible JSONL, or every session as an
+    /// OpenClaw state folder.
+    #[command(after_help = "Examples:\n  switchboard sessions export agent:main:main > main.jsonl\n  \
+switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state")]
+    Export {
+        /// The session (omit with --all).
+        key: Option<String>,
+        /// Export every session as agents/<id>/sessions/{sessions.json,<sessionId>.jsonl}.
+        #[arg(long)]
+        all: bool,
+        /// Output file (one session) or folder (--all). One session defaults to stdout.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Write the documented default config.
+    #[command(after_help = "Example:\n  switchboard config init            # to the default config path\n  switchboard config init ./config.json5 --force")]
+    Init {
+        /// Where to write (default: the config path in use).
+        file: Option<PathBuf>,
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Validate a config: prints every problem with its line, exits 1 if there are any.
+    #[command(after_help = "Example:\n  switchboard config check ./config.json5")]
+    Check { file: Option<PathBuf> },
+}
+
+/// A failure that should exit with a particular code after printing its message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ExitError {
+    pub code: i32,
+    pub message: String,
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    ExitError {
+        code: EXIT_USAGE,
+        message: message.into(),
+    }
+    .into()
+}
+
+pub fn default_state_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("switchboard")
+}
+
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("switchboard").join("config.json5"))
+}
+
+impl Cli {
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_dir.clone().unwrap_or_else(default_state_dir)
+    }
+
+    /// The config in force: an explicit file must exist; the default path may be missing.
+    pub fn load_config(&self) -> Result<Config> {
+        if let Some(path) = &self.config {
+            return Ok(config::load_file(path)?);
+        }
+        match default_config_path() {
+            Some(path) if path.exists() => Ok(config::load_file(&path)?),
+            _ => Ok(Config::default()),
+        }
+    }
+
+    fn config_path(&self) -> Result<PathBuf> {
+        self.config
+            .clone()
+            .or_else(default_config_path)
+            .ok_or_else(|| anyhow!("no config folder on this platform; pass --config FILE"))
+    }
+
+    pub fn open_engine(&self) -> Result<Engine> {
+        let config = self.load_config()?;
+        let dir = self.state_dir();
+        Engine::open(&dir, config)
+            .with_context(|| format!("cannot open the state folder {}", dir.display()))
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<()> {
+    match &cli.command {
+        None => overview(&cli),
+        Some(Command::Tool(args)) => tool(&cli, args).await,
+        Some(Command::Inject(args)) => inject(&cli, args).await,
+        Some(Command::Sessions(cmd)) => sessions(&cli, cmd),
+        Some(Command::ImportOpenclaw { dir }) => import(&cli, dir).await,
+        Some(Command::Config(cmd)) => config_cmd(&cli, cmd),
+    }
+}
+
+fn overview(cli: &Cli) -> Result<()> {
+    let engine = cli.open_engine()?;
+    let count = engine.store().count()?;
+    println!("Switchboard state: {}", engine.state_dir().display());
+    println!("Sessions: {count}");
+    println!();
+    println!("Try:");
+    println!("  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice");
+    println!("  switchboard sessions list");
+    println!("  switchboard tool sessions_history '{{\"sessionKey\": \"main\"}}'");
+    println!("  switchboard --help");
+    Ok(())
+}
+
+fn read_params(raw: Option<&str>) -> Result<Value> {
+    let text = match raw {
+        None => return Ok(Value::Object(Default::default())),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read parameters from stdin")?;
+            s
+        }
+        Some(s) => s.to_string(),
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "invalid JSON parameters: {e}. Pass one JSON object, e.g. '{{\"limit\": 5}}'"
+        ))
+    })?;
+    if !value.is_object() {
+        return Err(usage(
+            "the parameters must be a JSON object, e.g. '{\"limit\": 5}'",
+        ));
+    }
+    Ok(value)
+}
+
+async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
+    // Check the cheap things before touching the state folder.
+    if !switchboard::engine::tools::TOOL_NAMES.contains(&args.name.as_str()) {
+        return Err(usage(format!(
+            "unknown tool: {} (known tools: {})",
+            args.name,
+            switchboard::engine::tools::TOOL_NAMES.join(", ")
+        )));
+    }
+    let params = read_params(args.json.as_deref())?;
+    let engine = cli.open_engine()?;
+    let requester = engine
+        .requester_key(&args.as_key)
+        .ok_or_else(|| usage(format!("--as {}: not a session key", args.as_key)))?;
+    let ctx = ToolContext {
+        requester,
+        sandboxed: args.sandboxed,
+    };
+    match engine.call_tool(&args.name, &params, &ctx).await {
+        Ok(result) => {
+            print_json(&result)?;
+            Ok(())
+        }
+        Err(ToolError::Input(e)) => Err(usage(format!("{}: {e}", args.name))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn print_json(v: &Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
+    if args.text.trim().is_empty() {
+        return Err(usage("the message text is empty"));
+    }
+    if args.key.trim().eq_ignore_ascii_case("current") {
+        return Err(usage("inject needs a real session key, not \"current\""));
+    }
+    let engine = cli.open_engine()?;
+    let scheme = engine.store().scheme().clone();
+    let key = scheme
+        .canonicalize(&args.key, &scheme.default_agent)
+        .ok_or_else(|| {
+            usage(format!(
+                "not a session key: {:?} (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly)",
+                args.key
+            ))
+        })?;
+    if key.is_unknown() {
+        return Err(usage("\"unknown\" is a reserved key and cannot receive messages"));
+    }
+    let from = Inbound {
+        channel: args.channel.as_ref().map(|c| c.trim().to_ascii_lowercase()),
+        chat_type: args.chat_type.map(|c| {
+            match c {
+                ChatTypeArg::Direct => "direct",
+                ChatTypeArg::Group => "group",
+                ChatTypeArg::Channel => "channel",
+            }
+            .to_string()
+        }),
+        display_name: args.display_name.clone(),
+        sender: args.sender.clone(),
+        owner: args.owner,
+    };
+    let recorded = engine.record_inbound(&key, &args.text, &from).await?;
+    eprintln!(
+        "{} {} (message {})",
+        if recorded.created {
+            "created"
+        } else {
+            "recorded in"
+        },
+        scheme.display(&recorded.key),
+        recorded.row.seq
+    );
+    Ok(())
+}
+
+fn parse_kinds(names: &[String]) -> Result<Option<Vec<SessionKind>>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    names
+        .iter()
+        .map(|n| {
+            SessionKind::parse(n).ok_or_else(|| {
+                usage(format!(
+                    "unknown kind {n:?} (kinds: main, group, cron, hook, node, other)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
+    match cmd {
+        SessionsCommand::List {
+            kinds,
+            active,
+            limit,
+            json,
+        } => {
+            let kinds = parse_kinds(kinds)?;
+            let engine = cli.open_engine()?;
+            let rows = owner_rows(&engine, kinds, active.map(|m| m as i64), *limit)?;
+            if *json {
+                return print_json(&Value::Array(rows));
+            }
+            print_table(&rows);
+            Ok(())
+        }
+        SessionsCommand::Show {
+            key,
+            messages,
+            tools,
+            json,
+        } => {
+            let engine = cli.open_engine()?;
+            let (row, history) = show_session(&engine, key, *messages, *tools)?;
+            if *json {
+                let mut v = row;
+                v["messages"] = history;
+                return print_json(&v);
+            }
+            print_show(&row, &history);
+            Ok(())
+        }
+        SessionsCommand::Export { key, all, out } => export(cli, key.as_deref(), *all, out.as_deref()),
+    }
+}
+
+fn resolve_owner_key(engine: &Engine, raw: &str) -> Result<switchboard::engine::key::SessionKey> {
+    let scheme = engine.store().scheme();
+    let candidate = classify_input(raw);
+    let key = scheme.canonicalize(raw, &scheme.default_agent);
+    if let Some(k) = &key
+        && engine.store().get(k)?.is_some()
+    {
+        return Ok(k.clone());
+    }
+    if let switchboard::engine::key::KeyInput::Candidate(s) = candidate
+        && let Some(k) = engine.store().keys_by_session_id(&s)?.into_iter().next()
+    {
+        return Ok(k);
+    }
+    bail!(
+        "no session found: {} (see `switchboard sessions list`)",
+        key.map(|k| k.to_string()).unwrap_or_else(|| raw.to_string())
+    )
+}
+
+fn show_session(engine: &Engine, raw: &str, messages: usize, tools: bool) -> Result<(Value, Value)> {
+    let key = resolve_owner_key(engine, raw)?;
+    let rows = switchboard::engine::tools::owner_row(engine, &key)?
+        .ok_or_else(|| anyhow!("no session found: {key}"))?;
+    let session = engine
+        .store()
+        .get(&key)?
+        .ok_or_else(|| anyhow!("no session found: {key}"))?;
+    let tail = engine
+        .store()
+        .tail(&session.entry.session_id, messages.max(1), tools)?;
+    let history: Vec<Value> = if messages == 0 {
+        Vec::new()
+    } else {
+        tail.into_iter()
+            .filter_map(|t| t.line.get("message").cloned())
+            .collect()
+    };
+    Ok((rows, Value::Array(history)))
+}
+
+fn relative(ms: i64) -> String {
+    let now = chrono::Utc::now().timestamp_millis();
+    let secs = ((now - ms) / 1000).max(0);
+    match secs {
+        0..=59 => format!("{secs}s ago"),
+        60..=3599 => format!("{}m ago", secs / 60),
+        3600..=86399 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86400),
+    }
+}
+
+fn field<'a>(row: &'a Value, name: &str) -> &'a str {
+    row.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+fn print_table(rows: &[Value]) {
+    if rows.is_empty() {
+        println!("No sessions yet. Record one with: switchboard inject agent:main:main \"hello\"");
+        return;
+    }
+    let key_w = rows
+        .iter()
+        .map(|r| field(r, "key").chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(3, 60);
+    println!("{:<6} {:<key_w$} {:<10} {:<9} NAME", "KIND", "KEY", "CHANNEL", "UPDATED");
+    for r in rows {
+        let updated = r.get("updatedAt").and_then(Value::as_i64).map(relative).unwrap_or_default();
+        let name = r
+            .get("displayName")
+            .or_else(|| r.get("label"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        println!(
+            "{:<6} {:<key_w$} {:<10} {:<9} {}",
+            field(r, "kind"),
+            field(r, "key"),
+            field(r, "channel"),
+            updated,
+            name
+        );
+    }
+}
+
+fn message_text(m: &Value) -> String {
+    match m.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .map(|b| match b.get("type").and_then(Value::as_str) {
+                Some("text") => b.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                Some("toolCall") => format!(
+                    "[tool call {} {}]",
+                    b.get("name").and_then(Value::as_str).unwrap_or("?"),
+                    b.get("arguments").map(Value::to_string).unwrap_or_default()
+                ),
+                Some(other) => format!("[{other}]"),
+                None => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+fn print_show(row: &Value, history: &Value) {
+    let width = 16;
+    if let Some(obj) = row.as_object() {
+        for (k, v) in obj {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            println!("{k:<width$} {text}");
+        }
+    }
+    let msgs = history.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    println!();
+    if msgs.is_empty() {
+        println!("(no messages)");
+    }
+    for m in msgs {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+        let from = m
+            .get("provenance")
+            .filter(|p| p.get("kind").and_then(Value::as_str) == Some("inter_session"))
+            .and_then(|p| p.get("sourceSessionKey").and_then(Value::as_str))
+            .map(|s| format!(" (from {s})"))
+            .unwrap_or_default();
+        println!("{role}{from}: {}", message_text(m));
+    }
+}
+
+fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result<()> {
+    let engine = cli.open_engine()?;
+    if all {
+        if key.is_some() {
+            return Err(usage("give either a session key or --all, not both"));
+        }
+        let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
+        let report: ExportReportShim = todo_transfer(&engine, dir)?; // TRANSFER-WIP
+        eprintln!(
+            "exported {} sessions ({} lines) to {}",
+            report.sessions,
+            report.lines,
+            dir.display()
+        );
+        return Ok(());
+    }
+    let raw = key.ok_or_else(|| usage("name a session key, or pass --all --out FOLDER"))?;
+    let key = resolve_owner_key(&engine, raw)?;
+    let lines = match out {
+        Some(path) => {
+            let tmp = path.with_extension("jsonl.partial");
+            let file = std::fs::File::create(&tmp)
+                .with_context(|| format!("cannot create {}", tmp.display()))?;
+            let mut w = std::io::BufWriter::new(file);
+            let n: usize = { let _ = (&key, &mut w); todo_transfer(&engine, Path::new(""))? }; // TRANSFER-WIP
+            w.flush()?;
+            // Write-then-rename: an interrupted export never leaves a half file under the name.
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            n
+        }
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            let n: usize = { let _ = (&key, &mut w); todo_transfer(&engine, Path::new(""))? }; // TRANSFER-WIP
+            w.flush()?;
+            n
+        }
+    };
+    eprintln!("exported {key}: {lines} lines");
+    Ok(())
+}
+
+async fn import(cli: &Cli, dir: &Path) -> Result<()> {
+    let engine = cli.open_engine()?;
+    let report: ImportReportShim = todo_transfer(&engine, dir)?; // TRANSFER-WIP
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    println!(
+        "imported {} sessions ({} lines); skipped {} already present; {} unreadable lines",
+        report.sessions_imported, report.lines_imported, report.sessions_skipped, report.bad_lines
+    );
+    Ok(())
+}
+
+fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
+    match cmd {
+        ConfigCommand::Init { file, force } => {
+            let path = match file {
+                Some(p) => p.clone(),
+                None => cli.config_path()?,
+            };
+            config::write_default(&path, *force)?;
+            println!("wrote {}", path.display());
+            Ok(())
+        }
+        ConfigCommand::Check { file } => {
+            let path = match file {
+                Some(p) => p.clone(),
+                None => cli.config_path()?,
+            };
+            let problems = config::check_file(&path)?;
+            if problems.is_empty() {
+                println!("{}: ok", path.display());
+                return Ok(());
+            }
+            for p in &problems {
+                eprintln!("{}:{p}", path.display());
+            }
+            Err(ExitError {
+                code: 1,
+                message: format!("{} problem(s) in {}", problems.len(), path.display()),
+            }
+            .into())
+        }
+    }
+}
+
+// TRANSFER-WIP: placeholders until transfer.rs lands.
+struct ImportReportShim { warnings: Vec<String>, sessions_imported: usize, lines_imported: usize, sessions_skipped: usize, bad_lines: usize }
+struct ExportReportShim { sessions: usize, lines: usize }
+fn todo_transfer<T>(_e: &Engine, _d: &Path) -> Result<T> { bail!("not yet available") }
