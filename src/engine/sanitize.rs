@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 /// Largest serialized size, in UTF-8 bytes, of the returned `messages` array.
 pub const HISTORY_MAX_BYTES: usize = 80 * 1024;
 /// Longest text kept, in UTF-16 code units (JavaScript string length, as OpenClaw counts).
-pub const HISTORY_TEXT_MAX_CHARS: usize = 4000; // UTF-16 units, as OpenClaw counts
+pub const HISTORY_TEXT_MAX_CHARS: usize = 4000;
 
 /// Appended to a cut text; `…` is U+2026 as in OpenClaw.
 const TRUNCATION_SUFFIX: &str = "\n…(truncated)…";
@@ -58,14 +58,12 @@ pub struct SanitizedHistory {
 
 /// Private-key blocks are handled in their own pass before everything else: the env-style rule
 /// would otherwise claim `PRIVATE_KEY=-----BEGIN` and leave the key body for nobody to match.
-/// The BEGIN and END lines are captured rather than taken as "first and last line" so a key
-/// written on one line (or a body that shares the header's line) is not kept. A header with no
-/// END (output cut off upstream) still loses the key-looking body that follows it.
-static PEM_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?P<begin>-----BEGIN [A-Z ]*PRIVATE KEY-----)(?:(?s:.+?)(?P<end>-----END [A-Z ]*PRIVATE KEY-----)|[A-Za-z0-9+/=:,\s-]*)",
-    )
-    .expect("PEM pattern is a valid regex")
+/// See [`redact_pem_blocks`].
+static PEM_BEGIN_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-----BEGIN [A-Z ]*PRIVATE KEY-----").expect("PEM BEGIN pattern is a valid regex")
+});
+static PEM_END_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-----END [A-Z ]*PRIVATE KEY-----").expect("PEM END pattern is a valid regex")
 });
 
 /// Every other credential shape, as one alternation so each text is scanned once and a masked
@@ -77,8 +75,10 @@ static SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
         // Env-style `NAME = value` / `name: value`. Upper-case names ending in KEY are env
         // variables (`OPENAI_API_KEY`, `SESSION_KEY`); for any case only the unambiguous
         // words count, so `sessionKey: agent:main:main` or `primary key: id` stay readable,
-        // while `db_password=…`, `accessToken: …` and `apiKey=…` are caught.
-        r#"(?-u:\b)(?:[A-Z0-9_]*KEY|[A-Za-z0-9_]*(?i:token|secret|password|passwd|api[-_]?key))(?-u:\b)\s*[=:]\s*["']?([^\s"'\\]+)"#,
+        // while `db_password=…`, `accessToken: …` and `apiKey=…` are caught. A quote may close
+        // the name, for Python dicts and JSON fields outside the list below
+        // (`{'password': 'x'}`, `"db_password": "x"`).
+        r#"(?-u:\b)(?:[A-Z0-9_]*KEY|[A-Za-z0-9_]*(?i:token|secret|password|passwd|api[-_]?key))(?-u:\b)["']?\s*[=:]\s*["']?([^\s"'\\]+)"#,
         // JSON fields.
         r#"(?i)"(?:apiKey|token|secret|password|passwd|accessToken|refreshToken)"\s*:\s*"([^"]+)""#,
         // CLI flags, value after a space or `=`.
@@ -120,13 +120,7 @@ static SENSITIVE_KEY_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// Masks credentials in `text`. Returns `Cow::Borrowed` exactly when nothing changed, so callers
 /// can use the variant as the "was redacted" signal.
 pub fn redact_credentials(text: &str) -> Cow<'_, str> {
-    let after_pem = PEM_RE.replace_all(text, |caps: &Captures<'_>| {
-        let begin = caps.name("begin").map_or("", |m| m.as_str());
-        match caps.name("end") {
-            Some(end) => format!("{begin}\n…redacted…\n{}", end.as_str()),
-            None => format!("{begin}\n…redacted…"),
-        }
-    });
+    let after_pem = redact_pem_blocks(text);
     // Collect into an Option first: the replacement borrows `after_pem`, which may be returned.
     let replaced: Option<String> = match SECRET_RE.replace_all(&after_pem, mask_captures) {
         Cow::Owned(s) => Some(s),
@@ -138,6 +132,88 @@ pub fn redact_credentials(text: &str) -> Cow<'_, str> {
         Cow::Owned(s) if s == text => Cow::Borrowed(text),
         other => other,
     }
+}
+
+/// Replaces each private-key block by its BEGIN line, `…redacted…` and its END line. The two
+/// lines are the matched markers, not "first and last line" as in OpenClaw, so a key written
+/// on one line (or a body sharing the header's line) is not kept. A header with no END after it
+/// (output cut off upstream) still loses the key-looking lines that follow it.
+///
+/// Hand-rolled rather than one lazy regex (`BEGIN(?s:.+?)END`) so the time stays linear: once a
+/// search for END has failed, no later header can have one, so it is never searched for again.
+fn redact_pem_blocks(text: &str) -> Cow<'_, str> {
+    let mut out = String::new();
+    let mut copied_to = 0usize; // text[..copied_to] has been dealt with
+    let mut end_exhausted = false;
+    while let Some(begin) = PEM_BEGIN_RE.find_at(text, copied_to) {
+        out.push_str(text.get(copied_to..begin.start()).unwrap_or_default());
+        out.push_str(begin.as_str());
+        out.push_str("\n…redacted…");
+        let end = if end_exhausted {
+            None
+        } else {
+            PEM_END_RE.find_at(text, begin.end())
+        };
+        copied_to = match end {
+            Some(end) => {
+                out.push('\n');
+                out.push_str(end.as_str());
+                end.end()
+            }
+            None => {
+                end_exhausted = true;
+                let rest = text.get(begin.end()..).unwrap_or_default();
+                begin.end() + key_body_len(rest)
+            }
+        };
+    }
+    if copied_to == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(text.get(copied_to..).unwrap_or_default());
+    Cow::Owned(out)
+}
+
+/// Byte length of the key material at the start of `rest` (what follows a BEGIN line that has
+/// no END): on the header's own line, the run of base64 and `\` chars (a key quoted inside JSON
+/// text is one line with `\n` escapes); if that run fills the line, then every following line
+/// that is all base64, blank, or a `Name: value` header (`Proc-Type`, `DEK-Info`). Stops at the
+/// first line of anything else, so prose after a truncated key survives; trailing line breaks
+/// are left in place.
+fn key_body_len(rest: &str) -> usize {
+    fn is_key_char(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '\\')
+    }
+    // The first line is measured by its run of key chars, never by searching for its end: the
+    // rest of the text can be one long line holding many headers, and scanning it once per
+    // header would be quadratic.
+    let run = rest.len() - rest.trim_start_matches(is_key_char).len();
+    let after = rest.get(run..).unwrap_or_default();
+    let line_break = if after.starts_with("\r\n") {
+        2
+    } else if after.starts_with('\n') {
+        1
+    } else {
+        return run;
+    };
+    let mut consumed = run + line_break;
+    let lines = rest
+        .get(consumed..)
+        .unwrap_or_default()
+        .split_inclusive('\n');
+    for line in lines {
+        let content = line.trim_end_matches(['\n', '\r']);
+        let is_base64 = content.chars().all(is_key_char);
+        let is_header = content.split_once(": ").is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphabetic() || c == '-')
+        });
+        if !(is_base64 || is_header) {
+            break;
+        }
+        consumed += line.len();
+    }
+    let body = rest.get(..consumed).unwrap_or_default();
+    body.trim_end_matches(['\n', '\r']).len()
 }
 
 /// Replacement for one [`SECRET_RE`] match: mask the last non-empty group, keep the rest.
@@ -176,6 +252,7 @@ fn mask_secret(secret: &str) -> String {
 
 /// Sanitises each message, then applies the byte cap. Never panics, whatever the JSON.
 pub fn sanitize_history(mut messages: Vec<Value>) -> SanitizedHistory {
+    // Flags cover every message passed in, including ones the byte cap drops next (as OpenClaw).
     let mut flags = Flags::default();
     for message in &mut messages {
         sanitize_message(message, &mut flags);
@@ -326,7 +403,9 @@ fn redact_json_leaves(value: &mut Value, flags: &mut Flags) {
                     flags.redacted = true;
                 }
             }
-            Value::Array(items) => stack.extend(items.iter_mut().map(|v| (v, false))),
+            // A list under a credential-named key (`"tokens": […]` does not count, `"secret": […]`
+            // does) is a list of credentials.
+            Value::Array(items) => stack.extend(items.iter_mut().map(|v| (v, sensitive))),
             Value::Object(map) => stack.extend(
                 map.iter_mut()
                     .map(|(k, v)| (v, SENSITIVE_KEY_RE.is_match(k))),
@@ -583,6 +662,15 @@ mod tests {
             r#"{"refreshToken":"***"}"#
         );
         assert_eq!(redact(r#"{"password": "p w d"}"#), r#"{"password": "***"}"#);
+        // Fields outside the JSON list, and Python dict reprs, through the env-style rule.
+        assert_eq!(
+            redact(r#"{"db_password": "hunter2"}"#),
+            r#"{"db_password": "***"}"#
+        );
+        assert_eq!(
+            redact("{'api_key': 'abcdefghijklmnopqrstuvwxyz'}"),
+            "{'api_key': 'abcdef…wxyz'}"
+        );
     }
 
     #[test]
@@ -635,9 +723,34 @@ mod tests {
             redact(cut_off),
             "-----BEGIN OPENSSH PRIVATE KEY-----\n…redacted…"
         );
+        let cut_then_prose = "-----BEGIN PRIVATE KEY-----\nMIIE\nProc-Type: 4,ENCRYPTED\n\nAAAA==\nThe key above is old.\nbye";
+        assert_eq!(
+            redact(cut_then_prose),
+            "-----BEGIN PRIVATE KEY-----\n…redacted…\nThe key above is old.\nbye"
+        );
+        // Quoted inside JSON text, with `\n` escapes instead of line breaks.
+        let quoted = r#"{"pem": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n"}"#;
+        assert_eq!(
+            redact(quoted),
+            "{\"pem\": \"-----BEGIN EC PRIVATE KEY-----\n…redacted…\n-----END EC PRIVATE KEY-----\\n\"}"
+        );
+        let quoted_cut = r#"{"pem": "-----BEGIN PRIVATE KEY-----\nMIIEvQ\nAAAB", "ok": 1}"#;
+        assert_eq!(
+            redact(quoted_cut),
+            "{\"pem\": \"-----BEGIN PRIVATE KEY-----\n…redacted…\", \"ok\": 1}"
+        );
         // Certificates are public.
         let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
         assert_eq!(redact(cert), cert);
+    }
+
+    #[test]
+    fn many_unterminated_pem_headers_stay_linear() {
+        // A lazy BEGIN…END regex would rescan the rest of the text for every header.
+        let text = "-----BEGIN PRIVATE KEY-----.".repeat(20_000);
+        let out = redact(&text);
+        assert_eq!(out.matches("…redacted…").count(), 20_000);
+        assert!(!out.contains("-----END"));
     }
 
     #[test]
@@ -647,7 +760,8 @@ mod tests {
             ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_ab…6789"),
             ("github_pat_11ABCDEFG0abcdefghijklmnop", "github…mnop"),
             ("xoxb-123456789012-abcdefghij", "xoxb-1…ghij"),
-            ("xapp-1-A0123456789", "***"),
+            ("xapp-1-A0123456789", "xapp-1…6789"),
+            ("xapp-1-A01234567", "***"),
             ("gsk_abcdefghijklmnopqrstuv", "gsk_ab…stuv"),
             ("AIzaSyA1234567890abcdefghijk", "AIzaSy…hijk"),
             ("pplx-abcdefghijklmnop", "pplx-a…mnop"),
@@ -711,7 +825,8 @@ mod tests {
     fn redaction_sets_flag_and_applies_before_truncation() {
         let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
         // Secret straddles the 3986-unit cut: it must be masked before the text is cut.
-        let text = format!("{}{secret}{}", "a".repeat(3980), "b".repeat(100));
+        // Raw: 4022 units, the secret spanning units 3971..4011; masked: 3993 units.
+        let text = format!("{} {secret} {}", "a".repeat(3970), "b".repeat(10));
         let out = sanitize_history(vec![json!({"role": "user", "content": text})]);
         let got = out.messages[0]["content"].as_str().unwrap();
         assert!(!got.contains("ghp_abcdefghij"));
@@ -731,7 +846,8 @@ mod tests {
                 "type": "toolCall", "id": "c1", "name": "exec",
                 "arguments": {
                     "command": "curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz' x",
-                    "env": {"password": "hunter2", "maxTokens": "4096"},
+                    "env": {"password": "hunter2", "maxTokens": "4096", "secrets": ["a"]},
+                    "keys": {"secret": ["s3cret", "abcdefghijklmnopqrstuvwxyz"]},
                     "list": ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", 3, null]
                 }
             }]
@@ -742,7 +858,11 @@ mod tests {
             args["command"],
             json!("curl -H 'Authorization: Bearer abcdef…wxyz' x")
         );
-        assert_eq!(args["env"], json!({"password": "***", "maxTokens": "4096"}));
+        assert_eq!(
+            args["env"],
+            json!({"password": "***", "maxTokens": "4096", "secrets": ["a"]})
+        );
+        assert_eq!(args["keys"], json!({"secret": ["***", "abcdef…wxyz"]}));
         assert_eq!(args["list"], json!(["ghp_ab…6789", 3, null]));
         assert!(out.content_redacted);
         assert!(!out.content_truncated);

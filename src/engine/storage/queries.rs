@@ -61,12 +61,15 @@ fn kind_from_str(s: &str) -> SessionKind {
 
 const SESSION_COLS: &str = "key, agent_id, kind, updated_at, entry";
 
-fn session_from_row(row: &Row<'_>) -> rusqlite::Result<(String, String, String, i64, String)> {
+/// A session row as read: key, agent id, kind, updated_at, entry JSON.
+type RawSession = (String, String, String, i64, String);
+
+fn session_from_row(row: &Row<'_>) -> rusqlite::Result<RawSession> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
 }
 
 fn decode_session(
-    (key, agent_id, kind, updated_at, entry): (String, String, String, i64, String),
+    (key, agent_id, kind, updated_at, entry): RawSession,
 ) -> Result<StoredSession, StorageError> {
     let mut entry: SessionEntry = serde_json::from_str(&entry)
         .map_err(|e| StorageError::Corrupt(format!("session {key}: {e}")))?;
@@ -230,7 +233,7 @@ pub fn scan_sessions(
         let kind = kind.map(|k| k.as_str()).unwrap_or("");
         cursors.push(stmt.query(params![agent, kind, since])?);
     }
-    let mut heads: Vec<Option<(String, String, String, i64, String)>> = Vec::new();
+    let mut heads: Vec<Option<RawSession>> = Vec::new();
     for c in cursors.iter_mut() {
         heads.push(c.next()?.map(session_from_row).transpose()?);
     }
@@ -475,4 +478,18 @@ pub fn reclassify_if_needed(
     )?;
     tx.commit()?;
     Ok(())
+}
+
+/// Delete transcript rows of `session_id` that no session row owns: what an import cut short
+/// leaves behind (transfer.rs writes the session row last). Returns the number of rows removed.
+pub fn delete_orphan_transcript(
+    conn: &Connection,
+    session_id: &str,
+) -> Result<usize, StorageError> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM transcript WHERE session_id = ?1
+             AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1)",
+        )?
+        .execute([session_id])?)
 }
