@@ -565,7 +565,7 @@ fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result
             return Err(usage("give either a session key or --all, not both"));
         }
         let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
-        let report: ExportReportShim = todo_transfer(&engine, dir)?; // TRANSFER-WIP
+        let report = engine.export_openclaw(dir)?;
         eprintln!(
             "exported {} sessions ({} lines) to {}",
             report.sessions,
@@ -582,7 +582,7 @@ fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result
             let file = std::fs::File::create(&tmp)
                 .with_context(|| format!("cannot create {}", tmp.display()))?;
             let mut w = std::io::BufWriter::new(file);
-            let n: usize = { let _ = (&key, &mut w); todo_transfer(&engine, Path::new(""))? }; // TRANSFER-WIP
+            let n = engine.export_session_jsonl(&key, &mut w)?;
             w.flush()?;
             // Write-then-rename: an interrupted export never leaves a half file under the name.
             std::fs::rename(&tmp, path)
@@ -591,7 +591,7 @@ fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result
         }
         None => {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            let n: usize = { let _ = (&key, &mut w); todo_transfer(&engine, Path::new(""))? }; // TRANSFER-WIP
+            let n = engine.export_session_jsonl(&key, &mut w)?;
             w.flush()?;
             n
         }
@@ -602,7 +602,7 @@ fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result
 
 async fn import(cli: &Cli, dir: &Path) -> Result<()> {
     let engine = cli.open_engine()?;
-    let report: ImportReportShim = todo_transfer(&engine, dir)?; // TRANSFER-WIP
+    let report = engine.import_openclaw(dir).await?;
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
@@ -645,8 +645,3 @@ fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
         }
     }
 }
-
-// TRANSFER-WIP: placeholders until transfer.rs lands.
-struct ImportReportShim { warnings: Vec<String>, sessions_imported: usize, lines_imported: usize, sessions_skipped: usize, bad_lines: usize }
-struct ExportReportShim { sessions: usize, lines: usize }
-fn todo_transfer<T>(_e: &Engine, _d: &Path) -> Result<T> { bail!("not yet available") }

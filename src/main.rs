@@ -27,8 +27,26 @@ fn main() {
             .downcast_ref::<cli::ExitError>()
             .map(|e| e.code)
             .unwrap_or(1);
-        tracing::error!(error = %format!("{err:#}"), "command failed");
-        eprintln!("switchboard: {err:#}");
+        let message = describe(&err);
+        tracing::error!(error = %message, "command failed");
+        eprintln!("switchboard: {message}");
         std::process::exit(code);
     }
+}
+
+/// The error and its causes on one line, skipping a cause whose text the previous message
+/// already quotes (many errors embed their source in their own message).
+fn describe(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

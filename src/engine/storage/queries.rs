@@ -299,7 +299,8 @@ pub fn append_lines(
         .query_row([&session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     let (mut seq, mut parent) = match last {
-        Some((seq, id, ty)) if ty != "session" => (seq, Some(id)),
+        // Imported lines may lack an id; they cannot be a parent.
+        Some((seq, id, ty)) if ty != "session" && !id.is_empty() => (seq, Some(id)),
         Some((seq, _, _)) => (seq, None),
         None => (0, None),
     };

@@ -1,0 +1,643 @@
+//! Import from an OpenClaw state folder and export to OpenClaw-compatible JSONL, against real
+//! captures from OpenClaw 2026.5.28 (`tests/fixtures/openclaw-legacy/`, copied from the
+//! observed s2 ping-pong and s6 spawn scenarios).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use switchboard::config::{Config, Visibility};
+use switchboard::engine::Engine;
+use switchboard::engine::key::SessionKey;
+use switchboard::engine::tools::ToolContext;
+use switchboard::engine::transfer::{ImportReport, TransferError};
+
+const MAIN_S2: &str = "4cf38b27-4311-4e06-85f3-e787b8fd5769";
+const MAIN_S6: &str = "b3fa7785-5548-4d55-ade1-19cf075500d7";
+const WORK_S2: &str = "d590e10e-153b-4b9a-a1df-844dee341344";
+const WORK_S6: &str = "93663dfb-8c3b-4efe-837a-a67afdc4dd3d";
+
+/// (key, agent, sessionId) of every session in the fixture.
+const FIXTURE_SESSIONS: [(&str, &str, &str); 4] = [
+    ("agent:main:s2", "main", MAIN_S2),
+    ("agent:main:s6", "main", MAIN_S6),
+    ("agent:work:s2", "work", WORK_S2),
+    ("agent:work:s6", "work", WORK_S6),
+];
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openclaw-legacy")
+}
+
+fn fixture_transcript(agent: &str, session_id: &str) -> PathBuf {
+    fixture().join(format!("agents/{agent}/sessions/{session_id}.jsonl"))
+}
+
+/// Everyone may read everything, so one requester can look at all imported sessions.
+fn config() -> Config {
+    let mut c = Config::default();
+    c.tools.sessions.visibility = Visibility::All;
+    c.tools.agent_to_agent.enabled = true;
+    c
+}
+
+fn open(state: &Path) -> Engine {
+    Engine::open(state, config()).unwrap()
+}
+
+fn ctx(engine: &Engine) -> ToolContext {
+    ToolContext {
+        requester: engine.requester_key("main").unwrap(),
+        sandboxed: false,
+    }
+}
+
+fn key(s: &str) -> SessionKey {
+    SessionKey::from_canonical(s)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for item in fs::read_dir(from).unwrap() {
+        let item = item.unwrap();
+        let target = to.join(item.file_name());
+        if item.file_type().unwrap().is_dir() {
+            copy_dir(&item.path(), &target);
+        } else {
+            fs::copy(item.path(), target).unwrap();
+        }
+    }
+}
+
+fn file_lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn parsed(lines: &[String]) -> Vec<Value> {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let n = engine.export_session_jsonl(&key(k), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    assert_eq!(n, lines.len(), "reported line count of {k}");
+    lines
+}
+
+async fn import_fixture(engine: &Engine) -> ImportReport {
+    engine.import_openclaw(&fixture()).await.unwrap()
+}
+
+async fn history(engine: &Engine, k: &str) -> Value {
+    engine
+        .call_tool(
+            "sessions_history",
+            &json!({"sessionKey": k, "limit": 50, "includeTools": true}),
+            &ctx(engine),
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn imports_the_legacy_fixture() {
+    let state = tempfile::tempdir().unwrap();
+    let engine = open(state.path());
+    let report = import_fixture(&engine).await;
+    let total_lines: usize = FIXTURE_SESSIONS
+        .iter()
+        .map(|(_, agent, sid)| file_lines(&fixture_transcript(agent, sid)).len())
+        .sum();
+    assert_eq!(
+        report,
+        ImportReport {
+            sessions_imported: 4,
+            sessions_skipped: 0,
+            lines_imported: total_lines,
+            bad_lines: 0,
+            warnings: vec![],
+        }
+    );
+    for (k, agent, sid) in FIXTURE_SESSIONS {
+        let s = engine.store().get(&key(k)).unwrap().unwrap();
+        assert_eq!(s.agent_id, agent);
+        assert_eq!(s.entry.session_id, sid);
+        assert_eq!(s.kind.as_str(), "other");
+        // OpenClaw's own path is dropped: the transcript now lives in the database.
+        assert!(!s.entry.extra.contains_key("sessionFile"), "{k}");
+    }
+    // Unknown entry fields survive in `extra`.
+    let s = engine.store().get(&key("agent:main:s2")).unwrap().unwrap();
+    assert_eq!(s.entry.updated_at, 1795354158176);
+    assert_eq!(
+        s.entry.extra["contextBudgetStatus"]["messageCount"],
+        json!(8)
+    );
+    assert_eq!(s.entry.extra["route"], json!({"channel": "telegram"}));
+}
+
+#[tokio::test]
+async fn history_returns_the_real_messages_with_inter_session_provenance() {
+    let state = tempfile::tempdir().unwrap();
+    let engine = open(state.path());
+    import_fixture(&engine).await;
+
+    let h = history(&engine, "agent:work:s2").await;
+    assert_eq!(h["sessionKey"], "agent:work:s2");
+    let messages = h["messages"].as_array().unwrap();
+    let file: Vec<Value> = parsed(&file_lines(&fixture_transcript("work", WORK_S2)));
+    let expected: Vec<&Value> = file.iter().filter(|l| l["type"] == "message").collect();
+    assert_eq!(messages.len(), expected.len());
+    assert_eq!(messages.len(), 8);
+    for (m, line) in messages.iter().zip(&expected) {
+        assert_eq!(m["role"], line["message"]["role"]);
+        assert_eq!(m["__openclaw"]["id"], line["id"]);
+        assert_eq!(
+            m["content"][0]["text"],
+            line["message"]["content"][0]["text"]
+        );
+    }
+    let first = &messages[0];
+    assert_eq!(first["role"], "user");
+    assert_eq!(
+        first["provenance"],
+        json!({
+            "kind": "inter_session",
+            "sourceSessionKey": "agent:main:s2",
+            "sourceChannel": "telegram",
+            "sourceTool": "sessions_send"
+        })
+    );
+    assert!(
+        first["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("PING from main")
+    );
+    assert_eq!(
+        messages[1]["content"][0]["text"],
+        "WORK_REPLY: pong from work"
+    );
+    assert_eq!(
+        messages.last().unwrap()["content"][0]["text"],
+        "ANNOUNCE from work: exchange finished"
+    );
+
+    // The requester side keeps its tool call and tool result.
+    let h = history(&engine, "agent:main:s2").await;
+    let messages = h["messages"].as_array().unwrap();
+    let tool_result = messages
+        .iter()
+        .find(|m| m["role"] == "toolResult")
+        .expect("a toolResult message");
+    assert_eq!(tool_result["toolName"], "sessions_send");
+    assert_eq!(tool_result["toolCallId"], "call_9a05ee2eb3");
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m["provenance"]["kind"] == "inter_session")
+            .count(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn sessions_list_shows_the_imported_rows() {
+    let state = tempfile::tempdir().unwrap();
+    let engine = open(state.path());
+    import_fixture(&engine).await;
+
+    let list = engine
+        .call_tool("sessions_list", &json!({}), &ctx(&engine))
+        .await
+        .unwrap();
+    assert_eq!(list["count"], 4, "{list:#}");
+    let rows = list["sessions"].as_array().unwrap();
+    let row = |k: &str| {
+        rows.iter()
+            .find(|r| r["key"] == k)
+            .unwrap_or_else(|| panic!("no row {k} in {list:#}"))
+    };
+    let main_s2 = row("agent:main:s2");
+    assert_eq!(main_s2["channel"], "telegram");
+    assert_eq!(main_s2["label"], "s2-telegram-pingpong-main");
+    assert_eq!(main_s2["sessionId"], MAIN_S2);
+    assert_eq!(main_s2["agentId"], "main");
+    assert_eq!(main_s2["updatedAt"], 1795354158176i64);
+    assert_eq!(main_s2["model"], "fake-1");
+    let work_s2 = row("agent:work:s2");
+    assert_eq!(work_s2["channel"], "webchat");
+    assert_eq!(work_s2["label"], "s2-telegram-pingpong-work");
+    assert_eq!(row("agent:main:s6")["label"], "s6-sessions-spawn-main");
+    assert_eq!(row("agent:work:s6")["channel"], "unknown");
+    // Newest first, by the entries' updatedAt.
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "agent:main:s6",
+            "agent:work:s6",
+            "agent:work:s2",
+            "agent:main:s2"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn reimport_skips_everything() {
+    let state = tempfile::tempdir().unwrap();
+    let engine = open(state.path());
+    import_fixture(&engine).await;
+    let before = export_lines(&engine, "agent:main:s2");
+
+    let again = import_fixture(&engine).await;
+    assert_eq!(
+        again,
+        ImportReport {
+            sessions_imported: 0,
+            sessions_skipped: 4,
+            lines_imported: 0,
+            bad_lines: 0,
+            warnings: vec![],
+        }
+    );
+    assert_eq!(export_lines(&engine, "agent:main:s2"), before);
+    assert_eq!(
+        engine
+            .call_tool("sessions_list", &json!({}), &ctx(&engine))
+            .await
+            .unwrap()["count"],
+        4
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_line_is_skipped_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    copy_dir(&fixture(), &source);
+    let path = source.join(format!("agents/work/sessions/{WORK_S2}.jsonl"));
+    let mut lines = file_lines(&path);
+    let good = lines.clone();
+    lines.insert(
+        2,
+        r#"{"type":"message","id":"deadbeef","message":{"role":"us"#.to_string(),
+    );
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 4);
+    assert_eq!(report.bad_lines, 1);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    let w = &report.warnings[0];
+    assert!(w.contains(&format!("{WORK_S2}.jsonl")), "{w}");
+    assert!(w.contains("line 3"), "{w}");
+    // The rest is there, in order, with nothing in place of the bad line.
+    let exported = export_lines(&engine, "agent:work:s2");
+    assert_eq!(parsed(&exported), parsed(&good));
+}
+
+#[tokio::test]
+async fn a_folder_that_is_not_openclaw_is_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = open(&tmp.path().join("state"));
+    let elsewhere = tmp.path().join("photos");
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::write(elsewhere.join("cat.jpg"), b"meow").unwrap();
+
+    let err = engine.import_openclaw(&elsewhere).await.unwrap_err();
+    assert!(
+        matches!(err, TransferError::NotAnOpenClawFolder { .. }),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains(&elsewhere.display().to_string()), "{msg}");
+    assert!(msg.contains("is not an OpenClaw state folder"), "{msg}");
+    assert!(
+        msg.contains("agents/<agentId>/sessions/sessions.json"),
+        "{msg}"
+    );
+
+    // An agents folder without any sessions index is not one either.
+    fs::create_dir_all(elsewhere.join("agents/main/sessions")).unwrap();
+    let err = engine.import_openclaw(&elsewhere).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no <agentId>/sessions/sessions.json"),
+        "{err}"
+    );
+
+    // A missing folder names the path.
+    let missing = tmp.path().join("nope");
+    let err = engine.import_openclaw(&missing).await.unwrap_err();
+    assert!(matches!(err, TransferError::Io { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains(&missing.display().to_string()),
+        "{err}"
+    );
+
+    // A damaged sessions.json fails with its path and line, before anything is written.
+    let source = tmp.path().join("oc");
+    copy_dir(&fixture(), &source);
+    let index = source.join("agents/work/sessions/sessions.json");
+    let text = fs::read_to_string(&index).unwrap();
+    fs::write(&index, text.replacen("\"updatedAt\"", "updatedAt", 1)).unwrap();
+    let err = engine.import_openclaw(&source).await.unwrap_err();
+    match &err {
+        TransferError::Json { path, line, .. } => {
+            assert_eq!(path, &index);
+            assert_eq!(*line, 4);
+        }
+        other => panic!("expected a JSON error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("sessions.json, line 4"), "{err}");
+    assert!(engine.store().get(&key("agent:main:s2")).unwrap().is_none());
+
+    assert!(tmp.path().join("state").exists());
+}
+
+#[tokio::test]
+async fn one_agent_sessions_folder_is_accepted() {
+    let state = tempfile::tempdir().unwrap();
+    let engine = open(state.path());
+    let report = engine
+        .import_openclaw(&fixture().join("agents/work/sessions"))
+        .await
+        .unwrap();
+    assert_eq!(report.sessions_imported, 2);
+    assert!(engine.store().get(&key("agent:work:s2")).unwrap().is_some());
+    assert!(engine.store().get(&key("agent:main:s2")).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn export_of_a_session_equals_the_imported_file() {
+    let state = tempfile::tempdir().unwrap();
+    let engine = open(state.path());
+    import_fixture(&engine).await;
+    for (k, agent, sid) in FIXTURE_SESSIONS {
+        let file = file_lines(&fixture_transcript(agent, sid));
+        let exported = export_lines(&engine, k);
+        assert_eq!(exported.len(), file.len(), "{k}");
+        assert_eq!(parsed(&exported), parsed(&file), "{k}");
+        // OpenClaw writes compact JSON and key order is preserved: byte-identical lines.
+        assert_eq!(exported, file, "{k}");
+    }
+    let mut sink = Vec::new();
+    let err = engine
+        .export_session_jsonl(&key("agent:main:nope"), &mut sink)
+        .unwrap_err();
+    assert!(matches!(err, TransferError::NoSession(_)), "{err:?}");
+    assert!(err.to_string().contains("agent:main:nope"));
+}
+
+#[tokio::test]
+async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = open(&tmp.path().join("a"));
+    import_fixture(&first).await;
+    // A session born in Switchboard travels too.
+    first
+        .record_inbound(
+            &key("agent:main:main"),
+            "hello from the console",
+            &switchboard::engine::inbound::Inbound::default(),
+        )
+        .await
+        .unwrap();
+
+    let out = tmp.path().join("export");
+    let report = first.export_openclaw(&out).unwrap();
+    assert_eq!(report.sessions, 5);
+    let index: Value = serde_json::from_str(
+        &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
+    )
+    .unwrap();
+    let session_file = index["agent:main:s2"]["sessionFile"].as_str().unwrap();
+    assert!(Path::new(session_file).is_absolute());
+    assert!(Path::new(session_file).is_file());
+    assert!(session_file.ends_with(&format!("{MAIN_S2}.jsonl")));
+    assert!(
+        out.join(format!("agents/work/sessions/{WORK_S6}.jsonl"))
+            .is_file()
+    );
+
+    let second = open(&tmp.path().join("b"));
+    let imported = second.import_openclaw(&out).await.unwrap();
+    assert_eq!(imported.sessions_imported, 5);
+    assert_eq!(imported.lines_imported, report.lines);
+    assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+    for k in FIXTURE_SESSIONS
+        .map(|s| s.0)
+        .into_iter()
+        .chain(["agent:main:main"])
+    {
+        let a = first.store().get(&key(k)).unwrap().unwrap();
+        let b = second.store().get(&key(k)).unwrap().unwrap();
+        assert_eq!(a, b, "{k}");
+        assert_eq!(export_lines(&first, k), export_lines(&second, k), "{k}");
+    }
+
+    // A second export into the same folder refuses rather than overwriting.
+    let err = first.export_openclaw(&out).unwrap_err();
+    assert!(
+        matches!(err, TransferError::WouldOverwrite { .. }),
+        "{err:?}"
+    );
+}
+
+/// Build `<root>/agents/<agent>/sessions/` with the given index and files.
+fn legacy_folder(root: &Path, agent: &str, index: Value, files: &[(&str, String)]) -> PathBuf {
+    let dir = root.join("agents").join(agent).join("sessions");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("sessions.json"),
+        serde_json::to_string_pretty(&index).unwrap(),
+    )
+    .unwrap();
+    for (name, text) in files {
+        fs::write(dir.join(name), text).unwrap();
+    }
+    dir
+}
+
+#[tokio::test]
+async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let chat = "11111111-2222-4333-8444-555555555555";
+    let lonely = "66666666-7777-4888-9999-000000000000";
+    let body = [
+        json!({"type":"message","id":"aaaa0001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":1}}),
+        json!({"type":"message","id":"aaaa0002","parentId":"aaaa0001","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"timestamp":2}}),
+    ]
+    .iter()
+    .map(|v| v.to_string() + "\r\n")
+    .collect::<String>();
+    legacy_folder(
+        &source,
+        "Ops",
+        json!({
+            "Agent:Ops:Chat-One": {"sessionId": chat, "updatedAt": 1767225600000i64, "chatType": "group", "channel": "discord"},
+            "agent:ops:nofile": {"sessionId": lonely, "updatedAt": 1767225600500i64},
+            "agent:ops:broken": {"updatedAt": 5},
+        }),
+        &[(&format!("{chat}.jsonl"), format!("\n{body}\n"))],
+    );
+
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 2, "{report:?}");
+    assert_eq!(report.sessions_skipped, 1);
+    assert_eq!(report.lines_imported, 2);
+    assert_eq!(report.bad_lines, 0);
+    assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("agent:ops:broken") && w.contains("sessionId")),
+        "{:?}",
+        report.warnings
+    );
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("agent:ops:nofile") && w.contains(&format!("{lonely}.jsonl"))),
+        "{:?}",
+        report.warnings
+    );
+
+    let s = engine
+        .store()
+        .get(&key("agent:ops:chat-one"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.agent_id, "ops");
+    assert_eq!(s.kind.as_str(), "group");
+    let lines = parsed(&export_lines(&engine, "agent:ops:chat-one"));
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines[0],
+        json!({"type":"session","version":3,"id":chat,"timestamp":"2026-01-01T00:00:00.000Z","cwd":""})
+    );
+    assert_eq!(lines[1]["id"], "aaaa0001");
+    let h = history(&engine, "agent:ops:chat-one").await;
+    let seqs: Vec<&Value> = h["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["__openclaw"]["seq"])
+        .collect();
+    assert_eq!(seqs, [&json!(1), &json!(2)]);
+
+    let lines = parsed(&export_lines(&engine, "agent:ops:nofile"));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[0]["id"], lonely);
+    assert_eq!(lines[0]["timestamp"], "2026-01-01T00:00:00.500Z");
+}
+
+#[tokio::test]
+async fn a_session_id_owned_by_another_key_is_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = open(&tmp.path().join("state"));
+    import_fixture(&engine).await;
+    let source = tmp.path().join("oc");
+    legacy_folder(
+        &source,
+        "main",
+        json!({"agent:main:copy": {"sessionId": MAIN_S2, "updatedAt": 1}}),
+        &[],
+    );
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 0);
+    assert_eq!(report.sessions_skipped, 1);
+    assert_eq!(report.warnings.len(), 1);
+    assert!(
+        report.warnings[0].contains("already belongs to agent:main:s2"),
+        "{:?}",
+        report.warnings
+    );
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:copy"))
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn session_file_is_used_when_it_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let elsewhere = tmp.path().join("topic.jsonl");
+    // Saved by an editor that adds a byte-order mark.
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(fs::read(fixture_transcript("work", WORK_S2)).unwrap());
+    fs::write(&elsewhere, bytes).unwrap();
+    legacy_folder(
+        &source,
+        "work",
+        json!({"agent:work:s2": {"sessionId": WORK_S2, "updatedAt": 1, "sessionFile": elsewhere}}),
+        &[],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 1);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(
+        export_lines(&engine, "agent:work:s2"),
+        file_lines(&fixture_transcript("work", WORK_S2))
+    );
+}
+
+#[tokio::test]
+async fn a_long_transcript_is_imported_in_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sid = "abcdefab-cdef-4abc-8def-abcdefabcdef";
+    let n = 12_345;
+    let mut text = json!({"type":"session","version":3,"id":sid,"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/x"}).to_string();
+    text.push('\n');
+    for i in 0..n {
+        let line = json!({"type":"message","id":format!("{i:08x}"),"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":format!("line {i}"),"timestamp":i}});
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    legacy_folder(
+        &source,
+        "main",
+        json!({"agent:main:long": {"sessionId": sid, "updatedAt": 7}}),
+        &[(&format!("{sid}.jsonl"), text.clone())],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 1);
+    assert_eq!(report.lines_imported, n + 1);
+    let exported = export_lines(&engine, "agent:main:long");
+    assert_eq!(exported.len(), n + 1);
+    assert_eq!(exported.join("\n") + "\n", text);
+    let h = engine
+        .call_tool(
+            "sessions_history",
+            &json!({"sessionKey": "agent:main:long", "limit": 2}),
+            &ctx(&engine),
+        )
+        .await
+        .unwrap();
+    let m = h["messages"].as_array().unwrap();
+    assert_eq!(m[1]["content"], format!("line {}", n - 1));
+    assert_eq!(m[1]["__openclaw"]["seq"], json!(n));
+}
