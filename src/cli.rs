@@ -635,7 +635,15 @@ fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
                 return Ok(());
             }
             for p in &problems {
-                eprintln!("{}:{p}", path.display());
+                let mut at = path.display().to_string();
+                if let Some(line) = p.line {
+                    at.push_str(&format!(":{line}"));
+                }
+                if p.path.is_empty() {
+                    eprintln!("{at}: {}", p.message);
+                } else {
+                    eprintln!("{at}: {}: {}", p.path, p.message);
+                }
             }
             Err(ExitError {
                 code: 1,

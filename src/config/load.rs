@@ -1,42 +1,1273 @@
-//! Loading the config file (placeholder; being written).
+//! Loading the JSON5 config: syntax, shape (unknown keys, types, enum values) and meaning checks,
+//! every problem reported at once with its dotted key path and source line; `config init`'s writer.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::de::value::{MapDeserializer, SeqDeserializer, StrDeserializer};
+use serde::de::{self, Deserializer, Expected, IntoDeserializer, Unexpected, Visitor};
+use serde_json::Value;
+
 use super::model::Config;
+use crate::engine::key;
 
-pub const DEFAULT_CONFIG_TEXT: &str = "{}";
+/// The documented default config, as `switchboard config init` writes it.
+pub const DEFAULT_CONFIG_TEXT: &str = include_str!("../../assets/default-config.json5");
 
+/// Bounds the remove-and-retry loop; a file with more shape errors than this is not worth listing.
+const MAX_SHAPE_PROBLEMS: usize = 200;
+
+/// One thing wrong with a config file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigProblem {
+    /// 1-based source line, when the offending key (or its nearest parent) could be located.
     pub line: Option<usize>,
+    /// Dotted key path such as `tools.sessions.visibility` or `agents.list[1].id`; empty for the
+    /// file as a whole (syntax errors, a top level that is not an object).
     pub path: String,
     pub message: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("invalid config {path}")]
-    Invalid { path: PathBuf, problems: Vec<ConfigProblem> },
-}
-
-pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
-    json5::from_str(src).map_err(|e| vec![ConfigProblem { line: None, path: String::new(), message: e.to_string() }])
-}
-
-pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
-    parse_str(&text).map_err(|problems| ConfigError::Invalid { path: path.to_path_buf(), problems })
-}
-
-pub fn check_file(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
-    match load_file(path) {
-        Ok(_) => Ok(Vec::new()),
-        Err(ConfigError::Invalid { problems, .. }) => Ok(problems),
-        Err(e) => Err(e),
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        f.write_str(&self.message)
     }
 }
 
-pub fn write_default(path: &Path, _force: bool) -> Result<(), ConfigError> {
-    std::fs::write(path, DEFAULT_CONFIG_TEXT).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot access config file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}", render_problems(path, problems))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<ConfigProblem>,
+    },
+    #[error("config file {path} already exists; pass --force to overwrite it")]
+    Exists { path: PathBuf },
+}
+
+/// `FILE:LINE: path: message`, one problem per line, the way compilers print them so editors
+/// can jump to each.
+fn render_problems(file: &Path, problems: &[ConfigProblem]) -> String {
+    if problems.is_empty() {
+        return format!("invalid config {}", file.display());
+    }
+    let mut out = String::new();
+    for (i, p) in problems.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&file.display().to_string());
+        if let Some(line) = p.line {
+            out.push_str(&format!(":{line}"));
+        }
+        out.push_str(": ");
+        if !p.path.is_empty() {
+            out.push_str(&p.path);
+            out.push_str(": ");
+        }
+        out.push_str(&p.message);
+    }
+    out
+}
+
+/// Parses and validates a config text, returning every problem found (never just the first).
+/// A text holding nothing but whitespace and comments is the built-in default config.
+pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
+    // A BOM is invisible in editors and changes no line numbers, so it is not worth an error.
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    let scan = scan_source(src);
+    if scan.tokens == 0 {
+        return Ok(Config::default());
+    }
+    let value: Value = match json5::from_str(src) {
+        Ok(v) => v,
+        Err(e) => return Err(vec![syntax_problem(&e, scan.missing_comma)]),
+    };
+    let SourceScan {
+        lines,
+        scalars,
+        first_line,
+        ..
+    } = scan;
+    let mut problems = Vec::new();
+    let mut reported = HashSet::new();
+    let mut removals = Removals::default();
+    let mut work = value;
+
+    let mut rounds = 0;
+    let config = loop {
+        rounds += 1;
+        if rounds > MAX_SHAPE_PROBLEMS {
+            problems.push(ConfigProblem {
+                line: None,
+                path: String::new(),
+                message: format!("too many problems; stopped looking after {MAX_SHAPE_PROBLEMS}"),
+            });
+            return Err(sorted(problems));
+        }
+        let err = match serde_path_to_error::deserialize::<_, Config>(StrictValue(&work)) {
+            Ok(config) => break config,
+            Err(err) => err,
+        };
+        let working = segments_of(err.path());
+        let message = err.inner().to_string();
+        if working.is_empty() {
+            problems.push(ConfigProblem {
+                line: first_line,
+                path: String::new(),
+                message: root_message(&message),
+            });
+            return Err(sorted(problems));
+        }
+        let original = removals.to_original(&working);
+        let path = format_path(&original);
+        // A required key dropped for a bad value comes back as "missing"; it was already said.
+        let echo = message
+            .strip_prefix("missing field `")
+            .is_some_and(|field| {
+                let mut field_path = original.clone();
+                field_path.push(Seg::Key(field.trim_end_matches('`').to_string()));
+                reported.contains(&format_path(&field_path))
+            });
+        if !echo {
+            let mut text = humanize(&message);
+            // serde_json has no NaN or Infinity, so JSON5's become null; name what was written.
+            if let Some(word) = scalars.get(&path).filter(|w| *w != "null") {
+                if let Some(head) = text.strip_suffix("got null") {
+                    text = format!("{head}got {word} (only finite numbers are allowed)");
+                }
+            }
+            problems.push(ConfigProblem {
+                line: line_of(&lines, &original),
+                path: path.clone(),
+                message: text,
+            });
+            reported.insert(path);
+        }
+        // Dropping the offending node lets serde fall back to the default and reach the next
+        // problem; if it cannot be dropped, retrying would only report the same one again.
+        if !remove_node(&mut work, &working) {
+            return Err(sorted(problems));
+        }
+        removals.note_removed(&original);
+    };
+
+    for (segs, message) in semantic_problems(&config, &removals) {
+        let path = format_path(&segs);
+        // A node already reported for its shape was replaced by its default, which says nothing
+        // about what the user wrote.
+        if reported.contains(&path) {
+            continue;
+        }
+        problems.push(ConfigProblem {
+            line: line_of(&lines, &segs),
+            path,
+            message,
+        });
+    }
+
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(sorted(problems))
+    }
+}
+
+/// Reads and validates a config file.
+pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
+    let text = read(path)?;
+    parse_str(&text).map_err(|problems| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        problems,
+    })
+}
+
+/// Every problem in a config file (empty when it is valid); an error only when it cannot be read.
+pub fn check_file(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
+    let text = read(path)?;
+    Ok(parse_str(&text).err().unwrap_or_default())
+}
+
+/// Writes [`DEFAULT_CONFIG_TEXT`] to `path`, creating its folder; an existing file is kept
+/// unless `force`.
+pub fn write_default(path: &Path, force: bool) -> Result<(), ConfigError> {
+    let io_err = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ConfigError::Io { path: p, source }
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    }
+    if force {
+        return std::fs::write(path, DEFAULT_CONFIG_TEXT).map_err(io_err(path));
+    }
+    // create_new rather than an exists() check, so a file appearing meanwhile is not clobbered.
+    let mut file = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(ConfigError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    file.write_all(DEFAULT_CONFIG_TEXT.as_bytes())
+        .map_err(io_err(path))
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn sorted(mut problems: Vec<ConfigProblem>) -> Vec<ConfigProblem> {
+    problems.sort_by_key(|p| p.line.unwrap_or(usize::MAX));
+    problems
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key paths
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// `agents.list[1].id`; a key that is not a plain name is quoted (`models.providers["a.b"]`) so
+/// the path stays unambiguous.
+fn format_path(segs: &[Seg]) -> String {
+    let mut out = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            Seg::Key(k) if is_plain_key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Seg::Key(k) => out.push_str(&format!("[{k:?}]")),
+        }
+    }
+    out
+}
+
+fn is_plain_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
+}
+
+fn segments_of(path: &serde_path_to_error::Path) -> Vec<Seg> {
+    let mut out = Vec::new();
+    for seg in path.iter() {
+        match seg {
+            serde_path_to_error::Segment::Seq { index } => out.push(Seg::Index(*index)),
+            serde_path_to_error::Segment::Map { key } => out.push(Seg::Key(key.clone())),
+            // Nothing in the model is a data-carrying enum; past an unknown step the path means
+            // nothing, so the problem is pinned to the deepest known node.
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The source line of `segs`, or of its nearest ancestor present in the source (a missing key
+/// is reported where its object is).
+fn line_of(lines: &HashMap<String, usize>, segs: &[Seg]) -> Option<usize> {
+    (1..=segs.len())
+        .rev()
+        .find_map(|n| lines.get(&format_path(&segs[..n])).copied())
+}
+
+/// Which array elements were dropped while hunting for problems, so a path in the trimmed value
+/// can be turned back into the path the user wrote.
+#[derive(Debug, Default)]
+struct Removals {
+    /// original path of an array → original indices removed from it
+    removed: HashMap<String, Vec<usize>>,
+}
+
+impl Removals {
+    fn to_original(&self, working: &[Seg]) -> Vec<Seg> {
+        let mut out: Vec<Seg> = Vec::with_capacity(working.len());
+        for seg in working {
+            match seg {
+                Seg::Key(k) => out.push(Seg::Key(k.clone())),
+                Seg::Index(i) => {
+                    let gone = self.removed.get(&format_path(&out));
+                    let original = match gone {
+                        None => *i,
+                        Some(gone) => (0..).filter(|o| !gone.contains(o)).nth(*i).unwrap_or(*i),
+                    };
+                    out.push(Seg::Index(original));
+                }
+            }
+        }
+        out
+    }
+
+    fn note_removed(&mut self, original: &[Seg]) {
+        if let Some((Seg::Index(i), parent)) = original.split_last() {
+            self.removed
+                .entry(format_path(parent))
+                .or_default()
+                .push(*i);
+        }
+    }
+}
+
+fn remove_node(value: &mut Value, segs: &[Seg]) -> bool {
+    let Some((last, parent)) = segs.split_last() else {
+        return false;
+    };
+    let mut node = value;
+    for seg in parent {
+        let next = match (seg, node) {
+            (Seg::Key(k), Value::Object(m)) => m.get_mut(k),
+            (Seg::Index(i), Value::Array(a)) => a.get_mut(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => return false,
+        }
+    }
+    match (last, node) {
+        (Seg::Key(k), Value::Object(m)) => m.shift_remove(k).is_some(),
+        (Seg::Index(i), Value::Array(a)) if *i < a.len() => {
+            a.remove(*i);
+            true
+        }
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+fn syntax_problem(e: &json5::Error, missing_comma: Option<usize>) -> ConfigProblem {
+    let json5::Error::Message { msg, location } = e;
+    // pest's message is a multi-line source excerpt; its `= …` line is the part that says what
+    // was wrong, and the line/column are reported on their own.
+    let what = msg
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("= "))
+        .unwrap_or(msg.trim())
+        .replace("char_literal", "a closing quote");
+    match location {
+        Some(loc) => {
+            // pest often stops a little before a missing comma, with a puzzling "expected …";
+            // the scanner knows where the comma should have been.
+            let hint = match missing_comma {
+                Some(l) if l == loc.line => " (is a comma missing?)".to_string(),
+                Some(l) if l > loc.line => format!(" (is a comma missing before line {l}?)"),
+                _ => String::new(),
+            };
+            ConfigProblem {
+                line: Some(loc.line),
+                path: String::new(),
+                message: format!("syntax error at column {}: {what}{hint}", loc.column),
+            }
+        }
+        None => ConfigProblem {
+            line: None,
+            path: String::new(),
+            message: format!("syntax error: {what}"),
+        },
+    }
+}
+
+fn root_message(serde_msg: &str) -> String {
+    let got = serde_msg
+        .strip_prefix("invalid type: ")
+        .and_then(|rest| rest.rsplit_once(", expected "))
+        .map(|(unexp, _)| describe_unexpected(unexp));
+    match got {
+        Some(got) => format!("the config must be an object ({{ … }}), got {got}"),
+        None => humanize(serde_msg),
+    }
+}
+
+/// Rewrites serde's wording (backticks, Rust type names) into what a config author understands.
+fn humanize(msg: &str) -> String {
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let (name, tail) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected = backticked(tail);
+        if expected.is_empty() {
+            return format!("unknown key \"{name}\" (this object takes no keys)");
+        }
+        let hint = if expected.len() > 1 {
+            closest(name, &expected)
+                .map(|c| format!(", did you mean \"{c}\"?"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        return format!(
+            "unknown key \"{name}\"{hint} (expected one of: {})",
+            expected.join(", ")
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        let (name, tail) = rest.split_once('`').unwrap_or((rest, ""));
+        return format!(
+            "expected one of {}, got \"{name}\"",
+            quoted_list(&backticked(tail))
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.trim_end_matches('`');
+        return format!("missing required key \"{name}\"");
+    }
+    if let Some(rest) = msg.strip_prefix("duplicate field `") {
+        let name = rest.trim_end_matches('`');
+        return format!(
+            "\"{name}\" is given more than once (an alias of a key counts as the same key)"
+        );
+    }
+    let typed = msg
+        .strip_prefix("invalid type: ")
+        .or_else(|| msg.strip_prefix("invalid value: "));
+    if let Some((unexp, exp)) = typed.and_then(|rest| rest.rsplit_once(", expected ")) {
+        return format!(
+            "expected {}, got {}",
+            describe_expected(exp),
+            describe_unexpected(unexp)
+        );
+    }
+    msg.to_string()
+}
+
+/// The `a`, `b` names in serde's "expected `a` or `b`" / "one of `a`, `b`" lists.
+fn backticked(s: &str) -> Vec<String> {
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+fn quoted_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_expected(exp: &str) -> String {
+    if exp.starts_with("one of `") || exp.starts_with('`') {
+        return format!("one of {}", quoted_list(&backticked(exp)));
+    }
+    if exp.starts_with("struct ") || exp == "a map" {
+        return "an object".to_string();
+    }
+    match exp {
+        "u8" => "a whole number from 0 to 255".to_string(),
+        "u16" => "a whole number from 0 to 65535".to_string(),
+        "u32" => "a whole number from 0 to 4294967295".to_string(),
+        "u64" | "usize" => "a whole number (0 or more)".to_string(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "a boolean" => "true or false".to_string(),
+        "a sequence" => "a list".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn describe_unexpected(unexp: &str) -> String {
+    if let Some(s) = unexp.strip_prefix("string ") {
+        return s.to_string();
+    }
+    for prefix in ["integer ", "floating point ", "boolean "] {
+        if let Some(v) = unexp.strip_prefix(prefix) {
+            return v.trim_matches('`').to_string();
+        }
+    }
+    match unexp {
+        "sequence" => "a list".to_string(),
+        "map" => "an object".to_string(),
+        "unit value" => "null".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The candidate a typo most likely meant, if one is close enough to be worth suggesting.
+fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&name, &c.to_ascii_lowercase()), c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
+}
+
+/// Edit distance counting a swap of neighbours as one edit, the commonest typo in a key name.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meaning checks (after the shape is right)
+
+/// Problems serde cannot see, as (original key path, message).
+fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, String)> {
+    let mut out = Vec::new();
+    let at = |segs: &[Seg]| removals.to_original(segs);
+    let k = |s: &str| Seg::Key(s.to_string());
+
+    let main_key = config.session.main_key.trim();
+    if main_key.is_empty() {
+        out.push((
+            at(&[k("session"), k("mainKey")]),
+            "must not be empty (the default is \"main\")".to_string(),
+        ));
+    } else if main_key.contains(':') {
+        out.push((
+            at(&[k("session"), k("mainKey")]),
+            format!(
+                "\"{main_key}\" must not contain \":\" (session keys are agent:<agentId>:<mainKey>, so a \":\" \
+                 would split it)"
+            ),
+        ));
+    }
+
+    if config.gateway.port == 0 {
+        out.push((
+            at(&[k("gateway"), k("port")]),
+            "port 0 is not allowed: pick a port from 1 to 65535 (the default is 18789)".to_string(),
+        ));
+    }
+
+    let mut seen_ids: HashMap<String, Vec<Seg>> = HashMap::new();
+    let mut default_at: Option<Vec<Seg>> = None;
+    for (i, agent) in config.agents.list.iter().enumerate() {
+        let entry = at(&[k("agents"), k("list"), Seg::Index(i)]);
+        let field = |name: &str| {
+            let mut p = entry.clone();
+            p.push(k(name));
+            p
+        };
+
+        if agent.id.is_empty() {
+            out.push((
+                field("id"),
+                "missing agent id: every entry of agents.list needs an \"id\" such as \"main\""
+                    .to_string(),
+            ));
+        } else if !key::is_valid_agent_id(&agent.id) {
+            out.push((
+                field("id"),
+                format!(
+                    "invalid agent id \"{}\": use 1 to 64 letters, digits, \"_\" or \"-\", starting with a letter or digit",
+                    agent.id
+                ),
+            ));
+        } else {
+            let normalized = key::normalize_agent_id(&agent.id);
+            match seen_ids.get(&normalized) {
+                Some(first) => out.push((
+                    field("id"),
+                    format!(
+                        "duplicate agent id \"{}\" ({} has the same id)",
+                        agent.id,
+                        format_path(first)
+                    ),
+                )),
+                None => {
+                    seen_ids.insert(normalized, entry.clone());
+                }
+            }
+        }
+
+        if agent.default {
+            match &default_at {
+                Some(first) => out.push((
+                    field("default"),
+                    format!(
+                        "only one agent may have default: true ({} already has it)",
+                        format_path(first)
+                    ),
+                )),
+                None => default_at = Some(entry.clone()),
+            }
+        }
+
+        if let Some(model) = &agent.model {
+            if let Some(message) = model_problem(model) {
+                out.push((field("model"), message));
+            }
+        }
+
+        for (j, rule) in agent.script.iter().enumerate() {
+            let Some(text) = &rule.when.text else {
+                continue;
+            };
+            let Some(pattern) = regex_body(text) else {
+                continue;
+            };
+            if let Err(e) = regex::Regex::new(pattern) {
+                let mut p = field("script");
+                p.extend([Seg::Index(j), k("when"), k("text")]);
+                out.push((
+                    p,
+                    format!(
+                        "invalid regular expression {text}: {}",
+                        regex_error_summary(&e)
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn model_problem(model: &str) -> Option<String> {
+    if model == "scripted" {
+        return None;
+    }
+    match model.split_once('/') {
+        Some((provider, name)) if !provider.trim().is_empty() && !name.trim().is_empty() => None,
+        Some(_) => Some(format!(
+            "model \"{model}\" needs both parts of \"<provider>/<model>\", for example \"ollama/llama3.2\""
+        )),
+        None => Some(format!(
+            "model \"{model}\" must be \"scripted\" or \"<provider>/<model>\": write it as \"<provider>/{model}\", \
+             for example \"ollama/{model}\", with the provider defined under models.providers"
+        )),
+    }
+}
+
+/// The pattern of a `/…/` script text; any other text is a plain substring.
+fn regex_body(text: &str) -> Option<&str> {
+    if text.len() >= 2 && text.starts_with('/') && text.ends_with('/') {
+        Some(&text[1..text.len() - 1])
+    } else {
+        None
+    }
+}
+
+/// The regex crate's message is a multi-line excerpt; the `error:` line is what went wrong.
+fn regex_error_summary(e: &regex::Error) -> String {
+    let full = e.to_string();
+    full.lines()
+        .find_map(|l| l.trim_start().strip_prefix("error: "))
+        .map(str::to_string)
+        .unwrap_or(full)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A strict view of a JSON value for serde
+
+/// Deserializes like `&serde_json::Value`, except that an array is refused where an object
+/// (struct) is expected: serde's derive accepts `[a, b]` as a struct's fields in order, which in
+/// a config file would silently give positional meaning to a list.
+struct StrictValue<'a>(&'a Value);
+
+type StrictError = serde_json::Error;
+
+fn unexpected(v: &Value) -> Unexpected<'_> {
+    match v {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => Unexpected::Unsigned(u),
+            (_, Some(i), _) => Unexpected::Signed(i),
+            (_, _, Some(f)) => Unexpected::Float(f),
+            _ => Unexpected::Other("number"),
+        },
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    }
+}
+
+/// "one of `a`, `b`" for an enum given something other than a string.
+struct OneOfVariants(&'static [&'static str]);
+
+impl Expected for OneOfVariants {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("one of ")?;
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "`{v}`")?;
+        }
+        Ok(())
+    }
+}
+
+impl<'de> IntoDeserializer<'de, StrictError> for StrictValue<'de> {
+    type Deserializer = Self;
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+impl<'de> Deserializer<'de> for StrictValue<'de> {
+    type Error = StrictError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, StrictError> {
+        match self.0 {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(*b),
+            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => visitor.visit_u64(u),
+                (_, Some(i), _) => visitor.visit_i64(i),
+                (_, _, Some(f)) => visitor.visit_f64(f),
+                _ => Err(de::Error::invalid_type(unexpected(self.0), &visitor)),
+            },
+            Value::String(s) => visitor.visit_borrowed_str(s),
+            Value::Array(items) => {
+                let mut seq = SeqDeserializer::new(items.iter().map(StrictValue));
+                let out = visitor.visit_seq(&mut seq)?;
+                seq.end()?;
+                Ok(out)
+            }
+            Value::Object(map) => {
+                let entries = map
+                    .iter()
+                    .map(|(k, v)| (StrDeserializer::<StrictError>::new(k), StrictValue(v)));
+                let mut access = MapDeserializer::new(entries);
+                let out = visitor.visit_map(&mut access)?;
+                access.end()?;
+                Ok(out)
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, StrictError> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, StrictError> {
+        match self.0 {
+            Value::Object(_) => self.deserialize_any(visitor),
+            other => Err(de::Error::invalid_type(unexpected(other), &visitor)),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, StrictError> {
+        match self.0 {
+            Value::String(s) => visitor.visit_enum(StrDeserializer::<StrictError>::new(s)),
+            other => Err(de::Error::invalid_type(
+                unexpected(other),
+                &OneOfVariants(variants),
+            )),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, StrictError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier ignored_any
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source scanner: key path → line
+
+/// What a lenient pass over the JSON5 source found.
+struct SourceScan {
+    /// formatted key path → 1-based line of the key (object members) or of the element's first
+    /// token (array elements); a repeated key keeps its last line, as the parser keeps its
+    /// last value.
+    lines: HashMap<String, usize>,
+    /// formatted path → the unquoted literal written there (`NaN`, `Infinity`, `true` …), which
+    /// the parsed value cannot always show (it turns `NaN` into null).
+    scalars: HashMap<String, String>,
+    /// tokens other than whitespace and comments; 0 means the file says nothing.
+    tokens: usize,
+    /// line of the first token, where the top-level value starts
+    first_line: Option<usize>,
+    /// line of the first key or element that follows a value without a comma between them
+    missing_comma: Option<usize>,
+}
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Open(char),
+    Close,
+    Colon,
+    Comma,
+    Str(String),
+    Word(String),
+}
+
+struct Lexer<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    line: usize,
+}
+
+impl Lexer<'_> {
+    fn new(src: &str) -> Lexer<'_> {
+        Lexer {
+            chars: src.chars().peekable(),
+            line: 1,
+        }
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.chars.next()?;
+        if c == '\n' {
+            self.line += 1;
+        }
+        Some(c)
+    }
+
+    /// Skips whitespace and comments; false at the end of input.
+    fn skip_trivia(&mut self) -> bool {
+        loop {
+            let Some(&c) = self.chars.peek() else {
+                return false;
+            };
+            if c.is_whitespace() || c == '\u{feff}' {
+                self.bump();
+                continue;
+            }
+            if c != '/' {
+                return true;
+            }
+            let mut ahead = self.chars.clone();
+            ahead.next();
+            match ahead.peek() {
+                Some('/') => {
+                    while self.chars.peek().is_some_and(|&c| c != '\n') {
+                        self.bump();
+                    }
+                }
+                Some('*') => {
+                    self.bump();
+                    self.bump();
+                    let mut prev = '\0';
+                    while let Some(c) = self.bump() {
+                        if prev == '*' && c == '/' {
+                            break;
+                        }
+                        prev = c;
+                    }
+                }
+                _ => return true,
+            }
+        }
+    }
+
+    fn next_token(&mut self) -> Option<(Tok, usize)> {
+        if !self.skip_trivia() {
+            return None;
+        }
+        let line = self.line;
+        let c = self.bump()?;
+        let tok = match c {
+            '{' | '[' => Tok::Open(c),
+            '}' | ']' => Tok::Close,
+            ':' => Tok::Colon,
+            ',' => Tok::Comma,
+            '"' | '\'' => Tok::Str(self.string_body(c)),
+            _ => {
+                let mut word = String::from(c);
+                while let Some(&n) = self.chars.peek() {
+                    if n.is_whitespace() || "{}[]:,'\"/".contains(n) {
+                        break;
+                    }
+                    word.push(n);
+                    self.bump();
+                }
+                Tok::Word(decode_identifier(&word))
+            }
+        };
+        Some((tok, line))
+    }
+
+    fn string_body(&mut self, quote: char) -> String {
+        let mut out = String::new();
+        while let Some(c) = self.bump() {
+            if c == quote {
+                break;
+            }
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            let Some(e) = self.bump() else { break };
+            match e {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                'b' => out.push('\u{8}'),
+                'f' => out.push('\u{c}'),
+                'v' => out.push('\u{b}'),
+                '0' => out.push('\0'),
+                'x' => {
+                    let code = self.hex(2);
+                    out.extend(code.and_then(char::from_u32));
+                }
+                'u' => {
+                    let code = self.hex(4).map(|hi| self.surrogate_pair(hi));
+                    out.extend(code.and_then(char::from_u32));
+                }
+                // A backslash before a line break continues the string on the next line.
+                '\n' | '\u{2028}' | '\u{2029}' => {}
+                '\r' => {
+                    if self.chars.peek() == Some(&'\n') {
+                        self.bump();
+                    }
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
+    fn hex(&mut self, digits: usize) -> Option<u32> {
+        let mut v = 0;
+        for _ in 0..digits {
+            let d = self.chars.peek()?.to_digit(16)?;
+            self.bump();
+            v = v * 16 + d;
+        }
+        Some(v)
+    }
+
+    /// Joins `\uD83D\uDE00`-style pairs; a lone surrogate stays invalid (dropped by the caller).
+    fn surrogate_pair(&mut self, hi: u32) -> u32 {
+        if !(0xD800..0xDC00).contains(&hi) {
+            return hi;
+        }
+        let mut ahead = self.chars.clone();
+        if ahead.next() != Some('\\') || ahead.next() != Some('u') {
+            return hi;
+        }
+        self.bump();
+        self.bump();
+        match self.hex(4) {
+            Some(lo) if (0xDC00..0xE000).contains(&lo) => {
+                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+            }
+            _ => hi,
+        }
+    }
+}
+
+/// Unquoted keys may spell characters as `\uXXXX`.
+fn decode_identifier(word: &str) -> String {
+    if !word.contains("\\u") {
+        return word.to_string();
+    }
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(pos) = rest.find("\\u") {
+        out.push_str(&rest[..pos]);
+        let hex = rest.get(pos + 2..pos + 6);
+        match hex
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .and_then(char::from_u32)
+        {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[pos + 6..];
+            }
+            None => {
+                out.push_str("\\u");
+                rest = &rest[pos + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+enum Frame {
+    Object {
+        key: Option<String>,
+        after_colon: bool,
+        has_value: bool,
+    },
+    Array {
+        index: usize,
+        started: bool,
+    },
+}
+
+fn frames_path(frames: &[Frame]) -> Vec<Seg> {
+    let mut out = Vec::with_capacity(frames.len());
+    for frame in frames {
+        match frame {
+            Frame::Object { key: Some(k), .. } => out.push(Seg::Key(k.clone())),
+            Frame::Array {
+                index,
+                started: true,
+            } => out.push(Seg::Index(*index)),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Walks the source once with an explicit stack (no recursion, so deep nesting cannot overflow),
+/// recording where every key and array element starts. Lenient: it never fails, whatever the
+/// input, and reads a missing comma as if it were there.
+fn scan_source(src: &str) -> SourceScan {
+    let mut lexer = Lexer::new(src);
+    let mut scan = SourceScan {
+        lines: HashMap::new(),
+        scalars: HashMap::new(),
+        tokens: 0,
+        first_line: None,
+        missing_comma: None,
+    };
+    let mut frames: Vec<Frame> = Vec::new();
+
+    while let Some((tok, line)) = lexer.next_token() {
+        scan.tokens += 1;
+        scan.first_line.get_or_insert(line);
+        let (text, is_word, open) = match tok {
+            Tok::Colon => {
+                if let Some(Frame::Object { after_colon, .. }) = frames.last_mut() {
+                    *after_colon = true;
+                }
+                continue;
+            }
+            Tok::Comma => {
+                match frames.last_mut() {
+                    Some(Frame::Object {
+                        key,
+                        after_colon,
+                        has_value,
+                    }) => {
+                        *key = None;
+                        *after_colon = false;
+                        *has_value = false;
+                    }
+                    Some(Frame::Array { index, started }) => {
+                        if *started {
+                            *index += 1;
+                        }
+                        *started = false;
+                    }
+                    None => {}
+                }
+                continue;
+            }
+            Tok::Close => {
+                frames.pop();
+                continue;
+            }
+            Tok::Open(c) => (None, false, Some(c)),
+            Tok::Str(s) => (Some(s), false, None),
+            Tok::Word(s) => (Some(s), true, None),
+        };
+
+        // The token starts a key or a value; work out which, and where it lives.
+        let mut value_path = None;
+        match frames.last_mut() {
+            Some(Frame::Object {
+                key,
+                after_colon,
+                has_value,
+            }) => {
+                if *has_value {
+                    scan.missing_comma.get_or_insert(line);
+                }
+                if let Some(name) = text.as_ref().filter(|_| !*after_colon || *has_value) {
+                    *key = Some(name.clone());
+                    *after_colon = false;
+                    *has_value = false;
+                    scan.lines.insert(format_path(&frames_path(&frames)), line);
+                    continue;
+                }
+                *has_value = true;
+                value_path = Some(format_path(&frames_path(&frames)));
+            }
+            Some(Frame::Array { index, started }) => {
+                if *started {
+                    scan.missing_comma.get_or_insert(line);
+                    *index += 1;
+                }
+                *started = true;
+                let path = format_path(&frames_path(&frames));
+                scan.lines.insert(path.clone(), line);
+                value_path = Some(path);
+            }
+            None => {}
+        }
+        match (open, text, value_path) {
+            (Some('{'), ..) => frames.push(Frame::Object {
+                key: None,
+                after_colon: false,
+                has_value: false,
+            }),
+            (Some(_), ..) => frames.push(Frame::Array {
+                index: 0,
+                started: false,
+            }),
+            (None, Some(word), Some(path)) if is_word => {
+                scan.scalars.insert(path, word);
+            }
+            _ => {}
+        }
+    }
+    scan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(src: &str, path: &str) -> Option<usize> {
+        scan_source(src).lines.get(path).copied()
+    }
+
+    #[test]
+    fn scanner_finds_nested_keys_and_array_elements() {
+        let src = "{\n  agents: {\n    list: [\n      { id: 'main' },\n      {\n        id: \"work\",\n        subagents: { allowAgents: ['*'] },\n      },\n    ],\n  },\n}\n";
+        assert_eq!(line(src, "agents"), Some(2));
+        assert_eq!(line(src, "agents.list"), Some(3));
+        assert_eq!(line(src, "agents.list[0]"), Some(4));
+        assert_eq!(line(src, "agents.list[0].id"), Some(4));
+        assert_eq!(line(src, "agents.list[1]"), Some(5));
+        assert_eq!(line(src, "agents.list[1].id"), Some(6));
+        assert_eq!(line(src, "agents.list[1].subagents.allowAgents"), Some(7));
+        assert_eq!(
+            line(src, "agents.list[1].subagents.allowAgents[0]"),
+            Some(7)
+        );
+        assert_eq!(line(src, "agents.list[2]"), None);
+    }
+
+    #[test]
+    fn scanner_ignores_comments_and_braces_inside_strings() {
+        let src = "// top { comment\n{\n  /* block\n     key: { } */\n  a: \"}{ // not a comment\",\n  'b': 'it\\'s', // c: 1\n  c: [1, /* x */ 2,\n      3],\n}";
+        assert_eq!(line(src, "a"), Some(5));
+        assert_eq!(line(src, "b"), Some(6));
+        assert_eq!(line(src, "c"), Some(7));
+        assert_eq!(line(src, "c[1]"), Some(7));
+        assert_eq!(line(src, "c[2]"), Some(8));
+        assert_eq!(line(src, "key"), None);
+    }
+
+    #[test]
+    fn scanner_decodes_escaped_keys_and_counts_continued_lines() {
+        let src = "{\n  \"x\\u0041\": 'line one \\\nline two',\n  'q\"k': 1,\n  next: 2,\n}";
+        assert_eq!(line(src, "xA"), Some(2));
+        assert_eq!(line(src, "[\"q\\\"k\"]"), Some(4));
+        assert_eq!(line(src, "next"), Some(5));
+    }
+
+    #[test]
+    fn scanner_keeps_the_last_of_repeated_keys_and_survives_garbage() {
+        assert_eq!(line("{a: 1,\n a: 2}", "a"), Some(2));
+        let scan = scan_source("}}]] {[ 'unterminated");
+        assert!(scan.tokens > 0);
+        assert_eq!(
+            scan_source("  // only a comment\n/* and this */ ").tokens,
+            0
+        );
+    }
+
+    #[test]
+    fn removed_array_elements_map_back_to_the_written_index() {
+        let mut r = Removals::default();
+        let list = |i| {
+            vec![
+                Seg::Key("agents".into()),
+                Seg::Key("list".into()),
+                Seg::Index(i),
+            ]
+        };
+        r.note_removed(&list(0));
+        r.note_removed(&list(2));
+        assert_eq!(r.to_original(&list(0)), list(1));
+        assert_eq!(r.to_original(&list(1)), list(3));
+    }
+
+    #[test]
+    fn serde_messages_become_plain_words() {
+        assert_eq!(
+            humanize("unknown field `visibilty`, expected `visibility`"),
+            "unknown key \"visibilty\" (expected one of: visibility)"
+        );
+        assert_eq!(
+            humanize(
+                "unknown variant `everything`, expected one of `self`, `tree`, `agent`, `all`"
+            ),
+            "expected one of \"self\", \"tree\", \"agent\", \"all\", got \"everything\""
+        );
+        assert_eq!(
+            humanize("invalid value: integer `70000`, expected u16"),
+            "expected a whole number from 0 to 65535, got 70000"
+        );
+        assert_eq!(
+            humanize("invalid type: string \"5\", expected f64"),
+            "expected a number, got \"5\""
+        );
+        assert!(
+            humanize("unknown field `modle`, expected one of `id`, `model`")
+                .contains("did you mean \"model\"?")
+        );
+    }
 }
