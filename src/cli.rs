@@ -55,8 +55,10 @@ echo '{\"sessionKey\": \"main\"}' | switchboard tool sessions_history -"
     )]
     Tool(ToolArgs),
     /// Record an inbound message in a session (created if new).
-    #[command(after_help = "Examples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
-switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discord --chat-type group --display-name \"#standup\"")]
+    #[command(
+        after_help = "Examples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discord --chat-type group --display-name \"#standup\""
+    )]
     Inject(InjectArgs),
     /// List, show and export sessions (the owner's view: every session).
     #[command(subcommand)]
@@ -119,7 +121,9 @@ pub struct InjectArgs {
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
     /// Sessions, newest activity first.
-    #[command(after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --json | jq '.[].key'")]
+    #[command(
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --json | jq '.[].key'"
+    )]
     List {
         /// Only these kinds (main, group, cron, hook, node, other); repeatable.
         #[arg(long = "kind", value_name = "KIND")]
@@ -149,8 +153,10 @@ pub enum SessionsCommand {
     },
     /// Write a session's transcript as OpenClaw-compatible JSONL, or every session as an
     /// OpenClaw state folder.
-    #[command(after_help = "Examples:\n  switchboard sessions export agent:main:main > main.jsonl\n  \
-switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state")]
+    #[command(
+        after_help = "Examples:\n  switchboard sessions export agent:main:main > main.jsonl\n  \
+switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state"
+    )]
     Export {
         /// The session (omit with --all).
         key: Option<String>,
@@ -166,7 +172,9 @@ switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sess
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Write the documented default config.
-    #[command(after_help = "Example:\n  switchboard config init            # to the default config path\n  switchboard config init ./config.json5 --force")]
+    #[command(
+        after_help = "Example:\n  switchboard config init            # to the default config path\n  switchboard config init ./config.json5 --force"
+    )]
     Init {
         /// Where to write (default: the config path in use).
         file: Option<PathBuf>,
@@ -339,7 +347,9 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
             ))
         })?;
     if key.is_unknown() {
-        return Err(usage("\"unknown\" is a reserved key and cannot receive messages"));
+        return Err(usage(
+            "\"unknown\" is a reserved key and cannot receive messages",
+        ));
     }
     let from = Inbound {
         channel: args.channel.as_ref().map(|c| c.trim().to_ascii_lowercase()),
@@ -419,7 +429,9 @@ fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             print_show(&row, &history);
             Ok(())
         }
-        SessionsCommand::Export { key, all, out } => export(cli, key.as_deref(), *all, out.as_deref()),
+        SessionsCommand::Export { key, all, out } => {
+            export(cli, key.as_deref(), *all, out.as_deref())
+        }
     }
 }
 
@@ -439,11 +451,17 @@ fn resolve_owner_key(engine: &Engine, raw: &str) -> Result<switchboard::engine::
     }
     bail!(
         "no session found: {} (see `switchboard sessions list`)",
-        key.map(|k| k.to_string()).unwrap_or_else(|| raw.to_string())
+        key.map(|k| k.to_string())
+            .unwrap_or_else(|| raw.to_string())
     )
 }
 
-fn show_session(engine: &Engine, raw: &str, messages: usize, tools: bool) -> Result<(Value, Value)> {
+fn show_session(
+    engine: &Engine,
+    raw: &str,
+    messages: usize,
+    tools: bool,
+) -> Result<(Value, Value)> {
     let key = resolve_owner_key(engine, raw)?;
     let rows = switchboard::engine::tools::owner_row(engine, &key)?
         .ok_or_else(|| anyhow!("no session found: {key}"))?;
@@ -490,9 +508,16 @@ fn print_table(rows: &[Value]) {
         .max()
         .unwrap_or(3)
         .clamp(3, 60);
-    println!("{:<6} {:<key_w$} {:<10} {:<9} NAME", "KIND", "KEY", "CHANNEL", "UPDATED");
+    println!(
+        "{:<6} {:<key_w$} {:<10} {:<9} NAME",
+        "KIND", "KEY", "CHANNEL", "UPDATED"
+    );
     for r in rows {
-        let updated = r.get("updatedAt").and_then(Value::as_i64).map(relative).unwrap_or_default();
+        let updated = r
+            .get("updatedAt")
+            .and_then(Value::as_i64)
+            .map(relative)
+            .unwrap_or_default();
         let name = r
             .get("displayName")
             .or_else(|| r.get("label"))
@@ -515,7 +540,11 @@ fn message_text(m: &Value) -> String {
         Some(Value::Array(blocks)) => blocks
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                Some("text") => b
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 Some("toolCall") => format!(
                     "[tool call {} {}]",
                     b.get("name").and_then(Value::as_str).unwrap_or("?"),

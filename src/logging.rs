@@ -17,7 +17,8 @@ pub fn init(state_dir: &Path) -> Option<PathBuf> {
         .append(true)
         .open(&path)
         .ok()?;
-    let filter = EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)

@@ -4,5 +4,8 @@
 pub mod load;
 pub mod model;
 
-pub use load::{ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, load_file, parse_str, write_default};
+pub use load::{
+    ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, load_file, parse_str,
+    write_default,
+};
 pub use model::*;

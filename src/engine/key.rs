@@ -238,7 +238,11 @@ impl KeyScheme {
         if self.global_scope {
             SessionKey(GLOBAL_KEY.to_string())
         } else {
-            SessionKey(format!("agent:{}:{}", normalize_agent_id(agent), self.main_key))
+            SessionKey(format!(
+                "agent:{}:{}",
+                normalize_agent_id(agent),
+                self.main_key
+            ))
         }
     }
 
@@ -247,7 +251,15 @@ impl KeyScheme {
     /// agent; `current` is handled by the caller (it needs the requester). Returns `None` for
     /// input that cannot name a session (empty, or an `agent:` key with too few parts).
     pub fn canonicalize(&self, raw: &str, current_agent: &str) -> Option<SessionKey> {
-        let s = raw.trim().to_ascii_lowercase();
+        // Empty segments are dropped, as OpenClaw does, so `:notes` and `notes` are one key.
+        let s = raw
+            .trim()
+            .to_ascii_lowercase()
+            .split(':')
+            .map(str::trim)
+            .filter(|seg| !seg.is_empty())
+            .collect::<Vec<_>>()
+            .join(":");
         if s.is_empty() {
             return None;
         }
@@ -356,8 +368,14 @@ mod tests {
     #[test]
     fn main_alias_resolves_to_current_agent() {
         let s = scheme();
-        assert_eq!(s.canonicalize("main", "ops").unwrap().as_str(), "agent:ops:main");
-        assert_eq!(s.canonicalize("Agent:Ops:Main", "x").unwrap().as_str(), "agent:ops:main");
+        assert_eq!(
+            s.canonicalize("main", "ops").unwrap().as_str(),
+            "agent:ops:main"
+        );
+        assert_eq!(
+            s.canonicalize("Agent:Ops:Main", "x").unwrap().as_str(),
+            "agent:ops:main"
+        );
         let g = KeyScheme {
             global_scope: true,
             ..KeyScheme::default()
@@ -372,8 +390,14 @@ mod tests {
             main_key: "home".into(),
             ..KeyScheme::default()
         };
-        assert_eq!(s.canonicalize("main", "main").unwrap().as_str(), "agent:main:home");
-        assert_eq!(s.canonicalize("home", "ops").unwrap().as_str(), "agent:ops:home");
+        assert_eq!(
+            s.canonicalize("main", "main").unwrap().as_str(),
+            "agent:main:home"
+        );
+        assert_eq!(
+            s.canonicalize("home", "ops").unwrap().as_str(),
+            "agent:ops:home"
+        );
         let k = s.canonicalize("agent:ops:home", "main").unwrap();
         assert_eq!(s.kind(&k, None), SessionKind::Main);
     }
@@ -402,7 +426,10 @@ mod tests {
         assert_eq!(k("agent:main:slack:channel:c1"), SessionKind::Group);
         assert_eq!(k("agent:main:subagent:1"), SessionKind::Other);
         assert_eq!(
-            s.kind(&SessionKey::from_canonical("agent:main:dm-7"), Some("group")),
+            s.kind(
+                &SessionKey::from_canonical("agent:main:dm-7"),
+                Some("group")
+            ),
             SessionKind::Group
         );
     }

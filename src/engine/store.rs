@@ -75,7 +75,8 @@ impl SessionStore {
         scan: &SessionScan,
         visit: impl FnMut(StoredSession) -> bool,
     ) -> Result<(), StorageError> {
-        self.storage.read(|c| queries::scan_sessions(c, scan, visit))
+        self.storage
+            .read(|c| queries::scan_sessions(c, scan, visit))
     }
 
     pub fn tail(
@@ -212,8 +213,8 @@ impl SessionStore {
         let stored = self
             .storage
             .write(move |c| {
-                let mut s =
-                    queries::get_session(c, &k)?.ok_or_else(|| StorageError::NoSession(k.to_string()))?;
+                let mut s = queries::get_session(c, &k)?
+                    .ok_or_else(|| StorageError::NoSession(k.to_string()))?;
                 f(&mut s.entry).map_err(StorageError::Rejected)?;
                 s.kind = scheme.kind(&s.key, s.entry.chat_type.as_deref());
                 queries::put_session(c, &s)?;

@@ -93,7 +93,11 @@ impl AgentToAgentPolicy {
 
     /// True when every pair of agents is allowed (nothing cross-agent is hidden).
     pub fn allows_everything(&self) -> bool {
-        self.enabled && self.allow.iter().all(|p| p.trim().is_empty() || p.trim() == "*")
+        self.enabled
+            && self
+                .allow
+                .iter()
+                .all(|p| p.trim().is_empty() || p.trim() == "*")
     }
 }
 
@@ -177,11 +181,9 @@ impl Guard {
             configured
         };
         let restricted = clamp && requester.subagent_depth() == 0;
-        let children = if matches!(visibility, Visibility::Tree) || restricted {
-            store.children_of(requester)?.into_iter().collect()
-        } else {
-            HashSet::new()
-        };
+        // Children are needed under every mode: a session's own tree stays visible when
+        // visibility widens (an indexed lookup of a handful of rows).
+        let children = store.children_of(requester)?.into_iter().collect();
         Ok(Guard {
             requester: requester.clone(),
             requester_agent,
@@ -200,7 +202,18 @@ impl Guard {
     }
 
     /// May the requester do `action` on `target` (owned by `target_agent`)?
-    pub fn check(&self, target: &SessionKey, target_agent: &str, action: Action) -> Result<(), Denied> {
+    pub fn check(
+        &self,
+        target: &SessionKey,
+        target_agent: &str,
+        action: Action,
+    ) -> Result<(), Denied> {
+        // Under global scope every agent shares the one `global` (shown as `main`) session.
+        let target_agent = if target.is_global() {
+            self.requester_agent.as_str()
+        } else {
+            target_agent
+        };
         // A session's own tree is always its own business, whichever agent a child runs
         // under (OpenClaw hid cross-agent children under `tree`: its #54878).
         if self.in_tree(target) && self.visibility != Visibility::SelfOnly {

@@ -65,7 +65,13 @@ const SESSION_COLS: &str = "key, agent_id, kind, updated_at, entry";
 type RawSession = (String, String, String, i64, String);
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<RawSession> {
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+    ))
 }
 
 fn decode_session(
@@ -131,7 +137,9 @@ pub fn get_session(
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {SESSION_COLS} FROM sessions WHERE key = ?1"
     ))?;
-    let raw = stmt.query_row([key.as_str()], session_from_row).optional()?;
+    let raw = stmt
+        .query_row([key.as_str()], session_from_row)
+        .optional()?;
     raw.map(decode_session).transpose()
 }
 
@@ -153,7 +161,10 @@ pub fn keys_by_label(conn: &Connection, label: &str) -> Result<Vec<SessionKey>, 
 }
 
 /// Direct children: sessions whose `spawnedBy` is `parent`.
-pub fn children_of(conn: &Connection, parent: &SessionKey) -> Result<Vec<SessionKey>, StorageError> {
+pub fn children_of(
+    conn: &Connection,
+    parent: &SessionKey,
+) -> Result<Vec<SessionKey>, StorageError> {
     let mut stmt = conn.prepare_cached("SELECT key FROM sessions WHERE spawned_by = ?1")?;
     let keys = stmt
         .query_map([parent.as_str()], |r| r.get::<_, String>(0))?
@@ -349,7 +360,10 @@ pub fn put_raw_lines(
         "INSERT OR REPLACE INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for (i, line) in lines.iter().enumerate() {
-        let ty = line.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        let ty = line
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
         let id = line.get("id").and_then(Value::as_str).unwrap_or("");
         let role = line
             .get("message")
@@ -385,7 +399,11 @@ pub fn transcript_tail(
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt
         .query_map(params![session_id, limit as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     rows.reverse();
@@ -420,7 +438,9 @@ pub fn transcript_lines(
 
 pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, StorageError> {
     Ok(conn
-        .prepare_cached("SELECT count(*) FROM transcript WHERE session_id = ?1 AND type = 'message'")?
+        .prepare_cached(
+            "SELECT count(*) FROM transcript WHERE session_id = ?1 AND type = 'message'",
+        )?
         .query_row([session_id], |r| r.get::<_, i64>(0))? as u64)
 }
 
@@ -465,10 +485,15 @@ pub fn reclassify_if_needed(
     {
         let mut update = tx.prepare_cached("UPDATE sessions SET kind = ?2 WHERE key = ?1")?;
         for (key, entry) in rows {
-            let chat_type = serde_json::from_str::<Value>(&entry)
-                .ok()
-                .and_then(|v| v.get("chatType").and_then(Value::as_str).map(str::to_string));
-            let kind = scheme.kind(&SessionKey::from_canonical(key.clone()), chat_type.as_deref());
+            let chat_type = serde_json::from_str::<Value>(&entry).ok().and_then(|v| {
+                v.get("chatType")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
+            let kind = scheme.kind(
+                &SessionKey::from_canonical(key.clone()),
+                chat_type.as_deref(),
+            );
             update.execute(params![key, kind.as_str()])?;
         }
     }

@@ -26,6 +26,14 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         Err(result) => return Ok(result),
     };
     let display = store.scheme().display(&resolved.key);
+    // A sandboxed caller must not learn whether a session outside its tree exists.
+    if guard.restricted && !guard.in_tree(&resolved.key) {
+        return Ok(json!({
+            "status": "forbidden",
+            "error": format!("Session not visible from this sandboxed agent session: {display}"),
+            "sessionKey": display,
+        }));
+    }
     let Some(session) = store.get(&resolved.key)? else {
         return Ok(json!({
             "status": "error",
@@ -42,7 +50,10 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         .filter_map(|r| {
             let mut m = r.line.get("message")?.clone();
             if let Some(obj) = m.as_object_mut() {
-                obj.insert("__openclaw".into(), json!({ "id": r.entry_id, "seq": r.seq }));
+                obj.insert(
+                    "__openclaw".into(),
+                    json!({ "id": r.entry_id, "seq": r.seq }),
+                );
             }
             Some(m)
         })

@@ -20,23 +20,27 @@ pub const MAX_MESSAGE_LIMIT: i64 = 20;
 pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     let p = Params::new(params)?;
     let kinds: Option<Vec<SessionKind>> = p.strings("kinds")?.and_then(|names| {
-        let mut kinds: Vec<SessionKind> = names.iter().filter_map(|n| SessionKind::parse(n)).collect();
+        let mut kinds: Vec<SessionKind> =
+            names.iter().filter_map(|n| SessionKind::parse(n)).collect();
         kinds.sort_by_key(|k| k.as_str());
         kinds.dedup();
         // Only unknown names: no filter, as OpenClaw does.
         (!kinds.is_empty()).then_some(kinds)
     });
     let limit = p.clamped("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)? as usize;
-    let active_minutes = p.number("activeMinutes")?.map(|m| m.floor().max(1.0) as i64);
+    let active_minutes = p
+        .number("activeMinutes")?
+        .map(|m| m.floor().max(1.0) as i64);
     let message_limit = p.clamped("messageLimit", 0, 0, MAX_MESSAGE_LIMIT)? as usize;
 
     let store = engine.store();
     let scheme = store.scheme();
     let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed)?;
     let updated_since = active_minutes.map(|m| now_ms() - m * 60_000);
-    let narrow_to_tree = guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
-    let agent_only = !narrow_to_tree
-        && (guard.visibility == Visibility::Agent || !guard.a2a.enabled);
+    let narrow_to_tree =
+        guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
+    let agent_only =
+        !narrow_to_tree && (guard.visibility == Visibility::Agent || !guard.a2a.enabled);
     let scan = SessionScan {
         kinds: kinds.clone(),
         agent_id: agent_only.then(|| guard.requester_agent.clone()),
@@ -59,6 +63,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         // Children spawned under another agent belong to the requester's tree all the same.
         let tree_scan = SessionScan {
             tree_of: Some(ctx.requester.clone()),
+            agent_id: None,
             ..scan.clone()
         };
         store.scan(&tree_scan, |s| {
@@ -67,7 +72,11 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
             }
             true
         })?;
-        rows.sort_by(|a, b| b.updated_at().cmp(&a.updated_at()).then_with(|| a.key.cmp(&b.key)));
+        rows.sort_by(|a, b| {
+            b.updated_at()
+                .cmp(&a.updated_at())
+                .then_with(|| a.key.cmp(&b.key))
+        });
         rows.truncate(limit);
     }
 
@@ -77,8 +86,14 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         if message_limit > 0 {
             // Tool results are left out of list output; sessions_history has them.
             let tail = store.tail(&s.entry.session_id, message_limit, false)?;
-            let messages = tail.into_iter().filter_map(|t| t.line.get("message").cloned()).collect();
-            r.insert("messages".into(), Value::Array(sanitize_history(messages).messages));
+            let messages = tail
+                .into_iter()
+                .filter_map(|t| t.line.get("message").cloned())
+                .collect();
+            r.insert(
+                "messages".into(),
+                Value::Array(sanitize_history(messages).messages),
+            );
         }
         sessions.push(Value::Object(r));
     }

@@ -53,7 +53,12 @@ pub(crate) fn failure(status: &str, error: impl Into<String>) -> Value {
 
 impl Engine {
     /// Run one session tool exactly as an agent would.
-    pub async fn call_tool(&self, name: &str, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        params: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
         match name {
             "sessions_list" => list::run(self, params, ctx),
             "sessions_history" => history::run(self, params, ctx),

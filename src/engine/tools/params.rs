@@ -73,7 +73,9 @@ impl<'a> Params<'a> {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(f) if f.is_finite() => Ok(Some(f)),
-                _ => Err(ToolInputError::Invalid(format!("{name} must be a finite number"))),
+                _ => Err(ToolInputError::Invalid(format!(
+                    "{name} must be a finite number"
+                ))),
             },
             Some(other) => Err(ToolInputError::Invalid(format!(
                 "{name} must be a number, got {}",
@@ -83,7 +85,13 @@ impl<'a> Params<'a> {
     }
 
     /// `floor(x)` clamped to `lo..=hi`, or `default` when absent.
-    pub fn clamped(&self, name: &str, default: i64, lo: i64, hi: i64) -> Result<i64, ToolInputError> {
+    pub fn clamped(
+        &self,
+        name: &str,
+        default: i64,
+        lo: i64,
+        hi: i64,
+    ) -> Result<i64, ToolInputError> {
         Ok(match self.number(name)? {
             None => default,
             Some(f) => (f.floor().clamp(lo as f64, hi as f64)) as i64,
@@ -146,7 +154,10 @@ mod tests {
         assert_eq!(p.clamped("limit", 50, 1, 200).unwrap(), 1);
         assert_eq!(p.clamped("activeMinutes", 0, 1, i64::MAX).unwrap(), 1);
         assert_eq!(p.clamped("missing", 50, 1, 200).unwrap(), 50);
-        assert!(matches!(p.required_string("message"), Err(ToolInputError::Missing(_))));
+        assert!(matches!(
+            p.required_string("message"),
+            Err(ToolInputError::Missing(_))
+        ));
         let bad = json!({"limit": "ten"});
         assert!(Params::new(&bad).unwrap().number("limit").is_err());
         assert!(Params::new(&json!([1])).is_err());

@@ -31,7 +31,10 @@ pub fn resolve_reference(
         if guard.restricted {
             failure(
                 "forbidden",
-                format!("Session not visible from this sandboxed agent session: {}", input.trim()),
+                format!(
+                    "Session not visible from this sandboxed agent session: {}",
+                    input.trim()
+                ),
             )
         } else {
             failure(

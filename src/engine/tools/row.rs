@@ -20,7 +20,10 @@ pub fn channel_of(s: &StoredSession) -> String {
             .or(e.effective_last_channel()),
         _ => e.effective_last_channel().or(e.channel.as_deref()),
     };
-    found.filter(|c| !c.is_empty()).unwrap_or("unknown").to_string()
+    found
+        .filter(|c| !c.is_empty())
+        .unwrap_or("unknown")
+        .to_string()
 }
 
 fn put<T: Into<Value>>(row: &mut Map<String, Value>, name: &str, v: Option<T>) {
@@ -51,8 +54,16 @@ pub fn build(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
     put(&mut row, "systemSent", e.system_sent);
     put(&mut row, "abortedLastRun", e.aborted_last_run);
     put(&mut row, "sendPolicy", e.send_policy.clone());
-    put(&mut row, "lastChannel", e.effective_last_channel().map(str::to_string));
-    put(&mut row, "lastTo", e.effective_last_to().map(str::to_string));
+    put(
+        &mut row,
+        "lastChannel",
+        e.effective_last_channel().map(str::to_string),
+    );
+    put(
+        &mut row,
+        "lastTo",
+        e.effective_last_to().map(str::to_string),
+    );
     if let Some(dc) = &e.delivery_context
         && !dc.is_empty()
         && let Ok(v) = serde_json::to_value(dc)
