@@ -91,9 +91,17 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
         w.join().unwrap();
     }
     let got = texts(&engine, "agent:main:main").await;
-    assert_eq!(got.len(), 45, "every write from every process landed: {got:?}");
+    assert_eq!(
+        got.len(),
+        45,
+        "every write from every process landed: {got:?}"
+    );
     for prefix in ["a", "b", "c"] {
-        let mine: Vec<_> = got.iter().filter(|t| t.starts_with(prefix)).cloned().collect();
+        let mine: Vec<_> = got
+            .iter()
+            .filter(|t| t.starts_with(prefix))
+            .cloned()
+            .collect();
         let expected: Vec<_> = (0..15).map(|i| format!("{prefix}{i}")).collect();
         assert_eq!(mine, expected, "each writer's messages stay in order");
     }
@@ -103,7 +111,11 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
         sandboxed: false,
     };
     let r = engine
-        .call_tool("sessions_history", &json!({"sessionKey": "main", "limit": 1000}), &ctx)
+        .call_tool(
+            "sessions_history",
+            &json!({"sessionKey": "main", "limit": 1000}),
+            &ctx,
+        )
         .await
         .unwrap();
     let seqs: Vec<i64> = r["messages"]
@@ -112,7 +124,11 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
         .iter()
         .map(|m| m["__openclaw"]["seq"].as_i64().unwrap())
         .collect();
-    assert_eq!(seqs, (1..=45).collect::<Vec<_>>(), "sequence numbers are dense");
+    assert_eq!(
+        seqs,
+        (1..=45).collect::<Vec<_>>(),
+        "sequence numbers are dense"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,10 +169,18 @@ async fn a_killed_writer_loses_no_acknowledged_append() {
     let engine = Engine::open(&state, Config::default()).expect("the store reopens cleanly");
     let got = texts(&engine, "agent:main:main").await;
     for n in &acked {
-        assert!(got.contains(&format!("m{n}")), "acknowledged m{n} is missing: {got:?}");
+        assert!(
+            got.contains(&format!("m{n}")),
+            "acknowledged m{n} is missing: {got:?}"
+        );
     }
     // At most the one in-flight inject may have landed beyond the acknowledged ones.
-    assert!(got.len() <= acked.len() + 1, "{} stored, {} acked", got.len(), acked.len());
+    assert!(
+        got.len() <= acked.len() + 1,
+        "{} stored, {} acked",
+        got.len(),
+        acked.len()
+    );
     // And the store still takes writes.
     let out = switchboard(&state)
         .args(["inject", "agent:main:main", "after the crash"])
@@ -180,11 +204,17 @@ fn a_database_from_a_newer_build_is_refused_untouched() {
         conn.pragma_update(None, "user_version", 99).unwrap();
     }
     let before = std::fs::read(&db).unwrap();
-    let out = switchboard(state).args(["sessions", "list"]).output().unwrap();
+    let out = switchboard(state)
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("newer Switchboard"), "{err}");
-    assert!(err.contains(&state.display().to_string()), "names the folder: {err}");
+    assert!(
+        err.contains(&state.display().to_string()),
+        "names the folder: {err}"
+    );
     assert_eq!(std::fs::read(&db).unwrap(), before, "nothing was written");
 }
 
@@ -213,7 +243,11 @@ fn a_corrupt_config_is_reported_with_its_path_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let config = dir.path().join("bad.json5");
-    std::fs::write(&config, "{ session: { scope: \"per-sender\", }\n  tools: {\n").unwrap();
+    std::fs::write(
+        &config,
+        "{ session: { scope: \"per-sender\", }\n  tools: {\n",
+    )
+    .unwrap();
     let out = Command::new(BIN)
         .env("SWITCHBOARD_STATE_DIR", &state)
         .args(["--config", config.to_str().unwrap(), "inject", "main", "x"])
@@ -222,7 +256,10 @@ fn a_corrupt_config_is_reported_with_its_path_and_nothing_is_written() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json5"), "{err}");
-    assert!(!state.join("switchboard.db").exists(), "no database was created");
+    assert!(
+        !state.join("switchboard.db").exists(),
+        "no database was created"
+    );
 }
 
 #[test]
@@ -235,7 +272,10 @@ fn tool_input_errors_exit_2_with_one_line() {
         vec!["tool", "sessions_history", "{}"],
         vec!["tool", "sessions_list", "{\"limit\": \"ten\"}"],
     ] {
-        let out = switchboard(&dir.path().join("state")).args(&args).output().unwrap();
+        let out = switchboard(&dir.path().join("state"))
+            .args(&args)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
@@ -265,7 +305,11 @@ fn tool_reads_parameters_from_stdin_and_results_are_json_with_status() {
             .unwrap();
     }
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "an error result is still a result");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "an error result is still a result"
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "error");
     assert_eq!(v["error"], "No session found: agent:work:doesnotexist");
