@@ -344,7 +344,9 @@ pub fn append_lines(
             line,
         });
     }
-    conn.prepare_cached("UPDATE sessions SET updated_at = max(updated_at, ?2) WHERE key = ?1")?
+    // Within a burst most appends share the millisecond; skipping the no-op update saves
+    // rewriting the row and its three updated_at indexes on every append.
+    conn.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE key = ?1 AND updated_at < ?2")?
         .execute(params![key.as_str(), now_ms])?;
     Ok((session_id, out))
 }

@@ -124,15 +124,16 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn Job>>) {
     let mut finishers = Vec::with_capacity(batch.len());
     for job in batch {
         // A savepoint per job: one failing job rolls back only its own changes.
-        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        // Cached statements: these run once per job, so re-parsing them would dominate a burst.
+        if let Err(e) = exec_cached(conn, "SAVEPOINT job") {
             job.abort(StorageError::from(e));
             continue;
         }
         let (ok, finish) = job.run(conn);
         let end = if ok {
-            conn.execute_batch("RELEASE job")
+            exec_cached(conn, "RELEASE job")
         } else {
-            conn.execute_batch("ROLLBACK TO job; RELEASE job")
+            exec_cached(conn, "ROLLBACK TO job").and_then(|()| exec_cached(conn, "RELEASE job"))
         };
         if let Err(e) = end {
             tracing::error!(error = %e, "savepoint end failed");
@@ -151,4 +152,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn Job>>) {
         };
         finish.finish(c);
     }
+}
+
+fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
 }
