@@ -101,7 +101,8 @@ impl Storage {
         })
     }
 
-    /// Like `write`, for callers outside an async runtime (start-up, imports from the CLI).
+    /// Like `write`, for callers outside an async runtime (benchmarks, start-up tools).
+    /// Panics if called from inside a tokio runtime thread: use `write(..).await` there.
     pub fn write_blocking<R, F>(&self, op: F) -> Result<R, StorageError>
     where
         R: Send + 'static,
