@@ -48,6 +48,11 @@ impl EventBus {
         self.tx.subscribe()
     }
 
+    /// Whether anyone subscribes: lets hot paths skip building events nobody reads.
+    pub fn listening(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
     /// Nobody listening is normal (the CLI), so a send without receivers is not an error.
     pub fn emit(&self, event: EngineEvent) {
         let _ = self.tx.send(event);

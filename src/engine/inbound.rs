@@ -56,17 +56,17 @@ impl Engine {
             let display_name = from.display_name.clone();
             self.store()
                 .patch(key, move |e| {
-                    if let Some(ch) = channel {
+                    if let Some(ch) = &channel {
                         e.last_channel = Some(ch.clone());
                         let dc = e.delivery_context.get_or_insert_with(Default::default);
-                        dc.channel = Some(ch);
+                        dc.channel = Some(ch.clone());
                         if to.is_some() {
                             dc.to = to.clone();
-                            e.last_to = to;
+                            e.last_to = to.clone();
                         }
                     }
                     if display_name.is_some() {
-                        e.display_name = display_name;
+                        e.display_name = display_name.clone();
                     }
                     Ok(())
                 })

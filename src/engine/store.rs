@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use super::entry::{DeliveryContext, SessionEntry};
 use super::events::{EngineEvent, EventBus};
 use super::key::{KeyScheme, SessionKey};
-use super::storage::queries::{self, NewLine, SessionScan, StoredSession, TranscriptRow};
+use super::storage::queries::{
+    self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
+};
 use super::storage::{Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
@@ -155,7 +157,7 @@ impl SessionStore {
                     "cwd": cwd,
                 });
                 queries::put_raw_lines(c, &fresh.entry.session_id, 0, &[header])?;
-                Ok((fresh, true))
+                Ok((fresh.clone(), true))
             })
             .await?;
         if created {
@@ -175,10 +177,22 @@ impl SessionStore {
     ) -> Result<Vec<TranscriptRow>, StorageError> {
         let k = key.clone();
         let now = now_ms();
-        let (session_id, rows) = self
+        // Serialise here, not on the writer thread: it is the one shared bottleneck.
+        let prepared: Vec<PreparedLine> = lines
+            .into_iter()
+            .map(|l| PreparedLine::new(l, now))
+            .collect();
+        let shared = std::sync::Arc::new(prepared);
+        let for_writer = shared.clone();
+        let (session_id, placed) = self
             .storage
-            .write(move |c| queries::append_lines(c, &k, &lines, now))
+            .write(move |c| queries::append_prepared(c, &k, &for_writer, now))
             .await?;
+        let prepared = std::sync::Arc::try_unwrap(shared).unwrap_or_else(|a| (*a).clone());
+        let rows = queries::finish_rows(prepared, placed);
+        if !self.events.listening() {
+            return Ok(rows);
+        }
         for row in &rows {
             self.events.emit(EngineEvent::MessageAppended {
                 key: key.to_string(),
@@ -206,7 +220,7 @@ impl SessionStore {
     pub async fn patch(
         &self,
         key: &SessionKey,
-        f: impl FnOnce(&mut SessionEntry) -> Result<(), String> + Send + 'static,
+        mut f: impl FnMut(&mut SessionEntry) -> Result<(), String> + Send + 'static,
     ) -> Result<StoredSession, StorageError> {
         let k = key.clone();
         let scheme = self.scheme.clone();

@@ -3,6 +3,7 @@
 
 pub mod queries;
 mod schema;
+mod tail_cache;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -91,7 +92,9 @@ impl Storage {
         let mut conn = open_conn(&path)?;
         schema::migrate(&mut conn)?;
         prepare(&conn)?;
-        let writer = Writer::start(conn)?;
+        schema::configure_writer(&conn)?;
+        let checkpointer = open_conn(&path)?;
+        let writer = Writer::start(conn, Some(checkpointer))?;
         Ok(Storage {
             inner: Arc::new(Inner {
                 path,
@@ -106,7 +109,7 @@ impl Storage {
     pub fn write_blocking<R, F>(&self, op: F) -> Result<R, StorageError>
     where
         R: Send + 'static,
-        F: FnOnce(&Connection) -> Result<R, StorageError> + Send + 'static,
+        F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
     {
         self.inner
             .writer
@@ -120,10 +123,12 @@ impl Storage {
     }
 
     /// Run `op` in the writer's next transaction; resolves after that transaction commits.
+    /// `op` may run more than once (the batch is replayed if another job in it fails); only
+    /// its last run's changes and result count, so it must not consume what it captures.
     pub async fn write<R, F>(&self, op: F) -> Result<R, StorageError>
     where
         R: Send + 'static,
-        F: FnOnce(&Connection) -> Result<R, StorageError> + Send + 'static,
+        F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
     {
         self.inner
             .writer

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
 use super::StorageError;
+use super::tail_cache::{self, Tail};
 use crate::engine::entry::SessionEntry;
 use crate::engine::key::{SessionKey, SessionKind};
 
@@ -91,6 +92,7 @@ fn decode_session(
 
 /// Insert or replace a session row (the writer's upsert).
 pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageError> {
+    tail_cache::invalidate();
     let entry = serde_json::to_string(&s.entry)
         .map_err(|e| StorageError::Corrupt(format!("cannot encode entry: {e}")))?;
     let channel = s
@@ -120,6 +122,7 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
 }
 
 pub fn delete_session(conn: &Connection, key: &SessionKey) -> Result<bool, StorageError> {
+    tail_cache::invalidate();
     let Some(s) = get_session(conn, key)? else {
         return Ok(false);
     };
@@ -289,6 +292,70 @@ fn keep(scan: &SessionScan, s: &StoredSession) -> bool {
     scan.updated_since.is_none_or(|t| s.updated_at() >= t)
 }
 
+/// A line made ready for the writer: everything but `parentId` is decided and serialised
+/// beforehand, so the writer thread only splices the parent in (it is the bottleneck).
+#[derive(Debug, Clone)]
+pub struct PreparedLine {
+    kind: String,
+    role: Option<String>,
+    id: String,
+    /// The line as a value, `parentId` still null.
+    value: Value,
+    /// Serialised text before and after the `parentId` value.
+    head: String,
+    tail: String,
+}
+
+impl PreparedLine {
+    pub fn new(line: NewLine, now_ms: i64) -> PreparedLine {
+        let id = short_id();
+        let role = line.role().map(str::to_string);
+        let mut obj = Map::with_capacity(line.body.len() + 4);
+        obj.insert("type".into(), Value::String(line.kind.clone()));
+        obj.insert("id".into(), Value::String(id.clone()));
+        obj.insert("parentId".into(), Value::Null);
+        obj.insert("timestamp".into(), Value::String(iso_timestamp(now_ms)));
+        let mut rest = Map::with_capacity(line.body.len() + 1);
+        rest.insert("timestamp".into(), obj["timestamp"].clone());
+        for (k, v) in line.body {
+            // The header fields belong to the store.
+            if matches!(k.as_str(), "type" | "id" | "parentId") {
+                continue;
+            }
+            rest.insert(k.clone(), v.clone());
+            obj.insert(k, v);
+        }
+        let head = format!(
+            "{{\"type\":{},\"id\":{},\"parentId\":",
+            Value::String(line.kind.clone()),
+            Value::String(id.clone())
+        );
+        // `rest` serialises as `{...}`; drop its brace and keep the comma-separated fields.
+        let rest = Value::Object(rest).to_string();
+        let tail = format!(",{}", &rest[1..]);
+        PreparedLine {
+            kind: line.kind,
+            role,
+            id,
+            value: Value::Object(obj),
+            head,
+            tail,
+        }
+    }
+
+    fn text(&self, parent: Option<&str>) -> String {
+        let parent = match parent {
+            Some(p) => Value::String(p.to_string()).to_string(),
+            None => "null".to_string(),
+        };
+        let mut text = String::with_capacity(self.head.len() + parent.len() + self.tail.len());
+        text.push_str(&self.head);
+        text.push_str(&parent);
+        text.push_str(&self.tail);
+        text
+    }
+}
+
 /// Append lines to a session's transcript, chaining `parentId` to the last entry and bumping
 /// the session's `updated_at`. Runs inside the writer's transaction, so `seq` stays dense
 /// even with another process appending to the same session.
@@ -298,6 +365,86 @@ pub fn append_lines(
     lines: &[NewLine],
     now_ms: i64,
 ) -> Result<(String, Vec<TranscriptRow>), StorageError> {
+    let prepared: Vec<PreparedLine> = lines
+        .iter()
+        .map(|l| PreparedLine::new(l.clone(), now_ms))
+        .collect();
+    let (session_id, placed) = append_prepared(conn, key, &prepared, now_ms)?;
+    Ok((session_id, finish_rows(prepared, placed)))
+}
+
+/// Where each prepared line landed: its `seq` and the parent it was given.
+pub type Placed = Vec<(i64, Option<String>)>;
+
+/// The writer's half of an append: number the lines, link them, insert them.
+pub fn append_prepared(
+    conn: &Connection,
+    key: &SessionKey,
+    lines: &[PreparedLine],
+    now_ms: i64,
+) -> Result<(String, Placed), StorageError> {
+    let Tail {
+        session_id,
+        mut seq,
+        mut parent,
+        updated_at,
+    } = match tail_cache::get(key.as_str()) {
+        Some(tail) => tail,
+        None => read_tail(conn, key)?,
+    };
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut out = Vec::with_capacity(lines.len());
+    for l in lines {
+        seq += 1;
+        let text = l.text(parent.as_deref());
+        insert.execute(params![session_id, seq, l.id, l.kind, l.role, text])?;
+        out.push((seq, parent.replace(l.id.clone())));
+    }
+    // Within a burst most appends share the millisecond; skipping the no-op update saves
+    // rewriting the row and its three updated_at indexes on every append, and the memo
+    // saves even looking.
+    if updated_at < now_ms {
+        conn.prepare_cached(
+            "UPDATE sessions SET updated_at = ?2 WHERE key = ?1 AND updated_at < ?2",
+        )?
+        .execute(params![key.as_str(), now_ms])?;
+    }
+    tail_cache::put(
+        key.as_str(),
+        Tail {
+            session_id: session_id.clone(),
+            seq,
+            parent,
+            // Now at least `now_ms`, whether this call raised it or it already was.
+            updated_at: updated_at.max(now_ms),
+        },
+    );
+    Ok((session_id, out))
+}
+
+/// Join prepared lines with where they landed: the rows as committed.
+pub fn finish_rows(lines: Vec<PreparedLine>, placed: Placed) -> Vec<TranscriptRow> {
+    lines
+        .into_iter()
+        .zip(placed)
+        .map(|(l, (seq, parent))| {
+            let mut line = l.value;
+            if let (Some(p), Some(obj)) = (parent, line.as_object_mut()) {
+                obj.insert("parentId".into(), Value::String(p));
+            }
+            TranscriptRow {
+                seq,
+                entry_id: l.id,
+                line,
+            }
+        })
+        .collect()
+}
+
+/// A session's id and the end of its transcript, read from the database.
+fn read_tail(conn: &Connection, key: &SessionKey) -> Result<Tail, StorageError> {
     let session_id: String = conn
         .prepare_cached("SELECT session_id FROM sessions WHERE key = ?1")?
         .query_row([key.as_str()], |r| r.get(0))
@@ -309,46 +456,18 @@ pub fn append_lines(
         )?
         .query_row([&session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let (mut seq, mut parent) = match last {
+    let (seq, parent) = match last {
         // Imported lines may lack an id; they cannot be a parent.
         Some((seq, id, ty)) if ty != "session" && !id.is_empty() => (seq, Some(id)),
         Some((seq, _, _)) => (seq, None),
         None => (0, None),
     };
-    let timestamp = iso_timestamp(now_ms);
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    let mut out = Vec::with_capacity(lines.len());
-    for l in lines {
-        seq += 1;
-        let id = short_id();
-        let mut obj = Map::with_capacity(l.body.len() + 4);
-        obj.insert("type".into(), Value::String(l.kind.clone()));
-        obj.insert("id".into(), Value::String(id.clone()));
-        obj.insert(
-            "parentId".into(),
-            parent.clone().map(Value::String).unwrap_or(Value::Null),
-        );
-        obj.insert("timestamp".into(), Value::String(timestamp.clone()));
-        for (k, v) in &l.body {
-            obj.insert(k.clone(), v.clone());
-        }
-        let line = Value::Object(obj);
-        let text = line.to_string();
-        insert.execute(params![session_id, seq, id, l.kind, l.role(), text])?;
-        parent = Some(id.clone());
-        out.push(TranscriptRow {
-            seq,
-            entry_id: id,
-            line,
-        });
-    }
-    // Within a burst most appends share the millisecond; skipping the no-op update saves
-    // rewriting the row and its three updated_at indexes on every append.
-    conn.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE key = ?1 AND updated_at < ?2")?
-        .execute(params![key.as_str(), now_ms])?;
-    Ok((session_id, out))
+    Ok(Tail {
+        session_id,
+        seq,
+        parent,
+        updated_at: i64::MIN,
+    })
 }
 
 /// Store raw lines exactly as given (import), numbering them from `first_seq`.
@@ -358,6 +477,7 @@ pub fn put_raw_lines(
     first_seq: i64,
     lines: &[Value],
 ) -> Result<(), StorageError> {
+    tail_cache::invalidate();
     let mut insert = conn.prepare_cached(
         "INSERT OR REPLACE INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
@@ -450,15 +570,24 @@ pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, Storag
 pub fn iso_timestamp(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .unwrap_or_default()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// An 8-hex-digit entry id, as OpenClaw writes them.
+/// An 8-hex-digit line id, as OpenClaw writes them. Lines are keyed by `seq`, so ids only
+/// need to look random; a per-process random start stepped through splitmix64 avoids a
+/// `getrandom` syscall per line inside the writer.
 fn short_id() -> String {
-    let id = uuid::Uuid::new_v4();
-    let b = id.as_bytes();
-    format!("{:02x}{:02x}{:02x}{:02x}", b[0], b[1], b[2], b[3])
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: OnceLock<AtomicU64> = OnceLock::new();
+    let state = STATE.get_or_init(|| AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0));
+    let mut z = state
+        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    format!("{:08x}", z >> 32)
 }
 
 /// Kinds are stored for indexing but depend on `session.mainKey` and `session.scope`; when
@@ -514,10 +643,40 @@ pub fn delete_orphan_transcript(
     conn: &Connection,
     session_id: &str,
 ) -> Result<usize, StorageError> {
+    tail_cache::invalidate();
     Ok(conn
         .prepare_cached(
             "DELETE FROM transcript WHERE session_id = ?1
              AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1)",
         )?
         .execute([session_id])?)
+}
+
+#[cfg(test)]
+mod prepared_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn spliced_text_is_the_value_with_its_parent_in_openclaw_field_order() {
+        let line = NewLine::message(json!({"role": "user", "content": "hi \"there\""}));
+        let p = PreparedLine::new(line, 1_795_353_349_734);
+        for parent in [None, Some("ab12cd34")] {
+            let text = p.text(parent);
+            let parsed: Value = serde_json::from_str(&text).expect("valid JSON");
+            let mut expected = p.value.clone();
+            expected["parentId"] = parent.map_or(Value::Null, |s| json!(s));
+            assert_eq!(parsed, expected);
+            assert_eq!(text, expected.to_string(), "same bytes, same key order");
+        }
+        let keys: Vec<&str> = p
+            .value
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["type", "id", "parentId", "timestamp", "message"]);
+        assert_eq!(p.value["timestamp"], "2026-11-22T13:15:49.734Z");
+    }
 }

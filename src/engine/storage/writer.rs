@@ -1,5 +1,10 @@
 //! The single writer: one thread owns the write connection and commits whatever jobs are
 //! pending as one transaction (group commit), answering each caller only after the commit.
+//!
+//! A batch first runs every job back to back with no savepoints (the common case: nothing
+//! fails). If any job fails, the whole transaction is rolled back and the batch is replayed
+//! with a savepoint around each job, so one failing job undoes only its own changes. That is
+//! why jobs are `FnMut`: a job may run twice, and only the last run's result counts.
 
 use std::sync::mpsc;
 use std::thread;
@@ -8,63 +13,49 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::StorageError;
+use super::tail_cache;
 
 /// How many jobs one transaction takes at most; bounds the latency of the first job.
 const MAX_BATCH: usize = 4096;
 
-/// A unit of work for the writer. `run` executes inside the open transaction (within its
-/// own savepoint) and returns whether it succeeded plus what to do once the commit is known.
+/// A unit of work for the writer. `run` executes inside the open transaction and keeps its
+/// result; `reply` hands the kept result to the caller once the commit's fate is known.
 pub(crate) trait Job: Send {
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, Box<dyn Finish>);
-    fn abort(self: Box<Self>, err: StorageError);
-}
-
-/// Tells the caller how it went, once the transaction's fate is known.
-pub(crate) trait Finish: Send {
-    fn finish(self: Box<Self>, commit: Result<(), StorageError>);
+    /// Run (again); returns whether it succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
+    fn reply(self: Box<Self>, commit: Result<(), StorageError>);
 }
 
 struct TypedJob<R, F> {
     op: F,
+    result: Option<Result<R, StorageError>>,
     reply: oneshot::Sender<Result<R, StorageError>>,
-}
-
-struct TypedFinish<R> {
-    result: Result<R, StorageError>,
-    reply: oneshot::Sender<Result<R, StorageError>>,
-}
-
-impl<R: Send + 'static> Finish for TypedFinish<R> {
-    fn finish(self: Box<Self>, commit: Result<(), StorageError>) {
-        let outcome = match (commit, self.result) {
-            (Ok(()), r) => r,
-            (Err(e), _) => Err(e),
-        };
-        // The caller may have gone away (e.g. a timed-out wait); the write still happened.
-        let _ = self.reply.send(outcome);
-    }
 }
 
 impl<R, F> Job for TypedJob<R, F>
 where
     R: Send + 'static,
-    F: FnOnce(&Connection) -> Result<R, StorageError> + Send + 'static,
+    F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
 {
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, Box<dyn Finish>) {
-        let this = *self;
-        let result = (this.op)(conn);
+    fn run(&mut self, conn: &Connection) -> bool {
+        let result = (self.op)(conn);
         let ok = result.is_ok();
-        (
-            ok,
-            Box::new(TypedFinish {
-                result,
-                reply: this.reply,
-            }),
-        )
+        self.result = Some(result);
+        ok
     }
 
-    fn abort(self: Box<Self>, err: StorageError) {
-        let _ = self.reply.send(Err(err));
+    fn reply(self: Box<Self>, commit: Result<(), StorageError>) {
+        let TypedJob { op, result, reply } = *self;
+        // Release what the job captured before the caller wakes, so it can take back
+        // shared data without copying it.
+        drop(op);
+        let outcome = match (commit, result) {
+            (Ok(()), Some(r)) => r,
+            (Ok(()), None) => Err(StorageError::Corrupt("write job never ran".into())),
+            (Err(e), _) => Err(e),
+        };
+        // The caller may have gone away (e.g. a timed-out wait); the write still happened.
+        let _ = reply.send(outcome);
     }
 }
 
@@ -75,11 +66,29 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub fn start(conn: Connection) -> Result<Writer, StorageError> {
+    /// Start the writer on `conn`. With a `checkpointer` connection, WAL checkpoints run on
+    /// their own thread (the writer's automatic checkpoints are turned off), so copying pages
+    /// back into the database never stalls group commit.
+    pub fn start(
+        conn: Connection,
+        checkpointer: Option<Connection>,
+    ) -> Result<Writer, StorageError> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
+        let nudge = match checkpointer {
+            Some(ckpt) => {
+                conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                let (nudge, wake) = mpsc::sync_channel::<()>(1);
+                thread::Builder::new()
+                    .name("switchboard-checkpoint".into())
+                    .spawn(move || checkpoint_loop(ckpt, wake))
+                    .map_err(StorageError::Thread)?;
+                Some(nudge)
+            }
+            None => None,
+        };
         thread::Builder::new()
             .name("switchboard-writer".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, rx, nudge))
             .map_err(StorageError::Thread)?;
         Ok(Writer { tx })
     }
@@ -88,18 +97,51 @@ impl Writer {
     pub fn submit<R, F>(&self, op: F) -> oneshot::Receiver<Result<R, StorageError>>
     where
         R: Send + 'static,
-        F: FnOnce(&Connection) -> Result<R, StorageError> + Send + 'static,
+        F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
-        let job = Box::new(TypedJob { op, reply });
+        let job = Box::new(TypedJob {
+            op,
+            result: None,
+            reply,
+        });
         if let Err(mpsc::SendError(job)) = self.tx.send(job) {
-            job.abort(StorageError::WriterGone);
+            job.reply(Err(StorageError::WriterGone));
         }
         rx
     }
 }
 
-fn writer_loop(conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>) {
+/// The least time between two checkpoints: a burst's commits share one checkpoint instead of
+/// each paying for its own, and the WAL grows by at most what this long of writing adds.
+const CHECKPOINT_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Jobs committed between checkpoint requests: about SQLite's default of one checkpoint per
+/// 1,000 WAL pages, since a job writes a page or more. Checkpointing after every commit would
+/// put a second fsync beside each lone append's.
+const CHECKPOINT_EVERY_JOBS: usize = 1000;
+
+fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>) {
+    while wake.recv().is_ok() {
+        // PASSIVE: never waits for readers or the writer; whatever it cannot copy now is
+        // copied by a later round.
+        let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        });
+        match done {
+            Ok((log, copied)) => tracing::trace!(log, copied, "checkpoint"),
+            Err(e) => tracing::warn!(error = %e, "checkpoint failed; will retry"),
+        }
+        thread::sleep(CHECKPOINT_SPACING);
+    }
+}
+
+fn writer_loop(
+    conn: Connection,
+    rx: mpsc::Receiver<Box<dyn Job>>,
+    nudge: Option<mpsc::SyncSender<()>>,
+) {
+    let mut since_nudge = 0usize;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -108,53 +150,235 @@ fn writer_loop(conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
+        since_nudge += batch.len();
         commit_batch(&conn, batch);
+        if let Some(nudge) = &nudge
+            && since_nudge >= CHECKPOINT_EVERY_JOBS
+        {
+            // Full means a checkpoint is already due; it will see this commit too.
+            let _ = nudge.try_send(());
+            since_nudge = 0;
+        }
     }
 }
 
-fn commit_batch(conn: &Connection, batch: Vec<Box<dyn Job>>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        tracing::error!(error = %e, "cannot open a write transaction");
-        let err = StorageError::from(e);
-        for job in batch {
-            job.abort(err.clone_for_caller());
+fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
+    let commit = match run_batch(conn, &mut batch) {
+        Ok(()) => commit(conn),
+        Err(e) => {
+            // Harmless if no transaction is open (BEGIN itself failed).
+            let _ = conn.execute_batch("ROLLBACK");
+            tail_cache::disarm();
+            Err(e)
         }
-        return;
-    }
-    let mut finishers = Vec::with_capacity(batch.len());
+    };
     for job in batch {
-        // A savepoint per job: one failing job rolls back only its own changes.
-        // Cached statements: these run once per job, so re-parsing them would dominate a burst.
-        if let Err(e) = exec_cached(conn, "SAVEPOINT job") {
-            job.abort(StorageError::from(e));
-            continue;
-        }
-        let (ok, finish) = job.run(conn);
-        let end = if ok {
-            exec_cached(conn, "RELEASE job")
-        } else {
-            exec_cached(conn, "ROLLBACK TO job").and_then(|()| exec_cached(conn, "RELEASE job"))
-        };
-        if let Err(e) = end {
-            tracing::error!(error = %e, "savepoint end failed");
-        }
-        finishers.push(finish);
-    }
-    let commit = conn.execute_batch("COMMIT").map_err(StorageError::from);
-    if let Err(e) = &commit {
-        tracing::error!(error = %e, "commit failed; rolling back the batch");
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    for finish in finishers {
         let c = match &commit {
             Ok(()) => Ok(()),
             Err(e) => Err(e.clone_for_caller()),
         };
-        finish.finish(c);
+        job.reply(c);
     }
 }
 
+/// Run every job inside one open transaction: fast path first, savepoint replay on failure.
+fn run_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), StorageError> {
+    begin(conn)?;
+    if batch.iter_mut().all(|job| job.run(conn)) {
+        return Ok(());
+    }
+    // `all` stopped at the first failure; the jobs after it never ran. Start over with a
+    // savepoint around each job so the failure cannot take the others' changes with it.
+    tracing::debug!(
+        jobs = batch.len(),
+        "a write job failed; replaying the batch"
+    );
+    conn.execute_batch("ROLLBACK")?;
+    tail_cache::disarm();
+    begin(conn)?;
+    for job in batch.iter_mut() {
+        exec_cached(conn, "SAVEPOINT job")?;
+        let ok = job.run(conn);
+        if !ok {
+            exec_cached(conn, "ROLLBACK TO job")?;
+            tail_cache::invalidate();
+        }
+        exec_cached(conn, "RELEASE job")?;
+    }
+    Ok(())
+}
+
+fn begin(conn: &Connection) -> Result<(), StorageError> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| {
+        tracing::error!(error = %e, "cannot open a write transaction");
+        StorageError::from(e)
+    })?;
+    tail_cache::arm();
+    Ok(())
+}
+
+fn commit(conn: &Connection) -> Result<(), StorageError> {
+    tail_cache::disarm();
+    conn.execute_batch("COMMIT").map_err(|e| {
+        tracing::error!(error = %e, "commit failed; rolling back the batch");
+        let _ = conn.execute_batch("ROLLBACK");
+        StorageError::from(e)
+    })
+}
+
 fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    // Cached: these run once per job on the slow path, so re-parsing them would show.
     conn.prepare_cached(sql)?.execute([])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job<R: Send + 'static>(
+        op: impl FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
+    ) -> (Box<dyn Job>, oneshot::Receiver<Result<R, StorageError>>) {
+        let (reply, rx) = oneshot::channel();
+        let job = Box::new(TypedJob {
+            op,
+            result: None,
+            reply,
+        });
+        (job, rx)
+    }
+
+    fn insert(n: i64) -> impl FnMut(&Connection) -> Result<i64, StorageError> + Send + 'static {
+        move |c| {
+            c.execute("INSERT INTO t (n) VALUES (?1)", [n])?;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_failing_job_undoes_only_its_own_changes() {
+        let conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+            .expect("schema");
+        let (a, ra) = job(insert(1));
+        // Writes a row, then fails: the row must not survive.
+        let (b, rb) = job(|c: &Connection| -> Result<(), StorageError> {
+            c.execute("INSERT INTO t (n) VALUES (2)", [])?;
+            Err(StorageError::Rejected("no".into()))
+        });
+        let (c, rc) = job(insert(3));
+        // A constraint violation is a failure too.
+        let (d, rd) = job(insert(1));
+        let (e, re) = job(insert(5));
+        commit_batch(&conn, vec![a, b, c, d, e]);
+
+        assert_eq!(ra.blocking_recv().expect("reply").expect("a"), 1);
+        assert!(matches!(
+            rb.blocking_recv().expect("reply"),
+            Err(StorageError::Rejected(_))
+        ));
+        assert_eq!(rc.blocking_recv().expect("reply").expect("c"), 3);
+        assert!(rd.blocking_recv().expect("reply").is_err());
+        assert_eq!(re.blocking_recv().expect("reply").expect("e"), 5);
+        let rows: Vec<i64> = conn
+            .prepare("SELECT n FROM t ORDER BY n")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(rows, vec![1, 3, 5]);
+        assert!(conn.is_autocommit(), "the transaction was closed");
+    }
+
+    #[test]
+    fn a_batch_without_failures_commits_every_job() {
+        let conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+            .expect("schema");
+        let (jobs, replies): (Vec<_>, Vec<_>) = (0..100).map(|n| job(insert(n))).unzip();
+        commit_batch(&conn, jobs);
+        for (n, rx) in replies.into_iter().enumerate() {
+            assert_eq!(rx.blocking_recv().expect("reply").expect("ok"), n as i64);
+        }
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(count, 100);
+    }
+}
+
+#[cfg(test)]
+mod tail_tests {
+    use super::*;
+    use crate::engine::key::SessionKey;
+    use crate::engine::storage::queries::{self, NewLine};
+    use serde_json::json;
+
+    type Reply = oneshot::Receiver<Result<Vec<i64>, StorageError>>;
+
+    fn append(key: &'static str, fail_after: bool) -> (Box<dyn Job>, Reply) {
+        let (reply, rx) = oneshot::channel();
+        let op = move |c: &Connection| {
+            let key = SessionKey::from_canonical(key.to_string());
+            let line = NewLine::message(json!({"role": "user", "content": "x"}));
+            let (_, rows) = queries::append_lines(c, &key, &[line], 1)?;
+            if fail_after {
+                return Err(StorageError::Rejected("after append".into()));
+            }
+            Ok(rows.iter().map(|r| r.seq).collect())
+        };
+        let job = Box::new(TypedJob {
+            op,
+            result: None,
+            reply,
+        });
+        (job, rx)
+    }
+
+    #[test]
+    fn appends_in_one_batch_stay_dense_when_a_job_in_between_is_undone() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::schema::migrate(&mut conn).expect("migrate");
+        conn.execute(
+            "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry)
+             VALUES ('agent:main:a', 'sid-a', 'main', 'other', 0, '{}')",
+            [],
+        )
+        .expect("session");
+        let (jobs, replies): (Vec<_>, Vec<_>) = [
+            append("agent:main:a", false),
+            append("agent:main:a", true),
+            append("agent:main:a", false),
+            append("agent:main:a", true),
+            append("agent:main:a", false),
+        ]
+        .into_iter()
+        .unzip();
+        commit_batch(&conn, jobs);
+        let got: Vec<Option<Vec<i64>>> = replies
+            .into_iter()
+            .map(|r| r.blocking_recv().expect("reply").ok())
+            .collect();
+        assert_eq!(
+            got,
+            vec![Some(vec![1]), None, Some(vec![2]), None, Some(vec![3])]
+        );
+        // Each line's parent is the line before it: no link to an undone line.
+        let rows: Vec<(i64, String)> = conn
+            .prepare("SELECT seq, line FROM transcript WHERE session_id = 'sid-a' ORDER BY seq")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let lines: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(_, l)| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(lines[0]["parentId"], serde_json::Value::Null);
+        assert_eq!(lines[1]["parentId"], lines[0]["id"]);
+        assert_eq!(lines[2]["parentId"], lines[1]["id"]);
+    }
 }
