@@ -125,7 +125,7 @@ fn session_row(i: usize) -> StoredSession {
         2 => "agent:research:main".to_string(),
         _ => match i % 20 {
             0..=3 => {
-                let agent = if i % 3 == 0 { "ops" } else { "main" };
+                let agent = if i.is_multiple_of(3) { "ops" } else { "main" };
                 let channel = CHANNELS[(i / 20) % 4];
                 entry.chat_type = Some("group".into());
                 entry.channel = Some(channel.into());
@@ -155,7 +155,7 @@ fn session_row(i: usize) -> StoredSession {
                 entry.spawned_by = Some(parent.clone());
                 entry.parent_session_key = Some(parent);
                 entry.spawn_depth = Some(1);
-                entry.label = (i % 4 == 0).then(|| format!("task-{i}"));
+                entry.label = (i.is_multiple_of(4)).then(|| format!("task-{i}"));
                 entry
                     .extra
                     .insert("createdVia".into(), Value::String("spawn".into()));
@@ -165,7 +165,7 @@ fn session_row(i: usize) -> StoredSession {
                 format!("agent:main:subagent:{}", g.uuid())
             }
             _ => {
-                let agent = if i % 5 == 0 { "ops" } else { "main" };
+                let agent = if i.is_multiple_of(5) { "ops" } else { "main" };
                 entry.chat_type = Some("direct".into());
                 entry.display_name = Some(format!("telegram:user{i}"));
                 entry.last_channel = Some("telegram".into());
@@ -234,7 +234,7 @@ fn message_line(salt: u64, seq: usize) -> Value {
     };
     let mut g = Gen::new(salt.wrapping_mul(31) ^ seq as u64);
     let ts = BASE_MS - 30 * DAY_MS + seq as i64 * 1_500;
-    let message = if seq % 10 == 0 {
+    let message = if seq.is_multiple_of(10) {
         json!({
             "role": "toolResult",
             "toolCallId": format!("call_{}", g.hex8()),
@@ -378,10 +378,7 @@ fn all_config() -> Config {
 }
 
 fn ctx() -> ToolContext {
-    ToolContext {
-        requester: SessionKey::from_canonical(BIG_KEY),
-        sandboxed: false,
-    }
+    ToolContext::new(SessionKey::from_canonical(BIG_KEY), false)
 }
 
 fn current_thread() -> Runtime {
@@ -613,7 +610,7 @@ fn bench_history(c: &mut Criterion, all: &Engine) {
 
 fn burst_message(n: usize) -> Value {
     json!({
-        "role": if n % 2 == 0 { "user" } else { "assistant" },
+        "role": if n.is_multiple_of(2) { "user" } else { "assistant" },
         "content": [{"type": "text", "text": format!("burst message {n}: please check the nightly build logs and report")}],
         "timestamp": BASE_MS + n as i64,
     })

@@ -12,7 +12,8 @@ use serde_json::Value;
 use switchboard::config::{self, Config};
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::{SessionKind, classify_input};
+use switchboard::engine::key::{SessionKey, SessionKind, classify_input};
+use switchboard::engine::policy::{self, PolicyDecision, SendPolicy};
 use switchboard::engine::tools::{ToolContext, ToolError, owner_rows};
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
@@ -48,19 +49,27 @@ pub enum Command {
         long_about = "Run one session tool exactly as the agent of session KEY (default \"main\") \
 would, and print the tool's result JSON on stdout. The exit code is 0 even when the result says \
 status \"error\" or \"forbidden\" (that is the tool's answer); it is 2 for input the tool cannot \
-use: an unknown tool, invalid JSON, a missing required parameter.",
+use: an unknown tool, invalid JSON, a missing required parameter. A call that sets work off \
+(sessions_send's reply-back loop and announce) waits for it to finish before exiting.",
         after_help = "Examples:\n  switchboard tool sessions_list '{\"kinds\": [\"group\"], \"limit\": 10}'\n  \
+switchboard tool sessions_send '{\"sessionKey\": \"agent:work:main\", \"message\": \"status?\"}' --as agent:main:main\n  \
 switchboard tool sessions_history '{\"sessionKey\": \"agent:main:main\", \"limit\": 20}' --as agent:main:main\n  \
 echo '{\"sessionKey\": \"main\"}' | switchboard tool sessions_history -"
     )]
     Tool(ToolArgs),
-    /// Record an inbound message in a session (created if new).
+    /// Send a message into a session as if it arrived from outside; its agent answers.
     #[command(
+        long_about = "Record an inbound message in session KEY (created if new) and run the session's \
+agent on it: the reply is printed on stdout, and what the run sets off (sends to other sessions, \
+their reply-back rounds and announces) is shown on stderr as it happens. The command exits when \
+all of it has finished. From the owner (--owner), a message \"/send on|off|inherit\" sets the \
+session's send policy instead.",
         after_help = "Examples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+switchboard inject agent:main:main \"/send off\" --owner\n  \
 switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discord --chat-type group --display-name \"#standup\""
     )]
     Inject(InjectArgs),
-    /// List, show and export sessions (the owner's view: every session).
+    /// List, show, patch and export sessions (the owner's view: every session).
     #[command(subcommand)]
     Sessions(SessionsCommand),
     /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
@@ -77,7 +86,7 @@ Sessions whose key already exists here are skipped, so importing twice is harmle
 
 #[derive(Debug, Args)]
 pub struct ToolArgs {
-    /// sessions_list | sessions_history
+    /// sessions_list | sessions_history | sessions_send
     pub name: String,
     /// The parameters as a JSON object; `-` reads them from stdin; omitted means `{}`.
     pub json: Option<String>,
@@ -116,6 +125,9 @@ pub struct InjectArgs {
     /// The sender is the owner (needed for owner-only commands such as /send).
     #[arg(long)]
     pub owner: bool,
+    /// Print only the reply, not the progress of the exchanges it sets off.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +163,26 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change a session's settings: today, its send-policy override.
+    #[command(
+        long_about = "Change a session's settings. --send-policy sets the session's own send \
+policy, which wins over every session.sendPolicy rule and the default: deny blocks outbound \
+delivery from it and sends into it; allow lets them through; inherit removes the override so \
+the config decides again. The owner's console and /send keep working on a denied session.",
+        after_help = "Examples:\n  switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  \
+switchboard sessions patch agent:main:discord:group:42 --send-policy inherit\n  \
+switchboard sessions show agent:main:discord:group:42    # shows the effective policy and why"
+    )]
+    Patch {
+        key: String,
+        /// The session's send-policy override: allow (or on), deny (or off), or inherit to
+        /// remove it and follow session.sendPolicy.
+        #[arg(long, value_name = "allow|deny|inherit", value_parser = parse_send_policy_flag)]
+        send_policy: Option<OverrideArg>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a session's transcript as OpenClaw-compatible JSONL, or every session as an
     /// OpenClaw state folder.
     #[command(
@@ -167,6 +199,14 @@ switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sess
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
+}
+
+/// `--send-policy`'s value: `None` removes the override.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverrideArg(pub Option<SendPolicy>);
+
+fn parse_send_policy_flag(s: &str) -> Result<OverrideArg, String> {
+    policy::parse_override_arg(s).map(OverrideArg)
 }
 
 #[derive(Debug, Subcommand)]
@@ -249,7 +289,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         None => overview(&cli),
         Some(Command::Tool(args)) => tool(&cli, args).await,
         Some(Command::Inject(args)) => inject(&cli, args).await,
-        Some(Command::Sessions(cmd)) => sessions(&cli, cmd),
+        Some(Command::Sessions(cmd)) => sessions(&cli, cmd).await,
         Some(Command::ImportOpenclaw { dir }) => import(&cli, dir).await,
         Some(Command::Config(cmd)) => config_cmd(&cli, cmd),
     }
@@ -308,13 +348,13 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
     let requester = engine
         .requester_key(&args.as_key)
         .ok_or_else(|| usage(format!("--as {}: not a session key", args.as_key)))?;
-    let ctx = ToolContext {
-        requester,
-        sandboxed: args.sandboxed,
-    };
+    let ctx = ToolContext::new(requester, args.sandboxed);
     match engine.call_tool(&args.name, &params, &ctx).await {
         Ok(result) => {
             print_json(&result)?;
+            // Whatever the call set off (a send's reply-back loop and announce) finishes
+            // before we exit, so a following `sessions_history` shows all of it.
+            engine.idle().await;
             Ok(())
         }
         Err(ToolError::Input(e)) => Err(usage(format!("{}: {e}", args.name))),
@@ -365,7 +405,9 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         sender: args.sender.clone(),
         owner: args.owner,
     };
-    let recorded = engine.record_inbound(&key, &args.text, &from).await?;
+    let events = engine.events().subscribe();
+    let received = engine.receive(&key, &args.text, &from).await?;
+    let recorded = &received.recorded;
     eprintln!(
         "{} {} (message {})",
         if recorded.created {
@@ -376,7 +418,32 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         scheme.display(&recorded.key),
         recorded.row.seq
     );
-    Ok(())
+    if let Some(reply) = &received.command_reply {
+        println!("{reply}");
+        return Ok(());
+    }
+    let printer = tokio::spawn(crate::progress::print(events, !args.quiet));
+    let reply = match received.run {
+        Some(mut run) => Some(run.wait().await),
+        None => None,
+    };
+    // Everything the message set off (sends, their loops and announces) ends before exit.
+    engine.idle().await;
+    printer.abort();
+    match reply {
+        Some(o) if o.status == switchboard::engine::runs::RunStatus::Ok => {
+            if !o.reply.is_empty() {
+                println!("{}", o.reply);
+            }
+            Ok(())
+        }
+        Some(o) => Err(anyhow::anyhow!(
+            "the agent's run ended {}: {}",
+            o.status.as_str(),
+            o.error.unwrap_or_default()
+        )),
+        None => Ok(()),
+    }
 }
 
 fn parse_kinds(names: &[String]) -> Result<Option<Vec<SessionKind>>> {
@@ -396,7 +463,7 @@ fn parse_kinds(names: &[String]) -> Result<Option<Vec<SessionKind>>> {
         .map(Some)
 }
 
-fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
+async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
     match cmd {
         SessionsCommand::List {
             kinds,
@@ -406,7 +473,8 @@ fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
         } => {
             let kinds = parse_kinds(kinds)?;
             let engine = cli.open_engine()?;
-            let rows = owner_rows(&engine, kinds, active.map(|m| m as i64), *limit)?;
+            let mut rows = owner_rows(&engine, kinds, active.map(|m| m as i64), *limit)?;
+            add_effective_policies(&engine, &mut rows)?;
             if *json {
                 return print_json(&Value::Array(rows));
             }
@@ -420,19 +488,83 @@ fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             json,
         } => {
             let engine = cli.open_engine()?;
-            let (row, history) = show_session(&engine, key, *messages, *tools)?;
+            let (row, history, decision) = show_session(&engine, key, *messages, *tools)?;
             if *json {
                 let mut v = row;
+                v["sendPolicyEffective"] = decision.to_json();
                 v["messages"] = history;
                 return print_json(&v);
             }
-            print_show(&row, &history);
+            print_show(&row, &history, &decision);
             Ok(())
         }
+        SessionsCommand::Patch {
+            key,
+            send_policy,
+            json,
+        } => patch(cli, key, *send_policy, *json).await,
         SessionsCommand::Export { key, all, out } => {
             export(cli, key.as_deref(), *all, out.as_deref())
         }
     }
+}
+
+/// Each row's effective send policy, as `sendPolicyEffective` (the shape of
+/// `PolicyDecision::to_json`). Rows carry the display key, so the entry is read again; a row
+/// whose session vanished in between simply gets no policy.
+fn add_effective_policies(engine: &Engine, rows: &mut [Value]) -> Result<()> {
+    for row in rows.iter_mut() {
+        let Some(display) = row.get("key").and_then(Value::as_str) else {
+            continue;
+        };
+        // `display` shows `global` as `main`; a stored key is never a bare `main`.
+        let key = if display == "main" {
+            SessionKey::from_canonical(switchboard::engine::key::GLOBAL_KEY)
+        } else {
+            SessionKey::from_canonical(display)
+        };
+        if let Some(s) = engine.store().get(&key)? {
+            let decision = policy::evaluate(engine.config(), &s.key, &s.entry);
+            row["sendPolicyEffective"] = decision.to_json();
+        }
+    }
+    Ok(())
+}
+
+/// `sessions patch`: set or remove the send-policy override, then report the effective policy.
+async fn patch(cli: &Cli, raw: &str, send_policy: Option<OverrideArg>, json: bool) -> Result<()> {
+    let Some(OverrideArg(wanted)) = send_policy else {
+        return Err(usage(
+            "nothing to change: pass --send-policy allow|deny|inherit",
+        ));
+    };
+    let engine = cli.open_engine()?;
+    let key = resolve_owner_key(&engine, raw)?;
+    let value = wanted.map(|p| p.as_str().to_string());
+    let stored = engine
+        .store()
+        .patch(&key, move |e| {
+            // The writer may run this closure twice (batch replay), so it clones every time.
+            e.send_policy = value.clone();
+            Ok(())
+        })
+        .await
+        .with_context(|| format!("cannot patch {key}"))?;
+    let decision = policy::evaluate(engine.config(), &stored.key, &stored.entry);
+    let shown = engine.store().scheme().display(&stored.key);
+    if json {
+        return print_json(&serde_json::json!({
+            "key": shown,
+            "sendPolicy": wanted.map(SendPolicy::as_str),
+            "sendPolicyEffective": decision.to_json(),
+        }));
+    }
+    let change = match wanted {
+        Some(p) => format!("set to {p}"),
+        None => "removed (the config decides)".to_string(),
+    };
+    println!("{shown}: send policy override {change}; effective: {decision}");
+    Ok(())
 }
 
 fn resolve_owner_key(engine: &Engine, raw: &str) -> Result<switchboard::engine::key::SessionKey> {
@@ -461,7 +593,7 @@ fn show_session(
     raw: &str,
     messages: usize,
     tools: bool,
-) -> Result<(Value, Value)> {
+) -> Result<(Value, Value, PolicyDecision)> {
     let key = resolve_owner_key(engine, raw)?;
     let rows = switchboard::engine::tools::owner_row(engine, &key)?
         .ok_or_else(|| anyhow!("no session found: {key}"))?;
@@ -479,7 +611,8 @@ fn show_session(
             .filter_map(|t| t.line.get("message").cloned())
             .collect()
     };
-    Ok((rows, Value::Array(history)))
+    let decision = policy::evaluate(engine.config(), &session.key, &session.entry);
+    Ok((rows, Value::Array(history), decision))
 }
 
 fn relative(ms: i64) -> String {
@@ -509,8 +642,8 @@ fn print_table(rows: &[Value]) {
         .unwrap_or(3)
         .clamp(3, 60);
     println!(
-        "{:<6} {:<key_w$} {:<10} {:<9} NAME",
-        "KIND", "KEY", "CHANNEL", "UPDATED"
+        "{:<6} {:<key_w$} {:<10} {:<9} {:<6} NAME",
+        "KIND", "KEY", "CHANNEL", "UPDATED", "POLICY"
     );
     for r in rows {
         let updated = r
@@ -524,14 +657,28 @@ fn print_table(rows: &[Value]) {
             .and_then(Value::as_str)
             .unwrap_or("");
         println!(
-            "{:<6} {:<key_w$} {:<10} {:<9} {}",
+            "{:<6} {:<key_w$} {:<10} {:<9} {:<6} {}",
             field(r, "kind"),
             field(r, "key"),
             field(r, "channel"),
             updated,
+            policy_cell(r),
             name
         );
     }
+}
+
+/// `allow`, `deny`, or `deny*`/`allow*` when the session's own override decides.
+fn policy_cell(row: &Value) -> String {
+    let Some(eff) = row.get("sendPolicyEffective") else {
+        return String::new();
+    };
+    let marker = if field(eff, "source") == "override" {
+        "*"
+    } else {
+        ""
+    };
+    format!("{}{marker}", field(eff, "policy"))
 }
 
 fn message_text(m: &Value) -> String {
@@ -559,7 +706,7 @@ fn message_text(m: &Value) -> String {
     }
 }
 
-fn print_show(row: &Value, history: &Value) {
+fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
     let width = 16;
     if let Some(obj) = row.as_object() {
         for (k, v) in obj {
@@ -570,6 +717,7 @@ fn print_show(row: &Value, history: &Value) {
             println!("{k:<width$} {text}");
         }
     }
+    println!("{:<width$} {decision}", "send policy");
     let msgs = history.as_array().map(Vec::as_slice).unwrap_or(&[]);
     println!();
     if msgs.is_empty() {

@@ -3,6 +3,7 @@
 
 mod cli;
 mod logging;
+mod progress;
 
 use clap::Parser;
 

@@ -77,10 +77,7 @@ impl Bench {
     }
 
     async fn call(&self, tool: &str, requester: &str, params: Value) -> Value {
-        let ctx = ToolContext {
-            requester: key(requester),
-            sandboxed: false,
-        };
+        let ctx = ToolContext::new(key(requester), false);
         self.engine
             .call_tool(tool, &params, &ctx)
             .await
@@ -231,10 +228,7 @@ async fn changing_main_key_reclassifies_stored_sessions() {
         config(open_config(json!({ "session": { "mainKey": "home" } }))),
     )
     .unwrap();
-    let ctx = ToolContext {
-        requester: key("agent:main:home"),
-        sandboxed: false,
-    };
+    let ctx = ToolContext::new(key("agent:main:home"), false);
     let list = engine
         .call_tool("sessions_list", &json!({ "kinds": ["main"] }), &ctx)
         .await

@@ -32,10 +32,7 @@ fn switchboard(state: &Path) -> Command {
 
 /// Every message text in a session, oldest first, read as the owner's agent would.
 async fn texts(engine: &Engine, key: &str) -> Vec<String> {
-    let ctx = ToolContext {
-        requester: engine.requester_key(key).unwrap(),
-        sandboxed: false,
-    };
+    let ctx = ToolContext::new(engine.requester_key(key).unwrap(), false);
     let r = engine
         .call_tool(
             "sessions_history",
@@ -106,10 +103,7 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
         assert_eq!(mine, expected, "each writer's messages stay in order");
     }
     // The transcript is one chain: every line's parentId is the previous line's id.
-    let ctx = ToolContext {
-        requester: engine.requester_key("main").unwrap(),
-        sandboxed: false,
-    };
+    let ctx = ToolContext::new(engine.requester_key("main").unwrap(), false);
     let r = engine
         .call_tool(
             "sessions_history",

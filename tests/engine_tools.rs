@@ -134,10 +134,7 @@ impl Bench {
         sandboxed: bool,
         params: Value,
     ) -> Result<Value, ToolError> {
-        let ctx = ToolContext {
-            requester: key(requester),
-            sandboxed,
-        };
+        let ctx = ToolContext::new(key(requester), sandboxed);
         self.engine.call_tool(tool, &params, &ctx).await
     }
 

@@ -46,10 +46,7 @@ fn open(state: &Path) -> Engine {
 }
 
 fn ctx(engine: &Engine) -> ToolContext {
-    ToolContext {
-        requester: engine.requester_key("main").unwrap(),
-        sandboxed: false,
-    }
+    ToolContext::new(engine.requester_key("main").unwrap(), false)
 }
 
 fn key(s: &str) -> SessionKey {

@@ -145,10 +145,10 @@ pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
         if !echo {
             let mut text = humanize(&message);
             // serde_json has no NaN or Infinity, so JSON5's become null; name what was written.
-            if let Some(word) = scalars.get(&path).filter(|w| *w != "null") {
-                if let Some(head) = text.strip_suffix("got null") {
-                    text = format!("{head}got {word} (only finite numbers are allowed)");
-                }
+            if let Some(word) = scalars.get(&path).filter(|w| *w != "null")
+                && let Some(head) = text.strip_suffix("got null")
+            {
+                text = format!("{head}got {word} (only finite numbers are allowed)");
             }
             problems.push(ConfigProblem {
                 line: line_of(&lines, &original),
@@ -636,10 +636,10 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
             }
         }
 
-        if let Some(model) = &agent.model {
-            if let Some(message) = model_problem(model) {
-                out.push((field("model"), message));
-            }
+        if let Some(model) = &agent.model
+            && let Some(message) = model_problem(model)
+        {
+            out.push((field("model"), message));
         }
 
         for (j, rule) in agent.script.iter().enumerate() {

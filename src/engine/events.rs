@@ -28,6 +28,124 @@ pub enum EngineEvent {
         seq: i64,
         line: Value,
     },
+    /// A run began executing on its session's lane.
+    #[serde(rename_all = "camelCase")]
+    RunStarted {
+        run_id: String,
+        key: String,
+        agent_id: String,
+        /// `message` | `reply` | `announce` | …
+        step: String,
+        round: u32,
+        flow_id: Option<String>,
+    },
+    /// A run ended: `status` is `ok` | `error` | `timeout` | `aborted`.
+    #[serde(rename_all = "camelCase")]
+    RunEnded {
+        run_id: String,
+        key: String,
+        status: String,
+        reply: Option<String>,
+        error: Option<String>,
+        duration_ms: i64,
+        tokens_in: Option<u64>,
+        tokens_out: Option<u64>,
+        flow_id: Option<String>,
+    },
+    /// A `sessions_send` exchange began (its primary run is `run_id`).
+    #[serde(rename_all = "camelCase")]
+    FlowStarted {
+        flow_id: String,
+        chain_id: String,
+        hop: u32,
+        requester: String,
+        target: String,
+        message: String,
+        run_id: String,
+    },
+    /// One reply of an exchange: round 1 is the target's reply to the original message,
+    /// then the speakers alternate requester, target, …
+    #[serde(rename_all = "camelCase")]
+    FlowRound {
+        flow_id: String,
+        round: u32,
+        speaker: String,
+        listener: String,
+        run_id: String,
+        /// The reply (empty when the speaker had nothing to say, failed or timed out).
+        text: String,
+        status: String,
+    },
+    /// The reply-back loop stopped: `reason` is `cap` | `reply_skip` | `empty` | `error` |
+    /// `timeout` | `self` | `disabled` | `policy` | `no_reply`.
+    #[serde(rename_all = "camelCase")]
+    FlowLoopEnded {
+        flow_id: String,
+        reason: String,
+        rounds: u32,
+        detail: String,
+    },
+    /// The announce step's outcome: `delivered` | `skipped` | `blocked` | `no_route` |
+    /// `failed` | `not_run`.
+    #[serde(rename_all = "camelCase")]
+    Announce {
+        flow_id: String,
+        target: String,
+        outcome: String,
+        text: Option<String>,
+        channel: Option<String>,
+        to: Option<String>,
+        detail: String,
+    },
+    /// The exchange is over (`status`: `done` | `interrupted`).
+    #[serde(rename_all = "camelCase")]
+    FlowEnded {
+        flow_id: String,
+        status: String,
+        reason: String,
+    },
+    /// A message was handed to a channel (recorded in the outbox).
+    #[serde(rename_all = "camelCase")]
+    Delivery {
+        key: String,
+        kind: String,
+        channel: String,
+        to: String,
+        account_id: Option<String>,
+        text: String,
+        outbox_id: i64,
+    },
+    /// The send policy allowed or refused something (`action`: `send` | `announce` |
+    /// `reply`), and why.
+    #[serde(rename_all = "camelCase")]
+    PolicyDecision {
+        key: String,
+        action: String,
+        allowed: bool,
+        source: String,
+    },
+    /// A session's send-policy override changed (`policy`: `allow` | `deny` | `inherit`).
+    #[serde(rename_all = "camelCase")]
+    PolicyChanged {
+        key: String,
+        policy: String,
+        by: String,
+    },
+    /// A send was refused because its chain of agent-to-agent sends grew too long.
+    #[serde(rename_all = "camelCase")]
+    ChainStopped {
+        chain_id: String,
+        hops: u32,
+        max_hops: u32,
+        requester: String,
+        target: String,
+    },
+    /// Runs or exchanges a dead engine instance left open were closed on start-up.
+    #[serde(rename_all = "camelCase")]
+    Recovered {
+        runs: Vec<String>,
+        flows: Vec<String>,
+    },
 }
 
 /// Cheap-to-clone sender side; subscribers get every event sent after they subscribe.

@@ -1,10 +1,14 @@
 //! Messages arriving from outside (a channel, the console, `switchboard inject`): the
-//! session is created on first contact with its channel facts, and the user message recorded.
+//! session is created on first contact with its channel facts, the user message recorded,
+//! and a run of the session's agent started (or the owner's `/send` command handled).
 
 use serde_json::{Map, Value, json};
 
 use super::Engine;
+use super::events::EngineEvent;
 use super::key::SessionKey;
+use super::policy::{self, SendCommand};
+use super::runs::{RunHandle, RunRequest};
 use super::storage::StorageError;
 use super::storage::queries::TranscriptRow;
 use super::store::{SessionInit, now_ms};
@@ -91,6 +95,83 @@ impl Engine {
             key: key.clone(),
             created,
             row,
+        })
+    }
+}
+
+/// What an inbound message set off.
+#[derive(Debug)]
+pub struct Received {
+    pub recorded: InboundRecorded,
+    /// The run answering it (none for an owner command, which the engine answers itself).
+    pub run: Option<RunHandle>,
+    /// The engine's own reply to an owner command (`/send …`).
+    pub command_reply: Option<String>,
+}
+
+impl Engine {
+    /// An inbound message: recorded, then either handled as the owner's `/send` command or
+    /// answered by a run of the session's agent (cron/hook/node keys use the default agent).
+    ///
+    /// The owner's `/send` works whatever the session's policy is, so `/send on` always
+    /// undoes `/send off`. From anyone else it is an ordinary message (OpenClaw ignores
+    /// the command silently; the agent still sees the text).
+    pub async fn receive(
+        &self,
+        key: &SessionKey,
+        text: &str,
+        from: &Inbound,
+    ) -> Result<Received, StorageError> {
+        let recorded = self.record_inbound(key, text, from).await?;
+        let command = if from.owner {
+            policy::parse_send_command(text)
+        } else {
+            None
+        };
+        if let Some(cmd) = command {
+            if let SendCommand::Set(p) = cmd {
+                let value = p.map(|p| p.as_str().to_string());
+                self.store()
+                    .patch(key, move |e| {
+                        e.send_policy = value.clone();
+                        Ok(())
+                    })
+                    .await?;
+                self.events().emit(EngineEvent::PolicyChanged {
+                    key: key.to_string(),
+                    policy: p.map(|p| p.as_str()).unwrap_or("inherit").to_string(),
+                    by: "/send".into(),
+                });
+            }
+            let reply = policy::send_command_reply(&cmd);
+            self.store()
+                .append_message(
+                    key,
+                    json!({
+                        "role": "assistant",
+                        "content": [{ "type": "text", "text": reply }],
+                        "stopReason": "stop",
+                        "timestamp": now_ms(),
+                        "__switchboard": { "command": "send" },
+                    }),
+                )
+                .await?;
+            return Ok(Received {
+                recorded,
+                run: None,
+                command_reply: Some(reply),
+            });
+        }
+        let agent = key
+            .agent_id(&self.store().scheme().default_agent)
+            .to_string();
+        let mut req = RunRequest::reply_to(key.clone(), text);
+        req.sandboxed = self.config().agent_sandboxed(&agent);
+        let run = self.start_run(req);
+        Ok(Received {
+            recorded,
+            run: Some(run),
+            command_reply: None,
         })
     }
 }

@@ -1,14 +1,20 @@
 //! The session engine: keys, storage, session entries, transcripts, tools. No terminal or
 //! network code lives here; front ends talk to it through `Engine`.
 
+pub mod a2a;
+pub mod delivery;
 pub mod entry;
 pub mod events;
 pub mod inbound;
+pub mod instance;
 pub mod key;
+pub mod policy;
+pub mod runs;
 pub mod sanitize;
 pub mod storage;
 pub mod store;
 pub mod tools;
+pub mod tracker;
 pub mod transfer;
 pub mod visibility;
 
@@ -16,10 +22,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::Config;
-use events::EventBus;
+use events::{EngineEvent, EventBus};
+use instance::Instance;
 use key::SessionKey;
+use runs::Runner;
+use storage::runlog::{self, Recovered};
 use storage::{Storage, StorageError};
 use store::SessionStore;
+use tracker::Tracker;
 
 /// The engine over one state folder: config, store and event stream. Cheap to clone.
 #[derive(Clone)]
@@ -28,23 +38,93 @@ pub struct Engine {
     store: SessionStore,
     events: EventBus,
     state_dir: PathBuf,
+    runtime: Arc<Runtime>,
+}
+
+/// What lives as long as the engine instance: run lanes, agent backends, background work
+/// and this instance's claim on the state folder.
+struct Runtime {
+    runner: Runner,
+    tracker: Tracker,
+    instance: Instance,
 }
 
 impl Engine {
-    /// Open the state folder's database (creating and migrating it as needed).
+    /// Open the state folder's database (creating and migrating it as needed). Runs and
+    /// exchanges left open by an engine that died are closed (`aborted` / `interrupted`).
     pub fn open(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
         let scheme = config.key_scheme();
+        std::fs::create_dir_all(state_dir).map_err(|source| StorageError::StateDir {
+            path: state_dir.to_path_buf(),
+            source,
+        })?;
+        let instance = Instance::claim(state_dir).map_err(|source| StorageError::StateDir {
+            path: state_dir.join("instances"),
+            source,
+        })?;
+        let mut recovered = Recovered::default();
         let storage = Storage::open_prepared(state_dir, |conn| {
-            storage::queries::reclassify_if_needed(conn, &scheme)
+            storage::queries::reclassify_if_needed(conn, &scheme)?;
+            recovered = recover(conn, state_dir, instance.id())?;
+            Ok(())
         })?;
         let events = EventBus::default();
         let store = SessionStore::new(storage, scheme, events.clone());
+        if !recovered.runs.is_empty() || !recovered.flows.is_empty() {
+            tracing::warn!(
+                runs = recovered.runs.len(),
+                flows = recovered.flows.len(),
+                "closed runs and exchanges a stopped engine left open"
+            );
+            events.emit(EngineEvent::Recovered {
+                runs: recovered.runs.iter().map(|r| r.run_id.clone()).collect(),
+                flows: recovered.flows.clone(),
+            });
+        }
         Ok(Engine {
             config: Arc::new(config),
             store,
             events,
             state_dir: state_dir.to_path_buf(),
+            runtime: Arc::new(Runtime {
+                runner: Runner::default(),
+                tracker: Tracker::default(),
+                instance,
+            }),
         })
+    }
+
+    pub(crate) fn runner(&self) -> &Runner {
+        &self.runtime.runner
+    }
+
+    pub(crate) fn tracker(&self) -> &Tracker {
+        &self.runtime.tracker
+    }
+
+    /// This engine instance's id (the `owner` of the runs it executes).
+    pub fn instance_id(&self) -> &str {
+        self.runtime.instance.id()
+    }
+
+    /// Resolve once every run, exchange and delivery this engine started has finished.
+    pub async fn idle(&self) {
+        self.runtime.tracker.idle().await;
+    }
+
+    /// A run as recorded.
+    pub fn run(&self, run_id: &str) -> Result<Option<runlog::RunRow>, StorageError> {
+        self.store.storage().read(|c| runlog::get_run(c, run_id))
+    }
+
+    /// A session's runs, newest first.
+    pub fn runs_of(
+        &self,
+        key: &SessionKey,
+        limit: usize,
+    ) -> Result<Vec<runlog::RunRow>, StorageError> {
+        let k = key.to_string();
+        self.store.storage().read(|c| runlog::runs_of(c, &k, limit))
     }
 
     pub fn config(&self) -> &Config {
@@ -75,4 +155,24 @@ impl Engine {
         let scheme = self.store.scheme();
         scheme.canonicalize(raw, &scheme.default_agent)
     }
+}
+
+/// Close what dead instances left open, on the write connection before the writer starts.
+fn recover(
+    conn: &rusqlite::Connection,
+    state_dir: &Path,
+    me: &str,
+) -> Result<Recovered, StorageError> {
+    let mut all = Recovered::default();
+    for owner in runlog::open_owners(conn)? {
+        if owner == me || Instance::is_alive(state_dir, &owner) {
+            continue;
+        }
+        let tx = conn.unchecked_transaction()?;
+        let r = runlog::close_owner(&tx, &owner, store::now_ms())?;
+        tx.commit()?;
+        all.runs.extend(r.runs);
+        all.flows.extend(r.flows);
+    }
+    Ok(all)
 }

@@ -29,7 +29,7 @@ impl Action {
         }
     }
 
-    fn a2a_disabled(self) -> &'static str {
+    pub(crate) fn a2a_disabled(self) -> &'static str {
         match self {
             Action::List => {
                 "Agent-to-agent listing is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent visibility."
@@ -46,7 +46,7 @@ impl Action {
         }
     }
 
-    fn a2a_denied(self) -> &'static str {
+    pub(crate) fn a2a_denied(self) -> &'static str {
         match self {
             Action::List => "Agent-to-agent listing denied by tools.agentToAgent.allow.",
             Action::History => "Agent-to-agent history denied by tools.agentToAgent.allow.",

@@ -2,6 +2,7 @@
 //! connections, and the single group-committing writer (DESIGN §3.4).
 
 pub mod queries;
+pub mod runlog;
 mod schema;
 mod tail_cache;
 mod writer;

@@ -46,6 +46,63 @@ const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL
     );
     "#,
+    // 2: runs, agent-to-agent flows and the outbox: what must survive a restart.
+    r#"
+    CREATE TABLE runs (
+        run_id      TEXT PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        agent_id    TEXT NOT NULL,
+        step        TEXT NOT NULL,
+        round       INTEGER NOT NULL DEFAULT 0,
+        flow_id     TEXT,
+        -- running | ok | error | timeout | aborted
+        status      TEXT NOT NULL,
+        -- the engine instance executing it (see `instance.rs`), to recover after a crash
+        owner       TEXT NOT NULL,
+        started_at  INTEGER NOT NULL,
+        ended_at    INTEGER,
+        error       TEXT,
+        reply       TEXT,
+        tokens_in   INTEGER,
+        tokens_out  INTEGER
+    );
+    CREATE INDEX runs_by_session ON runs(session_key, started_at DESC);
+    CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
+
+    CREATE TABLE flows (
+        flow_id     TEXT PRIMARY KEY,
+        chain_id    TEXT NOT NULL,
+        requester   TEXT NOT NULL,
+        target      TEXT NOT NULL,
+        message     TEXT NOT NULL,
+        run_id      TEXT NOT NULL,
+        -- running | done | interrupted
+        status      TEXT NOT NULL,
+        ended_reason TEXT,
+        owner       TEXT NOT NULL,
+        started_at  INTEGER NOT NULL,
+        ended_at    INTEGER
+    );
+    CREATE INDEX flows_running ON flows(owner) WHERE status = 'running';
+
+    CREATE TABLE outbox (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_at  INTEGER NOT NULL,
+        session_key TEXT NOT NULL,
+        -- announce | reply
+        kind        TEXT NOT NULL,
+        channel     TEXT NOT NULL,
+        recipient   TEXT NOT NULL,
+        account_id  TEXT,
+        thread_id   TEXT,
+        text        TEXT NOT NULL,
+        -- queued: waiting for a channel adapter to send it (none ship yet)
+        status      TEXT NOT NULL,
+        run_id      TEXT,
+        flow_id     TEXT
+    );
+    CREATE INDEX outbox_by_session ON outbox(session_key, id);
+    "#,
 ];
 
 /// The schema version this build writes.

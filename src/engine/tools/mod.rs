@@ -6,25 +6,47 @@ mod history;
 mod list;
 pub mod params;
 mod resolve;
-mod row;
+pub(crate) mod row;
+mod send;
 
 use serde_json::{Value, json};
 
 use super::Engine;
 use super::key::SessionKey;
+use super::runs::Chain;
 use super::storage::StorageError;
 
 pub use list::{owner_row, owner_rows};
 pub use resolve::Resolved;
 
 /// The tools this engine offers, in the order `--help` lists them.
-pub const TOOL_NAMES: &[&str] = &["sessions_list", "sessions_history"];
+pub const TOOL_NAMES: &[&str] = &["sessions_list", "sessions_history", "sessions_send"];
 
-/// Who is calling: the requester's session (canonical) and whether it runs sandboxed.
+/// Who is calling: the requester's session (canonical), whether it runs sandboxed, and,
+/// for calls made inside a run, the chain and waiters that run belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolContext {
     pub requester: SessionKey,
     pub sandboxed: bool,
+    /// The agent-to-agent chain the calling run continues (`None`: a person's call).
+    pub chain: Option<Chain>,
+    /// Sessions blocked waiting on the calling run.
+    pub waiting: Vec<SessionKey>,
+    /// The calling run, if any.
+    pub run_id: Option<String>,
+}
+
+impl ToolContext {
+    /// A call made from outside any run (the CLI, the console, a test).
+    pub fn new(requester: SessionKey, sandboxed: bool) -> ToolContext {
+        ToolContext {
+            requester,
+            sandboxed,
+            chain: None,
+            waiting: Vec::new(),
+            run_id: None,
+        }
+    }
 }
 
 /// Input the tool cannot work with at all (OpenClaw raises these as tool input errors).
@@ -62,6 +84,7 @@ impl Engine {
         match name {
             "sessions_list" => list::run(self, params, ctx),
             "sessions_history" => history::run(self, params, ctx),
+            "sessions_send" => send::run(self, params, ctx).await,
             other => Err(ToolInputError::UnknownTool(other.to_string()).into()),
         }
     }

@@ -1,0 +1,108 @@
+//! Agent backends: what produces a session's replies. The engine hands an agent one turn
+//! (the incoming text, the step, the round, who asked, the injected context) plus a way to
+//! call session tools as that session; the agent returns its reply or fails.
+
+pub mod scripted;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use crate::config::{Config, ScriptStep};
+
+/// A boxed future, so backends can be used as `dyn Agent`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Which part of a flow a turn belongs to (DESIGN §3.3 `when.step`).
+pub type Step = ScriptStep;
+
+/// One turn as the agent sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// The session the turn runs in (canonical key).
+    pub session_key: String,
+    /// The agent running it.
+    pub agent_id: String,
+    pub step: Step,
+    /// Ping-pong round as the spec numbers them: 1 is the target's reply to the original
+    /// send, 2 the requester's answer to that, and so on. 0 outside agent-to-agent flows.
+    pub round: u32,
+    /// The other party's session key in an agent-to-agent flow (the requester of a send for
+    /// the target, the target for the requester); `None` for an inbound user message.
+    pub from: Option<String>,
+    /// The incoming message text.
+    pub text: String,
+    /// Context the engine injects (the spec's agent-to-agent context lines), if any.
+    pub context: Option<String>,
+}
+
+/// Token usage of one turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+}
+
+/// What a finished turn produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reply {
+    /// The final assistant text (may be empty: "no reply").
+    pub text: String,
+    pub usage: Option<Usage>,
+}
+
+/// Why a turn failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// The agent itself failed (a scripted `error`, a model server error …).
+    #[error("{0}")]
+    Failed(String),
+    /// No backend can run this agent's model.
+    #[error(
+        "no backend for model {0:?}: this build runs scripted agents (model \"scripted\") only"
+    )]
+    NoBackend(String),
+}
+
+/// Session tools as the turn's session calls them. The engine records each call as an
+/// assistant `toolCall` message plus a `toolResult` message, and returns the result JSON
+/// (input errors come back as `{status: "error", error}` results, as a model would see them).
+pub trait ToolRunner: Send + Sync {
+    fn call<'a>(&'a self, name: &'a str, args: &'a Value) -> BoxFuture<'a, Value>;
+}
+
+/// A backend.
+pub trait Agent: Send + Sync {
+    fn run<'a>(
+        &'a self,
+        turn: &'a Turn,
+        tools: &'a dyn ToolRunner,
+    ) -> BoxFuture<'a, Result<Reply, AgentError>>;
+}
+
+/// The backend for `agent_id` under `config`: scripted for model `"scripted"` (or no model),
+/// otherwise none yet.
+pub fn backend_for(config: &Config, agent_id: &str) -> Box<dyn Agent> {
+    let agent = config.agent(agent_id);
+    match agent.and_then(|a| a.model.as_deref()) {
+        None | Some("scripted") => Box::new(scripted::ScriptedAgent::new(
+            agent.map(|a| a.script.clone()).unwrap_or_default(),
+        )),
+        Some(other) => Box::new(Unavailable(other.to_string())),
+    }
+}
+
+/// An agent whose model has no backend in this build: every turn fails, saying so.
+struct Unavailable(String);
+
+impl Agent for Unavailable {
+    fn run<'a>(
+        &'a self,
+        _turn: &'a Turn,
+        _tools: &'a dyn ToolRunner,
+    ) -> BoxFuture<'a, Result<Reply, AgentError>> {
+        let err = AgentError::NoBackend(self.0.clone());
+        Box::pin(async move { Err(err) })
+    }
+}

@@ -1,0 +1,635 @@
+//! The `sessions_send` exchange (spec "sessions_send", reference §5.5): the primary run in
+//! the target, the reply-back ping-pong between requester and target, and the target's
+//! announce step, each reply taken from its run's own result (never re-read from history).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Engine;
+use super::delivery::Delivered;
+use super::events::EngineEvent;
+use super::key::SessionKey;
+use super::policy::{self, SendPolicy};
+use super::runs::{Chain, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use super::storage::StorageError;
+use super::storage::runlog::{self, NewFlow};
+use super::store::now_ms;
+use super::tools::row::channel_of;
+use crate::agent::Step;
+
+/// The exact reply that ends the ping-pong.
+pub const REPLY_SKIP: &str = "REPLY_SKIP";
+/// The exact announce reply that stays silent.
+pub const ANNOUNCE_SKIP: &str = "ANNOUNCE_SKIP";
+/// The announce step's message (not recorded in the transcript, as in OpenClaw).
+pub const ANNOUNCE_MESSAGE: &str = "Agent-to-agent announce step.";
+/// How long the exchange waits for any one step (OpenClaw: at most 60 s).
+pub const STEP_WAIT: Duration = Duration::from_secs(60);
+
+/// A send, as resolved and allowed by the tool.
+#[derive(Debug, Clone)]
+pub struct Send {
+    pub requester: SessionKey,
+    pub target: SessionKey,
+    pub message: String,
+    pub chain: Chain,
+    /// How long the caller waits for the primary run (zero: not at all).
+    pub wait: Duration,
+    /// Sessions blocked on the caller (so the primary run can run nested if needed).
+    pub waiting: Vec<SessionKey>,
+}
+
+/// A started exchange: the flow id and the primary run.
+pub struct Started {
+    pub flow_id: String,
+    pub run: RunHandle,
+}
+
+/// The two parties' facts, as the prompts and provenance name them.
+#[derive(Debug, Clone)]
+struct Parties {
+    requester: SessionKey,
+    requester_display: String,
+    requester_channel: String,
+    target: SessionKey,
+    target_display: String,
+    target_channel: String,
+}
+
+impl Engine {
+    /// Start the exchange: record the flow, start the primary run in the target, and hand
+    /// the rest (ping-pong, announce) to a tracked background task.
+    pub async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
+        let parties = self.parties(&send.requester, &send.target)?;
+        let flow_id = uuid::Uuid::new_v4().to_string();
+        // Sending to itself, or to a session that is waiting on this very call: its lane
+        // is held by the caller, so the run goes in beside it instead of deadlocking.
+        let lane = if !send.wait.is_zero()
+            && (send.target == send.requester || send.waiting.contains(&send.target))
+        {
+            Lane::Nested
+        } else {
+            Lane::Own
+        };
+        let mut waiting = Vec::new();
+        if !send.wait.is_zero() {
+            waiting = send.waiting.clone();
+            waiting.push(send.requester.clone());
+        }
+        let req = RunRequest {
+            key: send.target.clone(),
+            step: Step::Message,
+            round: 1,
+            from: Some(send.requester.clone()),
+            text: send.message.clone(),
+            context: Some(message_context(&parties)),
+            inbound: Some(inter_session_message(
+                &send.message,
+                &send.requester,
+                &parties.requester_channel,
+                &send.chain,
+            )),
+            flow_id: Some(flow_id.clone()),
+            chain: Some(send.chain.clone()),
+            lane,
+            deliver: false,
+            waiting,
+            sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
+        };
+        // The flow row first, so a crash between the two leaves an `interrupted` flow
+        // rather than a run nobody knows belonged to an exchange.
+        let run_id = uuid::Uuid::new_v4().to_string();
+        {
+            let owner = self.instance_id().to_string();
+            let (f, c, r, t, m, rid) = (
+                flow_id.clone(),
+                send.chain.id.clone(),
+                send.requester.to_string(),
+                send.target.to_string(),
+                send.message.clone(),
+                run_id.clone(),
+            );
+            self.store()
+                .storage()
+                .write(move |conn| {
+                    runlog::insert_flow(
+                        conn,
+                        &NewFlow {
+                            flow_id: &f,
+                            chain_id: &c,
+                            requester: &r,
+                            target: &t,
+                            message: &m,
+                            run_id: &rid,
+                            owner: &owner,
+                            started_at: now_ms(),
+                        },
+                    )
+                })
+                .await?;
+        }
+        let run = self.start_run_with_id(run_id, req);
+        self.events().emit(EngineEvent::FlowStarted {
+            flow_id: flow_id.clone(),
+            chain_id: send.chain.id.clone(),
+            hop: send.chain.hop,
+            requester: send.requester.to_string(),
+            target: send.target.to_string(),
+            message: send.message.clone(),
+            run_id: run.run_id.clone(),
+        });
+        let engine = self.clone();
+        let (flow, primary) = (flow_id.clone(), run.clone());
+        let limit = send.wait + STEP_WAIT;
+        self.tracker().spawn(async move {
+            engine
+                .continue_flow(flow, send, parties, primary, limit)
+                .await;
+        });
+        Ok(Started { flow_id, run })
+    }
+
+    fn agent_of<'a>(&'a self, key: &'a SessionKey) -> &'a str {
+        key.agent_id(&self.store().scheme().default_agent)
+    }
+
+    fn parties(
+        &self,
+        requester: &SessionKey,
+        target: &SessionKey,
+    ) -> Result<Parties, StorageError> {
+        let scheme = self.store().scheme();
+        let channel = |k: &SessionKey| -> Result<String, StorageError> {
+            Ok(self
+                .store()
+                .get(k)?
+                .map(|s| channel_of(&s))
+                .unwrap_or_else(|| "unknown".to_string()))
+        };
+        Ok(Parties {
+            requester: requester.clone(),
+            requester_display: scheme.display(requester),
+            requester_channel: channel(requester)?,
+            target: target.clone(),
+            target_display: scheme.display(target),
+            target_channel: channel(target)?,
+        })
+    }
+
+    /// Everything after the primary run: ping-pong, then the announce. Never fails the
+    /// tool call; problems end the exchange with a reason and an event.
+    async fn continue_flow(
+        &self,
+        flow_id: String,
+        send: Send,
+        parties: Parties,
+        mut primary: RunHandle,
+        limit: Duration,
+    ) {
+        let reason = match primary.wait_for(limit).await {
+            None => Ended::new(
+                "timeout",
+                "the target did not reply in time; no reply-back loop and no announce",
+            ),
+            Some(o) if o.status != RunStatus::Ok => Ended::new(
+                "error",
+                format!(
+                    "the target's run ended {}: {}; no reply-back loop and no announce",
+                    o.status.as_str(),
+                    o.error.unwrap_or_default()
+                ),
+            ),
+            Some(o) if o.reply.trim().is_empty() => Ended::new(
+                "no_reply",
+                "the target did not reply; no reply-back loop and no announce",
+            ),
+            Some(o) => {
+                self.events().emit(EngineEvent::FlowRound {
+                    flow_id: flow_id.clone(),
+                    round: 1,
+                    speaker: parties.target.to_string(),
+                    listener: parties.requester.to_string(),
+                    run_id: primary.run_id.clone(),
+                    text: o.reply.clone(),
+                    status: "ok".into(),
+                });
+                self.exchange(&flow_id, &send, &parties, o).await
+            }
+        };
+        let now = now_ms();
+        let (f, r) = (flow_id.clone(), reason.reason.clone());
+        if let Err(e) = self
+            .store()
+            .storage()
+            .write(move |c| runlog::finish_flow(c, &f, &r, now))
+            .await
+        {
+            tracing::warn!(flow_id, error = %e, "could not close an exchange");
+        }
+        self.events().emit(EngineEvent::FlowEnded {
+            flow_id,
+            status: "done".into(),
+            reason: reason.reason,
+        });
+    }
+
+    /// Ping-pong then announce, after a non-empty round-1 reply.
+    async fn exchange(
+        &self,
+        flow_id: &str,
+        send: &Send,
+        parties: &Parties,
+        round_one: RunOutcome,
+    ) -> Ended {
+        let max_turns = self.config().session.agent_to_agent.max_ping_pong_turns();
+        let mut latest = round_one.reply.clone();
+        let mut turns_done = 0;
+        let loop_end = if parties.requester == parties.target {
+            Ended::new(
+                "self",
+                "requester and target are the same session: no reply-back loop",
+            )
+        } else if max_turns == 0 {
+            Ended::new("disabled", "session.agentToAgent.maxPingPongTurns is 0")
+        } else {
+            let mut end = None;
+            for turn in 1..=max_turns {
+                let requester_speaks = turn % 2 == 1;
+                let (speaker, listener, listener_channel) = if requester_speaks {
+                    (&parties.requester, &parties.target, &parties.target_channel)
+                } else {
+                    (
+                        &parties.target,
+                        &parties.requester,
+                        &parties.requester_channel,
+                    )
+                };
+                if let Some(reason) = self.policy_refuses(speaker) {
+                    end = Some(Ended::new("policy", reason));
+                    break;
+                }
+                let req = RunRequest {
+                    key: speaker.clone(),
+                    step: Step::Reply,
+                    round: turn + 1,
+                    from: Some(listener.clone()),
+                    text: latest.clone(),
+                    context: Some(reply_context(parties, requester_speaks, turn, max_turns)),
+                    inbound: Some(inter_session_message(
+                        &latest,
+                        listener,
+                        listener_channel,
+                        &send.chain,
+                    )),
+                    flow_id: Some(flow_id.to_string()),
+                    chain: Some(send.chain.clone()),
+                    lane: Lane::Own,
+                    deliver: false,
+                    waiting: Vec::new(),
+                    sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
+                };
+                let mut run = self.start_run(req);
+                let outcome = run.wait_for(STEP_WAIT).await;
+                turns_done = turn;
+                let (text, status) = match &outcome {
+                    Some(o) => (o.reply.clone(), o.status.as_str().to_string()),
+                    None => (String::new(), "timeout".to_string()),
+                };
+                self.events().emit(EngineEvent::FlowRound {
+                    flow_id: flow_id.to_string(),
+                    round: turn + 1,
+                    speaker: speaker.to_string(),
+                    listener: listener.to_string(),
+                    run_id: run.run_id.clone(),
+                    text: text.clone(),
+                    status: status.clone(),
+                });
+                match outcome {
+                    None => {
+                        end = Some(Ended::new(
+                            "timeout",
+                            format!("round {} timed out", turn + 1),
+                        ));
+                        break;
+                    }
+                    Some(o) if o.status != RunStatus::Ok => {
+                        end = Some(Ended::new(
+                            "error",
+                            format!("round {} failed: {}", turn + 1, o.error.unwrap_or_default()),
+                        ));
+                        break;
+                    }
+                    Some(o) if o.reply.trim() == REPLY_SKIP => {
+                        end = Some(Ended::new(
+                            "reply_skip",
+                            format!("{speaker} replied REPLY_SKIP in round {}", turn + 1),
+                        ));
+                        break;
+                    }
+                    Some(o) if o.reply.trim().is_empty() => {
+                        end = Some(Ended::new(
+                            "empty",
+                            format!("{speaker} did not reply in round {}", turn + 1),
+                        ));
+                        break;
+                    }
+                    Some(o) => latest = o.reply,
+                }
+            }
+            end.unwrap_or_else(|| {
+                Ended::new(
+                    "cap",
+                    format!("maxPingPongTurns reached ({max_turns} turns after the first reply)"),
+                )
+            })
+        };
+        self.events().emit(EngineEvent::FlowLoopEnded {
+            flow_id: flow_id.to_string(),
+            reason: loop_end.reason.clone(),
+            rounds: turns_done + 1,
+            detail: loop_end.detail.clone(),
+        });
+        let latest_reply = (turns_done > 0 || latest != round_one.reply).then_some(latest);
+        self.announce(
+            flow_id,
+            send,
+            parties,
+            &round_one.reply,
+            latest_reply.as_deref(),
+            turns_done,
+        )
+        .await;
+        loop_end
+    }
+
+    /// The send policy of `key` refuses agent-to-agent messages into it: why, if so.
+    pub(crate) fn policy_refuses(&self, key: &SessionKey) -> Option<String> {
+        let entry = self.store().get(key).ok().flatten()?.entry;
+        let decision = policy::evaluate(self.config(), key, &entry);
+        let allowed = decision.policy == SendPolicy::Allow;
+        self.events().emit(EngineEvent::PolicyDecision {
+            key: key.to_string(),
+            action: "send".into(),
+            allowed,
+            source: decision.source.to_string(),
+        });
+        (!allowed).then(|| {
+            format!(
+                "send policy of {key} denies sends into it ({})",
+                decision.source
+            )
+        })
+    }
+
+    async fn announce(
+        &self,
+        flow_id: &str,
+        send: &Send,
+        parties: &Parties,
+        round_one: &str,
+        latest: Option<&str>,
+        turns_done: u32,
+    ) {
+        let req = RunRequest {
+            key: parties.target.clone(),
+            step: Step::Announce,
+            round: turns_done + 2,
+            from: Some(parties.requester.clone()),
+            text: ANNOUNCE_MESSAGE.to_string(),
+            context: Some(announce_context(parties, &send.message, round_one, latest)),
+            inbound: None,
+            flow_id: Some(flow_id.to_string()),
+            chain: Some(send.chain.clone()),
+            lane: Lane::Own,
+            deliver: false,
+            waiting: Vec::new(),
+            sandboxed: self
+                .config()
+                .agent_sandboxed(self.agent_of(&parties.target)),
+        };
+        let mut run = self.start_run(req);
+        let outcome = run.wait_for(STEP_WAIT).await;
+        let target = parties.target.to_string();
+        let event = |outcome: &str,
+                     text: Option<String>,
+                     channel: Option<String>,
+                     to: Option<String>,
+                     detail: String| {
+            EngineEvent::Announce {
+                flow_id: flow_id.to_string(),
+                target: target.clone(),
+                outcome: outcome.to_string(),
+                text,
+                channel,
+                to,
+                detail,
+            }
+        };
+        let ev = match outcome {
+            None => event(
+                "failed",
+                None,
+                None,
+                None,
+                "the announce step timed out".into(),
+            ),
+            Some(o) if o.status != RunStatus::Ok => event(
+                "failed",
+                None,
+                None,
+                None,
+                format!("the announce step failed: {}", o.error.unwrap_or_default()),
+            ),
+            Some(o) if o.reply.trim().is_empty() || o.reply.trim() == ANNOUNCE_SKIP => event(
+                "skipped",
+                Some(o.reply.trim().to_string()),
+                None,
+                None,
+                "the target chose to stay silent".into(),
+            ),
+            Some(o) => {
+                let text = o.reply.trim().to_string();
+                match self
+                    .deliver(
+                        &parties.target,
+                        "announce",
+                        &text,
+                        Some(&run.run_id),
+                        Some(flow_id),
+                    )
+                    .await
+                {
+                    Ok(Delivered::Queued { route, .. }) => event(
+                        "delivered",
+                        Some(text),
+                        Some(route.channel.clone()),
+                        Some(route.to.clone()),
+                        format!("queued for {} {}", route.channel, route.to),
+                    ),
+                    Ok(Delivered::Blocked { reason }) => {
+                        event("blocked", Some(text), None, None, reason)
+                    }
+                    Ok(Delivered::NoRoute) => event(
+                        "no_route",
+                        Some(text),
+                        None,
+                        None,
+                        format!(
+                            "{} has no channel route to announce to",
+                            parties.target_display
+                        ),
+                    ),
+                    Err(e) => event(
+                        "failed",
+                        Some(text),
+                        None,
+                        None,
+                        format!("delivery failed: {e}"),
+                    ),
+                }
+            }
+        };
+        self.events().emit(ev);
+    }
+}
+
+/// Why an exchange (or its loop) ended.
+#[derive(Debug, Clone)]
+struct Ended {
+    reason: String,
+    detail: String,
+}
+
+impl Ended {
+    fn new(reason: &str, detail: impl Into<String>) -> Ended {
+        Ended {
+            reason: reason.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The user message an inter-session send records in the receiving transcript.
+pub(crate) fn inter_session_message(
+    text: &str,
+    source: &SessionKey,
+    source_channel: &str,
+    chain: &Chain,
+) -> Value {
+    json!({
+        "role": "user",
+        "content": [{ "type": "text", "text": text }],
+        "timestamp": now_ms(),
+        "provenance": {
+            "kind": "inter_session",
+            "sourceSessionKey": source.as_str(),
+            "sourceChannel": source_channel,
+            "sourceTool": "sessions_send",
+            "chainId": chain.id,
+            "hop": chain.hop,
+        },
+    })
+}
+
+/// Reference §5.3: the context injected for the primary run.
+fn message_context(p: &Parties) -> String {
+    [
+        "Agent-to-agent message context:".to_string(),
+        format!("Agent 1 (requester) session: {}.", p.requester),
+        format!("Agent 1 (requester) channel: {}.", p.requester_channel),
+        format!("Agent 2 (target) session: {}.", p.target_display),
+    ]
+    .join("\n")
+}
+
+/// Reference §5.5 step 4: the context of one ping-pong turn.
+fn reply_context(p: &Parties, requester_speaks: bool, turn: u32, max: u32) -> String {
+    let who = if requester_speaks {
+        "Current agent: Agent 1 (requester)."
+    } else {
+        "Current agent: Agent 2 (target)."
+    };
+    [
+        "Agent-to-agent reply step:".to_string(),
+        who.to_string(),
+        format!("Turn {turn} of {max}."),
+        format!("Agent 1 (requester) session: {}.", p.requester_display),
+        format!("Agent 1 (requester) channel: {}.", p.requester_channel),
+        format!("Agent 2 (target) session: {}.", p.target_display),
+        format!("Agent 2 (target) channel: {}.", p.target_channel),
+        format!("If you want to stop the ping-pong, reply exactly \"{REPLY_SKIP}\"."),
+    ]
+    .join("\n")
+}
+
+/// Reference §5.5 step 5: the announce step's context.
+fn announce_context(p: &Parties, original: &str, round_one: &str, latest: Option<&str>) -> String {
+    let or_na = |s: Option<&str>| match s {
+        Some(t) if !t.is_empty() => t.to_string(),
+        _ => "(not available).".to_string(),
+    };
+    [
+        "Agent-to-agent announce step:".to_string(),
+        format!("Agent 1 (requester) session: {}.", p.requester_display),
+        format!("Agent 1 (requester) channel: {}.", p.requester_channel),
+        format!("Agent 2 (target) session: {}.", p.target_display),
+        format!("Agent 2 (target) channel: {}.", p.target_channel),
+        format!("Original request: {original}"),
+        format!("Round 1 reply: {}", or_na(Some(round_one))),
+        format!("Latest reply: {}", or_na(latest.or(Some(round_one)))),
+        format!("If you want to remain silent, reply exactly \"{ANNOUNCE_SKIP}\"."),
+        "Any other reply will be posted to the target channel.".to_string(),
+        "After this reply, the agent-to-agent conversation is over.".to_string(),
+    ]
+    .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parties() -> Parties {
+        Parties {
+            requester: SessionKey::from_canonical("agent:main:s2"),
+            requester_display: "agent:main:s2".into(),
+            requester_channel: "telegram".into(),
+            target: SessionKey::from_canonical("agent:work:s2"),
+            target_display: "agent:work:s2".into(),
+            target_channel: "unknown".into(),
+        }
+    }
+
+    #[test]
+    fn the_announce_prompt_holds_the_request_the_first_and_the_latest_reply() {
+        let text = announce_context(&parties(), "PING from main", "pong", Some("latest words"));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Agent-to-agent announce step:");
+        assert!(lines.contains(&"Original request: PING from main"));
+        assert!(lines.contains(&"Round 1 reply: pong"));
+        assert!(lines.contains(&"Latest reply: latest words"));
+        assert!(lines.contains(&"Agent 2 (target) channel: unknown."));
+        assert!(lines.contains(&"If you want to remain silent, reply exactly \"ANNOUNCE_SKIP\"."));
+        assert_eq!(
+            lines.last(),
+            Some(&"After this reply, the agent-to-agent conversation is over.")
+        );
+        // Without ping-pong the latest reply is the first one.
+        let text = announce_context(&parties(), "x", "only", None);
+        assert!(text.contains("Latest reply: only"));
+    }
+
+    #[test]
+    fn reply_and_message_contexts_follow_the_reference_lines() {
+        let p = parties();
+        assert_eq!(
+            message_context(&p),
+            "Agent-to-agent message context:\nAgent 1 (requester) session: agent:main:s2.\nAgent 1 (requester) channel: telegram.\nAgent 2 (target) session: agent:work:s2."
+        );
+        let r = reply_context(&p, false, 2, 5);
+        assert!(r.starts_with(
+            "Agent-to-agent reply step:\nCurrent agent: Agent 2 (target).\nTurn 2 of 5."
+        ));
+        assert!(r.ends_with("If you want to stop the ping-pong, reply exactly \"REPLY_SKIP\"."));
+    }
+}

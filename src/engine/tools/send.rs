@@ -1,0 +1,300 @@
+//! `sessions_send`: resolve the target (key, sessionId, label or agentId) with OpenClaw's
+//! messages (reference §5.2), check visibility, send policy and the chain limit, then start
+//! the exchange and wait for the primary run as long as the caller asked.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::params::Params;
+use super::resolve::resolve_reference;
+use super::{ToolContext, ToolError, ToolInputError};
+use crate::engine::Engine;
+use crate::engine::a2a::Send;
+use crate::engine::events::EngineEvent;
+use crate::engine::key::{SessionKey, normalize_agent_id};
+use crate::engine::policy::{self, SendPolicy};
+use crate::engine::runs::{Chain, RunStatus};
+use crate::engine::store::SessionInit;
+use crate::engine::visibility::{Action, Denied, Guard};
+
+/// `timeoutSeconds` when not given (reference §5.1).
+const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+
+/// A result in the tool's shape: `runId` and `status` first, then the rest.
+fn result(run_id: &str, status: &str, session_key: Option<&str>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("runId".into(), json!(run_id));
+    if let Some(k) = session_key {
+        m.insert("sessionKey".into(), json!(k));
+    }
+    m.insert("status".into(), json!(status));
+    m
+}
+
+fn failure(
+    run_id: &str,
+    status: &str,
+    error: impl Into<String>,
+    session_key: Option<&str>,
+) -> Value {
+    let mut m = result(run_id, status, session_key);
+    m.insert("error".into(), json!(error.into()));
+    Value::Object(m)
+}
+
+fn pending() -> Value {
+    json!({ "status": "pending", "mode": "announce" })
+}
+
+pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+    let p = Params::new(params)?;
+    let message = p.required_string("message")?;
+    let timeout = match p.number("timeoutSeconds")? {
+        None => DEFAULT_TIMEOUT_SECONDS,
+        Some(t) if t < 0.0 => {
+            return Err(ToolInputError::Invalid(format!(
+                "timeoutSeconds must be 0 or more (got {t}); 0 sends without waiting"
+            ))
+            .into());
+        }
+        Some(t) => t.floor() as u64,
+    };
+    let key_param = p.string("sessionKey")?.filter(|s| !s.trim().is_empty());
+    let label = p.string("label")?.filter(|s| !s.trim().is_empty());
+    let agent_param = p.string("agentId")?.filter(|s| !s.trim().is_empty());
+    // Pre-run failures still carry a run id, as OpenClaw's do.
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let scheme = engine.store().scheme().clone();
+
+    if key_param.is_some() && label.is_some() {
+        return Ok(failure(
+            &run_id,
+            "error",
+            "Provide either sessionKey or label (not both).",
+            None,
+        ));
+    }
+    let guard = Guard::new(
+        engine.config(),
+        engine.store(),
+        &ctx.requester,
+        ctx.sandboxed,
+    )?;
+    let target: SessionKey = if let Some(label) = label {
+        match by_label(engine, &guard, label.trim(), agent_param)? {
+            Ok(k) => k,
+            Err((status, error)) => return Ok(failure(&run_id, status, error, None)),
+        }
+    } else if let Some(raw) = key_param {
+        let resolved = match resolve_reference(engine, ctx, &guard, raw)? {
+            Ok(r) => r.key,
+            Err(mut v) => {
+                if let Some(m) = v.as_object_mut() {
+                    let mut out = result(&run_id, "", None);
+                    out.extend(std::mem::take(m));
+                    return Ok(Value::Object(out));
+                }
+                return Ok(v);
+            }
+        };
+        if engine.store().get(&resolved)?.is_none() {
+            let display = scheme.display(&resolved);
+            return Ok(failure(
+                &run_id,
+                "error",
+                format!("No session found: {display}"),
+                Some(&display),
+            ));
+        }
+        resolved
+    } else if let Some(agent) = agent_param {
+        let agent = normalize_agent_id(agent);
+        if engine.config().agent(&agent).is_none() {
+            return Ok(failure(
+                &run_id,
+                "error",
+                format!("agent not found: {agent}"),
+                None,
+            ));
+        }
+        scheme.main_key_for(&agent)
+    } else {
+        return Ok(failure(
+            &run_id,
+            "error",
+            "Either sessionKey or label is required",
+            None,
+        ));
+    };
+    let display = scheme.display(&target);
+    let target_agent = target.agent_id(&scheme.default_agent).to_string();
+    if let Err(Denied(message)) = guard.check(&target, &target_agent, Action::Send) {
+        return Ok(failure(&run_id, "forbidden", message, Some(&display)));
+    }
+    // An agent's main session is created on first use (agentId targets).
+    engine
+        .store()
+        .ensure(&target, SessionInit::default())
+        .await?;
+    if let Some(refusal) = refused_by_policy(engine, &target, &display)? {
+        return Ok(failure(&run_id, "forbidden", refusal, Some(&display)));
+    }
+    let max_hops = engine.config().session.agent_to_agent.max_chain_hops;
+    let chain = match &ctx.chain {
+        Some(c) => Chain {
+            id: c.id.clone(),
+            hop: c.hop + 1,
+        },
+        None => Chain {
+            id: uuid::Uuid::new_v4().to_string(),
+            hop: 1,
+        },
+    };
+    if chain.hop > max_hops {
+        engine.events().emit(EngineEvent::ChainStopped {
+            chain_id: chain.id.clone(),
+            hops: chain.hop,
+            max_hops,
+            requester: ctx.requester.to_string(),
+            target: target.to_string(),
+        });
+        return Ok(failure(
+            &run_id,
+            "error",
+            format!(
+                "Agent-to-agent chain limit reached: this would be send {} of chain {} (session.agentToAgent.maxChainHops={max_hops}). Not sent; reply to the person instead.",
+                chain.hop, chain.id
+            ),
+            Some(&display),
+        ));
+    }
+    // The requester must exist for the reply-back loop to run in it (a CLI caller's
+    // `--as` session may be new).
+    engine
+        .store()
+        .ensure(&ctx.requester, SessionInit::default())
+        .await?;
+    let wait = Duration::from_secs(timeout);
+    let started = engine
+        .start_send(Send {
+            requester: ctx.requester.clone(),
+            target: target.clone(),
+            message: message.to_string(),
+            chain,
+            wait,
+            waiting: ctx.waiting.clone(),
+        })
+        .await?;
+    let mut run = started.run;
+    let run_id = run.run_id.clone();
+    if timeout == 0 {
+        let mut m = result(&run_id, "accepted", Some(&display));
+        m.insert("delivery".into(), pending());
+        return Ok(Value::Object(m));
+    }
+    Ok(match run.wait_for(wait).await {
+        None => {
+            let mut m = result(&run_id, "timeout", Some(&display));
+            m.insert(
+                "error".into(),
+                json!(format!(
+                    "No reply within {timeout}s. The message was delivered and the run goes on; read sessions_history for {display} later (its reply still starts the reply-back loop and the announce)."
+                )),
+            );
+            m.insert("delivery".into(), pending());
+            Value::Object(m)
+        }
+        Some(o) if o.status == RunStatus::Ok => {
+            let mut m = result(&run_id, "ok", Some(&display));
+            m.insert("delivery".into(), pending());
+            if !o.reply.is_empty() {
+                m.insert("reply".into(), json!(o.reply));
+            }
+            Value::Object(m)
+        }
+        Some(o) => {
+            let mut m = result(&run_id, "error", Some(&display));
+            m.insert(
+                "error".into(),
+                json!(o.error.unwrap_or_else(|| "agent error".to_string())),
+            );
+            // The message reached the target; the failed run means no exchange follows.
+            m.insert(
+                "delivery".into(),
+                json!({ "status": "skipped", "mode": "announce" }),
+            );
+            Value::Object(m)
+        }
+    })
+}
+
+/// Reference §5.2 step 2: a label, optionally under another agent.
+fn by_label(
+    engine: &Engine,
+    guard: &Guard,
+    label: &str,
+    agent_param: Option<&str>,
+) -> Result<Result<SessionKey, (&'static str, String)>, ToolError> {
+    let requested = agent_param.map(normalize_agent_id);
+    if let Some(agent) = &requested
+        && agent != &guard.requester_agent
+    {
+        if guard.restricted {
+            return Ok(Err((
+                "forbidden",
+                "Sandboxed sessions_send label lookup is limited to this agent".into(),
+            )));
+        }
+        if !guard.a2a.enabled {
+            return Ok(Err(("forbidden", Action::Send.a2a_disabled().into())));
+        }
+        if !guard.a2a.allows(&guard.requester_agent, agent) {
+            return Ok(Err(("forbidden", Action::Send.a2a_denied().into())));
+        }
+    }
+    let default_agent = engine.store().scheme().default_agent.clone();
+    let found = engine
+        .store()
+        .keys_by_label(label)?
+        .into_iter()
+        .filter(|k| {
+            requested
+                .as_deref()
+                .is_none_or(|a| k.agent_id(&default_agent) == a)
+        })
+        .find(|k| !guard.restricted || guard.in_tree(k));
+    Ok(match found {
+        Some(k) => Ok(k),
+        None if guard.restricted => Err((
+            "forbidden",
+            "Session not visible from this sandboxed agent session.".into(),
+        )),
+        None => Err(("error", format!("No session found with label: {label}"))),
+    })
+}
+
+/// DESIGN §2: a send into a session whose policy denies is refused, saying how to change it.
+fn refused_by_policy(
+    engine: &Engine,
+    target: &SessionKey,
+    display: &str,
+) -> Result<Option<String>, ToolError> {
+    let Some(stored) = engine.store().get(target)? else {
+        return Ok(None);
+    };
+    let decision = policy::evaluate(engine.config(), target, &stored.entry);
+    let allowed = decision.policy == SendPolicy::Allow;
+    engine.events().emit(EngineEvent::PolicyDecision {
+        key: target.to_string(),
+        action: "send".into(),
+        allowed,
+        source: decision.source.to_string(),
+    });
+    Ok((!allowed).then(|| {
+        format!(
+            "send blocked by session policy: {display} does not accept sends ({}). The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
+            decision.source
+        )
+    }))
+}

@@ -1,0 +1,100 @@
+//! What `switchboard inject` shows on stderr while the flows it set off run: runs ending,
+//! exchange rounds, how loops ended, announces, policy refusals and chain stops, one line
+//! each, from the engine's event stream.
+
+use switchboard::engine::events::EngineEvent;
+use tokio::sync::broadcast;
+
+/// Print events until the channel closes (the caller aborts the task when it is done).
+pub async fn print(mut events: broadcast::Receiver<EngineEvent>, enabled: bool) {
+    loop {
+        match events.recv().await {
+            Ok(e) => {
+                if enabled && let Some(line) = describe(&e) {
+                    eprintln!("{line}");
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                if enabled {
+                    eprintln!("  … {n} events not shown");
+                }
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Shorten a long text to one line for the progress log.
+fn short(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 100 {
+        let cut: String = one_line.chars().take(99).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}
+
+fn describe(e: &EngineEvent) -> Option<String> {
+    Some(match e {
+        EngineEvent::FlowStarted {
+            requester,
+            target,
+            message,
+            hop,
+            ..
+        } => format!(
+            "→ {requester} sends to {target} (hop {hop}): {}",
+            short(message)
+        ),
+        EngineEvent::FlowRound {
+            round,
+            speaker,
+            text,
+            status,
+            ..
+        } => {
+            if status == "ok" {
+                format!("  round {round} · {speaker}: {}", short(text))
+            } else {
+                format!("  round {round} · {speaker}: ({status})")
+            }
+        }
+        EngineEvent::FlowLoopEnded { reason, detail, .. } => {
+            format!("  reply-back loop ended: {reason} ({detail})")
+        }
+        EngineEvent::Announce {
+            outcome,
+            text,
+            detail,
+            ..
+        } => match text {
+            Some(t) if outcome == "delivered" => {
+                format!("  announce delivered: {} ({detail})", short(t))
+            }
+            _ => format!("  announce {outcome}: {detail}"),
+        },
+        EngineEvent::RunEnded {
+            key, status, error, ..
+        } if status != "ok" => format!(
+            "  run in {key} ended {status}: {}",
+            error.as_deref().unwrap_or("")
+        ),
+        EngineEvent::PolicyDecision {
+            key,
+            action,
+            allowed: false,
+            source,
+        } => format!("  send policy of {key} refused {action} ({source})"),
+        EngineEvent::ChainStopped {
+            hops,
+            max_hops,
+            target,
+            ..
+        } => format!("  chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
+        EngineEvent::Delivery {
+            channel, to, kind, ..
+        } if kind == "reply" => format!("  reply queued for {channel} {to}"),
+        _ => return None,
+    })
+}

@@ -1,0 +1,70 @@
+//! Running the real `switchboard` binary against a fresh state folder and config file.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+/// A temporary state folder and config file, and helpers to run the binary on them.
+pub struct CliBench {
+    _dir: tempfile::TempDir,
+    pub state: PathBuf,
+    pub config: PathBuf,
+}
+
+impl CliBench {
+    pub fn new(config: &str) -> CliBench {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let config_path = dir.path().join("config.json5");
+        std::fs::write(&config_path, config).unwrap();
+        CliBench {
+            _dir: dir,
+            state,
+            config: config_path,
+        }
+    }
+
+    /// The command with `--state-dir`, `--config` and `args`; the user's environment
+    /// does not leak in.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("--state-dir")
+            .arg(&self.state)
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env_remove("SWITCHBOARD_STATE_DIR")
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("RUST_BACKTRACE");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Run, require success, return stdout.
+    #[track_caller]
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?} failed ({:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Run, require success, parse stdout as JSON.
+    #[track_caller]
+    pub fn json(&self, args: &[&str]) -> Value {
+        let text = self.ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
+    }
+}
