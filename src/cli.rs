@@ -422,14 +422,16 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         println!("{reply}");
         return Ok(());
     }
-    let printer = tokio::spawn(crate::progress::print(events, !args.quiet));
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let printer = tokio::spawn(crate::progress::print(events, !args.quiet, stopped));
     let reply = match received.run {
         Some(mut run) => Some(run.wait().await),
         None => None,
     };
     // Everything the message set off (sends, their loops and announces) ends before exit.
     engine.idle().await;
-    printer.abort();
+    let _ = stop.send(());
+    let _ = printer.await;
     match reply {
         Some(o) if o.status == switchboard::engine::runs::RunStatus::Ok => {
             if !o.reply.is_empty() {

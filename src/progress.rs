@@ -5,10 +5,26 @@
 use switchboard::engine::events::EngineEvent;
 use tokio::sync::broadcast;
 
-/// Print events until the channel closes (the caller aborts the task when it is done).
-pub async fn print(mut events: broadcast::Receiver<EngineEvent>, enabled: bool) {
+/// Print events as they come until `stop` fires, then whatever is still queued.
+pub async fn print(
+    mut events: broadcast::Receiver<EngineEvent>,
+    enabled: bool,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
     loop {
-        match events.recv().await {
+        let next = tokio::select! {
+            e = events.recv() => e,
+            _ = &mut stop => {
+                // Everything was sent before `stop`: take what is left without waiting.
+                while let Ok(e) = events.try_recv() {
+                    if enabled && let Some(line) = describe(&e) {
+                        eprintln!("{line}");
+                    }
+                }
+                return;
+            }
+        };
+        match next {
             Ok(e) => {
                 if enabled && let Some(line) = describe(&e) {
                     eprintln!("{line}");

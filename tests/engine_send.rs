@@ -815,3 +815,42 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
         .find(|e| e.contains("chain limit"));
     assert!(refused.is_some_and(|e| e.contains("maxChainHops=4")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exchange_events_arrive_in_the_order_things_happened() {
+    let (m, w) = chatty();
+    let mut b = bench_with(m, w, json!({ "agentToAgent": { "maxPingPongTurns": 2 } }));
+    b.session(ME, None).await;
+    b.session(WORK, None).await;
+    b.send_as(ME, json!({ "sessionKey": WORK, "message": "go" }))
+        .await;
+    b.engine.idle().await;
+    let names: Vec<String> = b
+        .drain()
+        .into_iter()
+        .filter_map(|e| match e {
+            EngineEvent::FlowStarted { .. } => Some("started".to_string()),
+            EngineEvent::FlowRound { round, .. } => Some(format!("round {round}")),
+            EngineEvent::FlowLoopEnded { .. } => Some("loop ended".to_string()),
+            EngineEvent::Announce { .. } => Some("announce".to_string()),
+            EngineEvent::FlowEnded { .. } => Some("ended".to_string()),
+            EngineEvent::RunEnded { step, .. } if step == "announce" => {
+                Some("announce run".to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "started",
+            "round 1",
+            "round 2",
+            "round 3",
+            "loop ended",
+            "announce run",
+            "announce",
+            "ended"
+        ]
+    );
+}

@@ -11,11 +11,10 @@ use super::delivery::Delivered;
 use super::events::EngineEvent;
 use super::key::SessionKey;
 use super::policy::{self, SendPolicy};
-use super::runs::{Chain, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use super::runs::{Chain, FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
 use super::storage::StorageError;
-use super::storage::runlog::{self, NewFlow};
+use super::storage::runlog;
 use super::store::now_ms;
-use super::tools::row::channel_of;
 use crate::agent::Step;
 
 /// The exact reply that ends the ping-pong.
@@ -38,6 +37,9 @@ pub struct Send {
     pub wait: Duration,
     /// Sessions blocked on the caller (so the primary run can run nested if needed).
     pub waiting: Vec<SessionKey>,
+    /// The two sessions' channels (the spec's Channel field), as the prompts name them.
+    pub requester_channel: String,
+    pub target_channel: String,
 }
 
 /// A started exchange: the flow id and the primary run.
@@ -61,8 +63,16 @@ impl Engine {
     /// Start the exchange: record the flow, start the primary run in the target, and hand
     /// the rest (ping-pong, announce) to a tracked background task.
     pub async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
-        let parties = self.parties(&send.requester, &send.target)?;
-        let flow_id = uuid::Uuid::new_v4().to_string();
+        let scheme = self.store().scheme();
+        let parties = Parties {
+            requester: send.requester.clone(),
+            requester_display: scheme.display(&send.requester),
+            requester_channel: send.requester_channel.clone(),
+            target: send.target.clone(),
+            target_display: scheme.display(&send.target),
+            target_channel: send.target_channel.clone(),
+        };
+        let flow_id = uuid::Uuid::now_v7().to_string();
         // Sending to itself, or to a session that is waiting on this very call: its lane
         // is held by the caller, so the run goes in beside it instead of deadlocking.
         let lane = if !send.wait.is_zero()
@@ -96,49 +106,17 @@ impl Engine {
             deliver: false,
             waiting,
             sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
+            // Recorded with the primary run's start, in the same commit.
+            flow_start: Some(FlowStart {
+                flow_id: flow_id.clone(),
+                chain_id: send.chain.id.clone(),
+                hop: send.chain.hop,
+                requester: send.requester.to_string(),
+                message: send.message.clone(),
+            }),
+            flow_end: None,
         };
-        // The flow row first, so a crash between the two leaves an `interrupted` flow
-        // rather than a run nobody knows belonged to an exchange.
-        let run_id = uuid::Uuid::new_v4().to_string();
-        {
-            let owner = self.instance_id().to_string();
-            let (f, c, r, t, m, rid) = (
-                flow_id.clone(),
-                send.chain.id.clone(),
-                send.requester.to_string(),
-                send.target.to_string(),
-                send.message.clone(),
-                run_id.clone(),
-            );
-            self.store()
-                .storage()
-                .write(move |conn| {
-                    runlog::insert_flow(
-                        conn,
-                        &NewFlow {
-                            flow_id: &f,
-                            chain_id: &c,
-                            requester: &r,
-                            target: &t,
-                            message: &m,
-                            run_id: &rid,
-                            owner: &owner,
-                            started_at: now_ms(),
-                        },
-                    )
-                })
-                .await?;
-        }
-        let run = self.start_run_with_id(run_id, req);
-        self.events().emit(EngineEvent::FlowStarted {
-            flow_id: flow_id.clone(),
-            chain_id: send.chain.id.clone(),
-            hop: send.chain.hop,
-            requester: send.requester.to_string(),
-            target: send.target.to_string(),
-            message: send.message.clone(),
-            run_id: run.run_id.clone(),
-        });
+        let run = self.start_run(req);
         let engine = self.clone();
         let (flow, primary) = (flow_id.clone(), run.clone());
         let limit = send.wait + STEP_WAIT;
@@ -154,29 +132,6 @@ impl Engine {
         key.agent_id(&self.store().scheme().default_agent)
     }
 
-    fn parties(
-        &self,
-        requester: &SessionKey,
-        target: &SessionKey,
-    ) -> Result<Parties, StorageError> {
-        let scheme = self.store().scheme();
-        let channel = |k: &SessionKey| -> Result<String, StorageError> {
-            Ok(self
-                .store()
-                .get(k)?
-                .map(|s| channel_of(&s))
-                .unwrap_or_else(|| "unknown".to_string()))
-        };
-        Ok(Parties {
-            requester: requester.clone(),
-            requester_display: scheme.display(requester),
-            requester_channel: channel(requester)?,
-            target: target.clone(),
-            target_display: scheme.display(target),
-            target_channel: channel(target)?,
-        })
-    }
-
     /// Everything after the primary run: ping-pong, then the announce. Never fails the
     /// tool call; problems end the exchange with a reason and an event.
     async fn continue_flow(
@@ -187,7 +142,21 @@ impl Engine {
         mut primary: RunHandle,
         limit: Duration,
     ) {
-        let reason = match primary.wait_for(limit).await {
+        let mut closed = false;
+        let first = primary.wait_known(limit).await;
+        let round_one = Round {
+            run: primary.clone(),
+            round: 1,
+            speaker: parties.target.clone(),
+            listener: parties.requester.clone(),
+        };
+        match &first {
+            // The exchange announces its rounds itself, in order.
+            Some(o) if o.status == RunStatus::Ok && !o.reply.trim().is_empty() => {}
+            Some(_) => self.announce_round(&flow_id, round_one.clone()).await,
+            None => self.emit_round_timeout(&flow_id, &round_one),
+        }
+        let reason = match first {
             None => Ended::new(
                 "timeout",
                 "the target did not reply in time; no reply-back loop and no announce",
@@ -205,25 +174,19 @@ impl Engine {
                 "the target did not reply; no reply-back loop and no announce",
             ),
             Some(o) => {
-                self.events().emit(EngineEvent::FlowRound {
-                    flow_id: flow_id.clone(),
-                    round: 1,
-                    speaker: parties.target.to_string(),
-                    listener: parties.requester.to_string(),
-                    run_id: primary.run_id.clone(),
-                    text: o.reply.clone(),
-                    status: "ok".into(),
-                });
-                self.exchange(&flow_id, &send, &parties, o).await
+                // The announce run closes the exchange with its own record.
+                closed = true;
+                self.exchange(&flow_id, &send, &parties, o, round_one).await
             }
         };
         let now = now_ms();
         let (f, r) = (flow_id.clone(), reason.reason.clone());
-        if let Err(e) = self
-            .store()
-            .storage()
-            .write(move |c| runlog::finish_flow(c, &f, &r, now))
-            .await
+        if !closed
+            && let Err(e) = self
+                .store()
+                .storage()
+                .write(move |c| runlog::finish_flow(c, &f, &r, now))
+                .await
         {
             tracing::warn!(flow_id, error = %e, "could not close an exchange");
         }
@@ -241,9 +204,13 @@ impl Engine {
         send: &Send,
         parties: &Parties,
         round_one: RunOutcome,
+        first: Round,
     ) -> Ended {
         let max_turns = self.config().session.agent_to_agent.max_ping_pong_turns();
         let mut latest = round_one.reply.clone();
+        // The newest finished round, announced (after its commit) once the next one has
+        // started: the exchange runs ahead of the disk, its events stay in order.
+        let mut pending = Some(first);
         let mut turns_done = 0;
         let loop_end = if parties.requester == parties.target {
             Ended::new(
@@ -288,23 +255,25 @@ impl Engine {
                     deliver: false,
                     waiting: Vec::new(),
                     sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
+                    flow_start: None,
+                    flow_end: None,
                 };
                 let mut run = self.start_run(req);
-                let outcome = run.wait_for(STEP_WAIT).await;
+                if let Some(done) = pending.take() {
+                    self.announce_round(flow_id, done).await;
+                }
+                let outcome = run.wait_known(STEP_WAIT).await;
                 turns_done = turn;
-                let (text, status) = match &outcome {
-                    Some(o) => (o.reply.clone(), o.status.as_str().to_string()),
-                    None => (String::new(), "timeout".to_string()),
-                };
-                self.events().emit(EngineEvent::FlowRound {
-                    flow_id: flow_id.to_string(),
+                let this = Round {
+                    run: run.clone(),
                     round: turn + 1,
-                    speaker: speaker.to_string(),
-                    listener: listener.to_string(),
-                    run_id: run.run_id.clone(),
-                    text: text.clone(),
-                    status: status.clone(),
-                });
+                    speaker: speaker.clone(),
+                    listener: listener.clone(),
+                };
+                match &outcome {
+                    Some(_) => pending = Some(this),
+                    None => self.emit_round_timeout(flow_id, &this),
+                }
                 match outcome {
                     None => {
                         end = Some(Ended::new(
@@ -344,6 +313,9 @@ impl Engine {
                 )
             })
         };
+        if let Some(done) = pending.take() {
+            self.announce_round(flow_id, done).await;
+        }
         self.events().emit(EngineEvent::FlowLoopEnded {
             flow_id: flow_id.to_string(),
             reason: loop_end.reason.clone(),
@@ -358,6 +330,7 @@ impl Engine {
             &round_one.reply,
             latest_reply.as_deref(),
             turns_done,
+            &loop_end.reason,
         )
         .await;
         loop_end
@@ -382,6 +355,7 @@ impl Engine {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn announce(
         &self,
         flow_id: &str,
@@ -390,6 +364,7 @@ impl Engine {
         round_one: &str,
         latest: Option<&str>,
         turns_done: u32,
+        reason: &str,
     ) {
         let req = RunRequest {
             key: parties.target.clone(),
@@ -407,8 +382,11 @@ impl Engine {
             sandboxed: self
                 .config()
                 .agent_sandboxed(self.agent_of(&parties.target)),
+            flow_start: None,
+            flow_end: Some(reason.to_string()),
         };
         let mut run = self.start_run(req);
+        // Committed, not just known: the exchange is closed in the same commit.
         let outcome = run.wait_for(STEP_WAIT).await;
         let target = parties.target.to_string();
         let event = |outcome: &str,
@@ -491,6 +469,47 @@ impl Engine {
             }
         };
         self.events().emit(ev);
+    }
+}
+
+/// One round of an exchange: its run and who spoke to whom.
+#[derive(Debug, Clone)]
+pub(crate) struct Round {
+    run: RunHandle,
+    round: u32,
+    speaker: SessionKey,
+    listener: SessionKey,
+}
+
+impl Engine {
+    /// Wait for a round's record to commit, then announce it (`FlowRound`).
+    async fn announce_round(&self, flow_id: &str, mut r: Round) {
+        let (text, status) = match r.run.wait_for(STEP_WAIT).await {
+            Some(o) => (o.reply, o.status.as_str().to_string()),
+            None => (String::new(), "timeout".to_string()),
+        };
+        self.events().emit(EngineEvent::FlowRound {
+            flow_id: flow_id.to_string(),
+            round: r.round,
+            speaker: r.speaker.to_string(),
+            listener: r.listener.to_string(),
+            run_id: r.run.run_id.clone(),
+            text,
+            status,
+        });
+    }
+
+    /// A round that did not finish in time (its run goes on).
+    fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
+        self.events().emit(EngineEvent::FlowRound {
+            flow_id: flow_id.to_string(),
+            round: r.round,
+            speaker: r.speaker.to_string(),
+            listener: r.listener.to_string(),
+            run_id: r.run.run_id.clone(),
+            text: String::new(),
+            status: "timeout".into(),
+        });
     }
 }
 

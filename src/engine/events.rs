@@ -44,6 +44,8 @@ pub enum EngineEvent {
     RunEnded {
         run_id: String,
         key: String,
+        step: String,
+        round: u32,
         status: String,
         reply: Option<String>,
         error: Option<String>,

@@ -13,6 +13,7 @@ use super::Engine;
 use super::events::EngineEvent;
 use super::key::SessionKey;
 use super::storage::StorageError;
+use super::storage::queries::{self, NewLine};
 use super::storage::runlog::{self, NewRun, RunEnd};
 use super::store::now_ms;
 use super::tools::{ToolContext, ToolError};
@@ -89,6 +90,21 @@ pub struct RunRequest {
     /// Sessions blocked waiting on this run (so a send back to them runs nested).
     pub waiting: Vec<SessionKey>,
     pub sandboxed: bool,
+    /// For the primary run of a send: the exchange, recorded with the run's start.
+    pub flow_start: Option<FlowStart>,
+    /// For an exchange's last run (the announce): why the exchange ended, recorded with
+    /// the run's end.
+    pub flow_end: Option<String>,
+}
+
+/// An exchange as its primary run records it.
+#[derive(Debug, Clone)]
+pub struct FlowStart {
+    pub flow_id: String,
+    pub chain_id: String,
+    pub hop: u32,
+    pub requester: String,
+    pub message: String,
 }
 
 impl RunRequest {
@@ -108,6 +124,8 @@ impl RunRequest {
             deliver: true,
             waiting: Vec::new(),
             sandboxed: false,
+            flow_start: None,
+            flow_end: None,
         }
     }
 }
@@ -116,21 +134,38 @@ impl RunRequest {
 #[derive(Debug, Clone)]
 pub struct RunHandle {
     pub run_id: String,
+    /// The outcome once its record has committed.
     rx: watch::Receiver<Option<RunOutcome>>,
+    /// The outcome as soon as its record is submitted to the writer (see `wait_known`).
+    known: watch::Receiver<Option<RunOutcome>>,
 }
 
 impl RunHandle {
-    /// Wait until the run ends. A run whose task vanished reads as aborted.
+    /// Wait until the run ends and its outcome is committed. A run whose task vanished
+    /// reads as aborted.
     pub async fn wait(&mut self) -> RunOutcome {
-        match self.rx.wait_for(Option::is_some).await {
-            Ok(v) => v.clone().unwrap_or_else(vanished),
-            Err(_) => vanished(),
-        }
+        wait_on(&mut self.rx).await
     }
 
     /// Wait at most `limit`; `None` means the run is still going (and goes on).
     pub async fn wait_for(&mut self, limit: Duration) -> Option<RunOutcome> {
         tokio::time::timeout(limit, self.wait()).await.ok()
+    }
+
+    /// Like `wait_for`, but resolves as soon as the outcome is queued for commit. For the
+    /// engine's own next step (the next ping-pong round), never for an answer to a caller:
+    /// the writer commits in order, so whatever the next step writes cannot outlive this.
+    pub(crate) async fn wait_known(&mut self, limit: Duration) -> Option<RunOutcome> {
+        tokio::time::timeout(limit, wait_on(&mut self.known))
+            .await
+            .ok()
+    }
+}
+
+async fn wait_on(rx: &mut watch::Receiver<Option<RunOutcome>>) -> RunOutcome {
+    match rx.wait_for(Option::is_some).await {
+        Ok(v) => v.clone().unwrap_or_else(vanished),
+        Err(_) => vanished(),
     }
 }
 
@@ -177,22 +212,38 @@ impl Runner {
 impl Engine {
     /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
     pub fn start_run(&self, req: RunRequest) -> RunHandle {
-        self.start_run_with_id(uuid::Uuid::new_v4().to_string(), req)
+        // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
+        self.start_run_with_id(uuid::Uuid::now_v7().to_string(), req)
     }
 
     /// `start_run` with an id chosen by the caller (recorded elsewhere before the run).
     pub fn start_run_with_id(&self, run_id: String, req: RunRequest) -> RunHandle {
         let (tx, rx) = watch::channel(None);
+        let (known_tx, known) = watch::channel(None);
         let engine = self.clone();
         let id = run_id.clone();
         self.tracker().spawn(async move {
-            let outcome = engine.execute(&id, req).await;
+            let outcome = engine.execute(&id, req, &known_tx).await;
+            // Normally sent already; a failure on the way may have skipped it.
+            known_tx.send_if_modified(|k| {
+                if k.is_none() {
+                    *k = Some(outcome.clone());
+                    true
+                } else {
+                    false
+                }
+            });
             let _ = tx.send(Some(outcome));
         });
-        RunHandle { run_id, rx }
+        RunHandle { run_id, rx, known }
     }
 
-    async fn execute(&self, run_id: &str, req: RunRequest) -> RunOutcome {
+    async fn execute(
+        &self,
+        run_id: &str,
+        req: RunRequest,
+        known: &watch::Sender<Option<RunOutcome>>,
+    ) -> RunOutcome {
         let lane = match req.lane {
             Lane::Own => Some(self.runner().lane(&req.key)),
             Lane::Nested => None,
@@ -201,14 +252,12 @@ impl Engine {
             Some(l) => Some(l.clone().lock_owned().await),
             None => None,
         };
-        let outcome = match self.execute_in_lane(run_id, &req).await {
+        let outcome = match self.execute_in_lane(run_id, &req, known).await {
             Ok(o) => o,
             Err(e) => {
                 tracing::error!(run_id, key = %req.key, error = %e, "run failed in storage");
                 let message = format!("storage error: {e}");
-                let _ = self
-                    .close_run(run_id, &req, RunStatus::Error, "", Some(&message), None, 0)
-                    .await;
+                self.close_run_failed(run_id, &req, &message).await;
                 RunOutcome {
                     status: RunStatus::Error,
                     reply: String::new(),
@@ -227,52 +276,20 @@ impl Engine {
         &self,
         run_id: &str,
         req: &RunRequest,
+        known: &watch::Sender<Option<RunOutcome>>,
     ) -> Result<RunOutcome, StorageError> {
         let default_agent = self.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
         let step = step_name(req.step);
-        {
-            let (run, key, agent, flow) = (
-                run_id.to_string(),
-                req.key.to_string(),
-                agent_id.clone(),
-                req.flow_id.clone(),
-            );
-            let owner = self.instance_id().to_string();
-            let round = req.round;
-            self.store()
-                .storage()
-                .write(move |c| {
-                    runlog::insert_run(
-                        c,
-                        &NewRun {
-                            run_id: &run,
-                            session_key: &key,
-                            agent_id: &agent,
-                            step,
-                            round,
-                            flow_id: flow.as_deref(),
-                            owner: &owner,
-                            started_at: started,
-                        },
-                    )
-                })
-                .await?;
-        }
-        self.events().emit(EngineEvent::RunStarted {
+        let record = Arc::new(StartRecord {
+            engine: self.clone(),
             run_id: run_id.to_string(),
-            key: req.key.to_string(),
+            req: req.clone(),
             agent_id: agent_id.clone(),
-            step: step.to_string(),
-            round: req.round,
-            flow_id: req.flow_id.clone(),
+            started_at: started,
+            written: tokio::sync::Mutex::new(false),
         });
-        if let Some(inbound) = &req.inbound {
-            self.store()
-                .append_message(&req.key, inbound.clone())
-                .await?;
-        }
         let turn = Turn {
             session_key: req.key.to_string(),
             agent_id: agent_id.clone(),
@@ -291,22 +308,33 @@ impl Engine {
                 waiting: req.waiting.clone(),
                 run_id: Some(run_id.to_string()),
             },
+            record: record.clone(),
         };
         let backend = self.runner().agent(self.config(), &agent_id);
-        let result = backend.run(&turn, &tools).await;
+        let result = {
+            let turn_done = backend.run(&turn, &tools);
+            tokio::pin!(turn_done);
+            // A quick turn is recorded with one commit (start and end together); a turn
+            // that takes longer gets its start recorded (and shown) after START_GRACE.
+            tokio::select! {
+                r = &mut turn_done => r,
+                () = tokio::time::sleep(START_GRACE) => {
+                    record.write().await?;
+                    turn_done.await
+                }
+            }
+        };
         let meta = json!({
             "runId": run_id,
             "step": step,
             "round": req.round,
             "flowId": req.flow_id,
         });
-        let (status, reply, error, usage) = match result {
+        let (status, reply, error, usage, message) = match result {
             Ok(Reply { text, usage }) => {
-                if !text.is_empty() || usage.is_some() {
-                    let message = assistant_message(&agent_id, &text, usage, meta, None);
-                    self.store().append_message(&req.key, message).await?;
-                }
-                (RunStatus::Ok, text, None, usage)
+                let message = (!text.is_empty() || usage.is_some())
+                    .then(|| assistant_message(&agent_id, &text, usage, meta, None));
+                (RunStatus::Ok, text, None, usage, message)
             }
             Err(e) => {
                 let text = match &e {
@@ -314,35 +342,80 @@ impl Engine {
                     other => other.to_string(),
                 };
                 let message = assistant_message(&agent_id, "", None, meta, Some(&text));
-                self.store().append_message(&req.key, message).await?;
-                (RunStatus::Error, String::new(), Some(text), None)
+                (
+                    RunStatus::Error,
+                    String::new(),
+                    Some(text),
+                    None,
+                    Some(message),
+                )
             }
         };
-        if let Some(u) = usage
-            && (u.input > 0 || u.output > 0)
-        {
-            self.store()
-                .patch(&req.key, move |e| {
-                    let input = e.input_tokens.unwrap_or(0) + u.input;
-                    let output = e.output_tokens.unwrap_or(0) + u.output;
-                    e.input_tokens = Some(input);
-                    e.output_tokens = Some(output);
-                    e.total_tokens = Some(input + output);
-                    Ok(())
-                })
-                .await?;
-        }
         let tokens = usage.map(|u| (u.input, u.output));
-        self.close_run(
-            run_id,
-            req,
+        let ended = now_ms();
+        let end = OwnedEnd {
             status,
-            &reply,
-            error.as_deref(),
+            ended_at: ended,
+            error: error.clone(),
+            reply: (!reply.is_empty()).then(|| reply.clone()),
             tokens,
-            started,
-        )
-        .await?;
+        };
+        let outcome = RunOutcome {
+            status,
+            reply: reply.clone(),
+            error: error.clone(),
+        };
+        let flow_end: Option<(String, String)> = req.flow_id.clone().zip(req.flow_end.clone());
+        let mut written = record.written.lock().await;
+        let first_write = !*written;
+        let (run, key) = (run_id.to_string(), req.key.clone());
+        let pending = if first_write {
+            // One commit for the whole run: start and end together.
+            let mut lines: Vec<NewLine> =
+                req.inbound.iter().cloned().map(NewLine::message).collect();
+            lines.extend(message.map(NewLine::message));
+            let mut begin = record.begin_job();
+            let flow_end = flow_end.clone();
+            self.store().submit_append(&req.key, lines, move |c| {
+                begin(c)?;
+                add_tokens(c, &key, end.tokens)?;
+                close_flow(c, flow_end.as_ref(), ended)?;
+                runlog::finish_run(c, &run, &end.as_run_end())
+            })
+        } else {
+            // One commit for the end: the reply, the token totals and the outcome.
+            let lines: Vec<NewLine> = message.into_iter().map(NewLine::message).collect();
+            let flow_end = flow_end.clone();
+            self.store().submit_append(&req.key, lines, move |c| {
+                add_tokens(c, &key, end.tokens)?;
+                close_flow(c, flow_end.as_ref(), ended)?;
+                runlog::finish_run(c, &run, &end.as_run_end())
+            })
+        };
+        // Queued: the exchange may go on while the commit is under way.
+        let _ = known.send(Some(outcome.clone()));
+        let (_, closed) = pending.committed().await?;
+        if first_write {
+            *written = true;
+            record.emit_started();
+        }
+        drop(written);
+        if tokens.is_some_and(|t| t.0 > 0 || t.1 > 0) {
+            self.events().emit(EngineEvent::SessionUpdated {
+                key: req.key.to_string(),
+            });
+        }
+        if closed {
+            self.emit_run_ended(
+                run_id,
+                req,
+                status,
+                &reply,
+                error.as_deref(),
+                tokens,
+                ended - started,
+            );
+        }
         if req.deliver
             && status == RunStatus::Ok
             && !reply.trim().is_empty()
@@ -352,15 +425,11 @@ impl Engine {
         {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
         }
-        Ok(RunOutcome {
-            status,
-            reply,
-            error,
-        })
+        Ok(outcome)
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn close_run(
+    fn emit_run_ended(
         &self,
         run_id: &str,
         req: &RunRequest,
@@ -368,14 +437,27 @@ impl Engine {
         reply: &str,
         error: Option<&str>,
         tokens: Option<(u64, u64)>,
-        started: i64,
-    ) -> Result<(), StorageError> {
+        duration_ms: i64,
+    ) {
+        self.events().emit(EngineEvent::RunEnded {
+            run_id: run_id.to_string(),
+            key: req.key.to_string(),
+            step: step_name(req.step).to_string(),
+            round: req.round,
+            status: status.as_str().to_string(),
+            reply: (!reply.is_empty()).then(|| reply.to_string()),
+            error: error.map(str::to_string),
+            duration_ms,
+            tokens_in: tokens.map(|t| t.0),
+            tokens_out: tokens.map(|t| t.1),
+            flow_id: req.flow_id.clone(),
+        });
+    }
+
+    /// Record a run's failure when its normal end could not be written.
+    async fn close_run_failed(&self, run_id: &str, req: &RunRequest, message: &str) {
         let ended = now_ms();
-        let (run, reply_s, error_s) = (
-            run_id.to_string(),
-            (!reply.is_empty()).then(|| reply.to_string()),
-            error.map(str::to_string),
-        );
+        let (run, error) = (run_id.to_string(), message.to_string());
         let closed = self
             .store()
             .storage()
@@ -384,30 +466,17 @@ impl Engine {
                     c,
                     &run,
                     &RunEnd {
-                        status: status.as_str(),
+                        status: RunStatus::Error.as_str(),
                         ended_at: ended,
-                        error: error_s.as_deref(),
-                        reply: reply_s.as_deref(),
-                        tokens_in: tokens.map(|t| t.0),
-                        tokens_out: tokens.map(|t| t.1),
+                        error: Some(&error),
+                        ..RunEnd::default()
                     },
                 )
             })
-            .await?;
-        if closed {
-            self.events().emit(EngineEvent::RunEnded {
-                run_id: run_id.to_string(),
-                key: req.key.to_string(),
-                status: status.as_str().to_string(),
-                reply: (!reply.is_empty()).then(|| reply.to_string()),
-                error: error.map(str::to_string),
-                duration_ms: if started > 0 { ended - started } else { 0 },
-                tokens_in: tokens.map(|t| t.0),
-                tokens_out: tokens.map(|t| t.1),
-                flow_id: req.flow_id.clone(),
-            });
+            .await;
+        if matches!(closed, Ok(true)) {
+            self.emit_run_ended(run_id, req, RunStatus::Error, "", Some(message), None, 0);
         }
-        Ok(())
     }
 }
 
@@ -467,16 +536,177 @@ fn assistant_message(
     Value::Object(m)
 }
 
+/// How long a turn may take before its start is recorded on its own. Quicker turns are
+/// recorded with a single commit; nothing acknowledged to anyone is lost if the process dies
+/// inside the grace (an external message is recorded on arrival, a sent one lives in its
+/// sender's transcript or the flow row, and the waiting sender has not been answered yet).
+const START_GRACE: Duration = Duration::from_millis(20);
+
+/// Close the run's exchange (`(flow_id, reason)`), if this run ends one.
+fn close_flow(
+    c: &rusqlite::Connection,
+    flow_end: Option<&(String, String)>,
+    now: i64,
+) -> Result<(), StorageError> {
+    match flow_end {
+        Some((flow, reason)) => runlog::finish_flow(c, flow, reason, now),
+        None => Ok(()),
+    }
+}
+
+/// Add a run's token usage to its session, if any.
+fn add_tokens(
+    c: &rusqlite::Connection,
+    key: &SessionKey,
+    tokens: Option<(u64, u64)>,
+) -> Result<(), StorageError> {
+    match tokens.filter(|t| t.0 > 0 || t.1 > 0) {
+        Some((input, output)) => queries::add_tokens(c, key, input, output),
+        None => Ok(()),
+    }
+}
+
+/// A run's outcome, owned so a writer job can carry it.
+#[derive(Debug, Clone)]
+struct OwnedEnd {
+    status: RunStatus,
+    ended_at: i64,
+    error: Option<String>,
+    reply: Option<String>,
+    tokens: Option<(u64, u64)>,
+}
+
+impl OwnedEnd {
+    fn as_run_end(&self) -> RunEnd<'_> {
+        RunEnd {
+            status: self.status.as_str(),
+            ended_at: self.ended_at,
+            error: self.error.as_deref(),
+            reply: self.reply.as_deref(),
+            tokens_in: self.tokens.map(|t| t.0),
+            tokens_out: self.tokens.map(|t| t.1),
+        }
+    }
+}
+
+/// The record of a run's start (flow row, run row, inbound message), written at most once:
+/// when the turn outlasts `START_GRACE`, before its first tool call, or with its end.
+struct StartRecord {
+    engine: Engine,
+    run_id: String,
+    req: RunRequest,
+    agent_id: String,
+    started_at: i64,
+    written: tokio::sync::Mutex<bool>,
+}
+
+impl StartRecord {
+    /// The rows of the start, as a writer job (without the inbound message).
+    fn begin_job(
+        &self,
+    ) -> impl FnMut(&rusqlite::Connection) -> Result<(), StorageError> + Send + 'static {
+        let (run, key, agent, flow) = (
+            self.run_id.clone(),
+            self.req.key.to_string(),
+            self.agent_id.clone(),
+            self.req.flow_id.clone(),
+        );
+        let flow_start = self.req.flow_start.clone();
+        let owner = self.engine.instance_id().to_string();
+        let (step, round, started) = (step_name(self.req.step), self.req.round, self.started_at);
+        move |c| {
+            if let Some(f) = &flow_start {
+                runlog::insert_flow(
+                    c,
+                    &runlog::NewFlow {
+                        flow_id: &f.flow_id,
+                        chain_id: &f.chain_id,
+                        requester: &f.requester,
+                        target: &key,
+                        message: &f.message,
+                        run_id: &run,
+                        owner: &owner,
+                        started_at: started,
+                    },
+                )?;
+            }
+            runlog::insert_run(
+                c,
+                &NewRun {
+                    run_id: &run,
+                    session_key: &key,
+                    agent_id: &agent,
+                    step,
+                    round,
+                    flow_id: flow.as_deref(),
+                    owner: &owner,
+                    started_at: started,
+                },
+            )
+        }
+    }
+
+    /// Write the start now unless it already is.
+    async fn write(&self) -> Result<(), StorageError> {
+        let mut written = self.written.lock().await;
+        if *written {
+            return Ok(());
+        }
+        let inbound: Vec<NewLine> = self
+            .req
+            .inbound
+            .iter()
+            .cloned()
+            .map(NewLine::message)
+            .collect();
+        self.engine
+            .store()
+            .append_and(&self.req.key, inbound, self.begin_job())
+            .await?;
+        *written = true;
+        self.emit_started();
+        Ok(())
+    }
+
+    fn emit_started(&self) {
+        let events = self.engine.events();
+        if let Some(f) = &self.req.flow_start {
+            events.emit(EngineEvent::FlowStarted {
+                flow_id: f.flow_id.clone(),
+                chain_id: f.chain_id.clone(),
+                hop: f.hop,
+                requester: f.requester.clone(),
+                target: self.req.key.to_string(),
+                message: f.message.clone(),
+                run_id: self.run_id.clone(),
+            });
+        }
+        events.emit(EngineEvent::RunStarted {
+            run_id: self.run_id.clone(),
+            key: self.req.key.to_string(),
+            agent_id: self.agent_id.clone(),
+            step: step_name(self.req.step).to_string(),
+            round: self.req.round,
+            flow_id: self.req.flow_id.clone(),
+        });
+    }
+}
+
 /// Session tools as a run's session calls them: each call is recorded as an assistant
 /// `toolCall` plus a `toolResult`, as OpenClaw records them.
 struct RunTools {
     engine: Engine,
     ctx: ToolContext,
+    /// Written before the first call, so the transcript keeps its order.
+    record: Arc<StartRecord>,
 }
 
 impl ToolRunner for RunTools {
     fn call<'a>(&'a self, name: &'a str, args: &'a Value) -> BoxFuture<'a, Value> {
         Box::pin(async move {
+            if let Err(e) = self.record.write().await {
+                return json!({ "status": "error", "error": format!("storage error: {e}") });
+            }
             let call_id = format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
             let key = &self.ctx.requester;
             let call = json!({

@@ -9,7 +9,7 @@ use super::key::{KeyScheme, SessionKey};
 use super::storage::queries::{
     self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
 };
-use super::storage::{Storage, StorageError};
+use super::storage::{Pending, Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -133,6 +133,10 @@ impl SessionStore {
         key: &SessionKey,
         init: SessionInit,
     ) -> Result<(StoredSession, bool), StorageError> {
+        // Most calls find the session: a read answers them without a write transaction.
+        if let Some(existing) = self.get(key)? {
+            return Ok((existing, false));
+        }
         let now = now_ms();
         let fresh = self.fresh(key, &init, now);
         let cwd = self
@@ -175,6 +179,37 @@ impl SessionStore {
         key: &SessionKey,
         lines: Vec<NewLine>,
     ) -> Result<Vec<TranscriptRow>, StorageError> {
+        let (rows, ()) = self.append_and(key, lines, |_| Ok(())).await?;
+        Ok(rows)
+    }
+
+    /// Run `op` and append `lines` in one writer job (one commit): how a run records its
+    /// start (run row + inbound message) and its end (reply + outcome) without paying a
+    /// commit for each. `op` runs first; it may run twice (see `Storage::write`).
+    pub async fn append_and<R, F>(
+        &self,
+        key: &SessionKey,
+        lines: Vec<NewLine>,
+        op: F,
+    ) -> Result<(Vec<TranscriptRow>, R), StorageError>
+    where
+        R: Send + 'static,
+        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        self.submit_append(key, lines, op).committed().await
+    }
+
+    /// `append_and`, submitted now and committed when awaited (see `Storage::submit`).
+    pub fn submit_append<R, F>(
+        &self,
+        key: &SessionKey,
+        lines: Vec<NewLine>,
+        mut op: F,
+    ) -> PendingAppend<R>
+    where
+        R: Send + 'static,
+        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
+    {
         let k = key.clone();
         let now = now_ms();
         // Serialise here, not on the writer thread: it is the one shared bottleneck.
@@ -184,24 +219,20 @@ impl SessionStore {
             .collect();
         let shared = std::sync::Arc::new(prepared);
         let for_writer = shared.clone();
-        let (session_id, placed) = self
-            .storage
-            .write(move |c| queries::append_prepared(c, &k, &for_writer, now))
-            .await?;
-        let prepared = std::sync::Arc::try_unwrap(shared).unwrap_or_else(|a| (*a).clone());
-        let rows = queries::finish_rows(prepared, placed);
-        if !self.events.listening() {
-            return Ok(rows);
+        let pending = self.storage.submit(move |c| {
+            let extra = op(c)?;
+            if for_writer.is_empty() {
+                return Ok((String::new(), Vec::new(), extra));
+            }
+            let (sid, placed) = queries::append_prepared(c, &k, &for_writer, now)?;
+            Ok((sid, placed, extra))
+        });
+        PendingAppend {
+            store: self.clone(),
+            key: key.clone(),
+            lines: shared,
+            pending,
         }
-        for row in &rows {
-            self.events.emit(EngineEvent::MessageAppended {
-                key: key.to_string(),
-                session_id: session_id.clone(),
-                seq: row.seq,
-                line: row.line.clone(),
-            });
-        }
-        Ok(rows)
     }
 
     /// Append one message (`{role, content, …}`) to a session.
@@ -253,5 +284,33 @@ impl SessionStore {
             });
         }
         Ok(deleted)
+    }
+}
+
+/// An append submitted to the writer; `committed` waits for it and announces the lines.
+pub struct PendingAppend<R> {
+    store: SessionStore,
+    key: SessionKey,
+    lines: std::sync::Arc<Vec<PreparedLine>>,
+    pending: Pending<(String, queries::Placed, R)>,
+}
+
+impl<R> PendingAppend<R> {
+    pub async fn committed(self) -> Result<(Vec<TranscriptRow>, R), StorageError> {
+        let (session_id, placed, extra) = self.pending.committed().await?;
+        let prepared = std::sync::Arc::try_unwrap(self.lines).unwrap_or_else(|a| (*a).clone());
+        let rows = queries::finish_rows(prepared, placed);
+        let events = &self.store.events;
+        if events.listening() {
+            for row in &rows {
+                events.emit(EngineEvent::MessageAppended {
+                    key: self.key.to_string(),
+                    session_id: session_id.clone(),
+                    seq: row.seq,
+                    line: row.line.clone(),
+                });
+            }
+        }
+        Ok((rows, extra))
     }
 }

@@ -61,6 +61,16 @@ impl StorageError {
     }
 }
 
+/// A submitted write whose commit has not been awaited yet.
+pub struct Pending<R>(tokio::sync::oneshot::Receiver<Result<R, StorageError>>);
+
+impl<R> Pending<R> {
+    /// Resolve once the write's transaction has committed (or failed).
+    pub async fn committed(self) -> Result<R, StorageError> {
+        self.0.await.unwrap_or(Err(StorageError::WriterGone))
+    }
+}
+
 /// Shared handle to one state folder's database. Cheap to clone.
 #[derive(Clone)]
 pub struct Storage {
@@ -131,11 +141,18 @@ impl Storage {
         R: Send + 'static,
         F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
     {
-        self.inner
-            .writer
-            .submit(op)
-            .await
-            .unwrap_or(Err(StorageError::WriterGone))
+        self.submit(op).committed().await
+    }
+
+    /// Queue `op` now and wait for its commit later. The writer commits in submission order,
+    /// so anything submitted after this can never be durable while this is not: a caller
+    /// may act on what it wrote (e.g. hand a reply to the next step) before the commit.
+    pub fn submit<R, F>(&self, op: F) -> Pending<R>
+    where
+        R: Send + 'static,
+        F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        Pending(self.inner.writer.submit(op))
     }
 
     /// Run a read on a pooled connection. Reads see the last committed state (WAL snapshot).

@@ -443,6 +443,26 @@ pub fn finish_rows(lines: Vec<PreparedLine>, placed: Placed) -> Vec<TranscriptRo
         .collect()
 }
 
+/// Add a run's token usage to the session's counters (`inputTokens`, `outputTokens`,
+/// `totalTokens`), inside the writer's transaction.
+pub fn add_tokens(
+    conn: &Connection,
+    key: &SessionKey,
+    input: u64,
+    output: u64,
+) -> Result<(), StorageError> {
+    let Some(mut s) = get_session(conn, key)? else {
+        return Err(StorageError::NoSession(key.to_string()));
+    };
+    let e = &mut s.entry;
+    let i = e.input_tokens.unwrap_or(0) + input;
+    let o = e.output_tokens.unwrap_or(0) + output;
+    e.input_tokens = Some(i);
+    e.output_tokens = Some(o);
+    e.total_tokens = Some(i + o);
+    put_session(conn, &s)
+}
+
 /// A session's id and the end of its transcript, read from the database.
 fn read_tail(conn: &Connection, key: &SessionKey) -> Result<Tail, StorageError> {
     let session_id: String = conn

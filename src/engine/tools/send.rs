@@ -8,9 +8,11 @@ use serde_json::{Map, Value, json};
 
 use super::params::Params;
 use super::resolve::resolve_reference;
+use super::row::channel_of;
 use super::{ToolContext, ToolError, ToolInputError};
 use crate::engine::Engine;
 use crate::engine::a2a::Send;
+use crate::engine::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
 use crate::engine::key::{SessionKey, normalize_agent_id};
 use crate::engine::policy::{self, SendPolicy};
@@ -87,9 +89,10 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             Err((status, error)) => return Ok(failure(&run_id, status, error, None)),
         }
     } else if let Some(raw) = key_param {
-        let resolved = match resolve_reference(engine, ctx, &guard, raw)? {
+        match resolve_reference(engine, ctx, &guard, raw)? {
             Ok(r) => r.key,
             Err(mut v) => {
+                // The resolver's `{status, error}`, with the run id first.
                 if let Some(m) = v.as_object_mut() {
                     let mut out = result(&run_id, "", None);
                     out.extend(std::mem::take(m));
@@ -97,17 +100,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
                 }
                 return Ok(v);
             }
-        };
-        if engine.store().get(&resolved)?.is_none() {
-            let display = scheme.display(&resolved);
-            return Ok(failure(
-                &run_id,
-                "error",
-                format!("No session found: {display}"),
-                Some(&display),
-            ));
         }
-        resolved
     } else if let Some(agent) = agent_param {
         let agent = normalize_agent_id(agent);
         if engine.config().agent(&agent).is_none() {
@@ -132,12 +125,26 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Err(Denied(message)) = guard.check(&target, &target_agent, Action::Send) {
         return Ok(failure(&run_id, "forbidden", message, Some(&display)));
     }
-    // An agent's main session is created on first use (agentId targets).
-    engine
-        .store()
-        .ensure(&target, SessionInit::default())
-        .await?;
-    if let Some(refusal) = refused_by_policy(engine, &target, &display)? {
+    let target_session = match engine.store().get(&target)? {
+        Some(s) => s,
+        // An agent's main session is created on first use (agentId targets).
+        None if key_param.is_none() && label.is_none() => {
+            engine
+                .store()
+                .ensure(&target, SessionInit::default())
+                .await?
+                .0
+        }
+        None => {
+            return Ok(failure(
+                &run_id,
+                "error",
+                format!("No session found: {display}"),
+                Some(&display),
+            ));
+        }
+    };
+    if let Some(refusal) = refused_by_policy(engine, &target, &target_session.entry, &display) {
         return Ok(failure(&run_id, "forbidden", refusal, Some(&display)));
     }
     let max_hops = engine.config().session.agent_to_agent.max_chain_hops;
@@ -171,7 +178,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     }
     // The requester must exist for the reply-back loop to run in it (a CLI caller's
     // `--as` session may be new).
-    engine
+    let (requester_session, _) = engine
         .store()
         .ensure(&ctx.requester, SessionInit::default())
         .await?;
@@ -184,6 +191,8 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             chain,
             wait,
             waiting: ctx.waiting.clone(),
+            requester_channel: channel_of(&requester_session),
+            target_channel: channel_of(&target_session),
         })
         .await?;
     let mut run = started.run;
@@ -278,12 +287,10 @@ fn by_label(
 fn refused_by_policy(
     engine: &Engine,
     target: &SessionKey,
+    entry: &SessionEntry,
     display: &str,
-) -> Result<Option<String>, ToolError> {
-    let Some(stored) = engine.store().get(target)? else {
-        return Ok(None);
-    };
-    let decision = policy::evaluate(engine.config(), target, &stored.entry);
+) -> Option<String> {
+    let decision = policy::evaluate(engine.config(), target, entry);
     let allowed = decision.policy == SendPolicy::Allow;
     engine.events().emit(EngineEvent::PolicyDecision {
         key: target.to_string(),
@@ -291,10 +298,10 @@ fn refused_by_policy(
         allowed,
         source: decision.source.to_string(),
     });
-    Ok((!allowed).then(|| {
+    (!allowed).then(|| {
         format!(
             "send blocked by session policy: {display} does not accept sends ({}). The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
             decision.source
         )
-    }))
+    })
 }

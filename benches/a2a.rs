@@ -1,0 +1,165 @@
+//! Agent-to-agent throughput and latency (DESIGN §4, issue 3), with instant scripted agents:
+//!
+//! - `sends_across_sessions`: 1,000 concurrent `sessions_send` calls, each from its own
+//!   requester to its own target (so lanes run in parallel), waited for their reply; the
+//!   exchange after it (announce) included when `…_until_idle`.
+//! - `send_5_rounds_announce`: one send with the default 5 ping-pong turns and the announce,
+//!   until the engine is idle (the agents take no time, so all of it is engine overhead).
+//! - `one_turn`: an inbound message answered by its session's agent.
+//!
+//! Run: `cargo bench --bench a2a`.
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use serde_json::json;
+use switchboard::config::Config;
+use switchboard::engine::Engine;
+use switchboard::engine::inbound::Inbound;
+use switchboard::engine::key::SessionKey;
+use switchboard::engine::store::SessionInit;
+use switchboard::engine::tools::ToolContext;
+use tokio::runtime::Runtime;
+use tokio::task::JoinSet;
+
+const PAIRS: usize = 1_000;
+
+fn engine(turns: u32, dir: &std::path::Path) -> Engine {
+    let config = json!({
+        "session": { "agentToAgent": { "maxPingPongTurns": turns } },
+        "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
+        "agents": { "list": [
+            { "id": "main", "default": true, "model": "scripted", "script": [
+                { "when": { "step": "reply" }, "reply": "main says {{round}}" },
+            ] },
+            { "id": "work", "model": "scripted", "script": [
+                { "when": { "step": "announce" }, "reply": "ANNOUNCE_SKIP" },
+                { "reply": "work says {{round}}" },
+            ] },
+        ] },
+    });
+    let config: Config = serde_json::from_value(config).expect("config");
+    Engine::open(dir, config).expect("engine")
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn key(s: String) -> SessionKey {
+    SessionKey::from_canonical(s)
+}
+
+fn bench_sends(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("dir");
+    let engine = engine(0, dir.path());
+    rt.block_on(async {
+        for i in 0..PAIRS {
+            for k in [format!("agent:main:s{i}"), format!("agent:work:s{i}")] {
+                engine
+                    .store()
+                    .ensure(&key(k), SessionInit::default())
+                    .await
+                    .expect("session");
+            }
+        }
+    });
+    let mut g = c.benchmark_group("a2a");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(PAIRS as u64));
+    for (name, until_idle) in [
+        ("sends_across_sessions_waited_1000", false),
+        ("sends_across_sessions_until_idle_1000", true),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    rt.block_on(async {
+                        let mut set = JoinSet::new();
+                        for i in 0..PAIRS {
+                            let engine = engine.clone();
+                            set.spawn(async move {
+                                let ctx = ToolContext::new(key(format!("agent:main:s{i}")), false);
+                                let params = json!({ "sessionKey": format!("agent:work:s{i}"), "message": "ping" });
+                                let r = engine.call_tool("sessions_send", &params, &ctx).await.expect("send");
+                                assert_eq!(r["status"], "ok", "{r}");
+                            });
+                        }
+                        while let Some(r) = set.join_next().await {
+                            r.expect("task");
+                        }
+                        if until_idle {
+                            engine.idle().await;
+                        }
+                    });
+                    total += t.elapsed();
+                    // Let the untimed tail (announces) finish before the next round.
+                    rt.block_on(engine.idle());
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_latency(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("dir");
+    let engine = engine(5, dir.path());
+    let (me, work) = (key("agent:main:a".into()), key("agent:work:b".into()));
+    rt.block_on(async {
+        for k in [&me, &work] {
+            engine
+                .store()
+                .ensure(k, SessionInit::default())
+                .await
+                .expect("session");
+        }
+    });
+    let mut g = c.benchmark_group("a2a");
+    g.sample_size(30).measurement_time(Duration::from_secs(6));
+    g.bench_function("send_5_rounds_announce", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let ctx = ToolContext::new(me.clone(), false);
+                let params = json!({ "sessionKey": work.as_str(), "message": "ping" });
+                let r = engine
+                    .call_tool("sessions_send", &params, &ctx)
+                    .await
+                    .expect("send");
+                assert_eq!(r["status"], "ok");
+                engine.idle().await;
+            })
+        })
+    });
+    g.bench_function("one_turn", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let got = engine
+                    .receive(&me, "hello", &Inbound::default())
+                    .await
+                    .expect("receive");
+                let outcome = got.run.expect("a run").wait().await;
+                assert!(outcome.error.is_none());
+            })
+        })
+    });
+    g.finish();
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    bench_sends(&mut c);
+    bench_latency(&mut c);
+    c.final_summary();
+}
