@@ -484,10 +484,18 @@ pub(crate) struct Round {
 impl Engine {
     /// Wait for a round's record to commit, then announce it (`FlowRound`).
     async fn announce_round(&self, flow_id: &str, mut r: Round) {
-        let (text, status) = match r.run.wait_for(STEP_WAIT).await {
-            Some(o) => (o.reply, o.status.as_str().to_string()),
-            None => (String::new(), "timeout".to_string()),
-        };
+        match r.run.wait_for(STEP_WAIT).await {
+            Some(o) => self.emit_round(flow_id, &r, o.reply, o.status.as_str()),
+            None => self.emit_round_timeout(flow_id, &r),
+        }
+    }
+
+    /// A round that did not finish in time (its run goes on).
+    fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
+        self.emit_round(flow_id, r, String::new(), "timeout");
+    }
+
+    fn emit_round(&self, flow_id: &str, r: &Round, text: String, status: &str) {
         self.events().emit(EngineEvent::FlowRound {
             flow_id: flow_id.to_string(),
             round: r.round,
@@ -495,20 +503,7 @@ impl Engine {
             listener: r.listener.to_string(),
             run_id: r.run.run_id.clone(),
             text,
-            status,
-        });
-    }
-
-    /// A round that did not finish in time (its run goes on).
-    fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
-        self.events().emit(EngineEvent::FlowRound {
-            flow_id: flow_id.to_string(),
-            round: r.round,
-            speaker: r.speaker.to_string(),
-            listener: r.listener.to_string(),
-            run_id: r.run.run_id.clone(),
-            text: String::new(),
-            status: "timeout".into(),
+            status: status.to_string(),
         });
     }
 }
