@@ -3,6 +3,8 @@
 //! - `sends_across_sessions`: 1,000 concurrent `sessions_send` calls, each from its own
 //!   requester to its own target (so lanes run in parallel), waited for their reply; the
 //!   exchange after it (announce) included when `…_until_idle`.
+//! - `sends_fire_and_forget_accepted`: the same with `timeoutSeconds: 0`, until every call
+//!   has its `accepted` (each exchange durably recorded first).
 //! - `send_5_rounds_announce`: one send with the default 5 ping-pong turns and the announce,
 //!   until the engine is idle (the agents take no time, so all of it is engine overhead).
 //! - `one_turn`: an inbound message answered by its session's agent.
@@ -74,9 +76,10 @@ fn bench_sends(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(8))
         .throughput(Throughput::Elements(PAIRS as u64));
-    for (name, until_idle) in [
-        ("sends_across_sessions_waited_1000", false),
-        ("sends_across_sessions_until_idle_1000", true),
+    for (name, timeout, until_idle) in [
+        ("sends_across_sessions_waited_1000", 30, false),
+        ("sends_across_sessions_until_idle_1000", 30, true),
+        ("sends_fire_and_forget_accepted_1000", 0, false),
     ] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
@@ -89,9 +92,17 @@ fn bench_sends(c: &mut Criterion) {
                             let engine = engine.clone();
                             set.spawn(async move {
                                 let ctx = ToolContext::new(key(format!("agent:main:s{i}")), false);
-                                let params = json!({ "sessionKey": format!("agent:work:s{i}"), "message": "ping" });
-                                let r = engine.call_tool("sessions_send", &params, &ctx).await.expect("send");
-                                assert_eq!(r["status"], "ok", "{r}");
+                                let params = json!({
+                                    "sessionKey": format!("agent:work:s{i}"),
+                                    "message": "ping",
+                                    "timeoutSeconds": timeout,
+                                });
+                                let r = engine
+                                    .call_tool("sessions_send", &params, &ctx)
+                                    .await
+                                    .expect("send");
+                                let expected = if timeout == 0 { "accepted" } else { "ok" };
+                                assert_eq!(r["status"], expected, "{r}");
                             });
                         }
                         while let Some(r) = set.join_next().await {

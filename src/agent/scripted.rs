@@ -1,6 +1,7 @@
 //! The scripted backend (DESIGN §3.3): rules from config, first match replies. Offline and
 //! deterministic, for demos and tests.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use regex::Regex;
@@ -102,13 +103,15 @@ impl Agent for ScriptedAgent {
                 turn,
                 round: turn.round.to_string(),
                 result: String::new(),
+                result_value: Value::Null,
                 groups: groups.as_deref(),
             };
             // Each call sees the previous call's result as {{result}}; after the loop it is
             // the last one's.
             for call in &rule.tools {
                 let args = substitute_json(&call.args, &vars);
-                vars.result = tools.call(&call.name, &args).await.to_string();
+                vars.result_value = tools.call(&call.name, &args).await;
+                vars.result = vars.result_value.to_string();
             }
             if rule.delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(rule.delay_ms)).await;
@@ -164,21 +167,37 @@ struct Vars<'a> {
     turn: &'a Turn,
     round: String,
     result: String,
+    /// The last result as JSON, for `{{result.<field>…}}`.
+    result_value: Value,
     groups: Option<&'a [String]>,
 }
 
 impl Vars<'_> {
     /// The placeholder at the start of `s`, if any: its value and how many bytes it spans.
-    fn lookup(&self, s: &str) -> Option<(&str, usize)> {
+    fn lookup(&self, s: &str) -> Option<(Cow<'_, str>, usize)> {
         if let Some(inner) = s.strip_prefix("{{") {
             let end = inner.find("}}")?;
             let value = match &inner[..end] {
-                "text" => self.turn.text.as_str(),
-                "sessionKey" => self.turn.session_key.as_str(),
-                "from" => self.turn.from.as_deref().unwrap_or(""),
-                "round" => self.round.as_str(),
-                "result" => self.result.as_str(),
-                _ => return None,
+                "text" => Cow::Borrowed(self.turn.text.as_str()),
+                "sessionKey" => Cow::Borrowed(self.turn.session_key.as_str()),
+                "from" => Cow::Borrowed(self.turn.from.as_deref().unwrap_or("")),
+                "round" => Cow::Borrowed(self.round.as_str()),
+                "result" => Cow::Borrowed(self.result.as_str()),
+                // `{{result.reply}}`, `{{result.sessions.0.key}}`: one field of the result.
+                name => {
+                    let path = name.strip_prefix("result.")?;
+                    let found = path
+                        .split('.')
+                        .try_fold(&self.result_value, |v, step| match v {
+                            Value::Array(items) => items.get(step.parse::<usize>().ok()?),
+                            other => other.get(step),
+                        });
+                    Cow::Owned(match found {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    })
+                }
             };
             return Some((value, end + 4));
         }
@@ -191,7 +210,7 @@ impl Vars<'_> {
         let value = groups
             .get(usize::from(digit - b'0'))
             .map_or("", String::as_str);
-        Some((value, 2))
+        Some((Cow::Borrowed(value), 2))
     }
 }
 
@@ -205,7 +224,7 @@ fn substitute(template: &str, vars: &Vars) -> String {
         rest = &rest[i..];
         match vars.lookup(rest) {
             Some((value, len)) => {
-                out.push_str(value);
+                out.push_str(&value);
                 rest = &rest[len..];
             }
             // Not a placeholder: keep the (one-byte, ASCII) `{` or `$` and go on after it.
@@ -549,5 +568,51 @@ mod tests {
         assert!(fut.as_mut().poll(&mut cx).is_pending());
         tokio::time::advance(Duration::from_millis(1)).await;
         assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    }
+}
+
+#[cfg(test)]
+mod result_field_tests {
+    use super::*;
+    use crate::config::{ScriptToolCall, ScriptWhen};
+    use serde_json::json;
+
+    struct Canned;
+
+    impl ToolRunner for Canned {
+        fn call<'a>(&'a self, _name: &'a str, _args: &'a Value) -> BoxFuture<'a, Value> {
+            Box::pin(async {
+                json!({ "status": "ok", "reply": "pong", "n": 3, "rows": [{ "key": "a" }] })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn result_fields_are_reachable_by_dotted_paths() {
+        let rule = ScriptRule {
+            when: ScriptWhen::default(),
+            tools: vec![ScriptToolCall {
+                name: "sessions_send".into(),
+                args: json!({}),
+            }],
+            reply: Some(
+                "{{result.reply}}|{{result.n}}|{{result.rows.0.key}}|{{result.missing}}|".into(),
+            ),
+            ..ScriptRule::default()
+        };
+        let turn = Turn {
+            session_key: "agent:main:main".into(),
+            agent_id: "main".into(),
+            step: crate::agent::Step::Message,
+            round: 0,
+            from: None,
+            text: "x".into(),
+            context: None,
+        };
+        let reply = ScriptedAgent::new(vec![rule])
+            .run(&turn, &Canned)
+            .await
+            .expect("reply");
+        assert_eq!(reply.text, "pong|3|a||");
     }
 }

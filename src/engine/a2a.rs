@@ -87,6 +87,23 @@ impl Engine {
             waiting = send.waiting.clone();
             waiting.push(send.requester.clone());
         }
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let flow = FlowStart {
+            flow_id: flow_id.clone(),
+            chain_id: send.chain.id.clone(),
+            hop: send.chain.hop,
+            requester: send.requester.to_string(),
+            message: send.message.clone(),
+        };
+        // A fire-and-forget caller is answered at once, so the exchange (with its message)
+        // must be on disk first; a waiting caller's exchange is recorded with the primary
+        // run, in the same commit.
+        let flow_start = if send.wait.is_zero() {
+            self.record_flow(&flow, &send.target, &run_id).await?;
+            None
+        } else {
+            Some(flow)
+        };
         let req = RunRequest {
             key: send.target.clone(),
             step: Step::Message,
@@ -107,16 +124,10 @@ impl Engine {
             waiting,
             sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
             // Recorded with the primary run's start, in the same commit.
-            flow_start: Some(FlowStart {
-                flow_id: flow_id.clone(),
-                chain_id: send.chain.id.clone(),
-                hop: send.chain.hop,
-                requester: send.requester.to_string(),
-                message: send.message.clone(),
-            }),
+            flow_start: flow_start.clone(),
             flow_end: None,
         };
-        let run = self.start_run(req);
+        let run = self.start_run_with_id(run_id, req);
         let engine = self.clone();
         let (flow, primary) = (flow_id.clone(), run.clone());
         let limit = send.wait + STEP_WAIT;
@@ -126,6 +137,46 @@ impl Engine {
                 .await;
         });
         Ok(Started { flow_id, run })
+    }
+
+    /// Record an exchange on its own (see `start_send`), and announce it.
+    async fn record_flow(
+        &self,
+        f: &FlowStart,
+        target: &SessionKey,
+        run_id: &str,
+    ) -> Result<(), StorageError> {
+        let owner = self.instance_id().to_string();
+        let (flow, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
+        let started = now_ms();
+        self.store()
+            .storage()
+            .write(move |c| {
+                runlog::insert_flow(
+                    c,
+                    &runlog::NewFlow {
+                        flow_id: &flow.flow_id,
+                        chain_id: &flow.chain_id,
+                        requester: &flow.requester,
+                        target: &t,
+                        message: &flow.message,
+                        run_id: &rid,
+                        owner: &owner,
+                        started_at: started,
+                    },
+                )
+            })
+            .await?;
+        self.events().emit(EngineEvent::FlowStarted {
+            flow_id: f.flow_id.clone(),
+            chain_id: f.chain_id.clone(),
+            hop: f.hop,
+            requester: f.requester.clone(),
+            target: target.to_string(),
+            message: f.message.clone(),
+            run_id: run_id.to_string(),
+        });
+        Ok(())
     }
 
     fn agent_of<'a>(&'a self, key: &'a SessionKey) -> &'a str {
