@@ -854,3 +854,40 @@ async fn exchange_events_arrive_in_the_order_things_happened() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_session_cannot_reach_beyond_what_it_spawned() {
+    let b = bench(json!([]), json!([]));
+    b.session(ME, None).await;
+    b.session(WORK, None).await;
+    b.session("agent:main:other", None).await;
+    let ctx = ToolContext::new(key(ME), true);
+    let send = |params: Value| {
+        let ctx = ctx.clone();
+        let engine = b.engine.clone();
+        async move {
+            engine
+                .call_tool("sessions_send", &params, &ctx)
+                .await
+                .unwrap()
+        }
+    };
+    let r = send(json!({ "label": "x", "agentId": "work", "message": "m" })).await;
+    assert_eq!(r["status"], "forbidden");
+    assert_eq!(
+        r["error"],
+        "Sandboxed sessions_send label lookup is limited to this agent"
+    );
+    let r = send(json!({ "sessionKey": "agent:main:other", "message": "m" })).await;
+    assert_eq!(r["status"], "forbidden");
+    assert_eq!(
+        r["error"],
+        "Session not visible from this sandboxed agent session: agent:main:other"
+    );
+    let r = send(json!({ "label": "nobody", "message": "m" })).await;
+    assert_eq!(r["status"], "forbidden");
+    assert_eq!(
+        r["error"],
+        "Session not visible from this sandboxed agent session."
+    );
+}
