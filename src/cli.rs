@@ -134,7 +134,7 @@ pub struct InjectArgs {
 pub enum SessionsCommand {
     /// Sessions, newest activity first.
     #[command(
-        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --json | jq '.[].key'"
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --archived\n  switchboard sessions list --json | jq '.[].key'"
     )]
     List {
         /// Only these kinds (main, group, cron, hook, node, other); repeatable.
@@ -149,6 +149,9 @@ pub enum SessionsCommand {
         /// Print JSON rows instead of a table.
         #[arg(long)]
         json: bool,
+        /// Include archived sessions (marked "(archived)" in the table, `archived: true` in JSON).
+        #[arg(long)]
+        archived: bool,
     },
     /// One session's entry and its latest messages.
     #[command(after_help = "Example:\n  switchboard sessions show agent:main:main --messages 20")]
@@ -349,6 +352,8 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
         .requester_key(&args.as_key)
         .ok_or_else(|| usage(format!("--as {}: not a session key", args.as_key)))?;
     let ctx = ToolContext::new(requester, args.sandboxed);
+    // Finish what a stopped run of the engine left (sub-agent announces), like any start.
+    engine.resume().await?;
     match engine.call_tool(&args.name, &params, &ctx).await {
         Ok(result) => {
             print_json(&result)?;
@@ -406,6 +411,7 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         owner: args.owner,
     };
     let events = engine.events().subscribe();
+    engine.resume().await?;
     let received = engine.receive(&key, &args.text, &from).await?;
     let recorded = &received.recorded;
     eprintln!(
@@ -472,13 +478,29 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             active,
             limit,
             json,
+            archived,
         } => {
             let kinds = parse_kinds(kinds)?;
             let engine = cli.open_engine()?;
-            let mut rows = owner_rows(&engine, kinds, active.map(|m| m as i64), *limit)?;
+            let mut rows = owner_rows(
+                &engine,
+                kinds.clone(),
+                active.map(|m| m as i64),
+                *limit,
+                *archived,
+            )?;
             add_effective_policies(&engine, &mut rows)?;
             if *json {
                 return print_json(&Value::Array(rows));
+            }
+            // "No sessions yet" would be wrong when only archived ones matched; one more
+            // scan, on the empty path only, tells the two apart.
+            if rows.is_empty()
+                && !*archived
+                && !owner_rows(&engine, kinds, active.map(|m| m as i64), 1, true)?.is_empty()
+            {
+                println!("No sessions to show; archived ones are hidden (add --archived).");
+                return Ok(());
             }
             print_table(&rows);
             Ok(())
@@ -653,11 +675,20 @@ fn print_table(rows: &[Value]) {
             .and_then(Value::as_i64)
             .map(relative)
             .unwrap_or_default();
-        let name = r
+        let mut name = r
             .get("displayName")
             .or_else(|| r.get("label"))
             .and_then(Value::as_str)
-            .unwrap_or("");
+            .unwrap_or("")
+            .to_string();
+        // Marked in the last column so the fixed-width columns scripts may cut stay put.
+        if r.get("archived").and_then(Value::as_bool) == Some(true) {
+            name = if name.is_empty() {
+                "(archived)".to_string()
+            } else {
+                format!("{name} (archived)")
+            };
+        }
         println!(
             "{:<6} {:<key_w$} {:<10} {:<9} {:<6} {}",
             field(r, "kind"),

@@ -111,6 +111,25 @@ fn describe(e: &EngineEvent) -> Option<String> {
         EngineEvent::Delivery {
             channel, to, kind, ..
         } if kind == "reply" => format!("  reply queued for {channel} {to}"),
+        EngineEvent::Spawned {
+            requester,
+            child,
+            task,
+            ..
+        } => format!("↳ {requester} spawned {child}: {}", short(task)),
+        EngineEvent::SpawnEnded {
+            child,
+            outcome,
+            runtime_ms,
+            ..
+        } => format!("  sub-agent {child} {outcome} ({runtime_ms} ms)"),
+        EngineEvent::SpawnAnnounce {
+            requester,
+            outcome,
+            detail,
+            ..
+        } => format!("  sub-agent announce to {requester}: {outcome} ({detail})"),
+        EngineEvent::SessionArchived { key } => format!("  archived {key}"),
         _ => return None,
     })
 }

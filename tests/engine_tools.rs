@@ -2,30 +2,18 @@
 //! limits and clamps, the row and result shapes, transcript filtering, reference resolution,
 //! and every visibility mode (with the sandbox clamp) and its exact denial message.
 
+mod common;
+
 use serde_json::{Value, json};
-use switchboard::config::Config;
-use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::{SessionInit, now_ms};
 use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
-use tempfile::TempDir;
 
 /// The requester most tests call as.
 const ME: &str = "agent:main:main";
 
-/// An engine over a fresh temporary state folder.
-struct Bench {
-    engine: Engine,
-    _dir: TempDir,
-}
-
-fn bench(config: Value) -> Bench {
-    let config: Config = serde_json::from_value(config).expect("test config is valid");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let engine = Engine::open(dir.path(), config).expect("engine opens");
-    Bench { engine, _dir: dir }
-}
+use common::{Bench, bench};
 
 /// Visibility `agent`: every session of agent `main` is visible to `ME`.
 fn agent_wide() -> Bench {
@@ -811,8 +799,17 @@ async fn visibility_tree_is_the_default_and_covers_direct_children() {
         TREE_DENIED,
         "grandchildren are not in the tree"
     );
-    // The child sees itself and its own child, not its parent.
+    // A sub-agent has no session tools by default (spec: "minus session tools") …
     let kid = "agent:main:subagent:kid";
+    assert!(
+        forbidden(&b.list_as(kid, false, json!({})).await)
+            .starts_with("sessions_list is not available to sub-agents")
+    );
+    // … and once given them, it sees itself and its own child, not its parent.
+    let b = bench(json!({
+        "tools": { "subagents": { "tools": { "alsoAllow": ["sessions_list", "sessions_history"] } } }
+    }));
+    family(&b).await;
     assert_eq!(
         sorted(keys(&b.list_as(kid, false, json!({})).await)),
         strs(&[kid, "agent:main:subagent:grandkid"])

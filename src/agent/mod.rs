@@ -84,8 +84,14 @@ pub trait Agent: Send + Sync {
 /// The backend for `agent_id` under `config`: scripted for model `"scripted"` (or no model),
 /// otherwise none yet.
 pub fn backend_for(config: &Config, agent_id: &str) -> Box<dyn Agent> {
+    backend_with_model(config, agent_id, None)
+}
+
+/// Like `backend_for`, with the session's model override (a spawn's `model`) winning over
+/// the agent's configured model.
+pub fn backend_with_model(config: &Config, agent_id: &str, model: Option<&str>) -> Box<dyn Agent> {
     let agent = config.agent(agent_id);
-    match agent.and_then(|a| a.model.as_deref()) {
+    match model.or(agent.and_then(|a| a.model.as_deref())) {
         None | Some("scripted") => Box::new(scripted::ScriptedAgent::new(
             agent.map(|a| a.script.clone()).unwrap_or_default(),
         )),

@@ -126,6 +126,8 @@ impl Engine {
             // Recorded with the primary run's start, in the same commit.
             flow_start: flow_start.clone(),
             flow_end: None,
+            timeout: None,
+            start_recorded: false,
         };
         let run = self.start_run_with_id(run_id, req);
         let engine = self.clone();
@@ -308,6 +310,8 @@ impl Engine {
                     sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
                     flow_start: None,
                     flow_end: None,
+                    timeout: None,
+                    start_recorded: false,
                 };
                 let mut run = self.start_run(req);
                 if let Some(done) = pending.take() {
@@ -435,6 +439,8 @@ impl Engine {
                 .agent_sandboxed(self.agent_of(&parties.target)),
             flow_start: None,
             flow_end: Some(reason.to_string()),
+            timeout: None,
+            start_recorded: false,
         };
         let mut run = self.start_run(req);
         // Committed, not just known: the exchange is closed in the same commit.

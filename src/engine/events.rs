@@ -142,6 +142,43 @@ pub enum EngineEvent {
         requester: String,
         target: String,
     },
+    /// A sub-agent was spawned: its session exists and its run is starting.
+    #[serde(rename_all = "camelCase")]
+    Spawned {
+        requester: String,
+        child: String,
+        run_id: String,
+        agent_id: String,
+        label: Option<String>,
+        task: String,
+        cleanup: String,
+    },
+    /// A sub-agent's run ended; `outcome` is `completed` | `failed` | `timed out`.
+    #[serde(rename_all = "camelCase")]
+    SpawnEnded {
+        requester: String,
+        child: String,
+        outcome: String,
+        error: Option<String>,
+        runtime_ms: i64,
+        tokens_in: u64,
+        tokens_out: u64,
+    },
+    /// The completion announce of a sub-agent: `delivered` | `skipped` | `blocked` |
+    /// `no_route` (recorded in the requester session either way, except `skipped`).
+    #[serde(rename_all = "camelCase")]
+    SpawnAnnounce {
+        requester: String,
+        child: String,
+        outcome: String,
+        text: Option<String>,
+        channel: Option<String>,
+        to: Option<String>,
+        detail: String,
+    },
+    /// A session was archived (hidden from default lists, still readable).
+    #[serde(rename_all = "camelCase")]
+    SessionArchived { key: String },
     /// Runs or exchanges a dead engine instance left open were closed on start-up.
     #[serde(rename_all = "camelCase")]
     Recovered {

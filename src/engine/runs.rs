@@ -95,6 +95,11 @@ pub struct RunRequest {
     /// For an exchange's last run (the announce): why the exchange ended, recorded with
     /// the run's end.
     pub flow_end: Option<String>,
+    /// Stop the turn (outcome `timeout`) when it runs longer than this.
+    pub timeout: Option<Duration>,
+    /// The caller already committed the run row (`running`, this instance) and the inbound
+    /// message, with whatever else must be atomic with them (a spawn and its child).
+    pub start_recorded: bool,
 }
 
 /// An exchange as its primary run records it.
@@ -126,6 +131,8 @@ impl RunRequest {
             sandboxed: false,
             flow_start: None,
             flow_end: None,
+            timeout: None,
+            start_recorded: false,
         }
     }
 }
@@ -288,8 +295,11 @@ impl Engine {
             req: req.clone(),
             agent_id: agent_id.clone(),
             started_at: started,
-            written: tokio::sync::Mutex::new(false),
+            written: tokio::sync::Mutex::new(req.start_recorded),
         });
+        if req.start_recorded {
+            record.emit_started();
+        }
         let turn = Turn {
             session_key: req.key.to_string(),
             agent_id: agent_id.clone(),
@@ -310,19 +320,37 @@ impl Engine {
             },
             record: record.clone(),
         };
-        let backend = self.runner().agent(self.config(), &agent_id);
-        let result = {
+        // A sub-agent may run on a model of its own (sessions_spawn's `model`).
+        let model_override = if req.step == Step::Subagent {
+            self.store().get(&req.key)?.and_then(|s| s.entry.model)
+        } else {
+            None
+        };
+        let backend = match &model_override {
+            Some(m) => Arc::from(agent::backend_with_model(self.config(), &agent_id, Some(m))),
+            None => self.runner().agent(self.config(), &agent_id),
+        };
+        let turn_ran = async {
             let turn_done = backend.run(&turn, &tools);
             tokio::pin!(turn_done);
             // A quick turn is recorded with one commit (start and end together); a turn
             // that takes longer gets its start recorded (and shown) after START_GRACE.
-            tokio::select! {
+            let r = tokio::select! {
                 r = &mut turn_done => r,
                 () = tokio::time::sleep(START_GRACE) => {
                     record.write().await?;
                     turn_done.await
                 }
-            }
+            };
+            Ok::<_, StorageError>(r)
+        };
+        // A run timeout (sessions_spawn's runTimeoutSeconds) abandons the turn where it is.
+        let result = match req.timeout {
+            None => Some(turn_ran.await?),
+            Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
+                Ok(r) => Some(r?),
+                Err(_) => None,
+            },
         };
         let meta = json!({
             "runId": run_id,
@@ -331,12 +359,25 @@ impl Engine {
             "flowId": req.flow_id,
         });
         let (status, reply, error, usage, message) = match result {
-            Ok(Reply { text, usage }) => {
+            None => {
+                let secs = req.timeout.map(|d| d.as_secs()).unwrap_or_default();
+                let text =
+                    format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped");
+                let message = assistant_message(&agent_id, "", None, meta, Some(&text));
+                (
+                    RunStatus::Timeout,
+                    String::new(),
+                    Some(text),
+                    None,
+                    Some(message),
+                )
+            }
+            Some(Ok(Reply { text, usage })) => {
                 let message = (!text.is_empty() || usage.is_some())
                     .then(|| assistant_message(&agent_id, &text, usage, meta, None));
                 (RunStatus::Ok, text, None, usage, message)
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 let text = match &e {
                     AgentError::Failed(m) => m.clone(),
                     other => other.to_string(),

@@ -23,6 +23,24 @@ pub struct SessionInit {
     pub spawned_by: Option<SessionKey>,
 }
 
+/// Store a brand-new session and its transcript header (inside a writer job).
+pub(crate) fn insert_new(
+    c: &rusqlite::Connection,
+    fresh: &StoredSession,
+    cwd: &str,
+    now: i64,
+) -> Result<(), StorageError> {
+    queries::put_session(c, fresh)?;
+    let header = json!({
+        "type": "session",
+        "version": 3,
+        "id": fresh.entry.session_id,
+        "timestamp": queries::iso_timestamp(now),
+        "cwd": cwd,
+    });
+    queries::put_raw_lines(c, &fresh.entry.session_id, 0, &[header])
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
@@ -92,7 +110,17 @@ impl SessionStore {
     }
 
     /// Build the row for a brand-new session (not yet stored).
-    fn fresh(&self, key: &SessionKey, init: &SessionInit, now: i64) -> StoredSession {
+    /// The folder recorded as `cwd` in transcript headers.
+    pub(crate) fn cwd(&self) -> String {
+        self.storage
+            .path()
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// A brand-new session row (not yet stored), as `ensure` would create it.
+    pub(crate) fn fresh(&self, key: &SessionKey, init: &SessionInit, now: i64) -> StoredSession {
         let mut entry = SessionEntry::new(now);
         entry.chat_type = init.chat_type.clone();
         entry.display_name = init.display_name.clone();
@@ -139,12 +167,7 @@ impl SessionStore {
         }
         let now = now_ms();
         let fresh = self.fresh(key, &init, now);
-        let cwd = self
-            .storage
-            .path()
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let cwd = self.cwd();
         let k = key.clone();
         let (stored, created) = self
             .storage
@@ -152,15 +175,7 @@ impl SessionStore {
                 if let Some(existing) = queries::get_session(c, &k)? {
                     return Ok((existing, false));
                 }
-                queries::put_session(c, &fresh)?;
-                let header = json!({
-                    "type": "session",
-                    "version": 3,
-                    "id": fresh.entry.session_id,
-                    "timestamp": queries::iso_timestamp(now),
-                    "cwd": cwd,
-                });
-                queries::put_raw_lines(c, &fresh.entry.session_id, 0, &[header])?;
+                insert_new(c, &fresh, &cwd, now)?;
                 Ok((fresh.clone(), true))
             })
             .await?;

@@ -68,3 +68,18 @@ impl CliBench {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
     }
 }
+
+/// An engine over a fresh temporary state folder (removed when dropped).
+pub struct Bench {
+    pub engine: switchboard::engine::Engine,
+    _dir: tempfile::TempDir,
+}
+
+/// An engine with `config` (a JSON value in the config file's shape).
+pub fn bench(config: Value) -> Bench {
+    let config: switchboard::config::Config =
+        serde_json::from_value(config).expect("test config is valid");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = switchboard::engine::Engine::open(dir.path(), config).expect("engine opens");
+    Bench { engine, _dir: dir }
+}

@@ -103,6 +103,37 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX outbox_by_session ON outbox(session_key, id);
     "#,
+    // 3: sub-agents: one row per spawned child, carrying its announce and archive timer
+    // through restarts.
+    r#"
+    CREATE TABLE spawns (
+        child_key     TEXT PRIMARY KEY,
+        requester     TEXT NOT NULL,
+        run_id        TEXT NOT NULL,
+        agent_id      TEXT NOT NULL,
+        task          TEXT NOT NULL,
+        label         TEXT,
+        cleanup       TEXT NOT NULL,
+        mode          TEXT NOT NULL,
+        -- running | ended (announce decided, maybe not delivered) | done
+        status        TEXT NOT NULL,
+        -- completed | failed | timed out
+        outcome       TEXT,
+        error         TEXT,
+        started_at    INTEGER NOT NULL,
+        ended_at      INTEGER,
+        -- the announce text, persisted before delivery; NULL when silent
+        announce      TEXT,
+        -- pending | delivered | skipped | blocked | no_route
+        announce_state TEXT,
+        announced_at  INTEGER,
+        archive_at    INTEGER,
+        archived_at   INTEGER
+    );
+    CREATE INDEX spawns_by_requester ON spawns(requester, status);
+    CREATE INDEX spawns_open ON spawns(status) WHERE status != 'done';
+    CREATE INDEX spawns_archive ON spawns(archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,7 +1,7 @@
 //! `sessions_list`: sessions visible to the requester, newest first, in the spec's row shape,
-//! with a disclosure when visibility scoped the result.
+//! with a disclosure when visibility scoped the result; archived sessions only on request.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::params::Params;
 use super::{ToolContext, ToolError, row};
@@ -32,6 +32,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         .number("activeMinutes")?
         .map(|m| m.floor().max(1.0) as i64);
     let message_limit = p.clamped("messageLimit", 0, 0, MAX_MESSAGE_LIMIT)? as usize;
+    let include_archived = p.boolean("includeArchived")?.unwrap_or(false);
 
     let store = engine.store();
     let scheme = store.scheme();
@@ -47,8 +48,11 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         tree_of: narrow_to_tree.then(|| ctx.requester.clone()),
         updated_since,
     };
+    // Archived sessions are dropped here, while rows stream, so they never use up the limit
+    // and cost no extra query.
     let visible = |s: &StoredSession| {
-        !s.key.is_unknown()
+        (include_archived || s.entry.archived_at.is_none())
+            && !s.key.is_unknown()
             && (!s.key.is_global() || scheme.global_scope)
             && guard.check(&s.key, &s.agent_id, Action::List).is_ok()
     };
@@ -82,7 +86,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
 
     let mut sessions = Vec::with_capacity(rows.len());
     for s in &rows {
-        let mut r = row::build(engine, s);
+        let mut r = build_row(engine, s);
         if message_limit > 0 {
             // Tool results are left out of list output; sessions_history has them.
             let tail = store.tail(&s.entry.session_id, message_limit, false)?;
@@ -108,12 +112,24 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     Ok(result)
 }
 
-/// The owner's view (the CLI and console): every session but `unknown`, no visibility rules.
+/// A row in the spec's shape, plus `archived: true` for an archived session (only such rows
+/// carry the field, so the usual row is unchanged).
+fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
+    let mut r = row::build(engine, s);
+    if s.entry.archived_at.is_some() {
+        r.insert("archived".into(), Value::Bool(true));
+    }
+    r
+}
+
+/// The owner's view (the CLI and console): every session but `unknown`, no visibility rules;
+/// archived sessions only with `include_archived`.
 pub fn owner_rows(
     engine: &Engine,
     kinds: Option<Vec<SessionKind>>,
     active_minutes: Option<i64>,
     limit: usize,
+    include_archived: bool,
 ) -> Result<Vec<Value>, crate::engine::storage::StorageError> {
     let scheme = engine.store().scheme();
     let scan = SessionScan {
@@ -123,8 +139,11 @@ pub fn owner_rows(
     };
     let mut rows = Vec::new();
     engine.store().scan(&scan, |s| {
-        if !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope) {
-            rows.push(Value::Object(row::build(engine, &s)));
+        if (include_archived || s.entry.archived_at.is_none())
+            && !s.key.is_unknown()
+            && (!s.key.is_global() || scheme.global_scope)
+        {
+            rows.push(Value::Object(build_row(engine, &s)));
         }
         rows.len() < limit
     })?;
@@ -139,5 +158,5 @@ pub fn owner_row(
     Ok(engine
         .store()
         .get(key)?
-        .map(|s| Value::Object(row::build(engine, &s))))
+        .map(|s| Value::Object(build_row(engine, &s))))
 }

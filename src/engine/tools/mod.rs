@@ -2,12 +2,14 @@
 //! model should read are results (`status: "error" | "forbidden"`); unusable input is a
 //! `ToolInputError` (the CLI exits 2 on it).
 
+mod agents;
 mod history;
 mod list;
 pub mod params;
 mod resolve;
 pub(crate) mod row;
 mod send;
+mod spawn;
 
 use serde_json::{Value, json};
 
@@ -20,7 +22,13 @@ pub use list::{owner_row, owner_rows};
 pub use resolve::Resolved;
 
 /// The tools this engine offers, in the order `--help` lists them.
-pub const TOOL_NAMES: &[&str] = &["sessions_list", "sessions_history", "sessions_send"];
+pub const TOOL_NAMES: &[&str] = &[
+    "sessions_list",
+    "sessions_history",
+    "sessions_send",
+    "sessions_spawn",
+    "agents_list",
+];
 
 /// Who is calling: the requester's session (canonical), whether it runs sandboxed, and,
 /// for calls made inside a run, the chain and waiters that run belongs to.
@@ -81,10 +89,19 @@ impl Engine {
         params: &Value,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
+        // Sub-agents get no session tools unless `tools.subagents.tools` grants them.
+        if TOOL_NAMES.contains(&name)
+            && let Some(refusal) =
+                super::spawn::subagent_refusal(self.config(), &ctx.requester, name)
+        {
+            return Ok(failure("forbidden", refusal));
+        }
         match name {
             "sessions_list" => list::run(self, params, ctx),
             "sessions_history" => history::run(self, params, ctx),
             "sessions_send" => send::run(self, params, ctx).await,
+            "sessions_spawn" => spawn::run(self, params, ctx).await,
+            "agents_list" => agents::run(self, params, ctx),
             other => Err(ToolInputError::UnknownTool(other.to_string()).into()),
         }
     }
