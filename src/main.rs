@@ -9,6 +9,9 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    if cli.command.is_some() {
+        quiet_broken_pipe();
+    }
     // Logs belong to the state folder; a command that cannot write there reports that itself.
     let _log = logging::init(&cli.state_dir());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -32,6 +35,17 @@ fn main() {
         tracing::error!(error = %message, "command failed");
         eprintln!("switchboard: {message}");
         std::process::exit(code);
+    }
+}
+
+/// A one-shot command whose output is piped into `head` should stop quietly when the reader
+/// goes away, as other Unix tools do, instead of panicking in `println!`. Only for commands
+/// that print and exit: a long-running front end keeps Rust's default (SIGPIPE ignored).
+fn quiet_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
