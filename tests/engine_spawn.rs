@@ -666,3 +666,76 @@ async fn visibility_with_real_children() {
         assert!(h.get("messages").is_some(), "{label}: {h}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_model_is_applied_and_a_missing_backend_is_announced_as_a_failure() {
+    let b = bench(
+        json!([]),
+        json!([{ "when": { "step": "subagent" }, "reply": "scripted reply" }]),
+        json!({ "models": { "providers": { "ollama": { "baseUrl": "http://127.0.0.1:11434/v1" } } } }),
+    );
+    b.requester(None).await;
+    let r = b
+        .spawn(json!({ "task": "t", "agentId": "work", "model": "ollama/llama3.2", "thinking": "low" }))
+        .await;
+    assert_eq!(
+        (r["status"].as_str(), r["modelApplied"].as_bool()),
+        (Some("accepted"), Some(true))
+    );
+    let entry = b
+        .engine
+        .store()
+        .get(&key(&child_of(&r)))
+        .unwrap()
+        .unwrap()
+        .entry;
+    assert_eq!(entry.model.as_deref(), Some("ollama/llama3.2"));
+    assert_eq!(entry.thinking_level.as_deref(), Some("low"));
+    b.engine.idle().await;
+    let a = &b.announces()[0];
+    assert!(
+        a.contains("\nStatus: failed: no backend for model \"ollama/llama3.2\""),
+        "{a}"
+    );
+    // Bad values of the enumerated parameters are input errors.
+    let ctx = ToolContext::new(key(ME), false);
+    for params in [
+        json!({ "task": "t", "mode": "forever" }),
+        json!({ "task": "t", "cleanup": "shred" }),
+    ] {
+        assert!(
+            b.engine
+                .call_tool("sessions_spawn", &params, &ctx)
+                .await
+                .is_err(),
+            "{params}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visibility_self_hides_even_spawned_children() {
+    let b = bench_with(json!({ "tools": { "sessions": { "visibility": "self" } } }));
+    b.requester(None).await;
+    let own = child_of(&b.spawn(json!({ "task": "a" })).await);
+    b.engine.idle().await;
+    let ctx = ToolContext::new(key(ME), false);
+    let list = b
+        .engine
+        .call_tool("sessions_list", &json!({}), &ctx)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, [ME]);
+    let h = b
+        .engine
+        .call_tool("sessions_history", &json!({ "sessionKey": own }), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(h["status"], "forbidden");
+}
