@@ -583,6 +583,17 @@ impl Engine {
             tokio::time::sleep(Duration::from_millis(wait)).await;
             if let Err(e) = engine.archive_due(now_ms()).await {
                 tracing::warn!(error = %e, "archiving sub-agent sessions failed");
+                return;
+            }
+            // Chain to the next pending timer, so a long-running process keeps archiving.
+            let next = engine
+                .store()
+                .storage()
+                .read(runlog::archive_timers)
+                .ok()
+                .and_then(|t| t.into_iter().map(|(_, at)| at).min());
+            if let Some(next) = next {
+                engine.schedule_archive(next);
             }
         });
     }
@@ -602,9 +613,7 @@ impl Engine {
         }
         let timers = self.store().storage().read(runlog::archive_timers)?;
         if let Some(soonest) = timers.iter().map(|t| t.1).min() {
-            // One timer at the soonest; it archives everything due and the rest reschedule
-            // on the next start (sub-agents archived late, never early or twice).
-            let _ = timers;
+            // One timer at the soonest; it archives everything due, then chains to the next.
             self.schedule_archive(soonest);
         }
         Ok(())
