@@ -69,6 +69,19 @@ switchboard inject agent:main:main \"/send off\" --owner\n  \
 switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discord --chat-type group --display-name \"#standup\""
     )]
     Inject(InjectArgs),
+    /// The console on a fresh temporary state with demo agents that keep talking.
+    #[command(
+        long_about = "Open the console on a fresh temporary state folder with the demo agents \
+(assets/demo-config.json5): messages arrive on several channels, agents send to each other \
+with ping-pong rounds, announces are delivered or skipped, sub-agents are spawned, and one group's \
+send policy denies sends. Nothing touches your real state. Press ? for keys, q to quit.",
+        after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
+    )]
+    Demo {
+        /// Milliseconds between two demo messages.
+        #[arg(long, default_value_t = 1500, value_name = "MS")]
+        pace_ms: u64,
+    },
     /// List, show, patch and export sessions (the owner's view: every session).
     #[command(subcommand)]
     Sessions(SessionsCommand),
@@ -287,15 +300,84 @@ impl Cli {
     }
 }
 
-pub async fn run(cli: Cli) -> Result<()> {
+pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
     match &cli.command {
-        None => overview(&cli),
+        None => console(&cli, log).await,
+        Some(Command::Demo { pace_ms }) => demo(&cli, *pace_ms, log).await,
         Some(Command::Tool(args)) => tool(&cli, args).await,
         Some(Command::Inject(args)) => inject(&cli, args).await,
         Some(Command::Sessions(cmd)) => sessions(&cli, cmd).await,
         Some(Command::ImportOpenclaw { dir }) => import(&cli, dir).await,
         Some(Command::Config(cmd)) => config_cmd(&cli, cmd),
     }
+}
+
+/// The console's options: the keymap (defaults plus `<config dir>/switchboard/keymap.json5`)
+/// and NO_COLOR.
+fn console_options(attached: String) -> Result<switchboard::tui::Options> {
+    use switchboard::tui::keymap::Keymap;
+    let keymap = match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
+        Some(path) if path.exists() => {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Keymap::with_overrides(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
+        }
+        _ => Keymap::defaults(),
+    };
+    Ok(switchboard::tui::Options {
+        attached,
+        keymap,
+        no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    })
+}
+
+fn say_log(log: &Option<PathBuf>) {
+    // Printed before the screen is taken, so it is still there after quitting.
+    if let Some(path) = log {
+        eprintln!("switchboard: logging to {}", path.display());
+    }
+}
+
+/// No command: the console on the embedded engine, or an overview when not on a terminal.
+async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return overview(cli);
+    }
+    let engine = cli.open_engine()?;
+    let options = console_options(engine.state_dir().display().to_string())?;
+    say_log(&log);
+    switchboard::tui::run(engine, options).await
+}
+
+/// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.
+async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
+    let dir = tempfile_dir()?;
+    let config = switchboard::demo::demo_config()?;
+    let engine = Engine::open(&dir, config)
+        .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
+    switchboard::demo::seed(&engine).await?;
+    let traffic = switchboard::demo::start_traffic(
+        engine.clone(),
+        // Below about 200 ms the demo's agents cannot keep up and the queues only grow.
+        std::time::Duration::from_millis(pace_ms.max(200)),
+    );
+    let options = console_options(format!("demo {}", dir.display()))?;
+    say_log(&log);
+    let result = switchboard::tui::run(engine, options).await;
+    traffic.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A fresh folder under the system temp dir for the demo's state.
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-demo-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
 }
 
 fn overview(cli: &Cli) -> Result<()> {

@@ -3,4 +3,6 @@
 
 pub mod agent;
 pub mod config;
+pub mod demo;
 pub mod engine;
+pub mod tui;

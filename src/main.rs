@@ -9,11 +9,15 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
-    if cli.command.is_some() {
+    if cli
+        .command
+        .as_ref()
+        .is_some_and(|c| !matches!(c, cli::Command::Demo { .. }))
+    {
         quiet_broken_pipe();
     }
     // Logs belong to the state folder; a command that cannot write there reports that itself.
-    let _log = logging::init(&cli.state_dir());
+    let log = logging::init(&cli.state_dir());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -25,7 +29,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let result = runtime.block_on(cli::run(cli));
+    let result = runtime.block_on(cli::run(cli, log));
     if let Err(err) = result {
         let code = err
             .downcast_ref::<cli::ExitError>()

@@ -404,7 +404,7 @@ impl Engine {
         });
         (!allowed).then(|| {
             format!(
-                "send policy of {key} denies sends into it ({})",
+                "send policy of {key} denies sends into it: {}",
                 decision.source
             )
         })

@@ -101,7 +101,7 @@ impl Engine {
         if !allowed {
             return Ok(Delivered::Blocked {
                 reason: format!(
-                    "send policy of {key} denies outbound messages ({})",
+                    "send policy of {key} denies outbound messages: {}",
                     decision.source
                 ),
             });

@@ -45,18 +45,21 @@ impl Engine {
             .chat_type
             .clone()
             .or_else(|| super::key::chat_type_of(key.rest()).map(str::to_string));
+        // In a group the sender is one member, not where replies go: the group's own id
+        // (from its key) is the route, so the sender is not recorded as `to`.
+        let group = matches!(chat_type.as_deref(), Some("group" | "channel"));
+        let to = if group { None } else { from.sender.clone() };
         let init = SessionInit {
             channel: from.channel.clone(),
             chat_type,
             display_name: from.display_name.clone(),
-            to: from.sender.clone(),
+            to: to.clone(),
             ..SessionInit::default()
         };
         let (_, created) = self.store().ensure(key, init).await?;
         if !created && from.channel.is_some() {
             // A known session learns the route its latest message came by.
             let channel = from.channel.clone();
-            let to = from.sender.clone();
             let display_name = from.display_name.clone();
             self.store()
                 .patch(key, move |e| {

@@ -300,7 +300,7 @@ fn refused_by_policy(
     });
     (!allowed).then(|| {
         format!(
-            "send blocked by session policy: {display} does not accept sends ({}). The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
+            "send blocked by session policy: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
             decision.source
         )
     })

@@ -1,0 +1,130 @@
+//! What can happen in the console: user intents (from the keymap), engine events, and
+//! results of background work, all on one queue so `update` is the only place state changes.
+
+use crate::engine::events::EngineEvent;
+
+/// A user intent, named as in the keymap file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Intent {
+    Quit,
+    Help,
+    FocusNext,
+    FocusPrev,
+    Down,
+    Up,
+    PageDown,
+    PageUp,
+    Top,
+    Bottom,
+    Filter,
+    Compose,
+    ToggleTools,
+    ToggleTimestamps,
+    ToggleWrap,
+    ToggleFollow,
+    ToggleRoundsScope,
+    CycleKind,
+    ToggleArchived,
+    ToggleMouse,
+}
+
+impl Intent {
+    /// Every intent, in the order the help lists them.
+    pub const ALL: &[Intent] = &[
+        Intent::Quit,
+        Intent::Help,
+        Intent::FocusNext,
+        Intent::FocusPrev,
+        Intent::Down,
+        Intent::Up,
+        Intent::PageDown,
+        Intent::PageUp,
+        Intent::Top,
+        Intent::Bottom,
+        Intent::Filter,
+        Intent::Compose,
+        Intent::ToggleTools,
+        Intent::ToggleTimestamps,
+        Intent::ToggleWrap,
+        Intent::ToggleFollow,
+        Intent::ToggleRoundsScope,
+        Intent::CycleKind,
+        Intent::ToggleArchived,
+        Intent::ToggleMouse,
+    ];
+
+    /// The name used in the keymap file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Intent::Quit => "quit",
+            Intent::Help => "help",
+            Intent::FocusNext => "focus-next",
+            Intent::FocusPrev => "focus-prev",
+            Intent::Down => "down",
+            Intent::Up => "up",
+            Intent::PageDown => "page-down",
+            Intent::PageUp => "page-up",
+            Intent::Top => "top",
+            Intent::Bottom => "bottom",
+            Intent::Filter => "filter",
+            Intent::Compose => "compose",
+            Intent::ToggleTools => "toggle-tools",
+            Intent::ToggleTimestamps => "toggle-timestamps",
+            Intent::ToggleWrap => "toggle-wrap",
+            Intent::ToggleFollow => "toggle-follow",
+            Intent::ToggleRoundsScope => "toggle-rounds-scope",
+            Intent::CycleKind => "cycle-kind",
+            Intent::ToggleArchived => "toggle-archived",
+            Intent::ToggleMouse => "toggle-mouse",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Intent> {
+        Intent::ALL.iter().copied().find(|i| i.name() == name)
+    }
+
+    /// What the help overlay and the hint bar say.
+    pub fn description(self) -> &'static str {
+        match self {
+            Intent::Quit => "quit",
+            Intent::Help => "help",
+            Intent::FocusNext => "next pane",
+            Intent::FocusPrev => "previous pane",
+            Intent::Down => "down",
+            Intent::Up => "up",
+            Intent::PageDown => "page down",
+            Intent::PageUp => "page up",
+            Intent::Top => "first / oldest",
+            Intent::Bottom => "last / newest",
+            Intent::Filter => "filter sessions",
+            Intent::Compose => "write to the session",
+            Intent::ToggleTools => "show/hide tool calls",
+            Intent::ToggleTimestamps => "show/hide times",
+            Intent::ToggleWrap => "wrap long lines",
+            Intent::ToggleFollow => "follow new messages",
+            Intent::ToggleRoundsScope => "rounds: this session / all",
+            Intent::CycleKind => "filter by kind",
+            Intent::ToggleArchived => "show archived",
+            Intent::ToggleMouse => "mouse capture on/off",
+        }
+    }
+}
+
+/// Everything `update` handles.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Intent(Intent),
+    /// A key typed while an input box (filter, composer) has focus.
+    Key(crossterm::event::KeyEvent),
+    Paste(String),
+    Resize(u16, u16),
+    /// A left click at a screen position (mouse capture on).
+    Click(u16, u16),
+    Engine(Box<EngineEvent>),
+    /// Some events were dropped (the console fell behind): reload everything.
+    Lagged,
+    /// A second passed: refresh relative times and look for other processes' changes.
+    Tick,
+    /// A background command finished with a message for the status line.
+    Flash(String, bool),
+}

@@ -1,0 +1,205 @@
+//! Keys → intents: the defaults from `assets/keymap.json5`, overridden by a user file. The
+//! same table drives the help overlay and the hint bar.
+
+use std::collections::BTreeMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::Intent;
+
+const DEFAULT_KEYMAP: &str = include_str!("../../assets/keymap.json5");
+
+/// A key as written in the keymap file, normalised so lookups match what the terminal sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Chord {
+    code: KeyCodeKey,
+    ctrl: bool,
+    alt: bool,
+}
+
+/// The parts of `KeyCode` a keymap can name, in an orderable form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum KeyCodeKey {
+    Char(char),
+    Named(&'static str),
+    F(u8),
+}
+
+const NAMED: &[(&str, KeyCode)] = &[
+    ("tab", KeyCode::Tab),
+    ("backtab", KeyCode::BackTab),
+    ("enter", KeyCode::Enter),
+    ("esc", KeyCode::Esc),
+    ("up", KeyCode::Up),
+    ("down", KeyCode::Down),
+    ("left", KeyCode::Left),
+    ("right", KeyCode::Right),
+    ("pageup", KeyCode::PageUp),
+    ("pagedown", KeyCode::PageDown),
+    ("home", KeyCode::Home),
+    ("end", KeyCode::End),
+    ("backspace", KeyCode::Backspace),
+    ("delete", KeyCode::Delete),
+    ("space", KeyCode::Char(' ')),
+];
+
+fn code_key(code: KeyCode) -> Option<KeyCodeKey> {
+    match code {
+        KeyCode::Char(c) => Some(KeyCodeKey::Char(c)),
+        KeyCode::F(n) => Some(KeyCodeKey::F(n)),
+        other => NAMED
+            .iter()
+            .find(|(_, c)| *c == other)
+            .map(|(n, _)| KeyCodeKey::Named(n)),
+    }
+}
+
+fn chord_of(key: &KeyEvent) -> Option<Chord> {
+    Some(Chord {
+        code: code_key(key.code)?,
+        ctrl: key.modifiers.contains(KeyModifiers::CONTROL),
+        alt: key.modifiers.contains(KeyModifiers::ALT),
+    })
+}
+
+fn parse_chord(spec: &str) -> Result<Chord, String> {
+    let mut ctrl = false;
+    let mut alt = false;
+    let mut rest = spec;
+    loop {
+        if let Some(r) = rest.strip_prefix("ctrl+") {
+            ctrl = true;
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("alt+") {
+            alt = true;
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("shift+") {
+            // Shifted characters arrive as the character itself (`G`, `?`).
+            rest = r;
+        } else {
+            break;
+        }
+    }
+    let code = if rest.chars().count() == 1 {
+        let c = rest.chars().next().ok_or("empty key")?;
+        KeyCodeKey::Char(c)
+    } else if let Some(n) = rest.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
+        KeyCodeKey::F(n)
+    } else if let Some((name, _)) = NAMED.iter().find(|(n, _)| *n == rest) {
+        KeyCodeKey::Named(name)
+    } else {
+        return Err(format!("unknown key {spec:?}"));
+    };
+    Ok(Chord { code, ctrl, alt })
+}
+
+fn chord_label(c: &Chord) -> String {
+    let mut s = String::new();
+    if c.ctrl {
+        s.push_str("ctrl+");
+    }
+    if c.alt {
+        s.push_str("alt+");
+    }
+    match c.code {
+        KeyCodeKey::Char(ch) => s.push(ch),
+        KeyCodeKey::Named(n) => s.push_str(n),
+        KeyCodeKey::F(n) => s.push_str(&format!("f{n}")),
+    }
+    s
+}
+
+/// The loaded keymap.
+#[derive(Debug, Clone)]
+pub struct Keymap {
+    keys: BTreeMap<Chord, Intent>,
+}
+
+impl Keymap {
+    /// The built-in defaults.
+    pub fn defaults() -> Keymap {
+        let mut k = Keymap {
+            keys: BTreeMap::new(),
+        };
+        // The shipped file is checked by a test; a broken one leaves the defaults empty
+        // rather than taking the console down.
+        let _ = k.apply(DEFAULT_KEYMAP);
+        k
+    }
+
+    /// The defaults with a user file's entries on top (`"key": null` unbinds).
+    pub fn with_overrides(text: &str) -> Result<Keymap, String> {
+        let mut k = Keymap::defaults();
+        k.apply(text)?;
+        Ok(k)
+    }
+
+    fn apply(&mut self, text: &str) -> Result<(), String> {
+        let map: BTreeMap<String, Option<String>> =
+            json5::from_str(text).map_err(|e| format!("keymap: {e}"))?;
+        for (key, intent) in map {
+            let chord = parse_chord(&key)?;
+            match intent {
+                None => {
+                    self.keys.remove(&chord);
+                }
+                Some(name) => {
+                    let intent = Intent::parse(&name)
+                        .ok_or_else(|| format!("keymap: unknown action {name:?} for {key:?}"))?;
+                    self.keys.insert(chord, intent);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn intent(&self, key: &KeyEvent) -> Option<Intent> {
+        self.keys.get(&chord_of(key)?).copied()
+    }
+
+    /// Keys bound to `intent`, as the help shows them (`j/down`).
+    pub fn keys_for(&self, intent: Intent) -> String {
+        let keys: Vec<String> = self
+            .keys
+            .iter()
+            .filter(|(_, i)| **i == intent)
+            .map(|(c, _)| chord_label(c))
+            .collect();
+        keys.join("/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_keymap_parses_and_binds_the_basics() {
+        let mut k = Keymap {
+            keys: BTreeMap::new(),
+        };
+        k.apply(DEFAULT_KEYMAP).expect("default keymap");
+        let key = |c| KeyEvent::new(c, KeyModifiers::NONE);
+        assert_eq!(k.intent(&key(KeyCode::Char('q'))), Some(Intent::Quit));
+        assert_eq!(k.intent(&key(KeyCode::Tab)), Some(Intent::FocusNext));
+        assert_eq!(
+            k.intent(&KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            Some(Intent::Bottom)
+        );
+        assert_eq!(
+            k.intent(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Intent::Quit)
+        );
+        assert_eq!(k.keys_for(Intent::Down), "j/down");
+    }
+
+    #[test]
+    fn a_user_file_rebinds_and_unbinds() {
+        let k = Keymap::with_overrides(r#"{ "x": "quit", "q": null }"#).expect("overrides");
+        let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(k.intent(&key('x')), Some(Intent::Quit));
+        assert_eq!(k.intent(&key('q')), None);
+        assert!(Keymap::with_overrides(r#"{ "x": "explode" }"#).is_err());
+        assert!(Keymap::with_overrides(r#"{ "hyper+x": "quit" }"#).is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! Reading what the panes show from the engine: a window of sessions (never all 100,000),
+//! the newest lines of the selected transcript, as plain rows for `State`.
+
+use serde_json::Value;
+
+use super::state::{SessionRow, TranscriptLine};
+use crate::engine::Engine;
+use crate::engine::key::{SessionKey, SessionKind};
+use crate::engine::policy;
+use crate::engine::storage::StorageError;
+use crate::engine::storage::queries::SessionScan;
+use crate::engine::tools::row::channel_of;
+
+/// How many transcript lines the pane holds (the newest ones).
+pub const TRANSCRIPT_WINDOW: usize = 400;
+
+/// The newest `limit` sessions matching the filters.
+pub fn sessions(
+    engine: &Engine,
+    kind: Option<SessionKind>,
+    text: &str,
+    archived: bool,
+    limit: usize,
+) -> Result<Vec<SessionRow>, StorageError> {
+    let scan = SessionScan {
+        kinds: kind.map(|k| vec![k]),
+        ..SessionScan::default()
+    };
+    let needle = text.to_lowercase();
+    let mut rows = Vec::new();
+    engine.store().scan(&scan, |s| {
+        if s.entry.archived_at.is_some() && !archived {
+            return true;
+        }
+        let name = s
+            .entry
+            .display_name
+            .clone()
+            .or(s.entry.label.clone())
+            .unwrap_or_else(|| s.key.to_string());
+        if !needle.is_empty()
+            && !s.key.as_str().to_lowercase().contains(&needle)
+            && !name.to_lowercase().contains(&needle)
+        {
+            return true;
+        }
+        let decision = policy::evaluate(engine.config(), &s.key, &s.entry);
+        rows.push(SessionRow {
+            key: s.key.to_string(),
+            kind: s.kind,
+            name: safe_text(&name),
+            channel: channel_of(&s),
+            updated_at: s.updated_at(),
+            policy: decision.policy.as_str(),
+            policy_override: decision.is_override(),
+            archived: s.entry.archived_at.is_some(),
+        });
+        rows.len() < limit
+    })?;
+    Ok(rows)
+}
+
+/// The newest transcript lines of `key` (tool calls and results included; the pane hides
+/// them unless asked), and how many lines the transcript has.
+pub fn transcript(engine: &Engine, key: &str) -> Result<(Vec<TranscriptLine>, i64), StorageError> {
+    let Some(s) = engine.store().get(&SessionKey::from_canonical(key))? else {
+        return Ok((Vec::new(), 0));
+    };
+    let rows = engine
+        .store()
+        .tail(&s.entry.session_id, TRANSCRIPT_WINDOW, true)?;
+    let total = rows.last().map(|r| r.seq).unwrap_or(0);
+    let lines = rows
+        .into_iter()
+        .filter_map(|r| line_of(r.seq, &r.line))
+        .collect();
+    Ok((lines, total))
+}
+
+/// One stored transcript line as the pane shows it (`None` for non-message lines).
+pub fn line_of(seq: i64, line: &Value) -> Option<TranscriptLine> {
+    let m = line.get("message")?;
+    let role = m.get("role")?.as_str()?;
+    let timestamp = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
+    let mut texts = Vec::new();
+    let mut calls = Vec::new();
+    match m.get("content") {
+        Some(Value::String(s)) => texts.push(s.clone()),
+        Some(Value::Array(parts)) => {
+            for p in parts {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if let Some(t) = p.get("text").and_then(Value::as_str) {
+                            texts.push(t.to_string());
+                        }
+                    }
+                    Some("toolCall") => calls.push(format!(
+                        "{}({})",
+                        p.get("name").and_then(Value::as_str).unwrap_or("?"),
+                        p.get("arguments").map(Value::to_string).unwrap_or_default()
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    let prov = m.get("provenance");
+    let from = match (
+        role,
+        prov.and_then(|p| p.get("kind")).and_then(Value::as_str),
+    ) {
+        ("user", Some("inter_session")) => format!(
+            "from {} via {}",
+            prov.and_then(|p| p.get("sourceSessionKey"))
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            prov.and_then(|p| p.get("sourceTool"))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        ),
+        ("user", _) => m
+            .get("senderLabel")
+            .and_then(Value::as_str)
+            .map(|s| {
+                if m.get("senderIsOwner").and_then(Value::as_bool) == Some(true) {
+                    format!("{s} (owner)")
+                } else {
+                    s.to_string()
+                }
+            })
+            .unwrap_or_else(|| {
+                if m.get("senderIsOwner").and_then(Value::as_bool) == Some(true) {
+                    "owner".to_string()
+                } else {
+                    "user".to_string()
+                }
+            }),
+        ("toolResult", _) => m
+            .get("toolName")
+            .and_then(Value::as_str)
+            .unwrap_or("tool")
+            .to_string(),
+        _ => "agent".to_string(),
+    };
+    let (role, text) = match role {
+        "assistant" if !calls.is_empty() => ("tool", calls.join(", ")),
+        "assistant" if m.get("stopReason").and_then(Value::as_str) == Some("error") => (
+            "error",
+            m.get("errorMessage")
+                .and_then(Value::as_str)
+                .unwrap_or("the run failed")
+                .to_string(),
+        ),
+        "assistant" => ("assistant", texts.join("\n")),
+        "toolResult" => ("result", texts.join("\n")),
+        "user" => ("user", texts.join("\n")),
+        _ => ("note", texts.join("\n")),
+    };
+    if text.is_empty() && role == "assistant" {
+        return None;
+    }
+    Some(TranscriptLine {
+        seq,
+        role,
+        timestamp,
+        from: safe_text(&from),
+        text: safe_text(&text),
+    })
+}
+
+/// Agent text may hold escape sequences; shown raw they would drive the terminal. Control
+/// characters other than newline and tab become visible `^X` / `\u{..}` forms.
+pub fn safe_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push((b'@' + c as u8) as char);
+            }
+            '\u{7f}' => out.push_str("^?"),
+            c if ('\u{80}'..='\u{9f}').contains(&c) => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_are_shown_not_executed() {
+        assert_eq!(safe_text("a\u{1b}[31mred\u{7}"), "a^[[31mred^G");
+        assert_eq!(safe_text("x\u{9b}y"), "x\\u{9b}y");
+        assert_eq!(safe_text("line\nnext\tcol"), "line\nnext    col");
+    }
+}

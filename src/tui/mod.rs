@@ -1,0 +1,278 @@
+//! The console: a terminal UI over the engine. Terminal events, engine events and ticks
+//! become `Action`s on one queue; `update` changes `State`; `view` draws it (coalesced, in
+//! synchronized output, and not at all when nothing on screen changed).
+
+pub mod action;
+pub mod keymap;
+pub mod load;
+pub mod state;
+pub mod terminal;
+pub mod update;
+pub mod view;
+
+use std::io::{Write, stdout};
+use std::time::Duration;
+
+use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::{CrosstermBackend, TestBackend};
+use ratatui::buffer::Buffer;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::engine::Engine;
+use crate::engine::store::now_ms;
+use action::{Action, Intent};
+use keymap::Keymap;
+use state::{Focus, State};
+use update::Console;
+
+/// Options for a console session.
+pub struct Options {
+    /// What the header says the console is attached to.
+    pub attached: String,
+    pub keymap: Keymap,
+    /// Strip colours (NO_COLOR): focus and selection stay visible through bold/reverse.
+    pub no_color: bool,
+}
+
+/// Run the console until the user quits or the terminal goes away.
+pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
+    let (term_tx, mut term_rx) = mpsc::unbounded_channel::<Option<Event>>();
+    // Engine events first, so nothing that happens while the screen is set up is missed.
+    let mut events = engine.events().subscribe();
+    let mut guard = terminal::TerminalGuard::enter()?;
+    let (w, h) = crossterm::terminal::size()?;
+    let mut state = State::new(options.attached.clone(), now_ms());
+    state.width = w;
+    state.height = h;
+    let mut console = Console::new(engine.clone(), state, tx.clone());
+    // Before the input thread starts: setting up may query the terminal (cursor position),
+    // and the thread would swallow the answer.
+    let mut term = Terminal::new(CrosstermBackend::new(stdout()))?;
+    term.clear()?;
+
+    // Terminal input on a thread of its own (crossterm's read blocks). `None` means the
+    // terminal is gone (an SSH drop): quit instead of spinning.
+    std::thread::Builder::new()
+        .name("switchboard-input".into())
+        .spawn(move || {
+            loop {
+                match crossterm::event::read() {
+                    Ok(e) => {
+                        if term_tx.send(Some(e)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = term_tx.send(None);
+                        return;
+                    }
+                }
+            }
+        })?;
+    let forward = tx.clone();
+    let events_task = tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(e) => {
+                    if forward.send(Action::Engine(Box::new(e))).is_err() {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let _ = forward.send(Action::Lagged);
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    let ticker = tx.clone();
+    let tick_task = tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            every.tick().await;
+            if ticker.send(Action::Tick).is_err() {
+                return;
+            }
+        }
+    });
+    // Picking up what a stopped engine left (sub-agent announces) happens in the background.
+    let resume = engine.clone();
+    tokio::spawn(async move {
+        if let Err(e) = resume.resume().await {
+            tracing::warn!(error = %e, "resume failed");
+        }
+    });
+
+    let mut shadow = Terminal::new(TestBackend::new(w, h))?;
+    let mut last: Option<Buffer> = None;
+    let result: anyhow::Result<()> = async {
+        loop {
+            let no_color = options.no_color;
+            // Draw only when the picture changed: an idle console writes nothing.
+            let st = &console.state;
+            if shadow.backend().buffer().area.width != st.width
+                || shadow.backend().buffer().area.height != st.height
+            {
+                shadow = Terminal::new(TestBackend::new(st.width, st.height))?;
+                last = None;
+                term.autoresize()?;
+            }
+            shadow.draw(|f| {
+                view::draw(f, st, &options.keymap);
+                if no_color {
+                    strip_colors(f.buffer_mut());
+                }
+            })?;
+            let picture = shadow.backend().buffer().clone();
+            if last.as_ref() != Some(&picture) {
+                crossterm::execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate)?;
+                term.draw(|f| {
+                    view::draw(f, st, &options.keymap);
+                    if no_color {
+                        strip_colors(f.buffer_mut());
+                    }
+                })?;
+                crossterm::execute!(stdout(), crossterm::terminal::EndSynchronizedUpdate)?;
+                stdout().flush()?;
+                last = Some(picture);
+            }
+            if console.state.quit {
+                return Ok(());
+            }
+            // Wait for something, then take everything queued (coalescing bursts).
+            let mut actions = Vec::new();
+            tokio::select! {
+                a = rx.recv() => match a {
+                    Some(a) => actions.push(a),
+                    None => return Ok(()),
+                },
+                e = term_rx.recv() => match e {
+                    Some(Some(e)) => actions.extend(map_event(e, &console.state, &options.keymap)),
+                    _ => return Ok(()), // the terminal went away
+                },
+                _ = quit_signal() => return Ok(()),
+            }
+            while let Ok(a) = rx.try_recv() {
+                actions.push(a);
+            }
+            while let Ok(e) = term_rx.try_recv() {
+                match e {
+                    Some(e) => actions.extend(map_event(e, &console.state, &options.keymap)),
+                    None => return Ok(()),
+                }
+            }
+            for a in actions {
+                if let Action::Intent(Intent::Quit) = a
+                    && matches!(console.state.focus, Focus::Composer | Focus::Filter)
+                {
+                    // Only ctrl+c reaches here while typing; it quits.
+                }
+                if is_suspend(&a) {
+                    #[cfg(unix)]
+                    {
+                        guard.suspend()?;
+                        term.clear()?;
+                        last = None;
+                    }
+                    continue;
+                }
+                console.update(a);
+            }
+            console.refresh();
+            guard.set_mouse(console.state.mouse)?;
+        }
+    }
+    .await;
+    events_task.abort();
+    tick_task.abort();
+    drop(guard);
+    result
+}
+
+/// Resolves on SIGTERM or SIGHUP (an SSH drop): quit cleanly.
+async fn quit_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    std::future::pending::<()>().await
+}
+
+/// The pseudo-action for Ctrl-Z (raw mode delivers it as a key).
+fn is_suspend(a: &Action) -> bool {
+    matches!(a, Action::Key(k) if k.code == KeyCode::Char('z') && k.modifiers.contains(KeyModifiers::CONTROL))
+}
+
+/// A terminal event as actions, depending on what has focus.
+pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
+    match e {
+        Event::Key(k) if k.kind == KeyEventKind::Release => vec![],
+        Event::Key(k) => {
+            let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+            if ctrl && k.code == KeyCode::Char('z') {
+                return vec![Action::Key(k)];
+            }
+            if ctrl && k.code == KeyCode::Char('c') {
+                return vec![Action::Intent(Intent::Quit)];
+            }
+            if state.help {
+                // Any of these closes the help; other keys are ignored meanwhile.
+                return match k.code {
+                    KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') => {
+                        vec![Action::Intent(Intent::Help)]
+                    }
+                    _ => vec![],
+                };
+            }
+            if matches!(state.focus, Focus::Composer | Focus::Filter) {
+                return match k.code {
+                    KeyCode::Tab
+                        if state.focus == Focus::Composer
+                            && state.composer.text.starts_with('/') =>
+                    {
+                        vec![Action::Key(k)]
+                    }
+                    KeyCode::Tab => vec![Action::Intent(Intent::FocusNext)],
+                    KeyCode::BackTab => vec![Action::Intent(Intent::FocusPrev)],
+                    _ => vec![Action::Key(k)],
+                };
+            }
+            keymap.intent(&k).map(Action::Intent).into_iter().collect()
+        }
+        Event::Paste(text) => vec![Action::Paste(text)],
+        Event::Resize(w, h) => vec![Action::Resize(w, h)],
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => vec![Action::Click(m.column, m.row)],
+            MouseEventKind::ScrollDown => vec![Action::Intent(Intent::Down)],
+            MouseEventKind::ScrollUp => vec![Action::Intent(Intent::Up)],
+            _ => vec![],
+        },
+        _ => vec![],
+    }
+}
+
+/// NO_COLOR: drop every colour, keep bold/reverse/dim so focus and selection stay visible.
+pub fn strip_colors(buf: &mut Buffer) {
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            if let Some(cell) = buf.cell_mut((x, y)) {
+                cell.set_fg(ratatui::style::Color::Reset);
+                cell.set_bg(ratatui::style::Color::Reset);
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The console's model: what is on screen and why (sessions window, selected transcript,
+//! exchange timeline, composer, toggles). Plain data, filled by `update`, read by `view`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::engine::key::SessionKind;
+
+/// One row of the sessions pane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub key: String,
+    pub kind: SessionKind,
+    /// Display name, or the key when there is none.
+    pub name: String,
+    pub channel: String,
+    pub updated_at: i64,
+    /// `allow` / `deny`, and whether it is this session's own override.
+    pub policy: &'static str,
+    pub policy_override: bool,
+    pub archived: bool,
+}
+
+/// One transcript line as the pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptLine {
+    pub seq: i64,
+    /// `user`, `assistant`, `tool`, `result`, `error`, `note`.
+    pub role: &'static str,
+    pub timestamp: i64,
+    /// Who: the sender label, `inter-session from <key> via <tool>`, or the agent.
+    pub from: String,
+    pub text: String,
+}
+
+/// One round of an exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundView {
+    pub round: u32,
+    pub speaker: String,
+    pub text: String,
+    pub status: String,
+}
+
+/// A `sessions_send` exchange as the rounds pane draws it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FlowView {
+    pub flow_id: String,
+    pub requester: String,
+    pub target: String,
+    pub message: String,
+    pub rounds: Vec<RoundView>,
+    /// How the loop ended (`cap`, `reply_skip`, …) with detail.
+    pub loop_end: Option<(String, String)>,
+    /// The announce's outcome and detail.
+    pub announce: Option<(String, String)>,
+    pub done: bool,
+    pub started: i64,
+}
+
+/// A spawned sub-agent as the rounds pane draws it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SpawnView {
+    pub requester: String,
+    pub child: String,
+    pub label: String,
+    pub status: String,
+    pub runtime_ms: Option<i64>,
+    pub tokens: Option<(u64, u64)>,
+    pub announce: Option<String>,
+    pub started: i64,
+}
+
+/// Which pane has the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Sessions,
+    Transcript,
+    Rounds,
+    Composer,
+    Filter,
+}
+
+impl Focus {
+    pub const CYCLE: [Focus; 4] = [
+        Focus::Sessions,
+        Focus::Transcript,
+        Focus::Rounds,
+        Focus::Composer,
+    ];
+}
+
+/// The composer's text and its history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Composer {
+    pub text: String,
+    pub history: Vec<String>,
+    /// Position while recalling history (None: editing a new message).
+    pub recall: Option<usize>,
+    /// An inline error about the last attempt (bad slash command …).
+    pub error: Option<String>,
+}
+
+/// The status line's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flash {
+    pub text: String,
+    pub error: bool,
+    pub until_tick: u64,
+}
+
+/// The whole console state.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// What the console is attached to (state folder or gateway URL).
+    pub attached: String,
+    pub now_ms: i64,
+    pub ticks: u64,
+    pub width: u16,
+    pub height: u16,
+    pub focus: Focus,
+    pub help: bool,
+    pub mouse: bool,
+    pub quit: bool,
+
+    pub sessions: Vec<SessionRow>,
+    pub total_sessions: u64,
+    pub selected: usize,
+    pub sessions_offset: usize,
+    pub filter: String,
+    pub kind_filter: Option<SessionKind>,
+    pub show_archived: bool,
+    pub running: HashSet<String>,
+    pub unread: HashMap<String, u32>,
+
+    pub transcript: Vec<TranscriptLine>,
+    /// Lines the selected session has in all (the pane holds only the newest window).
+    pub transcript_total: i64,
+    /// Lines scrolled up from the end (0 = at the end).
+    pub transcript_scroll: usize,
+    pub tools: bool,
+    pub timestamps: bool,
+    pub wrap: bool,
+    pub follow: bool,
+
+    pub flows: BTreeMap<String, FlowView>,
+    pub spawns: BTreeMap<String, SpawnView>,
+    pub rounds_all: bool,
+    pub rounds_scroll: usize,
+
+    pub composer: Composer,
+    pub flash: Option<Flash>,
+    /// Effective policy of the selected session and where it comes from (status line).
+    pub selected_policy: Option<String>,
+}
+
+impl State {
+    pub fn new(attached: String, now_ms: i64) -> State {
+        State {
+            attached,
+            now_ms,
+            ticks: 0,
+            width: 80,
+            height: 24,
+            focus: Focus::Sessions,
+            help: false,
+            mouse: false,
+            quit: false,
+            sessions: Vec::new(),
+            total_sessions: 0,
+            selected: 0,
+            sessions_offset: 0,
+            filter: String::new(),
+            kind_filter: None,
+            show_archived: false,
+            running: HashSet::new(),
+            unread: HashMap::new(),
+            transcript: Vec::new(),
+            transcript_total: 0,
+            transcript_scroll: 0,
+            tools: false,
+            timestamps: true,
+            wrap: true,
+            follow: true,
+            flows: BTreeMap::new(),
+            spawns: BTreeMap::new(),
+            rounds_all: false,
+            rounds_scroll: 0,
+            composer: Composer::default(),
+            flash: None,
+            selected_policy: None,
+        }
+    }
+
+    pub fn selected_key(&self) -> Option<&str> {
+        self.sessions.get(self.selected).map(|r| r.key.as_str())
+    }
+
+    /// Show `text` in the status line for a few seconds.
+    pub fn flash(&mut self, text: impl Into<String>, error: bool) {
+        self.flash = Some(Flash {
+            text: text.into(),
+            error,
+            until_tick: self.ticks + 5,
+        });
+    }
+}

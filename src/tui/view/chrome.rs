@@ -1,0 +1,137 @@
+//! Header, status line, hint bar, help overlay, and the too-small notice.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::{MIN_HEIGHT, MIN_WIDTH, fit, pad};
+use crate::tui::action::Intent;
+use crate::tui::keymap::Keymap;
+use crate::tui::state::{Focus, State};
+
+pub fn header(frame: &mut Frame, area: Rect, state: &State) {
+    let text = format!(
+        " Switchboard · {} · {} sessions · {} running · {} exchanges · {} sub-agents",
+        state.attached,
+        state.total_sessions,
+        state.running.len(),
+        state.flows.len(),
+        state.spawns.len()
+    );
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            pad(&text, area.width as usize),
+            Style::default().add_modifier(Modifier::REVERSED),
+        )),
+        area,
+    );
+}
+
+pub fn status(frame: &mut Frame, area: Rect, state: &State) {
+    let width = area.width as usize;
+    let line = match &state.flash {
+        Some(f) if f.error => Line::styled(
+            fit(&format!(" ✗ {}", f.text), width),
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ),
+        Some(f) => Line::styled(
+            fit(&format!(" {}", f.text), width),
+            Style::default().fg(Color::Green),
+        ),
+        None => Line::from(fit(
+            &format!(
+                " send policy: {}",
+                state
+                    .selected_policy
+                    .as_deref()
+                    .unwrap_or("(no session selected)")
+            ),
+            width,
+        )),
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The hint bar: the most useful keys for the focused pane, from the keymap table.
+pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    let wanted: &[Intent] = match state.focus {
+        Focus::Composer | Focus::Filter => &[],
+        Focus::Transcript => &[
+            Intent::ToggleTools,
+            Intent::ToggleTimestamps,
+            Intent::ToggleWrap,
+            Intent::ToggleFollow,
+            Intent::FocusNext,
+            Intent::Help,
+            Intent::Quit,
+        ],
+        _ => &[
+            Intent::Filter,
+            Intent::CycleKind,
+            Intent::Compose,
+            Intent::ToggleTools,
+            Intent::ToggleRoundsScope,
+            Intent::FocusNext,
+            Intent::Help,
+            Intent::Quit,
+        ],
+    };
+    let text = if wanted.is_empty() {
+        " enter send · alt+enter/ctrl+j newline · tab complete · up/down history · esc leave"
+            .to_string()
+    } else {
+        let parts: Vec<String> = wanted
+            .iter()
+            .filter_map(|i| {
+                let keys = keymap.keys_for(*i);
+                (!keys.is_empty()).then(|| format!("{} {}", keys, i.description()))
+            })
+            .collect();
+        format!(" {}", parts.join(" · "))
+    };
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            fit(&text, area.width as usize),
+            Style::default().add_modifier(Modifier::DIM),
+        )),
+        area,
+    );
+}
+
+pub fn help(frame: &mut Frame, area: Rect, keymap: &Keymap) {
+    let w = area.width.saturating_sub(8).min(72);
+    let h = area
+        .height
+        .saturating_sub(4)
+        .min(Intent::ALL.len() as u16 + 9);
+    let rect = Rect::new((area.width - w) / 2, (area.height - h) / 2, w, h);
+    let mut lines: Vec<Line> = Intent::ALL
+        .iter()
+        .map(|i| Line::from(format!("{:<18} {}", keymap.keys_for(*i), i.description())))
+        .collect();
+    lines.push(Line::from(""));
+    lines.push(Line::from(
+        "In the composer: /send on|off|inherit  /spawn <task>",
+    ));
+    lines.push(Line::from(
+        "  /ask <session> <message>  /help;  alt+enter newline",
+    ));
+    lines.push(Line::from("? or esc closes this help."));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(" Keys ")),
+        rect,
+    );
+}
+
+pub fn too_small(frame: &mut Frame, area: Rect) {
+    let text = format!(
+        "Terminal too small: {}×{}. Switchboard needs at least {MIN_WIDTH}×{MIN_HEIGHT}.",
+        area.width, area.height
+    );
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+}

@@ -1,0 +1,121 @@
+//! The sessions pane: a window onto the newest sessions, one row each with kind, name,
+//! channel, activity, effective policy (`*` = this session's override), running and unread.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::{ago, border, pad};
+use crate::tui::state::{Focus, State};
+
+pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let mut title = format!(
+        " Sessions {}/{} ",
+        state.sessions.len(),
+        state.total_sessions
+    );
+    if let Some(k) = state.kind_filter {
+        title.push_str(&format!("[{}] ", k.as_str()));
+    }
+    if state.show_archived {
+        title.push_str("[+archived] ");
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .border_style(border(state, Focus::Sessions));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height == 0 {
+        return;
+    }
+    let width = inner.width as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    // The filter box takes the first line while it is in use.
+    let filter_active = state.focus == Focus::Filter || !state.filter.is_empty();
+    if filter_active {
+        let cursor = if state.focus == Focus::Filter {
+            "▏"
+        } else {
+            ""
+        };
+        lines.push(Line::from(vec![
+            Span::styled("/", Style::default().add_modifier(Modifier::BOLD)),
+            Span::raw(format!("{}{cursor}", state.filter)),
+        ]));
+    }
+    let rows_room = inner.height as usize - lines.len();
+    if state.sessions.is_empty() {
+        let msg = if state.filter.is_empty() && state.kind_filter.is_none() {
+            "No sessions yet. They appear as messages arrive."
+        } else {
+            "No session matches the filter (Esc clears it)."
+        };
+        lines.push(Line::from(msg));
+    }
+    // Keep the selection in view.
+    let offset = if state.selected >= rows_room {
+        state.selected + 1 - rows_room
+    } else {
+        0
+    }
+    .min(
+        state
+            .sessions_offset
+            .max(state.selected.saturating_sub(rows_room.saturating_sub(1))),
+    );
+    let offset = if state.selected < offset {
+        state.selected
+    } else {
+        offset
+    };
+    let name_w = width.saturating_sub(32).max(8);
+    for (i, row) in state
+        .sessions
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(rows_room)
+    {
+        let running = if state.running.contains(&row.key) {
+            "●"
+        } else {
+            " "
+        };
+        let unread = state
+            .unread
+            .get(&row.key)
+            .filter(|n| **n > 0)
+            .map(|n| format!("{n:>3}"))
+            .unwrap_or_else(|| "   ".into());
+        let policy = format!(
+            "{}{}",
+            row.policy,
+            if row.policy_override { "*" } else { " " }
+        );
+        let name = if row.archived {
+            format!("{} (archived)", row.name)
+        } else {
+            row.name.clone()
+        };
+        let text = format!(
+            "{running}{} {} {} {:>4} {} {unread}",
+            pad(row.kind.as_str(), 5),
+            pad(&name, name_w),
+            pad(&row.channel, 8),
+            ago(state.now_ms, row.updated_at),
+            pad(&policy, 6),
+        );
+        let mut style = Style::default();
+        if row.policy == "deny" {
+            style = style.add_modifier(Modifier::DIM);
+        }
+        if i == state.selected {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        lines.push(Line::styled(pad(&text, width), style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}

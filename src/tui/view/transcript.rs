@@ -1,0 +1,124 @@
+//! The transcript pane: the selected session's newest messages with sender, provenance and
+//! time; tool calls hidden unless toggled; an indicator line with every toggle's state.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use super::border;
+use crate::tui::state::{Focus, State};
+
+fn clock(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%H:%M:%S").to_string())
+        .unwrap_or_else(|| "--:--:--".into())
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let title = match state.selected_key() {
+        Some(k) => format!(" {k} "),
+        None => " Transcript ".to_string(),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .border_style(border(state, Focus::Transcript));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height < 2 {
+        return;
+    }
+    let on = |b: bool| if b { "on" } else { "off" };
+    let indicator = format!(
+        "tools:{} times:{} wrap:{} follow:{}{}",
+        on(state.tools),
+        on(state.timestamps),
+        on(state.wrap),
+        on(state.follow),
+        if state.transcript_total > state.transcript.len() as i64 {
+            format!(
+                "  (newest {} of {} lines)",
+                state.transcript.len(),
+                state.transcript_total
+            )
+        } else {
+            String::new()
+        }
+    );
+    let mut lines: Vec<Line> = Vec::new();
+    for l in state
+        .transcript
+        .iter()
+        .filter(|l| state.tools || !matches!(l.role, "tool" | "result"))
+    {
+        let mut head = Vec::new();
+        if state.timestamps {
+            head.push(Span::styled(
+                format!("{} ", clock(l.timestamp)),
+                Style::default().add_modifier(Modifier::DIM),
+            ));
+        }
+        let (label, style) = match l.role {
+            "user" => (
+                format!("{}: ", l.from),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+            "assistant" => (
+                "agent: ".to_string(),
+                Style::default().fg(ratatui::style::Color::Green),
+            ),
+            "tool" => (
+                "→ tool ".to_string(),
+                Style::default().add_modifier(Modifier::DIM),
+            ),
+            "result" => (
+                format!("← {} ", l.from),
+                Style::default().add_modifier(Modifier::DIM),
+            ),
+            "error" => (
+                "✗ error: ".to_string(),
+                Style::default().fg(ratatui::style::Color::Red),
+            ),
+            _ => ("· ".to_string(), Style::default()),
+        };
+        head.push(Span::styled(label, style));
+        let mut text_lines = l.text.lines();
+        head.push(Span::raw(text_lines.next().unwrap_or("").to_string()));
+        lines.push(Line::from(head));
+        for more in text_lines {
+            lines.push(Line::from(format!("  {more}")));
+        }
+    }
+    if lines.is_empty() {
+        lines.push(Line::from(if state.selected_key().is_some() {
+            "No messages yet."
+        } else {
+            "Select a session."
+        }));
+    }
+    let body_h = inner.height as usize - 1;
+    let body = Rect::new(inner.x, inner.y, inner.width, inner.height - 1);
+    // Only the newest lines can be on screen: build the paragraph from a tail big enough to
+    // fill the pane even when every line wraps, then scroll it so its end (minus how far the
+    // user scrolled up) sits at the bottom.
+    let keep = (body_h + state.transcript_scroll).max(1);
+    let start = lines.len().saturating_sub(keep);
+    let mut para = Paragraph::new(lines[start..].to_vec());
+    if state.wrap {
+        para = para.wrap(Wrap { trim: false });
+    }
+    let rows = para.line_count(body.width);
+    let top = rows.saturating_sub(body_h + state.transcript_scroll);
+    let para = para.scroll((top.min(u16::MAX as usize) as u16, 0));
+    frame.render_widget(para, body);
+    let ind = Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            indicator,
+            Style::default().add_modifier(Modifier::DIM),
+        )),
+        ind,
+    );
+}
