@@ -24,6 +24,7 @@ pub enum Intent {
     ToggleFollow,
     ToggleRoundsScope,
     CycleKind,
+    CycleActive,
     ToggleArchived,
     ToggleMouse,
 }
@@ -49,6 +50,7 @@ impl Intent {
         Intent::ToggleFollow,
         Intent::ToggleRoundsScope,
         Intent::CycleKind,
+        Intent::CycleActive,
         Intent::ToggleArchived,
         Intent::ToggleMouse,
     ];
@@ -74,6 +76,7 @@ impl Intent {
             Intent::ToggleFollow => "toggle-follow",
             Intent::ToggleRoundsScope => "toggle-rounds-scope",
             Intent::CycleKind => "cycle-kind",
+            Intent::CycleActive => "cycle-active",
             Intent::ToggleArchived => "toggle-archived",
             Intent::ToggleMouse => "toggle-mouse",
         }
@@ -104,6 +107,7 @@ impl Intent {
             Intent::ToggleFollow => "follow new messages",
             Intent::ToggleRoundsScope => "rounds: this session / all",
             Intent::CycleKind => "filter by kind",
+            Intent::CycleActive => "filter by recent activity",
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
         }

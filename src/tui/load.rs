@@ -14,16 +14,26 @@ use crate::engine::tools::row::channel_of;
 /// How many transcript lines the pane holds (the newest ones).
 pub const TRANSCRIPT_WINDOW: usize = 400;
 
+/// What the sessions pane is filtered by.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub kind: Option<SessionKind>,
+    pub text: &'a str,
+    pub archived: bool,
+    /// Only sessions updated at or after this time (ms).
+    pub active_since: Option<i64>,
+}
+
 /// The newest `limit` sessions matching the filters.
 pub fn sessions(
     engine: &Engine,
-    kind: Option<SessionKind>,
-    text: &str,
-    archived: bool,
+    filter: &Filter<'_>,
     limit: usize,
 ) -> Result<Vec<SessionRow>, StorageError> {
+    let (kind, text, archived) = (filter.kind, filter.text, filter.archived);
     let scan = SessionScan {
         kinds: kind.map(|k| vec![k]),
+        updated_since: filter.active_since,
         ..SessionScan::default()
     };
     let needle = text.to_lowercase();

@@ -128,6 +128,8 @@ pub struct State {
     pub sessions_offset: usize,
     pub filter: String,
     pub kind_filter: Option<SessionKind>,
+    /// Only sessions active within this many minutes.
+    pub active_within: Option<i64>,
     pub show_archived: bool,
     pub running: HashSet<String>,
     pub unread: HashMap<String, u32>,
@@ -171,6 +173,7 @@ impl State {
             sessions_offset: 0,
             filter: String::new(),
             kind_filter: None,
+            active_within: None,
             show_archived: false,
             running: HashSet::new(),
             unread: HashMap::new(),

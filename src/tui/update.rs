@@ -86,13 +86,13 @@ impl Console {
         let s = &mut self.state;
         let keep = s.selected_key().map(str::to_string);
         let limit = self.loaded_limit.max(s.selected + SESSION_PAGE);
-        match load::sessions(
-            &self.engine,
-            s.kind_filter,
-            &s.filter,
-            s.show_archived,
-            limit,
-        ) {
+        let filter = load::Filter {
+            kind: s.kind_filter,
+            text: &s.filter,
+            archived: s.show_archived,
+            active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
+        };
+        match load::sessions(&self.engine, &filter, limit) {
             Ok(rows) => {
                 s.sessions = rows;
                 if let Some(k) = keep {
@@ -210,6 +210,17 @@ impl Console {
                 ];
                 let i = ORDER.iter().position(|k| *k == s.kind_filter).unwrap_or(0);
                 s.kind_filter = ORDER[(i + 1) % ORDER.len()];
+                s.selected = 0;
+                self.sessions_dirty = true;
+                self.transcript_dirty = true;
+            }
+            Intent::CycleActive => {
+                const ORDER: [Option<i64>; 4] = [None, Some(5), Some(60), Some(24 * 60)];
+                let i = ORDER
+                    .iter()
+                    .position(|m| *m == s.active_within)
+                    .unwrap_or(0);
+                s.active_within = ORDER[(i + 1) % ORDER.len()];
                 s.selected = 0;
                 self.sessions_dirty = true;
                 self.transcript_dirty = true;
@@ -672,7 +683,11 @@ impl Console {
         // Another process (e.g. `switchboard inject` in a second shell) writes without
         // events reaching us: notice it by the count or the newest activity.
         let count = self.engine.store().count().unwrap_or(self.seen.0);
-        let newest = load::sessions(&self.engine, None, "", true, 1)
+        let everything = load::Filter {
+            archived: true,
+            ..load::Filter::default()
+        };
+        let newest = load::sessions(&self.engine, &everything, 1)
             .ok()
             .and_then(|r| r.first().map(|r| r.updated_at))
             .unwrap_or(self.seen.1);

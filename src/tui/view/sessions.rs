@@ -19,6 +19,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     if let Some(k) = state.kind_filter {
         title.push_str(&format!("[{}] ", k.as_str()));
     }
+    if let Some(m) = state.active_within {
+        title.push_str(&if m >= 60 {
+            format!("[<{}h] ", m / 60)
+        } else {
+            format!("[<{m}m] ")
+        });
+    }
     if state.show_archived {
         title.push_str("[+archived] ");
     }
@@ -48,7 +55,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     }
     let rows_room = inner.height as usize - lines.len();
     if state.sessions.is_empty() {
-        let msg = if state.filter.is_empty() && state.kind_filter.is_none() {
+        let msg = if state.filter.is_empty()
+            && state.kind_filter.is_none()
+            && state.active_within.is_none()
+        {
             "No sessions yet. They appear as messages arrive."
         } else {
             "No session matches the filter (Esc clears it)."
