@@ -1,0 +1,661 @@
+//! End to end: the real `switchboard` binary in a real terminal (tmux), driven by keys and
+//! read back with `capture-pane`. `switchboard demo` shows rounds, tools toggle, the filter,
+//! `/send off` and a message with its reply, and quitting gives the terminal back; the same
+//! with NO_COLOR gives no colour at all; `switchboard` on a state folder shows what another
+//! process injects meanwhile; a vanished terminal ends the program.
+//!
+//! Every test has its own tmux server (`tmux -L <unique socket>`), killed when the test ends,
+//! also on failure. Nothing is timed: each step polls the screen (every 100 ms, up to 15 s)
+//! for what it expects. Without tmux the tests say so and pass.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{BIN, CliBench};
+
+/// How long one step may take before the test fails (debug builds on a busy machine).
+const STEP: Duration = Duration::from_secs(15);
+/// Starting the demo seeds a dozen sessions and waits for their exchanges first.
+const START: Duration = Duration::from_secs(30);
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Return early (passing) when tmux is missing, saying why.
+macro_rules! require_tmux {
+    () => {
+        if !tmux_available() {
+            eprintln!("tmux is not installed: skipping this end-to-end test");
+            return;
+        }
+    };
+}
+
+/// One tmux server with one 120×40 session running a script; the server is killed on drop.
+struct Tmux {
+    socket: String,
+    target: String,
+    dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// Start a `sh` script in a detached 120×40 session; `script` gets a scratch folder
+    /// that lives as long as the test and returns the script's body.
+    fn start(name: &str, script: impl FnOnce(&Path) -> String) -> Tmux {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "sb-e2e-{}-{}-{}",
+            std::process::id(),
+            name,
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run.sh");
+        std::fs::write(&path, script(dir.path())).expect("write the script");
+        let tmux = Tmux {
+            socket,
+            target: "console".to_string(),
+            dir,
+        };
+        let out = tmux.tmux(&[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-s",
+            "console",
+            &format!("sh {}", q(&path)),
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux
+    }
+
+    /// A scratch folder that lives as long as the test.
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            // No user config: the same tmux everywhere.
+            .args(["-f", "/dev/null", "-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    /// The screen as plain text.
+    fn capture(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-t", &self.target]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The screen with its attributes as escape sequences (`capture-pane -e`).
+    fn capture_escaped(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-e", "-t", &self.target]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Press keys by tmux name (`Escape`, `Enter`, `q`, `C-c`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.target];
+        args.extend_from_slice(keys);
+        let out = self.tmux(&args);
+        assert!(out.status.success(), "send-keys {keys:?}");
+    }
+
+    /// Type `text` literally.
+    fn type_text(&self, text: &str) {
+        let out = self.tmux(&["send-keys", "-t", &self.target, "-l", text]);
+        assert!(out.status.success(), "send-keys -l {text:?}");
+    }
+
+    /// A tmux format value of the pane (`#{alternate_on}`, `#{pane_pid}` …).
+    fn display(&self, format: &str) -> String {
+        let out = self.tmux(&["display-message", "-p", "-t", &self.target, format]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The pane's processes (for a failure message).
+    fn processes(&self) -> String {
+        let pid = self.display("#{pane_pid}");
+        Command::new("ps")
+            .args(["-o", "pid,stat,etime,time,args", "--ppid", &pid, "-p", &pid])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Poll the screen until `done` holds; fail with the last screen after `limit`.
+    #[track_caller]
+    fn wait_for_within(&self, what: &str, limit: Duration, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if done(&screen) {
+                return screen;
+            }
+            if start.elapsed() > limit {
+                panic!(
+                    "timed out waiting for {what} after {limit:?}; alternate screen: {}, \
+                     processes:\n{}\nthe screen was:\n{screen}",
+                    self.display("#{alternate_on}"),
+                    self.processes()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    #[track_caller]
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        self.wait_for_within(what, STEP, done)
+    }
+
+    #[track_caller]
+    fn wait_for_text(&self, text: &str) -> String {
+        self.wait_for(&format!("{text:?}"), |s| s.contains(text))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let socket = self.display("#{socket_path}");
+        let _ = self.tmux(&["kill-server"]);
+        // tmux leaves its socket file behind when killed.
+        if !socket.is_empty() {
+            let _ = std::fs::remove_file(socket);
+        }
+    }
+}
+
+/// Row `y` of a screen.
+fn row(screen: &str, y: usize) -> &str {
+    screen.lines().nth(y).unwrap_or("")
+}
+
+/// The status line (second to last row of a 40-row screen).
+fn status_line(screen: &str) -> &str {
+    row(screen, 38)
+}
+
+/// The hint bar (last row).
+fn hint_bar(screen: &str) -> &str {
+    row(screen, 39)
+}
+
+/// The sessions pane's rows (the left column, under its title).
+fn sessions_pane(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .skip(2)
+        .take(33)
+        .map(|l| l.chars().take(50).collect())
+        .collect()
+}
+
+/// The console's frame is on screen.
+fn console_shown(screen: &str) -> bool {
+    screen.contains(" Switchboard · ") && screen.contains("┌ Sessions ")
+}
+
+/// Every SGR sequence's parameters in `escaped` (`\x1b[1;7m` → `["1", "7"]`).
+fn sgr_params(escaped: &str) -> Vec<String> {
+    let re = regex::Regex::new(r"\x1b\[([0-9;:]*)m").expect("regex");
+    re.captures_iter(escaped)
+        .flat_map(|c| c[1].split(';').map(str::to_string).collect::<Vec<String>>())
+        .collect()
+}
+
+/// SGR parameters that set a colour (foreground, background, 256 and truecolor, bright).
+fn colour_params(escaped: &str) -> Vec<String> {
+    sgr_params(escaped)
+        .into_iter()
+        .filter(|p| {
+            let n: u32 = p.split(':').next().unwrap_or("").parse().unwrap_or(0);
+            matches!(n, 30..=37 | 38 | 40..=47 | 48 | 90..=97 | 100..=107)
+        })
+        .collect()
+}
+
+/// A shell-quoted path.
+fn q(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+/// The script around the console: an isolated environment, then after the console ends
+/// the exit code and the terminal's mode, so both can be read on the screen.
+fn script(env: &str, command: &str, xdg: &Path) -> String {
+    format!(
+        "unset SWITCHBOARD_STATE_DIR SWITCHBOARD_CONFIG NO_COLOR RUST_LOG RUST_BACKTRACE\n\
+         export XDG_CONFIG_HOME={xdg}\n\
+         {env}\n\
+         {command}\n\
+         echo \"EXITED $?\"\n\
+         echo \"STTY $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo|icrnl)$' | tr '\\n' ' ')\"\n\
+         sleep 60\n",
+        xdg = q(xdg),
+    )
+}
+
+/// After quitting: the shell's own output, a cooked terminal, the normal screen, a cursor.
+#[track_caller]
+fn assert_terminal_restored(t: &Tmux) {
+    let screen = t.wait_for("the shell's output after quitting", |s| {
+        s.contains("EXITED") && s.contains("STTY ")
+    });
+    assert!(screen.contains("EXITED 0"), "exit code:\n{screen}");
+    assert!(
+        !console_shown(&screen),
+        "the console's frame is gone:\n{screen}"
+    );
+    let stty = screen
+        .lines()
+        .find(|l| l.starts_with("STTY "))
+        .unwrap_or_default();
+    for flag in ["icanon", "echo", "icrnl"] {
+        assert!(
+            stty.split_whitespace().any(|w| w == flag),
+            "raw mode is off ({flag}): {stty}"
+        );
+    }
+    assert_eq!(
+        t.display("#{alternate_on}"),
+        "0",
+        "left the alternate screen"
+    );
+    assert_eq!(
+        t.display("#{cursor_flag}"),
+        "1",
+        "the cursor is shown again"
+    );
+    assert_eq!(t.display("#{mouse_any_flag}"), "0", "mouse capture is off");
+}
+
+/// `switchboard demo --pace-ms 300` in tmux, logging into `<scratch>/state`.
+fn start_demo(name: &str, env: &str) -> (Tmux, PathBuf) {
+    let t = Tmux::start(name, |dir| {
+        // The demo's temporary state goes under TMPDIR: keep it in the scratch folder.
+        std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
+        let env = format!(
+            "export SWITCHBOARD_STATE_DIR={} TMPDIR={}\n{env}",
+            q(&dir.join("state")),
+            q(&dir.join("tmp"))
+        );
+        let command = format!("{} demo --pace-ms 300", q(Path::new(BIN)));
+        script(&env, &command, &dir.join("xdg"))
+    });
+    let state = t.dir().join("state");
+    (t, state)
+}
+
+#[test]
+fn demo_rounds_tools_filter_send_policy_message_and_quit() {
+    require_tmux!();
+    let (t, state) = start_demo("demo", "");
+    t.wait_for_within("the console", START, console_shown);
+
+    // Rounds of every session: an exchange that ended (cap, REPLY_SKIP …).
+    t.keys(&["a"]);
+    let screen = t.wait_for("a finished exchange in the rounds pane", |s| {
+        s.contains("Rounds (all)") && s.contains("ended:")
+    });
+    assert!(screen.contains(" → "), "requester → target:\n{screen}");
+
+    // Colours are on without NO_COLOR (so the NO_COLOR test below means something).
+    let escaped = t.capture_escaped();
+    assert!(
+        !colour_params(&escaped).is_empty(),
+        "colour escape sequences expected:\n{escaped:?}"
+    );
+
+    // Tools toggle: the indicator line says so.
+    assert!(screen.contains("tools:off"), "{screen}");
+    t.keys(&["t"]);
+    t.wait_for_text("tools:on");
+
+    // Filter by text: only #eng-standup is left; Esc clears the filter.
+    t.keys(&["/"]);
+    t.wait_for("the filter box", |s| {
+        sessions_pane(s).iter().any(|l| l.starts_with("│/▏"))
+    });
+    t.type_text("standup");
+    let screen = t.wait_for("the list filtered to #eng-standup", |s| {
+        let rows = sessions_pane(s);
+        rows.iter().any(|l| l.contains("/standup▏"))
+            && rows.iter().any(|l| l.contains("#eng-standup"))
+            && s.contains("┌ Sessions 1/")
+    });
+    assert!(
+        !sessions_pane(&screen)
+            .iter()
+            .any(|l| l.contains("Alice (Telegram)")),
+        "{screen}"
+    );
+    t.keys(&["Escape"]);
+    t.wait_for("the filter cleared", |s| {
+        !s.contains("/standup")
+            && sessions_pane(s)
+                .iter()
+                .any(|l| l.contains("Alice (Telegram)"))
+    });
+    // The filtered session is still the selected one.
+    t.wait_for_text("┌ agent:ops:discord:group:eng-standup ");
+
+    // `/send off` in the composer: the policy changes, and the status line says so.
+    t.keys(&["i"]);
+    t.wait_for("the composer", |s| hint_bar(s).contains("enter send"));
+    t.type_text("/send off");
+    t.wait_for_text("/send off▏");
+    t.keys(&["Enter"]);
+    // The status line reports it (the engine's event, then the command's reply), the
+    // session shows its override, and the transcript keeps the reply. Demo traffic flashes
+    // refusals into the status line all the time, and may replace the report before a
+    // capture sees it (or before it is even drawn): the quiet console test below checks
+    // the status line strictly.
+    let status_seen = std::cell::Cell::new(false);
+    let screen = t.wait_for("the new policy on screen", |s| {
+        let status = status_line(s);
+        if status.contains("Send policy set to off")
+            || status.contains("eng-standup set to deny (by /send)")
+        {
+            status_seen.set(true);
+        }
+        s.contains("Send policy set to off")
+            && sessions_pane(s)
+                .iter()
+                .any(|l| l.contains("#eng-standup") && l.contains("deny*"))
+    });
+    if !status_seen.get() {
+        eprintln!("note: demo traffic replaced the status line's report before a capture saw it");
+    }
+    assert!(
+        screen.contains("Write to agent:ops:discord:group:eng-standup"),
+        "{screen}"
+    );
+
+    // A message as the owner: it appears in the transcript and ops answers.
+    t.type_text("deploy status please?");
+    t.wait_for_text("deploy status please?▏");
+    t.keys(&["Enter"]);
+    t.wait_for_text("owner: deploy status please?");
+    t.wait_for_text("agent: Deploy 2025.06.3 is rolling out");
+
+    // Leave the composer, quit, and get the shell back.
+    t.keys(&["Escape"]);
+    t.wait_for("the sessions pane's hints", |s| {
+        hint_bar(s).contains("filter sessions")
+    });
+    t.keys(&["q"]);
+    assert_terminal_restored(&t);
+    // The log's path was printed before the screen was taken, so it is still there.
+    let screen = t.capture();
+    assert!(screen.contains("logging to"), "{screen}");
+    assert!(
+        state.join("logs").exists(),
+        "logs go to SWITCHBOARD_STATE_DIR: {}",
+        state.display()
+    );
+    // The demo's temporary state folder is gone.
+    let left: Vec<_> = std::fs::read_dir(t.dir().join("tmp"))
+        .expect("the scratch TMPDIR")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn demo_with_no_color_has_no_colour_and_quits_cleanly() {
+    require_tmux!();
+    let (t, _state) = start_demo("nocolor", "export NO_COLOR=1");
+    t.wait_for_within("the console", START, console_shown);
+    t.keys(&["a"]);
+    t.wait_for("a finished exchange in the rounds pane", |s| {
+        s.contains("ended:")
+    });
+    // A flash in the status line, so every kind of text is on screen.
+    t.keys(&["t"]);
+    t.wait_for_text("tools:on");
+    let escaped = t.capture_escaped();
+    let colours = colour_params(&escaped);
+    assert!(
+        colours.is_empty(),
+        "NO_COLOR: no colour sequences, found {colours:?} in:\n{escaped:?}"
+    );
+    // Selection and focus stay visible: reverse video and bold are still there.
+    let attrs = sgr_params(&escaped);
+    assert!(attrs.iter().any(|p| p == "7"), "reverse: {attrs:?}");
+    assert!(attrs.iter().any(|p| p == "1"), "bold: {attrs:?}");
+    t.keys(&["q"]);
+    assert_terminal_restored(&t);
+}
+
+/// main answers `pong: <text>`.
+const CONFIG: &str = r#"{
+  agents: { list: [ { id: "main", default: true, model: "scripted", script: [ { reply: "pong: {{text}}" } ] } ] },
+}"#;
+
+/// `switchboard --state-dir … --config …` in tmux.
+fn start_console(name: &str, bench: &CliBench) -> Tmux {
+    let command = format!(
+        "{} --state-dir {} --config {}",
+        q(Path::new(BIN)),
+        q(&bench.state),
+        q(&bench.config)
+    );
+    Tmux::start(name, |dir| script("", &command, &dir.join("xdg")))
+}
+
+#[test]
+fn console_shows_what_another_process_injects() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&[
+        "inject",
+        "agent:main:main",
+        "first message",
+        "--channel",
+        "telegram",
+        "--sender",
+        "alice",
+        "--quiet",
+    ]);
+    let t = start_console("inject", &bench);
+    let screen = t.wait_for_within("the console with the session", START, |s| {
+        console_shown(s) && s.contains("alice: first message")
+    });
+    assert!(screen.contains("pong: first message"), "{screen}");
+
+    // Another process writes into the open session…
+    bench.ok(&[
+        "inject",
+        "agent:main:main",
+        "second message from another shell",
+        "--channel",
+        "telegram",
+        "--sender",
+        "alice",
+        "--quiet",
+    ]);
+    t.wait_for_text("alice: second message from another shell");
+    t.wait_for_text("pong: second message from another shell");
+
+    // …and creates a new session.
+    bench.ok(&[
+        "inject",
+        "agent:main:telegram:group:42",
+        "hello group",
+        "--channel",
+        "telegram",
+        "--chat-type",
+        "group",
+        "--display-name",
+        "Team chat",
+        "--quiet",
+    ]);
+    t.wait_for("the new session in the list", |s| {
+        s.contains("┌ Sessions 2/2") && sessions_pane(s).iter().any(|l| l.contains("Team chat"))
+    });
+
+    // `/send off` on a quiet console: the status line reports it, then shows the new
+    // effective policy and where it comes from.
+    // The selection stayed on the session it was on, though the new one is listed first.
+    t.wait_for_text("┌ agent:main:main ");
+    t.keys(&["i"]);
+    t.wait_for("the composer", |s| hint_bar(s).contains("enter send"));
+    t.type_text("/send off");
+    t.wait_for_text("/send off▏");
+    t.keys(&["Enter"]);
+    t.wait_for("the report in the status line", |s| {
+        status_line(s).contains("Send policy set to off")
+    });
+    t.wait_for("the effective policy in the status line", |s| {
+        status_line(s).contains("send policy: deny (override")
+    });
+    assert!(
+        sessions_pane(&t.capture())
+            .iter()
+            .any(|l| l.contains("deny*"))
+    );
+    // The same composer sends a message; the reply streams in.
+    t.type_text("are you there?");
+    t.wait_for_text("are you there?▏");
+    t.keys(&["Enter"]);
+    t.wait_for_text("owner: are you there?");
+    t.wait_for_text("agent: pong: are you there?");
+
+    // A pasted block arrives in the composer as one message.
+    let out = t.tmux(&["set-buffer", "pasted line one\npasted line two"]);
+    assert!(out.status.success());
+    let out = t.tmux(&["paste-buffer", "-p", "-t", "console"]);
+    assert!(out.status.success());
+    t.wait_for_text("[+1 lines] pasted line two▏");
+    t.keys(&["Escape"]);
+    t.wait_for("the sessions pane's hints", |s| {
+        hint_bar(s).contains("filter sessions")
+    });
+    t.keys(&["q"]);
+    assert_terminal_restored(&t);
+}
+
+#[test]
+#[ignore = "bug: keys that arrive in one read are all mapped with the focus from before the batch, so typing right after `i` is lost"]
+fn typing_right_after_i_goes_into_the_composer() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    let t = start_console("burst", &bench);
+    t.wait_for_within("the console", START, |s| {
+        console_shown(s) && s.contains("pong: hi")
+    });
+    // One write, as a fast typist over SSH (or a paste without bracketed paste) delivers it.
+    t.type_text("ihello there");
+    t.wait_for_text("hello there▏");
+}
+
+#[test]
+fn a_vanished_terminal_ends_the_program() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    // `exec`, so the pane's process is the console itself.
+    let t = Tmux::start("hangup", |dir| {
+        format!(
+            "export XDG_CONFIG_HOME={}\nexec {} --state-dir {} --config {}\n",
+            q(&dir.join("xdg")),
+            q(Path::new(BIN)),
+            q(&bench.state),
+            q(&bench.config)
+        )
+    });
+    t.wait_for_within("the console", START, console_shown);
+    let pid: u32 = t.display("#{pane_pid}").parse().expect("the pane's pid");
+    // Keep the server up so it reaps the child, then close the console's terminal.
+    let out = t.tmux(&["new-session", "-d", "-s", "keepalive", "sleep 60"]);
+    assert!(out.status.success());
+    let out = t.tmux(&["kill-session", "-t", "console"]);
+    assert!(out.status.success());
+    let start = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Gone, or a zombie waiting to be reaped: either way it no longer runs.
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        if stat.is_empty() || state == Some("Z") {
+            break;
+        }
+        assert!(
+            start.elapsed() < STEP,
+            "the console (pid {pid}) still runs after its terminal went away: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+#[ignore = "bug: when the terminal vanishes, `switchboard demo` panics on the way out (exit 101) and leaves its temporary state folder"]
+fn demo_on_a_vanished_terminal_ends_cleanly_and_removes_its_state() {
+    require_tmux!();
+    let t = Tmux::start("demohup", |dir| {
+        std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
+        // The shell survives the hangup (a handler, so the console still gets the default
+        // disposition) to write down how the console ended.
+        format!(
+            "trap 'true' HUP\n\
+             export XDG_CONFIG_HOME={xdg} SWITCHBOARD_STATE_DIR={state} TMPDIR={tmp}\n\
+             {bin} demo --pace-ms 300\n\
+             echo $? > {exit}\n",
+            xdg = q(&dir.join("xdg")),
+            state = q(&dir.join("state")),
+            tmp = q(&dir.join("tmp")),
+            bin = q(Path::new(BIN)),
+            exit = q(&dir.join("exit-code")),
+        )
+    });
+    t.wait_for_within("the console", START, console_shown);
+    let tmp = t.dir().join("tmp");
+    let demo_dirs = || {
+        std::fs::read_dir(&tmp)
+            .map(|d| d.filter_map(Result::ok).count())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        demo_dirs(),
+        1,
+        "the demo's state folder exists while it runs"
+    );
+    let out = t.tmux(&["new-session", "-d", "-s", "keepalive", "sleep 60"]);
+    assert!(out.status.success());
+    let out = t.tmux(&["kill-session", "-t", "console"]);
+    assert!(out.status.success());
+    let exit_file = t.dir().join("exit-code");
+    let start = Instant::now();
+    let code = loop {
+        if let Ok(code) = std::fs::read_to_string(&exit_file)
+            && !code.trim().is_empty()
+        {
+            break code.trim().to_string();
+        }
+        assert!(start.elapsed() < STEP, "the demo still runs after a hangup");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_ne!(code, "101", "the demo panicked on the way out");
+    assert_eq!(demo_dirs(), 0, "the demo's temporary state is removed");
+}

@@ -1,0 +1,1763 @@
+//! The console's screens as text: `insta` snapshots of `view::draw` on ratatui's
+//! `TestBackend`, for each pane in its main states, at 80×24 and 120×40, too small, and with
+//! NO_COLOR; then `Console::update` driven by hand over a real engine (the composer, slash
+//! commands and their inline errors, a policy-denied send, a paste of 1 MB, escape sequences
+//! in agent text, a session deleted while selected, a resize to 10×5).
+//!
+//! The hand-built states are deterministic (fixed clock, fixed keys, fixed timestamps). Screens
+//! of a real engine carry wall-clock times: `redact` blanks them before snapshotting.
+//!
+//! Snapshots live in tests/snapshots/; write new ones with
+//! `INSTA_UPDATE=always cargo test --test tui_snapshots`, then read every changed `.snap`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
+use serde_json::{Value, json};
+use switchboard::engine::events::EngineEvent;
+use switchboard::engine::inbound::Inbound;
+use switchboard::engine::key::{SessionKey, SessionKind};
+use switchboard::tui::action::{Action, Intent};
+use switchboard::tui::keymap::Keymap;
+use switchboard::tui::load;
+use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
+use switchboard::tui::update::Console;
+use switchboard::tui::{strip_colors, view};
+use tokio::sync::broadcast;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use unicode_width::UnicodeWidthStr;
+
+// ---------------------------------------------------------------------------------------------
+// Rendering helpers
+// ---------------------------------------------------------------------------------------------
+
+/// 2025-06-15 15:06:40 UTC: every hand-built time is relative to it.
+const NOW: i64 = 1_750_000_000_000;
+const SEC: i64 = 1_000;
+const MIN: i64 = 60 * SEC;
+const HOUR: i64 = 60 * MIN;
+const DAY: i64 = 24 * HOUR;
+
+/// Draw `state` on a `w`×`h` test terminal with the default keymap.
+fn render(state: &State, w: u16, h: u16) -> Buffer {
+    let keymap = Keymap::defaults();
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    terminal
+        .draw(|f| view::draw(f, state, &keymap))
+        .expect("draw");
+    terminal.backend().buffer().clone()
+}
+
+/// The buffer as lines of text: each row's cell symbols joined (the cells a wide character
+/// covers are skipped), trailing blanks trimmed.
+fn text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let mut line = String::new();
+        let mut skip = 0usize;
+        for x in area.left()..area.right() {
+            let symbol = buf[(x, y)].symbol();
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            line.push_str(symbol);
+            skip = symbol.width().saturating_sub(1);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Draw and return the screen's text.
+fn screen(state: &State, w: u16, h: u16) -> String {
+    text(&render(state, w, h))
+}
+
+/// One row of the screen's text.
+fn row(screen: &str, y: usize) -> &str {
+    screen.lines().nth(y).unwrap_or("")
+}
+
+/// Which panes have a bold (focused) border, read from each region's top-left corner.
+fn focused_borders(buf: &Buffer) -> String {
+    let r = view::regions(buf.area.width, buf.area.height);
+    let panes = [
+        ("sessions", r.sessions),
+        ("transcript", r.transcript),
+        ("rounds", r.rounds),
+        ("composer", r.composer),
+    ];
+    let bold: Vec<&str> = panes
+        .iter()
+        .filter(|(_, rect)| buf[(rect.x, rect.y)].modifier.contains(Modifier::BOLD))
+        .map(|(name, _)| *name)
+        .collect();
+    format!("bold borders: {}", bold.join(", "))
+}
+
+/// The transcript pane's text at 120×40 (right of the sessions pane, above the rounds).
+fn transcript_pane(screen: &str) -> String {
+    let r = view::regions(120, 40);
+    screen
+        .lines()
+        .skip(r.transcript.y as usize + 1)
+        .take(r.transcript.height as usize - 3)
+        .map(|l| l.chars().skip(r.transcript.x as usize).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Times and relative ages of a real engine's screen, blanked (`12:34:56` → `HH:MM:SS`).
+fn redact(screen: &str) -> String {
+    let clock = regex::Regex::new(r"\b\d{2}:\d{2}:\d{2}\b").expect("regex");
+    clock.replace_all(screen, "HH:MM:SS").into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-built states
+// ---------------------------------------------------------------------------------------------
+
+fn session(
+    key: &str,
+    kind: SessionKind,
+    name: &str,
+    channel: &str,
+    age: i64,
+    policy: &'static str,
+    policy_override: bool,
+) -> SessionRow {
+    SessionRow {
+        key: key.to_string(),
+        kind,
+        name: name.to_string(),
+        channel: channel.to_string(),
+        updated_at: NOW - age,
+        policy,
+        policy_override,
+        archived: false,
+    }
+}
+
+const MAIN: &str = "agent:main:main";
+const INCIDENTS: &str = "agent:ops:slack:group:incidents";
+const STANDUP: &str = "agent:ops:discord:group:eng-standup";
+const RANDOM: &str = "agent:support:discord:group:random";
+const JONAS: &str = "agent:main:whatsapp:direct:+4915112345678";
+const RESEARCH: &str = "agent:research:main";
+const VISITOR: &str = "agent:support:webchat:direct:visitor-8812";
+const NIGHTLY: &str = "agent:main:cron:nightly-report";
+const CHILD: &str = "agent:research:subagent:7f3e2c1a-0000-4000-8000-000000000001";
+const CHILD2: &str = "agent:research:subagent:0b1d9e44-0000-4000-8000-000000000002";
+const CHILD3: &str = "agent:ops:subagent:c4a1f00d-0000-4000-8000-000000000003";
+
+/// Every kind, a running session, unread counts, a session denied by a rule, one denied by
+/// its own override (`*`), and a CJK + emoji name.
+fn sessions() -> Vec<SessionRow> {
+    vec![
+        session(
+            MAIN,
+            SessionKind::Main,
+            "Alice (Telegram)",
+            "telegram",
+            4 * SEC,
+            "allow",
+            false,
+        ),
+        session(
+            INCIDENTS,
+            SessionKind::Group,
+            "#incidents",
+            "slack",
+            90 * SEC,
+            "allow",
+            false,
+        ),
+        session(
+            CHILD,
+            SessionKind::Other,
+            "investigation",
+            "internal",
+            5 * MIN,
+            "allow",
+            false,
+        ),
+        session(
+            VISITOR,
+            SessionKind::Other,
+            VISITOR,
+            "webchat",
+            12 * MIN,
+            "allow",
+            false,
+        ),
+        session(
+            STANDUP,
+            SessionKind::Group,
+            "#eng-standup",
+            "discord",
+            40 * MIN,
+            "deny",
+            true,
+        ),
+        session(
+            RANDOM,
+            SessionKind::Group,
+            "#random",
+            "discord",
+            2 * HOUR,
+            "deny",
+            false,
+        ),
+        session(
+            "agent:research:feishu:group:42",
+            SessionKind::Group,
+            "研究チーム📚",
+            "feishu",
+            5 * HOUR,
+            "allow",
+            false,
+        ),
+        session(
+            NIGHTLY,
+            SessionKind::Cron,
+            NIGHTLY,
+            "internal",
+            9 * HOUR,
+            "allow",
+            false,
+        ),
+        session(
+            "agent:main:hook:3f9c1e52-8a47-4d0b-b6e2-5c71a9d04e18",
+            SessionKind::Hook,
+            "agent:main:hook:3f9c1e52-8a47-4d0b-b6e2-5c71a9d04e18",
+            "internal",
+            2 * DAY,
+            "allow",
+            false,
+        ),
+        session(
+            "agent:main:node:build-runner",
+            SessionKind::Node,
+            "agent:main:node:build-runner",
+            "internal",
+            3 * DAY,
+            "allow",
+            false,
+        ),
+    ]
+}
+
+/// A stored transcript line as the engine writes it.
+fn message(seq: i64, age: i64, message: Value) -> switchboard::tui::state::TranscriptLine {
+    let mut m = message;
+    m["timestamp"] = json!(NOW - age);
+    load::line_of(seq, &json!({ "type": "message", "message": m })).expect("a message line")
+}
+
+fn user_text(text: &str) -> Value {
+    json!([{ "type": "text", "text": text }])
+}
+
+/// The owner's DM with main: plain messages, a tool call and its result, an inter-session
+/// message from ops (with its source), a multi-line reply and a failed run.
+fn main_transcript() -> Vec<switchboard::tui::state::TranscriptLine> {
+    vec![
+        message(
+            1,
+            10 * MIN,
+            json!({ "role": "user", "content": user_text("morning! anything I should know?"),
+                    "senderLabel": "alice", "senderIsOwner": true }),
+        ),
+        message(
+            2,
+            10 * MIN - 2 * SEC,
+            json!({ "role": "assistant", "content": user_text("Morning! Overnight: INC-4821 mitigated, 3 support tickets open."),
+                    "stopReason": "stop" }),
+        ),
+        message(
+            3,
+            8 * MIN,
+            json!({ "role": "user", "content": user_text("@ops is INC-4821 under control?"),
+                    "senderLabel": "alice", "senderIsOwner": true }),
+        ),
+        message(
+            4,
+            8 * MIN - SEC,
+            json!({ "role": "assistant", "stopReason": "toolUse", "content": [
+                { "type": "toolCall", "id": "call_1", "name": "sessions_send",
+                  "arguments": { "sessionKey": INCIDENTS, "message": "is INC-4821 under control?" } }
+            ] }),
+        ),
+        message(
+            5,
+            8 * MIN - 5 * SEC,
+            json!({ "role": "toolResult", "toolName": "sessions_send", "toolCallId": "call_1",
+                    "content": user_text("{\"status\":\"ok\",\"reply\":\"p95 back to 310 ms\"}") }),
+        ),
+        message(
+            6,
+            8 * MIN - 6 * SEC,
+            json!({ "role": "assistant", "content": user_text("Asked ops in #incidents. They said: p95 back to 310 ms."),
+                    "stopReason": "stop" }),
+        ),
+        message(
+            7,
+            7 * MIN,
+            json!({ "role": "user", "content": user_text("Status update: INC-4821 mitigated, rollback staged."),
+                    "provenance": { "kind": "inter_session", "sourceSessionKey": INCIDENTS,
+                                    "sourceTool": "sessions_send" } }),
+        ),
+        message(
+            8,
+            7 * MIN - 2 * SEC,
+            json!({ "role": "assistant", "content": user_text("Thanks. Summary for Alice:\n- INC-4821 mitigated\n- rollback staged"),
+                    "stopReason": "stop" }),
+        ),
+        message(
+            9,
+            MIN,
+            json!({ "role": "user", "content": user_text("post in #random: deploy freeze at 17:00"),
+                    "senderLabel": "alice", "senderIsOwner": true }),
+        ),
+        message(
+            10,
+            MIN - SEC,
+            json!({ "role": "assistant", "stopReason": "error", "errorMessage": "scripted failure",
+                    "content": [] }),
+        ),
+    ]
+}
+
+fn round(round: u32, speaker: &str, text: &str) -> RoundView {
+    RoundView {
+        round,
+        speaker: speaker.to_string(),
+        text: text.to_string(),
+        status: "ok".to_string(),
+    }
+}
+
+fn pair(a: &str, b: &str) -> Option<(String, String)> {
+    Some((a.to_string(), b.to_string()))
+}
+
+/// Finished exchanges (cap reached with a delivered announce, REPLY_SKIP with a skipped one,
+/// a timeout without a route) and one still running.
+fn flows() -> BTreeMap<String, FlowView> {
+    let list = vec![
+        FlowView {
+            flow_id: "flow-1".into(),
+            requester: MAIN.into(),
+            target: INCIDENTS.into(),
+            message: "is INC-4821 under control?".into(),
+            rounds: vec![
+                round(1, INCIDENTS, "p95 checkout latency is back to 310 ms."),
+                round(2, MAIN, "Thanks. Is a rollback staged?"),
+                round(3, INCIDENTS, "Yes: a rollback to 2025.06.2 is staged."),
+                round(4, MAIN, "Great, I'll let the customer-facing folks know."),
+            ],
+            loop_end: pair("cap", "maxPingPongTurns 3"),
+            announce: pair("delivered", "queued for slack group:incidents"),
+            done: true,
+            started: NOW - 8 * MIN,
+        },
+        FlowView {
+            flow_id: "flow-2".into(),
+            requester: JONAS.into(),
+            target: RESEARCH.into(),
+            message: "what did last week's churn cohort look like?".into(),
+            rounds: vec![
+                round(1, RESEARCH, "Churn for last week's cohort: 2.1%."),
+                round(2, JONAS, "Perfect. Source links later?"),
+                round(3, RESEARCH, "REPLY_SKIP"),
+            ],
+            loop_end: pair("reply_skip", "research said REPLY_SKIP"),
+            announce: pair("skipped", "the target chose to stay silent"),
+            done: true,
+            started: NOW - 6 * MIN,
+        },
+        FlowView {
+            flow_id: "flow-3".into(),
+            requester: MAIN.into(),
+            target: "agent:support:main".into(),
+            message: "Payment failed for acme-corp: please reach out.".into(),
+            rounds: vec![RoundView {
+                round: 1,
+                speaker: "agent:support:main".into(),
+                text: String::new(),
+                status: "timeout".into(),
+            }],
+            loop_end: pair("timeout", "no reply within 30 s"),
+            announce: pair("no_route", "agent:support:main has no channel route"),
+            done: true,
+            started: NOW - 4 * MIN,
+        },
+        FlowView {
+            flow_id: "flow-4".into(),
+            requester: VISITOR.into(),
+            target: INCIDENTS.into(),
+            message: "Checkout failing with 502s. Known issue?".into(),
+            rounds: vec![round(
+                1,
+                INCIDENTS,
+                "Known issue: INC-4821, a bad cache node.",
+            )],
+            loop_end: None,
+            announce: None,
+            done: false,
+            started: NOW - 30 * SEC,
+        },
+    ];
+    list.into_iter().map(|f| (f.flow_id.clone(), f)).collect()
+}
+
+/// main spawned two research children (one finished and announced, one still running); the
+/// cron session spawned one that failed and whose announce was blocked.
+fn spawns() -> BTreeMap<String, SpawnView> {
+    let list = vec![
+        SpawnView {
+            requester: MAIN.into(),
+            child: CHILD.into(),
+            label: "investigation".into(),
+            status: "completed".into(),
+            runtime_ms: Some(610),
+            tokens: Some((2400, 75)),
+            announce: Some("delivered".into()),
+            started: NOW - 5 * MIN,
+        },
+        SpawnView {
+            requester: MAIN.into(),
+            child: CHILD2.into(),
+            label: "why EU conversion dipped yesterday".into(),
+            status: "running".into(),
+            runtime_ms: None,
+            tokens: None,
+            announce: None,
+            started: NOW - 4 * MIN,
+        },
+        SpawnView {
+            requester: NIGHTLY.into(),
+            child: CHILD3.into(),
+            label: "nightly-report".into(),
+            status: "failed".into(),
+            runtime_ms: Some(1200),
+            tokens: Some((300, 0)),
+            announce: Some("blocked".into()),
+            started: NOW - 2 * MIN,
+        },
+    ];
+    list.into_iter().map(|s| (s.child.clone(), s)).collect()
+}
+
+/// The selected session has no messages (yet).
+fn no_transcript(s: &mut State) {
+    s.transcript.clear();
+    s.transcript_total = 0;
+}
+
+/// An empty console attached to a fixed folder.
+fn empty() -> State {
+    State::new("/srv/switchboard/state".to_string(), NOW)
+}
+
+/// A busy console: every kind of session, main's DM selected, exchanges and sub-agents.
+fn busy() -> State {
+    let mut s = empty();
+    s.sessions = sessions();
+    s.total_sessions = 10;
+    s.running.insert(MAIN.to_string());
+    s.running.insert(INCIDENTS.to_string());
+    s.unread.insert(INCIDENTS.to_string(), 3);
+    s.unread.insert(RANDOM.to_string(), 12);
+    s.unread.insert(VISITOR.to_string(), 1);
+    s.transcript = main_transcript();
+    s.transcript_total = 10;
+    s.flows = flows();
+    s.spawns = spawns();
+    s.selected_policy = Some("allow (default (session.sendPolicy.default))".to_string());
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots of hand-built states
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn empty_console_80x24() {
+    insta::assert_snapshot!(screen(&empty(), 80, 24));
+}
+
+#[test]
+fn empty_console_120x40() {
+    insta::assert_snapshot!(screen(&empty(), 120, 40));
+}
+
+#[test]
+fn busy_console_80x24() {
+    insta::assert_snapshot!(screen(&busy(), 80, 24));
+}
+
+#[test]
+fn busy_console_120x40() {
+    let s = busy();
+    let shown = screen(&s, 120, 40);
+    // Running (●), unread counts, the deny policy and the override marker are on screen.
+    assert!(shown.contains("●main"), "{shown}");
+    assert!(shown.contains("deny* "), "{shown}");
+    assert!(shown.contains(" 12│"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn sessions_with_a_selection_further_down() {
+    let mut s = busy();
+    s.selected = 4;
+    no_transcript(&mut s);
+    s.flows.clear();
+    s.spawns.clear();
+    s.selected_policy = Some("deny (override (set on this session))".to_string());
+    let buf = render(&s, 120, 40);
+    // The selected row (here the denied #eng-standup) is drawn reversed.
+    let r = view::regions(120, 40);
+    let y = r.sessions.y + 1 + 4;
+    assert!(
+        buf[(r.sessions.x + 1, y)]
+            .modifier
+            .contains(Modifier::REVERSED)
+    );
+    insta::assert_snapshot!(text(&buf));
+}
+
+#[test]
+fn sessions_scrolled_to_keep_the_selection_in_view() {
+    let mut s = busy();
+    s.selected = 9;
+    no_transcript(&mut s);
+    // 80×24 leaves 8 rows in the sessions pane: the last session must still be visible.
+    let shown = screen(&s, 80, 24);
+    assert!(shown.contains("agent:main:node"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn filter_box_in_use() {
+    let mut s = busy();
+    s.focus = Focus::Filter;
+    s.filter = "inc".to_string();
+    s.sessions
+        .retain(|r| r.key.contains("inc") || r.name.contains("inc"));
+    no_transcript(&mut s);
+    insta::assert_snapshot!(screen(&s, 120, 40));
+}
+
+#[test]
+fn filter_kept_after_enter() {
+    let mut s = busy();
+    s.focus = Focus::Sessions;
+    s.filter = "discord".to_string();
+    s.sessions.retain(|r| r.key.contains("discord"));
+    s.selected_policy = Some("deny (override (set on this session))".to_string());
+    no_transcript(&mut s);
+    insta::assert_snapshot!(screen(&s, 80, 24));
+}
+
+#[test]
+fn filter_without_matches() {
+    let mut s = busy();
+    s.focus = Focus::Filter;
+    s.filter = "nothing-like-this".to_string();
+    s.sessions.clear();
+    no_transcript(&mut s);
+    s.selected_policy = None;
+    let shown = screen(&s, 80, 24);
+    assert!(shown.contains("No session matches the filter"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn kind_filter_groups() {
+    let mut s = busy();
+    s.kind_filter = Some(SessionKind::Group);
+    s.sessions.retain(|r| r.kind == SessionKind::Group);
+    no_transcript(&mut s);
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains("[group]"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn archived_sessions_shown_on_request() {
+    let mut s = busy();
+    s.show_archived = true;
+    let mut old = session(
+        "agent:main:telegram:group:old-project",
+        SessionKind::Group,
+        "Old project",
+        "telegram",
+        40 * DAY,
+        "allow",
+        false,
+    );
+    old.archived = true;
+    s.sessions.push(old);
+    s.total_sessions = 11;
+    no_transcript(&mut s);
+    insta::assert_snapshot!(screen(&s, 120, 40));
+}
+
+#[test]
+fn transcript_tools_hidden() {
+    let mut s = busy();
+    s.focus = Focus::Transcript;
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains("tools:off"), "{shown}");
+    assert!(!shown.contains("sessions_send({"), "{shown}");
+    // The inter-session message says where it came from.
+    assert!(
+        shown.contains("from agent:ops:slack:group:incidents via"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn transcript_tools_shown() {
+    let mut s = busy();
+    s.focus = Focus::Transcript;
+    s.tools = true;
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains("tools:on"), "{shown}");
+    assert!(shown.contains("→ tool"), "{shown}");
+    assert!(shown.contains("sessions_send({"), "{shown}");
+    assert!(shown.contains("← sessions_send"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn transcript_without_timestamps_or_wrap() {
+    let mut s = busy();
+    s.focus = Focus::Transcript;
+    s.timestamps = false;
+    s.wrap = false;
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains("times:off wrap:off"), "{shown}");
+    assert!(!shown.contains("15:0"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn transcript_scrolled_up_pauses_follow_and_shows_the_window() {
+    let mut s = busy();
+    s.focus = Focus::Transcript;
+    s.follow = false;
+    s.transcript_scroll = 6;
+    // Only the newest lines are loaded: the indicator says how many of how many.
+    s.transcript_total = 1_000_000;
+    insta::assert_snapshot!(screen(&s, 80, 24));
+}
+
+#[test]
+fn transcript_of_a_session_without_messages() {
+    let mut s = busy();
+    s.selected = 3;
+    no_transcript(&mut s);
+    let shown = screen(&s, 80, 24);
+    assert!(shown.contains("No messages yet."), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn rounds_of_the_selected_session() {
+    let mut s = busy();
+    s.focus = Focus::Rounds;
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains("ended: cap reached"), "{shown}");
+    assert!(shown.contains("announce: delivered"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn rounds_of_all_sessions() {
+    let mut s = busy();
+    s.focus = Focus::Rounds;
+    s.rounds_all = true;
+    // Tall enough to show every exchange and sub-agent at once.
+    let shown = screen(&s, 120, 80);
+    assert!(
+        shown.contains("agent:main:main → agent:ops:slack:group:incidents"),
+        "{shown}"
+    );
+    assert!(shown.contains("ended: REPLY_SKIP"), "{shown}");
+    assert!(shown.contains("announce: skipped"), "{shown}");
+    assert!(shown.contains("(timeout)"), "{shown}");
+    assert!(shown.contains("  …"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn rounds_pane_without_traffic() {
+    let mut s = busy();
+    s.flows.clear();
+    s.spawns.clear();
+    s.focus = Focus::Rounds;
+    insta::assert_snapshot!(screen(&s, 80, 24));
+}
+
+#[test]
+fn spawned_tree_under_its_requester() {
+    let mut s = busy();
+    s.flows.clear();
+    s.rounds_all = true;
+    s.focus = Focus::Rounds;
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains("agent:main:main spawned:"), "{shown}");
+    assert!(
+        shown.contains("└ investigation [completed] 610 ms, tokens 2400/75, announce"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+#[ignore = "bug: rounds pane repeats a requester's `spawned:` header when its children's starts interleave with another requester's"]
+fn spawned_tree_groups_children_under_one_header_per_requester() {
+    let mut s = busy();
+    s.flows.clear();
+    s.rounds_all = true;
+    // main's second child starts after the cron session's child.
+    let late = s.spawns.get_mut(CHILD2).expect("child 2");
+    late.started = NOW - MIN;
+    let shown = screen(&s, 120, 40);
+    assert_eq!(
+        shown.matches("agent:main:main spawned:").count(),
+        1,
+        "one header for main's children:\n{shown}"
+    );
+}
+
+#[test]
+fn policy_denied_send_flash() {
+    let mut s = busy();
+    s.flash(
+        "sessions_send: forbidden: Send blocked by the send policy of agent:support:discord:group:random (rule 1); the owner can allow it with /send on there",
+        true,
+    );
+    let buf = render(&s, 120, 40);
+    let shown = text(&buf);
+    let status = row(&shown, 38);
+    assert!(
+        status.starts_with(" ✗ sessions_send: forbidden"),
+        "{status}"
+    );
+    // Red and bold.
+    let cell = &buf[(1, 38)];
+    assert_eq!(cell.fg, Color::Red);
+    assert!(cell.modifier.contains(Modifier::BOLD));
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn composer_typing() {
+    let mut s = busy();
+    s.focus = Focus::Composer;
+    s.composer.text = "first line\nsecond line of a longer message".to_string();
+    let shown = screen(&s, 80, 24);
+    assert!(
+        shown.contains("[+1 lines] second line of a longer message▏"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn composer_inline_error() {
+    let mut s = busy();
+    s.focus = Focus::Composer;
+    s.composer.text = "/send maybe".to_string();
+    s.composer.error = Some(
+        "Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)"
+            .to_string(),
+    );
+    let buf = render(&s, 120, 40);
+    let r = view::regions(120, 40);
+    let cell = &buf[(r.composer.x + 1, r.composer.y + 1)];
+    assert_eq!(cell.symbol(), "✗");
+    assert_eq!(cell.fg, Color::Red);
+    insta::assert_snapshot!(text(&buf));
+}
+
+#[test]
+fn help_overlay_120x40() {
+    let mut s = busy();
+    s.help = true;
+    let shown = screen(&s, 120, 40);
+    assert!(shown.contains(" Keys "), "{shown}");
+    assert!(shown.contains("toggle") || shown.contains("show/hide tool calls"));
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn help_overlay_80x24() {
+    let mut s = busy();
+    s.help = true;
+    insta::assert_snapshot!(screen(&s, 80, 24));
+}
+
+#[test]
+fn help_overlay_at_the_minimum_size() {
+    let mut s = busy();
+    s.help = true;
+    insta::assert_snapshot!(screen(&s, view::MIN_WIDTH, view::MIN_HEIGHT));
+}
+
+#[test]
+#[ignore = "bug: at 80×24 the sessions rows overflow the pane: policy, override marker and unread count are cut off"]
+fn sessions_columns_fit_at_80x24() {
+    let shown = screen(&busy(), 80, 24);
+    let standup = shown
+        .lines()
+        .find(|l| l.contains("#eng-st"))
+        .expect("the #eng-standup row");
+    assert!(
+        standup.contains("deny*"),
+        "policy and override marker: {standup}"
+    );
+    let random = shown
+        .lines()
+        .find(|l| l.contains("#random "))
+        .expect("the #random row");
+    assert!(random.contains("12│"), "unread count: {random}");
+}
+
+#[test]
+#[ignore = "bug: at 80×24 the help overlay cuts off the last keys and the line saying how to close it"]
+fn help_overlay_at_80x24_lists_every_key() {
+    let mut s = busy();
+    s.help = true;
+    let shown = screen(&s, 80, 24);
+    for intent in Intent::ALL {
+        assert!(
+            shown.contains(intent.description()),
+            "{:?} is missing from the help:\n{shown}",
+            intent
+        );
+    }
+    assert!(shown.contains("closes this help"), "{shown}");
+}
+
+#[test]
+#[ignore = "bug: the filter box shows the composer's hints (enter send, alt+enter newline, history)"]
+fn filter_box_hints_are_about_the_filter() {
+    let mut s = busy();
+    s.focus = Focus::Filter;
+    s.filter = "inc".to_string();
+    let shown = screen(&s, 120, 40);
+    let hints = row(&shown, 39);
+    assert!(!hints.contains("enter send"), "{hints}");
+    assert!(!hints.contains("history"), "{hints}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "bug: a policy refusal's flash is cut at 120 columns before it says how to change it (`/send on`)"]
+async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    // The event the engine sends when the demo's #random refuses a send.
+    h.console
+        .update(Action::Engine(Box::new(EngineEvent::PolicyDecision {
+            key: RANDOM.to_string(),
+            action: "send".to_string(),
+            allowed: false,
+            source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
+                .to_string(),
+        })));
+    h.console.refresh();
+    let shown = h.screen();
+    let status = row(&shown, 38);
+    assert!(status.contains("/send on"), "{status}");
+}
+
+#[test]
+fn focus_on_each_pane() {
+    let cases = [
+        (Focus::Sessions, "sessions"),
+        (Focus::Transcript, "transcript"),
+        (Focus::Rounds, "rounds"),
+        (Focus::Composer, "composer"),
+        (Focus::Filter, "filter"),
+    ];
+    for (focus, name) in cases {
+        let mut s = busy();
+        s.focus = focus;
+        let buf = render(&s, 80, 24);
+        let report = format!("{}\n{}", focused_borders(&buf), text(&buf));
+        insta::assert_snapshot!(format!("focus_{name}"), report);
+    }
+}
+
+#[test]
+fn the_minimum_size_works() {
+    let shown = screen(&busy(), view::MIN_WIDTH, view::MIN_HEIGHT);
+    assert!(!shown.contains("too small"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn too_small_40x10() {
+    let shown = screen(&busy(), 40, 10);
+    assert!(shown.contains("Terminal too small: 40×10"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn too_small_10x5() {
+    let shown = screen(&busy(), 10, 5);
+    assert!(shown.starts_with("Terminal"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn too_small_one_column_short() {
+    for (w, h) in [(view::MIN_WIDTH - 1, 24), (80, view::MIN_HEIGHT - 1)] {
+        let shown = screen(&busy(), w, h);
+        assert!(
+            shown.contains(&format!("Terminal too small: {w}×{h}")),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn degenerate_sizes_do_not_panic() {
+    let s = busy();
+    for (w, h) in [(1, 1), (0, 0), (1, 40), (200, 1), (500, 200)] {
+        let _ = render(&s, w, h);
+    }
+}
+
+#[test]
+fn no_color_keeps_selection_and_focus_visible() {
+    let mut s = busy();
+    s.focus = Focus::Sessions;
+    s.flash(
+        "send policy of agent:support:discord:group:random refused send",
+        true,
+    );
+    let mut buf = render(&s, 120, 40);
+    strip_colors(&mut buf);
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let c = &buf[(x, y)];
+            assert_eq!((c.fg, c.bg), (Color::Reset, Color::Reset), "cell {x},{y}");
+        }
+    }
+    let r = view::regions(120, 40);
+    let describe = |name: &str, x: u16, y: u16| {
+        let c = &buf[(x, y)];
+        format!(
+            "{name:<28} {:?} fg={:?} bg={:?} mod={:?}",
+            c.symbol(),
+            c.fg,
+            c.bg,
+            c.modifier
+        )
+    };
+    let selected = &buf[(r.sessions.x + 1, r.sessions.y + 1)];
+    assert!(selected.modifier.contains(Modifier::REVERSED));
+    assert!(
+        buf[(r.sessions.x, r.sessions.y)]
+            .modifier
+            .contains(Modifier::BOLD)
+    );
+    assert!(
+        !buf[(r.transcript.x, r.transcript.y)]
+            .modifier
+            .contains(Modifier::BOLD)
+    );
+    let cells = [
+        describe("header", 1, 0),
+        describe("sessions border (focused)", r.sessions.x, r.sessions.y),
+        describe("transcript border", r.transcript.x, r.transcript.y),
+        describe("selected row", r.sessions.x + 1, r.sessions.y + 1),
+        describe("denied row (#random)", r.sessions.x + 1, r.sessions.y + 6),
+        describe("error flash", r.status.x + 1, r.status.y),
+        describe("hint bar", r.hints.x + 1, r.hints.y),
+    ];
+    insta::assert_snapshot!(format!("{}\n\n{}", cells.join("\n"), text(&buf)));
+}
+
+#[test]
+fn no_color_focus_elsewhere_keeps_the_selection_reversed() {
+    let mut s = busy();
+    s.focus = Focus::Transcript;
+    let mut buf = render(&s, 80, 24);
+    strip_colors(&mut buf);
+    let r = view::regions(80, 24);
+    assert!(
+        buf[(r.sessions.x + 1, r.sessions.y + 1)]
+            .modifier
+            .contains(Modifier::REVERSED)
+    );
+    assert!(
+        buf[(r.transcript.x, r.transcript.y)]
+            .modifier
+            .contains(Modifier::BOLD)
+    );
+    assert!(
+        !buf[(r.sessions.x, r.sessions.y)]
+            .modifier
+            .contains(Modifier::BOLD)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real console over an engine, driven through `Console::update`
+// ---------------------------------------------------------------------------------------------
+
+/// main answers everything with `pong: <text>`; ops answers `ops here`; Discord group
+/// `random` denies sends by a rule, everything else is allowed.
+fn engine_config() -> Value {
+    json!({
+        "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
+        "session": {
+            "agentToAgent": { "maxPingPongTurns": 0 },
+            "sendPolicy": {
+                "rules": [ { "match": { "keyPrefix": "discord:group:random" }, "action": "deny" } ],
+                "default": "allow",
+            },
+        },
+        "agents": { "list": [
+            { "id": "main", "default": true, "model": "scripted",
+              "script": [ { "reply": "pong: {{text}}" } ] },
+            { "id": "ops", "model": "scripted",
+              "script": [ { "when": { "step": "announce" }, "reply": "ANNOUNCE_SKIP" },
+                          { "reply": "ops here" } ] },
+        ] },
+    })
+}
+
+/// A console over a fresh engine, fed the engine's events the way the app loop does.
+struct Harness {
+    console: Console,
+    rx: UnboundedReceiver<Action>,
+    events: broadcast::Receiver<EngineEvent>,
+    bench: common::Bench,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let bench = common::bench(engine_config());
+        let events = bench.engine.events().subscribe();
+        let (tx, rx) = unbounded_channel();
+        let mut state = State::new("/srv/switchboard/state".to_string(), NOW);
+        state.width = 120;
+        state.height = 40;
+        let console = Console::new(bench.engine.clone(), state, tx);
+        Harness {
+            console,
+            rx,
+            events,
+            bench,
+        }
+    }
+
+    /// Open a fresh console on the engine's current state, as `switchboard` does on a state
+    /// folder that already has sessions (what happened before is not replayed as events).
+    fn reopen(&mut self) {
+        while self.events.try_recv().is_ok() {}
+        let (tx, rx) = unbounded_channel();
+        let mut state = State::new("/srv/switchboard/state".to_string(), NOW);
+        state.width = 120;
+        state.height = 40;
+        self.console = Console::new(self.bench.engine.clone(), state, tx);
+        self.rx = rx;
+    }
+
+    /// A message from outside into `key` (created if new), as `switchboard inject` does.
+    async fn inbound(&self, key: &str, text: &str, from: Inbound) {
+        let received = self
+            .bench
+            .engine
+            .receive(&SessionKey::from_canonical(key), text, &from)
+            .await
+            .expect("receive");
+        drop(received);
+        self.bench.engine.idle().await;
+    }
+
+    /// Hand every queued engine event and background report to the console, then refresh.
+    fn pump(&mut self) {
+        loop {
+            match self.events.try_recv() {
+                Ok(e) => self.console.update(Action::Engine(Box::new(e))),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                    self.console.update(Action::Lagged)
+                }
+                Err(_) => break,
+            }
+        }
+        while let Ok(a) = self.rx.try_recv() {
+            self.console.update(a);
+        }
+        self.console.refresh();
+    }
+
+    /// Wait for the engine to finish what it set off, then pump: a stable screen.
+    async fn settle(&mut self) {
+        self.bench.engine.idle().await;
+        // Background reports (flashes) are sent just after the engine call returns.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.pump();
+    }
+
+    /// Pump until `done` holds (up to 15 s; nothing is timed).
+    async fn until(&mut self, what: &str, done: impl Fn(&State) -> bool) {
+        for _ in 0..750 {
+            self.pump();
+            if done(&self.console.state) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("timed out waiting for {what}; screen:\n{}", self.screen());
+    }
+
+    fn intent(&mut self, i: Intent) {
+        self.console.update(Action::Intent(i));
+        self.console.refresh();
+    }
+
+    fn key(&mut self, code: KeyCode) {
+        self.console
+            .update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        self.console.refresh();
+    }
+
+    fn type_text(&mut self, text: &str) {
+        for c in text.chars() {
+            self.console.update(Action::Key(KeyEvent::new(
+                KeyCode::Char(c),
+                KeyModifiers::NONE,
+            )));
+        }
+        self.console.refresh();
+    }
+
+    fn select(&mut self, key: &str) {
+        self.pump();
+        let i = self
+            .console
+            .state
+            .sessions
+            .iter()
+            .position(|r| r.key == key)
+            .unwrap_or_else(|| panic!("{key} is not listed"));
+        self.intent(Intent::Top);
+        for _ in 0..i {
+            self.intent(Intent::Down);
+        }
+        assert_eq!(self.console.state.selected_key(), Some(key));
+    }
+
+    fn screen(&self) -> String {
+        let s = &self.console.state;
+        screen(s, s.width, s.height)
+    }
+
+    fn stored_lines(&self, key: &str) -> Vec<Value> {
+        let engine = &self.bench.engine;
+        let stored = engine
+            .store()
+            .get(&SessionKey::from_canonical(key))
+            .expect("read")
+            .expect("session exists");
+        engine
+            .store()
+            .tail(&stored.entry.session_id, 1000, true)
+            .expect("tail")
+            .into_iter()
+            .map(|r| r.line)
+            .collect()
+    }
+}
+
+fn telegram(sender: &str) -> Inbound {
+    Inbound {
+        channel: Some("telegram".into()),
+        chat_type: Some("direct".into()),
+        display_name: Some("Alice (Telegram)".into()),
+        sender: Some(sender.into()),
+        ..Inbound::default()
+    }
+}
+
+fn discord_group(name: &str) -> Inbound {
+    Inbound {
+        channel: Some("discord".into()),
+        chat_type: Some("group".into()),
+        display_name: Some(name.into()),
+        sender: Some("dev_kim".into()),
+        ..Inbound::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_sends_into_the_selected_session_as_the_owner() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello there", telegram("alice")).await;
+    h.reopen();
+    h.select(MAIN);
+    h.intent(Intent::Compose);
+    assert_eq!(h.console.state.focus, Focus::Composer);
+    h.type_text("status?");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.console.state.composer.text, "", "the composer is cleared");
+    assert_eq!(h.console.state.composer.error, None);
+    h.until("the owner's message and the reply", |s| {
+        s.transcript
+            .iter()
+            .any(|l| l.text == "status?" && l.from == "owner")
+            && s.transcript.iter().any(|l| l.text == "pong: status?")
+    })
+    .await;
+    // Stored as the owner's message.
+    let lines = h.stored_lines(MAIN);
+    let owner = lines
+        .iter()
+        .find(|l| l["message"]["content"][0]["text"] == "status?")
+        .expect("the message is stored");
+    assert_eq!(owner["message"]["role"], "user");
+    assert_eq!(owner["message"]["senderIsOwner"], true);
+    // History recall brings it back.
+    h.key(KeyCode::Up);
+    assert_eq!(h.console.state.composer.text, "status?");
+    h.settle().await;
+    insta::assert_snapshot!(redact(&h.screen()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_send_off_changes_the_policy_and_the_status_line() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.select(MAIN);
+    assert!(
+        h.console
+            .state
+            .selected_policy
+            .as_deref()
+            .is_some_and(|p| p.starts_with("allow")),
+        "{:?}",
+        h.console.state.selected_policy
+    );
+    h.intent(Intent::Compose);
+    h.type_text("/send off");
+    h.key(KeyCode::Enter);
+    assert_eq!(h.console.state.composer.error, None);
+    h.until("the override to show", |s| {
+        s.sessions
+            .iter()
+            .any(|r| r.key == MAIN && r.policy == "deny" && r.policy_override)
+    })
+    .await;
+    h.until("the command's reply in the status line", |s| {
+        s.flash
+            .as_ref()
+            .is_some_and(|f| f.text.contains("Send policy set to off"))
+    })
+    .await;
+    let stored = h
+        .bench
+        .engine
+        .store()
+        .get(&SessionKey::from_canonical(MAIN))
+        .expect("read")
+        .expect("session");
+    assert_eq!(stored.entry.send_policy.as_deref(), Some("deny"));
+    let policy = h.console.state.selected_policy.clone().unwrap_or_default();
+    assert!(policy.starts_with("deny"), "{policy}");
+    let shown = h.screen();
+    assert!(shown.contains("deny*"), "{shown}");
+    // Once the flash is gone the status line shows the effective policy and its source.
+    h.settle().await;
+    h.console.state.flash = None;
+    let shown = h.screen();
+    let status = row(&shown, 38);
+    assert!(status.contains("send policy: deny ("), "{status}");
+    insta::assert_snapshot!(redact(&shown));
+
+    // And `/send inherit` gives the decision back to the config.
+    h.type_text("/send inherit");
+    h.key(KeyCode::Enter);
+    h.until("the override to go", |s| {
+        s.sessions
+            .iter()
+            .any(|r| r.key == MAIN && r.policy == "allow" && !r.policy_override)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.select(MAIN);
+    h.intent(Intent::Compose);
+
+    let mut errors = Vec::new();
+    for input in [
+        "/send maybe",
+        "/frobnicate now",
+        "",
+        "   ",
+        "/spawn",
+        "/ask",
+        "/ask agent:ops:main",
+    ] {
+        h.console.state.composer.text.clear();
+        h.console.state.composer.error = None;
+        h.type_text(input);
+        h.key(KeyCode::Enter);
+        let err = h
+            .console
+            .state
+            .composer
+            .error
+            .clone()
+            .unwrap_or_else(|| panic!("{input:?} gives no inline error"));
+        errors.push(format!("{input:?} → {err}"));
+        // Nothing was sent and the console is still usable.
+        assert_eq!(h.console.state.focus, Focus::Composer);
+    }
+    h.pump();
+    // Only the first message is in the transcript: none of these went out.
+    let user_lines = h
+        .stored_lines(MAIN)
+        .into_iter()
+        .filter(|l| l["message"]["role"] == "user")
+        .count();
+    assert_eq!(user_lines, 1);
+    insta::assert_snapshot!("inline_errors", errors.join("\n"));
+
+    // The error is shown in the composer, and typing clears it.
+    h.console.state.composer.text.clear();
+    h.type_text("/send maybe");
+    h.key(KeyCode::Enter);
+    let shown = h.screen();
+    assert!(shown.contains("│✗ Usage: /send on|off|inherit"), "{shown}");
+    insta::assert_snapshot!("inline_error_screen", redact(&shown));
+    h.key(KeyCode::Backspace);
+    assert_eq!(h.console.state.composer.error, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "bug: a first session announced by engine events (same process) is selected but its transcript and send policy are never loaded"]
+async fn the_first_session_to_arrive_in_an_empty_console_shows_its_transcript() {
+    let mut h = Harness::new();
+    assert!(h.console.state.sessions.is_empty());
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.until("the session to be listed", |s| !s.sessions.is_empty())
+        .await;
+    h.settle().await;
+    let s = &h.console.state;
+    assert_eq!(s.selected_key(), Some(MAIN));
+    assert!(
+        s.transcript.iter().any(|l| l.text == "hello"),
+        "the transcript pane shows the selected session's messages:\n{}",
+        h.screen()
+    );
+    assert!(
+        s.selected_policy.is_some(),
+        "the status line shows its policy"
+    );
+    assert!(
+        s.unread.get(MAIN).is_none_or(|n| *n == 0),
+        "the selected session has no unread count"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_without_any_session_says_so() {
+    let mut h = Harness::new();
+    h.intent(Intent::Compose);
+    h.type_text("hello?");
+    h.key(KeyCode::Enter);
+    let err = h.console.state.composer.error.clone().unwrap_or_default();
+    assert!(err.contains("No session selected"), "{err}");
+    // The text is kept so it can be sent once a session is picked.
+    assert_eq!(h.console.state.composer.text, "hello?");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_completion_and_help() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.select(MAIN);
+    h.intent(Intent::Compose);
+    h.type_text("/se");
+    h.key(KeyCode::Tab);
+    assert_eq!(h.console.state.composer.text, "/send ");
+    h.console.state.composer.text.clear();
+    h.type_text("/help");
+    h.key(KeyCode::Enter);
+    assert!(h.console.state.help);
+    assert_eq!(h.console.state.composer.text, "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
+    let mut h = Harness::new();
+    h.inbound(RANDOM, "lunch?", discord_group("#random")).await;
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.select(MAIN);
+    h.intent(Intent::Compose);
+    h.type_text(&format!("/ask {RANDOM} maintenance tonight"));
+    h.key(KeyCode::Enter);
+    assert_eq!(h.console.state.composer.error, None);
+    h.until("a red flash", |s| s.flash.as_ref().is_some_and(|f| f.error))
+        .await;
+    let flash = h.console.state.flash.clone().expect("flash");
+    assert!(
+        flash.text.contains("forbidden") || flash.text.contains("refused"),
+        "{flash:?}"
+    );
+    // It says how to change it (the screen may cut it: see the ignored test below).
+    assert!(flash.text.contains("/send on"), "{flash:?}");
+    // Nothing arrived in #random.
+    let into_random = h
+        .stored_lines(RANDOM)
+        .into_iter()
+        .filter(|l| l["message"]["role"] == "user")
+        .count();
+    assert_eq!(into_random, 1);
+    h.settle().await;
+    let shown = h.screen();
+    let status = row(&shown, 38);
+    assert!(status.starts_with(" ✗ "), "{status}");
+    insta::assert_snapshot!(redact(&shown));
+    // Not stuck: the composer takes the next message.
+    assert_eq!(h.console.state.focus, Focus::Composer);
+    h.type_text("still here");
+    h.key(KeyCode::Enter);
+    h.until("the next message's reply", |s| {
+        s.transcript.iter().any(|l| l.text == "pong: still here")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn composer_newlines_history_and_paste_into_the_filter() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.intent(Intent::Compose);
+    h.type_text("one");
+    h.console.update(Action::Key(KeyEvent::new(
+        KeyCode::Enter,
+        KeyModifiers::ALT,
+    )));
+    h.type_text("two");
+    h.console.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('j'),
+        KeyModifiers::CONTROL,
+    )));
+    h.type_text("three");
+    assert_eq!(h.console.state.composer.text, "one\ntwo\nthree");
+    assert!(h.screen().contains("[+2 lines] three▏"));
+    h.key(KeyCode::Enter);
+    h.until("the three-line message", |s| {
+        s.transcript.iter().any(|l| l.text == "one\ntwo\nthree")
+    })
+    .await;
+    // History: up recalls, down goes back to a fresh message.
+    h.type_text("draft");
+    h.key(KeyCode::Up);
+    assert_eq!(h.console.state.composer.text, "one\ntwo\nthree");
+    h.key(KeyCode::Down);
+    assert_eq!(h.console.state.composer.text, "");
+    // Esc leaves the composer; a paste into the filter box takes its first line only.
+    h.key(KeyCode::Esc);
+    assert_eq!(h.console.state.focus, Focus::Sessions);
+    h.intent(Intent::Filter);
+    h.console
+        .update(Action::Paste("Alice\nsecond line".to_string()));
+    h.console.refresh();
+    assert_eq!(h.console.state.filter, "Alice");
+    assert_eq!(h.console.state.sessions.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
+    let mut h = Harness::new();
+    for i in 0..30 {
+        h.inbound(MAIN, &format!("message {i}"), telegram("alice"))
+            .await;
+    }
+    h.reopen();
+    h.intent(Intent::FocusNext);
+    assert_eq!(h.console.state.focus, Focus::Transcript);
+    assert!(h.console.state.follow);
+    assert!(h.screen().contains("pong: message 29"));
+    h.intent(Intent::PageUp);
+    assert!(!h.console.state.follow, "scrolling up pauses follow");
+    let shown = h.screen();
+    assert!(shown.contains("follow:off"), "{shown}");
+    assert!(!shown.contains("pong: message 29"), "{shown}");
+    // New messages do not take the paused view to the end.
+    h.inbound(MAIN, "message 30", telegram("alice")).await;
+    h.settle().await;
+    assert!(!h.console.state.follow);
+    assert!(!h.screen().contains("pong: message 30"));
+    h.intent(Intent::Bottom);
+    assert!(h.console.state.follow, "the end resumes follow");
+    assert!(h.screen().contains("pong: message 30"));
+    // Focus cycles through every pane and back.
+    for expected in [Focus::Rounds, Focus::Composer, Focus::Sessions] {
+        h.intent(Intent::FocusNext);
+        assert_eq!(h.console.state.focus, expected);
+    }
+    h.intent(Intent::FocusPrev);
+    assert_eq!(h.console.state.focus, Focus::Composer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "bug: a paused (scrolled-up) transcript drifts by the new rows whenever a message arrives"]
+async fn a_paused_transcript_stays_put_when_messages_arrive() {
+    let mut h = Harness::new();
+    for i in 0..30 {
+        h.inbound(MAIN, &format!("message {i}"), telegram("alice"))
+            .await;
+    }
+    h.reopen();
+    h.intent(Intent::FocusNext);
+    h.intent(Intent::PageUp);
+    assert!(!h.console.state.follow);
+    let before = transcript_pane(&h.screen());
+    h.inbound(MAIN, "message 30", telegram("alice")).await;
+    h.settle().await;
+    let after = transcript_pane(&h.screen());
+    assert_eq!(
+        redact(&before),
+        redact(&after),
+        "the paused view stays where it was"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paste_of_one_megabyte_is_one_composer_text() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.select(MAIN);
+    let line = "0123456789abcdefghijklmnopqrstuvwxyz ".repeat(2); // 74 bytes
+    let mut paste = String::new();
+    while paste.len() < 1_000_000 {
+        paste.push_str(&line);
+        paste.push_str("\r\n");
+    }
+    h.console.update(Action::Paste(paste.clone()));
+    h.console.refresh();
+    let s = &h.console.state;
+    assert_eq!(s.focus, Focus::Composer, "a paste goes to the composer");
+    let expected = paste.replace("\r\n", "\n");
+    assert_eq!(s.composer.text, expected, "one text, newlines kept");
+    let shown = h.screen();
+    assert!(shown.contains("[+"), "{shown}");
+    // Sent as one message.
+    h.key(KeyCode::Enter);
+    h.until("the pasted message in the transcript", |s| {
+        s.transcript
+            .iter()
+            .any(|l| l.role == "user" && l.from == "owner" && l.text.len() > 900_000)
+    })
+    .await;
+    let _ = h.screen();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_and_binary_garbage_are_shown_not_executed() {
+    let mut h = Harness::new();
+    let garbage = "red \u{1b}[31mALERT\u{1b}[0m bell\u{7} nul\u{0} csi\u{9b}2J del\u{7f} \u{1b}]0;pwned\u{7} end";
+    h.inbound(MAIN, garbage, telegram("mallory\u{1b}[2J")).await;
+    h.reopen();
+    h.select(MAIN);
+    h.settle().await;
+    let buf = render(&h.console.state, 120, 40);
+    let shown = text(&buf);
+    assert!(shown.contains("^[[31mALERT^[[0m bell^G nul^@"), "{shown}");
+    assert!(shown.contains("mallory^[[2J"), "{shown}");
+    // No cell holds a control character.
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let sym = buf[(x, y)].symbol();
+            assert!(
+                !sym.chars().any(|c| c.is_control()),
+                "control character at {x},{y}: {sym:?}"
+            );
+        }
+    }
+    insta::assert_snapshot!(redact(&shown));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selected_session_deleted_meanwhile_does_not_panic() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.inbound(INCIDENTS, "disk alert", discord_group("#incidents"))
+        .await;
+    h.reopen();
+    h.select(MAIN);
+    h.bench
+        .engine
+        .store()
+        .delete(&SessionKey::from_canonical(MAIN))
+        .await
+        .expect("delete");
+    h.until("the deleted session to leave the list", |s| {
+        s.sessions.iter().all(|r| r.key != MAIN)
+    })
+    .await;
+    let s = &h.console.state;
+    assert!(s.selected < s.sessions.len().max(1));
+    assert_ne!(s.selected_key(), Some(MAIN));
+    let shown = h.screen();
+    assert!(!shown.contains("pong: hello"), "{shown}");
+    // Moving around and sending still work.
+    h.intent(Intent::Down);
+    h.intent(Intent::Up);
+    h.intent(Intent::Compose);
+    h.type_text("anyone?");
+    h.key(KeyCode::Enter);
+    let _ = h.screen();
+
+    // The last session deleted too: an empty console, no panic.
+    h.bench
+        .engine
+        .store()
+        .delete(&SessionKey::from_canonical(INCIDENTS))
+        .await
+        .expect("delete");
+    h.until("an empty list", |s| s.sessions.is_empty()).await;
+    let _ = h.screen();
+    h.key(KeyCode::Enter);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_without_an_event_is_noticed_on_a_tick() {
+    // Another process deleted it: no event reaches this console, the tick notices.
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.inbound(INCIDENTS, "disk alert", discord_group("#incidents"))
+        .await;
+    h.reopen();
+    h.select(INCIDENTS);
+    h.pump();
+    h.bench
+        .engine
+        .store()
+        .delete(&SessionKey::from_canonical(INCIDENTS))
+        .await
+        .expect("delete");
+    // Drop the event on the floor.
+    while h.events.try_recv().is_ok() {}
+    h.console.update(Action::Tick);
+    h.console.refresh();
+    let s = &h.console.state;
+    assert!(s.sessions.iter().all(|r| r.key != INCIDENTS));
+    let _ = h.screen();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_to_10x5_shows_the_too_small_notice() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.reopen();
+    h.pump();
+    h.console.update(Action::Resize(10, 5));
+    h.console.refresh();
+    assert_eq!((h.console.state.width, h.console.state.height), (10, 5));
+    let shown = h.screen();
+    assert!(shown.starts_with("Terminal"), "{shown}");
+    insta::assert_snapshot!(shown);
+    // Clicks and scrolling at that size do not panic either.
+    h.console.update(Action::Click(3, 3));
+    h.intent(Intent::PageDown);
+    h.console.update(Action::Resize(120, 40));
+    h.console.refresh();
+    assert!(h.screen().contains("Sessions"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toggles_and_filters_through_update() {
+    let mut h = Harness::new();
+    h.inbound(MAIN, "hello", telegram("alice")).await;
+    h.inbound(RANDOM, "lunch?", discord_group("#random")).await;
+    h.reopen();
+    h.pump();
+    assert_eq!(h.console.state.sessions.len(), 2);
+
+    h.intent(Intent::ToggleTools);
+    assert!(h.console.state.tools);
+    assert!(h.screen().contains("tools:on"));
+
+    h.intent(Intent::Filter);
+    assert_eq!(h.console.state.focus, Focus::Filter);
+    h.type_text("rand");
+    let keys: Vec<&str> = h
+        .console
+        .state
+        .sessions
+        .iter()
+        .map(|r| r.key.as_str())
+        .collect();
+    assert_eq!(keys, [RANDOM]);
+    h.key(KeyCode::Esc);
+    assert_eq!(h.console.state.filter, "");
+    assert_eq!(h.console.state.sessions.len(), 2);
+
+    h.intent(Intent::CycleKind); // main
+    let kinds: Vec<SessionKind> = h.console.state.sessions.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [SessionKind::Main]);
+    h.intent(Intent::CycleKind); // group
+    let kinds: Vec<SessionKind> = h.console.state.sessions.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [SessionKind::Group]);
+    assert!(h.screen().contains("[group]"));
+}
+
+/// Every pane's rectangle fits the screen at the sizes the console supports.
+#[test]
+fn regions_fit_the_screen() {
+    for (w, h) in [(60, 16), (80, 24), (120, 40), (300, 100)] {
+        let r = view::regions(w, h);
+        let screen = Rect::new(0, 0, w, h);
+        for rect in [
+            r.header,
+            r.sessions,
+            r.transcript,
+            r.rounds,
+            r.composer,
+            r.status,
+            r.hints,
+        ] {
+            assert_eq!(screen.intersection(rect), rect, "{w}×{h}: {rect:?}");
+            assert!(rect.height > 0, "{w}×{h}: {rect:?}");
+        }
+    }
+}
