@@ -5,6 +5,8 @@ mod cli;
 mod logging;
 mod progress;
 
+use std::io::Write;
+
 use clap::Parser;
 
 fn main() {
@@ -37,7 +39,8 @@ fn main() {
             .unwrap_or(1);
         let message = describe(&err);
         tracing::error!(error = %message, "command failed");
-        eprintln!("switchboard: {message}");
+        // Not `eprintln!`: it panics when stderr is a terminal that has gone away.
+        let _ = writeln!(std::io::stderr(), "switchboard: {message}");
         std::process::exit(code);
     }
 }

@@ -554,7 +554,6 @@ fn console_shows_what_another_process_injects() {
 }
 
 #[test]
-#[ignore = "bug: keys that arrive in one read are all mapped with the focus from before the batch, so typing right after `i` is lost"]
 fn typing_right_after_i_goes_into_the_composer() {
     require_tmux!();
     let bench = CliBench::new(CONFIG);
@@ -610,7 +609,6 @@ fn a_vanished_terminal_ends_the_program() {
 }
 
 #[test]
-#[ignore = "bug: when the terminal vanishes, `switchboard demo` panics on the way out (exit 101) and leaves its temporary state folder"]
 fn demo_on_a_vanished_terminal_ends_cleanly_and_removes_its_state() {
     require_tmux!();
     let t = Tmux::start("demohup", |dir| {

@@ -730,7 +730,6 @@ fn spawned_tree_under_its_requester() {
 }
 
 #[test]
-#[ignore = "bug: rounds pane repeats a requester's `spawned:` header when its children's starts interleave with another requester's"]
 fn spawned_tree_groups_children_under_one_header_per_requester() {
     let mut s = busy();
     s.flows.clear();
@@ -822,7 +821,6 @@ fn help_overlay_at_the_minimum_size() {
 }
 
 #[test]
-#[ignore = "bug: at 80×24 the sessions rows overflow the pane: policy, override marker and unread count are cut off"]
 fn sessions_columns_fit_at_80x24() {
     let shown = screen(&busy(), 80, 24);
     let standup = shown
@@ -841,7 +839,6 @@ fn sessions_columns_fit_at_80x24() {
 }
 
 #[test]
-#[ignore = "bug: at 80×24 the help overlay cuts off the last keys and the line saying how to close it"]
 fn help_overlay_at_80x24_lists_every_key() {
     let mut s = busy();
     s.help = true;
@@ -857,7 +854,6 @@ fn help_overlay_at_80x24_lists_every_key() {
 }
 
 #[test]
-#[ignore = "bug: the filter box shows the composer's hints (enter send, alt+enter newline, history)"]
 fn filter_box_hints_are_about_the_filter() {
     let mut s = busy();
     s.focus = Focus::Filter;
@@ -869,7 +865,6 @@ fn filter_box_hints_are_about_the_filter() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a policy refusal's flash is cut at 120 columns before it says how to change it (`/send on`)"]
 async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
     let mut h = Harness::new();
     h.inbound(MAIN, "hello", telegram("alice")).await;
@@ -1365,7 +1360,6 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a first session announced by engine events (same process) is selected but its transcript and send policy are never loaded"]
 async fn the_first_session_to_arrive_in_an_empty_console_shows_its_transcript() {
     let mut h = Harness::new();
     assert!(h.console.state.sessions.is_empty());
@@ -1537,7 +1531,6 @@ async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a paused (scrolled-up) transcript drifts by the new rows whenever a message arrives"]
 async fn a_paused_transcript_stays_put_when_messages_arrive() {
     let mut h = Harness::new();
     for i in 0..30 {

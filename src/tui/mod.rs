@@ -107,6 +107,8 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
 
     let mut shadow = Terminal::new(TestBackend::new(w, h))?;
     let mut last: Option<Buffer> = None;
+    // Set when the terminal vanished: nothing may be written to it any more.
+    let mut gone = false;
     let result: anyhow::Result<()> = async {
         loop {
             let no_color = options.no_color;
@@ -127,58 +129,75 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
             })?;
             let picture = shadow.backend().buffer().clone();
             if last.as_ref() != Some(&picture) {
-                crossterm::execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate)?;
-                term.draw(|f| {
-                    view::draw(f, st, &options.keymap);
-                    if no_color {
-                        strip_colors(f.buffer_mut());
-                    }
-                })?;
-                crossterm::execute!(stdout(), crossterm::terminal::EndSynchronizedUpdate)?;
-                stdout().flush()?;
+                let drawn: std::io::Result<()> = (|| {
+                    crossterm::execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate)?;
+                    term.draw(|f| {
+                        view::draw(f, st, &options.keymap);
+                        if no_color {
+                            strip_colors(f.buffer_mut());
+                        }
+                    })?;
+                    crossterm::execute!(stdout(), crossterm::terminal::EndSynchronizedUpdate)?;
+                    stdout().flush()
+                })();
+                if let Err(e) = drawn {
+                    // The terminal is gone (EIO after an SSH drop): stop, quietly.
+                    tracing::info!(error = %e, "the terminal cannot be written; quitting");
+                    gone = true;
+                    return Ok(());
+                }
                 last = Some(picture);
             }
             if console.state.quit {
                 return Ok(());
             }
             // Wait for something, then take everything queued (coalescing bursts).
-            let mut actions = Vec::new();
+            // Take everything queued (coalescing bursts). Terminal events stay events until
+            // their turn: a key's meaning depends on the focus the keys before it left.
+            let mut queue: Vec<Queued> = Vec::new();
             tokio::select! {
                 a = rx.recv() => match a {
-                    Some(a) => actions.push(a),
+                    Some(a) => queue.push(Queued::Action(a)),
                     None => return Ok(()),
                 },
                 e = term_rx.recv() => match e {
-                    Some(Some(e)) => actions.extend(map_event(e, &console.state, &options.keymap)),
-                    _ => return Ok(()), // the terminal went away
+                    Some(Some(e)) => queue.push(Queued::Event(e)),
+                    _ => {
+                        gone = true; // the terminal went away
+                        return Ok(());
+                    }
                 },
                 _ = quit_signal() => return Ok(()),
             }
             while let Ok(a) = rx.try_recv() {
-                actions.push(a);
+                queue.push(Queued::Action(a));
             }
             while let Ok(e) = term_rx.try_recv() {
                 match e {
-                    Some(e) => actions.extend(map_event(e, &console.state, &options.keymap)),
-                    None => return Ok(()),
+                    Some(e) => queue.push(Queued::Event(e)),
+                    None => {
+                        gone = true;
+                        return Ok(());
+                    }
                 }
             }
-            for a in actions {
-                if let Action::Intent(Intent::Quit) = a
-                    && matches!(console.state.focus, Focus::Composer | Focus::Filter)
-                {
-                    // Only ctrl+c reaches here while typing; it quits.
-                }
-                if is_suspend(&a) {
-                    #[cfg(unix)]
-                    {
-                        guard.suspend()?;
-                        term.clear()?;
-                        last = None;
+            for item in queue {
+                let actions = match item {
+                    Queued::Action(a) => vec![a],
+                    Queued::Event(e) => map_event(e, &console.state, &options.keymap),
+                };
+                for a in actions {
+                    if is_suspend(&a) {
+                        #[cfg(unix)]
+                        {
+                            guard.suspend()?;
+                            term.clear()?;
+                            last = None;
+                        }
+                        continue;
                     }
-                    continue;
+                    console.update(a);
                 }
-                console.update(a);
             }
             console.refresh();
             guard.set_mouse(console.state.mouse)?;
@@ -187,8 +206,22 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
     .await;
     events_task.abort();
     tick_task.abort();
+    // ratatui's Terminal shows the cursor when dropped and reports a failure with
+    // `eprintln!`, which panics on a dead terminal (an SSH drop, SIGHUP). Show it ourselves
+    // first; if that fails, the terminal is gone and the Terminal is not dropped at all.
+    if gone || term.show_cursor().is_err() {
+        std::mem::forget(term);
+    } else {
+        drop(term);
+    }
     drop(guard);
     result
+}
+
+/// What the loop takes off its queues: an action, or a terminal event still to be mapped.
+enum Queued {
+    Action(Action),
+    Event(Event),
 }
 
 /// Resolves on SIGTERM or SIGHUP (an SSH drop): quit cleanly.

@@ -85,6 +85,7 @@ impl Console {
     fn reload_sessions(&mut self) {
         let s = &mut self.state;
         let keep = s.selected_key().map(str::to_string);
+        let had_rows = !s.sessions.is_empty();
         let limit = self.loaded_limit.max(s.selected + SESSION_PAGE);
         let filter = load::Filter {
             kind: s.kind_filter,
@@ -95,6 +96,11 @@ impl Console {
         match load::sessions(&self.engine, &filter, limit) {
             Ok(rows) => {
                 s.sessions = rows;
+                if !had_rows && !s.sessions.is_empty() {
+                    // The first session to appear becomes the selection: show it.
+                    s.selected = 0;
+                    self.transcript_dirty = true;
+                }
                 if let Some(k) = keep {
                     if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
                         if i != s.selected {
@@ -126,6 +132,10 @@ impl Console {
         };
         match load::transcript(&self.engine, &key) {
             Ok((lines, total)) => {
+                // A paused (scrolled-up) view stays on the same lines as new ones arrive.
+                if !s.follow && s.transcript_scroll > 0 && total > s.transcript_total {
+                    s.transcript_scroll += (total - s.transcript_total) as usize;
+                }
                 s.transcript = lines;
                 s.transcript_total = total;
             }
@@ -503,6 +513,14 @@ impl Console {
                 Ok(r) => {
                     let status = r["status"].as_str().unwrap_or("?");
                     match r["error"].as_str() {
+                        Some(e) if e.starts_with("send blocked by session policy") => {
+                            Action::Flash(
+                                format!(
+                                    "{tool}: refused by the target's send policy; `/send on` in that session allows it. {e}"
+                                ),
+                                true,
+                            )
+                        }
                         Some(e) => Action::Flash(format!("{tool}: {status}: {e}"), true),
                         None => {
                             let what = r["childSessionKey"]
@@ -656,8 +674,9 @@ impl Console {
                 allowed: false,
                 source,
             } => {
+                // The remedy first: a long rule description may be cut at the screen's edge.
                 s.flash(
-                    format!("send policy of {key} refused {action} ({source}); `/send on` there allows it"),
+                    format!("{key}: {action} refused by its send policy; `/send on` there allows it ({source})"),
                     true,
                 );
             }

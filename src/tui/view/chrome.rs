@@ -56,29 +56,32 @@ pub fn status(frame: &mut Frame, area: Rect, state: &State) {
 
 /// The hint bar: the most useful keys for the focused pane, from the keymap table.
 pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    // Help and quit first: they must survive a narrow terminal's truncation.
     let wanted: &[Intent] = match state.focus {
         Focus::Composer | Focus::Filter => &[],
         Focus::Transcript => &[
+            Intent::Help,
+            Intent::Quit,
             Intent::ToggleTools,
             Intent::ToggleTimestamps,
             Intent::ToggleWrap,
             Intent::ToggleFollow,
             Intent::FocusNext,
-            Intent::Help,
-            Intent::Quit,
         ],
         _ => &[
+            Intent::Help,
+            Intent::Quit,
             Intent::Filter,
-            Intent::CycleKind,
             Intent::Compose,
+            Intent::CycleKind,
             Intent::ToggleTools,
             Intent::ToggleRoundsScope,
             Intent::FocusNext,
-            Intent::Help,
-            Intent::Quit,
         ],
     };
-    let text = if wanted.is_empty() {
+    let text = if state.focus == Focus::Filter {
+        " type to filter by key or name · enter keep the filter · esc clear it".to_string()
+    } else if wanted.is_empty() {
         " enter send · alt+enter/ctrl+j newline · tab complete · up/down history · esc leave"
             .to_string()
     } else {
@@ -101,24 +104,38 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
 }
 
 pub fn help(frame: &mut Frame, area: Rect, keymap: &Keymap) {
-    let w = area.width.saturating_sub(8).min(72);
-    let h = area
-        .height
-        .saturating_sub(4)
-        .min(Intent::ALL.len() as u16 + 9);
-    let rect = Rect::new((area.width - w) / 2, (area.height - h) / 2, w, h);
-    let mut lines: Vec<Line> = Intent::ALL
+    let entries: Vec<String> = Intent::ALL
         .iter()
-        .map(|i| Line::from(format!("{:<18} {}", keymap.keys_for(*i), i.description())))
+        .map(|i| format!("{:<10} {}", keymap.keys_for(*i), i.description()))
+        .collect();
+    let footer = [
+        "Composer: /send on|off|inherit · /spawn <task> · /ask <session> <msg>",
+        "? or esc closes this help.",
+    ];
+    // One column when it fits, two when the terminal is short (80×24 must show every key).
+    let room = area.height.saturating_sub(2 + 2 + footer.len() as u16) as usize;
+    let columns = if entries.len() <= room { 1 } else { 2 };
+    let per_column = entries.len().div_ceil(columns);
+    let col_w = 37usize;
+    let mut lines: Vec<Line> = (0..per_column)
+        .map(|r| {
+            let mut row = String::new();
+            for c in 0..columns {
+                if let Some(e) = entries.get(c * per_column + r) {
+                    row.push_str(&pad(e, col_w));
+                }
+            }
+            Line::from(row.trim_end().to_string())
+        })
         .collect();
     lines.push(Line::from(""));
-    lines.push(Line::from(
-        "In the composer: /send on|off|inherit  /spawn <task>",
-    ));
-    lines.push(Line::from(
-        "  /ask <session> <message>  /help;  alt+enter newline",
-    ));
-    lines.push(Line::from("? or esc closes this help."));
+    lines.extend(footer.iter().map(|f| Line::from(*f)));
+    let w = (area.width.saturating_sub(2))
+        .min(col_w as u16 * columns as u16 + 4)
+        .max(40)
+        .min(area.width);
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let rect = Rect::new((area.width - w) / 2, (area.height - h) / 2, w, h);
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)

@@ -81,7 +81,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         .values()
         .filter(|s| state.rounds_all || selected.is_none_or(|k| s.requester == k || s.child == k))
         .collect();
-    spawns.sort_by_key(|s| s.started);
+    // Grouped under their parent, each group in spawn order.
+    spawns
+        .sort_by(|a, b| (a.requester.as_str(), a.started).cmp(&(b.requester.as_str(), b.started)));
     let mut parent: Option<&str> = None;
     for s in spawns {
         if parent != Some(s.requester.as_str()) {

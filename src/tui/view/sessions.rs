@@ -81,7 +81,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     } else {
         offset
     };
-    let name_w = width.saturating_sub(32).max(8);
+    // Columns give way as the pane narrows: channel first, then unread counts; the name
+    // takes whatever is left.
+    let show_channel = width >= 48;
+    let show_unread = width >= 30;
+    let fixed = 1 + 6 + 5 + 7 + if show_channel { 9 } else { 0 } + if show_unread { 4 } else { 0 };
+    let name_w = width.saturating_sub(fixed).max(6);
     for (i, row) in state
         .sessions
         .iter()
@@ -98,7 +103,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             .unread
             .get(&row.key)
             .filter(|n| **n > 0)
-            .map(|n| format!("{n:>3}"))
+            .map(|n| {
+                if *n > 999 {
+                    "999+".to_string()
+                } else {
+                    format!("{n:>3}")
+                }
+            })
             .unwrap_or_else(|| "   ".into());
         let policy = format!(
             "{}{}",
@@ -106,18 +117,28 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             if row.policy_override { "*" } else { " " }
         );
         let name = if row.archived {
-            format!("{} (archived)", row.name)
+            format!("[a] {}", row.name)
         } else {
             row.name.clone()
         };
-        let text = format!(
-            "{running}{} {} {} {:>4} {} {unread}",
+        let mut text = format!(
+            "{running}{} {} ",
             pad(row.kind.as_str(), 5),
-            pad(&name, name_w),
-            pad(&row.channel, 8),
-            ago(state.now_ms, row.updated_at),
-            pad(&policy, 6),
+            pad(&name, name_w)
         );
+        if show_channel {
+            text.push_str(&pad(&row.channel, 8));
+            text.push(' ');
+        }
+        text.push_str(&format!(
+            "{:>4} {}",
+            ago(state.now_ms, row.updated_at),
+            pad(&policy, 6)
+        ));
+        if show_unread {
+            text.push(' ');
+            text.push_str(&unread);
+        }
         let mut style = Style::default();
         if row.policy == "deny" {
             style = style.add_modifier(Modifier::DIM);
