@@ -72,5 +72,27 @@ fn main() {
             console.refresh();
         })
     });
+    // A second of demo traffic at 100 events/s arriving in one batch: apply them, reload what
+    // they dirtied, draw. Input waiting behind this batch waits this long at most.
+    let burst: Vec<switchboard::engine::events::EngineEvent> = (0..100)
+        .map(
+            |n| switchboard::engine::events::EngineEvent::MessageAppended {
+                key: format!("agent:main:dm-{}", n % 7),
+                session_id: "x".into(),
+                seq: n,
+                line: serde_json::json!({ "type": "message" }),
+            },
+        )
+        .collect();
+    c.bench_function("console/100_events_then_frame", |b| {
+        b.iter(|| {
+            for e in &burst {
+                console.update(Action::Engine(Box::new(e.clone())));
+            }
+            console.refresh();
+            term.draw(|f| switchboard::tui::view::draw(f, &console.state, &keymap))
+                .expect("draw");
+        })
+    });
     c.final_summary();
 }

@@ -11,8 +11,11 @@ use crate::engine::storage::StorageError;
 use crate::engine::storage::queries::SessionScan;
 use crate::engine::tools::row::channel_of;
 
-/// How many transcript lines the pane holds (the newest ones).
+/// How many transcript lines the pane loads at first (the newest ones), and how many more
+/// each time the user scrolls to the top of what is loaded.
 pub const TRANSCRIPT_WINDOW: usize = 400;
+/// The most the pane ever holds; `switchboard sessions export` is the way to read more.
+pub const TRANSCRIPT_MAX: usize = 20_000;
 
 /// What the sessions pane is filtered by.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,13 +75,17 @@ pub fn sessions(
 
 /// The newest transcript lines of `key` (tool calls and results included; the pane hides
 /// them unless asked), and how many lines the transcript has.
-pub fn transcript(engine: &Engine, key: &str) -> Result<(Vec<TranscriptLine>, i64), StorageError> {
+pub fn transcript(
+    engine: &Engine,
+    key: &str,
+    window: usize,
+) -> Result<(Vec<TranscriptLine>, i64), StorageError> {
     let Some(s) = engine.store().get(&SessionKey::from_canonical(key))? else {
         return Ok((Vec::new(), 0));
     };
     let rows = engine
         .store()
-        .tail(&s.entry.session_id, TRANSCRIPT_WINDOW, true)?;
+        .tail(&s.entry.session_id, window.clamp(1, TRANSCRIPT_MAX), true)?;
     let total = rows.last().map(|r| r.seq).unwrap_or(0);
     let lines = rows
         .into_iter()

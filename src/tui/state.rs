@@ -139,6 +139,8 @@ pub struct State {
     pub transcript_total: i64,
     /// Lines scrolled up from the end (0 = at the end).
     pub transcript_scroll: usize,
+    /// How many of the newest lines are loaded (grows as the user scrolls back).
+    pub transcript_window: usize,
     pub tools: bool,
     pub timestamps: bool,
     pub wrap: bool,
@@ -180,6 +182,7 @@ impl State {
             transcript: Vec::new(),
             transcript_total: 0,
             transcript_scroll: 0,
+            transcript_window: crate::tui::load::TRANSCRIPT_WINDOW,
             tools: false,
             timestamps: true,
             wrap: true,

@@ -130,8 +130,15 @@ impl Console {
             s.selected_policy = None;
             return;
         };
-        match load::transcript(&self.engine, &key) {
+        match load::transcript(&self.engine, &key, s.transcript_window) {
             Ok((lines, total)) => {
+                // Scrolled to the top of what was loaded: stay at the top of the longer window.
+                let at_top = !s.follow
+                    && !s.transcript.is_empty()
+                    && s.transcript_scroll >= s.transcript.len();
+                if at_top {
+                    s.transcript_scroll = lines.len();
+                }
                 // A paused (scrolled-up) view stays on the same lines as new ones arrive.
                 if !s.follow && s.transcript_scroll > 0 && total > s.transcript_total {
                     s.transcript_scroll += (total - s.transcript_total) as usize;
@@ -161,6 +168,7 @@ impl Console {
         if index != s.selected {
             s.selected = index;
             s.transcript_scroll = 0;
+            s.transcript_window = load::TRANSCRIPT_WINDOW;
             s.follow = true;
             self.transcript_dirty = true;
         }
@@ -288,6 +296,19 @@ impl Console {
                 };
                 // Scrolling up pauses follow; reaching the end resumes it.
                 s.follow = s.transcript_scroll == 0;
+                // At the top of what is loaded, with older lines on disk: load more.
+                let loaded = s.transcript.len();
+                if s.transcript_scroll + page >= loaded
+                    && (loaded as i64) < s.transcript_total
+                    && s.transcript_window < load::TRANSCRIPT_MAX
+                {
+                    s.transcript_window = if intent == Intent::Top {
+                        load::TRANSCRIPT_MAX
+                    } else {
+                        s.transcript_window + load::TRANSCRIPT_WINDOW
+                    };
+                    self.transcript_dirty = true;
+                }
             }
             Focus::Rounds => {
                 let s = &mut self.state;

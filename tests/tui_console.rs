@@ -1,0 +1,198 @@
+//! Console behaviour through `Console::update` over a real engine (no terminal): reading back
+//! through a long transcript, `/spawn` and `/ask` from the composer, a remapped keymap in the
+//! help and hint bar, and a reload after the event stream lagged.
+
+mod common;
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::{Value, json};
+use switchboard::engine::key::SessionKey;
+use switchboard::engine::storage::queries::NewLine;
+use switchboard::engine::store::SessionInit;
+use switchboard::tui::action::{Action, Intent};
+use switchboard::tui::keymap::Keymap;
+use switchboard::tui::state::{Focus, State};
+use switchboard::tui::update::Console;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+const ME: &str = "agent:main:main";
+
+fn config() -> Value {
+    json!({
+        "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
+        "session": { "agentToAgent": { "maxPingPongTurns": 0 } },
+        "agents": { "list": [
+            { "id": "main", "default": true, "model": "scripted", "subagents": { "allowAgents": ["work"] },
+              "script": [{ "when": { "step": "subagent" }, "reply": "child did {{text}}" }] },
+            { "id": "work", "model": "scripted", "script": [
+                { "when": { "step": "message" }, "reply": "work heard {{text}}" },
+                { "when": { "step": "announce" }, "reply": "ANNOUNCE_SKIP" },
+            ] },
+        ] },
+    })
+}
+
+fn console(bench: &common::Bench) -> (Console, UnboundedReceiver<Action>) {
+    let (tx, rx) = unbounded_channel();
+    let mut state = State::new("test".into(), 1_795_353_349_734);
+    state.width = 120;
+    state.height = 40;
+    (Console::new(bench.engine.clone(), state, tx), rx)
+}
+
+fn screen(state: &State, keymap: &Keymap) -> String {
+    let mut t = Terminal::new(TestBackend::new(state.width, state.height)).unwrap();
+    t.draw(|f| switchboard::tui::view::draw(f, state, keymap))
+        .unwrap();
+    let buf = t.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn type_text(c: &mut Console, text: &str) {
+    c.update(Action::Intent(Intent::Compose));
+    for ch in text.chars() {
+        c.update(Action::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(ch),
+            crossterm::event::KeyModifiers::NONE,
+        )));
+    }
+    c.update(Action::Key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Enter,
+        crossterm::event::KeyModifiers::NONE,
+    )));
+}
+
+/// Wait for the background task's report (a status-line flash) and apply it.
+async fn report(c: &mut Console, rx: &mut UnboundedReceiver<Action>) -> (String, bool) {
+    let a = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a report")
+        .expect("the channel is open");
+    let out = match &a {
+        Action::Flash(t, e) => (t.clone(), *e),
+        other => panic!("unexpected {other:?}"),
+    };
+    c.update(a);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrolling_to_the_top_of_a_long_transcript_loads_older_lines() {
+    let b = common::bench(config());
+    let key = SessionKey::from_canonical(ME);
+    b.engine
+        .store()
+        .ensure(&key, SessionInit::default())
+        .await
+        .unwrap();
+    let lines: Vec<NewLine> = (0..1000)
+        .map(|n| NewLine::message(json!({ "role": "user", "content": [{ "type": "text", "text": format!("line {n}") }] })))
+        .collect();
+    b.engine.store().append(&key, lines).await.unwrap();
+    let (mut c, _rx) = console(&b);
+    assert_eq!(
+        c.state.transcript.len(),
+        400,
+        "only the newest window at first"
+    );
+    c.update(Action::Intent(Intent::FocusNext));
+    assert_eq!(c.state.focus, Focus::Transcript);
+    c.update(Action::Intent(Intent::Top));
+    c.refresh();
+    assert_eq!(c.state.transcript.len(), 1000, "the top loads the rest");
+    assert!(!c.state.follow);
+    assert!(screen(&c.state, &Keymap::defaults()).contains("line 0"));
+    c.update(Action::Intent(Intent::Bottom));
+    assert!(c.state.follow, "back at the end, following again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
+    let b = common::bench(config());
+    for k in [ME, "agent:work:main"] {
+        b.engine
+            .store()
+            .ensure(&SessionKey::from_canonical(k), SessionInit::default())
+            .await
+            .unwrap();
+    }
+    let (mut c, mut rx) = console(&b);
+    let me = c.state.sessions.iter().position(|r| r.key == ME).unwrap();
+    for _ in 0..me {
+        c.update(Action::Intent(Intent::Down));
+    }
+    assert_eq!(c.state.selected_key(), Some(ME));
+    type_text(&mut c, "/spawn tidy the logs");
+    let (text, error) = report(&mut c, &mut rx).await;
+    assert!(!error, "{text}");
+    assert!(
+        text.starts_with("sessions_spawn: accepted agent:main:subagent:"),
+        "{text}"
+    );
+    type_text(&mut c, "/ask agent:work:main how are you");
+    let (text, error) = report(&mut c, &mut rx).await;
+    assert!(!error, "{text}");
+    assert_eq!(text, "sessions_send: accepted agent:work:main");
+    b.engine.idle().await;
+    let work = b
+        .engine
+        .store()
+        .get(&SessionKey::from_canonical("agent:work:main"))
+        .unwrap()
+        .unwrap();
+    let rows = b
+        .engine
+        .store()
+        .tail(&work.entry.session_id, 10, false)
+        .unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r.line.to_string().contains("work heard how are you"))
+    );
+    assert_eq!(
+        b.engine
+            .spawns_of(&SessionKey::from_canonical(ME))
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remapped_key_shows_in_the_help_and_the_hint_bar() {
+    let b = common::bench(config());
+    let (mut c, _rx) = console(&b);
+    let keymap =
+        Keymap::with_overrides(r#"{ "x": "quit", "q": null, "F": "filter", "/": null }"#).unwrap();
+    let hints = screen(&c.state, &keymap);
+    assert!(hints.contains("ctrl+c/x quit"), "{hints}");
+    assert!(hints.contains("F filter sessions"), "{hints}");
+    c.update(Action::Intent(Intent::Help));
+    let help = screen(&c.state, &keymap);
+    assert!(help.contains("ctrl+c/x   quit"), "{help}");
+    assert!(!help.contains("q          quit"), "{help}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_lag_the_console_reloads_what_it_missed() {
+    let b = common::bench(config());
+    let (mut c, _rx) = console(&b);
+    assert!(c.state.sessions.is_empty());
+    b.engine
+        .store()
+        .ensure(&SessionKey::from_canonical(ME), SessionInit::default())
+        .await
+        .unwrap();
+    // The events were dropped (the console fell behind); Lagged makes it catch up.
+    c.update(Action::Lagged);
+    c.refresh();
+    assert_eq!(c.state.selected_key(), Some(ME));
+}
