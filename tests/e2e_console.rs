@@ -657,3 +657,93 @@ fn demo_on_a_vanished_terminal_ends_cleanly_and_removes_its_state() {
     assert_ne!(code, "101", "the demo panicked on the way out");
     assert_eq!(demo_dirs(), 0, "the demo's temporary state is removed");
 }
+
+/// The console process under the pane's shell.
+fn console_pid(t: &Tmux) -> i32 {
+    let shell: i32 = t.display("#{pane_pid}").parse().expect("the pane's pid");
+    let start = Instant::now();
+    loop {
+        let out = Command::new("pgrep")
+            .args(["-P", &shell.to_string()])
+            .output()
+            .expect("pgrep");
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(pid) = text
+            .lines()
+            .filter_map(|l| l.trim().parse::<i32>().ok())
+            .next()
+        {
+            return pid;
+        }
+        assert!(start.elapsed() < STEP, "no console process under the shell");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn sigterm_quits_and_restores_the_terminal() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    let t = start_console("sigterm", &bench);
+    t.wait_for_within("the console", START, console_shown);
+    let pid = console_pid(&t);
+    // SAFETY: sending a signal to a process this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    assert_terminal_restored(&t);
+}
+
+#[test]
+fn ctrl_z_gives_the_terminal_back_and_fg_takes_it_again() {
+    require_tmux!();
+    if Command::new("bash").arg("--version").output().is_err() {
+        eprintln!("bash is not installed: skipping");
+        return;
+    }
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    // Ctrl-Z needs a shell with job control, as a user has: an interactive bash.
+    let t = Tmux::start("suspend", |dir| {
+        format!(
+            "export XDG_CONFIG_HOME={} PS1='$ '\nexec bash --norc --noprofile -i\n",
+            q(&dir.join("xdg"))
+        )
+    });
+    // capture-pane drops trailing blanks: the prompt reads "$".
+    t.wait_for("the shell prompt", |s| {
+        s.lines().any(|l| l.trim_end() == "$")
+    });
+    t.type_text(&format!(
+        "{} --state-dir {} --config {}",
+        q(Path::new(BIN)),
+        q(&bench.state),
+        q(&bench.config)
+    ));
+    t.keys(&["Enter"]);
+    t.wait_for_within("the console", START, console_shown);
+    t.keys(&["C-z"]);
+    let stopped = t.wait_for("the shell after ctrl+z", |s| {
+        s.contains("Stopped") && !console_shown(s)
+    });
+    assert!(stopped.contains("Stopped"), "{stopped}");
+    assert_eq!(
+        t.display("#{alternate_on}"),
+        "0",
+        "left the alternate screen while stopped"
+    );
+    assert_eq!(t.display("#{cursor_flag}"), "1");
+    t.type_text("fg");
+    t.keys(&["Enter"]);
+    t.wait_for("the console drawn again", console_shown);
+    assert_eq!(t.display("#{alternate_on}"), "1");
+    t.keys(&["q"]);
+    // Back at the prompt, on the normal screen, with the cursor shown (the stty check of
+    // raw mode is in the other tests; here the typed command would echo its own pattern).
+    t.wait_for("the prompt after quitting", |s| {
+        !console_shown(s) && s.lines().any(|l| l.trim_end() == "$")
+    });
+    assert_eq!(t.display("#{alternate_on}"), "0");
+    assert_eq!(t.display("#{cursor_flag}"), "1");
+}

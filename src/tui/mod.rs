@@ -191,7 +191,14 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
                         #[cfg(unix)]
                         {
                             guard.suspend()?;
-                            term.clear()?;
+                            // Not `term.clear()`: it asks the terminal for the cursor
+                            // position, and the input thread would swallow the answer.
+                            // Clear by hand and make the next frame a full one.
+                            crossterm::execute!(
+                                stdout(),
+                                crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+                            )?;
+                            term.swap_buffers();
                             last = None;
                         }
                         continue;
