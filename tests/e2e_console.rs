@@ -747,3 +747,43 @@ fn ctrl_z_gives_the_terminal_back_and_fg_takes_it_again() {
     assert_eq!(t.display("#{alternate_on}"), "0");
     assert_eq!(t.display("#{cursor_flag}"), "1");
 }
+
+#[test]
+fn a_panic_restores_the_terminal_and_says_what_happened() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    let command = format!(
+        "SWITCHBOARD_FAILPOINT=console-panic-on-input {} --state-dir {} --config {}",
+        q(Path::new(BIN)),
+        q(&bench.state),
+        q(&bench.config)
+    );
+    let t = Tmux::start("panic", |dir| script("", &command, &dir.join("xdg")));
+    t.wait_for_within("the console", START, console_shown);
+    t.keys(&["j"]);
+    let screen = t.wait_for("the shell's output after the panic", |s| {
+        s.contains("EXITED") && s.contains("STTY ")
+    });
+    assert!(
+        screen.contains("EXITED 101"),
+        "a panic exits 101:\n{screen}"
+    );
+    assert!(
+        screen.contains("a deliberate panic"),
+        "the message is readable:\n{screen}"
+    );
+    assert!(!console_shown(&screen), "{screen}");
+    let stty = screen
+        .lines()
+        .find(|l| l.starts_with("STTY "))
+        .unwrap_or_default();
+    for flag in ["icanon", "echo", "icrnl"] {
+        assert!(
+            stty.split_whitespace().any(|w| w == flag),
+            "raw mode is off ({flag}): {stty}"
+        );
+    }
+    assert_eq!(t.display("#{alternate_on}"), "0");
+    assert_eq!(t.display("#{cursor_flag}"), "1");
+}

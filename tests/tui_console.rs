@@ -196,3 +196,21 @@ async fn after_a_lag_the_console_reloads_what_it_missed() {
     c.refresh();
     assert_eq!(c.state.selected_key(), Some(ME));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_focuses_the_pane_under_it() {
+    let b = common::bench(config());
+    let (mut c, _rx) = console(&b);
+    c.update(Action::Intent(Intent::ToggleMouse));
+    assert!(c.state.mouse);
+    let r = switchboard::tui::view::regions(c.state.width, c.state.height);
+    for (x, y, focus) in [
+        (r.transcript.x + 2, r.transcript.y + 2, Focus::Transcript),
+        (r.rounds.x + 2, r.rounds.y + 2, Focus::Rounds),
+        (r.composer.x + 2, r.composer.y + 1, Focus::Composer),
+        (r.sessions.x + 2, r.sessions.y + 2, Focus::Sessions),
+    ] {
+        c.update(Action::Click(x, y));
+        assert_eq!(c.state.focus, focus, "click at {x},{y}");
+    }
+}

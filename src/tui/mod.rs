@@ -182,6 +182,9 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
                 }
             }
             for item in queue {
+                if matches!(item, Queued::Event(Event::Key(_))) {
+                    crate::engine::failpoint::panic_at("console-panic-on-input");
+                }
                 let actions = match item {
                     Queued::Action(a) => vec![a],
                     Queued::Event(e) => map_event(e, &console.state, &options.keymap),
