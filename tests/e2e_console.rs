@@ -252,6 +252,21 @@ fn script(env: &str, command: &str, xdg: &Path) -> String {
     )
 }
 
+/// The `STTY` line the script prints shows a cooked terminal (raw mode off).
+#[track_caller]
+fn assert_cooked(screen: &str) {
+    let stty = screen
+        .lines()
+        .find(|l| l.starts_with("STTY "))
+        .unwrap_or_default();
+    for flag in ["icanon", "echo", "icrnl"] {
+        assert!(
+            stty.split_whitespace().any(|w| w == flag),
+            "raw mode is off ({flag}): {stty}"
+        );
+    }
+}
+
 /// After quitting: the shell's own output, a cooked terminal, the normal screen, a cursor.
 #[track_caller]
 fn assert_terminal_restored(t: &Tmux) {
@@ -263,16 +278,7 @@ fn assert_terminal_restored(t: &Tmux) {
         !console_shown(&screen),
         "the console's frame is gone:\n{screen}"
     );
-    let stty = screen
-        .lines()
-        .find(|l| l.starts_with("STTY "))
-        .unwrap_or_default();
-    for flag in ["icanon", "echo", "icrnl"] {
-        assert!(
-            stty.split_whitespace().any(|w| w == flag),
-            "raw mode is off ({flag}): {stty}"
-        );
-    }
+    assert_cooked(&screen);
     assert_eq!(
         t.display("#{alternate_on}"),
         "0",
@@ -774,16 +780,7 @@ fn a_panic_restores_the_terminal_and_says_what_happened() {
         "the message is readable:\n{screen}"
     );
     assert!(!console_shown(&screen), "{screen}");
-    let stty = screen
-        .lines()
-        .find(|l| l.starts_with("STTY "))
-        .unwrap_or_default();
-    for flag in ["icanon", "echo", "icrnl"] {
-        assert!(
-            stty.split_whitespace().any(|w| w == flag),
-            "raw mode is off ({flag}): {stty}"
-        );
-    }
+    assert_cooked(&screen);
     assert_eq!(t.display("#{alternate_on}"), "0");
     assert_eq!(t.display("#{cursor_flag}"), "1");
 }
