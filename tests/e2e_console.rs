@@ -784,3 +784,41 @@ fn a_panic_restores_the_terminal_and_says_what_happened() {
     assert_eq!(t.display("#{alternate_on}"), "0");
     assert_eq!(t.display("#{cursor_flag}"), "1");
 }
+
+#[test]
+fn an_idle_console_writes_nothing_to_the_terminal() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    let t = start_console("idle", &bench);
+    t.wait_for_within("the console", START, console_shown);
+    // Everything the console writes from now on goes to this file as well.
+    let log = t.dir().join("pane-output");
+    let out = t.tmux(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        "console",
+        &format!("cat >> {}", q(&log)),
+    ]);
+    assert!(out.status.success());
+    // Let any frame in flight land, then watch three seconds (three ticks) of idleness.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    std::thread::sleep(Duration::from_secs(3));
+    let after = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(
+        after,
+        before,
+        "an idle console wrote {} bytes",
+        after - before
+    );
+    // And it still answers.
+    t.keys(&["?"]);
+    t.wait_for_text("closes this help");
+    // Separately: ESC followed at once by `q` reads as alt+q, as in any terminal.
+    t.keys(&["Escape"]);
+    t.wait_for("the help closed", |s| !s.contains("closes this help"));
+    t.keys(&["q"]);
+    assert_terminal_restored(&t);
+}

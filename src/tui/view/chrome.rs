@@ -130,10 +130,10 @@ pub fn help(frame: &mut Frame, area: Rect, keymap: &Keymap) {
         .collect();
     lines.push(Line::from(""));
     lines.extend(footer.iter().map(|f| Line::from(*f)));
-    let w = (area.width.saturating_sub(2))
-        .min(col_w as u16 * columns as u16 + 4)
-        .max(40)
-        .min(area.width);
+    let widest_footer = footer.iter().map(|f| f.chars().count()).max().unwrap_or(0);
+    let w = (col_w * columns + 4)
+        .max(widest_footer + 2)
+        .min(area.width.saturating_sub(2) as usize) as u16;
     let h = (lines.len() as u16 + 2).min(area.height);
     let rect = Rect::new((area.width - w) / 2, (area.height - h) / 2, w, h);
     frame.render_widget(Clear, rect);
