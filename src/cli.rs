@@ -25,11 +25,15 @@ pub const EXIT_USAGE: i32 = 2;
     version,
     about = "A console and session engine for AI agents that talk to each other",
     long_about = "Switchboard keeps agent sessions (OpenClaw's session tools: sessions_list, \
-sessions_history, …) in a local SQLite state folder, and lets you read and drive them from the \
-command line.\n\nExamples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+sessions_history, sessions_send, sessions_spawn) in a local SQLite state folder, runs their agents, \
+and lets you watch and drive them. With no command it opens the console on that state (on a \
+terminal; otherwise it prints an overview).\n\nExamples:\n  switchboard demo\n  switchboard\n  \
+switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
 switchboard tool sessions_list '{\"limit\": 5}'\n  switchboard sessions list",
     after_help = "State: --state-dir, else $SWITCHBOARD_STATE_DIR, else the platform data folder.\n\
-Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults)."
+Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults).\n\
+Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
+NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log."
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
