@@ -214,3 +214,60 @@ async fn a_click_focuses_the_pane_under_it() {
         assert_eq!(c.state.focus, focus, "click at {x},{y}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
+    let b = common::bench(config());
+    let mut set = tokio::task::JoinSet::new();
+    for n in 0..2000 {
+        let engine = b.engine.clone();
+        set.spawn(async move {
+            engine
+                .store()
+                .ensure(
+                    &SessionKey::from_canonical(format!("agent:main:dm-{n:04}")),
+                    SessionInit::default(),
+                )
+                .await
+                .unwrap();
+        });
+    }
+    while set.join_next().await.is_some() {}
+    let (mut c, _rx) = console(&b);
+    assert_eq!(c.state.session_count(), 2000);
+    assert!(c.state.sessions.len() <= 400, "only a window is loaded");
+    c.update(Action::Intent(Intent::Bottom));
+    c.refresh();
+    assert_eq!(c.state.selected, 1999);
+    let oldest = c.state.selected_key().expect("a selection").to_string();
+    assert!(c.state.sessions_offset > 0, "the window moved down");
+    // The oldest really is the last one in newest-first order.
+    let newest_first = {
+        let mut all: Vec<(i64, String)> = Vec::new();
+        b.engine
+            .store()
+            .scan(&Default::default(), |s| {
+                all.push((s.updated_at(), s.key.to_string()));
+                true
+            })
+            .unwrap();
+        all
+    };
+    assert_eq!(
+        newest_first.last().map(|r| r.1.clone()),
+        Some(oldest.clone())
+    );
+    let shown = screen(&c.state, &Keymap::defaults());
+    assert!(shown.contains("Sessions 2000/2000"), "{shown}");
+    // Paging up moves through the window and beyond it.
+    for _ in 0..20 {
+        c.update(Action::Intent(Intent::PageUp));
+        c.refresh();
+    }
+    assert!(c.state.selected < 1999 - 400, "{}", c.state.selected);
+    assert!(c.state.selected_key().is_some());
+    c.update(Action::Intent(Intent::Top));
+    c.refresh();
+    assert_eq!((c.state.selected, c.state.sessions_offset), (0, 0));
+    assert_eq!(c.state.selected_key(), Some(newest_first[0].1.as_str()));
+}

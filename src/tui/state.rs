@@ -122,8 +122,12 @@ pub struct State {
     pub mouse: bool,
     pub quit: bool,
 
+    /// A window of the sessions matching the filters, starting at `sessions_offset` in that
+    /// (newest-first) order; `selected` is a position in the whole order, not the window.
     pub sessions: Vec<SessionRow>,
     pub total_sessions: u64,
+    /// How many sessions match the filters (0 = not known: the window is all there is).
+    pub matching_sessions: u64,
     pub selected: usize,
     pub sessions_offset: usize,
     pub filter: String,
@@ -171,6 +175,7 @@ impl State {
             quit: false,
             sessions: Vec::new(),
             total_sessions: 0,
+            matching_sessions: 0,
             selected: 0,
             sessions_offset: 0,
             filter: String::new(),
@@ -198,7 +203,13 @@ impl State {
     }
 
     pub fn selected_key(&self) -> Option<&str> {
-        self.sessions.get(self.selected).map(|r| r.key.as_str())
+        let i = self.selected.checked_sub(self.sessions_offset)?;
+        self.sessions.get(i).map(|r| r.key.as_str())
+    }
+
+    /// How many sessions the pane can scroll through.
+    pub fn session_count(&self) -> usize {
+        (self.matching_sessions as usize).max(self.sessions_offset + self.sessions.len())
     }
 
     /// Show `text` in the status line for a few seconds.

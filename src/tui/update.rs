@@ -16,8 +16,10 @@ use crate::engine::policy::{self, SendCommand};
 use crate::engine::store::now_ms;
 use crate::engine::tools::ToolContext;
 
-/// Sessions loaded beyond what the pane shows, so scrolling rarely waits for a load.
-const SESSION_PAGE: usize = 200;
+/// Sessions loaded around the selection, so scrolling rarely waits for a load.
+const SESSION_WINDOW: usize = 400;
+/// How close to the window's edge the selection may come before the window moves.
+const SESSION_MARGIN: usize = 50;
 
 /// Slash commands, for completion and the "unknown command" message.
 const COMMANDS: &[&str] = &["/send ", "/spawn ", "/ask ", "/help"];
@@ -31,7 +33,6 @@ pub struct Console {
     transcript_dirty: bool,
     /// Sessions count and newest activity last seen, to notice other processes' writes.
     seen: (u64, i64),
-    loaded_limit: usize,
 }
 
 impl Console {
@@ -43,7 +44,6 @@ impl Console {
             sessions_dirty: true,
             transcript_dirty: true,
             seen: (0, 0),
-            loaded_limit: SESSION_PAGE,
         };
         c.refresh();
         c
@@ -86,29 +86,31 @@ impl Console {
         let s = &mut self.state;
         let keep = s.selected_key().map(str::to_string);
         let had_rows = !s.sessions.is_empty();
-        let limit = self.loaded_limit.max(s.selected + SESSION_PAGE);
+        // The window is centred on the selection, so moving within it needs no reload.
+        let start = s.selected.saturating_sub(SESSION_WINDOW / 2);
         let filter = load::Filter {
             kind: s.kind_filter,
             text: &s.filter,
             archived: s.show_archived,
             active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
         };
-        match load::sessions(&self.engine, &filter, limit) {
-            Ok(rows) => {
+        match load::sessions_window(&self.engine, &filter, start, SESSION_WINDOW) {
+            Ok((rows, matching)) => {
                 s.sessions = rows;
+                s.sessions_offset = start.min(matching as usize);
+                s.matching_sessions = matching;
                 if !had_rows && !s.sessions.is_empty() {
                     // The first session to appear becomes the selection: show it.
-                    s.selected = 0;
+                    s.selected = s.sessions_offset;
                     self.transcript_dirty = true;
                 }
                 if let Some(k) = keep {
                     if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
-                        if i != s.selected {
-                            s.selected = i;
-                        }
+                        s.selected = s.sessions_offset + i;
                     } else {
                         // The selected session is gone (deleted, filtered out).
-                        s.selected = s.selected.min(s.sessions.len().saturating_sub(1));
+                        let last = s.session_count().saturating_sub(1);
+                        s.selected = s.selected.min(last);
                         self.transcript_dirty = true;
                     }
                 }
@@ -116,10 +118,20 @@ impl Console {
             Err(e) => s.flash(format!("cannot read sessions: {e}"), true),
         }
         s.total_sessions = self.engine.store().count().unwrap_or(s.total_sessions);
-        self.seen = (
-            s.total_sessions,
-            s.sessions.first().map(|r| r.updated_at).unwrap_or(0),
-        );
+        let newest = self.newest_activity();
+        self.seen = (self.state.total_sessions, newest);
+    }
+
+    /// The newest activity of any session (to notice other processes' writes).
+    fn newest_activity(&self) -> i64 {
+        let everything = load::Filter {
+            archived: true,
+            ..load::Filter::default()
+        };
+        load::sessions(&self.engine, &everything, 1)
+            .ok()
+            .and_then(|r| r.first().map(|r| r.updated_at))
+            .unwrap_or(0)
     }
 
     fn reload_transcript(&mut self) {
@@ -163,7 +175,7 @@ impl Console {
 
     fn select(&mut self, index: usize) {
         let s = &mut self.state;
-        let last = s.sessions.len().saturating_sub(1);
+        let last = s.session_count().saturating_sub(1);
         let index = index.min(last);
         if index != s.selected {
             s.selected = index;
@@ -172,9 +184,15 @@ impl Console {
             s.follow = true;
             self.transcript_dirty = true;
         }
-        // Near the end of what is loaded: load the next page.
-        if index + 20 >= s.sessions.len() && (s.sessions.len() as u64) < s.total_sessions {
-            self.loaded_limit = s.sessions.len() + SESSION_PAGE;
+        // Close to either edge of the loaded window (with more beyond): move the window.
+        let (lo, hi) = (s.sessions_offset, s.sessions_offset + s.sessions.len());
+        let more_above = lo > 0;
+        let more_below = (hi as u64) < s.matching_sessions;
+        if (more_above && index < lo + SESSION_MARGIN)
+            || (more_below && index + SESSION_MARGIN >= hi)
+            || index < lo
+            || index >= hi
+        {
             self.sessions_dirty = true;
         }
     }
@@ -272,7 +290,7 @@ impl Console {
         match focus {
             Focus::Sessions | Focus::Filter | Focus::Composer => {
                 let cur = self.state.selected;
-                let last = self.state.sessions.len().saturating_sub(1);
+                let last = self.state.session_count().saturating_sub(1);
                 let to = match intent {
                     Intent::Down => cur + 1,
                     Intent::Up => cur.saturating_sub(1),
@@ -425,10 +443,15 @@ impl Console {
         };
         if inside(regions.sessions) {
             self.state.focus = Focus::Sessions;
-            let row =
-                (y.saturating_sub(regions.sessions.y + 2)) as usize + self.state.sessions_offset;
-            if row < self.state.sessions.len() {
-                self.select(row);
+            // Rows start below the border (and below the filter line when it shows).
+            let filter_line = u16::from(!self.state.filter.is_empty());
+            let first_row_y = regions.sessions.y + 1 + filter_line;
+            if y >= first_row_y {
+                let row = (y - first_row_y) as usize
+                    + super::view::sessions_top(&self.state, regions.sessions);
+                if row < self.state.session_count() {
+                    self.select(row);
+                }
             }
         } else if inside(regions.transcript) {
             self.state.focus = Focus::Transcript;
@@ -723,14 +746,7 @@ impl Console {
         // Another process (e.g. `switchboard inject` in a second shell) writes without
         // events reaching us: notice it by the count or the newest activity.
         let count = self.engine.store().count().unwrap_or(self.seen.0);
-        let everything = load::Filter {
-            archived: true,
-            ..load::Filter::default()
-        };
-        let newest = load::sessions(&self.engine, &everything, 1)
-            .ok()
-            .and_then(|r| r.first().map(|r| r.updated_at))
-            .unwrap_or(self.seen.1);
+        let newest = self.newest_activity();
         if (count, newest) != self.seen {
             self.sessions_dirty = true;
             self.transcript_dirty = true;

@@ -17,6 +17,11 @@ use super::state::{Focus, State};
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 16;
 
+/// The first session row shown in the sessions pane (for mapping clicks to rows).
+pub fn sessions_top(state: &State, area: Rect) -> usize {
+    sessions::top_for(state, area)
+}
+
 /// Where each pane goes for a terminal of `width` × `height`.
 #[derive(Debug, Clone, Copy)]
 pub struct Regions {

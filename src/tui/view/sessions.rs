@@ -13,7 +13,7 @@ use crate::tui::state::{Focus, State};
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let mut title = format!(
         " Sessions {}/{} ",
-        state.sessions.len(),
+        state.session_count(),
         state.total_sessions
     );
     if let Some(k) = state.kind_filter {
@@ -65,35 +65,22 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         };
         lines.push(Line::from(msg));
     }
-    // Keep the selection in view.
-    let offset = if state.selected >= rows_room {
-        state.selected + 1 - rows_room
-    } else {
-        0
-    }
-    .min(
-        state
-            .sessions_offset
-            .max(state.selected.saturating_sub(rows_room.saturating_sub(1))),
-    );
-    let offset = if state.selected < offset {
-        state.selected
-    } else {
-        offset
-    };
+    let top = top_row(state, rows_room);
     // Columns give way as the pane narrows: channel first, then unread counts; the name
     // takes whatever is left.
     let show_channel = width >= 48;
     let show_unread = width >= 30;
     let fixed = 1 + 6 + 5 + 7 + if show_channel { 9 } else { 0 } + if show_unread { 4 } else { 0 };
     let name_w = width.saturating_sub(fixed).max(6);
-    for (i, row) in state
+    let first = top.saturating_sub(state.sessions_offset);
+    for (j, row) in state
         .sessions
         .iter()
         .enumerate()
-        .skip(offset)
+        .skip(first)
         .take(rows_room)
     {
+        let i = state.sessions_offset + j;
         let running = if state.running.contains(&row.key) {
             "●"
         } else {
@@ -149,4 +136,21 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         lines.push(Line::styled(pad(&text, width), style));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The first session (position in the whole order) shown in a pane with `rows_room` rows:
+/// the selection stays in view, with the newest at the top while it fits.
+fn top_row(state: &State, rows_room: usize) -> usize {
+    if rows_room == 0 || state.selected < rows_room {
+        0
+    } else {
+        state.selected + 1 - rows_room
+    }
+}
+
+/// The first session shown in the sessions pane at `area` (for mouse clicks).
+pub fn top_for(state: &State, area: Rect) -> usize {
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let filter_line = usize::from(state.focus == Focus::Filter || !state.filter.is_empty());
+    top_row(state, inner_h.saturating_sub(filter_line))
 }
