@@ -271,3 +271,23 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
     assert_eq!((c.state.selected, c.state.sessions_offset), (0, 0));
     assert_eq!(c.state.selected_key(), Some(newest_first[0].1.as_str()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
+    let b = common::bench(config());
+    let (mut c, _rx) = console(&b);
+    c.update(Action::Intent(Intent::ToggleRoundsScope));
+    c.update(Action::Engine(Box::new(
+        switchboard::engine::events::EngineEvent::ChainStopped {
+            chain_id: "c1".into(),
+            hops: 13,
+            max_hops: 12,
+            requester: "agent:b:main".into(),
+            target: "agent:c:main".into(),
+        },
+    )));
+    let shown = screen(&c.state, &Keymap::defaults());
+    assert!(shown.contains("agent:b:main → agent:c:main"), "{shown}");
+    assert!(shown.contains("not sent: chain limit reached"), "{shown}");
+    assert!(shown.contains("maxChainHops 12"), "{shown}");
+}

@@ -725,12 +725,36 @@ impl Console {
                 );
             }
             EngineEvent::ChainStopped {
+                chain_id,
                 hops,
                 max_hops,
+                requester,
                 target,
-                ..
             } => {
-                s.flash(format!("agent chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"), true);
+                s.flash(
+                    format!("agent chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
+                    true,
+                );
+                // The refused send shows in the timeline too, with why it never ran.
+                let id = format!("chain-{chain_id}-{hops}");
+                s.flows.insert(
+                    id.clone(),
+                    FlowView {
+                        flow_id: id,
+                        requester,
+                        target,
+                        message: String::new(),
+                        rounds: Vec::new(),
+                        loop_end: Some((
+                            "chain".into(),
+                            format!("{hops} sends > session.agentToAgent.maxChainHops {max_hops}"),
+                        )),
+                        announce: None,
+                        done: true,
+                        started: now,
+                    },
+                );
+                trim_flows(s);
             }
             _ => {}
         }

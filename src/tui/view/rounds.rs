@@ -20,6 +20,9 @@ fn loop_label(reason: &str) -> &str {
         "disabled" => "ping-pong off",
         "policy" => "blocked by send policy",
         "no_reply" => "no reply",
+        "chain" => "not sent: chain limit reached",
+        "timeout" => "timed out",
+        "error" => "a run failed",
         other => other,
     }
 }
@@ -58,9 +61,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
                 width,
             )));
         }
-        if let Some((reason, _)) = &f.loop_end {
+        if let Some((reason, detail)) = &f.loop_end {
+            let detail = if reason == "chain" {
+                format!(" ({detail})")
+            } else {
+                String::new()
+            };
             lines.push(Line::styled(
-                fit(&format!("  ended: {}", loop_label(reason)), width),
+                fit(&format!("  ended: {}{detail}", loop_label(reason)), width),
                 Style::default().add_modifier(Modifier::DIM),
             ));
         } else if !f.done {
