@@ -291,3 +291,40 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
     assert!(shown.contains("not sent: chain limit reached"), "{shown}");
     assert!(shown.contains("maxChainHops 12"), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
+    let b = common::bench(config());
+    let (mut c, _rx) = console(&b);
+    c.update(Action::Flash("⚙️ Send policy set to off.".into(), false));
+    c.update(Action::Engine(Box::new(
+        switchboard::engine::events::EngineEvent::PolicyDecision {
+            key: "agent:support:discord:group:random".into(),
+            action: "reply".into(),
+            allowed: false,
+            source: "rule 1".into(),
+        },
+    )));
+    assert_eq!(
+        c.state.flash.as_ref().map(|f| f.text.as_str()),
+        Some("⚙️ Send policy set to off.")
+    );
+    // Once it has gone, notices show again.
+    for _ in 0..6 {
+        c.update(Action::Tick);
+    }
+    c.update(Action::Engine(Box::new(
+        switchboard::engine::events::EngineEvent::PolicyDecision {
+            key: "agent:support:discord:group:random".into(),
+            action: "reply".into(),
+            allowed: false,
+            source: "rule 1".into(),
+        },
+    )));
+    assert!(
+        c.state
+            .flash
+            .as_ref()
+            .is_some_and(|f| f.error && f.text.contains("refused"))
+    );
+}

@@ -106,6 +106,8 @@ pub struct Flash {
     pub text: String,
     pub error: bool,
     pub until_tick: u64,
+    /// The answer to something the owner just did (not a background notice).
+    pub owner: bool,
 }
 
 /// The whole console state.
@@ -218,6 +220,21 @@ impl State {
             text: text.into(),
             error,
             until_tick: self.ticks + 5,
+            owner: true,
+        });
+    }
+
+    /// A background notice (something agents did): shown unless the answer to the owner's
+    /// own last action is still up, which it must not hide.
+    pub fn notice(&mut self, text: impl Into<String>, error: bool) {
+        if self.flash.as_ref().is_some_and(|f| f.owner) {
+            return;
+        }
+        self.flash = Some(Flash {
+            text: text.into(),
+            error,
+            until_tick: self.ticks + 5,
+            owner: false,
         });
     }
 }

@@ -719,7 +719,7 @@ impl Console {
                 source,
             } => {
                 // The remedy first: a long rule description may be cut at the screen's edge.
-                s.flash(
+                s.notice(
                     format!("{key}: {action} refused by its send policy; `/send on` there allows it ({source})"),
                     true,
                 );
@@ -731,7 +731,7 @@ impl Console {
                 requester,
                 target,
             } => {
-                s.flash(
+                s.notice(
                     format!("agent chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
                     true,
                 );
