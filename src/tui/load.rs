@@ -36,22 +36,39 @@ pub fn sessions_window(
     filter: &Filter<'_>,
     start: usize,
     limit: usize,
-) -> Result<(Vec<SessionRow>, u64), StorageError> {
+    count: bool,
+) -> Result<(Vec<SessionRow>, Option<u64>), StorageError> {
     if !filter.text.is_empty() {
         let all = sessions(engine, filter, start + limit)?;
         let total = all.len() as u64;
-        return Ok((all.into_iter().skip(start).collect(), total));
+        return Ok((all.into_iter().skip(start).collect(), Some(total)));
     }
     let kind = filter.kind.map(|k| k.as_str().to_string());
     let since = filter.active_since;
     let archived = filter.archived;
     let (keys, total) = engine.store().storage().read(|c| {
-        // `?3` true includes archived sessions; the flag lives in the entry JSON.
-        let where_ = "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2)
-             AND (?3 OR json_extract(entry, '$.archivedAt') IS NULL)";
-        let total: i64 = c
-            .prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {where_}"))?
-            .query_row(rusqlite::params![kind, since, archived], |r| r.get(0))?;
+        // Archived sessions are sub-agents whose archive timer fired (`spawns.archived_at`,
+        // also set on their entry): an anti-join on that small set, not a JSON look into
+        // every row, keeps this an index walk.
+        // With nothing archived (the usual case) the clause is left out altogether.
+        let any_archived: bool = c
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM spawns WHERE archived_at IS NOT NULL)")?
+            .query_row([], |r| r.get(0))?;
+        let where_ = if any_archived {
+            "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2)
+             AND (?3 OR key NOT IN (SELECT child_key FROM spawns WHERE archived_at IS NOT NULL))"
+        } else {
+            "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2) AND (?3 OR 1)"
+        };
+        let total = if count {
+            Some(
+                c.prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {where_}"))?
+                    .query_row(rusqlite::params![kind, since, archived], |r| r.get::<_, i64>(0))?
+                    as u64,
+            )
+        } else {
+            None
+        };
         let mut stmt = c.prepare_cached(&format!(
             "SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?4 OFFSET ?5"
         ))?;
@@ -61,7 +78,7 @@ pub fn sessions_window(
                 |r| r.get::<_, String>(0),
             )?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((keys, total as u64))
+        Ok((keys, total))
     })?;
     let mut rows = Vec::with_capacity(keys.len());
     for key in keys {

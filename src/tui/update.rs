@@ -31,6 +31,8 @@ pub struct Console {
     tx: UnboundedSender<Action>,
     sessions_dirty: bool,
     transcript_dirty: bool,
+    /// The number of matching sessions must be counted again on the next reload.
+    recount: bool,
     /// Sessions count and newest activity last seen, to notice other processes' writes.
     seen: (u64, i64),
 }
@@ -43,6 +45,7 @@ impl Console {
             tx,
             sessions_dirty: true,
             transcript_dirty: true,
+            recount: true,
             seen: (0, 0),
         };
         c.refresh();
@@ -63,6 +66,7 @@ impl Console {
             Action::Engine(e) => self.engine_event(*e),
             Action::Lagged => {
                 self.sessions_dirty = true;
+                self.recount = true;
                 self.transcript_dirty = true;
             }
             Action::Tick => self.tick(),
@@ -94,11 +98,17 @@ impl Console {
             archived: s.show_archived,
             active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
         };
-        match load::sessions_window(&self.engine, &filter, start, SESSION_WINDOW) {
+        // Counting walks every matching index entry: only when the set may have changed
+        // size (sessions created or removed, filters changed), not on every new message.
+        let count = std::mem::take(&mut self.recount);
+        match load::sessions_window(&self.engine, &filter, start, SESSION_WINDOW, count) {
             Ok((rows, matching)) => {
                 s.sessions = rows;
+                if let Some(m) = matching {
+                    s.matching_sessions = m;
+                }
+                let matching = s.matching_sessions;
                 s.sessions_offset = start.min(matching as usize);
-                s.matching_sessions = matching;
                 if !had_rows && !s.sessions.is_empty() {
                     // The first session to appear becomes the selection: show it.
                     s.selected = s.sessions_offset;
@@ -248,6 +258,7 @@ impl Console {
                 s.kind_filter = ORDER[(i + 1) % ORDER.len()];
                 s.selected = 0;
                 self.sessions_dirty = true;
+                self.recount = true;
                 self.transcript_dirty = true;
             }
             Intent::CycleActive => {
@@ -259,11 +270,13 @@ impl Console {
                 s.active_within = ORDER[(i + 1) % ORDER.len()];
                 s.selected = 0;
                 self.sessions_dirty = true;
+                self.recount = true;
                 self.transcript_dirty = true;
             }
             Intent::ToggleArchived => {
                 s.show_archived = !s.show_archived;
                 self.sessions_dirty = true;
+                self.recount = true;
             }
             Intent::ToggleMouse => {
                 s.mouse = !s.mouse;
@@ -352,17 +365,20 @@ impl Console {
                     self.state.filter.clear();
                     self.state.focus = Focus::Sessions;
                     self.sessions_dirty = true;
+                    self.recount = true;
                 }
                 KeyCode::Enter => self.state.focus = Focus::Sessions,
                 KeyCode::Backspace => {
                     self.state.filter.pop();
                     self.state.selected = 0;
                     self.sessions_dirty = true;
+                    self.recount = true;
                 }
                 KeyCode::Char(c) if !ctrl => {
                     self.state.filter.push(c);
                     self.state.selected = 0;
                     self.sessions_dirty = true;
+                    self.recount = true;
                 }
                 _ => {}
             },
@@ -586,11 +602,14 @@ impl Console {
         let now = self.state.now_ms;
         let s = &mut self.state;
         match e {
-            EngineEvent::SessionCreated { .. }
-            | EngineEvent::SessionUpdated { .. }
-            | EngineEvent::SessionArchived { .. } => self.sessions_dirty = true,
+            EngineEvent::SessionUpdated { .. } => self.sessions_dirty = true,
+            EngineEvent::SessionCreated { .. } | EngineEvent::SessionArchived { .. } => {
+                self.sessions_dirty = true;
+                self.recount = true;
+            }
             EngineEvent::SessionDeleted { key } => {
                 self.sessions_dirty = true;
+                self.recount = true;
                 if selected.as_deref() == Some(key.as_str()) {
                     s.flash(format!("{key} was deleted"), false);
                     self.transcript_dirty = true;
@@ -773,6 +792,7 @@ impl Console {
         let newest = self.newest_activity();
         if (count, newest) != self.seen {
             self.sessions_dirty = true;
+            self.recount = true;
             self.transcript_dirty = true;
         }
     }
