@@ -513,6 +513,8 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     );
     if let Some(reply) = &received.command_reply {
         println!("{reply}");
+        // Work resumed at start-up (a pending sub-agent announce) still finishes first.
+        engine.idle().await;
         return Ok(());
     }
     let (stop, stopped) = tokio::sync::oneshot::channel();
