@@ -315,29 +315,31 @@ impl PreparedLine {
         obj.insert("id".into(), Value::String(id.clone()));
         obj.insert("parentId".into(), Value::Null);
         obj.insert("timestamp".into(), Value::String(iso_timestamp(now_ms)));
-        let mut rest = Map::with_capacity(line.body.len() + 1);
-        rest.insert("timestamp".into(), obj["timestamp"].clone());
         for (k, v) in line.body {
             // The header fields belong to the store.
             if matches!(k.as_str(), "type" | "id" | "parentId") {
                 continue;
             }
-            rest.insert(k.clone(), v.clone());
             obj.insert(k, v);
         }
-        let head = format!(
-            "{{\"type\":{},\"id\":{},\"parentId\":",
-            Value::String(line.kind.clone()),
-            Value::String(id.clone())
-        );
-        // `rest` serialises as `{...}`; drop its brace and keep the comma-separated fields.
-        let rest = Value::Object(rest).to_string();
-        let tail = format!(",{}", &rest[1..]);
+        let value = Value::Object(obj);
+        // Serialise once and cut around the parent's `null`: `type` and `id` come first
+        // and are plain strings, so the first `"parentId":null` is the header's.
+        let text = value.to_string();
+        const MARK: &str = "\"parentId\":null";
+        let (head, tail) = match text.find(MARK) {
+            Some(at) => (
+                text[..at + MARK.len() - "null".len()].to_string(),
+                text[at + MARK.len()..].to_string(),
+            ),
+            // Unreachable with the fields above; keep a valid line anyway.
+            None => (text.clone(), String::new()),
+        };
         PreparedLine {
             kind: line.kind,
             role,
             id,
-            value: Value::Object(obj),
+            value,
             head,
             tail,
         }
