@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{Agent, AgentError, BoxFuture, Reply, ToolRunner, Turn, Usage};
 use crate::config::ScriptRule;
+use crate::config::load::regex_body;
 
 /// An agent that answers from a list of [`ScriptRule`]s.
 pub struct ScriptedAgent {
@@ -132,12 +133,6 @@ impl Agent for ScriptedAgent {
             })
         })
     }
-}
-
-/// The pattern of a `/…/` script text (the same rule as the config loader's check).
-fn regex_body(text: &str) -> Option<&str> {
-    (text.len() >= 2 && text.starts_with('/') && text.ends_with('/'))
-        .then(|| &text[1..text.len() - 1])
 }
 
 /// Case-sensitive glob where `*` matches any run of characters (including none).

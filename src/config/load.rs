@@ -682,7 +682,7 @@ fn model_problem(model: &str) -> Option<String> {
 }
 
 /// The pattern of a `/…/` script text; any other text is a plain substring.
-fn regex_body(text: &str) -> Option<&str> {
+pub(crate) fn regex_body(text: &str) -> Option<&str> {
     if text.len() >= 2 && text.starts_with('/') && text.ends_with('/') {
         Some(&text[1..text.len() - 1])
     } else {

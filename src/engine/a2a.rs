@@ -10,7 +10,7 @@ use super::Engine;
 use super::delivery::Delivered;
 use super::events::EngineEvent;
 use super::key::SessionKey;
-use super::policy::{self, SendPolicy};
+
 use super::runs::{Chain, FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
 use super::storage::StorageError;
 use super::storage::runlog;
@@ -394,15 +394,8 @@ impl Engine {
     /// The send policy of `key` refuses agent-to-agent messages into it: why, if so.
     pub(crate) fn policy_refuses(&self, key: &SessionKey) -> Option<String> {
         let entry = self.store().get(key).ok().flatten()?.entry;
-        let decision = policy::evaluate(self.config(), key, &entry);
-        let allowed = decision.policy == SendPolicy::Allow;
-        self.events().emit(EngineEvent::PolicyDecision {
-            key: key.to_string(),
-            action: "send".into(),
-            allowed,
-            source: decision.source.to_string(),
-        });
-        (!allowed).then(|| {
+        let decision = self.judge_policy(key, &entry, "send");
+        (!decision.is_allowed()).then(|| {
             format!(
                 "send policy of {key} denies sends into it: {}",
                 decision.source

@@ -6,7 +6,7 @@ use super::Engine;
 use super::entry::SessionEntry;
 use super::events::EngineEvent;
 use super::key::{SessionKey, group_channel_of};
-use super::policy::{self, SendPolicy};
+
 use super::storage::StorageError;
 use super::storage::runlog::{self, OutboxRow};
 use super::store::now_ms;
@@ -90,15 +90,8 @@ impl Engine {
         let Some(route) = route_for(key, &stored.entry) else {
             return Ok(Delivered::NoRoute);
         };
-        let decision = policy::evaluate(self.config(), key, &stored.entry);
-        let allowed = decision.policy == SendPolicy::Allow;
-        self.events().emit(EngineEvent::PolicyDecision {
-            key: key.to_string(),
-            action: kind.to_string(),
-            allowed,
-            source: decision.source.to_string(),
-        });
-        if !allowed {
+        let decision = self.judge_policy(key, &stored.entry, kind);
+        if !decision.is_allowed() {
             return Ok(Delivered::Blocked {
                 reason: format!(
                     "send policy of {key} denies outbound messages: {}",

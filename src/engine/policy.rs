@@ -353,6 +353,27 @@ pub fn evaluate(config: &Config, key: &SessionKey, entry: &SessionEntry) -> Poli
     }
 }
 
+impl crate::engine::Engine {
+    /// Evaluate `key`'s send policy for `action` (`send`, `announce`, `reply`, …) and
+    /// announce the decision as an event, so every enforcement point is visible the same way.
+    pub(crate) fn judge_policy(
+        &self,
+        key: &SessionKey,
+        entry: &SessionEntry,
+        action: &str,
+    ) -> PolicyDecision {
+        let decision = evaluate(self.config(), key, entry);
+        self.events()
+            .emit(crate::engine::events::EngineEvent::PolicyDecision {
+                key: key.to_string(),
+                action: action.to_string(),
+                allowed: decision.is_allowed(),
+                source: decision.source.to_string(),
+            });
+        decision
+    }
+}
+
 /// The owner's `/send` chat command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendCommand {

@@ -131,10 +131,16 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
             if last.as_ref() != Some(&picture) {
                 let drawn: std::io::Result<()> = (|| {
                     crossterm::execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate)?;
+                    // The picture is already rendered: hand it over instead of drawing again
+                    // (unless the terminal's size moved on since: then draw it fresh).
                     term.draw(|f| {
-                        view::draw(f, st, &options.keymap);
-                        if no_color {
-                            strip_colors(f.buffer_mut());
+                        if f.area() == picture.area {
+                            f.buffer_mut().clone_from(&picture);
+                        } else {
+                            view::draw(f, st, &options.keymap);
+                            if no_color {
+                                strip_colors(f.buffer_mut());
+                            }
                         }
                     })?;
                     crossterm::execute!(stdout(), crossterm::terminal::EndSynchronizedUpdate)?;

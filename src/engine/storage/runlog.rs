@@ -128,17 +128,6 @@ pub fn runs_of(
     Ok(rows)
 }
 
-/// Every run still marked running, whoever owns it.
-pub fn running_runs(conn: &Connection) -> Result<Vec<(RunRow, String)>, StorageError> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {RUN_COLS}, owner FROM runs WHERE status = 'running'"
-    ))?;
-    let rows = stmt
-        .query_map([], |r| Ok((run_from_row(r)?, r.get::<_, String>(13)?)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
-}
-
 /// Owners with runs or flows still open.
 pub fn open_owners(conn: &Connection) -> Result<Vec<String>, StorageError> {
     let mut stmt = conn.prepare_cached(
@@ -230,17 +219,6 @@ pub fn finish_flow(
     )?
     .execute(params![flow_id, reason, now])?;
     Ok(())
-}
-
-/// `(status, ended_reason)` of a flow.
-pub fn flow_status(
-    conn: &Connection,
-    flow_id: &str,
-) -> Result<Option<(String, Option<String>)>, StorageError> {
-    Ok(conn
-        .prepare_cached("SELECT status, ended_reason FROM flows WHERE flow_id = ?1")?
-        .query_row([flow_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?)
 }
 
 /// A message handed to a channel.

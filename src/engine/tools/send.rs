@@ -15,7 +15,7 @@ use crate::engine::a2a::Send;
 use crate::engine::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
 use crate::engine::key::{SessionKey, normalize_agent_id};
-use crate::engine::policy::{self, SendPolicy};
+
 use crate::engine::runs::{Chain, RunStatus};
 use crate::engine::store::SessionInit;
 use crate::engine::visibility::{Action, Denied, Guard};
@@ -290,15 +290,8 @@ fn refused_by_policy(
     entry: &SessionEntry,
     display: &str,
 ) -> Option<String> {
-    let decision = policy::evaluate(engine.config(), target, entry);
-    let allowed = decision.policy == SendPolicy::Allow;
-    engine.events().emit(EngineEvent::PolicyDecision {
-        key: target.to_string(),
-        action: "send".into(),
-        allowed,
-        source: decision.source.to_string(),
-    });
-    (!allowed).then(|| {
+    let decision = engine.judge_policy(target, entry, "send");
+    (!decision.is_allowed()).then(|| {
         format!(
             "send blocked by session policy: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
             decision.source
