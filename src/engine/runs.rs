@@ -415,13 +415,14 @@ impl Engine {
             let mut lines: Vec<NewLine> =
                 req.inbound.iter().cloned().map(NewLine::message).collect();
             lines.extend(message.map(NewLine::message));
-            let mut begin = record.begin_job();
+            let tokens = end.tokens;
+            let mut begin = record.begin_job(Some(end));
             let flow_end = flow_end.clone();
             self.store().submit_append(&req.key, lines, move |c| {
                 begin(c)?;
-                add_tokens(c, &key, end.tokens)?;
+                add_tokens(c, &key, tokens)?;
                 close_flow(c, flow_end.as_ref(), ended)?;
-                runlog::finish_run(c, &run, &end.as_run_end())
+                Ok(true)
             })
         } else {
             // One commit for the end: the reply, the token totals and the outcome.
@@ -642,9 +643,11 @@ struct StartRecord {
 }
 
 impl StartRecord {
-    /// The rows of the start, as a writer job (without the inbound message).
+    /// The rows of the start, as a writer job (without the inbound message); with `end`, the
+    /// run row is written already finished.
     fn begin_job(
         &self,
+        end: Option<OwnedEnd>,
     ) -> impl FnMut(&rusqlite::Connection) -> Result<(), StorageError> + Send + 'static {
         let (run, key, agent, flow) = (
             self.run_id.clone(),
@@ -671,19 +674,20 @@ impl StartRecord {
                     },
                 )?;
             }
-            runlog::insert_run(
-                c,
-                &NewRun {
-                    run_id: &run,
-                    session_key: &key,
-                    agent_id: &agent,
-                    step,
-                    round,
-                    flow_id: flow.as_deref(),
-                    owner: &owner,
-                    started_at: started,
-                },
-            )
+            let row = NewRun {
+                run_id: &run,
+                session_key: &key,
+                agent_id: &agent,
+                step,
+                round,
+                flow_id: flow.as_deref(),
+                owner: &owner,
+                started_at: started,
+            };
+            match &end {
+                Some(end) => runlog::insert_finished_run(c, &row, &end.as_run_end()),
+                None => runlog::insert_run(c, &row),
+            }
         }
     }
 
@@ -702,7 +706,7 @@ impl StartRecord {
             .collect();
         self.engine
             .store()
-            .append_and(&self.req.key, inbound, self.begin_job())
+            .append_and(&self.req.key, inbound, self.begin_job(None))
             .await?;
         *written = true;
         self.emit_started();

@@ -39,9 +39,28 @@ pub struct NewRun<'a> {
 }
 
 pub fn insert_run(conn: &Connection, r: &NewRun<'_>) -> Result<(), StorageError> {
+    insert_run_row(conn, r, None)
+}
+
+/// Record a run that starts and ends in the same commit (a quick turn) with one insert:
+/// updating a fresh `running` row would rewrite it and churn the `runs_running` index.
+pub fn insert_finished_run(
+    conn: &Connection,
+    r: &NewRun<'_>,
+    end: &RunEnd<'_>,
+) -> Result<(), StorageError> {
+    insert_run_row(conn, r, Some(end))
+}
+
+fn insert_run_row(
+    conn: &Connection,
+    r: &NewRun<'_>,
+    end: Option<&RunEnd<'_>>,
+) -> Result<(), StorageError> {
     conn.prepare_cached(
-        "INSERT INTO runs (run_id, session_key, agent_id, step, round, flow_id, status, owner, started_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)",
+        "INSERT INTO runs (run_id, session_key, agent_id, step, round, flow_id, status, owner, started_at,
+                           ended_at, error, reply, tokens_in, tokens_out)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         r.run_id,
@@ -50,8 +69,14 @@ pub fn insert_run(conn: &Connection, r: &NewRun<'_>) -> Result<(), StorageError>
         r.step,
         r.round,
         r.flow_id,
+        end.map_or("running", |e| e.status),
         r.owner,
-        r.started_at
+        r.started_at,
+        end.map(|e| e.ended_at),
+        end.and_then(|e| e.error),
+        end.and_then(|e| e.reply),
+        end.and_then(|e| e.tokens_in).map(|t| t as i64),
+        end.and_then(|e| e.tokens_out).map(|t| t as i64),
     ])?;
     Ok(())
 }
