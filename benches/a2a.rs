@@ -8,6 +8,9 @@
 //! - `send_5_rounds_announce`: one send with the default 5 ping-pong turns and the announce,
 //!   until the engine is idle (the agents take no time, so all of it is engine overhead).
 //! - `one_turn`: an inbound message answered by its session's agent.
+//! - `storage_floor_*`: no agents, no runs: only the transcript appends a waited send makes
+//!   (the inbound message with the reply in one commit, then the announce's reply in a second
+//!   one), for 1,000 targets at once. The ceiling the database puts on `sends_*`.
 //!
 //! Run: `cargo bench --bench a2a`.
 
@@ -19,6 +22,7 @@ use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
+use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::engine::tools::ToolContext;
 use tokio::runtime::Runtime;
@@ -120,7 +124,61 @@ fn bench_sends(c: &mut Criterion) {
             })
         });
     }
+    // The storage floor: the same 1,000 targets, each given what a waited send appends to it
+    // (two lines in one commit, then one line in the next), with nothing else going on.
+    for (name, second) in [
+        ("storage_floor_one_commit_per_target_1000", false),
+        ("storage_floor_two_commits_per_target_1000", true),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    rt.block_on(async {
+                        let mut set = JoinSet::new();
+                        for i in 0..PAIRS {
+                            let store = engine.store().clone();
+                            set.spawn(async move {
+                                let target = key(format!("agent:work:s{i}"));
+                                let lines = vec![floor_line("user", i), floor_line("assistant", i)];
+                                store.append(&target, lines).await.expect("append");
+                                if second {
+                                    let line = vec![floor_line("assistant", i)];
+                                    store.append(&target, line).await.expect("append");
+                                }
+                            });
+                        }
+                        while let Some(r) = set.join_next().await {
+                            r.expect("task");
+                        }
+                    });
+                    total += t.elapsed();
+                }
+                total
+            })
+        });
+    }
     g.finish();
+}
+
+/// A transcript message about the size of a send's (about 400 bytes once stored).
+fn floor_line(role: &str, i: usize) -> NewLine {
+    NewLine::message(json!({
+        "role": role,
+        "content": [{ "type": "text", "text": format!("message {i} of the storage floor bench") }],
+        "timestamp": 1_795_353_349_734_i64,
+        "provenance": {
+            "kind": "inter_session",
+            "sourceSessionKey": format!("agent:main:s{i}"),
+            "sourceChannel": "webchat",
+            "sourceTool": "sessions_send",
+        },
+        "api": "scripted",
+        "provider": "switchboard",
+        "model": "scripted/work",
+        "stopReason": "stop",
+    }))
 }
 
 fn bench_latency(c: &mut Criterion) {
