@@ -87,40 +87,37 @@ fn bench_sends(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let t = Instant::now();
-                    rt.block_on(async {
-                        let mut set = JoinSet::new();
-                        for i in 0..PAIRS {
-                            let engine = engine.clone();
-                            set.spawn(async move {
-                                let ctx = ToolContext::new(key(format!("agent:main:s{i}")), false);
-                                let params = json!({
-                                    "sessionKey": format!("agent:work:s{i}"),
-                                    "message": "ping",
-                                    "timeoutSeconds": timeout,
-                                });
-                                let r = engine
-                                    .call_tool("sessions_send", &params, &ctx)
-                                    .await
-                                    .expect("send");
-                                let expected = if timeout == 0 { "accepted" } else { "ok" };
-                                assert_eq!(r["status"], expected, "{r}");
-                            });
-                        }
-                        while let Some(r) = set.join_next().await {
-                            r.expect("task");
-                        }
-                        if until_idle {
-                            engine.idle().await;
-                        }
-                    });
-                    total += t.elapsed();
+                timed_rounds(
+                    iters,
+                    || {
+                        rt.block_on(async {
+                            for_all_pairs(|i| {
+                                let engine = engine.clone();
+                                async move {
+                                    let ctx =
+                                        ToolContext::new(key(format!("agent:main:s{i}")), false);
+                                    let params = json!({
+                                        "sessionKey": format!("agent:work:s{i}"),
+                                        "message": "ping",
+                                        "timeoutSeconds": timeout,
+                                    });
+                                    let r = engine
+                                        .call_tool("sessions_send", &params, &ctx)
+                                        .await
+                                        .expect("send");
+                                    let expected = if timeout == 0 { "accepted" } else { "ok" };
+                                    assert_eq!(r["status"], expected, "{r}");
+                                }
+                            })
+                            .await;
+                            if until_idle {
+                                engine.idle().await;
+                            }
+                        })
+                    },
                     // Let the untimed tail (announces) finish before the next round.
-                    rt.block_on(engine.idle());
-                }
-                total
+                    || rt.block_on(engine.idle()),
+                )
             })
         });
     }
@@ -132,34 +129,52 @@ fn bench_sends(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let t = Instant::now();
-                    rt.block_on(async {
-                        let mut set = JoinSet::new();
-                        for i in 0..PAIRS {
-                            let store = engine.store().clone();
-                            set.spawn(async move {
-                                let target = key(format!("agent:work:s{i}"));
-                                let lines = vec![floor_line("user", i), floor_line("assistant", i)];
-                                store.append(&target, lines).await.expect("append");
-                                if second {
-                                    let line = vec![floor_line("assistant", i)];
-                                    store.append(&target, line).await.expect("append");
-                                }
-                            });
+                let round = || {
+                    rt.block_on(for_all_pairs(|i| {
+                        let store = engine.store().clone();
+                        async move {
+                            let target = key(format!("agent:work:s{i}"));
+                            let lines = vec![floor_line("user", i), floor_line("assistant", i)];
+                            store.append(&target, lines).await.expect("append");
+                            if second {
+                                let line = vec![floor_line("assistant", i)];
+                                store.append(&target, line).await.expect("append");
+                            }
                         }
-                        while let Some(r) = set.join_next().await {
-                            r.expect("task");
-                        }
-                    });
-                    total += t.elapsed();
-                }
-                total
+                    }))
+                };
+                timed_rounds(iters, round, || ())
             })
         });
     }
     g.finish();
+}
+
+/// Time `iters` runs of `round`, each followed by an untimed `after`.
+fn timed_rounds(iters: u64, mut round: impl FnMut(), mut after: impl FnMut()) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let t = Instant::now();
+        round();
+        total += t.elapsed();
+        after();
+    }
+    total
+}
+
+/// Run `task(i)` for every pair at once, each on its own task, and wait for all of them.
+async fn for_all_pairs<F, Fut>(task: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut set = JoinSet::new();
+    for i in 0..PAIRS {
+        set.spawn(task(i));
+    }
+    while let Some(r) = set.join_next().await {
+        r.expect("task");
+    }
 }
 
 /// A transcript message about the size of a send's (about 400 bytes once stored).
