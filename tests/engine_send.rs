@@ -226,6 +226,10 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
         runs.iter()
             .all(|r| r.status == "ok" && r.ended_at.is_some())
     );
+    // The primary run's row carries its reply and token usage (written in one insert).
+    let primary = runs.iter().find(|r| r.step == "message").expect("primary");
+    assert_eq!(primary.reply.as_deref(), Some("WORK_REPLY: PING from main"));
+    assert_eq!((primary.tokens_in, primary.tokens_out), (Some(30), Some(5)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -422,6 +422,7 @@ impl Engine {
                 begin(c)?;
                 add_tokens(c, &key, tokens)?;
                 close_flow(c, flow_end.as_ref(), ended)?;
+                // Inserted finished just now, so nobody else can have closed it.
                 Ok(true)
             })
         } else {
