@@ -5,4 +5,5 @@ pub mod agent;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod text_safety;
 pub mod tui;
