@@ -12,9 +12,10 @@ use serde_json::Value;
 use switchboard::config::{self, Config};
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::{SessionKey, SessionKind, classify_input};
+use switchboard::engine::key::{KeyError, SessionKey, SessionKind, classify_input};
 use switchboard::engine::policy::{self, PolicyDecision, SendPolicy};
 use switchboard::engine::tools::{ToolContext, ToolError, owner_rows};
+use switchboard::text_safety::{self, safe_line, safe_text};
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
 pub const EXIT_USAGE: i32 = 2;
@@ -437,7 +438,7 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
     let engine = cli.open_engine()?;
     let requester = engine
         .requester_key(&args.as_key)
-        .ok_or_else(|| usage(format!("--as {}: not a session key", args.as_key)))?;
+        .map_err(|e| usage(format!("--as: {e}")))?;
     let ctx = ToolContext::new(requester, args.sandboxed);
     // Finish what a stopped run of the engine left (sub-agent announces), like any start.
     engine.resume().await?;
@@ -454,9 +455,11 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
     }
 }
 
+/// JSON for scripts, with every character a terminal could act on escaped (`\\uXXXX`), so
+/// `--json` piped to a screen is as safe as the tables; parsed, the strings are unchanged.
 fn print_json(v: &Value) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v)?;
+    text_safety::write_json(&mut out, v, true)?;
     writeln!(out)?;
     Ok(())
 }
@@ -472,10 +475,9 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     let scheme = engine.store().scheme().clone();
     let key = scheme
         .canonicalize(&args.key, &scheme.default_agent)
-        .ok_or_else(|| {
+        .map_err(|e| {
             usage(format!(
-                "not a session key: {:?} (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly)",
-                args.key
+                "{e} (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly)"
             ))
         })?;
     if key.is_unknown() {
@@ -512,7 +514,7 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         recorded.row.seq
     );
     if let Some(reply) = &received.command_reply {
-        println!("{reply}");
+        println!("{}", safe_text(reply));
         // Work resumed at start-up (a pending sub-agent announce) still finishes first.
         engine.idle().await;
         return Ok(());
@@ -530,7 +532,8 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     match reply {
         Some(o) if o.status == switchboard::engine::runs::RunStatus::Ok => {
             if !o.reply.is_empty() {
-                println!("{}", o.reply);
+                // The agent's words: shown, never obeyed by the terminal.
+                println!("{}", safe_text(&o.reply));
             }
             Ok(())
         }
@@ -683,7 +686,10 @@ async fn patch(cli: &Cli, raw: &str, send_policy: Option<OverrideArg>, json: boo
 fn resolve_owner_key(engine: &Engine, raw: &str) -> Result<switchboard::engine::key::SessionKey> {
     let scheme = engine.store().scheme();
     let candidate = classify_input(raw);
-    let key = scheme.canonicalize(raw, &scheme.default_agent);
+    let key = match scheme.canonicalize(raw, &scheme.default_agent) {
+        Err(e @ KeyError::Forbidden { .. }) => return Err(usage(e.to_string())),
+        other => other.ok(),
+    };
     if let Some(k) = &key
         && engine.store().get(k)?.is_some()
     {
@@ -743,6 +749,11 @@ fn field<'a>(row: &'a Value, name: &str) -> &'a str {
     row.get(name).and_then(Value::as_str).unwrap_or("")
 }
 
+/// A row's field as a table cell shows it: one line, nothing the terminal would act on.
+fn cell(row: &Value, name: &str) -> String {
+    safe_line(field(row, name)).into_owned()
+}
+
 fn print_table(rows: &[Value]) {
     if rows.is_empty() {
         println!("No sessions yet. Record one with: switchboard inject agent:main:main \"hello\"");
@@ -750,7 +761,7 @@ fn print_table(rows: &[Value]) {
     }
     let key_w = rows
         .iter()
-        .map(|r| field(r, "key").chars().count())
+        .map(|r| cell(r, "key").chars().count())
         .max()
         .unwrap_or(3)
         .clamp(3, 60);
@@ -764,12 +775,14 @@ fn print_table(rows: &[Value]) {
             .and_then(Value::as_i64)
             .map(relative)
             .unwrap_or_default();
-        let mut name = r
-            .get("displayName")
-            .or_else(|| r.get("label"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        // Names are stored as given (they are labels, not identities) and escaped here.
+        let mut name = safe_line(
+            r.get("displayName")
+                .or_else(|| r.get("label"))
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        )
+        .into_owned();
         // Marked in the last column so the fixed-width columns scripts may cut stay put.
         if r.get("archived").and_then(Value::as_bool) == Some(true) {
             name = if name.is_empty() {
@@ -780,9 +793,9 @@ fn print_table(rows: &[Value]) {
         }
         println!(
             "{:<6} {:<key_w$} {:<10} {:<9} {:<6} {}",
-            field(r, "kind"),
-            field(r, "key"),
-            field(r, "channel"),
+            cell(r, "kind"),
+            cell(r, "key"),
+            cell(r, "channel"),
             updated,
             policy_cell(r),
             name
@@ -828,15 +841,28 @@ fn message_text(m: &Value) -> String {
     }
 }
 
+/// How many characters of one message `sessions show` prints; a 10 MB message would bury
+/// the terminal (and everything after it). `sessions export` and `--json` have the whole text.
+const SHOW_MESSAGE_CHARS: usize = 4_000;
+
+/// The first `max` characters of `text`, and how many characters were left out.
+fn cap_chars(text: &str, max: usize) -> (&str, usize) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => (&text[..at], text[at..].chars().count()),
+        None => (text, 0),
+    }
+}
+
 fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
     let width = 16;
     if let Some(obj) = row.as_object() {
         for (k, v) in obj {
             let text = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+                Value::String(s) => safe_line(s).into_owned(),
+                other => text_safety::to_json_string(other, false)
+                    .unwrap_or_else(|_| safe_line(&other.to_string()).into_owned()),
             };
-            println!("{k:<width$} {text}");
+            println!("{:<width$} {text}", safe_line(k));
         }
     }
     println!("{:<width$} {decision}", "send policy");
@@ -851,9 +877,14 @@ fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
             .get("provenance")
             .filter(|p| p.get("kind").and_then(Value::as_str) == Some("inter_session"))
             .and_then(|p| p.get("sourceSessionKey").and_then(Value::as_str))
-            .map(|s| format!(" (from {s})"))
+            .map(|s| format!(" (from {})", safe_line(s)))
             .unwrap_or_default();
-        println!("{role}{from}: {}", message_text(m));
+        let text = message_text(m);
+        let (shown, more) = cap_chars(&text, SHOW_MESSAGE_CHARS);
+        println!("{}{from}: {}", safe_line(role), safe_text(shown));
+        if more > 0 {
+            println!("  … ({more} more characters; `sessions export` has all)");
+        }
     }
 }
 
@@ -903,7 +934,7 @@ async fn import(cli: &Cli, dir: &Path) -> Result<()> {
     let engine = cli.open_engine()?;
     let report = engine.import_openclaw(dir).await?;
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", safe_line(w));
     }
     println!(
         "imported {} sessions ({} lines); skipped {} already present; {} unreadable lines",
@@ -938,10 +969,11 @@ fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
                 if let Some(line) = p.line {
                     at.push_str(&format!(":{line}"));
                 }
+                let message = safe_text(&p.message);
                 if p.path.is_empty() {
-                    eprintln!("{at}: {}", p.message);
+                    eprintln!("{at}: {message}");
                 } else {
-                    eprintln!("{at}: {}: {}", p.path, p.message);
+                    eprintln!("{at}: {}: {message}", safe_line(&p.path));
                 }
             }
             Err(ExitError {

@@ -18,7 +18,7 @@ pub async fn print(
                 // Everything was sent before `stop`: take what is left without waiting.
                 while let Ok(e) = events.try_recv() {
                     if enabled && let Some(line) = describe(&e) {
-                        eprintln!("{line}");
+                        show(&line);
                     }
                 }
                 return;
@@ -27,7 +27,7 @@ pub async fn print(
         match next {
             Ok(e) => {
                 if enabled && let Some(line) = describe(&e) {
-                    eprintln!("{line}");
+                    show(&line);
                 }
             }
             Err(broadcast::error::RecvError::Lagged(n)) => {
@@ -38,6 +38,11 @@ pub async fn print(
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }
+}
+
+/// One progress line: it quotes agents' words, so it goes out escaped.
+fn show(line: &str) {
+    eprintln!("{}", switchboard::text_safety::safe_line(line));
 }
 
 /// Shorten a long text to one line for the progress log.

@@ -192,7 +192,11 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
     fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.inner.end_array(w)
     }
-    fn begin_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         self.inner.begin_array_value(w, first)
     }
     fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
@@ -204,7 +208,11 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
     fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.inner.end_object(w)
     }
-    fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         self.inner.begin_object_key(w, first)
     }
     fn end_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
@@ -269,7 +277,10 @@ mod tests {
         assert!(shown.contains("x^[]0;PWNED^G^[]52;c;"), "{shown}");
         assert!(shown.contains("^[[2J^M^H\\u{9b}2J"), "{shown}");
         assert!(shown.contains("\\u{202e}evil\\u{202c}"), "{shown}");
-        assert!(shown.contains("zw\\u{200b}sp \\u{2066}iso\\u{2069} \\u{feff}"), "{shown}");
+        assert!(
+            shown.contains("zw\\u{200b}sp \\u{2066}iso\\u{2069} \\u{feff}"),
+            "{shown}"
+        );
         assert!(shown.contains("tag\\u{e0041} del^? ls\\u{2028}"), "{shown}");
     }
 
@@ -312,7 +323,10 @@ mod tests {
     fn keys_refuse_unsafe_characters_and_odd_spaces() {
         assert_eq!(forbidden_in_key("agent:main:main"), None);
         assert_eq!(forbidden_in_key("agent:main:a b"), None);
-        assert_eq!(forbidden_in_key("agent:main:ma\u{200b}in"), Some((13, '\u{200b}')));
+        assert_eq!(
+            forbidden_in_key("agent:main:ma\u{200b}in"),
+            Some((13, '\u{200b}'))
+        );
         assert_eq!(forbidden_in_key("a\u{a0}b"), Some((1, '\u{a0}')));
         assert_eq!(describe('\u{202e}'), "a BiDi control");
         assert_eq!(describe('\u{200b}'), "an invisible character");

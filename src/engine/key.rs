@@ -179,6 +179,26 @@ fn split_agent_key(key: &str) -> Option<(&str, &str)> {
     Some((agent, rest))
 }
 
+/// Why a string given as a session key names no session.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("the session key is empty")]
+    Empty,
+    #[error("{0} is not a session key: an agent key needs agent:<agentId>:<rest>")]
+    TooFewParts(String),
+    /// `key` is already in its visible form (safe to print).
+    #[error(
+        "session key {key} contains {what} ({code}) at character {at}; session keys may not \
+         contain control, BiDi or invisible characters"
+    )]
+    Forbidden {
+        key: String,
+        code: String,
+        what: &'static str,
+        at: usize,
+    },
+}
+
 /// How a session-key string given by a caller should be treated before any lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyInput {
@@ -246,14 +266,25 @@ impl KeyScheme {
         }
     }
 
-    /// Canonicalise a key string. `main` (or the configured mainKey) means `current_agent`'s
-    /// main session; other bare keys (`cron:x`, `hook:x`, `node-x`, …) belong to the default
-    /// agent; `current` is handled by the caller (it needs the requester). Returns `None` for
-    /// input that cannot name a session (empty, or an `agent:` key with too few parts).
-    pub fn canonicalize(&self, raw: &str, current_agent: &str) -> Option<SessionKey> {
+    /// Canonicalise a key string: the one door through which a key written by anyone (the
+    /// command line, an agent's tool call, an import) becomes a `SessionKey`. `main` (or the
+    /// configured mainKey) means `current_agent`'s main session; other bare keys (`cron:x`,
+    /// `hook:x`, `node-x`, …) belong to the default agent; `current` is handled by the caller
+    /// (it needs the requester). Refuses input that cannot name a session (empty, an `agent:`
+    /// key with too few parts) and input holding a control, BiDi or invisible character, so
+    /// two different sessions can never look alike.
+    pub fn canonicalize(&self, raw: &str, current_agent: &str) -> Result<SessionKey, KeyError> {
+        let trimmed = raw.trim();
+        if let Some((at, c)) = crate::text_safety::forbidden_in_key(trimmed) {
+            return Err(KeyError::Forbidden {
+                key: crate::text_safety::safe_line(trimmed).into_owned(),
+                code: crate::text_safety::code_point(c),
+                what: crate::text_safety::describe(c),
+                at: at + 1,
+            });
+        }
         // Empty segments are dropped, as OpenClaw does, so `:notes` and `notes` are one key.
-        let s = raw
-            .trim()
+        let s = trimmed
             .to_ascii_lowercase()
             .split(':')
             .map(str::trim)
@@ -261,23 +292,24 @@ impl KeyScheme {
             .collect::<Vec<_>>()
             .join(":");
         if s.is_empty() {
-            return None;
+            return Err(KeyError::Empty);
         }
         if s == GLOBAL_KEY || s == UNKNOWN_KEY {
-            return Some(SessionKey(s));
+            return Ok(SessionKey(s));
         }
         if s == "main" || s == self.main_key {
-            return Some(self.main_key_for(current_agent));
+            return Ok(self.main_key_for(current_agent));
         }
         if s.starts_with("agent:") {
-            let (agent, rest) = split_agent_key(&s)?;
+            let (agent, rest) =
+                split_agent_key(&s).ok_or_else(|| KeyError::TooFewParts(s.clone()))?;
             let agent = normalize_agent_id(agent);
             if rest == self.main_key || rest == "main" {
-                return Some(self.main_key_for(&agent));
+                return Ok(self.main_key_for(&agent));
             }
-            return Some(SessionKey(format!("agent:{agent}:{rest}")));
+            return Ok(SessionKey(format!("agent:{agent}:{rest}")));
         }
-        Some(SessionKey(format!(
+        Ok(SessionKey(format!(
             "agent:{}:{}",
             normalize_agent_id(&self.default_agent),
             s
@@ -409,8 +441,40 @@ mod tests {
             s.canonicalize("cron:nightly", "ops").unwrap().as_str(),
             "agent:main:cron:nightly"
         );
-        assert!(s.canonicalize("agent:x", "main").is_none());
-        assert!(s.canonicalize("  ", "main").is_none());
+        assert_eq!(
+            s.canonicalize("agent:x", "main"),
+            Err(KeyError::TooFewParts("agent:x".into()))
+        );
+        assert_eq!(s.canonicalize("  ", "main"), Err(KeyError::Empty));
+    }
+
+    #[test]
+    fn keys_with_hidden_characters_are_refused_with_the_reason() {
+        let s = scheme();
+        let err = s
+            .canonicalize("agent:main:ma\u{200b}in", "main")
+            .expect_err("zero-width space");
+        assert_eq!(
+            err.to_string(),
+            "session key agent:main:ma\\u{200b}in contains an invisible character (U+200B) at \
+             character 14; session keys may not contain control, BiDi or invisible characters"
+        );
+        for raw in ["\u{202e}main", "main\u{1b}", "cron:\u{9b}x", "a\u{3000}b"] {
+            assert!(
+                matches!(s.canonicalize(raw, "main"), Err(KeyError::Forbidden { .. })),
+                "{raw:?}"
+            );
+        }
+        // Surrounding whitespace is trimmed as before, and ordinary Unicode stays allowed.
+        assert_eq!(
+            s.canonicalize(" agent:main:main\n", "main")
+                .map(|k| k.to_string()),
+            Ok("agent:main:main".to_string())
+        );
+        assert!(
+            s.canonicalize("agent:main:telegram:group:Grüße", "main")
+                .is_ok()
+        );
     }
 
     #[test]

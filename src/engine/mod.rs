@@ -152,8 +152,8 @@ impl Engine {
     }
 
     /// The canonical key for a requester named on the command line (`--as`): `main` is the
-    /// default agent's main session.
-    pub fn requester_key(&self, raw: &str) -> Option<SessionKey> {
+    /// default agent's main session. The error says why `raw` names no session.
+    pub fn requester_key(&self, raw: &str) -> Result<SessionKey, key::KeyError> {
         let scheme = self.store.scheme();
         scheme.canonicalize(raw, &scheme.default_agent)
     }

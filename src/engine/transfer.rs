@@ -307,9 +307,12 @@ impl Engine {
                     path.display()
                 ));
             };
-            let Some(key) = scheme.canonicalize(&raw_key, &folder.agent_id) else {
-                skip(report, "not a usable session key".into());
-                continue;
+            let key = match scheme.canonicalize(&raw_key, &folder.agent_id) {
+                Ok(key) => key,
+                Err(e) => {
+                    skip(report, format!("not a usable session key: {e}"));
+                    continue;
+                }
             };
             let mut entry: SessionEntry = match serde_path_to_error::deserialize(value) {
                 Ok(e) => e,

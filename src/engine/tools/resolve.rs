@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{ToolContext, failure};
 use crate::engine::Engine;
-use crate::engine::key::{KeyInput, SessionKey, classify_input, looks_like_session_id};
+use crate::engine::key::{KeyError, KeyInput, SessionKey, classify_input, looks_like_session_id};
 use crate::engine::storage::StorageError;
 use crate::engine::visibility::Guard;
 
@@ -52,11 +52,12 @@ pub fn resolve_reference(
             via_session_id: false,
         })),
         KeyInput::Key(s) => match scheme.canonicalize(&s, requester_agent) {
-            Some(key) => Ok(Ok(Resolved {
+            Ok(key) => Ok(Ok(Resolved {
                 key,
                 via_session_id: false,
             })),
-            None => Ok(Err(failure(
+            Err(e @ KeyError::Forbidden { .. }) => Ok(Err(failure("error", e.to_string()))),
+            Err(_) => Ok(Err(failure(
                 "error",
                 format!(
                     "Invalid session key: {} (use the full sessionKey from sessions_list)",
@@ -65,8 +66,12 @@ pub fn resolve_reference(
             ))),
         },
         KeyInput::Candidate(s) => {
+            // A look-alike key is refused with the reason, not reported as merely missing.
+            if let Err(e @ KeyError::Forbidden { .. }) = scheme.canonicalize(&s, requester_agent) {
+                return Ok(Err(failure("error", e.to_string())));
+            }
             // First as a key (a bare name such as `s2` is a key of the default agent) …
-            if let Some(key) = scheme.canonicalize(&s, requester_agent)
+            if let Ok(key) = scheme.canonicalize(&s, requester_agent)
                 && engine.store().get(&key)?.is_some()
             {
                 return Ok(Ok(Resolved {
