@@ -1610,6 +1610,47 @@ async fn escape_sequences_and_binary_garbage_are_shown_not_executed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
+    let mut h = Harness::new();
+    let hostile = "x\u{1b}]0;PWNED\u{7}\u{1b}]52;c;ZWNobyBQV05FRA==\u{7}\u{1b}[2J\r\u{8} \
+                   csi\u{9b}2J rlo\u{202e}txt.exe zw\u{200b}sp";
+    let from = Inbound {
+        // Short: the sessions pane's name column is 16 cells wide here.
+        display_name: Some("\u{202e}\u{200b}".into()),
+        ..telegram("mal\u{200b}lory\u{202e}")
+    };
+    h.inbound(MAIN, hostile, from).await;
+    h.reopen();
+    h.select(MAIN);
+    h.settle().await;
+    // Pasted into the composer too: the owner's own text is shown the same way.
+    h.intent(Intent::Compose);
+    h.console
+        .update(Action::Paste("paste\u{202e}\u{1b}[2J".to_string()));
+    h.console.refresh();
+    let buf = render(&h.console.state, 120, 40);
+    let shown = text(&buf);
+    assert!(
+        shown.contains("rlo\\u{202e}txt.exe zw\\u{200b}sp"),
+        "{shown}"
+    );
+    assert!(shown.contains("main  \\u{202e}\\u{200b} "), "{shown}");
+    assert!(shown.contains("mal\\u{200b}lory\\u{202e}"), "{shown}");
+    assert!(shown.contains("paste\\u{202e}^[[2J"), "{shown}");
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let sym = buf[(x, y)].symbol();
+            assert!(
+                !sym.chars().any(switchboard::text_safety::is_unsafe),
+                "unsafe character at {x},{y}: {sym:?}"
+            );
+        }
+    }
+    insta::assert_snapshot!(redact(&shown));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_selected_session_deleted_meanwhile_does_not_panic() {
     let mut h = Harness::new();
     h.inbound(MAIN, "hello", telegram("alice")).await;

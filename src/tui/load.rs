@@ -10,6 +10,7 @@ use crate::engine::policy;
 use crate::engine::storage::StorageError;
 use crate::engine::storage::queries::SessionScan;
 use crate::engine::tools::row::channel_of;
+use crate::text_safety::{safe_line, safe_text};
 
 /// How many transcript lines the pane loads at first (the newest ones), and how many more
 /// each time the user scrolls to the top of what is loaded.
@@ -100,7 +101,8 @@ fn row_of(engine: &Engine, s: &crate::engine::storage::queries::StoredSession) -
     SessionRow {
         key: s.key.to_string(),
         kind: s.kind,
-        name: safe_text(&name),
+        // Names are labels, stored as given: escaped for the screen here.
+        name: safe_line(&name).into_owned(),
         channel: channel_of(s),
         updated_at: s.updated_at(),
         policy: decision.policy.as_str(),
@@ -253,41 +255,7 @@ pub fn line_of(seq: i64, line: &Value) -> Option<TranscriptLine> {
         seq,
         role,
         timestamp,
-        from: safe_text(&from),
-        text: safe_text(&text),
+        from: safe_line(&from).into_owned(),
+        text: safe_text(&text).into_owned(),
     })
-}
-
-/// Agent text may hold escape sequences; shown raw they would drive the terminal. Control
-/// characters other than newline and tab become visible `^X` / `\u{..}` forms.
-pub fn safe_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' => out.push('\n'),
-            '\t' => out.push_str("    "),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push((b'@' + c as u8) as char);
-            }
-            '\u{7f}' => out.push_str("^?"),
-            c if ('\u{80}'..='\u{9f}').contains(&c) => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escape_sequences_are_shown_not_executed() {
-        assert_eq!(safe_text("a\u{1b}[31mred\u{7}"), "a^[[31mred^G");
-        assert_eq!(safe_text("x\u{9b}y"), "x\\u{9b}y");
-        assert_eq!(safe_text("line\nnext\tcol"), "line\nnext    col");
-    }
 }

@@ -656,7 +656,7 @@ impl Console {
                 f.rounds.push(RoundView {
                     round,
                     speaker,
-                    text: load::safe_text(&text),
+                    text: crate::text_safety::safe_text(&text).into_owned(),
                     status,
                 });
             }

@@ -10,7 +10,7 @@ use super::{border, fit};
 use crate::tui::state::{Focus, State};
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
-    let target = state.selected_key().unwrap_or("no session");
+    let target = crate::text_safety::safe_line(state.selected_key().unwrap_or("no session"));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" Write to {target} (as owner) "))
@@ -47,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             ""
         };
         // Keep the end (where typing happens) in view.
-        let text = format!("{more}{last}{cursor}");
+        let text = format!("{more}{}{cursor}", crate::text_safety::safe_line(last));
         let chars: Vec<char> = text.chars().collect();
         let shown: String = chars[chars.len().saturating_sub(width)..].iter().collect();
         Line::from(shown)

@@ -109,9 +109,13 @@ pub(crate) fn ago(now: i64, then: i64) -> String {
     }
 }
 
-/// Truncate to `width` columns (display width, so CJK and emoji keep columns aligned).
+/// Truncate to `width` columns (display width, so CJK and emoji keep columns aligned). One
+/// line of text, escaped on the way (`text_safety::safe_line`): most of what the panes show
+/// (names, channels, rounds, announces, flashes) passes here, so nothing a terminal would act
+/// on, and no BiDi or invisible character, reaches a cell; text escaped earlier is unchanged.
 pub(crate) fn fit(text: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthChar;
+    let text = crate::text_safety::safe_line(text);
     let mut out = String::new();
     let mut used = 0;
     for c in text.chars() {

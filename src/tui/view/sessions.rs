@@ -50,7 +50,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         };
         lines.push(Line::from(vec![
             Span::styled("/", Style::default().add_modifier(Modifier::BOLD)),
-            Span::raw(format!("{}{cursor}", state.filter)),
+            Span::raw(format!(
+                "{}{cursor}",
+                crate::text_safety::safe_line(&state.filter)
+            )),
         ]));
     }
     let rows_room = inner.height as usize - lines.len();

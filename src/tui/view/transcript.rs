@@ -18,7 +18,7 @@ fn clock(ms: i64) -> String {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let title = match state.selected_key() {
-        Some(k) => format!(" {k} "),
+        Some(k) => format!(" {} ", crate::text_safety::safe_line(k)),
         None => " Transcript ".to_string(),
     };
     let block = Block::default()
