@@ -62,6 +62,13 @@ fn chord_of(key: &KeyEvent) -> Option<Chord> {
     })
 }
 
+/// The function keys a binding may name. Terminals send F1-F12, and F13-F24 on keyboards
+/// and terminals that have them (xterm's terminfo defines kf1..kf24; several terminals send
+/// shift+F1..F12 as F13..F24). Beyond F24 crossterm reports keys only under the kitty keyboard
+/// protocol, which the console does not enable, so such a binding could never fire: it is
+/// a mistake in the file, and saying so beats ignoring it.
+const FUNCTION_KEYS: std::ops::RangeInclusive<u8> = 1..=24;
+
 fn parse_chord(spec: &str) -> Result<Chord, String> {
     let mut ctrl = false;
     let mut alt = false;
@@ -83,8 +90,18 @@ fn parse_chord(spec: &str) -> Result<Chord, String> {
     let code = if rest.chars().count() == 1 {
         let c = rest.chars().next().ok_or("empty key")?;
         KeyCodeKey::Char(c)
-    } else if let Some(n) = rest.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
-        KeyCodeKey::F(n)
+    } else if let Some(digits) = rest.strip_prefix('f')
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        match digits.parse::<u8>() {
+            Ok(n) if FUNCTION_KEYS.contains(&n) && n.to_string() == digits => KeyCodeKey::F(n),
+            _ => {
+                return Err(format!(
+                    "unknown key {spec:?}: function keys are f1 to f24 (F1 to F24)"
+                ));
+            }
+        }
     } else if let Some((name, _)) = NAMED.iter().find(|(n, _)| *n == rest) {
         KeyCodeKey::Named(name)
     } else {
@@ -201,5 +218,25 @@ mod tests {
         assert_eq!(k.intent(&key('q')), None);
         assert!(Keymap::with_overrides(r#"{ "x": "explode" }"#).is_err());
         assert!(Keymap::with_overrides(r#"{ "hyper+x": "quit" }"#).is_err());
+    }
+
+    #[test]
+    fn function_keys_exist_from_f1_to_f24_only() {
+        for spec in ["f1", "f12", "ctrl+f24"] {
+            assert!(
+                Keymap::with_overrides(&format!(r#"{{ "{spec}": "quit" }}"#)).is_ok(),
+                "{spec}"
+            );
+        }
+        for spec in ["f99", "f0", "f25", "f255", "f256", "f-1", "f01x"] {
+            let err =
+                Keymap::with_overrides(&format!(r#"{{ "{spec}": "quit" }}"#)).expect_err(spec);
+            assert!(
+                err.contains(&format!("unknown key \"{spec}\"")),
+                "{spec}: {err}"
+            );
+        }
+        let err = Keymap::with_overrides(r#"{ "f99": "quit" }"#).expect_err("f99");
+        assert!(err.contains("F1 to F24"), "{err}");
     }
 }
