@@ -332,4 +332,71 @@ mod tests {
         assert_eq!(describe('\u{200b}'), "an invisible character");
         assert_eq!(code_point('\u{9b}'), "U+009B");
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        /// Strings rich in the characters that matter (controls, C1, BiDi, invisible, tags,
+        /// line breaks), mixed with anything else.
+        fn hostile() -> impl Strategy<Value = String> {
+            let special = prop::sample::select(vec![
+                '\u{0}',
+                '\u{7}',
+                '\u{8}',
+                '\t',
+                '\n',
+                '\r',
+                '\u{1b}',
+                '\u{7f}',
+                '\u{85}',
+                '\u{9b}',
+                '\u{ad}',
+                '\u{200b}',
+                '\u{200d}',
+                '\u{200e}',
+                '\u{2028}',
+                '\u{202e}',
+                '\u{2066}',
+                '\u{feff}',
+                '\u{fe0f}',
+                '\u{e0041}',
+                '\u{a0}',
+                'a',
+                ':',
+                '\\',
+                '^',
+            ]);
+            prop::collection::vec(prop_oneof![special, any::<char>()], 0..40)
+                .prop_map(|v| v.into_iter().collect())
+        }
+
+        proptest! {
+            #[test]
+            fn nothing_unsafe_survives_and_json_round_trips(s in hostile()) {
+                let line = safe_line(&s);
+                prop_assert!(!line.chars().any(is_unsafe), "{:?}", line);
+                let text = safe_text(&s);
+                prop_assert!(!text.chars().any(|c| is_unsafe(c) && c != '\n'), "{:?}", text);
+                prop_assert_eq!(safe_line(&line), line.clone());
+                prop_assert_eq!(safe_text(&text), text.clone());
+                let v = serde_json::json!({ "k": s });
+                for pretty in [false, true] {
+                    let out = to_json_string(&v, pretty).expect("json");
+                    prop_assert!(!out.chars().any(|c| is_unsafe(c) && c != '\n'), "{:?}", out);
+                    let back: serde_json::Value = serde_json::from_str(&out).expect("valid");
+                    prop_assert_eq!(&back, &v);
+                }
+            }
+
+            #[test]
+            fn canonical_keys_never_hold_unsafe_characters(s in hostile(), agent in hostile()) {
+                let scheme = crate::engine::key::KeyScheme::default();
+                if let Ok(key) = scheme.canonicalize(&s, &agent) {
+                    prop_assert!(forbidden_in_key(key.as_str()).is_none(), "{:?}", key);
+                }
+            }
+        }
+    }
 }
