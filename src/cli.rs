@@ -475,10 +475,11 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     let scheme = engine.store().scheme().clone();
     let key = scheme
         .canonicalize(&args.key, &scheme.default_agent)
-        .map_err(|e| {
-            usage(format!(
+        .map_err(|e| match e {
+            KeyError::Forbidden { .. } => usage(e.to_string()),
+            _ => usage(format!(
                 "{e} (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly)"
-            ))
+            )),
         })?;
     if key.is_unknown() {
         return Err(usage(
