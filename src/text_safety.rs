@@ -1,8 +1,8 @@
 //! Text safety: the one rule for which characters may reach a human's terminal (or a JSON
 //! reader) raw, the visible form of the others, and the check that keeps them out of session
 //! keys. Every human-facing output (console, `sessions list/show`, `inject`'s reply and
-//! progress, printed errors, log fields carrying agent or user text) goes through
-//! [`safe_text`] or [`safe_line`]; JSON for scripts goes through [`write_json`].
+//! progress, printed errors, the log file) goes through [`safe_text`] or [`safe_line`]; JSON
+//! for scripts goes through [`write_json`].
 //!
 //! Agent and user text is hostile input: an ESC or an 8-bit CSI (U+009B) would let it retitle
 //! the window, write the clipboard (OSC 52) or clear the screen; `\r` and backspace overwrite
@@ -128,17 +128,6 @@ pub fn escape(s: &str, lines: Lines) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
-}
-
-/// `format!("{}", Safe(text))` / `tracing::info!(text = %Safe(text))`: [`safe_line`] for
-/// places that format rather than build strings.
-#[derive(Debug, Clone, Copy)]
-pub struct Safe<'a>(pub &'a str);
-
-impl fmt::Display for Safe<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&safe_line(self.0))
-    }
 }
 
 /// The first character a session key may not contain, with its position (in characters).
