@@ -455,7 +455,7 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
     }
 }
 
-/// JSON for scripts, with every character a terminal could act on escaped (`\\uXXXX`), so
+/// JSON for scripts, with every character a terminal could act on escaped (`\uXXXX`), so
 /// `--json` piped to a screen is as safe as the tables; parsed, the strings are unchanged.
 fn print_json(v: &Value) -> Result<()> {
     let mut out = std::io::stdout().lock();
