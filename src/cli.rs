@@ -15,6 +15,7 @@ use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::{SessionKey, SessionKind, classify_input};
 use switchboard::engine::policy::{self, PolicyDecision, SendPolicy};
 use switchboard::engine::tools::{ToolContext, ToolError, owner_rows};
+use switchboard::engine::transfer::Overwrite;
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
 pub const EXIT_USAGE: i32 = 2;
@@ -219,6 +220,9 @@ switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sess
         /// Output file (one session) or folder (--all). One session defaults to stdout.
         #[arg(long, short)]
         out: Option<PathBuf>,
+        /// Replace existing files (regular files or symlinks, never a device or folder).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -616,8 +620,18 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             send_policy,
             json,
         } => patch(cli, key, *send_policy, *json).await,
-        SessionsCommand::Export { key, all, out } => {
-            export(cli, key.as_deref(), *all, out.as_deref())
+        SessionsCommand::Export {
+            key,
+            all,
+            out,
+            force,
+        } => {
+            let overwrite = if *force {
+                Overwrite::Replace
+            } else {
+                Overwrite::Refuse
+            };
+            export(cli, key.as_deref(), *all, out.as_deref(), overwrite)
         }
     }
 }
@@ -857,14 +871,20 @@ fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
     }
 }
 
-fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result<()> {
+fn export(
+    cli: &Cli,
+    key: Option<&str>,
+    all: bool,
+    out: Option<&Path>,
+    overwrite: Overwrite,
+) -> Result<()> {
     let engine = cli.open_engine()?;
     if all {
         if key.is_some() {
             return Err(usage("give either a session key or --all, not both"));
         }
         let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
-        let report = engine.export_openclaw(dir)?;
+        let report = engine.export_openclaw(dir, overwrite)?;
         eprintln!(
             "exported {} sessions ({} lines) to {}",
             report.sessions,
@@ -876,18 +896,7 @@ fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result
     let raw = key.ok_or_else(|| usage("name a session key, or pass --all --out FOLDER"))?;
     let key = resolve_owner_key(&engine, raw)?;
     let lines = match out {
-        Some(path) => {
-            let tmp = path.with_extension("jsonl.partial");
-            let file = std::fs::File::create(&tmp)
-                .with_context(|| format!("cannot create {}", tmp.display()))?;
-            let mut w = std::io::BufWriter::new(file);
-            let n = engine.export_session_jsonl(&key, &mut w)?;
-            w.flush()?;
-            // Write-then-rename: an interrupted export never leaves a half file under the name.
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            n
-        }
+        Some(path) => engine.export_session_to_file(&key, path, overwrite)?,
         None => {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
             let n = engine.export_session_jsonl(&key, &mut w)?;
@@ -905,10 +914,19 @@ async fn import(cli: &Cli, dir: &Path) -> Result<()> {
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
-    println!(
-        "imported {} sessions ({} lines); skipped {} already present; {} unreadable lines",
-        report.sessions_imported, report.lines_imported, report.sessions_skipped, report.bad_lines
+    let mut summary = format!(
+        "imported {} sessions ({} lines); {} already present",
+        report.sessions_imported, report.lines_imported, report.sessions_present
     );
+    if !report.skipped.is_empty() {
+        let skips: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|(reason, n)| reason.describe(*n))
+            .collect();
+        summary.push_str(&format!("; skipped {}", skips.join(", ")));
+    }
+    println!("{summary}");
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! captures from OpenClaw 2026.5.28 (`tests/fixtures/openclaw-legacy/`, copied from the
 //! observed s2 ping-pong and s6 spawn scenarios).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,9 @@ use switchboard::config::{Config, Visibility};
 use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::tools::ToolContext;
-use switchboard::engine::transfer::{ImportReport, TransferError};
+use switchboard::engine::transfer::{
+    ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
+};
 
 const MAIN_S2: &str = "4cf38b27-4311-4e06-85f3-e787b8fd5769";
 const MAIN_S6: &str = "b3fa7785-5548-4d55-ade1-19cf075500d7";
@@ -118,9 +121,9 @@ async fn imports_the_legacy_fixture() {
         report,
         ImportReport {
             sessions_imported: 4,
-            sessions_skipped: 0,
+            sessions_present: 0,
             lines_imported: total_lines,
-            bad_lines: 0,
+            skipped: BTreeMap::new(),
             warnings: vec![],
         }
     );
@@ -261,9 +264,9 @@ async fn reimport_skips_everything() {
         again,
         ImportReport {
             sessions_imported: 0,
-            sessions_skipped: 4,
+            sessions_present: 4,
             lines_imported: 0,
-            bad_lines: 0,
+            skipped: BTreeMap::new(),
             warnings: vec![],
         }
     );
@@ -294,7 +297,7 @@ async fn a_corrupt_line_is_skipped_and_reported() {
     let engine = open(&tmp.path().join("state"));
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 4);
-    assert_eq!(report.bad_lines, 1);
+    assert_eq!(report.skipped, BTreeMap::from([(SkipReason::BadJson, 1)]));
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     let w = &report.warnings[0];
     assert!(w.contains(&format!("{WORK_S2}.jsonl")), "{w}");
@@ -413,7 +416,7 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         .unwrap();
 
     let out = tmp.path().join("export");
-    let report = first.export_openclaw(&out).unwrap();
+    let report = first.export_openclaw(&out, Overwrite::Refuse).unwrap();
     assert_eq!(report.sessions, 5);
     let index: Value = serde_json::from_str(
         &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
@@ -445,7 +448,7 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
     }
 
     // A second export into the same folder refuses rather than overwriting.
-    let err = first.export_openclaw(&out).unwrap_err();
+    let err = first.export_openclaw(&out, Overwrite::Refuse).unwrap_err();
     assert!(
         matches!(err, TransferError::WouldOverwrite { .. }),
         "{err:?}"
@@ -494,9 +497,12 @@ async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
     let engine = open(&tmp.path().join("state"));
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 2, "{report:?}");
-    assert_eq!(report.sessions_skipped, 1);
+    assert_eq!(
+        report.skipped,
+        BTreeMap::from([(SkipReason::UnreadableEntry, 1)])
+    );
+    assert_eq!(report.sessions_present, 0);
     assert_eq!(report.lines_imported, 2);
-    assert_eq!(report.bad_lines, 0);
     assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
     assert!(
         report
@@ -559,7 +565,8 @@ async fn a_session_id_owned_by_another_key_is_a_warning() {
     );
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 0);
-    assert_eq!(report.sessions_skipped, 1);
+    assert_eq!(report.sessions_present, 0);
+    assert_eq!(report.skipped, BTreeMap::from([(SkipReason::IdTaken, 1)]));
     assert_eq!(report.warnings.len(), 1);
     assert!(
         report.warnings[0].contains("already belongs to agent:main:s2"),
@@ -579,7 +586,9 @@ async fn a_session_id_owned_by_another_key_is_a_warning() {
 async fn session_file_is_used_when_it_exists() {
     let tmp = tempfile::tempdir().unwrap();
     let source = tmp.path().join("oc");
-    let elsewhere = tmp.path().join("topic.jsonl");
+    // Anywhere inside the imported folder, named by an absolute path as OpenClaw writes it.
+    fs::create_dir_all(source.join("topics")).unwrap();
+    let elsewhere = source.join("topics/topic.jsonl");
     // Saved by an editor that adds a byte-order mark.
     let mut bytes = b"\xEF\xBB\xBF".to_vec();
     bytes.extend(fs::read(fixture_transcript("work", WORK_S2)).unwrap());
