@@ -35,7 +35,8 @@ fn with_session(n: usize, size: usize) -> CliBench {
 }
 
 fn exported(b: &CliBench) -> Vec<u8> {
-    b.ok(&["sessions", "export", "agent:main:main"]).into_bytes()
+    b.ok(&["sessions", "export", "agent:main:main"])
+        .into_bytes()
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -51,7 +52,10 @@ fn names(dir: &Path) -> Vec<String> {
 fn refused(out: &Output, path: &Path, wants: &[&str]) {
     let (_, err) = text(out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains(&path.display().to_string()), "names the path: {err}");
+    assert!(
+        err.contains(&path.display().to_string()),
+        "names the path: {err}"
+    );
     for w in wants {
         assert!(err.contains(w), "says {w:?}: {err}");
     }
@@ -91,16 +95,30 @@ fn export_replaces_a_symlink_itself_and_never_writes_through_it() {
 
     b.ok(&["sessions", "export", "main", "--out", path, "--force"]);
     assert_eq!(fs::read(&victim).unwrap(), b"do not touch");
-    assert!(fs::symlink_metadata(&link).unwrap().is_file(), "the link itself was replaced");
+    assert!(
+        fs::symlink_metadata(&link).unwrap().is_file(),
+        "the link itself was replaced"
+    );
     assert_eq!(fs::read(&link).unwrap(), exported(&b));
 
     // A dangling symlink is an existing target too.
     let dangling = dir.path().join("dangling.jsonl");
     symlink(dir.path().join("nowhere"), &dangling).unwrap();
-    let r = b.run(&["sessions", "export", "main", "--out", dangling.to_str().unwrap()]);
+    let r = b.run(&[
+        "sessions",
+        "export",
+        "main",
+        "--out",
+        dangling.to_str().unwrap(),
+    ]);
     refused(&r, &dangling, &["already exists", "--force"]);
     assert!(!dir.path().join("nowhere").exists());
-    assert!(fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    assert!(
+        fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 #[test]
@@ -118,7 +136,10 @@ fn export_never_writes_through_a_symlink_planted_at_the_temporary_name() {
     assert_eq!(fs::read(&victim).unwrap(), b"do not touch");
     assert_eq!(fs::read_link(&planted).unwrap(), victim);
     assert_eq!(fs::read(&out).unwrap(), exported(&b));
-    assert_eq!(names(dir.path()), ["main.jsonl", "main.jsonl.partial", "victim.txt"]);
+    assert_eq!(
+        names(dir.path()),
+        ["main.jsonl", "main.jsonl.partial", "victim.txt"]
+    );
 }
 
 #[test]
@@ -131,7 +152,13 @@ fn export_refuses_a_fifo_or_a_folder_even_with_force() {
     let folder = dir.path().join("folder");
     fs::create_dir(&folder).unwrap();
     for force in [false, true] {
-        let mut args = vec!["sessions", "export", "main", "--out", fifo.to_str().unwrap()];
+        let mut args = vec![
+            "sessions",
+            "export",
+            "main",
+            "--out",
+            fifo.to_str().unwrap(),
+        ];
         if force {
             args.push("--force");
         }
@@ -154,9 +181,16 @@ fn export_refuses_dev_null_even_with_force() {
         if force {
             args.push("--force");
         }
-        refused(&b.run(&args), null, &["character device", "even with --force"]);
+        refused(
+            &b.run(&args),
+            null,
+            &["character device", "even with --force"],
+        );
         let meta = fs::symlink_metadata(null).unwrap();
-        assert!(meta.file_type().is_char_device(), "/dev/null is still a device");
+        assert!(
+            meta.file_type().is_char_device(),
+            "/dev/null is still a device"
+        );
     }
     assert!(!Path::new("/dev/null.jsonl.partial").exists());
 }
@@ -167,7 +201,9 @@ fn run_with_file_cap(b: &CliBench, blocks: u32, args: &[&str]) -> Output {
     let cmd = b.command(args);
     let mut sh = Command::new("sh");
     sh.arg("-c")
-        .arg(format!(r#"trap '' XFSZ; ulimit -f {blocks}; exec "$0" "$@""#))
+        .arg(format!(
+            r#"trap '' XFSZ; ulimit -f {blocks}; exec "$0" "$@""#
+        ))
         .arg(BIN)
         .args(cmd.get_args())
         .env_remove("SWITCHBOARD_STATE_DIR")
@@ -249,13 +285,23 @@ fn export_all_refuses_existing_files_unless_forced_and_symlinked_folders_always(
     fs::create_dir(&elsewhere).unwrap();
     symlink(&elsewhere, other.join("agents/main/sessions")).unwrap();
     for force in [false, true] {
-        let mut args = vec!["sessions", "export", "--all", "--out", other.to_str().unwrap()];
+        let mut args = vec![
+            "sessions",
+            "export",
+            "--all",
+            "--out",
+            other.to_str().unwrap(),
+        ];
         if force {
             args.push("--force");
         }
         let r = b.run(&args);
         assert_eq!(r.status.code(), Some(1));
-        assert!(text(&r).1.contains("a symlink, not a folder"), "{}", text(&r).1);
+        assert!(
+            text(&r).1.contains("a symlink, not a folder"),
+            "{}",
+            text(&r).1
+        );
     }
     assert!(names(&elsewhere).is_empty());
 }
@@ -313,7 +359,11 @@ fn import_reads_nothing_outside_the_folder() {
         }),
     );
     symlink(&outside, dir.join(format!("{SID_D}.jsonl"))).unwrap();
-    fs::write(dir.join(format!("{SID_E}.jsonl")), message("f1", "user", "fine") + "\n").unwrap();
+    fs::write(
+        dir.join(format!("{SID_E}.jsonl")),
+        message("f1", "user", "fine") + "\n",
+    )
+    .unwrap();
 
     let b = CliBench::new(CONFIG);
     // The sessions folder itself is the source, so `../secret.jsonl` leaves it.
@@ -339,7 +389,13 @@ fn import_reads_nothing_outside_the_folder() {
     assert!(!err.contains("root:"), "/etc/passwd was read: {err}");
     assert!(has_session(&b, "agent:main:fine"));
     let all = tmp.path().join("export");
-    b.ok(&["sessions", "export", "--all", "--out", all.to_str().unwrap()]);
+    b.ok(&[
+        "sessions",
+        "export",
+        "--all",
+        "--out",
+        all.to_str().unwrap(),
+    ]);
     for f in walk(&all).into_iter().filter(|p| p.is_file()) {
         let body = fs::read_to_string(&f).unwrap();
         assert!(!body.contains("SECRET"), "{}: {body}", f.display());
@@ -367,7 +423,11 @@ fn import_skips_message_lines_of_the_wrong_shape() {
     let b = CliBench::new(CONFIG);
     let (out, err) = import(&b, tmp.path());
 
-    let h = b.json(&["tool", "sessions_history", r#"{"sessionKey":"agent:main:shape"}"#]);
+    let h = b.json(&[
+        "tool",
+        "sessions_history",
+        r#"{"sessionKey":"agent:main:shape"}"#,
+    ]);
     let messages = h["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{h:#}");
     assert!(messages.iter().all(Value::is_object), "{h:#}");
@@ -376,8 +436,14 @@ fn import_skips_message_lines_of_the_wrong_shape() {
         out.contains("imported 1 sessions (2 lines); 0 already present; skipped 1 line not a JSON object, 4 message lines of the wrong shape"),
         "{out}"
     );
-    assert!(err.contains("line 2: skipped (a message line whose message is not an object)"), "{err}");
-    assert!(err.contains(r#"line 3: skipped (a message with role "system""#), "{err}");
+    assert!(
+        err.contains("line 2: skipped (a message line whose message is not an object)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"line 3: skipped (a message with role "system""#),
+        "{err}"
+    );
 }
 
 #[test]
@@ -391,7 +457,11 @@ fn import_summary_does_not_count_invalid_ids_as_already_present() {
             "agent:main:good": {"sessionId": SID_A, "updatedAt": 1},
         }),
     );
-    fs::write(dir.join(format!("{SID_A}.jsonl")), message("g1", "user", "hi") + "\n").unwrap();
+    fs::write(
+        dir.join(format!("{SID_A}.jsonl")),
+        message("g1", "user", "hi") + "\n",
+    )
+    .unwrap();
     let b = CliBench::new(CONFIG);
     let (out, _) = import(&b, tmp.path());
     assert_eq!(
@@ -414,12 +484,20 @@ fn import_skips_a_line_over_the_default_cap_without_failing() {
     );
     // 17 MiB of text in one valid message line: over the 16 MiB line cap.
     let huge = message("h1", "user", &"x".repeat(17 << 20));
-    let body = [message("m1", "user", "before"), huge, message("m2", "user", "after")];
+    let body = [
+        message("m1", "user", "before"),
+        huge,
+        message("m2", "user", "after"),
+    ];
     fs::write(dir.join(format!("{SID_A}.jsonl")), body.join("\n") + "\n").unwrap();
 
     let b = CliBench::new(CONFIG);
     let (out, err) = import(&b, tmp.path());
-    let h = b.json(&["tool", "sessions_history", r#"{"sessionKey":"agent:main:big"}"#]);
+    let h = b.json(&[
+        "tool",
+        "sessions_history",
+        r#"{"sessionKey":"agent:main:big"}"#,
+    ]);
     let texts: Vec<&Value> = h["messages"]
         .as_array()
         .unwrap()

@@ -174,18 +174,26 @@ impl SkipReason {
         let (one, many) = match self {
             SkipReason::InvalidKey => ("unusable session key", "unusable session keys"),
             SkipReason::InvalidId => ("invalid session id", "invalid session ids"),
-            SkipReason::UnreadableEntry => ("unreadable session entry", "unreadable session entries"),
+            SkipReason::UnreadableEntry => {
+                ("unreadable session entry", "unreadable session entries")
+            }
             SkipReason::IdTaken => (
                 "session id already used by another key",
                 "session ids already used by other keys",
             ),
             SkipReason::OutsideFolder => ("file outside the folder", "files outside the folder"),
             SkipReason::Symlink => ("symlinked file", "symlinked files"),
-            SkipReason::NotRegularFile => ("file that is not a regular file", "files that are not regular files"),
+            SkipReason::NotRegularFile => (
+                "file that is not a regular file",
+                "files that are not regular files",
+            ),
             SkipReason::FileTooLarge => ("file over the size cap", "files over the size cap"),
             SkipReason::LineTooLong => ("line too long", "lines too long"),
             SkipReason::BadJson => ("line not a JSON object", "lines not JSON objects"),
-            SkipReason::BadShape => ("message line of the wrong shape", "message lines of the wrong shape"),
+            SkipReason::BadShape => (
+                "message line of the wrong shape",
+                "message lines of the wrong shape",
+            ),
         };
         format!("{n} {}", if n == 1 { one } else { many })
     }
@@ -710,8 +718,9 @@ impl Engine {
                 let mut line_warnings = 0usize;
                 let mut header_decided = false;
                 loop {
-                    let read = source::read_line_capped(&mut reader, &mut buf, limits.max_line_bytes)
-                        .map_err(io_err("read", &path))?;
+                    let read =
+                        source::read_line_capped(&mut reader, &mut buf, limits.max_line_bytes)
+                            .map_err(io_err("read", &path))?;
                     let skipped = match read {
                         Line::Eof => break,
                         Line::TooLong { bytes } => {
@@ -1006,7 +1015,11 @@ fn check_real_folder(folder: &Path) -> Result<(), TransferError> {
 fn make_real_folders(root: &Path, folder: &Path) -> Result<(), TransferError> {
     fs::create_dir_all(root).map_err(io_err("create", root))?;
     let mut at = root.to_path_buf();
-    for part in folder.strip_prefix(root).unwrap_or(Path::new("")).components() {
+    for part in folder
+        .strip_prefix(root)
+        .unwrap_or(Path::new(""))
+        .components()
+    {
         at.push(part);
         match fs::create_dir(&at) {
             Ok(()) => {}

@@ -49,10 +49,12 @@ impl StagedFile {
     /// Check the target and create the temporary beside it.
     pub(crate) fn create(target: &Path, overwrite: Overwrite) -> Result<StagedFile, TransferError> {
         check_target(target, overwrite)?;
-        let name = target.file_name().ok_or_else(|| TransferError::UnsafeTarget {
-            path: target.to_path_buf(),
-            reason: "it does not name a file".into(),
-        })?;
+        let name = target
+            .file_name()
+            .ok_or_else(|| TransferError::UnsafeTarget {
+                path: target.to_path_buf(),
+                reason: "it does not name a file".into(),
+            })?;
         let mut stem = name.to_string_lossy().into_owned();
         if stem.len() > NAME_PART_MAX {
             let mut cut = NAME_PART_MAX;
@@ -61,10 +63,8 @@ impl StagedFile {
             }
             stem.truncate(cut);
         }
-        let temp = folder_of(target).join(format!(
-            ".{stem}.{}.partial",
-            uuid::Uuid::new_v4().simple()
-        ));
+        let temp =
+            folder_of(target).join(format!(".{stem}.{}.partial", uuid::Uuid::new_v4().simple()));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         no_follow(&mut options);
@@ -97,7 +97,7 @@ impl StagedFile {
         if let Some(file) = self.file.take() {
             file.sync_all().map_err(|source| TransferError::Io {
                 op: "write",
-                path: self.temp.clone(),
+                path: self.target.clone(),
                 source,
             })?;
         }
@@ -175,19 +175,20 @@ pub(crate) fn fill_staged<T>(
     staged: &mut StagedFile,
     fill: impl FnOnce(&mut dyn io::Write) -> Result<T, TransferError>,
 ) -> Result<T, TransferError> {
-    let temp = staged.temp.clone();
+    // Errors name the target (what the user asked for); the temporary is gone by then.
+    let target = staged.target.clone();
     let mut out = io::BufWriter::with_capacity(1 << 16, staged.file()?);
     let value = fill(&mut out).map_err(|e| match e {
         TransferError::Write(source) => TransferError::Io {
             op: "write",
-            path: temp.clone(),
+            path: target.clone(),
             source,
         },
         other => other,
     })?;
     io::Write::flush(&mut out).map_err(|source| TransferError::Io {
         op: "write",
-        path: temp,
+        path: target,
         source,
     })?;
     Ok(value)
@@ -199,7 +200,12 @@ pub(crate) fn sync_folder(folder: &Path) -> Result<(), TransferError> {
     match sync(folder) {
         Ok(()) => Ok(()),
         // Some platforms and file systems cannot sync a folder; the data itself is synced.
-        Err(e) if matches!(e.kind(), io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+            ) =>
+        {
             Ok(())
         }
         Err(source) => Err(TransferError::Io {
@@ -306,7 +312,8 @@ mod tests {
 
     /// A fill that writes part of the file and then fails, as a full disk would.
     fn failing_fill(out: &mut dyn Write) -> Result<(), TransferError> {
-        out.write_all(&[b'x'; 100_000]).map_err(TransferError::Write)?;
+        out.write_all(&[b'x'; 100_000])
+            .map_err(TransferError::Write)?;
         Err(TransferError::Write(io::Error::new(
             io::ErrorKind::StorageFull,
             "No space left on device",
@@ -321,7 +328,10 @@ mod tests {
             let err = write_file(&target, overwrite, failing_fill).unwrap_err();
             let msg = err.to_string();
             assert!(msg.contains("No space left on device"), "{msg}");
-            assert!(msg.contains(".partial"), "names the file: {msg}");
+            assert!(
+                msg.contains(&target.display().to_string()),
+                "names the file: {msg}"
+            );
             assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
         }
         write_file(&target, Overwrite::Refuse, |out| {
@@ -357,7 +367,10 @@ mod tests {
         // Someone else writes the target between the check and the publish.
         fs::write(&target, b"theirs").unwrap();
         let err = staged.publish().unwrap_err();
-        assert!(matches!(err, TransferError::WouldOverwrite { .. }), "{err:?}");
+        assert!(
+            matches!(err, TransferError::WouldOverwrite { .. }),
+            "{err:?}"
+        );
         assert_eq!(fs::read(&target).unwrap(), b"theirs");
         assert_eq!(entries(dir.path()), ["a.jsonl"]);
     }
