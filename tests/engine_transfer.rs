@@ -906,3 +906,38 @@ async fn export_to_a_file_is_safe_from_the_engine_too() {
     left.sort();
     assert_eq!(left, ["s2.jsonl", "state"]);
 }
+
+#[tokio::test]
+async fn a_session_file_that_cannot_be_a_path_falls_back_without_failing_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sids = [
+        "11111111-0000-4000-8000-000000000001",
+        "22222222-0000-4000-8000-000000000002",
+    ];
+    legacy_folder(
+        &source,
+        "main",
+        json!({
+            "agent:main:nul": {"sessionId": sids[0], "updatedAt": 1, "sessionFile": "a\u{0}b.jsonl"},
+            "agent:main:notdir": {"sessionId": sids[1], "updatedAt": 1, "sessionFile": "sessions.json/x.jsonl"},
+        }),
+        &[
+            (&format!("{}.jsonl", sids[0]), user_line("n", "nul")),
+            (&format!("{}.jsonl", sids[1]), user_line("d", "notdir")),
+        ],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 2, "{report:?}");
+    assert_eq!(report.skipped(SkipReason::UnreadableFile), 2, "{report:?}");
+    assert_eq!(
+        history(&engine, "agent:main:nul").await["messages"][0]["content"],
+        "nul"
+    );
+    let w = report.warnings.join("\n");
+    assert!(
+        w.contains(r#"/a\0b.jsonl""#),
+        "the name is shown escaped: {w}"
+    );
+}

@@ -160,6 +160,8 @@ pub enum SkipReason {
     NotRegularFile,
     /// File: over `ImportLimits::max_transcript_bytes`.
     FileTooLarge,
+    /// File: its name is not a usable path, or opening it failed (permissions …).
+    UnreadableFile,
     /// Line: over `ImportLimits::max_line_bytes`.
     LineTooLong,
     /// Line: not UTF-8, not JSON, or not a JSON object.
@@ -188,6 +190,7 @@ impl SkipReason {
                 "files that are not regular files",
             ),
             SkipReason::FileTooLarge => ("file over the size cap", "files over the size cap"),
+            SkipReason::UnreadableFile => ("unreadable file", "unreadable files"),
             SkipReason::LineTooLong => ("line too long", "lines too long"),
             SkipReason::BadJson => ("line not a JSON object", "lines not JSON objects"),
             SkipReason::BadShape => (
@@ -612,14 +615,14 @@ impl Engine {
         let mut refused_entry = false;
         let mut opened = None;
         if let Some(path) = &c.session_file {
-            match root.open(path).map_err(io_err("read", path))? {
+            match open_or_skip(root, path) {
                 Ok((file, meta)) => opened = Some((file, meta, path.clone())),
                 Err(Refused::Missing) => {}
                 Err(Refused::Skip(reason, why)) => {
                     report.skip(reason);
+                    // Debug form: the name comes from the file being imported.
                     report.warnings.push(format!(
-                        "session {key}: its sessionFile {} was not read: {why}",
-                        path.display()
+                        "session {key}: its sessionFile {path:?} was not read: {why}"
                     ));
                     refused_entry = true;
                 }
@@ -627,7 +630,7 @@ impl Engine {
         }
         if opened.is_none() {
             let path = &c.expected;
-            match root.open(path).map_err(io_err("read", path))? {
+            match open_or_skip(root, path) {
                 Ok((file, meta)) => opened = Some((file, meta, path.clone())),
                 Err(Refused::Missing) if refused_entry => {
                     report.warnings.push(format!(
@@ -875,6 +878,15 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// Open a transcript; an I/O error (a name with a NUL byte, a path through a file, no
+/// permission) skips that file rather than failing the whole import.
+fn open_or_skip(root: &SourceRoot, path: &Path) -> Result<(fs::File, fs::Metadata), Refused> {
+    match root.open(path) {
+        Ok(opened) => opened,
+        Err(e) => Err(Refused::Skip(SkipReason::UnreadableFile, e.to_string())),
     }
 }
 
