@@ -93,7 +93,9 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     Sessions(SessionsCommand),
     /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
-Sessions whose key already exists here are skipped, so importing twice is harmless.")]
+Sessions whose key already exists here are skipped, so importing twice is harmless. Only files \
+inside DIR are read (no symlinks, FIFOs or devices); lines over 16 MiB and message lines of the \
+wrong shape are skipped, and the summary counts every skip by reason.")]
     ImportOpenclaw {
         /// The OpenClaw state folder (the one holding agents/).
         dir: PathBuf,
@@ -209,7 +211,8 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
     /// OpenClaw state folder.
     #[command(
         after_help = "Examples:\n  switchboard sessions export agent:main:main > main.jsonl\n  \
-switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state"
+switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state\n\n\
+An existing file is never replaced without --force; a folder, device or FIFO never is."
     )]
     Export {
         /// The session (omit with --all).

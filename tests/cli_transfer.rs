@@ -509,3 +509,13 @@ fn import_skips_a_line_over_the_default_cap_without_failing() {
     assert!(out.contains("skipped 1 line too long"), "{out}");
     assert!(err.contains("line 2: skipped (17825"), "{err}");
 }
+
+#[test]
+fn export_into_a_missing_folder_names_the_target() {
+    let b = with_session(1, 10);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("no/such/folder/main.jsonl");
+    let r = b.run(&["sessions", "export", "main", "--out", out.to_str().unwrap()]);
+    refused(&r, &out, &["cannot create", "No such file or directory"]);
+    assert!(!text(&r).1.contains(".partial"), "{}", text(&r).1);
+}

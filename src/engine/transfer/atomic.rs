@@ -68,9 +68,10 @@ impl StagedFile {
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         no_follow(&mut options);
+        // Named by the target: the temporary's name means nothing to the user.
         let file = options.open(&temp).map_err(|source| TransferError::Io {
             op: "create",
-            path: temp.clone(),
+            path: target.to_path_buf(),
             source,
         })?;
         Ok(StagedFile {
