@@ -357,15 +357,21 @@ impl Engine {
         let mut ids = HashSet::new();
         for (agent, sessions) in by_agent.iter_mut() {
             sessions.sort_by(|a, b| a.key.cmp(&b.key));
+            if let Some(s) = sessions.first()
+                && !is_valid_agent_id(agent)
+            {
+                return Err(TransferError::Unexportable {
+                    key: s.key.to_string(),
+                    reason: format!("its agent id {agent:?} cannot be a folder name"),
+                });
+            }
             let agent_dir = root.join("agents").join(agent);
             let sessions_dir = agent_dir.join("sessions");
+            // Before the files: a symlinked folder is the clearer message.
+            for folder in [root.join("agents"), agent_dir, sessions_dir.clone()] {
+                check_real_folder(&folder)?;
+            }
             for s in sessions.iter() {
-                if !is_valid_agent_id(agent) {
-                    return Err(TransferError::Unexportable {
-                        key: s.key.to_string(),
-                        reason: format!("its agent id {agent:?} cannot be a folder name"),
-                    });
-                }
                 if !is_safe_file_stem(&s.entry.session_id) {
                     return Err(TransferError::Unexportable {
                         key: s.key.to_string(),
@@ -386,9 +392,6 @@ impl Engine {
                 }
                 let file = sessions_dir.join(format!("{}.jsonl", s.entry.session_id));
                 atomic::check_target(&file, overwrite)?;
-            }
-            for folder in [root.join("agents"), agent_dir, sessions_dir.clone()] {
-                check_real_folder(&folder)?;
             }
             atomic::check_target(&sessions_dir.join(SESSIONS_FILE), overwrite)?;
         }

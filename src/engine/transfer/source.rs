@@ -2,11 +2,11 @@
 //! folder being imported, are not symlinks and are regular files; lines are read with a cap
 //! on their length, so no input makes the import buffer without bound.
 //!
-//! **Residual risk, accepted:** a path is resolved (`canonicalize`) and then opened with
-//! `O_NOFOLLOW`, so its last component cannot be swapped for a symlink in between; a folder
-//! higher up swapped for a symlink in that instant (by someone who can write inside the
-//! source folder, racing the import) is not caught. Walking with `openat` per component would
-//! close that too, at the cost of unsafe code for a race the owner of the folder controls.
+//! A path is resolved (`canonicalize`), checked, and opened with `O_NOFOLLOW`, so its last
+//! component cannot be swapped for a symlink in between. A folder higher up swapped for a
+//! symlink in that instant (someone who can write inside the source folder, racing the
+//! import) is caught on Linux by asking the kernel where the opened descriptor really is
+//! (`/proc/self/fd`); elsewhere, or without `/proc`, that narrow race remains.
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, BufRead};
@@ -81,12 +81,34 @@ impl SourceRoot {
             }
             Err(e) => return Err(e),
         };
+        if let Some(opened) = opened_path(&file)
+            && !opened.starts_with(&self.canonical)
+        {
+            return Ok(Err(Refused::Skip(
+                SkipReason::OutsideFolder,
+                "it moved outside the folder while being opened".into(),
+            )));
+        }
         // What was opened, not what the name pointed to a moment ago.
         let meta = file.metadata()?;
         if !meta.file_type().is_file() {
             return Ok(Err(not_regular(&meta)));
         }
         Ok(Ok((file, meta)))
+    }
+}
+
+/// Where an open file really is, when the platform can say.
+fn opened_path(file: &File) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
     }
 }
 
@@ -192,6 +214,25 @@ mod tests {
             }
             out.push((l, buf.clone()));
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_kernel_says_where_an_open_file_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir(real.join("sub")).unwrap();
+        fs::write(real.join("sub/t.jsonl"), b"{}").unwrap();
+        let root = SourceRoot::new(&real.join("sub")).unwrap();
+        let (file, _) = match root.open(&real.join("sub/t.jsonl")).unwrap() {
+            Ok(opened) => opened,
+            Err(_) => panic!("a file inside the root is opened"),
+        };
+        // Renamed away after opening: the descriptor's real place is what counts.
+        fs::rename(real.join("sub/t.jsonl"), real.join("t.jsonl")).unwrap();
+        let at = opened_path(&file).unwrap();
+        assert_eq!(at, real.join("t.jsonl"));
+        assert!(!at.starts_with(&root.canonical));
     }
 
     #[test]
