@@ -15,6 +15,7 @@ use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::{KeyError, SessionKey, SessionKind, classify_input};
 use switchboard::engine::policy::{self, PolicyDecision, SendPolicy};
 use switchboard::engine::tools::{ToolContext, ToolError, owner_rows};
+use switchboard::engine::transfer::Overwrite;
 use switchboard::text_safety::{self, safe_line, safe_text};
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
@@ -93,7 +94,9 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     Sessions(SessionsCommand),
     /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
-Sessions whose key already exists here are skipped, so importing twice is harmless.")]
+Sessions whose key already exists here are skipped, so importing twice is harmless. Only files \
+inside DIR are read (no symlinks, FIFOs or devices); lines over 16 MiB and message lines of the \
+wrong shape are skipped, and the summary counts every skip by reason.")]
     ImportOpenclaw {
         /// The OpenClaw state folder (the one holding agents/).
         dir: PathBuf,
@@ -209,7 +212,8 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
     /// OpenClaw state folder.
     #[command(
         after_help = "Examples:\n  switchboard sessions export agent:main:main > main.jsonl\n  \
-switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state"
+switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state\n\n\
+An existing file is never replaced without --force; a folder, device or FIFO never is."
     )]
     Export {
         /// The session (omit with --all).
@@ -220,6 +224,9 @@ switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sess
         /// Output file (one session) or folder (--all). One session defaults to stdout.
         #[arg(long, short)]
         out: Option<PathBuf>,
+        /// Replace existing files (regular files or symlinks, never a device or folder).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -620,8 +627,18 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             send_policy,
             json,
         } => patch(cli, key, *send_policy, *json).await,
-        SessionsCommand::Export { key, all, out } => {
-            export(cli, key.as_deref(), *all, out.as_deref())
+        SessionsCommand::Export {
+            key,
+            all,
+            out,
+            force,
+        } => {
+            let overwrite = if *force {
+                Overwrite::Replace
+            } else {
+                Overwrite::Refuse
+            };
+            export(cli, key.as_deref(), *all, out.as_deref(), overwrite)
         }
     }
 }
@@ -889,14 +906,20 @@ fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
     }
 }
 
-fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result<()> {
+fn export(
+    cli: &Cli,
+    key: Option<&str>,
+    all: bool,
+    out: Option<&Path>,
+    overwrite: Overwrite,
+) -> Result<()> {
     let engine = cli.open_engine()?;
     if all {
         if key.is_some() {
             return Err(usage("give either a session key or --all, not both"));
         }
         let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
-        let report = engine.export_openclaw(dir)?;
+        let report = engine.export_openclaw(dir, overwrite)?;
         eprintln!(
             "exported {} sessions ({} lines) to {}",
             report.sessions,
@@ -908,20 +931,12 @@ fn export(cli: &Cli, key: Option<&str>, all: bool, out: Option<&Path>) -> Result
     let raw = key.ok_or_else(|| usage("name a session key, or pass --all --out FOLDER"))?;
     let key = resolve_owner_key(&engine, raw)?;
     let lines = match out {
-        Some(path) => {
-            let tmp = path.with_extension("jsonl.partial");
-            let file = std::fs::File::create(&tmp)
-                .with_context(|| format!("cannot create {}", tmp.display()))?;
-            let mut w = std::io::BufWriter::new(file);
-            let n = engine.export_session_jsonl(&key, &mut w)?;
-            w.flush()?;
-            // Write-then-rename: an interrupted export never leaves a half file under the name.
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            n
-        }
+        Some(path) => engine.export_session_to_file(&key, path, overwrite)?,
         None => {
-            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            // Lines are stored as their agents wrote them; on the way to a terminal (or a
+            // pipe) the characters that could drive one are escaped, the values unchanged.
+            let mut w =
+                text_safety::SafeJsonText::new(std::io::BufWriter::new(std::io::stdout().lock()));
             let n = engine.export_session_jsonl(&key, &mut w)?;
             w.flush()?;
             n
@@ -937,10 +952,19 @@ async fn import(cli: &Cli, dir: &Path) -> Result<()> {
     for w in &report.warnings {
         eprintln!("warning: {}", safe_line(w));
     }
-    println!(
-        "imported {} sessions ({} lines); skipped {} already present; {} unreadable lines",
-        report.sessions_imported, report.lines_imported, report.sessions_skipped, report.bad_lines
+    let mut summary = format!(
+        "imported {} sessions ({} lines); {} already present",
+        report.sessions_imported, report.lines_imported, report.sessions_present
     );
+    if !report.skipped.is_empty() {
+        let skips: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|(reason, n)| reason.describe(*n))
+            .collect();
+        summary.push_str(&format!("; skipped {}", skips.join(", ")));
+    }
+    println!("{summary}");
     Ok(())
 }
 

@@ -247,6 +247,90 @@ pub fn to_json_string<T: serde::Serialize + ?Sized>(
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
 }
 
+/// A writer for JSON text (JSONL) bound for a terminal: DEL and every [`is_unsafe`] character
+/// above ASCII (C1 such as U+009B, BiDi, invisible) becomes `\uXXXX`. In valid JSON such a
+/// character can only stand inside a string, where the escape means the same character, so
+/// the output parses to the same values; ASCII (including the layout's `\n`) passes as is.
+/// Bytes are held back only while a character is split across two writes.
+pub struct SafeJsonText<W: io::Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: io::Write> SafeJsonText<W> {
+    pub fn new(inner: W) -> SafeJsonText<W> {
+        SafeJsonText {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+
+    fn write_str(&mut self, text: &str) -> io::Result<()> {
+        let mut start = 0;
+        for (i, c) in text.char_indices() {
+            // ASCII controls other than DEL can only be the layout (`\n`) in valid JSON.
+            if (c.is_ascii() && c != '\u{7f}') || !is_unsafe(c) {
+                continue;
+            }
+            self.inner.write_all(&text.as_bytes()[start..i])?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(self.inner, "\\u{unit:04x}")?;
+            }
+            start = i + c.len_utf8();
+        }
+        self.inner.write_all(&text.as_bytes()[start..])
+    }
+}
+
+impl<W: io::Write> io::Write for SafeJsonText<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut rest: &[u8] = &pending;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    self.write_str(text)?;
+                    rest = &[];
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    // `valid_up_to` bytes are UTF-8 by the error's own account.
+                    self.write_str(std::str::from_utf8(good).unwrap_or_default())?;
+                    match e.error_len() {
+                        // Not UTF-8 at all: shown as U+FFFD, never as a raw 8-bit byte.
+                        Some(n) => {
+                            self.inner.write_all("\u{fffd}".as_bytes())?;
+                            rest = &bad[n..];
+                        }
+                        // A character cut by the end of this write: wait for the rest.
+                        None => {
+                            rest = bad;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let keep = rest.len();
+        let len = pending.len();
+        pending.drain(..len - keep);
+        self.pending = pending;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            // A truncated character at the very end: shown as U+FFFD.
+            self.pending.clear();
+            self.inner.write_all("\u{fffd}".as_bytes())?;
+        }
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +471,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn json_text_for_a_terminal_escapes_unsafe_characters_and_still_parses() {
+        use std::io::Write;
+        let value = serde_json::json!({"text": HOSTILE, "name": "caf\u{e9} \u{1f600}"});
+        let line = serde_json::to_string(&value).expect("json") + "\n";
+        // Written one byte at a time, so characters are split across writes.
+        let mut out = SafeJsonText::new(Vec::new());
+        for b in line.as_bytes() {
+            out.write_all(std::slice::from_ref(b)).expect("write");
+        }
+        out.flush().expect("flush");
+        let text = String::from_utf8(out.inner).expect("utf-8");
+        assert!(raw_unsafe(&text).is_empty(), "{text:?}");
+        assert!(
+            text.contains("\\u009b") && text.contains("\\u202e"),
+            "{text}"
+        );
+        assert!(
+            text.contains("caf\u{e9} \u{1f600}"),
+            "safe text is kept as is: {text}"
+        );
+        let back: serde_json::Value = serde_json::from_str(text.trim_end()).expect("still JSON");
+        assert_eq!(back, value);
     }
 }

@@ -191,3 +191,24 @@ fn sessions_show_caps_a_huge_message() {
     let v = b.json(&["sessions", "show", "agent:main:main", "--json"]);
     assert!(v.to_string().contains(&big));
 }
+
+#[test]
+fn sessions_export_to_stdout_escapes_hostile_text_and_stays_jsonl() {
+    let b = injected();
+    let out = b.ok(&["sessions", "export", "agent:main:main"]);
+    assert!(raw_hostile(&out).is_empty(), "{out:?}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every exported line is JSON"))
+        .collect();
+    // The values are unchanged: the hostile message reads back exactly as it was sent.
+    let sent = lines.iter().any(|l| {
+        l["message"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .chain(std::iter::once(&l["message"]["content"]))
+            .any(|c| c.as_str() == Some(HOSTILE) || c["text"].as_str() == Some(HOSTILE))
+    });
+    assert!(sent, "the hostile message is in the export: {out}");
+}

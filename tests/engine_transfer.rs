@@ -2,6 +2,7 @@
 //! captures from OpenClaw 2026.5.28 (`tests/fixtures/openclaw-legacy/`, copied from the
 //! observed s2 ping-pong and s6 spawn scenarios).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,9 @@ use switchboard::config::{Config, Visibility};
 use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::tools::ToolContext;
-use switchboard::engine::transfer::{ImportReport, TransferError};
+use switchboard::engine::transfer::{
+    ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
+};
 
 const MAIN_S2: &str = "4cf38b27-4311-4e06-85f3-e787b8fd5769";
 const MAIN_S6: &str = "b3fa7785-5548-4d55-ade1-19cf075500d7";
@@ -118,9 +121,9 @@ async fn imports_the_legacy_fixture() {
         report,
         ImportReport {
             sessions_imported: 4,
-            sessions_skipped: 0,
+            sessions_present: 0,
             lines_imported: total_lines,
-            bad_lines: 0,
+            skipped: BTreeMap::new(),
             warnings: vec![],
         }
     );
@@ -261,9 +264,9 @@ async fn reimport_skips_everything() {
         again,
         ImportReport {
             sessions_imported: 0,
-            sessions_skipped: 4,
+            sessions_present: 4,
             lines_imported: 0,
-            bad_lines: 0,
+            skipped: BTreeMap::new(),
             warnings: vec![],
         }
     );
@@ -294,7 +297,7 @@ async fn a_corrupt_line_is_skipped_and_reported() {
     let engine = open(&tmp.path().join("state"));
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 4);
-    assert_eq!(report.bad_lines, 1);
+    assert_eq!(report.skipped, BTreeMap::from([(SkipReason::BadJson, 1)]));
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     let w = &report.warnings[0];
     assert!(w.contains(&format!("{WORK_S2}.jsonl")), "{w}");
@@ -413,7 +416,7 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         .unwrap();
 
     let out = tmp.path().join("export");
-    let report = first.export_openclaw(&out).unwrap();
+    let report = first.export_openclaw(&out, Overwrite::Refuse).unwrap();
     assert_eq!(report.sessions, 5);
     let index: Value = serde_json::from_str(
         &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
@@ -445,7 +448,7 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
     }
 
     // A second export into the same folder refuses rather than overwriting.
-    let err = first.export_openclaw(&out).unwrap_err();
+    let err = first.export_openclaw(&out, Overwrite::Refuse).unwrap_err();
     assert!(
         matches!(err, TransferError::WouldOverwrite { .. }),
         "{err:?}"
@@ -494,9 +497,12 @@ async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
     let engine = open(&tmp.path().join("state"));
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 2, "{report:?}");
-    assert_eq!(report.sessions_skipped, 1);
+    assert_eq!(
+        report.skipped,
+        BTreeMap::from([(SkipReason::UnreadableEntry, 1)])
+    );
+    assert_eq!(report.sessions_present, 0);
     assert_eq!(report.lines_imported, 2);
-    assert_eq!(report.bad_lines, 0);
     assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
     assert!(
         report
@@ -559,7 +565,8 @@ async fn a_session_id_owned_by_another_key_is_a_warning() {
     );
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 0);
-    assert_eq!(report.sessions_skipped, 1);
+    assert_eq!(report.sessions_present, 0);
+    assert_eq!(report.skipped, BTreeMap::from([(SkipReason::IdTaken, 1)]));
     assert_eq!(report.warnings.len(), 1);
     assert!(
         report.warnings[0].contains("already belongs to agent:main:s2"),
@@ -579,7 +586,9 @@ async fn a_session_id_owned_by_another_key_is_a_warning() {
 async fn session_file_is_used_when_it_exists() {
     let tmp = tempfile::tempdir().unwrap();
     let source = tmp.path().join("oc");
-    let elsewhere = tmp.path().join("topic.jsonl");
+    // Anywhere inside the imported folder, named by an absolute path as OpenClaw writes it.
+    fs::create_dir_all(source.join("topics")).unwrap();
+    let elsewhere = source.join("topics/topic.jsonl");
     // Saved by an editor that adds a byte-order mark.
     let mut bytes = b"\xEF\xBB\xBF".to_vec();
     bytes.extend(fs::read(fixture_transcript("work", WORK_S2)).unwrap());
@@ -637,4 +646,298 @@ async fn a_long_transcript_is_imported_in_chunks() {
     let m = h["messages"].as_array().unwrap();
     assert_eq!(m[1]["content"], format!("line {}", n - 1));
     assert_eq!(m[1]["__openclaw"]["seq"], json!(n));
+}
+
+/// A transcript line of a user message with `text`.
+fn user_line(id: &str, text: &str) -> String {
+    json!({"type":"message","id":id,"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":text,"timestamp":1}}).to_string()
+}
+
+fn small_limits() -> ImportLimits {
+    ImportLimits {
+        max_line_bytes: 200,
+        max_transcript_bytes: 20_000,
+        max_index_bytes: 1_000,
+    }
+}
+
+#[tokio::test]
+async fn over_long_lines_and_files_are_skipped_by_their_caps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let (short, big) = (
+        "11111111-0000-4000-8000-000000000001",
+        "22222222-0000-4000-8000-000000000002",
+    );
+    let long_text = "y".repeat(300);
+    let transcript = [
+        user_line("a1", "first"),
+        user_line("a2", &long_text),
+        user_line("a3", "third"),
+        "z".repeat(10_000),
+        user_line("a4", "last"),
+    ]
+    .join("\n");
+    let huge = (0..200)
+        .map(|i| user_line(&format!("b{i}"), "padding padding"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(huge.len() > 20_000);
+    legacy_folder(
+        &source,
+        "main",
+        json!({
+            "agent:main:short": {"sessionId": short, "updatedAt": 1},
+            "agent:main:big": {"sessionId": big, "updatedAt": 1},
+        }),
+        &[
+            (&format!("{short}.jsonl"), transcript),
+            (&format!("{big}.jsonl"), huge),
+        ],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine
+        .import_openclaw_with(&source, &small_limits())
+        .await
+        .unwrap();
+    assert_eq!(report.sessions_imported, 1, "{report:?}");
+    assert_eq!(report.lines_imported, 3);
+    assert_eq!(
+        report.skipped,
+        BTreeMap::from([(SkipReason::FileTooLarge, 1), (SkipReason::LineTooLong, 2)])
+    );
+    let w = report.warnings.join("\n");
+    assert!(w.contains("line 2: skipped ("), "{w}");
+    assert!(
+        w.contains("line 4: skipped (10000 bytes, over the cap of 200 bytes per line)"),
+        "{w}"
+    );
+    assert!(
+        w.contains("agent:main:big skipped") && w.contains("over the cap of 20000 bytes"),
+        "{w}"
+    );
+    // The big session can come in later, with a larger cap.
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:big"))
+            .unwrap()
+            .is_none()
+    );
+    let texts: Vec<Value> = history(&engine, "agent:main:short").await["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(texts, [json!("first"), json!("third"), json!("last")]);
+    let again = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!((again.sessions_imported, again.sessions_present), (1, 1));
+}
+
+#[tokio::test]
+async fn an_index_over_its_cap_fails_clearly_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let index: serde_json::Map<String, Value> = (0..30)
+        .map(|i| {
+            (
+                format!("agent:main:s{i}"),
+                json!({"sessionId": format!("00000000-0000-4000-8000-{i:012}"), "updatedAt": 1}),
+            )
+        })
+        .collect();
+    let dir = legacy_folder(&source, "main", Value::Object(index), &[]);
+    let engine = open(&tmp.path().join("state"));
+    let err = engine
+        .import_openclaw_with(&source, &small_limits())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TransferError::TooLarge { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&dir.join("sessions.json").display().to_string()),
+        "{msg}"
+    );
+    assert!(msg.contains("over the import's cap of 1000 bytes"), "{msg}");
+    assert!(engine.store().get(&key("agent:main:s0")).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn files_that_are_not_regular_or_lead_outside_are_never_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let outside = tmp.path().join("outside");
+    let sids = [
+        "11111111-0000-4000-8000-000000000001",
+        "22222222-0000-4000-8000-000000000002",
+        "33333333-0000-4000-8000-000000000003",
+    ];
+    // Another agent's folder that is a symlink to a folder outside.
+    let elsewhere = outside.join("agents/spy/sessions");
+    legacy_folder(
+        &outside,
+        "spy",
+        json!({"agent:spy:x": {"sessionId": sids[2], "updatedAt": 1}}),
+        &[(&format!("{}.jsonl", sids[2]), user_line("x", "SECRET"))],
+    );
+    assert!(elsewhere.is_dir());
+    let dir = legacy_folder(
+        &source,
+        "main",
+        json!({
+            "agent:main:fifo": {"sessionId": sids[0], "updatedAt": 1},
+            "agent:main:moved": {"sessionId": sids[1], "updatedAt": 1,
+                "sessionFile": outside.join("agents/spy/sessions").join(format!("{}.jsonl", sids[2]))},
+        }),
+        &[(
+            &format!("{}.jsonl", sids[1]),
+            user_line("m", "in the folder"),
+        )],
+    );
+    fs::create_dir_all(source.join("agents/spy")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, source.join("agents/spy/sessions")).unwrap();
+    // A FIFO with no writer: opening it for reading would wait forever.
+    let fifo = dir.join(format!("{}.jsonl", sids[0]));
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+
+    let engine = open(&tmp.path().join("state"));
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        engine.import_openclaw(&source),
+    )
+    .await
+    .expect("the import does not wait on a FIFO")
+    .unwrap();
+    assert_eq!(report.sessions_imported, 1, "{report:?}");
+    assert_eq!(
+        report.skipped,
+        BTreeMap::from([
+            (SkipReason::OutsideFolder, 2),
+            (SkipReason::NotRegularFile, 1),
+        ]),
+        "{:?}",
+        report.warnings
+    );
+    let w = report.warnings.join("\n");
+    assert!(w.contains("named pipe"), "{w}");
+    assert!(
+        w.contains("agents/spy/sessions/sessions.json: not read"),
+        "{w}"
+    );
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:fifo"))
+            .unwrap()
+            .is_none()
+    );
+    assert!(engine.store().get(&key("agent:spy:x")).unwrap().is_none());
+    // A sessionFile outside (a copied folder names its old place) falls back to the copy.
+    let h = history(&engine, "agent:main:moved").await;
+    assert_eq!(h["messages"][0]["content"], "in the folder");
+    assert!(
+        w.contains("its sessionFile") && w.contains("was not read"),
+        "{w}"
+    );
+}
+
+#[tokio::test]
+async fn line_warnings_are_bounded_per_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sid = "11111111-0000-4000-8000-000000000001";
+    let body = (0..500)
+        .map(|i| format!("garbage {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    legacy_folder(
+        &source,
+        "main",
+        json!({"agent:main:junk": {"sessionId": sid, "updatedAt": 1}}),
+        &[(&format!("{sid}.jsonl"), body)],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.skipped(SkipReason::BadJson), 500);
+    assert_eq!(report.warnings.len(), 21, "{:?}", report.warnings);
+    assert!(
+        report.warnings[20].contains("480 more lines skipped"),
+        "{:?}",
+        report.warnings[20]
+    );
+}
+
+#[tokio::test]
+async fn export_to_a_file_is_safe_from_the_engine_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = open(&tmp.path().join("state"));
+    import_fixture(&engine).await;
+    let out = tmp.path().join("s2.jsonl");
+    let k = key("agent:main:s2");
+    let n = engine
+        .export_session_to_file(&k, &out, Overwrite::Refuse)
+        .unwrap();
+    assert_eq!(file_lines(&out), export_lines(&engine, "agent:main:s2"));
+    assert_eq!(n, file_lines(&out).len());
+    let err = engine
+        .export_session_to_file(&k, &out, Overwrite::Refuse)
+        .unwrap_err();
+    assert!(
+        matches!(err, TransferError::WouldOverwrite { .. }),
+        "{err:?}"
+    );
+    // An unknown session creates nothing.
+    let none = tmp.path().join("none.jsonl");
+    let err = engine
+        .export_session_to_file(&key("agent:main:nope"), &none, Overwrite::Replace)
+        .unwrap_err();
+    assert!(matches!(err, TransferError::NoSession(_)), "{err:?}");
+    let mut left: Vec<String> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["s2.jsonl", "state"]);
+}
+
+#[tokio::test]
+async fn a_session_file_that_cannot_be_a_path_falls_back_without_failing_the_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sids = [
+        "11111111-0000-4000-8000-000000000001",
+        "22222222-0000-4000-8000-000000000002",
+    ];
+    legacy_folder(
+        &source,
+        "main",
+        json!({
+            "agent:main:nul": {"sessionId": sids[0], "updatedAt": 1, "sessionFile": "a\u{0}b.jsonl"},
+            "agent:main:notdir": {"sessionId": sids[1], "updatedAt": 1, "sessionFile": "sessions.json/x.jsonl"},
+        }),
+        &[
+            (&format!("{}.jsonl", sids[0]), user_line("n", "nul")),
+            (&format!("{}.jsonl", sids[1]), user_line("d", "notdir")),
+        ],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 2, "{report:?}");
+    assert_eq!(report.skipped(SkipReason::UnreadableFile), 2, "{report:?}");
+    assert_eq!(
+        history(&engine, "agent:main:nul").await["messages"][0]["content"],
+        "nul"
+    );
+    let w = report.warnings.join("\n");
+    assert!(
+        w.contains(r#"/a\0b.jsonl""#),
+        "the name is shown escaped: {w}"
+    );
 }

@@ -5,32 +5,54 @@
 //! `<sessionId>.jsonl` transcript per session beside it (or the entry's `sessionFile`, when
 //! that file exists). `DIR` may also be one `agents/<agentId>/sessions` folder itself.
 //! - Keys are canonicalised (OpenClaw keys may be mixed case); a key already in the store is
-//!   skipped, so re-importing is harmless. A sessionId that already belongs to another key is
-//!   a warning and a skip.
+//!   counted as already present, so re-importing is harmless. A sessionId that already
+//!   belongs to another key is a warning and a skip.
+//! - **Only files inside `DIR` are read** (`source.rs`): a `sessionFile` that resolves
+//!   outside it (absolute elsewhere, `../…`), a symlinked transcript or index, and anything
+//!   that is not a regular file (FIFO, device, `/proc`) is never opened; it is skipped with
+//!   a reason. A refused `sessionFile` falls back to `<sessionId>.jsonl` in the folder (a
+//!   copied OpenClaw folder still names its old absolute paths); with nothing usable the
+//!   session is skipped, so a later import, once the folder is fixed, can still bring it in.
+//! - **Everything read is bounded** (`ImportLimits`): each line (a longer one is skipped
+//!   without being buffered), each transcript file, and each `sessions.json` (over the cap is
+//!   an error: it must be parsed whole).
 //! - Transcript lines are stored verbatim, one row per line, seq 0 being the `session`
 //!   header; a file without a header gets a synthesised one and its lines are numbered from 1.
-//!   Unparsable lines are skipped, counted and named in a warning; a missing transcript is a
-//!   warning (the session is imported with a synthesised header only).
+//!   Lines that are not JSON objects, and `message` lines whose `message` is not an object
+//!   with a known `role` and a string or array `content`, are skipped: history readers can
+//!   rely on that shape. A missing transcript is a warning (the session is imported with a
+//!   synthesised header only).
+//! - The report counts every skip by reason (`SkipReason`), apart from sessions already
+//!   present.
 //! - The entry's `sessionFile` is dropped: it names OpenClaw's file, and once imported the
 //!   transcript lives in the database (`Engine::transcript_path`). Export writes a fresh one.
-//! - Files are streamed with `BufRead` and written in chunks of `CHUNK_LINES` lines, one
-//!   writer job per chunk. **Choice:** the session row is written in the *last* job, together
-//!   with the last chunk, so a session appears only once its whole transcript has committed;
-//!   readers never see a half-imported session, and an import cut short (crash, I/O error)
-//!   leaves at most transcript rows that no session owns. Those are invisible to every query
-//!   and are deleted when the session is imported again (the first job of a session clears
-//!   rows of its sessionId that no session row owns). A short transcript is one job.
+//! - Files are streamed and written in chunks of `CHUNK_LINES` lines, one writer job per
+//!   chunk. **Choice:** the session row is written in the *last* job, together with the last
+//!   chunk, so a session appears only once its whole transcript has committed; readers never
+//!   see a half-imported session, and an import cut short (crash, I/O error) leaves at most
+//!   transcript rows that no session owns. Those are invisible to every query and are
+//!   deleted when the session is imported again (the first job of a session clears rows of
+//!   its sessionId that no session row owns). A short transcript is one job.
 //! - Each `sessions.json` is parsed before anything is written, so a damaged index fails the
 //!   import with nothing changed.
 //!
 //! **Export**: `Engine::export_session_jsonl` writes a session's stored lines in seq order,
-//! exactly as stored; `Engine::export_openclaw` writes the legacy layout (every session, with
-//! `sessionFile` set to the written file's absolute path), which `import_openclaw` reads back
-//! into the same sessions and lines. Export refuses to overwrite existing files.
+//! exactly as stored; `Engine::export_session_to_file` does so into a file and
+//! `Engine::export_openclaw` writes the legacy layout (every session, with `sessionFile` set
+//! to the written file's absolute path), which `import_openclaw` reads back into the same
+//! sessions and lines. Files are written by `atomic.rs`: an existing target is refused unless
+//! `Overwrite::Replace`, a non-regular one always, no symlink is followed, and a failure
+//! leaves nothing behind. `export_openclaw` writes every file under a temporary name first
+//! and publishes them only when all are written.
 
-use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+mod atomic;
+mod source;
+
+pub use atomic::Overwrite;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -41,6 +63,8 @@ use super::events::EngineEvent;
 use super::key::{SessionKey, is_valid_agent_id, normalize_agent_id};
 use super::storage::StorageError;
 use super::storage::queries::{self, SessionScan, StoredSession};
+use atomic::StagedFile;
+use source::{Line, Refused, SourceRoot};
 
 /// Transcript lines per writer job during import: bounds memory and the writer's latency.
 const CHUNK_LINES: usize = 5_000;
@@ -75,8 +99,12 @@ pub enum TransferError {
     NoSession(String),
     #[error("cannot write the export: {0}")]
     Write(#[source] std::io::Error),
-    #[error("{path} already exists; export into an empty folder (nothing was overwritten)")]
+    #[error("{path} already exists (nothing was overwritten); pass --force to replace it")]
     WouldOverwrite { path: PathBuf },
+    #[error("cannot export to {path}: {reason}")]
+    UnsafeTarget { path: PathBuf, reason: String },
+    #[error("{path} is {size} bytes, over the import's cap of {cap} bytes for this file")]
+    TooLarge { path: PathBuf, size: u64, cap: u64 },
     #[error("session {key} cannot be exported: {reason}")]
     Unexportable { key: String, reason: String },
 }
@@ -90,14 +118,117 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Trans
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportReport {
     pub sessions_imported: usize,
-    /// Already present (same key), or refused (sessionId taken, unreadable entry …).
-    pub sessions_skipped: usize,
+    /// Sessions whose key is already in the store (left as they are).
+    pub sessions_present: usize,
     /// Transcript lines read from files and stored (synthesised headers not counted).
     pub lines_imported: usize,
-    /// Lines of imported sessions that were not JSON objects and were left out.
-    pub bad_lines: usize,
+    /// What was left out, by reason; each reason counts its own unit (see `SkipReason`).
+    /// Line skips count only for sessions that were imported.
+    pub skipped: BTreeMap<SkipReason, usize>,
     pub warnings: Vec<String>,
 }
+
+impl ImportReport {
+    /// How many things were skipped for `reason`.
+    pub fn skipped(&self, reason: SkipReason) -> usize {
+        self.skipped.get(&reason).copied().unwrap_or(0)
+    }
+
+    fn skip(&mut self, reason: SkipReason) {
+        *self.skipped.entry(reason).or_default() += 1;
+    }
+}
+
+/// Why something was left out of an import. Session reasons count sessions, file reasons
+/// count files (a session whose transcript is refused is not imported), line reasons count
+/// transcript lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    /// Session: its key cannot be made canonical.
+    InvalidKey,
+    /// Session: its `sessionId` cannot name a transcript file.
+    InvalidId,
+    /// Session: its entry does not decode.
+    UnreadableEntry,
+    /// Session: its `sessionId` already belongs to another key here.
+    IdTaken,
+    /// File: it resolves outside the imported folder.
+    OutsideFolder,
+    /// File: it is a symlink.
+    Symlink,
+    /// File: a folder, FIFO, device or socket.
+    NotRegularFile,
+    /// File: over `ImportLimits::max_transcript_bytes`.
+    FileTooLarge,
+    /// File: its name is not a usable path, or opening it failed (permissions …).
+    UnreadableFile,
+    /// Line: over `ImportLimits::max_line_bytes`.
+    LineTooLong,
+    /// Line: not UTF-8, not JSON, or not a JSON object.
+    BadJson,
+    /// Line: a `message` line whose `message` is not a `{role, content}` object.
+    BadShape,
+}
+
+impl SkipReason {
+    /// A phrase for `n` of them: "1 invalid session id", "3 lines too long".
+    pub fn describe(self, n: usize) -> String {
+        let (one, many) = match self {
+            SkipReason::InvalidKey => ("unusable session key", "unusable session keys"),
+            SkipReason::InvalidId => ("invalid session id", "invalid session ids"),
+            SkipReason::UnreadableEntry => {
+                ("unreadable session entry", "unreadable session entries")
+            }
+            SkipReason::IdTaken => (
+                "session id already used by another key",
+                "session ids already used by other keys",
+            ),
+            SkipReason::OutsideFolder => ("file outside the folder", "files outside the folder"),
+            SkipReason::Symlink => ("symlinked file", "symlinked files"),
+            SkipReason::NotRegularFile => (
+                "file that is not a regular file",
+                "files that are not regular files",
+            ),
+            SkipReason::FileTooLarge => ("file over the size cap", "files over the size cap"),
+            SkipReason::UnreadableFile => ("unreadable file", "unreadable files"),
+            SkipReason::LineTooLong => ("line too long", "lines too long"),
+            SkipReason::BadJson => ("line not a JSON object", "lines not JSON objects"),
+            SkipReason::BadShape => (
+                "message line of the wrong shape",
+                "message lines of the wrong shape",
+            ),
+        };
+        format!("{n} {}", if n == 1 { one } else { many })
+    }
+}
+
+/// Caps on what an import reads, so no input makes it buffer or run without bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// Longest transcript line kept. OpenClaw inlines images as base64 in lines, so a real
+    /// line can reach several MiB; 16 MiB leaves room while bounding the buffer.
+    pub max_line_bytes: usize,
+    /// Largest transcript file read. 4 GiB is some 2 million typical lines (twice the
+    /// million-message transcript the console is built for) and bounds both the import's
+    /// time and the database's growth from one file; a larger one is skipped.
+    pub max_transcript_bytes: u64,
+    /// Largest `sessions.json`, which must be parsed whole: 256 MiB is about a million
+    /// entries, far past OpenClaw's own store (which moved to SQLite for size).
+    pub max_index_bytes: u64,
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        ImportLimits {
+            max_line_bytes: 16 << 20,
+            max_transcript_bytes: 4 << 30,
+            max_index_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Line warnings kept per file; the counts in the report cover the rest.
+const LINE_WARNINGS_PER_FILE: usize = 20;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -115,10 +246,22 @@ struct AgentFolder {
 /// A session to import, checked and ready.
 struct Candidate {
     stored: StoredSession,
-    /// The transcript to read, when one exists.
-    transcript: Option<PathBuf>,
-    /// Where it was looked for (for the warning when it is missing).
+    /// The entry's `sessionFile`, resolved against its folder (not yet checked).
+    session_file: Option<PathBuf>,
+    /// `<sessionId>.jsonl` in its folder: the transcript when `sessionFile` is not usable.
     expected: PathBuf,
+}
+
+/// Where a session's transcript comes from.
+enum Transcript {
+    File {
+        file: fs::File,
+        path: PathBuf,
+    },
+    /// There is none: the session gets a synthesised header.
+    Missing,
+    /// Refused (already counted and explained): the session is not imported.
+    Refused,
 }
 
 /// How a session's final job ended.
@@ -129,18 +272,30 @@ enum Outcome {
 }
 
 impl Engine {
-    /// Bring an OpenClaw state folder's sessions and transcripts in (see the module docs).
-    /// Files are read with blocking I/O between the writer jobs (a chunk at a time), which is
-    /// what the CLI and tests want; a server should run this on a blocking-friendly task.
+    /// Bring an OpenClaw state folder's sessions and transcripts in (see the module docs),
+    /// with the default `ImportLimits`.
     pub async fn import_openclaw(&self, dir: &Path) -> Result<ImportReport, TransferError> {
+        self.import_openclaw_with(dir, &ImportLimits::default())
+            .await
+    }
+
+    /// `import_openclaw` with explicit caps. Files are read with blocking I/O between the
+    /// writer jobs (a chunk at a time), which is what the CLI and tests want; a server should
+    /// run this on a blocking-friendly task.
+    pub async fn import_openclaw_with(
+        &self,
+        dir: &Path,
+        limits: &ImportLimits,
+    ) -> Result<ImportReport, TransferError> {
         let mut report = ImportReport::default();
         let folders = find_agent_folders(dir)?;
+        let root = SourceRoot::new(dir).map_err(io_err("read", dir))?;
         let mut candidates = Vec::new();
         for folder in &folders {
-            self.read_sessions_json(folder, &mut candidates, &mut report)?;
+            self.read_sessions_json(folder, &root, limits, &mut candidates, &mut report)?;
         }
         for c in candidates {
-            self.import_one(c, &mut report).await?;
+            self.import_one(c, &root, limits, &mut report).await?;
         }
         Ok(report)
     }
@@ -161,10 +316,36 @@ impl Engine {
         Ok(n)
     }
 
+    /// Write session `key`'s transcript (as `export_session_jsonl`) into the file `path`,
+    /// safely (see `atomic.rs`): all or nothing, no symlink followed, an existing file
+    /// replaced only with `Overwrite::Replace`. Returns the number of lines written.
+    pub fn export_session_to_file(
+        &self,
+        key: &SessionKey,
+        path: &Path,
+        overwrite: Overwrite,
+    ) -> Result<usize, TransferError> {
+        let session = self
+            .store()
+            .get(key)?
+            .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
+        atomic::write_file(path, overwrite, |out| {
+            self.write_transcript(&session.entry.session_id, out)
+        })
+    }
+
     /// Write every session in OpenClaw's legacy layout under `dir`:
     /// `agents/<agentId>/sessions/sessions.json` and `<sessionId>.jsonl` beside it. Refuses
-    /// (before writing anything) when one of those files already exists.
-    pub fn export_openclaw(&self, dir: &Path) -> Result<ExportReport, TransferError> {
+    /// (before writing anything) when one of those files already exists, unless
+    /// `Overwrite::Replace`, and always when one is not a regular file or symlink or a folder
+    /// of the layout is not a real folder. Every file is written under a temporary name
+    /// first; only when all are written are they published, so a failure part-way (a full
+    /// disk) leaves no export file behind and a retry works.
+    pub fn export_openclaw(
+        &self,
+        dir: &Path,
+        overwrite: Overwrite,
+    ) -> Result<ExportReport, TransferError> {
         let root = std::path::absolute(dir).map_err(io_err("resolve", dir))?;
         let mut by_agent: BTreeMap<String, Vec<StoredSession>> = BTreeMap::new();
         self.store().scan(&SessionScan::default(), |s| {
@@ -173,16 +354,24 @@ impl Engine {
         })?;
 
         // Check everything first, so a refusal leaves the folder untouched.
+        let mut ids = HashSet::new();
         for (agent, sessions) in by_agent.iter_mut() {
             sessions.sort_by(|a, b| a.key.cmp(&b.key));
-            let sessions_dir = root.join("agents").join(agent).join("sessions");
+            if let Some(s) = sessions.first()
+                && !is_valid_agent_id(agent)
+            {
+                return Err(TransferError::Unexportable {
+                    key: s.key.to_string(),
+                    reason: format!("its agent id {agent:?} cannot be a folder name"),
+                });
+            }
+            let agent_dir = root.join("agents").join(agent);
+            let sessions_dir = agent_dir.join("sessions");
+            // Before the files: a symlinked folder is the clearer message.
+            for folder in [root.join("agents"), agent_dir, sessions_dir.clone()] {
+                check_real_folder(&folder)?;
+            }
             for s in sessions.iter() {
-                if !is_valid_agent_id(agent) {
-                    return Err(TransferError::Unexportable {
-                        key: s.key.to_string(),
-                        reason: format!("its agent id {agent:?} cannot be a folder name"),
-                    });
-                }
                 if !is_safe_file_stem(&s.entry.session_id) {
                     return Err(TransferError::Unexportable {
                         key: s.key.to_string(),
@@ -192,30 +381,36 @@ impl Engine {
                         ),
                     });
                 }
-                let file = sessions_dir.join(format!("{}.jsonl", s.entry.session_id));
-                if file.exists() {
-                    return Err(TransferError::WouldOverwrite { path: file });
+                if !ids.insert(s.entry.session_id.clone()) {
+                    return Err(TransferError::Unexportable {
+                        key: s.key.to_string(),
+                        reason: format!(
+                            "its session id {:?} also belongs to another session, and both would write one file",
+                            s.entry.session_id
+                        ),
+                    });
                 }
+                let file = sessions_dir.join(format!("{}.jsonl", s.entry.session_id));
+                atomic::check_target(&file, overwrite)?;
             }
-            let index = sessions_dir.join(SESSIONS_FILE);
-            if index.exists() {
-                return Err(TransferError::WouldOverwrite { path: index });
-            }
+            atomic::check_target(&sessions_dir.join(SESSIONS_FILE), overwrite)?;
         }
 
         let mut report = ExportReport::default();
+        let mut staged = Vec::new();
+        let mut folders = Vec::new();
         for (agent, sessions) in &by_agent {
             let sessions_dir = root.join("agents").join(agent).join("sessions");
-            fs::create_dir_all(&sessions_dir).map_err(io_err("create", &sessions_dir))?;
+            make_real_folders(&root, &sessions_dir)?;
             let mut index = Map::new();
             for s in sessions {
                 let path = sessions_dir.join(format!("{}.jsonl", s.entry.session_id));
-                let file = create_new(&path)?;
-                let mut out = BufWriter::new(file);
-                let lines = self
-                    .write_transcript(&s.entry.session_id, &mut out)
-                    .map_err(|e| with_path(e, "write", &path))?;
-                out.flush().map_err(io_err("write", &path))?;
+                let mut file = StagedFile::create(&path, overwrite)?;
+                let lines = atomic::fill_staged(&mut file, |out| {
+                    self.write_transcript(&s.entry.session_id, out)
+                })?;
+                file.seal()?;
+                staged.push((path.clone(), file));
                 let mut entry = match serde_json::to_value(&s.entry) {
                     Ok(Value::Object(m)) => m,
                     Ok(_) | Err(_) => {
@@ -234,17 +429,33 @@ impl Engine {
                 report.lines += lines;
             }
             let index_path = sessions_dir.join(SESSIONS_FILE);
-            let mut out = BufWriter::new(create_new(&index_path)?);
-            serde_json::to_writer_pretty(&mut out, &Value::Object(index)).map_err(|e| {
-                TransferError::Io {
-                    op: "write",
-                    path: index_path.clone(),
-                    source: e.into(),
-                }
+            let mut file = StagedFile::create(&index_path, overwrite)?;
+            atomic::fill_staged(&mut file, |out| {
+                serde_json::to_writer_pretty(&mut *out, &Value::Object(index))
+                    .map_err(|e| TransferError::Write(e.into()))?;
+                out.write_all(b"\n").map_err(TransferError::Write)
             })?;
-            out.write_all(b"\n")
-                .and_then(|()| out.flush())
-                .map_err(io_err("write", &index_path))?;
+            file.seal()?;
+            // The index last: an export stopped while publishing never lists a missing file.
+            staged.push((index_path, file));
+            folders.push(sessions_dir);
+        }
+
+        let mut published: Vec<PathBuf> = Vec::new();
+        for (path, file) in staged {
+            if let Err(e) = file.publish() {
+                if overwrite == Overwrite::Refuse {
+                    // These were new files of this export: take them back, so a retry works.
+                    for p in &published {
+                        let _ = fs::remove_file(p);
+                    }
+                }
+                return Err(e);
+            }
+            published.push(path);
+        }
+        for folder in &folders {
+            atomic::sync_folder(folder)?;
         }
         Ok(report)
     }
@@ -287,21 +498,57 @@ impl Engine {
     fn read_sessions_json(
         &self,
         folder: &AgentFolder,
+        root: &SourceRoot,
+        limits: &ImportLimits,
         out: &mut Vec<Candidate>,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
         let path = folder.dir.join(SESSIONS_FILE);
-        let bytes = fs::read(&path).map_err(io_err("read", &path))?;
+        let (file, meta) = match root.open(&path).map_err(io_err("read", &path))? {
+            Ok(opened) => opened,
+            Err(Refused::Missing) => {
+                return Err(TransferError::Io {
+                    op: "read",
+                    path,
+                    source: std::io::ErrorKind::NotFound.into(),
+                });
+            }
+            Err(Refused::Skip(reason, why)) => {
+                report.skip(reason);
+                report
+                    .warnings
+                    .push(format!("{}: not read: {why}", path.display()));
+                return Ok(());
+            }
+        };
+        let cap = limits.max_index_bytes;
+        let too_large = |size| TransferError::TooLarge {
+            path: path.clone(),
+            size,
+            cap,
+        };
+        if meta.len() > cap {
+            return Err(too_large(meta.len()));
+        }
+        let mut bytes = Vec::new();
+        file.take(cap.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(io_err("read", &path))?;
+        if bytes.len() as u64 > cap {
+            // It grew while being read.
+            return Err(too_large(bytes.len() as u64));
+        }
         let index: Map<String, Value> =
             serde_json::from_slice(&bytes).map_err(|e| TransferError::Json {
                 path: path.clone(),
                 line: e.line(),
                 message: e.to_string(),
             })?;
+        drop(bytes);
         let scheme = self.store().scheme();
         for (raw_key, value) in index {
-            let skip = |report: &mut ImportReport, why: String| {
-                report.sessions_skipped += 1;
+            let skip = |report: &mut ImportReport, reason: SkipReason, why: String| {
+                report.skip(reason);
                 report.warnings.push(format!(
                     "{}: session {raw_key:?} skipped: {why}",
                     path.display()
@@ -310,7 +557,11 @@ impl Engine {
             let key = match scheme.canonicalize(&raw_key, &folder.agent_id) {
                 Ok(key) => key,
                 Err(e) => {
-                    skip(report, format!("not a usable session key: {e}"));
+                    skip(
+                        report,
+                        SkipReason::InvalidKey,
+                        format!("not a usable session key: {e}"),
+                    );
                     continue;
                 }
             };
@@ -323,26 +574,25 @@ impl Engine {
                     } else {
                         format!("unreadable entry field {at}: {}", e.inner())
                     };
-                    skip(report, why);
+                    skip(report, SkipReason::UnreadableEntry, why);
                     continue;
                 }
             };
             if !is_safe_file_stem(&entry.session_id) {
                 skip(
                     report,
+                    SkipReason::InvalidId,
                     format!("sessionId {:?} is not a usable id", entry.session_id),
                 );
                 continue;
             }
             let session_file = entry.extra.shift_remove("sessionFile");
             let expected = folder.dir.join(format!("{}.jsonl", entry.session_id));
-            let from_entry = session_file
+            let session_file = session_file
                 .as_ref()
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
-                .map(|s| folder.dir.join(s))
-                .filter(|p| p.is_file());
-            let transcript = from_entry.or_else(|| expected.is_file().then(|| expected.clone()));
+                .map(|s| folder.dir.join(s));
             let agent_id = key.agent_id(&scheme.default_agent).to_string();
             let kind = scheme.kind(&key, entry.chat_type.as_deref());
             out.push(Candidate {
@@ -352,11 +602,74 @@ impl Engine {
                     kind,
                     entry,
                 },
-                transcript,
+                session_file,
                 expected,
             });
         }
         Ok(())
+    }
+
+    /// Find and open a candidate's transcript: its `sessionFile` when that is a usable file
+    /// inside the folder, else `<sessionId>.jsonl`. Refusals are counted and explained here.
+    fn open_transcript(
+        c: &Candidate,
+        root: &SourceRoot,
+        limits: &ImportLimits,
+        report: &mut ImportReport,
+    ) -> Result<Transcript, TransferError> {
+        let key = &c.stored.key;
+        let mut refused_entry = false;
+        let mut opened = None;
+        if let Some(path) = &c.session_file {
+            match open_or_skip(root, path) {
+                Ok((file, meta)) => opened = Some((file, meta, path.clone())),
+                Err(Refused::Missing) => {}
+                Err(Refused::Skip(reason, why)) => {
+                    report.skip(reason);
+                    // Debug form: the name comes from the file being imported.
+                    report.warnings.push(format!(
+                        "session {key}: its sessionFile {path:?} was not read: {why}"
+                    ));
+                    refused_entry = true;
+                }
+            }
+        }
+        if opened.is_none() {
+            let path = &c.expected;
+            match open_or_skip(root, path) {
+                Ok((file, meta)) => opened = Some((file, meta, path.clone())),
+                Err(Refused::Missing) if refused_entry => {
+                    report.warnings.push(format!(
+                        "session {key} skipped: no transcript inside the folder (looked for {})",
+                        path.display()
+                    ));
+                    return Ok(Transcript::Refused);
+                }
+                Err(Refused::Missing) => return Ok(Transcript::Missing),
+                Err(Refused::Skip(reason, why)) => {
+                    report.skip(reason);
+                    report.warnings.push(format!(
+                        "session {key} skipped: {} was not read: {why}",
+                        path.display()
+                    ));
+                    return Ok(Transcript::Refused);
+                }
+            }
+        }
+        let Some((file, meta, path)) = opened else {
+            return Ok(Transcript::Missing);
+        };
+        if meta.len() > limits.max_transcript_bytes {
+            report.skip(SkipReason::FileTooLarge);
+            report.warnings.push(format!(
+                "session {key} skipped: {} is {} bytes, over the cap of {} bytes per transcript",
+                path.display(),
+                meta.len(),
+                limits.max_transcript_bytes
+            ));
+            return Ok(Transcript::Refused);
+        }
+        Ok(Transcript::File { file, path })
     }
 
     /// Import one session: stream its transcript in chunks, then commit the last chunk and
@@ -364,6 +677,8 @@ impl Engine {
     async fn import_one(
         &self,
         c: Candidate,
+        root: &SourceRoot,
+        limits: &ImportLimits,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
         let store = self.store();
@@ -371,14 +686,15 @@ impl Engine {
         let key = c.stored.key.clone();
         let session_id = c.stored.entry.session_id.clone();
         if store.get(&key)?.is_some() {
-            report.sessions_skipped += 1;
+            report.sessions_present += 1;
             return Ok(());
         }
         if let Some(owner) = store.keys_by_session_id(&session_id)?.into_iter().next() {
-            report.sessions_skipped += 1;
+            report.skip(SkipReason::IdTaken);
             report.warnings.push(id_taken(&key, &session_id, &owner));
             return Ok(());
         }
+        let transcript = Self::open_transcript(&c, root, limits, report)?;
 
         let header = json!({
             "type": "session",
@@ -388,51 +704,74 @@ impl Engine {
             "cwd": "",
         });
         let mut warnings = Vec::new();
+        let mut line_skips = ImportReport::default();
         let mut lines = 0usize;
-        let mut bad = 0usize;
         let mut pending: Vec<Value> = Vec::new();
         let mut next_seq = 0i64; // seq of pending[0]
         let mut first_job = true;
 
-        match &c.transcript {
-            None => {
+        match transcript {
+            Transcript::Refused => return Ok(()),
+            Transcript::Missing => {
                 warnings.push(format!(
                     "session {key}: no transcript at {}; imported with an empty transcript",
                     c.expected.display()
                 ));
                 pending.push(header);
             }
-            Some(path) => {
-                let file = File::open(path).map_err(io_err("read", path))?;
-                let mut reader = BufReader::with_capacity(1 << 16, file);
+            Transcript::File { file, path } => {
+                let mut reader =
+                    BufReader::with_capacity(1 << 16, file.take(limits.max_transcript_bytes));
                 let mut buf = Vec::new();
                 let mut line_no = 0usize;
+                let mut line_warnings = 0usize;
                 let mut header_decided = false;
                 loop {
-                    buf.clear();
-                    let n = reader
-                        .read_until(b'\n', &mut buf)
-                        .map_err(io_err("read", path))?;
-                    if n == 0 {
-                        break;
-                    }
-                    line_no += 1;
-                    let mut text = trim_line_end(&buf);
-                    if line_no == 1 {
-                        // A byte-order mark from an editor is not part of the JSON.
-                        text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-                    }
-                    if text.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    let value = match parse_line(text) {
+                    let read =
+                        source::read_line_capped(&mut reader, &mut buf, limits.max_line_bytes)
+                            .map_err(io_err("read", &path))?;
+                    let skipped = match read {
+                        Line::Eof => break,
+                        Line::TooLong { bytes } => {
+                            line_no += 1;
+                            Some((
+                                SkipReason::LineTooLong,
+                                format!(
+                                    "{bytes} bytes, over the cap of {} bytes per line",
+                                    limits.max_line_bytes
+                                ),
+                            ))
+                        }
+                        Line::Text => {
+                            line_no += 1;
+                            None
+                        }
+                    };
+                    let value = match skipped {
+                        Some(skip) => Err(skip),
+                        None => {
+                            let mut text = trim_line_end(&buf);
+                            if line_no == 1 {
+                                // A byte-order mark from an editor is not part of the JSON.
+                                text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+                            }
+                            if text.iter().all(u8::is_ascii_whitespace) {
+                                continue;
+                            }
+                            parse_line(text)
+                        }
+                    };
+                    let value = match value {
                         Ok(v) => v,
-                        Err(why) => {
-                            bad += 1;
-                            warnings.push(format!(
-                                "{}, line {line_no}: skipped ({why})",
-                                path.display()
-                            ));
+                        Err((reason, why)) => {
+                            line_skips.skip(reason);
+                            line_warnings += 1;
+                            if line_warnings <= LINE_WARNINGS_PER_FILE {
+                                warnings.push(format!(
+                                    "{}, line {line_no}: skipped ({why})",
+                                    path.display()
+                                ));
+                            }
                             continue;
                         }
                     };
@@ -471,7 +810,7 @@ impl Engine {
                             .await?;
                         if let Some(owner) = owner {
                             // Someone created a session with this id meanwhile: leave it be.
-                            report.sessions_skipped += 1;
+                            report.skip(SkipReason::IdTaken);
                             report.warnings.push(id_taken(&key, &session_id, &owner));
                             return Ok(());
                         }
@@ -480,6 +819,24 @@ impl Engine {
                     }
                     pending.push(value);
                     lines += 1;
+                }
+                if line_warnings > LINE_WARNINGS_PER_FILE {
+                    warnings.push(format!(
+                        "{}: {} more lines skipped (counted in the summary)",
+                        path.display(),
+                        line_warnings - LINE_WARNINGS_PER_FILE
+                    ));
+                }
+                let mut file = reader.into_inner().into_inner();
+                let mut probe = [0u8; 1];
+                if file.read(&mut probe).map_err(io_err("read", &path))? > 0 {
+                    // It grew past the cap while being read: what was read is kept.
+                    line_skips.skip(SkipReason::FileTooLarge);
+                    warnings.push(format!(
+                        "{}: grew past the cap of {} bytes while being read; the rest was not imported",
+                        path.display(),
+                        limits.max_transcript_bytes
+                    ));
                 }
                 if !header_decided {
                     // Empty, or nothing parsable: still give the session its header.
@@ -511,20 +868,31 @@ impl Engine {
             Outcome::Imported => {
                 report.sessions_imported += 1;
                 report.lines_imported += lines;
-                report.bad_lines += bad;
+                for (reason, n) in line_skips.skipped {
+                    *report.skipped.entry(reason).or_default() += n;
+                }
                 report.warnings.extend(warnings);
                 self.events().emit(EngineEvent::SessionCreated {
                     key: key.to_string(),
                     session_id,
                 });
             }
-            Outcome::KeyExists => report.sessions_skipped += 1,
+            Outcome::KeyExists => report.sessions_present += 1,
             Outcome::IdTaken(owner) => {
-                report.sessions_skipped += 1;
+                report.skip(SkipReason::IdTaken);
                 report.warnings.push(id_taken(&key, &session_id, &owner));
             }
         }
         Ok(())
+    }
+}
+
+/// Open a transcript; an I/O error (a name with a NUL byte, a path through a file, no
+/// permission) skips that file rather than failing the whole import.
+fn open_or_skip(root: &SourceRoot, path: &Path) -> Result<(fs::File, fs::Metadata), Refused> {
+    match root.open(path) {
+        Ok(opened) => opened,
+        Err(e) => Err(Refused::Skip(SkipReason::UnreadableFile, e.to_string())),
     }
 }
 
@@ -586,13 +954,39 @@ fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
     Err(not_openclaw(EXPECTED_LAYOUT.to_string()))
 }
 
-/// A transcript line: one JSON object. Anything else is reported as bad.
-fn parse_line(text: &[u8]) -> Result<Value, String> {
-    let text = std::str::from_utf8(text).map_err(|_| "not UTF-8 text".to_string())?;
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("not a JSON object".into()),
-        Err(e) => Err(format!("not valid JSON: {e}")),
+/// A transcript line: one JSON object, and a `message` line of the shape history readers
+/// rely on. Anything else is a skip with its reason.
+fn parse_line(text: &[u8]) -> Result<Value, (SkipReason, String)> {
+    let bad = |why: String| (SkipReason::BadJson, why);
+    let text = std::str::from_utf8(text).map_err(|_| bad("not UTF-8 text".into()))?;
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return Err(bad("not a JSON object".into())),
+        Err(e) => return Err(bad(format!("not valid JSON: {e}"))),
+    };
+    if value.get("type").and_then(Value::as_str) == Some("message") {
+        message_shape(value.get("message")).map_err(|why| (SkipReason::BadShape, why))?;
+    }
+    Ok(value)
+}
+
+/// A message is `{role: user|assistant|toolResult, content: string|array, …}`.
+fn message_shape(message: Option<&Value>) -> Result<(), String> {
+    let Some(message) = message.and_then(Value::as_object) else {
+        return Err("a message line whose message is not an object".into());
+    };
+    match message.get("role").and_then(Value::as_str) {
+        Some("user" | "assistant" | "toolResult") => {}
+        Some(role) => {
+            return Err(format!(
+                "a message with role {role:?}, not user, assistant or toolResult"
+            ));
+        }
+        None => return Err("a message without a role".into()),
+    }
+    match message.get("content") {
+        Some(Value::String(_) | Value::Array(_)) => Ok(()),
+        _ => Err("a message whose content is not text or a list of blocks".into()),
     }
 }
 
@@ -614,34 +1008,42 @@ fn is_safe_file_stem(id: &str) -> bool {
             .any(|c| c == '/' || c == '\\' || c == '\0' || c.is_control())
 }
 
-fn create_new(path: &Path) -> Result<File, TransferError> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                TransferError::WouldOverwrite {
-                    path: path.to_path_buf(),
-                }
-            } else {
-                TransferError::Io {
-                    op: "create",
-                    path: path.to_path_buf(),
-                    source: e,
-                }
-            }
-        })
+/// A folder of the export layout must be a real folder, not a symlink to somewhere else.
+fn check_real_folder(folder: &Path) -> Result<(), TransferError> {
+    match fs::symlink_metadata(folder) {
+        Ok(m) if m.file_type().is_dir() => Ok(()),
+        Ok(m) => Err(TransferError::UnsafeTarget {
+            path: folder.to_path_buf(),
+            reason: format!(
+                "it is {}, not a folder; an export never writes through one",
+                atomic::describe(m.file_type())
+            ),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(TransferError::Io {
+            op: "inspect",
+            path: folder.to_path_buf(),
+            source,
+        }),
+    }
 }
 
-/// A write error during export, with the file it was writing.
-fn with_path(e: TransferError, op: &'static str, path: &Path) -> TransferError {
-    match e {
-        TransferError::Write(source) => TransferError::Io {
-            op,
-            path: path.to_path_buf(),
-            source,
-        },
-        other => other,
+/// Create `root` (a path the user chose) and the layout's folders below it, one level at a
+/// time, each a real folder.
+fn make_real_folders(root: &Path, folder: &Path) -> Result<(), TransferError> {
+    fs::create_dir_all(root).map_err(io_err("create", root))?;
+    let mut at = root.to_path_buf();
+    for part in folder
+        .strip_prefix(root)
+        .unwrap_or(Path::new(""))
+        .components()
+    {
+        at.push(part);
+        match fs::create_dir(&at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => check_real_folder(&at)?,
+            Err(e) => return Err(io_err("create", &at)(e)),
+        }
     }
+    Ok(())
 }
