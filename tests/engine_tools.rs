@@ -1089,3 +1089,26 @@ async fn sandboxed_history_does_not_reveal_whether_a_hidden_session_exists() {
     );
     assert_eq!(existing["status"], missing["status"]);
 }
+
+/// A transcript stored before import validated shapes (issue 10 item 8) may hold a message
+/// line whose `message` is not an object: history leaves it out rather than hand an agent a
+/// bare string where it expects a message.
+#[tokio::test]
+async fn history_leaves_out_stored_messages_that_are_not_objects() {
+    let b = agent_wide();
+    b.session(ME).await;
+    b.append(
+        ME,
+        [
+            text("user", "before"),
+            json!("not-an-object"),
+            json!(42),
+            text("assistant", "after"),
+        ],
+    )
+    .await;
+    let h = b.history(json!({ "sessionKey": ME })).await;
+    let messages = h["messages"].as_array().expect("messages");
+    assert!(messages.iter().all(Value::is_object), "{h}");
+    assert_eq!(texts(&h["messages"]), ["before", "after"]);
+}

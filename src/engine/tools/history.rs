@@ -49,12 +49,12 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         .into_iter()
         .filter_map(|r| {
             let mut m = r.line.get("message")?.clone();
-            if let Some(obj) = m.as_object_mut() {
-                obj.insert(
-                    "__openclaw".into(),
-                    json!({ "id": r.entry_id, "seq": r.seq }),
-                );
-            }
+            // A message is an object; anything else (stored before import checked shapes)
+            // is left out rather than handed to an agent as a bare value.
+            m.as_object_mut()?.insert(
+                "__openclaw".into(),
+                json!({ "id": r.entry_id, "seq": r.seq }),
+            );
             Some(m)
         })
         .collect();
