@@ -323,8 +323,9 @@ fn console_options(attached: String) -> Result<switchboard::tui::Options> {
     use switchboard::tui::keymap::Keymap;
     let keymap = match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
         Some(path) if path.exists() => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let text = switchboard::config::text_limits::read_capped(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+                .map_err(|e| usage(format!("{}: {e}", path.display())))?;
             Keymap::with_overrides(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
         }
         _ => Keymap::defaults(),
@@ -399,15 +400,32 @@ fn overview(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
+/// The most parameter text read from stdin: far beyond any real call, and short of what
+/// would make the parse itself the problem.
+const MAX_STDIN_PARAMS: u64 = 16 << 20;
+
 fn read_params(raw: Option<&str>) -> Result<Value> {
     let text = match raw {
         None => return Ok(Value::Object(Default::default())),
         Some("-") => {
-            let mut s = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut s)
+                .take(MAX_STDIN_PARAMS + 1)
+                .read_to_end(&mut bytes)
                 .context("cannot read parameters from stdin")?;
-            s
+            if bytes.len() as u64 > MAX_STDIN_PARAMS {
+                return Err(usage(format!(
+                    "the parameters on stdin are larger than {} MiB",
+                    MAX_STDIN_PARAMS >> 20
+                )));
+            }
+            // Bytes that are not text are the caller's mistake, like invalid JSON.
+            String::from_utf8(bytes).map_err(|e| {
+                usage(format!(
+                    "the parameters on stdin are not valid UTF-8 (at byte {}); pass one JSON object as text",
+                    e.utf8_error().valid_up_to()
+                ))
+            })?
         }
         Some(s) => s.to_string(),
     };

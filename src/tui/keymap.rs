@@ -135,6 +135,8 @@ impl Keymap {
     }
 
     fn apply(&mut self, text: &str) -> Result<(), String> {
+        // The same guard as the config's: json5 recurses once per level of nesting.
+        crate::config::text_limits::check(text).map_err(|e| format!("keymap: {e}"))?;
         let map: BTreeMap<String, Option<String>> =
             json5::from_str(text).map_err(|e| format!("keymap: {e}"))?;
         for (key, intent) in map {
@@ -201,5 +203,18 @@ mod tests {
         assert_eq!(k.intent(&key('q')), None);
         assert!(Keymap::with_overrides(r#"{ "x": "explode" }"#).is_err());
         assert!(Keymap::with_overrides(r#"{ "hyper+x": "quit" }"#).is_err());
+    }
+
+    #[test]
+    fn a_deeply_nested_user_file_is_refused_with_its_line() {
+        let deep = format!("{{\n \"x\": {}", "[".repeat(10_000));
+        let err = Keymap::with_overrides(&deep).expect_err("too deep");
+        assert!(
+            err.starts_with("keymap: line 2: nested more than 128 levels deep"),
+            "{err}"
+        );
+        // Brackets inside strings and comments are not nesting.
+        let fine = format!("// {}\n{{ \"x\": \"quit\" }}", "[".repeat(10_000));
+        assert!(Keymap::with_overrides(&fine).is_ok());
     }
 }
