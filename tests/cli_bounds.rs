@@ -137,7 +137,11 @@ fn a_huge_active_minutes_lists_everything_instead_of_crashing() {
 #[test]
 fn stdin_that_is_not_utf8_is_unusable_input() {
     let b = CliBench::new(CONFIG);
-    let out = run_with_stdin(&b, &["tool", "sessions_list", "-"], b"{\"limit\": \xff\xfe 5}");
+    let out = run_with_stdin(
+        &b,
+        &["tool", "sessions_list", "-"],
+        b"{\"limit\": \xff\xfe 5}",
+    );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("UTF-8"), "{err}");
@@ -162,8 +166,15 @@ fn deeply_nested_tool_parameters_are_unusable_input() {
 
 /// A config whose `session` value is `depth` arrays deep, starting on line 3.
 fn deep_config(depth: usize, closed: bool) -> String {
-    let close = if closed { "]".repeat(depth) } else { String::new() };
-    format!("{{\n  tools: {{}},\n  session: {}{close}\n}}\n", "[".repeat(depth))
+    let close = if closed {
+        "]".repeat(depth)
+    } else {
+        String::new()
+    };
+    format!(
+        "{{\n  tools: {{}},\n  session: {}{close}\n}}\n",
+        "[".repeat(depth)
+    )
 }
 
 #[test]
@@ -183,7 +194,10 @@ fn a_config_nested_7000_deep_is_refused_by_every_command() {
         let out = b.run(&["sessions", "list"]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{what}: {err}");
-        assert!(err.contains("nested more than 128 levels deep"), "{what}: {err}");
+        assert!(
+            err.contains("nested more than 128 levels deep"),
+            "{what}: {err}"
+        );
     }
 }
 

@@ -367,11 +367,7 @@ const INVALID: &[(&str, &[Expected])] = &[
                 "agents.list[0].script[1].delayMs",
                 "from 0 to 600000 (milliseconds, at most ten minutes), got 600001",
             ),
-            (
-                20,
-                "agents.list[0].script[1].when.round",
-                "from 0 to 5",
-            ),
+            (20, "agents.list[0].script[1].when.round", "from 0 to 5"),
             (
                 21,
                 "agents.list[0].script[1].tokens.in",
@@ -594,18 +590,28 @@ fn write_default_creates_folders_and_refuses_to_overwrite() {
 #[test]
 fn nesting_deeper_than_128_is_one_problem_with_its_line() {
     // 7,000 levels overflowed the parser's stack and aborted every command.
-    let deep = format!("{{\n  tools: {{}},\n  session: {}{}\n}}", "[".repeat(7_000), "]".repeat(7_000));
+    let deep = format!(
+        "{{\n  tools: {{}},\n  session: {}{}\n}}",
+        "[".repeat(7_000),
+        "]".repeat(7_000)
+    );
     let problems = problems_of(&deep);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].line, Some(3));
     assert!(
-        problems[0].message.starts_with("nested more than 128 levels deep at column 139"),
+        problems[0]
+            .message
+            .starts_with("nested more than 128 levels deep at column 139"),
         "{}",
         problems[0].message
     );
     // 30,000 unclosed brackets took the parser 17 s and 1.3 GB.
     let problems = problems_of(&"[".repeat(30_000));
-    assert!(problems[0].message.contains("nested more than 128 levels deep"));
+    assert!(
+        problems[0]
+            .message
+            .contains("nested more than 128 levels deep")
+    );
 }
 
 #[test]
@@ -624,7 +630,10 @@ fn nesting_up_to_the_limit_still_parses_on_a_small_stack() {
         .join()
         .unwrap()
         .unwrap();
-    assert_eq!(config.agents.list[0].script[0].tools[0].name, "sessions_list");
+    assert_eq!(
+        config.agents.list[0].script[0].tools[0].name,
+        "sessions_list"
+    );
 }
 
 #[test]
@@ -636,7 +645,10 @@ fn brackets_in_strings_and_comments_do_not_count_as_nesting() {
     );
     let config = parse_str(&src).unwrap_or_else(|p| panic!("{p:?}"));
     assert_eq!(config.session.main_key, "[".repeat(300));
-    assert_eq!(config.agents.list[0].name.as_deref(), Some("{".repeat(300).as_str()));
+    assert_eq!(
+        config.agents.list[0].name.as_deref(),
+        Some("{".repeat(300).as_str())
+    );
 }
 
 #[test]
@@ -649,6 +661,12 @@ fn a_file_over_one_mib_is_one_problem_and_is_not_read_whole() {
     std::fs::write(&path, &text).unwrap();
     let problems = check_file(&path).unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(problems[0].message.contains("larger than 1 MiB (3145736 bytes)"), "{}", problems[0].message);
+    assert!(
+        problems[0]
+            .message
+            .contains("larger than 1 MiB (3145736 bytes)"),
+        "{}",
+        problems[0].message
+    );
     assert!(matches!(load_file(&path), Err(ConfigError::Invalid { .. })));
 }

@@ -1136,9 +1136,7 @@ async fn out_of_range_numbers_are_refused_before_anything_is_sent_or_spawned() {
         );
     }
     // Nothing reached the target, and no child was spawned.
-    let h = b
-        .history(json!({ "sessionKey": "agent:main:other" }))
-        .await;
+    let h = b.history(json!({ "sessionKey": "agent:main:other" })).await;
     assert_eq!(texts(&h["messages"]), ["before"]);
     let all = b.list(json!({ "limit": 200 })).await;
     assert!(

@@ -637,7 +637,13 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
     for (i, agent) in config.agents.list.iter().enumerate() {
         for (j, rule) in agent.script.iter().enumerate() {
             let rule_path = |names: &[&str]| {
-                let mut p = vec![k("agents"), k("list"), Seg::Index(i), k("script"), Seg::Index(j)];
+                let mut p = vec![
+                    k("agents"),
+                    k("list"),
+                    Seg::Index(i),
+                    k("script"),
+                    Seg::Index(j),
+                ];
                 p.extend(names.iter().map(|n| k(n)));
                 at(&p)
             };

@@ -178,7 +178,11 @@ mod tests {
     fn counts_open_brackets_of_both_kinds() {
         assert_eq!(depth_error("{a:[{b:[]}]}"), Some((1, 8)));
         assert_eq!(depth_error("{a:[{b:1}]}"), None);
-        assert_eq!(depth_error("[[[]],[[]],[[]]]"), None, "siblings do not add up");
+        assert_eq!(
+            depth_error("[[[]],[[]],[[]]]"),
+            None,
+            "siblings do not add up"
+        );
         assert_eq!(depth_error("{\n a: [\n  [\n   [1]]]}"), Some((4, 4)));
     }
 
@@ -215,9 +219,17 @@ mod tests {
         let deep = "[".repeat(30_000);
         let err = check(&deep).unwrap_err();
         assert_eq!(err.line, Some(1));
-        assert!(err.message.contains("nested more than 128 levels deep at column 129"));
+        assert!(
+            err.message
+                .contains("nested more than 128 levels deep at column 129")
+        );
         let big = format!("// {}", "x".repeat(MAX_BYTES));
-        assert!(check(&big).unwrap_err().message.contains("larger than 1 MiB"));
+        assert!(
+            check(&big)
+                .unwrap_err()
+                .message
+                .contains("larger than 1 MiB")
+        );
         assert_eq!(check(&"[".repeat(MAX_DEPTH)), Ok(()));
     }
 }

@@ -371,11 +371,10 @@ impl Engine {
             .archive_after_minutes;
         let now = now_ms();
         let delete = spawn.cleanup == "delete";
-        let archive_at =
-            (!delete && archive_minutes > 0).then(|| {
-                let minutes = i64::try_from(archive_minutes).unwrap_or(i64::MAX);
-                now.saturating_add(minutes.saturating_mul(60_000))
-            });
+        let archive_at = (!delete && archive_minutes > 0).then(|| {
+            let minutes = i64::try_from(archive_minutes).unwrap_or(i64::MAX);
+            now.saturating_add(minutes.saturating_mul(60_000))
+        });
         let text = spawn.announce.clone();
         let line = text.as_ref().map(|t| {
             NewLine::message(json!({
