@@ -83,8 +83,10 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
         after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
     )]
     Demo {
-        /// Milliseconds between two demo messages.
-        #[arg(long, default_value_t = 1500, value_name = "MS")]
+        /// Milliseconds between two demo messages (at most 600000: the ticker's deadline
+        /// arithmetic panics on a huge period).
+        #[arg(long, default_value_t = 1500, value_name = "MS",
+              value_parser = clap::value_parser!(u64).range(0..=600_000))]
         pace_ms: u64,
     },
     /// List, show, patch and export sessions (the owner's view: every session).
@@ -592,7 +594,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             let mut rows = owner_rows(
                 &engine,
                 kinds.clone(),
-                active.map(|m| m as i64),
+                active.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
                 *limit,
                 *archived,
             )?;
@@ -604,7 +606,14 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             // scan, on the empty path only, tells the two apart.
             if rows.is_empty()
                 && !*archived
-                && !owner_rows(&engine, kinds, active.map(|m| m as i64), 1, true)?.is_empty()
+                && !owner_rows(
+                    &engine,
+                    kinds,
+                    active.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
+                    1,
+                    true,
+                )?
+                .is_empty()
             {
                 println!("No sessions to show; archived ones are hidden (add --archived).");
                 return Ok(());

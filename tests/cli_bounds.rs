@@ -230,3 +230,15 @@ fn config_numbers_outside_their_range_are_reported_with_line_and_path() {
     let out = b.run(&["sessions", "list"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
+
+#[test]
+fn a_demo_pace_beyond_ten_minutes_is_a_usage_error() {
+    let b = CliBench::new(CONFIG);
+    let out = b.run(&["demo", "--pace-ms", "18446744073709551615"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--pace-ms") && err.contains("0..=600000"),
+        "{err}"
+    );
+}
