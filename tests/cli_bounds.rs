@@ -210,7 +210,7 @@ fn a_config_larger_than_the_cap_is_refused_without_parsing() {
     let out = b.run(&["config", "check"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("larger than 1 MiB"), "{err}");
+    assert!(err.contains("larger than 256 KiB"), "{err}");
 }
 
 #[test]

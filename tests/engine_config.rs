@@ -652,7 +652,7 @@ fn brackets_in_strings_and_comments_do_not_count_as_nesting() {
 }
 
 #[test]
-fn a_file_over_one_mib_is_one_problem_and_is_not_read_whole() {
+fn a_file_over_256_kib_is_one_problem_and_is_not_read_whole() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.json5");
     let mut text = String::from("{\n// ");
@@ -664,7 +664,7 @@ fn a_file_over_one_mib_is_one_problem_and_is_not_read_whole() {
     assert!(
         problems[0]
             .message
-            .contains("larger than 1 MiB (3145736 bytes)"),
+            .contains("larger than 256 KiB (3145736 bytes)"),
         "{}",
         problems[0].message
     );

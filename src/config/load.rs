@@ -1144,6 +1144,11 @@ fn frames_path(frames: &[Frame]) -> Vec<Seg> {
     out
 }
 
+/// Paths deeper than this are not located. No setting lives that deep (the deepest is 7
+/// levels), a problem inside a free-form value is pinned to its nearest located ancestor, and
+/// the cost per token (building its path) stays small whatever the nesting.
+const MAX_LOCATED_DEPTH: usize = 16;
+
 /// Walks the source once with an explicit stack (no recursion, so deep nesting cannot overflow),
 /// recording where every key and array element starts. Lenient: it never fails, whatever the
 /// input, and reads a missing comma as if it were there.
@@ -1199,6 +1204,7 @@ fn scan_source(src: &str) -> SourceScan {
         };
 
         // The token starts a key or a value; work out which, and where it lives.
+        let located = frames.len() <= MAX_LOCATED_DEPTH;
         let mut value_path = None;
         match frames.last_mut() {
             Some(Frame::Object {
@@ -1213,11 +1219,13 @@ fn scan_source(src: &str) -> SourceScan {
                     *key = Some(name.clone());
                     *after_colon = false;
                     *has_value = false;
-                    scan.lines.insert(format_path(&frames_path(&frames)), line);
+                    if located {
+                        scan.lines.insert(format_path(&frames_path(&frames)), line);
+                    }
                     continue;
                 }
                 *has_value = true;
-                value_path = Some(format_path(&frames_path(&frames)));
+                value_path = located.then(|| format_path(&frames_path(&frames)));
             }
             Some(Frame::Array { index, started }) => {
                 if *started {
@@ -1225,9 +1233,11 @@ fn scan_source(src: &str) -> SourceScan {
                     *index += 1;
                 }
                 *started = true;
-                let path = format_path(&frames_path(&frames));
-                scan.lines.insert(path.clone(), line);
-                value_path = Some(path);
+                if located {
+                    let path = format_path(&frames_path(&frames));
+                    scan.lines.insert(path.clone(), line);
+                    value_path = Some(path);
+                }
             }
             None => {}
         }
@@ -1303,6 +1313,16 @@ mod tests {
             scan_source("  // only a comment\n/* and this */ ").tokens,
             0
         );
+    }
+
+    #[test]
+    fn scanner_locates_paths_down_to_its_depth_limit_only() {
+        let src = format!("{{ a:\n{}1{} }}", "[".repeat(20), "]".repeat(20));
+        let path = |depth: usize| format!("a{}", "[0]".repeat(depth));
+        // `a` is level 1; its elements are levels 2 and down.
+        assert_eq!(line(&src, &path(1)), Some(2));
+        assert_eq!(line(&src, &path(MAX_LOCATED_DEPTH - 1)), Some(2));
+        assert_eq!(line(&src, &path(MAX_LOCATED_DEPTH)), None);
     }
 
     #[test]
