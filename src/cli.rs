@@ -85,8 +85,10 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
         after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
     )]
     Demo {
-        /// Milliseconds between two demo messages.
-        #[arg(long, default_value_t = 1500, value_name = "MS")]
+        /// Milliseconds between two demo messages (at most 600000: the ticker's deadline
+        /// arithmetic panics on a huge period).
+        #[arg(long, default_value_t = 1500, value_name = "MS",
+              value_parser = clap::value_parser!(u64).range(0..=600_000))]
         pace_ms: u64,
     },
     /// List, show, patch and export sessions (the owner's view: every session).
@@ -331,8 +333,9 @@ fn console_options(attached: String) -> Result<switchboard::tui::Options> {
     use switchboard::tui::keymap::Keymap;
     let keymap = match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
         Some(path) if path.exists() => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let text = switchboard::config::text_limits::read_capped(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+                .map_err(|e| usage(format!("{}: {e}", path.display())))?;
             Keymap::with_overrides(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
         }
         _ => Keymap::defaults(),
@@ -407,15 +410,32 @@ fn overview(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
+/// The most parameter text read from stdin: far beyond any real call, and short of what
+/// would make the parse itself the problem.
+const MAX_STDIN_PARAMS: u64 = 16 << 20;
+
 fn read_params(raw: Option<&str>) -> Result<Value> {
     let text = match raw {
         None => return Ok(Value::Object(Default::default())),
         Some("-") => {
-            let mut s = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut s)
+                .take(MAX_STDIN_PARAMS + 1)
+                .read_to_end(&mut bytes)
                 .context("cannot read parameters from stdin")?;
-            s
+            if bytes.len() as u64 > MAX_STDIN_PARAMS {
+                return Err(usage(format!(
+                    "the parameters on stdin are larger than {} MiB",
+                    MAX_STDIN_PARAMS >> 20
+                )));
+            }
+            // Bytes that are not text are the caller's mistake, like invalid JSON.
+            String::from_utf8(bytes).map_err(|e| {
+                usage(format!(
+                    "the parameters on stdin are not valid UTF-8 (at byte {}); pass one JSON object as text",
+                    e.utf8_error().valid_up_to()
+                ))
+            })?
         }
         Some(s) => s.to_string(),
     };
@@ -585,7 +605,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             let mut rows = owner_rows(
                 &engine,
                 kinds.clone(),
-                active.map(|m| m as i64),
+                active.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
                 *limit,
                 *archived,
             )?;
@@ -597,7 +617,14 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             // scan, on the empty path only, tells the two apart.
             if rows.is_empty()
                 && !*archived
-                && !owner_rows(&engine, kinds, active.map(|m| m as i64), 1, true)?.is_empty()
+                && !owner_rows(
+                    &engine,
+                    kinds,
+                    active.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
+                    1,
+                    true,
+                )?
+                .is_empty()
             {
                 println!("No sessions to show; archived ones are hidden (add --archived).");
                 return Ok(());

@@ -338,6 +338,48 @@ const INVALID: &[(&str, &[Expected])] = &[
         "non-finite.json5",
         &[(3, "session.agentToAgent.maxPingPongTurns", "got NaN")],
     ),
+    (
+        "out-of-range.json5",
+        &[
+            (
+                4,
+                "session.agentToAgent.maxChainHops",
+                "expected a whole number from 1 to 100 (sends in one agent-to-agent chain; the default is 12), got 4294967295",
+            ),
+            (
+                9,
+                "agents.defaults.subagents.archiveAfterMinutes",
+                "from 0 to 525600 (minutes; 0 never archives, at most a year), got 1000000000000000",
+            ),
+            (
+                10,
+                "agents.defaults.subagents.runTimeoutSeconds",
+                "from 0 to 86400 (seconds; 0 means no limit, at most a day), got 86401",
+            ),
+            (
+                11,
+                "agents.defaults.subagents.maxChildrenPerAgent",
+                "from 1 to 20",
+            ),
+            (12, "agents.defaults.subagents.maxSpawnDepth", "from 1 to 5"),
+            (
+                19,
+                "agents.list[0].script[1].delayMs",
+                "from 0 to 600000 (milliseconds, at most ten minutes), got 600001",
+            ),
+            (20, "agents.list[0].script[1].when.round", "from 0 to 5"),
+            (
+                21,
+                "agents.list[0].script[1].tokens.in",
+                "from 0 to 10000000",
+            ),
+            (
+                21,
+                "agents.list[0].script[1].tokens.out",
+                "from 0 to 10000000 (tokens in one turn), got -1",
+            ),
+        ],
+    ),
 ];
 
 #[test]
@@ -543,4 +585,88 @@ fn write_default_creates_folders_and_refuses_to_overwrite() {
 
     write_default(&path, true).unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), DEFAULT_CONFIG_TEXT);
+}
+
+#[test]
+fn nesting_deeper_than_128_is_one_problem_with_its_line() {
+    // 7,000 levels overflowed the parser's stack and aborted every command.
+    let deep = format!(
+        "{{\n  tools: {{}},\n  session: {}{}\n}}",
+        "[".repeat(7_000),
+        "]".repeat(7_000)
+    );
+    let problems = problems_of(&deep);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].line, Some(3));
+    assert!(
+        problems[0]
+            .message
+            .starts_with("nested more than 128 levels deep at column 139"),
+        "{}",
+        problems[0].message
+    );
+    // 30,000 unclosed brackets took the parser 17 s and 1.3 GB.
+    let problems = problems_of(&"[".repeat(30_000));
+    assert!(
+        problems[0]
+            .message
+            .contains("nested more than 128 levels deep")
+    );
+}
+
+#[test]
+fn nesting_up_to_the_limit_still_parses_on_a_small_stack() {
+    // 9 levels down to `args`, then 119 more: exactly 128, the deepest accepted.
+    let src = format!(
+        "{{ agents: {{ list: [ {{ id: 'main', script: [ {{ tools: [ {{ name: 'sessions_list', args: {{ x: {}{} }} }} ] }} ] }} ] }} }}",
+        "[".repeat(119),
+        "]".repeat(119)
+    );
+    // A test thread's stack (2 MiB) is smaller than the main thread's; the parser must fit.
+    let config = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || parse_str(&src))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        config.agents.list[0].script[0].tools[0].name,
+        "sessions_list"
+    );
+}
+
+#[test]
+fn brackets_in_strings_and_comments_do_not_count_as_nesting() {
+    let src = format!(
+        "{{\n  // {open}\n  /* {open} */\n  session: {{ mainKey: \"{open}\" }},\n  agents: {{ list: [ {{ id: 'main', name: '{curly}' }} ] }},\n}}",
+        open = "[".repeat(300),
+        curly = "{".repeat(300)
+    );
+    let config = parse_str(&src).unwrap_or_else(|p| panic!("{p:?}"));
+    assert_eq!(config.session.main_key, "[".repeat(300));
+    assert_eq!(
+        config.agents.list[0].name.as_deref(),
+        Some("{".repeat(300).as_str())
+    );
+}
+
+#[test]
+fn a_file_over_256_kib_is_one_problem_and_is_not_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.json5");
+    let mut text = String::from("{\n// ");
+    text.push_str(&"x".repeat(3 << 20));
+    text.push_str("\n}\n");
+    std::fs::write(&path, &text).unwrap();
+    let problems = check_file(&path).unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]
+            .message
+            .contains("larger than 256 KiB (3145736 bytes)"),
+        "{}",
+        problems[0].message
+    );
+    assert!(matches!(load_file(&path), Err(ConfigError::Invalid { .. })));
 }

@@ -648,7 +648,7 @@ async fn bad_input_is_an_input_error_naming_the_parameter() {
         (json!({ "sessionKey": WORK }), "message required"),
         (
             json!({ "sessionKey": WORK, "message": "m", "timeoutSeconds": -1 }),
-            "timeoutSeconds must be 0 or more",
+            "timeoutSeconds must be a number from 0 to 3600 seconds",
         ),
         (
             json!({ "sessionKey": WORK, "message": "m", "timeoutSeconds": "soon" }),

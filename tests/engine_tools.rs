@@ -1112,3 +1112,71 @@ async fn history_leaves_out_stored_messages_that_are_not_objects() {
     assert!(messages.iter().all(Value::is_object), "{h}");
     assert_eq!(texts(&h["messages"]), ["before", "after"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bounded parameters: durations and counts outside their range never reach the engine's
+// arithmetic (issue 10: `timeoutSeconds: 1e20` panicked after the message was delivered)
+// ---------------------------------------------------------------------------------------------
+
+/// Every tool, `agents_list` included, answers huge, negative and fractional numbers in every
+/// numeric parameter with a result or an input error naming the parameter, never a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_range_numbers_are_refused_before_anything_is_sent_or_spawned() {
+    let b = everything_visible();
+    b.session("agent:main:other").await;
+    b.append("agent:main:other", [text("user", "before")]).await;
+    for (tool, params, needle) in [
+        (
+            "sessions_send",
+            json!({ "sessionKey": "agent:main:other", "message": "hi", "timeoutSeconds": 1e20 }),
+            "timeoutSeconds must be a number from 0 to 3600 seconds",
+        ),
+        (
+            "sessions_send",
+            json!({ "sessionKey": "agent:main:other", "message": "hi", "timeoutSeconds": 3601 }),
+            "(got 3601)",
+        ),
+        (
+            "sessions_send",
+            json!({ "sessionKey": "agent:main:other", "message": "hi", "timeoutSeconds": -0.1 }),
+            "(got -0.1)",
+        ),
+        (
+            "sessions_spawn",
+            json!({ "task": "t", "runTimeoutSeconds": 1e20 }),
+            "runTimeoutSeconds must be a number from 0 to 86400 seconds; 0 means no limit (got 1e+20)",
+        ),
+        (
+            "sessions_spawn",
+            json!({ "task": "t", "timeoutSeconds": 86401 }),
+            "timeoutSeconds must be a number from 0 to 86400",
+        ),
+    ] {
+        let err = input_error(b.try_call(tool, ME, false, params.clone()).await);
+        assert!(
+            err.to_string().contains(needle),
+            "{tool} {params}: {err} lacks {needle}"
+        );
+    }
+    // Nothing reached the target, and no child was spawned.
+    let h = b.history(json!({ "sessionKey": "agent:main:other" })).await;
+    assert_eq!(texts(&h["messages"]), ["before"]);
+    let all = b.list(json!({ "limit": 200 })).await;
+    assert!(
+        keys(&all).iter().all(|k| !k.contains(":subagent:")),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_active_minutes_reaches_back_to_every_session() {
+    let b = agent_wide();
+    b.session("agent:main:old").await;
+    b.set_updated_at("agent:main:old", 1).await;
+    for minutes in [json!(1e20), json!(i64::MAX), json!(u64::MAX), json!(1e308)] {
+        let rows = keys(&b.list(json!({ "activeMinutes": minutes })).await);
+        assert_eq!(rows, ["agent:main:old"], "activeMinutes {minutes}");
+    }
+    let rows = keys(&b.list(json!({ "activeMinutes": 5 })).await);
+    assert!(rows.is_empty(), "a 5-minute window excludes it: {rows:?}");
+}

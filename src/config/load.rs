@@ -10,7 +10,8 @@ use serde::de::value::{MapDeserializer, SeqDeserializer, StrDeserializer};
 use serde::de::{self, Deserializer, Expected, IntoDeserializer, Unexpected, Visitor};
 use serde_json::Value;
 
-use super::model::Config;
+use super::model::{Config, limits};
+use super::text_limits;
 use crate::engine::key;
 
 /// The documented default config, as `switchboard config init` writes it.
@@ -88,6 +89,14 @@ fn render_problems(file: &Path, problems: &[ConfigProblem]) -> String {
 pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
     // A BOM is invisible in editors and changes no line numbers, so it is not worth an error.
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    // Before anything recursive (or quadratic in depth) sees the text.
+    if let Err(limit) = text_limits::check(src) {
+        return Err(vec![ConfigProblem {
+            line: limit.line,
+            path: String::new(),
+            message: limit.message,
+        }]);
+    }
     let scan = scan_source(src);
     if scan.tokens == 0 {
         return Ok(Config::default());
@@ -150,6 +159,13 @@ pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
             {
                 text = format!("{head}got {word} (only finite numbers are allowed)");
             }
+            // A ranged setting names its own range rather than its Rust type's.
+            if let Some(range) = limits::range_of(&path)
+                && text.starts_with("expected ")
+                && let Some((_, got)) = text.rsplit_once(", got ")
+            {
+                text = range.problem(got);
+            }
             problems.push(ConfigProblem {
                 line: line_of(&lines, &original),
                 path: path.clone(),
@@ -197,7 +213,11 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
 
 /// Every problem in a config file (empty when it is valid); an error only when it cannot be read.
 pub fn check_file(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
-    let text = read(path)?;
+    let text = match read(path) {
+        Ok(text) => text,
+        Err(ConfigError::Invalid { problems, .. }) => return Ok(problems),
+        Err(e) => return Err(e),
+    };
     Ok(parse_str(&text).err().unwrap_or_default())
 }
 
@@ -232,10 +252,20 @@ pub fn write_default(path: &Path, force: bool) -> Result<(), ConfigError> {
         .map_err(io_err(path))
 }
 
+/// The file's text, never more than [`text_limits::MAX_BYTES`] of it: a larger file is an
+/// invalid config (one problem), not something to read into memory.
 fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+    let capped = text_limits::read_capped(path).map_err(|source| ConfigError::Io {
         path: path.to_path_buf(),
         source,
+    })?;
+    capped.map_err(|limit| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        problems: vec![ConfigProblem {
+            line: limit.line,
+            path: String::new(),
+            message: limit.message,
+        }],
     })
 }
 
@@ -580,6 +610,52 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
             at(&[k("gateway"), k("port")]),
             "port 0 is not allowed: pick a port from 1 to 65535 (the default is 18789)".to_string(),
         ));
+    }
+
+    // Numbers outside their range (the shape was right: a whole number of the field's type).
+    let mut check_range = |segs: Vec<Seg>, value: u64| {
+        if let Some(range) = limits::range_of(&format_path(&segs))
+            && !range.contains(value)
+        {
+            out.push((segs, range.problem(&value.to_string())));
+        }
+    };
+    let a2a = &config.session.agent_to_agent;
+    check_range(
+        at(&[k("session"), k("agentToAgent"), k("maxChainHops")]),
+        a2a.max_chain_hops.into(),
+    );
+    let sub = &config.agents.defaults.subagents;
+    let sub_path = |name: &str| at(&[k("agents"), k("defaults"), k("subagents"), k(name)]);
+    check_range(sub_path("archiveAfterMinutes"), sub.archive_after_minutes);
+    check_range(sub_path("runTimeoutSeconds"), sub.run_timeout_seconds);
+    check_range(
+        sub_path("maxChildrenPerAgent"),
+        sub.max_children_per_agent.into(),
+    );
+    check_range(sub_path("maxSpawnDepth"), sub.max_spawn_depth.into());
+    for (i, agent) in config.agents.list.iter().enumerate() {
+        for (j, rule) in agent.script.iter().enumerate() {
+            let rule_path = |names: &[&str]| {
+                let mut p = vec![
+                    k("agents"),
+                    k("list"),
+                    Seg::Index(i),
+                    k("script"),
+                    Seg::Index(j),
+                ];
+                p.extend(names.iter().map(|n| k(n)));
+                at(&p)
+            };
+            check_range(rule_path(&["delayMs"]), rule.delay_ms);
+            if let Some(round) = rule.when.round {
+                check_range(rule_path(&["when", "round"]), round.into());
+            }
+            if let Some(tokens) = rule.tokens {
+                check_range(rule_path(&["tokens", "in"]), tokens.input);
+                check_range(rule_path(&["tokens", "out"]), tokens.output);
+            }
+        }
     }
 
     let mut seen_ids: HashMap<String, Vec<Seg>> = HashMap::new();
@@ -1068,6 +1144,11 @@ fn frames_path(frames: &[Frame]) -> Vec<Seg> {
     out
 }
 
+/// Paths deeper than this are not located. No setting lives that deep (the deepest is 7
+/// levels), a problem inside a free-form value is pinned to its nearest located ancestor, and
+/// the cost per token (building its path) stays small whatever the nesting.
+const MAX_LOCATED_DEPTH: usize = 16;
+
 /// Walks the source once with an explicit stack (no recursion, so deep nesting cannot overflow),
 /// recording where every key and array element starts. Lenient: it never fails, whatever the
 /// input, and reads a missing comma as if it were there.
@@ -1123,6 +1204,7 @@ fn scan_source(src: &str) -> SourceScan {
         };
 
         // The token starts a key or a value; work out which, and where it lives.
+        let located = frames.len() <= MAX_LOCATED_DEPTH;
         let mut value_path = None;
         match frames.last_mut() {
             Some(Frame::Object {
@@ -1137,11 +1219,13 @@ fn scan_source(src: &str) -> SourceScan {
                     *key = Some(name.clone());
                     *after_colon = false;
                     *has_value = false;
-                    scan.lines.insert(format_path(&frames_path(&frames)), line);
+                    if located {
+                        scan.lines.insert(format_path(&frames_path(&frames)), line);
+                    }
                     continue;
                 }
                 *has_value = true;
-                value_path = Some(format_path(&frames_path(&frames)));
+                value_path = located.then(|| format_path(&frames_path(&frames)));
             }
             Some(Frame::Array { index, started }) => {
                 if *started {
@@ -1149,9 +1233,11 @@ fn scan_source(src: &str) -> SourceScan {
                     *index += 1;
                 }
                 *started = true;
-                let path = format_path(&frames_path(&frames));
-                scan.lines.insert(path.clone(), line);
-                value_path = Some(path);
+                if located {
+                    let path = format_path(&frames_path(&frames));
+                    scan.lines.insert(path.clone(), line);
+                    value_path = Some(path);
+                }
             }
             None => {}
         }
@@ -1227,6 +1313,16 @@ mod tests {
             scan_source("  // only a comment\n/* and this */ ").tokens,
             0
         );
+    }
+
+    #[test]
+    fn scanner_locates_paths_down_to_its_depth_limit_only() {
+        let src = format!("{{ a:\n{}1{} }}", "[".repeat(20), "]".repeat(20));
+        let path = |depth: usize| format!("a{}", "[0]".repeat(depth));
+        // `a` is level 1; its elements are levels 2 and down.
+        assert_eq!(line(&src, &path(1)), Some(2));
+        assert_eq!(line(&src, &path(MAX_LOCATED_DEPTH - 1)), Some(2));
+        assert_eq!(line(&src, &path(MAX_LOCATED_DEPTH)), None);
     }
 
     #[test]

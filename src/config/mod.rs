@@ -3,6 +3,7 @@
 
 pub mod load;
 pub mod model;
+pub mod text_limits;
 
 pub use load::{
     ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, load_file, parse_str,

@@ -7,6 +7,135 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::key::{self, KeyScheme};
 
+/// The range of every numeric setting, in one table: `config check` reports a value outside
+/// its range with its key path and line, and the engine relies on these bounds (a chain of
+/// 4e9 hops, or a timer 1e15 minutes away, is a mistake, not a wish).
+pub mod limits {
+    /// One numeric setting's accepted range and why it ends there.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Range {
+        /// Dotted key path; `[]` stands for any index (`agents.list[].script[].delayMs`).
+        pub path: &'static str,
+        pub min: u64,
+        pub max: u64,
+        /// Said after the range in a problem, so the author knows what the bounds mean.
+        pub note: &'static str,
+    }
+
+    /// `session.agentToAgent.maxChainHops`: sends in one agent-to-agent chain. A real chain
+    /// is a handful of hops (default 12); 100 stops a runaway loop within a second.
+    pub const MAX_CHAIN_HOPS: u64 = 100;
+    /// `runTimeoutSeconds` (config default and `sessions_spawn`): 0 already means "no limit",
+    /// so a cap costs nothing; a day covers any real run and keeps deadlines far from overflow.
+    pub const RUN_TIMEOUT_SECONDS: u64 = 86_400;
+    /// `archiveAfterMinutes`: 0 means never; a year is beyond any useful delay.
+    pub const ARCHIVE_AFTER_MINUTES: u64 = 525_600;
+    /// `delayMs` of a scripted rule: it stands in for a model's thinking time; ten minutes is
+    /// longer than any model turn worth simulating.
+    pub const DELAY_MS: u64 = 600_000;
+    /// `tokens.in` / `tokens.out` of a scripted rule: one turn's usage; the largest context
+    /// windows hold a few million tokens.
+    pub const TURN_TOKENS: u64 = 10_000_000;
+
+    pub const RANGES: &[Range] = &[
+        Range {
+            path: "session.agentToAgent.maxChainHops",
+            min: 1,
+            max: MAX_CHAIN_HOPS,
+            note: "sends in one agent-to-agent chain; the default is 12",
+        },
+        Range {
+            path: "agents.defaults.subagents.archiveAfterMinutes",
+            min: 0,
+            max: ARCHIVE_AFTER_MINUTES,
+            note: "minutes; 0 never archives, at most a year",
+        },
+        Range {
+            path: "agents.defaults.subagents.runTimeoutSeconds",
+            min: 0,
+            max: RUN_TIMEOUT_SECONDS,
+            note: "seconds; 0 means no limit, at most a day",
+        },
+        Range {
+            path: "agents.defaults.subagents.maxChildrenPerAgent",
+            min: 1,
+            max: 20,
+            note: "active children per session, as in OpenClaw; the default is 5",
+        },
+        Range {
+            path: "agents.defaults.subagents.maxSpawnDepth",
+            min: 1,
+            max: 5,
+            note: "1 means sub-agents cannot spawn, as in OpenClaw",
+        },
+        Range {
+            path: "agents.list[].script[].delayMs",
+            min: 0,
+            max: DELAY_MS,
+            note: "milliseconds, at most ten minutes",
+        },
+        Range {
+            path: "agents.list[].script[].when.round",
+            min: 0,
+            max: 5,
+            note: "a ping-pong round; there are at most 5",
+        },
+        Range {
+            path: "agents.list[].script[].tokens.in",
+            min: 0,
+            max: TURN_TOKENS,
+            note: "tokens in one turn",
+        },
+        Range {
+            path: "agents.list[].script[].tokens.out",
+            min: 0,
+            max: TURN_TOKENS,
+            note: "tokens in one turn",
+        },
+    ];
+
+    /// The range of the setting at `path` (indices written as `[3]`), if it has one.
+    pub fn range_of(path: &str) -> Option<&'static Range> {
+        let pattern = strip_indices(path);
+        RANGES.iter().find(|r| r.path == pattern)
+    }
+
+    /// `agents.list[2].script[0].delayMs` → `agents.list[].script[].delayMs`.
+    fn strip_indices(path: &str) -> String {
+        let mut out = String::with_capacity(path.len());
+        let mut in_index = false;
+        for c in path.chars() {
+            match c {
+                '[' => {
+                    in_index = true;
+                    out.push('[');
+                }
+                ']' => {
+                    in_index = false;
+                    out.push(']');
+                }
+                c if in_index && c.is_ascii_digit() => {}
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    impl Range {
+        /// "expected a whole number from 1 to 100 (…), got 4294967295".
+        pub fn problem(&self, got: &str) -> String {
+            format!(
+                "expected a whole number from {} to {} ({}), got {got}",
+                self.min, self.max, self.note
+            )
+        }
+
+        pub fn contains(&self, v: u64) -> bool {
+            (self.min..=self.max).contains(&v)
+        }
+    }
+}
+
 /// The whole config file. Every section is optional; a missing file means `Config::default()`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

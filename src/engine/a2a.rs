@@ -132,7 +132,8 @@ impl Engine {
         let run = self.start_run_with_id(run_id, req);
         let engine = self.clone();
         let (flow, primary) = (flow_id.clone(), run.clone());
-        let limit = send.wait + STEP_WAIT;
+        // Saturating: a caller's wait is bounded, but a panic here would strand the flow.
+        let limit = send.wait.saturating_add(STEP_WAIT);
         self.tracker().spawn(async move {
             engine
                 .continue_flow(flow, send, parties, primary, limit)

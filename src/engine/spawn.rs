@@ -371,8 +371,10 @@ impl Engine {
             .archive_after_minutes;
         let now = now_ms();
         let delete = spawn.cleanup == "delete";
-        let archive_at =
-            (!delete && archive_minutes > 0).then(|| now + archive_minutes as i64 * 60_000);
+        let archive_at = (!delete && archive_minutes > 0).then(|| {
+            let minutes = i64::try_from(archive_minutes).unwrap_or(i64::MAX);
+            now.saturating_add(minutes.saturating_mul(60_000))
+        });
         let text = spawn.announce.clone();
         let line = text.as_ref().map(|t| {
             NewLine::message(json!({
@@ -579,7 +581,7 @@ impl Engine {
             return;
         };
         handle.spawn(async move {
-            let wait = (at - now_ms()).max(0) as u64;
+            let wait = at.saturating_sub(now_ms()).max(0) as u64;
             tokio::time::sleep(Duration::from_millis(wait)).await;
             if let Err(e) = engine.archive_due(now_ms()).await {
                 tracing::warn!(error = %e, "archiving sub-agent sessions failed");

@@ -152,6 +152,8 @@ impl Keymap {
     }
 
     fn apply(&mut self, text: &str) -> Result<(), String> {
+        // The same guard as the config's: json5 recurses once per level of nesting.
+        crate::config::text_limits::check(text).map_err(|e| format!("keymap: {e}"))?;
         let map: BTreeMap<String, Option<String>> =
             json5::from_str(text).map_err(|e| format!("keymap: {e}"))?;
         for (key, intent) in map {
@@ -238,5 +240,18 @@ mod tests {
         }
         let err = Keymap::with_overrides(r#"{ "f99": "quit" }"#).expect_err("f99");
         assert!(err.contains("F1 to F24"), "{err}");
+    }
+
+    #[test]
+    fn a_deeply_nested_user_file_is_refused_with_its_line() {
+        let deep = format!("{{\n \"x\": {}", "[".repeat(10_000));
+        let err = Keymap::with_overrides(&deep).expect_err("too deep");
+        assert!(
+            err.starts_with("keymap: line 2: nested more than 128 levels deep"),
+            "{err}"
+        );
+        // Brackets inside strings and comments are not nesting.
+        let fine = format!("// {}\n{{ \"x\": \"quit\" }}", "[".repeat(10_000));
+        assert!(Keymap::with_overrides(&fine).is_ok());
     }
 }

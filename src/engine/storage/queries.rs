@@ -457,11 +457,12 @@ pub fn add_tokens(
         return Err(StorageError::NoSession(key.to_string()));
     };
     let e = &mut s.entry;
-    let i = e.input_tokens.unwrap_or(0) + input;
-    let o = e.output_tokens.unwrap_or(0) + output;
+    // Saturating: counters reported by a backend must not be able to panic the writer.
+    let i = e.input_tokens.unwrap_or(0).saturating_add(input);
+    let o = e.output_tokens.unwrap_or(0).saturating_add(output);
     e.input_tokens = Some(i);
     e.output_tokens = Some(o);
-    e.total_tokens = Some(i + o);
+    e.total_tokens = Some(i.saturating_add(o));
     put_session(conn, &s)
 }
 

@@ -37,7 +37,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     let store = engine.store();
     let scheme = store.scheme();
     let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed)?;
-    let updated_since = active_minutes.map(|m| now_ms() - m * 60_000);
+    let updated_since = active_minutes.map(since_minutes_ago);
     let narrow_to_tree =
         guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
     let agent_only =
@@ -112,6 +112,12 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     Ok(result)
 }
 
+/// The cutoff `minutes` ago, in ms. Saturating: `activeMinutes: 1e20` reaches back before
+/// any session existed, which is what it asks for (OpenClaw sets no upper bound).
+fn since_minutes_ago(minutes: i64) -> i64 {
+    now_ms().saturating_sub(minutes.saturating_mul(60_000))
+}
+
 /// A row in the spec's shape, plus `archived: true` for an archived session (only such rows
 /// carry the field, so the usual row is unchanged).
 fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
@@ -134,7 +140,7 @@ pub fn owner_rows(
     let scheme = engine.store().scheme();
     let scan = SessionScan {
         kinds,
-        updated_since: active_minutes.map(|m| now_ms() - m.max(1) * 60_000),
+        updated_since: active_minutes.map(|m| since_minutes_ago(m.max(1))),
         ..SessionScan::default()
     };
     let mut rows = Vec::new();

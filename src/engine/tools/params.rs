@@ -98,6 +98,32 @@ impl<'a> Params<'a> {
         })
     }
 
+    /// A whole number in `0..=max` (a fraction is floored), or `None` when absent. Anything
+    /// outside is an input error naming the field, its range and what was given, so no work
+    /// starts on a value the engine would have to guess about (1e20 seconds, -1 seconds).
+    /// `hint` follows the range in the message (what 0 means, what to do instead).
+    pub fn whole_in(
+        &self,
+        name: &str,
+        max: u64,
+        hint: &str,
+    ) -> Result<Option<u64>, ToolInputError> {
+        let Some(raw) = self.get(name) else {
+            return Ok(None);
+        };
+        let out_of_range = || {
+            ToolInputError::Invalid(format!(
+                "{name} must be a number from 0 to {max}{hint} (got {raw})"
+            ))
+        };
+        let value = self.number(name).map_err(|_| out_of_range())?;
+        match value {
+            Some(f) if f >= 0.0 && f.floor() <= max as f64 => Ok(Some(f.floor() as u64)),
+            Some(_) => Err(out_of_range()),
+            None => Ok(None),
+        }
+    }
+
     pub fn boolean(&self, name: &str) -> Result<Option<bool>, ToolInputError> {
         match self.get(name) {
             None => Ok(None),
@@ -161,5 +187,25 @@ mod tests {
         let bad = json!({"limit": "ten"});
         assert!(Params::new(&bad).unwrap().number("limit").is_err());
         assert!(Params::new(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn whole_numbers_outside_their_range_name_field_range_and_value() {
+        let v = json!({"a": 2.9, "b": 1e20, "c": -0.5, "d": "5", "e": 10, "f": u64::MAX});
+        let p = Params::new(&v).unwrap();
+        assert_eq!(p.whole_in("a", 10, "").unwrap(), Some(2));
+        assert_eq!(p.whole_in("e", 10, "").unwrap(), Some(10));
+        assert_eq!(p.whole_in("missing", 10, "").unwrap(), None);
+        let message = |name| match p.whole_in(name, 10, "; 0 waits not at all") {
+            Err(ToolInputError::Invalid(m)) => m,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(
+            message("b"),
+            "b must be a number from 0 to 10; 0 waits not at all (got 1e+20)"
+        );
+        assert!(message("c").ends_with("(got -0.5)"));
+        assert!(message("d").ends_with("(got \"5\")"));
+        assert!(message("f").ends_with("(got 18446744073709551615)"));
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::params::Params;
 use super::resolve::resolve_reference;
 use super::row::channel_of;
-use super::{ToolContext, ToolError, ToolInputError};
+use super::{ToolContext, ToolError};
 use crate::engine::Engine;
 use crate::engine::a2a::Send;
 use crate::engine::entry::SessionEntry;
@@ -22,6 +22,12 @@ use crate::engine::visibility::{Action, Denied, Guard};
 
 /// `timeoutSeconds` when not given (reference §5.1).
 const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+
+/// The longest a waited send may hold its caller. The wait blocks the calling turn (and a
+/// `switchboard tool` command); past an hour that is a stuck turn, not a wait. Nothing is lost
+/// by the cap: after a timeout the run goes on, and its reply arrives by the reply-back loop
+/// and in `sessions_history`, which is what `timeoutSeconds: 0` is for.
+pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
 /// A result in the tool's shape: `runId` and `status` first, then the rest.
 fn result(run_id: &str, status: &str, session_key: Option<&str>) -> Map<String, Value> {
@@ -52,16 +58,13 @@ fn pending() -> Value {
 pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     let p = Params::new(params)?;
     let message = p.required_string("message")?;
-    let timeout = match p.number("timeoutSeconds")? {
-        None => DEFAULT_TIMEOUT_SECONDS,
-        Some(t) if t < 0.0 => {
-            return Err(ToolInputError::Invalid(format!(
-                "timeoutSeconds must be 0 or more (got {t}); 0 sends without waiting"
-            ))
-            .into());
-        }
-        Some(t) => t.floor() as u64,
-    };
+    let timeout = p
+        .whole_in(
+            "timeoutSeconds",
+            MAX_TIMEOUT_SECONDS,
+            " seconds; 0 sends without waiting, and sessions_history shows the reply later",
+        )?
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
     let key_param = p.string("sessionKey")?.filter(|s| !s.trim().is_empty());
     let label = p.string("label")?.filter(|s| !s.trim().is_empty());
     let agent_param = p.string("agentId")?.filter(|s| !s.trim().is_empty());

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::params::Params;
 use super::{ToolContext, ToolError, ToolInputError, failure};
+use crate::config::limits;
 use crate::engine::Engine;
 use crate::engine::key::{is_valid_agent_id, normalize_agent_id};
 use crate::engine::spawn::{Cleanup, SpawnRequest};
@@ -49,17 +50,18 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
         .string("thinking")?
         .map(str::trim)
         .filter(|s| !s.is_empty());
-    let timeout = match p
-        .number("runTimeoutSeconds")?
-        .or(p.number("timeoutSeconds")?)
-    {
-        Some(t) if t < 0.0 => {
-            return Err(ToolInputError::Invalid(format!(
-                "runTimeoutSeconds must be 0 or more (got {t}); 0 means no limit"
-            ))
-            .into());
-        }
-        Some(t) => t.floor() as u64,
+    // `timeoutSeconds` is the older name; the message names whichever was written.
+    let timeout_name = if p.has("runTimeoutSeconds") {
+        "runTimeoutSeconds"
+    } else {
+        "timeoutSeconds"
+    };
+    let timeout = match p.whole_in(
+        timeout_name,
+        limits::RUN_TIMEOUT_SECONDS,
+        " seconds; 0 means no limit",
+    )? {
+        Some(t) => t,
         None => {
             engine
                 .config()
