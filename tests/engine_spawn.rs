@@ -739,3 +739,42 @@ async fn visibility_self_hides_even_spawned_children() {
         .unwrap();
     assert_eq!(h["status"], "forbidden");
 }
+
+/// A requester that spawns again on every `subagent-announce` (issue 10 item 9) loops
+/// forever without a bound. Spawns continue the chain of the run that made them, and the
+/// announce turn carries it, so the loop stops at `maxChainHops` with a ChainStopped event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
+    let respawn = json!({ "name": "sessions_spawn", "args": { "task": "again", "agentId": "work" } });
+    let mut b = bench(
+        json!([
+            { "when": { "step": "subagent-announce" }, "tools": [respawn], "reply": "{{result.status}} {{result.error}}" },
+        ]),
+        json!([{ "reply": "done" }]),
+        json!({ "session": { "agentToAgent": { "maxChainHops": 3 } } }),
+    );
+    b.requester(None).await;
+    let first = b.spawn(json!({ "task": "first", "agentId": "work" })).await;
+    assert_eq!(first["status"], "accepted", "{first}");
+    tokio::time::timeout(std::time::Duration::from_secs(30), b.engine.idle())
+        .await
+        .expect("the re-spawn loop ended");
+    // A person's spawn starts a chain (hop 1); the announce turns add hops 2 and 3; the
+    // fourth spawn is refused.
+    let spawns = b.engine.spawns_of(&key(ME)).unwrap();
+    assert_eq!(spawns.len(), 3, "{spawns:?}");
+    let mut stopped = None;
+    while let Ok(ev) = b.events.try_recv() {
+        if let EngineEvent::ChainStopped { hops, max_hops, .. } = ev {
+            stopped = Some((hops, max_hops));
+        }
+    }
+    assert_eq!(stopped, Some((4, 3)));
+    // The refused turn says why in its reply.
+    let last = b.engine.runs_of(&key(ME), 1).unwrap();
+    let reply = last[0].reply.clone().unwrap_or_default();
+    assert!(
+        reply.starts_with("error Agent-to-agent chain limit reached"),
+        "{reply}"
+    );
+}

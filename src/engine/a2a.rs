@@ -391,6 +391,31 @@ impl Engine {
         loop_end
     }
 
+    /// Whether `chain` has grown past `session.agentToAgent.maxChainHops`; if so, says so
+    /// with a `ChainStopped` event and returns the hop count and the limit. Sends and
+    /// spawns are hops; ping-pong rounds and announces are not (each is bounded by the send
+    /// or spawn that caused it).
+    pub(crate) fn chain_exceeded(
+        &self,
+        chain: &Chain,
+        requester: &SessionKey,
+        target: &str,
+    ) -> Option<u32> {
+        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
+        if chain.hop <= max_hops {
+            return None;
+        }
+        tracing::info!(chain_id = %chain.id, hops = chain.hop, max_hops, %requester, target, "chain limit reached");
+        self.events().emit(EngineEvent::ChainStopped {
+            chain_id: chain.id.clone(),
+            hops: chain.hop,
+            max_hops,
+            requester: requester.to_string(),
+            target: target.to_string(),
+        });
+        Some(max_hops)
+    }
+
     /// The send policy of `key` refuses agent-to-agent messages into it: why, if so.
     pub(crate) fn policy_refuses(&self, key: &SessionKey) -> Option<String> {
         let entry = self.store().get(key).ok().flatten()?.entry;
