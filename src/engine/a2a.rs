@@ -133,7 +133,11 @@ impl Engine {
         let engine = self.clone();
         let (flow, primary) = (flow_id.clone(), run.clone());
         let limit = send.wait + STEP_WAIT;
-        self.tracker().spawn(async move {
+        let what = format!(
+            "exchange {flow_id} from {} to {}",
+            send.requester, send.target
+        );
+        self.tracker().spawn(what, async move {
             engine
                 .continue_flow(flow, send, parties, primary, limit)
                 .await;
@@ -480,13 +484,20 @@ impl Engine {
             }
         };
         let ev = match outcome {
-            None => event(
-                "failed",
-                None,
-                None,
-                None,
-                "the announce step timed out".into(),
-            ),
+            None => {
+                tracing::warn!(flow_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
+                event(
+                    "failed",
+                    None,
+                    None,
+                    None,
+                    format!(
+                        "the announce step (run {}) did not finish within {}s",
+                        run.run_id,
+                        STEP_WAIT.as_secs()
+                    ),
+                )
+            }
             Some(o) if o.status != RunStatus::Ok => event(
                 "failed",
                 None,
@@ -567,6 +578,13 @@ impl Engine {
 
     /// A round that did not finish in time (its run goes on).
     fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
+        tracing::warn!(
+            flow_id,
+            round = r.round,
+            run_id = %r.run.run_id,
+            speaker = %r.speaker,
+            "an exchange stopped waiting for a round's run; the run goes on"
+        );
         self.emit_round(flow_id, r, String::new(), "timeout");
     }
 

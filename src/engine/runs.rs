@@ -256,7 +256,8 @@ impl Engine {
         let (known_tx, known) = watch::channel(None);
         let engine = self.clone();
         let id = run_id.clone();
-        self.tracker().spawn(async move {
+        let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
+        self.tracker().spawn(what, async move {
             let outcome = engine.execute(&id, req, &known_tx).await;
             // Normally sent already; a failure on the way may have skipped it.
             known_tx.send_if_modified(|k| {
@@ -819,7 +820,8 @@ impl StartRecord {
             outcome: rx.clone(),
         };
         let record = self.clone();
-        self.engine.tracker().spawn(async move {
+        let what = format!("the start record of run {}", self.run_id);
+        self.engine.tracker().spawn(what, async move {
             let result = pending.committed().await.map(|_| ()).map_err(Arc::new);
             {
                 let mut state = record.state();
