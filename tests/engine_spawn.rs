@@ -778,3 +778,45 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
         "{reply}"
     );
 }
+
+/// An announce decided by a live engine (its owner: a console, another command) is that
+/// engine's to deliver: another engine's `resume` on the same folder leaves it alone, so
+/// the requester's announce turn does not run in (and hold up) the wrong process. Once the
+/// owner is gone, the next `resume` delivers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_leaves_a_live_engines_announce_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
+    let owner = Engine::open(dir.path(), config()).unwrap();
+    owner.store().ensure(&key(ME), SessionInit::default()).await.unwrap();
+    let child = "agent:main:subagent:decided";
+    owner.store().ensure(&key(child), SessionInit::default()).await.unwrap();
+    // The state between the two steps of an announce: the child's run ended (in `owner`)
+    // and the announce is decided, not yet delivered.
+    let db = rusqlite::Connection::open(dir.path().join("switchboard.db")).unwrap();
+    db.execute(
+        "INSERT INTO runs (run_id, session_key, agent_id, step, round, status, owner, started_at, ended_at, reply)
+         VALUES ('r1', ?1, 'main', 'subagent', 0, 'ok', ?2, 1, 2, 'done')",
+        rusqlite::params![child, owner.instance_id()],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO spawns (child_key, requester, run_id, agent_id, task, cleanup, mode, status,
+             outcome, started_at, ended_at, announce, announce_state)
+         VALUES (?1, ?2, 'r1', 'main', 't', 'keep', 'run', 'ended', 'completed', 1, 2,
+             'Sub-agent \"t\" finished.', 'pending')",
+        rusqlite::params![child, ME],
+    )
+    .unwrap();
+    let other = Engine::open(dir.path(), config()).unwrap();
+    other.resume().await.unwrap();
+    other.idle().await;
+    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    assert_eq!(spawn.status, "ended", "another live engine's announce was taken over");
+    // The owner is gone: now it is anyone's.
+    drop(owner);
+    other.resume().await.unwrap();
+    other.idle().await;
+    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    assert_eq!(spawn.status, "done");
+}

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::Engine;
 use super::delivery::route_for;
+use super::instance::Instance;
 use super::events::EngineEvent;
 use super::key::SessionKey;
 use super::policy::{self, SendPolicy};
@@ -245,7 +246,8 @@ impl Engine {
         let mut handle = self.start_run_with_id(run_id.clone(), run);
         let engine = self.clone();
         let key = child.clone();
-        self.tracker().spawn(async move {
+        let what = format!("sub-agent {child} and its announce");
+        self.tracker().spawn(what, async move {
             handle.wait().await;
             if let Err(e) = engine.finish_spawn(&key).await {
                 tracing::warn!(child = %key, error = %e, "sub-agent announce failed; it is retried on the next start");
@@ -641,8 +643,19 @@ impl Engine {
     pub async fn resume(&self) -> Result<(), StorageError> {
         for spawn in self.store().storage().read(runlog::open_spawns)? {
             let child = SessionKey::from_canonical(spawn.child_key.clone());
+            // A live engine (a console, another command) that ran the child finishes its
+            // announce itself; taking it over would run the requester's announce turn in
+            // the wrong process, and make that process wait for it.
+            if let Some(run) = self.run(&spawn.run_id)?
+                && run.owner != self.instance_id()
+                && Instance::is_alive(self.state_dir(), &run.owner)
+            {
+                tracing::debug!(child = %child, owner = %run.owner, "sub-agent left to its live engine");
+                continue;
+            }
             let engine = self.clone();
-            self.tracker().spawn(async move {
+            let what = format!("the resumed announce of sub-agent {child}");
+            self.tracker().spawn(what, async move {
                 if let Err(e) = engine.finish_spawn(&child).await {
                     tracing::warn!(child = %child, error = %e, "resuming a sub-agent announce failed");
                 }
