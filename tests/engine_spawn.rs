@@ -745,7 +745,8 @@ async fn visibility_self_hides_even_spawned_children() {
 /// announce turn carries it, so the loop stops at `maxChainHops` with a ChainStopped event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
-    let respawn = json!({ "name": "sessions_spawn", "args": { "task": "again", "agentId": "work" } });
+    let respawn =
+        json!({ "name": "sessions_spawn", "args": { "task": "again", "agentId": "work" } });
     let mut b = bench(
         json!([
             { "when": { "step": "subagent-announce" }, "tools": [respawn], "reply": "{{result.status}} {{result.error}}" },
@@ -788,9 +789,17 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
     let owner = Engine::open(dir.path(), config()).unwrap();
-    owner.store().ensure(&key(ME), SessionInit::default()).await.unwrap();
+    owner
+        .store()
+        .ensure(&key(ME), SessionInit::default())
+        .await
+        .unwrap();
     let child = "agent:main:subagent:decided";
-    owner.store().ensure(&key(child), SessionInit::default()).await.unwrap();
+    owner
+        .store()
+        .ensure(&key(child), SessionInit::default())
+        .await
+        .unwrap();
     // The state between the two steps of an announce: the child's run ended (in `owner`)
     // and the announce is decided, not yet delivered.
     let db = rusqlite::Connection::open(dir.path().join("switchboard.db")).unwrap();
@@ -812,7 +821,10 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
-    assert_eq!(spawn.status, "ended", "another live engine's announce was taken over");
+    assert_eq!(
+        spawn.status, "ended",
+        "another live engine's announce was taken over"
+    );
     // The owner is gone: now it is anyone's.
     drop(owner);
     other.resume().await.unwrap();

@@ -198,9 +198,8 @@ fn concurrent_injects_with_kills_all_exit_and_leave_a_consistent_store() {
                 None if since.elapsed() >= PROCESS_BOUND => {
                     child.kill().expect("kill a hung process");
                     let out = child.wait_with_output().expect("collect output");
-                    exits[index] = Some(Exit::Hung(
-                        String::from_utf8_lossy(&out.stderr).to_string(),
-                    ));
+                    exits[index] =
+                        Some(Exit::Hung(String::from_utf8_lossy(&out.stderr).to_string()));
                 }
                 None => still.push((index, child, since)),
             }
@@ -209,7 +208,10 @@ fn concurrent_injects_with_kills_all_exit_and_leave_a_consistent_store() {
         std::thread::sleep(Duration::from_millis(2));
     }
     let elapsed = started.elapsed();
-    let exits: Vec<Exit> = exits.into_iter().map(|e| e.expect("every job ran")).collect();
+    let exits: Vec<Exit> = exits
+        .into_iter()
+        .map(|e| e.expect("every job ran"))
+        .collect();
 
     let hung: Vec<String> = exits
         .iter()
@@ -291,9 +293,18 @@ fn check_store(state: &std::path::Path, jobs: &[Job], exits: &[Exit]) {
         .expect("integrity_check");
     assert_eq!(integrity, "ok");
     let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).expect(sql) };
-    assert_eq!(count("SELECT count(*) FROM runs WHERE status = 'running'"), 0);
-    assert_eq!(count("SELECT count(*) FROM flows WHERE status = 'running'"), 0);
-    assert_eq!(count("SELECT count(*) FROM spawns WHERE status != 'done'"), 0);
+    assert_eq!(
+        count("SELECT count(*) FROM runs WHERE status = 'running'"),
+        0
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM flows WHERE status = 'running'"),
+        0
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM spawns WHERE status != 'done'"),
+        0
+    );
     // Transcripts are dense: seq 0 (the header) to n - 1, no gaps, no duplicates.
     assert_eq!(
         count(
@@ -349,7 +360,10 @@ fn check_store(state: &std::path::Path, jobs: &[Job], exits: &[Exit]) {
         .expect("spawns");
     assert!(!spawns.is_empty(), "the storm spawned sub-agents");
     for (child, requester) in spawns {
-        let n = announces.get(&(requester, child.clone())).copied().unwrap_or(0);
+        let n = announces
+            .get(&(requester, child.clone()))
+            .copied()
+            .unwrap_or(0);
         assert_eq!(n, 1, "{child} announced {n} times");
     }
 }

@@ -809,10 +809,10 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        let pending = self
-            .engine
-            .store()
-            .submit_append(&self.req.key, inbound, self.begin_job(None));
+        let pending =
+            self.engine
+                .store()
+                .submit_append(&self.req.key, inbound, self.begin_job(None));
         let attempt = QUEUE_ATTEMPTS.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = watch::channel(None);
         *state = StartState::Queued {

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::Engine;
 use super::delivery::route_for;
-use super::instance::Instance;
 use super::events::EngineEvent;
+use super::instance::Instance;
 use super::key::SessionKey;
 use super::policy::{self, SendPolicy};
 use super::runs::{Chain, Lane, RunRequest};

@@ -166,7 +166,9 @@ mod tests {
         assert_eq!(busy.tasks[0].0, "run r1 on agent:main:main (message)");
         let text = busy.to_string();
         assert!(
-            text.starts_with("1 task(s) still running after 5s: run r1 on agent:main:main (message) (for "),
+            text.starts_with(
+                "1 task(s) still running after 5s: run r1 on agent:main:main (message) (for "
+            ),
             "{text}"
         );
     }
