@@ -739,3 +739,96 @@ async fn visibility_self_hides_even_spawned_children() {
         .unwrap();
     assert_eq!(h["status"], "forbidden");
 }
+
+/// A requester that spawns again on every `subagent-announce` (issue 10 item 9) loops
+/// forever without a bound. Spawns continue the chain of the run that made them, and the
+/// announce turn carries it, so the loop stops at `maxChainHops` with a ChainStopped event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
+    let respawn =
+        json!({ "name": "sessions_spawn", "args": { "task": "again", "agentId": "work" } });
+    let mut b = bench(
+        json!([
+            { "when": { "step": "subagent-announce" }, "tools": [respawn], "reply": "{{result.status}} {{result.error}}" },
+        ]),
+        json!([{ "reply": "done" }]),
+        json!({ "session": { "agentToAgent": { "maxChainHops": 3 } } }),
+    );
+    b.requester(None).await;
+    let first = b.spawn(json!({ "task": "first", "agentId": "work" })).await;
+    assert_eq!(first["status"], "accepted", "{first}");
+    tokio::time::timeout(std::time::Duration::from_secs(30), b.engine.idle())
+        .await
+        .expect("the re-spawn loop ended");
+    // A person's spawn starts a chain (hop 1); the announce turns add hops 2 and 3; the
+    // fourth spawn is refused.
+    let spawns = b.engine.spawns_of(&key(ME)).unwrap();
+    assert_eq!(spawns.len(), 3, "{spawns:?}");
+    let mut stopped = None;
+    while let Ok(ev) = b.events.try_recv() {
+        if let EngineEvent::ChainStopped { hops, max_hops, .. } = ev {
+            stopped = Some((hops, max_hops));
+        }
+    }
+    assert_eq!(stopped, Some((4, 3)));
+    // The refused turn says why in its reply.
+    let last = b.engine.runs_of(&key(ME), 1).unwrap();
+    let reply = last[0].reply.clone().unwrap_or_default();
+    assert!(
+        reply.starts_with("error Agent-to-agent chain limit reached"),
+        "{reply}"
+    );
+}
+
+/// An announce decided by a live engine (its owner: a console, another command) is that
+/// engine's to deliver: another engine's `resume` on the same folder leaves it alone, so
+/// the requester's announce turn does not run in (and hold up) the wrong process. Once the
+/// owner is gone, the next `resume` delivers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_leaves_a_live_engines_announce_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
+    let owner = Engine::open(dir.path(), config()).unwrap();
+    owner
+        .store()
+        .ensure(&key(ME), SessionInit::default())
+        .await
+        .unwrap();
+    let child = "agent:main:subagent:decided";
+    owner
+        .store()
+        .ensure(&key(child), SessionInit::default())
+        .await
+        .unwrap();
+    // The state between the two steps of an announce: the child's run ended (in `owner`)
+    // and the announce is decided, not yet delivered.
+    let db = rusqlite::Connection::open(dir.path().join("switchboard.db")).unwrap();
+    db.execute(
+        "INSERT INTO runs (run_id, session_key, agent_id, step, round, status, owner, started_at, ended_at, reply)
+         VALUES ('r1', ?1, 'main', 'subagent', 0, 'ok', ?2, 1, 2, 'done')",
+        rusqlite::params![child, owner.instance_id()],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO spawns (child_key, requester, run_id, agent_id, task, cleanup, mode, status,
+             outcome, started_at, ended_at, announce, announce_state)
+         VALUES (?1, ?2, 'r1', 'main', 't', 'keep', 'run', 'ended', 'completed', 1, 2,
+             'Sub-agent \"t\" finished.', 'pending')",
+        rusqlite::params![child, ME],
+    )
+    .unwrap();
+    let other = Engine::open(dir.path(), config()).unwrap();
+    other.resume().await.unwrap();
+    other.idle().await;
+    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    assert_eq!(
+        spawn.status, "ended",
+        "another live engine's announce was taken over"
+    );
+    // The owner is gone: now it is anyone's.
+    drop(owner);
+    other.resume().await.unwrap();
+    other.idle().await;
+    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    assert_eq!(spawn.status, "done");
+}

@@ -134,7 +134,11 @@ impl Engine {
         let (flow, primary) = (flow_id.clone(), run.clone());
         // Saturating: a caller's wait is bounded, but a panic here would strand the flow.
         let limit = send.wait.saturating_add(STEP_WAIT);
-        self.tracker().spawn(async move {
+        let what = format!(
+            "exchange {flow_id} from {} to {}",
+            send.requester, send.target
+        );
+        self.tracker().spawn(what, async move {
             engine
                 .continue_flow(flow, send, parties, primary, limit)
                 .await;
@@ -392,6 +396,31 @@ impl Engine {
         loop_end
     }
 
+    /// Whether `chain` has grown past `session.agentToAgent.maxChainHops`; if so, says so
+    /// with a `ChainStopped` event and returns the hop count and the limit. Sends and
+    /// spawns are hops; ping-pong rounds and announces are not (each is bounded by the send
+    /// or spawn that caused it).
+    pub(crate) fn chain_exceeded(
+        &self,
+        chain: &Chain,
+        requester: &SessionKey,
+        target: &str,
+    ) -> Option<u32> {
+        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
+        if chain.hop <= max_hops {
+            return None;
+        }
+        tracing::info!(chain_id = %chain.id, hops = chain.hop, max_hops, %requester, target, "chain limit reached");
+        self.events().emit(EngineEvent::ChainStopped {
+            chain_id: chain.id.clone(),
+            hops: chain.hop,
+            max_hops,
+            requester: requester.to_string(),
+            target: target.to_string(),
+        });
+        Some(max_hops)
+    }
+
     /// The send policy of `key` refuses agent-to-agent messages into it: why, if so.
     pub(crate) fn policy_refuses(&self, key: &SessionKey) -> Option<String> {
         let entry = self.store().get(key).ok().flatten()?.entry;
@@ -456,13 +485,20 @@ impl Engine {
             }
         };
         let ev = match outcome {
-            None => event(
-                "failed",
-                None,
-                None,
-                None,
-                "the announce step timed out".into(),
-            ),
+            None => {
+                tracing::warn!(flow_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
+                event(
+                    "failed",
+                    None,
+                    None,
+                    None,
+                    format!(
+                        "the announce step (run {}) did not finish within {}s",
+                        run.run_id,
+                        STEP_WAIT.as_secs()
+                    ),
+                )
+            }
             Some(o) if o.status != RunStatus::Ok => event(
                 "failed",
                 None,
@@ -543,6 +579,13 @@ impl Engine {
 
     /// A round that did not finish in time (its run goes on).
     fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
+        tracing::warn!(
+            flow_id,
+            round = r.round,
+            run_id = %r.run.run_id,
+            speaker = %r.speaker,
+            "an exchange stopped waiting for a round's run; the run goes on"
+        );
         self.emit_round(flow_id, r, String::new(), "timeout");
     }
 

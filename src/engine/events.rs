@@ -133,7 +133,7 @@ pub enum EngineEvent {
         policy: String,
         by: String,
     },
-    /// A send was refused because its chain of agent-to-agent sends grew too long.
+    /// A send or spawn was refused because its chain of agent-to-agent hops grew too long.
     #[serde(rename_all = "camelCase")]
     ChainStopped {
         chain_id: String,

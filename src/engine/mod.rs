@@ -110,8 +110,21 @@ impl Engine {
     }
 
     /// Resolve once every run, exchange and delivery this engine started has finished.
+    /// Each of them ends by itself (runs end, exchange steps time out); should that take
+    /// long, the log says every `IDLE_REPORT` what is still running.
     pub async fn idle(&self) {
-        self.runtime.tracker.idle().await;
+        while let Err(busy) = self.runtime.tracker.idle_for(IDLE_REPORT).await {
+            tracing::warn!(%busy, "still waiting for work this engine started");
+        }
+    }
+
+    /// Like `idle`, but give up after `limit`, saying what is still running (also logged).
+    pub async fn idle_for(&self, limit: std::time::Duration) -> Result<(), tracker::Busy> {
+        let waited = self.runtime.tracker.idle_for(limit).await;
+        if let Err(busy) = &waited {
+            tracing::warn!(%busy, "gave up waiting for work this engine started");
+        }
+        waited
     }
 
     /// A run as recorded.
@@ -158,6 +171,9 @@ impl Engine {
         scheme.canonicalize(raw, &scheme.default_agent)
     }
 }
+
+/// How often a long `Engine::idle` logs what it is still waiting for.
+const IDLE_REPORT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Close what dead instances left open, on the write connection before the writer starts.
 fn recover(

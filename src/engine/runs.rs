@@ -3,7 +3,8 @@
 //! while it goes on.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -53,6 +54,32 @@ pub struct RunOutcome {
 pub struct Chain {
     pub id: String,
     pub hop: u32,
+}
+
+impl Chain {
+    /// The chain of a new send or spawn: the calling run's, one hop further, or a new one
+    /// for a person's call (hop 1).
+    pub fn next(calling: Option<&Chain>) -> Chain {
+        match calling {
+            Some(c) => Chain {
+                id: c.id.clone(),
+                hop: c.hop.saturating_add(1),
+            },
+            None => Chain {
+                id: uuid::Uuid::new_v4().to_string(),
+                hop: 1,
+            },
+        }
+    }
+
+    /// The chain recorded in a message's `provenance` (`chainId`, `hop`), if any.
+    pub fn from_provenance(message: &Value) -> Option<Chain> {
+        let p = message.get("provenance")?;
+        Some(Chain {
+            id: p.get("chainId")?.as_str()?.to_string(),
+            hop: u32::try_from(p.get("hop")?.as_u64()?).ok()?,
+        })
+    }
 }
 
 /// Whether a run takes its session's lane.
@@ -229,7 +256,8 @@ impl Engine {
         let (known_tx, known) = watch::channel(None);
         let engine = self.clone();
         let id = run_id.clone();
-        self.tracker().spawn(async move {
+        let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
+        self.tracker().spawn(what, async move {
             let outcome = engine.execute(&id, req, &known_tx).await;
             // Normally sent already; a failure on the way may have skipped it.
             known_tx.send_if_modified(|k| {
@@ -289,14 +317,13 @@ impl Engine {
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
         let step = step_name(req.step);
-        let record = Arc::new(StartRecord {
-            engine: self.clone(),
-            run_id: run_id.to_string(),
-            req: req.clone(),
-            agent_id: agent_id.clone(),
-            started_at: started,
-            written: tokio::sync::Mutex::new(req.start_recorded),
-        });
+        let record = Arc::new(StartRecord::new(
+            self.clone(),
+            run_id,
+            req.clone(),
+            agent_id.clone(),
+            started,
+        ));
         if req.start_recorded {
             record.emit_started();
         }
@@ -338,8 +365,11 @@ impl Engine {
             let r = tokio::select! {
                 r = &mut turn_done => r,
                 () = tokio::time::sleep(START_GRACE) => {
-                    record.write().await?;
-                    turn_done.await
+                    // The turn keeps running while its start commits: it may be waiting
+                    // for that very record itself (a tool call writes it first).
+                    let (r, written) = tokio::join!(&mut turn_done, record.write());
+                    written?;
+                    r
                 }
             };
             Ok::<_, StorageError>(r)
@@ -407,8 +437,9 @@ impl Engine {
             error: error.clone(),
         };
         let flow_end: Option<(String, String)> = req.flow_id.clone().zip(req.flow_end.clone());
-        let mut written = record.written.lock().await;
-        let first_write = !*written;
+        // The turn is over, so nothing else writes the start now; one still on its way
+        // (queued by a tool call the run timeout cut off) is waited for first.
+        let first_write = record.claim_for_end().await;
         let (run, key) = (run_id.to_string(), req.key.clone());
         let pending = if first_write {
             // One commit for the whole run: start and end together.
@@ -439,10 +470,8 @@ impl Engine {
         let _ = known.send(Some(outcome.clone()));
         let (_, closed) = pending.committed().await?;
         if first_write {
-            *written = true;
             record.emit_started();
         }
-        drop(written);
         if tokens.is_some_and(|t| t.0 > 0 || t.1 > 0) {
             self.events().emit(EngineEvent::SessionUpdated {
                 key: req.key.to_string(),
@@ -585,6 +614,9 @@ fn assistant_message(
 /// sender's transcript or the flow row, and the waiting sender has not been answered yet).
 const START_GRACE: Duration = Duration::from_millis(20);
 
+/// Numbers the attempts to write a start record (see `StartState::Queued`).
+static QUEUE_ATTEMPTS: AtomicU64 = AtomicU64::new(0);
+
 /// Close the run's exchange (`(flow_id, reason)`), if this run ends one.
 fn close_flow(
     c: &rusqlite::Connection,
@@ -634,16 +666,66 @@ impl OwnedEnd {
 
 /// The record of a run's start (flow row, run row, inbound message), written at most once:
 /// when the turn outlasts `START_GRACE`, before its first tool call, or with its end.
+///
+/// Several places may want it written at once (the grace timer and a tool call inside the
+/// turn), and any of them may be dropped midway (a run timeout cuts the turn off). So no
+/// lock is held while the record commits: the first caller queues it, a tracked task owns
+/// the commit and publishes its outcome, and every caller waits on that outcome. A caller
+/// that is never polled again can then block nobody.
 struct StartRecord {
     engine: Engine,
     run_id: String,
     req: RunRequest,
     agent_id: String,
     started_at: i64,
-    written: tokio::sync::Mutex<bool>,
+    state: std::sync::Mutex<StartState>,
+    /// `RunStarted` (and `FlowStarted`) were emitted; they are emitted once.
+    announced: AtomicBool,
+}
+
+/// Where the start record is.
+enum StartState {
+    /// Not queued: the end writes it (with one commit for both) unless something else
+    /// queues it first.
+    Unwritten,
+    /// Queued; the receiver yields the commit's outcome. `attempt` tells a failed attempt
+    /// from a later retry.
+    Queued {
+        attempt: u64,
+        outcome: watch::Receiver<Option<Result<(), Arc<StorageError>>>>,
+    },
+    /// Committed (or claimed by the run's end, which writes it with the end).
+    Written,
 }
 
 impl StartRecord {
+    fn new(
+        engine: Engine,
+        run_id: &str,
+        req: RunRequest,
+        agent_id: String,
+        started_at: i64,
+    ) -> StartRecord {
+        let state = if req.start_recorded {
+            StartState::Written
+        } else {
+            StartState::Unwritten
+        };
+        StartRecord {
+            engine,
+            run_id: run_id.to_string(),
+            req,
+            agent_id,
+            started_at,
+            state: std::sync::Mutex::new(state),
+            announced: AtomicBool::new(false),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, StartState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The rows of the start, as a writer job (without the inbound message); with `end`, the
     /// run row is written already finished.
     fn begin_job(
@@ -692,12 +774,34 @@ impl StartRecord {
         }
     }
 
-    /// Write the start now unless it already is.
-    async fn write(&self) -> Result<(), StorageError> {
-        let mut written = self.written.lock().await;
-        if *written {
-            return Ok(());
+    /// Write the start now unless it already is; resolves once it has committed. Safe to
+    /// call from several places at once and to drop midway (see the type's comment).
+    async fn write(self: &Arc<Self>) -> Result<(), StorageError> {
+        let mut outcome = {
+            let mut state = self.state();
+            match &*state {
+                StartState::Written => return Ok(()),
+                StartState::Queued { outcome, .. } => outcome.clone(),
+                StartState::Unwritten => self.queue(&mut state),
+            }
+        };
+        match outcome.wait_for(Option::is_some).await {
+            Ok(done) => match &*done {
+                Some(Ok(())) => Ok(()),
+                Some(Err(e)) => Err(e.clone_for_caller()),
+                None => Err(StorageError::WriterGone),
+            },
+            // The committing task is gone without a word: only a runtime shutting down.
+            Err(_) => Err(StorageError::WriterGone),
         }
+    }
+
+    /// Queue the start with the writer; a tracked task owns the commit: it records the
+    /// outcome in `state` (and announces the run) before it publishes it to the waiters.
+    fn queue(
+        self: &Arc<Self>,
+        state: &mut StartState,
+    ) -> watch::Receiver<Option<Result<(), Arc<StorageError>>>> {
         let inbound: Vec<NewLine> = self
             .req
             .inbound
@@ -705,16 +809,66 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        self.engine
-            .store()
-            .append_and(&self.req.key, inbound, self.begin_job(None))
-            .await?;
-        *written = true;
-        self.emit_started();
-        Ok(())
+        let pending =
+            self.engine
+                .store()
+                .submit_append(&self.req.key, inbound, self.begin_job(None));
+        let attempt = QUEUE_ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = watch::channel(None);
+        *state = StartState::Queued {
+            attempt,
+            outcome: rx.clone(),
+        };
+        let record = self.clone();
+        let what = format!("the start record of run {}", self.run_id);
+        self.engine.tracker().spawn(what, async move {
+            let result = pending.committed().await.map(|_| ()).map_err(Arc::new);
+            {
+                let mut state = record.state();
+                if matches!(&*state, StartState::Queued { attempt: a, .. } if *a == attempt) {
+                    // A failed start wrote nothing (its job was rolled back): the next
+                    // caller, or the end, writes it again.
+                    *state = if result.is_ok() {
+                        StartState::Written
+                    } else {
+                        StartState::Unwritten
+                    };
+                }
+            }
+            if let Err(e) = &result {
+                tracing::warn!(run_id = %record.run_id, error = %e, "could not record a run's start");
+            } else {
+                record.emit_started();
+            }
+            let _ = tx.send(Some(result));
+        });
+        rx
+    }
+
+    /// For the run's end, once the turn is over: whether the end must write the start too
+    /// (it was never written). A start still queued is waited for first.
+    async fn claim_for_end(&self) -> bool {
+        loop {
+            let mut outcome = {
+                let mut state = self.state();
+                match &*state {
+                    StartState::Written => return false,
+                    StartState::Unwritten => {
+                        *state = StartState::Written;
+                        return true;
+                    }
+                    StartState::Queued { outcome, .. } => outcome.clone(),
+                }
+            };
+            // Whatever the outcome, `state` has moved on once it is published.
+            let _ = outcome.wait_for(Option::is_some).await;
+        }
     }
 
     fn emit_started(&self) {
+        if self.announced.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let events = self.engine.events();
         if let Some(f) = &self.req.flow_start {
             events.emit(EngineEvent::FlowStarted {

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use super::Engine;
 use super::delivery::route_for;
 use super::events::EngineEvent;
+use super::instance::Instance;
 use super::key::SessionKey;
 use super::policy::{self, SendPolicy};
-use super::runs::{Lane, RunRequest};
+use super::runs::{Chain, Lane, RunRequest};
 use super::storage::StorageError;
 use super::storage::queries::{self, NewLine};
 use super::storage::runlog::{self, OutboxRow, SpawnRow};
@@ -103,6 +104,9 @@ pub struct SpawnRequest {
     /// The child's depth (requester depth + 1) and the configured maximum.
     pub depth: u32,
     pub max_depth: u32,
+    /// The chain the spawn continues (DESIGN §2 "loops across 3+ agents"): the child's run,
+    /// its announce and the requester's turn on that announce all carry it.
+    pub chain: Chain,
 }
 
 /// A started child.
@@ -165,6 +169,8 @@ impl Engine {
                 "kind": "inter_session",
                 "sourceSessionKey": req.requester.as_str(),
                 "sourceTool": "sessions_spawn",
+                "chainId": req.chain.id,
+                "hop": req.chain.hop,
             },
         }));
         let (session, spawn, owner) = (fresh.clone(), row.clone(), self.instance_id().to_string());
@@ -227,7 +233,7 @@ impl Engine {
             context: Some(context),
             inbound: None,
             flow_id: None,
-            chain: None,
+            chain: Some(req.chain.clone()),
             lane: Lane::Own,
             deliver: false,
             waiting: Vec::new(),
@@ -240,7 +246,8 @@ impl Engine {
         let mut handle = self.start_run_with_id(run_id.clone(), run);
         let engine = self.clone();
         let key = child.clone();
-        self.tracker().spawn(async move {
+        let what = format!("sub-agent {child} and its announce");
+        self.tracker().spawn(what, async move {
             handle.wait().await;
             if let Err(e) = engine.finish_spawn(&key).await {
                 tracing::warn!(child = %key, error = %e, "sub-agent announce failed; it is retried on the next start");
@@ -376,16 +383,24 @@ impl Engine {
             now.saturating_add(minutes.saturating_mul(60_000))
         });
         let text = spawn.announce.clone();
+        // Read from the child's task message, so an announce resumed by another process
+        // continues the chain too.
+        let chain = self.spawn_chain(child)?;
         let line = text.as_ref().map(|t| {
+            let mut provenance = json!({
+                "kind": "inter_session",
+                "sourceSessionKey": key,
+                "sourceTool": "subagent_announce",
+            });
+            if let Some(c) = &chain {
+                provenance["chainId"] = json!(c.id);
+                provenance["hop"] = json!(c.hop);
+            }
             NewLine::message(json!({
                 "role": "user",
                 "content": [{ "type": "text", "text": t }],
                 "timestamp": now,
-                "provenance": {
-                    "kind": "inter_session",
-                    "sourceSessionKey": key,
-                    "sourceTool": "subagent_announce",
-                },
+                "provenance": provenance,
             }))
         });
         let outcome = match (&text, &route, allowed) {
@@ -495,9 +510,33 @@ impl Engine {
             req.step = Step::SubagentAnnounce;
             req.from = Some(child.clone());
             req.deliver = false;
+            // The announce is not a hop of its own; whatever the requester sets off in
+            // reply continues the spawn's chain.
+            req.chain = chain;
             self.start_run(req);
         }
         Ok(())
+    }
+
+    /// The chain a spawn continues, as its task message (the child's first) records it.
+    fn spawn_chain(&self, child: &SessionKey) -> Result<Option<Chain>, StorageError> {
+        let Some(s) = self.store().get(child)? else {
+            return Ok(None);
+        };
+        // `None` until the first message is seen, then what it says.
+        let mut first: Option<Option<Chain>> = None;
+        self.store().storage().read(|c| {
+            queries::transcript_lines(c, &s.entry.session_id, |line| {
+                if first.is_none()
+                    && let Ok(v) = serde_json::from_str::<Value>(line)
+                    && let Some(m) = v.get("message")
+                {
+                    first = Some(Chain::from_provenance(m));
+                }
+                Ok(())
+            })
+        })?;
+        Ok(first.flatten())
     }
 
     /// The text of the child's latest tool result, for a child that gave no final reply.
@@ -606,8 +645,19 @@ impl Engine {
     pub async fn resume(&self) -> Result<(), StorageError> {
         for spawn in self.store().storage().read(runlog::open_spawns)? {
             let child = SessionKey::from_canonical(spawn.child_key.clone());
+            // A live engine (a console, another command) that ran the child finishes its
+            // announce itself; taking it over would run the requester's announce turn in
+            // the wrong process, and make that process wait for it.
+            if let Some(run) = self.run(&spawn.run_id)?
+                && run.owner != self.instance_id()
+                && Instance::is_alive(self.state_dir(), &run.owner)
+            {
+                tracing::debug!(child = %child, owner = %run.owner, "sub-agent left to its live engine");
+                continue;
+            }
             let engine = self.clone();
-            self.tracker().spawn(async move {
+            let what = format!("the resumed announce of sub-agent {child}");
+            self.tracker().spawn(what, async move {
                 if let Err(e) = engine.finish_spawn(&child).await {
                     tracing::warn!(child = %child, error = %e, "resuming a sub-agent announce failed");
                 }

@@ -23,6 +23,8 @@ pub struct RunRow {
     pub reply: Option<String>,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// The engine instance that executes (or executed) it.
+    pub owner: String,
 }
 
 /// The fields a run starts with.
@@ -126,10 +128,11 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         reply: r.get(10)?,
         tokens_in: r.get::<_, Option<i64>>(11)?.map(|t| t as u64),
         tokens_out: r.get::<_, Option<i64>>(12)?.map(|t| t as u64),
+        owner: r.get(13)?,
     })
 }
 
-const RUN_COLS: &str = "run_id, session_key, agent_id, step, round, flow_id, status, started_at, ended_at, error, reply, tokens_in, tokens_out";
+const RUN_COLS: &str = "run_id, session_key, agent_id, step, round, flow_id, status, started_at, ended_at, error, reply, tokens_in, tokens_out, owner";
 
 pub fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRow>, StorageError> {
     Ok(conn

@@ -13,7 +13,6 @@ use super::{ToolContext, ToolError};
 use crate::engine::Engine;
 use crate::engine::a2a::Send;
 use crate::engine::entry::SessionEntry;
-use crate::engine::events::EngineEvent;
 use crate::engine::key::{SessionKey, normalize_agent_id};
 
 use crate::engine::runs::{Chain, RunStatus};
@@ -150,25 +149,8 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Some(refusal) = refused_by_policy(engine, &target, &target_session.entry, &display) {
         return Ok(failure(&run_id, "forbidden", refusal, Some(&display)));
     }
-    let max_hops = engine.config().session.agent_to_agent.max_chain_hops;
-    let chain = match &ctx.chain {
-        Some(c) => Chain {
-            id: c.id.clone(),
-            hop: c.hop + 1,
-        },
-        None => Chain {
-            id: uuid::Uuid::new_v4().to_string(),
-            hop: 1,
-        },
-    };
-    if chain.hop > max_hops {
-        engine.events().emit(EngineEvent::ChainStopped {
-            chain_id: chain.id.clone(),
-            hops: chain.hop,
-            max_hops,
-            requester: ctx.requester.to_string(),
-            target: target.to_string(),
-        });
+    let chain = Chain::next(ctx.chain.as_ref());
+    if let Some(max_hops) = engine.chain_exceeded(&chain, &ctx.requester, target.as_str()) {
         return Ok(failure(
             &run_id,
             "error",

@@ -11,6 +11,7 @@ use super::{ToolContext, ToolError, ToolInputError, failure};
 use crate::config::limits;
 use crate::engine::Engine;
 use crate::engine::key::{is_valid_agent_id, normalize_agent_id};
+use crate::engine::runs::Chain;
 use crate::engine::spawn::{Cleanup, SpawnRequest};
 use crate::engine::storage::runlog;
 
@@ -206,6 +207,19 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             "thread=true is unavailable because no channel plugin registered subagent_spawning hooks (this build has no channel adapters with thread support). Spawn without thread (mode \"run\").",
         ));
     }
+    // 12. A spawn made by a run continues that run's chain, so a re-spawn on every
+    // `subagent-announce` stops at the chain limit like a loop of sends.
+    let chain = Chain::next(ctx.chain.as_ref());
+    let target = format!("agent:{agent_id}:subagent");
+    if let Some(max_hops) = engine.chain_exceeded(&chain, &ctx.requester, &target) {
+        return Ok(failure(
+            "error",
+            format!(
+                "Agent-to-agent chain limit reached: this spawn would be hop {} of chain {} (session.agentToAgent.maxChainHops={max_hops}). Not spawned; reply to the person instead.",
+                chain.hop, chain.id
+            ),
+        ));
+    }
     let spawned = engine
         .spawn_child(SpawnRequest {
             requester: ctx.requester.clone(),
@@ -220,6 +234,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             sandboxed: child_sandboxed,
             depth: requester_depth + 1,
             max_depth,
+            chain,
         })
         .await?;
     let mut result = json!({
