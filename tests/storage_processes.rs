@@ -157,10 +157,32 @@ fn lock_files_of_killed_processes_are_removed_and_live_ones_kept() {
     let live = folder.start_slow("agent:main:live");
     let live_files = folder.lock_files();
     assert_eq!(live_files.len(), 1);
-    for i in 0..3 {
-        kill9(folder.start_slow(&format!("agent:main:dead{i}")));
+    // All four run at once, then three are killed.
+    let doomed: Vec<Child> = (0..3)
+        .map(|i| folder.start_slow(&format!("agent:main:dead{i}")))
+        .collect();
+    doomed.into_iter().for_each(kill9);
+    // Two more die before recording anything: they wait for the write lock this test holds.
+    {
+        let conn = rusqlite::Connection::open(folder.state.join("switchboard.db")).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let waiting: Vec<Child> = (0..2)
+            .map(|i| {
+                folder
+                    .command(&["inject", &format!("agent:main:blocked{i}"), "hello"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while folder.lock_files().len() < 6 {
+            assert!(Instant::now() < deadline, "{:?}", folder.lock_files());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        waiting.into_iter().for_each(kill9);
+        conn.execute_batch("ROLLBACK").unwrap();
     }
-    assert_eq!(folder.lock_files().len(), 4, "three dead, one live");
+    assert_eq!(folder.lock_files().len(), 6, "five dead, one live");
     let out = folder.command(&["sessions", "list"]).output().unwrap();
     assert!(
         out.status.success(),

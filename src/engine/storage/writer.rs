@@ -6,13 +6,16 @@
 //! with a savepoint around each job, so one failing job undoes only its own changes. That is
 //! why jobs are `FnMut`: a job may run twice, and only the last run's result counts.
 
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::StorageError;
+use super::schema::WAL_LIMIT_BYTES;
 use super::tail_cache;
 
 /// How many jobs one transaction takes at most; bounds the latency of the first job.
@@ -51,7 +54,7 @@ where
         drop(op);
         let outcome = match (commit, result) {
             (Ok(()), Some(r)) => r,
-            (Ok(()), None) => Err(StorageError::Corrupt("write job never ran".into())),
+            (Ok(()), None) => Err(StorageError::Sqlite("write job never ran".into())),
             (Err(e), _) => Err(e),
         };
         // The caller may have gone away (e.g. a timed-out wait); the write still happened.
@@ -59,38 +62,57 @@ where
     }
 }
 
-/// Handle to the writer thread. Dropping every handle ends the thread after it drains.
-#[derive(Clone)]
+/// Handle to the writer thread. Dropping it lets the thread drain what is queued, run a
+/// closing checkpoint and close; the drop waits for that (unless it runs on the writer thread
+/// itself), so a process that exits right after cannot leave its log behind unchecked.
 pub(crate) struct Writer {
-    tx: mpsc::Sender<Box<dyn Job>>,
+    tx: Option<mpsc::Sender<Box<dyn Job>>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(handle) = self.thread.take()
+            && handle.thread().id() != thread::current().id()
+        {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl Writer {
     /// Start the writer on `conn`. With a `checkpointer` connection, WAL checkpoints run on
     /// their own thread (the writer's automatic checkpoints are turned off), so copying pages
-    /// back into the database never stalls group commit.
+    /// back into the database never stalls group commit. `wal` is the log file's path.
     pub fn start(
         conn: Connection,
         checkpointer: Option<Connection>,
+        wal: PathBuf,
     ) -> Result<Writer, StorageError> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
-        let nudge = match checkpointer {
+        let ckpt = match checkpointer {
             Some(ckpt) => {
                 conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                ckpt.busy_timeout(CHECKPOINT_WAIT)?;
                 let (nudge, wake) = mpsc::sync_channel::<()>(1);
-                thread::Builder::new()
+                let wal = wal.clone();
+                let handle = thread::Builder::new()
                     .name("switchboard-checkpoint".into())
-                    .spawn(move || checkpoint_loop(ckpt, wake))
-                    .map_err(StorageError::Thread)?;
-                Some(nudge)
+                    .spawn(move || checkpoint_loop(ckpt, wake, &wal))
+                    .map_err(|e| StorageError::Thread(e.to_string()))?;
+                Some((nudge, handle))
             }
             None => None,
         };
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("switchboard-writer".into())
-            .spawn(move || writer_loop(conn, rx, nudge))
-            .map_err(StorageError::Thread)?;
-        Ok(Writer { tx })
+            .spawn(move || writer_loop(conn, rx, ckpt, &wal))
+            .map_err(|e| StorageError::Thread(e.to_string()))?;
+        Ok(Writer {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
     }
 
     /// Queue `op`; the receiver yields its result after the batch holding it commits.
@@ -105,8 +127,13 @@ impl Writer {
             result: None,
             reply,
         });
-        if let Err(mpsc::SendError(job)) = self.tx.send(job) {
-            job.reply(Err(StorageError::WriterGone));
+        match &self.tx {
+            Some(tx) => {
+                if let Err(mpsc::SendError(job)) = tx.send(job) {
+                    job.reply(Err(StorageError::WriterGone));
+                }
+            }
+            None => job.reply(Err(StorageError::WriterGone)),
         }
         rx
     }
@@ -114,32 +141,68 @@ impl Writer {
 
 /// The least time between two checkpoints: a burst's commits share one checkpoint instead of
 /// each paying for its own, and the WAL grows by at most what this long of writing adds.
-const CHECKPOINT_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
+const CHECKPOINT_SPACING: Duration = Duration::from_millis(200);
 
 /// Jobs committed between checkpoint requests: about SQLite's default of one checkpoint per
 /// 1,000 WAL pages, since a job writes a page or more. Checkpointing after every commit would
 /// put a second fsync beside each lone append's.
 const CHECKPOINT_EVERY_JOBS: usize = 1000;
 
-fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>) {
+/// How long a truncating checkpoint waits for readers (and holds off writers meanwhile)
+/// before giving up until the next round. Short, since writers of every process wait too.
+const CHECKPOINT_WAIT: Duration = Duration::from_secs(2);
+
+/// The log's size on disk (0 when there is none).
+fn wal_size(wal: &Path) -> u64 {
+    std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+}
+
+/// One checkpoint. PASSIVE copies what no reader still needs and never waits. Past the size
+/// limit, TRUNCATE also waits (briefly) for readers to move off the log and empties it, so
+/// the file shrinks even when passive rounds keep being overtaken by other processes.
+fn checkpoint(conn: &Connection, wal: &Path) {
+    let size = wal_size(wal);
+    if size == 0 {
+        return;
+    }
+    let mode = if size >= WAL_LIMIT_BYTES {
+        "TRUNCATE"
+    } else {
+        "PASSIVE"
+    };
+    let done = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    });
+    match done {
+        Ok((busy, log, copied)) => tracing::trace!(mode, size, busy, log, copied, "checkpoint"),
+        Err(e) => tracing::warn!(error = %e, mode, "checkpoint failed; will retry"),
+    }
+}
+
+fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>, wal: &Path) {
+    let mut last: Option<Instant> = None;
     while wake.recv().is_ok() {
-        // PASSIVE: never waits for readers or the writer; whatever it cannot copy now is
-        // copied by a later round.
-        let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-        });
-        match done {
-            Ok((log, copied)) => tracing::trace!(log, copied, "checkpoint"),
-            Err(e) => tracing::warn!(error = %e, "checkpoint failed; will retry"),
+        if let Some(rest) = last.and_then(|t| CHECKPOINT_SPACING.checked_sub(t.elapsed())) {
+            // Wait out the spacing, but leave at once when the writer stops: it runs the
+            // closing checkpoint itself.
+            if let Err(mpsc::RecvTimeoutError::Disconnected) = wake.recv_timeout(rest) {
+                break;
+            }
         }
-        thread::sleep(CHECKPOINT_SPACING);
+        checkpoint(&conn, wal);
+        last = Some(Instant::now());
     }
 }
 
 fn writer_loop(
     conn: Connection,
     rx: mpsc::Receiver<Box<dyn Job>>,
-    nudge: Option<mpsc::SyncSender<()>>,
+    ckpt: Option<(mpsc::SyncSender<()>, thread::JoinHandle<()>)>,
+    wal: &Path,
 ) {
     let mut since_nudge = 0usize;
     while let Ok(first) = rx.recv() {
@@ -152,13 +215,22 @@ fn writer_loop(
         }
         since_nudge += batch.len();
         commit_batch(&conn, batch);
-        if let Some(nudge) = &nudge
-            && since_nudge >= CHECKPOINT_EVERY_JOBS
+        if let Some((nudge, _)) = &ckpt
+            && (since_nudge >= CHECKPOINT_EVERY_JOBS || wal_size(wal) >= WAL_LIMIT_BYTES)
         {
             // Full means a checkpoint is already due; it will see this commit too.
             let _ = nudge.try_send(());
             since_nudge = 0;
         }
+    }
+    // Closing: whatever this process wrote is copied into the database now. Without this a
+    // short-lived process (one `inject`) would never checkpoint, and while any other process
+    // keeps the database open no close is the last one, so the log would only grow.
+    if let Some((nudge, handle)) = ckpt {
+        drop(nudge);
+        let _ = handle.join();
+        let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+        checkpoint(&conn, wal);
     }
 }
 
@@ -173,11 +245,7 @@ fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
         }
     };
     for job in batch {
-        let c = match &commit {
-            Ok(()) => Ok(()),
-            Err(e) => Err(e.clone_for_caller()),
-        };
-        job.reply(c);
+        job.reply(commit.clone());
     }
 }
 
