@@ -58,8 +58,8 @@ impl Engine {
     pub fn open(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
         let scheme = config.key_scheme();
         std::fs::create_dir_all(state_dir).map_err(|e| StorageError::io(state_dir, e))?;
-        let instance =
-            Instance::claim(state_dir).map_err(|e| StorageError::io(&state_dir.join("instances"), e))?;
+        let instance = Instance::claim(state_dir)
+            .map_err(|e| StorageError::io(&state_dir.join("instances"), e))?;
         let mut recovered = Recovered::default();
         let storage = Storage::open_prepared(state_dir, |conn| {
             storage::queries::reclassify_if_needed(conn, &scheme)?;
@@ -217,7 +217,8 @@ fn recover(
         }
         // IMMEDIATE: a deferred transaction that read first could not take the write lock
         // after another process wrote, and would fail at once instead of waiting.
-        let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+        let tx =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
         let r = runlog::close_owner(&tx, &owner, store::now_ms())?;
         tx.commit()?;
         all.runs.extend(r.runs);

@@ -181,9 +181,7 @@ pub fn configure_read_only(conn: &Connection) -> Result<(), StorageError> {
 /// timeout. SQLite's busy handler covers most waits, but not all: switching the journal
 /// mode, and opening while another process recovers the log after a crash, report busy at
 /// once. Start-up steps go through here so processes started together all open.
-pub fn retry_busy<T>(
-    mut op: impl FnMut() -> Result<T, StorageError>,
-) -> Result<T, StorageError> {
+pub fn retry_busy<T>(mut op: impl FnMut() -> Result<T, StorageError>) -> Result<T, StorageError> {
     let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
     let mut pause = std::time::Duration::from_millis(2);
     loop {
