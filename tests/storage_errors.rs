@@ -225,3 +225,63 @@ fn a_read_only_state_folder_can_still_be_listed_shown_and_exported() {
         .collect();
     assert_eq!(before, after, "nothing was added to the folder");
 }
+
+/// A small tmpfs, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// `None` where mounting is not permitted (not root, or no CAP_SYS_ADMIN).
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).output();
+    }
+}
+
+#[test]
+fn a_real_full_disk_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mnt) = Tmpfs::mount(&dir.path().join("mnt"), "1m") else {
+        eprintln!("skipped: this machine does not allow mounting a tmpfs");
+        return;
+    };
+    let state = mnt.0.join("state");
+    let config = dir.path().join("config.json5");
+    std::fs::write(&config, "{}").unwrap();
+    let big = "y".repeat(100_000);
+    let mut failure = None;
+    for i in 0..30 {
+        let out = command(
+            &state,
+            &config,
+            &["inject", &format!("agent:main:s{i}"), &big],
+        )
+        .output()
+        .unwrap();
+        if !out.status.success() {
+            failure = Some(out);
+            break;
+        }
+    }
+    let out = failure.expect("a 1 MB disk fills up");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("disk holding the state folder is full"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("damaged") && !err.contains("panicked"),
+        "{err}"
+    );
+}

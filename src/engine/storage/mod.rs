@@ -387,3 +387,44 @@ fn writable(dir: &Path) -> bool {
 fn writable(dir: &Path) -> bool {
     std::fs::metadata(dir).is_ok_and(|m| !m.permissions().readonly())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(storage: &Storage, name: &'static str) {
+        storage
+            .write_blocking(move |c| {
+                c.execute("INSERT INTO meta (name, value) VALUES (?1, 'x')", [name])?;
+                Ok(())
+            })
+            .expect("write");
+    }
+
+    #[test]
+    fn a_read_that_leaves_its_transaction_open_does_not_pin_the_log() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = Storage::open(dir.path()).expect("open");
+        put(&storage, "a");
+        // A careless read: a transaction begun and never finished.
+        storage
+            .read(|c| {
+                c.execute_batch("BEGIN")?;
+                c.query_row("SELECT count(*) FROM meta", [], |_| Ok(()))?;
+                Ok(())
+            })
+            .expect("read");
+        put(&storage, "b");
+        let other = Connection::open(storage.path()).expect("other");
+        let (log, copied): (i64, i64) = other
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(1)?, r.get(2)?))
+            })
+            .expect("checkpoint");
+        assert_eq!(copied, log, "no reader holds an old snapshot");
+        let n: i64 = storage
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get(0))?))
+            .expect("read");
+        assert!(n >= 2);
+    }
+}
