@@ -81,14 +81,21 @@ impl Folder {
     fn start_slow(&self, key: &str) -> Child {
         let before = self.lock_files();
         let runs_before = running_runs(&self.state);
-        let child = self.command(&["inject", key, "slow"]).spawn().unwrap();
+        let mut child = self.command(&["inject", key, "slow"]).spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if self.lock_files().len() > before.len() && running_runs(&self.state) > runs_before {
-                return child;
+        let mut started = false;
+        while !started && Instant::now() < deadline {
+            started =
+                self.lock_files().len() > before.len() && running_runs(&self.state) > runs_before;
+            if !started {
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
+        if started {
+            return child;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("the slow inject never started its run");
     }
 }
