@@ -427,4 +427,42 @@ mod tests {
             .expect("read");
         assert!(n >= 2);
     }
+
+    #[test]
+    fn a_long_lived_writer_keeps_the_log_under_the_bound_while_a_reader_is_open() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = Storage::open(dir.path()).expect("open");
+        let wal = wal_path(storage.path());
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (db, stop) = (storage.path().to_path_buf(), stop.clone());
+            std::thread::spawn(move || {
+                let conn = Connection::open(db).expect("reader");
+                while !stop.load(Ordering::Relaxed) {
+                    let _: i64 = conn
+                        .query_row("SELECT count(*) FROM meta", [], |r| r.get(0))
+                        .expect("read");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            })
+        };
+        // 80 MB in 80 jobs: far fewer than the 1,000 jobs between routine checkpoints.
+        let mut peak = 0;
+        for i in 0..80 {
+            storage
+                .write_blocking(move |c| {
+                    c.execute(
+                        "INSERT INTO meta (name, value) VALUES (?1, zeroblob(1000000))",
+                        [format!("blob{i}")],
+                    )?;
+                    Ok(())
+                })
+                .expect("write");
+            peak = peak.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+        }
+        stop.store(true, Ordering::Relaxed);
+        reader.join().expect("reader thread");
+        assert!(peak < 64 * 1024 * 1024, "the log reached {peak} bytes");
+    }
 }

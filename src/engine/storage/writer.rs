@@ -26,6 +26,8 @@ const MAX_BATCH: usize = 4096;
 pub(crate) trait Job: Send {
     /// Run (again); returns whether it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
+    /// The error of the last run, if it failed.
+    fn error(&self) -> Option<StorageError>;
     fn reply(self: Box<Self>, commit: Result<(), StorageError>);
 }
 
@@ -45,6 +47,13 @@ where
         let ok = result.is_ok();
         self.result = Some(result);
         ok
+    }
+
+    fn error(&self) -> Option<StorageError> {
+        match &self.result {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     fn reply(self: Box<Self>, commit: Result<(), StorageError>) {
@@ -157,15 +166,21 @@ fn wal_size(wal: &Path) -> u64 {
     std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
 }
 
+/// After a truncating checkpoint gave up (a reader stayed on the log), the next ones are
+/// passive for this long: each truncating attempt holds off every process's writers while it
+/// waits, so retrying it every round would throttle them behind one slow reader.
+const TRUNCATE_BACKOFF: Duration = Duration::from_secs(5);
+
 /// One checkpoint. PASSIVE copies what no reader still needs and never waits. Past the size
-/// limit, TRUNCATE also waits (briefly) for readers to move off the log and empties it, so
-/// the file shrinks even when passive rounds keep being overtaken by other processes.
-fn checkpoint(conn: &Connection, wal: &Path) {
+/// limit (and `may_truncate`), TRUNCATE also waits (briefly) for readers to move off the log
+/// and empties it, so the file shrinks even when passive rounds keep being overtaken by other
+/// processes. Returns whether a truncating checkpoint was tried and could not finish.
+fn checkpoint(conn: &Connection, wal: &Path, may_truncate: bool) -> bool {
     let size = wal_size(wal);
     if size == 0 {
-        return;
+        return false;
     }
-    let mode = if size >= WAL_LIMIT_BYTES {
+    let mode = if may_truncate && size >= WAL_LIMIT_BYTES {
         "TRUNCATE"
     } else {
         "PASSIVE"
@@ -177,14 +192,28 @@ fn checkpoint(conn: &Connection, wal: &Path) {
             r.get::<_, i64>(2)?,
         ))
     });
-    match done {
-        Ok((busy, log, copied)) => tracing::trace!(mode, size, busy, log, copied, "checkpoint"),
-        Err(e) => tracing::warn!(error = %e, mode, "checkpoint failed; will retry"),
+    let blocked = match done {
+        Ok((busy, log, copied)) => {
+            tracing::trace!(mode, size, busy, log, copied, "checkpoint");
+            busy != 0
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, mode, "checkpoint failed; will retry");
+            true
+        }
+    };
+    if blocked && mode == "TRUNCATE" {
+        tracing::info!(
+            size,
+            "the log could not be truncated: a reader is still on it"
+        );
     }
+    blocked && mode == "TRUNCATE"
 }
 
 fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>, wal: &Path) {
     let mut last: Option<Instant> = None;
+    let mut truncate_failed: Option<Instant> = None;
     while wake.recv().is_ok() {
         if let Some(rest) = last.and_then(|t| CHECKPOINT_SPACING.checked_sub(t.elapsed())) {
             // Wait out the spacing, but leave at once when the writer stops: it runs the
@@ -193,7 +222,10 @@ fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>, wal: &Path) {
                 break;
             }
         }
-        checkpoint(&conn, wal);
+        let may_truncate = truncate_failed.is_none_or(|t| t.elapsed() >= TRUNCATE_BACKOFF);
+        if checkpoint(&conn, wal, may_truncate) {
+            truncate_failed = Some(Instant::now());
+        }
         last = Some(Instant::now());
     }
 }
@@ -230,7 +262,7 @@ fn writer_loop(
         drop(nudge);
         let _ = handle.join();
         let _ = conn.busy_timeout(CHECKPOINT_WAIT);
-        checkpoint(&conn, wal);
+        checkpoint(&conn, wal, true);
     }
 }
 
@@ -261,13 +293,24 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), Storag
         jobs = batch.len(),
         "a write job failed; replaying the batch"
     );
-    conn.execute_batch("ROLLBACK")?;
+    // SQLite itself may have rolled the transaction back (disk full, I/O error).
+    if !conn.is_autocommit() {
+        conn.execute_batch("ROLLBACK")?;
+    }
     tail_cache::disarm();
     begin(conn)?;
     for job in batch.iter_mut() {
         exec_cached(conn, "SAVEPOINT job")?;
         let ok = job.run(conn);
         if !ok {
+            if conn.is_autocommit() {
+                // The failure took the whole transaction with it, the other jobs' changes
+                // too: the batch fails with that failure's own kind (e.g. disk full).
+                tail_cache::disarm();
+                return Err(job.error().unwrap_or_else(|| {
+                    StorageError::Sqlite("the transaction was rolled back".into())
+                }));
+            }
             exec_cached(conn, "ROLLBACK TO job")?;
             tail_cache::invalidate();
         }
@@ -357,6 +400,36 @@ mod tests {
             .expect("rows");
         assert_eq!(rows, vec![1, 3, 5]);
         assert!(conn.is_autocommit(), "the transaction was closed");
+    }
+
+    #[test]
+    fn a_failure_that_ends_the_transaction_fails_the_batch_with_its_own_kind() {
+        let conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY, b BLOB)")
+            .expect("schema");
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .expect("pages");
+        conn.pragma_update(None, "max_page_count", pages + 2)
+            .expect("limit");
+        let (a, ra) = job(insert(1));
+        // Too big for the space left: SQLite rolls the whole transaction back itself.
+        let (b, rb) = job(|c: &Connection| -> Result<(), StorageError> {
+            c.execute("INSERT INTO t (n, b) VALUES (2, zeroblob(1000000))", [])?;
+            Ok(())
+        });
+        commit_batch(&conn, vec![a, b]);
+        for reply in [
+            ra.blocking_recv().expect("reply").map(|_| ()),
+            rb.blocking_recv().expect("reply"),
+        ] {
+            assert!(matches!(reply, Err(StorageError::DiskFull(_))), "{reply:?}");
+        }
+        assert!(conn.is_autocommit(), "no transaction is left open");
+        // The next batch works.
+        let (c, rc) = job(insert(3));
+        commit_batch(&conn, vec![c]);
+        assert_eq!(rc.blocking_recv().expect("reply").expect("c"), 3);
     }
 
     #[test]
