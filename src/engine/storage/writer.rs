@@ -15,7 +15,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::StorageError;
-use super::schema::WAL_LIMIT_BYTES;
+use super::schema::{BUSY_TIMEOUT, WAL_LIMIT_BYTES};
 use super::tail_cache;
 
 /// How many jobs one transaction takes at most; bounds the latency of the first job.
@@ -166,9 +166,9 @@ fn wal_size(wal: &Path) -> u64 {
     std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
 }
 
-/// After a truncating checkpoint gave up (a reader stayed on the log), the next ones are
-/// passive for this long: each truncating attempt holds off every process's writers while it
-/// waits, so retrying it every round would throttle them behind one slow reader.
+/// After a truncating checkpoint gave up (a reader stayed on the log), none is tried for
+/// this long: each attempt holds off every process's writers while it waits, so retrying
+/// after every batch would throttle them all behind one slow reader.
 const TRUNCATE_BACKOFF: Duration = Duration::from_secs(5);
 
 /// One checkpoint. PASSIVE copies what no reader still needs and never waits. Past the size
@@ -213,7 +213,6 @@ fn checkpoint(conn: &Connection, wal: &Path, may_truncate: bool) -> bool {
 
 fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>, wal: &Path) {
     let mut last: Option<Instant> = None;
-    let mut truncate_failed: Option<Instant> = None;
     while wake.recv().is_ok() {
         if let Some(rest) = last.and_then(|t| CHECKPOINT_SPACING.checked_sub(t.elapsed())) {
             // Wait out the spacing, but leave at once when the writer stops: it runs the
@@ -222,12 +221,23 @@ fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>, wal: &Path) {
                 break;
             }
         }
-        let may_truncate = truncate_failed.is_none_or(|t| t.elapsed() >= TRUNCATE_BACKOFF);
-        if checkpoint(&conn, wal, may_truncate) {
-            truncate_failed = Some(Instant::now());
-        }
+        checkpoint(&conn, wal, false);
         last = Some(Instant::now());
     }
+}
+
+/// Past the size limit the writer truncates the log itself, between two batches: it then
+/// holds no lock, whereas a checkpoint on another thread would have to catch the write lock
+/// in the moments between this writer's transactions, and under a steady stream of writes
+/// it never does. Writes wait meanwhile (back-pressure); a reader that keeps the log from
+/// being emptied turns this off for `TRUNCATE_BACKOFF`.
+fn truncate_if_big(conn: &Connection, wal: &Path, failed: &mut Option<Instant>) {
+    if wal_size(wal) < WAL_LIMIT_BYTES || failed.is_some_and(|t| t.elapsed() < TRUNCATE_BACKOFF) {
+        return;
+    }
+    let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+    *failed = checkpoint(conn, wal, true).then(Instant::now);
+    let _ = conn.busy_timeout(BUSY_TIMEOUT);
 }
 
 fn writer_loop(
@@ -237,6 +247,7 @@ fn writer_loop(
     wal: &Path,
 ) {
     let mut since_nudge = 0usize;
+    let mut truncate_failed = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -247,8 +258,11 @@ fn writer_loop(
         }
         since_nudge += batch.len();
         commit_batch(&conn, batch);
+        if ckpt.is_some() {
+            truncate_if_big(&conn, wal, &mut truncate_failed);
+        }
         if let Some((nudge, _)) = &ckpt
-            && (since_nudge >= CHECKPOINT_EVERY_JOBS || wal_size(wal) >= WAL_LIMIT_BYTES)
+            && since_nudge >= CHECKPOINT_EVERY_JOBS
         {
             // Full means a checkpoint is already due; it will see this commit too.
             let _ = nudge.try_send(());
