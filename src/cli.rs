@@ -313,6 +313,14 @@ impl Cli {
         Engine::open(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
+
+    /// For commands that only read: also works on a folder this user cannot write.
+    pub fn open_engine_for_reading(&self) -> Result<Engine> {
+        let config = self.load_config()?;
+        let dir = self.state_dir();
+        Engine::open_for_reading(&dir, config)
+            .with_context(|| format!("cannot open the state folder {}", dir.display()))
+    }
 }
 
 pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
@@ -397,7 +405,7 @@ fn tempfile_dir() -> Result<PathBuf> {
 }
 
 fn overview(cli: &Cli) -> Result<()> {
-    let engine = cli.open_engine()?;
+    let engine = cli.open_engine_for_reading()?;
     let count = engine.store().count()?;
     println!("Switchboard state: {}", engine.state_dir().display());
     println!("Sessions: {count}");
@@ -601,7 +609,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             archived,
         } => {
             let kinds = parse_kinds(kinds)?;
-            let engine = cli.open_engine()?;
+            let engine = cli.open_engine_for_reading()?;
             let mut rows = owner_rows(
                 &engine,
                 kinds.clone(),
@@ -638,7 +646,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             tools,
             json,
         } => {
-            let engine = cli.open_engine()?;
+            let engine = cli.open_engine_for_reading()?;
             let (row, history, decision) = show_session(&engine, key, *messages, *tools)?;
             if *json {
                 let mut v = row;
@@ -940,7 +948,7 @@ fn export(
     out: Option<&Path>,
     overwrite: Overwrite,
 ) -> Result<()> {
-    let engine = cli.open_engine()?;
+    let engine = cli.open_engine_for_reading()?;
     if all {
         if key.is_some() {
             return Err(usage("give either a session key or --all, not both"));

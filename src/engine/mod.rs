@@ -53,23 +53,25 @@ struct Runtime {
 
 impl Engine {
     /// Open the state folder's database (creating and migrating it as needed). Runs and
-    /// exchanges left open by an engine that died are closed (`aborted` / `interrupted`).
+    /// exchanges left open by an engine that died are closed (`aborted` / `interrupted`),
+    /// and the lock files such engines left in `instances/` are removed.
     pub fn open(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
         let scheme = config.key_scheme();
-        std::fs::create_dir_all(state_dir).map_err(|source| StorageError::StateDir {
-            path: state_dir.to_path_buf(),
-            source,
-        })?;
-        let instance = Instance::claim(state_dir).map_err(|source| StorageError::StateDir {
-            path: state_dir.join("instances"),
-            source,
-        })?;
+        std::fs::create_dir_all(state_dir).map_err(|e| StorageError::io(state_dir, e))?;
+        let instance = Instance::claim(state_dir)
+            .map_err(|e| StorageError::io(&state_dir.join("instances"), e))?;
         let mut recovered = Recovered::default();
         let storage = Storage::open_prepared(state_dir, |conn| {
             storage::queries::reclassify_if_needed(conn, &scheme)?;
-            recovered = recover(conn, state_dir, instance.id())?;
+            let r = recover(conn, state_dir, instance.id())?;
+            recovered.runs.extend(r.runs);
+            recovered.flows.extend(r.flows);
             Ok(())
         })?;
+        let swept = Instance::sweep(state_dir);
+        if swept > 0 {
+            tracing::info!(swept, "removed lock files of stopped engines");
+        }
         let events = EventBus::default();
         let store = SessionStore::new(storage, scheme, events.clone());
         if !recovered.runs.is_empty() || !recovered.flows.is_empty() {
@@ -83,7 +85,50 @@ impl Engine {
                 flows: recovered.flows.clone(),
             });
         }
-        Ok(Engine {
+        Ok(Engine::assemble(config, store, events, state_dir, instance))
+    }
+
+    /// Open a state folder for reading only: nothing is created, migrated or recovered and
+    /// no instance is claimed, so it works where this user cannot write. Any write fails
+    /// with `StorageError::ReadOnly`.
+    pub fn open_read_only(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
+        let scheme = config.key_scheme();
+        let storage = Storage::open_read_only(state_dir)?;
+        let events = EventBus::default();
+        let store = SessionStore::new(storage, scheme, events.clone());
+        Ok(Engine::assemble(
+            config,
+            store,
+            events,
+            state_dir,
+            Instance::unclaimed(),
+        ))
+    }
+
+    /// For commands that only read: open normally, and fall back to a read-only open when
+    /// the folder cannot be written.
+    pub fn open_for_reading(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
+        match Engine::open(state_dir, config.clone()) {
+            Err(e) if e.is_read_only() => {
+                tracing::info!(error = %e, "the state folder is read-only; reading only");
+                Engine::open_read_only(state_dir, config).map_err(|ro| match ro {
+                    // No database to read: the write failure says more.
+                    StorageError::Open { .. } => e,
+                    other => other,
+                })
+            }
+            other => other,
+        }
+    }
+
+    fn assemble(
+        config: Config,
+        store: SessionStore,
+        events: EventBus,
+        state_dir: &Path,
+        instance: Instance,
+    ) -> Engine {
+        Engine {
             config: Arc::new(config),
             store,
             events,
@@ -93,7 +138,7 @@ impl Engine {
                 tracker: Tracker::default(),
                 instance,
             }),
-        })
+        }
     }
 
     pub(crate) fn runner(&self) -> &Runner {
@@ -186,7 +231,10 @@ fn recover(
         if owner == me || Instance::is_alive(state_dir, &owner) {
             continue;
         }
-        let tx = conn.unchecked_transaction()?;
+        // IMMEDIATE: a deferred transaction that read first could not take the write lock
+        // after another process wrote, and would fail at once instead of waiting.
+        let tx =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
         let r = runlog::close_owner(&tx, &owner, store::now_ms())?;
         tx.commit()?;
         all.runs.extend(r.runs);

@@ -788,7 +788,7 @@ impl StartRecord {
         match outcome.wait_for(Option::is_some).await {
             Ok(done) => match &*done {
                 Some(Ok(())) => Ok(()),
-                Some(Err(e)) => Err(e.clone_for_caller()),
+                Some(Err(e)) => Err(StorageError::clone(e)),
                 None => Err(StorageError::WriterGone),
             },
             // The committing task is gone without a word: only a runtime shutting down.

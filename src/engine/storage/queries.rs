@@ -627,7 +627,8 @@ pub fn reclassify_if_needed(
     if current.as_deref() == Some(basis.as_str()) {
         return Ok(());
     }
-    let tx = conn.unchecked_transaction()?;
+    // IMMEDIATE, so another process's write meanwhile makes this wait, not fail.
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     let mut rows = Vec::new();
     {
         let mut stmt = tx.prepare("SELECT key, entry FROM sessions")?;

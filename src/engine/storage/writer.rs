@@ -6,13 +6,16 @@
 //! with a savepoint around each job, so one failing job undoes only its own changes. That is
 //! why jobs are `FnMut`: a job may run twice, and only the last run's result counts.
 
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::StorageError;
+use super::schema::{BUSY_TIMEOUT, WAL_LIMIT_BYTES};
 use super::tail_cache;
 
 /// How many jobs one transaction takes at most; bounds the latency of the first job.
@@ -23,6 +26,8 @@ const MAX_BATCH: usize = 4096;
 pub(crate) trait Job: Send {
     /// Run (again); returns whether it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
+    /// The error of the last run, if it failed.
+    fn error(&self) -> Option<StorageError>;
     fn reply(self: Box<Self>, commit: Result<(), StorageError>);
 }
 
@@ -44,6 +49,13 @@ where
         ok
     }
 
+    fn error(&self) -> Option<StorageError> {
+        match &self.result {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
     fn reply(self: Box<Self>, commit: Result<(), StorageError>) {
         let TypedJob { op, result, reply } = *self;
         // Release what the job captured before the caller wakes, so it can take back
@@ -51,7 +63,7 @@ where
         drop(op);
         let outcome = match (commit, result) {
             (Ok(()), Some(r)) => r,
-            (Ok(()), None) => Err(StorageError::Corrupt("write job never ran".into())),
+            (Ok(()), None) => Err(StorageError::Sqlite("write job never ran".into())),
             (Err(e), _) => Err(e),
         };
         // The caller may have gone away (e.g. a timed-out wait); the write still happened.
@@ -59,38 +71,57 @@ where
     }
 }
 
-/// Handle to the writer thread. Dropping every handle ends the thread after it drains.
-#[derive(Clone)]
+/// Handle to the writer thread. Dropping it lets the thread drain what is queued, run a
+/// closing checkpoint and close; the drop waits for that (unless it runs on the writer thread
+/// itself), so a process that exits right after cannot leave its log behind unchecked.
 pub(crate) struct Writer {
-    tx: mpsc::Sender<Box<dyn Job>>,
+    tx: Option<mpsc::Sender<Box<dyn Job>>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(handle) = self.thread.take()
+            && handle.thread().id() != thread::current().id()
+        {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl Writer {
     /// Start the writer on `conn`. With a `checkpointer` connection, WAL checkpoints run on
     /// their own thread (the writer's automatic checkpoints are turned off), so copying pages
-    /// back into the database never stalls group commit.
+    /// back into the database never stalls group commit. `wal` is the log file's path.
     pub fn start(
         conn: Connection,
         checkpointer: Option<Connection>,
+        wal: PathBuf,
     ) -> Result<Writer, StorageError> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
-        let nudge = match checkpointer {
+        let ckpt = match checkpointer {
             Some(ckpt) => {
                 conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                ckpt.busy_timeout(CHECKPOINT_WAIT)?;
                 let (nudge, wake) = mpsc::sync_channel::<()>(1);
-                thread::Builder::new()
+                let wal = wal.clone();
+                let handle = thread::Builder::new()
                     .name("switchboard-checkpoint".into())
-                    .spawn(move || checkpoint_loop(ckpt, wake))
-                    .map_err(StorageError::Thread)?;
-                Some(nudge)
+                    .spawn(move || checkpoint_loop(ckpt, wake, &wal))
+                    .map_err(|e| StorageError::Thread(e.to_string()))?;
+                Some((nudge, handle))
             }
             None => None,
         };
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("switchboard-writer".into())
-            .spawn(move || writer_loop(conn, rx, nudge))
-            .map_err(StorageError::Thread)?;
-        Ok(Writer { tx })
+            .spawn(move || writer_loop(conn, rx, ckpt, &wal))
+            .map_err(|e| StorageError::Thread(e.to_string()))?;
+        Ok(Writer {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
     }
 
     /// Queue `op`; the receiver yields its result after the batch holding it commits.
@@ -105,8 +136,13 @@ impl Writer {
             result: None,
             reply,
         });
-        if let Err(mpsc::SendError(job)) = self.tx.send(job) {
-            job.reply(Err(StorageError::WriterGone));
+        match &self.tx {
+            Some(tx) => {
+                if let Err(mpsc::SendError(job)) = tx.send(job) {
+                    job.reply(Err(StorageError::WriterGone));
+                }
+            }
+            None => job.reply(Err(StorageError::WriterGone)),
         }
         rx
     }
@@ -114,34 +150,104 @@ impl Writer {
 
 /// The least time between two checkpoints: a burst's commits share one checkpoint instead of
 /// each paying for its own, and the WAL grows by at most what this long of writing adds.
-const CHECKPOINT_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
+const CHECKPOINT_SPACING: Duration = Duration::from_millis(200);
 
 /// Jobs committed between checkpoint requests: about SQLite's default of one checkpoint per
 /// 1,000 WAL pages, since a job writes a page or more. Checkpointing after every commit would
 /// put a second fsync beside each lone append's.
 const CHECKPOINT_EVERY_JOBS: usize = 1000;
 
-fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>) {
-    while wake.recv().is_ok() {
-        // PASSIVE: never waits for readers or the writer; whatever it cannot copy now is
-        // copied by a later round.
-        let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-        });
-        match done {
-            Ok((log, copied)) => tracing::trace!(log, copied, "checkpoint"),
-            Err(e) => tracing::warn!(error = %e, "checkpoint failed; will retry"),
-        }
-        thread::sleep(CHECKPOINT_SPACING);
+/// How long a truncating checkpoint waits for readers (and holds off writers meanwhile)
+/// before giving up until the next round. Short, since writers of every process wait too.
+const CHECKPOINT_WAIT: Duration = Duration::from_secs(2);
+
+/// The log's size on disk (0 when there is none).
+fn wal_size(wal: &Path) -> u64 {
+    std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+}
+
+/// After a truncating checkpoint gave up (a reader stayed on the log), none is tried for
+/// this long: each attempt holds off every process's writers while it waits, so retrying
+/// after every batch would throttle them all behind one slow reader.
+const TRUNCATE_BACKOFF: Duration = Duration::from_secs(5);
+
+/// One checkpoint. PASSIVE copies what no reader still needs and never waits. Past the size
+/// limit (and `may_truncate`), TRUNCATE also waits (briefly) for readers to move off the log
+/// and empties it, so the file shrinks even when passive rounds keep being overtaken by other
+/// processes. Returns whether a truncating checkpoint was tried and could not finish.
+fn checkpoint(conn: &Connection, wal: &Path, may_truncate: bool) -> bool {
+    let size = wal_size(wal);
+    if size == 0 {
+        return false;
     }
+    let mode = if may_truncate && size >= WAL_LIMIT_BYTES {
+        "TRUNCATE"
+    } else {
+        "PASSIVE"
+    };
+    let done = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    });
+    let blocked = match done {
+        Ok((busy, log, copied)) => {
+            tracing::trace!(mode, size, busy, log, copied, "checkpoint");
+            busy != 0
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, mode, "checkpoint failed; will retry");
+            true
+        }
+    };
+    if blocked && mode == "TRUNCATE" {
+        tracing::info!(
+            size,
+            "the log could not be truncated: a reader is still on it"
+        );
+    }
+    blocked && mode == "TRUNCATE"
+}
+
+fn checkpoint_loop(conn: Connection, wake: mpsc::Receiver<()>, wal: &Path) {
+    let mut last: Option<Instant> = None;
+    while wake.recv().is_ok() {
+        if let Some(rest) = last.and_then(|t| CHECKPOINT_SPACING.checked_sub(t.elapsed())) {
+            // Wait out the spacing, but leave at once when the writer stops: it runs the
+            // closing checkpoint itself.
+            if let Err(mpsc::RecvTimeoutError::Disconnected) = wake.recv_timeout(rest) {
+                break;
+            }
+        }
+        checkpoint(&conn, wal, false);
+        last = Some(Instant::now());
+    }
+}
+
+/// Past the size limit the writer truncates the log itself, between two batches: it then
+/// holds no lock, whereas a checkpoint on another thread would have to catch the write lock
+/// in the moments between this writer's transactions, and under a steady stream of writes
+/// it never does. Writes wait meanwhile (back-pressure); a reader that keeps the log from
+/// being emptied turns this off for `TRUNCATE_BACKOFF`.
+fn truncate_if_big(conn: &Connection, wal: &Path, failed: &mut Option<Instant>) {
+    if wal_size(wal) < WAL_LIMIT_BYTES || failed.is_some_and(|t| t.elapsed() < TRUNCATE_BACKOFF) {
+        return;
+    }
+    let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+    *failed = checkpoint(conn, wal, true).then(Instant::now);
+    let _ = conn.busy_timeout(BUSY_TIMEOUT);
 }
 
 fn writer_loop(
     conn: Connection,
     rx: mpsc::Receiver<Box<dyn Job>>,
-    nudge: Option<mpsc::SyncSender<()>>,
+    ckpt: Option<(mpsc::SyncSender<()>, thread::JoinHandle<()>)>,
+    wal: &Path,
 ) {
     let mut since_nudge = 0usize;
+    let mut truncate_failed = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -152,13 +258,25 @@ fn writer_loop(
         }
         since_nudge += batch.len();
         commit_batch(&conn, batch);
-        if let Some(nudge) = &nudge
+        if ckpt.is_some() {
+            truncate_if_big(&conn, wal, &mut truncate_failed);
+        }
+        if let Some((nudge, _)) = &ckpt
             && since_nudge >= CHECKPOINT_EVERY_JOBS
         {
             // Full means a checkpoint is already due; it will see this commit too.
             let _ = nudge.try_send(());
             since_nudge = 0;
         }
+    }
+    // Closing: whatever this process wrote is copied into the database now. Without this a
+    // short-lived process (one `inject`) would never checkpoint, and while any other process
+    // keeps the database open no close is the last one, so the log would only grow.
+    if let Some((nudge, handle)) = ckpt {
+        drop(nudge);
+        let _ = handle.join();
+        let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+        checkpoint(&conn, wal, true);
     }
 }
 
@@ -173,11 +291,7 @@ fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
         }
     };
     for job in batch {
-        let c = match &commit {
-            Ok(()) => Ok(()),
-            Err(e) => Err(e.clone_for_caller()),
-        };
-        job.reply(c);
+        job.reply(commit.clone());
     }
 }
 
@@ -193,13 +307,24 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), Storag
         jobs = batch.len(),
         "a write job failed; replaying the batch"
     );
-    conn.execute_batch("ROLLBACK")?;
+    // SQLite itself may have rolled the transaction back (disk full, I/O error).
+    if !conn.is_autocommit() {
+        conn.execute_batch("ROLLBACK")?;
+    }
     tail_cache::disarm();
     begin(conn)?;
     for job in batch.iter_mut() {
         exec_cached(conn, "SAVEPOINT job")?;
         let ok = job.run(conn);
         if !ok {
+            if conn.is_autocommit() {
+                // The failure took the whole transaction with it, the other jobs' changes
+                // too: the batch fails with that failure's own kind (e.g. disk full).
+                tail_cache::disarm();
+                return Err(job.error().unwrap_or_else(|| {
+                    StorageError::Sqlite("the transaction was rolled back".into())
+                }));
+            }
             exec_cached(conn, "ROLLBACK TO job")?;
             tail_cache::invalidate();
         }
@@ -289,6 +414,36 @@ mod tests {
             .expect("rows");
         assert_eq!(rows, vec![1, 3, 5]);
         assert!(conn.is_autocommit(), "the transaction was closed");
+    }
+
+    #[test]
+    fn a_failure_that_ends_the_transaction_fails_the_batch_with_its_own_kind() {
+        let conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY, b BLOB)")
+            .expect("schema");
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .expect("pages");
+        conn.pragma_update(None, "max_page_count", pages + 2)
+            .expect("limit");
+        let (a, ra) = job(insert(1));
+        // Too big for the space left: SQLite rolls the whole transaction back itself.
+        let (b, rb) = job(|c: &Connection| -> Result<(), StorageError> {
+            c.execute("INSERT INTO t (n, b) VALUES (2, zeroblob(1000000))", [])?;
+            Ok(())
+        });
+        commit_batch(&conn, vec![a, b]);
+        for reply in [
+            ra.blocking_recv().expect("reply").map(|_| ()),
+            rb.blocking_recv().expect("reply"),
+        ] {
+            assert!(matches!(reply, Err(StorageError::DiskFull(_))), "{reply:?}");
+        }
+        assert!(conn.is_autocommit(), "no transaction is left open");
+        // The next batch works.
+        let (c, rc) = job(insert(3));
+        commit_batch(&conn, vec![c]);
+        assert_eq!(rc.blocking_recv().expect("reply").expect("c"), 3);
     }
 
     #[test]
