@@ -157,6 +157,7 @@ fn concurrent_injects_with_kills_all_exit_and_leave_a_consistent_store() {
     let mut running: Vec<(usize, std::process::Child, Instant)> = Vec::new();
     let mut exits: Vec<Option<Exit>> = jobs.iter().map(|_| None).collect();
     let mut killed = std::collections::HashSet::new();
+    let mut largest_wal = 0u64;
     while !queue.is_empty() || !running.is_empty() {
         while running.len() < 8
             && let Some((index, job)) = queue.pop()
@@ -205,6 +206,10 @@ fn concurrent_injects_with_kills_all_exit_and_leave_a_consistent_store() {
             }
         }
         running = still;
+        // The log is sampled while the storm runs: it must stay bounded at any time, not
+        // just after the last process checkpointed on its way out.
+        let wal = std::fs::metadata(bench.state.join("switchboard.db-wal")).map_or(0, |m| m.len());
+        largest_wal = largest_wal.max(wal);
         std::thread::sleep(Duration::from_millis(2));
     }
     let elapsed = started.elapsed();
@@ -248,10 +253,15 @@ fn concurrent_injects_with_kills_all_exit_and_leave_a_consistent_store() {
         eprintln!("  {n} x {reason}");
     }
     assert!(hung.is_empty(), "processes that never exited: {hung:#?}");
-    // A failure must be an orderly one (a message and exit 1), never a panic or a signal.
-    for (code, line) in &failed {
-        assert_eq!(*code, Some(1), "{line}");
-    }
+    // Processes that start together wait for each other (busy timeout, retried start-up):
+    // no command that was not killed may fail, not even with an orderly "database is locked".
+    assert!(failed.is_empty(), "commands that failed: {reasons:#?}");
+    // And the write-ahead log stayed bounded while they ran (checkpoints made progress).
+    eprintln!("largest WAL seen: {largest_wal} bytes");
+    assert!(
+        largest_wal < 64 << 20,
+        "the WAL grew to {largest_wal} bytes"
+    );
 
     // One more command recovers what the killed ones left and finishes their announces.
     let last = command(&bench, &["tool", "sessions_list", "{}"])
