@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+mod common;
 
 /// `slow …` keeps its run going long enough to be killed in the middle of it.
 const CONFIG: &str = r#"{
@@ -17,37 +17,22 @@ const CONFIG: &str = r#"{
   ] },
 }"#;
 
+/// A fresh state folder with `CONFIG`, whose commands capture their output.
 struct Folder {
-    _dir: tempfile::TempDir,
+    bench: common::CliBench,
     state: PathBuf,
-    config: PathBuf,
 }
 
 impl Folder {
     fn new() -> Folder {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("state");
-        let config = dir.path().join("config.json5");
-        std::fs::write(&config, CONFIG).unwrap();
-        Folder {
-            _dir: dir,
-            state,
-            config,
-        }
+        let bench = common::CliBench::new(CONFIG);
+        let state = bench.state.clone();
+        Folder { bench, state }
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.arg("--state-dir")
-            .arg(&self.state)
-            .arg("--config")
-            .arg(&self.config)
-            .args(args)
-            .env_remove("SWITCHBOARD_STATE_DIR")
-            .env_remove("SWITCHBOARD_CONFIG")
-            .env_remove("RUST_BACKTRACE")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut c = self.bench.command(args);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
         c
     }
 
