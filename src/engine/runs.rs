@@ -692,7 +692,7 @@ enum StartState {
     /// from a later retry.
     Queued {
         attempt: u64,
-        outcome: watch::Receiver<Option<Result<(), Arc<StorageError>>>>,
+        outcome: watch::Receiver<Option<Result<(), StorageError>>>,
     },
     /// Committed (or claimed by the run's end, which writes it with the end).
     Written,
@@ -788,7 +788,7 @@ impl StartRecord {
         match outcome.wait_for(Option::is_some).await {
             Ok(done) => match &*done {
                 Some(Ok(())) => Ok(()),
-                Some(Err(e)) => Err(StorageError::clone(e)),
+                Some(Err(e)) => Err(e.clone()),
                 None => Err(StorageError::WriterGone),
             },
             // The committing task is gone without a word: only a runtime shutting down.
@@ -801,7 +801,7 @@ impl StartRecord {
     fn queue(
         self: &Arc<Self>,
         state: &mut StartState,
-    ) -> watch::Receiver<Option<Result<(), Arc<StorageError>>>> {
+    ) -> watch::Receiver<Option<Result<(), StorageError>>> {
         let inbound: Vec<NewLine> = self
             .req
             .inbound
@@ -822,7 +822,7 @@ impl StartRecord {
         let record = self.clone();
         let what = format!("the start record of run {}", self.run_id);
         self.engine.tracker().spawn(what, async move {
-            let result = pending.committed().await.map(|_| ()).map_err(Arc::new);
+            let result = pending.committed().await.map(|_| ());
             {
                 let mut state = record.state();
                 if matches!(&*state, StartState::Queued { attempt: a, .. } if *a == attempt) {
