@@ -523,20 +523,13 @@ impl Engine {
         let Some(s) = self.store().get(child)? else {
             return Ok(None);
         };
-        // `None` until the first message is seen, then what it says.
-        let mut first: Option<Option<Chain>> = None;
-        self.store().storage().read(|c| {
-            queries::transcript_lines(c, &s.entry.session_id, |line| {
-                if first.is_none()
-                    && let Ok(v) = serde_json::from_str::<Value>(line)
-                    && let Some(m) = v.get("message")
-                {
-                    first = Some(Chain::from_provenance(m));
-                }
-                Ok(())
-            })
-        })?;
-        Ok(first.flatten())
+        let first = self
+            .store()
+            .storage()
+            .read(|c| queries::first_message_line(c, &s.entry.session_id))?;
+        Ok(first
+            .and_then(|line| serde_json::from_str::<Value>(&line).ok())
+            .and_then(|v| v.get("message").and_then(Chain::from_provenance)))
     }
 
     /// The text of the child's latest tool result, for a child that gave no final reply.

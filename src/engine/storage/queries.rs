@@ -581,6 +581,21 @@ pub fn transcript_lines(
     Ok(())
 }
 
+/// The first message line of a session's transcript (the header and other entries before it
+/// are passed over inside the index range), without reading the rest.
+pub fn first_message_line(
+    conn: &Connection,
+    session_id: &str,
+) -> Result<Option<String>, StorageError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT line FROM transcript WHERE session_id = ?1 AND type = 'message' \
+             ORDER BY seq LIMIT 1",
+        )?
+        .query_row([session_id], |r| r.get::<_, String>(0))
+        .optional()?)
+}
+
 pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, StorageError> {
     Ok(conn
         .prepare_cached(
