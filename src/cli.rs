@@ -482,11 +482,46 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
             print_json(&result)?;
             // Whatever the call set off (a send's reply-back loop and announce) finishes
             // before we exit, so a following `sessions_history` shows all of it.
-            engine.idle().await;
+            reporting(&engine, engine.idle()).await;
             Ok(())
         }
         Err(ToolError::Input(e)) => Err(usage(format!("{}: {e}", args.name))),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// How often a command waiting for the work it set off says what it still waits for.
+/// `SWITCHBOARD_WAIT_REPORT_SECS` shortens it for tests, which cannot wait 30 s.
+fn wait_report_every() -> std::time::Duration {
+    std::env::var("SWITCHBOARD_WAIT_REPORT_SECS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .map_or(
+            std::time::Duration::from_secs(30),
+            std::time::Duration::from_secs,
+        )
+}
+
+/// Await `work` (a run, or everything a command set off). Every wait is bounded by the
+/// work's own timeouts, but some are long (a scripted delay, a 60 s exchange step), so a
+/// wait is never a silent one: every `wait_report_every()` stderr says what is still
+/// running and for how long.
+async fn reporting<T>(engine: &Engine, work: impl std::future::Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let every = wait_report_every();
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            () = tokio::time::sleep(every) => {
+                let busy = switchboard::engine::tracker::Busy {
+                    waited: started.elapsed(),
+                    tasks: engine.still_running(),
+                };
+                eprintln!("still waiting: {}", safe_line(&busy.to_string()));
+            }
+        }
     }
 }
 
@@ -552,17 +587,17 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     if let Some(reply) = &received.command_reply {
         println!("{}", safe_text(reply));
         // Work resumed at start-up (a pending sub-agent announce) still finishes first.
-        engine.idle().await;
+        reporting(&engine, engine.idle()).await;
         return Ok(());
     }
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let printer = tokio::spawn(crate::progress::print(events, !args.quiet, stopped));
     let reply = match received.run {
-        Some(mut run) => Some(run.wait().await),
+        Some(mut run) => Some(reporting(&engine, run.wait()).await),
         None => None,
     };
     // Everything the message set off (sends, their loops and announces) ends before exit.
-    engine.idle().await;
+    reporting(&engine, engine.idle()).await;
     let _ = stop.send(());
     let _ = printer.await;
     match reply {

@@ -302,3 +302,29 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
         "work: still there?\n"
     );
 }
+
+/// A command waiting for a long turn is never silent: it says on stderr what it still waits
+/// for (here every second instead of every 30 s), and still prints the reply in the end.
+#[test]
+fn a_long_wait_says_what_it_is_waiting_for() {
+    let b = CliBench::new(
+        r#"{ agents: { list: [ { id: "main", default: true, model: "scripted", script: [
+             { delayMs: 2500, reply: "done at last" } ] } ] } }"#,
+    );
+    let out = b
+        .command(&["inject", "agent:main:main", "take your time"])
+        .env("SWITCHBOARD_WAIT_REPORT_SECS", "1")
+        .output()
+        .expect("run inject");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done at last");
+    let report = stderr
+        .lines()
+        .find(|l| l.starts_with("still waiting: "))
+        .unwrap_or_else(|| panic!("no report of the wait: {stderr}"));
+    assert!(
+        report.contains("task(s) still running") && report.contains("on agent:main:main"),
+        "{report}"
+    );
+}

@@ -163,6 +163,11 @@ impl Engine {
         }
     }
 
+    /// The work this engine started that is still running, oldest first, with its age.
+    pub fn still_running(&self) -> Vec<(String, std::time::Duration)> {
+        self.runtime.tracker.running()
+    }
+
     /// Like `idle`, but give up after `limit`, saying what is still running (also logged).
     pub async fn idle_for(&self, limit: std::time::Duration) -> Result<(), tracker::Busy> {
         let waited = self.runtime.tracker.idle_for(limit).await;
