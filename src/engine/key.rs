@@ -4,6 +4,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
 
 /// The agent id used when nothing else names one.
 pub const DEFAULT_AGENT_ID: &str = "main";
@@ -283,8 +284,11 @@ impl KeyScheme {
                 at: at + 1,
             });
         }
-        // Empty segments are dropped, as OpenClaw does, so `:notes` and `notes` are one key.
-        let s = trimmed
+        // NFC first: `é` typed as one character or as `e` + a combining accent looks the same,
+        // so it must be the same key. Then empty segments are dropped, as OpenClaw does, so
+        // `:notes` and `notes` are one key.
+        let composed: String = trimmed.nfc().collect();
+        let s = composed
             .to_ascii_lowercase()
             .split(':')
             .map(str::trim)
@@ -507,5 +511,18 @@ mod tests {
             KeyInput::Candidate(_)
         ));
         assert!(matches!(classify_input("agent:main:s2"), KeyInput::Key(_)));
+    }
+
+    #[test]
+    fn composed_and_decomposed_accents_are_one_key() {
+        let s = scheme();
+        let composed = s
+            .canonicalize("agent:main:caf\u{e9}", "main")
+            .expect("composed");
+        let decomposed = s
+            .canonicalize("agent:main:cafe\u{301}", "main")
+            .expect("decomposed");
+        assert_eq!(composed, decomposed);
+        assert_eq!(composed.as_str(), "agent:main:caf\u{e9}");
     }
 }
