@@ -324,14 +324,17 @@ impl Engine {
                 .storage()
                 .write(move |c| {
                     // Only the first to decide records it (another process may be resuming).
-                    let n = c
-                        .prepare_cached(
-                            "UPDATE spawns SET status = 'ended', outcome = ?2, error = ?3, ended_at = ?4,
-                                 announce = ?5, announce_state = ?6
-                             WHERE child_key = ?1 AND status = 'running'",
-                        )?
-                        .execute(rusqlite::params![k, o, err, ended, text, state])?;
-                    Ok(n > 0)
+                    runlog::end_spawn(
+                        c,
+                        &k,
+                        &runlog::SpawnEnd {
+                            outcome: &o,
+                            error: err.as_deref(),
+                            ended_at: ended,
+                            announce: text.as_deref(),
+                            announce_state: state,
+                        },
+                    )
                 })
                 .await?;
             if decided {
@@ -424,7 +427,12 @@ impl Engine {
                 if let Some(line) = &line
                     && queries::get_session(c, &req_key)?.is_some()
                 {
-                    appended = Some(queries::append_lines(c, &req_key, std::slice::from_ref(line), now)?);
+                    appended = Some(queries::append_lines(
+                        c,
+                        &req_key,
+                        std::slice::from_ref(line),
+                        now,
+                    )?);
                 }
                 let mut outbox_id = None;
                 if let (Some(t), Some(route), "delivered") = (&s.announce, &r, outcome) {
@@ -446,11 +454,7 @@ impl Engine {
                         },
                     )?);
                 }
-                c.prepare_cached(
-                    "UPDATE spawns SET status = 'done', announce_state = ?2, announced_at = ?3, archive_at = ?4
-                     WHERE child_key = ?1",
-                )?
-                .execute(rusqlite::params![k, outcome, now, archive_at])?;
+                runlog::finish_spawn(c, &k, outcome, now, archive_at)?;
                 let deleted = if s.cleanup == "delete" {
                     queries::delete_session(c, &SessionKey::from_canonical(k.clone()))?
                 } else {
@@ -580,12 +584,7 @@ impl Engine {
                 .store()
                 .storage()
                 .write(move |c| {
-                    let n = c
-                        .prepare_cached(
-                            "UPDATE spawns SET archived_at = ?2 WHERE child_key = ?1 AND archived_at IS NULL",
-                        )?
-                        .execute(rusqlite::params![k, now])?;
-                    if n == 0 {
+                    if !runlog::archive_spawn(c, &k, now)? {
                         return Ok(false);
                     }
                     let sk = SessionKey::from_canonical(k.clone());

@@ -391,6 +391,66 @@ pub fn insert_spawn(conn: &Connection, s: &SpawnRow) -> Result<(), StorageError>
     Ok(())
 }
 
+/// What a child's run ended with, and the announce decided from it.
+pub struct SpawnEnd<'a> {
+    pub outcome: &'a str,
+    pub error: Option<&'a str>,
+    pub ended_at: i64,
+    pub announce: Option<&'a str>,
+    /// `pending` (to deliver) or `skipped` (a silent `ANNOUNCE_SKIP`).
+    pub announce_state: &'a str,
+}
+
+/// Record a child's end, once: only a spawn still `running` is moved to `ended` (another
+/// process may be resuming the same one). Returns whether this call decided it.
+pub fn end_spawn(
+    conn: &Connection,
+    child_key: &str,
+    e: &SpawnEnd<'_>,
+) -> Result<bool, StorageError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE spawns SET status = 'ended', outcome = ?2, error = ?3, ended_at = ?4,
+                 announce = ?5, announce_state = ?6
+             WHERE child_key = ?1 AND status = 'running'",
+        )?
+        .execute(params![
+            child_key,
+            e.outcome,
+            e.error,
+            e.ended_at,
+            e.announce,
+            e.announce_state
+        ])?;
+    Ok(n > 0)
+}
+
+/// Mark a spawn's announce delivered (or skipped) and set its archive time.
+pub fn finish_spawn(
+    conn: &Connection,
+    child_key: &str,
+    announce_state: &str,
+    announced_at: i64,
+    archive_at: Option<i64>,
+) -> Result<(), StorageError> {
+    conn.prepare_cached(
+        "UPDATE spawns SET status = 'done', announce_state = ?2, announced_at = ?3, archive_at = ?4
+         WHERE child_key = ?1",
+    )?
+    .execute(params![child_key, announce_state, announced_at, archive_at])?;
+    Ok(())
+}
+
+/// Mark a spawn archived, once. Returns whether this call did it.
+pub fn archive_spawn(conn: &Connection, child_key: &str, now: i64) -> Result<bool, StorageError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE spawns SET archived_at = ?2 WHERE child_key = ?1 AND archived_at IS NULL",
+        )?
+        .execute(params![child_key, now])?;
+    Ok(n > 0)
+}
+
 pub fn get_spawn(conn: &Connection, child_key: &str) -> Result<Option<SpawnRow>, StorageError> {
     Ok(conn
         .prepare_cached(&format!(
