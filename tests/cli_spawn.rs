@@ -94,9 +94,22 @@ fn an_announce_interrupted_by_a_crash_is_delivered_once_on_the_next_start() {
         (state("status"), state("announce_state")),
         ("ended".into(), "pending".into())
     );
-    assert!(announces(&b).is_empty(), "not delivered before the crash");
+    // Read the store directly: any command (even `tool sessions_history`) is a start that
+    // resumes, and may deliver the announce before its own read.
+    let delivered = || -> i64 {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM transcript WHERE line LIKE '%\"sourceTool\":\"subagent_announce\"%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(delivered(), 0, "not delivered before the crash");
     // Any later start delivers it: here, an unrelated message.
     b.ok(&["inject", "agent:main:main", "hello", "--quiet"]);
+    assert_eq!(delivered(), 1);
     assert_eq!(announces(&b).len(), 1);
     assert_eq!(state("status"), "done");
     // And never again.
