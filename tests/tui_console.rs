@@ -328,3 +328,47 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
             .is_some_and(|f| f.error && f.text.contains("refused"))
     );
 }
+
+/// Lines sent one Enter after another reach the transcript in the order they were typed
+/// (each Enter used to start its own task, and the tasks raced to the store: L1 L2 L3 L6 L4 L5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_messages_sent_quickly_are_stored_in_the_order_typed() {
+    let b = common::bench(config());
+    let key = SessionKey::from_canonical(ME);
+    b.engine
+        .store()
+        .ensure(&key, SessionInit::default())
+        .await
+        .unwrap();
+    let (mut c, mut rx) = console(&b);
+    let me = c.state.sessions.iter().position(|r| r.key == ME).unwrap();
+    for _ in 0..me {
+        c.update(Action::Intent(Intent::Down));
+    }
+    let sent: Vec<String> = (1..=24).map(|i| format!("L{i}")).collect();
+    for line in &sent {
+        type_text(&mut c, line);
+    }
+    for _ in &sent {
+        let (text, error) = report(&mut c, &mut rx).await;
+        assert!(!error, "{text}");
+    }
+    b.engine.idle().await;
+    let session = b.engine.store().get(&key).unwrap().unwrap();
+    let lines = b
+        .engine
+        .store()
+        .tail(&session.entry.session_id, 1000, true)
+        .unwrap();
+    let stored: Vec<String> = lines
+        .iter()
+        .filter(|r| r.line["message"]["role"] == "user")
+        .map(|r| {
+            r.line["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(stored, sent);
+}

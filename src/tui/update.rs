@@ -35,6 +35,9 @@ pub struct Console {
     recount: bool,
     /// Sessions count and newest activity last seen, to notice other processes' writes.
     seen: (u64, i64),
+    /// The owner's messages, in the order typed, to the one task that sends them (started
+    /// with the first). One task per message let them race to the store out of order.
+    outbox: Option<UnboundedSender<(SessionKey, String)>>,
 }
 
 impl Console {
@@ -47,6 +50,7 @@ impl Console {
             transcript_dirty: true,
             recount: true,
             seen: (0, 0),
+            outbox: None,
         };
         c.refresh();
         c
@@ -546,22 +550,40 @@ impl Console {
     }
 
     /// Send `text` into `key` as the owner (the console is the owner's), in the background.
+    /// Messages are recorded one after another in the order they were typed; only the
+    /// recording is waited for, so a long run does not hold up the next message.
     fn send_message(&mut self, key: SessionKey, text: String) {
-        let (engine, tx) = (self.engine.clone(), self.tx.clone());
-        tokio::spawn(async move {
-            let from = Inbound {
-                owner: true,
-                ..Inbound::default()
-            };
-            let report = match engine.receive(&key, &text, &from).await {
-                Ok(r) => match r.command_reply {
-                    Some(reply) => Action::Flash(reply, false),
-                    None => Action::Flash(format!("sent to {key}"), false),
-                },
-                Err(e) => Action::Flash(format!("could not send to {key}: {e}"), true),
-            };
-            let _ = tx.send(report);
+        let outbox = self.outbox.get_or_insert_with(|| {
+            let (outbox, mut queue) =
+                tokio::sync::mpsc::unbounded_channel::<(SessionKey, String)>();
+            let (engine, tx) = (self.engine.clone(), self.tx.clone());
+            tokio::spawn(async move {
+                let from = Inbound {
+                    owner: true,
+                    ..Inbound::default()
+                };
+                while let Some((key, text)) = queue.recv().await {
+                    let report = match engine.receive(&key, &text, &from).await {
+                        Ok(r) => match r.command_reply {
+                            Some(reply) => Action::Flash(reply, false),
+                            None => Action::Flash(format!("sent to {key}"), false),
+                        },
+                        Err(e) => Action::Flash(format!("could not send to {key}: {e}"), true),
+                    };
+                    let _ = tx.send(report);
+                }
+            });
+            outbox
         });
+        if let Err(unsent) = outbox.send((key, text)) {
+            // The sending task is gone (the runtime is shutting down): say so, lose nothing
+            // silently.
+            let (key, _) = unsent.0;
+            let _ = self.tx.send(Action::Flash(
+                format!("could not send to {key}: the console is closing"),
+                true,
+            ));
+        }
     }
 
     /// Call a session tool as the selected session's agent, in the background.
