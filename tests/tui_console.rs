@@ -372,3 +372,57 @@ async fn owner_messages_sent_quickly_are_stored_in_the_order_typed() {
         .collect();
     assert_eq!(stored, sent);
 }
+
+/// The transcript always belongs to the selected session. Clearing a filter one Backspace at
+/// a time moved the selection to another session while the pane kept showing the old one's
+/// messages (and the composer then wrote to a session the owner was not reading).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() {
+    let b = common::bench(config());
+    let keys: Vec<String> = (0..12)
+        .map(|i| format!("agent:main:visitor-88{i:02}"))
+        .chain((0..30).map(|i| format!("agent:main:other-{i}")))
+        .collect();
+    for k in &keys {
+        let line = NewLine::message(
+            json!({ "role": "user", "content": [{ "type": "text", "text": format!("I am {k}") }] }),
+        );
+        let key = SessionKey::from_canonical(k.clone());
+        b.engine
+            .store()
+            .ensure(&key, SessionInit::default())
+            .await
+            .unwrap();
+        b.engine.store().append(&key, vec![line]).await.unwrap();
+    }
+    let (mut c, _rx) = console(&b);
+    let shown_matches_selection = |c: &Console| {
+        let selected = c.state.selected_key().unwrap_or("").to_string();
+        let last = c
+            .state
+            .transcript
+            .last()
+            .map(|l| l.text.clone())
+            .unwrap_or_default();
+        assert_eq!(last, format!("I am {selected}"), "selected {selected}");
+    };
+    let key = |c: &mut Console, code: crossterm::event::KeyCode| {
+        c.update(Action::Key(crossterm::event::KeyEvent::new(
+            code,
+            crossterm::event::KeyModifiers::NONE,
+        )));
+        c.refresh();
+    };
+    c.update(Action::Intent(Intent::Filter));
+    for ch in "visitor-8805".chars() {
+        key(&mut c, crossterm::event::KeyCode::Char(ch));
+    }
+    key(&mut c, crossterm::event::KeyCode::Enter);
+    assert_eq!(c.state.selected_key(), Some("agent:main:visitor-8805"));
+    shown_matches_selection(&c);
+    c.update(Action::Intent(Intent::Filter));
+    while !c.state.filter.is_empty() {
+        key(&mut c, crossterm::event::KeyCode::Backspace);
+        shown_matches_selection(&c);
+    }
+}

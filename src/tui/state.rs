@@ -141,6 +141,10 @@ pub struct State {
     pub unread: HashMap<String, u32>,
 
     pub transcript: Vec<TranscriptLine>,
+    /// The session `transcript` was read from: whenever the selection names another, the
+    /// transcript is reloaded before the next frame, so the pane never shows one session's
+    /// lines under another's title.
+    pub transcript_key: Option<String>,
     /// Lines the selected session has in all (the pane holds only the newest window).
     pub transcript_total: i64,
     /// Lines scrolled up from the end (0 = at the end).
@@ -187,6 +191,7 @@ impl State {
             running: HashSet::new(),
             unread: HashMap::new(),
             transcript: Vec::new(),
+            transcript_key: None,
             transcript_total: 0,
             transcript_scroll: 0,
             transcript_window: crate::tui::load::TRANSCRIPT_WINDOW,

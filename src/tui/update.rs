@@ -84,6 +84,11 @@ impl Console {
             self.sessions_dirty = false;
             self.reload_sessions();
         }
+        // Whatever moved the selection (a filter edit, a reload, a deletion), the transcript
+        // follows it: checked here, once, rather than at every place that can move it.
+        if self.state.selected_key() != self.state.transcript_key.as_deref() {
+            self.transcript_dirty = true;
+        }
         if self.transcript_dirty {
             self.transcript_dirty = false;
             self.reload_transcript();
@@ -152,10 +157,19 @@ impl Console {
         let s = &mut self.state;
         let Some(key) = s.selected_key().map(str::to_string) else {
             s.transcript.clear();
+            s.transcript_key = None;
             s.transcript_total = 0;
             s.selected_policy = None;
             return;
         };
+        if s.transcript_key.as_deref() != Some(key.as_str()) {
+            // Another session: start at its end, not at the last one's scroll position.
+            s.transcript.clear();
+            s.transcript_total = 0;
+            s.transcript_scroll = 0;
+            s.transcript_window = load::TRANSCRIPT_WINDOW;
+            s.follow = true;
+        }
         match load::transcript(&self.engine, &key, s.transcript_window) {
             Ok((lines, total)) => {
                 // Scrolled to the top of what was loaded: stay at the top of the longer window.
@@ -170,9 +184,15 @@ impl Console {
                     s.transcript_scroll += (total - s.transcript_total) as usize;
                 }
                 s.transcript = lines;
+                s.transcript_key = Some(key.clone());
                 s.transcript_total = total;
             }
-            Err(e) => s.flash(format!("cannot read the transcript: {e}"), true),
+            Err(e) => {
+                // Nothing of another session stays on screen under this one's title.
+                s.transcript.clear();
+                s.transcript_key = Some(key.clone());
+                s.flash(format!("cannot read the transcript: {e}"), true);
+            }
         }
         s.unread.remove(&key);
         s.selected_policy = self
