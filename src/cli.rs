@@ -380,8 +380,8 @@ async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
     let config = switchboard::demo::demo_config()?;
     let engine = Engine::open(&dir, config)
         .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
-    switchboard::demo::seed(&engine).await?;
-    let traffic = switchboard::demo::start_traffic(
+    // Seeding runs beside the console, which draws at once and fills in as it lands.
+    let traffic = switchboard::demo::start(
         engine.clone(),
         // Below about 200 ms the demo's agents cannot keep up and the queues only grow.
         std::time::Duration::from_millis(pace_ms.max(200)),

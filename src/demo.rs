@@ -61,23 +61,37 @@ pub async fn seed(engine: &Engine) -> anyhow::Result<()> {
 /// console stays live however busy the agents are, and a failed message is logged and
 /// skipped: the demo must go on. Needs a tokio runtime.
 pub fn start_traffic(engine: Engine, pace: Duration) -> JoinHandle<()> {
+    tokio::spawn(traffic(engine, pace))
+}
+
+/// Seed, then keep the traffic coming, all in the background: the console draws its first
+/// frame at once and fills in as the seed lands (seeding takes about two seconds). Abort the
+/// task to stop both.
+pub fn start(engine: Engine, pace: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
-        // `interval` panics on a zero period; a zero pace means "as fast as possible".
-        let mut ticker = tokio::time::interval(pace.max(Duration::from_millis(1)));
-        // After a stall (a busy writer), carry on at the pace instead of bursting to catch up.
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        // The first tick completes at once; the seed has just run, so start one pace later.
-        ticker.tick().await;
-        let mut i: u64 = 0;
-        loop {
-            ticker.tick().await;
-            let m = traffic_message(i);
-            if let Err(e) = inject(&engine, &m).await {
-                tracing::warn!(key = %m.key, error = %e, "demo traffic: could not inject a message");
-            }
-            i = i.wrapping_add(1);
+        if let Err(e) = seed(&engine).await {
+            tracing::warn!(error = %format!("{e:#}"), "demo: seeding stopped; the traffic goes on");
         }
+        traffic(engine, pace).await;
     })
+}
+
+async fn traffic(engine: Engine, pace: Duration) {
+    // `interval` panics on a zero period; a zero pace means "as fast as possible".
+    let mut ticker = tokio::time::interval(pace.max(Duration::from_millis(1)));
+    // After a stall (a busy writer), carry on at the pace instead of bursting to catch up.
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // The first tick completes at once; the seed has just run, so start one pace later.
+    ticker.tick().await;
+    let mut i: u64 = 0;
+    loop {
+        ticker.tick().await;
+        let m = traffic_message(i);
+        if let Err(e) = inject(&engine, &m).await {
+            tracing::warn!(key = %m.key, error = %e, "demo traffic: could not inject a message");
+        }
+        i = i.wrapping_add(1);
+    }
 }
 
 /// One inbound message: where it arrives and who sent it.
