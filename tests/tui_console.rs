@@ -84,19 +84,38 @@ async fn report(c: &mut Console, rx: &mut UnboundedReceiver<Action>) -> (String,
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scrolling_to_the_top_of_a_long_transcript_loads_older_lines() {
-    let b = common::bench(config());
-    let key = SessionKey::from_canonical(ME);
+/// Create session `k` holding `lines` (user messages with these texts).
+async fn session_with(b: &common::Bench, k: &str, lines: impl IntoIterator<Item = String>) {
+    let key = SessionKey::from_canonical(k);
     b.engine
         .store()
         .ensure(&key, SessionInit::default())
         .await
         .unwrap();
-    let lines: Vec<NewLine> = (0..1000)
-        .map(|n| NewLine::message(json!({ "role": "user", "content": [{ "type": "text", "text": format!("line {n}") }] })))
+    let lines: Vec<NewLine> = lines
+        .into_iter()
+        .map(|t| {
+            NewLine::message(json!({ "role": "user", "content": [{ "type": "text", "text": t }] }))
+        })
         .collect();
-    b.engine.store().append(&key, lines).await.unwrap();
+    if !lines.is_empty() {
+        b.engine.store().append(&key, lines).await.unwrap();
+    }
+}
+
+/// Move the selection down to session `k`.
+fn select(c: &mut Console, k: &str) {
+    let at = c.state.sessions.iter().position(|r| r.key == k).unwrap();
+    for _ in 0..at {
+        c.update(Action::Intent(Intent::Down));
+    }
+    assert_eq!(c.state.selected_key(), Some(k));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrolling_to_the_top_of_a_long_transcript_loads_older_lines() {
+    let b = common::bench(config());
+    session_with(&b, ME, (0..1000).map(|n| format!("line {n}"))).await;
     let (mut c, _rx) = console(&b);
     assert_eq!(
         c.state.transcript.len(),
@@ -118,18 +137,10 @@ async fn scrolling_to_the_top_of_a_long_transcript_loads_older_lines() {
 async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
     let b = common::bench(config());
     for k in [ME, "agent:work:main"] {
-        b.engine
-            .store()
-            .ensure(&SessionKey::from_canonical(k), SessionInit::default())
-            .await
-            .unwrap();
+        session_with(&b, k, []).await;
     }
     let (mut c, mut rx) = console(&b);
-    let me = c.state.sessions.iter().position(|r| r.key == ME).unwrap();
-    for _ in 0..me {
-        c.update(Action::Intent(Intent::Down));
-    }
-    assert_eq!(c.state.selected_key(), Some(ME));
+    select(&mut c, ME);
     type_text(&mut c, "/spawn tidy the logs");
     let (text, error) = report(&mut c, &mut rx).await;
     assert!(!error, "{text}");
@@ -335,16 +346,9 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
 async fn owner_messages_sent_quickly_are_stored_in_the_order_typed() {
     let b = common::bench(config());
     let key = SessionKey::from_canonical(ME);
-    b.engine
-        .store()
-        .ensure(&key, SessionInit::default())
-        .await
-        .unwrap();
+    session_with(&b, ME, []).await;
     let (mut c, mut rx) = console(&b);
-    let me = c.state.sessions.iter().position(|r| r.key == ME).unwrap();
-    for _ in 0..me {
-        c.update(Action::Intent(Intent::Down));
-    }
+    select(&mut c, ME);
     let sent: Vec<String> = (1..=24).map(|i| format!("L{i}")).collect();
     for line in &sent {
         type_text(&mut c, line);
@@ -384,16 +388,7 @@ async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() 
         .chain((0..30).map(|i| format!("agent:main:other-{i}")))
         .collect();
     for k in &keys {
-        let line = NewLine::message(
-            json!({ "role": "user", "content": [{ "type": "text", "text": format!("I am {k}") }] }),
-        );
-        let key = SessionKey::from_canonical(k.clone());
-        b.engine
-            .store()
-            .ensure(&key, SessionInit::default())
-            .await
-            .unwrap();
-        b.engine.store().append(&key, vec![line]).await.unwrap();
+        session_with(&b, k, [format!("I am {k}")]).await;
     }
     let (mut c, _rx) = console(&b);
     let shown_matches_selection = |c: &Console| {
