@@ -2,6 +2,7 @@
 //! OpenClaw's spec), with the command line and, later, a console and a gateway over one API.
 
 pub mod agent;
+pub mod api;
 pub mod config;
 pub mod demo;
 pub mod engine;

@@ -1,14 +1,16 @@
 //! The engine's event stream: every committed change is announced once, on a tokio
 //! broadcast channel, carrying what a front end needs to draw it without asking again.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::api::Sequenced;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
 /// Large enough that a console redrawing at 60 fps never lags behind a burst of appends.
 const CAPACITY: usize = 4096;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum EngineEvent {
     /// A session row appeared.
@@ -179,6 +181,9 @@ pub enum EngineEvent {
     /// A session was archived (hidden from default lists, still readable).
     #[serde(rename_all = "camelCase")]
     SessionArchived { key: String },
+    /// Another process committed to the state folder (seen through SQLite's
+    /// `PRAGMA data_version`): what it changed is not known here, so reload what is shown.
+    ExternalChange,
     /// Runs or exchanges a dead engine instance left open were closed on start-up.
     #[serde(rename_all = "camelCase")]
     Recovered {
@@ -188,15 +193,25 @@ pub enum EngineEvent {
 }
 
 /// Cheap-to-clone sender side; subscribers get every event sent after they subscribe.
+/// Events are numbered in the order emitted; API subscribers get the numbers, so a gap
+/// (a subscriber that fell behind) is visible to them.
 #[derive(Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<EngineEvent>,
+    numbered: broadcast::Sender<Sequenced>,
+    /// Serialises numbering and sending, so the numbers arrive in order.
+    next: std::sync::Arc<std::sync::Mutex<u64>>,
 }
 
 impl Default for EventBus {
     fn default() -> Self {
         let (tx, _) = broadcast::channel(CAPACITY);
-        EventBus { tx }
+        let (numbered, _) = broadcast::channel(CAPACITY);
+        EventBus {
+            tx,
+            numbered,
+            next: Default::default(),
+        }
     }
 }
 
@@ -205,13 +220,26 @@ impl EventBus {
         self.tx.subscribe()
     }
 
+    /// Numbered events, for `SessionsApi::subscribe`.
+    pub fn subscribe_numbered(&self) -> broadcast::Receiver<Sequenced> {
+        self.numbered.subscribe()
+    }
+
     /// Whether anyone subscribes: lets hot paths skip building events nobody reads.
     pub fn listening(&self) -> bool {
-        self.tx.receiver_count() > 0
+        self.tx.receiver_count() > 0 || self.numbered.receiver_count() > 0
     }
 
     /// Nobody listening is normal (the CLI), so a send without receivers is not an error.
     pub fn emit(&self, event: EngineEvent) {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        *next += 1;
+        if self.numbered.receiver_count() > 0 {
+            let _ = self.numbered.send(Sequenced {
+                seq: *next,
+                event: event.clone(),
+            });
+        }
         let _ = self.tx.send(event);
     }
 }

@@ -9,14 +9,17 @@ pub mod failpoint;
 pub mod inbound;
 pub mod instance;
 pub mod key;
+mod lane;
 pub mod policy;
 pub mod runs;
 pub mod sanitize;
+mod sessions_api;
 pub mod spawn;
 pub mod storage;
 pub mod store;
 pub mod tools;
 pub mod tracker;
+pub mod transcript_text;
 pub mod transfer;
 pub mod visibility;
 
@@ -49,6 +52,12 @@ struct Runtime {
     runner: Runner,
     tracker: Tracker,
     instance: Instance,
+    /// Each session's line of incoming messages: recorded in the order they were sent.
+    intake: lane::Lanes,
+    /// Runs this engine is executing, by id, for `SessionsApi::wait_run`.
+    runs: runs::LiveRuns,
+    /// Whether other processes' commits are being turned into events yet.
+    watching: std::sync::Once,
 }
 
 impl Engine {
@@ -137,8 +146,41 @@ impl Engine {
                 runner: Runner::default(),
                 tracker: Tracker::default(),
                 instance,
+                intake: lane::Lanes::default(),
+                runs: runs::LiveRuns::default(),
+                watching: std::sync::Once::new(),
             }),
         }
+    }
+
+    /// The engine as front ends use it. Start-up work (finishing what a stopped engine left:
+    /// sub-agent announces, archive timers) begins in the background, tracked like any
+    /// other work. Call inside a tokio runtime.
+    pub fn start(&self) -> Arc<dyn crate::api::SessionsApi> {
+        let engine = self.clone();
+        self.tracker().spawn(
+            "start-up: resuming what a stopped engine left",
+            async move {
+                if let Err(e) = engine.resume().await {
+                    tracing::warn!(error = %e, "resuming what a stopped engine left failed");
+                }
+            },
+        );
+        Arc::new(self.clone())
+    }
+
+    /// Turn other processes' commits into `ExternalChange` events (once per engine).
+    pub(crate) fn watch_other_processes(&self) {
+        self.runtime.watching.call_once(|| {
+            let mut changes = self.store().storage().external_changes();
+            let events = self.events().clone();
+            // Not tracked: it lives as long as the storage and is no one's work to wait for.
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    events.emit(EngineEvent::ExternalChange);
+                }
+            });
+        });
     }
 
     pub(crate) fn runner(&self) -> &Runner {

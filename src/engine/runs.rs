@@ -211,27 +211,76 @@ fn vanished() -> RunOutcome {
     }
 }
 
-/// Per-engine run machinery: lanes and agent backends.
+/// The runs this engine is executing, by id (removed as each ends).
+#[derive(Default)]
+pub(crate) struct LiveRuns(std::sync::Mutex<HashMap<String, RunHandle>>);
+
+impl LiveRuns {
+    pub(crate) fn get(&self, run_id: &str) -> Option<RunHandle> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+
+    fn insert(&self, handle: &RunHandle) {
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.insert(handle.run_id.clone(), handle.clone());
+    }
+
+    fn remove(&self, run_id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+}
+
+/// Per-engine run machinery: lanes, agent backends, and which sessions have a run going.
 #[derive(Default)]
 pub(crate) struct Runner {
-    lanes: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    lanes: super::lane::Lanes,
     agents: std::sync::Mutex<HashMap<String, Arc<dyn Agent>>>,
+    running: std::sync::Mutex<HashMap<String, usize>>,
+}
+
+/// Counts a run as going on its session until dropped.
+struct Going<'a> {
+    runner: &'a Runner,
+    key: String,
+}
+
+impl Drop for Going<'_> {
+    fn drop(&mut self) {
+        let mut running = self
+            .runner
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = running.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&self.key);
+            }
+        }
+    }
 }
 
 impl Runner {
-    fn lane(&self, key: &SessionKey) -> Arc<tokio::sync::Mutex<()>> {
-        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        lanes.entry(key.to_string()).or_default().clone()
+    fn going(&self, key: &SessionKey) -> Going<'_> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running.entry(key.to_string()).or_default() += 1;
+        Going {
+            runner: self,
+            key: key.to_string(),
+        }
     }
 
-    /// Forget a lane nobody holds or waits for, so the map stays as small as the activity.
-    fn release_lane(&self, key: &SessionKey, lane: Arc<tokio::sync::Mutex<()>>) {
-        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        // Two references: the map's and `lane`. Checked under the map lock, so nobody can
-        // pick it up in between.
-        if Arc::strong_count(&lane) == 2 {
-            lanes.remove(key.as_str());
-        }
+    /// Whether a run of `key`'s agent is executing in this engine now.
+    pub(crate) fn is_running(&self, key: &str) -> bool {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.contains_key(key)
     }
 
     fn agent(&self, config: &crate::config::Config, agent_id: &str) -> Arc<dyn Agent> {
@@ -257,8 +306,16 @@ impl Engine {
         let engine = self.clone();
         let id = run_id.clone();
         let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
+        // The place in the session's line is taken now, so runs started one after another
+        // run in that order whatever order their tasks get going in.
+        let place = match req.lane {
+            Lane::Own => Some(self.runner().lanes.enter(req.key.as_str())),
+            Lane::Nested => None,
+        };
+        let handle = RunHandle { run_id, rx, known };
+        self.runtime.runs.insert(&handle);
         self.tracker().spawn(what, async move {
-            let outcome = engine.execute(&id, req, &known_tx).await;
+            let outcome = engine.execute(&id, req, place, &known_tx).await;
             // Normally sent already; a failure on the way may have skipped it.
             known_tx.send_if_modified(|k| {
                 if k.is_none() {
@@ -269,24 +326,23 @@ impl Engine {
                 }
             });
             let _ = tx.send(Some(outcome));
+            engine.runtime.runs.remove(&id);
         });
-        RunHandle { run_id, rx, known }
+        handle
     }
 
     async fn execute(
         &self,
         run_id: &str,
         req: RunRequest,
+        place: Option<super::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
     ) -> RunOutcome {
-        let lane = match req.lane {
-            Lane::Own => Some(self.runner().lane(&req.key)),
-            Lane::Nested => None,
-        };
-        let guard = match &lane {
-            Some(l) => Some(l.clone().lock_owned().await),
+        let turn = match place {
+            Some(p) => p.turn().await,
             None => None,
         };
+        let going = self.runner().going(&req.key);
         let outcome = match self.execute_in_lane(run_id, &req, known).await {
             Ok(o) => o,
             Err(e) => {
@@ -300,10 +356,8 @@ impl Engine {
                 }
             }
         };
-        drop(guard);
-        if let Some(lane) = lane {
-            self.runner().release_lane(&req.key, lane);
-        }
+        drop(going);
+        drop(turn);
         outcome
     }
 

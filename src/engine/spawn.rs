@@ -544,7 +544,7 @@ impl Engine {
         let rows = self.store().tail(&s.entry.session_id, 50, true)?;
         Ok(rows.iter().rev().find_map(|r| {
             let m = r.line.get("message")?;
-            (m.get("role")? == "toolResult").then(|| content_text(m))
+            (m.get("role")? == "toolResult").then(|| super::transcript_text::message_text(m))
         }))
     }
 
@@ -673,18 +673,6 @@ impl Engine {
     pub fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StorageError> {
         let k = child.to_string();
         self.store().storage().read(|c| runlog::get_spawn(c, &k))
-    }
-}
-
-fn content_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

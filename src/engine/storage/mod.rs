@@ -118,6 +118,8 @@ struct Inner {
     writer: Option<Writer>,
     readers: Mutex<Vec<Connection>>,
     read_only: bool,
+    /// Counts commits by other processes, as the writer notices them.
+    external: tokio::sync::watch::Receiver<u64>,
 }
 
 impl Drop for Inner {
@@ -153,13 +155,15 @@ impl Storage {
         schema::retry_busy(|| prepare(&conn))?;
         schema::configure_writer(&conn)?;
         let checkpointer = open_conn(&path)?;
-        let writer = Writer::start(conn, Some(checkpointer), wal_path(&path))?;
+        let (external, external_rx) = tokio::sync::watch::channel(0);
+        let writer = Writer::start(conn, Some(checkpointer), wal_path(&path), external)?;
         Ok(Storage {
             inner: Arc::new(Inner {
                 path,
                 writer: Some(writer),
                 readers: Mutex::new(Vec::new()),
                 read_only: false,
+                external: external_rx,
             }),
         })
     }
@@ -188,8 +192,16 @@ impl Storage {
                 writer: None,
                 readers: Mutex::new(vec![conn]),
                 read_only: true,
+                // Nothing watches a read-only handle: its counter never moves.
+                external: tokio::sync::watch::channel(0).1,
             }),
         })
+    }
+
+    /// Ticks whenever another process has committed to this database (checked about four
+    /// times a second while idle, and before every batch).
+    pub fn external_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.external.clone()
     }
 
     /// Whether this handle was opened read-only.

@@ -179,6 +179,111 @@ pub fn count_sessions(conn: &Connection) -> Result<u64, StorageError> {
     Ok(conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))? as u64)
 }
 
+/// What the owner's sessions page is narrowed to (every filter SQL can apply from indexes).
+#[derive(Debug, Clone, Default)]
+pub struct PageFilter {
+    pub kind: Option<SessionKind>,
+    pub updated_since: Option<i64>,
+    pub archived: bool,
+    /// `global` is listed (the config's `session.scope` is `global`); `unknown` never is.
+    pub show_global: bool,
+}
+
+/// The keys of `limit` sessions from position `offset` of the owner's newest-first order,
+/// and (when asked) how many match in all. An index walk: a page 100,000 rows deep costs
+/// one walk, and only the page's rows are decoded (by the caller).
+pub fn page_keys(
+    c: &Connection,
+    filter: &PageFilter,
+    offset: usize,
+    limit: usize,
+    count: bool,
+) -> Result<(Vec<SessionKey>, Option<u64>), StorageError> {
+    // Archived sessions are sub-agents whose archive timer fired (`spawns.archived_at`, also
+    // set on their entry): an anti-join on that small set, not a JSON look into every row.
+    // With nothing archived (the usual case) the clause is left out altogether.
+    let any_archived: bool = c
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM spawns WHERE archived_at IS NOT NULL)")?
+        .query_row([], |r| r.get(0))?;
+    let archived_clause = if any_archived {
+        "(?3 OR key NOT IN (SELECT child_key FROM spawns WHERE archived_at IS NOT NULL))"
+    } else {
+        "(?3 OR 1)"
+    };
+    let where_ = format!(
+        "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2) AND {archived_clause} \
+         AND key != 'unknown' AND (?4 OR key != 'global')"
+    );
+    let kind = filter.kind.map(|k| k.as_str());
+    let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
+    let total = if count {
+        let n: i64 = c
+            .prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {where_}"))?
+            .query_row(params![kind, since, archived, global], |r| r.get(0))?;
+        Some(n as u64)
+    } else {
+        None
+    };
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
+    ))?;
+    let keys = stmt
+        .query_map(
+            params![kind, since, archived, global, limit as i64, offset as i64],
+            |r| r.get::<_, String>(0),
+        )?
+        .map(|k| k.map(SessionKey::from_canonical))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((keys, total))
+}
+
+/// The last `limit` message lines before sequence number `before` (oldest first).
+pub fn transcript_before(
+    conn: &Connection,
+    session_id: &str,
+    before: i64,
+    limit: usize,
+    include_tools: bool,
+) -> Result<Vec<TranscriptRow>, StorageError> {
+    let sql = if include_tools {
+        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
+         AND seq < ?3 ORDER BY seq DESC LIMIT ?2"
+    } else {
+        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
+         AND seq < ?3 AND (role IS NULL OR role NOT IN ('toolResult', 'tool'))
+         ORDER BY seq DESC LIMIT ?2"
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt
+        .query_map(params![session_id, limit as i64, before], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.reverse();
+    rows.into_iter()
+        .map(|(seq, entry_id, text)| {
+            let line = serde_json::from_str(&text)
+                .map_err(|e| StorageError::Corrupt(format!("transcript line {seq}: {e}")))?;
+            Ok(TranscriptRow {
+                seq,
+                entry_id,
+                line,
+            })
+        })
+        .collect()
+}
+
+/// The newest sequence number of a session's transcript (0: none).
+pub fn last_seq(conn: &Connection, session_id: &str) -> Result<i64, StorageError> {
+    Ok(conn
+        .prepare_cached("SELECT coalesce(max(seq), 0) FROM transcript WHERE session_id = ?1")?
+        .query_row([session_id], |r| r.get(0))?)
+}
+
 /// What a session page scan is narrowed to in SQL. Finer filters (visibility patterns) are
 /// applied by the caller's visitor while rows stream, so a page is never short because rows
 /// were dropped after a LIMIT (OpenClaw's quirk).

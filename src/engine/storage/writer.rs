@@ -98,6 +98,7 @@ impl Writer {
         conn: Connection,
         checkpointer: Option<Connection>,
         wal: PathBuf,
+        external: tokio::sync::watch::Sender<u64>,
     ) -> Result<Writer, StorageError> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
         let ckpt = match checkpointer {
@@ -116,7 +117,7 @@ impl Writer {
         };
         let thread = thread::Builder::new()
             .name("switchboard-writer".into())
-            .spawn(move || writer_loop(conn, rx, ckpt, &wal))
+            .spawn(move || writer_loop(conn, rx, ckpt, &wal, &external))
             .map_err(|e| StorageError::Thread(e.to_string()))?;
         Ok(Writer {
             tx: Some(tx),
@@ -240,15 +241,53 @@ fn truncate_if_big(conn: &Connection, wal: &Path, failed: &mut Option<Instant>) 
     let _ = conn.busy_timeout(BUSY_TIMEOUT);
 }
 
+/// How often an idle writer looks for other processes' commits.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// SQLite's `data_version` on the writer's connection: it changes only when another
+/// connection commits, and this process's only writing connection is this one, so a change
+/// is another process's write.
+fn data_version(conn: &Connection) -> Option<i64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0)).ok()
+}
+
+/// Count one more external change when `data_version` moved since `seen`.
+fn watch_external(
+    conn: &Connection,
+    seen: &mut Option<i64>,
+    external: &tokio::sync::watch::Sender<u64>,
+) {
+    let now = data_version(conn);
+    if now.is_some() && *seen != now {
+        if seen.is_some() {
+            external.send_modify(|n| *n += 1);
+        }
+        *seen = now;
+    }
+}
+
 fn writer_loop(
     conn: Connection,
     rx: mpsc::Receiver<Box<dyn Job>>,
     ckpt: Option<(mpsc::SyncSender<()>, thread::JoinHandle<()>)>,
     wal: &Path,
+    external: &tokio::sync::watch::Sender<u64>,
 ) {
     let mut since_nudge = 0usize;
     let mut truncate_failed = None;
-    while let Ok(first) = rx.recv() {
+    let mut seen = data_version(&conn);
+    loop {
+        let first = match rx.recv_timeout(WATCH_EVERY) {
+            Ok(job) => job,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                watch_external(&conn, &mut seen, external);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        // Before this batch: a change seen after it could be this batch's own commit
+        // only if the counter were read elsewhere; on this connection it never is.
+        watch_external(&conn, &mut seen, external);
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {

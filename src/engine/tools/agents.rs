@@ -88,6 +88,22 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     Ok(json!({ "requester": requester, "allowAny": allow_any, "agents": agents }))
 }
 
+/// Every configured agent with its model, for front ends (`SessionsApi::agents`).
+pub(crate) fn configured(config: &Config) -> Vec<crate::api::AgentInfo> {
+    let default_agent = config.default_agent_id();
+    configured_agents(config)
+        .into_iter()
+        .map(|id| crate::api::AgentInfo {
+            model: config
+                .agent(&id)
+                .and_then(|a| a.model.clone())
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            is_default: id == default_agent,
+            id,
+        })
+        .collect()
+}
+
 /// `{id, name?, model, default?}`; the requester's own agent may be unconfigured, and then
 /// has neither name nor model of its own.
 fn agent_row(config: &Config, id: &str, default_agent: &str) -> Value {

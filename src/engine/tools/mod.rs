@@ -2,7 +2,7 @@
 //! model should read are results (`status: "error" | "forbidden"`); unusable input is a
 //! `ToolInputError` (the CLI exits 2 on it).
 
-mod agents;
+pub(crate) mod agents;
 mod history;
 mod list;
 pub mod params;

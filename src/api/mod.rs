@@ -1,0 +1,84 @@
+//! `SessionsApi`: the one async surface the console, the CLI and the gateway use. The
+//! embedded `Engine` implements it; a gateway client will too, so every front end runs
+//! unchanged on a local or a remote engine. Front ends import this module, never the engine.
+
+mod stream;
+mod types;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub use stream::{EventStream, StreamItem};
+pub use types::*;
+
+/// Why a call failed. The kinds map to what a user does next: fix the input (exit 2),
+/// look for another session, or retry later.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "message", rename_all = "camelCase")]
+pub enum ApiError {
+    /// Input the call cannot use (a bad key, unknown tool, invalid parameter).
+    #[error("{0}")]
+    BadInput(String),
+    /// No such session.
+    #[error("{0}")]
+    NotFound(String),
+    /// The state could not be read or written (locked, full disk, read-only, corrupt …).
+    #[error("{0}")]
+    Storage(String),
+    /// The engine cannot be reached (a gateway connection dropped).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// The one surface over an engine. Every method is a complete request: nothing here
+/// hands out the engine's internals, so a socket can carry each call unchanged.
+#[async_trait]
+pub trait SessionsApi: Send + Sync {
+    /// What this API is attached to, and how many sessions it holds.
+    async fn status(&self) -> Result<Status, ApiError>;
+
+    /// A page of sessions, newest activity first (the owner's view: every session).
+    async fn sessions(&self, query: SessionsQuery) -> Result<SessionsPage, ApiError>;
+
+    /// One session (by canonical key); `None` when there is no such session.
+    async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError>;
+
+    /// A page of one session's transcript.
+    async fn transcript(&self, query: TranscriptQuery) -> Result<TranscriptPage, ApiError>;
+
+    /// A key as typed, made canonical (and, for `Existing`, found by key or session id).
+    async fn resolve_key(&self, raw: &str, purpose: KeyPurpose) -> Result<ResolvedKey, ApiError>;
+
+    /// A message into a session (created if new): recorded, then answered by a run of its
+    /// agent, or by the engine itself for an owner command. Messages into one session are
+    /// recorded in the order the calls were made.
+    async fn send(&self, request: SendRequest) -> Result<SendReceipt, ApiError>;
+
+    /// Wait up to `limit` for a run to end (`status: "running"` if it has not).
+    async fn wait_run(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError>;
+
+    /// Wait up to `limit` for everything one call set off to end. `Ok(true)`: all ended.
+    /// The work goes on when the wait gives up or the caller goes away.
+    async fn wait_work(&self, work: WorkId, limit: Duration) -> Result<bool, ApiError>;
+
+    /// What is still running of one call's work (oldest first, with its age).
+    async fn still_running(&self, work: WorkId) -> Result<Vec<(String, Duration)>, ApiError>;
+
+    /// A session tool, called as the requester's agent would call it.
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, ApiError>;
+
+    /// Change a session's settings.
+    async fn patch(&self, request: PatchRequest) -> Result<PatchResult, ApiError>;
+
+    /// Remove a session and its transcript; false when there was none.
+    async fn delete(&self, key: &str) -> Result<bool, ApiError>;
+
+    /// The configured agents.
+    async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError>;
+
+    /// Every engine event from now on, numbered; gaps are reported (`StreamItem::Missed`)
+    /// so the subscriber reloads instead of drawing something wrong.
+    fn subscribe(&self) -> EventStream;
+}

@@ -1,0 +1,360 @@
+//! The requests, results and events of `SessionsApi`: plain serde data, so the same calls
+//! cross a socket unchanged. Text in them is as stored (agents' words, unescaped); every
+//! front end makes it safe for its own output.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use crate::engine::events::EngineEvent;
+pub use crate::engine::key::SessionKind;
+
+/// A page of sessions, newest activity first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionsQuery {
+    /// Only these kinds (empty: every kind).
+    pub kinds: Vec<SessionKind>,
+    /// Only sessions whose key or name contains this (case-insensitive; empty: all).
+    pub text: String,
+    /// Include archived sub-agent sessions.
+    pub archived: bool,
+    /// Only sessions updated at or after this time (ms since the epoch).
+    pub active_since: Option<i64>,
+    /// Position of the first row in the whole (newest-first) order.
+    pub offset: usize,
+    pub limit: usize,
+    /// Also count every matching session (walks the whole index: ask only when needed).
+    pub count: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsPage {
+    pub rows: Vec<SessionRow>,
+    /// The `offset` asked for.
+    pub offset: usize,
+    /// How many sessions match, when `count` was asked.
+    pub matching: Option<u64>,
+    /// Sessions stored in all (any kind, archived or not).
+    pub total: u64,
+}
+
+/// One session as every front end lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRow {
+    /// The canonical key: what every other call takes.
+    pub key: String,
+    /// The key as agents see it (`global` shows as `main`).
+    pub display_key: String,
+    pub kind: SessionKind,
+    pub agent_id: String,
+    pub channel: String,
+    /// The display name, else the label, else the display key.
+    pub name: String,
+    pub label: Option<String>,
+    pub display_name: Option<String>,
+    pub session_id: String,
+    pub updated_at: i64,
+    pub policy: PolicyView,
+    /// A run of this session's agent is executing in this engine now.
+    pub running: bool,
+    pub archived: bool,
+}
+
+/// An effective send policy and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyView {
+    /// `allow` | `deny`.
+    pub policy: String,
+    /// `override` | `rule` | `default` | `unconfigured`.
+    pub source: String,
+    /// The 1-based rule number, for `source: "rule"`.
+    pub rule: Option<usize>,
+    /// The rule's match, for `source: "rule"`.
+    #[serde(rename = "match")]
+    pub matched: Option<String>,
+    /// Where it comes from, in words (`rule 1 (channel=discord chatType=group)`).
+    pub detail: String,
+    /// The whole decision in words (`deny, from rule 1 (…)`).
+    pub summary: String,
+}
+
+impl PolicyView {
+    /// The session's own override decides.
+    pub fn is_override(&self) -> bool {
+        self.source == "override"
+    }
+
+    /// The documented `sendPolicyEffective` JSON (`{policy, source, rule?, match?, detail}`).
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::json!({ "policy": self.policy, "source": self.source });
+        if let Some(rule) = self.rule {
+            v["rule"] = rule.into();
+        }
+        if let Some(m) = &self.matched {
+            v["match"] = m.clone().into();
+        }
+        v["detail"] = self.detail.clone().into();
+        v
+    }
+}
+
+/// One session in full.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDetail {
+    pub row: SessionRow,
+    /// The owner's `sessions_list`-shaped row: every field the entry has.
+    pub entry: Value,
+}
+
+/// A page of one session's transcript.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TranscriptQuery {
+    /// A canonical key (as in `SessionRow::key`).
+    pub key: String,
+    /// Only lines before this sequence number (older); `None`: the newest lines.
+    pub before: Option<i64>,
+    pub limit: usize,
+    /// Include tool results.
+    pub tools: bool,
+    /// Include each line's stored message object.
+    pub raw: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptPage {
+    pub key: String,
+    /// False when no such session exists (deleted meanwhile): `lines` is empty.
+    pub exists: bool,
+    /// Oldest first.
+    pub lines: Vec<TranscriptLine>,
+    /// The newest line's sequence number in the whole transcript (0: none).
+    pub last_seq: i64,
+}
+
+/// What a transcript line says, as every front end shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineRole {
+    User,
+    Assistant,
+    /// An assistant turn that called tools (text: the calls).
+    Tool,
+    /// A tool's result.
+    Result,
+    /// A failed run.
+    Error,
+    Note,
+}
+
+impl LineRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineRole::User => "user",
+            LineRole::Assistant => "assistant",
+            LineRole::Tool => "tool",
+            LineRole::Result => "result",
+            LineRole::Error => "error",
+            LineRole::Note => "note",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptLine {
+    pub seq: i64,
+    pub role: LineRole,
+    pub timestamp: i64,
+    /// Who: the sender label, `from <key> via <tool>`, the tool's name, or `agent`.
+    pub from: String,
+    /// The text, extracted once (tool calls as `name({args})`).
+    pub text: String,
+    /// The stored message object, when `raw` was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Value>,
+}
+
+/// What a raw key is being resolved for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum KeyPurpose {
+    /// An existing session, by key or session id (`sessions show`, `patch`, `export`).
+    Existing,
+    /// The session a tool is called as (`--as`): need not exist.
+    Requester,
+    /// A session a message is sent into: need not exist; `unknown`/`current` are refused.
+    Inbound,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedKey {
+    pub key: String,
+    pub display_key: String,
+    pub exists: bool,
+}
+
+/// Who sent a message and over what.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Sender {
+    pub channel: Option<String>,
+    /// `direct` | `group` | `channel`.
+    pub chat_type: Option<String>,
+    pub display_name: Option<String>,
+    pub sender: Option<String>,
+    /// The gateway's owner (owner-only commands such as `/send`).
+    pub owner: bool,
+}
+
+impl Sender {
+    /// The owner, typing in the console.
+    pub fn owner() -> Sender {
+        Sender {
+            owner: true,
+            ..Sender::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendRequest {
+    /// The session, as typed (canonicalised by the engine).
+    pub key: String,
+    pub text: String,
+    #[serde(default)]
+    pub from: Sender,
+}
+
+/// What a message set off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendReceipt {
+    pub key: String,
+    pub display_key: String,
+    pub created: bool,
+    /// The message's sequence number in the transcript.
+    pub seq: i64,
+    /// The run answering it (none for an owner command).
+    pub run_id: Option<String>,
+    /// The engine's own answer to an owner command (`/send …`).
+    pub command_reply: Option<String>,
+    /// Everything this call set off, for `wait_work`.
+    pub work: WorkId,
+}
+
+/// The work one call set off: its run, the sends that run made, their rounds and announces,
+/// and anything those started in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WorkId(pub u64);
+
+/// How a run ended, or that it has not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub run_id: String,
+    /// `ok` | `error` | `timeout` | `aborted` | `running` (still going when the wait ended).
+    pub status: String,
+    pub reply: String,
+    pub error: Option<String>,
+}
+
+/// A session tool called as a session's agent would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub tool: String,
+    pub params: Value,
+    /// The session calling it, as typed (`main` is the default agent's main session).
+    pub requester: String,
+    #[serde(default)]
+    pub sandboxed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    /// Exactly what the agent sees.
+    pub result: Value,
+    pub work: WorkId,
+}
+
+/// A session's send-policy override: set, or removed so the config decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyChange {
+    Allow,
+    Deny,
+    Inherit,
+}
+
+impl PolicyChange {
+    /// `allow`/`on`, `deny`/`off`, `inherit` (any case).
+    pub fn parse(raw: &str) -> Result<PolicyChange, String> {
+        match crate::engine::policy::parse_override_arg(raw)? {
+            Some(p) if p.as_str() == "allow" => Ok(PolicyChange::Allow),
+            Some(_) => Ok(PolicyChange::Deny),
+            None => Ok(PolicyChange::Inherit),
+        }
+    }
+
+    /// The override it stores (`None`: no override).
+    pub fn stored(self) -> Option<&'static str> {
+        match self {
+            PolicyChange::Allow => Some("allow"),
+            PolicyChange::Deny => Some("deny"),
+            PolicyChange::Inherit => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchRequest {
+    /// A canonical key (see `resolve_key`).
+    pub key: String,
+    pub send_policy: Option<PolicyChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchResult {
+    pub key: String,
+    pub display_key: String,
+    /// The override now stored (`None`: the config decides).
+    pub send_policy: Option<String>,
+    pub effective: PolicyView,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    pub id: String,
+    pub model: String,
+    pub is_default: bool,
+}
+
+/// What an API is attached to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The state folder, or the gateway's address.
+    pub attached: String,
+    pub sessions: u64,
+}
+
+/// An engine event with its place in the stream: a gap in `seq` means events were missed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sequenced {
+    pub seq: u64,
+    pub event: EngineEvent,
+}

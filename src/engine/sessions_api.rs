@@ -1,0 +1,450 @@
+//! The engine's side of `SessionsApi`: every front end's request answered from the store,
+//! the key scheme and the send policy, here and nowhere else, so front ends never need them.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::Engine;
+use super::inbound::Inbound;
+use super::key::{KeyError, KeyInput, SessionKey, classify_input};
+use super::policy::{self, PolicyDecision, PolicySource};
+use super::storage::StorageError;
+use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
+use super::tools::{TOOL_NAMES, ToolContext, ToolError};
+use super::transcript_text;
+use crate::api::*;
+
+/// The most transcript lines one page returns.
+pub const TRANSCRIPT_PAGE_MAX: usize = 20_000;
+/// The most sessions one page returns.
+pub const SESSIONS_PAGE_MAX: usize = 5_000;
+
+impl From<StorageError> for ApiError {
+    fn from(e: StorageError) -> ApiError {
+        ApiError::Storage(e.to_string())
+    }
+}
+
+impl From<KeyError> for ApiError {
+    fn from(e: KeyError) -> ApiError {
+        ApiError::BadInput(e.to_string())
+    }
+}
+
+impl From<ToolError> for ApiError {
+    fn from(e: ToolError) -> ApiError {
+        match e {
+            ToolError::Input(e) => ApiError::BadInput(e.to_string()),
+            ToolError::Storage(e) => e.into(),
+        }
+    }
+}
+
+/// The policy decision as front ends show it.
+pub(crate) fn policy_view(d: &PolicyDecision) -> PolicyView {
+    let (rule, matched) = match &d.source {
+        PolicySource::Rule { index, description } => (Some(*index), Some(description.clone())),
+        _ => (None, None),
+    };
+    PolicyView {
+        policy: d.policy.as_str().to_string(),
+        source: d.source.kind().to_string(),
+        rule,
+        matched,
+        detail: d.source.to_string(),
+        summary: d.to_string(),
+    }
+}
+
+impl Engine {
+    fn row_of(&self, s: &StoredSession) -> SessionRow {
+        let scheme = self.store().scheme();
+        let display_key = scheme.display(&s.key);
+        let name = s
+            .entry
+            .display_name
+            .clone()
+            .or(s.entry.label.clone())
+            .unwrap_or_else(|| display_key.clone());
+        SessionRow {
+            key: s.key.to_string(),
+            display_key,
+            kind: s.kind,
+            agent_id: s.agent_id.clone(),
+            channel: super::tools::row::channel_of(s),
+            name,
+            label: s.entry.label.clone(),
+            display_name: s.entry.display_name.clone(),
+            session_id: s.entry.session_id.clone(),
+            updated_at: s.updated_at(),
+            policy: policy_view(&policy::evaluate(self.config(), &s.key, &s.entry)),
+            running: self.runner().is_running(s.key.as_str()),
+            archived: s.entry.archived_at.is_some(),
+        }
+    }
+
+    /// A text filter decodes rows as it goes (names live in the entry): up to the page's
+    /// end, and on through every match when a count is asked.
+    fn sessions_matching_text(&self, q: &SessionsQuery) -> Result<SessionsPage, StorageError> {
+        let scheme = self.store().scheme();
+        let scan = SessionScan {
+            kinds: (!q.kinds.is_empty()).then(|| q.kinds.clone()),
+            updated_since: q.active_since,
+            ..SessionScan::default()
+        };
+        let needle = q.text.to_lowercase();
+        let end = q.offset.saturating_add(q.limit);
+        let mut rows = Vec::new();
+        let mut matching = 0u64;
+        self.store().scan(&scan, |s| {
+            let listed = !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope);
+            if !listed || (s.entry.archived_at.is_some() && !q.archived) {
+                return true;
+            }
+            if !needle.is_empty() {
+                let name = s.entry.display_name.as_deref().or(s.entry.label.as_deref());
+                let hit = s.key.as_str().to_lowercase().contains(&needle)
+                    || scheme.display(&s.key).to_lowercase().contains(&needle)
+                    || name.is_some_and(|n| n.to_lowercase().contains(&needle));
+                if !hit {
+                    return true;
+                }
+            }
+            let at = matching as usize;
+            matching += 1;
+            if at >= q.offset && at < end {
+                rows.push(self.row_of(&s));
+            }
+            q.count || (matching as usize) < end
+        })?;
+        Ok(SessionsPage {
+            rows,
+            offset: q.offset,
+            matching: q.count.then_some(matching),
+            total: self.store().count()?,
+        })
+    }
+
+    fn sessions_page(&self, q: &SessionsQuery) -> Result<SessionsPage, StorageError> {
+        let mut q = q.clone();
+        q.limit = q.limit.min(SESSIONS_PAGE_MAX);
+        if !q.text.is_empty() || q.kinds.len() > 1 {
+            return self.sessions_matching_text(&q);
+        }
+        let filter = PageFilter {
+            kind: q.kinds.first().copied(),
+            updated_since: q.active_since,
+            archived: q.archived,
+            show_global: self.store().scheme().global_scope,
+        };
+        let (keys, matching) = self
+            .store()
+            .storage()
+            .read(|c| queries::page_keys(c, &filter, q.offset, q.limit, q.count))?;
+        let mut rows = Vec::with_capacity(keys.len());
+        for key in keys {
+            // Gone between the two reads (deleted by another process): left out.
+            if let Some(s) = self.store().get(&key)? {
+                rows.push(self.row_of(&s));
+            }
+        }
+        Ok(SessionsPage {
+            rows,
+            offset: q.offset,
+            matching,
+            total: self.store().count()?,
+        })
+    }
+
+    fn transcript_page(&self, q: &TranscriptQuery) -> Result<TranscriptPage, StorageError> {
+        let key = SessionKey::from_canonical(q.key.clone());
+        let Some(s) = self.store().get(&key)? else {
+            return Ok(TranscriptPage {
+                key: q.key.clone(),
+                exists: false,
+                ..TranscriptPage::default()
+            });
+        };
+        let sid = s.entry.session_id.clone();
+        let limit = q.limit.clamp(1, TRANSCRIPT_PAGE_MAX);
+        let (rows, last_seq) = self.store().storage().read(|c| {
+            let rows = match q.before {
+                Some(before) => queries::transcript_before(c, &sid, before, limit, q.tools)?,
+                None => queries::transcript_tail(c, &sid, limit, q.tools)?,
+            };
+            Ok((rows, queries::last_seq(c, &sid)?))
+        })?;
+        Ok(TranscriptPage {
+            key: q.key.clone(),
+            exists: true,
+            lines: rows
+                .iter()
+                .filter_map(|r| transcript_text::line_of(r.seq, &r.line, q.raw))
+                .collect(),
+            last_seq,
+        })
+    }
+
+    /// An existing session named by key or session id.
+    fn find_existing(&self, raw: &str) -> Result<SessionKey, ApiError> {
+        let scheme = self.store().scheme();
+        let key = match scheme.canonicalize(raw, &scheme.default_agent) {
+            Err(e @ KeyError::Forbidden { .. }) => return Err(e.into()),
+            other => other.ok(),
+        };
+        if let Some(k) = &key
+            && self.store().get(k)?.is_some()
+        {
+            return Ok(k.clone());
+        }
+        if let KeyInput::Candidate(s) = classify_input(raw)
+            && let Some(k) = self.store().keys_by_session_id(&s)?.into_iter().next()
+        {
+            return Ok(k);
+        }
+        Err(ApiError::NotFound(format!(
+            "no session found: {}",
+            key.map(|k| k.to_string())
+                .unwrap_or_else(|| raw.to_string())
+        )))
+    }
+
+    fn resolve(&self, raw: &str, purpose: KeyPurpose) -> Result<SessionKey, ApiError> {
+        let scheme = self.store().scheme();
+        match purpose {
+            KeyPurpose::Existing => self.find_existing(raw),
+            KeyPurpose::Requester => Ok(self.requester_key(raw)?),
+            KeyPurpose::Inbound => {
+                if raw.trim().eq_ignore_ascii_case("current") {
+                    return Err(ApiError::BadInput(
+                        "a message needs a real session key, not \"current\"".into(),
+                    ));
+                }
+                let key = scheme
+                    .canonicalize(raw, &scheme.default_agent)
+                    .map_err(|e| match e {
+                        KeyError::Forbidden { .. } => ApiError::BadInput(e.to_string()),
+                        _ => ApiError::BadInput(format!(
+                            "{e} (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly)"
+                        )),
+                    })?;
+                if key.is_unknown() {
+                    return Err(ApiError::BadInput(
+                        "\"unknown\" is a reserved key and cannot receive messages".into(),
+                    ));
+                }
+                Ok(key)
+            }
+        }
+    }
+
+    async fn send_in_order(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
+        let key = self.resolve(&request.key, KeyPurpose::Inbound)?;
+        if request.text.trim().is_empty() {
+            return Err(ApiError::BadInput("the message text is empty".into()));
+        }
+        // One session's messages are recorded one at a time, in the order the calls came:
+        // the place in line is taken before anything is awaited.
+        let turn = self.runtime.intake.enter(key.as_str()).turn().await;
+        let from = Inbound {
+            channel: request.from.channel.map(|c| c.trim().to_ascii_lowercase()),
+            chat_type: request.from.chat_type,
+            display_name: request.from.display_name,
+            sender: request.from.sender,
+            owner: request.from.owner,
+        };
+        let group = self.tracker().open_group();
+        let received = group
+            .scope(self.receive(&key, &request.text, &from))
+            .await?;
+        drop(turn);
+        let recorded = &received.recorded;
+        Ok(SendReceipt {
+            key: recorded.key.to_string(),
+            display_key: self.store().scheme().display(&recorded.key),
+            created: recorded.created,
+            seq: recorded.row.seq,
+            run_id: received.run.as_ref().map(|r| r.run_id.clone()),
+            command_reply: received.command_reply,
+            work: WorkId(group.id),
+        })
+    }
+
+    async fn run_result(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
+        let handle = self.runtime.runs.get(run_id);
+        if let Some(mut h) = handle {
+            return Ok(match h.wait_for(limit).await {
+                Some(o) => RunResult {
+                    run_id: run_id.to_string(),
+                    status: o.status.as_str().to_string(),
+                    reply: o.reply,
+                    error: o.error,
+                },
+                None => still_running(run_id),
+            });
+        }
+        // Not a run of this engine (or long finished): the record says how it ended.
+        let Some(row) = self.run(run_id)? else {
+            return Err(ApiError::NotFound(format!("no run {run_id}")));
+        };
+        if row.status == "running" {
+            return Ok(still_running(run_id));
+        }
+        Ok(RunResult {
+            run_id: run_id.to_string(),
+            status: row.status.clone(),
+            reply: row.reply.clone().unwrap_or_default(),
+            error: row.error.clone(),
+        })
+    }
+
+    async fn tool_call(&self, call: ToolCall) -> Result<ToolResult, ApiError> {
+        if !TOOL_NAMES.contains(&call.tool.as_str()) {
+            return Err(ApiError::BadInput(format!(
+                "unknown tool: {} (known tools: {})",
+                call.tool,
+                TOOL_NAMES.join(", ")
+            )));
+        }
+        let requester = self
+            .requester_key(&call.requester)
+            .map_err(|e| ApiError::BadInput(format!("the requester: {e}")))?;
+        let ctx = ToolContext::new(requester, call.sandboxed);
+        let group = self.tracker().open_group();
+        let result = group
+            .scope(self.call_tool(&call.tool, &call.params, &ctx))
+            .await
+            .map_err(|e| match e {
+                ToolError::Input(e) => ApiError::BadInput(format!("{}: {e}", call.tool)),
+                other => other.into(),
+            })?;
+        Ok(ToolResult {
+            result,
+            work: WorkId(group.id),
+        })
+    }
+
+    async fn patch_session(&self, request: PatchRequest) -> Result<PatchResult, ApiError> {
+        let Some(change) = request.send_policy else {
+            return Err(ApiError::BadInput(
+                "nothing to change: give a send policy (allow, deny or inherit)".into(),
+            ));
+        };
+        let key = SessionKey::from_canonical(request.key.clone());
+        if self.store().get(&key)?.is_none() {
+            return Err(ApiError::NotFound(format!("no session found: {key}")));
+        }
+        let value = change.stored().map(str::to_string);
+        let stored = self
+            .store()
+            .patch(&key, move |e| {
+                // The writer may run this closure twice (batch replay), so it clones each time.
+                e.send_policy = value.clone();
+                Ok(())
+            })
+            .await?;
+        self.events()
+            .emit(super::events::EngineEvent::PolicyChanged {
+                key: key.to_string(),
+                policy: change.stored().unwrap_or("inherit").to_string(),
+                by: "patch".into(),
+            });
+        let decision = policy::evaluate(self.config(), &stored.key, &stored.entry);
+        Ok(PatchResult {
+            key: stored.key.to_string(),
+            display_key: self.store().scheme().display(&stored.key),
+            send_policy: stored.entry.send_policy.clone(),
+            effective: policy_view(&decision),
+        })
+    }
+}
+
+fn still_running(run_id: &str) -> RunResult {
+    RunResult {
+        run_id: run_id.to_string(),
+        status: "running".into(),
+        reply: String::new(),
+        error: None,
+    }
+}
+
+#[async_trait]
+impl SessionsApi for Engine {
+    async fn status(&self) -> Result<Status, ApiError> {
+        Ok(Status {
+            attached: self.state_dir().display().to_string(),
+            sessions: self.store().count()?,
+        })
+    }
+
+    async fn sessions(&self, query: SessionsQuery) -> Result<SessionsPage, ApiError> {
+        Ok(self.sessions_page(&query)?)
+    }
+
+    async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError> {
+        let key = SessionKey::from_canonical(key);
+        let Some(s) = self.store().get(&key)? else {
+            return Ok(None);
+        };
+        let entry = super::tools::owner_row(self, &key)?.unwrap_or(Value::Null);
+        Ok(Some(SessionDetail {
+            row: self.row_of(&s),
+            entry,
+        }))
+    }
+
+    async fn transcript(&self, query: TranscriptQuery) -> Result<TranscriptPage, ApiError> {
+        Ok(self.transcript_page(&query)?)
+    }
+
+    async fn resolve_key(&self, raw: &str, purpose: KeyPurpose) -> Result<ResolvedKey, ApiError> {
+        let key = self.resolve(raw, purpose)?;
+        Ok(ResolvedKey {
+            display_key: self.store().scheme().display(&key),
+            exists: self.store().get(&key)?.is_some(),
+            key: key.to_string(),
+        })
+    }
+
+    async fn send(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
+        self.send_in_order(request).await
+    }
+
+    async fn wait_run(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
+        self.run_result(run_id, limit).await
+    }
+
+    async fn wait_work(&self, work: WorkId, limit: Duration) -> Result<bool, ApiError> {
+        Ok(self.tracker().group_idle_for(work.0, limit).await)
+    }
+
+    async fn still_running(&self, work: WorkId) -> Result<Vec<(String, Duration)>, ApiError> {
+        Ok(self.tracker().group_running(work.0))
+    }
+
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, ApiError> {
+        self.tool_call(call).await
+    }
+
+    async fn patch(&self, request: PatchRequest) -> Result<PatchResult, ApiError> {
+        self.patch_session(request).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, ApiError> {
+        Ok(self
+            .store()
+            .delete(&SessionKey::from_canonical(key))
+            .await?)
+    }
+
+    async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {
+        Ok(super::tools::agents::configured(self.config()))
+    }
+
+    fn subscribe(&self) -> EventStream {
+        self.watch_other_processes();
+        EventStream::new(self.events().subscribe_numbered())
+    }
+}
