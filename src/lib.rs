@@ -1,6 +1,29 @@
 //! Switchboard: a session engine for agents that talk to each other (the session tools of
 //! OpenClaw's spec), with the command line and, later, a console and a gateway over one API.
 
+/// Declares modules `pub` with the `internals` feature (integration tests and benches turn
+/// it on through the self dev-dependency) and `pub(crate)` without it, so in a normal build
+/// code outside this crate reaches the engine only through `api` and `engine::Engine`.
+macro_rules! internal {
+    ($(mod $name:ident;)*) => {$(
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+/// `pub use` with the `internals` feature, `pub(crate) use` without (see `internal!`).
+macro_rules! internal_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "internals")]
+        pub use $($path)*;
+        #[cfg(not(feature = "internals"))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+
 pub mod agent;
 pub mod api;
 pub mod config;

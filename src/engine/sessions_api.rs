@@ -7,14 +7,14 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Engine;
-use super::inbound::Inbound;
-use super::key::{KeyError, KeyInput, SessionKey, classify_input};
-use super::policy::{self, PolicyDecision, PolicySource};
 use super::storage::StorageError;
 use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
-use super::transcript_text;
 use crate::api::*;
+use crate::engine::flows::inbound::Inbound;
+use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
+use crate::engine::session::policy::{self, PolicyDecision, PolicySource};
+use crate::engine::session::transcript_text;
 
 /// The most transcript lines one page returns.
 pub const TRANSCRIPT_PAGE_MAX: usize = 20_000;

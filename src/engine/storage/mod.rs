@@ -1,9 +1,12 @@
 //! The one place that touches the database: opening and migrating it, a pool of read
 //! connections, and the single group-committing writer (DESIGN §3.4).
 
+pub mod flows;
+pub mod outbox;
 pub mod queries;
-pub mod runlog;
+pub mod runs;
 mod schema;
+pub mod spawns;
 mod tail_cache;
 mod writer;
 

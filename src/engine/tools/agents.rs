@@ -7,7 +7,7 @@ use super::params::Params;
 use super::{ToolContext, ToolError};
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::engine::key::normalize_agent_id;
+use crate::engine::session::key::normalize_agent_id;
 
 /// The model shown for an agent whose config names none: agents run on the scripted backend
 /// unless told otherwise (DESIGN §3.3).

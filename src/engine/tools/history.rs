@@ -7,8 +7,8 @@ use super::params::Params;
 use super::resolve::resolve_reference;
 use super::{ToolContext, ToolError};
 use crate::engine::Engine;
-use crate::engine::sanitize::sanitize_history;
-use crate::engine::visibility::{Action, Guard};
+use crate::engine::session::sanitize::sanitize_history;
+use crate::engine::session::visibility::{Action, Guard};
 
 pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;

@@ -7,11 +7,11 @@ use super::params::Params;
 use super::{ToolContext, ToolError, row};
 use crate::config::Visibility;
 use crate::engine::Engine;
-use crate::engine::key::SessionKind;
-use crate::engine::sanitize::sanitize_history;
+use crate::engine::session::key::SessionKind;
+use crate::engine::session::sanitize::sanitize_history;
 use crate::engine::storage::queries::{SessionScan, StoredSession};
-use crate::engine::store::now_ms;
-use crate::engine::visibility::{Action, Guard};
+use crate::engine::session::store::now_ms;
+use crate::engine::session::visibility::{Action, Guard};
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
@@ -159,7 +159,7 @@ pub fn owner_rows(
 /// One session's row in the owner's view.
 pub fn owner_row(
     engine: &Engine,
-    key: &crate::engine::key::SessionKey,
+    key: &crate::engine::session::key::SessionKey,
 ) -> Result<Option<Value>, crate::engine::storage::StorageError> {
     Ok(engine
         .store()

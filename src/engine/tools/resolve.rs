@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::{ToolContext, failure};
 use crate::engine::Engine;
-use crate::engine::key::{KeyError, KeyInput, SessionKey, classify_input, looks_like_session_id};
+use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input, looks_like_session_id};
 use crate::engine::storage::StorageError;
-use crate::engine::visibility::Guard;
+use crate::engine::session::visibility::Guard;
 
 /// A resolved session reference.
 #[derive(Debug, Clone, PartialEq, Eq)]

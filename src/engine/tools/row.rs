@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::engine::Engine;
-use crate::engine::key::SessionKind;
+use crate::engine::session::key::SessionKind;
 use crate::engine::storage::queries::StoredSession;
 
 /// The spec's channel rule: groups report their recorded channel, direct chats their last
@@ -16,7 +16,7 @@ pub fn channel_of(s: &StoredSession) -> String {
         SessionKind::Group => e
             .channel
             .as_deref()
-            .or_else(|| crate::engine::key::group_channel_of(s.key.rest()))
+            .or_else(|| crate::engine::session::key::group_channel_of(s.key.rest()))
             .or(e.effective_last_channel()),
         _ => e.effective_last_channel().or(e.channel.as_deref()),
     };

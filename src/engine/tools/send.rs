@@ -11,13 +11,14 @@ use super::resolve::resolve_reference;
 use super::row::channel_of;
 use super::{ToolContext, ToolError};
 use crate::engine::Engine;
-use crate::engine::a2a::Send;
-use crate::engine::entry::SessionEntry;
-use crate::engine::key::{SessionKey, normalize_agent_id};
+use crate::engine::flows::a2a::Send;
+use crate::engine::session::entry::SessionEntry;
+use crate::engine::session::key::{SessionKey, normalize_agent_id};
 
-use crate::engine::runs::{Chain, RunStatus};
-use crate::engine::store::SessionInit;
-use crate::engine::visibility::{Action, Denied, Guard};
+use crate::engine::flows::chain::Chain;
+use crate::engine::flows::runs::RunStatus;
+use crate::engine::session::store::SessionInit;
+use crate::engine::session::visibility::{Action, Denied, Guard};
 
 /// `timeoutSeconds` when not given (reference §5.1).
 const DEFAULT_TIMEOUT_SECONDS: u64 = 30;

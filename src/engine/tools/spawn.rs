@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use super::params::Params;
 use super::{ToolContext, ToolError, ToolInputError, failure};
 use crate::config::limits;
+use crate::engine::storage;
 use crate::engine::Engine;
-use crate::engine::key::{is_valid_agent_id, normalize_agent_id};
-use crate::engine::runs::Chain;
-use crate::engine::spawn::{Cleanup, SpawnRequest};
-use crate::engine::storage::runlog;
+use crate::engine::session::key::{is_valid_agent_id, normalize_agent_id};
+use crate::engine::flows::chain::Chain;
+use crate::engine::flows::spawn::{Cleanup, SpawnRequest};
 
 /// Parameters that would route output to a channel, which a spawn never does.
 const DELIVERY_PARAMS: &[&str] = &[
@@ -142,7 +142,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let running = engine
         .store()
         .storage()
-        .read(|c| runlog::running_children(c, &requester_key))?;
+        .read(|c| storage::spawns::running_children(c, &requester_key))?;
     if running >= max_children {
         return Ok(failure(
             "forbidden",

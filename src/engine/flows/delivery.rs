@@ -2,14 +2,15 @@
 //! route, the send-policy gate, and the `outbox` row a channel adapter will send from (none
 //! ship yet, so rows stay `queued`).
 
-use super::Engine;
-use super::entry::SessionEntry;
-use super::events::EngineEvent;
-use super::key::{SessionKey, group_channel_of};
+use crate::engine::storage;
+use crate::engine::storage::outbox::OutboxRow;
+use crate::engine::Engine;
+use crate::engine::session::entry::SessionEntry;
+use crate::engine::events::EngineEvent;
+use crate::engine::session::key::{SessionKey, group_channel_of};
 
-use super::storage::StorageError;
-use super::storage::runlog::{self, OutboxRow};
-use super::store::now_ms;
+use crate::engine::storage::StorageError;
+use crate::engine::session::store::now_ms;
 
 /// Where a session's outbound messages go (reference §5.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,7 +118,7 @@ impl Engine {
         let outbox_id = self
             .store()
             .storage()
-            .write(move |c| runlog::insert_outbox(c, &for_writer))
+            .write(move |c| storage::outbox::insert_outbox(c, &for_writer))
             .await?;
         self.events().emit(EngineEvent::Delivery {
             key: key.to_string(),
@@ -134,6 +135,6 @@ impl Engine {
     /// A session's outbox, oldest first.
     pub fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StorageError> {
         let k = key.to_string();
-        self.store().storage().read(|c| runlog::outbox_of(c, &k))
+        self.store().storage().read(|c| storage::outbox::outbox_of(c, &k))
     }
 }

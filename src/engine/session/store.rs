@@ -3,13 +3,13 @@
 
 use serde_json::{Value, json};
 
-use super::entry::{DeliveryContext, SessionEntry};
-use super::events::{EngineEvent, EventBus};
-use super::key::{KeyScheme, SessionKey};
-use super::storage::queries::{
+use crate::engine::session::entry::{DeliveryContext, SessionEntry};
+use crate::engine::events::{EngineEvent, EventBus};
+use crate::engine::session::key::{KeyScheme, SessionKey};
+use crate::engine::storage::queries::{
     self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
 };
-use super::storage::{Pending, Storage, StorageError};
+use crate::engine::storage::{Pending, Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
 #[derive(Debug, Clone, Default, PartialEq)]

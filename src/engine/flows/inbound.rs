@@ -4,14 +4,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Engine;
-use super::events::EngineEvent;
-use super::key::SessionKey;
-use super::policy::{self, SendCommand};
-use super::runs::{RunHandle, RunRequest};
-use super::storage::StorageError;
-use super::storage::queries::TranscriptRow;
-use super::store::{SessionInit, now_ms};
+use crate::engine::Engine;
+use crate::engine::events::EngineEvent;
+use crate::engine::session::key::SessionKey;
+use crate::engine::session::policy::{self, SendCommand};
+use crate::engine::flows::runs::{RunHandle, RunRequest};
+use crate::engine::storage::StorageError;
+use crate::engine::storage::queries::TranscriptRow;
+use crate::engine::session::store::{SessionInit, now_ms};
 
 /// Who sent an inbound message and over what.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,7 +44,7 @@ impl Engine {
         let chat_type = from
             .chat_type
             .clone()
-            .or_else(|| super::key::chat_type_of(key.rest()).map(str::to_string));
+            .or_else(|| crate::engine::session::key::chat_type_of(key.rest()).map(str::to_string));
         // In a group the sender is one member, not where replies go: the group's own id
         // (from its key) is the route, so the sender is not recorded as `to`.
         let group = matches!(chat_type.as_deref(), Some("group" | "channel"));

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::config::{Config, PolicyAction, PolicyMatch};
-use crate::engine::entry::SessionEntry;
-use crate::engine::key::{SessionKey, chat_type_of, group_channel_of};
+use crate::engine::session::entry::SessionEntry;
+use crate::engine::session::key::{SessionKey, chat_type_of, group_channel_of};
 
 /// Whether sends to a session are allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,14 +10,17 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use super::Engine;
-use super::events::EngineEvent;
-use super::key::SessionKey;
-use super::storage::StorageError;
-use super::storage::queries::{self, NewLine};
-use super::storage::runlog::{self, NewRun, RunEnd};
-use super::store::now_ms;
-use super::tools::{ToolContext, ToolError};
+use crate::engine::storage;
+use crate::engine::storage::runs::{NewRun, RunEnd};
+use crate::engine::Engine;
+use crate::engine::events::EngineEvent;
+use crate::engine::session::key::SessionKey;
+use crate::engine::storage::StorageError;
+use crate::engine::storage::queries::{self, NewLine};
+use crate::engine::session::store::now_ms;
+use crate::engine::tools::context::{ToolContext, ToolError};
+// Kept at its old path: callers name `runs::Chain`.
+pub use super::chain::Chain;
 use crate::agent::{self, Agent, AgentError, BoxFuture, Reply, Step, ToolRunner, Turn};
 
 /// How a run ended.
@@ -46,40 +49,6 @@ pub struct RunOutcome {
     pub status: RunStatus,
     pub reply: String,
     pub error: Option<String>,
-}
-
-/// The chain of agent-to-agent sends a message belongs to: its id and how many sends deep
-/// it is. Carried in provenance so loops across three or more agents can be cut.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chain {
-    pub id: String,
-    pub hop: u32,
-}
-
-impl Chain {
-    /// The chain of a new send or spawn: the calling run's, one hop further, or a new one
-    /// for a person's call (hop 1).
-    pub fn next(calling: Option<&Chain>) -> Chain {
-        match calling {
-            Some(c) => Chain {
-                id: c.id.clone(),
-                hop: c.hop.saturating_add(1),
-            },
-            None => Chain {
-                id: uuid::Uuid::new_v4().to_string(),
-                hop: 1,
-            },
-        }
-    }
-
-    /// The chain recorded in a message's `provenance` (`chainId`, `hop`), if any.
-    pub fn from_provenance(message: &Value) -> Option<Chain> {
-        let p = message.get("provenance")?;
-        Some(Chain {
-            id: p.get("chainId")?.as_str()?.to_string(),
-            hop: u32::try_from(p.get("hop")?.as_u64()?).ok()?,
-        })
-    }
 }
 
 /// Whether a run takes its session's lane.
@@ -240,7 +209,7 @@ impl LiveRuns {
 /// Per-engine run machinery: lanes, agent backends, and which sessions have a run going.
 #[derive(Default)]
 pub(crate) struct Runner {
-    lanes: super::lane::Lanes,
+    lanes: crate::engine::flows::lane::Lanes,
     agents: std::sync::Mutex<HashMap<String, Arc<dyn Agent>>>,
     running: std::sync::Mutex<HashMap<String, usize>>,
 }
@@ -335,7 +304,7 @@ impl Engine {
         &self,
         run_id: &str,
         req: RunRequest,
-        place: Option<super::lane::Place>,
+        place: Option<crate::engine::flows::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
     ) -> RunOutcome {
         let turn = match place {
@@ -517,7 +486,7 @@ impl Engine {
             self.store().submit_append(&req.key, lines, move |c| {
                 add_tokens(c, &key, end.tokens)?;
                 close_flow(c, flow_end.as_ref(), ended)?;
-                runlog::finish_run(c, &run, &end.as_run_end())
+                storage::runs::finish_run(c, &run, &end.as_run_end())
             })
         };
         // Queued: the exchange may go on while the commit is under way.
@@ -588,7 +557,7 @@ impl Engine {
             .store()
             .storage()
             .write(move |c| {
-                runlog::finish_run(
+                storage::runs::finish_run(
                     c,
                     &run,
                     &RunEnd {
@@ -678,7 +647,7 @@ fn close_flow(
     now: i64,
 ) -> Result<(), StorageError> {
     match flow_end {
-        Some((flow, reason)) => runlog::finish_flow(c, flow, reason, now),
+        Some((flow, reason)) => storage::flows::finish_flow(c, flow, reason, now),
         None => Ok(()),
     }
 }
@@ -797,9 +766,9 @@ impl StartRecord {
         let (step, round, started) = (step_name(self.req.step), self.req.round, self.started_at);
         move |c| {
             if let Some(f) = &flow_start {
-                runlog::insert_flow(
+                storage::flows::insert_flow(
                     c,
-                    &runlog::NewFlow {
+                    &storage::flows::NewFlow {
                         flow_id: &f.flow_id,
                         chain_id: &f.chain_id,
                         requester: &f.requester,
@@ -822,8 +791,8 @@ impl StartRecord {
                 started_at: started,
             };
             match &end {
-                Some(end) => runlog::insert_finished_run(c, &row, &end.as_run_end()),
-                None => runlog::insert_run(c, &row),
+                Some(end) => storage::runs::insert_finished_run(c, &row, &end.as_run_end()),
+                None => storage::runs::insert_run(c, &row),
             }
         }
     }

@@ -7,17 +7,20 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Engine;
-use super::delivery::route_for;
-use super::events::EngineEvent;
-use super::instance::Instance;
-use super::key::SessionKey;
-use super::policy::{self, SendPolicy};
-use super::runs::{Chain, Lane, RunRequest};
-use super::storage::StorageError;
-use super::storage::queries::{self, NewLine};
-use super::storage::runlog::{self, OutboxRow, SpawnRow};
-use super::store::{SessionInit, insert_new, now_ms};
+use crate::engine::storage;
+use crate::engine::storage::outbox::OutboxRow;
+use crate::engine::storage::spawns::SpawnRow;
+use crate::engine::Engine;
+use crate::engine::flows::delivery::route_for;
+use crate::engine::events::EngineEvent;
+use crate::engine::instance::Instance;
+use crate::engine::session::key::SessionKey;
+use crate::engine::session::policy::{self, SendPolicy};
+use crate::engine::flows::chain::Chain;
+use crate::engine::flows::runs::{Lane, RunRequest};
+use crate::engine::storage::StorageError;
+use crate::engine::storage::queries::{self, NewLine};
+use crate::engine::session::store::{SessionInit, insert_new, now_ms};
 use crate::agent::Step;
 use crate::config::Config;
 
@@ -184,9 +187,9 @@ impl Engine {
                 insert_new(c, &session, &cwd, now)?;
                 let appended =
                     queries::append_lines(c, &session.key, std::slice::from_ref(&inbound), now)?;
-                runlog::insert_run(
+                storage::runs::insert_run(
                     c,
-                    &runlog::NewRun {
+                    &storage::runs::NewRun {
                         run_id: &spawn.run_id,
                         session_key: &spawn.child_key,
                         agent_id: &spawn.agent_id,
@@ -197,7 +200,7 @@ impl Engine {
                         started_at: now,
                     },
                 )?;
-                runlog::insert_spawn(c, &spawn)?;
+                storage::spawns::insert_spawn(c, &spawn)?;
                 Ok(appended)
             })
             .await?;
@@ -324,10 +327,10 @@ impl Engine {
                 .storage()
                 .write(move |c| {
                     // Only the first to decide records it (another process may be resuming).
-                    runlog::end_spawn(
+                    storage::spawns::end_spawn(
                         c,
                         &k,
-                        &runlog::SpawnEnd {
+                        &storage::spawns::SpawnEnd {
                             outcome: &o,
                             error: err.as_deref(),
                             ended_at: ended,
@@ -349,7 +352,7 @@ impl Engine {
                 });
             }
         }
-        super::failpoint::hit("spawn-before-announce");
+        crate::engine::failpoint::hit("spawn-before-announce");
         self.deliver_spawn_announce(child).await
     }
 
@@ -417,7 +420,7 @@ impl Engine {
             .store()
             .storage()
             .write(move |c| {
-                let Some(s) = runlog::get_spawn(c, &k)? else {
+                let Some(s) = storage::spawns::get_spawn(c, &k)? else {
                     return Ok(None);
                 };
                 if s.status != "ended" {
@@ -436,7 +439,7 @@ impl Engine {
                 }
                 let mut outbox_id = None;
                 if let (Some(t), Some(route), "delivered") = (&s.announce, &r, outcome) {
-                    outbox_id = Some(runlog::insert_outbox(
+                    outbox_id = Some(storage::outbox::insert_outbox(
                         c,
                         &OutboxRow {
                             id: 0,
@@ -454,7 +457,7 @@ impl Engine {
                         },
                     )?);
                 }
-                runlog::finish_spawn(c, &k, outcome, now, archive_at)?;
+                storage::spawns::finish_spawn(c, &k, outcome, now, archive_at)?;
                 let deleted = if s.cleanup == "delete" {
                     queries::delete_session(c, &SessionKey::from_canonical(k.clone()))?
                 } else {
@@ -544,7 +547,7 @@ impl Engine {
         let rows = self.store().tail(&s.entry.session_id, 50, true)?;
         Ok(rows.iter().rev().find_map(|r| {
             let m = r.line.get("message")?;
-            (m.get("role")? == "toolResult").then(|| super::transcript_text::message_text(m))
+            (m.get("role")? == "toolResult").then(|| crate::engine::session::transcript_text::message_text(m))
         }))
     }
 
@@ -572,7 +575,7 @@ impl Engine {
         let due: Vec<String> = self
             .store()
             .storage()
-            .read(runlog::archive_timers)?
+            .read(storage::spawns::archive_timers)?
             .into_iter()
             .filter(|(_, at)| *at <= now)
             .map(|(k, _)| k)
@@ -584,7 +587,7 @@ impl Engine {
                 .store()
                 .storage()
                 .write(move |c| {
-                    if !runlog::archive_spawn(c, &k, now)? {
+                    if !storage::spawns::archive_spawn(c, &k, now)? {
                         return Ok(false);
                     }
                     let sk = SessionKey::from_canonical(k.clone());
@@ -622,7 +625,7 @@ impl Engine {
             let next = engine
                 .store()
                 .storage()
-                .read(runlog::archive_timers)
+                .read(storage::spawns::archive_timers)
                 .ok()
                 .and_then(|t| t.into_iter().map(|(_, at)| at).min());
             if let Some(next) = next {
@@ -635,7 +638,7 @@ impl Engine {
     /// whose run ended (or was aborted) without an announce, and archive timers. Call once
     /// after `open`, inside the runtime; safe to call from several processes at once.
     pub async fn resume(&self) -> Result<(), StorageError> {
-        for spawn in self.store().storage().read(runlog::open_spawns)? {
+        for spawn in self.store().storage().read(storage::spawns::open_spawns)? {
             let child = SessionKey::from_canonical(spawn.child_key.clone());
             // A live engine (a console, another command) that ran the child finishes its
             // announce itself; taking it over would run the requester's announce turn in
@@ -655,7 +658,7 @@ impl Engine {
                 }
             });
         }
-        let timers = self.store().storage().read(runlog::archive_timers)?;
+        let timers = self.store().storage().read(storage::spawns::archive_timers)?;
         if let Some(soonest) = timers.iter().map(|t| t.1).min() {
             // One timer at the soonest; it archives everything due, then chains to the next.
             self.schedule_archive(soonest);
@@ -666,13 +669,13 @@ impl Engine {
     /// A requester's sub-agents, newest first.
     pub fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StorageError> {
         let k = requester.to_string();
-        self.store().storage().read(|c| runlog::spawns_of(c, &k))
+        self.store().storage().read(|c| storage::spawns::spawns_of(c, &k))
     }
 
     /// One sub-agent's record.
     pub fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StorageError> {
         let k = child.to_string();
-        self.store().storage().read(|c| runlog::get_spawn(c, &k))
+        self.store().storage().read(|c| storage::spawns::get_spawn(c, &k))
     }
 }
 

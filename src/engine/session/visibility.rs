@@ -6,9 +6,9 @@ use std::collections::HashSet;
 
 use crate::config::{Config, SandboxVisibility, Visibility};
 
-use super::key::SessionKey;
-use super::storage::StorageError;
-use super::store::SessionStore;
+use crate::engine::session::key::SessionKey;
+use crate::engine::storage::StorageError;
+use crate::engine::session::store::SessionStore;
 
 /// What the requester is trying to do; it picks the wording of a denial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Engine;
-use super::delivery::Delivered;
-use super::events::EngineEvent;
-use super::key::SessionKey;
+use crate::engine::storage;
+use crate::engine::Engine;
+use crate::engine::flows::delivery::Delivered;
+use crate::engine::events::EngineEvent;
+use crate::engine::session::key::SessionKey;
 
-use super::runs::{Chain, FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
-use super::storage::StorageError;
-use super::storage::runlog;
-use super::store::now_ms;
+use crate::engine::flows::chain::Chain;
+use crate::engine::flows::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use crate::engine::storage::StorageError;
+use crate::engine::session::store::now_ms;
 use crate::agent::Step;
 
 /// The exact reply that ends the ping-pong.
@@ -159,9 +160,9 @@ impl Engine {
         self.store()
             .storage()
             .write(move |c| {
-                runlog::insert_flow(
+                storage::flows::insert_flow(
                     c,
-                    &runlog::NewFlow {
+                    &storage::flows::NewFlow {
                         flow_id: &flow.flow_id,
                         chain_id: &flow.chain_id,
                         requester: &flow.requester,
@@ -243,7 +244,7 @@ impl Engine {
             && let Err(e) = self
                 .store()
                 .storage()
-                .write(move |c| runlog::finish_flow(c, &f, &r, now))
+                .write(move |c| storage::flows::finish_flow(c, &f, &r, now))
                 .await
         {
             tracing::warn!(flow_id, error = %e, "could not close an exchange");

@@ -1,0 +1,12 @@
+//! Sessions as data: keys, entries, the store over them, who may see and send to which
+//! (visibility, send policy), and the text a transcript holds (sanitising, extraction).
+
+internal! {
+    mod entry;
+    mod key;
+    mod policy;
+    mod sanitize;
+    mod store;
+    mod transcript_text;
+    mod visibility;
+}
