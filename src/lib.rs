@@ -24,6 +24,27 @@ macro_rules! internal_use {
     };
 }
 
+/// A method `pub` with the `internals` feature and `pub(crate)` without it: the engine's
+/// methods that hand out its internals (store, events, runs) stay out of front ends' reach.
+macro_rules! internal_fn {
+    ($(#[$attr:meta])* fn $($rest:tt)*) => {
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        pub fn $($rest)*
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) fn $($rest)*
+    };
+    ($(#[$attr:meta])* async fn $($rest:tt)*) => {
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        pub async fn $($rest)*
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) async fn $($rest)*
+    };
+}
+
 pub mod agent;
 pub mod api;
 pub mod config;

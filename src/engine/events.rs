@@ -216,6 +216,7 @@ impl Default for EventBus {
 }
 
 impl EventBus {
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
         self.tx.subscribe()
     }

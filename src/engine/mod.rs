@@ -193,9 +193,11 @@ impl Engine {
         &self.runtime.tracker
     }
 
-    /// This engine instance's id (the `owner` of the runs it executes).
-    pub fn instance_id(&self) -> &str {
-        self.runtime.instance.id()
+    internal_fn! {
+        /// This engine instance's id (the `owner` of the runs it executes).
+        fn instance_id(&self) -> &str {
+            self.runtime.instance.id()
+        }
     }
 
     /// Resolve once every run, exchange and delivery this engine started has finished.
@@ -212,61 +214,80 @@ impl Engine {
         self.runtime.tracker.running()
     }
 
-    /// Like `idle`, but give up after `limit`, saying what is still running (also logged).
-    pub async fn idle_for(&self, limit: std::time::Duration) -> Result<(), tracker::Busy> {
-        let waited = self.runtime.tracker.idle_for(limit).await;
-        if let Err(busy) = &waited {
-            tracing::warn!(%busy, "gave up waiting for work this engine started");
+    internal_fn! {
+        /// Like `idle`, but give up after `limit`, saying what is still running (also logged).
+        async fn idle_for(&self, limit: std::time::Duration) -> Result<(), tracker::Busy> {
+            let waited = self.runtime.tracker.idle_for(limit).await;
+            if let Err(busy) = &waited {
+                tracing::warn!(%busy, "gave up waiting for work this engine started");
+            }
+            waited
         }
-        waited
     }
 
-    /// A run as recorded.
-    pub fn run(&self, run_id: &str) -> Result<Option<storage::runs::RunRow>, StorageError> {
-        self.store
-            .storage()
-            .read(|c| storage::runs::get_run(c, run_id))
+    internal_fn! {
+        /// A run as recorded.
+        fn run(&self, run_id: &str) -> Result<Option<storage::runs::RunRow>, StorageError> {
+            self.store
+                .storage()
+                .read(|c| storage::runs::get_run(c, run_id))
+        }
     }
 
-    /// A session's runs, newest first.
-    pub fn runs_of(
-        &self,
-        key: &SessionKey,
-        limit: usize,
-    ) -> Result<Vec<storage::runs::RunRow>, StorageError> {
-        let k = key.to_string();
-        self.store
-            .storage()
-            .read(|c| storage::runs::runs_of(c, &k, limit))
+    internal_fn! {
+        /// A session's runs, newest first.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        fn runs_of(
+            &self,
+            key: &SessionKey,
+            limit: usize,
+        ) -> Result<Vec<storage::runs::RunRow>, StorageError> {
+            let k = key.to_string();
+            self.store
+                .storage()
+                .read(|c| storage::runs::runs_of(c, &k, limit))
+        }
     }
 
-    pub fn config(&self) -> &Config {
-        &self.config
+    internal_fn! {
+        fn config(&self) -> &Config {
+            &self.config
+        }
     }
 
-    pub fn store(&self) -> &SessionStore {
-        &self.store
+    internal_fn! {
+        fn store(&self) -> &SessionStore {
+            &self.store
+        }
     }
 
-    pub fn events(&self) -> &EventBus {
-        &self.events
+    internal_fn! {
+        fn events(&self) -> &EventBus {
+            &self.events
+        }
     }
 
-    pub fn state_dir(&self) -> &Path {
-        &self.state_dir
+    internal_fn! {
+        fn state_dir(&self) -> &Path {
+            &self.state_dir
+        }
     }
 
-    /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
-    /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
-    pub fn transcript_path(&self, session_id: &str) -> String {
-        format!("{}#{}", self.store.storage().path().display(), session_id)
+    internal_fn! {
+        /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
+        /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
+        fn transcript_path(&self, session_id: &str) -> String {
+            format!("{}#{}", self.store.storage().path().display(), session_id)
+        }
     }
 
-    /// The canonical key for a requester named on the command line (`--as`): `main` is the
-    /// default agent's main session. The error says why `raw` names no session.
-    pub fn requester_key(&self, raw: &str) -> Result<SessionKey, key::KeyError> {
-        let scheme = self.store.scheme();
-        scheme.canonicalize(raw, &scheme.default_agent)
+    internal_fn! {
+        /// The canonical key for a requester named on the command line (`--as`): `main` is the
+        /// default agent's main session. The error says why `raw` names no session.
+        fn requester_key(&self, raw: &str) -> Result<SessionKey, key::KeyError> {
+            let scheme = self.store.scheme();
+            scheme.canonicalize(raw, &scheme.default_agent)
+        }
     }
 }
 

@@ -186,6 +186,7 @@ impl Tracker {
         self.group(id).map(|g| g.running()).unwrap_or_default()
     }
 
+    #[cfg(test)]
     pub fn active(&self) -> usize {
         self.inner.active.load(Ordering::Acquire)
     }

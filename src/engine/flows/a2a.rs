@@ -45,6 +45,7 @@ pub struct Send {
 
 /// A started exchange: the flow id and the primary run.
 pub struct Started {
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub flow_id: String,
     pub run: RunHandle,
 }
@@ -61,90 +62,92 @@ struct Parties {
 }
 
 impl Engine {
-    /// Start the exchange: record the flow, start the primary run in the target, and hand
-    /// the rest (ping-pong, announce) to a tracked background task.
-    pub async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
-        let scheme = self.store().scheme();
-        let parties = Parties {
-            requester: send.requester.clone(),
-            requester_display: scheme.display(&send.requester),
-            requester_channel: send.requester_channel.clone(),
-            target: send.target.clone(),
-            target_display: scheme.display(&send.target),
-            target_channel: send.target_channel.clone(),
-        };
-        let flow_id = uuid::Uuid::now_v7().to_string();
-        // Sending to itself, or to a session that is waiting on this very call: its lane
-        // is held by the caller, so the run goes in beside it instead of deadlocking.
-        let lane = if !send.wait.is_zero()
-            && (send.target == send.requester || send.waiting.contains(&send.target))
-        {
-            Lane::Nested
-        } else {
-            Lane::Own
-        };
-        let mut waiting = Vec::new();
-        if !send.wait.is_zero() {
-            waiting = send.waiting.clone();
-            waiting.push(send.requester.clone());
+    internal_fn! {
+        /// Start the exchange: record the flow, start the primary run in the target, and hand
+        /// the rest (ping-pong, announce) to a tracked background task.
+        async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
+            let scheme = self.store().scheme();
+            let parties = Parties {
+                requester: send.requester.clone(),
+                requester_display: scheme.display(&send.requester),
+                requester_channel: send.requester_channel.clone(),
+                target: send.target.clone(),
+                target_display: scheme.display(&send.target),
+                target_channel: send.target_channel.clone(),
+            };
+            let flow_id = uuid::Uuid::now_v7().to_string();
+            // Sending to itself, or to a session that is waiting on this very call: its lane
+            // is held by the caller, so the run goes in beside it instead of deadlocking.
+            let lane = if !send.wait.is_zero()
+                && (send.target == send.requester || send.waiting.contains(&send.target))
+            {
+                Lane::Nested
+            } else {
+                Lane::Own
+            };
+            let mut waiting = Vec::new();
+            if !send.wait.is_zero() {
+                waiting = send.waiting.clone();
+                waiting.push(send.requester.clone());
+            }
+            let run_id = uuid::Uuid::now_v7().to_string();
+            let flow = FlowStart {
+                flow_id: flow_id.clone(),
+                chain_id: send.chain.id.clone(),
+                hop: send.chain.hop,
+                requester: send.requester.to_string(),
+                message: send.message.clone(),
+            };
+            // A fire-and-forget caller is answered at once, so the exchange (with its message)
+            // must be on disk first; a waiting caller's exchange is recorded with the primary
+            // run, in the same commit.
+            let flow_start = if send.wait.is_zero() {
+                self.record_flow(&flow, &send.target, &run_id).await?;
+                None
+            } else {
+                Some(flow)
+            };
+            let req = RunRequest {
+                key: send.target.clone(),
+                step: Step::Message,
+                round: 1,
+                from: Some(send.requester.clone()),
+                text: send.message.clone(),
+                context: Some(message_context(&parties)),
+                inbound: Some(inter_session_message(
+                    &send.message,
+                    &send.requester,
+                    &parties.requester_channel,
+                    &send.chain,
+                )),
+                flow_id: Some(flow_id.clone()),
+                chain: Some(send.chain.clone()),
+                lane,
+                deliver: false,
+                waiting,
+                sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
+                // Recorded with the primary run's start, in the same commit.
+                flow_start: flow_start.clone(),
+                flow_end: None,
+                timeout: None,
+                start_recorded: false,
+            };
+            let run = self.start_run_with_id(run_id, req);
+            let engine = self.clone();
+            let (flow, primary) = (flow_id.clone(), run.clone());
+            // Saturating: a caller's wait is bounded, but a panic here would strand the flow.
+            let limit = send.wait.saturating_add(STEP_WAIT);
+            let what = format!(
+                "exchange {flow_id} from {} to {}",
+                send.requester, send.target
+            );
+            self.tracker().spawn(what, async move {
+                engine
+                    .continue_flow(flow, send, parties, primary, limit)
+                    .await;
+            });
+            Ok(Started { flow_id, run })
         }
-        let run_id = uuid::Uuid::now_v7().to_string();
-        let flow = FlowStart {
-            flow_id: flow_id.clone(),
-            chain_id: send.chain.id.clone(),
-            hop: send.chain.hop,
-            requester: send.requester.to_string(),
-            message: send.message.clone(),
-        };
-        // A fire-and-forget caller is answered at once, so the exchange (with its message)
-        // must be on disk first; a waiting caller's exchange is recorded with the primary
-        // run, in the same commit.
-        let flow_start = if send.wait.is_zero() {
-            self.record_flow(&flow, &send.target, &run_id).await?;
-            None
-        } else {
-            Some(flow)
-        };
-        let req = RunRequest {
-            key: send.target.clone(),
-            step: Step::Message,
-            round: 1,
-            from: Some(send.requester.clone()),
-            text: send.message.clone(),
-            context: Some(message_context(&parties)),
-            inbound: Some(inter_session_message(
-                &send.message,
-                &send.requester,
-                &parties.requester_channel,
-                &send.chain,
-            )),
-            flow_id: Some(flow_id.clone()),
-            chain: Some(send.chain.clone()),
-            lane,
-            deliver: false,
-            waiting,
-            sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
-            // Recorded with the primary run's start, in the same commit.
-            flow_start: flow_start.clone(),
-            flow_end: None,
-            timeout: None,
-            start_recorded: false,
-        };
-        let run = self.start_run_with_id(run_id, req);
-        let engine = self.clone();
-        let (flow, primary) = (flow_id.clone(), run.clone());
-        // Saturating: a caller's wait is bounded, but a panic here would strand the flow.
-        let limit = send.wait.saturating_add(STEP_WAIT);
-        let what = format!(
-            "exchange {flow_id} from {} to {}",
-            send.requester, send.target
-        );
-        self.tracker().spawn(what, async move {
-            engine
-                .continue_flow(flow, send, parties, primary, limit)
-                .await;
-        });
-        Ok(Started { flow_id, run })
     }
 
     /// Record an exchange on its own (see `start_send`), and announce it.

@@ -75,66 +75,71 @@ pub fn route_for(key: &SessionKey, entry: &SessionEntry) -> Option<Route> {
 }
 
 impl Engine {
-    /// Send `text` out of session `key` (`kind`: `announce` | `reply`), if its policy and
-    /// route allow.
-    pub async fn deliver(
-        &self,
-        key: &SessionKey,
-        kind: &str,
-        text: &str,
-        run_id: Option<&str>,
-        flow_id: Option<&str>,
-    ) -> Result<Delivered, StorageError> {
-        let Some(stored) = self.store().get(key)? else {
-            return Ok(Delivered::NoRoute);
-        };
-        let Some(route) = route_for(key, &stored.entry) else {
-            return Ok(Delivered::NoRoute);
-        };
-        let decision = self.judge_policy(key, &stored.entry, kind);
-        if !decision.is_allowed() {
-            return Ok(Delivered::Blocked {
-                reason: format!(
-                    "send policy of {key} denies outbound messages: {}",
-                    decision.source
-                ),
+    internal_fn! {
+        /// Send `text` out of session `key` (`kind`: `announce` | `reply`), if its policy and
+        /// route allow.
+        async fn deliver(
+            &self,
+            key: &SessionKey,
+            kind: &str,
+            text: &str,
+            run_id: Option<&str>,
+            flow_id: Option<&str>,
+        ) -> Result<Delivered, StorageError> {
+            let Some(stored) = self.store().get(key)? else {
+                return Ok(Delivered::NoRoute);
+            };
+            let Some(route) = route_for(key, &stored.entry) else {
+                return Ok(Delivered::NoRoute);
+            };
+            let decision = self.judge_policy(key, &stored.entry, kind);
+            if !decision.is_allowed() {
+                return Ok(Delivered::Blocked {
+                    reason: format!(
+                        "send policy of {key} denies outbound messages: {}",
+                        decision.source
+                    ),
+                });
+            }
+            let row = OutboxRow {
+                id: 0,
+                created_at: now_ms(),
+                session_key: key.to_string(),
+                kind: kind.to_string(),
+                channel: route.channel.clone(),
+                to: route.to.clone(),
+                account_id: route.account_id.clone(),
+                thread_id: route.thread_id.clone(),
+                text: text.to_string(),
+                status: "queued".into(),
+                run_id: run_id.map(str::to_string),
+                flow_id: flow_id.map(str::to_string),
+            };
+            let for_writer = row.clone();
+            let outbox_id = self
+                .store()
+                .storage()
+                .write(move |c| storage::outbox::insert_outbox(c, &for_writer))
+                .await?;
+            self.events().emit(EngineEvent::Delivery {
+                key: key.to_string(),
+                kind: kind.to_string(),
+                channel: route.channel.clone(),
+                to: route.to.clone(),
+                account_id: route.account_id.clone(),
+                text: text.to_string(),
+                outbox_id,
             });
+            Ok(Delivered::Queued { route, outbox_id })
         }
-        let row = OutboxRow {
-            id: 0,
-            created_at: now_ms(),
-            session_key: key.to_string(),
-            kind: kind.to_string(),
-            channel: route.channel.clone(),
-            to: route.to.clone(),
-            account_id: route.account_id.clone(),
-            thread_id: route.thread_id.clone(),
-            text: text.to_string(),
-            status: "queued".into(),
-            run_id: run_id.map(str::to_string),
-            flow_id: flow_id.map(str::to_string),
-        };
-        let for_writer = row.clone();
-        let outbox_id = self
-            .store()
-            .storage()
-            .write(move |c| storage::outbox::insert_outbox(c, &for_writer))
-            .await?;
-        self.events().emit(EngineEvent::Delivery {
-            key: key.to_string(),
-            kind: kind.to_string(),
-            channel: route.channel.clone(),
-            to: route.to.clone(),
-            account_id: route.account_id.clone(),
-            text: text.to_string(),
-            outbox_id,
-        });
-        Ok(Delivered::Queued { route, outbox_id })
     }
 
-    /// A session's outbox, oldest first.
-    pub fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StorageError> {
-        let k = key.to_string();
-        self.store().storage().read(|c| storage::outbox::outbox_of(c, &k))
+    internal_fn! {
+        /// A session's outbox, oldest first.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StorageError> {
+            let k = key.to_string();
+            self.store().storage().read(|c| storage::outbox::outbox_of(c, &k))
+        }
     }
 }

@@ -262,42 +262,46 @@ impl Runner {
 }
 
 impl Engine {
-    /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
-    pub fn start_run(&self, req: RunRequest) -> RunHandle {
-        // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
-        self.start_run_with_id(uuid::Uuid::now_v7().to_string(), req)
+    internal_fn! {
+        /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
+        fn start_run(&self, req: RunRequest) -> RunHandle {
+            // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
+            self.start_run_with_id(uuid::Uuid::now_v7().to_string(), req)
+        }
     }
 
-    /// `start_run` with an id chosen by the caller (recorded elsewhere before the run).
-    pub fn start_run_with_id(&self, run_id: String, req: RunRequest) -> RunHandle {
-        let (tx, rx) = watch::channel(None);
-        let (known_tx, known) = watch::channel(None);
-        let engine = self.clone();
-        let id = run_id.clone();
-        let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
-        // The place in the session's line is taken now, so runs started one after another
-        // run in that order whatever order their tasks get going in.
-        let place = match req.lane {
-            Lane::Own => Some(self.runner().lanes.enter(req.key.as_str())),
-            Lane::Nested => None,
-        };
-        let handle = RunHandle { run_id, rx, known };
-        self.runtime.runs.insert(&handle);
-        self.tracker().spawn(what, async move {
-            let outcome = engine.execute(&id, req, place, &known_tx).await;
-            // Normally sent already; a failure on the way may have skipped it.
-            known_tx.send_if_modified(|k| {
-                if k.is_none() {
-                    *k = Some(outcome.clone());
-                    true
-                } else {
-                    false
-                }
+    internal_fn! {
+        /// `start_run` with an id chosen by the caller (recorded elsewhere before the run).
+        fn start_run_with_id(&self, run_id: String, req: RunRequest) -> RunHandle {
+            let (tx, rx) = watch::channel(None);
+            let (known_tx, known) = watch::channel(None);
+            let engine = self.clone();
+            let id = run_id.clone();
+            let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
+            // The place in the session's line is taken now, so runs started one after another
+            // run in that order whatever order their tasks get going in.
+            let place = match req.lane {
+                Lane::Own => Some(self.runner().lanes.enter(req.key.as_str())),
+                Lane::Nested => None,
+            };
+            let handle = RunHandle { run_id, rx, known };
+            self.runtime.runs.insert(&handle);
+            self.tracker().spawn(what, async move {
+                let outcome = engine.execute(&id, req, place, &known_tx).await;
+                // Normally sent already; a failure on the way may have skipped it.
+                known_tx.send_if_modified(|k| {
+                    if k.is_none() {
+                        *k = Some(outcome.clone());
+                        true
+                    } else {
+                        false
+                    }
+                });
+                let _ = tx.send(Some(outcome));
+                engine.runtime.runs.remove(&id);
             });
-            let _ = tx.send(Some(outcome));
-            engine.runtime.runs.remove(&id);
-        });
-        handle
+            handle
+        }
     }
 
     async fn execute(

@@ -120,143 +120,145 @@ pub struct Spawned {
 }
 
 impl Engine {
-    /// Create the child session, record the spawn, and start the child's run; the
-    /// announce follows when the run ends (a tracked task, so `idle` waits for it).
-    pub async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StorageError> {
-        let child = SessionKey::from_canonical(format!(
-            "agent:{}:subagent:{}",
-            req.agent_id,
-            uuid::Uuid::new_v4()
-        ));
-        let run_id = uuid::Uuid::now_v7().to_string();
-        let now = now_ms();
-        let init = SessionInit {
-            label: req.label.clone(),
-            spawned_by: Some(req.requester.clone()),
-            ..SessionInit::default()
-        };
-        let mut fresh = self.store().fresh(&child, &init, now);
-        fresh.entry.spawn_depth = Some(req.depth);
-        fresh.entry.model = req.model.clone();
-        fresh.entry.thinking_level = req.thinking.clone();
-        let row = SpawnRow {
-            child_key: child.to_string(),
-            requester: req.requester.to_string(),
-            run_id: run_id.clone(),
-            agent_id: req.agent_id.clone(),
-            task: req.task.clone(),
-            label: req.label.clone(),
-            cleanup: req.cleanup.as_str().to_string(),
-            mode: req.mode.clone(),
-            status: "running".into(),
-            outcome: None,
-            error: None,
-            started_at: now,
-            ended_at: None,
-            announce: None,
-            announce_state: None,
-            announced_at: None,
-            archive_at: None,
-            archived_at: None,
-        };
-        let cwd = self.store().cwd();
-        let message = format!(
-            "[Subagent Context] You are running as a subagent (depth {}/{}). Results auto-announce to your requester; do not busy-poll for status.\n\n[Subagent Task]: {}",
-            req.depth, req.max_depth, req.task
-        );
-        let inbound = NewLine::message(json!({
-            "role": "user",
-            "content": [{ "type": "text", "text": message }],
-            "timestamp": now,
-            "provenance": {
-                "kind": "inter_session",
-                "sourceSessionKey": req.requester.as_str(),
-                "sourceTool": "sessions_spawn",
-                "chainId": req.chain.id,
-                "hop": req.chain.hop,
-            },
-        }));
-        let (session, spawn, owner) = (fresh.clone(), row.clone(), self.instance_id().to_string());
-        // The child session, its task, its run and the spawn record commit together: no
-        // child without a record of who spawned it, and no record without a run to finish
-        // (a restart then finds the run and closes it as aborted).
-        let (session_id, rows) = self
-            .store()
-            .storage()
-            .write(move |c| {
-                insert_new(c, &session, &cwd, now)?;
-                let appended =
-                    queries::append_lines(c, &session.key, std::slice::from_ref(&inbound), now)?;
-                storage::runs::insert_run(
-                    c,
-                    &storage::runs::NewRun {
-                        run_id: &spawn.run_id,
-                        session_key: &spawn.child_key,
-                        agent_id: &spawn.agent_id,
-                        step: "subagent",
-                        round: 0,
-                        flow_id: None,
-                        owner: &owner,
-                        started_at: now,
-                    },
-                )?;
-                storage::spawns::insert_spawn(c, &spawn)?;
-                Ok(appended)
-            })
-            .await?;
-        let events = self.events();
-        events.emit(EngineEvent::SessionCreated {
-            key: child.to_string(),
-            session_id: fresh.entry.session_id.clone(),
-        });
-        events.emit(EngineEvent::Spawned {
-            requester: req.requester.to_string(),
-            child: child.to_string(),
-            run_id: run_id.clone(),
-            agent_id: req.agent_id.clone(),
-            label: req.label.clone(),
-            task: req.task.clone(),
-            cleanup: req.cleanup.as_str().to_string(),
-        });
-        for row in rows {
-            events.emit(EngineEvent::MessageAppended {
+    internal_fn! {
+        /// Create the child session, record the spawn, and start the child's run; the
+        /// announce follows when the run ends (a tracked task, so `idle` waits for it).
+        async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StorageError> {
+            let child = SessionKey::from_canonical(format!(
+                "agent:{}:subagent:{}",
+                req.agent_id,
+                uuid::Uuid::new_v4()
+            ));
+            let run_id = uuid::Uuid::now_v7().to_string();
+            let now = now_ms();
+            let init = SessionInit {
+                label: req.label.clone(),
+                spawned_by: Some(req.requester.clone()),
+                ..SessionInit::default()
+            };
+            let mut fresh = self.store().fresh(&child, &init, now);
+            fresh.entry.spawn_depth = Some(req.depth);
+            fresh.entry.model = req.model.clone();
+            fresh.entry.thinking_level = req.thinking.clone();
+            let row = SpawnRow {
+                child_key: child.to_string(),
+                requester: req.requester.to_string(),
+                run_id: run_id.clone(),
+                agent_id: req.agent_id.clone(),
+                task: req.task.clone(),
+                label: req.label.clone(),
+                cleanup: req.cleanup.as_str().to_string(),
+                mode: req.mode.clone(),
+                status: "running".into(),
+                outcome: None,
+                error: None,
+                started_at: now,
+                ended_at: None,
+                announce: None,
+                announce_state: None,
+                announced_at: None,
+                archive_at: None,
+                archived_at: None,
+            };
+            let cwd = self.store().cwd();
+            let message = format!(
+                "[Subagent Context] You are running as a subagent (depth {}/{}). Results auto-announce to your requester; do not busy-poll for status.\n\n[Subagent Task]: {}",
+                req.depth, req.max_depth, req.task
+            );
+            let inbound = NewLine::message(json!({
+                "role": "user",
+                "content": [{ "type": "text", "text": message }],
+                "timestamp": now,
+                "provenance": {
+                    "kind": "inter_session",
+                    "sourceSessionKey": req.requester.as_str(),
+                    "sourceTool": "sessions_spawn",
+                    "chainId": req.chain.id,
+                    "hop": req.chain.hop,
+                },
+            }));
+            let (session, spawn, owner) = (fresh.clone(), row.clone(), self.instance_id().to_string());
+            // The child session, its task, its run and the spawn record commit together: no
+            // child without a record of who spawned it, and no record without a run to finish
+            // (a restart then finds the run and closes it as aborted).
+            let (session_id, rows) = self
+                .store()
+                .storage()
+                .write(move |c| {
+                    insert_new(c, &session, &cwd, now)?;
+                    let appended =
+                        queries::append_lines(c, &session.key, std::slice::from_ref(&inbound), now)?;
+                    storage::runs::insert_run(
+                        c,
+                        &storage::runs::NewRun {
+                            run_id: &spawn.run_id,
+                            session_key: &spawn.child_key,
+                            agent_id: &spawn.agent_id,
+                            step: "subagent",
+                            round: 0,
+                            flow_id: None,
+                            owner: &owner,
+                            started_at: now,
+                        },
+                    )?;
+                    storage::spawns::insert_spawn(c, &spawn)?;
+                    Ok(appended)
+                })
+                .await?;
+            let events = self.events();
+            events.emit(EngineEvent::SessionCreated {
                 key: child.to_string(),
-                session_id: session_id.clone(),
-                seq: row.seq,
-                line: row.line,
+                session_id: fresh.entry.session_id.clone(),
             });
-        }
-        let context = subagent_context(&req, &child);
-        let run = RunRequest {
-            key: child.clone(),
-            step: Step::Subagent,
-            round: 0,
-            from: Some(req.requester.clone()),
-            text: req.task.clone(),
-            context: Some(context),
-            inbound: None,
-            flow_id: None,
-            chain: Some(req.chain.clone()),
-            lane: Lane::Own,
-            deliver: false,
-            waiting: Vec::new(),
-            sandboxed: req.sandboxed,
-            flow_start: None,
-            flow_end: None,
-            timeout: req.run_timeout,
-            start_recorded: true,
-        };
-        let mut handle = self.start_run_with_id(run_id.clone(), run);
-        let engine = self.clone();
-        let key = child.clone();
-        let what = format!("sub-agent {child} and its announce");
-        self.tracker().spawn(what, async move {
-            handle.wait().await;
-            if let Err(e) = engine.finish_spawn(&key).await {
-                tracing::warn!(child = %key, error = %e, "sub-agent announce failed; it is retried on the next start");
+            events.emit(EngineEvent::Spawned {
+                requester: req.requester.to_string(),
+                child: child.to_string(),
+                run_id: run_id.clone(),
+                agent_id: req.agent_id.clone(),
+                label: req.label.clone(),
+                task: req.task.clone(),
+                cleanup: req.cleanup.as_str().to_string(),
+            });
+            for row in rows {
+                events.emit(EngineEvent::MessageAppended {
+                    key: child.to_string(),
+                    session_id: session_id.clone(),
+                    seq: row.seq,
+                    line: row.line,
+                });
             }
-        });
-        Ok(Spawned { child, run_id })
+            let context = subagent_context(&req, &child);
+            let run = RunRequest {
+                key: child.clone(),
+                step: Step::Subagent,
+                round: 0,
+                from: Some(req.requester.clone()),
+                text: req.task.clone(),
+                context: Some(context),
+                inbound: None,
+                flow_id: None,
+                chain: Some(req.chain.clone()),
+                lane: Lane::Own,
+                deliver: false,
+                waiting: Vec::new(),
+                sandboxed: req.sandboxed,
+                flow_start: None,
+                flow_end: None,
+                timeout: req.run_timeout,
+                start_recorded: true,
+            };
+            let mut handle = self.start_run_with_id(run_id.clone(), run);
+            let engine = self.clone();
+            let key = child.clone();
+            let what = format!("sub-agent {child} and its announce");
+            self.tracker().spawn(what, async move {
+                handle.wait().await;
+                if let Err(e) = engine.finish_spawn(&key).await {
+                    tracing::warn!(child = %key, error = %e, "sub-agent announce failed; it is retried on the next start");
+                }
+            });
+            Ok(Spawned { child, run_id })
+        }
     }
 
     /// The child's run is over: decide its announce and persist it (once), then deliver it.
@@ -569,42 +571,44 @@ impl Engine {
         }
     }
 
-    /// Archive every sub-agent session whose timer is due at `now` (ms). Idempotent; returns
-    /// the sessions archived by this call.
-    pub async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StorageError> {
-        let due: Vec<String> = self
-            .store()
-            .storage()
-            .read(storage::spawns::archive_timers)?
-            .into_iter()
-            .filter(|(_, at)| *at <= now)
-            .map(|(k, _)| k)
-            .collect();
-        let mut archived = Vec::new();
-        for key in due {
-            let k = key.clone();
-            let done = self
+    internal_fn! {
+        /// Archive every sub-agent session whose timer is due at `now` (ms). Idempotent; returns
+        /// the sessions archived by this call.
+        async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StorageError> {
+            let due: Vec<String> = self
                 .store()
                 .storage()
-                .write(move |c| {
-                    if !storage::spawns::archive_spawn(c, &k, now)? {
-                        return Ok(false);
-                    }
-                    let sk = SessionKey::from_canonical(k.clone());
-                    if let Some(mut s) = queries::get_session(c, &sk)? {
-                        s.entry.archived_at = Some(now);
-                        queries::put_session(c, &s)?;
-                    }
-                    Ok(true)
-                })
-                .await?;
-            if done {
-                self.events()
-                    .emit(EngineEvent::SessionArchived { key: key.clone() });
-                archived.push(SessionKey::from_canonical(key));
+                .read(storage::spawns::archive_timers)?
+                .into_iter()
+                .filter(|(_, at)| *at <= now)
+                .map(|(k, _)| k)
+                .collect();
+            let mut archived = Vec::new();
+            for key in due {
+                let k = key.clone();
+                let done = self
+                    .store()
+                    .storage()
+                    .write(move |c| {
+                        if !storage::spawns::archive_spawn(c, &k, now)? {
+                            return Ok(false);
+                        }
+                        let sk = SessionKey::from_canonical(k.clone());
+                        if let Some(mut s) = queries::get_session(c, &sk)? {
+                            s.entry.archived_at = Some(now);
+                            queries::put_session(c, &s)?;
+                        }
+                        Ok(true)
+                    })
+                    .await?;
+                if done {
+                    self.events()
+                        .emit(EngineEvent::SessionArchived { key: key.clone() });
+                    archived.push(SessionKey::from_canonical(key));
+                }
             }
+            Ok(archived)
         }
-        Ok(archived)
     }
 
     /// Fire `archive_due` at `at` (ms). Not tracked: a command does not wait an hour for it;
@@ -634,48 +638,55 @@ impl Engine {
         });
     }
 
-    /// Pick up what a stopped engine left: announces decided but not delivered, children
-    /// whose run ended (or was aborted) without an announce, and archive timers. Call once
-    /// after `open`, inside the runtime; safe to call from several processes at once.
-    pub async fn resume(&self) -> Result<(), StorageError> {
-        for spawn in self.store().storage().read(storage::spawns::open_spawns)? {
-            let child = SessionKey::from_canonical(spawn.child_key.clone());
-            // A live engine (a console, another command) that ran the child finishes its
-            // announce itself; taking it over would run the requester's announce turn in
-            // the wrong process, and make that process wait for it.
-            if let Some(run) = self.run(&spawn.run_id)?
-                && run.owner != self.instance_id()
-                && Instance::is_alive(self.state_dir(), &run.owner)
-            {
-                tracing::debug!(child = %child, owner = %run.owner, "sub-agent left to its live engine");
-                continue;
-            }
-            let engine = self.clone();
-            let what = format!("the resumed announce of sub-agent {child}");
-            self.tracker().spawn(what, async move {
-                if let Err(e) = engine.finish_spawn(&child).await {
-                    tracing::warn!(child = %child, error = %e, "resuming a sub-agent announce failed");
+    internal_fn! {
+        /// Pick up what a stopped engine left: announces decided but not delivered, children
+        /// whose run ended (or was aborted) without an announce, and archive timers. Call once
+        /// after `open`, inside the runtime; safe to call from several processes at once.
+        async fn resume(&self) -> Result<(), StorageError> {
+            for spawn in self.store().storage().read(storage::spawns::open_spawns)? {
+                let child = SessionKey::from_canonical(spawn.child_key.clone());
+                // A live engine (a console, another command) that ran the child finishes its
+                // announce itself; taking it over would run the requester's announce turn in
+                // the wrong process, and make that process wait for it.
+                if let Some(run) = self.run(&spawn.run_id)?
+                    && run.owner != self.instance_id()
+                    && Instance::is_alive(self.state_dir(), &run.owner)
+                {
+                    tracing::debug!(child = %child, owner = %run.owner, "sub-agent left to its live engine");
+                    continue;
                 }
-            });
+                let engine = self.clone();
+                let what = format!("the resumed announce of sub-agent {child}");
+                self.tracker().spawn(what, async move {
+                    if let Err(e) = engine.finish_spawn(&child).await {
+                        tracing::warn!(child = %child, error = %e, "resuming a sub-agent announce failed");
+                    }
+                });
+            }
+            let timers = self.store().storage().read(storage::spawns::archive_timers)?;
+            if let Some(soonest) = timers.iter().map(|t| t.1).min() {
+                // One timer at the soonest; it archives everything due, then chains to the next.
+                self.schedule_archive(soonest);
+            }
+            Ok(())
         }
-        let timers = self.store().storage().read(storage::spawns::archive_timers)?;
-        if let Some(soonest) = timers.iter().map(|t| t.1).min() {
-            // One timer at the soonest; it archives everything due, then chains to the next.
-            self.schedule_archive(soonest);
-        }
-        Ok(())
     }
 
-    /// A requester's sub-agents, newest first.
-    pub fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StorageError> {
-        let k = requester.to_string();
-        self.store().storage().read(|c| storage::spawns::spawns_of(c, &k))
+    internal_fn! {
+        /// A requester's sub-agents, newest first.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StorageError> {
+            let k = requester.to_string();
+            self.store().storage().read(|c| storage::spawns::spawns_of(c, &k))
+        }
     }
 
-    /// One sub-agent's record.
-    pub fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StorageError> {
-        let k = child.to_string();
-        self.store().storage().read(|c| storage::spawns::get_spawn(c, &k))
+    internal_fn! {
+        /// One sub-agent's record.
+        fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StorageError> {
+            let k = child.to_string();
+            self.store().storage().read(|c| storage::spawns::get_spawn(c, &k))
+        }
     }
 }
 

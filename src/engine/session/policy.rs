@@ -126,6 +126,7 @@ impl PolicyDecision {
         self.policy == SendPolicy::Allow
     }
 
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub fn is_override(&self) -> bool {
         self.source == PolicySource::Override
     }

@@ -16,6 +16,8 @@ pub enum Action {
     List,
     History,
     Send,
+    // OpenClaw's `session_status` wording, kept for when that tool lands.
+    #[allow(dead_code)]
     Status,
 }
 

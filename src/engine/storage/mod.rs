@@ -138,6 +138,7 @@ impl Drop for Inner {
 
 impl Storage {
     /// Open (creating if needed) `<state_dir>/switchboard.db` and migrate it.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub fn open(state_dir: &Path) -> Result<Storage, StorageError> {
         Storage::open_prepared(state_dir, |_| Ok(()))
     }
@@ -208,12 +209,14 @@ impl Storage {
     }
 
     /// Whether this handle was opened read-only.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only
     }
 
     /// Like `write`, for callers outside an async runtime (benchmarks, start-up tools).
     /// Panics if called from inside a tokio runtime thread: use `write(..).await` there.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub fn write_blocking<R, F>(&self, op: F) -> Result<R, StorageError>
     where
         R: Send + 'static,

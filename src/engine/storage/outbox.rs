@@ -45,6 +45,7 @@ pub fn insert_outbox(conn: &Connection, o: &OutboxRow) -> Result<i64, StorageErr
 }
 
 /// A session's outbox, oldest first.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
 pub fn outbox_of(conn: &Connection, session_key: &str) -> Result<Vec<OutboxRow>, StorageError> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, created_at, session_key, kind, channel, recipient, account_id, thread_id, text, status, run_id, flow_id

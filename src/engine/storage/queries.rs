@@ -701,6 +701,8 @@ pub fn first_message_line(
         .optional()?)
 }
 
+/// A transcript's line count (the benches check their setup with it).
+#[cfg(feature = "internals")]
 pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, StorageError> {
     Ok(conn
         .prepare_cached(

@@ -142,6 +142,7 @@ pub fn get_run(conn: &Connection, run_id: &str) -> Result<Option<RunRow>, Storag
 }
 
 /// A session's runs, newest first.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
 pub fn runs_of(
     conn: &Connection,
     session_key: &str,

@@ -181,6 +181,7 @@ pub fn archive_timers(conn: &Connection) -> Result<Vec<(String, i64)>, StorageEr
 }
 
 /// A requester's children, newest first.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
 pub fn spawns_of(conn: &Connection, requester: &str) -> Result<Vec<SpawnRow>, StorageError> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {SPAWN_COLS} FROM spawns WHERE requester = ?1 ORDER BY started_at DESC"

@@ -19,30 +19,31 @@ pub use context::{TOOL_NAMES, ToolContext, ToolError, ToolInputError};
 pub(crate) use context::failure;
 
 pub use list::{owner_row, owner_rows};
-pub use resolve::Resolved;
 
 impl Engine {
-    /// Run one session tool exactly as an agent would.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        params: &Value,
-        ctx: &ToolContext,
-    ) -> Result<Value, ToolError> {
-        // Sub-agents get no session tools unless `tools.subagents.tools` grants them.
-        if TOOL_NAMES.contains(&name)
-            && let Some(refusal) =
-                crate::engine::flows::spawn::subagent_refusal(self.config(), &ctx.requester, name)
-        {
-            return Ok(failure("forbidden", refusal));
-        }
-        match name {
-            "sessions_list" => list::run(self, params, ctx),
-            "sessions_history" => history::run(self, params, ctx),
-            "sessions_send" => send::run(self, params, ctx).await,
-            "sessions_spawn" => spawn::run(self, params, ctx).await,
-            "agents_list" => agents::run(self, params, ctx),
-            other => Err(ToolInputError::UnknownTool(other.to_string()).into()),
+    internal_fn! {
+        /// Run one session tool exactly as an agent would.
+        async fn call_tool(
+            &self,
+            name: &str,
+            params: &Value,
+            ctx: &ToolContext,
+        ) -> Result<Value, ToolError> {
+            // Sub-agents get no session tools unless `tools.subagents.tools` grants them.
+            if TOOL_NAMES.contains(&name)
+                && let Some(refusal) =
+                    crate::engine::flows::spawn::subagent_refusal(self.config(), &ctx.requester, name)
+            {
+                return Ok(failure("forbidden", refusal));
+            }
+            match name {
+                "sessions_list" => list::run(self, params, ctx),
+                "sessions_history" => history::run(self, params, ctx),
+                "sessions_send" => send::run(self, params, ctx).await,
+                "sessions_spawn" => spawn::run(self, params, ctx).await,
+                "agents_list" => agents::run(self, params, ctx),
+                other => Err(ToolInputError::UnknownTool(other.to_string()).into()),
+            }
         }
     }
 }
