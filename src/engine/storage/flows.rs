@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, params};
 
-use super::StorageError;
+use super::error::StorageError;
 
 /// An agent-to-agent flow as it starts.
 #[derive(Debug, Clone)]

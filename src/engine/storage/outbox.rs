@@ -3,7 +3,7 @@
 use rusqlite::{Connection, params};
 use serde::Serialize;
 
-use super::StorageError;
+use super::error::StorageError;
 
 /// A message handed to a channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

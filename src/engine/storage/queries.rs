@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
-use super::StorageError;
+use super::error::StorageError;
 use super::tail_cache::{self, Tail};
 use crate::engine::entry::SessionEntry;
 use crate::engine::key::{SessionKey, SessionKind};

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use super::StorageError;
+use super::error::StorageError;
 
 /// A run as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 
-use super::StorageError;
+use super::error::{BUSY_TIMEOUT, StorageError};
 
 /// Each entry is one migration; its 1-based position is the schema version it produces.
 /// Never edit a shipped migration: append a new one.
@@ -138,10 +138,6 @@ const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
-
-/// How long a connection waits for another process's lock before reporting the database
-/// busy. Generous: a second process waits its turn rather than failing.
-pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The size at which the write-ahead log is cut back: checkpoints then wait for readers and
 /// truncate the file (`wal_checkpoint(TRUNCATE)`), and a log reset trims the file to this.

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use super::StorageError;
+use super::error::StorageError;
 
 /// A spawned sub-agent as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

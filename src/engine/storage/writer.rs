@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::StorageError;
-use super::schema::{BUSY_TIMEOUT, WAL_LIMIT_BYTES};
+use super::error::{BUSY_TIMEOUT, StorageError};
+use super::schema::WAL_LIMIT_BYTES;
 use super::tail_cache;
 
 /// How many jobs one transaction takes at most; bounds the latency of the first job.

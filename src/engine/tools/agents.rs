@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::params::Params;
-use super::{ToolContext, ToolError};
+use super::context::{ToolContext, ToolError};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::engine::session::key::normalize_agent_id;

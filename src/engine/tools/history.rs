@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::params::Params;
 use super::resolve::resolve_reference;
-use super::{ToolContext, ToolError};
+use super::context::{ToolContext, ToolError};
 use crate::engine::Engine;
 use crate::engine::session::sanitize::sanitize_history;
 use crate::engine::session::visibility::{Action, Guard};

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::params::Params;
-use super::{ToolContext, ToolError, row};
+use super::context::{ToolContext, ToolError};
+use super::row;
 use crate::config::Visibility;
 use crate::engine::Engine;
 use crate::engine::session::key::SessionKind;

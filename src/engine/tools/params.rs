@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::ToolInputError;
+use super::context::ToolInputError;
 
 /// A tool's parameter object.
 pub struct Params<'a> {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{ToolContext, failure};
+use super::context::{ToolContext, failure};
 use crate::engine::Engine;
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input, looks_like_session_id};
 use crate::engine::storage::StorageError;

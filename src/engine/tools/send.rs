@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::params::Params;
 use super::resolve::resolve_reference;
 use super::row::channel_of;
-use super::{ToolContext, ToolError};
+use super::context::{ToolContext, ToolError};
 use crate::engine::Engine;
 use crate::engine::flows::a2a::Send;
 use crate::engine::session::entry::SessionEntry;

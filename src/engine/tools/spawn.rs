@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::params::Params;
-use super::{ToolContext, ToolError, ToolInputError, failure};
+use super::context::{ToolContext, ToolError, ToolInputError, failure};
 use crate::config::limits;
 use crate::engine::storage;
 use crate::engine::Engine;

@@ -20,7 +20,7 @@ use std::fs::{self, File, FileType, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::TransferError;
+use super::error::TransferError;
 
 /// Whether an export may replace a file that is already at its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

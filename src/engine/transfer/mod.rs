@@ -46,9 +46,11 @@
 //! and publishes them only when all are written.
 
 mod atomic;
+mod error;
 mod source;
 
 pub use atomic::Overwrite;
+pub use error::{SkipReason, TransferError};
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -74,40 +76,6 @@ const SESSIONS_FILE: &str = "sessions.json";
 
 const EXPECTED_LAYOUT: &str = "expected a folder containing agents/<agentId>/sessions/sessions.json \
      (OpenClaw's state folder, usually ~/.openclaw), or one agents/<agentId>/sessions folder itself";
-
-#[derive(Debug, thiserror::Error)]
-pub enum TransferError {
-    #[error("cannot {op} {path}: {source}")]
-    Io {
-        /// What was being done: `read`, `create`, `write` …
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path} is not an OpenClaw state folder: {hint}")]
-    NotAnOpenClawFolder { path: PathBuf, hint: String },
-    #[error("{path}, line {line}: not valid JSON: {message}")]
-    Json {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error("no session found: {0}")]
-    NoSession(String),
-    #[error("cannot write the export: {0}")]
-    Write(#[source] std::io::Error),
-    #[error("{path} already exists (nothing was overwritten); pass --force to replace it")]
-    WouldOverwrite { path: PathBuf },
-    #[error("cannot export to {path}: {reason}")]
-    UnsafeTarget { path: PathBuf, reason: String },
-    #[error("{path} is {size} bytes, over the import's cap of {cap} bytes for this file")]
-    TooLarge { path: PathBuf, size: u64, cap: u64 },
-    #[error("session {key} cannot be exported: {reason}")]
-    Unexportable { key: String, reason: String },
-}
 
 fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> TransferError {
     let path = path.to_path_buf();
@@ -139,68 +107,6 @@ impl ImportReport {
     }
 }
 
-/// Why something was left out of an import. Session reasons count sessions, file reasons
-/// count files (a session whose transcript is refused is not imported), line reasons count
-/// transcript lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SkipReason {
-    /// Session: its key cannot be made canonical.
-    InvalidKey,
-    /// Session: its `sessionId` cannot name a transcript file.
-    InvalidId,
-    /// Session: its entry does not decode.
-    UnreadableEntry,
-    /// Session: its `sessionId` already belongs to another key here.
-    IdTaken,
-    /// File: it resolves outside the imported folder.
-    OutsideFolder,
-    /// File: it is a symlink.
-    Symlink,
-    /// File: a folder, FIFO, device or socket.
-    NotRegularFile,
-    /// File: over `ImportLimits::max_transcript_bytes`.
-    FileTooLarge,
-    /// File: its name is not a usable path, or opening it failed (permissions …).
-    UnreadableFile,
-    /// Line: over `ImportLimits::max_line_bytes`.
-    LineTooLong,
-    /// Line: not UTF-8, not JSON, or not a JSON object.
-    BadJson,
-    /// Line: a `message` line whose `message` is not a `{role, content}` object.
-    BadShape,
-}
-
-impl SkipReason {
-    /// A phrase for `n` of them: "1 invalid session id", "3 lines too long".
-    pub fn describe(self, n: usize) -> String {
-        let (one, many) = match self {
-            SkipReason::InvalidKey => ("unusable session key", "unusable session keys"),
-            SkipReason::InvalidId => ("invalid session id", "invalid session ids"),
-            SkipReason::UnreadableEntry => {
-                ("unreadable session entry", "unreadable session entries")
-            }
-            SkipReason::IdTaken => (
-                "session id already used by another key",
-                "session ids already used by other keys",
-            ),
-            SkipReason::OutsideFolder => ("file outside the folder", "files outside the folder"),
-            SkipReason::Symlink => ("symlinked file", "symlinked files"),
-            SkipReason::NotRegularFile => (
-                "file that is not a regular file",
-                "files that are not regular files",
-            ),
-            SkipReason::FileTooLarge => ("file over the size cap", "files over the size cap"),
-            SkipReason::UnreadableFile => ("unreadable file", "unreadable files"),
-            SkipReason::LineTooLong => ("line too long", "lines too long"),
-            SkipReason::BadJson => ("line not a JSON object", "lines not JSON objects"),
-            SkipReason::BadShape => (
-                "message line of the wrong shape",
-                "message lines of the wrong shape",
-            ),
-        };
-        format!("{n} {}", if n == 1 { one } else { many })
-    }
-}
 
 /// Caps on what an import reads, so no input makes it buffer or run without bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

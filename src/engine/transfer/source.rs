@@ -12,7 +12,7 @@ use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 
-use super::SkipReason;
+use super::error::SkipReason;
 
 /// The folder an import may read inside (canonical, so comparisons are by real location).
 pub(crate) struct SourceRoot {
