@@ -1,5 +1,6 @@
 //! The session engine: keys, storage, session entries, transcripts, tools. No terminal or
-//! network code lives here; front ends talk to it through `Engine`.
+//! network code lives here; front ends talk to it through `crate::api::SessionsApi`, which
+//! `Engine` implements (docs/ARCHITECTURE.md, "Layers").
 
 internal! {
     mod events;
