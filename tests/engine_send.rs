@@ -8,19 +8,24 @@
 //! Delays are chosen so the outcome cannot depend on machine speed: a "slow" agent sleeps
 //! 3 s against a 1 s wait; nothing asserts on elapsed time.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
+use switchboard::api::{
+    ApiError, PatchRequest, PolicyChange, SendRequest, Sender, SessionsApi, ToolCall,
+};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::events::EngineEvent;
-use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::store::SessionInit;
-use switchboard::engine::tools::ToolContext;
 use tempfile::TempDir;
 use tokio::sync::broadcast;
 
 struct Bench {
     engine: Engine,
+    /// The same engine as every front end uses it.
+    api: Arc<dyn SessionsApi>,
     events: broadcast::Receiver<EngineEvent>,
     _dir: TempDir,
 }
@@ -41,6 +46,7 @@ fn bench_with(main_script: Value, work_script: Value, session: Value) -> Bench {
     let engine = Engine::open(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
+        api: Arc::new(engine.clone()),
         engine,
         events,
         _dir: dir,
@@ -72,11 +78,25 @@ impl Bench {
     }
 
     async fn send_as(&self, requester: &str, params: Value) -> Value {
-        let ctx = ToolContext::new(key(requester), false);
-        self.engine
-            .call_tool("sessions_send", &params, &ctx)
+        self.try_send_as(requester, false, params)
             .await
             .expect("tool runs")
+    }
+
+    /// `sessions_send` through `SessionsApi::call_tool`, as a front end calls it.
+    async fn try_send_as(
+        &self,
+        requester: &str,
+        sandboxed: bool,
+        params: Value,
+    ) -> Result<Value, ApiError> {
+        let call = ToolCall {
+            tool: "sessions_send".into(),
+            params,
+            requester: requester.into(),
+            sandboxed,
+        };
+        Ok(self.api.call_tool(call).await?.result)
     }
 
     /// Every message (role, text, provenance kind) of a session, oldest first.
@@ -608,15 +628,18 @@ async fn visibility_and_agent_to_agent_gates_refuse_with_forbidden() {
             .await
             .unwrap();
     }
-    let ctx = ToolContext::new(key(ME), false);
-    let r = engine
-        .call_tool(
-            "sessions_send",
-            &json!({ "sessionKey": WORK, "message": "m" }),
-            &ctx,
-        )
-        .await
-        .unwrap();
+    let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    let send = |params: Value| {
+        let call = ToolCall {
+            tool: "sessions_send".into(),
+            params,
+            requester: ME.into(),
+            sandboxed: false,
+        };
+        let api = api.clone();
+        async move { api.call_tool(call).await.unwrap().result }
+    };
+    let r = send(json!({ "sessionKey": WORK, "message": "m" })).await;
     assert_eq!(r["status"], "forbidden");
     assert_eq!(
         r["error"],
@@ -624,14 +647,7 @@ async fn visibility_and_agent_to_agent_gates_refuse_with_forbidden() {
     );
     assert_eq!(r["sessionKey"], WORK);
     // Label lookup under another agent with agent-to-agent off.
-    let r = engine
-        .call_tool(
-            "sessions_send",
-            &json!({ "label": "x", "agentId": "work", "message": "m" }),
-            &ctx,
-        )
-        .await
-        .unwrap();
+    let r = send(json!({ "label": "x", "agentId": "work", "message": "m" })).await;
     assert_eq!(r["status"], "forbidden");
     assert_eq!(
         r["error"],
@@ -643,7 +659,6 @@ async fn visibility_and_agent_to_agent_gates_refuse_with_forbidden() {
 async fn bad_input_is_an_input_error_naming_the_parameter() {
     let b = bench(json!([]), json!([]));
     b.session(ME, None).await;
-    let ctx = ToolContext::new(key(ME), false);
     for (params, needle) in [
         (json!({ "sessionKey": WORK }), "message required"),
         (
@@ -655,11 +670,8 @@ async fn bad_input_is_an_input_error_naming_the_parameter() {
             "timeoutSeconds must be a number",
         ),
     ] {
-        let err = b
-            .engine
-            .call_tool("sessions_send", &params, &ctx)
-            .await
-            .unwrap_err();
+        let err = b.try_send_as(ME, false, params).await.unwrap_err();
+        assert!(matches!(err, ApiError::BadInput(_)), "{err:?}");
         assert!(err.to_string().contains(needle), "{err} lacks {needle}");
     }
     // Nothing was created or sent.
@@ -672,11 +684,10 @@ async fn a_send_into_a_session_whose_policy_denies_is_refused_and_says_how_to_ch
     let b = bench(json!([]), work);
     b.session(ME, None).await;
     b.session(WORK, None).await;
-    b.engine
-        .store()
-        .patch(&key(WORK), |e| {
-            e.send_policy = Some("deny".into());
-            Ok(())
+    b.api
+        .patch(PatchRequest {
+            key: WORK.into(),
+            send_policy: Some(PolicyChange::Deny),
         })
         .await
         .unwrap();
@@ -722,15 +733,12 @@ async fn a_policy_turned_off_mid_exchange_stops_the_loop_and_blocks_the_announce
     assert_eq!(r["status"], "accepted");
     // The owner turns sending off while the target is still thinking.
     let received = b
-        .engine
-        .receive(
-            &key(group),
-            "/send off",
-            &Inbound {
-                owner: true,
-                ..Inbound::default()
-            },
-        )
+        .api
+        .send(SendRequest {
+            key: group.into(),
+            text: "/send off".into(),
+            from: Sender::owner(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -773,10 +781,14 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
             .await
             .unwrap();
     }
-    engine
-        .receive(&key("agent:a:main"), "start the chain", &Inbound::default())
-        .await
-        .unwrap();
+    let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    api.send(SendRequest {
+        key: "agent:a:main".into(),
+        text: "start the chain".into(),
+        from: Sender::default(),
+    })
+    .await
+    .unwrap();
     engine.idle().await;
     let mut stops = Vec::new();
     while let Ok(e) = events.try_recv() {
@@ -865,16 +877,9 @@ async fn a_sandboxed_session_cannot_reach_beyond_what_it_spawned() {
     b.session(ME, None).await;
     b.session(WORK, None).await;
     b.session("agent:main:other", None).await;
-    let ctx = ToolContext::new(key(ME), true);
     let send = |params: Value| {
-        let ctx = ctx.clone();
-        let engine = b.engine.clone();
-        async move {
-            engine
-                .call_tool("sessions_send", &params, &ctx)
-                .await
-                .unwrap()
-        }
+        let b = &b;
+        async move { b.try_send_as(ME, true, params).await.unwrap() }
     };
     let r = send(json!({ "label": "x", "agentId": "work", "message": "m" })).await;
     assert_eq!(r["status"], "forbidden");
