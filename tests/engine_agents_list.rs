@@ -1,21 +1,32 @@
-//! Black-box tests of `agents_list` through `Engine::call_tool`: which agent ids a requester
+//! Black-box tests of `agents_list` through `SessionsApi::call_tool`: which agent ids a requester
 //! may spawn under (own agent, per-agent and default allowlists, `*`), their models, sub-agents.
 
 mod common;
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::tools::ToolContext;
+use switchboard::api::{ApiError, SessionsApi, ToolCall};
 
 use common::{Bench, bench};
 
 impl Bench {
     async fn agents_list(&self, requester: &str) -> Value {
-        let ctx = ToolContext::new(SessionKey::from_canonical(requester), false);
-        self.engine
-            .call_tool("agents_list", &json!({}), &ctx)
+        self.try_agents_list(requester, json!({}))
             .await
             .expect("agents_list runs")
+    }
+
+    /// `agents_list` through `SessionsApi::call_tool`, as a front end calls it.
+    async fn try_agents_list(&self, requester: &str, params: Value) -> Result<Value, ApiError> {
+        let api: Arc<dyn SessionsApi> = Arc::new(self.engine.clone());
+        let call = ToolCall {
+            tool: "agents_list".into(),
+            params,
+            requester: requester.into(),
+            sandboxed: false,
+        };
+        Ok(api.call_tool(call).await?.result)
     }
 }
 
@@ -196,11 +207,10 @@ async fn sub_agents_are_forbidden() {
 #[tokio::test]
 async fn parameters_must_be_an_object() {
     let b = bench(json!({}));
-    let ctx = ToolContext::new(SessionKey::from_canonical("agent:main:main"), false);
     let err = b
-        .engine
-        .call_tool("agents_list", &json!([]), &ctx)
+        .try_agents_list("agent:main:main", json!([]))
         .await
         .expect_err("an array is not a parameter object");
+    assert!(matches!(err, ApiError::BadInput(_)), "{err:?}");
     assert!(err.to_string().contains("JSON object"), "{err}");
 }

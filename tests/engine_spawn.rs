@@ -5,7 +5,10 @@
 //!
 //! Real time, as in engine_send.rs: a "slow" child sleeps 3 s against a 1 s run timeout.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
+use switchboard::api::{ApiError, SessionsApi, ToolCall};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::events::EngineEvent;
@@ -81,11 +84,26 @@ impl Bench {
     }
 
     async fn spawn_as(&self, requester: &str, sandboxed: bool, params: Value) -> Value {
-        let ctx = ToolContext::new(key(requester), sandboxed);
-        self.engine
-            .call_tool("sessions_spawn", &params, &ctx)
+        self.try_spawn_as(requester, sandboxed, params)
             .await
             .expect("the tool runs")
+    }
+
+    /// `sessions_spawn` through `SessionsApi::call_tool`, as a front end calls it.
+    async fn try_spawn_as(
+        &self,
+        requester: &str,
+        sandboxed: bool,
+        params: Value,
+    ) -> Result<Value, ApiError> {
+        let api: Arc<dyn SessionsApi> = Arc::new(self.engine.clone());
+        let call = ToolCall {
+            tool: "sessions_spawn".into(),
+            params,
+            requester: requester.into(),
+            sandboxed,
+        };
+        Ok(api.call_tool(call).await?.result)
     }
 
     fn texts(&self, raw: &str) -> Vec<(String, String)> {
@@ -486,7 +504,6 @@ async fn refusals_use_openclaws_messages_and_create_nothing() {
     );
     assert_eq!(b.session_count(), before, "nothing was created");
     // Input errors: a missing task, a delivery parameter.
-    let ctx = ToolContext::new(key(ME), false);
     for (params, needle) in [
         (json!({ "label": "x" }), "task required"),
         (
@@ -494,11 +511,8 @@ async fn refusals_use_openclaws_messages_and_create_nothing() {
             "sessions_spawn does not support \"channel\".",
         ),
     ] {
-        let e = b
-            .engine
-            .call_tool("sessions_spawn", &params, &ctx)
-            .await
-            .unwrap_err();
+        let e = b.try_spawn_as(ME, false, params).await.unwrap_err();
+        assert!(matches!(e, ApiError::BadInput(_)), "{e:?}");
         assert!(e.to_string().contains(needle), "{e}");
     }
     // Fan-out: one running child at most.

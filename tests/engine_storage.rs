@@ -4,12 +4,13 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
+use switchboard::api::{SessionsApi, ToolCall};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
-use switchboard::engine::tools::ToolContext;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -30,17 +31,21 @@ fn switchboard(state: &Path) -> Command {
     c
 }
 
+/// `sessions_history` of `key` as its own agent, through `SessionsApi` (as a front end asks).
+async fn history(engine: &Engine, key: &str) -> Value {
+    let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    let call = ToolCall {
+        tool: "sessions_history".into(),
+        params: json!({"sessionKey": key, "limit": 1000}),
+        requester: key.into(),
+        sandboxed: false,
+    };
+    api.call_tool(call).await.unwrap().result
+}
+
 /// Every message text in a session, oldest first, read as the owner's agent would.
 async fn texts(engine: &Engine, key: &str) -> Vec<String> {
-    let ctx = ToolContext::new(engine.requester_key(key).unwrap(), false);
-    let r = engine
-        .call_tool(
-            "sessions_history",
-            &json!({"sessionKey": key, "limit": 1000}),
-            &ctx,
-        )
-        .await
-        .unwrap();
+    let r = history(engine, key).await;
     r["messages"]
         .as_array()
         .unwrap_or_else(|| panic!("no messages in {r}"))
@@ -103,15 +108,7 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
         assert_eq!(mine, expected, "each writer's messages stay in order");
     }
     // The transcript is one chain: every line's parentId is the previous line's id.
-    let ctx = ToolContext::new(engine.requester_key("main").unwrap(), false);
-    let r = engine
-        .call_tool(
-            "sessions_history",
-            &json!({"sessionKey": "main", "limit": 1000}),
-            &ctx,
-        )
-        .await
-        .unwrap();
+    let r = history(&engine, "main").await;
     let seqs: Vec<i64> = r["messages"]
         .as_array()
         .unwrap()

@@ -1,10 +1,14 @@
-//! Black-box tests of `sessions_list` and `sessions_history` through `Engine::call_tool`:
+//! Black-box tests of `sessions_list` and `sessions_history` through `SessionsApi::call_tool`
+//! (input errors through `Engine::call_tool`, which keeps their kind):
 //! limits and clamps, the row and result shapes, transcript filtering, reference resolution,
 //! and every visibility mode (with the sandbox clamp) and its exact denial message.
 
 mod common;
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
+use switchboard::api::{SessionsApi, ToolCall};
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::{SessionInit, now_ms};
@@ -126,10 +130,19 @@ impl Bench {
         self.engine.call_tool(tool, &params, &ctx).await
     }
 
+    /// A tool call through `SessionsApi::call_tool`, as a front end makes it.
     async fn call(&self, tool: &str, requester: &str, sandboxed: bool, params: Value) -> Value {
-        self.try_call(tool, requester, sandboxed, params)
+        let api: Arc<dyn SessionsApi> = Arc::new(self.engine.clone());
+        let call = ToolCall {
+            tool: tool.into(),
+            params,
+            requester: requester.into(),
+            sandboxed,
+        };
+        api.call_tool(call)
             .await
             .unwrap_or_else(|e| panic!("{tool} failed: {e}"))
+            .result
     }
 
     async fn list(&self, params: Value) -> Value {
