@@ -86,7 +86,8 @@ fn parsed(lines: &[String]) -> Vec<Value> {
 
 fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let n = engine.export_session_jsonl(&key(k), &mut out).unwrap();
+    // The canonical key as text, as a front end holds it (`ResolvedKey::key`).
+    let n = engine.export_session_jsonl(k, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
     assert_eq!(n, lines.len(), "reported line count of {k}");
@@ -394,7 +395,7 @@ async fn export_of_a_session_equals_the_imported_file() {
     }
     let mut sink = Vec::new();
     let err = engine
-        .export_session_jsonl(&key("agent:main:nope"), &mut sink)
+        .export_session_jsonl("agent:main:nope", &mut sink)
         .unwrap_err();
     assert!(matches!(err, TransferError::NoSession(_)), "{err:?}");
     assert!(err.to_string().contains("agent:main:nope"));

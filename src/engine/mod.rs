@@ -17,13 +17,15 @@ mod sessions_api;
 
 // The paths tests, benches and (until issue 11 lands everywhere) front ends name, kept
 // across the move into `session/` and `flows/`.
-internal_use!(flows::{a2a, delivery, inbound, runs, spawn});
-internal_use!(session::{entry, key, policy, sanitize, store, transcript_text, visibility});
+internal_use!(flows::{inbound, runs});
+internal_use!(session::{entry, key, policy, store});
 
-// What the composition root (cli.rs) names besides `Engine`: the errors its calls return
-// and the export option; see docs/ARCHITECTURE.md "Layers".
+// What the composition root (cli.rs) names besides `Engine`: the errors its calls return,
+// the export option and the transfer reports; see docs/ARCHITECTURE.md "Layers".
 pub use storage::StorageError;
-pub use transfer::{Overwrite, TransferError};
+pub use transfer::{
+    ExportReport, ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -162,6 +162,13 @@ impl SessionKey {
     }
 }
 
+/// The canonical form, so calls that take a key as text (the export) take a `SessionKey` too.
+impl AsRef<str> for SessionKey {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
 impl fmt::Display for SessionKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -206,16 +206,18 @@ impl Engine {
         Ok(report)
     }
 
-    /// Write every stored line of session `key` in seq order, one per line, exactly as
-    /// stored. Returns the number of lines written.
+    /// Write every stored line of session `key` (canonical: a `ResolvedKey::key`, or a
+    /// `SessionKey`) in seq order, one per line, exactly as stored. Returns the number of
+    /// lines written.
     pub fn export_session_jsonl(
         &self,
-        key: &SessionKey,
+        key: &(impl AsRef<str> + ?Sized),
         out: &mut dyn Write,
     ) -> Result<usize, TransferError> {
+        let key = SessionKey::from_canonical(key.as_ref());
         let session = self
             .store()
-            .get(key)?
+            .get(&key)?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         let n = self.write_transcript(&session.entry.session_id, out)?;
         out.flush().map_err(TransferError::Write)?;
@@ -227,13 +229,14 @@ impl Engine {
     /// replaced only with `Overwrite::Replace`. Returns the number of lines written.
     pub fn export_session_to_file(
         &self,
-        key: &SessionKey,
+        key: &(impl AsRef<str> + ?Sized),
         path: &Path,
         overwrite: Overwrite,
     ) -> Result<usize, TransferError> {
+        let key = SessionKey::from_canonical(key.as_ref());
         let session = self
             .store()
-            .get(key)?
+            .get(&key)?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         atomic::write_file(path, overwrite, |out| {
             self.write_transcript(&session.entry.session_id, out)
