@@ -53,7 +53,9 @@ fn texts(page: &TranscriptPage, role: LineRole) -> Vec<String> {
 
 /// Await every future, polling them in the order given (as one task driving a join does):
 /// each call's first poll happens before the next call's.
-async fn join_in_order<T>(mut futures: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>) -> Vec<T> {
+async fn join_in_order<T>(
+    mut futures: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>,
+) -> Vec<T> {
     let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
         let mut pending = false;
@@ -66,10 +68,16 @@ async fn join_in_order<T>(mut futures: Vec<Pin<Box<dyn Future<Output = T> + Send
                 Poll::Pending => pending = true,
             }
         }
-        if pending { Poll::Pending } else { Poll::Ready(()) }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
     })
     .await;
-    out.into_iter().map(|v| v.expect("every future ended")).collect()
+    out.into_iter()
+        .map(|v| v.expect("every future ended"))
+        .collect()
 }
 
 /// 100 messages into one session, their calls made one after the other in one task and
@@ -172,7 +180,8 @@ async fn wait_work_waits_for_the_calls_own_exchange_but_not_for_another_calls_ru
         "{seen:?}"
     );
     assert!(
-        seen.iter().any(|e| matches!(e, EngineEvent::Announce { .. })),
+        seen.iter()
+            .any(|e| matches!(e, EngineEvent::Announce { .. })),
         "{seen:?}"
     );
     let work = transcript(api.as_ref(), "agent:work:main").await;
@@ -191,10 +200,18 @@ async fn wait_work_waits_for_the_calls_own_exchange_but_not_for_another_calls_ru
     let run = slow.run_id.as_deref().expect("slow run");
     let now = api.wait_run(run, Duration::ZERO).await.expect("wait_run");
     assert_eq!(now.status, "running", "{now:?}");
-    assert!(!api.still_running(slow.work).await.expect("running").is_empty());
+    assert!(
+        !api.still_running(slow.work)
+            .await
+            .expect("running")
+            .is_empty()
+    );
     // And it ends by itself.
     let done = api.wait_run(run, HANG).await.expect("wait_run");
-    assert_eq!((done.status.as_str(), done.reply.as_str()), ("ok", "slow at last"));
+    assert_eq!(
+        (done.status.as_str(), done.reply.as_str()),
+        ("ok", "slow at last")
+    );
 }
 
 /// A transcript asked for a session deleted meanwhile says so (no error); keys that name
@@ -216,7 +233,8 @@ async fn a_deleted_session_reads_as_gone_and_bad_keys_are_clear_errors() {
     assert_eq!(api.session(&r.key).await.expect("session"), None);
 
     assert_eq!(
-        api.resolve_key("agent:work:main", KeyPurpose::Existing).await,
+        api.resolve_key("agent:work:main", KeyPurpose::Existing)
+            .await,
         Err(ApiError::NotFound(
             "no session found: agent:work:main".into()
         ))
@@ -261,7 +279,10 @@ async fn a_deleted_session_reads_as_gone_and_bad_keys_are_clear_errors() {
 }
 
 /// Read what the stream holds now; panics on a second gap or a jump in the numbers.
-fn drain_in_order(events: &mut switchboard::api::EventStream, last: &mut Option<u64>) -> Vec<EngineEvent> {
+fn drain_in_order(
+    events: &mut switchboard::api::EventStream,
+    last: &mut Option<u64>,
+) -> Vec<EngineEvent> {
     let mut seen = Vec::new();
     while let Some(item) = events.try_next() {
         let StreamItem::Event(e) = item else {
@@ -347,7 +368,10 @@ async fn another_engine_writing_on_the_folder_is_an_event_here() {
         }
     })
     .await;
-    assert!(seen.is_ok(), "no ExternalChange for the other engine's writes");
+    assert!(
+        seen.is_ok(),
+        "no ExternalChange for the other engine's writes"
+    );
     // And what it wrote reads here.
     let page = transcript(api.as_ref(), "agent:work:main").await;
     assert_eq!(texts(&page, LineRole::User), ["from elsewhere"]);
@@ -387,7 +411,10 @@ async fn a_caller_that_goes_away_leaves_the_run_going_and_its_result_kept() {
         .expect("send");
     assert!(api.wait_work(third.work, HANG).await.expect("wait_work"));
     let done = api.wait_run(&run, HANG).await.expect("wait_run");
-    assert_eq!((done.status.as_str(), done.reply.as_str()), ("ok", "re: first"));
+    assert_eq!(
+        (done.status.as_str(), done.reply.as_str()),
+        ("ok", "re: first")
+    );
 
     // Every message recorded is answered: the dropped call's too.
     tokio::time::timeout(HANG, b.engine.idle())

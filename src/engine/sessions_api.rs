@@ -269,9 +269,9 @@ impl Engine {
             drop(turn);
             received
         });
-        let received = recording.await.map_err(|e| {
-            ApiError::Unavailable(format!("recording the message stopped: {e}"))
-        })??;
+        let received = recording
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("recording the message stopped: {e}")))??;
         let recorded = &received.recorded;
         Ok(SendReceipt {
             key: recorded.key.to_string(),
