@@ -4,17 +4,19 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
+use switchboard::api::{
+    ApiError, KeyPurpose, PatchRequest, PolicyChange, PolicyView, RunResult, SendRequest, Sender,
+    SessionKind, SessionsApi, SessionsQuery, ToolCall, TranscriptLine, TranscriptQuery, WorkId,
+};
 use switchboard::config::{self, Config};
 use switchboard::engine::Engine;
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::{KeyError, SessionKey, SessionKind, classify_input};
-use switchboard::engine::policy::{self, PolicyDecision, SendPolicy};
-use switchboard::engine::tools::{ToolContext, ToolError, owner_rows};
 use switchboard::engine::transfer::Overwrite;
 use switchboard::text_safety::{self, safe_line, safe_text};
 
@@ -204,8 +206,8 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
         key: String,
         /// The session's send-policy override: allow (or on), deny (or off), or inherit to
         /// remove it and follow session.sendPolicy.
-        #[arg(long, value_name = "allow|deny|inherit", value_parser = parse_send_policy_flag)]
-        send_policy: Option<OverrideArg>,
+        #[arg(long, value_name = "allow|deny|inherit", value_parser = PolicyChange::parse)]
+        send_policy: Option<PolicyChange>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -230,14 +232,6 @@ An existing file is never replaced without --force; a folder, device or FIFO nev
         #[arg(long)]
         force: bool,
     },
-}
-
-/// `--send-policy`'s value: `None` removes the override.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OverrideArg(pub Option<SendPolicy>);
-
-fn parse_send_policy_flag(s: &str) -> Result<OverrideArg, String> {
-    policy::parse_override_arg(s).map(OverrideArg)
 }
 
 #[derive(Debug, Subcommand)]
@@ -321,6 +315,29 @@ impl Cli {
         Engine::open_for_reading(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
+
+    /// The API for a command that only reads. No start-up work: it would write, and the
+    /// folder may be read-only.
+    fn reading_api(&self) -> Result<Arc<dyn SessionsApi>> {
+        Ok(Arc::new(self.open_engine_for_reading()?))
+    }
+}
+
+/// An API error as the command line reports it: unusable input exits 2.
+fn api_error(e: ApiError) -> anyhow::Error {
+    match e {
+        ApiError::BadInput(m) => usage(m),
+        other => other.into(),
+    }
+}
+
+/// A session named on the command line, as every other call takes it (canonical).
+async fn existing_key(api: &dyn SessionsApi, raw: &str) -> Result<String> {
+    match api.resolve_key(raw, KeyPurpose::Existing).await {
+        Ok(k) => Ok(k.key),
+        Err(ApiError::NotFound(m)) => Err(anyhow!("{m} (see `switchboard sessions list`)")),
+        Err(e) => Err(api_error(e)),
+    }
 }
 
 pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
@@ -366,7 +383,7 @@ fn say_log(log: &Option<PathBuf>) {
 async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return overview(cli);
+        return overview(cli).await;
     }
     let engine = cli.open_engine()?;
     let options = console_options(engine.state_dir().display().to_string())?;
@@ -382,7 +399,7 @@ async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
         .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
     // Seeding runs beside the console, which draws at once and fills in as it lands.
     let traffic = switchboard::demo::start(
-        engine.clone(),
+        engine.start(),
         // Below about 200 ms the demo's agents cannot keep up and the queues only grow.
         std::time::Duration::from_millis(pace_ms.max(200)),
     );
@@ -404,11 +421,10 @@ fn tempfile_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn overview(cli: &Cli) -> Result<()> {
-    let engine = cli.open_engine_for_reading()?;
-    let count = engine.store().count()?;
-    println!("Switchboard state: {}", engine.state_dir().display());
-    println!("Sessions: {count}");
+async fn overview(cli: &Cli) -> Result<()> {
+    let status = cli.reading_api()?.status().await?;
+    println!("Switchboard state: {}", status.attached);
+    println!("Sessions: {}", status.sessions);
     println!();
     println!("Try:");
     println!("  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice");
@@ -461,65 +477,106 @@ fn read_params(raw: Option<&str>) -> Result<Value> {
 }
 
 async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
-    // Check the cheap things before touching the state folder.
-    if !switchboard::engine::tools::TOOL_NAMES.contains(&args.name.as_str()) {
-        return Err(usage(format!(
-            "unknown tool: {} (known tools: {})",
-            args.name,
-            switchboard::engine::tools::TOOL_NAMES.join(", ")
-        )));
-    }
     let params = read_params(args.json.as_deref())?;
     let engine = cli.open_engine()?;
-    let requester = engine
-        .requester_key(&args.as_key)
-        .map_err(|e| usage(format!("--as: {e}")))?;
-    let ctx = ToolContext::new(requester, args.sandboxed);
-    // Finish what a stopped run of the engine left (sub-agent announces), like any start.
-    engine.resume().await?;
-    match engine.call_tool(&args.name, &params, &ctx).await {
-        Ok(result) => {
-            print_json(&result)?;
-            // Whatever the call set off (a send's reply-back loop and announce) finishes
-            // before we exit, so a following `sessions_history` shows all of it.
-            reporting(&engine, engine.idle()).await;
-            Ok(())
-        }
-        Err(ToolError::Input(e)) => Err(usage(format!("{}: {e}", args.name))),
-        Err(e) => Err(e.into()),
-    }
+    // Start-up work (finishing what a stopped run of the engine left) begins here, like any
+    // start, and is drained before exit.
+    let api = engine.start();
+    let requester = match api.resolve_key(&args.as_key, KeyPurpose::Requester).await {
+        Ok(k) => k.key,
+        Err(ApiError::BadInput(m)) => return Err(usage(format!("--as: {m}"))),
+        Err(e) => return Err(e.into()),
+    };
+    let result = api
+        .call_tool(ToolCall {
+            tool: args.name.clone(),
+            params,
+            requester,
+            sandboxed: args.sandboxed,
+        })
+        .await
+        .map_err(api_error)?;
+    print_json(&result.result)?;
+    // Whatever the call set off (a send's reply-back loop and announce) finishes before we
+    // exit, so a following `sessions_history` shows all of it.
+    let waiting = Waiting::new();
+    waiting.work(api.as_ref(), result.work).await?;
+    waiting.drain(&engine).await;
+    Ok(())
 }
 
 /// How often a command waiting for the work it set off says what it still waits for.
 /// `SWITCHBOARD_WAIT_REPORT_SECS` shortens it for tests, which cannot wait 30 s.
-fn wait_report_every() -> std::time::Duration {
+fn wait_report_every() -> Duration {
     std::env::var("SWITCHBOARD_WAIT_REPORT_SECS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|&s| s > 0)
-        .map_or(
-            std::time::Duration::from_secs(30),
-            std::time::Duration::from_secs,
-        )
+        .map_or(Duration::from_secs(30), Duration::from_secs)
 }
 
-/// Await `work` (a run, or everything a command set off). Every wait is bounded by the
-/// work's own timeouts, but some are long (a scripted delay, a 60 s exchange step), so a
-/// wait is never a silent one: every `wait_report_every()` stderr says what is still
-/// running and for how long.
-async fn reporting<T>(engine: &Engine, work: impl std::future::Future<Output = T>) -> T {
-    let started = std::time::Instant::now();
-    let every = wait_report_every();
-    tokio::pin!(work);
-    loop {
-        tokio::select! {
-            out = &mut work => return out,
-            () = tokio::time::sleep(every) => {
-                let busy = switchboard::engine::tracker::Busy {
-                    waited: started.elapsed(),
-                    tasks: engine.still_running(),
-                };
-                eprintln!("still waiting: {}", safe_line(&busy.to_string()));
+/// A command's waits for what it set off. Every wait is bounded by the work's own timeouts,
+/// but some are long (a scripted delay, a 60 s exchange step), so a wait is never a silent
+/// one: every `wait_report_every()` stderr says what is still running and for how long.
+struct Waiting {
+    started: Instant,
+    every: Duration,
+}
+
+impl Waiting {
+    fn new() -> Waiting {
+        Waiting {
+            started: Instant::now(),
+            every: wait_report_every(),
+        }
+    }
+
+    fn report(&self, tasks: &[(String, Duration)]) {
+        let mut line = format!(
+            "{} task(s) still running after {:.0?}",
+            tasks.len(),
+            self.started.elapsed()
+        );
+        for (i, (what, age)) in tasks.iter().enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            line.push_str(&format!("{sep}{what} (for {age:.1?})"));
+        }
+        eprintln!("still waiting: {}", safe_line(&line));
+    }
+
+    /// The run's end (its reply), reporting what of `work` still runs meanwhile.
+    async fn run(&self, api: &dyn SessionsApi, run_id: &str, work: WorkId) -> Result<RunResult> {
+        loop {
+            let asked = Instant::now();
+            let result = api.wait_run(run_id, self.every).await?;
+            if result.status != "running" {
+                return Ok(result);
+            }
+            // A run this engine does not execute is answered from its record at once:
+            // wait out the slice before asking again.
+            if let Some(rest) = self.every.checked_sub(asked.elapsed()) {
+                tokio::time::sleep(rest).await;
+            }
+            self.report(&api.still_running(work).await?);
+        }
+    }
+
+    /// Everything one call set off.
+    async fn work(&self, api: &dyn SessionsApi, work: WorkId) -> Result<()> {
+        while !api.wait_work(work, self.every).await? {
+            self.report(&api.still_running(work).await?);
+        }
+        Ok(())
+    }
+
+    /// Everything this engine started (start-up work too, which exit must not cut off).
+    async fn drain(&self, engine: &Engine) {
+        let idle = engine.idle();
+        tokio::pin!(idle);
+        loop {
+            tokio::select! {
+                () = &mut idle => return,
+                () = tokio::time::sleep(self.every) => self.report(&engine.still_running()),
             }
         }
     }
@@ -535,6 +592,7 @@ fn print_json(v: &Value) -> Result<()> {
 }
 
 async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
+    // The cheap checks before touching the state folder (the engine makes them too).
     if args.text.trim().is_empty() {
         return Err(usage("the message text is empty"));
     }
@@ -542,22 +600,9 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         return Err(usage("inject needs a real session key, not \"current\""));
     }
     let engine = cli.open_engine()?;
-    let scheme = engine.store().scheme().clone();
-    let key = scheme
-        .canonicalize(&args.key, &scheme.default_agent)
-        .map_err(|e| match e {
-            KeyError::Forbidden { .. } => usage(e.to_string()),
-            _ => usage(format!(
-                "{e} (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly)"
-            )),
-        })?;
-    if key.is_unknown() {
-        return Err(usage(
-            "\"unknown\" is a reserved key and cannot receive messages",
-        ));
-    }
-    let from = Inbound {
-        channel: args.channel.as_ref().map(|c| c.trim().to_ascii_lowercase()),
+    let api = engine.start();
+    let from = Sender {
+        channel: args.channel.clone(),
         chat_type: args.chat_type.map(|c| {
             match c {
                 ChatTypeArg::Direct => "direct",
@@ -570,57 +615,62 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         sender: args.sender.clone(),
         owner: args.owner,
     };
-    let events = engine.events().subscribe();
-    engine.resume().await?;
-    let received = engine.receive(&key, &args.text, &from).await?;
-    let recorded = &received.recorded;
+    // Subscribed first, so nothing the message sets off is missed.
+    let events = api.subscribe();
+    let receipt = api
+        .send(SendRequest {
+            key: args.key.clone(),
+            text: args.text.clone(),
+            from,
+        })
+        .await
+        .map_err(api_error)?;
     eprintln!(
         "{} {} (message {})",
-        if recorded.created {
+        if receipt.created {
             "created"
         } else {
             "recorded in"
         },
-        scheme.display(&recorded.key),
-        recorded.row.seq
+        receipt.display_key,
+        receipt.seq
     );
-    if let Some(reply) = &received.command_reply {
+    let waiting = Waiting::new();
+    if let Some(reply) = &receipt.command_reply {
         println!("{}", safe_text(reply));
         // Work resumed at start-up (a pending sub-agent announce) still finishes first.
-        reporting(&engine, engine.idle()).await;
+        waiting.drain(&engine).await;
         return Ok(());
     }
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let printer = tokio::spawn(crate::progress::print(events, !args.quiet, stopped));
-    let reply = match received.run {
-        Some(mut run) => Some(reporting(&engine, run.wait()).await),
+    let reply = match &receipt.run_id {
+        Some(run_id) => Some(waiting.run(api.as_ref(), run_id, receipt.work).await?),
         None => None,
     };
     // Everything the message set off (sends, their loops and announces) ends before exit.
-    reporting(&engine, engine.idle()).await;
+    waiting.work(api.as_ref(), receipt.work).await?;
+    waiting.drain(&engine).await;
     let _ = stop.send(());
     let _ = printer.await;
     match reply {
-        Some(o) if o.status == switchboard::engine::runs::RunStatus::Ok => {
+        Some(o) if o.status == "ok" => {
             if !o.reply.is_empty() {
                 // The agent's words: shown, never obeyed by the terminal.
                 println!("{}", safe_text(&o.reply));
             }
             Ok(())
         }
-        Some(o) => Err(anyhow::anyhow!(
+        Some(o) => Err(anyhow!(
             "the agent's run ended {}: {}",
-            o.status.as_str(),
+            o.status,
             o.error.unwrap_or_default()
         )),
         None => Ok(()),
     }
 }
 
-fn parse_kinds(names: &[String]) -> Result<Option<Vec<SessionKind>>> {
-    if names.is_empty() {
-        return Ok(None);
-    }
+fn parse_kinds(names: &[String]) -> Result<Vec<SessionKind>> {
     names
         .iter()
         .map(|n| {
@@ -630,8 +680,25 @@ fn parse_kinds(names: &[String]) -> Result<Option<Vec<SessionKind>>> {
                 ))
             })
         })
-        .collect::<Result<Vec<_>>>()
-        .map(Some)
+        .collect()
+}
+
+/// `sessions list --json`'s rows: the owner's `sessions_list`-shaped object of each session,
+/// with its effective send policy (`sendPolicyEffective`). A session deleted between the
+/// page and its detail is left out.
+async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<Value>> {
+    let page = api.sessions(query).await?;
+    let mut rows = Vec::with_capacity(page.rows.len());
+    for row in page.rows {
+        if let Some(detail) = api.session(&row.key).await? {
+            let mut v = detail.entry;
+            if v.is_object() {
+                v["sendPolicyEffective"] = detail.row.policy.to_json();
+                rows.push(v);
+            }
+        }
+    }
+    Ok(rows)
 }
 
 async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
@@ -644,30 +711,36 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             archived,
         } => {
             let kinds = parse_kinds(kinds)?;
-            let engine = cli.open_engine_for_reading()?;
-            let mut rows = owner_rows(
-                &engine,
-                kinds.clone(),
-                active.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
-                *limit,
-                *archived,
-            )?;
-            add_effective_policies(&engine, &mut rows)?;
+            let api = cli.reading_api()?;
+            let query = SessionsQuery {
+                kinds,
+                active_since: active.map(|m| {
+                    let minutes = i64::try_from(m).unwrap_or(i64::MAX).max(1);
+                    chrono::Utc::now()
+                        .timestamp_millis()
+                        .saturating_sub(minutes.saturating_mul(60_000))
+                }),
+                archived: *archived,
+                limit: *limit,
+                ..SessionsQuery::default()
+            };
+            let rows = owner_rows(api.as_ref(), query.clone()).await?;
             if *json {
                 return print_json(&Value::Array(rows));
             }
             // "No sessions yet" would be wrong when only archived ones matched; one more
-            // scan, on the empty path only, tells the two apart.
+            // page, on the empty path only, tells the two apart.
             if rows.is_empty()
                 && !*archived
-                && !owner_rows(
-                    &engine,
-                    kinds,
-                    active.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
-                    1,
-                    true,
-                )?
-                .is_empty()
+                && !api
+                    .sessions(SessionsQuery {
+                        archived: true,
+                        limit: 1,
+                        ..query
+                    })
+                    .await?
+                    .rows
+                    .is_empty()
             {
                 println!("No sessions to show; archived ones are hidden (add --archived).");
                 return Ok(());
@@ -681,15 +754,20 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             tools,
             json,
         } => {
-            let engine = cli.open_engine_for_reading()?;
-            let (row, history, decision) = show_session(&engine, key, *messages, *tools)?;
+            let api = cli.reading_api()?;
+            let (row, lines, policy) = show_session(api.as_ref(), key, *messages, *tools).await?;
             if *json {
                 let mut v = row;
-                v["sendPolicyEffective"] = decision.to_json();
-                v["messages"] = history;
+                v["sendPolicyEffective"] = policy.to_json();
+                v["messages"] = Value::Array(
+                    lines
+                        .iter()
+                        .filter_map(|l| l.message.clone())
+                        .collect::<Vec<_>>(),
+                );
                 return print_json(&v);
             }
-            print_show(&row, &history, &decision);
+            print_show(&row, &lines, &policy);
             Ok(())
         }
         SessionsCommand::Patch {
@@ -708,118 +786,79 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             } else {
                 Overwrite::Refuse
             };
-            export(cli, key.as_deref(), *all, out.as_deref(), overwrite)
+            export(cli, key.as_deref(), *all, out.as_deref(), overwrite).await
         }
     }
-}
-
-/// Each row's effective send policy, as `sendPolicyEffective` (the shape of
-/// `PolicyDecision::to_json`). Rows carry the display key, so the entry is read again; a row
-/// whose session vanished in between simply gets no policy.
-fn add_effective_policies(engine: &Engine, rows: &mut [Value]) -> Result<()> {
-    for row in rows.iter_mut() {
-        let Some(display) = row.get("key").and_then(Value::as_str) else {
-            continue;
-        };
-        // `display` shows `global` as `main`; a stored key is never a bare `main`.
-        let key = if display == "main" {
-            SessionKey::from_canonical(switchboard::engine::key::GLOBAL_KEY)
-        } else {
-            SessionKey::from_canonical(display)
-        };
-        if let Some(s) = engine.store().get(&key)? {
-            let decision = policy::evaluate(engine.config(), &s.key, &s.entry);
-            row["sendPolicyEffective"] = decision.to_json();
-        }
-    }
-    Ok(())
 }
 
 /// `sessions patch`: set or remove the send-policy override, then report the effective policy.
-async fn patch(cli: &Cli, raw: &str, send_policy: Option<OverrideArg>, json: bool) -> Result<()> {
-    let Some(OverrideArg(wanted)) = send_policy else {
+async fn patch(cli: &Cli, raw: &str, change: Option<PolicyChange>, json: bool) -> Result<()> {
+    let Some(change) = change else {
         return Err(usage(
             "nothing to change: pass --send-policy allow|deny|inherit",
         ));
     };
     let engine = cli.open_engine()?;
-    let key = resolve_owner_key(&engine, raw)?;
-    let value = wanted.map(|p| p.as_str().to_string());
-    let stored = engine
-        .store()
-        .patch(&key, move |e| {
-            // The writer may run this closure twice (batch replay), so it clones every time.
-            e.send_policy = value.clone();
-            Ok(())
+    let api = engine.start();
+    let key = existing_key(api.as_ref(), raw).await?;
+    let patched = api
+        .patch(PatchRequest {
+            key: key.clone(),
+            send_policy: Some(change),
         })
         .await
+        .map_err(api_error)
         .with_context(|| format!("cannot patch {key}"))?;
-    let decision = policy::evaluate(engine.config(), &stored.key, &stored.entry);
-    let shown = engine.store().scheme().display(&stored.key);
+    Waiting::new().drain(&engine).await;
     if json {
         return print_json(&serde_json::json!({
-            "key": shown,
-            "sendPolicy": wanted.map(SendPolicy::as_str),
-            "sendPolicyEffective": decision.to_json(),
+            "key": patched.display_key,
+            "sendPolicy": patched.send_policy,
+            "sendPolicyEffective": patched.effective.to_json(),
         }));
     }
-    let change = match wanted {
+    let change = match change.stored() {
         Some(p) => format!("set to {p}"),
         None => "removed (the config decides)".to_string(),
     };
-    println!("{shown}: send policy override {change}; effective: {decision}");
+    println!(
+        "{}: send policy override {change}; effective: {}",
+        patched.display_key, patched.effective.summary
+    );
     Ok(())
 }
 
-fn resolve_owner_key(engine: &Engine, raw: &str) -> Result<switchboard::engine::key::SessionKey> {
-    let scheme = engine.store().scheme();
-    let candidate = classify_input(raw);
-    let key = match scheme.canonicalize(raw, &scheme.default_agent) {
-        Err(e @ KeyError::Forbidden { .. }) => return Err(usage(e.to_string())),
-        other => other.ok(),
-    };
-    if let Some(k) = &key
-        && engine.store().get(k)?.is_some()
-    {
-        return Ok(k.clone());
-    }
-    if let switchboard::engine::key::KeyInput::Candidate(s) = candidate
-        && let Some(k) = engine.store().keys_by_session_id(&s)?.into_iter().next()
-    {
-        return Ok(k);
-    }
-    bail!(
-        "no session found: {} (see `switchboard sessions list`)",
-        key.map(|k| k.to_string())
-            .unwrap_or_else(|| raw.to_string())
-    )
-}
-
-fn show_session(
-    engine: &Engine,
+/// One session's owner row, its latest transcript lines (each with its stored message) and
+/// its effective send policy.
+async fn show_session(
+    api: &dyn SessionsApi,
     raw: &str,
     messages: usize,
     tools: bool,
-) -> Result<(Value, Value, PolicyDecision)> {
-    let key = resolve_owner_key(engine, raw)?;
-    let rows = switchboard::engine::tools::owner_row(engine, &key)?
+) -> Result<(Value, Vec<TranscriptLine>, PolicyView)> {
+    let key = existing_key(api, raw).await?;
+    let detail = api
+        .session(&key)
+        .await?
         .ok_or_else(|| anyhow!("no session found: {key}"))?;
-    let session = engine
-        .store()
-        .get(&key)?
-        .ok_or_else(|| anyhow!("no session found: {key}"))?;
-    let tail = engine
-        .store()
-        .tail(&session.entry.session_id, messages.max(1), tools)?;
-    let history: Vec<Value> = if messages == 0 {
+    let lines = if messages == 0 {
         Vec::new()
     } else {
-        tail.into_iter()
-            .filter_map(|t| t.line.get("message").cloned())
-            .collect()
+        let page = api
+            .transcript(TranscriptQuery {
+                key: key.clone(),
+                before: None,
+                limit: messages,
+                tools,
+                raw: true,
+            })
+            .await?;
+        if !page.exists {
+            return Err(anyhow!("no session found: {key}"));
+        }
+        page.lines
     };
-    let decision = policy::evaluate(engine.config(), &session.key, &session.entry);
-    Ok((rows, Value::Array(history), decision))
+    Ok((detail.entry, lines, detail.row.policy))
 }
 
 fn relative(ms: i64) -> String {
@@ -904,31 +943,6 @@ fn policy_cell(row: &Value) -> String {
     format!("{}{marker}", field(eff, "policy"))
 }
 
-fn message_text(m: &Value) -> String {
-    match m.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                Some("toolCall") => format!(
-                    "[tool call {} {}]",
-                    b.get("name").and_then(Value::as_str).unwrap_or("?"),
-                    b.get("arguments").map(Value::to_string).unwrap_or_default()
-                ),
-                Some(other) => format!("[{other}]"),
-                None => String::new(),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    }
-}
-
 /// How many characters of one message `sessions show` prints; a 10 MB message would bury
 /// the terminal (and everything after it). `sessions export` and `--json` have the whole text.
 const SHOW_MESSAGE_CHARS: usize = 4_000;
@@ -941,7 +955,7 @@ fn cap_chars(text: &str, max: usize) -> (&str, usize) {
     }
 }
 
-fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
+fn print_show(row: &Value, lines: &[TranscriptLine], policy: &PolicyView) {
     let width = 16;
     if let Some(obj) = row.as_object() {
         for (k, v) in obj {
@@ -953,22 +967,24 @@ fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
             println!("{:<width$} {text}", safe_line(k));
         }
     }
-    println!("{:<width$} {decision}", "send policy");
-    let msgs = history.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    println!("{:<width$} {}", "send policy", policy.summary);
     println!();
-    if msgs.is_empty() {
+    if lines.is_empty() {
         println!("(no messages)");
     }
-    for m in msgs {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+    for line in lines {
+        let m = line.message.as_ref();
+        let role = m
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str)
+            .unwrap_or("?");
         let from = m
-            .get("provenance")
+            .and_then(|m| m.get("provenance"))
             .filter(|p| p.get("kind").and_then(Value::as_str) == Some("inter_session"))
             .and_then(|p| p.get("sourceSessionKey").and_then(Value::as_str))
             .map(|s| format!(" (from {})", safe_line(s)))
             .unwrap_or_default();
-        let text = message_text(m);
-        let (shown, more) = cap_chars(&text, SHOW_MESSAGE_CHARS);
+        let (shown, more) = cap_chars(&line.text, SHOW_MESSAGE_CHARS);
         println!("{}{from}: {}", safe_line(role), safe_text(shown));
         if more > 0 {
             println!("  … ({more} more characters; `sessions export` has all)");
@@ -976,7 +992,7 @@ fn print_show(row: &Value, history: &Value, decision: &PolicyDecision) {
     }
 }
 
-fn export(
+async fn export(
     cli: &Cli,
     key: Option<&str>,
     all: bool,
@@ -999,7 +1015,11 @@ fn export(
         return Ok(());
     }
     let raw = key.ok_or_else(|| usage("name a session key, or pass --all --out FOLDER"))?;
-    let key = resolve_owner_key(&engine, raw)?;
+    let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    // The file operations stay engine calls (they work on this machine's state folder).
+    let key = switchboard::engine::key::SessionKey::from_canonical(
+        existing_key(api.as_ref(), raw).await?,
+    );
     let lines = match out {
         Some(path) => engine.export_session_to_file(&key, path, overwrite)?,
         None => {

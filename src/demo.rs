@@ -3,20 +3,18 @@
 //! steady, deterministic stream of inbound messages that keeps the agents talking
 //! (`start_traffic`), so the console has live traffic to show without any model or channel.
 //!
-//! Everything goes through the engine's public entry points (`Engine::receive`), exactly as
-//! messages from real channels would, so the console sees ordinary runs, exchanges, spawns,
-//! announces and policy refusals.
+//! Everything goes through `SessionsApi::send`, exactly as messages from real channels would,
+//! so the console sees ordinary runs, exchanges, spawns, announces and policy refusals.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
+use crate::api::{SendRequest, Sender, SessionsApi, WorkId};
 use crate::config::Config;
-use crate::engine::Engine;
-use crate::engine::inbound::Inbound;
-use crate::engine::key::SessionKey;
 
 /// The demo's config (agents, scripts, send policy), built into the binary so `switchboard
 /// demo` works from any folder.
@@ -46,13 +44,20 @@ pub fn demo_config() -> anyhow::Result<Config> {
 /// a webhook, and the denied Discord group; their first messages set off exchanges (ending by
 /// the cap and by REPLY_SKIP), announces (delivered, skipped, without a route), a sub-agent
 /// and a refused send. Returns once all of that has finished.
-pub async fn seed(engine: &Engine) -> anyhow::Result<()> {
+pub async fn seed(api: &dyn SessionsApi) -> anyhow::Result<()> {
+    let mut work = Vec::new();
     for m in seed_messages() {
-        inject(engine, &m)
-            .await
-            .with_context(|| format!("seeding the demo session {}", m.key))?;
+        work.push(
+            inject(api, &m)
+                .await
+                .with_context(|| format!("seeding the demo session {}", m.key))?,
+        );
     }
-    engine.idle().await;
+    for w in work {
+        // Each wait is bounded by the work's own timeouts; the slice only keeps the
+        // deadline arithmetic small.
+        while !api.wait_work(w, Duration::from_secs(60)).await? {}
+    }
     Ok(())
 }
 
@@ -60,23 +65,23 @@ pub async fn seed(engine: &Engine) -> anyhow::Result<()> {
 /// call), until the task is aborted. It never waits for the work a message sets off, so the
 /// console stays live however busy the agents are, and a failed message is logged and
 /// skipped: the demo must go on. Needs a tokio runtime.
-pub fn start_traffic(engine: Engine, pace: Duration) -> JoinHandle<()> {
-    tokio::spawn(traffic(engine, pace))
+pub fn start_traffic(api: Arc<dyn SessionsApi>, pace: Duration) -> JoinHandle<()> {
+    tokio::spawn(traffic(api, pace))
 }
 
 /// Seed, then keep the traffic coming, all in the background: the console draws its first
 /// frame at once and fills in as the seed lands (seeding takes about two seconds). Abort the
 /// task to stop both.
-pub fn start(engine: Engine, pace: Duration) -> JoinHandle<()> {
+pub fn start(api: Arc<dyn SessionsApi>, pace: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
-        if let Err(e) = seed(&engine).await {
+        if let Err(e) = seed(api.as_ref()).await {
             tracing::warn!(error = %format!("{e:#}"), "demo: seeding stopped; the traffic goes on");
         }
-        traffic(engine, pace).await;
+        traffic(api, pace).await;
     })
 }
 
-async fn traffic(engine: Engine, pace: Duration) {
+async fn traffic(api: Arc<dyn SessionsApi>, pace: Duration) {
     // `interval` panics on a zero period; a zero pace means "as fast as possible".
     let mut ticker = tokio::time::interval(pace.max(Duration::from_millis(1)));
     // After a stall (a busy writer), carry on at the pace instead of bursting to catch up.
@@ -87,7 +92,7 @@ async fn traffic(engine: Engine, pace: Duration) {
     loop {
         ticker.tick().await;
         let m = traffic_message(i);
-        if let Err(e) = inject(&engine, &m).await {
+        if let Err(e) = inject(api.as_ref(), &m).await {
             tracing::warn!(key = %m.key, error = %e, "demo traffic: could not inject a message");
         }
         i = i.wrapping_add(1);
@@ -99,7 +104,7 @@ async fn traffic(engine: Engine, pace: Duration) {
 struct Message {
     key: String,
     text: String,
-    from: Inbound,
+    from: Sender,
 }
 
 /// A chat the demo talks in: its key and how messages arrive there.
@@ -187,7 +192,7 @@ fn message(
     Message {
         key: key.unwrap_or_else(|| chat.key.to_string()),
         text: text.into(),
-        from: Inbound {
+        from: Sender {
             channel: chat.channel.map(str::to_string),
             chat_type: chat.chat_type.map(str::to_string),
             display_name: chat.display_name.map(str::to_string),
@@ -364,11 +369,17 @@ fn traffic_message(i: u64) -> Message {
     }
 }
 
-/// Hand one message to the engine: recorded, then answered by a run that goes on by itself.
-async fn inject(engine: &Engine, m: &Message) -> anyhow::Result<()> {
-    let key = SessionKey::from_canonical(m.key.as_str());
-    engine.receive(&key, &m.text, &m.from).await?;
-    Ok(())
+/// Hand one message to the engine: recorded, then answered by a run that goes on by itself
+/// (the returned work, for a caller that wants to wait for it).
+async fn inject(api: &dyn SessionsApi, m: &Message) -> anyhow::Result<WorkId> {
+    let receipt = api
+        .send(SendRequest {
+            key: m.key.clone(),
+            text: m.text.clone(),
+            from: m.from.clone(),
+        })
+        .await?;
+    Ok(receipt.work)
 }
 
 #[cfg(test)]

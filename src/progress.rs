@@ -2,41 +2,49 @@
 //! exchange rounds, how loops ended, announces, policy refusals and chain stops, one line
 //! each, from the engine's event stream.
 
-use switchboard::engine::events::EngineEvent;
-use tokio::sync::broadcast;
+use switchboard::api::{EngineEvent, EventStream, StreamItem};
 
 /// Print events as they come until `stop` fires, then whatever is still queued.
 pub async fn print(
-    mut events: broadcast::Receiver<EngineEvent>,
+    mut events: EventStream,
     enabled: bool,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     loop {
         let next = tokio::select! {
-            e = events.recv() => e,
+            e = events.next() => e,
             _ = &mut stop => {
                 // Everything was sent before `stop`: take what is left without waiting.
-                while let Ok(e) = events.try_recv() {
-                    if enabled && let Some(line) = describe(&e) {
-                        show(&line);
+                while let Some(item) = events.try_next() {
+                    if !show_item(&item, enabled) {
+                        return;
                     }
                 }
                 return;
             }
         };
-        match next {
-            Ok(e) => {
-                if enabled && let Some(line) = describe(&e) {
-                    show(&line);
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                if enabled {
-                    eprintln!("  … {n} events not shown");
-                }
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
+        if !show_item(&next, enabled) {
+            return;
         }
+    }
+}
+
+/// Print one item of the stream; false once the stream has ended.
+fn show_item(item: &StreamItem, enabled: bool) -> bool {
+    match item {
+        StreamItem::Event(e) => {
+            if enabled && let Some(line) = describe(&e.event) {
+                show(&line);
+            }
+            true
+        }
+        StreamItem::Missed(n) => {
+            if enabled {
+                eprintln!("  … {n} events not shown");
+            }
+            true
+        }
+        StreamItem::Closed => false,
     }
 }
 

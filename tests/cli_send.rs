@@ -176,6 +176,16 @@ fn inject_runs_the_agent_prints_its_reply_and_records_its_tool_calls() {
     // The reply to a telegram message went to the outbox for telegram.
     let show = b.ok(&["sessions", "show", "agent:main:main"]);
     assert!(show.contains("asked work"), "{show}");
+    // `sessions show` prints a tool call as every front end does (`name(args)`), and with
+    // --tools its result.
+    let show = b.ok(&["sessions", "show", "agent:main:main", "--tools"]);
+    assert!(
+        show.contains(
+            "\nassistant: sessions_send({\"agentId\":\"work\",\"message\":\"status please\"})\n"
+        ),
+        "{show}"
+    );
+    assert!(show.contains("\ntoolResult: {"), "{show}");
 }
 
 #[test]

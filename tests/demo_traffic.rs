@@ -80,7 +80,7 @@ fn the_demo_config_is_valid() {
 async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
     let (engine, _dir) = open();
     let mut rx = engine.events().subscribe();
-    tokio::time::timeout(Duration::from_secs(10), demo::seed(&engine))
+    tokio::time::timeout(Duration::from_secs(10), demo::seed(engine.start().as_ref()))
         .await
         .expect("the seed settles")
         .expect("the seed works");
@@ -172,7 +172,7 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
 async fn traffic_keeps_coming_until_aborted() {
     let (engine, _dir) = open();
     let mut rx = engine.events().subscribe();
-    let traffic = demo::start_traffic(engine.clone(), Duration::from_millis(20));
+    let traffic = demo::start_traffic(engine.start(), Duration::from_millis(20));
 
     // A new inbound message within a second.
     let appended = tokio::time::timeout(Duration::from_secs(1), async {

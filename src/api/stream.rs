@@ -7,6 +7,9 @@ use super::Sequenced;
 
 /// What a subscriber gets next.
 #[derive(Debug, Clone, PartialEq)]
+// Items are handed over one at a time, never stored in bulk: a box per event would cost
+// more than the size difference.
+#[allow(clippy::large_enum_variant)]
 pub enum StreamItem {
     Event(Sequenced),
     /// This many events were lost before the next one: reload what they would have told.
@@ -32,7 +35,7 @@ impl EventStream {
     pub async fn next(&mut self) -> StreamItem {
         match self.rx.recv().await {
             Ok(e) => self.checked(e),
-            Err(broadcast::error::RecvError::Lagged(n)) => StreamItem::Missed(n),
+            Err(broadcast::error::RecvError::Lagged(n)) => self.missed(n),
             Err(broadcast::error::RecvError::Closed) => StreamItem::Closed,
         }
     }
@@ -41,10 +44,17 @@ impl EventStream {
     pub fn try_next(&mut self) -> Option<StreamItem> {
         match self.rx.try_recv() {
             Ok(e) => Some(self.checked(e)),
-            Err(broadcast::error::TryRecvError::Lagged(n)) => Some(StreamItem::Missed(n)),
+            Err(broadcast::error::TryRecvError::Lagged(n)) => Some(self.missed(n)),
             Err(broadcast::error::TryRecvError::Closed) => Some(StreamItem::Closed),
             Err(broadcast::error::TryRecvError::Empty) => None,
         }
+    }
+
+    /// The channel dropped `n` events: reported here, so the next event (numbered past
+    /// them) is not taken for a second gap.
+    fn missed(&mut self, n: u64) -> StreamItem {
+        self.last = self.last.map(|l| l + n);
+        StreamItem::Missed(n)
     }
 
     fn checked(&mut self, e: Sequenced) -> StreamItem {

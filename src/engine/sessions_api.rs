@@ -146,9 +146,16 @@ impl Engine {
         let mut rows = Vec::with_capacity(keys.len());
         for key in keys {
             // Gone between the two reads (deleted by another process): left out.
-            if let Some(s) = self.store().get(&key)? {
-                rows.push(self.row_of(&s));
+            let Some(s) = self.store().get(&key)? else {
+                continue;
+            };
+            // The index knows archives by their spawn record; an entry can say archived
+            // without one (an imported entry). Rows carry the entry's word, so a page that
+            // leaves archives out leaves those out too.
+            if !q.archived && s.entry.archived_at.is_some() {
+                continue;
             }
+            rows.push(self.row_of(&s));
         }
         Ok(SessionsPage {
             rows,
@@ -247,7 +254,7 @@ impl Engine {
         }
         // One session's messages are recorded one at a time, in the order the calls came:
         // the place in line is taken before anything is awaited.
-        let turn = self.runtime.intake.enter(key.as_str()).turn().await;
+        let place = self.runtime.intake.enter(key.as_str());
         let from = Inbound {
             channel: request.from.channel.map(|c| c.trim().to_ascii_lowercase()),
             chat_type: request.from.chat_type,
@@ -256,10 +263,22 @@ impl Engine {
             owner: request.from.owner,
         };
         let group = self.tracker().open_group();
-        let received = group
-            .scope(self.receive(&key, &request.text, &from))
-            .await?;
-        drop(turn);
+        let work = WorkId(group.id);
+        // Once the call has begun, it is carried through on a task of its own: a caller
+        // that goes away (a dropped future, a closed connection) must not leave a message
+        // recorded and never answered, nor its place in line held.
+        let engine = self.clone();
+        let text = request.text;
+        let what = format!("recording a message into {key}");
+        let recording = self.tracker().spawn(what, async move {
+            let turn = place.turn().await;
+            let received = group.scope(engine.receive(&key, &text, &from)).await;
+            drop(turn);
+            received
+        });
+        let received = recording
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("recording the message stopped: {e}")))??;
         let recorded = &received.recorded;
         Ok(SendReceipt {
             key: recorded.key.to_string(),
@@ -268,7 +287,7 @@ impl Engine {
             seq: recorded.row.seq,
             run_id: received.run.as_ref().map(|r| r.run_id.clone()),
             command_reply: received.command_reply,
-            work: WorkId(group.id),
+            work,
         })
     }
 
