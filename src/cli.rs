@@ -17,7 +17,7 @@ use switchboard::api::{
 };
 use switchboard::config::{self, Config};
 use switchboard::engine::Engine;
-use switchboard::engine::transfer::Overwrite;
+use switchboard::engine::Overwrite;
 use switchboard::text_safety::{self, safe_line, safe_text};
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
@@ -386,7 +386,7 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         return overview(cli).await;
     }
     let engine = cli.open_engine()?;
-    let options = console_options(engine.state_dir().display().to_string())?;
+    let options = console_options(cli.state_dir().display().to_string())?;
     say_log(&log);
     switchboard::tui::run(engine, options).await
 }
@@ -1017,9 +1017,7 @@ async fn export(
     let raw = key.ok_or_else(|| usage("name a session key, or pass --all --out FOLDER"))?;
     let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
     // The file operations stay engine calls (they work on this machine's state folder).
-    let key = switchboard::engine::key::SessionKey::from_canonical(
-        existing_key(api.as_ref(), raw).await?,
-    );
+    let key = existing_key(api.as_ref(), raw).await?;
     let lines = match out {
         Some(path) => engine.export_session_to_file(&key, path, overwrite)?,
         None => {

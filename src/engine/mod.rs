@@ -218,17 +218,6 @@ impl Engine {
     }
 
     internal_fn! {
-        /// Like `idle`, but give up after `limit`, saying what is still running (also logged).
-        async fn idle_for(&self, limit: std::time::Duration) -> Result<(), tracker::Busy> {
-            let waited = self.runtime.tracker.idle_for(limit).await;
-            if let Err(busy) = &waited {
-                tracing::warn!(%busy, "gave up waiting for work this engine started");
-            }
-            waited
-        }
-    }
-
-    internal_fn! {
         /// A run as recorded.
         fn run(&self, run_id: &str) -> Result<Option<storage::runs::RunRow>, StorageError> {
             self.store

@@ -129,34 +129,6 @@ fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
     r
 }
 
-/// The owner's view (the CLI and console): every session but `unknown`, no visibility rules;
-/// archived sessions only with `include_archived`.
-pub fn owner_rows(
-    engine: &Engine,
-    kinds: Option<Vec<SessionKind>>,
-    active_minutes: Option<i64>,
-    limit: usize,
-    include_archived: bool,
-) -> Result<Vec<Value>, crate::engine::storage::StorageError> {
-    let scheme = engine.store().scheme();
-    let scan = SessionScan {
-        kinds,
-        updated_since: active_minutes.map(|m| since_minutes_ago(m.max(1))),
-        ..SessionScan::default()
-    };
-    let mut rows = Vec::new();
-    engine.store().scan(&scan, |s| {
-        if (include_archived || s.entry.archived_at.is_none())
-            && !s.key.is_unknown()
-            && (!s.key.is_global() || scheme.global_scope)
-        {
-            rows.push(Value::Object(build_row(engine, &s)));
-        }
-        rows.len() < limit
-    })?;
-    Ok(rows)
-}
-
 /// One session's row in the owner's view.
 pub fn owner_row(
     engine: &Engine,
