@@ -388,7 +388,7 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     let engine = cli.open_engine()?;
     let options = console_options(cli.state_dir().display().to_string())?;
     say_log(&log);
-    switchboard::tui::run(engine, options).await
+    switchboard::tui::run(engine.start(), options).await
 }
 
 /// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.
@@ -405,7 +405,7 @@ async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
     );
     let options = console_options(format!("demo {}", dir.display()))?;
     say_log(&log);
-    let result = switchboard::tui::run(engine, options).await;
+    let result = switchboard::tui::run(engine.start(), options).await;
     traffic.abort();
     let _ = std::fs::remove_dir_all(&dir);
     result

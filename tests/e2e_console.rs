@@ -2,7 +2,8 @@
 //! read back with `capture-pane`. `switchboard demo` shows rounds, tools toggle, the filter,
 //! `/send off` and a message with its reply, and quitting gives the terminal back; the same
 //! with NO_COLOR gives no colour at all; `switchboard` on a state folder shows what another
-//! process injects meanwhile; a vanished terminal ends the program.
+//! process injects meanwhile; lines sent one Enter each are stored in order; a vanished
+//! terminal ends the program.
 //!
 //! Every test has its own tmux server (`tmux -L <unique socket>`), killed when the test ends,
 //! also on failure. Nothing is timed: each step polls the screen (every 100 ms, up to 15 s)
@@ -573,6 +574,44 @@ fn typing_right_after_i_goes_into_the_composer() {
     // One write, as a fast typist over SSH (or a paste without bracketed paste) delivers it.
     t.type_text("ihello there");
     t.wait_for_text("hello there▏");
+}
+
+/// Lines pasted one Enter each (as a paste without bracketed paste, or a fast typist, sends
+/// them) are stored in the order typed: each Enter used to start its own task, and the tasks
+/// raced to the store (L1 L2 L3 L6 L4 L5).
+#[test]
+fn lines_sent_one_enter_each_are_stored_in_order() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    let t = start_console("order", &bench);
+    t.wait_for_within("the console", START, |s| {
+        console_shown(s) && s.contains("pong: hi")
+    });
+    t.keys(&["i"]);
+    t.wait_for("the composer", |s| hint_bar(s).contains("enter send"));
+    let sent: Vec<String> = (1..=24).map(|i| format!("line-{i:02}")).collect();
+    // One send-keys call: every line and its Enter reach the console in one burst.
+    let mut keys: Vec<&str> = Vec::new();
+    for line in &sent {
+        keys.push(line);
+        keys.push("Enter");
+    }
+    t.keys(&keys);
+    t.wait_for_text("pong: line-24");
+    let show = bench.ok(&["sessions", "show", "agent:main:main", "--messages", "200"]);
+    let stored: Vec<&str> = show
+        .lines()
+        .filter(|l| !l.contains("pong"))
+        .filter_map(|l| l.find("line-").map(|at| &l[at..(at + 7).min(l.len())]))
+        .collect();
+    assert_eq!(stored, sent, "{show}");
+    t.keys(&["Escape"]);
+    t.wait_for("the sessions pane's hints", |s| {
+        hint_bar(s).contains("filter sessions")
+    });
+    t.keys(&["q"]);
+    assert_terminal_restored(&t);
 }
 
 #[test]

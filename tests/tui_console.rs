@@ -4,17 +4,21 @@
 
 mod common;
 
+use std::sync::Arc;
+
+use crossterm::event::KeyCode;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
+use switchboard::api::{LineRole, SessionsApi, TranscriptQuery};
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::{Focus, State};
-use switchboard::tui::update::Console;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use common::console_driver::Driver;
 
 const ME: &str = "agent:main:main";
 
@@ -33,12 +37,15 @@ fn config() -> Value {
     })
 }
 
-fn console(bench: &common::Bench) -> (Console, UnboundedReceiver<Action>) {
-    let (tx, rx) = unbounded_channel();
+/// A console on the engine's API, settled (everything it asked for has arrived).
+async fn console(bench: &common::Bench) -> (Driver, Arc<dyn SessionsApi>) {
     let mut state = State::new("test".into(), 1_795_353_349_734);
     state.width = 120;
     state.height = 40;
-    (Console::new(bench.engine.clone(), state, tx), rx)
+    let api = bench.engine.start();
+    let mut d = Driver::new(api.clone(), state);
+    d.settle().await;
+    (d, api)
 }
 
 fn screen(state: &State, keymap: &Keymap) -> String {
@@ -56,32 +63,11 @@ fn screen(state: &State, keymap: &Keymap) -> String {
         .join("\n")
 }
 
-fn type_text(c: &mut Console, text: &str) {
-    c.update(Action::Intent(Intent::Compose));
-    for ch in text.chars() {
-        c.update(Action::Key(crossterm::event::KeyEvent::new(
-            crossterm::event::KeyCode::Char(ch),
-            crossterm::event::KeyModifiers::NONE,
-        )));
-    }
-    c.update(Action::Key(crossterm::event::KeyEvent::new(
-        crossterm::event::KeyCode::Enter,
-        crossterm::event::KeyModifiers::NONE,
-    )));
-}
-
-/// Wait for the background task's report (a status-line flash) and apply it.
-async fn report(c: &mut Console, rx: &mut UnboundedReceiver<Action>) -> (String, bool) {
-    let a = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
-        .await
-        .expect("a report")
-        .expect("the channel is open");
-    let out = match &a {
-        Action::Flash(t, e) => (t.clone(), *e),
-        other => panic!("unexpected {other:?}"),
-    };
-    c.update(a);
-    out
+/// Type `text` into the composer and press Enter.
+fn type_text(d: &mut Driver, text: &str) {
+    d.intent(Intent::Compose);
+    d.type_text(text);
+    d.key(KeyCode::Enter);
 }
 
 /// Create session `k` holding `lines` (user messages with these texts).
@@ -104,33 +90,46 @@ async fn session_with(b: &common::Bench, k: &str, lines: impl IntoIterator<Item 
 }
 
 /// Move the selection down to session `k`.
-fn select(c: &mut Console, k: &str) {
-    let at = c.state.sessions.iter().position(|r| r.key == k).unwrap();
+async fn select(d: &mut Driver, k: &str) {
+    d.settle().await;
+    let at = d
+        .console
+        .state
+        .sessions
+        .iter()
+        .position(|r| r.key == k)
+        .unwrap();
+    d.intent(Intent::Top);
     for _ in 0..at {
-        c.update(Action::Intent(Intent::Down));
+        d.intent(Intent::Down);
     }
-    assert_eq!(c.state.selected_key(), Some(k));
+    d.settle().await;
+    assert_eq!(d.console.state.selected_key(), Some(k));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrolling_to_the_top_of_a_long_transcript_loads_older_lines() {
     let b = common::bench(config());
     session_with(&b, ME, (0..1000).map(|n| format!("line {n}"))).await;
-    let (mut c, _rx) = console(&b);
+    let (mut c, _api) = console(&b).await;
     assert_eq!(
-        c.state.transcript.len(),
+        c.console.state.transcript.len(),
         400,
         "only the newest window at first"
     );
-    c.update(Action::Intent(Intent::FocusNext));
-    assert_eq!(c.state.focus, Focus::Transcript);
-    c.update(Action::Intent(Intent::Top));
-    c.refresh();
-    assert_eq!(c.state.transcript.len(), 1000, "the top loads the rest");
-    assert!(!c.state.follow);
-    assert!(screen(&c.state, &Keymap::defaults()).contains("line 0"));
-    c.update(Action::Intent(Intent::Bottom));
-    assert!(c.state.follow, "back at the end, following again");
+    c.intent(Intent::FocusNext);
+    assert_eq!(c.console.state.focus, Focus::Transcript);
+    c.intent(Intent::Top);
+    c.settle().await;
+    assert_eq!(
+        c.console.state.transcript.len(),
+        1000,
+        "the top loads the rest"
+    );
+    assert!(!c.console.state.follow);
+    assert!(screen(&c.console.state, &Keymap::defaults()).contains("line 0"));
+    c.intent(Intent::Bottom);
+    assert!(c.console.state.follow, "back at the end, following again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,17 +138,17 @@ async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
     for k in [ME, "agent:work:main"] {
         session_with(&b, k, []).await;
     }
-    let (mut c, mut rx) = console(&b);
-    select(&mut c, ME);
+    let (mut c, _api) = console(&b).await;
+    select(&mut c, ME).await;
     type_text(&mut c, "/spawn tidy the logs");
-    let (text, error) = report(&mut c, &mut rx).await;
+    let (text, error) = c.report().await;
     assert!(!error, "{text}");
     assert!(
         text.starts_with("sessions_spawn: accepted agent:main:subagent:"),
         "{text}"
     );
     type_text(&mut c, "/ask agent:work:main how are you");
-    let (text, error) = report(&mut c, &mut rx).await;
+    let (text, error) = c.report().await;
     assert!(!error, "{text}");
     assert_eq!(text, "sessions_send: accepted agent:work:main");
     b.engine.idle().await;
@@ -180,14 +179,14 @@ async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remapped_key_shows_in_the_help_and_the_hint_bar() {
     let b = common::bench(config());
-    let (mut c, _rx) = console(&b);
+    let (mut c, _api) = console(&b).await;
     let keymap =
         Keymap::with_overrides(r#"{ "x": "quit", "q": null, "F": "filter", "/": null }"#).unwrap();
-    let hints = screen(&c.state, &keymap);
+    let hints = screen(&c.console.state, &keymap);
     assert!(hints.contains("ctrl+c/x quit"), "{hints}");
     assert!(hints.contains("F filter sessions"), "{hints}");
-    c.update(Action::Intent(Intent::Help));
-    let help = screen(&c.state, &keymap);
+    c.intent(Intent::Help);
+    let help = screen(&c.console.state, &keymap);
     assert!(help.contains("ctrl+c/x   quit"), "{help}");
     assert!(!help.contains("q          quit"), "{help}");
 }
@@ -195,34 +194,34 @@ async fn a_remapped_key_shows_in_the_help_and_the_hint_bar() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_lag_the_console_reloads_what_it_missed() {
     let b = common::bench(config());
-    let (mut c, _rx) = console(&b);
-    assert!(c.state.sessions.is_empty());
+    let (mut c, _api) = console(&b).await;
+    assert!(c.console.state.sessions.is_empty());
     b.engine
         .store()
         .ensure(&SessionKey::from_canonical(ME), SessionInit::default())
         .await
         .unwrap();
     // The events were dropped (the console fell behind); Lagged makes it catch up.
-    c.update(Action::Lagged);
-    c.refresh();
-    assert_eq!(c.state.selected_key(), Some(ME));
+    c.act(Action::Lagged);
+    c.settle().await;
+    assert_eq!(c.console.state.selected_key(), Some(ME));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_click_focuses_the_pane_under_it() {
     let b = common::bench(config());
-    let (mut c, _rx) = console(&b);
-    c.update(Action::Intent(Intent::ToggleMouse));
-    assert!(c.state.mouse);
-    let r = switchboard::tui::view::regions(c.state.width, c.state.height);
+    let (mut c, _api) = console(&b).await;
+    c.intent(Intent::ToggleMouse);
+    assert!(c.console.state.mouse);
+    let r = switchboard::tui::view::regions(c.console.state.width, c.console.state.height);
     for (x, y, focus) in [
         (r.transcript.x + 2, r.transcript.y + 2, Focus::Transcript),
         (r.rounds.x + 2, r.rounds.y + 2, Focus::Rounds),
         (r.composer.x + 2, r.composer.y + 1, Focus::Composer),
         (r.sessions.x + 2, r.sessions.y + 2, Focus::Sessions),
     ] {
-        c.update(Action::Click(x, y));
-        assert_eq!(c.state.focus, focus, "click at {x},{y}");
+        c.act(Action::Click(x, y));
+        assert_eq!(c.console.state.focus, focus, "click at {x},{y}");
     }
 }
 
@@ -244,14 +243,22 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
         });
     }
     while set.join_next().await.is_some() {}
-    let (mut c, _rx) = console(&b);
-    assert_eq!(c.state.session_count(), 2000);
-    assert!(c.state.sessions.len() <= 400, "only a window is loaded");
-    c.update(Action::Intent(Intent::Bottom));
-    c.refresh();
-    assert_eq!(c.state.selected, 1999);
-    let oldest = c.state.selected_key().expect("a selection").to_string();
-    assert!(c.state.sessions_offset > 0, "the window moved down");
+    let (mut c, _api) = console(&b).await;
+    assert_eq!(c.console.state.session_count(), 2000);
+    assert!(
+        c.console.state.sessions.len() <= 400,
+        "only a window is loaded"
+    );
+    c.intent(Intent::Bottom);
+    c.settle().await;
+    assert_eq!(c.console.state.selected, 1999);
+    let oldest = c
+        .console
+        .state
+        .selected_key()
+        .expect("a selection")
+        .to_string();
+    assert!(c.console.state.sessions_offset > 0, "the window moved down");
     // The oldest really is the last one in newest-first order.
     let newest_first = {
         let mut all: Vec<(i64, String)> = Vec::new();
@@ -268,27 +275,37 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
         newest_first.last().map(|r| r.1.clone()),
         Some(oldest.clone())
     );
-    let shown = screen(&c.state, &Keymap::defaults());
+    let shown = screen(&c.console.state, &Keymap::defaults());
     assert!(shown.contains("Sessions 2000/2000"), "{shown}");
     // Paging up moves through the window and beyond it.
     for _ in 0..20 {
-        c.update(Action::Intent(Intent::PageUp));
-        c.refresh();
+        c.intent(Intent::PageUp);
+        c.settle().await;
     }
-    assert!(c.state.selected < 1999 - 400, "{}", c.state.selected);
-    assert!(c.state.selected_key().is_some());
-    c.update(Action::Intent(Intent::Top));
-    c.refresh();
-    assert_eq!((c.state.selected, c.state.sessions_offset), (0, 0));
-    assert_eq!(c.state.selected_key(), Some(newest_first[0].1.as_str()));
+    assert!(
+        c.console.state.selected < 1999 - 400,
+        "{}",
+        c.console.state.selected
+    );
+    assert!(c.console.state.selected_key().is_some());
+    c.intent(Intent::Top);
+    c.settle().await;
+    assert_eq!(
+        (c.console.state.selected, c.console.state.sessions_offset),
+        (0, 0)
+    );
+    assert_eq!(
+        c.console.state.selected_key(),
+        Some(newest_first[0].1.as_str())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
     let b = common::bench(config());
-    let (mut c, _rx) = console(&b);
-    c.update(Action::Intent(Intent::ToggleRoundsScope));
-    c.update(Action::Engine(Box::new(
+    let (mut c, _api) = console(&b).await;
+    c.intent(Intent::ToggleRoundsScope);
+    c.act(Action::Engine(Box::new(
         switchboard::engine::events::EngineEvent::ChainStopped {
             chain_id: "c1".into(),
             hops: 13,
@@ -297,7 +314,7 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
             target: "agent:c:main".into(),
         },
     )));
-    let shown = screen(&c.state, &Keymap::defaults());
+    let shown = screen(&c.console.state, &Keymap::defaults());
     assert!(shown.contains("agent:b:main → agent:c:main"), "{shown}");
     assert!(shown.contains("not sent: chain limit reached"), "{shown}");
     assert!(shown.contains("maxChainHops 12"), "{shown}");
@@ -306,9 +323,9 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
     let b = common::bench(config());
-    let (mut c, _rx) = console(&b);
-    c.update(Action::Flash("⚙️ Send policy set to off.".into(), false));
-    c.update(Action::Engine(Box::new(
+    let (mut c, _api) = console(&b).await;
+    c.act(Action::Flash("⚙️ Send policy set to off.".into(), false));
+    c.act(Action::Engine(Box::new(
         switchboard::engine::events::EngineEvent::PolicyDecision {
             key: "agent:support:discord:group:random".into(),
             action: "reply".into(),
@@ -317,14 +334,14 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
         },
     )));
     assert_eq!(
-        c.state.flash.as_ref().map(|f| f.text.as_str()),
+        c.console.state.flash.as_ref().map(|f| f.text.as_str()),
         Some("⚙️ Send policy set to off.")
     );
     // Once it has gone, notices show again.
     for _ in 0..6 {
-        c.update(Action::Tick);
+        c.act(Action::Tick);
     }
-    c.update(Action::Engine(Box::new(
+    c.act(Action::Engine(Box::new(
         switchboard::engine::events::EngineEvent::PolicyDecision {
             key: "agent:support:discord:group:random".into(),
             action: "reply".into(),
@@ -333,7 +350,8 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
         },
     )));
     assert!(
-        c.state
+        c.console
+            .state
             .flash
             .as_ref()
             .is_some_and(|f| f.error && f.text.contains("refused"))
@@ -343,38 +361,48 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
 /// Lines sent one Enter after another reach the transcript in the order they were typed
 /// (each Enter used to start its own task, and the tasks raced to the store: L1 L2 L3 L6 L4 L5).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn owner_messages_sent_quickly_are_stored_in_the_order_typed() {
+async fn a_hundred_owner_messages_sent_quickly_are_stored_in_the_order_typed() {
     let b = common::bench(config());
-    let key = SessionKey::from_canonical(ME);
     session_with(&b, ME, []).await;
-    let (mut c, mut rx) = console(&b);
-    select(&mut c, ME);
-    let sent: Vec<String> = (1..=24).map(|i| format!("L{i}")).collect();
+    let (mut c, api) = console(&b).await;
+    select(&mut c, ME).await;
+    let sent: Vec<String> = (1..=100).map(|i| format!("L{i}")).collect();
     for line in &sent {
         type_text(&mut c, line);
     }
     for _ in &sent {
-        let (text, error) = report(&mut c, &mut rx).await;
+        let (text, error) = c.report().await;
         assert!(!error, "{text}");
     }
-    b.engine.idle().await;
-    let session = b.engine.store().get(&key).unwrap().unwrap();
-    let lines = b
-        .engine
-        .store()
-        .tail(&session.entry.session_id, 1000, true)
-        .unwrap();
-    let stored: Vec<String> = lines
-        .iter()
-        .filter(|r| r.line["message"]["role"] == "user")
-        .map(|r| {
-            r.line["message"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
+    let page = api
+        .transcript(TranscriptQuery {
+            key: ME.into(),
+            limit: 1000,
+            ..TranscriptQuery::default()
         })
+        .await
+        .unwrap();
+    let stored: Vec<String> = page
+        .lines
+        .iter()
+        .filter(|l| l.role == LineRole::User)
+        .map(|l| l.text.clone())
         .collect();
     assert_eq!(stored, sent);
+    // And the console shows them in that order too.
+    c.until("the last line on screen", |s| {
+        s.transcript.last().is_some_and(|l| l.text == "L100")
+    })
+    .await;
+    let shown: Vec<&str> = c
+        .console
+        .state
+        .transcript
+        .iter()
+        .filter(|l| l.role == "user")
+        .map(|l| l.text.as_str())
+        .collect();
+    assert_eq!(shown, sent);
 }
 
 /// The transcript always belongs to the selected session. Clearing a filter one Backspace at
@@ -390,10 +418,15 @@ async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() 
     for k in &keys {
         session_with(&b, k, [format!("I am {k}")]).await;
     }
-    let (mut c, _rx) = console(&b);
-    let shown_matches_selection = |c: &Console| {
-        let selected = c.state.selected_key().unwrap_or("").to_string();
+    let (mut c, _api) = console(&b).await;
+    let shown_matches_selection = |c: &Driver| {
+        let selected = c.console.state.selected_key().unwrap_or("").to_string();
+        assert_eq!(
+            c.console.state.transcript_key.as_deref(),
+            Some(selected.as_str())
+        );
         let last = c
+            .console
             .state
             .transcript
             .last()
@@ -401,23 +434,22 @@ async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() 
             .unwrap_or_default();
         assert_eq!(last, format!("I am {selected}"), "selected {selected}");
     };
-    let key = |c: &mut Console, code: crossterm::event::KeyCode| {
-        c.update(Action::Key(crossterm::event::KeyEvent::new(
-            code,
-            crossterm::event::KeyModifiers::NONE,
-        )));
-        c.refresh();
-    };
-    c.update(Action::Intent(Intent::Filter));
+    c.intent(Intent::Filter);
     for ch in "visitor-8805".chars() {
-        key(&mut c, crossterm::event::KeyCode::Char(ch));
+        c.key(KeyCode::Char(ch));
+        c.settle().await;
     }
-    key(&mut c, crossterm::event::KeyCode::Enter);
-    assert_eq!(c.state.selected_key(), Some("agent:main:visitor-8805"));
+    c.key(KeyCode::Enter);
+    c.settle().await;
+    assert_eq!(
+        c.console.state.selected_key(),
+        Some("agent:main:visitor-8805")
+    );
     shown_matches_selection(&c);
-    c.update(Action::Intent(Intent::Filter));
-    while !c.state.filter.is_empty() {
-        key(&mut c, crossterm::event::KeyCode::Backspace);
+    c.intent(Intent::Filter);
+    while !c.console.state.filter.is_empty() {
+        c.key(KeyCode::Backspace);
+        c.settle().await;
         shown_matches_selection(&c);
     }
 }

@@ -22,17 +22,16 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 use serde_json::{Value, json};
-use switchboard::engine::events::EngineEvent;
+use switchboard::api::EngineEvent;
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::{SessionKey, SessionKind};
+use switchboard::engine::transcript_text;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
-use switchboard::tui::load;
 use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
-use switchboard::tui::update::Console;
 use switchboard::tui::{strip_colors, view};
-use tokio::sync::broadcast;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use common::console_driver::Driver;
 use unicode_width::UnicodeWidthStr;
 
 // ---------------------------------------------------------------------------------------------
@@ -143,8 +142,13 @@ fn session(
         name: name.to_string(),
         channel: channel.to_string(),
         updated_at: NOW - age,
-        policy,
+        policy: policy.to_string(),
         policy_override,
+        policy_detail: if policy_override {
+            "override".to_string()
+        } else {
+            "default (session.sendPolicy.default)".to_string()
+        },
         archived: false,
     }
 }
@@ -262,7 +266,9 @@ fn sessions() -> Vec<SessionRow> {
 fn message(seq: i64, age: i64, message: Value) -> switchboard::tui::state::TranscriptLine {
     let mut m = message;
     m["timestamp"] = json!(NOW - age);
-    load::line_of(seq, &json!({ "type": "message", "message": m })).expect("a message line")
+    let line = transcript_text::line_of(seq, &json!({ "type": "message", "message": m }), false)
+        .expect("a message line");
+    switchboard::tui::state::TranscriptLine::from_api(&line)
 }
 
 fn user_text(text: &str) -> Value {
@@ -870,15 +876,14 @@ async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
     h.inbound(MAIN, "hello", telegram("alice")).await;
     h.reopen();
     // The event the engine sends when the demo's #random refuses a send.
-    h.console
-        .update(Action::Engine(Box::new(EngineEvent::PolicyDecision {
-            key: RANDOM.to_string(),
-            action: "send".to_string(),
-            allowed: false,
-            source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
-                .to_string(),
-        })));
-    h.console.refresh();
+    h.d.act(Action::Engine(Box::new(EngineEvent::PolicyDecision {
+        key: RANDOM.to_string(),
+        action: "send".to_string(),
+        allowed: false,
+        source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
+            .to_string(),
+    })));
+    h.pump();
     let shown = h.screen();
     let status = row(&shown, 38);
     assert!(status.contains("/send on"), "{status}");
@@ -1044,41 +1049,38 @@ fn engine_config() -> Value {
     })
 }
 
-/// A console over a fresh engine, fed the engine's events the way the app loop does.
+/// A console on a fresh engine's API, driven the way the app loop drives it.
 struct Harness {
-    console: Console,
-    rx: UnboundedReceiver<Action>,
-    events: broadcast::Receiver<EngineEvent>,
+    d: Driver,
     bench: common::Bench,
+}
+
+/// Wait for the console to settle from synchronous test code (the harness tests run on a
+/// multi-threaded runtime, so this thread may block while the loads run on the others).
+fn block_on_settle(d: &mut Driver) {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(d.settle()));
+}
+
+fn fresh_state() -> State {
+    let mut state = State::new("/srv/switchboard/state".to_string(), NOW);
+    state.width = 120;
+    state.height = 40;
+    state
 }
 
 impl Harness {
     fn new() -> Harness {
         let bench = common::bench(engine_config());
-        let events = bench.engine.events().subscribe();
-        let (tx, rx) = unbounded_channel();
-        let mut state = State::new("/srv/switchboard/state".to_string(), NOW);
-        state.width = 120;
-        state.height = 40;
-        let console = Console::new(bench.engine.clone(), state, tx);
-        Harness {
-            console,
-            rx,
-            events,
-            bench,
-        }
+        let mut d = Driver::new(bench.engine.start(), fresh_state());
+        block_on_settle(&mut d);
+        Harness { d, bench }
     }
 
     /// Open a fresh console on the engine's current state, as `switchboard` does on a state
     /// folder that already has sessions (what happened before is not replayed as events).
     fn reopen(&mut self) {
-        while self.events.try_recv().is_ok() {}
-        let (tx, rx) = unbounded_channel();
-        let mut state = State::new("/srv/switchboard/state".to_string(), NOW);
-        state.width = 120;
-        state.height = 40;
-        self.console = Console::new(self.bench.engine.clone(), state, tx);
-        self.rx = rx;
+        self.d = Driver::new(self.bench.engine.start(), fresh_state());
+        block_on_settle(&mut self.d);
     }
 
     /// A message from outside into `key` (created if new), as `switchboard inject` does.
@@ -1093,21 +1095,10 @@ impl Harness {
         self.bench.engine.idle().await;
     }
 
-    /// Hand every queued engine event and background report to the console, then refresh.
+    /// Hand every queued engine event and background report to the console, and wait for
+    /// the loads they call for.
     fn pump(&mut self) {
-        loop {
-            match self.events.try_recv() {
-                Ok(e) => self.console.update(Action::Engine(Box::new(e))),
-                Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                    self.console.update(Action::Lagged)
-                }
-                Err(_) => break,
-            }
-        }
-        while let Ok(a) = self.rx.try_recv() {
-            self.console.update(a);
-        }
-        self.console.refresh();
+        block_on_settle(&mut self.d);
     }
 
     /// Wait for the engine to finish what it set off, then pump: a stable screen.
@@ -1115,14 +1106,14 @@ impl Harness {
         self.bench.engine.idle().await;
         // Background reports (flashes) are sent just after the engine call returns.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        self.pump();
+        self.d.settle().await;
     }
 
     /// Pump until `done` holds (up to 15 s; nothing is timed).
     async fn until(&mut self, what: &str, done: impl Fn(&State) -> bool) {
         for _ in 0..750 {
-            self.pump();
-            if done(&self.console.state) {
+            self.d.settle().await;
+            if done(&self.d.console.state) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -1130,30 +1121,33 @@ impl Harness {
         panic!("timed out waiting for {what}; screen:\n{}", self.screen());
     }
 
+    fn act(&mut self, a: Action) {
+        self.d.act(a);
+        block_on_settle(&mut self.d);
+    }
+
     fn intent(&mut self, i: Intent) {
-        self.console.update(Action::Intent(i));
-        self.console.refresh();
+        self.act(Action::Intent(i));
     }
 
     fn key(&mut self, code: KeyCode) {
-        self.console
-            .update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-        self.console.refresh();
+        self.act(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
     }
 
     fn type_text(&mut self, text: &str) {
         for c in text.chars() {
-            self.console.update(Action::Key(KeyEvent::new(
+            self.d.act(Action::Key(KeyEvent::new(
                 KeyCode::Char(c),
                 KeyModifiers::NONE,
             )));
         }
-        self.console.refresh();
+        block_on_settle(&mut self.d);
     }
 
     fn select(&mut self, key: &str) {
         self.pump();
         let i = self
+            .d
             .console
             .state
             .sessions
@@ -1164,11 +1158,11 @@ impl Harness {
         for _ in 0..i {
             self.intent(Intent::Down);
         }
-        assert_eq!(self.console.state.selected_key(), Some(key));
+        assert_eq!(self.d.console.state.selected_key(), Some(key));
     }
 
     fn screen(&self) -> String {
-        let s = &self.console.state;
+        let s = &self.d.console.state;
         screen(s, s.width, s.height)
     }
 
@@ -1216,11 +1210,14 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
     h.reopen();
     h.select(MAIN);
     h.intent(Intent::Compose);
-    assert_eq!(h.console.state.focus, Focus::Composer);
+    assert_eq!(h.d.console.state.focus, Focus::Composer);
     h.type_text("status?");
     h.key(KeyCode::Enter);
-    assert_eq!(h.console.state.composer.text, "", "the composer is cleared");
-    assert_eq!(h.console.state.composer.error, None);
+    assert_eq!(
+        h.d.console.state.composer.text, "",
+        "the composer is cleared"
+    );
+    assert_eq!(h.d.console.state.composer.error, None);
     h.until("the owner's message and the reply", |s| {
         s.transcript
             .iter()
@@ -1238,7 +1235,7 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
     assert_eq!(owner["message"]["senderIsOwner"], true);
     // History recall brings it back.
     h.key(KeyCode::Up);
-    assert_eq!(h.console.state.composer.text, "status?");
+    assert_eq!(h.d.console.state.composer.text, "status?");
     h.settle().await;
     insta::assert_snapshot!(redact(&h.screen()));
 }
@@ -1250,18 +1247,18 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     h.reopen();
     h.select(MAIN);
     assert!(
-        h.console
+        h.d.console
             .state
             .selected_policy
             .as_deref()
             .is_some_and(|p| p.starts_with("allow")),
         "{:?}",
-        h.console.state.selected_policy
+        h.d.console.state.selected_policy
     );
     h.intent(Intent::Compose);
     h.type_text("/send off");
     h.key(KeyCode::Enter);
-    assert_eq!(h.console.state.composer.error, None);
+    assert_eq!(h.d.console.state.composer.error, None);
     h.until("the override to show", |s| {
         s.sessions
             .iter()
@@ -1282,13 +1279,18 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
         .expect("read")
         .expect("session");
     assert_eq!(stored.entry.send_policy.as_deref(), Some("deny"));
-    let policy = h.console.state.selected_policy.clone().unwrap_or_default();
+    let policy =
+        h.d.console
+            .state
+            .selected_policy
+            .clone()
+            .unwrap_or_default();
     assert!(policy.starts_with("deny"), "{policy}");
     let shown = h.screen();
     assert!(shown.contains("deny*"), "{shown}");
     // Once the flash is gone the status line shows the effective policy and its source.
     h.settle().await;
-    h.console.state.flash = None;
+    h.d.console.state.flash = None;
     let shown = h.screen();
     let status = row(&shown, 38);
     assert!(status.contains("send policy: deny ("), "{status}");
@@ -1323,20 +1325,20 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
         "/ask",
         "/ask agent:ops:main",
     ] {
-        h.console.state.composer.text.clear();
-        h.console.state.composer.error = None;
+        h.d.console.state.composer.text.clear();
+        h.d.console.state.composer.error = None;
         h.type_text(input);
         h.key(KeyCode::Enter);
-        let err = h
-            .console
-            .state
-            .composer
-            .error
-            .clone()
-            .unwrap_or_else(|| panic!("{input:?} gives no inline error"));
+        let err =
+            h.d.console
+                .state
+                .composer
+                .error
+                .clone()
+                .unwrap_or_else(|| panic!("{input:?} gives no inline error"));
         errors.push(format!("{input:?} → {err}"));
         // Nothing was sent and the console is still usable.
-        assert_eq!(h.console.state.focus, Focus::Composer);
+        assert_eq!(h.d.console.state.focus, Focus::Composer);
     }
     h.pump();
     // Only the first message is in the transcript: none of these went out.
@@ -1349,25 +1351,25 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
     insta::assert_snapshot!("inline_errors", errors.join("\n"));
 
     // The error is shown in the composer, and typing clears it.
-    h.console.state.composer.text.clear();
+    h.d.console.state.composer.text.clear();
     h.type_text("/send maybe");
     h.key(KeyCode::Enter);
     let shown = h.screen();
     assert!(shown.contains("│✗ Usage: /send on|off|inherit"), "{shown}");
     insta::assert_snapshot!("inline_error_screen", redact(&shown));
     h.key(KeyCode::Backspace);
-    assert_eq!(h.console.state.composer.error, None);
+    assert_eq!(h.d.console.state.composer.error, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_session_to_arrive_in_an_empty_console_shows_its_transcript() {
     let mut h = Harness::new();
-    assert!(h.console.state.sessions.is_empty());
+    assert!(h.d.console.state.sessions.is_empty());
     h.inbound(MAIN, "hello", telegram("alice")).await;
     h.until("the session to be listed", |s| !s.sessions.is_empty())
         .await;
     h.settle().await;
-    let s = &h.console.state;
+    let s = &h.d.console.state;
     assert_eq!(s.selected_key(), Some(MAIN));
     assert!(
         s.transcript.iter().any(|l| l.text == "hello"),
@@ -1390,10 +1392,10 @@ async fn enter_without_any_session_says_so() {
     h.intent(Intent::Compose);
     h.type_text("hello?");
     h.key(KeyCode::Enter);
-    let err = h.console.state.composer.error.clone().unwrap_or_default();
+    let err = h.d.console.state.composer.error.clone().unwrap_or_default();
     assert!(err.contains("No session selected"), "{err}");
     // The text is kept so it can be sent once a session is picked.
-    assert_eq!(h.console.state.composer.text, "hello?");
+    assert_eq!(h.d.console.state.composer.text, "hello?");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1405,12 +1407,12 @@ async fn slash_completion_and_help() {
     h.intent(Intent::Compose);
     h.type_text("/se");
     h.key(KeyCode::Tab);
-    assert_eq!(h.console.state.composer.text, "/send ");
-    h.console.state.composer.text.clear();
+    assert_eq!(h.d.console.state.composer.text, "/send ");
+    h.d.console.state.composer.text.clear();
     h.type_text("/help");
     h.key(KeyCode::Enter);
-    assert!(h.console.state.help);
-    assert_eq!(h.console.state.composer.text, "");
+    assert!(h.d.console.state.help);
+    assert_eq!(h.d.console.state.composer.text, "");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1423,10 +1425,10 @@ async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
     h.intent(Intent::Compose);
     h.type_text(&format!("/ask {RANDOM} maintenance tonight"));
     h.key(KeyCode::Enter);
-    assert_eq!(h.console.state.composer.error, None);
+    assert_eq!(h.d.console.state.composer.error, None);
     h.until("a red flash", |s| s.flash.as_ref().is_some_and(|f| f.error))
         .await;
-    let flash = h.console.state.flash.clone().expect("flash");
+    let flash = h.d.console.state.flash.clone().expect("flash");
     assert!(
         flash.text.contains("forbidden") || flash.text.contains("refused"),
         "{flash:?}"
@@ -1446,7 +1448,7 @@ async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
     assert!(status.starts_with(" ✗ "), "{status}");
     insta::assert_snapshot!(redact(&shown));
     // Not stuck: the composer takes the next message.
-    assert_eq!(h.console.state.focus, Focus::Composer);
+    assert_eq!(h.d.console.state.focus, Focus::Composer);
     h.type_text("still here");
     h.key(KeyCode::Enter);
     h.until("the next message's reply", |s| {
@@ -1462,17 +1464,17 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
     h.reopen();
     h.intent(Intent::Compose);
     h.type_text("one");
-    h.console.update(Action::Key(KeyEvent::new(
+    h.d.act(Action::Key(KeyEvent::new(
         KeyCode::Enter,
         KeyModifiers::ALT,
     )));
     h.type_text("two");
-    h.console.update(Action::Key(KeyEvent::new(
+    h.d.act(Action::Key(KeyEvent::new(
         KeyCode::Char('j'),
         KeyModifiers::CONTROL,
     )));
     h.type_text("three");
-    assert_eq!(h.console.state.composer.text, "one\ntwo\nthree");
+    assert_eq!(h.d.console.state.composer.text, "one\ntwo\nthree");
     assert!(h.screen().contains("[+2 lines] three▏"));
     h.key(KeyCode::Enter);
     h.until("the three-line message", |s| {
@@ -1482,18 +1484,17 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
     // History: up recalls, down goes back to a fresh message.
     h.type_text("draft");
     h.key(KeyCode::Up);
-    assert_eq!(h.console.state.composer.text, "one\ntwo\nthree");
+    assert_eq!(h.d.console.state.composer.text, "one\ntwo\nthree");
     h.key(KeyCode::Down);
-    assert_eq!(h.console.state.composer.text, "");
+    assert_eq!(h.d.console.state.composer.text, "");
     // Esc leaves the composer; a paste into the filter box takes its first line only.
     h.key(KeyCode::Esc);
-    assert_eq!(h.console.state.focus, Focus::Sessions);
+    assert_eq!(h.d.console.state.focus, Focus::Sessions);
     h.intent(Intent::Filter);
-    h.console
-        .update(Action::Paste("Alice\nsecond line".to_string()));
-    h.console.refresh();
-    assert_eq!(h.console.state.filter, "Alice");
-    assert_eq!(h.console.state.sessions.len(), 1);
+    h.d.act(Action::Paste("Alice\nsecond line".to_string()));
+    h.pump();
+    assert_eq!(h.d.console.state.filter, "Alice");
+    assert_eq!(h.d.console.state.sessions.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1505,29 +1506,29 @@ async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
     }
     h.reopen();
     h.intent(Intent::FocusNext);
-    assert_eq!(h.console.state.focus, Focus::Transcript);
-    assert!(h.console.state.follow);
+    assert_eq!(h.d.console.state.focus, Focus::Transcript);
+    assert!(h.d.console.state.follow);
     assert!(h.screen().contains("pong: message 29"));
     h.intent(Intent::PageUp);
-    assert!(!h.console.state.follow, "scrolling up pauses follow");
+    assert!(!h.d.console.state.follow, "scrolling up pauses follow");
     let shown = h.screen();
     assert!(shown.contains("follow:off"), "{shown}");
     assert!(!shown.contains("pong: message 29"), "{shown}");
     // New messages do not take the paused view to the end.
     h.inbound(MAIN, "message 30", telegram("alice")).await;
     h.settle().await;
-    assert!(!h.console.state.follow);
+    assert!(!h.d.console.state.follow);
     assert!(!h.screen().contains("pong: message 30"));
     h.intent(Intent::Bottom);
-    assert!(h.console.state.follow, "the end resumes follow");
+    assert!(h.d.console.state.follow, "the end resumes follow");
     assert!(h.screen().contains("pong: message 30"));
     // Focus cycles through every pane and back.
     for expected in [Focus::Rounds, Focus::Composer, Focus::Sessions] {
         h.intent(Intent::FocusNext);
-        assert_eq!(h.console.state.focus, expected);
+        assert_eq!(h.d.console.state.focus, expected);
     }
     h.intent(Intent::FocusPrev);
-    assert_eq!(h.console.state.focus, Focus::Composer);
+    assert_eq!(h.d.console.state.focus, Focus::Composer);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1540,7 +1541,7 @@ async fn a_paused_transcript_stays_put_when_messages_arrive() {
     h.reopen();
     h.intent(Intent::FocusNext);
     h.intent(Intent::PageUp);
-    assert!(!h.console.state.follow);
+    assert!(!h.d.console.state.follow);
     let before = transcript_pane(&h.screen());
     h.inbound(MAIN, "message 30", telegram("alice")).await;
     h.settle().await;
@@ -1564,9 +1565,9 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
         paste.push_str(&line);
         paste.push_str("\r\n");
     }
-    h.console.update(Action::Paste(paste.clone()));
-    h.console.refresh();
-    let s = &h.console.state;
+    h.d.act(Action::Paste(paste.clone()));
+    h.pump();
+    let s = &h.d.console.state;
     assert_eq!(s.focus, Focus::Composer, "a paste goes to the composer");
     let expected = paste.replace("\r\n", "\n");
     assert_eq!(s.composer.text, expected, "one text, newlines kept");
@@ -1591,7 +1592,7 @@ async fn escape_sequences_and_binary_garbage_are_shown_not_executed() {
     h.reopen();
     h.select(MAIN);
     h.settle().await;
-    let buf = render(&h.console.state, 120, 40);
+    let buf = render(&h.d.console.state, 120, 40);
     let shown = text(&buf);
     assert!(shown.contains("^[[31mALERT^[[0m bell^G nul^@"), "{shown}");
     assert!(shown.contains("mallory^[[2J"), "{shown}");
@@ -1625,10 +1626,9 @@ async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
     h.settle().await;
     // Pasted into the composer too: the owner's own text is shown the same way.
     h.intent(Intent::Compose);
-    h.console
-        .update(Action::Paste("paste\u{202e}\u{1b}[2J".to_string()));
-    h.console.refresh();
-    let buf = render(&h.console.state, 120, 40);
+    h.d.act(Action::Paste("paste\u{202e}\u{1b}[2J".to_string()));
+    h.pump();
+    let buf = render(&h.d.console.state, 120, 40);
     let shown = text(&buf);
     assert!(
         shown.contains("rlo\\u{202e}txt.exe zw\\u{200b}sp"),
@@ -1668,7 +1668,7 @@ async fn a_selected_session_deleted_meanwhile_does_not_panic() {
         s.sessions.iter().all(|r| r.key != MAIN)
     })
     .await;
-    let s = &h.console.state;
+    let s = &h.d.console.state;
     assert!(s.selected < s.sessions.len().max(1));
     assert_ne!(s.selected_key(), Some(MAIN));
     let shown = h.screen();
@@ -1694,8 +1694,9 @@ async fn a_selected_session_deleted_meanwhile_does_not_panic() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deletion_without_an_event_is_noticed_on_a_tick() {
-    // Another process deleted it: no event reaches this console, the tick notices.
+async fn a_deletion_by_another_process_is_noticed() {
+    // Another process deleted it: its commit reaches this console as an `ExternalChange`
+    // event (there is no polling on ticks any more).
     let mut h = Harness::new();
     h.inbound(MAIN, "hello", telegram("alice")).await;
     h.inbound(INCIDENTS, "disk alert", discord_group("#incidents"))
@@ -1703,18 +1704,18 @@ async fn a_deletion_without_an_event_is_noticed_on_a_tick() {
     h.reopen();
     h.select(INCIDENTS);
     h.pump();
-    h.bench
-        .engine
-        .store()
-        .delete(&SessionKey::from_canonical(INCIDENTS))
-        .await
-        .expect("delete");
-    // Drop the event on the floor.
-    while h.events.try_recv().is_ok() {}
-    h.console.update(Action::Tick);
-    h.console.refresh();
-    let s = &h.console.state;
-    assert!(s.sessions.iter().all(|r| r.key != INCIDENTS));
+    let config: switchboard::config::Config =
+        serde_json::from_value(engine_config()).expect("test config is valid");
+    let other = switchboard::engine::Engine::open(h.bench.engine.state_dir(), config)
+        .expect("a second engine on the same folder");
+    assert!(
+        other.start().delete(INCIDENTS).await.expect("delete"),
+        "it was there"
+    );
+    h.until("the deletion noticed", |s| {
+        s.sessions.iter().all(|r| r.key != INCIDENTS)
+    })
+    .await;
     let _ = h.screen();
 }
 
@@ -1724,17 +1725,17 @@ async fn resize_to_10x5_shows_the_too_small_notice() {
     h.inbound(MAIN, "hello", telegram("alice")).await;
     h.reopen();
     h.pump();
-    h.console.update(Action::Resize(10, 5));
-    h.console.refresh();
-    assert_eq!((h.console.state.width, h.console.state.height), (10, 5));
+    h.d.act(Action::Resize(10, 5));
+    h.pump();
+    assert_eq!((h.d.console.state.width, h.d.console.state.height), (10, 5));
     let shown = h.screen();
     assert!(shown.starts_with("Terminal"), "{shown}");
     insta::assert_snapshot!(shown);
     // Clicks and scrolling at that size do not panic either.
-    h.console.update(Action::Click(3, 3));
+    h.d.act(Action::Click(3, 3));
     h.intent(Intent::PageDown);
-    h.console.update(Action::Resize(120, 40));
-    h.console.refresh();
+    h.d.act(Action::Resize(120, 40));
+    h.pump();
     assert!(h.screen().contains("Sessions"));
 }
 
@@ -1745,32 +1746,32 @@ async fn toggles_and_filters_through_update() {
     h.inbound(RANDOM, "lunch?", discord_group("#random")).await;
     h.reopen();
     h.pump();
-    assert_eq!(h.console.state.sessions.len(), 2);
+    assert_eq!(h.d.console.state.sessions.len(), 2);
 
     h.intent(Intent::ToggleTools);
-    assert!(h.console.state.tools);
+    assert!(h.d.console.state.tools);
     assert!(h.screen().contains("tools:on"));
 
     h.intent(Intent::Filter);
-    assert_eq!(h.console.state.focus, Focus::Filter);
+    assert_eq!(h.d.console.state.focus, Focus::Filter);
     h.type_text("rand");
-    let keys: Vec<&str> = h
-        .console
-        .state
-        .sessions
-        .iter()
-        .map(|r| r.key.as_str())
-        .collect();
+    let keys: Vec<&str> =
+        h.d.console
+            .state
+            .sessions
+            .iter()
+            .map(|r| r.key.as_str())
+            .collect();
     assert_eq!(keys, [RANDOM]);
     h.key(KeyCode::Esc);
-    assert_eq!(h.console.state.filter, "");
-    assert_eq!(h.console.state.sessions.len(), 2);
+    assert_eq!(h.d.console.state.filter, "");
+    assert_eq!(h.d.console.state.sessions.len(), 2);
 
     h.intent(Intent::CycleKind); // main
-    let kinds: Vec<SessionKind> = h.console.state.sessions.iter().map(|r| r.kind).collect();
+    let kinds: Vec<SessionKind> = h.d.console.state.sessions.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [SessionKind::Main]);
     h.intent(Intent::CycleKind); // group
-    let kinds: Vec<SessionKind> = h.console.state.sessions.iter().map(|r| r.kind).collect();
+    let kinds: Vec<SessionKind> = h.d.console.state.sessions.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [SessionKind::Group]);
     assert!(h.screen().contains("[group]"));
 }

@@ -1,7 +1,7 @@
 //! What can happen in the console: user intents (from the keymap), engine events, and
-//! results of background work, all on one queue so `update` is the only place state changes.
+//! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
-use crate::engine::events::EngineEvent;
+use crate::api::{ApiError, EngineEvent, SessionsPage, TranscriptPage};
 
 /// A user intent, named as in the keymap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,8 +127,20 @@ pub enum Action {
     Engine(Box<EngineEvent>),
     /// Some events were dropped (the console fell behind): reload everything.
     Lagged,
-    /// A second passed: refresh relative times and look for other processes' changes.
+    /// A second passed: refresh relative times and expire the status line's message.
     Tick,
     /// A background command finished with a message for the status line.
     Flash(String, bool),
+    /// A page of sessions, for the request of this generation (filters and window).
+    SessionsLoaded {
+        generation: u64,
+        result: Box<Result<SessionsPage, ApiError>>,
+    },
+    /// A transcript page for `key`, for the request of this generation (selection and
+    /// window).
+    TranscriptLoaded {
+        generation: u64,
+        key: String,
+        result: Box<Result<TranscriptPage, ApiError>>,
+    },
 }

@@ -1,27 +1,29 @@
-//! The console: a terminal UI over the engine. Terminal events, engine events and ticks
-//! become `Action`s on one queue; `update` changes `State`; `view` draws it (coalesced, in
-//! synchronized output, and not at all when nothing on screen changed).
+//! The console: a terminal UI over a `SessionsApi`. Terminal events, engine events, ticks
+//! and load results become `Action`s on one queue; `update` changes `State` and returns
+//! `Effect`s, which the runner carries out off the UI task; `view` draws the state
+//! (coalesced, in synchronized output, and not at all when nothing on screen changed).
 
 pub mod action;
+pub mod effects;
 pub mod keymap;
-pub mod load;
 pub mod state;
 pub mod terminal;
 pub mod update;
 pub mod view;
 
 use std::io::{Write, stdout};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::{CrosstermBackend, TestBackend};
 use ratatui::buffer::Buffer;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
-use crate::engine::Engine;
-use crate::engine::store::now_ms;
+use crate::api::{SessionsApi, StreamItem};
 use action::{Action, Intent};
+use effects::Runner;
 use keymap::Keymap;
 use state::{Focus, State};
 use update::Console;
@@ -35,18 +37,25 @@ pub struct Options {
     pub no_color: bool,
 }
 
-/// Run the console until the user quits or the terminal goes away.
-pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
+/// Milliseconds since the epoch, for relative times on screen.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Run the console on `api` until the user quits or the terminal goes away.
+pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let (term_tx, mut term_rx) = mpsc::unbounded_channel::<Option<Event>>();
     // Engine events first, so nothing that happens while the screen is set up is missed.
-    let mut events = engine.events().subscribe();
+    let mut events = api.subscribe();
+    let runner = Runner::new(api, tx.clone());
     let mut guard = terminal::TerminalGuard::enter()?;
     let (w, h) = crossterm::terminal::size()?;
     let mut state = State::new(options.attached.clone(), now_ms());
     state.width = w;
     state.height = h;
-    let mut console = Console::new(engine.clone(), state, tx.clone());
+    let mut console = Console::new(state);
+    runner.run(console.refresh());
     // Before the input thread starts: setting up may query the terminal (cursor position),
     // and the thread would swallow the answer.
     let mut term = Terminal::new(CrosstermBackend::new(stdout()))?;
@@ -74,16 +83,14 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
     let forward = tx.clone();
     let events_task = tokio::spawn(async move {
         loop {
-            match events.recv().await {
-                Ok(e) => {
-                    if forward.send(Action::Engine(Box::new(e))).is_err() {
-                        return;
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = forward.send(Action::Lagged);
-                }
-                Err(broadcast::error::RecvError::Closed) => return,
+            let action = match events.next().await {
+                StreamItem::Event(e) => Action::Engine(Box::new(e.event)),
+                // Some were lost: what they would have told is reloaded instead.
+                StreamItem::Missed(_) => Action::Lagged,
+                StreamItem::Closed => return,
+            };
+            if forward.send(action).is_err() {
+                return;
             }
         }
     });
@@ -95,13 +102,6 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
             if ticker.send(Action::Tick).is_err() {
                 return;
             }
-        }
-    });
-    // Picking up what a stopped engine left (sub-agent announces) happens in the background.
-    let resume = engine.clone();
-    tokio::spawn(async move {
-        if let Err(e) = resume.resume().await {
-            tracing::warn!(error = %e, "resume failed");
         }
     });
 
@@ -189,7 +189,7 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
             }
             for item in queue {
                 if matches!(item, Queued::Event(Event::Key(_))) {
-                    crate::engine::failpoint::panic_at("console-panic-on-input");
+                    panic_failpoint("console-panic-on-input");
                 }
                 let actions = match item {
                     Queued::Action(a) => vec![a],
@@ -212,10 +212,10 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
                         }
                         continue;
                     }
-                    console.update(a);
+                    runner.run(console.update(a));
                 }
             }
-            console.refresh();
+            runner.run(console.refresh());
             guard.set_mouse(console.state.mouse)?;
         }
     }
@@ -232,6 +232,15 @@ pub async fn run(engine: Engine, options: Options) -> anyhow::Result<()> {
     }
     drop(guard);
     result
+}
+
+/// Panic here if the failpoint `name` is set (`SWITCHBOARD_FAILPOINT`), to test that a
+/// panic leaves a usable terminal. The engine's failpoints are its own; the console checks
+/// the same variable itself rather than reach into the engine.
+fn panic_failpoint(name: &str) {
+    if std::env::var("SWITCHBOARD_FAILPOINT").is_ok_and(|v| v == name) {
+        panic!("failpoint {name}: a deliberate panic");
+    }
 }
 
 /// What the loop takes off its queues: an action, or a terminal event still to be mapped.

@@ -3,7 +3,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::engine::key::SessionKind;
+use crate::api::{self, SessionKind};
+use crate::text_safety::{safe_line, safe_text};
+
+/// How many transcript lines the pane loads at first (the newest ones), and how many more
+/// each time the user scrolls to the top of what is loaded.
+pub const TRANSCRIPT_WINDOW: usize = 400;
+/// The most the pane ever holds; `switchboard sessions export` is the way to read more.
+pub const TRANSCRIPT_MAX: usize = 20_000;
 
 /// One row of the sessions pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,9 +22,34 @@ pub struct SessionRow {
     pub channel: String,
     pub updated_at: i64,
     /// `allow` / `deny`, and whether it is this session's own override.
-    pub policy: &'static str,
+    pub policy: String,
     pub policy_override: bool,
+    /// Where the policy comes from, in words (the status line shows it).
+    pub policy_detail: String,
     pub archived: bool,
+}
+
+impl SessionRow {
+    /// A row as the API lists it, made safe for the screen: names are labels stored as
+    /// given, so they are escaped here, where they enter the console.
+    pub fn from_api(r: &api::SessionRow) -> SessionRow {
+        SessionRow {
+            key: r.key.clone(),
+            kind: r.kind,
+            name: safe_line(&r.name).into_owned(),
+            channel: safe_line(&r.channel).into_owned(),
+            updated_at: r.updated_at,
+            policy: r.policy.policy.clone(),
+            policy_override: r.policy.is_override(),
+            policy_detail: safe_line(&r.policy.detail).into_owned(),
+            archived: r.archived,
+        }
+    }
+
+    /// What the status line says about this session's send policy.
+    pub fn policy_line(&self) -> String {
+        format!("{} ({})", self.policy, self.policy_detail)
+    }
 }
 
 /// One transcript line as the pane shows it.
@@ -30,6 +62,19 @@ pub struct TranscriptLine {
     /// Who: the sender label, `inter-session from <key> via <tool>`, or the agent.
     pub from: String,
     pub text: String,
+}
+
+impl TranscriptLine {
+    /// A line as the API returns it (raw agent text), escaped for the screen.
+    pub fn from_api(l: &api::TranscriptLine) -> TranscriptLine {
+        TranscriptLine {
+            seq: l.seq,
+            role: l.role.as_str(),
+            timestamp: l.timestamp,
+            from: safe_line(&l.from).into_owned(),
+            text: safe_text(&l.text).into_owned(),
+        }
+    }
 }
 
 /// One round of an exchange.
@@ -194,7 +239,7 @@ impl State {
             transcript_key: None,
             transcript_total: 0,
             transcript_scroll: 0,
-            transcript_window: crate::tui::load::TRANSCRIPT_WINDOW,
+            transcript_window: TRANSCRIPT_WINDOW,
             tools: false,
             timestamps: true,
             wrap: true,
@@ -242,4 +287,15 @@ impl State {
             owner: false,
         });
     }
+}
+
+/// Exchanges touching `key` (or all), newest last.
+pub fn flows_for<'a>(s: &'a State, key: Option<&str>) -> Vec<&'a FlowView> {
+    let mut v: Vec<&FlowView> = s
+        .flows
+        .values()
+        .filter(|f| s.rounds_all || key.is_none_or(|k| f.requester == k || f.target == k))
+        .collect();
+    v.sort_by_key(|f| f.started);
+    v
 }

@@ -1,20 +1,21 @@
-//! `update`: the one place console state changes. Intents, keys, pastes, engine events and
-//! ticks come in as `Action`s; slow work (sending, spawning) runs as tasks that report back.
+//! `update`: the one place console state changes. Intents, keys, pastes, engine events,
+//! ticks and the results of loads come in as `Action`s; `update` changes `State` and returns
+//! `Effect`s (loads, sends, tool calls) for the runner, so nothing here waits or reads storage.
+//! `refresh` works out which loads the state needs; a load's result is applied only while it
+//! is still the latest asked for the same filters, window and selection.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::action::{Action, Intent};
-use super::load;
-use super::state::{FlowView, Focus, RoundView, SpawnView, State};
-use crate::engine::Engine;
-use crate::engine::events::EngineEvent;
-use crate::engine::inbound::Inbound;
-use crate::engine::key::{SessionKey, SessionKind};
-use crate::engine::policy::{self, SendCommand};
-use crate::engine::store::now_ms;
-use crate::engine::tools::ToolContext;
+use super::effects::Effect;
+use super::state::{
+    FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
+};
+use crate::api::{
+    ApiError, EngineEvent, PolicyChange, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
+    TranscriptQuery,
+};
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
 const SESSION_WINDOW: usize = 400;
@@ -24,40 +25,47 @@ const SESSION_MARGIN: usize = 50;
 /// Slash commands, for completion and the "unknown command" message.
 const COMMANDS: &[&str] = &["/send ", "/spawn ", "/ask ", "/help"];
 
-/// The console: its state plus what it needs to act.
+/// The console: its state plus what it has asked for and not yet received.
 pub struct Console {
     pub state: State,
-    engine: Engine,
-    tx: UnboundedSender<Action>,
+    /// Bumped whenever the sessions query changes (filters, window position): a page for an
+    /// older generation answers a question nobody asks any more.
+    sessions_generation: u64,
+    /// What is shown may be out of date: load the page again.
     sessions_dirty: bool,
-    transcript_dirty: bool,
-    /// The number of matching sessions must be counted again on the next reload.
+    /// The number of matching sessions must be counted again on the next load.
     recount: bool,
-    /// Sessions count and newest activity last seen, to notice other processes' writes.
-    seen: (u64, i64),
-    /// The owner's messages, in the order typed, to the one task that sends them (started
-    /// with the first). One task per message let them race to the store out of order.
-    outbox: Option<UnboundedSender<(SessionKey, String)>>,
+    /// The generation of the sessions load under way (one at a time per generation).
+    sessions_in_flight: Option<u64>,
+    /// Bumped whenever the transcript wanted changes (another session, a longer window).
+    transcript_generation: u64,
+    transcript_dirty: bool,
+    /// The transcript load under way: its generation and key.
+    transcript_in_flight: Option<(u64, String)>,
+    /// Effects decided by `update` that are not loads (sends, tool calls), handed out by the
+    /// next call that returns effects.
+    queued: Vec<Effect>,
 }
 
 impl Console {
-    pub fn new(engine: Engine, state: State, tx: UnboundedSender<Action>) -> Console {
-        let mut c = Console {
+    /// A console over `state`; the first `refresh` asks for everything it shows.
+    pub fn new(state: State) -> Console {
+        Console {
             state,
-            engine,
-            tx,
+            sessions_generation: 1,
             sessions_dirty: true,
-            transcript_dirty: true,
             recount: true,
-            seen: (0, 0),
-            outbox: None,
-        };
-        c.refresh();
-        c
+            sessions_in_flight: None,
+            transcript_generation: 1,
+            transcript_dirty: true,
+            transcript_in_flight: None,
+            queued: Vec::new(),
+        }
     }
 
-    /// Apply one action.
-    pub fn update(&mut self, action: Action) {
+    /// Apply one action: state changes only. Returns the sends and tool calls it decided;
+    /// loads come from `refresh`, once per batch of actions.
+    pub fn update(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Intent(i) => self.intent(i),
             Action::Key(k) => self.key(k),
@@ -68,110 +76,213 @@ impl Console {
             }
             Action::Click(x, y) => self.click(x, y),
             Action::Engine(e) => self.engine_event(*e),
-            Action::Lagged => {
-                self.sessions_dirty = true;
-                self.recount = true;
-                self.transcript_dirty = true;
-            }
+            Action::Lagged => self.reload_all(),
             Action::Tick => self.tick(),
             Action::Flash(text, error) => self.state.flash(text, error),
+            Action::SessionsLoaded { generation, result } => {
+                self.sessions_loaded(generation, *result)
+            }
+            Action::TranscriptLoaded {
+                generation,
+                key,
+                result,
+            } => self.transcript_loaded(generation, key, *result),
         }
+        std::mem::take(&mut self.queued)
     }
 
-    /// Reload what changed; called once per batch of actions, before drawing.
-    pub fn refresh(&mut self) {
-        if self.sessions_dirty {
+    /// Some loads are under way or wanted: results are still to come before the screen is
+    /// settled.
+    pub fn pending(&self) -> bool {
+        self.sessions_in_flight.is_some()
+            || self.transcript_in_flight.is_some()
+            || self.sessions_dirty
+            || self.transcript_dirty
+            || self.state.selected_key() != self.state.transcript_key.as_deref()
+    }
+
+    /// Everything shown may be stale (events were missed, another process wrote).
+    fn reload_all(&mut self) {
+        self.sessions_dirty = true;
+        self.recount = true;
+        self.transcript_dirty = true;
+    }
+
+    /// The loads the state needs now (plus anything `update` queued). Called once per batch
+    /// of actions, before drawing.
+    pub fn refresh(&mut self) -> Vec<Effect> {
+        let mut effects = std::mem::take(&mut self.queued);
+        // A load for this generation already under way is waited for (its result is fresh
+        // enough to show; the next one follows it); one for an older generation is not.
+        if self.sessions_dirty && self.sessions_in_flight != Some(self.sessions_generation) {
             self.sessions_dirty = false;
-            self.reload_sessions();
+            effects.push(self.sessions_request());
         }
         // Whatever moved the selection (a filter edit, a reload, a deletion), the transcript
         // follows it: checked here, once, rather than at every place that can move it.
-        if self.state.selected_key() != self.state.transcript_key.as_deref() {
-            self.transcript_dirty = true;
+        let selected = self.state.selected_key().map(str::to_string);
+        if selected != self.state.transcript_key {
+            if self.state.transcript_key.is_some() {
+                // Nothing of another session stays on screen under this one's title.
+                let s = &mut self.state;
+                s.transcript.clear();
+                s.transcript_key = None;
+                s.transcript_total = 0;
+                s.transcript_scroll = 0;
+                s.transcript_window = TRANSCRIPT_WINDOW;
+                s.follow = true;
+            }
+            let asked = self.transcript_in_flight.as_ref().map(|(_, k)| k);
+            if selected.is_some() && asked != selected.as_ref() {
+                self.transcript_generation += 1;
+                self.transcript_dirty = true;
+            }
         }
-        if self.transcript_dirty {
-            self.transcript_dirty = false;
-            self.reload_transcript();
+        self.state.selected_policy = self.selected_row().map(|r| r.policy_line());
+        match selected {
+            None => {
+                self.transcript_dirty = false;
+            }
+            Some(key) => {
+                let in_flight_now = self
+                    .transcript_in_flight
+                    .as_ref()
+                    .is_some_and(|(g, _)| *g == self.transcript_generation);
+                if self.transcript_dirty && !in_flight_now {
+                    self.transcript_dirty = false;
+                    self.transcript_in_flight = Some((self.transcript_generation, key.clone()));
+                    effects.push(Effect::LoadTranscript {
+                        generation: self.transcript_generation,
+                        query: TranscriptQuery {
+                            key,
+                            before: None,
+                            limit: self.state.transcript_window.clamp(1, TRANSCRIPT_MAX),
+                            // Tool lines are loaded always; the pane hides them unless asked.
+                            tools: true,
+                            raw: false,
+                        },
+                    });
+                }
+            }
         }
+        effects
     }
 
-    fn reload_sessions(&mut self) {
-        let s = &mut self.state;
-        let keep = s.selected_key().map(str::to_string);
-        let had_rows = !s.sessions.is_empty();
+    fn selected_row(&self) -> Option<&super::state::SessionRow> {
+        let s = &self.state;
+        s.sessions.get(s.selected.checked_sub(s.sessions_offset)?)
+    }
+
+    fn sessions_request(&mut self) -> Effect {
+        let s = &self.state;
         // The window is centred on the selection, so moving within it needs no reload.
         let start = s.selected.saturating_sub(SESSION_WINDOW / 2);
-        let filter = load::Filter {
-            kind: s.kind_filter,
-            text: &s.filter,
-            archived: s.show_archived,
-            active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
-        };
         // Counting walks every matching index entry: only when the set may have changed
         // size (sessions created or removed, filters changed), not on every new message.
         let count = std::mem::take(&mut self.recount);
-        match load::sessions_window(&self.engine, &filter, start, SESSION_WINDOW, count) {
-            Ok((rows, matching)) => {
-                s.sessions = rows;
-                if let Some(m) = matching {
-                    s.matching_sessions = m;
-                }
-                let matching = s.matching_sessions;
-                s.sessions_offset = start.min(matching as usize);
-                if !had_rows && !s.sessions.is_empty() {
-                    // The first session to appear becomes the selection: show it.
-                    s.selected = s.sessions_offset;
-                    self.transcript_dirty = true;
-                }
-                if let Some(k) = keep {
-                    if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
-                        s.selected = s.sessions_offset + i;
-                    } else {
-                        // The selected session is gone (deleted, filtered out).
-                        let last = s.session_count().saturating_sub(1);
-                        s.selected = s.selected.min(last);
-                        self.transcript_dirty = true;
-                    }
-                }
-            }
-            Err(e) => s.flash(format!("cannot read sessions: {e}"), true),
+        let query = SessionsQuery {
+            kinds: s.kind_filter.into_iter().collect(),
+            text: s.filter.clone(),
+            archived: s.show_archived,
+            active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
+            offset: start,
+            limit: SESSION_WINDOW,
+            count,
+        };
+        self.sessions_in_flight = Some(self.sessions_generation);
+        Effect::LoadSessions {
+            generation: self.sessions_generation,
+            query,
         }
-        s.total_sessions = self.engine.store().count().unwrap_or(s.total_sessions);
-        let newest = self.newest_activity();
-        self.seen = (self.state.total_sessions, newest);
     }
 
-    /// The newest activity of any session (to notice other processes' writes).
-    fn newest_activity(&self) -> i64 {
-        let everything = load::Filter {
-            archived: true,
-            ..load::Filter::default()
-        };
-        load::sessions(&self.engine, &everything, 1)
-            .ok()
-            .and_then(|r| r.first().map(|r| r.updated_at))
-            .unwrap_or(0)
+    /// The sessions query changed: what is under way answers an old question.
+    fn new_sessions_query(&mut self) {
+        self.sessions_generation += 1;
+        self.sessions_dirty = true;
+        self.recount = true;
     }
 
-    fn reload_transcript(&mut self) {
-        let s = &mut self.state;
-        let Some(key) = s.selected_key().map(str::to_string) else {
-            s.transcript.clear();
-            s.transcript_key = None;
-            s.transcript_total = 0;
-            s.selected_policy = None;
+    fn sessions_loaded(&mut self, generation: u64, result: Result<SessionsPage, ApiError>) {
+        if self.sessions_in_flight == Some(generation) {
+            self.sessions_in_flight = None;
+        }
+        if generation != self.sessions_generation {
             return;
+        }
+        let page = match result {
+            Ok(page) => page,
+            Err(e) => {
+                // The count asked for was not given: ask again with the next load (which
+                // comes with the next event or key, not in a loop).
+                self.recount = true;
+                self.state.flash(format!("cannot read sessions: {e}"), true);
+                return;
+            }
         };
+        let s = &mut self.state;
+        let keep = s.selected_key().map(str::to_string);
+        let had_rows = !s.sessions.is_empty();
+        s.sessions = page
+            .rows
+            .iter()
+            .map(super::state::SessionRow::from_api)
+            .collect();
+        if let Some(m) = page.matching {
+            s.matching_sessions = m;
+        }
+        s.total_sessions = page.total;
+        let matching = s.matching_sessions;
+        s.sessions_offset = page.offset.min(matching as usize);
+        if !had_rows && !s.sessions.is_empty() {
+            // The first session to appear becomes the selection: show it.
+            s.selected = s.sessions_offset;
+        }
+        if let Some(k) = keep {
+            if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
+                s.selected = s.sessions_offset + i;
+            } else {
+                // The selected session is gone (deleted, filtered out).
+                let last = s.session_count().saturating_sub(1);
+                s.selected = s.selected.min(last);
+            }
+        }
+    }
+
+    fn transcript_loaded(
+        &mut self,
+        generation: u64,
+        key: String,
+        result: Result<TranscriptPage, ApiError>,
+    ) {
+        if self
+            .transcript_in_flight
+            .as_ref()
+            .is_some_and(|(g, k)| *g == generation && *k == key)
+        {
+            self.transcript_in_flight = None;
+        }
+        if generation != self.transcript_generation
+            || self.state.selected_key() != Some(key.as_str())
+        {
+            return;
+        }
+        let s = &mut self.state;
         if s.transcript_key.as_deref() != Some(key.as_str()) {
             // Another session: start at its end, not at the last one's scroll position.
             s.transcript.clear();
             s.transcript_total = 0;
             s.transcript_scroll = 0;
-            s.transcript_window = load::TRANSCRIPT_WINDOW;
             s.follow = true;
         }
-        match load::transcript(&self.engine, &key, s.transcript_window) {
-            Ok((lines, total)) => {
+        match result {
+            Ok(page) => {
+                let lines: Vec<_> = page
+                    .lines
+                    .iter()
+                    .map(super::state::TranscriptLine::from_api)
+                    .collect();
+                let total = page.last_seq;
                 // Scrolled to the top of what was loaded: stay at the top of the longer window.
                 let at_top = !s.follow
                     && !s.transcript.is_empty()
@@ -184,27 +295,16 @@ impl Console {
                     s.transcript_scroll += (total - s.transcript_total) as usize;
                 }
                 s.transcript = lines;
-                s.transcript_key = Some(key.clone());
                 s.transcript_total = total;
             }
             Err(e) => {
-                // Nothing of another session stays on screen under this one's title.
                 s.transcript.clear();
-                s.transcript_key = Some(key.clone());
+                s.transcript_total = 0;
                 s.flash(format!("cannot read the transcript: {e}"), true);
             }
         }
+        s.transcript_key = Some(key.clone());
         s.unread.remove(&key);
-        s.selected_policy = self
-            .engine
-            .store()
-            .get(&SessionKey::from_canonical(key.clone()))
-            .ok()
-            .flatten()
-            .map(|st| {
-                let d = policy::evaluate(self.engine.config(), &st.key, &st.entry);
-                format!("{} ({})", d.policy.as_str(), d.source)
-            });
     }
 
     fn select(&mut self, index: usize) {
@@ -214,9 +314,8 @@ impl Console {
         if index != s.selected {
             s.selected = index;
             s.transcript_scroll = 0;
-            s.transcript_window = load::TRANSCRIPT_WINDOW;
+            s.transcript_window = TRANSCRIPT_WINDOW;
             s.follow = true;
-            self.transcript_dirty = true;
         }
         // Close to either edge of the loaded window (with more beyond): move the window.
         let (lo, hi) = (s.sessions_offset, s.sessions_offset + s.sessions.len());
@@ -227,6 +326,7 @@ impl Console {
             || index < lo
             || index >= hi
         {
+            self.sessions_generation += 1;
             self.sessions_dirty = true;
         }
     }
@@ -281,9 +381,7 @@ impl Console {
                 let i = ORDER.iter().position(|k| *k == s.kind_filter).unwrap_or(0);
                 s.kind_filter = ORDER[(i + 1) % ORDER.len()];
                 s.selected = 0;
-                self.sessions_dirty = true;
-                self.recount = true;
-                self.transcript_dirty = true;
+                self.new_sessions_query();
             }
             Intent::CycleActive => {
                 const ORDER: [Option<i64>; 4] = [None, Some(5), Some(60), Some(24 * 60)];
@@ -293,14 +391,11 @@ impl Console {
                     .unwrap_or(0);
                 s.active_within = ORDER[(i + 1) % ORDER.len()];
                 s.selected = 0;
-                self.sessions_dirty = true;
-                self.recount = true;
-                self.transcript_dirty = true;
+                self.new_sessions_query();
             }
             Intent::ToggleArchived => {
                 s.show_archived = !s.show_archived;
-                self.sessions_dirty = true;
-                self.recount = true;
+                self.new_sessions_query();
             }
             Intent::ToggleMouse => {
                 s.mouse = !s.mouse;
@@ -355,12 +450,12 @@ impl Console {
                 let loaded = s.transcript.len();
                 if s.transcript_scroll + page >= loaded
                     && (loaded as i64) < s.transcript_total
-                    && s.transcript_window < load::TRANSCRIPT_MAX
+                    && s.transcript_window < TRANSCRIPT_MAX
                 {
                     s.transcript_window = if intent == Intent::Top {
-                        load::TRANSCRIPT_MAX
+                        TRANSCRIPT_MAX
                     } else {
-                        s.transcript_window + load::TRANSCRIPT_WINDOW
+                        s.transcript_window + TRANSCRIPT_WINDOW
                     };
                     self.transcript_dirty = true;
                 }
@@ -388,21 +483,18 @@ impl Console {
                 KeyCode::Esc => {
                     self.state.filter.clear();
                     self.state.focus = Focus::Sessions;
-                    self.sessions_dirty = true;
-                    self.recount = true;
+                    self.new_sessions_query();
                 }
                 KeyCode::Enter => self.state.focus = Focus::Sessions,
                 KeyCode::Backspace => {
                     self.state.filter.pop();
                     self.state.selected = 0;
-                    self.sessions_dirty = true;
-                    self.recount = true;
+                    self.new_sessions_query();
                 }
                 KeyCode::Char(c) if !ctrl => {
                     self.state.filter.push(c);
                     self.state.selected = 0;
-                    self.sessions_dirty = true;
-                    self.recount = true;
+                    self.new_sessions_query();
                 }
                 _ => {}
             },
@@ -463,7 +555,7 @@ impl Console {
                 self.state
                     .filter
                     .push_str(text.lines().next().unwrap_or(""));
-                self.sessions_dirty = true;
+                self.new_sessions_query();
             }
             _ => {
                 // A pasted block is one message, newlines kept.
@@ -515,7 +607,6 @@ impl Console {
                 Some("No session selected: pick one in the sessions pane first.".into());
             return;
         };
-        let key = SessionKey::from_canonical(key);
         let c = &mut self.state.composer;
         if c.history.last() != Some(&text) {
             c.history.push(text.clone());
@@ -529,12 +620,14 @@ impl Console {
                     self.state.help = true;
                     self.state.composer.text.clear();
                 }
-                "send" => match policy::parse_send_command(&text) {
-                    Some(SendCommand::Usage) | None => {
+                // The engine carries the command out (it is the owner's message); only its
+                // form is checked here, so a typo gets its usage line at once.
+                "send" => match PolicyChange::parse(arg) {
+                    Err(_) => {
                         self.state.composer.error =
                             Some("Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)".into());
                     }
-                    Some(SendCommand::Set(_)) => {
+                    Ok(_) => {
                         self.state.composer.text.clear();
                         self.send_message(key, text);
                     }
@@ -569,73 +662,18 @@ impl Console {
         self.send_message(key, text);
     }
 
-    /// Send `text` into `key` as the owner (the console is the owner's), in the background.
-    /// Messages are recorded one after another in the order they were typed; only the
-    /// recording is waited for, so a long run does not hold up the next message.
-    fn send_message(&mut self, key: SessionKey, text: String) {
-        let outbox = self.outbox.get_or_insert_with(|| {
-            let (outbox, mut queue) =
-                tokio::sync::mpsc::unbounded_channel::<(SessionKey, String)>();
-            let (engine, tx) = (self.engine.clone(), self.tx.clone());
-            tokio::spawn(async move {
-                let from = Inbound {
-                    owner: true,
-                    ..Inbound::default()
-                };
-                while let Some((key, text)) = queue.recv().await {
-                    let report = match engine.receive(&key, &text, &from).await {
-                        Ok(r) => match r.command_reply {
-                            Some(reply) => Action::Flash(reply, false),
-                            None => Action::Flash(format!("sent to {key}"), false),
-                        },
-                        Err(e) => Action::Flash(format!("could not send to {key}: {e}"), true),
-                    };
-                    let _ = tx.send(report);
-                }
-            });
-            outbox
-        });
-        if let Err(unsent) = outbox.send((key, text)) {
-            // The sending task is gone (the runtime is shutting down): say so, lose nothing
-            // silently.
-            let (key, _) = unsent.0;
-            let _ = self.tx.send(Action::Flash(
-                format!("could not send to {key}: the console is closing"),
-                true,
-            ));
-        }
+    /// Send `text` into `key` as the owner (the console is the owner's): the runner keeps
+    /// the owner's messages in one queue, so they are recorded in the order typed.
+    fn send_message(&mut self, key: String, text: String) {
+        self.queued.push(Effect::Send { key, text });
     }
 
-    /// Call a session tool as the selected session's agent, in the background.
-    fn tool_call(&mut self, requester: SessionKey, tool: &'static str, params: serde_json::Value) {
-        let (engine, tx) = (self.engine.clone(), self.tx.clone());
-        tokio::spawn(async move {
-            let ctx = ToolContext::new(requester.clone(), false);
-            let report = match engine.call_tool(tool, &params, &ctx).await {
-                Ok(r) => {
-                    let status = r["status"].as_str().unwrap_or("?");
-                    match r["error"].as_str() {
-                        Some(e) if e.starts_with("send blocked by session policy") => {
-                            Action::Flash(
-                                format!(
-                                    "{tool}: refused by the target's send policy; `/send on` in that session allows it. {e}"
-                                ),
-                                true,
-                            )
-                        }
-                        Some(e) => Action::Flash(format!("{tool}: {status}: {e}"), true),
-                        None => {
-                            let what = r["childSessionKey"]
-                                .as_str()
-                                .or(r["sessionKey"].as_str())
-                                .unwrap_or("");
-                            Action::Flash(format!("{tool}: {status} {what}"), false)
-                        }
-                    }
-                }
-                Err(e) => Action::Flash(format!("{tool}: {e}"), true),
-            };
-            let _ = tx.send(report);
+    /// Call a session tool as the selected session's agent.
+    fn tool_call(&mut self, requester: String, tool: &'static str, params: serde_json::Value) {
+        self.queued.push(Effect::CallTool {
+            requester,
+            tool,
+            params,
         });
     }
 
@@ -664,6 +702,12 @@ impl Console {
                 } else {
                     *s.unread.entry(key).or_default() += 1;
                 }
+            }
+            // Another process wrote to the state folder: what is not known, so reload.
+            EngineEvent::ExternalChange => {
+                self.sessions_dirty = true;
+                self.recount = true;
+                self.transcript_dirty = true;
             }
             EngineEvent::RunStarted { key, .. } => {
                 s.running.insert(key);
@@ -821,21 +865,13 @@ impl Console {
         }
     }
 
+    /// Ticks only move the clock and expire the status line: changes arrive as events.
     fn tick(&mut self) {
         let s = &mut self.state;
         s.ticks += 1;
-        s.now_ms = now_ms();
+        s.now_ms = super::now_ms();
         if s.flash.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
             s.flash = None;
-        }
-        // Another process (e.g. `switchboard inject` in a second shell) writes without
-        // events reaching us: notice it by the count or the newest activity.
-        let count = self.engine.store().count().unwrap_or(self.seen.0);
-        let newest = self.newest_activity();
-        if (count, newest) != self.seen {
-            self.sessions_dirty = true;
-            self.recount = true;
-            self.transcript_dirty = true;
         }
     }
 }
@@ -857,13 +893,5 @@ fn trim_flows(s: &mut State) {
     }
 }
 
-/// Exchanges touching `key` (or all), newest last.
-pub fn flows_for<'a>(s: &'a State, key: Option<&str>) -> Vec<&'a FlowView> {
-    let mut v: Vec<&FlowView> = s
-        .flows
-        .values()
-        .filter(|f| s.rounds_all || key.is_none_or(|k| f.requester == k || f.target == k))
-        .collect();
-    v.sort_by_key(|f| f.started);
-    v
-}
+/// Exchanges touching `key` (or all), newest last (kept here for callers of the old path).
+pub use super::state::flows_for;

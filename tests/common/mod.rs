@@ -83,3 +83,6 @@ pub fn bench(config: Value) -> Bench {
     let engine = switchboard::engine::Engine::open(dir.path(), config).expect("engine opens");
     Bench { engine, _dir: dir }
 }
+
+pub mod console_driver;
+pub mod fake_api;

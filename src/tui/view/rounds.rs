@@ -8,8 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{border, fit};
-use crate::tui::state::{Focus, State};
-use crate::tui::update::flows_for;
+use crate::tui::state::{Focus, State, flows_for};
 
 fn loop_label(reason: &str) -> &str {
     match reason {

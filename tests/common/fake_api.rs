@@ -1,0 +1,322 @@
+//! A `SessionsApi` over data held in memory, for console tests: rows and transcript lines
+//! are given as data, every transcript line's text starts with its session's key (so a test
+//! can tell whose lines are shown), and calls can be held until the test lets them answer,
+//! in any order it likes (or never, for a request "in flight" during a measurement).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use switchboard::api::*;
+use tokio::sync::{broadcast, oneshot};
+
+/// The in-memory data a fake answers from.
+#[derive(Default)]
+pub struct Data {
+    /// Newest first, as the engine orders them.
+    pub rows: Vec<SessionRow>,
+    pub lines: HashMap<String, Vec<TranscriptLine>>,
+    /// Messages received, in the order the calls reached the fake.
+    pub sent: Vec<SendRequest>,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// How the fake answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// At once.
+    Now,
+    /// After this delay.
+    After(Duration),
+    /// Never (a request that stays in flight).
+    Never,
+    /// When the test releases the call (`release`).
+    Held,
+}
+
+pub struct FakeApi {
+    pub data: Mutex<Data>,
+    answer: Mutex<Answer>,
+    held: Mutex<Vec<oneshot::Sender<()>>>,
+    events: broadcast::Sender<Sequenced>,
+    seq: AtomicU64,
+    /// Loads answered so far.
+    pub answered: AtomicU64,
+}
+
+/// A plain session row as the engine would list it (policy allowed by default).
+pub fn row(key: &str, name: &str, kind: SessionKind, updated_at: i64) -> SessionRow {
+    SessionRow {
+        key: key.to_string(),
+        display_key: key.to_string(),
+        kind,
+        agent_id: "main".into(),
+        channel: "internal".into(),
+        name: name.to_string(),
+        label: None,
+        display_name: Some(name.to_string()),
+        session_id: format!("sid-{key}"),
+        updated_at,
+        policy: PolicyView {
+            policy: "allow".into(),
+            source: "default".into(),
+            rule: None,
+            matched: None,
+            detail: "default (session.sendPolicy.default)".into(),
+            summary: "allow, from default (session.sendPolicy.default)".into(),
+        },
+        running: false,
+        archived: false,
+    }
+}
+
+/// A user line of `key`'s transcript, its text tagged with the key.
+pub fn line(key: &str, seq: i64) -> TranscriptLine {
+    TranscriptLine {
+        seq,
+        role: LineRole::User,
+        timestamp: 1_750_000_000_000 + seq * 1_000,
+        from: "owner".into(),
+        text: format!("{key} says #{seq}"),
+        message: None,
+    }
+}
+
+impl FakeApi {
+    pub fn new(data: Data) -> FakeApi {
+        FakeApi {
+            data: Mutex::new(data),
+            answer: Mutex::new(Answer::Now),
+            held: Mutex::new(Vec::new()),
+            events: broadcast::channel(1024).0,
+            seq: AtomicU64::new(0),
+            answered: AtomicU64::new(0),
+        }
+    }
+
+    /// `n` sessions `agent:main:s<i>` named `session <i>`, newest first, each with `lines`
+    /// tagged lines.
+    pub fn with_sessions(n: usize, lines: i64) -> FakeApi {
+        let mut data = Data::default();
+        for i in 0..n {
+            let key = format!("agent:main:s{i:03}");
+            data.rows.push(row(
+                &key,
+                &format!("session {i}"),
+                if i % 3 == 0 {
+                    SessionKind::Group
+                } else {
+                    SessionKind::Main
+                },
+                1_750_000_000_000 - i as i64 * 60_000,
+            ));
+            data.lines
+                .insert(key.clone(), (1..=lines).map(|s| line(&key, s)).collect());
+        }
+        FakeApi::new(data)
+    }
+
+    pub fn set_answer(&self, answer: Answer) {
+        *self.answer.lock().expect("fake lock") = answer;
+    }
+
+    /// Calls waiting to be released.
+    pub fn held(&self) -> usize {
+        self.held.lock().expect("fake lock").len()
+    }
+
+    /// Let the `i`-th waiting call answer.
+    pub fn release(&self, i: usize) {
+        let mut held = self.held.lock().expect("fake lock");
+        if i < held.len() {
+            let _ = held.remove(i).send(());
+        }
+    }
+
+    /// Announce an event to subscribers, numbered as the engine does.
+    pub fn emit(&self, event: EngineEvent) {
+        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let _ = self.events.send(Sequenced { seq, event });
+    }
+
+    async fn wait_turn(&self) {
+        let answer = *self.answer.lock().expect("fake lock");
+        match answer {
+            Answer::Now => {}
+            Answer::After(d) => tokio::time::sleep(d).await,
+            Answer::Never => std::future::pending::<()>().await,
+            Answer::Held => {
+                let (tx, rx) = oneshot::channel();
+                self.held.lock().expect("fake lock").push(tx);
+                let _ = rx.await;
+            }
+        }
+    }
+
+    /// The page the engine would answer `q` with (sync: the test harness may compute it
+    /// itself).
+    pub fn page(&self, q: &SessionsQuery) -> SessionsPage {
+        let data = self.data.lock().expect("fake lock");
+        let needle = q.text.to_lowercase();
+        let matching: Vec<&SessionRow> = data
+            .rows
+            .iter()
+            .filter(|r| q.kinds.is_empty() || q.kinds.contains(&r.kind))
+            .filter(|r| q.archived || !r.archived)
+            .filter(|r| q.active_since.is_none_or(|t| r.updated_at >= t))
+            .filter(|r| {
+                needle.is_empty()
+                    || r.key.to_lowercase().contains(&needle)
+                    || r.name.to_lowercase().contains(&needle)
+            })
+            .collect();
+        SessionsPage {
+            rows: matching
+                .iter()
+                .skip(q.offset)
+                .take(q.limit)
+                .map(|r| (*r).clone())
+                .collect(),
+            offset: q.offset,
+            matching: q.count.then_some(matching.len() as u64),
+            total: data.rows.len() as u64,
+        }
+    }
+
+    pub fn transcript_page(&self, q: &TranscriptQuery) -> TranscriptPage {
+        let data = self.data.lock().expect("fake lock");
+        let Some(lines) = data.lines.get(&q.key) else {
+            return TranscriptPage {
+                key: q.key.clone(),
+                exists: false,
+                ..TranscriptPage::default()
+            };
+        };
+        let older: Vec<&TranscriptLine> = lines
+            .iter()
+            .filter(|l| q.before.is_none_or(|b| l.seq < b))
+            .collect();
+        let skip = older.len().saturating_sub(q.limit);
+        TranscriptPage {
+            key: q.key.clone(),
+            exists: true,
+            lines: older.into_iter().skip(skip).cloned().collect(),
+            last_seq: lines.last().map(|l| l.seq).unwrap_or(0),
+        }
+    }
+}
+
+#[async_trait]
+impl SessionsApi for FakeApi {
+    async fn status(&self) -> Result<Status, ApiError> {
+        Ok(Status {
+            attached: "fake".into(),
+            sessions: self.data.lock().expect("fake lock").rows.len() as u64,
+        })
+    }
+
+    async fn sessions(&self, query: SessionsQuery) -> Result<SessionsPage, ApiError> {
+        self.wait_turn().await;
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        Ok(self.page(&query))
+    }
+
+    async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError> {
+        let data = self.data.lock().expect("fake lock");
+        Ok(data
+            .rows
+            .iter()
+            .find(|r| r.key == key)
+            .map(|r| SessionDetail {
+                row: r.clone(),
+                entry: serde_json::Value::Null,
+            }))
+    }
+
+    async fn transcript(&self, query: TranscriptQuery) -> Result<TranscriptPage, ApiError> {
+        self.wait_turn().await;
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        Ok(self.transcript_page(&query))
+    }
+
+    async fn resolve_key(&self, raw: &str, _purpose: KeyPurpose) -> Result<ResolvedKey, ApiError> {
+        let exists = self
+            .data
+            .lock()
+            .expect("fake lock")
+            .rows
+            .iter()
+            .any(|r| r.key == raw);
+        Ok(ResolvedKey {
+            key: raw.to_string(),
+            display_key: raw.to_string(),
+            exists,
+        })
+    }
+
+    async fn send(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
+        let mut data = self.data.lock().expect("fake lock");
+        let lines = data.lines.entry(request.key.clone()).or_default();
+        let seq = lines.last().map(|l| l.seq).unwrap_or(0) + 1;
+        lines.push(TranscriptLine {
+            text: request.text.clone(),
+            ..line(&request.key, seq)
+        });
+        let key = request.key.clone();
+        data.sent.push(request);
+        Ok(SendReceipt {
+            display_key: key.clone(),
+            key,
+            created: false,
+            seq,
+            run_id: None,
+            command_reply: None,
+            work: WorkId(0),
+        })
+    }
+
+    async fn wait_run(&self, run_id: &str, _limit: Duration) -> Result<RunResult, ApiError> {
+        Err(ApiError::NotFound(format!("no run {run_id}")))
+    }
+
+    async fn wait_work(&self, _work: WorkId, _limit: Duration) -> Result<bool, ApiError> {
+        Ok(true)
+    }
+
+    async fn still_running(&self, _work: WorkId) -> Result<Vec<(String, Duration)>, ApiError> {
+        Ok(Vec::new())
+    }
+
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, ApiError> {
+        self.data.lock().expect("fake lock").tool_calls.push(call);
+        Ok(ToolResult {
+            result: serde_json::json!({ "status": "ok" }),
+            work: WorkId(0),
+        })
+    }
+
+    async fn patch(&self, request: PatchRequest) -> Result<PatchResult, ApiError> {
+        Err(ApiError::NotFound(format!(
+            "no session found: {}",
+            request.key
+        )))
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, ApiError> {
+        let mut data = self.data.lock().expect("fake lock");
+        let before = data.rows.len();
+        data.rows.retain(|r| r.key != key);
+        data.lines.remove(key);
+        Ok(data.rows.len() < before)
+    }
+
+    async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {
+        Ok(Vec::new())
+    }
+
+    fn subscribe(&self) -> EventStream {
+        EventStream::new(self.events.subscribe())
+    }
+}
