@@ -13,11 +13,3 @@ pub fn hit(name: &str) {
         std::process::exit(EXIT_CODE);
     }
 }
-
-/// Panic here if the failpoint `name` is set: for testing that a panic leaves a usable
-/// terminal behind.
-pub fn panic_at(name: &str) {
-    if std::env::var("SWITCHBOARD_FAILPOINT").is_ok_and(|v| v == name) {
-        panic!("failpoint {name}: a deliberate panic");
-    }
-}

@@ -18,7 +18,7 @@ mod sessions_api;
 // The paths tests, benches and (until issue 11 lands everywhere) front ends name, kept
 // across the move into `session/` and `flows/`.
 internal_use!(flows::{inbound, runs});
-internal_use!(session::{entry, key, policy, store});
+internal_use!(session::{entry, key, policy, store, transcript_text});
 
 // What the composition root (cli.rs) names besides `Engine`: the errors its calls return,
 // the export option and the transfer reports; see docs/ARCHITECTURE.md "Layers".

