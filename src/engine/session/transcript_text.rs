@@ -46,7 +46,13 @@ pub fn line_of(seq: i64, line: &Value, keep_message: bool) -> Option<TranscriptL
         _ => Vec::new(),
     };
     let (role, text) = match role {
-        "assistant" if !calls.is_empty() => (LineRole::Tool, calls.join(", ")),
+        // What the agent said beside its calls is kept: it is often the why of the call.
+        "assistant" if !calls.is_empty() => {
+            let said = message_text(m);
+            let calls = calls.join(", ");
+            let text = if said.is_empty() { calls } else { format!("{said}\n{calls}") };
+            (LineRole::Tool, text)
+        }
         "assistant" if m.get("stopReason").and_then(Value::as_str) == Some("error") => (
             LineRole::Error,
             m.get("errorMessage")
@@ -118,7 +124,7 @@ mod tests {
             {"type": "toolCall", "name": "sessions_send", "arguments": {"message": "x"}}]}});
         let l = line_of(2, &call, true).expect("call line");
         assert_eq!(l.role, LineRole::Tool);
-        assert_eq!(l.text, r#"sessions_send({"message":"x"})"#);
+        assert_eq!(l.text, "let me ask\nsessions_send({\"message\":\"x\"})");
         assert!(l.message.is_some());
         let a2a = json!({"message": {"role": "user", "content": "ping",
             "provenance": {"kind": "inter_session", "sourceSessionKey": "agent:a:main", "sourceTool": "sessions_send"}}});
