@@ -61,12 +61,16 @@ fn runner(cases: u32) -> TestRunner {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(cases);
-    TestRunner::new(Config {
+    let config = Config {
         cases,
         // The regression cases are written out below, by hand, with what they found.
         failure_persistence: None,
         ..Config::default()
-    })
+    };
+    // A fixed seed: the same cases every run, so a pass or a failure means the same thing
+    // each time (with a random seed, the tally below sometimes saw no successful send).
+    let rng = proptest::test_runner::TestRng::deterministic_rng(config.rng_algorithm);
+    TestRunner::new_with_rng(config, rng)
 }
 
 // ---------------------------------------------------------------------------------------------
