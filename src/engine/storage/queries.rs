@@ -101,11 +101,12 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
         .as_deref()
         .or(s.entry.effective_last_channel());
     let mut stmt = conn.prepare_cached(
-        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry, archived_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, agent_id = excluded.agent_id,
            kind = excluded.kind, channel = excluded.channel, updated_at = excluded.updated_at,
-           label = excluded.label, spawned_by = excluded.spawned_by, entry = excluded.entry",
+           label = excluded.label, spawned_by = excluded.spawned_by, entry = excluded.entry,
+           archived_at = excluded.archived_at",
     )?;
     stmt.execute(params![
         s.key.as_str(),
@@ -116,7 +117,8 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
         s.entry.updated_at,
         s.entry.label,
         s.entry.spawned_by,
-        entry
+        entry,
+        s.entry.archived_at
     ])?;
     Ok(())
 }
@@ -199,14 +201,15 @@ pub fn page_keys(
     limit: usize,
     count: bool,
 ) -> Result<(Vec<SessionKey>, Option<u64>), StorageError> {
-    // Archived sessions are sub-agents whose archive timer fired (`spawns.archived_at`, also
-    // set on their entry): an anti-join on that small set, not a JSON look into every row.
-    // With nothing archived (the usual case) the clause is left out altogether.
+    // Archived is the entry's `archivedAt`, copied to the `archived_at` column by every write
+    // (the engine's archive timer and imported entries alike). The anti-join reads the small
+    // partial index of archived rows, so the count stays a walk of covering-index entries;
+    // with nothing archived (the usual case) the clause is left out altogether.
     let any_archived: bool = c
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM spawns WHERE archived_at IS NOT NULL)")?
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM sessions WHERE archived_at IS NOT NULL)")?
         .query_row([], |r| r.get(0))?;
     let archived_clause = if any_archived {
-        "(?3 OR key NOT IN (SELECT child_key FROM spawns WHERE archived_at IS NOT NULL))"
+        "(?3 OR key NOT IN (SELECT key FROM sessions WHERE archived_at IS NOT NULL))"
     } else {
         "(?3 OR 1)"
     };

@@ -134,6 +134,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX spawns_open ON spawns(status) WHERE status != 'done';
     CREATE INDEX spawns_archive ON spawns(archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
     "#,
+    // 4: a session's archive time copied out of its entry (`archivedAt`), the one definition
+    // of archived: the engine's own archives and imported entries alike. The partial index
+    // holds only archived rows, so pages leave them out without reading any entry. Only rows
+    // that mention the field are rewritten; an entry that is not valid JSON (CASE evaluates
+    // lazily) gets NULL rather than failing the upgrade, and fails when read, as before.
+    r#"
+    ALTER TABLE sessions ADD COLUMN archived_at INTEGER;
+    UPDATE sessions SET archived_at = CASE WHEN json_valid(entry) THEN
+        CASE WHEN json_type(entry, '$.archivedAt') = 'integer'
+             THEN json_extract(entry, '$.archivedAt') END END
+      WHERE entry LIKE '%"archivedAt"%';
+    CREATE INDEX sessions_archived ON sessions(key) WHERE archived_at IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
