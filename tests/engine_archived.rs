@@ -364,7 +364,11 @@ async fn the_api_page_leaves_out_entry_archived_sessions_and_counts_what_it_list
         assert_eq!(page_keys(&pages), live, "limit {limit}");
         // One kind goes the same index path.
         let rows: Vec<_> = pages.iter().flat_map(|p| &p.rows).collect();
-        let kind = rows.iter().find(|r| r.key == "agent:main:s1").expect("s1").kind;
+        let kind = rows
+            .iter()
+            .find(|r| r.key == "agent:main:s1")
+            .expect("s1")
+            .kind;
         let mut of_kind: Vec<String> = rows
             .iter()
             .filter(|r| r.kind == kind)
