@@ -294,3 +294,181 @@ fn cli_list_says_when_only_archived_sessions_exist() {
     assert!(out.contains("add --archived"), "{out}");
     assert!(!out.contains("No sessions yet"), "{out}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The API's sessions page (the console's and the CLI's listing)
+// ---------------------------------------------------------------------------------------------
+
+use switchboard::api::{SessionsApi, SessionsPage, SessionsQuery};
+
+/// Every page of `query` at `limit` rows, checking that each page but the last is full and
+/// that every page's `matching` is the number of rows over all pages.
+async fn all_pages(engine: &Engine, query: SessionsQuery, limit: usize) -> Vec<SessionsPage> {
+    let mut pages: Vec<SessionsPage> = Vec::new();
+    loop {
+        let offset = pages.iter().map(|p| p.rows.len()).sum();
+        let page = engine
+            .sessions(SessionsQuery {
+                offset,
+                limit,
+                count: true,
+                ..query.clone()
+            })
+            .await
+            .expect("page");
+        let done = page.rows.len() < limit;
+        pages.push(page);
+        assert!(pages.len() <= 20, "paging does not end");
+        if done {
+            break;
+        }
+    }
+    let listed: usize = pages.iter().map(|p| p.rows.len()).sum();
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(p.matching, Some(listed as u64), "page {i} of {limit}");
+        if i + 1 < pages.len() {
+            assert_eq!(p.rows.len(), limit, "page {i} of {limit} is short");
+        }
+    }
+    pages
+}
+
+fn page_keys(pages: &[SessionsPage]) -> Vec<String> {
+    let mut keys: Vec<String> = pages
+        .iter()
+        .flat_map(|p| p.rows.iter().map(|r| r.key.clone()))
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// Sessions `agent:main:s1..s5` and `ME`, with s2 and s4 archived by their entry alone (as
+/// an imported OpenClaw session is: `archivedAt` set, no spawn record).
+async fn entry_archived_bench() -> Bench {
+    let b = agent_wide();
+    b.session(ME).await;
+    for i in 1..=5 {
+        b.session(&format!("agent:main:s{i}")).await;
+    }
+    b.archive("agent:main:s2").await;
+    b.archive("agent:main:s4").await;
+    b
+}
+
+#[tokio::test]
+async fn the_api_page_leaves_out_entry_archived_sessions_and_counts_what_it_lists() {
+    let b = entry_archived_bench().await;
+    let live = [ME, "agent:main:s1", "agent:main:s3", "agent:main:s5"];
+    for limit in 1..=4 {
+        let pages = all_pages(&b.engine, SessionsQuery::default(), limit).await;
+        assert_eq!(page_keys(&pages), live, "limit {limit}");
+        // One kind goes the same index path.
+        let rows: Vec<_> = pages.iter().flat_map(|p| &p.rows).collect();
+        let kind = rows
+            .iter()
+            .find(|r| r.key == "agent:main:s1")
+            .expect("s1")
+            .kind;
+        let mut of_kind: Vec<String> = rows
+            .iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| r.key.clone())
+            .collect();
+        of_kind.sort();
+        let query = SessionsQuery {
+            kinds: vec![kind],
+            ..SessionsQuery::default()
+        };
+        let pages = all_pages(&b.engine, query, limit).await;
+        assert_eq!(page_keys(&pages), of_kind, "one kind, limit {limit}");
+    }
+}
+
+#[tokio::test]
+async fn the_api_page_shows_entry_archived_sessions_when_asked_and_marks_them() {
+    let b = entry_archived_bench().await;
+    let query = SessionsQuery {
+        archived: true,
+        ..SessionsQuery::default()
+    };
+    for limit in 1..=4 {
+        let pages = all_pages(&b.engine, query.clone(), limit).await;
+        assert_eq!(page_keys(&pages).len(), 6, "limit {limit}");
+        for r in pages.iter().flat_map(|p| &p.rows) {
+            let archived = r.key == "agent:main:s2" || r.key == "agent:main:s4";
+            assert_eq!(r.archived, archived, "{}", r.key);
+        }
+    }
+    // The text path agrees with the index path.
+    let text = SessionsQuery {
+        text: "agent:main:".into(),
+        ..SessionsQuery::default()
+    };
+    let pages = all_pages(&b.engine, text, 2).await;
+    assert_eq!(
+        page_keys(&pages),
+        [ME, "agent:main:s1", "agent:main:s3", "agent:main:s5"]
+    );
+}
+
+/// A state folder written by the build before the `archived_at` column (schema 3): its
+/// archived entries carry `archivedAt` in the JSON only. Opening it fills the column, and the
+/// page leaves them out.
+#[tokio::test]
+async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = || -> Config { serde_json::from_value(json!({})).expect("config") };
+    {
+        let engine = Engine::open(dir.path(), config()).expect("engine opens");
+        for k in [ME, "agent:main:old", "agent:main:new"] {
+            ensure(&engine, k, SessionInit::default()).await;
+        }
+    }
+    let db = dir.path().join("switchboard.db");
+    {
+        // Back to schema 3's shape, then archive as that build stored it: in the entry.
+        let conn = rusqlite::Connection::open(&db).expect("open db");
+        conn.execute_batch(
+            "DROP INDEX sessions_archived;
+             ALTER TABLE sessions DROP COLUMN archived_at;
+             PRAGMA user_version = 3;
+             UPDATE sessions SET entry = json_set(entry, '$.archivedAt', 1700000000000)
+               WHERE key = 'agent:main:old';",
+        )
+        .expect("back to schema 3");
+    }
+    let engine = Engine::open(dir.path(), config()).expect("a schema 3 folder opens");
+    let page = engine
+        .sessions(SessionsQuery {
+            limit: 10,
+            count: true,
+            ..SessionsQuery::default()
+        })
+        .await
+        .expect("page");
+    let mut keys: Vec<&str> = page.rows.iter().map(|r| r.key.as_str()).collect();
+    keys.sort();
+    assert_eq!(keys, [ME, "agent:main:new"]);
+    assert_eq!(page.matching, Some(2));
+
+    let conn = rusqlite::Connection::open(&db).expect("open db");
+    let filled: Vec<(String, Option<i64>)> = conn
+        .prepare("SELECT key, archived_at FROM sessions ORDER BY key")
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(
+        filled,
+        [
+            ("agent:main:main".to_string(), None),
+            ("agent:main:new".to_string(), None),
+            ("agent:main:old".to_string(), Some(1_700_000_000_000)),
+        ]
+    );
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, 4);
+}

@@ -149,12 +149,6 @@ impl Engine {
             let Some(s) = self.store().get(&key)? else {
                 continue;
             };
-            // The index knows archives by their spawn record; an entry can say archived
-            // without one (an imported entry). Rows carry the entry's word, so a page that
-            // leaves archives out leaves those out too.
-            if !q.archived && s.entry.archived_at.is_some() {
-                continue;
-            }
             rows.push(self.row_of(&s));
         }
         Ok(SessionsPage {

@@ -101,11 +101,12 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
         .as_deref()
         .or(s.entry.effective_last_channel());
     let mut stmt = conn.prepare_cached(
-        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry, archived_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, agent_id = excluded.agent_id,
            kind = excluded.kind, channel = excluded.channel, updated_at = excluded.updated_at,
-           label = excluded.label, spawned_by = excluded.spawned_by, entry = excluded.entry",
+           label = excluded.label, spawned_by = excluded.spawned_by, entry = excluded.entry,
+           archived_at = excluded.archived_at",
     )?;
     stmt.execute(params![
         s.key.as_str(),
@@ -116,7 +117,8 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
         s.entry.updated_at,
         s.entry.label,
         s.entry.spawned_by,
-        entry
+        entry,
+        s.entry.archived_at
     ])?;
     Ok(())
 }
@@ -199,50 +201,55 @@ pub fn page_keys(
     limit: usize,
     count: bool,
 ) -> Result<(Vec<SessionKey>, Option<u64>), StorageError> {
-    // Archived sessions are sub-agents whose archive timer fired (`spawns.archived_at`, also
-    // set on their entry): an anti-join on that small set, not a JSON look into every row.
-    // With nothing archived (the usual case) the clause is left out altogether.
-    let any_archived: bool = c
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM spawns WHERE archived_at IS NOT NULL)")?
-        .query_row([], |r| r.get(0))?;
-    let archived_clause = if any_archived {
-        "(?3 OR key NOT IN (SELECT child_key FROM spawns WHERE archived_at IS NOT NULL))"
-    } else {
-        "(?3 OR 1)"
-    };
-    let filters = format!(
-        "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2) AND {archived_clause}"
-    );
-    let where_ = format!("{filters} AND key != 'unknown' AND (?4 OR key != 'global')");
+    // Archived is the entry's `archivedAt`, copied to the `archived_at` column by every write
+    // (the engine's archive timer and imported entries alike), so this is the same rule the
+    // rows' `archived` field and the text path apply.
+    let filters = "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2)";
+    let shown = format!("{filters} AND (?3 OR archived_at IS NULL)");
+    let where_ = format!("{shown} AND key != 'unknown' AND (?4 OR key != 'global')");
     let kind = filter.kind.map(|k| k.as_str());
     let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
+    // The counts and the walk see one snapshot, so a write from another process in between
+    // cannot make them disagree.
+    let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
     let total = if count {
-        // Counted on the filters the indexes cover, then less the reserved keys that match
-        // (two primary-key lookups): a condition on `key` in the count itself would make
-        // SQLite read every row instead of counting index entries (5x slower at 100,000).
+        // Counted on the filters the covering indexes hold, then less what is hidden: the
+        // archived rows that match (a walk of the small partial index `sessions_archived`)
+        // and the reserved keys (two primary-key lookups). A condition on `key` or
+        // `archived_at` in the count itself would make SQLite read every row instead of
+        // counting index entries (at 100,000 sessions: 44 ms against 6 ms).
         let all: i64 = c
             .prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {filters}"))?
-            .query_row(params![kind, since, archived], |r| r.get(0))?;
-        let hidden: i64 = c
+            .query_row(params![kind, since], |r| r.get(0))?;
+        let archived_rows: i64 = if archived {
+            0
+        } else {
+            c.prepare_cached(&format!(
+                "SELECT count(*) FROM sessions WHERE {filters} AND archived_at IS NOT NULL"
+            ))?
+            .query_row(params![kind, since], |r| r.get(0))?
+        };
+        let reserved: i64 = c
             .prepare_cached(&format!(
-                "SELECT count(*) FROM sessions WHERE {filters} \
+                "SELECT count(*) FROM sessions WHERE {shown} \
                  AND (key = 'unknown' OR (NOT ?4 AND key = 'global'))"
             ))?
             .query_row(params![kind, since, archived, global], |r| r.get(0))?;
-        Some((all - hidden).max(0) as u64)
+        Some((all - archived_rows - reserved).max(0) as u64)
     } else {
         None
     };
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
-    ))?;
-    let keys = stmt
+    let keys = c
+        .prepare_cached(&format!(
+            "SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
+        ))?
         .query_map(
             params![kind, since, archived, global, limit as i64, offset as i64],
             |r| r.get::<_, String>(0),
         )?
         .map(|k| k.map(SessionKey::from_canonical))
         .collect::<Result<Vec<_>, _>>()?;
+    c.commit()?;
     Ok((keys, total))
 }
 

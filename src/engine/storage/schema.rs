@@ -134,6 +134,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX spawns_open ON spawns(status) WHERE status != 'done';
     CREATE INDEX spawns_archive ON spawns(archive_at) WHERE archive_at IS NOT NULL AND archived_at IS NULL;
     "#,
+    // 4: a session's archive time copied out of its entry (`archivedAt`), the one definition
+    // of archived: the engine's own archives and imported entries alike. The partial index
+    // holds only archived rows, so pages leave them out without reading any entry. Only rows
+    // that mention the field are rewritten; an entry that is not valid JSON (CASE evaluates
+    // lazily) gets NULL rather than failing the upgrade, and fails when read, as before.
+    r#"
+    ALTER TABLE sessions ADD COLUMN archived_at INTEGER;
+    UPDATE sessions SET archived_at = CASE WHEN json_valid(entry) THEN
+        CASE WHEN json_type(entry, '$.archivedAt') = 'integer'
+             THEN json_extract(entry, '$.archivedAt') END END
+      WHERE entry LIKE '%"archivedAt"%';
+    CREATE INDEX sessions_archived ON sessions(key) WHERE archived_at IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -230,4 +243,60 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StorageError> {
     }
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upgrading from schema 3 copies `archivedAt` into the column for the entries that carry
+    /// a whole number there, and neither fails nor guesses on any other entry.
+    #[test]
+    fn schema_4_fills_archived_at_from_the_entry() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..3] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", 3).expect("version");
+        let rows = [
+            ("a", r#"{"sessionId":"a","archivedAt":1700000000000}"#),
+            ("b", r#"{"sessionId":"b"}"#),
+            ("c", r#"{"sessionId":"c","archivedAt":null}"#),
+            ("d", r#"{"sessionId":"d","archivedAt":"yesterday"}"#),
+            ("e", r#"{"sessionId":"e","archivedAt": not json"#),
+            ("f", r#"{"sessionId":"f","label":"archivedAt"}"#),
+        ];
+        for (key, entry) in rows {
+            conn.execute(
+                "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry)
+                 VALUES (?1, ?1, 'main', 'other', 0, ?2)",
+                [key, entry],
+            )
+            .expect("old row");
+        }
+        migrate(&mut conn).expect("upgrade");
+        let got: Vec<(String, Option<i64>)> = conn
+            .prepare("SELECT key, archived_at FROM sessions ORDER BY key")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let want: Vec<(String, Option<i64>)> = [
+            ("a", Some(1_700_000_000_000)),
+            ("b", None),
+            ("c", None),
+            ("d", None),
+            ("e", None),
+            ("f", None),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(got, want);
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("version");
+        assert_eq!(version, SCHEMA_VERSION);
+    }
 }
