@@ -498,7 +498,10 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
     type_text(&mut c, "/send off");
     assert_eq!(c.console.state.composer.error, None);
     let (reply, error) = c.report().await;
-    assert!(!error && reply.contains("Send policy set to off"), "{reply}");
+    assert!(
+        !error && reply.contains("Send policy set to off"),
+        "{reply}"
+    );
     c.until("the override to show", |s| {
         s.sessions
             .iter()

@@ -1,11 +1,14 @@
 //! The console's screens as text: `insta` snapshots of `view::draw` on ratatui's
 //! `TestBackend`, for each pane in its main states, at 80×24 and 120×40, too small, and with
-//! NO_COLOR; then `Console::update` driven by hand over a real engine (the composer, slash
+//! NO_COLOR; then `Console::update` driven by hand over the fake API (the composer, slash
 //! commands and their inline errors, a policy-denied send, a paste of 1 MB, escape sequences
-//! in agent text, a session deleted while selected, a resize to 10×5).
+//! in agent text, a session deleted while selected, a resize to 10×5): the fake holds the
+//! rows and lines the engine would answer, and scripts its replies and events.
+//! (What the engine itself does, seen through the console, is in tests/tui_console.rs.)
 //!
-//! The hand-built states are deterministic (fixed clock, fixed keys, fixed timestamps). Screens
-//! of a real engine carry wall-clock times: `redact` blanks them before snapshotting.
+//! Everything is deterministic (fixed clock, fixed keys, fixed timestamps). The driven
+//! screens' clock times are blanked by `redact`, as they were when a real engine (wall-clock
+//! times) drew them, so those pictures are the same files.
 //!
 //! Snapshots live in tests/snapshots/; write new ones with
 //! `INSTA_UPDATE=always cargo test --test tui_snapshots`, then read every changed `.snap`.
@@ -22,12 +25,11 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard::api::{
     EngineEvent, LineRole, PolicyView, SendRequest, SessionKind, SessionRow as ApiRow, ToolCall,
     TranscriptLine as ApiLine,
 };
-use switchboard::engine::transcript_text;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
@@ -120,7 +122,7 @@ fn transcript_pane(screen: &str) -> String {
         .join("\n")
 }
 
-/// Times and relative ages of a real engine's screen, blanked (`12:34:56` → `HH:MM:SS`).
+/// Clock times on a screen, blanked (`12:34:56` → `HH:MM:SS`).
 fn redact(screen: &str) -> String {
     let clock = regex::Regex::new(r"\b\d{2}:\d{2}:\d{2}\b").expect("regex");
     clock.replace_all(screen, "HH:MM:SS").into_owned()
@@ -265,86 +267,84 @@ fn sessions() -> Vec<SessionRow> {
     ]
 }
 
-/// A stored transcript line as the engine writes it.
-fn message(seq: i64, age: i64, message: Value) -> switchboard::tui::state::TranscriptLine {
-    let mut m = message;
-    m["timestamp"] = json!(NOW - age);
-    let line = transcript_text::line_of(seq, &json!({ "type": "message", "message": m }), false)
-        .expect("a message line");
-    switchboard::tui::state::TranscriptLine::from_api(&line)
-}
-
-fn user_text(text: &str) -> Value {
-    json!([{ "type": "text", "text": text }])
+/// A line as the API answers it (role, who, text), shown by the transcript pane.
+fn said(
+    seq: i64,
+    age: i64,
+    role: LineRole,
+    from: &str,
+    text: &str,
+) -> switchboard::tui::state::TranscriptLine {
+    switchboard::tui::state::TranscriptLine::from_api(&ApiLine {
+        seq,
+        role,
+        timestamp: NOW - age,
+        from: from.into(),
+        text: text.into(),
+        message: None,
+    })
 }
 
 /// The owner's DM with main: plain messages, a tool call and its result, an inter-session
 /// message from ops (with its source), a multi-line reply and a failed run.
 fn main_transcript() -> Vec<switchboard::tui::state::TranscriptLine> {
+    use LineRole::*;
+    let owner = "alice (owner)";
     vec![
-        message(
-            1,
-            10 * MIN,
-            json!({ "role": "user", "content": user_text("morning! anything I should know?"),
-                    "senderLabel": "alice", "senderIsOwner": true }),
-        ),
-        message(
+        said(1, 10 * MIN, User, owner, "morning! anything I should know?"),
+        said(
             2,
             10 * MIN - 2 * SEC,
-            json!({ "role": "assistant", "content": user_text("Morning! Overnight: INC-4821 mitigated, 3 support tickets open."),
-                    "stopReason": "stop" }),
+            Assistant,
+            "agent",
+            "Morning! Overnight: INC-4821 mitigated, 3 support tickets open.",
         ),
-        message(
-            3,
-            8 * MIN,
-            json!({ "role": "user", "content": user_text("@ops is INC-4821 under control?"),
-                    "senderLabel": "alice", "senderIsOwner": true }),
-        ),
-        message(
+        said(3, 8 * MIN, User, owner, "@ops is INC-4821 under control?"),
+        said(
             4,
             8 * MIN - SEC,
-            json!({ "role": "assistant", "stopReason": "toolUse", "content": [
-                { "type": "toolCall", "id": "call_1", "name": "sessions_send",
-                  "arguments": { "sessionKey": INCIDENTS, "message": "is INC-4821 under control?" } }
-            ] }),
+            Tool,
+            "agent",
+            &format!(
+                "sessions_send({{\"sessionKey\":\"{INCIDENTS}\",\"message\":\"is INC-4821 under control?\"}})"
+            ),
         ),
-        message(
+        said(
             5,
             8 * MIN - 5 * SEC,
-            json!({ "role": "toolResult", "toolName": "sessions_send", "toolCallId": "call_1",
-                    "content": user_text("{\"status\":\"ok\",\"reply\":\"p95 back to 310 ms\"}") }),
+            Result,
+            "sessions_send",
+            "{\"status\":\"ok\",\"reply\":\"p95 back to 310 ms\"}",
         ),
-        message(
+        said(
             6,
             8 * MIN - 6 * SEC,
-            json!({ "role": "assistant", "content": user_text("Asked ops in #incidents. They said: p95 back to 310 ms."),
-                    "stopReason": "stop" }),
+            Assistant,
+            "agent",
+            "Asked ops in #incidents. They said: p95 back to 310 ms.",
         ),
-        message(
+        said(
             7,
             7 * MIN,
-            json!({ "role": "user", "content": user_text("Status update: INC-4821 mitigated, rollback staged."),
-                    "provenance": { "kind": "inter_session", "sourceSessionKey": INCIDENTS,
-                                    "sourceTool": "sessions_send" } }),
+            User,
+            &format!("from {INCIDENTS} via sessions_send"),
+            "Status update: INC-4821 mitigated, rollback staged.",
         ),
-        message(
+        said(
             8,
             7 * MIN - 2 * SEC,
-            json!({ "role": "assistant", "content": user_text("Thanks. Summary for Alice:\n- INC-4821 mitigated\n- rollback staged"),
-                    "stopReason": "stop" }),
+            Assistant,
+            "agent",
+            "Thanks. Summary for Alice:\n- INC-4821 mitigated\n- rollback staged",
         ),
-        message(
+        said(
             9,
             MIN,
-            json!({ "role": "user", "content": user_text("post in #random: deploy freeze at 17:00"),
-                    "senderLabel": "alice", "senderIsOwner": true }),
+            User,
+            owner,
+            "post in #random: deploy freeze at 17:00",
         ),
-        message(
-            10,
-            MIN - SEC,
-            json!({ "role": "assistant", "stopReason": "error", "errorMessage": "scripted failure",
-                    "content": [] }),
-        ),
+        said(10, MIN - SEC, Error, "agent", "scripted failure"),
     ]
 }
 
@@ -1245,10 +1245,13 @@ async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enter_sends_into_the_selected_session_as_the_owner() {
-    let mut h = Harness::new(fake(vec![alice()], &[
-        (MAIN, "alice", "hello there"),
-        (MAIN, "agent", "pong: hello there"),
-    ]));
+    let mut h = Harness::new(fake(
+        vec![alice()],
+        &[
+            (MAIN, "alice", "hello there"),
+            (MAIN, "agent", "pong: hello there"),
+        ],
+    ));
     h.select(MAIN);
     h.intent(Intent::Compose);
     assert_eq!(h.d.console.state.focus, Focus::Composer);
@@ -1264,7 +1267,9 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
             .iter()
             .any(|l| l.text == "status?" && l.from == "owner")
             && s.transcript.iter().any(|l| l.text == "pong: status?")
-            && s.flash.as_ref().is_some_and(|f| f.text.starts_with("sent to"))
+            && s.flash
+                .as_ref()
+                .is_some_and(|f| f.text.starts_with("sent to"))
     })
     .await;
     // Sent once, into the selected session, as the owner.
@@ -1306,7 +1311,10 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     })
     .await;
     // The command went to the engine as the owner's message.
-    assert_eq!(h.sent(), [(MAIN.to_string(), "/send off".to_string(), true)]);
+    assert_eq!(
+        h.sent(),
+        [(MAIN.to_string(), "/send off".to_string(), true)]
+    );
     let policy =
         h.d.console
             .state
@@ -1625,10 +1633,10 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
 async fn escape_sequences_and_binary_garbage_are_shown_not_executed() {
     let garbage = "red \u{1b}[31mALERT\u{1b}[0m bell\u{7} nul\u{0} csi\u{9b}2J del\u{7f} \u{1b}]0;pwned\u{7} end";
     let reply = format!("pong: {garbage}");
-    let mut h = Harness::new(fake(vec![alice()], &[
-        (MAIN, "mallory\u{1b}[2J", garbage),
-        (MAIN, "agent", &reply),
-    ]));
+    let mut h = Harness::new(fake(
+        vec![alice()],
+        &[(MAIN, "mallory\u{1b}[2J", garbage), (MAIN, "agent", &reply)],
+    ));
     h.select(MAIN);
     h.pump();
     let buf = render(&h.d.console.state, 120, 40);
@@ -1656,10 +1664,13 @@ async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
     let reply = format!("pong: {hostile}");
     // Short: the sessions pane's name column is 16 cells wide here.
     let row = listed(MAIN, "\u{202e}\u{200b}", SessionKind::Main, "telegram", 0);
-    let mut h = Harness::new(fake(vec![row], &[
-        (MAIN, "mal\u{200b}lory\u{202e}", hostile),
-        (MAIN, "agent", &reply),
-    ]));
+    let mut h = Harness::new(fake(
+        vec![row],
+        &[
+            (MAIN, "mal\u{200b}lory\u{202e}", hostile),
+            (MAIN, "agent", &reply),
+        ],
+    ));
     h.select(MAIN);
     h.pump();
     // Pasted into the composer too: the owner's own text is shown the same way.

@@ -133,7 +133,10 @@ impl FakeApi {
         *self.answer.lock().expect("fake lock") = answer;
     }
 
-    pub fn on_send(&self, f: impl Fn(&FakeApi, &SendRequest) -> Option<String> + Send + Sync + 'static) {
+    pub fn on_send(
+        &self,
+        f: impl Fn(&FakeApi, &SendRequest) -> Option<String> + Send + Sync + 'static,
+    ) {
         *self.on_send.lock().expect("fake lock") = Some(Box::new(f));
     }
 
