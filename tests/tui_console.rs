@@ -1,6 +1,8 @@
 //! Console behaviour through `Console::update` over a real engine (no terminal): reading back
 //! through a long transcript, `/spawn` and `/ask` from the composer, a remapped keymap in the
-//! help and hint bar, and a reload after the event stream lagged.
+//! help and hint bar, a reload after the event stream lagged, and what the engine does seen
+//! through the console (a `/send off` stored, the first session arriving, another process's
+//! deletion).
 
 mod common;
 
@@ -11,6 +13,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
 use switchboard::api::{LineRole, SessionsApi, TranscriptQuery};
+use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
@@ -452,4 +455,120 @@ async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() 
         c.settle().await;
         shown_matches_selection(&c);
     }
+}
+
+/// A message from Alice on Telegram into `k` (created if new), as `switchboard inject` does.
+async fn from_alice(b: &common::Bench, k: &str, text: &str) {
+    let from = Inbound {
+        channel: Some("telegram".into()),
+        chat_type: Some("direct".into()),
+        display_name: Some("Alice (Telegram)".into()),
+        sender: Some("alice".into()),
+        ..Inbound::default()
+    };
+    let received = b
+        .engine
+        .receive(&SessionKey::from_canonical(k), text, &from)
+        .await
+        .expect("receive");
+    drop(received);
+    b.engine.idle().await;
+}
+
+/// The send policy stored in `k`'s entry (`None`: it follows the config).
+fn stored_policy(b: &common::Bench, k: &str) -> Option<String> {
+    b.engine
+        .store()
+        .get(&SessionKey::from_canonical(k))
+        .expect("read")
+        .expect("session exists")
+        .entry
+        .send_policy
+}
+
+/// `/send off` from the composer is carried out by the engine: the override is stored and
+/// the row shows it; `/send inherit` removes it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_send_off_from_the_console_sets_the_stored_policy() {
+    let b = common::bench(config());
+    from_alice(&b, ME, "hello").await;
+    let (mut c, _api) = console(&b).await;
+    select(&mut c, ME).await;
+    assert_eq!(stored_policy(&b, ME), None);
+    type_text(&mut c, "/send off");
+    assert_eq!(c.console.state.composer.error, None);
+    let (reply, error) = c.report().await;
+    assert!(
+        !error && reply.contains("Send policy set to off"),
+        "{reply}"
+    );
+    c.until("the override to show", |s| {
+        s.sessions
+            .iter()
+            .any(|r| r.key == ME && r.policy == "deny" && r.policy_override)
+    })
+    .await;
+    assert_eq!(stored_policy(&b, ME).as_deref(), Some("deny"));
+
+    type_text(&mut c, "/send inherit");
+    let (reply, error) = c.report().await;
+    assert!(!error, "{reply}");
+    c.until("the override to go", |s| {
+        s.sessions
+            .iter()
+            .any(|r| r.key == ME && r.policy == "allow" && !r.policy_override)
+    })
+    .await;
+    assert_eq!(stored_policy(&b, ME), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_session_to_arrive_in_an_empty_console_shows_its_transcript() {
+    let b = common::bench(config());
+    let (mut c, _api) = console(&b).await;
+    assert!(c.console.state.sessions.is_empty());
+    from_alice(&b, ME, "hello").await;
+    c.until("the session to be listed", |s| !s.sessions.is_empty())
+        .await;
+    c.settle().await;
+    let s = &c.console.state;
+    assert_eq!(s.selected_key(), Some(ME));
+    assert!(
+        s.transcript.iter().any(|l| l.text == "hello"),
+        "the transcript pane shows the selected session's messages:\n{}",
+        screen(s, &Keymap::defaults())
+    );
+    assert!(
+        s.selected_policy.is_some(),
+        "the status line shows its policy"
+    );
+    assert!(
+        s.unread.get(ME).is_none_or(|n| *n == 0),
+        "the selected session has no unread count"
+    );
+}
+
+/// Another process deleted a session: its commit reaches this console as an
+/// `ExternalChange` event (there is no polling on ticks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_by_another_process_is_noticed() {
+    const OTHER: &str = "agent:work:main";
+    let b = common::bench(config());
+    from_alice(&b, ME, "hello").await;
+    from_alice(&b, OTHER, "disk alert").await;
+    let (mut c, _api) = console(&b).await;
+    select(&mut c, OTHER).await;
+    let config: switchboard::config::Config =
+        serde_json::from_value(config()).expect("test config is valid");
+    let other = switchboard::engine::Engine::open(b.engine.state_dir(), config)
+        .expect("a second engine on the same folder");
+    assert!(
+        other.start().delete(OTHER).await.expect("delete"),
+        "it was there"
+    );
+    c.until("the deletion noticed", |s| {
+        s.sessions.iter().all(|r| r.key != OTHER)
+    })
+    .await;
+    assert_eq!(c.console.state.selected_key(), Some(ME));
 }

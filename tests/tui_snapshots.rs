@@ -1,11 +1,14 @@
 //! The console's screens as text: `insta` snapshots of `view::draw` on ratatui's
 //! `TestBackend`, for each pane in its main states, at 80×24 and 120×40, too small, and with
-//! NO_COLOR; then `Console::update` driven by hand over a real engine (the composer, slash
+//! NO_COLOR; then `Console::update` driven by hand over the fake API (the composer, slash
 //! commands and their inline errors, a policy-denied send, a paste of 1 MB, escape sequences
-//! in agent text, a session deleted while selected, a resize to 10×5).
+//! in agent text, a session deleted while selected, a resize to 10×5): the fake holds the
+//! rows and lines the engine would answer, and scripts its replies and events.
+//! (What the engine itself does, seen through the console, is in tests/tui_console.rs.)
 //!
-//! The hand-built states are deterministic (fixed clock, fixed keys, fixed timestamps). Screens
-//! of a real engine carry wall-clock times: `redact` blanks them before snapshotting.
+//! Everything is deterministic (fixed clock, fixed keys, fixed timestamps). The driven
+//! screens' clock times are blanked by `redact`, as they were when a real engine (wall-clock
+//! times) drew them, so those pictures are the same files.
 //!
 //! Snapshots live in tests/snapshots/; write new ones with
 //! `INSTA_UPDATE=always cargo test --test tui_snapshots`, then read every changed `.snap`.
@@ -13,6 +16,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -21,17 +25,18 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
-use serde_json::{Value, json};
-use switchboard::api::EngineEvent;
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::{SessionKey, SessionKind};
-use switchboard::engine::transcript_text;
+use serde_json::json;
+use switchboard::api::{
+    EngineEvent, LineRole, PolicyView, SendRequest, SessionKind, SessionRow as ApiRow, ToolCall,
+    TranscriptLine as ApiLine,
+};
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
 use switchboard::tui::{strip_colors, view};
 
 use common::console_driver::Driver;
+use common::fake_api::{self, FakeApi};
 use unicode_width::UnicodeWidthStr;
 
 // ---------------------------------------------------------------------------------------------
@@ -117,7 +122,7 @@ fn transcript_pane(screen: &str) -> String {
         .join("\n")
 }
 
-/// Times and relative ages of a real engine's screen, blanked (`12:34:56` → `HH:MM:SS`).
+/// Clock times on a screen, blanked (`12:34:56` → `HH:MM:SS`).
 fn redact(screen: &str) -> String {
     let clock = regex::Regex::new(r"\b\d{2}:\d{2}:\d{2}\b").expect("regex");
     clock.replace_all(screen, "HH:MM:SS").into_owned()
@@ -262,86 +267,84 @@ fn sessions() -> Vec<SessionRow> {
     ]
 }
 
-/// A stored transcript line as the engine writes it.
-fn message(seq: i64, age: i64, message: Value) -> switchboard::tui::state::TranscriptLine {
-    let mut m = message;
-    m["timestamp"] = json!(NOW - age);
-    let line = transcript_text::line_of(seq, &json!({ "type": "message", "message": m }), false)
-        .expect("a message line");
-    switchboard::tui::state::TranscriptLine::from_api(&line)
-}
-
-fn user_text(text: &str) -> Value {
-    json!([{ "type": "text", "text": text }])
+/// A line as the API answers it (role, who, text), shown by the transcript pane.
+fn said(
+    seq: i64,
+    age: i64,
+    role: LineRole,
+    from: &str,
+    text: &str,
+) -> switchboard::tui::state::TranscriptLine {
+    switchboard::tui::state::TranscriptLine::from_api(&ApiLine {
+        seq,
+        role,
+        timestamp: NOW - age,
+        from: from.into(),
+        text: text.into(),
+        message: None,
+    })
 }
 
 /// The owner's DM with main: plain messages, a tool call and its result, an inter-session
 /// message from ops (with its source), a multi-line reply and a failed run.
 fn main_transcript() -> Vec<switchboard::tui::state::TranscriptLine> {
+    use LineRole::*;
+    let owner = "alice (owner)";
     vec![
-        message(
-            1,
-            10 * MIN,
-            json!({ "role": "user", "content": user_text("morning! anything I should know?"),
-                    "senderLabel": "alice", "senderIsOwner": true }),
-        ),
-        message(
+        said(1, 10 * MIN, User, owner, "morning! anything I should know?"),
+        said(
             2,
             10 * MIN - 2 * SEC,
-            json!({ "role": "assistant", "content": user_text("Morning! Overnight: INC-4821 mitigated, 3 support tickets open."),
-                    "stopReason": "stop" }),
+            Assistant,
+            "agent",
+            "Morning! Overnight: INC-4821 mitigated, 3 support tickets open.",
         ),
-        message(
-            3,
-            8 * MIN,
-            json!({ "role": "user", "content": user_text("@ops is INC-4821 under control?"),
-                    "senderLabel": "alice", "senderIsOwner": true }),
-        ),
-        message(
+        said(3, 8 * MIN, User, owner, "@ops is INC-4821 under control?"),
+        said(
             4,
             8 * MIN - SEC,
-            json!({ "role": "assistant", "stopReason": "toolUse", "content": [
-                { "type": "toolCall", "id": "call_1", "name": "sessions_send",
-                  "arguments": { "sessionKey": INCIDENTS, "message": "is INC-4821 under control?" } }
-            ] }),
+            Tool,
+            "agent",
+            &format!(
+                "sessions_send({{\"sessionKey\":\"{INCIDENTS}\",\"message\":\"is INC-4821 under control?\"}})"
+            ),
         ),
-        message(
+        said(
             5,
             8 * MIN - 5 * SEC,
-            json!({ "role": "toolResult", "toolName": "sessions_send", "toolCallId": "call_1",
-                    "content": user_text("{\"status\":\"ok\",\"reply\":\"p95 back to 310 ms\"}") }),
+            Result,
+            "sessions_send",
+            "{\"status\":\"ok\",\"reply\":\"p95 back to 310 ms\"}",
         ),
-        message(
+        said(
             6,
             8 * MIN - 6 * SEC,
-            json!({ "role": "assistant", "content": user_text("Asked ops in #incidents. They said: p95 back to 310 ms."),
-                    "stopReason": "stop" }),
+            Assistant,
+            "agent",
+            "Asked ops in #incidents. They said: p95 back to 310 ms.",
         ),
-        message(
+        said(
             7,
             7 * MIN,
-            json!({ "role": "user", "content": user_text("Status update: INC-4821 mitigated, rollback staged."),
-                    "provenance": { "kind": "inter_session", "sourceSessionKey": INCIDENTS,
-                                    "sourceTool": "sessions_send" } }),
+            User,
+            &format!("from {INCIDENTS} via sessions_send"),
+            "Status update: INC-4821 mitigated, rollback staged.",
         ),
-        message(
+        said(
             8,
             7 * MIN - 2 * SEC,
-            json!({ "role": "assistant", "content": user_text("Thanks. Summary for Alice:\n- INC-4821 mitigated\n- rollback staged"),
-                    "stopReason": "stop" }),
+            Assistant,
+            "agent",
+            "Thanks. Summary for Alice:\n- INC-4821 mitigated\n- rollback staged",
         ),
-        message(
+        said(
             9,
             MIN,
-            json!({ "role": "user", "content": user_text("post in #random: deploy freeze at 17:00"),
-                    "senderLabel": "alice", "senderIsOwner": true }),
+            User,
+            owner,
+            "post in #random: deploy freeze at 17:00",
         ),
-        message(
-            10,
-            MIN - SEC,
-            json!({ "role": "assistant", "stopReason": "error", "errorMessage": "scripted failure",
-                    "content": [] }),
-        ),
+        said(10, MIN - SEC, Error, "agent", "scripted failure"),
     ]
 }
 
@@ -870,25 +873,6 @@ fn filter_box_hints_are_about_the_filter() {
     assert!(!hints.contains("history"), "{hints}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
-    // The event the engine sends when the demo's #random refuses a send.
-    h.d.act(Action::Engine(Box::new(EngineEvent::PolicyDecision {
-        key: RANDOM.to_string(),
-        action: "send".to_string(),
-        allowed: false,
-        source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
-            .to_string(),
-    })));
-    h.pump();
-    let shown = h.screen();
-    let status = row(&shown, 38);
-    assert!(status.contains("/send on"), "{status}");
-}
-
 #[test]
 fn focus_on_each_pane() {
     let cases = [
@@ -1024,35 +1008,123 @@ fn no_color_focus_elsewhere_keeps_the_selection_reversed() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A real console over an engine, driven through `Console::update`
+// A console over the fake API, driven through `Console::update`
 // ---------------------------------------------------------------------------------------------
 
-/// main answers everything with `pong: <text>`; ops answers `ops here`; Discord group
-/// `random` denies sends by a rule, everything else is allowed.
-fn engine_config() -> Value {
-    json!({
-        "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
-        "session": {
-            "agentToAgent": { "maxPingPongTurns": 0 },
-            "sendPolicy": {
-                "rules": [ { "match": { "keyPrefix": "discord:group:random" }, "action": "deny" } ],
-                "default": "allow",
-            },
-        },
-        "agents": { "list": [
-            { "id": "main", "default": true, "model": "scripted",
-              "script": [ { "reply": "pong: {{text}}" } ] },
-            { "id": "ops", "model": "scripted",
-              "script": [ { "when": { "step": "announce" }, "reply": "ANNOUNCE_SKIP" },
-                          { "reply": "ops here" } ] },
-        ] },
-    })
+/// The policy a row shows, as the engine words it.
+fn policy(policy: &str, source: &str, detail: &str) -> PolicyView {
+    PolicyView {
+        policy: policy.into(),
+        source: source.into(),
+        rule: None,
+        matched: None,
+        detail: detail.into(),
+        summary: format!("{policy}, from {detail}"),
+    }
 }
 
-/// A console on a fresh engine's API, driven the way the app loop drives it.
+/// A row as the engine lists a session that heard from `channel`.
+fn listed(key: &str, name: &str, kind: SessionKind, channel: &str, age: i64) -> ApiRow {
+    ApiRow {
+        channel: channel.into(),
+        ..fake_api::row(key, name, kind, NOW - age)
+    }
+}
+
+/// The owner's Telegram DM with main.
+fn alice() -> ApiRow {
+    listed(MAIN, "Alice (Telegram)", SessionKind::Main, "telegram", 0)
+}
+
+/// The Discord group `#random`, whose sends a config rule denies.
+fn random() -> ApiRow {
+    ApiRow {
+        policy: PolicyView {
+            rule: Some(1),
+            ..policy(
+                "deny",
+                "rule",
+                "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)",
+            )
+        },
+        ..listed(RANDOM, "#random", SessionKind::Group, "discord", 0)
+    }
+}
+
+fn incidents() -> ApiRow {
+    listed(INCIDENTS, "#incidents", SessionKind::Group, "discord", MIN)
+}
+
+/// What main's scripted agent does with the owner's message: `/send` sets the session's
+/// policy (and says so), anything else is answered `pong: <text>`.
+fn main_agent(api: &FakeApi, r: &SendRequest) -> Option<String> {
+    let Some(arg) = r.text.strip_prefix("/send ") else {
+        api.append(
+            &r.key,
+            LineRole::Assistant,
+            "agent",
+            &format!("pong: {}", r.text),
+        );
+        return None;
+    };
+    let (view, word) = match arg.trim() {
+        "off" => (
+            policy("deny", "override", "override (set on this session)"),
+            "off",
+        ),
+        "on" => (
+            policy("allow", "override", "override (set on this session)"),
+            "on",
+        ),
+        _ => (
+            policy("allow", "default", "default (session.sendPolicy.default)"),
+            "inherit",
+        ),
+    };
+    api.set_policy(&r.key, view, "/send");
+    let reply = format!("⚙️ Send policy set to {word}.");
+    api.append(&r.key, LineRole::Assistant, "agent", &reply);
+    Some(reply)
+}
+
+/// A fake holding `rows` (newest first) and what was said in them, in order:
+/// `(key, from, text)`, `from == "agent"` being the agent's reply.
+fn fake(rows: Vec<ApiRow>, said: &[(&str, &str, &str)]) -> FakeApi {
+    let mut data = fake_api::Data {
+        rows,
+        ..fake_api::Data::default()
+    };
+    for (key, from, text) in said {
+        let lines = data.lines.entry(key.to_string()).or_default();
+        let seq = lines.len() as i64 + 1;
+        lines.push(ApiLine {
+            role: if *from == "agent" {
+                LineRole::Assistant
+            } else {
+                LineRole::User
+            },
+            from: from.to_string(),
+            text: text.to_string(),
+            ..fake_api::line(key, seq)
+        });
+    }
+    for r in &data.rows {
+        data.lines.entry(r.key.clone()).or_default();
+    }
+    let api = FakeApi::new(data);
+    api.on_send(main_agent);
+    api
+}
+
+/// `hello` from Alice and main's answer.
+fn hello() -> Vec<(&'static str, &'static str, &'static str)> {
+    vec![(MAIN, "alice", "hello"), (MAIN, "agent", "pong: hello")]
+}
+
+/// A console on a fake API, driven the way the app loop drives it.
 struct Harness {
     d: Driver,
-    bench: common::Bench,
+    api: Arc<FakeApi>,
 }
 
 /// Wait for the console to settle from synchronous test code (the harness tests run on a
@@ -1069,44 +1141,18 @@ fn fresh_state() -> State {
 }
 
 impl Harness {
-    fn new() -> Harness {
-        let bench = common::bench(engine_config());
-        let mut d = Driver::new(bench.engine.start(), fresh_state());
+    /// A console opened on `api`'s sessions, everything it asked for loaded.
+    fn new(api: FakeApi) -> Harness {
+        let api = Arc::new(api);
+        let mut d = Driver::new(api.clone(), fresh_state());
         block_on_settle(&mut d);
-        Harness { d, bench }
+        Harness { d, api }
     }
 
-    /// Open a fresh console on the engine's current state, as `switchboard` does on a state
-    /// folder that already has sessions (what happened before is not replayed as events).
-    fn reopen(&mut self) {
-        self.d = Driver::new(self.bench.engine.start(), fresh_state());
-        block_on_settle(&mut self.d);
-    }
-
-    /// A message from outside into `key` (created if new), as `switchboard inject` does.
-    async fn inbound(&self, key: &str, text: &str, from: Inbound) {
-        let received = self
-            .bench
-            .engine
-            .receive(&SessionKey::from_canonical(key), text, &from)
-            .await
-            .expect("receive");
-        drop(received);
-        self.bench.engine.idle().await;
-    }
-
-    /// Hand every queued engine event and background report to the console, and wait for
-    /// the loads they call for.
+    /// Hand every queued event and background report to the console, and wait for the
+    /// loads they call for.
     fn pump(&mut self) {
         block_on_settle(&mut self.d);
-    }
-
-    /// Wait for the engine to finish what it set off, then pump: a stable screen.
-    async fn settle(&mut self) {
-        self.bench.engine.idle().await;
-        // Background reports (flashes) are sent just after the engine call returns.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.d.settle().await;
     }
 
     /// Pump until `done` holds (up to 15 s; nothing is timed).
@@ -1166,48 +1212,46 @@ impl Harness {
         screen(s, s.width, s.height)
     }
 
-    fn stored_lines(&self, key: &str) -> Vec<Value> {
-        let engine = &self.bench.engine;
-        let stored = engine
-            .store()
-            .get(&SessionKey::from_canonical(key))
-            .expect("read")
-            .expect("session exists");
-        engine
-            .store()
-            .tail(&stored.entry.session_id, 1000, true)
-            .expect("tail")
-            .into_iter()
-            .map(|r| r.line)
+    /// The messages the console sent, as `(key, text, as the owner)`.
+    fn sent(&self) -> Vec<(String, String, bool)> {
+        let data = self.api.data.lock().expect("fake lock");
+        data.sent
+            .iter()
+            .map(|r| (r.key.clone(), r.text.clone(), r.from.owner))
             .collect()
     }
-}
 
-fn telegram(sender: &str) -> Inbound {
-    Inbound {
-        channel: Some("telegram".into()),
-        chat_type: Some("direct".into()),
-        display_name: Some("Alice (Telegram)".into()),
-        sender: Some(sender.into()),
-        ..Inbound::default()
-    }
-}
-
-fn discord_group(name: &str) -> Inbound {
-    Inbound {
-        channel: Some("discord".into()),
-        chat_type: Some("group".into()),
-        display_name: Some(name.into()),
-        sender: Some("dev_kim".into()),
-        ..Inbound::default()
+    fn tool_calls(&self) -> Vec<ToolCall> {
+        self.api.data.lock().expect("fake lock").tool_calls.clone()
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
+    let mut h = Harness::new(fake(vec![alice()], &hello()));
+    // The event the engine sends when the demo's #random refuses a send.
+    h.api.emit(EngineEvent::PolicyDecision {
+        key: RANDOM.to_string(),
+        action: "send".to_string(),
+        allowed: false,
+        source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
+            .to_string(),
+    });
+    h.pump();
+    let shown = h.screen();
+    let status = row(&shown, 38);
+    assert!(status.contains("/send on"), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enter_sends_into_the_selected_session_as_the_owner() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello there", telegram("alice")).await;
-    h.reopen();
+    let mut h = Harness::new(fake(
+        vec![alice()],
+        &[
+            (MAIN, "alice", "hello there"),
+            (MAIN, "agent", "pong: hello there"),
+        ],
+    ));
     h.select(MAIN);
     h.intent(Intent::Compose);
     assert_eq!(h.d.console.state.focus, Focus::Composer);
@@ -1218,33 +1262,28 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
         "the composer is cleared"
     );
     assert_eq!(h.d.console.state.composer.error, None);
-    h.until("the owner's message and the reply", |s| {
+    h.until("the owner's message, the reply and the receipt", |s| {
         s.transcript
             .iter()
             .any(|l| l.text == "status?" && l.from == "owner")
             && s.transcript.iter().any(|l| l.text == "pong: status?")
+            && s.flash
+                .as_ref()
+                .is_some_and(|f| f.text.starts_with("sent to"))
     })
     .await;
-    // Stored as the owner's message.
-    let lines = h.stored_lines(MAIN);
-    let owner = lines
-        .iter()
-        .find(|l| l["message"]["content"][0]["text"] == "status?")
-        .expect("the message is stored");
-    assert_eq!(owner["message"]["role"], "user");
-    assert_eq!(owner["message"]["senderIsOwner"], true);
+    // Sent once, into the selected session, as the owner.
+    assert_eq!(h.sent(), [(MAIN.to_string(), "status?".to_string(), true)]);
     // History recall brings it back.
     h.key(KeyCode::Up);
     assert_eq!(h.d.console.state.composer.text, "status?");
-    h.settle().await;
+    h.pump();
     insta::assert_snapshot!(redact(&h.screen()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_send_off_changes_the_policy_and_the_status_line() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
+    let mut h = Harness::new(fake(vec![alice()], &hello()));
     h.select(MAIN);
     assert!(
         h.d.console
@@ -1271,14 +1310,11 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
             .is_some_and(|f| f.text.contains("Send policy set to off"))
     })
     .await;
-    let stored = h
-        .bench
-        .engine
-        .store()
-        .get(&SessionKey::from_canonical(MAIN))
-        .expect("read")
-        .expect("session");
-    assert_eq!(stored.entry.send_policy.as_deref(), Some("deny"));
+    // The command went to the engine as the owner's message.
+    assert_eq!(
+        h.sent(),
+        [(MAIN.to_string(), "/send off".to_string(), true)]
+    );
     let policy =
         h.d.console
             .state
@@ -1289,7 +1325,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     let shown = h.screen();
     assert!(shown.contains("deny*"), "{shown}");
     // Once the flash is gone the status line shows the effective policy and its source.
-    h.settle().await;
+    h.pump();
     h.d.console.state.flash = None;
     let shown = h.screen();
     let status = row(&shown, 38);
@@ -1309,9 +1345,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
+    let mut h = Harness::new(fake(vec![alice()], &hello()));
     h.select(MAIN);
     h.intent(Intent::Compose);
 
@@ -1341,13 +1375,9 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
         assert_eq!(h.d.console.state.focus, Focus::Composer);
     }
     h.pump();
-    // Only the first message is in the transcript: none of these went out.
-    let user_lines = h
-        .stored_lines(MAIN)
-        .into_iter()
-        .filter(|l| l["message"]["role"] == "user")
-        .count();
-    assert_eq!(user_lines, 1);
+    // None of these went out, as a message or as a tool call.
+    assert_eq!(h.sent(), []);
+    assert!(h.tool_calls().is_empty(), "{:?}", h.tool_calls());
     insta::assert_snapshot!("inline_errors", errors.join("\n"));
 
     // The error is shown in the composer, and typing clears it.
@@ -1362,33 +1392,8 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_first_session_to_arrive_in_an_empty_console_shows_its_transcript() {
-    let mut h = Harness::new();
-    assert!(h.d.console.state.sessions.is_empty());
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.until("the session to be listed", |s| !s.sessions.is_empty())
-        .await;
-    h.settle().await;
-    let s = &h.d.console.state;
-    assert_eq!(s.selected_key(), Some(MAIN));
-    assert!(
-        s.transcript.iter().any(|l| l.text == "hello"),
-        "the transcript pane shows the selected session's messages:\n{}",
-        h.screen()
-    );
-    assert!(
-        s.selected_policy.is_some(),
-        "the status line shows its policy"
-    );
-    assert!(
-        s.unread.get(MAIN).is_none_or(|n| *n == 0),
-        "the selected session has no unread count"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enter_without_any_session_says_so() {
-    let mut h = Harness::new();
+    let mut h = Harness::new(fake(Vec::new(), &[]));
     h.intent(Intent::Compose);
     h.type_text("hello?");
     h.key(KeyCode::Enter);
@@ -1396,13 +1401,12 @@ async fn enter_without_any_session_says_so() {
     assert!(err.contains("No session selected"), "{err}");
     // The text is kept so it can be sent once a session is picked.
     assert_eq!(h.d.console.state.composer.text, "hello?");
+    assert_eq!(h.sent(), []);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_completion_and_help() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
+    let mut h = Harness::new(fake(vec![alice()], &hello()));
     h.select(MAIN);
     h.intent(Intent::Compose);
     h.type_text("/se");
@@ -1413,14 +1417,24 @@ async fn slash_completion_and_help() {
     h.key(KeyCode::Enter);
     assert!(h.d.console.state.help);
     assert_eq!(h.d.console.state.composer.text, "");
+    assert_eq!(h.sent(), [], "/help is the console's own");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
-    let mut h = Harness::new();
-    h.inbound(RANDOM, "lunch?", discord_group("#random")).await;
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
+    let mut said = hello();
+    said.push((RANDOM, "dev_kim", "lunch?"));
+    let mut h = Harness::new(fake(vec![alice(), random()], &said));
+    // What the engine's sessions_send answers for a target its policy closes.
+    h.api.set_tool_result(Ok(json!({
+        "status": "forbidden",
+        "error": format!(
+            "send blocked by session policy: {RANDOM} does not accept sends: rule 1 \
+             (channel=discord chatType=group keyPrefix=discord:group:random). The owner can \
+             allow it with \"/send on\" in that session or `switchboard sessions patch {RANDOM} \
+             --send-policy allow`."
+        ),
+    })));
     h.select(MAIN);
     h.intent(Intent::Compose);
     h.type_text(&format!("/ask {RANDOM} maintenance tonight"));
@@ -1433,16 +1447,17 @@ async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
         flash.text.contains("forbidden") || flash.text.contains("refused"),
         "{flash:?}"
     );
-    // It says how to change it (the screen may cut it: see the ignored test below).
+    // It says how to change it (the screen may cut it).
     assert!(flash.text.contains("/send on"), "{flash:?}");
-    // Nothing arrived in #random.
-    let into_random = h
-        .stored_lines(RANDOM)
-        .into_iter()
-        .filter(|l| l["message"]["role"] == "user")
-        .count();
-    assert_eq!(into_random, 1);
-    h.settle().await;
+    // Asked as main's agent, through the tool; no message went out.
+    let calls = h.tool_calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].tool, "sessions_send");
+    assert_eq!(calls[0].requester, MAIN);
+    assert_eq!(calls[0].params["sessionKey"], RANDOM);
+    assert_eq!(calls[0].params["message"], "maintenance tonight");
+    assert_eq!(h.sent(), []);
+    h.pump();
     let shown = h.screen();
     let status = row(&shown, 38);
     assert!(status.starts_with(" ✗ "), "{status}");
@@ -1459,9 +1474,9 @@ async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn composer_newlines_history_and_paste_into_the_filter() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
+    let mut said = hello();
+    said.push((RANDOM, "dev_kim", "lunch?"));
+    let mut h = Harness::new(fake(vec![alice(), random()], &said));
     h.intent(Intent::Compose);
     h.type_text("one");
     h.d.act(Action::Key(KeyEvent::new(
@@ -1481,6 +1496,11 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
         s.transcript.iter().any(|l| l.text == "one\ntwo\nthree")
     })
     .await;
+    assert_eq!(
+        h.sent(),
+        [(MAIN.to_string(), "one\ntwo\nthree".to_string(), true)],
+        "one message, newlines kept"
+    );
     // History: up recalls, down goes back to a fresh message.
     h.type_text("draft");
     h.key(KeyCode::Up);
@@ -1494,17 +1514,38 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
     h.d.act(Action::Paste("Alice\nsecond line".to_string()));
     h.pump();
     assert_eq!(h.d.console.state.filter, "Alice");
-    assert_eq!(h.d.console.state.sessions.len(), 1);
+    let keys: Vec<&str> =
+        h.d.console
+            .state
+            .sessions
+            .iter()
+            .map(|r| r.key.as_str())
+            .collect();
+    assert_eq!(keys, [MAIN]);
+}
+
+/// Thirty messages from Alice, each answered.
+fn thirty_messages() -> FakeApi {
+    let texts: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("message {i}"), format!("pong: message {i}")))
+        .collect();
+    let mut said = Vec::new();
+    for (m, reply) in &texts {
+        said.push((MAIN, "alice", m.as_str()));
+        said.push((MAIN, "agent", reply.as_str()));
+    }
+    fake(vec![alice()], &said)
+}
+
+/// A message from Alice arrives, and main answers it.
+fn alice_says(api: &FakeApi, text: &str) {
+    api.append(MAIN, LineRole::User, "alice", text);
+    api.append(MAIN, LineRole::Assistant, "agent", &format!("pong: {text}"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
-    let mut h = Harness::new();
-    for i in 0..30 {
-        h.inbound(MAIN, &format!("message {i}"), telegram("alice"))
-            .await;
-    }
-    h.reopen();
+    let mut h = Harness::new(thirty_messages());
     h.intent(Intent::FocusNext);
     assert_eq!(h.d.console.state.focus, Focus::Transcript);
     assert!(h.d.console.state.follow);
@@ -1515,8 +1556,11 @@ async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
     assert!(shown.contains("follow:off"), "{shown}");
     assert!(!shown.contains("pong: message 29"), "{shown}");
     // New messages do not take the paused view to the end.
-    h.inbound(MAIN, "message 30", telegram("alice")).await;
-    h.settle().await;
+    alice_says(&h.api, "message 30");
+    h.until("the new message loaded", |s| {
+        s.transcript.iter().any(|l| l.text == "pong: message 30")
+    })
+    .await;
     assert!(!h.d.console.state.follow);
     assert!(!h.screen().contains("pong: message 30"));
     h.intent(Intent::Bottom);
@@ -1533,18 +1577,16 @@ async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_transcript_stays_put_when_messages_arrive() {
-    let mut h = Harness::new();
-    for i in 0..30 {
-        h.inbound(MAIN, &format!("message {i}"), telegram("alice"))
-            .await;
-    }
-    h.reopen();
+    let mut h = Harness::new(thirty_messages());
     h.intent(Intent::FocusNext);
     h.intent(Intent::PageUp);
     assert!(!h.d.console.state.follow);
     let before = transcript_pane(&h.screen());
-    h.inbound(MAIN, "message 30", telegram("alice")).await;
-    h.settle().await;
+    alice_says(&h.api, "message 30");
+    h.until("the new message loaded", |s| {
+        s.transcript.iter().any(|l| l.text == "pong: message 30")
+    })
+    .await;
     let after = transcript_pane(&h.screen());
     assert_eq!(
         redact(&before),
@@ -1555,9 +1597,7 @@ async fn a_paused_transcript_stays_put_when_messages_arrive() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paste_of_one_megabyte_is_one_composer_text() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
+    let mut h = Harness::new(fake(vec![alice()], &hello()));
     h.select(MAIN);
     let line = "0123456789abcdefghijklmnopqrstuvwxyz ".repeat(2); // 74 bytes
     let mut paste = String::new();
@@ -1581,17 +1621,24 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
             .any(|l| l.role == "user" && l.from == "owner" && l.text.len() > 900_000)
     })
     .await;
+    // Trailing newlines are trimmed before sending, as for any message.
+    assert_eq!(
+        h.sent(),
+        [(MAIN.to_string(), expected.trim().to_string(), true)]
+    );
     let _ = h.screen();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escape_sequences_and_binary_garbage_are_shown_not_executed() {
-    let mut h = Harness::new();
     let garbage = "red \u{1b}[31mALERT\u{1b}[0m bell\u{7} nul\u{0} csi\u{9b}2J del\u{7f} \u{1b}]0;pwned\u{7} end";
-    h.inbound(MAIN, garbage, telegram("mallory\u{1b}[2J")).await;
-    h.reopen();
+    let reply = format!("pong: {garbage}");
+    let mut h = Harness::new(fake(
+        vec![alice()],
+        &[(MAIN, "mallory\u{1b}[2J", garbage), (MAIN, "agent", &reply)],
+    ));
     h.select(MAIN);
-    h.settle().await;
+    h.pump();
     let buf = render(&h.d.console.state, 120, 40);
     let shown = text(&buf);
     assert!(shown.contains("^[[31mALERT^[[0m bell^G nul^@"), "{shown}");
@@ -1612,18 +1659,20 @@ async fn escape_sequences_and_binary_garbage_are_shown_not_executed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
-    let mut h = Harness::new();
     let hostile = "x\u{1b}]0;PWNED\u{7}\u{1b}]52;c;ZWNobyBQV05FRA==\u{7}\u{1b}[2J\r\u{8} \
                    csi\u{9b}2J rlo\u{202e}txt.exe zw\u{200b}sp";
-    let from = Inbound {
-        // Short: the sessions pane's name column is 16 cells wide here.
-        display_name: Some("\u{202e}\u{200b}".into()),
-        ..telegram("mal\u{200b}lory\u{202e}")
-    };
-    h.inbound(MAIN, hostile, from).await;
-    h.reopen();
+    let reply = format!("pong: {hostile}");
+    // Short: the sessions pane's name column is 16 cells wide here.
+    let row = listed(MAIN, "\u{202e}\u{200b}", SessionKind::Main, "telegram", 0);
+    let mut h = Harness::new(fake(
+        vec![row],
+        &[
+            (MAIN, "mal\u{200b}lory\u{202e}", hostile),
+            (MAIN, "agent", &reply),
+        ],
+    ));
     h.select(MAIN);
-    h.settle().await;
+    h.pump();
     // Pasted into the composer too: the owner's own text is shown the same way.
     h.intent(Intent::Compose);
     h.d.act(Action::Paste("paste\u{202e}\u{1b}[2J".to_string()));
@@ -1652,18 +1701,11 @@ async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_selected_session_deleted_meanwhile_does_not_panic() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.inbound(INCIDENTS, "disk alert", discord_group("#incidents"))
-        .await;
-    h.reopen();
+    let mut said = hello();
+    said.push((INCIDENTS, "dev_kim", "disk alert"));
+    let mut h = Harness::new(fake(vec![alice(), incidents()], &said));
     h.select(MAIN);
-    h.bench
-        .engine
-        .store()
-        .delete(&SessionKey::from_canonical(MAIN))
-        .await
-        .expect("delete");
+    h.api.remove(MAIN);
     h.until("the deleted session to leave the list", |s| {
         s.sessions.iter().all(|r| r.key != MAIN)
     })
@@ -1673,58 +1715,57 @@ async fn a_selected_session_deleted_meanwhile_does_not_panic() {
     assert_ne!(s.selected_key(), Some(MAIN));
     let shown = h.screen();
     assert!(!shown.contains("pong: hello"), "{shown}");
-    // Moving around and sending still work.
+    // Moving around and sending still work: the message goes to the session now selected.
     h.intent(Intent::Down);
     h.intent(Intent::Up);
     h.intent(Intent::Compose);
     h.type_text("anyone?");
     h.key(KeyCode::Enter);
+    h.until("the message in #incidents", |s| {
+        s.transcript.iter().any(|l| l.text == "anyone?")
+    })
+    .await;
+    assert_eq!(
+        h.sent(),
+        [(INCIDENTS.to_string(), "anyone?".to_string(), true)]
+    );
     let _ = h.screen();
 
     // The last session deleted too: an empty console, no panic.
-    h.bench
-        .engine
-        .store()
-        .delete(&SessionKey::from_canonical(INCIDENTS))
-        .await
-        .expect("delete");
+    h.api.remove(INCIDENTS);
     h.until("an empty list", |s| s.sessions.is_empty()).await;
     let _ = h.screen();
     h.key(KeyCode::Enter);
+    assert_eq!(h.sent().len(), 1, "nothing more was sent");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deletion_by_another_process_is_noticed() {
-    // Another process deleted it: its commit reaches this console as an `ExternalChange`
-    // event (there is no polling on ticks any more).
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.inbound(INCIDENTS, "disk alert", discord_group("#incidents"))
-        .await;
-    h.reopen();
+async fn an_external_change_reloads_the_list() {
+    // Another process changed the state folder: the console is told only that something
+    // changed (`ExternalChange`), and reloads.
+    let mut said = hello();
+    said.push((INCIDENTS, "dev_kim", "disk alert"));
+    let mut h = Harness::new(fake(vec![alice(), incidents()], &said));
     h.select(INCIDENTS);
+    {
+        let mut data = h.api.data.lock().expect("fake lock");
+        data.rows.retain(|r| r.key != INCIDENTS);
+        data.lines.remove(INCIDENTS);
+    }
     h.pump();
-    let config: switchboard::config::Config =
-        serde_json::from_value(engine_config()).expect("test config is valid");
-    let other = switchboard::engine::Engine::open(h.bench.engine.state_dir(), config)
-        .expect("a second engine on the same folder");
-    assert!(
-        other.start().delete(INCIDENTS).await.expect("delete"),
-        "it was there"
-    );
+    assert_eq!(h.d.console.state.sessions.len(), 2, "nothing said yet");
+    h.api.emit(EngineEvent::ExternalChange);
     h.until("the deletion noticed", |s| {
         s.sessions.iter().all(|r| r.key != INCIDENTS)
     })
     .await;
-    let _ = h.screen();
+    assert_eq!(h.d.console.state.selected_key(), Some(MAIN));
+    assert!(h.screen().contains("pong: hello"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resize_to_10x5_shows_the_too_small_notice() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.reopen();
-    h.pump();
+    let mut h = Harness::new(fake(vec![alice()], &hello()));
     h.d.act(Action::Resize(10, 5));
     h.pump();
     assert_eq!((h.d.console.state.width, h.d.console.state.height), (10, 5));
@@ -1741,11 +1782,9 @@ async fn resize_to_10x5_shows_the_too_small_notice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn toggles_and_filters_through_update() {
-    let mut h = Harness::new();
-    h.inbound(MAIN, "hello", telegram("alice")).await;
-    h.inbound(RANDOM, "lunch?", discord_group("#random")).await;
-    h.reopen();
-    h.pump();
+    let mut said = hello();
+    said.push((RANDOM, "dev_kim", "lunch?"));
+    let mut h = Harness::new(fake(vec![random(), alice()], &said));
     assert_eq!(h.d.console.state.sessions.len(), 2);
 
     h.intent(Intent::ToggleTools);

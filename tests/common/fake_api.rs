@@ -2,6 +2,8 @@
 //! are given as data, every transcript line's text starts with its session's key (so a test
 //! can tell whose lines are shown), and calls can be held until the test lets them answer,
 //! in any order it likes (or never, for a request "in flight" during a measurement).
+//! What the engine would do about a message or a tool call is scripted by the test
+//! (`on_send`, `set_tool_result`); changes announce themselves as the engine's events do.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -36,8 +38,15 @@ pub enum Answer {
     Held,
 }
 
+/// What happens after a message is recorded (the agent's reply, a command's effect): may
+/// append lines, change rows and emit events through the fake; returns the command reply.
+pub type OnSend = Box<dyn Fn(&FakeApi, &SendRequest) -> Option<String> + Send + Sync>;
+
 pub struct FakeApi {
     pub data: Mutex<Data>,
+    on_send: Mutex<Option<OnSend>>,
+    /// What `call_tool` answers (`{"status": "ok"}` when unset).
+    tool_result: Mutex<Option<Result<serde_json::Value, ApiError>>>,
     answer: Mutex<Answer>,
     held: Mutex<Vec<oneshot::Sender<()>>>,
     events: broadcast::Sender<Sequenced>,
@@ -88,6 +97,8 @@ impl FakeApi {
     pub fn new(data: Data) -> FakeApi {
         FakeApi {
             data: Mutex::new(data),
+            on_send: Mutex::new(None),
+            tool_result: Mutex::new(None),
             answer: Mutex::new(Answer::Now),
             held: Mutex::new(Vec::new()),
             events: broadcast::channel(1024).0,
@@ -120,6 +131,83 @@ impl FakeApi {
 
     pub fn set_answer(&self, answer: Answer) {
         *self.answer.lock().expect("fake lock") = answer;
+    }
+
+    pub fn on_send(
+        &self,
+        f: impl Fn(&FakeApi, &SendRequest) -> Option<String> + Send + Sync + 'static,
+    ) {
+        *self.on_send.lock().expect("fake lock") = Some(Box::new(f));
+    }
+
+    pub fn set_tool_result(&self, result: Result<serde_json::Value, ApiError>) {
+        *self.tool_result.lock().expect("fake lock") = Some(result);
+    }
+
+    /// A line appended to `key`'s transcript (the row moves to the top, as the engine's
+    /// newest-first order has it), announced as `MessageAppended`.
+    pub fn append(&self, key: &str, role: LineRole, from: &str, text: &str) -> i64 {
+        let (session_id, seq) = {
+            let mut data = self.data.lock().expect("fake lock");
+            let lines = data.lines.entry(key.to_string()).or_default();
+            let seq = lines.last().map(|l| l.seq).unwrap_or(0) + 1;
+            lines.push(TranscriptLine {
+                role,
+                from: from.to_string(),
+                text: text.to_string(),
+                ..line(key, seq)
+            });
+            let session_id = match data.rows.iter().position(|r| r.key == key) {
+                Some(i) => {
+                    let r = data.rows.remove(i);
+                    let id = r.session_id.clone();
+                    data.rows.insert(0, r);
+                    id
+                }
+                None => format!("sid-{key}"),
+            };
+            (session_id, seq)
+        };
+        self.emit(EngineEvent::MessageAppended {
+            key: key.to_string(),
+            session_id,
+            seq,
+            line: serde_json::Value::Null,
+        });
+        seq
+    }
+
+    /// `key`'s effective policy changed (`by` as the engine names it), announced as
+    /// `PolicyChanged`.
+    pub fn set_policy(&self, key: &str, policy: PolicyView, by: &str) {
+        let name = policy.policy.clone();
+        if let Some(r) = self
+            .data
+            .lock()
+            .expect("fake lock")
+            .rows
+            .iter_mut()
+            .find(|r| r.key == key)
+        {
+            r.policy = policy;
+        }
+        self.emit(EngineEvent::PolicyChanged {
+            key: key.to_string(),
+            policy: name,
+            by: by.to_string(),
+        });
+    }
+
+    /// `key` deleted (by anyone), announced as `SessionDeleted`.
+    pub fn remove(&self, key: &str) {
+        {
+            let mut data = self.data.lock().expect("fake lock");
+            data.rows.retain(|r| r.key != key);
+            data.lines.remove(key);
+        }
+        self.emit(EngineEvent::SessionDeleted {
+            key: key.to_string(),
+        });
     }
 
     /// Calls waiting to be released.
@@ -257,22 +345,20 @@ impl SessionsApi for FakeApi {
     }
 
     async fn send(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
-        let mut data = self.data.lock().expect("fake lock");
-        let lines = data.lines.entry(request.key.clone()).or_default();
-        let seq = lines.last().map(|l| l.seq).unwrap_or(0) + 1;
-        lines.push(TranscriptLine {
-            text: request.text.clone(),
-            ..line(&request.key, seq)
-        });
+        let seq = self.append(&request.key, LineRole::User, "owner", &request.text);
+        let command_reply = match &*self.on_send.lock().expect("fake lock") {
+            Some(f) => f(self, &request),
+            None => None,
+        };
         let key = request.key.clone();
-        data.sent.push(request);
+        self.data.lock().expect("fake lock").sent.push(request);
         Ok(SendReceipt {
             display_key: key.clone(),
             key,
             created: false,
             seq,
             run_id: None,
-            command_reply: None,
+            command_reply,
             work: WorkId(0),
         })
     }
@@ -291,8 +377,9 @@ impl SessionsApi for FakeApi {
 
     async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, ApiError> {
         self.data.lock().expect("fake lock").tool_calls.push(call);
+        let scripted = self.tool_result.lock().expect("fake lock").clone();
         Ok(ToolResult {
-            result: serde_json::json!({ "status": "ok" }),
+            result: scripted.unwrap_or_else(|| Ok(serde_json::json!({ "status": "ok" })))?,
             work: WorkId(0),
         })
     }
