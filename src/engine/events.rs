@@ -195,52 +195,51 @@ pub enum EngineEvent {
 /// Cheap-to-clone sender side; subscribers get every event sent after they subscribe.
 /// Events are numbered in the order emitted; API subscribers get the numbers, so a gap
 /// (a subscriber that fell behind) is visible to them.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct EventBus {
-    tx: broadcast::Sender<EngineEvent>,
-    numbered: broadcast::Sender<Sequenced>,
+    /// Both channels are made on their first subscription: a 4,096-slot channel costs about
+    /// half a millisecond to set up, which every `Engine::open` (each CLI command) would pay.
+    tx: std::sync::Arc<std::sync::OnceLock<broadcast::Sender<EngineEvent>>>,
+    numbered: std::sync::Arc<std::sync::OnceLock<broadcast::Sender<Sequenced>>>,
     /// Serialises numbering and sending, so the numbers arrive in order.
     next: std::sync::Arc<std::sync::Mutex<u64>>,
-}
-
-impl Default for EventBus {
-    fn default() -> Self {
-        let (tx, _) = broadcast::channel(CAPACITY);
-        let (numbered, _) = broadcast::channel(CAPACITY);
-        EventBus {
-            tx,
-            numbered,
-            next: Default::default(),
-        }
-    }
 }
 
 impl EventBus {
     #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
     pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
-        self.tx.subscribe()
+        self.tx
+            .get_or_init(|| broadcast::channel(CAPACITY).0)
+            .subscribe()
     }
 
     /// Numbered events, for `SessionsApi::subscribe`.
     pub fn subscribe_numbered(&self) -> broadcast::Receiver<Sequenced> {
-        self.numbered.subscribe()
+        self.numbered
+            .get_or_init(|| broadcast::channel(CAPACITY).0)
+            .subscribe()
     }
 
     /// Whether anyone subscribes: lets hot paths skip building events nobody reads.
     pub fn listening(&self) -> bool {
-        self.tx.receiver_count() > 0 || self.numbered.receiver_count() > 0
+        self.tx.get().is_some_and(|t| t.receiver_count() > 0)
+            || self.numbered.get().is_some_and(|n| n.receiver_count() > 0)
     }
 
     /// Nobody listening is normal (the CLI), so a send without receivers is not an error.
     pub fn emit(&self, event: EngineEvent) {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         *next += 1;
-        if self.numbered.receiver_count() > 0 {
-            let _ = self.numbered.send(Sequenced {
+        if let Some(numbered) = self.numbered.get()
+            && numbered.receiver_count() > 0
+        {
+            let _ = numbered.send(Sequenced {
                 seq: *next,
                 event: event.clone(),
             });
         }
-        let _ = self.tx.send(event);
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(event);
+        }
     }
 }
