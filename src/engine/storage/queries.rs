@@ -655,35 +655,8 @@ pub fn transcript_tail(
     limit: usize,
     include_tools: bool,
 ) -> Result<Vec<TranscriptRow>, StorageError> {
-    let sql = if include_tools {
-        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
-         ORDER BY seq DESC LIMIT ?2"
-    } else {
-        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
-         AND (role IS NULL OR role NOT IN ('toolResult', 'tool')) ORDER BY seq DESC LIMIT ?2"
-    };
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt
-        .query_map(params![session_id, limit as i64], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    rows.reverse();
-    rows.into_iter()
-        .map(|(seq, entry_id, text)| {
-            let line = serde_json::from_str(&text)
-                .map_err(|e| StorageError::Corrupt(format!("transcript line {seq}: {e}")))?;
-            Ok(TranscriptRow {
-                seq,
-                entry_id,
-                line,
-            })
-        })
-        .collect()
+    // `seq < i64::MAX` is the same index range scan from the end.
+    transcript_before(conn, session_id, i64::MAX, limit, include_tools)
 }
 
 /// Every stored line of a session, in order, as raw JSON text (export).
