@@ -1764,6 +1764,27 @@ async fn an_external_change_reloads_the_list() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_already_going_when_the_console_opens_show_as_running() {
+    // No RunStarted event reaches a console opened after the run began: the page says it.
+    let mut busy = incidents();
+    busy.running = true;
+    let mut h = Harness::new(fake(vec![alice(), busy], &hello()));
+    h.pump();
+    assert!(h.d.console.state.running.contains(INCIDENTS));
+    assert!(h.screen().contains("1 running"), "{}", h.screen());
+    // And a page saying it ended clears it, events or not.
+    {
+        let mut data = h.api.data.lock().expect("fake lock");
+        for r in data.rows.iter_mut() {
+            r.running = false;
+        }
+    }
+    h.api.emit(EngineEvent::ExternalChange);
+    h.until("the run seen ended", |s| s.running.is_empty())
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resize_to_10x5_shows_the_too_small_notice() {
     let mut h = Harness::new(fake(vec![alice()], &hello()));
     h.d.act(Action::Resize(10, 5));

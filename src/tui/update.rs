@@ -228,6 +228,15 @@ impl Console {
             .iter()
             .map(super::state::SessionRow::from_api)
             .collect();
+        // The page says what runs now, so a console opened while runs go (or one that
+        // missed events) shows them; events keep it current between pages.
+        for r in &page.rows {
+            if r.running {
+                s.running.insert(r.key.clone());
+            } else {
+                s.running.remove(&r.key);
+            }
+        }
         if let Some(m) = page.matching {
             s.matching_sessions = m;
         }
