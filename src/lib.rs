@@ -50,5 +50,6 @@ pub mod api;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod protocol;
 pub mod text_safety;
 pub mod tui;

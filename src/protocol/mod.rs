@@ -1,0 +1,17 @@
+//! The OpenClaw gateway protocol v4's frames and payloads, serde only (no sockets, no engine).
+
+mod decode;
+mod frame;
+mod handshake;
+
+pub use decode::ProtocolError;
+pub use frame::{ErrorShape, Event, Frame, Request, Response, INVALID_REQUEST};
+pub use handshake::{
+    AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, Features, HelloOk,
+    HelloOkTag, Policy, ServerInfo,
+};
+
+/// The protocol version this side speaks.
+pub const PROTOCOL_VERSION: u32 = 4;
+/// The oldest protocol version a client may offer and still be accepted.
+pub const MIN_CLIENT_PROTOCOL: u32 = 3;
