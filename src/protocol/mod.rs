@@ -5,7 +5,7 @@ mod frame;
 mod handshake;
 
 pub use decode::ProtocolError;
-pub use frame::{ErrorShape, Event, Frame, Request, Response, INVALID_REQUEST};
+pub use frame::{ErrorShape, Event, Frame, INVALID_REQUEST, Request, Response};
 pub use handshake::{
     AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, Features, HelloOk,
     HelloOkTag, Policy, ServerInfo,
