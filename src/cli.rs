@@ -411,20 +411,17 @@ the token and every message would cross the network in clear text. Use an SSH tu
     let local = listener.local_addr()?;
     let api = engine.start();
     say_log(&log);
-    match source {
-        token::TokenSource::Config => {
-            eprintln!("switchboard: gateway token: the config's gateway.auth.token")
-        }
-        token::TokenSource::Env => {
-            eprintln!("switchboard: gateway token: ${}", token::TOKEN_ENV)
-        }
-        token::TokenSource::File(path) => eprintln!(
-            "switchboard: gateway token: in {} (read it with: cat {})",
+    let from = match &source {
+        token::TokenSource::Config => "the config's gateway.auth.token".to_string(),
+        token::TokenSource::Env => format!("${}", token::TOKEN_ENV),
+        token::TokenSource::File(path) => format!(
+            "in {} (read it with: cat {})",
             path.display(),
             path.display()
         ),
-    }
-    eprintln!("switchboard: gateway listening on ws://{local}");
+    };
+    say(&format!("gateway token: {from}"));
+    say(&format!("gateway listening on ws://{local}"));
     tracing::info!(%local, "gateway listening");
     let options = server::Options {
         token: secret,
@@ -438,8 +435,14 @@ the token and every message would cross the network in clear text. Use an SSH tu
     {
         tracing::warn!(running = ?engine.still_running(), "work still running at exit; it resumes at the next start");
     }
-    eprintln!("switchboard: gateway stopped");
+    say("gateway stopped");
     Ok(())
+}
+
+/// A line on stderr for a long-running command: a reader that went away must not stop it
+/// (`eprintln!` would panic).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "switchboard: {line}");
 }
 
 /// Completes on the first SIGINT or SIGTERM (Ctrl-C elsewhere).

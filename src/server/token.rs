@@ -101,6 +101,9 @@ mod tests {
         let (again, _) = resolve(None, dir.path()).expect("read back");
         assert_eq!(first, again);
         let (configured, source) = resolve(Some("from-config"), dir.path()).expect("config");
-        assert_eq!((configured.as_str(), source), ("from-config", TokenSource::Config));
+        assert_eq!(
+            (configured.as_str(), source),
+            ("from-config", TokenSource::Config)
+        );
     }
 }
