@@ -426,6 +426,7 @@ the token and every message would cross the network in clear text. Use an SSH tu
     let options = server::Options {
         token: secret,
         max_payload: args.max_payload,
+        handshake_timeout: server::HANDSHAKE_TIMEOUT,
     };
     server::run(listener, api, options, stop_signal()?).await;
     tracing::info!("gateway stopped accepting; draining the engine");

@@ -396,3 +396,49 @@ fn a_non_loopback_bind_without_insecure_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("TLS") && err.contains("--insecure"), "{err}");
 }
+
+/// In-process (the gateway over a real engine on disk) to set a short handshake timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_sends_connect_is_closed() {
+    use switchboard::config::Config;
+    use switchboard::engine::Engine;
+    use switchboard::server::{self, Options};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::open(dir.path(), Config::default()).expect("engine");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let gateway = tokio::spawn(server::run(
+        listener,
+        engine.start(),
+        Options {
+            token: TOKEN.into(),
+            max_payload: MAX_PAYLOAD,
+            handshake_timeout: Duration::from_millis(200),
+        },
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let mut ws = open(&addr).await;
+    recv(&mut ws).await.expect("challenge");
+    // Send nothing: the gateway gives up on us.
+    match recv(&mut ws).await {
+        Err(Some((code, reason))) => {
+            assert_eq!(code, CloseCode::Policy);
+            assert!(reason.contains("connect"), "{reason}");
+        }
+        other => panic!("expected a close, got {other:?}"),
+    }
+    // A prompt client on the same gateway is still served.
+    let (mut ok, _) = connected(&addr).await;
+    assert_eq!(call(&mut ok, "h", "health", json!({})).await["ok"], true);
+    let _ = stop_tx.send(());
+    tokio::time::timeout(WAIT, gateway)
+        .await
+        .expect("gateway stops")
+        .expect("gateway task");
+}

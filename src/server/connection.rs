@@ -29,6 +29,7 @@ pub struct Shared {
     pub api: Arc<dyn SessionsApi>,
     pub token: String,
     pub max_payload: usize,
+    pub handshake_timeout: std::time::Duration,
     pub max_buffered_bytes: usize,
     pub tick_interval_ms: u64,
 }
@@ -145,7 +146,10 @@ async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Clos
     )
     .await?;
 
-    let Some(first) = next_frame(ws, shared.max_payload).await? else {
+    let first = tokio::time::timeout(shared.handshake_timeout, next_frame(ws, shared.max_payload))
+        .await
+        .map_err(|_| Closing(CloseCode::Policy, "no connect request in time".into()))??;
+    let Some(first) = first else {
         return Ok(());
     };
     let req = match first {

@@ -27,7 +27,13 @@ pub struct Options {
     pub token: String,
     /// The largest text frame accepted, in bytes.
     pub max_payload: usize,
+    /// How long a client may take to send `connect` before it is closed, so idle sockets
+    /// cannot pile up unauthenticated.
+    pub handshake_timeout: std::time::Duration,
 }
+
+/// The default `Options::handshake_timeout`.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Accepts connections until `shutdown` completes, then closes every connection and returns.
 pub async fn run(
@@ -40,6 +46,7 @@ pub async fn run(
         api,
         token: options.token,
         max_payload: options.max_payload,
+        handshake_timeout: options.handshake_timeout,
         max_buffered_bytes: MAX_BUFFERED_BYTES,
         tick_interval_ms: TICK_INTERVAL_MS,
     });
