@@ -231,14 +231,22 @@ async fn a_sent_message_is_listed_and_in_the_history() {
         &mut ws,
         "s1",
         "chat.send",
-        json!({"sessionKey": key, "message": "hello from the gateway test", "idempotencyKey": "k1"}),
+        // `deliver` and `includeLastMessage`: fields OpenClaw's clients send that this gateway
+        // does not use yet must not get the call refused.
+        json!({"sessionKey": key, "message": "hello from the gateway test", "idempotencyKey": "k1", "deliver": false}),
     )
     .await;
     assert_eq!(sent["ok"], true, "{sent}");
     assert_eq!(sent["payload"]["status"], "started");
     assert!(sent["payload"]["runId"].as_str().is_some(), "{sent}");
 
-    let list = call(&mut ws, "l1", "sessions.list", json!({"limit": 50})).await;
+    let list = call(
+        &mut ws,
+        "l1",
+        "sessions.list",
+        json!({"limit": 50, "includeLastMessage": true}),
+    )
+    .await;
     assert_eq!(list["ok"], true, "{list}");
     let sessions = list["payload"]["sessions"].as_array().expect("sessions");
     let row = sessions

@@ -24,8 +24,12 @@ pub const METHODS: &[&str] = &[
 /// Events this slice sends (the challenge only; engine events come later).
 pub const EVENTS: &[&str] = &["connect.challenge"];
 
-/// The most rows one `sessions.list` or `chat.history` answers with.
-const MAX_LIMIT: usize = 1000;
+/// `sessions.list` and `chat.history` limits as OpenClaw 2026.9.6 applies them (its list
+/// honoured 10 000; its history caps at 1000).
+const LIST_DEFAULT: usize = 100;
+const LIST_MAX: usize = 10_000;
+const HISTORY_DEFAULT: usize = 200;
+const HISTORY_MAX: usize = 1000;
 
 /// A failed call, as the `error` of a `res`.
 pub fn error(code: &str, message: impl Into<String>) -> ErrorShape {
@@ -84,8 +88,10 @@ pub async fn call(
     }
 }
 
+// Params of OpenClaw's own methods accept fields not modelled here (`includeLastMessage`,
+// `deliver`, …), as its clients send them; our `tools.invoke` refuses unknown ones (typos).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct ListParams {
     limit: Option<usize>,
     offset: Option<usize>,
@@ -94,7 +100,7 @@ struct ListParams {
 }
 
 async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Value, ErrorShape> {
-    let limit = p.limit.unwrap_or(MAX_LIMIT).clamp(1, MAX_LIMIT);
+    let limit = p.limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX);
     let offset = p.offset.unwrap_or(0);
     let active_since = p.active_minutes.map(|m| {
         let ms = i64::try_from(m.saturating_mul(60_000)).unwrap_or(i64::MAX);
@@ -149,14 +155,14 @@ fn session_json(row: &SessionRow) -> Value {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct HistoryParams {
     session_key: String,
     limit: Option<usize>,
 }
 
 async fn chat_history(api: &Arc<dyn SessionsApi>, p: HistoryParams) -> Result<Value, ErrorShape> {
-    let limit = p.limit.unwrap_or(200).clamp(1, MAX_LIMIT);
+    let limit = p.limit.unwrap_or(HISTORY_DEFAULT).clamp(1, HISTORY_MAX);
     let key = api
         .resolve_key(&p.session_key, crate::api::KeyPurpose::Existing)
         .await
@@ -195,7 +201,7 @@ async fn chat_history(api: &Arc<dyn SessionsApi>, p: HistoryParams) -> Result<Va
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct SendParams {
     session_key: String,
     message: String,
