@@ -108,6 +108,33 @@ wrong shape are skipped, and the summary counts every skip by reason.")]
     /// Write the documented default config, or validate one.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Run the engine headless behind a WebSocket gateway (OpenClaw's protocol v4).
+    #[command(
+        long_about = "Run the engine without a console, behind a WebSocket gateway speaking \
+OpenClaw's gateway protocol v4 (connect.challenge, connect with the gateway token, hello-ok; \
+methods health, sessions.list, chat.history, chat.send, tools.invoke). The token is config \
+gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
+<state>/gateway-token (readable by you only); it is never printed. SIGINT or SIGTERM stops \
+accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
+        after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
+SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790"
+    )]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (default 127.0.0.1 and the config's gateway.port, 18789).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// Allow a non-loopback address without TLS: the token and every message cross the
+    /// network in clear text.
+    #[arg(long)]
+    pub insecure: bool,
+    /// The largest frame accepted, in bytes (hello-ok's policy.maxPayload).
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD,
+          value_parser = clap::value_parser!(usize))]
+    pub max_payload: usize,
 }
 
 #[derive(Debug, Args)]
@@ -349,6 +376,95 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Sessions(cmd)) => sessions(&cli, cmd).await,
         Some(Command::ImportOpenclaw { dir }) => import(&cli, dir).await,
         Some(Command::Config(cmd)) => config_cmd(&cli, cmd),
+        Some(Command::Serve(args)) => serve(&cli, args, log).await,
+    }
+}
+
+/// `serve`: the engine headless behind the gateway until SIGINT or SIGTERM.
+async fn serve(cli: &Cli, args: &ServeArgs, log: Option<PathBuf>) -> Result<()> {
+    use switchboard::server::{self, token};
+    let config = cli.load_config()?;
+    let bind = args
+        .bind
+        .clone()
+        .unwrap_or_else(|| format!("127.0.0.1:{}", config.gateway.port));
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(&bind)
+        .await
+        .map_err(|e| usage(format!("--bind {bind}: {e}")))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(usage(format!("--bind {bind}: no address")));
+    }
+    if !args.insecure && addrs.iter().any(|a| !a.ip().is_loopback()) {
+        return Err(usage(format!(
+            "--bind {bind} is not a loopback address, and TLS (wss://) is not built yet: \
+the token and every message would cross the network in clear text. Use an SSH tunnel to \
+127.0.0.1, or pass --insecure to accept that risk."
+        )));
+    }
+    let dir = cli.state_dir();
+    let (secret, source) = token::resolve(config.gateway.auth.token.as_deref(), &dir)?;
+    let engine = cli.open_engine()?;
+    let listener = tokio::net::TcpListener::bind(addrs.as_slice())
+        .await
+        .with_context(|| format!("cannot listen on {bind}"))?;
+    let local = listener.local_addr()?;
+    let api = engine.start();
+    say_log(&log);
+    let from = match &source {
+        token::TokenSource::Config => "the config's gateway.auth.token".to_string(),
+        token::TokenSource::Env => format!("${}", token::TOKEN_ENV),
+        token::TokenSource::File(path) => format!(
+            "in {} (read it with: cat {})",
+            path.display(),
+            path.display()
+        ),
+    };
+    say(&format!("gateway token: {from}"));
+    say(&format!("gateway listening on ws://{local}"));
+    tracing::info!(%local, "gateway listening");
+    let options = server::Options {
+        token: secret,
+        max_payload: args.max_payload,
+        handshake_timeout: server::HANDSHAKE_TIMEOUT,
+    };
+    server::run(listener, api, options, stop_signal()?).await;
+    tracing::info!("gateway stopped accepting; draining the engine");
+    if tokio::time::timeout(Duration::from_secs(30), engine.idle())
+        .await
+        .is_err()
+    {
+        tracing::warn!(running = ?engine.still_running(), "work still running at exit; it resumes at the next start");
+    }
+    say("gateway stopped");
+    Ok(())
+}
+
+/// A line on stderr for a long-running command: a reader that went away must not stop it
+/// (`eprintln!` would panic).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "switchboard: {line}");
+}
+
+/// Completes on the first SIGINT or SIGTERM (Ctrl-C elsewhere).
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 

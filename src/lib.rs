@@ -51,5 +51,6 @@ pub mod config;
 pub mod demo;
 pub mod engine;
 pub mod protocol;
+pub mod server;
 pub mod text_safety;
 pub mod tui;

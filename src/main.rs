@@ -14,7 +14,7 @@ fn main() {
     if cli
         .command
         .as_ref()
-        .is_some_and(|c| !matches!(c, cli::Command::Demo { .. }))
+        .is_some_and(|c| !matches!(c, cli::Command::Demo { .. } | cli::Command::Serve(_)))
     {
         quiet_broken_pipe();
     }

@@ -1,0 +1,94 @@
+//! The gateway (`switchboard serve`): a WebSocket listener speaking OpenClaw's protocol v4
+//! in front of any `SessionsApi`.
+
+mod connection;
+mod methods;
+pub mod token;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+use crate::api::SessionsApi;
+pub use connection::PROTOCOL;
+pub use methods::{EVENTS, METHODS};
+
+/// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.
+pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
+const MAX_BUFFERED_BYTES: usize = 50 * 1024 * 1024;
+const TICK_INTERVAL_MS: u64 = 30_000;
+
+/// What the gateway needs besides its listener.
+pub struct Options {
+    pub token: String,
+    /// The largest text frame accepted, in bytes.
+    pub max_payload: usize,
+    /// How long a client may take to send `connect` before it is closed, so idle sockets
+    /// cannot pile up unauthenticated.
+    pub handshake_timeout: std::time::Duration,
+}
+
+/// The default `Options::handshake_timeout`.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Accepts connections until `shutdown` completes, then closes every connection and returns.
+pub async fn run(
+    listener: TcpListener,
+    api: Arc<dyn SessionsApi>,
+    options: Options,
+    shutdown: impl Future<Output = ()>,
+) {
+    let shared = Arc::new(connection::Shared {
+        api,
+        token: options.token,
+        max_payload: options.max_payload,
+        handshake_timeout: options.handshake_timeout,
+        max_buffered_bytes: MAX_BUFFERED_BYTES,
+        tick_interval_ms: TICK_INTERVAL_MS,
+    });
+    // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
+    // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
+    let ws_config = WebSocketConfig::default()
+        .max_message_size(Some(options.max_payload.saturating_mul(2).max(1 << 16)))
+        .max_frame_size(Some(options.max_payload.saturating_mul(2).max(1 << 16)));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                let shared = shared.clone();
+                let stop = stop_rx.clone();
+                connections.spawn(async move {
+                    match tokio_tungstenite::accept_async_with_config(stream, Some(ws_config)).await {
+                        Ok(ws) => connection::serve(ws, shared, stop).await,
+                        Err(e) => tracing::info!(%peer, error = %e, "WebSocket handshake failed"),
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Each connection sends its close frame; one that does not finish in time is dropped.
+    let all = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_secs(5), all)
+        .await
+        .is_err()
+    {
+        connections.abort_all();
+    }
+}
