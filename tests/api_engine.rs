@@ -12,7 +12,6 @@ mod common;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::json;
@@ -51,35 +50,6 @@ fn texts(page: &TranscriptPage, role: LineRole) -> Vec<String> {
         .collect()
 }
 
-/// Await every future, polling them in the order given (as one task driving a join does):
-/// each call's first poll happens before the next call's.
-async fn join_in_order<T>(
-    mut futures: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>,
-) -> Vec<T> {
-    let mut out: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in futures.iter_mut().enumerate() {
-            if out[i].is_some() {
-                continue;
-            }
-            match f.as_mut().poll(cx) {
-                Poll::Ready(v) => out[i] = Some(v),
-                Poll::Pending => pending = true,
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter()
-        .map(|v| v.expect("every future ended"))
-        .collect()
-}
-
 /// 100 messages into one session, their calls made one after the other in one task and
 /// all in flight at once: the transcript holds them in call order, and the runs answer
 /// them in the same order.
@@ -98,7 +68,7 @@ async fn a_hundred_sends_land_in_call_order_and_are_answered_in_order() {
         .iter()
         .map(|t| Box::pin(api.send(send(key, t))) as Pin<Box<dyn Future<Output = _> + Send>>)
         .collect();
-    let receipts: Vec<SendReceipt> = tokio::time::timeout(HANG, join_in_order(calls))
+    let receipts: Vec<SendReceipt> = tokio::time::timeout(HANG, common::join::join_in_order(calls))
         .await
         .expect("the sends end")
         .into_iter()
@@ -400,7 +370,7 @@ async fn a_caller_that_goes_away_leaves_the_run_going_and_its_result_kept() {
     // Drops its send after the call began (one poll), before it returned.
     {
         let mut call = api.send(send(key, "second"));
-        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
         assert!(first.is_pending(), "the send finished in one poll");
     }
 

@@ -6,38 +6,12 @@ mod common;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
 
 use serde_json::json;
 use switchboard::api::{LineRole, SendReceipt, SendRequest, Sender, TranscriptQuery};
 
 type Call<'a> =
     Pin<Box<dyn Future<Output = Result<SendReceipt, switchboard::api::ApiError>> + Send + 'a>>;
-
-/// Every call polled by one task, in the order made (spawned tasks would start in whatever
-/// order the scheduler picks, which is not the order of the calls).
-async fn all_in_call_order(mut calls: Vec<Call<'_>>) -> Vec<SendReceipt> {
-    let mut done: Vec<Option<SendReceipt>> = calls.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, call) in calls.iter_mut().enumerate() {
-            if done[i].is_some() {
-                continue;
-            }
-            match call.as_mut().poll(cx) {
-                Poll::Ready(r) => done[i] = Some(r.expect("the message is recorded")),
-                Poll::Pending => pending = true,
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    done.into_iter().flatten().collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_sends_under_way_at_once_are_recorded_in_call_order() {
@@ -57,7 +31,11 @@ async fn a_hundred_sends_under_way_at_once_are_recorded_in_call_order() {
             })
         })
         .collect();
-    let receipts = all_in_call_order(calls).await;
+    let receipts: Vec<SendReceipt> = common::join::join_in_order(calls)
+        .await
+        .into_iter()
+        .map(|r| r.expect("the message is recorded"))
+        .collect();
     let seqs: Vec<i64> = receipts.iter().map(|r| r.seq).collect();
     assert!(
         seqs.windows(2).all(|w| w[0] < w[1]),
