@@ -51,6 +51,7 @@ pub mod config;
 pub mod demo;
 pub mod engine;
 pub mod protocol;
+pub mod remote;
 pub mod server;
 pub mod text_safety;
 pub mod tui;

@@ -39,6 +39,8 @@ fn front_end_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     rust_files(&src.join("tui"), &mut files);
     rust_files(&src.join("server"), &mut files);
+    rust_files(&src.join("remote"), &mut files);
+    rust_files(&src.join("protocol"), &mut files);
     for f in ["cli.rs", "main.rs", "progress.rs", "demo.rs"] {
         files.push(src.join(f));
     }

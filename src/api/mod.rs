@@ -81,4 +81,9 @@ pub trait SessionsApi: Send + Sync {
     /// Every engine event from now on, numbered; gaps are reported (`StreamItem::Missed`)
     /// so the subscriber reloads instead of drawing something wrong.
     fn subscribe(&self) -> EventStream;
+
+    /// The connection under a remote API (`None`: the engine is in this process).
+    fn link(&self) -> Option<Link> {
+        None
+    }
 }

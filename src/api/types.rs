@@ -358,3 +358,41 @@ pub struct Sequenced {
     pub seq: u64,
     pub event: EngineEvent,
 }
+
+/// The state of the connection under a remote API, for the console's header. An embedded
+/// engine has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum LinkState {
+    /// Dialling (the first time, or again after `attempt - 1` failures).
+    #[serde(rename_all = "camelCase")]
+    Connecting { attempt: u32 },
+    /// Attached: the protocol agreed, the last measured round trip.
+    #[serde(rename_all = "camelCase")]
+    Connected {
+        protocol: u32,
+        /// `switchboard` or `openclaw`, and its version.
+        server: String,
+        rtt_ms: Option<u64>,
+        /// Events were missed while away and everything shown was reloaded.
+        resynced: bool,
+    },
+    /// Lost; the next attempt is in `retry_in_ms`.
+    #[serde(rename_all = "camelCase")]
+    Reconnecting {
+        attempt: u32,
+        retry_in_ms: u64,
+        reason: String,
+    },
+    /// Refused for good (bad token, pairing required, protocol mismatch): no retry.
+    #[serde(rename_all = "camelCase")]
+    Failed { reason: String },
+}
+
+/// What the header shows about a remote engine: where, and how the link is.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The address as the user gave it (`ws://…`, `wss://…`).
+    pub target: String,
+    pub state: tokio::sync::watch::Receiver<LinkState>,
+}

@@ -3,6 +3,7 @@
 mod decode;
 mod frame;
 mod handshake;
+pub mod switchboard;
 
 pub use decode::ProtocolError;
 pub use frame::{ErrorShape, Event, Frame, INVALID_REQUEST, Request, Response};
