@@ -127,7 +127,7 @@ async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Clos
     let nonce = uuid::Uuid::new_v4().to_string();
     let ts = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
     let challenge = ConnectChallenge {
-        nonce,
+        nonce: nonce.clone(),
         ts,
         capabilities: None,
         extra: serde_json::Map::new(),
@@ -164,7 +164,7 @@ async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Clos
             ));
         }
     };
-    let hello = match handshake(&req, shared, conn_id) {
+    let hello = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
         Err(message) => return refuse(ws, req.id, &message).await,
     };
@@ -194,8 +194,9 @@ async fn refuse(ws: &mut Ws, id: String, message: &str) -> Result<(), Closing> {
     Err(Closing(CloseCode::Policy, message.to_string()))
 }
 
-/// The `hello-ok` payload, or why the `connect` is refused.
-fn handshake(req: &Request, shared: &Shared, conn_id: &str) -> Result<Value, String> {
+/// The `hello-ok` payload, or why the `connect` is refused. `nonce` is this connection's
+/// challenge, which an offered device signature must cover.
+fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Result<Value, String> {
     let params: ConnectParams = req
         .params_as()
         .map_err(|e| format!("invalid connect params: {e}"))?;
@@ -208,6 +209,18 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str) -> Result<Value, Str
     let offered = params.auth.and_then(|a| a.token).unwrap_or_default();
     if !same_token(&offered, &shared.token) {
         return Err("unauthorized: gateway token missing or wrong".into());
+    }
+    if let Some(device) = &params.device {
+        let id = crate::protocol::device::verify(
+            device,
+            &params.client,
+            &params.role,
+            &params.scopes,
+            &offered,
+            nonce,
+        )
+        .map_err(|e| format!("device signature invalid: {e}"))?;
+        tracing::info!(%conn_id, device = %id, "device verified");
     }
     let hello = HelloOk {
         tag: HelloOkTag::HelloOk,
