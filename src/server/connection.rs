@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -34,7 +33,7 @@ pub struct Shared {
     pub tick_interval_ms: u64,
 }
 
-type Ws = WebSocketStream<TcpStream>;
+type Ws = WebSocketStream<super::tls::Stream>;
 
 /// Why a connection ends early: the close code and the reason sent with it.
 struct Closing(CloseCode, String);
