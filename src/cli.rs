@@ -117,7 +117,8 @@ gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
 <state>/gateway-token (readable by you only); it is never printed. SIGINT or SIGTERM stops \
 accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
-SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790"
+SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
+switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://"
     )]
     Serve(ServeArgs),
 }
@@ -131,6 +132,12 @@ pub struct ServeArgs {
     /// network in clear text.
     #[arg(long)]
     pub insecure: bool,
+    /// Speak TLS (wss://) with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// The largest frame accepted, in bytes (hello-ok's policy.maxPayload).
     #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD,
           value_parser = clap::value_parser!(usize))]
@@ -395,13 +402,20 @@ async fn serve(cli: &Cli, args: &ServeArgs, log: Option<PathBuf>) -> Result<()> 
     if addrs.is_empty() {
         return Err(usage(format!("--bind {bind}: no address")));
     }
-    if !args.insecure && addrs.iter().any(|a| !a.ip().is_loopback()) {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(server::tls::acceptor(cert, key).map_err(|e| usage(format!("TLS: {e}")))?)
+        }
+        _ => None,
+    };
+    if tls.is_none() && !args.insecure && addrs.iter().any(|a| !a.ip().is_loopback()) {
         return Err(usage(format!(
-            "--bind {bind} is not a loopback address, and TLS (wss://) is not built yet: \
-the token and every message would cross the network in clear text. Use an SSH tunnel to \
-127.0.0.1, or pass --insecure to accept that risk."
+            "--bind {bind} is not a loopback address and no TLS is set: the token and every \
+message would cross the network in clear text. Give --tls-cert FILE --tls-key FILE (wss://), \
+use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         )));
     }
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
     let dir = cli.state_dir();
     let (secret, source) = token::resolve(config.gateway.auth.token.as_deref(), &dir)?;
     let engine = cli.open_engine()?;
@@ -421,14 +435,14 @@ the token and every message would cross the network in clear text. Use an SSH tu
         ),
     };
     say(&format!("gateway token: {from}"));
-    say(&format!("gateway listening on ws://{local}"));
+    say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     let options = server::Options {
         token: secret,
         max_payload: args.max_payload,
         handshake_timeout: server::HANDSHAKE_TIMEOUT,
     };
-    server::run(listener, api, options, stop_signal()?).await;
+    server::run_with_tls(listener, api, options, tls, stop_signal()?).await;
     tracing::info!("gateway stopped accepting; draining the engine");
     if tokio::time::timeout(Duration::from_secs(30), engine.idle())
         .await

@@ -1,6 +1,7 @@
 //! The OpenClaw gateway protocol v4's frames and payloads, serde only (no sockets, no engine).
 
 mod decode;
+pub mod device;
 mod frame;
 mod handshake;
 pub mod switchboard;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use futures_util::{SinkExt, Stream, StreamExt};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -37,7 +36,7 @@ pub struct Shared {
     pub tick_interval_ms: u64,
 }
 
-type Ws = WebSocketStream<TcpStream>;
+type Ws = WebSocketStream<super::tls::Stream>;
 
 /// Why a connection ends early: the close code and the reason sent with it.
 struct Closing(CloseCode, String);
@@ -160,7 +159,7 @@ async fn greet(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<Option<Con
     let nonce = uuid::Uuid::new_v4().to_string();
     let ts = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
     let challenge = ConnectChallenge {
-        nonce,
+        nonce: nonce.clone(),
         ts,
         capabilities: None,
         extra: serde_json::Map::new(),
@@ -197,7 +196,7 @@ async fn greet(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<Option<Con
             ));
         }
     };
-    let hello = match handshake(&req, shared, conn_id) {
+    let hello = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
         Err(message) => return refuse(ws, req.id, &message).await,
     };
@@ -265,8 +264,9 @@ async fn refuse<T>(ws: &mut Ws, id: String, message: &str) -> Result<T, Closing>
     Err(Closing(CloseCode::Policy, message.to_string()))
 }
 
-/// The `hello-ok` payload, or why the `connect` is refused.
-fn handshake(req: &Request, shared: &Shared, conn_id: &str) -> Result<Value, String> {
+/// The `hello-ok` payload, or why the `connect` is refused. `nonce` is this connection's
+/// challenge, which an offered device signature must cover.
+fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Result<Value, String> {
     let params: ConnectParams = req
         .params_as()
         .map_err(|e| format!("invalid connect params: {e}"))?;
@@ -279,6 +279,18 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str) -> Result<Value, Str
     let offered = params.auth.and_then(|a| a.token).unwrap_or_default();
     if !same_token(&offered, &shared.token) {
         return Err("unauthorized: gateway token missing or wrong".into());
+    }
+    if let Some(device) = &params.device {
+        let id = crate::protocol::device::verify(
+            device,
+            &params.client,
+            &params.role,
+            &params.scopes,
+            &offered,
+            nonce,
+        )
+        .map_err(|e| format!("device signature invalid: {e}"))?;
+        tracing::info!(%conn_id, device = %id, "device verified");
     }
     let hello = HelloOk {
         tag: HelloOkTag::HelloOk,

@@ -5,6 +5,7 @@ mod connection;
 mod events;
 mod methods;
 mod outbox;
+pub mod tls;
 pub mod token;
 
 use std::future::Future;
@@ -44,6 +45,18 @@ pub async fn run(
     options: Options,
     shutdown: impl Future<Output = ()>,
 ) {
+    run_with_tls(listener, api, options, None, shutdown).await;
+}
+
+/// `run`, speaking TLS (wss://) on every connection when `tls` is given.
+pub async fn run_with_tls(
+    listener: TcpListener,
+    api: Arc<dyn SessionsApi>,
+    options: Options,
+    tls: Option<tls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let handshake_timeout = options.handshake_timeout;
     let shared = Arc::new(connection::Shared {
         api,
         token: options.token,
@@ -73,10 +86,18 @@ pub async fn run(
                 };
                 let shared = shared.clone();
                 let stop = stop_rx.clone();
+                let tls = tls.clone();
                 connections.spawn(async move {
-                    match tokio_tungstenite::accept_async_with_config(stream, Some(ws_config)).await {
-                        Ok(ws) => connection::serve(ws, shared, stop).await,
-                        Err(e) => tracing::info!(%peer, error = %e, "WebSocket handshake failed"),
+                    // A peer that opens TCP and then stalls in TLS or the upgrade is dropped.
+                    let opened = tokio::time::timeout(
+                        handshake_timeout,
+                        open_websocket(stream, tls, ws_config),
+                    )
+                    .await;
+                    match opened {
+                        Ok(Ok(ws)) => connection::serve(ws, shared, stop).await,
+                        Ok(Err(e)) => tracing::info!(%peer, error = %e, "handshake failed"),
+                        Err(_) => tracing::info!(%peer, "TLS or WebSocket handshake timed out"),
                     }
                 });
             }
@@ -93,4 +114,24 @@ pub async fn run(
     {
         connections.abort_all();
     }
+}
+
+/// TLS (when configured), then the WebSocket upgrade.
+async fn open_websocket(
+    tcp: tokio::net::TcpStream,
+    tls: Option<tls::TlsAcceptor>,
+    config: WebSocketConfig,
+) -> Result<tokio_tungstenite::WebSocketStream<tls::Stream>, String> {
+    let stream: tls::Stream = match tls {
+        None => Box::new(tcp),
+        Some(acceptor) => Box::new(
+            acceptor
+                .accept(tcp)
+                .await
+                .map_err(|e| format!("TLS: {e}"))?,
+        ),
+    };
+    tokio_tungstenite::accept_async_with_config(stream, Some(config))
+        .await
+        .map_err(|e| format!("WebSocket: {e}"))
 }

@@ -1,0 +1,31 @@
+//! TLS for `--connect wss://…`: the rustls connector the WebSocket dial uses, trusting the
+//! public web roots plus, for a self-signed gateway, the CA file the user names.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::{ClientConfig, RootCertStore};
+use tokio_tungstenite::Connector;
+
+use crate::server::tls::{TlsError, read_certs};
+
+/// The connector for wss:// dials: webpki roots, plus every certificate in `ca` (PEM) when
+/// given. Uses the `ring` provider.
+pub fn connector(ca: Option<&Path>) -> Result<Connector, TlsError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca {
+        for cert in read_certs("the CA file", path)? {
+            roots
+                .add(cert)
+                .map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
+        }
+    }
+    let config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Config(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    Ok(Connector::Rustls(Arc::new(config)))
+}
