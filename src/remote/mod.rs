@@ -1,4 +1,9 @@
 //! The remote side of `--connect`: a WebSocket link to a gateway (ours or OpenClaw's) and
 //! `SessionsApi` implementations over it, so every front end runs unchanged on a remote engine.
 
+pub mod link;
 pub mod rpc;
+pub mod switchboard;
+
+pub use link::{DeviceSigner, DialError, Link, LinkOptions};
+pub use switchboard::RemoteApi;

@@ -219,7 +219,11 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str) -> Result<Value, Str
                 .collect(),
         },
         features: Features {
-            methods: methods::METHODS.iter().map(|m| m.to_string()).collect(),
+            methods: methods::METHODS
+                .iter()
+                .chain(crate::protocol::switchboard::method::ALL)
+                .map(|m| m.to_string())
+                .collect(),
             events: methods::EVENTS.iter().map(|m| m.to_string()).collect(),
             extra: serde_json::Map::new(),
         },

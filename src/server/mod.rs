@@ -3,6 +3,7 @@
 
 mod connection;
 mod methods;
+mod switchboard_methods;
 pub mod token;
 
 use std::future::Future;
