@@ -414,7 +414,11 @@ impl Cli {
         let mut options = LinkOptions::new(target.clone(), token);
         options.tls_ca = self.tls_ca.clone();
         let link = Link::connect(options).await.map_err(|e| match e {
-            DialError::Refused(_) => anyhow!("cannot attach: {}{hint}", safe_line(&e.to_string())),
+            DialError::Refused(_) => anyhow!(
+                "cannot attach to {}: refused: {}{hint}",
+                safe_line(&target),
+                safe_line(&e.to_string())
+            ),
             DialError::Transient(_) => anyhow!(
                 "cannot attach: {} (is `switchboard serve` running there?)",
                 safe_line(&e.to_string())

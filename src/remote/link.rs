@@ -357,10 +357,7 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
                         .error
                         .map(|e| format!("{}: {}", e.code, e.message))
                         .unwrap_or_else(|| "connect refused".into());
-                    return Err(DialError::Refused(format!(
-                        "{} refused the connection: {message}",
-                        options.target
-                    )));
+                    return Err(DialError::Refused(message));
                 }
                 let hello: HelloOk = r.payload_as().map_err(|e| {
                     DialError::Refused(format!("{}: bad hello-ok: {e}", options.target))
