@@ -221,7 +221,11 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str) -> Result<Value, Str
         features: Features {
             methods: methods::METHODS
                 .iter()
-                .chain(crate::protocol::switchboard::method::ALL)
+                .chain(
+                    crate::protocol::switchboard::method::ALL
+                        .iter()
+                        .filter(|m| !methods::METHODS.contains(m)),
+                )
                 .map(|m| m.to_string())
                 .collect(),
             events: methods::EVENTS.iter().map(|m| m.to_string()).collect(),
