@@ -381,7 +381,12 @@ impl Cli {
     /// The token `--connect` offers: `--token`, else the environment's, else, for a gateway
     /// on this machine, the one `serve` generated into the state folder.
     fn gateway_token(&self, target: &str) -> Option<String> {
-        if let Some(t) = self.token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        if let Some(t) = self
+            .token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             return Some(t.to_string());
         }
         if let Ok(t) = std::env::var(switchboard::server::token::TOKEN_ENV) {

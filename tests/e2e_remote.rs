@@ -203,7 +203,15 @@ fn inject(client_state: &Path, url: &str, key: &str, text: &str) -> String {
     let out = Command::new(BIN)
         .arg("--state-dir")
         .arg(client_state)
-        .args(["--connect", url, "inject", key, text, "--channel", "telegram"])
+        .args([
+            "--connect",
+            url,
+            "inject",
+            key,
+            text,
+            "--channel",
+            "telegram",
+        ])
         .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
         .env_remove("SWITCHBOARD_STATE_DIR")
         .env_remove("SWITCHBOARD_CONFIG")
@@ -252,13 +260,16 @@ fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
     let t = Tmux::start(&script);
 
     // Attached: the header names the gateway and the link; the session is listed.
-    t.wait_for("the console attached, the session and its transcript", |s| {
-        header(s).contains(&format!("{url} · connected v4"))
-            && sessions_pane(s)
-                .iter()
-                .any(|l| l.contains("agent:main:main"))
-            && s.contains("agent: re: before")
-    });
+    t.wait_for(
+        "the console attached, the session and its transcript",
+        |s| {
+            header(s).contains(&format!("{url} · connected v4"))
+                && sessions_pane(s)
+                    .iter()
+                    .any(|l| l.contains("agent:main:main"))
+                && s.contains("agent: re: before")
+        },
+    );
     // The round trip is measured.
     t.wait_for("a round-trip time in the header", |s| {
         header(s).contains(" ms · ")

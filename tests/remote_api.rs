@@ -202,10 +202,7 @@ async fn every_method_answers_as_the_engine_does() {
     assert!(remote.delete("agent:work:main").await.expect("delete"));
     assert!(!local.delete("agent:work:main").await.expect("delete"));
     assert!(!remote.delete("agent:work:main").await.expect("delete"));
-    assert_eq!(
-        remote.session("agent:work:main").await.expect("gone"),
-        None
-    );
+    assert_eq!(remote.session("agent:work:main").await.expect("gone"), None);
 
     let link = remote.link().expect("a remote API has a link");
     assert_eq!(link.target, format!("ws://{addr}"));
@@ -272,7 +269,13 @@ async fn a_restarted_gateway_is_reconnected_and_subscribers_reload() {
     let mut events = remote.subscribe();
     let mut state = remote.link().expect("link").state;
     until_state(&mut state, "measured a round trip", |s| {
-        matches!(s, LinkState::Connected { rtt_ms: Some(_), .. })
+        matches!(
+            s,
+            LinkState::Connected {
+                rtt_ms: Some(_),
+                ..
+            }
+        )
     })
     .await;
     // Whatever came before the drop (a gateway without event support answers the
@@ -284,7 +287,12 @@ async fn a_restarted_gateway_is_reconnected_and_subscribers_reload() {
         matches!(s, LinkState::Reconnecting { .. })
     })
     .await;
-    let LinkState::Reconnecting { attempt, retry_in_ms, .. } = s else {
+    let LinkState::Reconnecting {
+        attempt,
+        retry_in_ms,
+        ..
+    } = s
+    else {
         unreachable!()
     };
     assert!(attempt >= 1 && retry_in_ms <= 6000, "{s:?}");
@@ -320,4 +328,48 @@ async fn a_restarted_gateway_is_reconnected_and_subscribers_reload() {
         remote.status().await.expect("works again"),
         local.status().await.expect("status")
     );
+}
+
+/// Every engine event reaches a remote subscriber, in order, exactly as a local subscriber
+/// sees it (the gateway's `switchboard.subscribe`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_subscriber_sees_the_engines_events_in_order() {
+    let b = common::bench(config());
+    let local = b.engine.start();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let _stop = serve(listener, local.clone());
+    let remote = remote(addr).await;
+    let mut far = remote.subscribe();
+    let mut near = local.subscribe();
+    // Made after `subscribe()`: its events must not be missed.
+    let receipt = remote
+        .send(owner("agent:main:main", "one"))
+        .await
+        .expect("send");
+    assert!(remote.wait_work(receipt.work, HANG).await.expect("work"));
+    let mut seen_near = Vec::new();
+    while let Some(item) = near.try_next() {
+        match item {
+            StreamItem::Event(e) => seen_near.push(e),
+            other => panic!("local stream: {other:?}"),
+        }
+    }
+    assert!(
+        seen_near
+            .iter()
+            .any(|e| matches!(&e.event, switchboard::api::EngineEvent::RunEnded { .. })),
+        "{seen_near:?}"
+    );
+    let mut seen_far = Vec::new();
+    while seen_far.len() < seen_near.len() {
+        match tokio::time::timeout(HANG, far.next())
+            .await
+            .expect("events arrive")
+        {
+            StreamItem::Event(e) => seen_far.push(e),
+            other => panic!("remote stream: {other:?} after {seen_far:?}"),
+        }
+    }
+    assert_eq!(seen_far, seen_near);
 }

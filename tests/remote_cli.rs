@@ -137,12 +137,18 @@ fn commands_run_on_the_gateways_engine() {
     let token = Some(t.as_str());
     let reply = ok(&g.client(
         token,
-        &["inject", "agent:main:main", "hello", "--channel", "telegram"],
+        &[
+            "inject",
+            "agent:main:main",
+            "hello",
+            "--channel",
+            "telegram",
+        ],
     ));
     assert_eq!(reply.trim(), "re: hello");
 
-    let rows: Value = serde_json::from_str(&ok(&g.client(token, &["sessions", "list", "--json"])))
-        .expect("json");
+    let rows: Value =
+        serde_json::from_str(&ok(&g.client(token, &["sessions", "list", "--json"]))).expect("json");
     let keys: Vec<&str> = rows
         .as_array()
         .expect("rows")
@@ -155,10 +161,9 @@ fn commands_run_on_the_gateways_engine() {
         token,
         &["sessions", "patch", "main", "--send-policy", "off"],
     ));
-    let shown: Value = serde_json::from_str(&ok(&g.client(
-        token,
-        &["sessions", "show", "agent:main:main", "--json"],
-    )))
+    let shown: Value = serde_json::from_str(&ok(
+        &g.client(token, &["sessions", "show", "agent:main:main", "--json"])
+    ))
     .expect("json");
     assert_eq!(shown["sendPolicyEffective"]["policy"], "deny", "{shown}");
     let texts: Vec<String> = shown["messages"]
@@ -215,7 +220,11 @@ fn a_refusing_or_missing_gateway_is_a_clear_error() {
     );
     let none = g.client(None, &["sessions", "list"]);
     assert_eq!(none.status.code(), Some(1));
-    assert!(text(&none.stderr).contains("pass --token"), "{}", text(&none.stderr));
+    assert!(
+        text(&none.stderr).contains("pass --token"),
+        "{}",
+        text(&none.stderr)
+    );
 
     // A port nothing listens on.
     let free = std::net::TcpListener::bind("127.0.0.1:0")

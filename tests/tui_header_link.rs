@@ -90,7 +90,10 @@ fn a_reason_from_the_network_is_escaped_and_short() {
     let shown = header(LinkState::Failed {
         reason: format!("\u{1b}]0;pwned\u{7}{}", "x".repeat(200)),
     });
-    assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'), "{shown:?}");
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
     // The counts after the reason stay on screen.
     assert!(shown.contains("0 sessions"), "{shown}");
 }

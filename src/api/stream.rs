@@ -127,7 +127,9 @@ mod tests {
     fn ev(seq: u64) -> Sequenced {
         Sequenced {
             seq,
-            event: EngineEvent::SessionDeleted { key: format!("k{seq}") },
+            event: EngineEvent::SessionDeleted {
+                key: format!("k{seq}"),
+            },
         }
     }
 

@@ -431,9 +431,9 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
             if refuse_calls_for(wait, &mut calls, &reason).await.is_none() {
                 return;
             }
-            shared
-                .state
-                .send_replace(LinkState::Connecting { attempt: attempt + 1 });
+            shared.state.send_replace(LinkState::Connecting {
+                attempt: attempt + 1,
+            });
             match dial(&shared.options).await {
                 Ok((ws, hello)) => {
                     shared.set_connected(&hello, None, true);
@@ -620,7 +620,9 @@ async fn send(ws: &mut Ws, id: &str, method: &str, params: Value) -> Result<(), 
         extra: serde_json::Map::new(),
     });
     let text = frame.encode().map_err(|e| e.to_string())?;
-    ws.send(Message::text(text)).await.map_err(|e| e.to_string())
+    ws.send(Message::text(text))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn answered(

@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
+// tokio's clock, so a paused test clock drives the wait slices.
+use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use crate::api::{
@@ -20,8 +22,8 @@ use crate::api::{
     WorkId,
 };
 use crate::protocol::switchboard::{
-    AgentsResult, DeleteResult, EVENT, KeyParams, ResolveParams, StillRunningResult,
-    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
+    AgentsResult, DeleteResult, EVENT, KeyParams, ResolveParams, StillRunningResult, WaitRunParams,
+    WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
 };
 
 /// The gap event the server sends when its own stream missed events.
@@ -87,8 +89,7 @@ impl RemoteApi {
         params: P,
     ) -> Result<R, ApiError> {
         self.settled().await;
-        let params =
-            serde_json::to_value(params).map_err(|e| ApiError::BadInput(e.to_string()))?;
+        let params = serde_json::to_value(params).map_err(|e| ApiError::BadInput(e.to_string()))?;
         let v = self
             .rpc
             .request(m, params)
@@ -114,6 +115,13 @@ fn feed_item(event: &str, payload: Value) -> Option<Fed> {
         )),
         _ => None,
     }
+}
+
+/// `limit` from now; a limit past any clock's range is a year (never a panic).
+fn deadline(limit: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(limit)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400))
 }
 
 fn ms(d: Duration) -> u64 {
@@ -155,47 +163,52 @@ impl SessionsApi for RemoteApi {
     }
 
     async fn wait_run(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
-        let until = Instant::now() + limit;
+        let until = deadline(limit);
         loop {
-            let left = until.saturating_duration_since(Instant::now());
+            let asked = Instant::now();
+            let slice = until.saturating_duration_since(asked).min(WAIT_SLICE);
             let r: RunResult = self
                 .call(
                     method::WAIT_RUN,
                     WaitRunParams {
                         run_id: run_id.into(),
-                        timeout_ms: ms(left.min(WAIT_SLICE)),
+                        timeout_ms: ms(slice),
                     },
                 )
                 .await?;
-            if r.status != "running" || left <= WAIT_SLICE {
+            // Asked again only when the server waited the whole slice: one that answers
+            // `running` at once (a run it does not execute) is not asked in a busy loop.
+            if r.status != "running" || Instant::now() >= until || asked.elapsed() < slice {
                 return Ok(r);
             }
         }
     }
 
     async fn wait_work(&self, work: WorkId, limit: Duration) -> Result<bool, ApiError> {
-        let until = Instant::now() + limit;
+        let until = deadline(limit);
         loop {
-            let left = until.saturating_duration_since(Instant::now());
+            let asked = Instant::now();
+            let slice = until.saturating_duration_since(asked).min(WAIT_SLICE);
             let r: WaitWorkResult = self
                 .call(
                     method::WAIT_WORK,
                     WaitWorkParams {
                         work,
-                        timeout_ms: ms(left.min(WAIT_SLICE)),
+                        timeout_ms: ms(slice),
                     },
                 )
                 .await?;
-            if r.done || left <= WAIT_SLICE {
+            if r.done || Instant::now() >= until || asked.elapsed() < slice {
                 return Ok(r.done);
             }
         }
     }
 
     async fn still_running(&self, work: WorkId) -> Result<Vec<(String, Duration)>, ApiError> {
-        let r: StillRunningResult = self.call(method::STILL_RUNNING, WorkParams { work }).await?;
-        Ok(r
-            .running
+        let r: StillRunningResult = self
+            .call(method::STILL_RUNNING, WorkParams { work })
+            .await?;
+        Ok(r.running
             .into_iter()
             .map(|i| (i.label, Duration::from_millis(i.age_ms)))
             .collect())

@@ -80,15 +80,18 @@ async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, Error
         }
         method::STILL_RUNNING => {
             let r: WorkParams = p(m, v)?;
-            out(api.still_running(r.work).await.map(|tasks| StillRunningResult {
-                running: tasks
-                    .into_iter()
-                    .map(|(label, age)| StillRunningItem {
-                        label,
-                        age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
-                    })
-                    .collect(),
-            }))
+            out(api
+                .still_running(r.work)
+                .await
+                .map(|tasks| StillRunningResult {
+                    running: tasks
+                        .into_iter()
+                        .map(|(label, age)| StillRunningItem {
+                            label,
+                            age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+                        })
+                        .collect(),
+                }))
         }
         method::CALL_TOOL => out(api.call_tool(p::<ToolCall>(m, v)?).await),
         method::PATCH => out(api.patch(p::<PatchRequest>(m, v)?).await),
