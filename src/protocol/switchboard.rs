@@ -16,6 +16,18 @@ pub const CAP: &str = "switchboard.v1";
 /// The event carrying one `api::Sequenced` (engine sequence number + `EngineEvent`).
 pub const EVENT: &str = "switchboard.event";
 
+/// Sent instead of the events a subscription lost (the gateway fell behind the engine):
+/// payload `GapPayload`. The client reloads what it shows, as after a reconnect.
+pub const GAP: &str = "switchboard.gap";
+
+/// The payload of `GAP`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GapPayload {
+    /// How many engine events were lost.
+    pub missed: u64,
+}
+
 /// Method names; params and results are the `api` types named beside each.
 pub mod method {
     /// `{}` → `api::Status`

@@ -22,12 +22,9 @@ use crate::api::{
     WorkId,
 };
 use crate::protocol::switchboard::{
-    AgentsResult, DeleteResult, EVENT, KeyParams, ResolveParams, StillRunningResult, WaitRunParams,
-    WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
+    AgentsResult, DeleteResult, EVENT, GAP, GapPayload, KeyParams, ResolveParams,
+    StillRunningResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
 };
-
-/// The gap event the server sends when its own stream missed events.
-pub const GAP_EVENT: &str = "switchboard.gap";
 
 /// The longest one wait request asks the server for: well inside the link's request
 /// timeout, so a long wait is a series of short requests, never a timed-out one.
@@ -110,8 +107,8 @@ fn feed_item(event: &str, payload: Value) -> Option<Fed> {
                 Some(Fed::Gap(1))
             }
         },
-        GAP_EVENT => Some(Fed::Gap(
-            payload.get("missed").and_then(Value::as_u64).unwrap_or(0),
+        GAP => Some(Fed::Gap(
+            decode::<GapPayload>("switchboard.gap", payload).map_or(0, |g| g.missed),
         )),
         _ => None,
     }

@@ -1,23 +1,26 @@
-//! One WebSocket connection: the challenge, the `connect` handshake, then requests answered
-//! in order until the client leaves, breaks the protocol, or the gateway shuts down.
+//! One WebSocket connection: the challenge, the `connect` handshake, then requests read in
+//! order until the client leaves, breaks the protocol, or the gateway shuts down; answers and
+//! events leave through the connection's outbox.
 
 use std::sync::Arc;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{SinkExt, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
+use super::events::Subscriptions;
 use super::methods::{self, error};
+use super::outbox::{self, Ending, Outbox};
 use super::token::same_token;
 use crate::api::SessionsApi;
 use crate::protocol::{
     ConnectChallenge, ConnectParams, ErrorShape, Event, Features, Frame, HelloOk, HelloOkTag,
-    INVALID_REQUEST, Policy, Request, Response, ServerInfo,
+    INVALID_REQUEST, Policy, Request, Response, ServerInfo, switchboard,
 };
 
 /// The protocol this gateway speaks, and the oldest one it accepts from a client.
@@ -63,7 +66,10 @@ async fn send(ws: &mut Ws, frame: &Frame) -> Result<(), Closing> {
 }
 
 /// The next text frame decoded; pings are answered by tungstenite itself.
-async fn next_frame(ws: &mut Ws, max: usize) -> Result<Option<Frame>, Closing> {
+async fn next_frame<R>(ws: &mut R, max: usize) -> Result<Option<Frame>, Closing>
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+{
     loop {
         let msg = match ws.next().await {
             None => return Ok(None),
@@ -91,39 +97,66 @@ async fn next_frame(ws: &mut Ws, max: usize) -> Result<Option<Frame>, Closing> {
     }
 }
 
+/// What the handshake granted a connection.
+struct Conn {
+    id: String,
+    /// `connect.caps`: `switchboard.v1` allows `switchboard.subscribe`.
+    caps: Vec<String>,
+}
+
 /// Serves one connection to its end; closes it with a reason when it breaks the protocol.
 pub async fn serve(mut ws: Ws, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let conn_id = uuid::Uuid::new_v4().to_string();
-    let outcome = tokio::select! {
-        r = session(&mut ws, &shared, &conn_id) => r,
+    let greeted = tokio::select! {
+        r = greet(&mut ws, &shared, &conn_id) => r,
         _ = stop.wait_for(|s| *s) => Err(Closing(CloseCode::Away, "gateway shutting down".into())),
     };
-    let (code, reason) = match outcome {
-        Ok(()) => (CloseCode::Normal, String::new()),
+    let conn = match greeted {
+        Ok(Some(conn)) => conn,
+        Ok(None) => {
+            let _ = ws.close(None).await;
+            return;
+        }
         Err(Closing(code, reason)) => {
             tracing::info!(%conn_id, %reason, "closing connection");
-            (code, reason)
+            let _ = ws
+                .close(Some(CloseFrame {
+                    code,
+                    reason: outbox::truncate(&reason, 120).into(),
+                }))
+                .await;
+            return;
         }
     };
-    // Close reasons are capped at 123 bytes by the WebSocket spec.
-    let reason: String = truncate(&reason, 120);
-    let _ = ws
-        .close(Some(CloseFrame {
-            code,
-            reason: reason.into(),
-        }))
-        .await;
-}
+    tracing::info!(%conn_id, "client connected");
 
-fn truncate(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
+    // From here every frame goes through the outbox and its one writer.
+    let (sink, stream) = ws.split();
+    let (outbox, writer) = outbox::outbox(shared.max_buffered_bytes);
+    let writer = tokio::spawn(writer.run(sink));
+    let ending = tokio::select! {
+        r = requests(stream, &shared, &conn, &outbox) => match r {
+            Ok(()) => Ending { code: CloseCode::Normal, reason: String::new(), drain: true },
+            Err(Closing(code, reason)) => Ending { code, reason, drain: true },
+        },
+        _ = stop.wait_for(|s| *s) => Ending {
+            code: CloseCode::Away,
+            reason: "gateway shutting down".into(),
+            drain: true,
+        },
+        e = outbox.closing() => e,
+    };
+    outbox.close(ending);
+    let ending = outbox.closing().await;
+    if !ending.reason.is_empty() {
+        tracing::info!(conn_id = %conn.id, reason = %ending.reason, "closing connection");
     }
-    s[..end].to_string()
+    let _ = writer.await;
 }
 
-async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Closing> {
+/// The challenge and the `connect` handshake, answered directly on the socket; `None`
+/// when the client left before connecting.
+async fn greet(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<Option<Conn>, Closing> {
     let nonce = uuid::Uuid::new_v4().to_string();
     let ts = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
     let challenge = ConnectChallenge {
@@ -150,7 +183,7 @@ async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Clos
         .await
         .map_err(|_| Closing(CloseCode::Policy, "no connect request in time".into()))??;
     let Some(first) = first else {
-        return Ok(());
+        return Ok(None);
     };
     let req = match first {
         Frame::Req(r) if r.method == "connect" => r,
@@ -168,10 +201,30 @@ async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Clos
         Ok(h) => h,
         Err(message) => return refuse(ws, req.id, &message).await,
     };
-    send(ws, &response(req.id, Ok(hello))).await?;
-    tracing::info!(%conn_id, "client connected");
+    send(ws, &response(req.id.clone(), Ok(hello))).await?;
+    let caps = req
+        .params_as::<ConnectParams>()
+        .ok()
+        .and_then(|p| p.caps)
+        .unwrap_or_default();
+    Ok(Some(Conn {
+        id: conn_id.to_string(),
+        caps,
+    }))
+}
 
-    while let Some(frame) = next_frame(ws, shared.max_payload).await? {
+/// Reads requests until the client leaves or breaks the protocol; answers go to `outbox`.
+async fn requests<R>(
+    mut stream: R,
+    shared: &Shared,
+    conn: &Conn,
+    outbox: &Arc<Outbox>,
+) -> Result<(), Closing>
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let mut subscriptions = Subscriptions::default();
+    while let Some(frame) = next_frame(&mut stream, shared.max_payload).await? {
         let Frame::Req(Request {
             id, method, params, ..
         }) = frame
@@ -179,17 +232,35 @@ async fn session(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<(), Clos
             // Clients send only requests; anything else is ignored, as OpenClaw does.
             continue;
         };
+        if method == switchboard::method::SUBSCRIBE {
+            if conn.caps.iter().any(|c| c == switchboard::CAP) {
+                subscriptions.subscribe_switchboard(&shared.api, outbox, id);
+            } else {
+                let refused = error(
+                    INVALID_REQUEST,
+                    format!(
+                        "{method} needs the `{}` capability in connect.caps",
+                        switchboard::CAP
+                    ),
+                );
+                let _ = outbox.response(id, Err(refused));
+            }
+            continue;
+        }
         let outcome = methods::call(&shared.api, &method, params).await;
         if let Err(e) = &outcome {
-            tracing::debug!(%conn_id, %method, code = %e.code, "request failed");
+            tracing::debug!(conn_id = %conn.id, %method, code = %e.code, "request failed");
         }
-        send(ws, &response(id, outcome)).await?;
+        if outbox.response(id, outcome).is_err() {
+            // Closing (lagged): `serve` sees it and ends the connection.
+            return Ok(());
+        }
     }
     Ok(())
 }
 
 /// An error `res` for a refused handshake, then the close.
-async fn refuse(ws: &mut Ws, id: String, message: &str) -> Result<(), Closing> {
+async fn refuse<T>(ws: &mut Ws, id: String, message: &str) -> Result<T, Closing> {
     send(ws, &response(id, Err(error(INVALID_REQUEST, message)))).await?;
     Err(Closing(CloseCode::Policy, message.to_string()))
 }

@@ -19,10 +19,15 @@ pub const METHODS: &[&str] = &[
     "chat.history",
     "chat.send",
     "tools.invoke",
+    crate::protocol::switchboard::method::SUBSCRIBE,
 ];
 
-/// Events this slice sends (the challenge only; engine events come later).
-pub const EVENTS: &[&str] = &["connect.challenge"];
+/// Events this gateway sends.
+pub const EVENTS: &[&str] = &[
+    "connect.challenge",
+    crate::protocol::switchboard::EVENT,
+    crate::protocol::switchboard::GAP,
+];
 
 /// `sessions.list` and `chat.history` limits as OpenClaw 2026.9.6 applies them (its list
 /// honoured 10 000; its history caps at 1000).

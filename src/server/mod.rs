@@ -2,7 +2,9 @@
 //! in front of any `SessionsApi`.
 
 mod connection;
+mod events;
 mod methods;
+mod outbox;
 mod switchboard_methods;
 pub mod token;
 

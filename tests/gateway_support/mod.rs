@@ -1,0 +1,154 @@
+//! The gateway in this process on a free loopback port, and a real WebSocket client for it.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use switchboard::api::SessionsApi;
+use switchboard::server;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+pub const TOKEN: &str = "gateway-test-token-0123456789";
+/// A bound no healthy exchange comes near; hitting it means a hang.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub type Ws = WebSocketStream<TcpStream>;
+
+/// A running in-process gateway; stopped (and waited for) when `stop` is called, or just
+/// abandoned with the test's runtime.
+pub struct Gateway {
+    pub addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Gateway {
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = tokio::time::timeout(WAIT, &mut self.task).await;
+    }
+}
+
+pub fn options() -> server::Options {
+    server::Options {
+        token: TOKEN.to_string(),
+        max_payload: server::DEFAULT_MAX_PAYLOAD,
+        handshake_timeout: server::HANDSHAKE_TIMEOUT,
+    }
+}
+
+pub async fn start(api: Arc<dyn SessionsApi>) -> Gateway {
+    start_with(api, options()).await
+}
+
+pub async fn start_with(api: Arc<dyn SessionsApi>, options: server::Options) -> Gateway {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("local addr").to_string();
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(server::run(listener, api, options, async {
+        let _ = rx.await;
+    }));
+    Gateway {
+        addr,
+        stop: Some(tx),
+        task,
+    }
+}
+
+pub async fn open(addr: &str) -> Ws {
+    let tcp = TcpStream::connect(addr).await.expect("tcp connect");
+    let (ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), tcp)
+        .await
+        .expect("ws handshake");
+    ws
+}
+
+/// The next text frame as JSON, or `Err` with the close frame (if any) once the server closed.
+pub async fn recv(ws: &mut Ws) -> Result<Value, Option<(CloseCode, String)>> {
+    loop {
+        let msg = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("the server sends something within the wait");
+        match msg {
+            Some(Ok(Message::Text(t))) => {
+                return Ok(serde_json::from_str(t.as_str()).expect("server sends JSON"));
+            }
+            Some(Ok(Message::Close(frame))) => {
+                return Err(frame.map(|f| (f.code, f.reason.to_string())));
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => return Err(None),
+        }
+    }
+}
+
+pub async fn send(ws: &mut Ws, v: Value) {
+    ws.send(Message::text(v.to_string())).await.expect("send");
+}
+
+pub fn connect_params(token: &str, caps: &[&str], scopes: &[&str]) -> Value {
+    json!({
+        "minProtocol": 3, "maxProtocol": 4,
+        "client": {"id": "test", "version": "1", "platform": "linux", "mode": "cli"},
+        "role": "operator", "scopes": scopes, "caps": caps,
+        "auth": {"token": token}
+    })
+}
+
+/// A connection past `hello-ok` (with `caps`, admin scope), and that payload.
+pub async fn connected(addr: &str, caps: &[&str]) -> (Ws, Value) {
+    connected_with(addr, connect_params(TOKEN, caps, &["operator.admin"])).await
+}
+
+pub async fn connected_with(addr: &str, params: Value) -> (Ws, Value) {
+    let mut ws = open(addr).await;
+    let challenge = recv(&mut ws).await.expect("challenge");
+    assert_eq!(challenge["event"], "connect.challenge");
+    send(
+        &mut ws,
+        json!({"type": "req", "id": "c1", "method": "connect", "params": params}),
+    )
+    .await;
+    let res = recv(&mut ws).await.expect("hello");
+    assert_eq!(res["ok"], true, "{res}");
+    (ws, res["payload"].clone())
+}
+
+/// Sends a request and returns its `res`, keeping any events that arrive first in `events`.
+pub async fn call_keeping(
+    ws: &mut Ws,
+    id: &str,
+    method: &str,
+    params: Value,
+    events: &mut Vec<Value>,
+) -> Value {
+    send(
+        ws,
+        json!({"type": "req", "id": id, "method": method, "params": params}),
+    )
+    .await;
+    loop {
+        let f = recv(ws).await.expect("a response");
+        if f["type"] == "event" {
+            events.push(f);
+            continue;
+        }
+        assert_eq!(f["type"], "res", "{f}");
+        assert_eq!(f["id"], id, "{f}");
+        return f;
+    }
+}
+
+/// Sends a request and returns its `res`; events arriving first are dropped.
+pub async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
+    call_keeping(ws, id, method, params, &mut Vec::new()).await
+}
