@@ -425,7 +425,8 @@ impl Cli {
                 safe_line(&e.to_string())
             ),
             DialError::Transient(_) => anyhow!(
-                "cannot attach: {} (is `switchboard serve` running there?)",
+                "cannot attach to {}: {} (is `switchboard serve` running there?)",
+                safe_line(&target),
                 safe_line(&e.to_string())
             ),
         })?;

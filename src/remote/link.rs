@@ -271,24 +271,23 @@ async fn dial(options: &LinkOptions) -> Result<(Ws, HelloOk), DialError> {
         .await
         .map_err(|_| {
             DialError::Transient(format!(
-                "no answer from {} within {} s",
-                options.target,
+                "no answer within {} s",
                 options.connect_timeout.as_secs()
             ))
         })?
 }
 
 async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), DialError> {
-    let transient = |what: &str, e: &dyn std::fmt::Display| {
-        DialError::Transient(format!("{what} {}: {e}", options.target))
-    };
+    // Reasons leave the address out: the header and the CLI's message already name it.
+    let transient =
+        |what: &str, e: &dyn std::fmt::Display| DialError::Transient(format!("{what}: {e}"));
     let tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| transient("cannot reach", &e))?;
     let _ = tcp.set_nodelay(true);
     let (mut ws, _) = tokio_tungstenite::client_async(options.target.as_str(), tcp)
         .await
-        .map_err(|e| transient("WebSocket handshake failed with", &e))?;
+        .map_err(|e| transient("WebSocket handshake failed", &e))?;
     let challenge = loop {
         match next_frame(&mut ws).await? {
             Frame::Event(e) if e.event == "connect.challenge" => {
@@ -348,7 +347,7 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
     });
     ws.send(text(&req)?)
         .await
-        .map_err(|e| transient("connection lost to", &e))?;
+        .map_err(|e| transient("connection lost", &e))?;
     loop {
         match next_frame(&mut ws).await? {
             Frame::Res(r) if r.id == id => {
@@ -359,9 +358,9 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
                         .unwrap_or_else(|| "connect refused".into());
                     return Err(DialError::Refused(message));
                 }
-                let hello: HelloOk = r.payload_as().map_err(|e| {
-                    DialError::Refused(format!("{}: bad hello-ok: {e}", options.target))
-                })?;
+                let hello: HelloOk = r
+                    .payload_as()
+                    .map_err(|e| DialError::Refused(format!("bad hello-ok: {e}")))?;
                 return Ok((ws, hello));
             }
             _ => continue,
