@@ -416,6 +416,9 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
             }
             Ended::Dropped(reason) => reason,
         };
+        // Closed now, not when replaced: a gateway that went silent (not away) must see this
+        // connection end, or it may wait on it forever while the redial waits on it.
+        drop(ws);
         tracing::info!(target = %shared.options.target, %reason, "gateway connection lost");
         let mut attempt = 0u32;
         let mut reason = reason;
