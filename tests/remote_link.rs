@@ -77,8 +77,7 @@ async fn gateway() -> (String, mpsc::UnboundedReceiver<Ws>) {
     (url, rx)
 }
 
-/// Answers every request (health probes included) with `{}` until the client leaves, except
-/// what `special` claims.
+/// Answers every request (health probes included) with `{}` until the client leaves.
 async fn answer_all(mut ws: Ws) {
     while let Some(req) = take(&mut ws).await {
         put(
