@@ -33,11 +33,16 @@ sessions_history, sessions_send, sessions_spawn) in a local SQLite state folder,
 and lets you watch and drive them. With no command it opens the console on that state (on a \
 terminal; otherwise it prints an overview).\n\nExamples:\n  switchboard demo\n  switchboard\n  \
 switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
-switchboard tool sessions_list '{\"limit\": 5}'\n  switchboard sessions list",
+switchboard tool sessions_list '{\"limit\": 5}'\n  switchboard sessions list\n\n\
+Remote (a gateway started with `switchboard serve` on another machine, through an SSH tunnel):\n  \
+ssh -L 18789:127.0.0.1:18789 server\n  switchboard --connect ws://127.0.0.1:18789\n  \
+switchboard --connect ws://127.0.0.1:18789 sessions list",
     after_help = "State: --state-dir, else $SWITCHBOARD_STATE_DIR, else the platform data folder.\n\
 Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults).\n\
 Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
-NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log."
+NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
+--connect: the console, tool, inject and sessions list|show|patch run on the gateway's engine; \
+the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else (for a loopback address) <state>/gateway-token."
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
@@ -46,6 +51,16 @@ pub struct Cli {
     /// The JSON5 config file.
     #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
+    #[arg(long, global = true, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else, for a
+    /// loopback address, the state folder's gateway-token file).
+    #[arg(long, global = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// A CA certificate (PEM) to trust for a wss:// gateway.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -352,8 +367,131 @@ impl Cli {
 
     /// The API for a command that only reads. No start-up work: it would write, and the
     /// folder may be read-only.
-    fn reading_api(&self) -> Result<Arc<dyn SessionsApi>> {
+    async fn reading_api(&self) -> Result<Arc<dyn SessionsApi>> {
+        if self.connect.is_some() {
+            return self.remote_api().await;
+        }
         Ok(Arc::new(self.open_engine_for_reading()?))
+    }
+
+    /// The engine a command that writes runs on: the gateway's (`--connect`), or this
+    /// state folder's, started (its start-up work drained before exit).
+    async fn attach(&self) -> Result<Attached> {
+        if self.connect.is_some() {
+            return Ok(Attached::Remote(self.remote_api().await?));
+        }
+        let engine = self.open_engine()?;
+        let api = engine.start();
+        Ok(Attached::Local(engine, api))
+    }
+
+    /// The token `--connect` offers: `--token`, else the environment's, else, for a gateway
+    /// on this machine, the one `serve` generated into the state folder.
+    fn gateway_token(&self, target: &str) -> Option<String> {
+        if let Some(t) = self
+            .token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            return Some(t.to_string());
+        }
+        if let Ok(t) = std::env::var(switchboard::server::token::TOKEN_ENV) {
+            let t = t.trim();
+            if !t.is_empty() {
+                return Some(t.to_string());
+            }
+        }
+        if !is_loopback_url(target) {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.state_dir().join("gateway-token")).ok()?;
+        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    }
+
+    /// `--connect`: dial the gateway now, so an unreachable or refusing one is reported at
+    /// once (exit 1), never waited on.
+    async fn remote_api(&self) -> Result<Arc<dyn SessionsApi>> {
+        use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi};
+        let target = self
+            .connect
+            .clone()
+            .ok_or_else(|| anyhow!("no --connect address"))?;
+        let token = self.gateway_token(&target);
+        let hint = if token.is_none() {
+            " (no token was given: pass --token or set $SWITCHBOARD_GATEWAY_TOKEN)"
+        } else {
+            ""
+        };
+        let mut options = LinkOptions::new(target.clone(), token);
+        options.tls_ca = self.tls_ca.clone();
+        let link = Link::connect(options).await.map_err(|e| match e {
+            DialError::Refused(_) => anyhow!(
+                "cannot attach to {}: refused: {}{hint}",
+                safe_line(&target),
+                safe_line(&e.to_string())
+            ),
+            DialError::Transient(_) => anyhow!(
+                "cannot attach to {}: {} (is `switchboard serve` running there?)",
+                safe_line(&target),
+                safe_line(&e.to_string())
+            ),
+        })?;
+        tracing::info!(%target, "attached to a gateway");
+        Ok(RemoteApi::new(Arc::new(link)))
+    }
+
+    /// Refuses `--connect` for a command that works on a local state folder only.
+    fn local_only(&self, command: &str) -> Result<()> {
+        if self.connect.is_some() {
+            return Err(usage(format!(
+                "`{command}` works on a local state folder only, not over --connect; run it on \
+the gateway's machine"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `ws://127.0.0.1:…`, `ws://localhost…`, `ws://[::1]…`: a gateway on this machine.
+fn is_loopback_url(target: &str) -> bool {
+    let rest = target
+        .strip_prefix("ws://")
+        .or_else(|| target.strip_prefix("wss://"))
+        .unwrap_or_default();
+    let host = rest.split(['/', '?']).next().unwrap_or_default();
+    let host = match host.rsplit_once(':') {
+        Some((h, port)) if !port.contains(']') => h,
+        _ => host,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// What a command runs on.
+enum Attached {
+    /// This state folder's engine, started.
+    Local(Engine, Arc<dyn SessionsApi>),
+    /// A gateway's engine.
+    Remote(Arc<dyn SessionsApi>),
+}
+
+impl Attached {
+    fn api(&self) -> &Arc<dyn SessionsApi> {
+        match self {
+            Attached::Local(_, api) | Attached::Remote(api) => api,
+        }
+    }
+
+    /// Everything a local engine started (start-up work too) ends before exit; a gateway's
+    /// engine carries on by itself.
+    async fn drain(&self, waiting: &Waiting) {
+        if let Attached::Local(engine, _) = self {
+            waiting.drain(engine).await;
+        }
     }
 }
 
@@ -377,13 +515,25 @@ async fn existing_key(api: &dyn SessionsApi, raw: &str) -> Result<String> {
 pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
     match &cli.command {
         None => console(&cli, log).await,
-        Some(Command::Demo { pace_ms }) => demo(&cli, *pace_ms, log).await,
+        Some(Command::Demo { pace_ms }) => {
+            cli.local_only("demo")?;
+            demo(&cli, *pace_ms, log).await
+        }
         Some(Command::Tool(args)) => tool(&cli, args).await,
         Some(Command::Inject(args)) => inject(&cli, args).await,
         Some(Command::Sessions(cmd)) => sessions(&cli, cmd).await,
-        Some(Command::ImportOpenclaw { dir }) => import(&cli, dir).await,
-        Some(Command::Config(cmd)) => config_cmd(&cli, cmd),
-        Some(Command::Serve(args)) => serve(&cli, args, log).await,
+        Some(Command::ImportOpenclaw { dir }) => {
+            cli.local_only("import-openclaw")?;
+            import(&cli, dir).await
+        }
+        Some(Command::Config(cmd)) => {
+            cli.local_only("config")?;
+            config_cmd(&cli, cmd)
+        }
+        Some(Command::Serve(args)) => {
+            cli.local_only("serve")?;
+            serve(&cli, args, log).await
+        }
     }
 }
 
@@ -515,6 +665,12 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return overview(cli).await;
     }
+    if let Some(target) = &cli.connect {
+        let api = cli.remote_api().await?;
+        let options = console_options(safe_line(target).into_owned())?;
+        say_log(&log);
+        return switchboard::tui::run(api, options).await;
+    }
     let engine = cli.open_engine()?;
     let options = console_options(cli.state_dir().display().to_string())?;
     say_log(&log);
@@ -552,8 +708,11 @@ fn tempfile_dir() -> Result<PathBuf> {
 }
 
 async fn overview(cli: &Cli) -> Result<()> {
-    let status = cli.reading_api()?.status().await?;
-    println!("Switchboard state: {}", status.attached);
+    let status = cli.reading_api().await?.status().await?;
+    match &cli.connect {
+        Some(target) => println!("Switchboard gateway: {}", safe_line(target)),
+        None => println!("Switchboard state: {}", status.attached),
+    }
     println!("Sessions: {}", status.sessions);
     println!();
     println!("Try:");
@@ -608,10 +767,10 @@ fn read_params(raw: Option<&str>) -> Result<Value> {
 
 async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
     let params = read_params(args.json.as_deref())?;
-    let engine = cli.open_engine()?;
     // Start-up work (finishing what a stopped run of the engine left) begins here, like any
     // start, and is drained before exit.
-    let api = engine.start();
+    let attached = cli.attach().await?;
+    let api = attached.api();
     let requester = match api.resolve_key(&args.as_key, KeyPurpose::Requester).await {
         Ok(k) => k.key,
         Err(ApiError::BadInput(m)) => return Err(usage(format!("--as: {m}"))),
@@ -631,7 +790,7 @@ async fn tool(cli: &Cli, args: &ToolArgs) -> Result<()> {
     // exit, so a following `sessions_history` shows all of it.
     let waiting = Waiting::new();
     waiting.work(api.as_ref(), result.work).await?;
-    waiting.drain(&engine).await;
+    attached.drain(&waiting).await;
     Ok(())
 }
 
@@ -729,8 +888,8 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     if args.key.trim().eq_ignore_ascii_case("current") {
         return Err(usage("inject needs a real session key, not \"current\""));
     }
-    let engine = cli.open_engine()?;
-    let api = engine.start();
+    let attached = cli.attach().await?;
+    let api = attached.api();
     let from = Sender {
         channel: args.channel.clone(),
         chat_type: args.chat_type.map(|c| {
@@ -769,7 +928,7 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     if let Some(reply) = &receipt.command_reply {
         println!("{}", safe_text(reply));
         // Work resumed at start-up (a pending sub-agent announce) still finishes first.
-        waiting.drain(&engine).await;
+        attached.drain(&waiting).await;
         return Ok(());
     }
     let (stop, stopped) = tokio::sync::oneshot::channel();
@@ -780,7 +939,7 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     };
     // Everything the message set off (sends, their loops and announces) ends before exit.
     waiting.work(api.as_ref(), receipt.work).await?;
-    waiting.drain(&engine).await;
+    attached.drain(&waiting).await;
     let _ = stop.send(());
     let _ = printer.await;
     match reply {
@@ -841,7 +1000,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             archived,
         } => {
             let kinds = parse_kinds(kinds)?;
-            let api = cli.reading_api()?;
+            let api = cli.reading_api().await?;
             let query = SessionsQuery {
                 kinds,
                 active_since: active.map(|m| {
@@ -884,7 +1043,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             tools,
             json,
         } => {
-            let api = cli.reading_api()?;
+            let api = cli.reading_api().await?;
             let (row, lines, policy) = show_session(api.as_ref(), key, *messages, *tools).await?;
             if *json {
                 let mut v = row;
@@ -911,6 +1070,7 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             out,
             force,
         } => {
+            cli.local_only("sessions export")?;
             let overwrite = if *force {
                 Overwrite::Replace
             } else {
@@ -928,8 +1088,8 @@ async fn patch(cli: &Cli, raw: &str, change: Option<PolicyChange>, json: bool) -
             "nothing to change: pass --send-policy allow|deny|inherit",
         ));
     };
-    let engine = cli.open_engine()?;
-    let api = engine.start();
+    let attached = cli.attach().await?;
+    let api = attached.api();
     let key = existing_key(api.as_ref(), raw).await?;
     let patched = api
         .patch(PatchRequest {
@@ -939,7 +1099,7 @@ async fn patch(cli: &Cli, raw: &str, change: Option<PolicyChange>, json: bool) -
         .await
         .map_err(api_error)
         .with_context(|| format!("cannot patch {key}"))?;
-    Waiting::new().drain(&engine).await;
+    attached.drain(&Waiting::new()).await;
     if json {
         return print_json(&serde_json::json!({
             "key": patched.display_key,

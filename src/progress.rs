@@ -40,7 +40,12 @@ fn show_item(item: &StreamItem, enabled: bool) -> bool {
         }
         StreamItem::Missed(n) => {
             if enabled {
-                eprintln!("  … {n} events not shown");
+                // 0: a gateway connection dropped or could not stream; how many is unknown.
+                if *n == 0 {
+                    eprintln!("  … some events not shown (the gateway's stream was interrupted)");
+                } else {
+                    eprintln!("  … {n} events not shown");
+                }
             }
             true
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use stream::{EventStream, StreamItem};
+pub use stream::{EventStream, Fed, StreamItem};
 pub use types::*;
 
 /// Why a call failed. The kinds map to what a user does next: fix the input (exit 2),

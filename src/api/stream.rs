@@ -18,23 +18,55 @@ pub enum StreamItem {
     Closed,
 }
 
-/// Events from a broadcast channel, checked for gaps by sequence number (a remote engine
-/// feeds the same channel, so its gaps show the same way).
+/// Events from a broadcast channel, checked for gaps by sequence number.
 pub struct EventStream {
-    rx: broadcast::Receiver<Sequenced>,
+    rx: Source,
     /// The last sequence number handed out (None: nothing yet).
     last: Option<u64>,
 }
 
+/// The embedded engine's numbered events, or a remote feed that also carries gap markers
+/// (a dropped connection, or a restarted server whose numbers start again: sequence
+/// numbers alone cannot show either).
+enum Source {
+    Engine(broadcast::Receiver<Sequenced>),
+    Remote(broadcast::Receiver<Fed>),
+}
+
+/// One item of a remote feed.
+#[derive(Debug, Clone, PartialEq)]
+// As `StreamItem`: handed over one at a time.
+#[allow(clippy::large_enum_variant)]
+pub enum Fed {
+    Event(Sequenced),
+    /// Events were lost (`0`: how many is unknown); numbering may start again after it.
+    Gap(u64),
+}
+
 impl EventStream {
     pub fn new(rx: broadcast::Receiver<Sequenced>) -> EventStream {
-        EventStream { rx, last: None }
+        EventStream {
+            rx: Source::Engine(rx),
+            last: None,
+        }
+    }
+
+    /// A stream over a remote feed (see `Fed`).
+    pub fn remote(rx: broadcast::Receiver<Fed>) -> EventStream {
+        EventStream {
+            rx: Source::Remote(rx),
+            last: None,
+        }
     }
 
     /// The next event, or word of a gap, or the end.
     pub async fn next(&mut self) -> StreamItem {
-        match self.rx.recv().await {
-            Ok(e) => self.checked(e),
+        let got = match &mut self.rx {
+            Source::Engine(rx) => rx.recv().await.map(Fed::Event),
+            Source::Remote(rx) => rx.recv().await,
+        };
+        match got {
+            Ok(f) => self.fed(f),
             Err(broadcast::error::RecvError::Lagged(n)) => self.missed(n),
             Err(broadcast::error::RecvError::Closed) => StreamItem::Closed,
         }
@@ -42,11 +74,26 @@ impl EventStream {
 
     /// The next event if one is queued (never waits).
     pub fn try_next(&mut self) -> Option<StreamItem> {
-        match self.rx.try_recv() {
-            Ok(e) => Some(self.checked(e)),
+        let got = match &mut self.rx {
+            Source::Engine(rx) => rx.try_recv().map(Fed::Event),
+            Source::Remote(rx) => rx.try_recv(),
+        };
+        match got {
+            Ok(f) => Some(self.fed(f)),
             Err(broadcast::error::TryRecvError::Lagged(n)) => Some(self.missed(n)),
             Err(broadcast::error::TryRecvError::Closed) => Some(StreamItem::Closed),
             Err(broadcast::error::TryRecvError::Empty) => None,
+        }
+    }
+
+    fn fed(&mut self, f: Fed) -> StreamItem {
+        match f {
+            Fed::Event(e) => self.checked(e),
+            Fed::Gap(n) => {
+                // The numbering after a remote gap may restart: the next event starts afresh.
+                self.last = None;
+                StreamItem::Missed(n)
+            }
         }
     }
 
@@ -69,5 +116,36 @@ impl EventStream {
             return StreamItem::Missed(gap);
         }
         StreamItem::Event(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::EngineEvent;
+
+    fn ev(seq: u64) -> Sequenced {
+        Sequenced {
+            seq,
+            event: EngineEvent::SessionDeleted {
+                key: format!("k{seq}"),
+            },
+        }
+    }
+
+    #[test]
+    fn a_remote_gap_is_reported_and_numbering_may_restart() {
+        let (tx, rx) = broadcast::channel(16);
+        let mut s = EventStream::remote(rx);
+        tx.send(Fed::Event(ev(7))).expect("send");
+        tx.send(Fed::Gap(0)).expect("send");
+        // A restarted server counts from 1 again: not a gap, not dropped.
+        tx.send(Fed::Event(ev(1))).expect("send");
+        tx.send(Fed::Event(ev(3))).expect("send");
+        assert_eq!(s.try_next(), Some(StreamItem::Event(ev(7))));
+        assert_eq!(s.try_next(), Some(StreamItem::Missed(0)));
+        assert_eq!(s.try_next(), Some(StreamItem::Event(ev(1))));
+        assert_eq!(s.try_next(), Some(StreamItem::Missed(1)));
+        assert_eq!(s.try_next(), None);
     }
 }

@@ -3,25 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
+use super::link::DeviceSigner;
 use crate::protocol::device::{DeviceError, DeviceIdentity};
 use crate::protocol::{ClientInfo, DeviceAuth};
 
 /// The key file's name inside the state folder.
 pub const KEY_FILE: &str = "device.json";
-
-/// Signs a `connect` for the link. The same signature as the link's own trait (helper "cli",
-/// src/remote/link.rs); if both land, one of them goes.
-pub trait DeviceSigner: Send + Sync {
-    fn sign(
-        &self,
-        client: &ClientInfo,
-        role: &str,
-        scopes: &[String],
-        token: &str,
-        nonce: &str,
-        ts: u64,
-    ) -> DeviceAuth;
-}
 
 impl DeviceSigner for DeviceIdentity {
     fn sign(
@@ -29,11 +16,12 @@ impl DeviceSigner for DeviceIdentity {
         client: &ClientInfo,
         role: &str,
         scopes: &[String],
-        token: &str,
+        token: Option<&str>,
         nonce: &str,
         ts: u64,
     ) -> DeviceAuth {
-        DeviceIdentity::sign(self, client, role, scopes, token, nonce, ts)
+        // OpenClaw signs an absent token as the empty string.
+        DeviceIdentity::sign(self, client, role, scopes, token.unwrap_or(""), nonce, ts)
     }
 }
 
@@ -68,7 +56,7 @@ mod tests {
         };
         let scopes = vec!["operator.read".to_string()];
         let ts = u64::try_from(chrono::Utc::now().timestamp_millis()).expect("clock");
-        let device = signer.sign(&client, "operator", &scopes, "t", "n1", ts);
+        let device = signer.sign(&client, "operator", &scopes, Some("t"), "n1", ts);
         let id = verify(&device, &client, "operator", &scopes, "t", "n1").expect("verifies");
         assert_eq!(id, identity.id());
         let again = load_or_create(dir.path()).expect("reloaded");

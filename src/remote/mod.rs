@@ -2,5 +2,10 @@
 //! `SessionsApi` implementations over it, so every front end runs unchanged on a remote engine.
 
 pub mod device;
+pub mod link;
 pub mod rpc;
+pub mod switchboard;
 pub mod tls;
+
+pub use link::{DeviceSigner, DialError, Link, LinkOptions};
+pub use switchboard::RemoteApi;

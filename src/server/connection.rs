@@ -302,7 +302,15 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Resu
                 .collect(),
         },
         features: Features {
-            methods: methods::METHODS.iter().map(|m| m.to_string()).collect(),
+            methods: methods::METHODS
+                .iter()
+                .chain(
+                    crate::protocol::switchboard::method::ALL
+                        .iter()
+                        .filter(|m| !methods::METHODS.contains(m)),
+                )
+                .map(|m| m.to_string())
+                .collect(),
             events: methods::EVENTS.iter().map(|m| m.to_string()).collect(),
             extra: serde_json::Map::new(),
         },

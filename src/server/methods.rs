@@ -80,8 +80,11 @@ fn params<T: serde::de::DeserializeOwned>(
 pub async fn call(
     api: &Arc<dyn SessionsApi>,
     method: &str,
-    raw: Option<Value>,
+    mut raw: Option<Value>,
 ) -> Result<Value, ErrorShape> {
+    if let Some(r) = super::switchboard_methods::call(api, method, &mut raw).await {
+        return r;
+    }
     match method {
         "health" => Ok(json!({"ok": true})),
         "sessions.list" => sessions_list(api, params(method, raw)?).await,

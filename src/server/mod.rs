@@ -5,6 +5,7 @@ mod connection;
 mod events;
 mod methods;
 mod outbox;
+mod switchboard_methods;
 pub mod tls;
 pub mod token;
 

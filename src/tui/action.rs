@@ -129,6 +129,8 @@ pub enum Action {
     Lagged,
     /// A second passed: refresh relative times and expire the status line's message.
     Tick,
+    /// The gateway connection's state changed: only the header is redrawn.
+    LinkChanged,
     /// A background command finished with a message for the status line.
     Flash(String, bool),
     /// A page of sessions, for the request of this generation (filters and window).

@@ -48,10 +48,12 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     let (term_tx, mut term_rx) = mpsc::unbounded_channel::<Option<Event>>();
     // Engine events first, so nothing that happens while the screen is set up is missed.
     let mut events = api.subscribe();
+    let api_link = api.link();
     let runner = Runner::new(api, tx.clone());
     let mut guard = terminal::TerminalGuard::enter()?;
     let (w, h) = crossterm::terminal::size()?;
     let mut state = State::new(options.attached.clone(), now_ms());
+    state.link = api_link.clone();
     state.width = w;
     state.height = h;
     let mut console = Console::new(state);
@@ -94,6 +96,8 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
             }
         }
     });
+    // The link's state changes (dropped, reconnecting, resynced) redraw the header at once.
+    let link_task = state_watch(api_link, tx.clone());
     let ticker = tx.clone();
     let tick_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(1));
@@ -222,6 +226,9 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     .await;
     events_task.abort();
     tick_task.abort();
+    if let Some(t) = link_task {
+        t.abort();
+    }
     // ratatui's Terminal shows the cursor when dropped and reports a failure with
     // `eprintln!`, which panics on a dead terminal (an SSH drop, SIGHUP). Show it ourselves
     // first; if that fails, the terminal is gone and the Terminal is not dropped at all.
@@ -232,6 +239,21 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     }
     drop(guard);
     result
+}
+
+/// Forwards every change of the link's state as `Action::LinkChanged`.
+fn state_watch(
+    link: Option<crate::api::Link>,
+    tx: mpsc::UnboundedSender<Action>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let mut state = link?.state;
+    Some(tokio::spawn(async move {
+        while state.changed().await.is_ok() {
+            if tx.send(Action::LinkChanged).is_err() {
+                return;
+            }
+        }
+    }))
 }
 
 /// Panic here if the failpoint `name` is set (`SWITCHBOARD_FAILPOINT`), to test that a

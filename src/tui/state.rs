@@ -160,6 +160,8 @@ pub struct Flash {
 pub struct State {
     /// What the console is attached to (state folder or gateway URL).
     pub attached: String,
+    /// The gateway connection under a remote API (read, never waited on, when drawing).
+    pub link: Option<crate::api::Link>,
     pub now_ms: i64,
     pub ticks: u64,
     pub width: u16,
@@ -216,6 +218,7 @@ impl State {
     pub fn new(attached: String, now_ms: i64) -> State {
         State {
             attached,
+            link: None,
             now_ms,
             ticks: 0,
             width: 80,

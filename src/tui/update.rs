@@ -78,6 +78,8 @@ impl Console {
             Action::Engine(e) => self.engine_event(*e),
             Action::Lagged => self.reload_all(),
             Action::Tick => self.tick(),
+            // The header reads the link's state when it draws; the action only wakes the loop.
+            Action::LinkChanged => {}
             Action::Flash(text, error) => self.state.flash(text, error),
             Action::SessionsLoaded { generation, result } => {
                 self.sessions_loaded(generation, *result)

@@ -7,14 +7,63 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::{MIN_HEIGHT, MIN_WIDTH, fit, pad};
+use crate::api::LinkState;
 use crate::tui::action::Intent;
 use crate::tui::keymap::Keymap;
 use crate::tui::state::{Focus, State};
 
+/// How the gateway connection is, for the header: `connected v4 · 3 ms`, `reconnecting in
+/// 2s (attempt 3): <reason>`, `refused: <reason>`.
+pub fn link_text(link: &LinkState) -> String {
+    /// A reason is the server's or the OS's words: kept short so the counts stay in view.
+    fn short(reason: &str) -> String {
+        let one: String = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+        if one.chars().count() > 60 {
+            format!("{}…", one.chars().take(59).collect::<String>())
+        } else {
+            one
+        }
+    }
+    match link {
+        LinkState::Connecting { attempt } if *attempt <= 1 => "connecting".into(),
+        LinkState::Connecting { attempt } => format!("connecting (attempt {attempt})"),
+        LinkState::Connected {
+            protocol,
+            rtt_ms,
+            resynced,
+            ..
+        } => {
+            let mut t = format!("connected v{protocol}");
+            if let Some(ms) = rtt_ms {
+                t.push_str(&format!(" · {ms} ms"));
+            }
+            if *resynced {
+                t.push_str(" · resynced");
+            }
+            t
+        }
+        LinkState::Reconnecting {
+            attempt,
+            retry_in_ms,
+            reason,
+        } => format!(
+            "reconnecting in {}s (attempt {attempt}): {}",
+            retry_in_ms.div_ceil(1000),
+            short(reason)
+        ),
+        LinkState::Failed { reason } => format!("refused: {}", short(reason)),
+    }
+}
+
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
+    // A remote console names the gateway and how the link is (read now, never waited on).
+    let attached = match &state.link {
+        Some(link) => format!("{} · {}", link.target, link_text(&link.state.borrow())),
+        None => state.attached.clone(),
+    };
     let text = format!(
         " Switchboard · {} · {} sessions · {} running · {} exchanges · {} sub-agents",
-        state.attached,
+        attached,
         state.total_sessions,
         state.running.len(),
         state.flows.len(),

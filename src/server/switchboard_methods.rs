@@ -1,0 +1,105 @@
+//! Switchboard's own methods (`switchboard.*`): each request's params decoded into the API's
+//! serde types, the `SessionsApi` call made, its result returned as JSON, so a remote client
+//! gets exactly what the embedded engine would answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::api::{
+    ApiError, PatchRequest, SendRequest, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
+};
+use crate::protocol::ErrorShape;
+use crate::protocol::switchboard::{
+    AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
+    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
+};
+
+/// The longest a `waitRun`/`waitWork` may hold a request open: a client asking for more
+/// asks again, and a connection is never tied up for hours by one call.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// Answers a `switchboard.*` method (other than `subscribe`, which needs the connection);
+/// `None` for any other method, so the caller falls through to its own.
+pub async fn call(
+    api: &Arc<dyn SessionsApi>,
+    method: &str,
+    params: &mut Option<Value>,
+) -> Option<Result<Value, ErrorShape>> {
+    if !method::ALL.contains(&method) || method == method::SUBSCRIBE {
+        return None;
+    }
+    // Taken only once the method is known to be ours: others keep their params.
+    let params = match params.take() {
+        None | Some(Value::Null) => json!({}),
+        Some(v) => v,
+    };
+    Some(answer(api.as_ref(), method, params).await)
+}
+
+fn bad(message: String) -> ErrorShape {
+    error_shape(&ApiError::BadInput(message))
+}
+
+fn out<T: Serialize>(r: Result<T, ApiError>) -> Result<Value, ErrorShape> {
+    let v = r.map_err(|e| error_shape(&e))?;
+    serde_json::to_value(v).map_err(|e| error_shape(&ApiError::Storage(e.to_string())))
+}
+
+fn p<T: serde::de::DeserializeOwned>(method: &str, v: Value) -> Result<T, ErrorShape> {
+    decode(&format!("{method} params"), v).map_err(bad)
+}
+
+fn limit(ms: u64) -> Duration {
+    Duration::from_millis(ms).min(MAX_WAIT)
+}
+
+async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, ErrorShape> {
+    match m {
+        method::STATUS => out(api.status().await),
+        method::SESSIONS => out(api.sessions(p::<SessionsQuery>(m, v)?).await),
+        method::SESSION => out(api.session(&p::<KeyParams>(m, v)?.key).await),
+        method::TRANSCRIPT => out(api.transcript(p::<TranscriptQuery>(m, v)?).await),
+        method::RESOLVE_KEY => {
+            let r: ResolveParams = p(m, v)?;
+            out(api.resolve_key(&r.raw, r.purpose).await)
+        }
+        method::SEND => out(api.send(p::<SendRequest>(m, v)?).await),
+        method::WAIT_RUN => {
+            let r: WaitRunParams = p(m, v)?;
+            out(api.wait_run(&r.run_id, limit(r.timeout_ms)).await)
+        }
+        method::WAIT_WORK => {
+            let r: WaitWorkParams = p(m, v)?;
+            out(api
+                .wait_work(r.work, limit(r.timeout_ms))
+                .await
+                .map(|done| WaitWorkResult { done }))
+        }
+        method::STILL_RUNNING => {
+            let r: WorkParams = p(m, v)?;
+            out(api
+                .still_running(r.work)
+                .await
+                .map(|tasks| StillRunningResult {
+                    running: tasks
+                        .into_iter()
+                        .map(|(label, age)| StillRunningItem {
+                            label,
+                            age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+                        })
+                        .collect(),
+                }))
+        }
+        method::CALL_TOOL => out(api.call_tool(p::<ToolCall>(m, v)?).await),
+        method::PATCH => out(api.patch(p::<PatchRequest>(m, v)?).await),
+        method::DELETE => out(api
+            .delete(&p::<KeyParams>(m, v)?.key)
+            .await
+            .map(|deleted| DeleteResult { deleted })),
+        method::AGENTS => out(api.agents().await.map(|agents| AgentsResult { agents })),
+        other => Err(bad(format!("unknown method: {other}"))),
+    }
+}

@@ -1,0 +1,114 @@
+//! The console's header over `--connect`: the gateway's address and the link's state in
+//! each of its states, drawn on a `TestBackend`; the header reads the state as it is when
+//! drawn (a change shows on the next frame, no event needed), and a reason from the network
+//! is shown escaped and kept short.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use switchboard::api::{Link, LinkState};
+use switchboard::tui::keymap::Keymap;
+use switchboard::tui::state::State;
+use switchboard::tui::view;
+use tokio::sync::watch;
+
+const TARGET: &str = "ws://h:18789";
+
+/// The header row of a 120×40 console whose link is in `link`.
+fn header(link: LinkState) -> String {
+    let (_tx, rx) = watch::channel(link);
+    header_of(rx)
+}
+
+fn header_of(rx: watch::Receiver<LinkState>) -> String {
+    let mut state = State::new("unused for a remote console".into(), 1_750_000_000_000);
+    state.width = 120;
+    state.height = 40;
+    state.link = Some(Link {
+        target: TARGET.into(),
+        state: rx,
+    });
+    let keymap = Keymap::defaults();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    terminal
+        .draw(|f| view::draw(f, &state, &keymap))
+        .expect("draw");
+    let buf = terminal.backend().buffer();
+    (0..buf.area.width)
+        .map(|x| buf[(x, 0)].symbol().to_string())
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+fn connected(rtt_ms: Option<u64>, resynced: bool) -> LinkState {
+    LinkState::Connected {
+        protocol: 4,
+        server: "switchboard 0.1.0".into(),
+        rtt_ms,
+        resynced,
+    }
+}
+
+#[test]
+fn header_connected() {
+    insta::assert_snapshot!(header(connected(Some(3), false)));
+}
+
+#[test]
+fn header_connected_before_the_first_round_trip() {
+    insta::assert_snapshot!(header(connected(None, false)));
+}
+
+#[test]
+fn header_resynced() {
+    insta::assert_snapshot!(header(connected(Some(3), true)));
+}
+
+#[test]
+fn header_connecting() {
+    insta::assert_snapshot!(header(LinkState::Connecting { attempt: 2 }));
+}
+
+#[test]
+fn header_reconnecting() {
+    insta::assert_snapshot!(header(LinkState::Reconnecting {
+        attempt: 3,
+        retry_in_ms: 1_600,
+        reason: "the gateway closed the connection".into(),
+    }));
+}
+
+#[test]
+fn header_refused() {
+    insta::assert_snapshot!(header(LinkState::Failed {
+        reason: "INVALID_REQUEST: unauthorized: gateway token missing or wrong".into(),
+    }));
+}
+
+#[test]
+fn a_reason_from_the_network_is_escaped_and_short() {
+    let shown = header(LinkState::Failed {
+        reason: format!("\u{1b}]0;pwned\u{7}{}", "x".repeat(200)),
+    });
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    // The counts after the reason stay on screen.
+    assert!(shown.contains("0 sessions"), "{shown}");
+}
+
+#[test]
+fn a_state_change_shows_on_the_next_frame() {
+    let (tx, rx) = watch::channel(connected(Some(3), false));
+    assert!(header_of(rx.clone()).contains("connected v4 · 3 ms"));
+    tx.send_replace(LinkState::Reconnecting {
+        attempt: 1,
+        retry_in_ms: 250,
+        reason: "reset".into(),
+    });
+    assert!(
+        header_of(rx).contains("reconnecting in 1s (attempt 1): reset"),
+        "the header draws the state as it is now"
+    );
+}
