@@ -424,9 +424,9 @@ the token and every message would cross the network in clear text. Use an SSH tu
     say(&format!("gateway listening on ws://{local}"));
     tracing::info!(%local, "gateway listening");
     let options = server::Options {
-        token: secret,
+        read_only_token: config.gateway.auth.read_only_token.clone(),
         max_payload: args.max_payload,
-        handshake_timeout: server::HANDSHAKE_TIMEOUT,
+        ..server::Options::new(secret)
     };
     server::run(listener, api, options, stop_signal()?).await;
     tracing::info!("gateway stopped accepting; draining the engine");

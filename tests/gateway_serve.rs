@@ -423,9 +423,9 @@ async fn a_client_that_never_sends_connect_is_closed() {
         listener,
         engine.start(),
         Options {
-            token: TOKEN.into(),
             max_payload: MAX_PAYLOAD,
             handshake_timeout: Duration::from_millis(200),
+            ..Options::new(TOKEN.into())
         },
         async {
             let _ = stop_rx.await;

@@ -39,11 +39,7 @@ impl Gateway {
 }
 
 pub fn options() -> server::Options {
-    server::Options {
-        token: TOKEN.to_string(),
-        max_payload: server::DEFAULT_MAX_PAYLOAD,
-        handshake_timeout: server::HANDSHAKE_TIMEOUT,
-    }
+    server::Options::new(TOKEN.to_string())
 }
 
 pub async fn start(api: Arc<dyn SessionsApi>) -> Gateway {
