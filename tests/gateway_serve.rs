@@ -143,7 +143,13 @@ async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
         json!({"type": "req", "id": id, "method": method, "params": params}),
     )
     .await;
-    let res = recv(ws).await.expect("a response");
+    // Events (a sent message's `chat`/`agent`, ticks) may come before the answer.
+    let res = loop {
+        let f = recv(ws).await.expect("a response");
+        if f["type"] != "event" {
+            break f;
+        }
+    };
     assert_eq!(res["type"], "res");
     assert_eq!(res["id"], id);
     res
