@@ -396,3 +396,17 @@ async fn failed_connects_lock_out_the_address() {
     assert_eq!(res["ok"], true, "another address is served: {res}");
     gw.stop().await;
 }
+
+/// `gateway.auth.readOnlyToken` is a config setting (what `serve` passes as
+/// `Options::read_only_token`).
+#[test]
+fn the_read_only_token_is_read_from_the_config() {
+    let config: switchboard::config::Config = serde_json::from_value(json!({
+        "gateway": { "auth": { "token": "full-token", "readOnlyToken": "reader-token" } }
+    }))
+    .expect("config with readOnlyToken");
+    assert_eq!(
+        config.gateway.auth.read_only_token.as_deref(),
+        Some("reader-token")
+    );
+}
