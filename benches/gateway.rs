@@ -94,11 +94,7 @@ fn main() {
     let server = rt.spawn(switchboard::server::run(
         listener,
         api.clone(),
-        switchboard::server::Options {
-            token: TOKEN.into(),
-            max_payload: switchboard::server::DEFAULT_MAX_PAYLOAD,
-            handshake_timeout: switchboard::server::HANDSHAKE_TIMEOUT,
-        },
+        switchboard::server::Options::new(TOKEN.into()),
         async move {
             let _ = stop_rx.await;
         },

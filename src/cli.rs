@@ -588,9 +588,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     let options = server::Options {
-        token: secret,
+        read_only_token: config.gateway.auth.read_only_token.clone(),
         max_payload: args.max_payload,
-        handshake_timeout: server::HANDSHAKE_TIMEOUT,
+        ..server::Options::new(secret)
     };
     server::run_with_tls(listener, api, options, tls, stop_signal()?).await;
     tracing::info!("gateway stopped accepting; draining the engine");

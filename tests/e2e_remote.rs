@@ -282,12 +282,15 @@ fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
     t.keys(&["Enter"]);
     t.wait_for_text("agent: re: hello from afar");
 
-    // `/send off`: the engine's answer in the status line, the session's policy overridden.
+    // `/send off`: the engine's answer (in the transcript, and in the status line until the
+    // session's own policy replaces it there), the session's policy overridden.
     t.type_text("/send off");
     t.wait_for_text("/send off▏");
     t.keys(&["Enter"]);
     t.wait_for("the new policy on screen", |s| {
-        status_line(s).contains("Send policy set to off")
+        s.contains("Send policy set to off")
+            && (status_line(s).contains("Send policy set to off")
+                || status_line(s).contains("send policy: deny"))
             && sessions_pane(s)
                 .iter()
                 .any(|l| l.contains("agent:main:main") && l.contains("deny*"))

@@ -143,7 +143,13 @@ async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
         json!({"type": "req", "id": id, "method": method, "params": params}),
     )
     .await;
-    let res = recv(ws).await.expect("a response");
+    // Events (a sent message's `chat`/`agent`, ticks) may come before the answer.
+    let res = loop {
+        let f = recv(ws).await.expect("a response");
+        if f["type"] != "event" {
+            break f;
+        }
+    };
     assert_eq!(res["type"], "res");
     assert_eq!(res["id"], id);
     res
@@ -423,9 +429,9 @@ async fn a_client_that_never_sends_connect_is_closed() {
         listener,
         engine.start(),
         Options {
-            token: TOKEN.into(),
             max_payload: MAX_PAYLOAD,
             handshake_timeout: Duration::from_millis(200),
+            ..Options::new(TOKEN.into())
         },
         async {
             let _ = stop_rx.await;

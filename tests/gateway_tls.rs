@@ -245,9 +245,9 @@ async fn a_client_stalled_before_tls_is_dropped() {
         listener,
         engine.start(),
         Options {
-            token: TOKEN.into(),
             max_payload: 1 << 20,
             handshake_timeout: Duration::from_millis(200),
+            ..Options::new(TOKEN.into())
         },
         Some(acceptor),
         async {
@@ -293,9 +293,9 @@ async fn a_client_stalled_before_the_websocket_upgrade_is_dropped() {
         listener,
         engine.start(),
         Options {
-            token: TOKEN.into(),
             max_payload: 1 << 20,
             handshake_timeout: Duration::from_millis(200),
+            ..Options::new(TOKEN.into())
         },
         async {
             let _ = stop_rx.await;

@@ -38,11 +38,7 @@ fn serve(listener: TcpListener, api: Arc<dyn SessionsApi>) -> oneshot::Sender<()
     tokio::spawn(server::run(
         listener,
         api,
-        server::Options {
-            token: TOKEN.into(),
-            max_payload: server::DEFAULT_MAX_PAYLOAD,
-            handshake_timeout: server::HANDSHAKE_TIMEOUT,
-        },
+        server::Options::new(TOKEN.into()),
         async move {
             let _ = stopped.await;
         },

@@ -502,6 +502,8 @@ pub struct GatewayAuth {
     pub mode: GatewayAuthMode,
     pub token: Option<String>,
     pub password: Option<String>,
+    /// A second gateway token that only ever gets read access (list and read, no send).
+    pub read_only_token: Option<String>,
 }
 
 impl Config {

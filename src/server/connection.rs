@@ -2,8 +2,13 @@
 //! order until the client leaves, breaks the protocol, or the gateway shuts down; answers and
 //! events leave through the connection's outbox.
 
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
+use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -12,9 +17,12 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
+use super::auth_limit::Limiter;
 use super::events::Subscriptions;
+use super::idempotency::Idempotency;
 use super::methods::{self, error};
 use super::outbox::{self, Ending, Outbox};
+use super::requests::{self, Ctx, Work};
 use super::token::same_token;
 use crate::api::SessionsApi;
 use crate::protocol::{
@@ -30,11 +38,18 @@ const MIN_PROTOCOL: u32 = 3;
 pub struct Shared {
     pub api: Arc<dyn SessionsApi>,
     pub token: String,
+    pub read_only_token: Option<String>,
     pub max_payload: usize,
     pub handshake_timeout: std::time::Duration,
     pub max_buffered_bytes: usize,
-    pub tick_interval_ms: u64,
+    pub tick_interval: std::time::Duration,
+    pub idempotency: Idempotency,
+    pub auth_limit: Limiter,
 }
+
+/// Requests of one connection being answered at once; past this, the socket is not read
+/// (TCP pushes back on the client).
+pub const MAX_IN_FLIGHT: usize = 128;
 
 type Ws = WebSocketStream<super::tls::Stream>;
 
@@ -101,13 +116,20 @@ struct Conn {
     id: String,
     /// `connect.caps`: `switchboard.v1` allows `switchboard.subscribe`.
     caps: Vec<String>,
+    /// `hello-ok.auth.scopes` allow changes.
+    write: bool,
 }
 
 /// Serves one connection to its end; closes it with a reason when it breaks the protocol.
-pub async fn serve(mut ws: Ws, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    mut ws: Ws,
+    peer: Option<IpAddr>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
     let conn_id = uuid::Uuid::new_v4().to_string();
     let greeted = tokio::select! {
-        r = greet(&mut ws, &shared, &conn_id) => r,
+        r = greet(&mut ws, &shared, &conn_id, peer) => r,
         _ = stop.wait_for(|s| *s) => Err(Closing(CloseCode::Away, "gateway shutting down".into())),
     };
     let conn = match greeted {
@@ -155,7 +177,12 @@ pub async fn serve(mut ws: Ws, shared: Arc<Shared>, mut stop: watch::Receiver<bo
 
 /// The challenge and the `connect` handshake, answered directly on the socket; `None`
 /// when the client left before connecting.
-async fn greet(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<Option<Conn>, Closing> {
+async fn greet(
+    ws: &mut Ws,
+    shared: &Shared,
+    conn_id: &str,
+    peer: Option<IpAddr>,
+) -> Result<Option<Conn>, Closing> {
     let nonce = uuid::Uuid::new_v4().to_string();
     let ts = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
     let challenge = ConnectChallenge {
@@ -196,66 +223,88 @@ async fn greet(ws: &mut Ws, shared: &Shared, conn_id: &str) -> Result<Option<Con
             ));
         }
     };
+    if let Some(ip) = peer
+        && let Some(wait) = shared.auth_limit.locked_out(ip)
+    {
+        let message = format!(
+            "too many failed attempts; retry in {} s",
+            wait.as_secs().max(1)
+        );
+        return refuse(ws, req.id, &message).await;
+    }
     let hello = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
-        Err(message) => return refuse(ws, req.id, &message).await,
+        Err(message) => {
+            if let Some(ip) = peer {
+                shared.auth_limit.failed(ip);
+            }
+            tracing::info!(%conn_id, ?peer, %message, "connect refused");
+            return refuse(ws, req.id, &message).await;
+        }
     };
+    // The connection obeys exactly what hello-ok told the client it was granted.
+    let hello_scopes = hello["auth"]["scopes"].clone();
     send(ws, &response(req.id.clone(), Ok(hello))).await?;
     let caps = req
         .params_as::<ConnectParams>()
         .ok()
         .and_then(|p| p.caps)
         .unwrap_or_default();
+    let scopes: Vec<String> = serde_json::from_value(hello_scopes).unwrap_or_default();
     Ok(Some(Conn {
         id: conn_id.to_string(),
         caps,
+        write: can_write(&scopes),
     }))
 }
 
-/// Reads requests until the client leaves or breaks the protocol; answers go to `outbox`.
+/// Reads requests until the client leaves or breaks the protocol. Each request's work is
+/// polled once as it arrives, before the next frame is read (so sends into one session are
+/// recorded in arrival order), then runs alongside the others; answers go to the outbox.
 async fn requests<R>(
     mut stream: R,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     conn: &Conn,
     outbox: &Arc<Outbox>,
 ) -> Result<(), Closing>
 where
     R: Stream<Item = Result<Message, WsError>> + Unpin,
 {
-    let mut subscriptions = Subscriptions::default();
-    while let Some(frame) = next_frame(&mut stream, shared.max_payload).await? {
-        let Frame::Req(Request {
-            id, method, params, ..
-        }) = frame
-        else {
-            // Clients send only requests; anything else is ignored, as OpenClaw does.
-            continue;
-        };
-        if method == switchboard::method::SUBSCRIBE {
-            if conn.caps.iter().any(|c| c == switchboard::CAP) {
-                subscriptions.subscribe_switchboard(&shared.api, outbox, id);
-            } else {
-                let refused = error(
-                    INVALID_REQUEST,
-                    format!(
-                        "{method} needs the `{}` capability in connect.caps",
-                        switchboard::CAP
-                    ),
-                );
-                let _ = outbox.response(id, Err(refused));
+    let mut subs = Subscriptions::start(&shared.api, outbox, shared.tick_interval);
+    let ctx = Ctx {
+        shared: shared.clone(),
+        outbox: outbox.clone(),
+        interest: subs.interest.clone(),
+        conn_id: conn.id.clone(),
+        switchboard: conn.caps.iter().any(|c| c == switchboard::CAP),
+        write: conn.write,
+    };
+    let mut in_flight: FuturesUnordered<Work<'_>> = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            biased;
+            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+            frame = next_frame(&mut stream, shared.max_payload), if in_flight.len() < MAX_IN_FLIGHT => {
+                let Some(frame) = frame? else {
+                    return Ok(());
+                };
+                let Frame::Req(Request { id, method, params, .. }) = frame else {
+                    // Clients send only requests; anything else is ignored, as OpenClaw does.
+                    continue;
+                };
+                if let Some(mut work) = requests::dispatch(&ctx, &mut subs, id, method, params)
+                    && !poll_once(work.as_mut()).await
+                {
+                    in_flight.push(work);
+                }
             }
-            continue;
-        }
-        let outcome = methods::call(&shared.api, &method, params).await;
-        if let Err(e) = &outcome {
-            tracing::debug!(conn_id = %conn.id, %method, code = %e.code, "request failed");
-        }
-        if outbox.response(id, outcome).is_err() {
-            // Closing (lagged): `serve` sees it and ends the connection.
-            return Ok(());
         }
     }
-    Ok(())
+}
+
+/// Polls `work` once; true when that finished it.
+async fn poll_once(mut work: Pin<&mut (dyn Future<Output = ()> + Send + '_)>) -> bool {
+    std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx).is_ready())).await
 }
 
 /// An error `res` for a refused handshake, then the close.
@@ -277,9 +326,8 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Resu
         ));
     }
     let offered = params.auth.and_then(|a| a.token).unwrap_or_default();
-    if !same_token(&offered, &shared.token) {
-        return Err("unauthorized: gateway token missing or wrong".into());
-    }
+    let scopes = grant(&offered, &params.scopes, shared)
+        .ok_or_else(|| "unauthorized: gateway token missing or wrong".to_string())?;
     if let Some(device) = &params.device {
         let id = crate::protocol::device::verify(
             device,
@@ -318,10 +366,43 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Resu
         policy: Policy {
             max_payload: shared.max_payload as u64,
             max_buffered_bytes: shared.max_buffered_bytes as u64,
-            tick_interval_ms: shared.tick_interval_ms,
+            tick_interval_ms: u64::try_from(shared.tick_interval.as_millis()).unwrap_or(u64::MAX),
             extra: serde_json::Map::new(),
         },
-        extra: serde_json::Map::new(),
+        extra: [(
+            "auth".to_string(),
+            json!({"method": "token", "role": params.role, "scopes": scopes}),
+        )]
+        .into_iter()
+        .collect(),
     };
     serde_json::to_value(&hello).map_err(|e| e.to_string())
+}
+
+/// The scopes a token and a request get: the gateway token grants what was asked
+/// (`operator.read` when nothing was); the read-only token only ever `operator.read`.
+/// `None`: neither token matches.
+fn grant(offered: &str, asked: &[String], shared: &Shared) -> Option<Vec<String>> {
+    // Both comparisons always run, so timing does not tell which token was near.
+    let full = same_token(offered, &shared.token);
+    let read_only = shared
+        .read_only_token
+        .as_deref()
+        .is_some_and(|t| !t.is_empty() && same_token(offered, t));
+    if full {
+        if asked.is_empty() {
+            return Some(vec![READ.to_string()]);
+        }
+        return Some(asked.to_vec());
+    }
+    read_only.then(|| vec![READ.to_string()])
+}
+
+const READ: &str = "operator.read";
+
+/// Whether granted scopes allow changes.
+fn can_write(scopes: &[String]) -> bool {
+    scopes
+        .iter()
+        .any(|s| s == "operator.write" || s == "operator.admin")
 }

@@ -7,27 +7,63 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::api::{
-    ApiError, SendRequest, Sender, SessionRow, SessionsApi, SessionsQuery, ToolCall,
-    TranscriptQuery,
+    ApiError, KeyPurpose, PatchRequest, PolicyChange, SendRequest, Sender, SessionRow, SessionsApi,
+    SessionsQuery, ToolCall, TranscriptQuery,
 };
 use crate::protocol::{ErrorShape, INVALID_REQUEST};
 
-/// The methods `hello-ok` announces, in the order they are documented.
+/// The methods `hello-ok` announces: OpenClaw's, in the order they are documented, then
+/// Switchboard's own (`protocol::switchboard::method::ALL`, added where the list is built).
 pub const METHODS: &[&str] = &[
     "health",
+    "status",
     "sessions.list",
+    "sessions.resolve",
+    "sessions.create",
+    "sessions.patch",
+    "sessions.delete",
+    "sessions.subscribe",
+    "sessions.unsubscribe",
+    "sessions.messages.subscribe",
+    "sessions.messages.unsubscribe",
     "chat.history",
     "chat.send",
+    "chat.abort",
+    "agent",
+    "agent.wait",
+    "agents.list",
     "tools.invoke",
-    crate::protocol::switchboard::method::SUBSCRIBE,
 ];
 
 /// Events this gateway sends.
 pub const EVENTS: &[&str] = &[
     "connect.challenge",
+    super::events::TICK,
+    super::events::SESSIONS_CHANGED,
+    super::events::SESSION_MESSAGE,
+    super::events::CHAT,
+    super::events::AGENT,
+    super::events::A2A,
     crate::protocol::switchboard::EVENT,
     crate::protocol::switchboard::GAP,
 ];
+
+/// Methods that change state: refused on a read-only connection (with
+/// `protocol::switchboard::method::WRITES`).
+pub const WRITES: &[&str] = &[
+    "chat.send",
+    "chat.abort",
+    "agent",
+    "sessions.create",
+    "sessions.patch",
+    "sessions.delete",
+    "tools.invoke",
+];
+
+/// Whether `method` changes state.
+pub fn is_write(method: &str) -> bool {
+    WRITES.contains(&method) || crate::protocol::switchboard::method::WRITES.contains(&method)
+}
 
 /// `sessions.list` and `chat.history` limits as OpenClaw 2026.9.6 applies them (its list
 /// honoured 10 000; its history caps at 1000).
@@ -45,11 +81,11 @@ pub fn error(code: &str, message: impl Into<String>) -> ErrorShape {
     }
 }
 
-fn invalid(message: impl Into<String>) -> ErrorShape {
+pub fn invalid(message: impl Into<String>) -> ErrorShape {
     error(INVALID_REQUEST, message)
 }
 
-fn api_failure(e: ApiError) -> ErrorShape {
+pub fn api_failure(e: ApiError) -> ErrorShape {
     match e {
         ApiError::BadInput(m) => invalid(m),
         ApiError::NotFound(m) => error("NOT_FOUND", m),
@@ -59,7 +95,7 @@ fn api_failure(e: ApiError) -> ErrorShape {
 }
 
 /// Reads params into `T`, naming the offending field on failure; absent params are `{}`.
-fn params<T: serde::de::DeserializeOwned>(
+pub fn params<T: serde::de::DeserializeOwned>(
     method: &str,
     params: Option<Value>,
 ) -> Result<T, ErrorShape> {
@@ -87,9 +123,16 @@ pub async fn call(
     }
     match method {
         "health" => Ok(json!({"ok": true})),
+        "status" => status(api).await,
         "sessions.list" => sessions_list(api, params(method, raw)?).await,
+        "sessions.resolve" => sessions_resolve(api, params(method, raw)?).await,
+        "sessions.create" => sessions_create(api, params(method, raw)?).await,
+        "sessions.patch" => sessions_patch(api, params(method, raw)?).await,
+        "sessions.delete" => sessions_delete(api, params(method, raw)?).await,
         "chat.history" => chat_history(api, params(method, raw)?).await,
-        "chat.send" => chat_send(api, params(method, raw)?).await,
+        "chat.abort" => chat_abort(params(method, raw)?),
+        "agent.wait" => agent_wait(api, params(method, raw)?).await,
+        "agents.list" => agents_list(api).await,
         "tools.invoke" => tools_invoke(api, params(method, raw)?).await,
         "connect" => Err(invalid("already connected")),
         other => Err(invalid(format!("unknown method: {other}"))),
@@ -209,34 +252,6 @@ async fn chat_history(api: &Arc<dyn SessionsApi>, p: HistoryParams) -> Result<Va
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SendParams {
-    session_key: String,
-    message: String,
-    #[allow(dead_code)] // Accepted as OpenClaw's clients send it; dedup comes later.
-    idempotency_key: Option<String>,
-}
-
-async fn chat_send(api: &Arc<dyn SessionsApi>, p: SendParams) -> Result<Value, ErrorShape> {
-    let receipt = api
-        .send(SendRequest {
-            key: p.session_key,
-            text: p.message,
-            from: Sender {
-                channel: Some("webchat".into()),
-                owner: false,
-                ..Sender::default()
-            },
-        })
-        .await
-        .map_err(api_failure)?;
-    Ok(json!({
-        "runId": receipt.run_id,
-        "status": "started",
-    }))
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct InvokeParams {
     name: String,
@@ -266,4 +281,282 @@ async fn tools_invoke(api: &Arc<dyn SessionsApi>, p: InvokeParams) -> Result<Val
         .await
         .map_err(api_failure)?;
     Ok(result.result)
+}
+
+async fn status(api: &Arc<dyn SessionsApi>) -> Result<Value, ErrorShape> {
+    let status = api.status().await.map_err(api_failure)?;
+    Ok(json!({
+        "ok": true,
+        "ts": chrono::Utc::now().timestamp_millis(),
+        "server": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
+        "protocol": super::PROTOCOL,
+        "sessions": {"count": status.sessions},
+    }))
+}
+
+/// The canonical key of an existing session, found as `sessions.resolve` takes it: by
+/// key, by session id, or by exact label.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResolveParams {
+    key: Option<String>,
+    session_id: Option<String>,
+    label: Option<String>,
+}
+
+async fn sessions_resolve(
+    api: &Arc<dyn SessionsApi>,
+    p: ResolveParams,
+) -> Result<Value, ErrorShape> {
+    let raw = match (p.key, p.session_id, p.label) {
+        (Some(k), _, _) | (None, Some(k), _) => k,
+        (None, None, Some(label)) => return resolve_label(api, &label).await,
+        (None, None, None) => {
+            return Err(invalid("sessions.resolve needs key, sessionId or label"));
+        }
+    };
+    let resolved = api
+        .resolve_key(&raw, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?;
+    if !resolved.exists {
+        return Err(error("NOT_FOUND", format!("no session found: {raw}")));
+    }
+    Ok(json!({"ok": true, "key": resolved.key}))
+}
+
+async fn resolve_label(api: &Arc<dyn SessionsApi>, label: &str) -> Result<Value, ErrorShape> {
+    // The text search narrows the list; the exact label decides.
+    let page = api
+        .sessions(SessionsQuery {
+            text: label.to_string(),
+            archived: true,
+            limit: LIST_MAX,
+            ..SessionsQuery::default()
+        })
+        .await
+        .map_err(api_failure)?;
+    let found: Vec<&SessionRow> = page
+        .rows
+        .iter()
+        .filter(|r| r.label.as_deref() == Some(label))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(json!({"ok": true, "key": one.key})),
+        [] => Err(error("NOT_FOUND", format!("no session labelled {label:?}"))),
+        _ => Err(invalid(format!(
+            "{} sessions are labelled {label:?}; give the key",
+            found.len()
+        ))),
+    }
+}
+
+/// `sessions.create`: our engine makes a session with its first message, so a create
+/// with a `message` sends it; without one, an existing key is answered as it is, and a
+/// new key is refused rather than faked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateParams {
+    key: Option<String>,
+    agent_id: Option<String>,
+    message: Option<String>,
+}
+
+async fn sessions_create(api: &Arc<dyn SessionsApi>, p: CreateParams) -> Result<Value, ErrorShape> {
+    let raw = match (p.key, p.agent_id) {
+        (Some(k), _) => k,
+        (None, Some(agent)) => format!("agent:{agent}:main"),
+        (None, None) => "main".to_string(),
+    };
+    let resolved = api
+        .resolve_key(&raw, KeyPurpose::Inbound)
+        .await
+        .map_err(api_failure)?;
+    let mut run_started = false;
+    if let Some(text) = p.message {
+        let receipt = api
+            .send(SendRequest {
+                key: resolved.key.clone(),
+                text,
+                from: webchat(),
+            })
+            .await
+            .map_err(api_failure)?;
+        run_started = receipt.run_id.is_some();
+    } else if !resolved.exists {
+        return Err(invalid(format!(
+            "{} does not exist, and this engine creates a session with its first message: \
+give `message`, or use chat.send",
+            resolved.key
+        )));
+    }
+    let detail = api
+        .session(&resolved.key)
+        .await
+        .map_err(api_failure)?
+        .ok_or_else(|| error("NOT_FOUND", format!("no session found: {}", resolved.key)))?;
+    Ok(json!({
+        "ok": true,
+        "key": detail.row.key,
+        "sessionId": detail.row.session_id,
+        "entry": detail.entry,
+        "runStarted": run_started,
+    }))
+}
+
+/// The sender of messages from OpenClaw's clients: its run channel is webchat.
+pub fn webchat() -> Sender {
+    Sender {
+        channel: Some("webchat".into()),
+        owner: false,
+        ..Sender::default()
+    }
+}
+
+/// `sendPolicy` is the one setting this engine patches; OpenClaw's others (label,
+/// model …) are refused by name rather than silently dropped.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PatchParams {
+    key: String,
+    /// Absent: not given; `null`: back to the config's rule.
+    #[serde(default, deserialize_with = "present")]
+    send_policy: Option<Value>,
+    #[serde(flatten)]
+    other: serde_json::Map<String, Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+async fn sessions_patch(api: &Arc<dyn SessionsApi>, p: PatchParams) -> Result<Value, ErrorShape> {
+    let change = match &p.send_policy {
+        None => {
+            let names: Vec<&str> = p.other.keys().map(String::as_str).collect();
+            return Err(invalid(if names.is_empty() {
+                "nothing to change: give sendPolicy (\"allow\", \"deny\" or null)".to_string()
+            } else {
+                format!(
+                    "this gateway patches sendPolicy only, not {}",
+                    names.join(", ")
+                )
+            }));
+        }
+        Some(Value::Null) => PolicyChange::Inherit,
+        Some(Value::String(s)) if s == "allow" => PolicyChange::Allow,
+        Some(Value::String(s)) if s == "deny" => PolicyChange::Deny,
+        Some(other) => {
+            return Err(invalid(format!(
+                "invalid sessions.patch params at `sendPolicy`: expected \"allow\", \"deny\" or null, got {other}"
+            )));
+        }
+    };
+    let key = api
+        .resolve_key(&p.key, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?
+        .key;
+    let result = api
+        .patch(PatchRequest {
+            key,
+            send_policy: Some(change),
+        })
+        .await
+        .map_err(api_failure)?;
+    let entry = api
+        .session(&result.key)
+        .await
+        .map_err(api_failure)?
+        .map(|d| d.entry)
+        .unwrap_or(Value::Null);
+    Ok(json!({
+        "ok": true,
+        "key": result.key,
+        "entry": entry,
+        "resolved": {"sendPolicy": result.effective.policy, "source": result.effective.source},
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteParams {
+    key: String,
+}
+
+async fn sessions_delete(api: &Arc<dyn SessionsApi>, p: DeleteParams) -> Result<Value, ErrorShape> {
+    let key = api
+        .resolve_key(&p.key, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?
+        .key;
+    let deleted = api.delete(&key).await.map_err(api_failure)?;
+    Ok(json!({"ok": true, "key": key, "deleted": deleted}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AbortParams {
+    #[allow(dead_code)] // Read so a call without it is refused as OpenClaw refuses it.
+    session_key: String,
+    #[allow(dead_code)]
+    run_id: Option<String>,
+}
+
+/// The engine has no way to stop a run midway (`SessionsApi` has no abort): the answer
+/// says so instead of pretending.
+fn chat_abort(_: AbortParams) -> Result<Value, ErrorShape> {
+    Ok(json!({"ok": true, "aborted": false, "runIds": []}))
+}
+
+/// The longest `agent.wait` honoured; OpenClaw's own default is 30 s.
+const WAIT_DEFAULT_MS: u64 = 30_000;
+const WAIT_MAX_MS: u64 = 24 * 60 * 60 * 1000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WaitParams {
+    run_id: String,
+    timeout_ms: Option<u64>,
+}
+
+async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, ErrorShape> {
+    let ms = p.timeout_ms.unwrap_or(WAIT_DEFAULT_MS).min(WAIT_MAX_MS);
+    let r = api
+        .wait_run(&p.run_id, std::time::Duration::from_millis(ms))
+        .await
+        .map_err(api_failure)?;
+    Ok(wait_payload(&r))
+}
+
+/// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error).
+pub fn wait_payload(r: &crate::api::RunResult) -> Value {
+    let status = match r.status.as_str() {
+        "ok" => "ok",
+        "running" | "timeout" => "timeout",
+        _ => "error",
+    };
+    let mut v = json!({"runId": r.run_id, "status": status});
+    if r.status == "ok" {
+        v["stopReason"] = json!("stop");
+        v["terminalReply"] = json!({"disposition": "visible", "text": r.reply});
+    }
+    if let Some(e) = &r.error {
+        v["error"] = json!(e);
+    }
+    v
+}
+
+async fn agents_list(api: &Arc<dyn SessionsApi>) -> Result<Value, ErrorShape> {
+    let agents = api.agents().await.map_err(api_failure)?;
+    let default = agents
+        .iter()
+        .find(|a| a.is_default)
+        .map(|a| a.id.clone())
+        .unwrap_or_else(|| "main".into());
+    let list: Vec<Value> = agents
+        .iter()
+        .map(|a| json!({"id": a.id, "model": a.model, "isDefault": a.is_default}))
+        .collect();
+    Ok(json!({"defaultId": default, "agents": list}))
 }

@@ -1,10 +1,13 @@
 //! The gateway (`switchboard serve`): a WebSocket listener speaking OpenClaw's protocol v4
 //! in front of any `SessionsApi`.
 
+mod auth_limit;
 mod connection;
 mod events;
+mod idempotency;
 mod methods;
 mod outbox;
+mod requests;
 mod switchboard_methods;
 pub mod tls;
 pub mod token;
@@ -18,22 +21,47 @@ use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::api::SessionsApi;
+pub use auth_limit::AuthLimit;
 pub use connection::PROTOCOL;
 pub use methods::{EVENTS, METHODS};
 
 /// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.
 pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
-const MAX_BUFFERED_BYTES: usize = 50 * 1024 * 1024;
-const TICK_INTERVAL_MS: u64 = 30_000;
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 50 * 1024 * 1024;
+pub const DEFAULT_TICK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// What the gateway needs besides its listener.
+/// What the gateway needs besides its listener (`Options::new` for the defaults).
 pub struct Options {
     pub token: String,
+    /// A second token that only ever gets `operator.read`.
+    pub read_only_token: Option<String>,
     /// The largest text frame accepted, in bytes.
     pub max_payload: usize,
+    /// How far (in encoded bytes) a client may fall behind the frames sent to it before it
+    /// is disconnected as lagged.
+    pub max_buffered_bytes: usize,
+    /// How often every connection gets a `tick`.
+    pub tick_interval: std::time::Duration,
     /// How long a client may take to send `connect` before it is closed, so idle sockets
     /// cannot pile up unauthenticated.
     pub handshake_timeout: std::time::Duration,
+    /// The failed-connect limit per peer address.
+    pub auth_limit: AuthLimit,
+}
+
+impl Options {
+    /// OpenClaw's limits, and `token` as the one token.
+    pub fn new(token: String) -> Options {
+        Options {
+            token,
+            read_only_token: None,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            tick_interval: DEFAULT_TICK_INTERVAL,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            auth_limit: AuthLimit::default(),
+        }
+    }
 }
 
 /// The default `Options::handshake_timeout`.
@@ -61,10 +89,13 @@ pub async fn run_with_tls(
     let shared = Arc::new(connection::Shared {
         api,
         token: options.token,
+        read_only_token: options.read_only_token,
         max_payload: options.max_payload,
         handshake_timeout: options.handshake_timeout,
-        max_buffered_bytes: MAX_BUFFERED_BYTES,
-        tick_interval_ms: TICK_INTERVAL_MS,
+        max_buffered_bytes: options.max_buffered_bytes,
+        tick_interval: options.tick_interval,
+        idempotency: idempotency::Idempotency::default(),
+        auth_limit: auth_limit::Limiter::new(options.auth_limit),
     });
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
     // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
@@ -96,7 +127,7 @@ pub async fn run_with_tls(
                     )
                     .await;
                     match opened {
-                        Ok(Ok(ws)) => connection::serve(ws, shared, stop).await,
+                        Ok(Ok(ws)) => connection::serve(ws, Some(peer.ip()), shared, stop).await,
                         Ok(Err(e)) => tracing::info!(%peer, error = %e, "handshake failed"),
                         Err(_) => tracing::info!(%peer, "TLS or WebSocket handshake timed out"),
                     }

@@ -39,11 +39,7 @@ impl Gateway {
 }
 
 pub fn options() -> server::Options {
-    server::Options {
-        token: TOKEN.to_string(),
-        max_payload: server::DEFAULT_MAX_PAYLOAD,
-        handshake_timeout: server::HANDSHAKE_TIMEOUT,
-    }
+    server::Options::new(TOKEN.to_string())
 }
 
 pub async fn start(api: Arc<dyn SessionsApi>) -> Gateway {
@@ -151,4 +147,64 @@ pub async fn call_keeping(
 /// Sends a request and returns its `res`; events arriving first are dropped.
 pub async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
     call_keeping(ws, id, method, params, &mut Vec::new()).await
+}
+
+/// Frames (events and answers) until one satisfies `done` (included).
+pub async fn frames_until(ws: &mut Ws, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let f = recv(ws).await.expect("a frame");
+        let stop = done(&f);
+        out.push(f);
+        if stop {
+            return out;
+        }
+    }
+}
+
+/// The event frames among `frames` named `name`.
+pub fn named<'a>(frames: &'a [Value], name: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["event"] == name).collect()
+}
+
+/// Event frames' `seq`s strictly increase.
+pub fn assert_seq_increasing(frames: &[Value]) {
+    let seqs: Vec<u64> = frames
+        .iter()
+        .filter(|f| f["type"] == "event")
+        .map(|f| {
+            f["seq"]
+                .as_u64()
+                .expect("every event after hello has a seq")
+        })
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seqs: {seqs:?}");
+}
+
+/// The recorded OpenClaw 2026.9.6 frames (`tests/fixtures/openclaw-2026.9.6/`).
+pub fn recorded_frames() -> Vec<Value> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/openclaw-2026.9.6/protocol-frames.jsonl"
+    );
+    std::fs::read_to_string(path)
+        .expect("recorded frames")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a recorded line is JSON");
+            v.get("frame").cloned().unwrap_or(v)
+        })
+        .collect()
+}
+
+/// `ours` has every top-level key of `recorded`'s payload, except those in `except`.
+pub fn assert_same_keys(ours: &Value, recorded: &Value, except: &[&str]) {
+    let ours = ours.as_object().expect("our payload is an object");
+    let recorded = recorded.as_object().expect("recorded payload is an object");
+    let missing: Vec<&String> = recorded
+        .keys()
+        .filter(|k| !ours.contains_key(*k) && !except.contains(&k.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "missing {missing:?} in {ours:?}");
 }
