@@ -282,3 +282,36 @@ async fn ticks_arrive_at_the_interval_numbered() {
     assert_seq_increasing(&ticks);
     gw.stop().await;
 }
+
+/// A Switchboard console (`switchboard.subscribe`) already gets the exchange's events as
+/// `switchboard.event`; it is not sent them a second time as `a2a`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switchboard_subscriber_gets_flow_events_once() {
+    use switchboard::protocol::switchboard as sb;
+    let b = bench();
+    let gw = start(b.engine.start()).await;
+    let (mut sender, _) = connected(&gw.addr, &[]).await;
+    let (mut console, _) = connected(&gw.addr, &[sb::CAP]).await;
+    let res = call(&mut console, "sub", sb::method::SUBSCRIBE, json!({})).await;
+    assert_eq!(res["ok"], true, "{res}");
+    let res = call(
+        &mut sender,
+        "1",
+        "chat.send",
+        json!({"sessionKey": "main", "message": "ask work ping"}),
+    )
+    .await;
+    assert_eq!(res["ok"], true, "{res}");
+    let frames = frames_until(&mut console, |f| {
+        f["event"] == sb::EVENT && f["payload"]["event"]["type"] == "flowEnded"
+    })
+    .await;
+    assert!(
+        named(&frames, sb::EVENT)
+            .iter()
+            .any(|f| f["payload"]["event"]["type"] == "flowRound"),
+        "the rounds came as switchboard.event"
+    );
+    assert!(named(&frames, "a2a").is_empty(), "no a2a copies");
+    gw.stop().await;
+}

@@ -37,6 +37,9 @@ pub struct Interest {
     messages: HashSet<String>,
     /// Sessions this connection sent into: `chat`/`agent` events of their runs.
     sent: HashSet<String>,
+    /// `switchboard.subscribe`: the flow events already reach it as `switchboard.event`, so
+    /// `a2a` would only send them twice.
+    switchboard: bool,
 }
 
 impl Interest {
@@ -121,6 +124,10 @@ impl Subscriptions {
             return;
         }
         let stream = api.subscribe();
+        self.interest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .switchboard = true;
         if outbox.response(id, Ok(answer())).is_err() {
             return;
         }
@@ -246,7 +253,9 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
         | EngineEvent::Spawned { .. }
         | EngineEvent::SpawnEnded { .. }
         | EngineEvent::SpawnAnnounce { .. } => {
-            if let Ok(v) = serde_json::to_value(event) {
+            if !interest.switchboard
+                && let Ok(v) = serde_json::to_value(event)
+            {
                 out.push((A2A, v));
             }
         }
