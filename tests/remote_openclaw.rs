@@ -726,3 +726,293 @@ async fn a_transcript_read_while_subscribed_asks_once_for_its_messages() {
         [json!({"key": T})]
     );
 }
+
+/// The same API against a running OpenClaw gateway (not in CI: it needs the reference
+/// peer). Run by hand: `OC_TOKEN=… cargo test --test remote_openclaw -- --ignored --nocapture`
+/// (`OC_URL` defaults to ws://127.0.0.1:18789). The link here is a minimal stand-in for the
+/// real one (src/remote/link.rs): it connects as OpenClaw's reserved loopback backend client,
+/// which keeps its scopes without a device identity.
+mod live {
+    use std::collections::HashMap;
+    use std::time::Instant;
+
+    use futures_util::{SinkExt, StreamExt};
+    use tokio::sync::{mpsc, oneshot};
+    use tokio_tungstenite::tungstenite::Message;
+
+    use super::*;
+
+    type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>>;
+
+    struct LiveLink {
+        out: mpsc::UnboundedSender<String>,
+        pending: Pending,
+        events: broadcast::Sender<WireEvent>,
+        state: watch::Sender<LinkState>,
+        hello: HelloOk,
+        target: String,
+    }
+
+    fn text(m: Message) -> Option<Value> {
+        match m {
+            Message::Text(t) => serde_json::from_str(t.as_str()).ok(),
+            _ => None,
+        }
+    }
+
+    impl LiveLink {
+        async fn connect(url: &str, token: &str) -> Arc<LiveLink> {
+            let host = url.trim_start_matches("ws://").trim_end_matches('/');
+            let tcp = tokio::net::TcpStream::connect(host).await.expect("dial");
+            let (ws, _) = tokio_tungstenite::client_async(url, tcp)
+                .await
+                .expect("upgrade");
+            let (mut tx, mut rx) = ws.split();
+            let challenge = text(rx.next().await.unwrap().unwrap()).unwrap();
+            assert_eq!(challenge["event"], "connect.challenge");
+            let connect = json!({"type": "req", "id": "connect", "method": "connect", "params": {
+                "minProtocol": 4, "maxProtocol": 4,
+                "client": {"id": "gateway-client", "version": "0.1.0", "platform": "linux", "mode": "backend"},
+                "role": "operator",
+                "scopes": ["operator.admin", "operator.read", "operator.write"],
+                "auth": {"token": token}}});
+            tx.send(Message::text(connect.to_string())).await.unwrap();
+            let hello = loop {
+                let Some(f) = text(rx.next().await.unwrap().unwrap()) else {
+                    continue;
+                };
+                if f["type"] == "res" && f["id"] == "connect" {
+                    assert_eq!(f["ok"], json!(true), "connect refused: {f}");
+                    break serde_json::from_value::<HelloOk>(f["payload"].clone()).unwrap();
+                }
+            };
+            let (out, mut outq) = mpsc::unbounded_channel::<String>();
+            tokio::spawn(async move {
+                while let Some(s) = outq.recv().await {
+                    if tx.send(Message::text(s)).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let pending: Pending = Arc::default();
+            let events = broadcast::channel(4096).0;
+            let (p, e) = (pending.clone(), events.clone());
+            tokio::spawn(async move {
+                while let Some(Ok(m)) = rx.next().await {
+                    let Some(f) = text(m) else { continue };
+                    if f["type"] == "res" {
+                        let id = f["id"].as_str().unwrap_or("").to_string();
+                        let answer = if f["ok"] == json!(true) {
+                            Ok(f["payload"].clone())
+                        } else {
+                            Err(RpcError::Refused(
+                                serde_json::from_value(f["error"].clone()).unwrap(),
+                            ))
+                        };
+                        if let Some(w) = p.lock().unwrap().remove(&id) {
+                            let _ = w.send(answer);
+                        }
+                    } else if f["type"] == "event" {
+                        let _ = e.send(WireEvent::Event {
+                            event: f["event"].as_str().unwrap_or("").to_string(),
+                            payload: f["payload"].clone(),
+                        });
+                    }
+                }
+            });
+            Arc::new(LiveLink {
+                out,
+                pending,
+                events,
+                state: watch::channel(LinkState::Connected {
+                    protocol: hello.protocol,
+                    server: format!("openclaw {}", hello.server.version),
+                    rtt_ms: None,
+                    resynced: false,
+                })
+                .0,
+                hello,
+                target: url.to_string(),
+            })
+        }
+    }
+
+    #[async_trait]
+    impl Rpc for LiveLink {
+        async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+            let id = uuid::Uuid::new_v4().to_string();
+            let (tx, rx) = oneshot::channel();
+            self.pending.lock().unwrap().insert(id.clone(), tx);
+            let frame = json!({"type": "req", "id": id, "method": method, "params": params});
+            self.out
+                .send(frame.to_string())
+                .map_err(|_| RpcError::Unavailable("closed".into()))?;
+            tokio::time::timeout(Duration::from_secs(120), rx)
+                .await
+                .map_err(|_| RpcError::Timeout(120_000))?
+                .map_err(|_| RpcError::Unavailable("closed".into()))?
+        }
+        async fn request_final(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+            self.request(method, params).await
+        }
+        fn events(&self) -> broadcast::Receiver<WireEvent> {
+            self.events.subscribe()
+        }
+        fn hello(&self) -> Option<HelloOk> {
+            Some(self.hello.clone())
+        }
+        fn state(&self) -> watch::Receiver<LinkState> {
+            self.state.subscribe()
+        }
+        fn target(&self) -> String {
+            self.target.clone()
+        }
+    }
+
+    /// Times one call, printing it for the record.
+    macro_rules! timed {
+        ($what:expr, $call:expr) => {{
+            let t = Instant::now();
+            let r = $call;
+            eprintln!("live: {:<44} {:>8.1} ms", $what, t.elapsed().as_secs_f64() * 1e3);
+            r
+        }};
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs a running OpenClaw gateway (see the module comment)"]
+    async fn the_console_api_on_a_live_openclaw_gateway() {
+        let url = std::env::var("OC_URL").unwrap_or_else(|_| "ws://127.0.0.1:18789".into());
+        let token = std::env::var("OC_TOKEN").expect("OC_TOKEN: the gateway token");
+        let link = timed!("connect + hello-ok", LiveLink::connect(&url, &token).await);
+        eprintln!("live: attached to OpenClaw {}", link.hello.server.version);
+        let api = OpenClawApi::new(link);
+        let status = timed!("status (sessions.list)", api.status().await.unwrap());
+        eprintln!("live: {} ({} sessions)", status.attached, status.sessions);
+        let page = timed!(
+            "sessions (sessions.list limit 50)",
+            api.sessions(SessionsQuery {
+                limit: 50,
+                count: true,
+                ..SessionsQuery::default()
+            })
+            .await
+            .unwrap()
+        );
+        assert_eq!(page.matching, Some(status.sessions));
+        for r in &page.rows {
+            eprintln!(
+                "live:   {:<40} {:<6} {:<9} {:<8} {}",
+                r.key,
+                r.kind.as_str(),
+                r.channel,
+                r.policy.policy,
+                r.name
+            );
+        }
+        let agents = timed!("agents (agents.list)", api.agents().await.unwrap());
+        assert!(agents.iter().any(|a| a.is_default));
+
+        let key = format!("agent:main:live-{}", &uuid::Uuid::new_v4().to_string()[..8]);
+        let mut stream = api.subscribe();
+        let before = api
+            .transcript(TranscriptQuery {
+                key: key.clone(),
+                limit: 100,
+                ..TranscriptQuery::default()
+            })
+            .await
+            .unwrap();
+        assert!(!before.exists, "{key} is new");
+
+        let word = uuid::Uuid::new_v4().simple().to_string();
+        let receipt = timed!(
+            "send (chat.send ack)",
+            api.send(SendRequest {
+                key: key.clone(),
+                text: format!("SAY live {word}"),
+                from: Sender::default(),
+            })
+            .await
+            .unwrap()
+        );
+        assert!(receipt.created);
+        let run_id = receipt.run_id.clone().unwrap();
+        let done = timed!(
+            "wait_run (agent.wait)",
+            api.wait_run(&run_id, Duration::from_secs(60)).await.unwrap()
+        );
+        assert_eq!((done.status.as_str(), done.reply.as_str()), ("ok", &*format!("live {word}")));
+
+        // The live events of that turn, as the console receives them.
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let item = match tokio::time::timeout(Duration::from_secs(5), stream.next()).await {
+                Ok(i) => i,
+                Err(_) => break,
+            };
+            let StreamItem::Event(e) = item else {
+                panic!("gap or end: {item:?}")
+            };
+            match e.event {
+                EngineEvent::MessageAppended { key: k, seq, line, .. } if k == key => {
+                    seen.push(format!("message #{seq} {}", line["message"]["role"].as_str().unwrap()))
+                }
+                EngineEvent::RunStarted { run_id: r, .. } if r == run_id => seen.push("run started".into()),
+                EngineEvent::RunEnded { run_id: r, status, reply, .. } if r == run_id => {
+                    seen.push(format!("run ended {status}: {}", reply.unwrap_or_default()));
+                    break;
+                }
+                EngineEvent::SessionCreated { key: k, .. } if k == key => seen.push("created".into()),
+                _ => {}
+            }
+        }
+        eprintln!("live: events {seen:?}");
+        assert!(seen.contains(&"message #1 user".to_string()), "{seen:?}");
+        assert!(seen.contains(&"run started".to_string()), "{seen:?}");
+        assert_eq!(seen.last().unwrap(), &format!("run ended ok: live {word}"));
+
+        let after = timed!(
+            "transcript (chat.history limit 100)",
+            api.transcript(TranscriptQuery {
+                key: key.clone(),
+                limit: 100,
+                ..TranscriptQuery::default()
+            })
+            .await
+            .unwrap()
+        );
+        let shown: Vec<_> = after.lines.iter().map(|l| (l.seq, l.role, l.text.clone())).collect();
+        assert_eq!(
+            shown,
+            [
+                (1, LineRole::User, format!("SAY live {word}")),
+                (2, LineRole::Assistant, format!("live {word}"))
+            ]
+        );
+
+        let off = timed!("/send off (sessions.patch deny)", api.send(owner_says(&key, "/send off")).await.unwrap());
+        assert_eq!(off.command_reply.as_deref(), Some("⚙️ Send policy set to off."));
+        let row = api.session(&key).await.unwrap().unwrap().row;
+        assert_eq!((row.policy.policy.as_str(), row.policy.is_override()), ("deny", true));
+        let refused = api.send(owner_says(&key, "SAY refused")).await.unwrap_err();
+        assert_eq!(refused, ApiError::BadInput("send blocked by session policy".into()));
+        api.send(owner_says(&key, "/send inherit")).await.unwrap();
+        let row = api.session(&key).await.unwrap().unwrap().row;
+        assert_eq!(row.policy.policy, "inherit");
+
+        let e = api
+            .call_tool(ToolCall {
+                tool: "sessions_list".into(),
+                params: json!({}),
+                requester: "main".into(),
+                sandboxed: false,
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ApiError::Unavailable(_)));
+        assert!(timed!("delete (sessions.delete)", api.delete(&key).await.unwrap()));
+        assert!(api.session(&key).await.unwrap().is_none());
+    }
+}
