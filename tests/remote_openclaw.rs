@@ -86,12 +86,20 @@ impl FakeGateway {
     }
 
     fn methods(&self) -> Vec<String> {
-        self.log.lock().unwrap().iter().map(|(m, _)| m.clone()).collect()
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(m, _)| m.clone())
+            .collect()
     }
 
     fn assert_all_answered(&self) {
         let u = self.unmatched.lock().unwrap();
-        assert!(u.is_empty(), "requests the real gateway was never sent: {u:?}");
+        assert!(
+            u.is_empty(),
+            "requests the real gateway was never sent: {u:?}"
+        );
     }
 
     fn push(&self, event: &Value) {
@@ -121,7 +129,7 @@ impl Rpc for FakeGateway {
         let same = |c: &Captured| c.method == method && c.params == shown;
         let hit = match captured.iter().position(|c| same(c) && !c.used) {
             Some(i) => Some(i),
-            None => captured.iter().rposition(|c| same(c)),
+            None => captured.iter().rposition(same),
         };
         let Some(i) = hit else {
             self.unmatched
@@ -230,7 +238,10 @@ async fn sessions_list_rows_map_key_kind_channel_names_and_policy() {
     let tg = &page.rows[1];
     assert_eq!(tg.channel, "telegram");
     assert_eq!(tg.name, "octg");
-    assert_eq!((tg.policy.policy.as_str(), tg.policy.is_override()), ("deny", true));
+    assert_eq!(
+        (tg.policy.policy.as_str(), tg.policy.is_override()),
+        ("deny", true)
+    );
     // A key shaped `cron:` is a cron session, whatever the row's chat kind says.
     assert_eq!(page.rows[2].kind, SessionKind::Cron);
     let t = &page.rows[3];
@@ -292,7 +303,11 @@ async fn status_names_the_gateway_and_its_session_count() {
     let (gw, api) = api();
     let s = api.status().await.unwrap();
     assert_eq!(s.sessions, 4);
-    assert!(s.attached.starts_with("ws://127.0.0.1:18789"), "{}", s.attached);
+    assert!(
+        s.attached.starts_with("ws://127.0.0.1:18789"),
+        "{}",
+        s.attached
+    );
     let link = api.link().expect("a remote API has a link");
     assert_eq!(link.target, "ws://127.0.0.1:18789");
     gw.assert_all_answered();
@@ -311,7 +326,10 @@ async fn one_session_is_described_and_a_missing_one_is_none() {
 #[tokio::test]
 async fn keys_resolve_to_openclaw_canonical_form_and_session_ids_are_found() {
     let (gw, api) = api();
-    let r = api.resolve_key("octest", KeyPurpose::Existing).await.unwrap();
+    let r = api
+        .resolve_key("octest", KeyPurpose::Existing)
+        .await
+        .unwrap();
     assert_eq!((r.key.as_str(), r.exists), (T, true));
     // No session has that id as its key; the search by session id finds octest.
     let by_id = api
@@ -319,10 +337,16 @@ async fn keys_resolve_to_openclaw_canonical_form_and_session_ids_are_found() {
         .await
         .unwrap();
     assert_eq!((by_id.key.as_str(), by_id.exists), (T, true));
-    let new = api.resolve_key("nosuch", KeyPurpose::Inbound).await.unwrap();
+    let new = api
+        .resolve_key("nosuch", KeyPurpose::Inbound)
+        .await
+        .unwrap();
     assert_eq!((new.key.as_str(), new.exists), ("agent:main:nosuch", false));
     for word in ["current", "unknown"] {
-        let e = api.resolve_key(word, KeyPurpose::Inbound).await.unwrap_err();
+        let e = api
+            .resolve_key(word, KeyPurpose::Inbound)
+            .await
+            .unwrap_err();
         assert!(matches!(e, ApiError::BadInput(_)), "{e:?}");
     }
     let e = api
@@ -477,7 +501,10 @@ async fn every_send_carries_its_own_idempotency_key() {
 async fn a_wait_that_runs_out_reports_the_run_as_still_running() {
     let (gw, api) = api();
     let r = api
-        .wait_run("00000000-0000-4000-8000-000000000000", Duration::from_millis(100))
+        .wait_run(
+            "00000000-0000-4000-8000-000000000000",
+            Duration::from_millis(100),
+        )
         .await
         .unwrap();
     assert_eq!(r.status, "running");
@@ -502,7 +529,10 @@ async fn a_send_the_gateway_refuses_by_policy_is_reported_not_retried() {
 async fn send_off_on_inherit_patch_the_exact_send_policy() {
     let (gw, api) = api();
     let off = api.send(owner_says(T, "/send off")).await.unwrap();
-    assert_eq!(off.command_reply.as_deref(), Some("⚙️ Send policy set to off."));
+    assert_eq!(
+        off.command_reply.as_deref(),
+        Some("⚙️ Send policy set to off.")
+    );
     assert_eq!(off.run_id, None);
     let inherit = api.send(owner_says(T, "/send inherit")).await.unwrap();
     assert_eq!(
@@ -560,7 +590,10 @@ async fn agents_come_from_agents_list_with_the_default_marked() {
         .collect();
     assert_eq!(
         seen,
-        [("main", "fake/fake-1", true), ("work", "fake/fake-1", false)]
+        [
+            ("main", "fake/fake-1", true),
+            ("work", "fake/fake-1", false)
+        ]
     );
     gw.assert_all_answered();
 }
@@ -638,9 +671,7 @@ async fn gateway_events_become_engine_events_in_order_numbered_without_gaps() {
                 "{key} #{seq} {}",
                 line["message"]["role"].as_str().unwrap()
             )),
-            EngineEvent::RunStarted {
-                run_id: r, key, ..
-            } => {
+            EngineEvent::RunStarted { run_id: r, key, .. } => {
                 assert_eq!(r, run_id);
                 story.push(format!("run started in {key}"))
             }
@@ -690,7 +721,10 @@ async fn a_reconnect_is_a_gap_and_the_subscriptions_are_renewed() {
     requested(&gw, "sessions.messages.subscribe", 1).await;
     let frames = jsonl("events.jsonl");
     gw.push(&frames[0]);
-    assert!(matches!(next_event(&mut stream).await, StreamItem::Event(_)));
+    assert!(matches!(
+        next_event(&mut stream).await,
+        StreamItem::Event(_)
+    ));
     gw.events.send(WireEvent::Reconnected).unwrap();
     assert_eq!(next_event(&mut stream).await, StreamItem::Missed(1));
     requested(&gw, "sessions.subscribe", 2).await;
@@ -874,7 +908,11 @@ mod live {
         ($what:expr, $call:expr) => {{
             let t = Instant::now();
             let r = $call;
-            eprintln!("live: {:<44} {:>8.1} ms", $what, t.elapsed().as_secs_f64() * 1e3);
+            eprintln!(
+                "live: {:<44} {:>8.1} ms",
+                $what,
+                t.elapsed().as_secs_f64() * 1e3
+            );
             r
         }};
     }
@@ -940,9 +978,14 @@ mod live {
         let run_id = receipt.run_id.clone().unwrap();
         let done = timed!(
             "wait_run (agent.wait)",
-            api.wait_run(&run_id, Duration::from_secs(60)).await.unwrap()
+            api.wait_run(&run_id, Duration::from_secs(60))
+                .await
+                .unwrap()
         );
-        assert_eq!((done.status.as_str(), done.reply.as_str()), ("ok", &*format!("live {word}")));
+        assert_eq!(
+            (done.status.as_str(), done.reply.as_str()),
+            ("ok", &*format!("live {word}"))
+        );
 
         // The live events of that turn, as the console receives them.
         let mut seen = Vec::new();
@@ -956,15 +999,27 @@ mod live {
                 panic!("gap or end: {item:?}")
             };
             match e.event {
-                EngineEvent::MessageAppended { key: k, seq, line, .. } if k == key => {
-                    seen.push(format!("message #{seq} {}", line["message"]["role"].as_str().unwrap()))
+                EngineEvent::MessageAppended {
+                    key: k, seq, line, ..
+                } if k == key => seen.push(format!(
+                    "message #{seq} {}",
+                    line["message"]["role"].as_str().unwrap()
+                )),
+                EngineEvent::RunStarted { run_id: r, .. } if r == run_id => {
+                    seen.push("run started".into())
                 }
-                EngineEvent::RunStarted { run_id: r, .. } if r == run_id => seen.push("run started".into()),
-                EngineEvent::RunEnded { run_id: r, status, reply, .. } if r == run_id => {
+                EngineEvent::RunEnded {
+                    run_id: r,
+                    status,
+                    reply,
+                    ..
+                } if r == run_id => {
                     seen.push(format!("run ended {status}: {}", reply.unwrap_or_default()));
                     break;
                 }
-                EngineEvent::SessionCreated { key: k, .. } if k == key => seen.push("created".into()),
+                EngineEvent::SessionCreated { key: k, .. } if k == key => {
+                    seen.push("created".into())
+                }
                 _ => {}
             }
         }
@@ -983,7 +1038,11 @@ mod live {
             .await
             .unwrap()
         );
-        let shown: Vec<_> = after.lines.iter().map(|l| (l.seq, l.role, l.text.clone())).collect();
+        let shown: Vec<_> = after
+            .lines
+            .iter()
+            .map(|l| (l.seq, l.role, l.text.clone()))
+            .collect();
         assert_eq!(
             shown,
             [
@@ -992,12 +1051,24 @@ mod live {
             ]
         );
 
-        let off = timed!("/send off (sessions.patch deny)", api.send(owner_says(&key, "/send off")).await.unwrap());
-        assert_eq!(off.command_reply.as_deref(), Some("⚙️ Send policy set to off."));
+        let off = timed!(
+            "/send off (sessions.patch deny)",
+            api.send(owner_says(&key, "/send off")).await.unwrap()
+        );
+        assert_eq!(
+            off.command_reply.as_deref(),
+            Some("⚙️ Send policy set to off.")
+        );
         let row = api.session(&key).await.unwrap().unwrap().row;
-        assert_eq!((row.policy.policy.as_str(), row.policy.is_override()), ("deny", true));
+        assert_eq!(
+            (row.policy.policy.as_str(), row.policy.is_override()),
+            ("deny", true)
+        );
         let refused = api.send(owner_says(&key, "SAY refused")).await.unwrap_err();
-        assert_eq!(refused, ApiError::BadInput("send blocked by session policy".into()));
+        assert_eq!(
+            refused,
+            ApiError::BadInput("send blocked by session policy".into())
+        );
         api.send(owner_says(&key, "/send inherit")).await.unwrap();
         let row = api.session(&key).await.unwrap().unwrap().row;
         assert_eq!(row.policy.policy, "inherit");
@@ -1012,7 +1083,10 @@ mod live {
             .await
             .unwrap_err();
         assert!(matches!(e, ApiError::Unavailable(_)));
-        assert!(timed!("delete (sessions.delete)", api.delete(&key).await.unwrap()));
+        assert!(timed!(
+            "delete (sessions.delete)",
+            api.delete(&key).await.unwrap()
+        ));
         assert!(api.session(&key).await.unwrap().is_none());
     }
 }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::api::{
-    AgentInfo, ApiError, EventStream, KeyPurpose, Link, LineRole, PatchRequest, PatchResult,
+    AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest, PatchResult,
     PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail,
     SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage,
     TranscriptQuery, WorkId,
@@ -121,7 +121,9 @@ impl OpenClawApi {
 
     /// `sessions.describe`'s row for a canonical key (`None`: no such session).
     async fn describe(&self, key: &str) -> Result<Option<Value>, ApiError> {
-        let p = self.call("sessions.describe", json!({ "key": key })).await?;
+        let p = self
+            .call("sessions.describe", json!({ "key": key }))
+            .await?;
         Ok(p.get("session").filter(|s| s.is_object()).cloned())
     }
 
@@ -167,7 +169,11 @@ impl OpenClawApi {
 
     /// `/send on|off|inherit` from the owner: the session's override, through
     /// `sessions.patch`, answered as OpenClaw answers the command.
-    async fn send_command(&self, key: String, change: PolicyChange) -> Result<SendReceipt, ApiError> {
+    async fn send_command(
+        &self,
+        key: String,
+        change: PolicyChange,
+    ) -> Result<SendReceipt, ApiError> {
         let existed = self.describe(&key).await?.is_some();
         self.patch(PatchRequest {
             key: key.clone(),
@@ -309,7 +315,11 @@ impl SessionsApi for OpenClawApi {
             // Lines written while paging would shift the window; never show one twice.
             .filter(|l| q.before.is_none_or(|b| l.seq < b))
             .collect();
-        let newest = messages.iter().filter_map(map::message_seq).max().unwrap_or(0);
+        let newest = messages
+            .iter()
+            .filter_map(map::message_seq)
+            .max()
+            .unwrap_or(0);
         let total = p.get("totalMessages").and_then(Value::as_i64).unwrap_or(0);
         Ok(TranscriptPage {
             key: q.key,
@@ -332,15 +342,17 @@ impl SessionsApi for OpenClawApi {
         if found.is_none() && purpose == KeyPurpose::Existing {
             // A session id typed instead of a key: OpenClaw's search covers both.
             let p = self
-                .call("sessions.list", json!({ "limit": 50, "search": raw.trim() }))
+                .call(
+                    "sessions.list",
+                    json!({ "limit": 50, "search": raw.trim() }),
+                )
                 .await?;
             found = p
                 .get("sessions")
                 .and_then(Value::as_array)
                 .and_then(|rows| {
-                    rows.iter().find(|r| {
-                        r.get("sessionId").and_then(Value::as_str) == Some(raw.trim())
-                    })
+                    rows.iter()
+                        .find(|r| r.get("sessionId").and_then(Value::as_str) == Some(raw.trim()))
                 })
                 .and_then(|r| r.get("key").and_then(Value::as_str))
                 .map(str::to_string);

@@ -24,7 +24,9 @@ pub struct Mapper {
 }
 
 fn text_of<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
-    v.get(field).and_then(Value::as_str).filter(|s| !s.is_empty())
+    v.get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 impl Mapper {

@@ -110,8 +110,7 @@ impl KeyRules {
             return SessionKind::Node;
         }
         let tokens: Vec<&str> = rest.split(':').collect();
-        let group_shape =
-            tokens.len() >= 3 && (tokens[1] == "group" || tokens[1] == "channel");
+        let group_shape = tokens.len() >= 3 && (tokens[1] == "group" || tokens[1] == "channel");
         if group_shape || matches!(chat_type, Some("group" | "channel")) {
             return SessionKind::Group;
         }
@@ -128,7 +127,9 @@ fn rest_of(key: &str) -> &str {
 }
 
 fn text_of<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
-    v.get(field).and_then(Value::as_str).filter(|s| !s.is_empty())
+    v.get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// The send policy a row's `sendPolicy` stands for. OpenClaw reports only the session's
@@ -149,8 +150,7 @@ pub fn policy_view(send_policy: Option<&str>) -> PolicyView {
             source: "default".into(),
             rule: None,
             matched: None,
-            detail: "the OpenClaw gateway's config decides (it does not report the outcome)"
-                .into(),
+            detail: "the OpenClaw gateway's config decides (it does not report the outcome)".into(),
             summary: "inherit (gateway default)".into(),
         },
     }
@@ -172,7 +172,10 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
     let channel = text_of(row, "channel")
         .or_else(|| text_of(row, "lastChannel"))
         .or_else(|| row.get("origin").and_then(|o| text_of(o, "provider")))
-        .or_else(|| row.get("deliveryContext").and_then(|d| text_of(d, "channel")))
+        .or_else(|| {
+            row.get("deliveryContext")
+                .and_then(|d| text_of(d, "channel"))
+        })
         .unwrap_or("unknown")
         .to_string();
     let kind = rules.kind(&key, text_of(row, "chatType"));
@@ -202,7 +205,11 @@ pub fn message_text(m: &Value) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
-            .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text"))
+            .filter(|p| {
+                p.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t == "text")
+            })
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n"),
@@ -237,7 +244,8 @@ fn speaker(m: &Value) -> String {
     match role {
         "user" if prov.and_then(|p| text_of(p, "kind")) == Some("inter_session") => format!(
             "from {} via {}",
-            prov.and_then(|p| text_of(p, "sourceSessionKey")).unwrap_or("?"),
+            prov.and_then(|p| text_of(p, "sourceSessionKey"))
+                .unwrap_or("?"),
             prov.and_then(|p| text_of(p, "sourceTool")).unwrap_or("?")
         ),
         "user" if owner => "owner".into(),
@@ -380,6 +388,9 @@ mod tests {
             SessionKind::Group
         );
         assert_eq!(r.kind("agent:main:x", Some("group")), SessionKind::Group);
-        assert_eq!(r.kind("agent:main:octest", Some("direct")), SessionKind::Other);
+        assert_eq!(
+            r.kind("agent:main:octest", Some("direct")),
+            SessionKind::Other
+        );
     }
 }
