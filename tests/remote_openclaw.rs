@@ -22,9 +22,18 @@ const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/openclaw-2026.9.6/console"
 );
+/// The same requests answered by OpenClaw 2026.5.28, where its answers differ.
+const LEGACY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/openclaw-2026.9.6/legacy-2026.5.28"
+);
 
 fn jsonl(name: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap();
+    jsonl_in(FIXTURES, name)
+}
+
+fn jsonl_in(dir: &str, name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
@@ -53,7 +62,11 @@ struct FakeGateway {
 
 impl FakeGateway {
     fn new() -> Arc<FakeGateway> {
-        let captured = jsonl("rpc.jsonl")
+        FakeGateway::answering_from(FIXTURES)
+    }
+
+    fn answering_from(dir: &str) -> Arc<FakeGateway> {
+        let captured = jsonl_in(dir, "rpc.jsonl")
             .into_iter()
             .map(|e| Captured {
                 method: e["method"].as_str().unwrap().to_string(),
@@ -618,6 +631,76 @@ async fn what_openclaw_does_not_expose_is_unavailable_not_faked() {
     }
     // Nothing was asked of the gateway for it.
     assert!(gw.methods().is_empty(), "{:?}", gw.methods());
+}
+
+/// The legacy capture's session and its run.
+fn legacy_session() -> (String, String) {
+    let rpc = jsonl_in(LEGACY, "rpc.jsonl");
+    let send = rpc.iter().find(|e| e["method"] == "chat.send").unwrap();
+    (
+        send["params"]["sessionKey"].as_str().unwrap().to_string(),
+        send["payload"]["runId"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn on_2026_5_28_a_runs_reply_is_read_back_when_agent_wait_has_none() {
+    let gw = FakeGateway::answering_from(LEGACY);
+    let api = OpenClawApi::new(gw.clone());
+    let (key, run_id) = legacy_session();
+    let receipt = api
+        .send(SendRequest {
+            key: key.clone(),
+            text: "SAY legacy reply".into(),
+            from: Sender::default(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(receipt.run_id.as_deref(), Some(run_id.as_str()));
+    let done = api
+        .wait_run(&run_id, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        (done.status.as_str(), done.reply.as_str()),
+        ("ok", "legacy reply")
+    );
+    assert_eq!(
+        gw.requests("chat.history"),
+        [json!({"sessionKey": key, "limit": 20})]
+    );
+    gw.assert_all_answered();
+}
+
+#[tokio::test]
+async fn on_2026_5_28_older_lines_are_paged_without_offset() {
+    let gw = FakeGateway::answering_from(LEGACY);
+    let api = OpenClawApi::new(gw.clone());
+    let (key, _) = legacy_session();
+    let older = || TranscriptQuery {
+        key: key.clone(),
+        before: Some(6),
+        limit: 3,
+        tools: true,
+        ..TranscriptQuery::default()
+    };
+    let page = api.transcript(older()).await.unwrap();
+    let seqs: Vec<i64> = page.lines.iter().map(|l| l.seq).collect();
+    assert_eq!(seqs, [3, 4, 5]);
+    assert!(page.exists);
+    // The refusal of `offset` is remembered: the second page asks without it at once.
+    let again = api.transcript(older()).await.unwrap();
+    assert_eq!(again.lines, page.lines);
+    assert_eq!(
+        gw.requests("chat.history"),
+        [
+            json!({"sessionKey": key, "limit": 1}),
+            json!({"sessionKey": key, "limit": 3, "offset": 3}),
+            json!({"sessionKey": key, "limit": 6}),
+            json!({"sessionKey": key, "limit": 1}),
+            json!({"sessionKey": key, "limit": 6}),
+        ]
+    );
 }
 
 async fn next_event(s: &mut switchboard::api::EventStream) -> StreamItem {

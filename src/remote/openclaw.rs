@@ -53,6 +53,9 @@ pub struct OpenClawApi {
     read_keys: Arc<Mutex<HashSet<String>>>,
     works: Mutex<BTreeMap<u64, Work>>,
     next_work: AtomicU64,
+    /// The gateway refused `chat.history`'s `offset` (OpenClaw before 2026.6): older lines
+    /// are read from a longer newest page instead.
+    no_offset: AtomicBool,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -91,6 +94,7 @@ impl OpenClawApi {
             read_keys: Arc::new(Mutex::new(HashSet::new())),
             works: Mutex::new(BTreeMap::new()),
             next_work: AtomicU64::new(1),
+            no_offset: AtomicBool::new(false),
         }
     }
 
@@ -164,7 +168,98 @@ impl OpenClawApi {
         let p = self
             .call("agent.wait", json!({ "runId": run_id, "timeoutMs": ms }))
             .await?;
-        Ok(map::run_result(run_id, &p))
+        let mut result = map::run_result(run_id, &p);
+        // OpenClaw 2026.5.28 ends a wait without the reply: the transcript has it.
+        if result.status == "ok" && p.get("terminalReply").is_none() {
+            let key = locked(&self.works)
+                .values()
+                .rev()
+                .find(|w| w.run_id == run_id)
+                .map(|w| w.key.clone());
+            if let Some(key) = key {
+                match self.reply_in_history(&key, run_id).await {
+                    Ok(Some(reply)) => result.reply = reply,
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("openclaw: reading {run_id}'s reply failed: {e}"),
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// A finished run's reply as its session's transcript holds it: the newest assistant
+    /// text of that run (by `__openclaw.runId` where the gateway records it; where it records
+    /// none, the newest assistant text).
+    async fn reply_in_history(&self, key: &str, run_id: &str) -> Result<Option<String>, ApiError> {
+        let p = self
+            .call("chat.history", json!({ "sessionKey": key, "limit": 20 }))
+            .await?;
+        let messages = p
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|a| a.as_slice())
+            .unwrap_or_default();
+        let run_of = |m: &Value| {
+            m.pointer("/__openclaw/runId")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let tagged = messages.iter().any(|m| run_of(m).is_some());
+        Ok(messages
+            .iter()
+            .rev()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .filter(|m| !tagged || run_of(m).as_deref() == Some(run_id))
+            .map(map::message_text)
+            .find(|t| !t.is_empty()))
+    }
+
+    /// The `chat.history` page holding the lines before `before` (at most `limit` of them
+    /// once filtered). OpenClaw numbers messages 1.. from the oldest and its `offset` skips
+    /// back from the newest, so the page starts `total - before + 1` from the end; a gateway
+    /// without `offset` is asked for a longer newest page (reaching back 1,000 messages).
+    async fn history_before(
+        &self,
+        key: &str,
+        before: i64,
+        limit: usize,
+    ) -> Result<Value, ApiError> {
+        let probe = self
+            .call("chat.history", json!({ "sessionKey": key, "limit": 1 }))
+            .await?;
+        let total = probe
+            .get("totalMessages")
+            .and_then(Value::as_i64)
+            .or_else(|| {
+                probe
+                    .get("messages")
+                    .and_then(Value::as_array)
+                    .and_then(|m| m.iter().filter_map(map::message_seq).max())
+            })
+            .unwrap_or(0);
+        let skip = (total - before + 1).max(0);
+        if !self.no_offset.load(Ordering::SeqCst) {
+            let paged = self
+                .call(
+                    "chat.history",
+                    json!({ "sessionKey": key, "limit": limit, "offset": skip }),
+                )
+                .await;
+            match paged {
+                Err(ApiError::BadInput(m)) if m.contains("offset") => {
+                    self.no_offset.store(true, Ordering::SeqCst);
+                }
+                other => return other,
+            }
+        }
+        let longer = (usize::try_from(skip).unwrap_or(HISTORY_MAX))
+            .saturating_add(limit)
+            .min(HISTORY_MAX);
+        self.call(
+            "chat.history",
+            json!({ "sessionKey": key, "limit": longer }),
+        )
+        .await
     }
 
     /// `/send on|off|inherit` from the owner: the session's override, through
@@ -275,9 +370,8 @@ impl SessionsApi for OpenClawApi {
     async fn transcript(&self, q: TranscriptQuery) -> Result<TranscriptPage, ApiError> {
         self.watch_messages(&q.key).await;
         let limit = q.limit.clamp(1, HISTORY_MAX);
-        let mut params = json!({ "sessionKey": q.key, "limit": limit });
-        if let Some(before) = q.before {
-            if before <= 1 {
+        let p = match q.before {
+            Some(before) if before <= 1 => {
                 return Ok(TranscriptPage {
                     key: q.key.clone(),
                     exists: self.describe(&q.key).await?.is_some(),
@@ -285,19 +379,15 @@ impl SessionsApi for OpenClawApi {
                     last_seq: 0,
                 });
             }
-            // OpenClaw pages back from the newest message (`offset` messages skipped),
-            // numbering messages 1.. from the oldest: the lines before `before` start
-            // `total - before + 1` from the end.
-            let probe = self
-                .call("chat.history", json!({ "sessionKey": q.key, "limit": 1 }))
-                .await?;
-            let total = probe
-                .get("totalMessages")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            params["offset"] = (total - before + 1).max(0).into();
-        }
-        let p = self.call("chat.history", params).await?;
+            Some(before) => self.history_before(&q.key, before, limit).await?,
+            None => {
+                self.call(
+                    "chat.history",
+                    json!({ "sessionKey": q.key, "limit": limit }),
+                )
+                .await?
+            }
+        };
         let exists = p
             .get("sessionId")
             .and_then(Value::as_str)
@@ -307,7 +397,7 @@ impl SessionsApi for OpenClawApi {
             .and_then(Value::as_array)
             .map(|a| a.as_slice())
             .unwrap_or_default();
-        let lines: Vec<_> = messages
+        let mut lines: Vec<_> = messages
             .iter()
             .enumerate()
             .filter_map(|(i, m)| map::transcript_line(m, i as i64 + 1, q.raw))
@@ -315,6 +405,9 @@ impl SessionsApi for OpenClawApi {
             // Lines written while paging would shift the window; never show one twice.
             .filter(|l| q.before.is_none_or(|b| l.seq < b))
             .collect();
+        // A longer page (no `offset`) holds more than was asked: the newest of them.
+        let extra = lines.len().saturating_sub(limit);
+        lines.drain(..extra);
         let newest = messages
             .iter()
             .filter_map(map::message_seq)
