@@ -688,6 +688,8 @@ async fn on_2026_5_28_older_lines_are_paged_without_offset() {
     let seqs: Vec<i64> = page.lines.iter().map(|l| l.seq).collect();
     assert_eq!(seqs, [3, 4, 5]);
     assert!(page.exists);
+    // The whole transcript's newest line, though this page ends before it.
+    assert_eq!(page.last_seq, 8);
     // The refusal of `offset` is remembered: the second page asks without it at once.
     let again = api.transcript(older()).await.unwrap();
     assert_eq!(again.lines, page.lines);
