@@ -410,9 +410,13 @@ impl Cli {
     }
 
     /// `--connect`: dial the gateway now, so an unreachable or refusing one is reported at
-    /// once (exit 1), never waited on.
+    /// once (exit 1), never waited on. Our own gateway is spoken to in its own methods; any
+    /// other (OpenClaw's) in OpenClaw's, chosen from what `hello-ok` lists.
     async fn remote_api(&self) -> Result<Arc<dyn SessionsApi>> {
-        use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi};
+        use switchboard::protocol::switchboard::method;
+        use switchboard::remote::openclaw::OpenClawApi;
+        use switchboard::remote::rpc::Rpc;
+        use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi, device};
         let target = self
             .connect
             .clone()
@@ -425,20 +429,43 @@ impl Cli {
         };
         let mut options = LinkOptions::new(target.clone(), token);
         options.tls_ca = self.tls_ca.clone();
+        // OpenClaw grants an operator's scopes only to a signed device; ours checks one when
+        // offered. One key per state folder, created on first use.
+        match device::load_or_create(&self.state_dir()) {
+            Ok(identity) => options.device = Some(Arc::new(identity)),
+            Err(e) => tracing::warn!(error = %e, "no device identity; connecting without one"),
+        }
         let link = Link::connect(options).await.map_err(|e| match e {
-            DialError::Refused(_) => anyhow!(
-                "cannot attach to {}: refused: {}{hint}",
-                safe_line(&target),
-                safe_line(&e.to_string())
-            ),
+            DialError::Refused(reason) => {
+                let pairing = if reason.to_ascii_lowercase().contains("pairing") {
+                    " (the gateway does not know this device yet: approve it on the gateway's \
+host with `openclaw devices list` then `openclaw devices approve <id>`, or attach through an SSH \
+tunnel so it connects from loopback, which OpenClaw pairs by itself)"
+                } else {
+                    ""
+                };
+                anyhow!(
+                    "cannot attach to {}: refused: {}{hint}{pairing}",
+                    safe_line(&target),
+                    safe_line(&reason)
+                )
+            }
             DialError::Transient(_) => anyhow!(
                 "cannot attach to {}: {} (is `switchboard serve` running there?)",
                 safe_line(&target),
                 safe_line(&e.to_string())
             ),
         })?;
-        tracing::info!(%target, "attached to a gateway");
-        Ok(RemoteApi::new(Arc::new(link)))
+        let ours = link
+            .hello()
+            .is_some_and(|h| h.features.methods.iter().any(|m| m == method::SESSIONS));
+        tracing::info!(%target, ours, "attached to a gateway");
+        let link: Arc<dyn Rpc> = Arc::new(link);
+        Ok(if ours {
+            RemoteApi::new(link)
+        } else {
+            Arc::new(OpenClawApi::new(link))
+        })
     }
 
     /// Refuses `--connect` for a command that works on a local state folder only.

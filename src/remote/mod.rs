@@ -3,6 +3,7 @@
 
 pub mod device;
 pub mod link;
+pub mod openclaw;
 pub mod rpc;
 pub mod switchboard;
 pub mod tls;
