@@ -26,6 +26,7 @@ fn header_of(rx: watch::Receiver<LinkState>) -> String {
     state.link = Some(Link {
         target: TARGET.into(),
         state: rx,
+        unavailable: None,
     });
     let keymap = Keymap::defaults();
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
@@ -111,4 +112,43 @@ fn a_state_change_shows_on_the_next_frame() {
         header_of(rx).contains("reconnecting in 1s (attempt 1): reset"),
         "the header draws the state as it is now"
     );
+}
+
+/// On an OpenClaw gateway, what it does not expose is said in the rounds pane and the header
+/// says `exchanges n/a`, instead of zeros that look like "no traffic".
+#[test]
+fn an_engine_without_rounds_says_so_instead_of_showing_zero() {
+    let (_tx, rx) = watch::channel(connected(Some(3), false));
+    let mut state = State::new("unused for a remote console".into(), 1_750_000_000_000);
+    state.width = 120;
+    state.height = 40;
+    state.link = Some(Link {
+        target: TARGET.into(),
+        state: rx,
+        unavailable: Some(
+            "Not available: an OpenClaw gateway does not expose exchanges,\nrounds, announces or sub-agents (a Switchboard engine shows them).".into(),
+        ),
+    });
+    let keymap = Keymap::defaults();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    terminal
+        .draw(|f| view::draw(f, &state, &keymap))
+        .expect("draw");
+    let buf = terminal.backend().buffer();
+    let screen: Vec<String> = (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+        })
+        .collect();
+    assert!(screen[0].contains("exchanges n/a"), "{}", screen[0]);
+    assert!(!screen[0].contains("0 exchanges"), "{}", screen[0]);
+    let text = screen.join("\n");
+    assert!(
+        text.contains("Not available: an OpenClaw gateway"),
+        "{text}"
+    );
+    assert!(!text.contains("No exchanges or sub-agents"), "{text}");
+    insta::assert_snapshot!(text);
 }

@@ -395,4 +395,7 @@ pub struct Link {
     /// The address as the user gave it (`ws://…`, `wss://…`).
     pub target: String,
     pub state: tokio::sync::watch::Receiver<LinkState>,
+    /// What this engine does not expose, said where it would be shown (rounds, announces and
+    /// sub-agents on an OpenClaw gateway); `None`: everything.
+    pub unavailable: Option<String>,
 }

@@ -597,6 +597,11 @@ impl SessionsApi for OpenClawApi {
         Some(Link {
             target: self.rpc.target(),
             state: self.rpc.state(),
+            unavailable: Some(
+                "Not available: an OpenClaw gateway does not expose exchanges,\n\
+rounds, announces or sub-agents (a Switchboard engine shows them)."
+                    .into(),
+            ),
         })
     }
 }

@@ -258,6 +258,7 @@ impl SessionsApi for RemoteApi {
         Some(Link {
             target: self.rpc.target(),
             state: self.rpc.state(),
+            unavailable: None,
         })
     }
 }

@@ -61,13 +61,21 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         Some(link) => format!("{} · {}", link.target, link_text(&link.state.borrow())),
         None => state.attached.clone(),
     };
+    let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
+        // Counting what the engine does not report would show a reassuring, wrong zero.
+        "exchanges n/a".to_string()
+    } else {
+        format!(
+            "{} exchanges · {} sub-agents",
+            state.flows.len(),
+            state.spawns.len()
+        )
+    };
     let text = format!(
-        " Switchboard · {} · {} sessions · {} running · {} exchanges · {} sub-agents",
+        " Switchboard · {} · {} sessions · {} running · {rounds}",
         attached,
         state.total_sessions,
         state.running.len(),
-        state.flows.len(),
-        state.spawns.len()
     );
     frame.render_widget(
         Paragraph::new(Line::styled(

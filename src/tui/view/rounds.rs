@@ -114,7 +114,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             width,
         )));
     }
-    if lines.is_empty() {
+    if let Some(why) = state.link.as_ref().and_then(|l| l.unavailable.as_deref()) {
+        lines.clear();
+        lines.extend(why.lines().map(|l| Line::from(fit(l, width))));
+    } else if lines.is_empty() {
         lines.push(Line::from(if state.rounds_all {
             "No agent-to-agent traffic yet."
         } else {
