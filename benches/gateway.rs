@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use switchboard::api::{PatchRequest, PolicyChange, SessionsApi};
+use switchboard::api::{EngineEvent, PatchRequest, PolicyChange, SessionsApi, StreamItem};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use tokio::net::TcpStream;
@@ -172,6 +172,10 @@ fn fan_out(rt: &Runtime, addr: &str, api: &Arc<dyn SessionsApi>) {
             ready_rx.recv().await.expect("client ready");
         }
     });
+    // The clock starts when the engine publishes the event (seen by an in-process subscriber),
+    // not before the patch: the patch's own commit (an fsync) is the store's cost, not the
+    // gateway's.
+    let mut engine_events = api.subscribe();
     let mut times = Vec::new();
     for round in 0..ROUNDS {
         let policy = if round % 2 == 0 {
@@ -179,14 +183,25 @@ fn fan_out(rt: &Runtime, addr: &str, api: &Arc<dyn SessionsApi>) {
         } else {
             PolicyChange::Inherit
         };
-        let t0 = Instant::now();
         rt.block_on(async {
+            while engine_events.try_next().is_some() {}
             api.patch(PatchRequest {
                 key: BIG_KEY.into(),
                 send_policy: Some(policy),
             })
             .await
             .expect("patch");
+            let t0 = loop {
+                match tokio::time::timeout(Duration::from_secs(30), engine_events.next()).await {
+                    Ok(StreamItem::Event(e))
+                        if matches!(&e.event, EngineEvent::SessionUpdated { key } if key == BIG_KEY) =>
+                    {
+                        break Instant::now();
+                    }
+                    Ok(StreamItem::Closed) | Err(_) => panic!("the engine published no update"),
+                    Ok(_) => continue,
+                }
+            };
             let mut last = t0;
             let mut seen = vec![false; CLIENTS];
             let mut left = CLIENTS;
