@@ -41,10 +41,16 @@ impl Drop for Gateway {
 }
 
 fn start() -> Gateway {
+    start_with(|_| Vec::new())
+}
+
+/// `start`, with more `serve` arguments, made from the gateway's temporary folder.
+fn start_with(extra: impl FnOnce(&std::path::Path) -> Vec<String>) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("config.json5"), CONFIG).expect("config");
     let mut child = Command::new(BIN)
         .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(extra(dir.path()))
         .env("SWITCHBOARD_STATE_DIR", dir.path().join("state"))
         .env("SWITCHBOARD_CONFIG", dir.path().join("config.json5"))
         .env_remove("SWITCHBOARD_GATEWAY_TOKEN")
@@ -93,6 +99,21 @@ impl Gateway {
         if let Some(t) = token {
             c.env("SWITCHBOARD_GATEWAY_TOKEN", t);
         }
+        bounded(c)
+    }
+
+    /// `client`, dialling `url` instead, with `before` given ahead of the command.
+    fn client_at(&self, url: &str, before: &[&str], args: &[&str]) -> Output {
+        let mut c = Command::new(BIN);
+        c.arg("--state-dir")
+            .arg(self.dir.path().join("client"))
+            .args(["--connect", url])
+            .args(before)
+            .args(args)
+            .env_remove("SWITCHBOARD_STATE_DIR")
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env("SWITCHBOARD_GATEWAY_TOKEN", self.token())
+            .stdin(Stdio::null());
         bounded(c)
     }
 
@@ -444,4 +465,54 @@ async fn sessions_list_is_one_request_per_page() {
     assert_eq!(counting.pages.load(Ordering::SeqCst), 2);
     assert_eq!(counting.details.load(Ordering::SeqCst), 0);
     let _ = stop.send(());
+}
+
+/// `--connect wss://localhost:PORT --tls-ca cert.pem` against `serve --tls-cert --tls-key`
+/// (a self-signed certificate for "localhost"): commands work; without `--tls-ca` the
+/// certificate is not trusted, and the command says so (exit 1) instead of hanging.
+#[test]
+fn wss_with_the_gateways_certificate_works_and_without_it_is_a_clear_error() {
+    let g = start_with(|dir| {
+        let made =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+        std::fs::write(dir.join("cert.pem"), made.cert.pem()).expect("write cert");
+        std::fs::write(dir.join("key.pem"), made.signing_key.serialize_pem()).expect("key");
+        ["--tls-cert", "cert.pem", "--tls-key", "key.pem"]
+            .iter()
+            .map(|a| match *a {
+                "cert.pem" | "key.pem" => dir.join(a).display().to_string(),
+                other => other.to_string(),
+            })
+            .collect()
+    });
+    assert!(g.url.starts_with("wss://"), "serve announces wss://: {}", g.url);
+    let port = g.url.rsplit(':').next().expect("port").trim_end_matches('/');
+    let url = format!("wss://localhost:{port}");
+    let ca = g.dir.path().join("cert.pem");
+    let ca = ca.to_str().expect("utf8");
+
+    let reply = ok(&g.client_at(
+        &url,
+        &["--tls-ca", ca],
+        &["inject", "agent:main:main", "hello over tls"],
+    ));
+    assert_eq!(reply.trim(), "re: hello over tls");
+    let listed = ok(&g.client_at(&url, &["--tls-ca", ca], &["sessions", "list"]));
+    assert!(listed.contains("agent:main:main"), "{listed}");
+
+    let untrusted = g.client_at(&url, &[], &["sessions", "list"]);
+    assert_eq!(
+        untrusted.status.code(),
+        Some(1),
+        "{}",
+        text(&untrusted.stderr)
+    );
+    let err = text(&untrusted.stderr);
+    assert!(err.contains("certificate"), "names the certificate: {err}");
+    assert!(err.contains("--tls-ca"), "says how to trust it: {err}");
+    assert!(
+        !err.contains("is `switchboard serve` running"),
+        "not mistaken for an absent gateway: {err}"
+    );
+    assert!(untrusted.stdout.is_empty(), "{}", text(&untrusted.stdout));
 }
