@@ -391,7 +391,11 @@ async fn sessions_list_is_one_request_per_page() {
         .expect("page");
     let mut expected = Vec::new();
     for row in &page.rows {
-        let d = local.session(&row.key).await.expect("detail").expect("exists");
+        let d = local
+            .session(&row.key)
+            .await
+            .expect("detail")
+            .expect("exists");
         let mut v = d.entry;
         v["sendPolicyEffective"] = d.row.policy.to_json();
         expected.push(v);
@@ -473,8 +477,7 @@ async fn sessions_list_is_one_request_per_page() {
 #[test]
 fn wss_with_the_gateways_certificate_works_and_without_it_is_a_clear_error() {
     let g = start_with(|dir| {
-        let made =
-            rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
         std::fs::write(dir.join("cert.pem"), made.cert.pem()).expect("write cert");
         std::fs::write(dir.join("key.pem"), made.signing_key.serialize_pem()).expect("key");
         ["--tls-cert", "cert.pem", "--tls-key", "key.pem"]
@@ -485,8 +488,17 @@ fn wss_with_the_gateways_certificate_works_and_without_it_is_a_clear_error() {
             })
             .collect()
     });
-    assert!(g.url.starts_with("wss://"), "serve announces wss://: {}", g.url);
-    let port = g.url.rsplit(':').next().expect("port").trim_end_matches('/');
+    assert!(
+        g.url.starts_with("wss://"),
+        "serve announces wss://: {}",
+        g.url
+    );
+    let port = g
+        .url
+        .rsplit(':')
+        .next()
+        .expect("port")
+        .trim_end_matches('/');
     let url = format!("wss://localhost:{port}");
     let ca = g.dir.path().join("cert.pem");
     let ca = ca.to_str().expect("utf8");

@@ -126,7 +126,7 @@ impl Engine {
             let at = matching as usize;
             matching += 1;
             if at >= q.offset && at < end {
-                rows.push(self.listed_row(&s, &q));
+                rows.push(self.listed_row(&s, q));
             }
             q.count || (matching as usize) < end
         })?;
