@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use switchboard::api::SessionsApi;
+use switchboard::api::{SessionsApi, SessionsQuery};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::remote::{Link, LinkOptions, RemoteApi};
@@ -178,6 +178,21 @@ impl Loop {
     }
 }
 
+/// This thread's CPU time: set beside the wall time, it tells the work a key costs from the
+/// time the thread waited for a core (the VM's 2 cores are shared with the link's workers).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -287,31 +302,12 @@ fn main() {
     lp.settle();
     assert_eq!(lp.console.state.transcript_key.as_deref(), Some(BIG_KEY));
 
-    // Held arrow keys: 20 down, 20 up, …, one every KEY_GAP; the loads each asks for are in
-    // flight over the 100 ms link while the next keys are handled.
-    lp.traffic = Traffic::default();
-    let mut key_to_frame = Vec::with_capacity(keys);
-    let mut turn = Vec::with_capacity(keys);
-    let mut in_flight_at_key = 0;
-    for n in 0..keys {
-        let intent = if (n / 20) % 2 == 0 {
-            Intent::Down
-        } else {
-            Intent::Up
-        };
-        let t = Instant::now();
-        lp.apply_arrived();
-        let k = Instant::now();
-        if lp.console.pending() {
-            in_flight_at_key += 1;
-        }
-        lp.key(intent);
-        key_to_frame.push(k.elapsed());
-        turn.push(t.elapsed());
-        std::thread::sleep(KEY_GAP);
-    }
-    let during = std::mem::take(&mut lp.traffic);
-    lp.settle();
+    // Held arrow keys: 20 down, 20 up, …, one every KEY_GAP; the transcript load each asks
+    // for is in flight over the 100 ms link while the next keys are handled.
+    let arrows = held_keys(&mut lp, keys, Intent::Down, Intent::Up);
+    // Held page keys cross the edge of the 400-row sessions window too: session pages are
+    // asked for and in flight as well.
+    let pages = held_keys(&mut lp, keys, Intent::PageDown, Intent::PageUp);
 
     // A full reload (what a lag or a resync asks for): the page and the transcript over the
     // link, until the screen is settled.
@@ -324,31 +320,130 @@ fn main() {
         reload.push(t.elapsed());
     }
 
+    // `sessions list` (50 rows) as the CLI asks for it now (one page carrying the entries)
+    // and as it did before (the page, then each row's detail: a round trip per row).
+    let page = SessionsQuery {
+        limit: 50,
+        entries: true,
+        ..SessionsQuery::default()
+    };
+    let mut list_now = Vec::new();
+    let mut list_before = Vec::new();
+    for _ in 0..if quick { 1 } else { 3 } {
+        let t = Instant::now();
+        let rows = rt
+            .block_on(remote.sessions(page.clone()))
+            .expect("page")
+            .rows;
+        assert!(rows.len() == 50 && rows.iter().all(|r| r.entry.is_some()));
+        list_now.push(t.elapsed());
+        let t = Instant::now();
+        let rows = rt
+            .block_on(remote.sessions(SessionsQuery {
+                entries: false,
+                ..page.clone()
+            }))
+            .expect("page")
+            .rows;
+        for r in &rows {
+            rt.block_on(remote.session(&r.key)).expect("detail");
+        }
+        list_before.push(t.elapsed());
+    }
+
     println!(
         "remote console over a delaying proxy ({} ms each way), 100,000 sessions, {BIG_KEY} \
 (1,000,000 lines) selected, 120x40",
         ONE_WAY.as_millis()
     );
     report("remote_console/link_round_trip_status", rtts);
-    report(
-        "remote_console/key_to_frame_with_loads_in_flight",
-        key_to_frame,
-    );
-    report(
-        "remote_console/loop_turn_results_applied_then_key_to_frame",
-        turn,
-    );
+    arrows.report("down_up");
+    pages.report("pagedown_pageup");
     report(
         "remote_console/reload_sessions_and_transcript_settled",
         reload,
     );
-    println!(
-        "during the {keys} keys: {} session-page loads and {} transcript loads sent, {} results \
-applied while keys went on; loads were in flight at {in_flight_at_key} of {keys} keys",
-        during.sessions_loads, during.transcript_loads, during.results
+    report(
+        "remote_cli/sessions_list_50_one_page_with_entries",
+        list_now,
     );
-    assert!(
-        in_flight_at_key * 2 > keys,
-        "the keys were handled with loads in flight"
+    report(
+        "remote_cli/sessions_list_50_page_then_a_request_per_row",
+        list_before,
     );
+    for held in [&arrows, &pages] {
+        assert!(
+            held.in_flight_at_key * 2 > keys,
+            "the keys were handled with loads in flight"
+        );
+    }
+}
+
+/// Key → frame while keys are held: what one run of `keys` keys measured.
+struct Held {
+    keys: usize,
+    key_to_frame: Vec<Duration>,
+    /// The key thread's CPU time for the same span.
+    key_cpu: Vec<Duration>,
+    turn: Vec<Duration>,
+    traffic: Traffic,
+    in_flight_at_key: usize,
+}
+
+impl Held {
+    fn report(&self, name: &str) {
+        report(
+            &format!("remote_console/{name}/key_to_frame_with_loads_in_flight"),
+            self.key_to_frame.clone(),
+        );
+        report(
+            &format!("remote_console/{name}/key_to_frame_cpu_time_of_the_key_thread"),
+            self.key_cpu.clone(),
+        );
+        report(
+            &format!("remote_console/{name}/loop_turn_arrived_results_then_key"),
+            self.turn.clone(),
+        );
+        println!(
+            "  {} keys: {} session-page and {} transcript loads sent, {} results applied as \
+they came; loads in flight at {} of the keys",
+            self.keys,
+            self.traffic.sessions_loads,
+            self.traffic.transcript_loads,
+            self.traffic.results,
+            self.in_flight_at_key
+        );
+    }
+}
+
+/// `keys` keys, 20 of `forth` then 20 of `back`, one every `KEY_GAP`, as the app's loop
+/// handles them: first the results that arrived, then the key, its loads, the frame.
+fn held_keys(lp: &mut Loop, keys: usize, forth: Intent, back: Intent) -> Held {
+    lp.traffic = Traffic::default();
+    let mut held = Held {
+        keys,
+        key_to_frame: Vec::with_capacity(keys),
+        key_cpu: Vec::with_capacity(keys),
+        turn: Vec::with_capacity(keys),
+        traffic: Traffic::default(),
+        in_flight_at_key: 0,
+    };
+    for n in 0..keys {
+        let intent = if (n / 20) % 2 == 0 { forth } else { back };
+        let t = Instant::now();
+        lp.apply_arrived();
+        let k = Instant::now();
+        let cpu = thread_cpu();
+        if lp.console.pending() {
+            held.in_flight_at_key += 1;
+        }
+        lp.key(intent);
+        held.key_to_frame.push(k.elapsed());
+        held.key_cpu.push(thread_cpu().saturating_sub(cpu));
+        held.turn.push(t.elapsed());
+        std::thread::sleep(KEY_GAP);
+    }
+    held.traffic = std::mem::take(&mut lp.traffic);
+    lp.settle();
+    held
 }
