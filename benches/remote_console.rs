@@ -386,6 +386,7 @@ struct Held {
     /// The key thread's CPU time for the same span.
     key_cpu: Vec<Duration>,
     turn: Vec<Duration>,
+    turn_cpu: Vec<Duration>,
     traffic: Traffic,
     in_flight_at_key: usize,
 }
@@ -403,6 +404,10 @@ impl Held {
         report(
             &format!("remote_console/{name}/loop_turn_arrived_results_then_key"),
             self.turn.clone(),
+        );
+        report(
+            &format!("remote_console/{name}/loop_turn_cpu_time_of_the_key_thread"),
+            self.turn_cpu.clone(),
         );
         println!(
             "  {} keys: {} session-page and {} transcript loads sent, {} results applied as \
@@ -425,12 +430,14 @@ fn held_keys(lp: &mut Loop, keys: usize, forth: Intent, back: Intent) -> Held {
         key_to_frame: Vec::with_capacity(keys),
         key_cpu: Vec::with_capacity(keys),
         turn: Vec::with_capacity(keys),
+        turn_cpu: Vec::with_capacity(keys),
         traffic: Traffic::default(),
         in_flight_at_key: 0,
     };
     for n in 0..keys {
         let intent = if (n / 20) % 2 == 0 { forth } else { back };
         let t = Instant::now();
+        let turn_cpu = thread_cpu();
         lp.apply_arrived();
         let k = Instant::now();
         let cpu = thread_cpu();
@@ -441,6 +448,7 @@ fn held_keys(lp: &mut Loop, keys: usize, forth: Intent, back: Intent) -> Held {
         held.key_to_frame.push(k.elapsed());
         held.key_cpu.push(thread_cpu().saturating_sub(cpu));
         held.turn.push(t.elapsed());
+        held.turn_cpu.push(thread_cpu().saturating_sub(turn_cpu));
         std::thread::sleep(KEY_GAP);
     }
     held.traffic = std::mem::take(&mut lp.traffic);
