@@ -1000,18 +1000,28 @@ fn parse_kinds(names: &[String]) -> Result<Vec<SessionKind>> {
 }
 
 /// `sessions list --json`'s rows: the owner's `sessions_list`-shaped object of each session,
-/// with its effective send policy (`sendPolicyEffective`). A session deleted between the
-/// page and its detail is left out.
+/// with its effective send policy (`sendPolicyEffective`). The page carries them (`entries`):
+/// one request, however many rows (over `--connect`, each request is a round trip). A
+/// gateway too old to fill them is asked row by row; a session deleted meanwhile is left out.
 async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<Value>> {
-    let page = api.sessions(query).await?;
+    let page = api
+        .sessions(SessionsQuery {
+            entries: true,
+            ..query
+        })
+        .await?;
     let mut rows = Vec::with_capacity(page.rows.len());
     for row in page.rows {
-        if let Some(detail) = api.session(&row.key).await? {
-            let mut v = detail.entry;
-            if v.is_object() {
-                v["sendPolicyEffective"] = detail.row.policy.to_json();
-                rows.push(v);
-            }
+        let (mut v, policy) = match row.entry {
+            Some(entry) => (entry, row.policy),
+            None => match api.session(&row.key).await? {
+                Some(detail) => (detail.entry, detail.row.policy),
+                None => continue,
+            },
+        };
+        if v.is_object() {
+            v["sendPolicyEffective"] = policy.to_json();
+            rows.push(v);
         }
     }
     Ok(rows)

@@ -25,6 +25,9 @@ pub struct SessionsQuery {
     pub limit: usize,
     /// Also count every matching session (walks the whole index: ask only when needed).
     pub count: bool,
+    /// Also give each row's owner entry (`SessionRow::entry`), so a full listing is one
+    /// request, not one more per row (a round trip each over `--connect`).
+    pub entries: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +63,10 @@ pub struct SessionRow {
     /// A run of this session's agent is executing in this engine now.
     pub running: bool,
     pub archived: bool,
+    /// The owner's `sessions_list`-shaped row (as `SessionDetail::entry`), when the query
+    /// asked for `entries`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<Value>,
 }
 
 /// An effective send policy and why.

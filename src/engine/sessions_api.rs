@@ -82,7 +82,18 @@ impl Engine {
             policy: policy_view(&policy::evaluate(self.config(), &s.key, &s.entry)),
             running: self.runner().is_running(s.key.as_str()),
             archived: s.entry.archived_at.is_some(),
+            entry: None,
         }
+    }
+
+    /// A page's row, with the owner entry when the query asks for it (built from the row
+    /// already read, so a listing with entries costs no more reads than one without).
+    fn listed_row(&self, s: &StoredSession, q: &SessionsQuery) -> SessionRow {
+        let mut row = self.row_of(s);
+        if q.entries {
+            row.entry = Some(super::tools::owner_entry(self, s));
+        }
+        row
     }
 
     /// A text filter decodes rows as it goes (names live in the entry): up to the page's
@@ -115,7 +126,7 @@ impl Engine {
             let at = matching as usize;
             matching += 1;
             if at >= q.offset && at < end {
-                rows.push(self.row_of(&s));
+                rows.push(self.listed_row(&s, q));
             }
             q.count || (matching as usize) < end
         })?;
@@ -149,7 +160,7 @@ impl Engine {
             let Some(s) = self.store().get(&key)? else {
                 continue;
             };
-            rows.push(self.row_of(&s));
+            rows.push(self.listed_row(&s, &q));
         }
         Ok(SessionsPage {
             rows,

@@ -275,6 +275,17 @@ async fn dial(options: &LinkOptions) -> Result<(Ws, HelloOk), DialError> {
         })?
 }
 
+/// The certificate complaint in a failed wss:// handshake: the user's to fix (trust the
+/// certificate), so dialling again would only fail again.
+fn untrusted_certificate(e: &tokio_tungstenite::tungstenite::Error) -> Option<String> {
+    use tokio_tungstenite::tungstenite::Error;
+    let rustls_error = match e {
+        Error::Io(io) => io.get_ref()?.downcast_ref::<rustls::Error>()?,
+        _ => return None,
+    };
+    matches!(rustls_error, rustls::Error::InvalidCertificate(_)).then(|| rustls_error.to_string())
+}
+
 async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), DialError> {
     // Reasons leave the address out: the header and the CLI's message already name it.
     let transient =
@@ -299,7 +310,13 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
         connector,
     )
     .await
-    .map_err(|e| transient("WebSocket handshake failed", &e))?;
+    .map_err(|e| match untrusted_certificate(&e) {
+        Some(why) => DialError::Refused(format!(
+            "the gateway's TLS certificate is not accepted ({why}): use the host name it \
+was issued for, and if it is self-signed pass --tls-ca FILE with it (PEM)"
+        )),
+        None => transient("WebSocket handshake failed", &e),
+    })?;
     let challenge = loop {
         match next_frame(&mut ws).await? {
             Frame::Event(e) if e.event == "connect.challenge" => {

@@ -190,6 +190,8 @@ impl Console {
             offset: start,
             limit: SESSION_WINDOW,
             count,
+            // The list shows the row's own fields; entries would only weigh on every page.
+            entries: false,
         };
         self.sessions_in_flight = Some(self.sessions_generation);
         Effect::LoadSessions {

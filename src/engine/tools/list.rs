@@ -134,8 +134,10 @@ pub fn owner_row(
     engine: &Engine,
     key: &crate::engine::session::key::SessionKey,
 ) -> Result<Option<Value>, crate::engine::storage::StorageError> {
-    Ok(engine
-        .store()
-        .get(key)?
-        .map(|s| Value::Object(build_row(engine, &s))))
+    Ok(engine.store().get(key)?.map(|s| owner_entry(engine, &s)))
+}
+
+/// `owner_row` of a session already read (a page's rows: no second read each).
+pub fn owner_entry(engine: &Engine, s: &StoredSession) -> Value {
+    Value::Object(build_row(engine, s))
 }

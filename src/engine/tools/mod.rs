@@ -18,7 +18,7 @@ use super::Engine;
 pub use context::{TOOL_NAMES, ToolContext, ToolError, ToolInputError};
 pub(crate) use context::failure;
 
-pub use list::owner_row;
+pub use list::{owner_entry, owner_row};
 
 impl Engine {
     internal_fn! {

@@ -195,6 +195,8 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
         policy: policy_view(text_of(row, "sendPolicy")),
         running: row.get("hasActiveRun").and_then(Value::as_bool) == Some(true),
         archived: row.get("archived").and_then(Value::as_bool) == Some(true),
+        // OpenClaw's list row is not our owner entry; `sessions list` asks `session()` for it.
+        entry: None,
         key,
     })
 }
