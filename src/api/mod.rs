@@ -2,6 +2,7 @@
 //! embedded `Engine` implements it; a gateway client will too, so every front end runs
 //! unchanged on a local or a remote engine. Front ends import this module, never the engine.
 
+mod message;
 mod stream;
 mod types;
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use message::{message_text, role_and_text};
 pub use stream::{EventStream, Fed, StreamItem};
 pub use types::*;
 

@@ -4,70 +4,16 @@
 
 use serde_json::Value;
 
-use crate::api::{LineRole, TranscriptLine};
+use crate::api::{TranscriptLine, role_and_text};
 
-/// The text blocks of a message joined by newlines (tool calls and other blocks left out):
-/// what an agent said, as a run's reply or an announce quotes it.
-pub fn message_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter(|p| {
-                p.get("type")
-                    .and_then(Value::as_str)
-                    .is_none_or(|t| t == "text")
-            })
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
+pub use crate::api::message_text;
 
 /// One stored line as front ends show it (`None` for lines that are not messages, and for
 /// assistant turns with nothing to show).
 pub fn line_of(seq: i64, line: &Value, keep_message: bool) -> Option<TranscriptLine> {
     let m = line.get("message")?;
-    let role = m.get("role")?.as_str()?;
     let timestamp = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
-    let calls: Vec<String> = match m.get("content") {
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter(|p| p.get("type").and_then(Value::as_str) == Some("toolCall"))
-            .map(|p| {
-                format!(
-                    "{}({})",
-                    p.get("name").and_then(Value::as_str).unwrap_or("?"),
-                    p.get("arguments").map(Value::to_string).unwrap_or_default()
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let (role, text) = match role {
-        // What the agent said beside its calls is kept: it is often the why of the call.
-        "assistant" if !calls.is_empty() => {
-            let said = message_text(m);
-            let calls = calls.join(", ");
-            let text = if said.is_empty() { calls } else { format!("{said}\n{calls}") };
-            (LineRole::Tool, text)
-        }
-        "assistant" if m.get("stopReason").and_then(Value::as_str) == Some("error") => (
-            LineRole::Error,
-            m.get("errorMessage")
-                .and_then(Value::as_str)
-                .unwrap_or("the run failed")
-                .to_string(),
-        ),
-        "assistant" => (LineRole::Assistant, message_text(m)),
-        "toolResult" => (LineRole::Result, message_text(m)),
-        "user" => (LineRole::User, message_text(m)),
-        _ => (LineRole::Note, message_text(m)),
-    };
-    if text.is_empty() && role == LineRole::Assistant {
-        return None;
-    }
+    let (role, text) = role_and_text(m)?;
     Some(TranscriptLine {
         seq,
         role,
@@ -108,6 +54,7 @@ fn speaker(m: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::LineRole;
     use serde_json::json;
 
     #[test]

@@ -6,7 +6,8 @@
 use serde_json::Value;
 
 use crate::api::{
-    AgentInfo, ApiError, LineRole, PolicyView, RunResult, SessionKind, SessionRow, TranscriptLine,
+    AgentInfo, ApiError, PolicyView, RunResult, SessionKind, SessionRow, TranscriptLine,
+    role_and_text,
 };
 
 /// The gateway's key settings (`agents.list`: `defaultId`, `mainKey`).
@@ -201,23 +202,7 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
     })
 }
 
-/// The text blocks of a message joined by newlines (string content as is).
-pub fn message_text(m: &Value) -> String {
-    match m.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter(|p| {
-                p.get("type")
-                    .and_then(Value::as_str)
-                    .is_none_or(|t| t == "text")
-            })
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
+pub use crate::api::message_text;
 
 /// Where a `chat.history` message sits in its transcript (`__openclaw.seq`, 1-based).
 pub fn message_seq(m: &Value) -> Option<i64> {
@@ -261,46 +246,7 @@ fn speaker(m: &Value) -> String {
 /// line; `None` for assistant turns with nothing to show. `seq` is the message's place
 /// when it carries none.
 pub fn transcript_line(m: &Value, seq: i64, keep_message: bool) -> Option<TranscriptLine> {
-    let role = text_of(m, "role")?;
-    let calls: Vec<String> = match m.get("content") {
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter(|p| p.get("type").and_then(Value::as_str) == Some("toolCall"))
-            .map(|p| {
-                format!(
-                    "{}({})",
-                    p.get("name").and_then(Value::as_str).unwrap_or("?"),
-                    p.get("arguments").map(Value::to_string).unwrap_or_default()
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let (role, text) = match role {
-        "assistant" if !calls.is_empty() => {
-            let said = message_text(m);
-            let calls = calls.join(", ");
-            let text = if said.is_empty() {
-                calls
-            } else {
-                format!("{said}\n{calls}")
-            };
-            (LineRole::Tool, text)
-        }
-        "assistant" if text_of(m, "stopReason") == Some("error") => (
-            LineRole::Error,
-            text_of(m, "errorMessage")
-                .unwrap_or("the run failed")
-                .to_string(),
-        ),
-        "assistant" => (LineRole::Assistant, message_text(m)),
-        "toolResult" => (LineRole::Result, message_text(m)),
-        "user" => (LineRole::User, message_text(m)),
-        _ => (LineRole::Note, message_text(m)),
-    };
-    if text.is_empty() && role == LineRole::Assistant {
-        return None;
-    }
+    let (role, text) = role_and_text(m)?;
     Some(TranscriptLine {
         seq: message_seq(m).unwrap_or(seq),
         role,

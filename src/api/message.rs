@@ -1,0 +1,76 @@
+//! How a message in OpenClaw's transcript format reads: its text blocks, and the role and
+//! text a transcript line shows. One reading for the engine's own transcripts and for the
+//! messages an OpenClaw gateway returns, so both panes show a message the same way.
+
+use serde_json::Value;
+
+use super::LineRole;
+
+/// The text blocks of a message joined by newlines (tool calls and other blocks left out):
+/// what an agent said, as a run's reply or an announce quotes it.
+pub fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| {
+                p.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t == "text")
+            })
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The role a line shows and its text (tool calls as `name({args})`, beside what the agent
+/// said with them); `None` for a message without a role, and for an assistant turn with
+/// nothing to show.
+pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
+    let role = message.get("role")?.as_str()?;
+    let calls: Vec<String> = match message.get("content") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("toolCall"))
+            .map(|p| {
+                format!(
+                    "{}({})",
+                    p.get("name").and_then(Value::as_str).unwrap_or("?"),
+                    p.get("arguments").map(Value::to_string).unwrap_or_default()
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (role, text) = match role {
+        // What the agent said beside its calls is kept: it is often the why of the call.
+        "assistant" if !calls.is_empty() => {
+            let said = message_text(message);
+            let calls = calls.join(", ");
+            let text = if said.is_empty() {
+                calls
+            } else {
+                format!("{said}\n{calls}")
+            };
+            (LineRole::Tool, text)
+        }
+        "assistant" if message.get("stopReason").and_then(Value::as_str) == Some("error") => (
+            LineRole::Error,
+            message
+                .get("errorMessage")
+                .and_then(Value::as_str)
+                .unwrap_or("the run failed")
+                .to_string(),
+        ),
+        "assistant" => (LineRole::Assistant, message_text(message)),
+        "toolResult" => (LineRole::Result, message_text(message)),
+        "user" => (LineRole::User, message_text(message)),
+        _ => (LineRole::Note, message_text(message)),
+    };
+    if text.is_empty() && role == LineRole::Assistant {
+        return None;
+    }
+    Some((role, text))
+}
