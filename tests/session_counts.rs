@@ -167,8 +167,19 @@ fn assert_totals(storage: &Storage, after: &str) {
             })
             .expect("read");
         assert_eq!(total, Some(want), "total for {f:?} after {after}");
-        assert_eq!(keys.len() as u64, want, "keys listed for {f:?} after {after}");
+        assert_eq!(
+            keys.len() as u64,
+            want,
+            "keys listed for {f:?} after {after}"
+        );
     }
+    let (all, want) = storage
+        .read(|c| {
+            let want: i64 = c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?;
+            Ok((queries::count_sessions(c)?, want as u64))
+        })
+        .expect("read");
+    assert_eq!(all, want, "every session after {after}");
 }
 
 proptest! {
