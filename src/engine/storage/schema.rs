@@ -152,9 +152,8 @@ const MIGRATIONS: &[&str] = &[
     // the rest), so a page's total sums a few rows instead of walking 100,000 index entries.
     // Triggers keep it exact on every write, whichever process or statement makes it (no
     // sessions write uses REPLACE, which would delete without firing the DELETE trigger).
-    // Rows that fall to zero stay; there are at most kinds x 2 x 3 of them. A missing row is
-    // added with NOT EXISTS, not INSERT OR IGNORE: a trigger's conflict clause gives way to
-    // the firing statement's, and the upsert's would turn it into an error.
+    // Rows that fall to zero stay; there are at most kinds x 2 x 3 of them. Every connection
+    // parses the triggers when it loads the schema, so they are kept short.
     r#"
     CREATE TABLE session_counts (
         kind      TEXT NOT NULL,
@@ -165,44 +164,31 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, archived, slot)
     ) WITHOUT ROWID;
     INSERT INTO session_counts (kind, archived, slot, n)
-        SELECT kind, archived_at IS NOT NULL,
-               CASE WHEN key IN ('unknown', 'global') THEN key ELSE '' END, count(*)
+        SELECT kind, archived_at IS NOT NULL, iif(key IN ('unknown', 'global'), key, ''),
+               count(*)
         FROM sessions GROUP BY 1, 2, 3;
     CREATE TRIGGER session_counts_insert AFTER INSERT ON sessions BEGIN
-        INSERT INTO session_counts (kind, archived, slot, n) SELECT NEW.kind,
-            NEW.archived_at IS NOT NULL,
-            CASE WHEN NEW.key IN ('unknown', 'global') THEN NEW.key ELSE '' END, 0
-        WHERE NOT EXISTS (SELECT 1 FROM session_counts WHERE kind = NEW.kind
-            AND archived = (NEW.archived_at IS NOT NULL)
-            AND slot = CASE WHEN NEW.key IN ('unknown', 'global') THEN NEW.key ELSE '' END);
-        UPDATE session_counts SET n = n + 1 WHERE kind = NEW.kind
-            AND archived = (NEW.archived_at IS NOT NULL)
-            AND slot = CASE WHEN NEW.key IN ('unknown', 'global') THEN NEW.key ELSE '' END;
+        INSERT INTO session_counts VALUES (NEW.kind, NEW.archived_at IS NOT NULL,
+            iif(NEW.key IN ('unknown', 'global'), NEW.key, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
     END;
     CREATE TRIGGER session_counts_delete AFTER DELETE ON sessions BEGIN
         UPDATE session_counts SET n = n - 1 WHERE kind = OLD.kind
             AND archived = (OLD.archived_at IS NOT NULL)
-            AND slot = CASE WHEN OLD.key IN ('unknown', 'global') THEN OLD.key ELSE '' END;
+            AND slot = iif(OLD.key IN ('unknown', 'global'), OLD.key, '');
     END;
     -- Every upsert of an existing session sets kind and archived_at; the WHEN skips the
     -- counters unless one of the three things they are keyed on changed.
     CREATE TRIGGER session_counts_update AFTER UPDATE OF kind, archived_at, key ON sessions
-    WHEN OLD.kind IS NOT NEW.kind
-      OR (OLD.archived_at IS NOT NULL) != (NEW.archived_at IS NOT NULL)
+    WHEN OLD.kind IS NOT NEW.kind OR (OLD.archived_at IS NULL) != (NEW.archived_at IS NULL)
       OR OLD.key IS NOT NEW.key
     BEGIN
         UPDATE session_counts SET n = n - 1 WHERE kind = OLD.kind
             AND archived = (OLD.archived_at IS NOT NULL)
-            AND slot = CASE WHEN OLD.key IN ('unknown', 'global') THEN OLD.key ELSE '' END;
-        INSERT INTO session_counts (kind, archived, slot, n) SELECT NEW.kind,
-            NEW.archived_at IS NOT NULL,
-            CASE WHEN NEW.key IN ('unknown', 'global') THEN NEW.key ELSE '' END, 0
-        WHERE NOT EXISTS (SELECT 1 FROM session_counts WHERE kind = NEW.kind
-            AND archived = (NEW.archived_at IS NOT NULL)
-            AND slot = CASE WHEN NEW.key IN ('unknown', 'global') THEN NEW.key ELSE '' END);
-        UPDATE session_counts SET n = n + 1 WHERE kind = NEW.kind
-            AND archived = (NEW.archived_at IS NOT NULL)
-            AND slot = CASE WHEN NEW.key IN ('unknown', 'global') THEN NEW.key ELSE '' END;
+            AND slot = iif(OLD.key IN ('unknown', 'global'), OLD.key, '');
+        INSERT INTO session_counts VALUES (NEW.kind, NEW.archived_at IS NOT NULL,
+            iif(NEW.key IN ('unknown', 'global'), NEW.key, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
     END;
     "#,
 ];
