@@ -177,8 +177,14 @@ pub fn children_of(
     Ok(keys.into_iter().map(SessionKey::from_canonical).collect())
 }
 
+/// Every session, the reserved keys and archived ones included. From the counters (schema
+/// 5): each row is in exactly one of them, and summing a few rows costs the same at any
+/// size, where `count(*)` walks a whole index (every page reports this total).
 pub fn count_sessions(conn: &Connection) -> Result<u64, StorageError> {
-    Ok(conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))? as u64)
+    let n: i64 = conn
+        .prepare_cached("SELECT coalesce(sum(n), 0) FROM session_counts")?
+        .query_row([], |r| r.get(0))?;
+    Ok(n.max(0) as u64)
 }
 
 /// What the owner's sessions page is narrowed to (every filter SQL can apply from indexes).
@@ -212,8 +218,20 @@ pub fn page_keys(
     // The counts and the walk see one snapshot, so a write from another process in between
     // cannot make them disagree.
     let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
-    let total = if count {
-        // Counted on the filters the covering indexes hold, then less what is hidden: the
+    let total = if count && since.is_none() {
+        // Kept by triggers (schema 5), so the total sums a few counter rows whatever the
+        // number of sessions; the same rules as the walk below, applied to the counters.
+        let n: i64 = c
+            .prepare_cached(
+                "SELECT coalesce(sum(n), 0) FROM session_counts \
+                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 OR archived = 0) \
+                 AND slot != 'unknown' AND (?3 OR slot != 'global')",
+            )?
+            .query_row(params![kind, archived, global], |r| r.get(0))?;
+        Some(n.max(0) as u64)
+    } else if count {
+        // With `updated_since`, counted over the range of the index, proportional to the
+        // rows that match. Counted on the filters the covering indexes hold, then less what is hidden: the
         // archived rows that match (a walk of the small partial index `sessions_archived`)
         // and the reserved keys (two primary-key lookups). A condition on `key` or
         // `archived_at` in the count itself would make SQLite read every row instead of

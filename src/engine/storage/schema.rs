@@ -147,6 +147,50 @@ const MIGRATIONS: &[&str] = &[
       WHERE entry LIKE '%"archivedAt"%';
     CREATE INDEX sessions_archived ON sessions(key) WHERE archived_at IS NOT NULL;
     "#,
+    // 5: how many sessions there are, kept instead of counted: one row per kind, archived or
+    // not, and slot (the reserved keys `unknown` and `global`, which pages hide, apart from
+    // the rest), so a page's total sums a few rows instead of walking 100,000 index entries.
+    // Triggers keep it exact on every write, whichever process or statement makes it (no
+    // sessions write uses REPLACE, which would delete without firing the DELETE trigger).
+    // Rows that fall to zero stay; there are at most kinds x 2 x 3 of them. Every connection
+    // parses the triggers when it loads the schema, so they are kept short.
+    r#"
+    CREATE TABLE session_counts (
+        kind      TEXT NOT NULL,
+        archived  INTEGER NOT NULL,
+        -- '' for an ordinary key, else the reserved key itself: 'unknown' or 'global'
+        slot      TEXT NOT NULL,
+        n         INTEGER NOT NULL,
+        PRIMARY KEY (kind, archived, slot)
+    ) WITHOUT ROWID;
+    INSERT INTO session_counts (kind, archived, slot, n)
+        SELECT kind, archived_at IS NOT NULL, iif(key IN ('unknown', 'global'), key, ''),
+               count(*)
+        FROM sessions GROUP BY 1, 2, 3;
+    CREATE TRIGGER session_counts_insert AFTER INSERT ON sessions BEGIN
+        INSERT INTO session_counts VALUES (NEW.kind, NEW.archived_at IS NOT NULL,
+            iif(NEW.key IN ('unknown', 'global'), NEW.key, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER session_counts_delete AFTER DELETE ON sessions BEGIN
+        UPDATE session_counts SET n = n - 1 WHERE kind = OLD.kind
+            AND archived = (OLD.archived_at IS NOT NULL)
+            AND slot = iif(OLD.key IN ('unknown', 'global'), OLD.key, '');
+    END;
+    -- Every upsert of an existing session sets kind and archived_at; the WHEN skips the
+    -- counters unless one of the three things they are keyed on changed.
+    CREATE TRIGGER session_counts_update AFTER UPDATE OF kind, archived_at, key ON sessions
+    WHEN OLD.kind IS NOT NEW.kind OR (OLD.archived_at IS NULL) != (NEW.archived_at IS NULL)
+      OR OLD.key IS NOT NEW.key
+    BEGIN
+        UPDATE session_counts SET n = n - 1 WHERE kind = OLD.kind
+            AND archived = (OLD.archived_at IS NOT NULL)
+            AND slot = iif(OLD.key IN ('unknown', 'global'), OLD.key, '');
+        INSERT INTO session_counts VALUES (NEW.kind, NEW.archived_at IS NOT NULL,
+            iif(NEW.key IN ('unknown', 'global'), NEW.key, ''), 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.
