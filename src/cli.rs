@@ -941,15 +941,20 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         })
         .await
         .map_err(api_error)?;
+    // An OpenClaw gateway does not say where the message landed (seq 0): no number then.
+    let place = if receipt.seq > 0 {
+        format!(" (message {})", receipt.seq)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "{} {} (message {})",
+        "{} {}{place}",
         if receipt.created {
             "created"
         } else {
             "recorded in"
         },
         receipt.display_key,
-        receipt.seq
     );
     let waiting = Waiting::new();
     if let Some(reply) = &receipt.command_reply {
