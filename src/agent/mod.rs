@@ -2,6 +2,7 @@
 //! (the incoming text, the step, the round, who asked, the injected context) plus a way to
 //! call session tools as that session; the agent returns its reply or fails.
 
+pub mod openai;
 pub mod scripted;
 
 use std::future::Future;
@@ -9,7 +10,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use crate::config::{Config, ScriptStep};
+use crate::config::{Config, ModelProvider, ScriptStep};
 
 /// A boxed future, so backends can be used as `dyn Agent`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -60,7 +61,8 @@ pub enum AgentError {
     Failed(String),
     /// No backend can run this agent's model.
     #[error(
-        "no backend for model {0:?}: this build runs scripted agents (model \"scripted\") only"
+        "no backend for model {0:?}: it must be \"scripted\" or \"<provider>/<model>\" with the \
+         provider defined under models.providers (api \"openai-completions\")"
     )]
     NoBackend(String),
 }
@@ -82,7 +84,8 @@ pub trait Agent: Send + Sync {
 }
 
 /// The backend for `agent_id` under `config`: scripted for model `"scripted"` (or no model),
-/// otherwise none yet.
+/// `openai` for `provider/model` with an openai-completions provider, otherwise one that
+/// fails every turn saying why.
 pub fn backend_for(config: &Config, agent_id: &str) -> Box<dyn Agent> {
     backend_with_model(config, agent_id, None)
 }
@@ -95,7 +98,25 @@ pub fn backend_with_model(config: &Config, agent_id: &str, model: Option<&str>) 
         None | Some("scripted") => Box::new(scripted::ScriptedAgent::new(
             agent.map(|a| a.script.clone()).unwrap_or_default(),
         )),
-        Some(other) => Box::new(Unavailable(other.to_string())),
+        Some(other) => {
+            let provider = other.split_once('/').and_then(|(id, name)| {
+                let p = config.models.providers.get(id)?;
+                let usable = matches!(
+                    p.api.as_deref(),
+                    None | Some(ModelProvider::OPENAI_COMPLETIONS)
+                ) && !name.is_empty();
+                usable.then_some((id, p, name))
+            });
+            match provider {
+                Some((id, p, name)) => Box::new(openai::OpenAiAgent::new(
+                    id,
+                    p,
+                    name,
+                    agent.and_then(|a| a.system_prompt.clone()),
+                )),
+                None => Box::new(Unavailable(other.to_string())),
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use serde::de::value::{MapDeserializer, SeqDeserializer, StrDeserializer};
 use serde::de::{self, Deserializer, Expected, IntoDeserializer, Unexpected, Visitor};
 use serde_json::Value;
 
-use super::model::{Config, limits};
+use super::model::{Config, ModelProvider, limits};
 use super::text_limits;
 use crate::engine::key;
 
@@ -87,6 +87,11 @@ fn render_problems(file: &Path, problems: &[ConfigProblem]) -> String {
 /// Parses and validates a config text, returning every problem found (never just the first).
 /// A text holding nothing but whitespace and comments is the built-in default config.
 pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
+    parse_with(src, false)
+}
+
+/// `parse_str`, plus, when `environment`, what the environment makes unusable.
+fn parse_with(src: &str, environment: bool) -> Result<Config, Vec<ConfigProblem>> {
     // A BOM is invisible in editors and changes no line numbers, so it is not worth an error.
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     // Before anything recursive (or quadratic in depth) sees the text.
@@ -181,7 +186,11 @@ pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
         removals.note_removed(&original);
     };
 
-    for (segs, message) in semantic_problems(&config, &removals) {
+    let mut semantic = semantic_problems(&config, &removals);
+    if environment {
+        semantic.extend(environment_problems(&config));
+    }
+    for (segs, message) in semantic {
         let path = format_path(&segs);
         // A node already reported for its shape was replaced by its default, which says nothing
         // about what the user wrote.
@@ -218,7 +227,7 @@ pub fn check_file(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
         Err(ConfigError::Invalid { problems, .. }) => return Ok(problems),
         Err(e) => return Err(e),
     };
-    Ok(parse_str(&text).err().unwrap_or_default())
+    Ok(parse_with(&text, true).err().unwrap_or_default())
 }
 
 /// Writes [`DEFAULT_CONFIG_TEXT`] to `path`, creating its folder; an existing file is kept
@@ -713,7 +722,8 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
         }
 
         if let Some(model) = &agent.model
-            && let Some(message) = model_problem(model)
+            && let Some(message) =
+                model_problem(model).or_else(|| provider_problem(config, model))
         {
             out.push((field("model"), message));
         }
@@ -755,6 +765,56 @@ fn model_problem(model: &str) -> Option<String> {
              for example \"ollama/{model}\", with the provider defined under models.providers"
         )),
     }
+}
+
+/// Why a well-formed `provider/model` cannot run: its provider is not defined, or speaks an
+/// `api` this build has no backend for.
+fn provider_problem(config: &Config, model: &str) -> Option<String> {
+    let (provider, _) = model.split_once('/')?;
+    let Some(p) = config.models.providers.get(provider) else {
+        let known: Vec<&str> = config.models.providers.keys().map(String::as_str).collect();
+        let hint = if known.is_empty() {
+            "none is defined".to_string()
+        } else {
+            format!("defined: {}", known.join(", "))
+        };
+        return Some(format!(
+            "model \"{model}\" names provider \"{provider}\", which models.providers does not define ({hint}); \
+             add models.providers.{provider}: {{ baseUrl: \"http://127.0.0.1:11434/v1\", api: \"openai-completions\" }}"
+        ));
+    };
+    match p.api.as_deref() {
+        None | Some(ModelProvider::OPENAI_COMPLETIONS) => None,
+        Some(other) => Some(format!(
+            "model \"{model}\" uses provider \"{provider}\", whose api \"{other}\" has no backend here: \
+             only \"openai-completions\" (OpenAI-compatible chat completions) is supported"
+        )),
+    }
+}
+
+/// What only the environment can tell (`config check` reports it; loading does not, since the
+/// variable may be set by the time a run needs it): a provider's `apiKeyEnv` that is unset.
+fn environment_problems(config: &Config) -> Vec<(Vec<Seg>, String)> {
+    let mut out = Vec::new();
+    for (id, p) in &config.models.providers {
+        if let Some(var) = &p.api_key_env
+            && std::env::var_os(var).is_none_or(|v| v.is_empty())
+        {
+            out.push((
+                vec![
+                    Seg::Key("models".into()),
+                    Seg::Key("providers".into()),
+                    Seg::Key(id.clone()),
+                    Seg::Key("apiKeyEnv".into()),
+                ],
+                format!(
+                    "the environment variable {var} is not set (or empty), so provider \"{id}\" has no API key; \
+                     runs on its models will fail until it is set"
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The pattern of a `/…/` script text; any other text is a plain substring.

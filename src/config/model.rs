@@ -387,6 +387,8 @@ pub struct AgentConfig {
     pub name: Option<String>,
     /// `scripted` or `<provider>/<model>`.
     pub model: Option<String>,
+    /// The system message a model-backed agent's turns start with.
+    pub system_prompt: Option<String>,
     pub script: Vec<ScriptRule>,
     pub subagents: AgentSubagents,
     pub sandboxed: bool,
@@ -456,8 +458,30 @@ pub struct ModelsConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ModelProvider {
     pub base_url: String,
+    /// Only `openai-completions` has a backend (`POST {baseUrl}/chat/completions`).
     pub api: Option<String>,
     pub api_key: Option<String>,
+    /// The environment variable holding the key, read when a request is made, so the key
+    /// never sits in the config file.
+    pub api_key_env: Option<String>,
+    /// Extra request headers (an organisation id, a proxy's token …).
+    pub headers: BTreeMap<String, String>,
+    /// Per request; `None` means [`ModelProvider::DEFAULT_TIMEOUT_SECONDS`].
+    pub timeout_seconds: Option<u64>,
+    /// Retries after a 429, a 5xx or a connection error; `None` means
+    /// [`ModelProvider::DEFAULT_MAX_RETRIES`].
+    pub max_retries: Option<u32>,
+    /// Model calls in one turn (each answered tool round is one more); `None` means
+    /// [`ModelProvider::DEFAULT_MAX_STEPS`].
+    pub max_steps: Option<u32>,
+}
+
+impl ModelProvider {
+    /// The one `api` this build can speak.
+    pub const OPENAI_COMPLETIONS: &'static str = "openai-completions";
+    pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
+    pub const DEFAULT_MAX_RETRIES: u32 = 2;
+    pub const DEFAULT_MAX_STEPS: u32 = 8;
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

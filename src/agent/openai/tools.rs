@@ -1,0 +1,101 @@
+//! The session tools as OpenAI function definitions, with parameter schemas following
+//! `spec/session-tools.md`.
+
+use serde_json::{Value, json};
+
+/// The names offered to a model, in the order the spec lists them.
+pub const NAMES: [&str; 5] = [
+    "sessions_list",
+    "sessions_history",
+    "sessions_send",
+    "sessions_spawn",
+    "agents_list",
+];
+
+/// The `tools` array of a chat-completions request.
+pub fn definitions() -> Value {
+    Value::Array(NAMES.iter().map(|n| definition(n)).collect())
+}
+
+fn function(name: &str, description: &str, parameters: Value) -> Value {
+    json!({
+        "type": "function",
+        "function": { "name": name, "description": description, "parameters": parameters },
+    })
+}
+
+fn definition(name: &str) -> Value {
+    match name {
+        "sessions_list" => function(
+            name,
+            "List sessions as an array of rows (key, kind, channel, displayName, updatedAt, sessionId, model, tokens).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "kinds": {
+                        "type": "array",
+                        "items": { "type": "string", "enum": ["main", "group", "cron", "hook", "node", "other"] },
+                        "description": "Only sessions of these kinds.",
+                    },
+                    "limit": { "type": "number", "description": "Max rows." },
+                    "activeMinutes": { "type": "number", "description": "Only sessions updated within N minutes." },
+                    "messageLimit": { "type": "number", "description": "0 = no messages (default); >0 = include the last N messages." },
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        "sessions_history" => function(
+            name,
+            "Fetch the transcript of one session.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "sessionKey": { "type": "string", "description": "Session key, or a sessionId from sessions_list." },
+                    "limit": { "type": "number", "description": "Max messages." },
+                    "includeTools": { "type": "boolean", "description": "Include toolResult messages (default false)." },
+                },
+                "required": ["sessionKey"],
+                "additionalProperties": false,
+            }),
+        ),
+        "sessions_send" => function(
+            name,
+            "Send a message into another session; waits for its reply unless timeoutSeconds is 0.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "sessionKey": { "type": "string", "description": "Session key, or a sessionId from sessions_list." },
+                    "message": { "type": "string" },
+                    "timeoutSeconds": { "type": "number", "description": "Seconds to wait for the reply; 0 = fire-and-forget." },
+                },
+                "required": ["sessionKey", "message"],
+                "additionalProperties": false,
+            }),
+        ),
+        "sessions_spawn" => function(
+            name,
+            "Spawn a sub-agent run in an isolated session; its result is announced back here.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "task": { "type": "string" },
+                    "label": { "type": "string" },
+                    "agentId": { "type": "string", "description": "Spawn under another agent id, if allowed (see agents_list)." },
+                    "model": { "type": "string", "description": "Overrides the sub-agent's model." },
+                    "thinking": { "type": "string", "description": "Overrides the sub-agent's thinking level." },
+                    "runTimeoutSeconds": { "type": "number" },
+                    "thread": { "type": "boolean" },
+                    "mode": { "type": "string", "enum": ["run", "session"] },
+                    "cleanup": { "type": "string", "enum": ["delete", "keep"] },
+                },
+                "required": ["task"],
+                "additionalProperties": false,
+            }),
+        ),
+        _ => function(
+            "agents_list",
+            "List the agent ids this session may use with sessions_spawn.",
+            json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+        ),
+    }
+}
