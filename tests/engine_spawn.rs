@@ -686,7 +686,8 @@ async fn a_configured_model_is_applied_and_a_missing_backend_is_announced_as_a_f
     let b = bench(
         json!([]),
         json!([{ "when": { "step": "subagent" }, "reply": "scripted reply" }]),
-        json!({ "models": { "providers": { "ollama": { "baseUrl": "http://127.0.0.1:11434/v1" } } } }),
+        // An api with no backend here: the openai backend would really dial the URL.
+        json!({ "models": { "providers": { "ollama": { "baseUrl": "http://127.0.0.1:11434/v1", "api": "anthropic-messages" } } } }),
     );
     b.requester(None).await;
     let r = b
