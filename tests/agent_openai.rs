@@ -239,7 +239,10 @@ async fn a_plain_reply_is_recorded_with_its_usage() {
     assert_eq!(body["model"], "test-model");
     assert_eq!(body["messages"][0]["role"], "system");
     assert_eq!(body["messages"][0]["content"], "You are the main agent.");
-    assert_eq!(body["messages"][1], json!({ "role": "user", "content": "hi there" }));
+    assert_eq!(
+        body["messages"][1],
+        json!({ "role": "user", "content": "hi there" })
+    );
     let names: Vec<&str> = body["tools"]
         .as_array()
         .unwrap()
@@ -248,13 +251,22 @@ async fn a_plain_reply_is_recorded_with_its_usage() {
         .collect();
     assert_eq!(
         names,
-        ["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"]
+        [
+            "sessions_list",
+            "sessions_history",
+            "sessions_send",
+            "sessions_spawn",
+            "agents_list"
+        ]
     );
     assert_eq!(
         body["tools"][2]["function"]["parameters"]["required"],
         json!(["sessionKey", "message"])
     );
-    assert!(!seen[0].headers.contains_key("authorization"), "no key configured");
+    assert!(
+        !seen[0].headers.contains_key("authorization"),
+        "no key configured"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,13 +336,19 @@ async fn malformed_arguments_and_unknown_tools_come_back_to_the_model_as_errors(
     assert_eq!(results.len(), 2);
     assert_eq!(results[0]["status"], "error");
     assert!(
-        results[0]["error"].as_str().unwrap().contains("not valid JSON"),
+        results[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
         "{}",
         results[0]
     );
     assert_eq!(results[1]["status"], "error");
     assert!(
-        results[1]["error"].as_str().unwrap().contains("unknown tool \"rm_rf\""),
+        results[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool \"rm_rf\""),
         "{}",
         results[1]
     );
@@ -346,7 +364,10 @@ async fn a_model_that_never_stops_calling_tools_hits_the_step_limit() {
     assert!(error.contains("step limit"), "{error}");
     let seen = fake.seen();
     assert_eq!(seen.len(), 3, "exactly maxSteps model calls");
-    assert_eq!(seen[2].body["tool_choice"], "none", "the last call may not use tools");
+    assert_eq!(
+        seen[2].body["tool_choice"], "none",
+        "the last call may not use tools"
+    );
     assert!(seen[0].body.get("tool_choice").is_none());
 }
 
@@ -386,7 +407,10 @@ async fn a_429_with_retry_after_is_honoured_and_retries_run_out_with_a_clear_err
     assert!(error.contains("429"), "{error}");
     assert!(error.contains("rate limited, slow down"), "{error}");
     assert!(error.contains("after 4 attempts"), "{error}");
-    assert!(!error.contains("sk-secret-123"), "the key never shows: {error}");
+    assert!(
+        !error.contains("sk-secret-123"),
+        "the key never shows: {error}"
+    );
     assert_eq!(fake.seen().len(), 4, "one try and three retries");
 }
 
@@ -407,7 +431,10 @@ async fn a_server_that_is_down_fails_the_run_clearly_and_the_session_stays_usabl
     assert!(error.contains("could not connect"), "{error}");
     assert!(error.contains("provider \"fake\""), "{error}");
     let lines = lines(&b).await;
-    assert!(lines.iter().any(|(r, _)| *r == LineRole::Error), "{lines:?}");
+    assert!(
+        lines.iter().any(|(r, _)| *r == LineRole::Error),
+        "{lines:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -439,7 +466,10 @@ async fn the_api_key_goes_in_a_bearer_header_from_config_or_the_environment() {
     let b = common::bench(config(&fake.base_url, json!({ "apiKeyEnv": var })));
     let run = send_and_settle(&b, "hi").await;
     assert_eq!(run.status, "ok", "{run:?}");
-    assert_eq!(fake.seen()[0].headers["authorization"], format!("Bearer {value}"));
+    assert_eq!(
+        fake.seen()[0].headers["authorization"],
+        format!("Bearer {value}")
+    );
     assert!(
         !run.reply.unwrap_or_default().contains(&value),
         "the key is not echoed into the reply"
@@ -471,7 +501,10 @@ fn config_check_explains_a_provider_that_cannot_be_used() {
         err.contains("provider \"ghost\", which models.providers does not define"),
         "{err}"
     );
-    assert!(err.contains("api \"anthropic-messages\" has no backend"), "{err}");
+    assert!(
+        err.contains("api \"anthropic-messages\" has no backend"),
+        "{err}"
+    );
     assert!(
         err.contains("SWITCHBOARD_TEST_SURELY_UNSET_KEY is not set"),
         "{err}"

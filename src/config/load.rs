@@ -722,8 +722,7 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
         }
 
         if let Some(model) = &agent.model
-            && let Some(message) =
-                model_problem(model).or_else(|| provider_problem(config, model))
+            && let Some(message) = model_problem(model).or_else(|| provider_problem(config, model))
         {
             out.push((field("model"), message));
         }

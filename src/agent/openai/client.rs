@@ -120,10 +120,7 @@ impl ProviderClient {
                     } else {
                         "could not connect"
                     };
-                    (
-                        format!("provider \"{}\": {what}: {e}", self.id),
-                        None,
-                    )
+                    (format!("provider \"{}\": {what}: {e}", self.id), None)
                 }
                 Err(e) => return Err(format!("provider \"{}\": {e}", self.id)),
             };

@@ -69,7 +69,11 @@ impl OpenAiAgent {
                 body["tool_choice"] = json!("none");
             }
             tracing::debug!(model = %self.model, step, "model request");
-            let response = self.client.complete(&body).await.map_err(AgentError::Failed)?;
+            let response = self
+                .client
+                .complete(&body)
+                .await
+                .map_err(AgentError::Failed)?;
             if let Some(u) = response_usage(&response) {
                 let total = usage.get_or_insert_with(Usage::default);
                 total.input += u.input;
