@@ -28,14 +28,24 @@ struct Answer {
     status: u16,
     headers: Vec<(String, String)>,
     body: String,
+    /// Wait this long before answering (a slow server).
+    delay: Duration,
+    /// Send only half the body, then close (a cut connection).
+    truncate: bool,
+}
+
+fn answer(status: u16, body: &str) -> Answer {
+    Answer {
+        status,
+        headers: vec![],
+        body: body.to_string(),
+        delay: Duration::ZERO,
+        truncate: false,
+    }
 }
 
 fn ok(body: Value) -> Answer {
-    Answer {
-        status: 200,
-        headers: vec![],
-        body: body.to_string(),
-    }
+    answer(200, &body.to_string())
 }
 
 fn text_reply(text: &str, prompt: u64, completion: u64) -> Answer {
@@ -110,8 +120,15 @@ impl Fake {
                         head.push_str(&format!("{k}: {v}\r\n"));
                     }
                     head.push_str("\r\n");
+                    tokio::time::sleep(answer.delay).await;
                     let _ = sock.write_all(head.as_bytes()).await;
-                    let _ = sock.write_all(answer.body.as_bytes()).await;
+                    let body = answer.body.as_bytes();
+                    let sent = if answer.truncate {
+                        &body[..body.len() / 2]
+                    } else {
+                        body
+                    };
+                    let _ = sock.write_all(sent).await;
                     let _ = sock.shutdown().await;
                 });
             }
@@ -374,11 +391,7 @@ async fn a_model_that_never_stops_calling_tools_hits_the_step_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_is_retried_then_the_reply_lands() {
     let fake = Fake::start(vec![
-        Answer {
-            status: 500,
-            headers: vec![],
-            body: "{\"error\":\"overloaded\"}".into(),
-        },
+        answer(500, "{\"error\":\"overloaded\"}"),
         text_reply("after a retry", 1, 1),
     ])
     .await;
@@ -392,9 +405,8 @@ async fn a_500_is_retried_then_the_reply_lands() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_with_retry_after_is_honoured_and_retries_run_out_with_a_clear_error() {
     let fake = Fake::start(vec![Answer {
-        status: 429,
         headers: vec![("retry-after".into(), "0".into())],
-        body: "{\"error\":{\"message\":\"rate limited, slow down\"}}".into(),
+        ..answer(429, "{\"error\":{\"message\":\"rate limited, slow down\"}}")
     }])
     .await;
     let b = common::bench(config(
@@ -430,9 +442,31 @@ async fn a_server_that_is_down_fails_the_run_clearly_and_the_session_stays_usabl
     let error = run.error.unwrap();
     assert!(error.contains("could not connect"), "{error}");
     assert!(error.contains("provider \"fake\""), "{error}");
+    // The session still takes messages, and each gets its own (failed) run.
+    let api = b.engine.start();
+    api.send(SendRequest {
+        key: KEY.to_string(),
+        text: "still there?".to_string(),
+        from: Sender::default(),
+    })
+    .await
+    .expect("a second send is recorded");
+    tokio::time::timeout(HANG, b.engine.idle())
+        .await
+        .expect("the run ends");
+    let runs = b
+        .engine
+        .runs_of(&SessionKey::from_canonical(KEY), 10)
+        .unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
     let lines = lines(&b).await;
     assert!(
-        lines.iter().any(|(r, _)| *r == LineRole::Error),
+        lines.contains(&(LineRole::User, "still there?".to_string())),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|(r, _)| *r == LineRole::Error).count(),
+        2,
         "{lines:?}"
     );
 }
@@ -474,6 +508,62 @@ async fn the_api_key_goes_in_a_bearer_header_from_config_or_the_environment() {
         !run.reply.unwrap_or_default().contains(&value),
         "the key is not echoed into the reply"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_slower_than_timeout_seconds_fails_the_run_as_timed_out() {
+    let fake = Fake::start(vec![Answer {
+        delay: Duration::from_secs(30),
+        ..text_reply("too late", 1, 1)
+    }])
+    .await;
+    let b = common::bench(config(
+        &fake.base_url,
+        json!({ "timeoutSeconds": 1, "maxRetries": 0 }),
+    ));
+    let run = send_and_settle(&b, "hi").await;
+    assert_eq!(run.status, "error", "{run:?}");
+    assert!(
+        run.error.as_deref().unwrap().contains("timed out"),
+        "{run:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_or_garbled_response_fails_the_run_with_what_was_wrong() {
+    let fake = Fake::start(vec![Answer {
+        truncate: true,
+        ..text_reply("cut short", 1, 1)
+    }])
+    .await;
+    let b = common::bench(config(&fake.base_url, json!({ "maxRetries": 0 })));
+    let run = send_and_settle(&b, "hi").await;
+    assert_eq!(run.status, "error", "{run:?}");
+    assert!(
+        run.error
+            .as_deref()
+            .unwrap()
+            .contains("reading the response failed"),
+        "{run:?}"
+    );
+
+    let fake = Fake::start(vec![answer(200, "<html>proxy login</html>")]).await;
+    let b = common::bench(config(&fake.base_url, json!({ "maxRetries": 0 })));
+    let run = send_and_settle(&b, "hi").await;
+    assert_eq!(run.status, "error", "{run:?}");
+    let error = run.error.unwrap();
+    assert!(error.contains("not JSON"), "{error}");
+    assert!(error.contains("<html>proxy login</html>"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_megabyte_reply_is_recorded_whole() {
+    let big = "x".repeat(1 << 20);
+    let fake = Fake::start(vec![text_reply(&big, 1, 1)]).await;
+    let b = common::bench(config(&fake.base_url, json!({})));
+    let run = send_and_settle(&b, "write a lot").await;
+    assert_eq!(run.status, "ok", "{:?}", run.error);
+    assert_eq!(run.reply.map(|r| r.len()), Some(big.len()));
 }
 
 #[test]
