@@ -482,6 +482,10 @@ impl ModelProvider {
     pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
     pub const DEFAULT_MAX_RETRIES: u32 = 2;
     pub const DEFAULT_MAX_STEPS: u32 = 8;
+    /// Caps applied when used, so a typo cannot make a run retry or loop for hours.
+    pub const MAX_RETRIES: u32 = 10;
+    pub const MAX_STEPS: u32 = 100;
+    pub const MAX_TIMEOUT_SECONDS: u64 = 3_600;
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -34,7 +34,7 @@ impl ProviderClient {
             config
                 .timeout_seconds
                 .unwrap_or(ModelProvider::DEFAULT_TIMEOUT_SECONDS)
-                .max(1),
+                .clamp(1, ModelProvider::MAX_TIMEOUT_SECONDS),
         );
         let http = extra_headers(config).and_then(|headers| {
             reqwest::Client::builder()
@@ -79,7 +79,8 @@ impl ProviderClient {
         let max_retries = self
             .config
             .max_retries
-            .unwrap_or(ModelProvider::DEFAULT_MAX_RETRIES);
+            .unwrap_or(ModelProvider::DEFAULT_MAX_RETRIES)
+            .min(ModelProvider::MAX_RETRIES);
         let mut attempt = 0u32;
         loop {
             let mut request = http.post(&self.url).json(body);

@@ -33,7 +33,7 @@ impl OpenAiAgent {
             max_steps: provider
                 .max_steps
                 .unwrap_or(ModelProvider::DEFAULT_MAX_STEPS)
-                .max(1),
+                .clamp(1, ModelProvider::MAX_STEPS),
         }
     }
 
