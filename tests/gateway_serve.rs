@@ -1,6 +1,8 @@
 //! `switchboard serve` as a real process, driven by a real WebSocket client: the handshake,
 //! the methods, the refusals, and a clean stop on SIGTERM.
 
+mod gateway_support;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -416,27 +418,20 @@ fn a_non_loopback_bind_without_insecure_is_refused() {
 async fn a_client_that_never_sends_connect_is_closed() {
     use switchboard::config::Config;
     use switchboard::engine::Engine;
-    use switchboard::server::{self, Options};
+    use switchboard::server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = Engine::open(dir.path(), Config::default()).expect("engine");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let gateway = tokio::spawn(server::run(
-        listener,
+    let gateway = gateway_support::start_with(
         engine.start(),
         Options {
             max_payload: MAX_PAYLOAD,
             handshake_timeout: Duration::from_millis(200),
             ..Options::new(TOKEN.into())
         },
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    )
+    .await;
+    let addr = gateway.addr.clone();
     let mut ws = open(&addr).await;
     recv(&mut ws).await.expect("challenge");
     // Send nothing: the gateway gives up on us.
@@ -450,9 +445,5 @@ async fn a_client_that_never_sends_connect_is_closed() {
     // A prompt client on the same gateway is still served.
     let (mut ok, _) = connected(&addr).await;
     assert_eq!(call(&mut ok, "h", "health", json!({})).await["ok"], true);
-    let _ = stop_tx.send(());
-    tokio::time::timeout(WAIT, gateway)
-        .await
-        .expect("gateway stops")
-        .expect("gateway task");
+    gateway.stop().await;
 }

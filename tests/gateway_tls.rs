@@ -3,6 +3,7 @@
 //! unusable TLS files refuse to start; a client stalled before TLS completes is dropped.
 
 mod gateway_process;
+mod gateway_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -280,36 +281,26 @@ async fn a_client_stalled_before_tls_is_dropped() {
 async fn a_client_stalled_before_the_websocket_upgrade_is_dropped() {
     use switchboard::config::Config;
     use switchboard::engine::Engine;
-    use switchboard::server::{self, Options};
+    use switchboard::server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = Engine::open(dir.path(), Config::default()).expect("engine");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let gateway = tokio::spawn(server::run(
-        listener,
+    let gateway = gateway_support::start_with(
         engine.start(),
         Options {
             max_payload: 1 << 20,
             handshake_timeout: Duration::from_millis(200),
             ..Options::new(TOKEN.into())
         },
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
-    let mut silent = tokio::net::TcpStream::connect(&addr).await.expect("tcp");
+    )
+    .await;
+    let mut silent = tokio::net::TcpStream::connect(&gateway.addr)
+        .await
+        .expect("tcp");
     let mut buf = [0u8; 64];
     let read = tokio::time::timeout(Duration::from_secs(20), silent.read(&mut buf))
         .await
         .expect("the gateway drops a silent client instead of waiting forever");
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
-    let _ = stop_tx.send(());
-    tokio::time::timeout(WAIT, gateway)
-        .await
-        .expect("gateway stops")
-        .expect("gateway task");
+    gateway.stop().await;
 }

@@ -34,7 +34,10 @@ impl Gateway {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
-        let _ = tokio::time::timeout(WAIT, &mut self.task).await;
+        tokio::time::timeout(WAIT, &mut self.task)
+            .await
+            .expect("gateway stops")
+            .expect("gateway task");
     }
 }
 
