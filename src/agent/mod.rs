@@ -70,8 +70,17 @@ pub enum AgentError {
 /// Session tools as the turn's session calls them. The engine records each call as an
 /// assistant `toolCall` message plus a `toolResult` message, and returns the result JSON
 /// (input errors come back as `{status: "error", error}` results, as a model would see them).
+///
+/// It is also where a streaming backend reports the reply as it grows: `reply_delta` becomes
+/// an engine event at once (the transcript line is still written once, at the end).
 pub trait ToolRunner: Send + Sync {
     fn call<'a>(&'a self, name: &'a str, args: &'a Value) -> BoxFuture<'a, Value>;
+
+    /// `delta` was appended to the text of model call `step` (1-based) of this turn, whose
+    /// text was `offset` bytes long before it. Cheap and non-blocking; the default drops it.
+    fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
+        let _ = (step, offset, delta);
+    }
 }
 
 /// A backend.

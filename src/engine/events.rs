@@ -41,6 +41,20 @@ pub enum EngineEvent {
         round: u32,
         flow_id: Option<String>,
     },
+    /// Part of a reply while a model streams it. Not stored: the transcript line is written
+    /// once, when the reply is complete (`MessageAppended`, then `RunEnded`). `step` is the
+    /// model call within the run (a call that ends in tool calls is followed by another);
+    /// `offset` is the length in bytes of that step's text before this delta, so a consumer
+    /// that missed a delta can tell.
+    #[serde(rename_all = "camelCase")]
+    ReplyDelta {
+        run_id: String,
+        key: String,
+        agent_id: String,
+        step: u32,
+        offset: usize,
+        delta: String,
+    },
     /// A run ended: `status` is `ok` | `error` | `timeout` | `aborted`.
     #[serde(rename_all = "camelCase")]
     RunEnded {

@@ -311,6 +311,9 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
                 out.push((SESSION_MESSAGE, with_agent(v, key)));
             }
         }
+        // Not translated into OpenClaw's `chat` deltas yet (switchboard-dialect clients get
+        // them as `switchboard.event`).
+        EngineEvent::ReplyDelta { .. } => {}
         EngineEvent::RunStarted {
             run_id,
             key,

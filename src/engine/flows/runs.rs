@@ -373,6 +373,7 @@ impl Engine {
                 run_id: Some(run_id.to_string()),
             },
             record: record.clone(),
+            agent_id: agent_id.clone(),
         };
         // A sub-agent may run on a model of its own (sessions_spawn's `model`).
         let model_override = if req.step == Step::Subagent {
@@ -926,9 +927,27 @@ struct RunTools {
     ctx: ToolContext,
     /// Written before the first call, so the transcript keeps its order.
     record: Arc<StartRecord>,
+    /// The agent running the turn, named in its reply deltas.
+    agent_id: String,
 }
 
 impl ToolRunner for RunTools {
+    fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
+        let events = self.engine.events();
+        // Nobody watching (a CLI command): nothing to build.
+        if delta.is_empty() || !events.listening() {
+            return;
+        }
+        events.emit(EngineEvent::ReplyDelta {
+            run_id: self.ctx.run_id.clone().unwrap_or_default(),
+            key: self.ctx.requester.to_string(),
+            agent_id: self.agent_id.clone(),
+            step,
+            offset,
+            delta: delta.to_string(),
+        });
+    }
+
     fn call<'a>(&'a self, name: &'a str, args: &'a Value) -> BoxFuture<'a, Value> {
         Box::pin(async move {
             if let Err(e) = self.record.write().await {
