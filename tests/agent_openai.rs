@@ -1,184 +1,25 @@
 //! The `openai` backend against an in-process fake OpenAI-compatible server (a tokio
 //! listener with a minimal HTTP/1.1 responder, answers scripted per test, every request
-//! recorded), driven through the real engine: a plain reply, a tool call round trip, bad
+//! recorded; `fake_model`), driven through the real engine: a plain reply, a tool call round trip, bad
 //! tool arguments and unknown tools, the step limit, retries on 500 and 429, a server that
 //! is down, the API key from config and from the environment, and `config check`.
 //!
 //! Real time (the engine's writer thread does not mix with a paused clock); waits bounded.
 
 mod common;
+mod fake_model;
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::api::{LineRole, SendRequest, Sender, TranscriptQuery};
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::storage::runs::RunRow;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+
+use fake_model::{Answer, Fake, answer, call, text_reply, tool_reply};
 
 const HANG: Duration = Duration::from_secs(60);
 const KEY: &str = "agent:main:main";
-
-/// One scripted answer: status, extra headers, body.
-#[derive(Clone)]
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-    /// Wait this long before answering (a slow server).
-    delay: Duration,
-    /// Send only half the body, then close (a cut connection).
-    truncate: bool,
-}
-
-fn answer(status: u16, body: &str) -> Answer {
-    Answer {
-        status,
-        headers: vec![],
-        body: body.to_string(),
-        delay: Duration::ZERO,
-        truncate: false,
-    }
-}
-
-fn ok(body: Value) -> Answer {
-    answer(200, &body.to_string())
-}
-
-fn text_reply(text: &str, prompt: u64, completion: u64) -> Answer {
-    ok(json!({
-        "id": "c1", "object": "chat.completion", "model": "m",
-        "choices": [{ "index": 0, "finish_reason": "stop",
-                      "message": { "role": "assistant", "content": text } }],
-        "usage": { "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion },
-    }))
-}
-
-fn tool_reply(calls: Value) -> Answer {
-    ok(json!({
-        "id": "c2", "object": "chat.completion", "model": "m",
-        "choices": [{ "index": 0, "finish_reason": "tool_calls",
-                      "message": { "role": "assistant", "content": null, "tool_calls": calls } }],
-        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 },
-    }))
-}
-
-fn call(id: &str, name: &str, arguments: &str) -> Value {
-    json!({ "id": id, "type": "function", "function": { "name": name, "arguments": arguments } })
-}
-
-/// A request as the fake server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: HashMap<String, String>,
-    body: Value,
-}
-
-/// The fake server: answers in order; once the script is used up, the last answer repeats.
-struct Fake {
-    base_url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Fake {
-    async fn start(script: Vec<Answer>) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
-        let recorded = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut sock, _)) = listener.accept().await else {
-                    return;
-                };
-                let recorded = recorded.clone();
-                let script = script.clone();
-                tokio::spawn(async move {
-                    let Some(req) = read_request(&mut sock).await else {
-                        return;
-                    };
-                    recorded.lock().unwrap().push(req);
-                    let answer = {
-                        let mut s = script.lock().unwrap();
-                        if s.len() > 1 {
-                            s.pop_front().unwrap()
-                        } else {
-                            s.front().cloned().unwrap()
-                        }
-                    };
-                    let mut head = format!(
-                        "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-                        answer.status,
-                        answer.body.len()
-                    );
-                    for (k, v) in &answer.headers {
-                        head.push_str(&format!("{k}: {v}\r\n"));
-                    }
-                    head.push_str("\r\n");
-                    tokio::time::sleep(answer.delay).await;
-                    let _ = sock.write_all(head.as_bytes()).await;
-                    let body = answer.body.as_bytes();
-                    let sent = if answer.truncate {
-                        &body[..body.len() / 2]
-                    } else {
-                        body
-                    };
-                    let _ = sock.write_all(sent).await;
-                    let _ = sock.shutdown().await;
-                });
-            }
-        });
-        Fake {
-            base_url: format!("http://{addr}/v1"),
-            seen,
-        }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Seen> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        let n = sock.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let path = lines.next()?.split(' ').nth(1)?.to_string();
-    let headers: HashMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let len: usize = headers.get("content-length")?.parse().ok()?;
-    while buf.len() < head_end + len {
-        let n = sock.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = serde_json::from_slice(&buf[head_end..head_end + len]).ok()?;
-    Some(Seen {
-        path,
-        headers,
-        body,
-    })
-}
 
 /// A config whose `main` agent runs `fake/test-model` on the fake server.
 fn config(base_url: &str, provider_extra: Value) -> Value {
