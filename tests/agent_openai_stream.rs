@@ -268,6 +268,44 @@ async fn streamed_tool_calls_with_arguments_in_pieces_run_through_the_engine() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_split_across_writes_crlf_lines_and_keep_alives_are_read_as_one_reply() {
+    let first = chunk(json!({ "content": "Grüße, " }), None);
+    let (head, tail) = first.split_at(first.find("Gr").unwrap() + 2);
+    let second = chunk(json!({ "content": "world" }), None).replace('\n', "\r\n");
+    let pause = Duration::from_millis(15);
+    let fake = Fake::start(vec![Answer {
+        chunks: vec![
+            (Duration::ZERO, ": keep-alive\n\n".to_string()),
+            (pause, head.to_string()),
+            (pause, tail.to_string()),
+            (
+                pause,
+                "event: ping\ndata: not json, not ours\n\n".to_string(),
+            ),
+            (pause, second),
+            (pause, chunk(json!({}), Some("stop"))),
+            (pause, "data: [DONE]\n\n".to_string()),
+        ],
+        ..answer(200, "")
+    }])
+    .await;
+    let b = common::bench(config(&fake.base_url, json!({})));
+    let mut rx = b.engine.events().subscribe();
+    let run = send_and_settle(&b, "hi").await;
+    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.reply.as_deref(), Some("Grüße, world"));
+    let deltas = deltas_of(&drain(&mut rx), &run.run_id);
+    let offset = "Grüße, ".len();
+    assert_eq!(
+        deltas,
+        [
+            (1, 0, "Grüße, ".to_string()),
+            (1, offset, "world".to_string())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_usage_chunk_output_tokens_are_counted_from_the_chunks() {
     let fake = Fake::start(vec![streamed_text(
         &["one ", "two ", "three"],
@@ -373,7 +411,10 @@ async fn a_one_megabyte_streamed_reply_is_recorded_whole() {
     assert_eq!(run.status, "ok", "{:?}", run.error);
     let whole = pieces.concat();
     assert_eq!(whole.len(), 1 << 20);
-    assert!(run.reply.as_deref() == Some(whole.as_str()), "the reply differs");
+    assert!(
+        run.reply.as_deref() == Some(whole.as_str()),
+        "the reply differs"
+    );
     assert_eq!(run.tokens_out, Some(1024));
     let lines = lines(&b).await;
     assert!(
@@ -406,7 +447,10 @@ async fn timeout_seconds_bounds_gaps_between_chunks_not_a_long_healthy_stream() 
         Answer {
             chunks: vec![
                 (Duration::ZERO, chunk(json!({ "content": "then " }), None)),
-                (Duration::from_secs(30), chunk(json!({ "content": "silence" }), None)),
+                (
+                    Duration::from_secs(30),
+                    chunk(json!({ "content": "silence" }), None),
+                ),
             ],
             ..answer(200, "")
         },

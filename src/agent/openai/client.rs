@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{
+    AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
+};
 use serde_json::{Value, json};
 
 use super::stream;
@@ -191,7 +193,12 @@ impl ProviderClient {
 
     /// A whole (non-streamed) body as text, chunk by chunk under the idle timeout, capped.
     async fn read_body(&self, response: reqwest::Response) -> Result<String, String> {
-        let failed = |what: String| format!("provider \"{}\": reading the response failed: {what}", self.id);
+        let failed = |what: String| {
+            format!(
+                "provider \"{}\": reading the response failed: {what}",
+                self.id
+            )
+        };
         let mut body = Vec::new();
         let mut chunks = response.bytes_stream();
         loop {

@@ -43,8 +43,8 @@ where
     let (counter, limit) = (read.clone(), mark.clone());
     let counted = body.map(move |piece| match piece {
         Ok(bytes) => {
-            let total = counter.fetch_add(bytes.as_ref().len(), Ordering::Relaxed)
-                + bytes.as_ref().len();
+            let total =
+                counter.fetch_add(bytes.as_ref().len(), Ordering::Relaxed) + bytes.as_ref().len();
             if total - limit.load(Ordering::Relaxed) > MAX_EVENT_BYTES {
                 Err(ReadError::NoEvent)
             } else {
@@ -218,7 +218,9 @@ impl Assembler {
             .and_then(Value::as_u64)
             .unwrap_or(position as u64);
         if !self.calls.contains_key(&index) && self.calls.len() >= MAX_TOOL_CALLS {
-            return Err(format!("more than {MAX_TOOL_CALLS} tool calls in one answer"));
+            return Err(format!(
+                "more than {MAX_TOOL_CALLS} tool calls in one answer"
+            ));
         }
         let arguments = non_empty(part.pointer("/function/arguments"));
         if let Some(args) = arguments {
@@ -229,7 +231,8 @@ impl Assembler {
         if let Some(id) = non_empty(part.get("id")).filter(|_| call.id.is_empty()) {
             call.id = id.to_string();
         }
-        if let Some(name) = non_empty(part.pointer("/function/name")).filter(|_| call.name.is_empty())
+        if let Some(name) =
+            non_empty(part.pointer("/function/name")).filter(|_| call.name.is_empty())
         {
             call.name = name.to_string();
         }
