@@ -300,3 +300,75 @@ fn error_text(data: &str) -> String {
     });
     excerpt(&message.unwrap_or_else(|| data.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(events: &[Value]) -> Result<Completion, String> {
+        let mut reply = Assembler::default();
+        for e in events {
+            let data = json!({ "choices": [{ "index": 0, "delta": e, "finish_reason": null }] });
+            reply.event("message", &data.to_string(), &|_, _| {})?;
+        }
+        reply.finish(true)
+    }
+
+    #[test]
+    fn a_server_repeating_id_and_name_in_every_chunk_gets_them_once() {
+        let part = |args: &str| {
+            json!({ "tool_calls": [{ "index": 0, "id": "c1", "type": "function",
+                                     "function": { "name": "agents_list", "arguments": args } }] })
+        };
+        let done = feed(&[part("{\"a\""), part(": 1}")]).unwrap();
+        assert_eq!(
+            done.message["tool_calls"],
+            json!([{ "id": "c1", "type": "function",
+                     "function": { "name": "agents_list", "arguments": "{\"a\": 1}" } }])
+        );
+        assert_eq!(done.message["content"], Value::Null);
+    }
+
+    #[test]
+    fn calls_without_an_index_are_told_apart_by_position() {
+        let done = feed(&[json!({ "tool_calls": [
+            { "id": "x", "function": { "name": "sessions_list", "arguments": "{}" } },
+            { "id": "y", "function": { "name": "agents_list", "arguments": "{}" } },
+        ] })])
+        .unwrap();
+        let names: Vec<&str> = done.message["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["sessions_list", "agents_list"]);
+    }
+
+    #[test]
+    fn too_many_tool_calls_fail_rather_than_grow() {
+        let many: Vec<Value> = (0..=MAX_TOOL_CALLS)
+            .map(|i| json!({ "index": i, "id": format!("c{i}") }))
+            .collect();
+        let err = feed(&[json!({ "tool_calls": many })]).unwrap_err();
+        assert!(err.contains("more than 128 tool calls"), "{err}");
+    }
+
+    #[test]
+    fn text_with_tool_calls_keeps_both() {
+        let done = feed(&[
+            json!({ "content": "Let me look." }),
+            json!({ "tool_calls": [{ "index": 0, "id": "c", "function": { "name": "agents_list" } }] }),
+        ])
+        .unwrap();
+        assert_eq!(done.message["content"], "Let me look.");
+        assert_eq!(done.message["tool_calls"][0]["function"]["arguments"], "");
+        assert_eq!(
+            done.usage,
+            Some(Usage {
+                input: 0,
+                output: 1
+            })
+        );
+    }
+}
