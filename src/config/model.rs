@@ -474,6 +474,9 @@ pub struct ModelProvider {
     /// Model calls in one turn (each answered tool round is one more); `None` means
     /// [`ModelProvider::DEFAULT_MAX_STEPS`].
     pub max_steps: Option<u32>,
+    /// Ask for streamed replies (server-sent events), so text shows as it is generated;
+    /// `None` means [`ModelProvider::DEFAULT_STREAM`].
+    pub stream: Option<bool>,
 }
 
 impl ModelProvider {
@@ -482,6 +485,8 @@ impl ModelProvider {
     pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
     pub const DEFAULT_MAX_RETRIES: u32 = 2;
     pub const DEFAULT_MAX_STEPS: u32 = 8;
+    /// On, as OpenClaw streams.
+    pub const DEFAULT_STREAM: bool = true;
     /// Caps applied when used, so a typo cannot make a run retry or loop for hours.
     pub const MAX_RETRIES: u32 = 10;
     pub const MAX_STEPS: u32 = 100;

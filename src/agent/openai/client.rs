@@ -1,14 +1,22 @@
 //! One provider's HTTP side: `POST {baseUrl}/chat/completions` with the key, the configured
-//! headers, a per-request timeout, and retries (with backoff, honouring `Retry-After`) on
-//! 429, 5xx and connection errors. Errors name the status and a short body excerpt, never
-//! the key.
+//! headers, timeouts, and retries (with backoff, honouring `Retry-After`) on 429, 5xx and
+//! connection errors. Errors name the status and a short body excerpt, never the key.
+//!
+//! `timeoutSeconds` bounds connecting plus waiting for the response head, then each gap
+//! between body chunks, never the whole body: a healthy stream may run longer than it.
+//! Retries happen only before the body is read; a body that fails part-way fails the call.
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use serde_json::Value;
+use reqwest::header::{
+    AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
+};
+use serde_json::{Value, json};
 
+use super::stream;
+use crate::agent::Usage;
 use crate::config::ModelProvider;
 
 /// The longest `Retry-After` honoured; a server asking for more gets its error reported.
@@ -17,12 +25,25 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// How much of an error body an error message quotes.
 const BODY_EXCERPT_CHARS: usize = 200;
+/// The largest non-streamed response body read (a streamed one is capped by
+/// `stream::MAX_REPLY_BYTES` on what it assembles).
+const MAX_BODY_BYTES: usize = 2 * stream::MAX_REPLY_BYTES;
+
+/// One model call's outcome, streamed or not: the assistant message as the API shapes it
+/// (`content`, `tool_calls`), and the usage when known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub message: Value,
+    pub usage: Option<Usage>,
+}
 
 /// A provider's client, built once per backend.
 pub struct ProviderClient {
     id: String,
     url: String,
     config: ModelProvider,
+    /// Connect + response head, then each gap between body chunks.
+    timeout: Duration,
     /// `Err` when the client cannot be built (bad header names …): every request says why.
     http: Result<reqwest::Client, String>,
 }
@@ -38,7 +59,7 @@ impl ProviderClient {
         );
         let http = extra_headers(config).and_then(|headers| {
             reqwest::Client::builder()
-                .timeout(timeout)
+                .connect_timeout(timeout)
                 .default_headers(headers)
                 .build()
                 .map_err(|e| format!("cannot build an HTTP client: {e}"))
@@ -47,6 +68,7 @@ impl ProviderClient {
             id: id.to_string(),
             url,
             config: config.clone(),
+            timeout,
             http,
         }
     }
@@ -69,8 +91,38 @@ impl ProviderClient {
         }
     }
 
-    /// One chat completion: the response JSON, after any retries.
-    pub async fn complete(&self, body: &Value) -> Result<Value, String> {
+    /// One model call: sends `body` (asking for a stream when the provider streams), and
+    /// returns the assembled message and usage. `on_delta(offset, text)` hears each piece
+    /// of reply text of a streamed answer as it arrives.
+    pub async fn complete(
+        &self,
+        mut body: Value,
+        on_delta: &(dyn Fn(usize, &str) + Sync),
+    ) -> Result<Completion, String> {
+        if self.config.stream.unwrap_or(ModelProvider::DEFAULT_STREAM) {
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({ "include_usage": true });
+        }
+        let response = self.send(&body).await?;
+        // The answer's own content type decides, so a server that ignores `stream` works.
+        let streamed = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+        if streamed {
+            stream::assemble(response.bytes_stream(), self.timeout, on_delta)
+                .await
+                .map_err(|e| format!("provider \"{}\": {e}", self.id))
+        } else {
+            let text = self.read_body(response).await?;
+            completion_of(&text, &body).map_err(|e| format!("provider \"{}\": {e}", self.id))
+        }
+    }
+
+    /// Sends the request until a success status, retrying as configured: the response with
+    /// its body unread.
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, String> {
         let http = self
             .http
             .as_ref()
@@ -87,23 +139,22 @@ impl ProviderClient {
             if let Some(key) = &key {
                 request = request.header(AUTHORIZATION, format!("Bearer {key}"));
             }
-            let (problem, wait) = match request.send().await {
-                Ok(response) => {
+            let (problem, wait) = match tokio::time::timeout(self.timeout, request.send()).await {
+                Err(_elapsed) => (
+                    format!(
+                        "provider \"{}\": timed out: no answer within {} s (timeoutSeconds)",
+                        self.id,
+                        self.timeout.as_secs()
+                    ),
+                    None,
+                ),
+                Ok(Ok(response)) => {
                     let status = response.status();
                     if status.is_success() {
-                        let text = response.text().await.map_err(|e| {
-                            format!("provider \"{}\": reading the response failed: {e}", self.id)
-                        })?;
-                        return serde_json::from_str(&text).map_err(|e| {
-                            format!(
-                                "provider \"{}\": the response is not JSON ({e}): {}",
-                                self.id,
-                                excerpt(&text)
-                            )
-                        });
+                        return Ok(response);
                     }
                     let retry_after = retry_after(response.headers());
-                    let text = response.text().await.unwrap_or_default();
+                    let text = self.read_body(response).await.unwrap_or_default();
                     let problem = format!(
                         "provider \"{}\": HTTP {status} from {}: {}",
                         self.id,
@@ -115,7 +166,7 @@ impl ProviderClient {
                     }
                     (problem, retry_after)
                 }
-                Err(e) if e.is_connect() || e.is_timeout() || e.is_request() => {
+                Ok(Err(e)) if e.is_connect() || e.is_timeout() || e.is_request() => {
                     let what = if e.is_timeout() {
                         "timed out"
                     } else {
@@ -123,7 +174,7 @@ impl ProviderClient {
                     };
                     (format!("provider \"{}\": {what}: {e}", self.id), None)
                 }
-                Err(e) => return Err(format!("provider \"{}\": {e}", self.id)),
+                Ok(Err(e)) => return Err(format!("provider \"{}\": {e}", self.id)),
             };
             if attempt >= max_retries {
                 let tries = attempt + 1;
@@ -139,6 +190,76 @@ impl ProviderClient {
             attempt += 1;
         }
     }
+
+    /// A whole (non-streamed) body as text, chunk by chunk under the idle timeout, capped.
+    async fn read_body(&self, response: reqwest::Response) -> Result<String, String> {
+        let failed = |what: String| {
+            format!(
+                "provider \"{}\": reading the response failed: {what}",
+                self.id
+            )
+        };
+        let mut body = Vec::new();
+        let mut chunks = response.bytes_stream();
+        loop {
+            let next = tokio::time::timeout(self.timeout, chunks.next())
+                .await
+                .map_err(|_| {
+                    failed(format!(
+                        "timed out: no data for {} s after {} bytes (timeoutSeconds)",
+                        self.timeout.as_secs(),
+                        body.len()
+                    ))
+                })?;
+            match next {
+                None => break,
+                Some(Err(e)) => return Err(failed(format!("{e} after {} bytes", body.len()))),
+                Some(Ok(chunk)) => {
+                    if body.len() + chunk.len() > MAX_BODY_BYTES {
+                        return Err(failed(format!(
+                            "the body is larger than {} MiB",
+                            MAX_BODY_BYTES >> 20
+                        )));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// A non-streamed response body as a completion: `choices[0].message` and `usage`.
+fn completion_of(text: &str, body: &Value) -> Result<Completion, String> {
+    let response: Value = serde_json::from_str(text)
+        .map_err(|e| format!("the response is not JSON ({e}): {}", excerpt(text)))?;
+    let message = response
+        .pointer("/choices/0/message")
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "model {}: the response has no choices[0].message",
+                body["model"].as_str().unwrap_or_default()
+            )
+        })?;
+    Ok(Completion {
+        message,
+        usage: usage_of(&response),
+    })
+}
+
+/// `usage` of a response or of a stream's usage chunk, when it gives either count.
+pub(super) fn usage_of(response: &Value) -> Option<Usage> {
+    let u = response.get("usage")?;
+    let input = u.get("prompt_tokens").and_then(Value::as_u64);
+    let output = u.get("completion_tokens").and_then(Value::as_u64);
+    if input.is_none() && output.is_none() {
+        return None;
+    }
+    Some(Usage {
+        input: input.unwrap_or(0),
+        output: output.unwrap_or(0),
+    })
 }
 
 fn retryable(status: StatusCode) -> bool {
@@ -170,7 +291,7 @@ fn extra_headers(config: &ModelProvider) -> Result<HeaderMap, String> {
 }
 
 /// The first characters of a body, on one line.
-fn excerpt(text: &str) -> String {
+pub(super) fn excerpt(text: &str) -> String {
     let one_line: String = text
         .chars()
         .take(BODY_EXCERPT_CHARS)

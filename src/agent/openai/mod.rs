@@ -3,6 +3,7 @@
 //! provider's step limit; the last text is the reply.
 
 mod client;
+mod stream;
 pub mod tools;
 
 use serde_json::{Value, json};
@@ -69,25 +70,17 @@ impl OpenAiAgent {
                 body["tool_choice"] = json!("none");
             }
             tracing::debug!(model = %self.model, step, "model request");
-            let response = self
+            let on_delta = |offset: usize, delta: &str| tools.reply_delta(step, offset, delta);
+            let client::Completion { message, usage: u } = self
                 .client
-                .complete(&body)
+                .complete(body, &on_delta)
                 .await
                 .map_err(AgentError::Failed)?;
-            if let Some(u) = response_usage(&response) {
+            if let Some(u) = u {
                 let total = usage.get_or_insert_with(Usage::default);
                 total.input += u.input;
                 total.output += u.output;
             }
-            let message = response
-                .pointer("/choices/0/message")
-                .cloned()
-                .ok_or_else(|| {
-                    AgentError::Failed(format!(
-                        "model {}: the response has no choices[0].message",
-                        self.model
-                    ))
-                })?;
             let calls = message
                 .get("tool_calls")
                 .and_then(Value::as_array)
@@ -167,17 +160,4 @@ async fn run_call(call: &Value, tools: &dyn ToolRunner) -> Value {
             "error": format!("{name}: the arguments are not valid JSON ({e})"),
         }),
     }
-}
-
-fn response_usage(response: &Value) -> Option<Usage> {
-    let u = response.get("usage")?;
-    let input = u.get("prompt_tokens").and_then(Value::as_u64);
-    let output = u.get("completion_tokens").and_then(Value::as_u64);
-    if input.is_none() && output.is_none() {
-        return None;
-    }
-    Some(Usage {
-        input: input.unwrap_or(0),
-        output: output.unwrap_or(0),
-    })
 }
