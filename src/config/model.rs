@@ -474,6 +474,9 @@ pub struct ModelProvider {
     /// Model calls in one turn (each answered tool round is one more); `None` means
     /// [`ModelProvider::DEFAULT_MAX_STEPS`].
     pub max_steps: Option<u32>,
+    /// Model requests to this provider in flight at once, across every agent and model
+    /// override on it; `None` means [`ModelProvider::DEFAULT_MAX_CONCURRENT`].
+    pub max_concurrent: Option<u32>,
 }
 
 impl ModelProvider {
@@ -486,6 +489,9 @@ impl ModelProvider {
     pub const MAX_RETRIES: u32 = 10;
     pub const MAX_STEPS: u32 = 100;
     pub const MAX_TIMEOUT_SECONDS: u64 = 3_600;
+    pub const DEFAULT_MAX_CONCURRENT: u32 = 4;
+    /// `maxConcurrent` range: at least one request, at most 64 (`config check` refuses more).
+    pub const MAX_CONCURRENT: u32 = 64;
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use crate::api::{
 };
 use crate::protocol::ErrorShape;
 use crate::protocol::switchboard::{
-    AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
+    AbortParams, AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
     WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
 };
 
@@ -100,6 +100,10 @@ async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, Error
             .await
             .map(|deleted| DeleteResult { deleted })),
         method::AGENTS => out(api.agents().await.map(|agents| AgentsResult { agents })),
+        method::ABORT => {
+            let r: AbortParams = p(m, v)?;
+            out(api.abort(&r.key, r.run_id.as_deref()).await)
+        }
         other => Err(bad(format!("unknown method: {other}"))),
     }
 }

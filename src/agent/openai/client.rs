@@ -9,6 +9,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
 
+use super::limit::Limiter;
 use crate::config::ModelProvider;
 
 /// The longest `Retry-After` honoured; a server asking for more gets its error reported.
@@ -18,13 +19,15 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// How much of an error body an error message quotes.
 const BODY_EXCERPT_CHARS: usize = 200;
 
-/// A provider's client, built once per backend.
+/// A provider's client, built once per provider and engine (`Providers`).
 pub struct ProviderClient {
     id: String,
     url: String,
     config: ModelProvider,
     /// `Err` when the client cannot be built (bad header names …): every request says why.
     http: Result<reqwest::Client, String>,
+    /// Requests in flight to this provider, at most `maxConcurrent`.
+    pub limit: Limiter,
 }
 
 impl ProviderClient {
@@ -43,11 +46,16 @@ impl ProviderClient {
                 .build()
                 .map_err(|e| format!("cannot build an HTTP client: {e}"))
         });
+        let max_concurrent = config
+            .max_concurrent
+            .unwrap_or(ModelProvider::DEFAULT_MAX_CONCURRENT)
+            .clamp(1, ModelProvider::MAX_CONCURRENT);
         ProviderClient {
             id: id.to_string(),
             url,
             config: config.clone(),
             http,
+            limit: Limiter::new(max_concurrent as usize),
         }
     }
 
