@@ -539,11 +539,12 @@ async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, 
     Ok(wait_payload(&r))
 }
 
-/// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error).
+/// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error); as in OpenClaw,
+/// `timeout` also stands for a run that was aborted.
 pub fn wait_payload(r: &crate::api::RunResult) -> Value {
     let status = match r.status.as_str() {
         "ok" => "ok",
-        "running" | "timeout" => "timeout",
+        "running" | "timeout" | "aborted" => "timeout",
         _ => "error",
     };
     let mut v = json!({"runId": r.run_id, "status": status});
