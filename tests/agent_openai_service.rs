@@ -15,9 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{
-    LineRole, SendRequest, Sender, SessionsApi, ToolCall, TranscriptQuery,
-};
+use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, ToolCall, TranscriptQuery};
 use switchboard::engine::events::EngineEvent;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::store::SessionInit;
@@ -221,7 +219,11 @@ async fn aborting_the_target_of_a_send_ends_the_exchange_as_aborted() {
         }
     }
     assert_eq!(ended.as_deref(), Some("aborted"));
-    assert_eq!(fake.seen().len(), 1, "no announce or reply-back after the abort");
+    assert_eq!(
+        fake.seen().len(),
+        1,
+        "no announce or reply-back after the abort"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,7 +347,10 @@ fn config_check_explains_a_bad_max_concurrent() {
     let out = bench.command(&["config", "check"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("models.providers.local.maxConcurrent"), "{err}");
+    assert!(
+        err.contains("models.providers.local.maxConcurrent"),
+        "{err}"
+    );
     assert!(err.contains("models.providers.big.maxConcurrent"), "{err}");
     assert!(
         err.contains("expected a whole number from 1 to 64 (model requests to provider \"big\""),

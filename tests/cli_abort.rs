@@ -69,7 +69,8 @@ fn serve(bench: &common::CliBench) -> (Serve, String) {
 /// Runs the binary off the runtime's threads (the fake model answers on them).
 async fn run(bench: &common::CliBench, args: &[&str]) -> Output {
     let mut c = bench.command(args);
-    c.env_remove("SWITCHBOARD_GATEWAY_TOKEN").stdin(Stdio::null());
+    c.env_remove("SWITCHBOARD_GATEWAY_TOKEN")
+        .stdin(Stdio::null());
     let out = tokio::time::timeout(WAIT, tokio::task::spawn_blocking(move || c.output()))
         .await
         .expect("the command ends")
@@ -106,7 +107,10 @@ async fn sessions_abort_over_connect_stops_the_run_and_prints_it() {
         json!({"sessionKey": "main", "message": "think hard", "idempotencyKey": "r1"}),
     )
     .await;
-    let run_id = sent["payload"]["runId"].as_str().expect("runId").to_string();
+    let run_id = sent["payload"]["runId"]
+        .as_str()
+        .expect("runId")
+        .to_string();
     tokio::time::timeout(WAIT, async {
         while fake.seen().is_empty() {
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::api::{
-    AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest, PatchResult,
-    PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail,
-    SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage,
-    TranscriptQuery, WorkId,
+    AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest,
+    PatchResult, PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced,
+    SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
+    TranscriptPage, TranscriptQuery, WorkId,
 };
 use crate::remote::rpc::{Rpc, RpcError};
 use map::KeyRules;

@@ -16,10 +16,10 @@ use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use crate::api::{
-    AbortOutcome, AgentInfo, ApiError, EventStream, Fed, KeyPurpose, Link, PatchRequest, PatchResult,
-    ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail, SessionsApi,
-    SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage, TranscriptQuery,
-    WorkId,
+    AbortOutcome, AgentInfo, ApiError, EventStream, Fed, KeyPurpose, Link, PatchRequest,
+    PatchResult, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail,
+    SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage,
+    TranscriptQuery, WorkId,
 };
 use crate::protocol::switchboard::{
     AbortParams, AgentsResult, DeleteResult, EVENT, GAP, GapPayload, KeyParams, ResolveParams,

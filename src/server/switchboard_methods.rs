@@ -13,8 +13,9 @@ use crate::api::{
 };
 use crate::protocol::ErrorShape;
 use crate::protocol::switchboard::{
-    AbortParams, AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
-    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
+    AbortParams, AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem,
+    StillRunningResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode,
+    error_shape, method,
 };
 
 /// The longest a `waitRun`/`waitWork` may hold a request open: a client asking for more

@@ -44,9 +44,7 @@ mod tests {
     async fn a_slot_is_held_while_the_request_runs_and_freed_after() {
         let limiter = Limiter::new(2);
         let inner = limiter.clone();
-        let seen = limiter
-            .run(async move { inner.available() })
-            .await;
+        let seen = limiter.run(async move { inner.available() }).await;
         assert_eq!(seen, 1);
         assert_eq!(limiter.available(), 2);
     }
