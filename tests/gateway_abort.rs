@@ -1,7 +1,8 @@
 //! Aborting a run through the gateway, against the fake model server (`fake_model`) whose
 //! answer never comes in time: OpenClaw's `chat.abort` over a real WebSocket (`{ok, aborted,
 //! runIds}`, `runId` limiting it, nothing running is not an error, write scope needed), and
-//! `RemoteApi::abort` (`switchboard.abort`) over the in-process gateway.
+//! `RemoteApi::abort` (`switchboard.abort`) and `OpenClawApi::abort` (OpenClaw's own
+//! `chat.abort`) over the in-process gateway.
 
 mod common;
 mod fake_model;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard::api::{SendRequest, Sender, SessionsApi};
 use switchboard::protocol::switchboard as sb;
+use switchboard::remote::openclaw::OpenClawApi;
 use switchboard::remote::{Link, LinkOptions, RemoteApi};
 
 use fake_model::{Answer, Fake, text_reply};
@@ -183,5 +185,41 @@ async fn remote_api_aborts_over_the_gateway() {
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
     let again = remote.abort(key, None).await.expect("abort again");
     assert!(again.run_ids.is_empty());
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openclaw_api_aborts_with_chat_abort() {
+    let fake = slow_then_quick().await;
+    let b = bench(&fake);
+    let local = b.engine.start();
+    let gw = start(local.clone()).await;
+    let mut options = LinkOptions::new(format!("ws://{}", gw.addr), Some(TOKEN.into()));
+    options.connect_timeout = Duration::from_secs(5);
+    let link = Link::connect(options)
+        .await
+        .expect("the gateway accepts the token");
+    let openclaw: Arc<dyn SessionsApi> = Arc::new(OpenClawApi::new(Arc::new(link)));
+    let key = "agent:main:main";
+    let receipt = local
+        .send(SendRequest {
+            key: key.into(),
+            text: "think hard".into(),
+            from: Sender::owner(),
+        })
+        .await
+        .expect("send");
+    let run = receipt.run_id.expect("a run");
+    until("the model request", || fake.seen().len() == 1).await;
+    let wrong = openclaw
+        .abort(key, Some("another-run"))
+        .await
+        .expect("abort");
+    assert!(wrong.run_ids.is_empty());
+    let done = openclaw.abort(key, Some(&run)).await.expect("abort");
+    assert_eq!(done.run_ids, vec![run.clone()]);
+    let waited = local.wait_run(&run, WAIT).await.expect("wait");
+    assert_eq!(waited.status, "aborted");
+    until("the fake sees the request dropped", || fake.dropped() == 1).await;
     gw.stop().await;
 }
