@@ -364,3 +364,54 @@ fn config_check_explains_a_bad_max_concurrent() {
 async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
     futures_util::future::join_all(fs).await
 }
+
+/// Waiting for a slot is part of the run: a child whose run timeout passes while the only
+/// slot is taken times out without ever reaching the model; aborting the run holding the slot
+/// frees it for the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_a_slot_counts_against_the_run_timeout_and_an_abort_frees_the_slot() {
+    let fake = Fake::start(vec![slow("never seen"), text_reply("Noted.", 1, 1)]).await;
+    let b = common::bench(config(
+        &fake.base_url,
+        json!({ "maxConcurrent": 1 }),
+        json!({}),
+    ));
+    let api = b.engine.start();
+    let holder = send(&api, "agent:main:holder", "slow").await;
+    until("the model request", || fake.seen().len() == 1).await;
+    b.engine
+        .store()
+        .ensure(&SessionKey::from_canonical(KEY), SessionInit::default())
+        .await
+        .unwrap();
+    let r = api
+        .call_tool(ToolCall {
+            tool: "sessions_spawn".into(),
+            params: json!({ "task": "quick one", "runTimeoutSeconds": 1 }),
+            requester: KEY.into(),
+            sandboxed: false,
+        })
+        .await
+        .unwrap()
+        .result;
+    let child = r["runId"].as_str().expect("a child run").to_string();
+    let waited = api.wait_run(&child, HANG).await.unwrap();
+    assert_eq!(waited.status, "timeout", "{waited:?}");
+    assert_eq!(fake.seen().len(), 1, "the child never got a slot");
+
+    let done = api.abort("agent:main:holder", None).await.unwrap();
+    assert_eq!(done.run_ids, vec![holder]);
+    // The parent's turn on the child's announce now gets the slot.
+    settle(&b).await;
+    assert_eq!(fake.seen().len(), 2);
+    let parent = b
+        .engine
+        .runs_of(&SessionKey::from_canonical(KEY), 10)
+        .unwrap();
+    assert!(
+        parent
+            .iter()
+            .any(|r| r.status == "ok" && r.reply.as_deref() == Some("Noted.")),
+        "{parent:?}"
+    );
+}
