@@ -41,7 +41,7 @@ switchboard --connect ws://127.0.0.1:18789 sessions list",
 Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults).\n\
 Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
 NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
---connect: the console, tool, inject and sessions list|show|patch run on the gateway's engine; \
+--connect: the console, tool, inject and sessions list|show|patch|abort run on the gateway's engine; \
 the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else (for a loopback address) <state>/gateway-token."
 )]
 pub struct Cli {
@@ -258,6 +258,24 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
         #[arg(long, value_name = "allow|deny|inherit", value_parser = PolicyChange::parse)]
         send_policy: Option<PolicyChange>,
         /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the run executing on a session now (queued runs are left alone).
+    #[command(
+        long_about = "Stop the run executing on a session now, as a run timeout stops it: its \
+model request is dropped, the run ends `aborted`, an agent-to-agent exchange it belongs to ends, \
+and the session stays usable. Runs queued behind it still run. Runs execute in the process that \
+started them, so abort on that engine: with --connect for a gateway's, or in the console.",
+        after_help = "Examples:\n  switchboard --connect ws://127.0.0.1:18789 sessions abort agent:main:main\n  \
+switchboard sessions abort agent:main:main --run 0190f5d2-…"
+    )]
+    Abort {
+        key: String,
+        /// Only this run.
+        #[arg(long = "run", value_name = "RUN_ID")]
+        run_id: Option<String>,
+        /// Print `{key, runIds}` as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -1106,6 +1124,9 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             send_policy,
             json,
         } => patch(cli, key, *send_policy, *json).await,
+        SessionsCommand::Abort { key, run_id, json } => {
+            abort(cli, key, run_id.as_deref(), *json).await
+        }
         SessionsCommand::Export {
             key,
             all,
@@ -1121,6 +1142,37 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             export(cli, key.as_deref(), *all, out.as_deref(), overwrite).await
         }
     }
+}
+
+/// `sessions abort`: stop what runs on a session, then say what was stopped.
+async fn abort(cli: &Cli, raw: &str, run_id: Option<&str>, json: bool) -> Result<()> {
+    let attached = cli.attach().await?;
+    let api = attached.api();
+    let key = existing_key(api.as_ref(), raw).await?;
+    let done = api
+        .abort(&key, run_id)
+        .await
+        .map_err(api_error)
+        .with_context(|| format!("cannot abort runs of {key}"))?;
+    attached.drain(&Waiting::new()).await;
+    if json {
+        return print_json(&serde_json::json!({ "key": key, "runIds": done.run_ids }));
+    }
+    if done.run_ids.is_empty() {
+        let where_ = match attached {
+            Attached::Local(..) => {
+                " in this process (runs execute in the process that started them: abort in the \
+                 console, or with --connect on the gateway's engine)"
+            }
+            Attached::Remote(_) => "",
+        };
+        println!("{key}: nothing was running{where_}");
+    } else {
+        for id in &done.run_ids {
+            println!("{key}: aborted run {id}");
+        }
+    }
+    Ok(())
 }
 
 /// `sessions patch`: set or remove the send-policy override, then report the effective policy.

@@ -95,13 +95,22 @@ pub trait Agent: Send + Sync {
 /// The backend for `agent_id` under `config`: scripted for model `"scripted"` (or no model),
 /// `openai` for `provider/model` with an openai-completions provider, otherwise one that
 /// fails every turn saying why.
-pub fn backend_for(config: &Config, agent_id: &str) -> Box<dyn Agent> {
-    backend_with_model(config, agent_id, None)
+pub fn backend_for(
+    config: &Config,
+    providers: &openai::Providers,
+    agent_id: &str,
+) -> Box<dyn Agent> {
+    backend_with_model(config, providers, agent_id, None)
 }
 
 /// Like `backend_for`, with the session's model override (a spawn's `model`) winning over
-/// the agent's configured model.
-pub fn backend_with_model(config: &Config, agent_id: &str, model: Option<&str>) -> Box<dyn Agent> {
+/// the agent's configured model. `providers` are the engine's shared provider clients.
+pub fn backend_with_model(
+    config: &Config,
+    providers: &openai::Providers,
+    agent_id: &str,
+    model: Option<&str>,
+) -> Box<dyn Agent> {
     let agent = config.agent(agent_id);
     match model.or(agent.and_then(|a| a.model.as_deref())) {
         None | Some("scripted") => Box::new(scripted::ScriptedAgent::new(
@@ -118,6 +127,7 @@ pub fn backend_with_model(config: &Config, agent_id: &str, model: Option<&str>) 
             });
             match provider {
                 Some((id, p, name)) => Box::new(openai::OpenAiAgent::new(
+                    providers,
                     id,
                     p,
                     name,

@@ -74,6 +74,18 @@ pub trait SessionsApi: Send + Sync {
     /// Change a session's settings.
     async fn patch(&self, request: PatchRequest) -> Result<PatchResult, ApiError>;
 
+    /// Stop the run(s) executing on session `key` now (only `run_id`, when given), as a run
+    /// timeout stops them: the turn is dropped (a model request with it), the run ends
+    /// `aborted`, an exchange it belongs to ends, and the session stays usable. Runs still
+    /// queued behind it are not touched. Resolves once the aborted runs have recorded
+    /// their end. Nothing running is not an error: `run_ids` is empty.
+    async fn abort(&self, key: &str, run_id: Option<&str>) -> Result<AbortOutcome, ApiError> {
+        let _ = (key, run_id);
+        Err(ApiError::Unavailable(
+            "this connection cannot abort runs".to_string(),
+        ))
+    }
+
     /// Remove a session and its transcript; false when there was none.
     async fn delete(&self, key: &str) -> Result<bool, ApiError>;
 

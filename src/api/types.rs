@@ -274,6 +274,13 @@ pub struct RunResult {
     pub error: Option<String>,
 }
 
+/// What an abort stopped: the runs whose turn was cut off (empty when nothing was running).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbortOutcome {
+    pub run_ids: Vec<String>,
+}
+
 /// A session tool called as a session's agent would.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -667,6 +667,22 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
         }
     }
 
+    for (id, p) in &config.models.providers {
+        if let Some(n) = p.max_concurrent
+            && !(1..=ModelProvider::MAX_CONCURRENT).contains(&n)
+        {
+            out.push((
+                at(&[k("models"), k("providers"), k(id), k("maxConcurrent")]),
+                format!(
+                    "expected a whole number from 1 to {} (model requests to provider \"{id}\" in \
+                     flight at once, shared by every agent on it; the default is {}), got {n}",
+                    ModelProvider::MAX_CONCURRENT,
+                    ModelProvider::DEFAULT_MAX_CONCURRENT
+                ),
+            ));
+        }
+    }
+
     let mut seen_ids: HashMap<String, Vec<Seg>> = HashMap::new();
     let mut default_at: Option<Vec<Seg>> = None;
     for (i, agent) in config.agents.list.iter().enumerate() {

@@ -477,6 +477,9 @@ pub struct ModelProvider {
     /// Ask for streamed replies (server-sent events), so text shows as it is generated;
     /// `None` means [`ModelProvider::DEFAULT_STREAM`].
     pub stream: Option<bool>,
+    /// Model requests to this provider in flight at once, across every agent and model
+    /// override on it; `None` means [`ModelProvider::DEFAULT_MAX_CONCURRENT`].
+    pub max_concurrent: Option<u32>,
 }
 
 impl ModelProvider {
@@ -491,6 +494,9 @@ impl ModelProvider {
     pub const MAX_RETRIES: u32 = 10;
     pub const MAX_STEPS: u32 = 100;
     pub const MAX_TIMEOUT_SECONDS: u64 = 3_600;
+    pub const DEFAULT_MAX_CONCURRENT: u32 = 4;
+    /// `maxConcurrent` range: at least one request, at most 64 (`config check` refuses more).
+    pub const MAX_CONCURRENT: u32 = 64;
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

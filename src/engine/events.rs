@@ -95,7 +95,8 @@ pub enum EngineEvent {
         status: String,
     },
     /// The reply-back loop stopped: `reason` is `cap` | `reply_skip` | `empty` | `error` |
-    /// `timeout` | `self` | `disabled` | `policy` | `no_reply`.
+    /// `timeout` | `aborted` (the owner stopped a round) | `self` | `disabled` | `policy` |
+    /// `no_reply`.
     #[serde(rename_all = "camelCase")]
     FlowLoopEnded {
         flow_id: String,

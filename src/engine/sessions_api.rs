@@ -20,6 +20,9 @@ use crate::engine::session::transcript_text;
 pub const TRANSCRIPT_PAGE_MAX: usize = 20_000;
 /// The most sessions one page returns.
 pub const SESSIONS_PAGE_MAX: usize = 5_000;
+/// How long `abort` waits for an aborted run to record its end (a write, so normally
+/// milliseconds; a stuck disk must not hold the caller forever).
+const ABORT_SETTLE: Duration = Duration::from_secs(10);
 
 impl From<StorageError> for ApiError {
     fn from(e: StorageError) -> ApiError {
@@ -461,6 +464,22 @@ impl SessionsApi for Engine {
             .store()
             .delete(&SessionKey::from_canonical(key))
             .await?)
+    }
+
+    async fn abort(&self, key: &str, run_id: Option<&str>) -> Result<AbortOutcome, ApiError> {
+        let run_ids = self.runner().abort(key, run_id);
+        if !run_ids.is_empty() {
+            tracing::info!(key, ?run_ids, "the owner aborted runs");
+        }
+        for id in &run_ids {
+            // The turn is already dropped; what is left is writing its end.
+            if let Some(mut run) = self.runtime.runs.get(id)
+                && run.wait_for(ABORT_SETTLE).await.is_none()
+            {
+                tracing::warn!(run_id = %id, "an aborted run has not recorded its end yet");
+            }
+        }
+        Ok(AbortOutcome { run_ids })
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

@@ -56,6 +56,8 @@ pub mod method {
     pub const DELETE: &str = "switchboard.delete";
     /// `{}` → `AgentsResult`
     pub const AGENTS: &str = "switchboard.agents";
+    /// `AbortParams` → `api::AbortOutcome`
+    pub const ABORT: &str = "switchboard.abort";
     /// `{}` → `SubscribeResult`; then `switchboard.event` frames until the connection ends.
     pub const SUBSCRIBE: &str = "switchboard.subscribe";
 
@@ -74,17 +76,27 @@ pub mod method {
         PATCH,
         DELETE,
         AGENTS,
+        ABORT,
         SUBSCRIBE,
     ];
 
     /// Methods that change state: refused on a read-only connection.
-    pub const WRITES: &[&str] = &[SEND, CALL_TOOL, PATCH, DELETE];
+    pub const WRITES: &[&str] = &[SEND, CALL_TOOL, PATCH, DELETE, ABORT];
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyParams {
     pub key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbortParams {
+    pub key: String,
+    /// Only this run (when it is running on `key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

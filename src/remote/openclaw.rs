@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::api::{
-    AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest, PatchResult,
-    PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail,
-    SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage,
-    TranscriptQuery, WorkId,
+    AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest,
+    PatchResult, PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced,
+    SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
+    TranscriptPage, TranscriptQuery, WorkId,
 };
 use crate::remote::rpc::{Rpc, RpcError};
 use map::KeyRules;
@@ -558,6 +558,25 @@ impl SessionsApi for OpenClawApi {
     async fn delete(&self, key: &str) -> Result<bool, ApiError> {
         let p = self.call("sessions.delete", json!({ "key": key })).await?;
         Ok(p.get("deleted").and_then(Value::as_bool) == Some(true))
+    }
+
+    async fn abort(&self, key: &str, run_id: Option<&str>) -> Result<AbortOutcome, ApiError> {
+        let mut params = json!({ "sessionKey": key });
+        if let Some(id) = run_id {
+            params["runId"] = json!(id);
+        }
+        let p = self.call("chat.abort", params).await?;
+        let run_ids = p
+            .get("runIds")
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(AbortOutcome { run_ids })
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

@@ -16,13 +16,13 @@ use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use crate::api::{
-    AgentInfo, ApiError, EventStream, Fed, KeyPurpose, Link, PatchRequest, PatchResult,
-    ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail, SessionsApi,
-    SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage, TranscriptQuery,
-    WorkId,
+    AbortOutcome, AgentInfo, ApiError, EventStream, Fed, KeyPurpose, Link, PatchRequest,
+    PatchResult, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail,
+    SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage,
+    TranscriptQuery, WorkId,
 };
 use crate::protocol::switchboard::{
-    AgentsResult, DeleteResult, EVENT, GAP, GapPayload, KeyParams, ResolveParams,
+    AbortParams, AgentsResult, DeleteResult, EVENT, GAP, GapPayload, KeyParams, ResolveParams,
     StillRunningResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
 };
 
@@ -224,6 +224,17 @@ impl SessionsApi for RemoteApi {
             .call(method::DELETE, KeyParams { key: key.into() })
             .await?;
         Ok(r.deleted)
+    }
+
+    async fn abort(&self, key: &str, run_id: Option<&str>) -> Result<AbortOutcome, ApiError> {
+        self.call(
+            method::ABORT,
+            AbortParams {
+                key: key.into(),
+                run_id: run_id.map(str::to_string),
+            },
+        )
+        .await
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

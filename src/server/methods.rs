@@ -130,7 +130,7 @@ pub async fn call(
         "sessions.patch" => sessions_patch(api, params(method, raw)?).await,
         "sessions.delete" => sessions_delete(api, params(method, raw)?).await,
         "chat.history" => chat_history(api, params(method, raw)?).await,
-        "chat.abort" => chat_abort(params(method, raw)?),
+        "chat.abort" => chat_abort(api, params(method, raw)?).await,
         "agent.wait" => agent_wait(api, params(method, raw)?).await,
         "agents.list" => agents_list(api).await,
         "tools.invoke" => tools_invoke(api, params(method, raw)?).await,
@@ -497,16 +497,26 @@ async fn sessions_delete(api: &Arc<dyn SessionsApi>, p: DeleteParams) -> Result<
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct AbortParams {
-    #[allow(dead_code)] // Read so a call without it is refused as OpenClaw refuses it.
     session_key: String,
-    #[allow(dead_code)]
     run_id: Option<String>,
 }
 
-/// The engine has no way to stop a run midway (`SessionsApi` has no abort): the answer
-/// says so instead of pretending.
-fn chat_abort(_: AbortParams) -> Result<Value, ErrorShape> {
-    Ok(json!({"ok": true, "aborted": false, "runIds": []}))
+/// Stops the session's running run (only `runId`, when given), as OpenClaw's `chat.abort`:
+/// `{ok, aborted, runIds}`; nothing running is `aborted: false`, not an error.
+async fn chat_abort(api: &Arc<dyn SessionsApi>, p: AbortParams) -> Result<Value, ErrorShape> {
+    let key = match api.resolve_key(&p.session_key, KeyPurpose::Existing).await {
+        Ok(k) => k.key,
+        // No such session: nothing of it can be running.
+        Err(ApiError::NotFound(_)) => {
+            return Ok(json!({"ok": true, "aborted": false, "runIds": []}));
+        }
+        Err(e) => return Err(api_failure(e)),
+    };
+    let done = api
+        .abort(&key, p.run_id.as_deref())
+        .await
+        .map_err(api_failure)?;
+    Ok(json!({"ok": true, "aborted": !done.run_ids.is_empty(), "runIds": done.run_ids}))
 }
 
 /// The longest `agent.wait` honoured; OpenClaw's own default is 30 s.
@@ -529,11 +539,12 @@ async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, 
     Ok(wait_payload(&r))
 }
 
-/// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error).
+/// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error); as in OpenClaw,
+/// `timeout` also stands for a run that was aborted.
 pub fn wait_payload(r: &crate::api::RunResult) -> Value {
     let status = match r.status.as_str() {
         "ok" => "ok",
-        "running" | "timeout" => "timeout",
+        "running" | "timeout" | "aborted" => "timeout",
         _ => "error",
     };
     let mut v = json!({"runId": r.run_id, "status": status});

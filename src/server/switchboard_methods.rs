@@ -13,8 +13,9 @@ use crate::api::{
 };
 use crate::protocol::ErrorShape;
 use crate::protocol::switchboard::{
-    AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
-    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
+    AbortParams, AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem,
+    StillRunningResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode,
+    error_shape, method,
 };
 
 /// The longest a `waitRun`/`waitWork` may hold a request open: a client asking for more
@@ -100,6 +101,10 @@ async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, Error
             .await
             .map(|deleted| DeleteResult { deleted })),
         method::AGENTS => out(api.agents().await.map(|agents| AgentsResult { agents })),
+        method::ABORT => {
+            let r: AbortParams = p(m, v)?;
+            out(api.abort(&r.key, r.run_id.as_deref()).await)
+        }
         other => Err(bad(format!("unknown method: {other}"))),
     }
 }

@@ -15,6 +15,7 @@ use reqwest::header::{
 };
 use serde_json::{Value, json};
 
+use super::limit::Limiter;
 use super::stream;
 use crate::agent::Usage;
 use crate::config::ModelProvider;
@@ -37,7 +38,7 @@ pub struct Completion {
     pub usage: Option<Usage>,
 }
 
-/// A provider's client, built once per backend.
+/// A provider's client, built once per provider and engine (`Providers`).
 pub struct ProviderClient {
     id: String,
     url: String,
@@ -46,6 +47,8 @@ pub struct ProviderClient {
     timeout: Duration,
     /// `Err` when the client cannot be built (bad header names …): every request says why.
     http: Result<reqwest::Client, String>,
+    /// Requests in flight to this provider, at most `maxConcurrent`.
+    pub limit: Limiter,
 }
 
 impl ProviderClient {
@@ -64,12 +67,17 @@ impl ProviderClient {
                 .build()
                 .map_err(|e| format!("cannot build an HTTP client: {e}"))
         });
+        let max_concurrent = config
+            .max_concurrent
+            .unwrap_or(ModelProvider::DEFAULT_MAX_CONCURRENT)
+            .clamp(1, ModelProvider::MAX_CONCURRENT);
         ProviderClient {
             id: id.to_string(),
             url,
             config: config.clone(),
             timeout,
             http,
+            limit: Limiter::new(max_concurrent as usize),
         }
     }
 

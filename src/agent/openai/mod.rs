@@ -3,32 +3,39 @@
 //! provider's step limit; the last text is the reply.
 
 mod client;
+pub mod limit;
+mod providers;
 mod stream;
 pub mod tools;
+
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::{Agent, AgentError, BoxFuture, Reply, ToolRunner, Turn, Usage};
 use crate::config::ModelProvider;
 use client::ProviderClient;
+pub use providers::Providers;
 
 /// An agent running `model` on one provider.
 pub struct OpenAiAgent {
-    client: ProviderClient,
+    client: Arc<ProviderClient>,
     model: String,
     system_prompt: Option<String>,
     max_steps: u32,
 }
 
 impl OpenAiAgent {
+    /// `providers` hands out the provider's shared client (and its request limiter).
     pub fn new(
+        providers: &Providers,
         provider_id: &str,
         provider: &ModelProvider,
         model: &str,
         system_prompt: Option<String>,
     ) -> OpenAiAgent {
         OpenAiAgent {
-            client: ProviderClient::new(provider_id, provider),
+            client: providers.client(provider_id, provider),
             model: model.to_string(),
             system_prompt,
             max_steps: provider
@@ -71,9 +78,8 @@ impl OpenAiAgent {
             }
             tracing::debug!(model = %self.model, step, "model request");
             let on_delta = |offset: usize, delta: &str| tools.reply_delta(step, offset, delta);
-            let client::Completion { message, usage: u } = self
-                .client
-                .complete(body, &on_delta)
+            let client::Completion { message, usage: u } = (self.client.limit)
+                .run(self.client.complete(body, &on_delta))
                 .await
                 .map_err(AgentError::Failed)?;
             if let Some(u) = u {

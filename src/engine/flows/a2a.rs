@@ -223,6 +223,10 @@ impl Engine {
                 "timeout",
                 "the target did not reply in time; no reply-back loop and no announce",
             ),
+            Some(o) if o.status == RunStatus::Aborted => Ended::new(
+                "aborted",
+                "the owner aborted the target's run; no reply-back loop and no announce",
+            ),
             Some(o) if o.status != RunStatus::Ok => Ended::new(
                 "error",
                 format!(
@@ -343,6 +347,13 @@ impl Engine {
                         end = Some(Ended::new(
                             "timeout",
                             format!("round {} timed out", turn + 1),
+                        ));
+                        break;
+                    }
+                    Some(o) if o.status == RunStatus::Aborted => {
+                        end = Some(Ended::new(
+                            "aborted",
+                            format!("the owner aborted round {}", turn + 1),
                         ));
                         break;
                     }

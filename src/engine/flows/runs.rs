@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::engine::storage;
 use crate::engine::storage::runs::{NewRun, RunEnd};
@@ -211,7 +211,34 @@ impl LiveRuns {
 pub(crate) struct Runner {
     lanes: crate::engine::flows::lane::Lanes,
     agents: std::sync::Mutex<HashMap<String, Arc<dyn Agent>>>,
+    /// One HTTP client and request limiter per model provider, shared by every agent and
+    /// model override on it (`models.providers.<id>.maxConcurrent`).
+    providers: agent::openai::Providers,
     running: std::sync::Mutex<HashMap<String, usize>>,
+    /// Runs whose turn is under way, by run id: their session and the way to abort them.
+    turns: std::sync::Mutex<HashMap<String, (String, oneshot::Sender<()>)>>,
+}
+
+/// A run's turn registered as abortable until dropped or `finish`ed.
+struct Abortable<'a> {
+    runner: &'a Runner,
+    run_id: String,
+}
+
+impl Abortable<'_> {
+    /// The turn is over: false when an abort claimed the run first (it then ends aborted,
+    /// whatever the turn produced, so the abort's answer is never wrong).
+    fn finish(self) -> bool {
+        let mut turns = self.runner.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        turns.remove(&self.run_id).is_some()
+    }
+}
+
+impl Drop for Abortable<'_> {
+    fn drop(&mut self) {
+        let mut turns = self.runner.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        turns.remove(&self.run_id);
+    }
 }
 
 /// Counts a run as going on its session until dropped.
@@ -246,6 +273,38 @@ impl Runner {
         }
     }
 
+    fn abortable(&self, run_id: &str, key: &SessionKey) -> (Abortable<'_>, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        turns.insert(run_id.to_string(), (key.to_string(), tx));
+        let guard = Abortable {
+            runner: self,
+            run_id: run_id.to_string(),
+        };
+        (guard, rx)
+    }
+
+    /// Abort the turns under way on session `key` (only `run_id`, when given): each is
+    /// stopped where it is, as a run timeout stops it. Runs still queued on the session's
+    /// lane are left alone (as OpenClaw's `chat.abort`): they start once the lane is free.
+    /// Returns the aborted run ids, oldest first.
+    pub(crate) fn abort(&self, key: &str, run_id: Option<&str>) -> Vec<String> {
+        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut ids: Vec<String> = turns
+            .iter()
+            .filter(|(id, (k, _))| k == key && run_id.is_none_or(|r| r == id.as_str()))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        for id in &ids {
+            if let Some((_, tx)) = turns.remove(id) {
+                // The turn may be ending this very moment; its `finish` then sees the claim.
+                let _ = tx.send(());
+            }
+        }
+        ids
+    }
+
     /// Whether a run of `key`'s agent is executing in this engine now.
     pub(crate) fn is_running(&self, key: &str) -> bool {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
@@ -256,7 +315,7 @@ impl Runner {
         let mut agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
         agents
             .entry(agent_id.to_string())
-            .or_insert_with(|| Arc::from(agent::backend_for(config, agent_id)))
+            .or_insert_with(|| Arc::from(agent::backend_for(config, &self.providers, agent_id)))
             .clone()
     }
 }
@@ -382,7 +441,12 @@ impl Engine {
             None
         };
         let backend = match &model_override {
-            Some(m) => Arc::from(agent::backend_with_model(self.config(), &agent_id, Some(m))),
+            Some(m) => Arc::from(agent::backend_with_model(
+                self.config(),
+                &self.runner().providers,
+                &agent_id,
+                Some(m),
+            )),
             None => self.runner().agent(self.config(), &agent_id),
         };
         let turn_ran = async {
@@ -402,13 +466,26 @@ impl Engine {
             };
             Ok::<_, StorageError>(r)
         };
-        // A run timeout (sessions_spawn's runTimeoutSeconds) abandons the turn where it is.
-        let result = match req.timeout {
-            None => Some(turn_ran.await?),
-            Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
-                Ok(r) => Some(r?),
-                Err(_) => None,
-            },
+        // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
+        // the turn where it is: dropping it drops a model request in flight.
+        let (abortable, aborted) = self.runner().abortable(run_id, &req.key);
+        let limited = async {
+            match req.timeout {
+                None => Ok(TurnEnd::Done(turn_ran.await?)),
+                Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
+                    Ok(r) => Ok(TurnEnd::Done(r?)),
+                    Err(_) => Ok::<_, StorageError>(TurnEnd::TimedOut),
+                },
+            }
+        };
+        let ended = tokio::select! {
+            r = limited => r?,
+            Ok(()) = aborted => TurnEnd::Aborted,
+        };
+        let ended = if abortable.finish() {
+            ended
+        } else {
+            TurnEnd::Aborted
         };
         let meta = json!({
             "runId": run_id,
@@ -416,8 +493,19 @@ impl Engine {
             "round": req.round,
             "flowId": req.flow_id,
         });
-        let (status, reply, error, usage, message) = match result {
-            None => {
+        let (status, reply, error, usage, message) = match ended {
+            TurnEnd::Aborted => {
+                let text = ABORTED.to_string();
+                let message = assistant_message(&agent_id, "", None, meta, Some(&text));
+                (
+                    RunStatus::Aborted,
+                    String::new(),
+                    Some(text),
+                    None,
+                    Some(message),
+                )
+            }
+            TurnEnd::TimedOut => {
                 let secs = req.timeout.map(|d| d.as_secs()).unwrap_or_default();
                 let text =
                     format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped");
@@ -430,12 +518,12 @@ impl Engine {
                     Some(message),
                 )
             }
-            Some(Ok(Reply { text, usage })) => {
+            TurnEnd::Done(Ok(Reply { text, usage })) => {
                 let message = (!text.is_empty() || usage.is_some())
                     .then(|| assistant_message(&agent_id, &text, usage, meta, None));
                 (RunStatus::Ok, text, None, usage, message)
             }
-            Some(Err(e)) => {
+            TurnEnd::Done(Err(e)) => {
                 let text = match &e {
                     AgentError::Failed(m) => m.clone(),
                     other => other.to_string(),
@@ -635,6 +723,16 @@ fn assistant_message(
     m.insert("__switchboard".into(), meta);
     Value::Object(m)
 }
+
+/// How a turn stopped.
+enum TurnEnd {
+    Done(Result<Reply, AgentError>),
+    TimedOut,
+    Aborted,
+}
+
+/// The error of a run the owner aborted (`SessionsApi::abort`), in its outcome and transcript.
+pub(crate) const ABORTED: &str = "aborted by the owner";
 
 /// How long a turn may take before its start is recorded on its own. Quicker turns are
 /// recorded with a single commit; nothing acknowledged to anyone is lost if the process dies

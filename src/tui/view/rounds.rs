@@ -22,6 +22,7 @@ fn loop_label(reason: &str) -> &str {
         "chain" => "not sent: chain limit reached",
         "timeout" => "timed out",
         "error" => "a run failed",
+        "aborted" => "aborted by the owner",
         other => other,
     }
 }
