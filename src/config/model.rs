@@ -370,9 +370,13 @@ impl ThinkingLevel {
         }
     }
 
-    /// A level by its name (case-insensitive), as `sessions_spawn`'s `thinking` gives it.
+    /// A level by its name (case-insensitive), as `sessions_spawn`'s `thinking` gives it;
+    /// OpenClaw's `xhigh` is `high` here, the most chat completions can ask for.
     pub fn parse(name: &str) -> Option<ThinkingLevel> {
         let name = name.trim().to_ascii_lowercase();
+        if name == "xhigh" {
+            return Some(ThinkingLevel::High);
+        }
         [
             ThinkingLevel::Off,
             ThinkingLevel::Minimal,
