@@ -124,7 +124,10 @@ fn request_where(fake: &Fake, marker: &str, last: impl Fn(&Value) -> bool) -> Va
         .map(|s| s.body)
         .find(|b| {
             system_text(b).contains(marker)
-                && b["messages"].as_array().and_then(|m| m.last()).is_some_and(&last)
+                && b["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .is_some_and(&last)
         })
         .unwrap_or_else(|| panic!("no request with {marker:?}: {:#?}", fake.seen()))
 }
@@ -228,7 +231,9 @@ async fn sessions_send_round_trip_gives_the_model_the_targets_reply() {
     );
     assert!(user.contains("not a direct end-user instruction"), "{user}");
     assert!(
-        system_text(&target).contains("Agent-to-agent message context:\nAgent 1 (requester) session: agent:main:main."),
+        system_text(&target).contains(
+            "Agent-to-agent message context:\nAgent 1 (requester) session: agent:main:main."
+        ),
         "{}",
         system_text(&target)
     );
@@ -272,7 +277,11 @@ async fn sessions_spawn_round_trip_accepts_and_the_child_runs_as_its_agent() {
         .engine
         .runs_of(&SessionKey::from_canonical(&child), 10)
         .unwrap();
-    assert!(runs.iter().any(|r| r.step == "subagent" && r.status == "ok"), "{runs:?}");
+    assert!(
+        runs.iter()
+            .any(|r| r.step == "subagent" && r.status == "ok"),
+        "{runs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -307,7 +316,11 @@ async fn tool_call_lines_name_the_model_and_keep_its_call_id() {
     assert_eq!(reply["content"][0]["text"], "done");
     assert_eq!(
         (&reply["api"], &reply["provider"], &reply["model"]),
-        (&json!("openai-completions"), &json!("fake"), &json!("test-model"))
+        (
+            &json!("openai-completions"),
+            &json!("fake"),
+            &json!("test-model")
+        )
     );
 }
 
@@ -363,7 +376,10 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
             _ => None,
         })
         .expect("the announce ran");
-    assert_eq!(announce, ("skipped".to_string(), Some("ANNOUNCE_SKIP".to_string())));
+    assert_eq!(
+        announce,
+        ("skipped".to_string(), Some("ANNOUNCE_SKIP".to_string()))
+    );
 
     // Runs: work answered (round 1), main followed up (round 2), work skipped (round 3),
     // then work's announce.
@@ -420,7 +436,10 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
         .map(|m| {
             (
                 role(m).to_string(),
-                m["content"][0]["text"].as_str().unwrap_or_default().to_string(),
+                m["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             )
         })
         .collect();
@@ -473,9 +492,17 @@ async fn a_second_turn_gets_the_history_with_tool_calls_and_the_current_message_
     );
     assert_eq!(messages[1]["content"], "which agents?");
     assert_eq!(messages[2]["tool_calls"][0]["id"], "t1");
-    assert_eq!(messages[2]["tool_calls"][0]["function"]["name"], "agents_list");
+    assert_eq!(
+        messages[2]["tool_calls"][0]["function"]["name"],
+        "agents_list"
+    );
     assert_eq!(messages[3]["tool_call_id"], "t1");
-    assert!(messages[3]["content"].as_str().unwrap().contains("\"agents\""));
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"agents\"")
+    );
     assert_eq!(messages[4]["content"], "there are two agents");
     assert_eq!(messages[5]["content"], "what did I ask?");
 }
@@ -484,12 +511,15 @@ async fn a_second_turn_gets_the_history_with_tool_calls_and_the_current_message_
 async fn a_sub_agent_is_offered_only_the_tools_its_policy_allows() {
     let respond = |body: &Value| {
         let last = body["messages"].as_array().and_then(|m| m.last()).cloned();
-        if last.as_ref().is_some_and(last_is_tool) || !system_text(body).contains("main agent")
-        {
+        if last.as_ref().is_some_and(last_is_tool) || !system_text(body).contains("main agent") {
             return text_reply("fine", 1, 1);
         }
         if last_text(body) == "spawn" {
-            return tool_reply(json!([call("sp", "sessions_spawn", "{\"task\": \"child task\"}")]));
+            return tool_reply(json!([call(
+                "sp",
+                "sessions_spawn",
+                "{\"task\": \"child task\"}"
+            )]));
         }
         text_reply("fine", 1, 1)
     };
@@ -535,10 +565,20 @@ async fn a_sandboxed_session_with_no_sandboxed_agent_to_spawn_under_is_not_offer
         "sessions_spawn",
         "agents_list",
     ];
-    assert_eq!(b.engine.allowed_tools(&ToolContext::new(main.clone(), false)), all);
     assert_eq!(
-        b.engine.allowed_tools(&ToolContext::new(main.clone(), true)),
-        ["sessions_list", "sessions_history", "sessions_send", "agents_list"]
+        b.engine
+            .allowed_tools(&ToolContext::new(main.clone(), false)),
+        all
+    );
+    assert_eq!(
+        b.engine
+            .allowed_tools(&ToolContext::new(main.clone(), true)),
+        [
+            "sessions_list",
+            "sessions_history",
+            "sessions_send",
+            "agents_list"
+        ]
     );
     // A sandboxed agent it may spawn under puts it back.
     let mut c = config(&fake.base_url, json!({}));
@@ -594,7 +634,9 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     assert_eq!(problems[0].path, "agents.list[0].systemPromptFile");
     let expected = dir.path().join("prompts/gone.md");
     assert!(
-        problems[0].message.contains(&expected.display().to_string()),
+        problems[0]
+            .message
+            .contains(&expected.display().to_string()),
         "{}",
         problems[0].message
     );

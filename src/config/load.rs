@@ -845,8 +845,7 @@ fn read_prompt_files(
                 }
             })
             .and_then(|bytes| {
-                String::from_utf8(bytes)
-                    .map_err(|_| std::io::Error::other("it is not UTF-8 text"))
+                String::from_utf8(bytes).map_err(|_| std::io::Error::other("it is not UTF-8 text"))
             });
         match read {
             Ok(text) => agent.system_prompt_from_file = Some(text),

@@ -21,10 +21,7 @@ pub fn user_message(turn: &Turn) -> Value {
     let Some(p) = &turn.provenance else {
         return json!({ "role": "user", "content": turn.text });
     };
-    let mut line = format!(
-        "[Inter-session message] sourceSession={}",
-        p.source_session
-    );
+    let mut line = format!("[Inter-session message] sourceSession={}", p.source_session);
     if let Some(channel) = &p.source_channel {
         line.push_str(&format!(" sourceChannel={channel}"));
     }
@@ -118,7 +115,11 @@ fn units(transcript: &[Value]) -> Vec<Vec<Value>> {
                     "content": content,
                     "tool_calls": answered,
                 })];
-                for call in &unit[0]["tool_calls"].as_array().cloned().unwrap_or_default() {
+                for call in &unit[0]["tool_calls"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                {
                     let id = call["id"].as_str().unwrap_or_default();
                     if let Some((_, r)) = results.iter().find(|(r, _)| r == id) {
                         unit.push(json!({
