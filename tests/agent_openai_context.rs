@@ -641,4 +641,18 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
         problems[0].message
     );
     assert!(switchboard::config::load_file(&path).is_err());
+
+    // Both ways at once is ambiguous; an unknown level is refused by name.
+    let mut both = text.clone();
+    both["agents"]["list"][0]["systemPrompt"] = json!("inline");
+    both["agents"]["list"][0]["thinkingLevel"] = json!("huge");
+    std::fs::write(&path, both.to_string()).unwrap();
+    let problems = switchboard::config::check_file(&path).unwrap();
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert!(paths.contains(&"agents.list[0].thinkingLevel"), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.path == "agents.list[0].systemPromptFile"
+            && p.message.contains("not both")),
+        "{problems:?}"
+    );
 }

@@ -50,6 +50,23 @@ pub struct Provenance {
     pub source_tool: String,
 }
 
+impl Provenance {
+    /// The provenance a recorded transcript message carries, when another session sent it
+    /// (`provenance.kind == "inter_session"`).
+    pub fn of_message(message: &Value) -> Option<Provenance> {
+        let p = message.get("provenance")?;
+        if p.get("kind").and_then(Value::as_str) != Some("inter_session") {
+            return None;
+        }
+        let field = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(Provenance {
+            source_session: field("sourceSessionKey")?,
+            source_channel: field("sourceChannel"),
+            source_tool: field("sourceTool").unwrap_or_else(|| "sessions_send".into()),
+        })
+    }
+}
+
 /// What produced a turn, as its transcript lines name it (OpenClaw's `api`, `provider` and
 /// `model` fields).
 #[derive(Debug, Clone, PartialEq, Eq)]

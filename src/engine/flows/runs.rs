@@ -609,15 +609,8 @@ pub(crate) fn step_name(step: Step) -> &'static str {
 /// The origin of a run's incoming text when another session sent it: the provenance its
 /// recorded message carries, or for an announce step (which records none) the requester.
 fn provenance(req: &RunRequest) -> Option<Provenance> {
-    if let Some(p) = req.inbound.as_ref().and_then(|m| m.get("provenance"))
-        && p.get("kind").and_then(Value::as_str) == Some("inter_session")
-    {
-        let field = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
-        return Some(Provenance {
-            source_session: field("sourceSessionKey")?,
-            source_channel: field("sourceChannel"),
-            source_tool: field("sourceTool").unwrap_or_else(|| "sessions_send".into()),
-        });
+    if let Some(p) = req.inbound.as_ref().and_then(Provenance::of_message) {
+        return Some(p);
     }
     match (req.step, &req.from) {
         (Step::Announce, Some(from)) => Some(Provenance {
