@@ -282,6 +282,26 @@ async fn sessions_spawn_round_trip_accepts_and_the_child_runs_as_its_agent() {
             .any(|r| r.step == "subagent" && r.status == "ok"),
         "{runs:?}"
     );
+    // The requester's model then read the completion once, marked as coming from the child.
+    let completion = request_where(&fake, "You are the main agent.", |m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("sourceTool=subagent_announce"))
+    });
+    let messages = completion["messages"].as_array().unwrap();
+    let last = last_text(&completion);
+    assert!(
+        last.contains(&format!(
+            "[Inter-session message] sourceSession={child} sourceChannel=internal sourceTool=subagent_announce isUser=false"
+        )),
+        "{last}"
+    );
+    assert!(last.contains("pong from work"), "the child's result: {last}");
+    let mentions = messages
+        .iter()
+        .filter(|m| m["content"].as_str().is_some_and(|c| c.contains("pong from work")))
+        .count();
+    assert_eq!(mentions, 1, "{completion:#}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

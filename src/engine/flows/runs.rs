@@ -607,7 +607,8 @@ pub(crate) fn step_name(step: Step) -> &'static str {
 }
 
 /// The origin of a run's incoming text when another session sent it: the provenance its
-/// recorded message carries, or for an announce step (which records none) the requester.
+/// recorded message carries, or, for the steps whose message the run does not record
+/// itself, the other party.
 fn provenance(req: &RunRequest) -> Option<Provenance> {
     if let Some(p) = req.inbound.as_ref().and_then(Provenance::of_message) {
         return Some(p);
@@ -617,6 +618,12 @@ fn provenance(req: &RunRequest) -> Option<Provenance> {
             source_session: from.to_string(),
             source_channel: None,
             source_tool: "sessions_send".into(),
+        }),
+        // The spawn flow recorded the completion message; OpenClaw's channel and tool for it.
+        (Step::SubagentAnnounce, Some(from)) => Some(Provenance {
+            source_session: from.to_string(),
+            source_channel: Some("internal".into()),
+            source_tool: "subagent_announce".into(),
         }),
         _ => None,
     }
