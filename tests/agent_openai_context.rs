@@ -296,10 +296,17 @@ async fn sessions_spawn_round_trip_accepts_and_the_child_runs_as_its_agent() {
         )),
         "{last}"
     );
-    assert!(last.contains("pong from work"), "the child's result: {last}");
+    assert!(
+        last.contains("pong from work"),
+        "the child's result: {last}"
+    );
     let mentions = messages
         .iter()
-        .filter(|m| m["content"].as_str().is_some_and(|c| c.contains("pong from work")))
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("pong from work"))
+        })
         .count();
     assert_eq!(mentions, 1, "{completion:#}");
 }
@@ -669,10 +676,14 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     std::fs::write(&path, both.to_string()).unwrap();
     let problems = switchboard::config::check_file(&path).unwrap();
     let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
-    assert!(paths.contains(&"agents.list[0].thinkingLevel"), "{problems:?}");
     assert!(
-        problems.iter().any(|p| p.path == "agents.list[0].systemPromptFile"
-            && p.message.contains("not both")),
+        paths.contains(&"agents.list[0].thinkingLevel"),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.path == "agents.list[0].systemPromptFile" && p.message.contains("not both")),
         "{problems:?}"
     );
 }
