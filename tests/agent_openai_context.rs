@@ -14,7 +14,7 @@ mod fake_model;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{SendRequest, Sender};
+use switchboard::api::{SendRequest, Sender, SessionsApi, ToolCall};
 use switchboard::engine::Engine;
 use switchboard::engine::events::EngineEvent;
 use switchboard::engine::key::SessionKey;
@@ -685,5 +685,55 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
             .iter()
             .any(|p| p.path == "agents.list[0].systemPromptFile" && p.message.contains("not both")),
         "{problems:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_repeating_earlier_words_does_not_cut_the_history_short() {
+    let fake = Fake::start_fn(|body| match last_text(body).as_str() {
+        "ok" => text_reply("ack", 1, 1),
+        _ => text_reply("noted", 1, 1),
+    })
+    .await;
+    let b = common::bench(config(
+        &fake.base_url,
+        json!({ "session": { "agentToAgent": { "maxPingPongTurns": 0 } } }),
+    ));
+    open_work(&b.engine).await;
+    send(&b.engine, MAIN, "ok").await;
+    // Work says the same words into main (main's run records them when it starts).
+    let result = SessionsApi::call_tool(
+        &b.engine,
+        ToolCall {
+            tool: "sessions_send".into(),
+            params: json!({ "sessionKey": MAIN, "message": "ok", "timeoutSeconds": 30 }),
+            requester: WORK.into(),
+            sandboxed: false,
+        },
+    )
+    .await
+    .expect("the send runs")
+    .result;
+    assert_eq!(result["status"], "ok", "{result}");
+    tokio::time::timeout(HANG, b.engine.idle())
+        .await
+        .expect("the engine settles");
+    let second = request_where(&fake, "You are the main agent.", |m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("sourceSession=agent:work:main"))
+    });
+    let messages = second["messages"].as_array().unwrap();
+    let shown: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (role(m), m["content"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(shown.len(), 4, "{shown:#?}");
+    assert_eq!(shown[1], ("user", "ok"));
+    assert_eq!(shown[2], ("assistant", "ack"));
+    assert!(
+        shown[3]
+            .1
+            .starts_with("ok\n\n<<<BEGIN_SWITCHBOARD_INTERNAL_CONTEXT>>>")
     );
 }

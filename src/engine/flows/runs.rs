@@ -400,6 +400,8 @@ impl Engine {
             agent_id: agent_id.clone(),
             model: model.clone(),
             text: req.text.clone(),
+            inbound: req.inbound.clone(),
+            unrecorded: req.step == Step::Announce,
         };
         let turn_ran = async {
             let turn_done = backend.run(&turn, &tools);
@@ -972,6 +974,10 @@ struct RunTools {
     model: ModelRef,
     /// The turn's incoming text, which the history leaves out (the backend sends it itself).
     text: String,
+    /// The incoming message as this run records it, if the run records it itself.
+    inbound: Option<Value>,
+    /// The incoming message is recorded by nobody (an announce step's prompt).
+    unrecorded: bool,
 }
 
 /// Transcript lines a history read skips past at most, looking for the turn's own message
@@ -1027,8 +1033,17 @@ impl ToolRunner for RunTools {
                 .filter_map(|r| r.line.get("message").cloned())
                 .collect();
             // The turn's own message, when already recorded, is where the history ends: the
-            // backend sends it itself, and what was queued behind it comes later.
-            if let Some(at) = messages.iter().rposition(|m| is_user_text(m, &self.text)) {
+            // backend sends it itself, and what was queued behind it comes later. One this run
+            // records is found as recorded (its start may not be written yet: then it is not
+            // there, and an older message with the same words must not cut the history short);
+            // one recorded before the run (an external message, a sub-agent's completion) by
+            // its text, the newest first.
+            let own = match &self.inbound {
+                Some(inbound) => messages.iter().rposition(|m| m == inbound),
+                None if self.unrecorded => None,
+                None => messages.iter().rposition(|m| is_user_text(m, &self.text)),
+            };
+            if let Some(at) = own {
                 messages.truncate(at);
             }
             let skip = messages.len().saturating_sub(limit);
