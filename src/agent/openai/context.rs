@@ -14,6 +14,9 @@ pub const HISTORY_MESSAGES: usize = 40;
 /// The most characters of history content sent (roughly 8k tokens), so a long session does
 /// not push the turn out of a small model's context window.
 pub const HISTORY_CHARS: usize = 32_000;
+/// The most characters of one history message: a long tool result (a whole transcript from
+/// `sessions_history`) is cut so that it does not crowd everything else out of the window.
+pub const MESSAGE_CHARS: usize = 8_000;
 
 /// The turn's user message; text another session sent carries a note saying so, as OpenClaw
 /// adds one, so the model treats it as data from a peer rather than its owner's instruction.
@@ -145,8 +148,21 @@ fn units(transcript: &[Value]) -> Vec<Vec<Value>> {
     out
 }
 
-/// The text parts of a message's content (a string, or OpenClaw's `[{type: "text"}]`).
+/// The text parts of a message's content (a string, or OpenClaw's `[{type: "text"}]`), cut
+/// to [`MESSAGE_CHARS`].
 fn text_of(m: &Value) -> String {
+    let text = all_text_of(m);
+    match text.char_indices().nth(MESSAGE_CHARS) {
+        Some((at, _)) => format!(
+            "{}… [cut: {} characters]",
+            &text[..at],
+            text.chars().count()
+        ),
+        None => text,
+    }
+}
+
+fn all_text_of(m: &Value) -> String {
     match m.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -233,6 +249,12 @@ mod tests {
         assert_eq!(h[3]["content"], "a");
     }
 
+    fn result_after_call(text: &str) -> Vec<Value> {
+        let mut r = result("big");
+        r["content"][0]["text"] = json!(text);
+        vec![call("big"), r]
+    }
+
     #[test]
     fn a_message_from_another_session_keeps_its_note_in_the_history() {
         let mut m = user("pong");
@@ -262,9 +284,27 @@ mod tests {
         // The window starts on a whole unit, never on a tool result.
         assert_ne!(h[0]["role"], "tool");
 
-        let big = "x".repeat(HISTORY_CHARS / 2 + 1);
-        let h = history(vec![user(&big), said(&big), user("last")]);
-        assert_eq!(h.len(), 2, "the first message no longer fits");
-        assert_eq!(h[1]["content"], "last");
+        let big = "x".repeat(MESSAGE_CHARS);
+        let many: Vec<Value> = (0..5).map(|_| user(&big)).chain([user("last")]).collect();
+        let h = history(many);
+        assert_eq!(
+            h.len(),
+            HISTORY_CHARS / MESSAGE_CHARS,
+            "the oldest no longer fit"
+        );
+        assert_eq!(h.last().unwrap()["content"], "last");
+
+        // One huge message is cut, not left to empty the window.
+        let mut t = vec![user("first")];
+        t.extend(result_after_call(&"y".repeat(100_000)));
+        let h = history(t);
+        assert_eq!(h.len(), 3);
+        let cut = h[2]["content"].as_str().unwrap();
+        assert!(
+            cut.ends_with("… [cut: 100000 characters]"),
+            "{}",
+            &cut[cut.len() - 40..]
+        );
+        assert!(cut.chars().count() < MESSAGE_CHARS + 40);
     }
 }
