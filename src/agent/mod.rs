@@ -10,7 +10,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use crate::config::{Config, ModelProvider, ScriptStep};
+use crate::config::{Config, ModelProvider, ScriptStep, ThinkingLevel};
 
 /// A boxed future, so backends can be used as `dyn Agent`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -36,6 +36,55 @@ pub struct Turn {
     pub text: String,
     /// Context the engine injects (the spec's agent-to-agent context lines), if any.
     pub context: Option<String>,
+    /// Where the incoming text came from when another session sent it (not a person).
+    pub provenance: Option<Provenance>,
+}
+
+/// The origin of an inter-session message, as OpenClaw tells the model (its
+/// `[Inter-session message] sourceSession=… sourceChannel=… sourceTool=…` line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    pub source_session: String,
+    pub source_channel: Option<String>,
+    /// `sessions_send`, `sessions_spawn`, `subagent_announce`.
+    pub source_tool: String,
+}
+
+impl Provenance {
+    /// The provenance a recorded transcript message carries, when another session sent it
+    /// (`provenance.kind == "inter_session"`).
+    pub fn of_message(message: &Value) -> Option<Provenance> {
+        let p = message.get("provenance")?;
+        if p.get("kind").and_then(Value::as_str) != Some("inter_session") {
+            return None;
+        }
+        let field = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(Provenance {
+            source_session: field("sourceSessionKey")?,
+            source_channel: field("sourceChannel"),
+            source_tool: field("sourceTool").unwrap_or_else(|| "sessions_send".into()),
+        })
+    }
+}
+
+/// What produced a turn, as its transcript lines name it (OpenClaw's `api`, `provider` and
+/// `model` fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    pub api: String,
+    pub provider: String,
+    pub model: String,
+}
+
+impl ModelRef {
+    /// The scripted backend, for `agent_id`.
+    pub fn scripted(agent_id: &str) -> ModelRef {
+        ModelRef {
+            api: "scripted".into(),
+            provider: "switchboard".into(),
+            model: format!("scripted/{agent_id}"),
+        }
+    }
 }
 
 /// Token usage of one turn.
@@ -76,6 +125,30 @@ pub enum AgentError {
 pub trait ToolRunner: Send + Sync {
     fn call<'a>(&'a self, name: &'a str, args: &'a Value) -> BoxFuture<'a, Value>;
 
+    /// `call`, recorded under the model's own tool call id when it gave one.
+    fn call_with_id<'a>(
+        &'a self,
+        id: Option<&'a str>,
+        name: &'a str,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Value> {
+        let _ = id;
+        self.call(name, args)
+    }
+
+    /// The session tools this turn's session may call (the same policy that refuses a
+    /// call decides it), in the spec's order; a backend offers only these.
+    fn allowed_tools(&self) -> Vec<&'static str> {
+        openai::tools::NAMES.to_vec()
+    }
+
+    /// The session's transcript before this turn's incoming message: at most `limit`
+    /// messages (OpenClaw's message shape, tool calls and results included), oldest first.
+    fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Value>> {
+        let _ = limit;
+        Box::pin(async { Vec::new() })
+    }
+
     /// `delta` was appended to the text of model call `step` (1-based) of this turn, whose
     /// text was `offset` bytes long before it. Cheap and non-blocking; the default drops it.
     fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
@@ -90,6 +163,11 @@ pub trait Agent: Send + Sync {
         turn: &'a Turn,
         tools: &'a dyn ToolRunner,
     ) -> BoxFuture<'a, Result<Reply, AgentError>>;
+
+    /// What the transcript names as the producer of this agent's messages.
+    fn model_ref(&self, agent_id: &str) -> ModelRef {
+        ModelRef::scripted(agent_id)
+    }
 }
 
 /// The backend for `agent_id` under `config`: scripted for model `"scripted"` (or no model),
@@ -111,6 +189,19 @@ pub fn backend_with_model(
     agent_id: &str,
     model: Option<&str>,
 ) -> Box<dyn Agent> {
+    backend_with_overrides(config, providers, agent_id, model, None)
+}
+
+/// Like `backend_with_model`, with the session's thinking level (a spawn's `thinking`)
+/// winning over the agent's (`thinkingLevel`, else `agents.defaults.thinkingLevel`). The
+/// system prompt is always the agent's own.
+pub fn backend_with_overrides(
+    config: &Config,
+    providers: &openai::Providers,
+    agent_id: &str,
+    model: Option<&str>,
+    thinking: Option<ThinkingLevel>,
+) -> Box<dyn Agent> {
     let agent = config.agent(agent_id);
     match model.or(agent.and_then(|a| a.model.as_deref())) {
         None | Some("scripted") => Box::new(scripted::ScriptedAgent::new(
@@ -126,13 +217,16 @@ pub fn backend_with_model(
                 usable.then_some((id, p, name))
             });
             match provider {
-                Some((id, p, name)) => Box::new(openai::OpenAiAgent::new(
-                    providers,
-                    id,
-                    p,
-                    name,
-                    agent.and_then(|a| a.system_prompt.clone()),
-                )),
+                Some((id, p, name)) => Box::new(
+                    openai::OpenAiAgent::new(
+                        providers,
+                        id,
+                        p,
+                        name,
+                        agent.and_then(|a| a.system_prompt_text().map(str::to_string)),
+                    )
+                    .with_thinking(thinking.or(config.thinking_level(agent_id))),
+                ),
                 None => Box::new(Unavailable(other.to_string())),
             }
         }

@@ -284,6 +284,7 @@ mod tests {
             from: None,
             text: text.into(),
             context: None,
+            provenance: None,
         }
     }
 
@@ -603,6 +604,7 @@ mod result_field_tests {
             from: None,
             text: "x".into(),
             context: None,
+            provenance: None,
         };
         let reply = ScriptedAgent::new(vec![rule])
             .run(&turn, &Canned)

@@ -86,12 +86,18 @@ fn render_problems(file: &Path, problems: &[ConfigProblem]) -> String {
 
 /// Parses and validates a config text, returning every problem found (never just the first).
 /// A text holding nothing but whitespace and comments is the built-in default config.
+/// A `systemPromptFile` is read relative to the current folder (see `load_file`).
 pub fn parse_str(src: &str) -> Result<Config, Vec<ConfigProblem>> {
-    parse_with(src, false)
+    parse_with(src, false, None)
 }
 
-/// `parse_str`, plus, when `environment`, what the environment makes unusable.
-fn parse_with(src: &str, environment: bool) -> Result<Config, Vec<ConfigProblem>> {
+/// `parse_str`, plus, when `environment`, what the environment makes unusable; relative
+/// `systemPromptFile`s are read from `base` (the config file's folder).
+fn parse_with(
+    src: &str,
+    environment: bool,
+    base: Option<&Path>,
+) -> Result<Config, Vec<ConfigProblem>> {
     // A BOM is invisible in editors and changes no line numbers, so it is not worth an error.
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     // Before anything recursive (or quadratic in depth) sees the text.
@@ -122,7 +128,7 @@ fn parse_with(src: &str, environment: bool) -> Result<Config, Vec<ConfigProblem>
     let mut work = value;
 
     let mut rounds = 0;
-    let config = loop {
+    let mut config = loop {
         rounds += 1;
         if rounds > MAX_SHAPE_PROBLEMS {
             problems.push(ConfigProblem {
@@ -187,6 +193,7 @@ fn parse_with(src: &str, environment: bool) -> Result<Config, Vec<ConfigProblem>
     };
 
     let mut semantic = semantic_problems(&config, &removals);
+    semantic.extend(read_prompt_files(&mut config, &removals, base));
     if environment {
         semantic.extend(environment_problems(&config));
     }
@@ -214,7 +221,7 @@ fn parse_with(src: &str, environment: bool) -> Result<Config, Vec<ConfigProblem>
 /// Reads and validates a config file.
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     let text = read(path)?;
-    parse_str(&text).map_err(|problems| ConfigError::Invalid {
+    parse_with(&text, false, path.parent()).map_err(|problems| ConfigError::Invalid {
         path: path.to_path_buf(),
         problems,
     })
@@ -227,7 +234,9 @@ pub fn check_file(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
         Err(ConfigError::Invalid { problems, .. }) => return Ok(problems),
         Err(e) => return Err(e),
     };
-    Ok(parse_with(&text, true).err().unwrap_or_default())
+    Ok(parse_with(&text, true, path.parent())
+        .err()
+        .unwrap_or_default())
 }
 
 /// Writes [`DEFAULT_CONFIG_TEXT`] to `path`, creating its folder; an existing file is kept
@@ -805,6 +814,64 @@ fn provider_problem(config: &Config, model: &str) -> Option<String> {
              only \"openai-completions\" (OpenAI-compatible chat completions) is supported"
         )),
     }
+}
+
+/// The longest system prompt file read: a prompt is text for a model's context window, so a
+/// larger file is a mistake (a binary, a log), not a prompt.
+const MAX_PROMPT_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads every `agents.list[].systemPromptFile` into the agent's config; a file that cannot be
+/// read (or is not text, or is too large) is a problem naming the path tried.
+fn read_prompt_files(
+    config: &mut Config,
+    removals: &Removals,
+    base: Option<&Path>,
+) -> Vec<(Vec<Seg>, String)> {
+    let mut out = Vec::new();
+    for (i, agent) in config.agents.list.iter_mut().enumerate() {
+        let Some(file) = agent.system_prompt_file.clone() else {
+            continue;
+        };
+        let at = removals.to_original(&[
+            Seg::Key("agents".into()),
+            Seg::Key("list".into()),
+            Seg::Index(i),
+            Seg::Key("systemPromptFile".into()),
+        ]);
+        if agent.system_prompt.is_some() {
+            out.push((
+                at,
+                "set either systemPrompt or systemPromptFile, not both".to_string(),
+            ));
+            continue;
+        }
+        let path = match base {
+            Some(dir) if Path::new(&file).is_relative() => dir.join(&file),
+            _ => Path::new(&file).to_path_buf(),
+        };
+        let read = std::fs::metadata(&path)
+            .and_then(|m| {
+                if m.len() > MAX_PROMPT_FILE_BYTES {
+                    Err(std::io::Error::other(format!(
+                        "it is {} bytes, more than the {MAX_PROMPT_FILE_BYTES} a prompt may have",
+                        m.len()
+                    )))
+                } else {
+                    std::fs::read(&path)
+                }
+            })
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|_| std::io::Error::other("it is not UTF-8 text"))
+            });
+        match read {
+            Ok(text) => agent.system_prompt_from_file = Some(text),
+            Err(e) => out.push((
+                at,
+                format!("cannot read the system prompt file {}: {e}", path.display()),
+            )),
+        }
+    }
+    out
 }
 
 /// What only the environment can tell (`config check` reports it; loading does not, since the

@@ -340,6 +340,64 @@ pub struct AgentsConfig {
 pub struct AgentDefaults {
     pub sandbox: SandboxDefaults,
     pub subagents: SubagentDefaults,
+    /// The thinking level of agents that set none.
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+/// How hard a model-backed agent thinks, with OpenClaw's levels. Chat completions know only
+/// `reasoning_effort` low/medium/high, so `off` and `minimal` send nothing (see
+/// [`ThinkingLevel::reasoning_effort`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl ThinkingLevel {
+    pub const NAMES: [&'static str; 5] = ["off", "minimal", "low", "medium", "high"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "off",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+        }
+    }
+
+    /// A level by its name (case-insensitive), as `sessions_spawn`'s `thinking` gives it;
+    /// OpenClaw's `xhigh` is `high` here, the most chat completions can ask for.
+    pub fn parse(name: &str) -> Option<ThinkingLevel> {
+        let name = name.trim().to_ascii_lowercase();
+        if name == "xhigh" {
+            return Some(ThinkingLevel::High);
+        }
+        [
+            ThinkingLevel::Off,
+            ThinkingLevel::Minimal,
+            ThinkingLevel::Low,
+            ThinkingLevel::Medium,
+            ThinkingLevel::High,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == name)
+    }
+
+    /// The request's `reasoning_effort`; `None` for `off` and `minimal`, which the
+    /// chat-completions API has no value for (servers reject unknown efforts).
+    pub fn reasoning_effort(self) -> Option<&'static str> {
+        match self {
+            ThinkingLevel::Off | ThinkingLevel::Minimal => None,
+            ThinkingLevel::Low => Some("low"),
+            ThinkingLevel::Medium => Some("medium"),
+            ThinkingLevel::High => Some("high"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -389,9 +447,26 @@ pub struct AgentConfig {
     pub model: Option<String>,
     /// The system message a model-backed agent's turns start with.
     pub system_prompt: Option<String>,
+    /// A file holding the system prompt instead, relative to the config file's folder;
+    /// read when the config is loaded (an unreadable file is a config problem).
+    pub system_prompt_file: Option<String>,
+    /// The text read from `system_prompt_file` (never written back out).
+    #[serde(skip)]
+    pub system_prompt_from_file: Option<String>,
+    /// Overrides `agents.defaults.thinkingLevel`.
+    pub thinking_level: Option<ThinkingLevel>,
     pub script: Vec<ScriptRule>,
     pub subagents: AgentSubagents,
     pub sandboxed: bool,
+}
+
+impl AgentConfig {
+    /// The system prompt, given inline or read from `systemPromptFile`.
+    pub fn system_prompt_text(&self) -> Option<&str> {
+        self.system_prompt
+            .as_deref()
+            .or(self.system_prompt_from_file.as_deref())
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -576,6 +651,13 @@ impl Config {
             .list
             .iter()
             .find(|a| key::normalize_agent_id(&a.id) == agent_id)
+    }
+
+    /// The thinking level of `agent_id`: its own, else `agents.defaults.thinkingLevel`.
+    pub fn thinking_level(&self, agent_id: &str) -> Option<ThinkingLevel> {
+        self.agent(agent_id)
+            .and_then(|a| a.thinking_level)
+            .or(self.agents.defaults.thinking_level)
     }
 
     /// Whether sessions of `agent_id` run sandboxed (`agents.list[].sandboxed`).

@@ -281,3 +281,60 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Seen> {
         body,
     })
 }
+
+/// What a responder function decides from a request body.
+pub type Responder = dyn Fn(&Value) -> Answer + Send + Sync;
+
+impl Fake {
+    /// A server that answers each request with `respond(body)`: for exchanges where several
+    /// sessions call the model at once, so a fixed order of answers would race.
+    pub async fn start_fn(respond_with: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let fake = Fake {
+            base_url: format!("http://{addr}/v1"),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            max_in_flight: Arc::new(AtomicUsize::new(0)),
+            dropped: Arc::new(AtomicUsize::new(0)),
+        };
+        let respond_with: Arc<Responder> = Arc::new(respond_with);
+        let recorded = fake.seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let (recorded, respond_with) = (recorded.clone(), respond_with.clone());
+                tokio::spawn(async move {
+                    let Some(req) = read_request(&mut sock).await else {
+                        return;
+                    };
+                    let answer = respond_with(&req.body);
+                    recorded.lock().unwrap().push(req);
+                    respond(&mut sock, &answer).await;
+                });
+            }
+        });
+        fake
+    }
+}
+
+/// The text of the last message of a request body (a string content), or "".
+pub fn last_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The system message of a request body, or "".
+pub fn system_text(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .filter(|_| body["messages"][0]["role"] == "system")
+        .unwrap_or_default()
+        .to_string()
+}

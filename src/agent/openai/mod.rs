@@ -3,6 +3,7 @@
 //! provider's step limit; the last text is the reply.
 
 mod client;
+mod context;
 pub mod limit;
 mod providers;
 mod stream;
@@ -12,16 +13,18 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Agent, AgentError, BoxFuture, Reply, ToolRunner, Turn, Usage};
-use crate::config::ModelProvider;
+use super::{Agent, AgentError, BoxFuture, ModelRef, Reply, ToolRunner, Turn, Usage};
+use crate::config::{ModelProvider, ThinkingLevel};
 use client::ProviderClient;
 pub use providers::Providers;
 
 /// An agent running `model` on one provider.
 pub struct OpenAiAgent {
     client: Arc<ProviderClient>,
+    provider_id: String,
     model: String,
     system_prompt: Option<String>,
+    thinking: Option<ThinkingLevel>,
     max_steps: u32,
 }
 
@@ -36,8 +39,10 @@ impl OpenAiAgent {
     ) -> OpenAiAgent {
         OpenAiAgent {
             client: providers.client(provider_id, provider),
+            provider_id: provider_id.to_string(),
             model: model.to_string(),
             system_prompt,
+            thinking: None,
             max_steps: provider
                 .max_steps
                 .unwrap_or(ModelProvider::DEFAULT_MAX_STEPS)
@@ -45,36 +50,49 @@ impl OpenAiAgent {
         }
     }
 
+    /// The thinking level its requests carry (`reasoning_effort`).
+    pub fn with_thinking(mut self, thinking: Option<ThinkingLevel>) -> OpenAiAgent {
+        self.thinking = thinking;
+        self
+    }
+
     /// The opening messages: the system prompt with the engine's injected context (OpenClaw
-    /// puts the agent-to-agent context in the system prompt too), then the turn's text.
-    fn opening(&self, turn: &Turn) -> Vec<Value> {
+    /// puts the agent-to-agent context in the system prompt too), the session's recent
+    /// history, then the turn's text.
+    fn opening(&self, turn: &Turn, history: Vec<Value>) -> Vec<Value> {
         let system: Vec<&str> = [self.system_prompt.as_deref(), turn.context.as_deref()]
             .into_iter()
             .flatten()
             .filter(|s| !s.trim().is_empty())
             .collect();
-        let mut messages = Vec::with_capacity(2);
+        let mut messages = Vec::with_capacity(history.len() + 2);
         if !system.is_empty() {
             messages.push(json!({ "role": "system", "content": system.join("\n\n") }));
         }
-        messages.push(json!({ "role": "user", "content": turn.text }));
+        messages.extend(history);
+        messages.push(context::user_message(turn));
         messages
     }
 
     async fn run_turn(&self, turn: &Turn, tools: &dyn ToolRunner) -> Result<Reply, AgentError> {
-        let mut messages = self.opening(turn);
+        let history = context::history(tools.history(context::HISTORY_READ).await);
+        let mut messages = self.opening(turn, history);
+        let offered = tools.allowed_tools();
         let mut usage: Option<Usage> = None;
         for step in 1..=self.max_steps {
             let last = step == self.max_steps;
-            let mut body = json!({
-                "model": self.model,
-                "messages": messages,
-                "tools": tools::definitions(),
-            });
-            if last {
-                // The last call may not use tools, so a model that keeps calling them still
-                // gets to answer.
-                body["tool_choice"] = json!("none");
+            let mut body = json!({ "model": self.model, "messages": messages });
+            // No tools at all: the key is left out (an empty array is rejected by some servers).
+            if !offered.is_empty() {
+                body["tools"] = tools::definitions_of(&offered);
+                if last {
+                    // The last call may not use tools, so a model that keeps calling them
+                    // still gets to answer.
+                    body["tool_choice"] = json!("none");
+                }
+            }
+            if let Some(effort) = self.thinking.and_then(ThinkingLevel::reasoning_effort) {
+                body["reasoning_effort"] = json!(effort);
             }
             tracing::debug!(model = %self.model, step, "model request");
             let on_delta = |offset: usize, delta: &str| tools.reply_delta(step, offset, delta);
@@ -106,7 +124,7 @@ impl OpenAiAgent {
             messages.push(message);
             for call in &calls {
                 let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-                let result = run_call(call, tools).await;
+                let result = run_call(call, tools, &offered).await;
                 messages.push(json!({
                     "role": "tool",
                     "tool_call_id": id,
@@ -129,21 +147,34 @@ impl Agent for OpenAiAgent {
     ) -> BoxFuture<'a, Result<Reply, AgentError>> {
         Box::pin(self.run_turn(turn, tools))
     }
+
+    fn model_ref(&self, _agent_id: &str) -> ModelRef {
+        ModelRef {
+            api: ModelProvider::OPENAI_COMPLETIONS.to_string(),
+            provider: self.provider_id.clone(),
+            model: self.model.clone(),
+        }
+    }
 }
 
 /// One tool call's result as the model will see it: the engine's result, or an error the
-/// model can correct (an unknown tool, arguments that are not a JSON object).
-async fn run_call(call: &Value, tools: &dyn ToolRunner) -> Value {
+/// model can correct (an unknown tool or one not offered, arguments that are not a JSON
+/// object).
+async fn run_call(call: &Value, tools: &dyn ToolRunner, offered: &[&str]) -> Value {
     let name = call
         .pointer("/function/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if !tools::NAMES.contains(&name) {
+    if !offered.contains(&name) {
         return json!({
             "status": "error",
-            "error": format!("unknown tool {name:?}; the tools are {}", tools::NAMES.join(", ")),
+            "error": format!("unknown tool {name:?}; the tools are {}", offered.join(", ")),
         });
     }
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty());
     let raw = call
         .pointer("/function/arguments")
         .cloned()
@@ -156,7 +187,7 @@ async fn run_call(call: &Value, tools: &dyn ToolRunner) -> Value {
         other => Ok(other),
     };
     match args {
-        Ok(args @ Value::Object(_)) => tools.call(name, &args).await,
+        Ok(args @ Value::Object(_)) => tools.call_with_id(id, name, &args).await,
         Ok(other) => json!({
             "status": "error",
             "error": format!("{name}: arguments must be a JSON object, got {other}"),

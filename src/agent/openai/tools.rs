@@ -14,7 +14,18 @@ pub const NAMES: [&str; 5] = [
 
 /// The `tools` array of a chat-completions request.
 pub fn definitions() -> Value {
-    Value::Array(NAMES.iter().map(|n| definition(n)).collect())
+    definitions_of(&NAMES)
+}
+
+/// The `tools` array offering only `names` (unknown names are skipped).
+pub fn definitions_of(names: &[&str]) -> Value {
+    Value::Array(
+        names
+            .iter()
+            .filter(|n| NAMES.contains(n))
+            .map(|n| definition(n))
+            .collect(),
+    )
 }
 
 fn function(name: &str, description: &str, parameters: Value) -> Value {

@@ -702,7 +702,10 @@ fn announce_context(p: &Parties, original: &str, round_one: &str, latest: Option
         format!("Round 1 reply: {}", or_na(Some(round_one))),
         format!("Latest reply: {}", or_na(latest.or(Some(round_one)))),
         format!("If you want to remain silent, reply exactly \"{ANNOUNCE_SKIP}\"."),
-        "Any other reply will be posted to the target channel.".to_string(),
+        // OpenClaw 2026.9's wording: it says what happens here too (the reply is recorded,
+        // and delivered only where the target has a route), where the older "will be posted
+        // to the target channel" promised a delivery a webchat or console target never gets.
+        "Any other reply is recorded in the target session. External delivery is attempted only if the target has a delivery route.".to_string(),
         "After this reply, the agent-to-agent conversation is over.".to_string(),
     ]
     .join("\n")
@@ -733,6 +736,7 @@ mod tests {
         assert!(lines.contains(&"Latest reply: latest words"));
         assert!(lines.contains(&"Agent 2 (target) channel: unknown."));
         assert!(lines.contains(&"If you want to remain silent, reply exactly \"ANNOUNCE_SKIP\"."));
+        assert!(lines.contains(&"Any other reply is recorded in the target session. External delivery is attempted only if the target has a delivery route."));
         assert_eq!(
             lines.last(),
             Some(&"After this reply, the agent-to-agent conversation is over.")

@@ -21,7 +21,10 @@ use crate::engine::session::store::now_ms;
 use crate::engine::tools::context::{ToolContext, ToolError};
 // Kept at its old path: callers name `runs::Chain`.
 pub use super::chain::Chain;
-use crate::agent::{self, Agent, AgentError, BoxFuture, Reply, Step, ToolRunner, Turn};
+use crate::agent::{
+    self, Agent, AgentError, BoxFuture, ModelRef, Provenance, Reply, Step, ToolRunner, Turn,
+};
+use crate::config::ThinkingLevel;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,7 +424,29 @@ impl Engine {
             from: req.from.as_ref().map(|k| k.to_string()),
             text: req.text.clone(),
             context: req.context.clone(),
+            provenance: provenance(req),
         };
+        // A sub-agent's session may run on a model and thinking level of its own
+        // (sessions_spawn's `model` and `thinking`), for every run in it.
+        let overrides = if req.key.subagent_depth() > 0 {
+            self.store()
+                .get(&req.key)?
+                .map(|s| (s.entry.model, s.entry.thinking_level))
+                .unwrap_or_default()
+        } else {
+            (None, None)
+        };
+        let backend = match overrides {
+            (None, None) => self.runner().agent(self.config(), &agent_id),
+            (model, thinking) => Arc::from(agent::backend_with_overrides(
+                self.config(),
+                &self.runner().providers,
+                &agent_id,
+                model.as_deref(),
+                thinking.as_deref().and_then(ThinkingLevel::parse),
+            )),
+        };
+        let model = backend.model_ref(&agent_id);
         let tools = RunTools {
             engine: self.clone(),
             ctx: ToolContext {
@@ -433,21 +458,10 @@ impl Engine {
             },
             record: record.clone(),
             agent_id: agent_id.clone(),
-        };
-        // A sub-agent may run on a model of its own (sessions_spawn's `model`).
-        let model_override = if req.step == Step::Subagent {
-            self.store().get(&req.key)?.and_then(|s| s.entry.model)
-        } else {
-            None
-        };
-        let backend = match &model_override {
-            Some(m) => Arc::from(agent::backend_with_model(
-                self.config(),
-                &self.runner().providers,
-                &agent_id,
-                Some(m),
-            )),
-            None => self.runner().agent(self.config(), &agent_id),
+            model: model.clone(),
+            text: req.text.clone(),
+            inbound: req.inbound.clone(),
+            unrecorded: req.step == Step::Announce,
         };
         let turn_ran = async {
             let turn_done = backend.run(&turn, &tools);
@@ -496,7 +510,7 @@ impl Engine {
         let (status, reply, error, usage, message) = match ended {
             TurnEnd::Aborted => {
                 let text = ABORTED.to_string();
-                let message = assistant_message(&agent_id, "", None, meta, Some(&text));
+                let message = assistant_message(&model, "", None, meta, Some(&text));
                 (
                     RunStatus::Aborted,
                     String::new(),
@@ -509,7 +523,7 @@ impl Engine {
                 let secs = req.timeout.map(|d| d.as_secs()).unwrap_or_default();
                 let text =
                     format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped");
-                let message = assistant_message(&agent_id, "", None, meta, Some(&text));
+                let message = assistant_message(&model, "", None, meta, Some(&text));
                 (
                     RunStatus::Timeout,
                     String::new(),
@@ -520,7 +534,7 @@ impl Engine {
             }
             TurnEnd::Done(Ok(Reply { text, usage })) => {
                 let message = (!text.is_empty() || usage.is_some())
-                    .then(|| assistant_message(&agent_id, &text, usage, meta, None));
+                    .then(|| assistant_message(&model, &text, usage, meta, None));
                 (RunStatus::Ok, text, None, usage, message)
             }
             TurnEnd::Done(Err(e)) => {
@@ -528,7 +542,7 @@ impl Engine {
                     AgentError::Failed(m) => m.clone(),
                     other => other.to_string(),
                 };
-                let message = assistant_message(&agent_id, "", None, meta, Some(&text));
+                let message = assistant_message(&model, "", None, meta, Some(&text));
                 (
                     RunStatus::Error,
                     String::new(),
@@ -678,9 +692,32 @@ pub(crate) fn step_name(step: Step) -> &'static str {
     }
 }
 
+/// The origin of a run's incoming text when another session sent it: the provenance its
+/// recorded message carries, or, for the steps whose message the run does not record
+/// itself, the other party.
+fn provenance(req: &RunRequest) -> Option<Provenance> {
+    if let Some(p) = req.inbound.as_ref().and_then(Provenance::of_message) {
+        return Some(p);
+    }
+    match (req.step, &req.from) {
+        (Step::Announce, Some(from)) => Some(Provenance {
+            source_session: from.to_string(),
+            source_channel: None,
+            source_tool: "sessions_send".into(),
+        }),
+        // The spawn flow recorded the completion message; OpenClaw's channel and tool for it.
+        (Step::SubagentAnnounce, Some(from)) => Some(Provenance {
+            source_session: from.to_string(),
+            source_channel: Some("internal".into()),
+            source_tool: "subagent_announce".into(),
+        }),
+        _ => None,
+    }
+}
+
 /// An assistant message in OpenClaw's shape; `error` makes it a failed turn.
 fn assistant_message(
-    agent_id: &str,
+    model: &ModelRef,
     text: &str,
     usage: Option<agent::Usage>,
     meta: Value,
@@ -694,9 +731,9 @@ fn assistant_message(
         json!([{ "type": "text", "text": text }])
     };
     m.insert("content".into(), content);
-    m.insert("api".into(), json!("scripted"));
-    m.insert("provider".into(), json!("switchboard"));
-    m.insert("model".into(), json!(format!("scripted/{agent_id}")));
+    m.insert("api".into(), json!(model.api));
+    m.insert("provider".into(), json!(model.provider));
+    m.insert("model".into(), json!(model.model));
     if let Some(u) = usage {
         m.insert(
             "usage".into(),
@@ -1027,7 +1064,19 @@ struct RunTools {
     record: Arc<StartRecord>,
     /// The agent running the turn, named in its reply deltas.
     agent_id: String,
+    /// The backend, named on the tool call lines.
+    model: ModelRef,
+    /// The turn's incoming text, which the history leaves out (the backend sends it itself).
+    text: String,
+    /// The incoming message as this run records it, if the run records it itself.
+    inbound: Option<Value>,
+    /// The incoming message is recorded by nobody (an announce step's prompt).
+    unrecorded: bool,
 }
+
+/// Transcript lines a history read skips past at most, looking for the turn's own message
+/// (messages queued behind it may follow it in the transcript).
+const HISTORY_SCAN_EXTRA: usize = 20;
 
 impl ToolRunner for RunTools {
     fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
@@ -1047,17 +1096,77 @@ impl ToolRunner for RunTools {
     }
 
     fn call<'a>(&'a self, name: &'a str, args: &'a Value) -> BoxFuture<'a, Value> {
+        self.call_with_id(None, name, args)
+    }
+
+    fn allowed_tools(&self) -> Vec<&'static str> {
+        self.engine.allowed_tools(&self.ctx)
+    }
+
+    fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async move {
+            let key = &self.ctx.requester;
+            let read = self.engine.store().get(key).and_then(|s| match s {
+                Some(s) => self.engine.store().tail(
+                    &s.entry.session_id,
+                    limit + HISTORY_SCAN_EXTRA,
+                    true,
+                ),
+                None => Ok(Vec::new()),
+            });
+            let rows = match read {
+                Ok(rows) => rows,
+                Err(e) => {
+                    // The turn still runs, without its history.
+                    tracing::warn!(key = %key, error = %e, "could not read a session's history");
+                    return Vec::new();
+                }
+            };
+            let mut messages: Vec<Value> = rows
+                .into_iter()
+                .filter_map(|r| r.line.get("message").cloned())
+                .collect();
+            // The turn's own message, when already recorded, is where the history ends: the
+            // backend sends it itself, and what was queued behind it comes later. One this run
+            // records is found as recorded (its start may not be written yet: then it is not
+            // there, and an older message with the same words must not cut the history short);
+            // one recorded before the run (an external message, a sub-agent's completion) by
+            // its text, the newest first.
+            let own = match &self.inbound {
+                Some(inbound) => messages.iter().rposition(|m| m == inbound),
+                None if self.unrecorded => None,
+                None => messages.iter().rposition(|m| is_user_text(m, &self.text)),
+            };
+            if let Some(at) = own {
+                messages.truncate(at);
+            }
+            let skip = messages.len().saturating_sub(limit);
+            messages.drain(..skip);
+            messages
+        })
+    }
+
+    fn call_with_id<'a>(
+        &'a self,
+        id: Option<&'a str>,
+        name: &'a str,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Value> {
         Box::pin(async move {
             if let Err(e) = self.record.write().await {
                 return json!({ "status": "error", "error": format!("storage error: {e}") });
             }
-            let call_id = format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+            let call_id = match id {
+                Some(id) => id.to_string(),
+                None => format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..10]),
+            };
             let key = &self.ctx.requester;
             let call = json!({
                 "role": "assistant",
                 "content": [{ "type": "toolCall", "id": call_id, "name": name, "arguments": args }],
-                "api": "scripted",
-                "provider": "switchboard",
+                "api": self.model.api,
+                "provider": self.model.provider,
+                "model": self.model.model,
                 "stopReason": "toolUse",
                 "timestamp": now_ms(),
                 "__switchboard": { "runId": self.ctx.run_id },
@@ -1090,5 +1199,23 @@ impl ToolRunner for RunTools {
             }
             result
         })
+    }
+}
+
+/// Whether `m` is a user message whose text is `text`.
+fn is_user_text(m: &Value, text: &str) -> bool {
+    if m.get("role").and_then(Value::as_str) != Some("user") {
+        return false;
+    }
+    match m.get("content") {
+        Some(Value::String(s)) => s == text,
+        Some(Value::Array(parts)) => {
+            let mut texts = parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str));
+            texts.next() == Some(text) && texts.next().is_none()
+        }
+        _ => false,
     }
 }

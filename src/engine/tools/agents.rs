@@ -104,7 +104,7 @@ pub(crate) fn configured(config: &Config) -> Vec<crate::api::AgentInfo> {
         .collect()
 }
 
-/// `{id, name?, model, default?}`; the requester's own agent may be unconfigured, and then
+/// `{id, name?, model, thinkingLevel?, default?}`; the requester's own agent may be unconfigured, and then
 /// has neither name nor model of its own.
 fn agent_row(config: &Config, id: &str, default_agent: &str) -> Value {
     let agent = config.agent(id);
@@ -117,6 +117,10 @@ fn agent_row(config: &Config, id: &str, default_agent: &str) -> Value {
         .and_then(|a| a.model.as_deref())
         .unwrap_or(DEFAULT_MODEL);
     row.insert("model".into(), Value::String(model.to_string()));
+    // The prompt itself stays private: it is the agent's configuration, not the caller's.
+    if let Some(level) = config.thinking_level(id) {
+        row.insert("thinkingLevel".into(), Value::String(level.as_str().into()));
+    }
     if id == default_agent {
         row.insert("default".into(), Value::Bool(true));
     }

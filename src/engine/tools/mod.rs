@@ -22,6 +22,46 @@ pub use list::{owner_entry, owner_row};
 
 impl Engine {
     internal_fn! {
+        /// The session tools `ctx`'s session may call at all, in `TOOL_NAMES` order: the
+        /// ones `call_tool`'s gate (the sub-agent tool policy) does not refuse whatever the
+        /// parameters, less `sessions_spawn` for a sandboxed session that has no sandboxed
+        /// agent to spawn under (the sandbox clamp refuses every spawn then). Otherwise the
+        /// sandbox clamp and the agent-to-agent gate narrow what a tool reaches (which
+        /// sessions, which agents), not whether it may be called, so the tool stays offered.
+        fn allowed_tools(&self, ctx: &ToolContext) -> Vec<&'static str> {
+            let config = self.config();
+            TOOL_NAMES
+                .iter()
+                .copied()
+                .filter(|name| {
+                    crate::engine::flows::spawn::subagent_refusal(config, &ctx.requester, name)
+                        .is_none()
+                })
+                .filter(|name| *name != "sessions_spawn" || self.may_spawn_somewhere(ctx))
+                .collect()
+        }
+    }
+
+    /// Whether some agent passes `sessions_spawn`'s sandbox rule for `ctx` (a sandboxed
+    /// requester spawns only under sandboxed agents: its own, or one its allowlist names).
+    fn may_spawn_somewhere(&self, ctx: &ToolContext) -> bool {
+        let config = self.config();
+        let own = ctx
+            .requester
+            .agent_id(&self.store().scheme().default_agent)
+            .to_string();
+        // Unsandboxed, or sandboxed with an agent of its own that is: its own agent will do.
+        if !ctx.sandboxed || config.agent_sandboxed(&own) {
+            return true;
+        }
+        let (any, allowed) = agents::spawn_allowlist(config, &own);
+        config.agents.list.iter().any(|a| {
+            let id = crate::engine::session::key::normalize_agent_id(&a.id);
+            a.sandboxed && (any || allowed.contains(&id))
+        })
+    }
+
+    internal_fn! {
         /// Run one session tool exactly as an agent would.
         async fn call_tool(
             &self,
