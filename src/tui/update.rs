@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
+use super::streams::Delta;
 use super::state::{
     FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
 };
@@ -239,6 +240,8 @@ impl Console {
                 s.running.insert(r.key.clone());
             } else {
                 s.running.remove(&r.key);
+                // Its run ended while the console was not looking (events were missed).
+                s.streams.not_running(&r.key);
             }
         }
         if let Some(m) = page.matching {
@@ -309,6 +312,9 @@ impl Console {
                 }
                 s.transcript = lines;
                 s.transcript_total = total;
+                // The real reply lines are on screen now: their provisional text goes in
+                // the same frame, so neither both nor none are ever drawn.
+                s.streams.transcript_loaded(&key, total);
             }
             Err(e) => {
                 s.transcript.clear();
@@ -708,9 +714,13 @@ impl Console {
                     self.transcript_dirty = true;
                 }
             }
-            EngineEvent::MessageAppended { key, .. } => {
+            EngineEvent::MessageAppended { key, seq, line, .. } => {
                 self.sessions_dirty = true;
-                if selected.as_deref() == Some(key.as_str()) {
+                let shown = selected.as_deref() == Some(key.as_str());
+                if let Some(run_id) = reply_line_run(&line) {
+                    s.streams.reply_appended(run_id, seq, shown);
+                }
+                if shown {
                     self.transcript_dirty = true;
                 } else {
                     *s.unread.entry(key).or_default() += 1;
@@ -725,8 +735,33 @@ impl Console {
             EngineEvent::RunStarted { key, .. } => {
                 s.running.insert(key);
             }
-            EngineEvent::RunEnded { key, .. } => {
+            EngineEvent::RunEnded { key, run_id, .. } => {
+                let shown = selected.as_deref() == Some(key.as_str());
+                s.streams.run_ended(&run_id, shown);
                 s.running.remove(&key);
+            }
+            EngineEvent::ReplyDelta {
+                run_id,
+                key,
+                agent_id,
+                step,
+                offset,
+                delta,
+            } => {
+                s.streams.delta(
+                    Delta {
+                        run_id: &run_id,
+                        key: &key,
+                        agent_id: &agent_id,
+                        step,
+                        offset,
+                        text: &delta,
+                    },
+                    now,
+                );
+                // A delta proves a run: the sessions list marks it even if RunStarted was
+                // missed.
+                s.running.insert(key);
             }
             EngineEvent::FlowStarted {
                 flow_id,
@@ -887,6 +922,17 @@ impl Console {
             s.flash = None;
         }
     }
+}
+
+/// The run whose reply `line` is: an assistant line with `__switchboard.runId` that is not a
+/// tool call (those come mid-run, before the reply).
+fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
+    if line.get("role").and_then(|r| r.as_str()) != Some("assistant")
+        || line.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
+    {
+        return None;
+    }
+    line.get("__switchboard")?.get("runId")?.as_str()
 }
 
 /// Keep the timeline bounded: the newest 200 exchanges.
