@@ -159,23 +159,31 @@ impl Harness {
             session_id: format!("sid-{key}"),
             seq,
             line: json!({
-                "role": "assistant",
-                "content": [{ "type": "text", "text": text }],
-                "stopReason": "stop",
-                "timestamp": NOW,
-                "__switchboard": { "runId": run, "step": "message", "round": 0 },
+                "type": "message",
+                "id": format!("m{seq}"),
+                "message": {
+                    "role": "assistant",
+                    "content": [{ "type": "text", "text": text }],
+                    "stopReason": "stop",
+                    "timestamp": NOW,
+                    "__switchboard": { "runId": run, "step": "message", "round": 0 },
+                },
             }),
         });
     }
 
     fn run_ended(&mut self, key: &str, run: &str) {
+        self.run_ended_with(key, run, None);
+    }
+
+    fn run_ended_with(&mut self, key: &str, run: &str, reply: Option<&str>) {
         self.event(EngineEvent::RunEnded {
             run_id: run.into(),
             key: key.into(),
             step: "message".into(),
             round: 0,
             status: "ok".into(),
-            reply: None,
+            reply: reply.map(str::to_string),
             error: None,
             duration_ms: 10,
             tokens_in: None,
@@ -387,4 +395,35 @@ fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     h.console.state.transcript_scroll = 0;
     let following = h.screen(100, 24);
     assert!(following.contains("three"), "{following}");
+}
+
+/// On an OpenClaw gateway the reply line carries no run id and the run's end may come
+/// first: the provisional line then shows the whole reply until the line is loaded.
+#[test]
+fn a_run_ending_before_its_untagged_line_keeps_the_whole_reply_until_the_line_loads() {
+    let mut h = Harness::new();
+    h.delta(MAIN, RUN, 1, 0, "Hello ");
+    h.run_ended_with(MAIN, RUN, Some("Hello world"));
+    let ended = h.screen(100, 24);
+    assert_eq!(ended.matches("Hello world").count(), 1, "{ended}");
+    assert!(!ended.contains("streaming…"), "{ended}");
+    // The line, as a gateway announces it (no run id): the load that brings it replaces
+    // the provisional text.
+    h.event(EngineEvent::MessageAppended {
+        key: MAIN.into(),
+        session_id: "sid".into(),
+        seq: 2,
+        line: json!({"type": "message", "message": {"role": "assistant",
+                     "content": [{"type": "text", "text": "Hello world"}]}}),
+    });
+    h.answer_transcript(
+        vec![
+            line(1, LineRole::User, "alice (owner)", "hi there"),
+            line(2, LineRole::Assistant, "agent", "Hello world"),
+        ],
+        2,
+    );
+    let done = h.screen(100, 24);
+    assert_eq!(done.matches("Hello world").count(), 1, "{done}");
+    assert!(h.console.state.streams.runs.is_empty());
 }

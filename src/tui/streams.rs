@@ -159,10 +159,21 @@ impl Streams {
 
     /// Run `run_id` ended. Its provisional text stays only while its reply line is on its
     /// way to the screen; a run that wrote no line (failed early, skipped) leaves nothing.
-    pub fn run_ended(&mut self, run_id: &str, shown: bool) {
-        let keep = shown && self.runs.get(run_id).is_some_and(|s| s.done_seq.is_some());
-        if !keep {
-            self.runs.remove(run_id);
+    /// A run whose line was not announced as its own (a gateway's lines carry no run id)
+    /// but that ended with `reply` shows that whole reply until a load past `loaded_seq`
+    /// (the last seq on screen) brings its line.
+    pub fn run_ended(&mut self, run_id: &str, shown: bool, reply: Option<&str>, loaded_seq: i64) {
+        match (self.runs.get_mut(run_id), reply) {
+            (Some(s), _) if shown && s.done_seq.is_some() => {}
+            (Some(s), Some(reply)) if shown => {
+                s.text.clear();
+                s.cut = false;
+                s.push(reply);
+                s.done_seq = Some(loaded_seq.saturating_add(1));
+            }
+            _ => {
+                self.runs.remove(run_id);
+            }
         }
     }
 

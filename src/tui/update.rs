@@ -735,9 +735,17 @@ impl Console {
             EngineEvent::RunStarted { key, .. } => {
                 s.running.insert(key);
             }
-            EngineEvent::RunEnded { key, run_id, .. } => {
+            EngineEvent::RunEnded {
+                key,
+                run_id,
+                status,
+                reply,
+                ..
+            } => {
                 let shown = selected.as_deref() == Some(key.as_str());
-                s.streams.run_ended(&run_id, shown);
+                let reply = reply.filter(|r| status == "ok" && !r.is_empty());
+                s.streams
+                    .run_ended(&run_id, shown, reply.as_deref(), s.transcript_total);
                 s.running.remove(&key);
             }
             EngineEvent::ReplyDelta {
@@ -924,15 +932,16 @@ impl Console {
     }
 }
 
-/// The run whose reply `line` is: an assistant line with `__switchboard.runId` that is not a
-/// tool call (those come mid-run, before the reply).
+/// The run whose reply the transcript line (`{type, id, message}`) is: an assistant message
+/// with `__switchboard.runId` that is not a tool call (those come mid-run, before the reply).
 fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
-    if line.get("role").and_then(|r| r.as_str()) != Some("assistant")
-        || line.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
+    let m = line.get("message")?;
+    if m.get("role").and_then(|r| r.as_str()) != Some("assistant")
+        || m.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
     {
         return None;
     }
-    line.get("__switchboard")?.get("runId")?.as_str()
+    m.get("__switchboard")?.get("runId")?.as_str()
 }
 
 /// Keep the timeline bounded: the newest 200 exchanges.
