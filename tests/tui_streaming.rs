@@ -81,7 +81,10 @@ impl Harness {
         };
         h.effects_of(None);
         h.answer_sessions(vec![row(MAIN, true), row(OPS, false)]);
-        h.answer_transcript(vec![line(1, LineRole::User, "alice (owner)", "hi there")], 1);
+        h.answer_transcript(
+            vec![line(1, LineRole::User, "alice (owner)", "hi there")],
+            1,
+        );
         assert!(h.transcript_load.is_none() && h.sessions_load.is_none());
         h
     }
@@ -111,7 +114,10 @@ impl Harness {
     }
 
     fn answer_sessions(&mut self, rows: Vec<SessionRow>) {
-        let generation = self.sessions_load.take().expect("a sessions load was asked for");
+        let generation = self
+            .sessions_load
+            .take()
+            .expect("a sessions load was asked for");
         let n = rows.len() as u64;
         self.act(Action::SessionsLoaded {
             generation,
@@ -219,7 +225,10 @@ fn a_reply_mid_stream_shows_provisionally_with_an_indicator() {
     h.delta(MAIN, RUN, 1, 6, "from the ");
     h.delta(MAIN, RUN, 1, 15, "model");
     let shown = h.screen(100, 24);
-    assert!(shown.contains("agent: Hello from the model▍ streaming…"), "{shown}");
+    assert!(
+        shown.contains("agent: Hello from the model▍ streaming…"),
+        "{shown}"
+    );
     // The sessions list marks the session being written in, not the other one.
     assert!(shown.contains("▍main  agent:main:main"), "{shown}");
     assert!(!shown.contains("▍main  agent:ops:main"), "{shown}");
@@ -371,7 +380,14 @@ fn a_sessions_page_saying_a_run_is_over_drops_its_stale_stream() {
 fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     let mut h = Harness::new();
     let lines: Vec<TranscriptLine> = (1..=60)
-        .map(|i| line(i, LineRole::User, "alice (owner)", &format!("message number {i}")))
+        .map(|i| {
+            line(
+                i,
+                LineRole::User,
+                "alice (owner)",
+                &format!("message number {i}"),
+            )
+        })
         .collect();
     h.act(Action::Lagged);
     h.answer_sessions(vec![row(MAIN, true), row(OPS, false)]);

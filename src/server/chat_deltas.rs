@@ -209,7 +209,10 @@ mod tests {
         let mut d = ChatDeltas::default();
         let big = "x".repeat(MAX_ACCUMULATED);
         assert!(d.translate(&delta("r", 1, 0, &big), |_| true, 1).is_some());
-        assert_eq!(d.translate(&delta("r", 1, big.len(), "y"), |_| true, 1), None);
+        assert_eq!(
+            d.translate(&delta("r", 1, big.len(), "y"), |_| true, 1),
+            None
+        );
         for i in 0..MAX_RUNS + 10 {
             d.translate(&delta(&format!("run{i}"), 1, 0, "a"), |_| true, 1);
         }

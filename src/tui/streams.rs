@@ -188,7 +188,8 @@ impl Streams {
 
     /// `key` is known not to be running (a sessions page said so): nothing streams there.
     pub fn not_running(&mut self, key: &str) {
-        self.runs.retain(|_, s| s.key != key || s.done_seq.is_some());
+        self.runs
+            .retain(|_, s| s.key != key || s.done_seq.is_some());
     }
 
     /// Whether a reply is being written in `key` now.

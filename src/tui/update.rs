@@ -9,10 +9,10 @@ use serde_json::json;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
-use super::streams::Delta;
 use super::state::{
     FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
 };
+use super::streams::Delta;
 use crate::api::{
     ApiError, EngineEvent, PolicyChange, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
     TranscriptQuery,

@@ -30,6 +30,8 @@ struct Streaming {
     text: String,
     /// Our model-call number: bumped when OpenClaw's text stops extending the last one.
     step: u32,
+    /// Its reply line has been mapped (OpenClaw sends it before the last delta and the final).
+    line_seen: bool,
 }
 
 /// What the mapping remembers between events.
@@ -37,9 +39,8 @@ struct Streaming {
 pub struct Mapper {
     started: HashMap<String, i64>,
     streaming: HashMap<String, Streaming>,
-    /// Per session, the streamed run whose reply line has not arrived yet: OpenClaw's lines
-    /// carry no run id, so the next assistant line there is tagged with it, as our engine's
-    /// lines are (`__switchboard.runId`), for the console to replace the provisional text.
+    /// Per session, the streamed run that ended before its reply line came, for a gateway
+    /// whose lines carry no `__openclaw.runId`: the next assistant line there is its reply.
     awaiting_line: HashMap<String, String>,
 }
 
@@ -79,9 +80,11 @@ impl Mapper {
                 let mut message = message.clone();
                 let is_reply = message.get("role").and_then(Value::as_str) == Some("assistant")
                     && message.get("stopReason").and_then(Value::as_str) != Some("toolUse");
+                // Tagged as our engine tags its lines (`__switchboard.runId`), so the console
+                // replaces that run's provisional text with this line.
                 if is_reply
                     && message.is_object()
-                    && let Some(run_id) = self.awaiting_line.remove(&key)
+                    && let Some(run_id) = self.reply_run(&key, &message)
                 {
                     message["__switchboard"] = json!({ "runId": run_id });
                 }
@@ -144,7 +147,7 @@ impl Mapper {
                 let ended = message
                     .and_then(|m| m.get("timestamp"))
                     .and_then(Value::as_i64);
-                if self.streaming.remove(run_id).is_some() {
+                if self.streaming.remove(run_id).is_some_and(|r| !r.line_seen) {
                     remember(&mut self.awaiting_line, key.clone(), run_id.to_string());
                 }
                 let duration_ms = match (self.started.remove(run_id), ended) {
@@ -197,6 +200,7 @@ impl Mapper {
                 key: key.clone(),
                 text: String::new(),
                 step: 1,
+                line_seen: false,
             });
         if run.text.len() > STREAM_TEXT_MAX {
             return None;
@@ -224,6 +228,30 @@ impl Mapper {
             offset,
             delta,
         })
+    }
+}
+
+impl Mapper {
+    /// The run an assistant reply line in `key` belongs to: OpenClaw 2026.9 names it
+    /// (`__openclaw.runId`); otherwise the run streaming there now, or the streamed run that
+    /// ended there before its line came.
+    fn reply_run(&mut self, key: &str, message: &Value) -> Option<String> {
+        let named = message
+            .get("__openclaw")
+            .and_then(|o| text_of(o, "runId"))
+            .map(str::to_string);
+        let streaming = self
+            .streaming
+            .iter_mut()
+            .find(|(id, r)| {
+                r.key == key && !r.line_seen && named.as_deref().is_none_or(|n| n == id.as_str())
+            })
+            .map(|(id, r)| {
+                r.line_seen = true;
+                id.clone()
+            });
+        let awaited = self.awaiting_line.remove(key);
+        named.or(streaming).or(awaited)
     }
 }
 
@@ -387,13 +415,19 @@ mod tests {
         }
         match &out[ended] {
             EngineEvent::RunEnded { reply, status, .. } => {
-                assert_eq!((status.as_str(), reply.as_deref()), ("ok", Some("proto reply")));
+                assert_eq!(
+                    (status.as_str(), reply.as_deref()),
+                    ("ok", Some("proto reply"))
+                );
             }
             other => panic!("{other:?}"),
         }
         // The run's text is freed with its end; its reply line is awaited.
         assert!(m.streaming.is_empty());
-        assert_eq!(m.awaiting_line.get("agent:main:proto").map(String::as_str), Some(run));
+        assert_eq!(
+            m.awaiting_line.get("agent:main:proto").map(String::as_str),
+            Some(run)
+        );
     }
 
     #[test]
@@ -413,6 +447,40 @@ mod tests {
                 (2, 6, " see".to_string()),
             ]
         );
+    }
+
+    /// OpenClaw 2026.9.6 as captured against a live gateway: a delta, the reply line (naming
+    /// its run in `__openclaw.runId`), the last delta, the final.
+    #[test]
+    fn the_captured_console_events_tag_the_reply_line_with_its_run() {
+        let frames: Vec<Value> =
+            include_str!("../../../tests/fixtures/openclaw-2026.9.6/console/events.jsonl")
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+        let mut m = Mapper::default();
+        let mut out = Vec::new();
+        for f in &frames {
+            out.extend(m.map(f["event"].as_str().unwrap_or(""), &f["payload"]));
+        }
+        let run = "5ee9708e-432e-494b-9168-36437b1a94eb";
+        assert_eq!(
+            deltas(&out),
+            vec![(1, 0, "liv".to_string()), (1, 3, "e reply".to_string())]
+        );
+        let tagged: Vec<(&str, Option<&str>)> = out
+            .iter()
+            .filter_map(|e| match e {
+                EngineEvent::MessageAppended { line, .. } => Some((
+                    line["message"]["role"].as_str().unwrap_or(""),
+                    line["message"]["__switchboard"]["runId"].as_str(),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tagged, vec![("user", None), ("assistant", Some(run))]);
+        // Nothing is left waiting for a line, nor any text held.
+        assert!(m.awaiting_line.is_empty() && m.streaming.is_empty());
     }
 
     #[test]
@@ -435,7 +503,9 @@ mod tests {
         let again = m.map("session.message", &line("assistant", "stop"));
         let run_of = |events: &[EngineEvent]| match events.first() {
             Some(EngineEvent::MessageAppended { line, .. }) => {
-                line["message"]["__switchboard"]["runId"].as_str().map(str::to_string)
+                line["message"]["__switchboard"]["runId"]
+                    .as_str()
+                    .map(str::to_string)
             }
             other => panic!("{other:?}"),
         };
