@@ -138,10 +138,10 @@ impl Streams {
             );
             self.trim();
         }
-        if let Some(s) = self.runs.get_mut(d.run_id) {
-            if s.done_seq.is_none() {
-                s.apply(d.step, d.offset, d.text);
-            }
+        if let Some(s) = self.runs.get_mut(d.run_id)
+            && s.done_seq.is_none()
+        {
+            s.apply(d.step, d.offset, d.text);
         }
     }
 
