@@ -376,6 +376,18 @@ fn a_sessions_page_saying_a_run_is_over_drops_its_stale_stream() {
     assert!(h.console.state.streams.runs.is_empty());
 }
 
+/// A page read before the run began says "not running": the live stream stays (dropping it
+/// would show the rest of the reply after a false gap).
+#[test]
+fn a_sessions_page_older_than_the_run_does_not_cut_its_stream() {
+    let mut h = Harness::new();
+    h.delta(OPS, "run-ops", 1, 0, "first ");
+    h.event(EngineEvent::SessionUpdated { key: OPS.into() });
+    h.answer_sessions(vec![row(MAIN, true), row(OPS, false)]);
+    h.delta(OPS, "run-ops", 1, 6, "second");
+    assert_eq!(h.console.state.streams.runs["run-ops"].text, "first second");
+}
+
 #[test]
 fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     let mut h = Harness::new();

@@ -36,6 +36,8 @@ pub struct StreamingReply {
     pub done_seq: Option<i64>,
     /// Arrival order, for drawing and for forgetting the oldest.
     pub order: u64,
+    /// Events were missed since its last delta: its end may have been among them.
+    pub suspect: bool,
 }
 
 impl StreamingReply {
@@ -134,6 +136,7 @@ impl Streams {
                     started: now,
                     done_seq: None,
                     order: self.next_order,
+                    suspect: false,
                 },
             );
             self.trim();
@@ -141,6 +144,7 @@ impl Streams {
         if let Some(s) = self.runs.get_mut(d.run_id)
             && s.done_seq.is_none()
         {
+            s.suspect = false;
             s.apply(d.step, d.offset, d.text);
         }
     }
@@ -186,10 +190,18 @@ impl Streams {
         });
     }
 
-    /// `key` is known not to be running (a sessions page said so): nothing streams there.
+    /// Events were missed: any run's end may have been among them.
+    pub fn events_missed(&mut self) {
+        for s in self.runs.values_mut() {
+            s.suspect = true;
+        }
+    }
+
+    /// A sessions page says `key` is not running. A run whose end may have been missed is
+    /// over; any other is trusted over the page, which may have been read before it began.
     pub fn not_running(&mut self, key: &str) {
         self.runs
-            .retain(|_, s| s.key != key || s.done_seq.is_some());
+            .retain(|_, s| s.key != key || s.done_seq.is_some() || !s.suspect);
     }
 
     /// Whether a reply is being written in `key` now.

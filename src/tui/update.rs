@@ -77,7 +77,10 @@ impl Console {
             }
             Action::Click(x, y) => self.click(x, y),
             Action::Engine(e) => self.engine_event(*e),
-            Action::Lagged => self.reload_all(),
+            Action::Lagged => {
+                self.state.streams.events_missed();
+                self.reload_all()
+            }
             Action::Tick => self.tick(),
             // The header reads the link's state when it draws; the action only wakes the loop.
             Action::LinkChanged => {}
@@ -728,6 +731,7 @@ impl Console {
             }
             // Another process wrote to the state folder: what is not known, so reload.
             EngineEvent::ExternalChange => {
+                s.streams.events_missed();
                 self.sessions_dirty = true;
                 self.recount = true;
                 self.transcript_dirty = true;
