@@ -740,7 +740,7 @@ async fn gateway_events_become_engine_events_in_order_numbered_without_gaps() {
     let mut updates = 0;
     let mut story = Vec::new();
     let run_id = captured_run_id();
-    while updates + story.len() < keyed_changes + 4 {
+    while updates + story.len() < keyed_changes + 6 {
         let StreamItem::Event(e) = next_event(&mut stream).await else {
             panic!("a gap or an end in an unbroken stream");
         };
@@ -759,6 +759,17 @@ async fn gateway_events_become_engine_events_in_order_numbered_without_gaps() {
             EngineEvent::RunStarted { run_id: r, key, .. } => {
                 assert_eq!(r, run_id);
                 story.push(format!("run started in {key}"))
+            }
+            // Issue 13: OpenClaw's chat deltas, as what each adds to the text so far.
+            EngineEvent::ReplyDelta {
+                run_id: r,
+                key,
+                offset,
+                delta,
+                ..
+            } => {
+                assert_eq!(r, run_id);
+                story.push(format!("delta in {key} at {offset}: {delta}"))
             }
             EngineEvent::RunEnded {
                 run_id: r,
@@ -781,7 +792,9 @@ async fn gateway_events_become_engine_events_in_order_numbered_without_gaps() {
             "created agent:main:cron:nightly".to_string(),
             format!("agent:main:octest #{} user", history_total() + 1),
             "run started in agent:main:octest".into(),
+            "delta in agent:main:octest at 0: liv".into(),
             format!("agent:main:octest #{} assistant", history_total() + 2),
+            "delta in agent:main:octest at 3: e reply".into(),
             "run ended ok in agent:main:octest: live reply".into(),
             "deleted agent:main:cron:nightly".into(),
         ]

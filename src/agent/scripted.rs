@@ -120,18 +120,33 @@ impl Agent for ScriptedAgent {
             if let Some(error) = &rule.error {
                 return Err(AgentError::Failed(substitute(error, &vars)));
             }
+            let text = rule
+                .reply
+                .as_deref()
+                .map(|r| substitute(r, &vars))
+                .unwrap_or_default();
+            if rule.stream_ms > 0 {
+                stream_words(&text, rule.stream_ms, tools).await;
+            }
             Ok(Reply {
-                text: rule
-                    .reply
-                    .as_deref()
-                    .map(|r| substitute(r, &vars))
-                    .unwrap_or_default(),
+                text,
                 usage: rule.tokens.map(|t| Usage {
                     input: t.input,
                     output: t.output,
                 }),
             })
         })
+    }
+}
+
+/// Reports `text` through `reply_delta` one word (with the whitespace after it) at a time,
+/// pausing `pause_ms` after each, as a streaming model's single call (step 1) would.
+async fn stream_words(text: &str, pause_ms: u64, tools: &dyn ToolRunner) {
+    let mut offset = 0;
+    for word in text.split_inclusive(char::is_whitespace) {
+        tools.reply_delta(1, offset, word);
+        offset += word.len();
+        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
     }
 }
 
@@ -564,6 +579,86 @@ mod tests {
         assert!(fut.as_mut().poll(&mut cx).is_pending());
         tokio::time::advance(Duration::from_millis(1)).await;
         assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::config::ScriptWhen;
+
+    /// Records every delta; tool calls are not expected.
+    #[derive(Default)]
+    struct Deltas(Mutex<Vec<(u32, usize, String)>>);
+
+    impl ToolRunner for Deltas {
+        fn call<'a>(&'a self, _name: &'a str, _args: &'a Value) -> BoxFuture<'a, Value> {
+            Box::pin(async { Value::Null })
+        }
+        fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
+            self.0
+                .lock()
+                .expect("deltas lock")
+                .push((step, offset, delta.to_string()));
+        }
+    }
+
+    fn turn() -> Turn {
+        Turn {
+            session_key: "agent:main:main".into(),
+            agent_id: "main".into(),
+            step: crate::agent::Step::Message,
+            round: 0,
+            from: None,
+            text: "hi".into(),
+            context: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stream_ms_reports_the_reply_word_by_word_then_returns_it_whole() {
+        let rule = ScriptRule {
+            when: ScriptWhen::default(),
+            reply: Some("héllo  big\nworld".into()),
+            stream_ms: 30,
+            ..ScriptRule::default()
+        };
+        let tools = Deltas::default();
+        let reply = ScriptedAgent::new(vec![rule])
+            .run(&turn(), &tools)
+            .await
+            .expect("reply");
+        assert_eq!(reply.text, "héllo  big\nworld");
+        let deltas = tools.0.into_inner().expect("deltas");
+        assert_eq!(
+            deltas,
+            vec![
+                (1, 0, "héllo ".to_string()),
+                (1, 7, " ".to_string()),
+                (1, 8, "big\n".to_string()),
+                (1, 12, "world".to_string()),
+            ]
+        );
+        // Offsets chain: each is the byte length of everything before it.
+        let joined: String = deltas.iter().map(|d| d.2.as_str()).collect();
+        assert_eq!(joined, reply.text);
+    }
+
+    #[tokio::test]
+    async fn without_stream_ms_nothing_is_streamed() {
+        let rule = ScriptRule {
+            reply: Some("plain".into()),
+            ..ScriptRule::default()
+        };
+        let tools = Deltas::default();
+        let reply = ScriptedAgent::new(vec![rule])
+            .run(&turn(), &tools)
+            .await
+            .expect("reply");
+        assert_eq!(reply.text, "plain");
+        assert!(tools.0.into_inner().expect("deltas").is_empty());
     }
 }
 

@@ -666,6 +666,7 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
                 at(&p)
             };
             check_range(rule_path(&["delayMs"]), rule.delay_ms);
+            check_range(rule_path(&["streamMs"]), rule.stream_ms);
             if let Some(round) = rule.when.round {
                 check_range(rule_path(&["when", "round"]), round.into());
             }

@@ -33,6 +33,9 @@ pub mod limits {
     /// `delayMs` of a scripted rule: it stands in for a model's thinking time; ten minutes is
     /// longer than any model turn worth simulating.
     pub const DELAY_MS: u64 = 600_000;
+    /// `streamMs` of a scripted rule: the pause after each streamed word; ten seconds is
+    /// slower than any model worth simulating.
+    pub const STREAM_MS: u64 = 10_000;
     /// `tokens.in` / `tokens.out` of a scripted rule: one turn's usage; the largest context
     /// windows hold a few million tokens.
     pub const TURN_TOKENS: u64 = 10_000_000;
@@ -73,6 +76,12 @@ pub mod limits {
             min: 0,
             max: DELAY_MS,
             note: "milliseconds, at most ten minutes",
+        },
+        Range {
+            path: "agents.list[].script[].streamMs",
+            min: 0,
+            max: STREAM_MS,
+            note: "milliseconds after each streamed word, at most ten seconds",
         },
         Range {
             path: "agents.list[].script[].when.round",
@@ -483,6 +492,9 @@ pub struct ScriptRule {
     pub reply: Option<String>,
     pub tools: Vec<ScriptToolCall>,
     pub delay_ms: u64,
+    /// Our extension: stream the reply word by word (as a streaming model would, through
+    /// `ToolRunner::reply_delta`) with this pause after each word; 0 replies at once.
+    pub stream_ms: u64,
     pub error: Option<String>,
     pub tokens: Option<ScriptTokens>,
 }

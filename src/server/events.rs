@@ -183,16 +183,22 @@ async fn openclaw(
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + tick, tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut engine_open = true;
+    let mut deltas = super::chat_deltas::ChatDeltas::default();
     loop {
         let frames = tokio::select! {
             _ = ticker.tick() => vec![(TICK, json!({"ts": now_ms()}))],
             item = stream.next(), if engine_open => match item {
                 StreamItem::Event(e) => {
                     let interest = interest.lock().unwrap_or_else(|p| p.into_inner());
-                    translate(&e.event, &interest)
+                    let mut frames = translate(&e.event, &interest);
+                    if let Some(v) = deltas.translate(&e.event, |k| interest.runs_of(k), now_ms()) {
+                        frames.push((CHAT, v));
+                    }
+                    frames
                 }
                 StreamItem::Missed(missed) => {
                     tracing::warn!(missed, "a connection's engine stream lost events");
+                    deltas.missed();
                     // What was lost is unknown: a session list is told to reload.
                     let interest = interest.lock().unwrap_or_else(|p| p.into_inner());
                     if interest.sessions {
@@ -311,8 +317,8 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
                 out.push((SESSION_MESSAGE, with_agent(v, key)));
             }
         }
-        // Not translated into OpenClaw's `chat` deltas yet (switchboard-dialect clients get
-        // them as `switchboard.event`).
+        // OpenClaw's `chat` deltas carry the accumulated text: made by the connection's
+        // `ChatDeltas`, which keeps it (switchboard-dialect clients get `switchboard.event`).
         EngineEvent::ReplyDelta { .. } => {}
         EngineEvent::RunStarted {
             run_id,

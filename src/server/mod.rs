@@ -2,6 +2,7 @@
 //! in front of any `SessionsApi`.
 
 mod auth_limit;
+mod chat_deltas;
 mod connection;
 mod events;
 mod idempotency;

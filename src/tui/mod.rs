@@ -7,6 +7,7 @@ pub mod action;
 pub mod effects;
 pub mod keymap;
 pub mod state;
+pub mod streams;
 pub mod terminal;
 pub mod update;
 pub mod view;

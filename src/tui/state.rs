@@ -202,6 +202,8 @@ pub struct State {
     pub timestamps: bool,
     pub wrap: bool,
     pub follow: bool,
+    /// Replies being streamed, shown provisionally under their session's transcript.
+    pub streams: crate::tui::streams::Streams,
 
     pub flows: BTreeMap<String, FlowView>,
     pub spawns: BTreeMap<String, SpawnView>,
@@ -247,6 +249,7 @@ impl State {
             timestamps: true,
             wrap: true,
             follow: true,
+            streams: Default::default(),
             flows: BTreeMap::new(),
             spawns: BTreeMap::new(),
             rounds_all: false,

@@ -12,6 +12,7 @@ use super::effects::Effect;
 use super::state::{
     FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
 };
+use super::streams::Delta;
 use crate::api::{
     ApiError, EngineEvent, PolicyChange, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
     TranscriptQuery,
@@ -76,7 +77,10 @@ impl Console {
             }
             Action::Click(x, y) => self.click(x, y),
             Action::Engine(e) => self.engine_event(*e),
-            Action::Lagged => self.reload_all(),
+            Action::Lagged => {
+                self.state.streams.events_missed();
+                self.reload_all()
+            }
             Action::Tick => self.tick(),
             // The header reads the link's state when it draws; the action only wakes the loop.
             Action::LinkChanged => {}
@@ -239,6 +243,8 @@ impl Console {
                 s.running.insert(r.key.clone());
             } else {
                 s.running.remove(&r.key);
+                // Its run ended while the console was not looking (events were missed).
+                s.streams.not_running(&r.key);
             }
         }
         if let Some(m) = page.matching {
@@ -309,6 +315,9 @@ impl Console {
                 }
                 s.transcript = lines;
                 s.transcript_total = total;
+                // The real reply lines are on screen now: their provisional text goes in
+                // the same frame, so neither both nor none are ever drawn.
+                s.streams.transcript_loaded(&key, total);
             }
             Err(e) => {
                 s.transcript.clear();
@@ -708,9 +717,13 @@ impl Console {
                     self.transcript_dirty = true;
                 }
             }
-            EngineEvent::MessageAppended { key, .. } => {
+            EngineEvent::MessageAppended { key, seq, line, .. } => {
                 self.sessions_dirty = true;
-                if selected.as_deref() == Some(key.as_str()) {
+                let shown = selected.as_deref() == Some(key.as_str());
+                if let Some(run_id) = reply_line_run(&line) {
+                    s.streams.reply_appended(run_id, seq, shown);
+                }
+                if shown {
                     self.transcript_dirty = true;
                 } else {
                     *s.unread.entry(key).or_default() += 1;
@@ -718,6 +731,7 @@ impl Console {
             }
             // Another process wrote to the state folder: what is not known, so reload.
             EngineEvent::ExternalChange => {
+                s.streams.events_missed();
                 self.sessions_dirty = true;
                 self.recount = true;
                 self.transcript_dirty = true;
@@ -725,8 +739,41 @@ impl Console {
             EngineEvent::RunStarted { key, .. } => {
                 s.running.insert(key);
             }
-            EngineEvent::RunEnded { key, .. } => {
+            EngineEvent::RunEnded {
+                key,
+                run_id,
+                status,
+                reply,
+                ..
+            } => {
+                let shown = selected.as_deref() == Some(key.as_str());
+                let reply = reply.filter(|r| status == "ok" && !r.is_empty());
+                s.streams
+                    .run_ended(&run_id, shown, reply.as_deref(), s.transcript_total);
                 s.running.remove(&key);
+            }
+            EngineEvent::ReplyDelta {
+                run_id,
+                key,
+                agent_id,
+                step,
+                offset,
+                delta,
+            } => {
+                s.streams.delta(
+                    Delta {
+                        run_id: &run_id,
+                        key: &key,
+                        agent_id: &agent_id,
+                        step,
+                        offset,
+                        text: &delta,
+                    },
+                    now,
+                );
+                // A delta proves a run: the sessions list marks it even if RunStarted was
+                // missed.
+                s.running.insert(key);
             }
             EngineEvent::FlowStarted {
                 flow_id,
@@ -887,6 +934,18 @@ impl Console {
             s.flash = None;
         }
     }
+}
+
+/// The run whose reply the transcript line (`{type, id, message}`) is: an assistant message
+/// with `__switchboard.runId` that is not a tool call (those come mid-run, before the reply).
+fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
+    let m = line.get("message")?;
+    if m.get("role").and_then(|r| r.as_str()) != Some("assistant")
+        || m.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
+    {
+        return None;
+    }
+    m.get("__switchboard")?.get("runId")?.as_str()
 }
 
 /// Keep the timeline bounded: the newest 200 exchanges.

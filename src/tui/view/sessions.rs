@@ -84,7 +84,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         .take(rows_room)
     {
         let i = state.sessions_offset + j;
-        let running = if state.running.contains(&row.key) {
+        let running = if state.streams.streaming_in(&row.key) {
+            "▍"
+        } else if state.running.contains(&row.key) {
             "●"
         } else {
             " "

@@ -47,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             String::new()
         }
     );
-    let mut lines: Vec<Line> = Vec::new();
+    let mut lines: Vec<Line<'static>> = Vec::new();
     for l in state
         .transcript
         .iter()
@@ -91,7 +91,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             lines.push(Line::from(format!("  {more}")));
         }
     }
-    if lines.is_empty() {
+    let base_len = lines.len();
+    let provisional = provisional_lines(state, inner.height as usize);
+    if lines.is_empty() && provisional.is_empty() {
         lines.push(Line::from(if state.selected_key().is_some() {
             "No messages yet."
         } else {
@@ -105,12 +107,25 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     // user scrolled up) sits at the bottom.
     let keep = (body_h + state.transcript_scroll).max(1);
     let start = lines.len().saturating_sub(keep);
-    let mut para = Paragraph::new(lines[start..].to_vec());
-    if state.wrap {
-        para = para.wrap(Wrap { trim: false });
-    }
+    let paragraph = |lines: Vec<Line<'static>>| {
+        let para = Paragraph::new(lines);
+        if state.wrap {
+            para.wrap(Wrap { trim: false })
+        } else {
+            para
+        }
+    };
+    let mut shown = lines[start..].to_vec();
+    // Scrolled up, the view stays on the same rows while a reply grows below it.
+    let paused_top = (state.transcript_scroll > 0 && base_len > 0).then(|| {
+        paragraph(shown.clone())
+            .line_count(body.width)
+            .saturating_sub(body_h + state.transcript_scroll)
+    });
+    shown.extend(provisional);
+    let para = paragraph(shown);
     let rows = para.line_count(body.width);
-    let top = rows.saturating_sub(body_h + state.transcript_scroll);
+    let top = paused_top.unwrap_or_else(|| rows.saturating_sub(body_h + state.transcript_scroll));
     let para = para.scroll((top.min(u16::MAX as usize) as u16, 0));
     frame.render_widget(para, body);
     let ind = Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1);
@@ -121,4 +136,60 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         )),
         ind,
     );
+}
+
+/// The replies being streamed into the shown session, as lines for the bottom of the pane:
+/// the speaker, the text so far and, while the model writes, a cursor and "streaming…".
+/// Only the last `room` lines of each can be on screen, so only those are built.
+fn provisional_lines(state: &State, room: usize) -> Vec<Line<'static>> {
+    let Some(key) = state
+        .transcript_key
+        .as_deref()
+        .filter(|k| state.selected_key() == Some(*k))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for reply in state.streams.of(key) {
+        let mut text_lines: Vec<&str> = reply.text.split('\n').collect();
+        let skipped = text_lines.len().saturating_sub(room.max(1));
+        text_lines.drain(..skipped);
+        let n = text_lines.len();
+        for (i, text) in text_lines.into_iter().enumerate() {
+            let mut spans = Vec::new();
+            if i == 0 && skipped == 0 {
+                if state.timestamps {
+                    spans.push(Span::styled(
+                        format!("{} ", clock(reply.started)),
+                        Style::default().add_modifier(Modifier::DIM),
+                    ));
+                }
+                spans.push(Span::styled(
+                    "agent: ".to_string(),
+                    Style::default().fg(ratatui::style::Color::Green),
+                ));
+                if reply.cut {
+                    spans.push(Span::styled(
+                        "…".to_string(),
+                        Style::default().add_modifier(Modifier::DIM),
+                    ));
+                }
+            } else {
+                spans.push(Span::raw("  "));
+            }
+            spans.push(Span::raw(text.to_string()));
+            if i + 1 == n && reply.live() {
+                spans.push(Span::styled(
+                    "▍".to_string(),
+                    Style::default().fg(ratatui::style::Color::Green),
+                ));
+                spans.push(Span::styled(
+                    " streaming…".to_string(),
+                    Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
+                ));
+            }
+            out.push(Line::from(spans));
+        }
+    }
+    out
 }
