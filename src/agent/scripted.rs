@@ -614,6 +614,7 @@ mod stream_tests {
             from: None,
             text: "hi".into(),
             context: None,
+            provenance: None,
         }
     }
 
