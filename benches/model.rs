@@ -15,20 +15,28 @@
 //!   answer; until all 200 replies are recorded. Prints the process's thread count at the peak:
 //!   runs are tasks, not threads.
 //!
+//! - `delta_to_console`: a reply streamed by the fake server in 2 ms steps; per delta, the time
+//!   from the server writing its chunk to the console's `update` having taken it into its
+//!   state, along the app's own path (engine event → API subscription → channel → `update`).
+//!
 //! Run: `cargo bench --bench model`.
 
 #[path = "../tests/fake_model/mod.rs"]
 mod fake_model;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
-use fake_model::{Answer, Fake, call, text_reply, tool_reply};
+use fake_model::{Answer, Fake, call, streamed_text, text_reply, tool_reply};
 use serde_json::{Value, json};
+use switchboard::api::{EngineEvent, SendRequest, Sender, StreamItem};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
+use switchboard::tui::action::Action;
+use switchboard::tui::state::State;
+use switchboard::tui::update::Console;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -137,7 +145,11 @@ fn bench_concurrent(c: &mut Criterion) {
     };
     let fake = rt.block_on(Fake::start(vec![slow]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine = Engine::open(dir.path(), config(&fake.base_url, json!({}))).expect("engine");
+    let engine = Engine::open(
+        dir.path(),
+        config(&fake.base_url, json!({ "maxConcurrent": RUNS })),
+    )
+    .expect("engine");
     let keys: Vec<SessionKey> = (0..RUNS)
         .map(|i| SessionKey::from_canonical(format!("agent:main:c{i}")))
         .collect();
@@ -170,9 +182,107 @@ fn bench_concurrent(c: &mut Criterion) {
     );
 }
 
+fn bench_delta_to_console(c: &mut Criterion) {
+    const PIECES: usize = 20;
+    let rt = runtime();
+    let pieces: Vec<String> = (0..PIECES).map(|i| format!("word{i} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let fake = rt.block_on(Fake::start(vec![streamed_text(
+        &refs,
+        Duration::from_millis(2),
+        Some((10, PIECES as u64)),
+    )]));
+    let dir = tempfile::tempdir().expect("dir");
+    let engine = Engine::open(
+        dir.path(),
+        config(&fake.base_url, json!({ "stream": true })),
+    )
+    .expect("engine");
+    // The engine's tasks start on this runtime.
+    let _entered = rt.enter();
+    let api = engine.start();
+    let mut console = Console::new(State::new("bench".into(), 0));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Action>();
+    let mut events = api.subscribe();
+    // As the app does: one task turns the subscription into actions on a channel.
+    rt.spawn(async move {
+        loop {
+            let action = match events.next().await {
+                StreamItem::Event(e) => Action::Engine(Box::new(e.event)),
+                StreamItem::Missed(_) => Action::Lagged,
+                StreamItem::Closed => return,
+            };
+            if tx.send(action).is_err() {
+                return;
+            }
+        }
+    });
+    let mut worst = Duration::ZERO;
+    let mut all: Vec<Duration> = Vec::new();
+    let mut g = c.benchmark_group("model");
+    g.sample_size(20).measurement_time(Duration::from_secs(8));
+    g.bench_function("delta_to_console", |b| {
+        b.iter_custom(|iters| {
+            let mut latencies: Vec<Duration> = Vec::new();
+            while (latencies.len() as u64) < iters {
+                let _ = fake.take_chunk_times();
+                let mut taken: Vec<Instant> = Vec::with_capacity(PIECES);
+                rt.block_on(async {
+                    api.send(SendRequest {
+                        key: "agent:main:main".into(),
+                        text: "stream please".into(),
+                        from: Sender::default(),
+                    })
+                    .await
+                    .expect("send");
+                    while taken.len() < PIECES {
+                        let action = rx.recv().await.expect("events");
+                        let delta = matches!(
+                            &action,
+                            Action::Engine(e) if matches!(**e, EngineEvent::ReplyDelta { .. })
+                        );
+                        let _ = console.update(action);
+                        if delta {
+                            taken.push(Instant::now());
+                        }
+                    }
+                    engine.idle().await;
+                    // Drain what the end of the run sent, so the next turn starts clean.
+                    while let Ok(a) = rx.try_recv() {
+                        let _ = console.update(a);
+                    }
+                });
+                let written = fake.take_chunk_times();
+                for (w, t) in written.iter().zip(&taken) {
+                    latencies.push(t.saturating_duration_since(*w));
+                }
+            }
+            latencies.truncate(iters as usize);
+            for l in &latencies {
+                worst = worst.max(*l);
+            }
+            all.extend(latencies.iter().copied());
+            latencies.iter().sum()
+        })
+    });
+    g.finish();
+    all.sort();
+    if !all.is_empty() {
+        let pct = |p: f64| all[((all.len() - 1) as f64 * p) as usize];
+        println!(
+            "delta_to_console over {} deltas: median {:?}, p99 {:?}, worst {:?}",
+            all.len(),
+            pct(0.5),
+            pct(0.99),
+            worst
+        );
+    }
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_turns(&mut c);
     bench_concurrent(&mut c);
+    bench_delta_to_console(&mut c);
     c.final_summary();
 }

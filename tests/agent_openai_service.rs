@@ -340,7 +340,7 @@ fn config_check_explains_a_bad_max_concurrent() {
   agents: { list: [ { id: "main", default: true, model: "local/llama" } ] },
   models: { providers: {
     local: { baseUrl: "http://127.0.0.1:1/v1", maxConcurrent: 0 },
-    big: { baseUrl: "http://127.0.0.1:2/v1", maxConcurrent: 65 },
+    big: { baseUrl: "http://127.0.0.1:2/v1", maxConcurrent: 257 },
   } },
 }"#,
     );
@@ -353,10 +353,10 @@ fn config_check_explains_a_bad_max_concurrent() {
     );
     assert!(err.contains("models.providers.big.maxConcurrent"), "{err}");
     assert!(
-        err.contains("expected a whole number from 1 to 64 (model requests to provider \"big\""),
+        err.contains("expected a whole number from 1 to 256 (model requests to provider \"big\""),
         "{err}"
     );
-    assert!(err.contains("got 65"), "{err}");
+    assert!(err.contains("got 257"), "{err}");
     assert!(err.contains("got 0"), "{err}");
 }
 

@@ -582,8 +582,9 @@ impl ModelProvider {
     pub const MAX_STEPS: u32 = 100;
     pub const MAX_TIMEOUT_SECONDS: u64 = 3_600;
     pub const DEFAULT_MAX_CONCURRENT: u32 = 4;
-    /// `maxConcurrent` range: at least one request, at most 64 (`config check` refuses more).
-    pub const MAX_CONCURRENT: u32 = 64;
+    /// `maxConcurrent` range: at least one request, at most 256 (`config check` refuses
+    /// more): a hosted API may take hundreds at once; past that it is a typo.
+    pub const MAX_CONCURRENT: u32 = 256;
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -116,6 +116,8 @@ pub struct Fake {
     in_flight: Arc<AtomicUsize>,
     max_in_flight: Arc<AtomicUsize>,
     dropped: Arc<AtomicUsize>,
+    /// When each streamed chunk was written (flushed to the socket), in order.
+    chunk_times: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl Fake {
@@ -128,6 +130,7 @@ impl Fake {
             in_flight: Arc::new(AtomicUsize::new(0)),
             max_in_flight: Arc::new(AtomicUsize::new(0)),
             dropped: Arc::new(AtomicUsize::new(0)),
+            chunk_times: Arc::new(Mutex::new(Vec::new())),
         };
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let (recorded, in_flight, max_in_flight, dropped) = (
@@ -136,6 +139,7 @@ impl Fake {
             fake.max_in_flight.clone(),
             fake.dropped.clone(),
         );
+        let times = fake.chunk_times.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((mut sock, _)) = listener.accept().await else {
@@ -144,6 +148,7 @@ impl Fake {
                 let (recorded, script) = (recorded.clone(), script.clone());
                 let (in_flight, max_in_flight, dropped) =
                     (in_flight.clone(), max_in_flight.clone(), dropped.clone());
+                let times = times.clone();
                 tokio::spawn(async move {
                     let Some(req) = read_request(&mut sock).await else {
                         return;
@@ -159,7 +164,7 @@ impl Fake {
                             s.front().cloned().unwrap()
                         }
                     };
-                    if !respond(&mut sock, &answer).await {
+                    if !respond(&mut sock, &answer, &times).await {
                         dropped.fetch_add(1, Ordering::SeqCst);
                     }
                     in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -176,6 +181,11 @@ impl Fake {
     /// The most requests that were being answered at once.
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// When each streamed chunk was written since the last call, oldest first.
+    pub fn take_chunk_times(&self) -> Vec<Instant> {
+        std::mem::take(&mut *self.chunk_times.lock().unwrap())
     }
 
     /// Requests whose client closed the connection before the whole answer was written.
@@ -197,7 +207,11 @@ async fn pause(sock: &mut tokio::net::TcpStream, d: Duration) -> bool {
 }
 
 /// Writes the answer; false when the client went away first.
-async fn respond(sock: &mut tokio::net::TcpStream, answer: &Answer) -> bool {
+async fn respond(
+    sock: &mut tokio::net::TcpStream,
+    answer: &Answer,
+    times: &Mutex<Vec<Instant>>,
+) -> bool {
     if !pause(sock, answer.delay).await {
         return false;
     }
@@ -226,7 +240,12 @@ async fn respond(sock: &mut tokio::net::TcpStream, answer: &Answer) -> bool {
         // `truncate` cuts a stream after half its chunks.
         let upto = if answer.truncate { n / 2 } else { n };
         for (d, chunk) in &answer.chunks[..upto] {
-            if !pause(sock, *d).await || sock.write_all(chunk.as_bytes()).await.is_err() {
+            if !pause(sock, *d).await {
+                return false;
+            }
+            // Taken before the write, so a reader as fast as the write is not timed below 0.
+            times.lock().unwrap().push(Instant::now());
+            if sock.write_all(chunk.as_bytes()).await.is_err() {
                 return false;
             }
             let _ = sock.flush().await;
@@ -297,22 +316,25 @@ impl Fake {
             in_flight: Arc::new(AtomicUsize::new(0)),
             max_in_flight: Arc::new(AtomicUsize::new(0)),
             dropped: Arc::new(AtomicUsize::new(0)),
+            chunk_times: Arc::new(Mutex::new(Vec::new())),
         };
         let respond_with: Arc<Responder> = Arc::new(respond_with);
         let recorded = fake.seen.clone();
+        let times = fake.chunk_times.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((mut sock, _)) = listener.accept().await else {
                     return;
                 };
                 let (recorded, respond_with) = (recorded.clone(), respond_with.clone());
+                let times = times.clone();
                 tokio::spawn(async move {
                     let Some(req) = read_request(&mut sock).await else {
                         return;
                     };
                     let answer = respond_with(&req.body);
                     recorded.lock().unwrap().push(req);
-                    respond(&mut sock, &answer).await;
+                    respond(&mut sock, &answer, &times).await;
                 });
             }
         });
