@@ -352,6 +352,30 @@ async fn the_api_key_goes_in_a_bearer_header_from_config_or_the_environment() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_quoting_the_key_back_does_not_put_it_in_the_error_or_the_transcript() {
+    const KEY_TEXT: &str = "sk-live-5f3a9c0d2b7e41aa";
+    let fake = Fake::start(vec![answer(
+        401,
+        &json!({ "error": { "message": format!("Incorrect API key provided: {KEY_TEXT}") } })
+            .to_string(),
+    )])
+    .await;
+    let b = common::bench(config(&fake.base_url, json!({ "apiKey": KEY_TEXT })));
+    let run = send_and_settle(&b, "hi").await;
+    assert_eq!(run.status, "error", "{run:?}");
+    let error = run.error.unwrap_or_default();
+    assert!(error.contains("HTTP 401"), "{error}");
+    assert!(
+        error.contains("Incorrect API key provided: <apiKey>"),
+        "{error}"
+    );
+    assert!(!error.contains(KEY_TEXT), "{error}");
+    for (_, text) in lines(&b).await {
+        assert!(!text.contains(KEY_TEXT), "{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_slower_than_timeout_seconds_fails_the_run_as_timed_out() {
     let fake = Fake::start(vec![Answer {
         delay: Duration::from_secs(30),

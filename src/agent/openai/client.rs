@@ -163,6 +163,9 @@ impl ProviderClient {
                     }
                     let retry_after = retry_after(response.headers());
                     let text = self.read_body(response).await.unwrap_or_default();
+                    // A server may quote the request back (a debugging proxy, "invalid key
+                    // sk-…"): the key never reaches the run's error, the log or a transcript.
+                    let text = redact(&text, key.as_deref());
                     let problem = format!(
                         "provider \"{}\": HTTP {status} from {}: {}",
                         self.id,
@@ -296,6 +299,14 @@ fn extra_headers(config: &ModelProvider) -> Result<HeaderMap, String> {
         map.insert(n, v);
     }
     Ok(map)
+}
+
+/// `text` with every occurrence of `key` replaced by `<apiKey>`.
+fn redact(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) if !k.is_empty() && text.contains(k) => text.replace(k, "<apiKey>"),
+        _ => text.to_string(),
+    }
 }
 
 /// The first characters of a body, on one line.
