@@ -42,7 +42,8 @@ sb="$repo/target/release/switchboard"
 # 3. Start the server on loopback; stop it on exit.
 work="$(mktemp -d)"
 log="$work/llama-server.log"
-"$server" --model "$model" --host 127.0.0.1 --port "$port" --ctx-size 4096 --parallel 2 \
+# --n-predict: a 135M model tends to repeat itself until its context is full.
+"$server" --model "$model" --host 127.0.0.1 --port "$port" --ctx-size 4096 --parallel 2 --n-predict 96 \
     >"$log" 2>&1 &
 server_pid=$!
 trap 'kill $server_pid 2>/dev/null || true; wait $server_pid 2>/dev/null || true' EXIT
@@ -80,6 +81,12 @@ JSON
 export SWITCHBOARD_STATE_DIR="$work/state" SWITCHBOARD_CONFIG="$work/config.json5"
 "$sb" config check
 
+say "bob's session starts: a user greets him (one model turn)"
+start=$(date +%s.%N)
+"$sb" inject agent:bob:main "Good morning, Bob. How is the garden?"
+end=$(date +%s.%N)
+first=$(python3 -c "print(f'{$end - $start:.2f}')")
+
 say "alice asks bob (sessions_send, $rounds ping-pong rounds, then the announce)"
 start=$(date +%s.%N)
 "$sb" tool sessions_send \
@@ -92,7 +99,8 @@ say "bob's transcript"
 "$sb" sessions show agent:bob:main
 say "alice's transcript"
 "$sb" sessions show agent:alice:main
-say "runs (each a model turn)"
+say "sessions"
 "$sb" sessions list
 echo
+echo "inject + bob's reply, wall time: ${first}s"
 echo "exchange wall time (send + $rounds ping-pong rounds + announce, through switchboard): ${wall}s"
