@@ -266,7 +266,7 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
         long_about = "Stop the run executing on a session now, as a run timeout stops it: its \
 model request is dropped, the run ends `aborted`, an agent-to-agent exchange it belongs to ends, \
 and the session stays usable. Runs queued behind it still run. Runs execute in the process that \
-started them, so abort on that engine: with --connect for a gateway's, or in the console.",
+started them, so abort on that engine: with --connect for a gateway's (`switchboard serve`).",
         after_help = "Examples:\n  switchboard --connect ws://127.0.0.1:18789 sessions abort agent:main:main\n  \
 switchboard sessions abort agent:main:main --run 0190f5d2-…"
     )]
