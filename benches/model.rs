@@ -2,7 +2,9 @@
 //! (`tests/fake_model`), which answers at once:
 //!
 //! - `http_alone`: one chat-completion request sent with reqwest and its JSON parsed, nothing
-//!   else: what the model costs the engine from the outside (loopback TCP + HTTP + JSON).
+//!   else: what the model costs the engine from the outside (loopback TCP + HTTP + JSON). The
+//!   request is a real one of `model_turn` (tools and a full history window), so both send
+//!   and parse the same bytes.
 //! - `scripted_turn`: an inbound message answered by a scripted agent (the engine, no model).
 //! - `model_turn`: the same message answered by an agent on the fake server (one model call).
 //! - `model_turn_with_tool`: a turn whose model calls `sessions_list` once, then answers (two
@@ -105,8 +107,12 @@ fn bench_turns(c: &mut Criterion) {
     let plain = SessionKey::from_canonical("agent:plain:main");
     let http = reqwest::Client::new();
     let url = format!("{}/chat/completions", fake.base_url);
-    let body = json!({ "model": "m", "messages": [
-        { "role": "system", "content": "Be brief." }, { "role": "user", "content": "hello" } ] });
+    // The baseline sends what a model turn sends: the request of a turn with a full history
+    // window (the tools, 40 history messages), as the fake server received it.
+    for _ in 0..30 {
+        rt.block_on(turn(&engine, &me));
+    }
+    let body = fake.seen().pop().expect("a request").body;
 
     let mut g = c.benchmark_group("model");
     g.sample_size(50).measurement_time(Duration::from_secs(6));

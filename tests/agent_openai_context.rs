@@ -737,3 +737,45 @@ async fn a_peer_repeating_earlier_words_does_not_cut_the_history_short() {
             .starts_with("ok\n\n<<<BEGIN_SWITCHBOARD_INTERNAL_CONTEXT>>>")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_window_follows_the_transcript_turn_after_turn_and_sees_lines_written_elsewhere()
+ {
+    // The history is read incrementally (only the lines since the last model turn): it must
+    // still be exactly the transcript's newest messages, with nothing twice, also after lines
+    // were appended outside any model turn.
+    let fake = Fake::start_fn(|body| text_reply(&format!("re: {}", last_text(body)), 1, 1)).await;
+    let b = common::bench(config(&fake.base_url, json!({})));
+    for i in 0..30 {
+        send(&b.engine, MAIN, &format!("message {i}")).await;
+    }
+    let key = switchboard::engine::key::SessionKey::from_canonical(MAIN);
+    b.engine
+        .store()
+        .append_message(
+            &key,
+            json!({ "role": "user", "content": [{ "type": "text", "text": "written elsewhere" }],
+                    "timestamp": 1 }),
+        )
+        .await
+        .expect("append");
+    send(&b.engine, MAIN, "last one").await;
+    let body = fake.seen().last().unwrap().body.clone();
+    let texts: Vec<String> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1) // the system prompt
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    // 30 exchanges (60 messages) + the outside line: the window keeps the newest 40 history
+    // messages (the outside line the newest of them), then the turn's own message.
+    let mut expected: Vec<String> = vec!["re: message 10".into()];
+    for i in 11..30 {
+        expected.push(format!("message {i}"));
+        expected.push(format!("re: message {i}"));
+    }
+    expected.push("written elsewhere".into());
+    expected.push("last one".into());
+    assert_eq!(texts, expected, "{body:#}");
+}

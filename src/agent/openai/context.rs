@@ -6,11 +6,13 @@ use serde_json::{Value, json};
 
 use crate::agent::{Provenance, Turn};
 
-/// Transcript lines read for the history (more than are sent: lines that carry nothing for
-/// the model, such as failed turns, are dropped on the way).
-pub const HISTORY_READ: usize = 80;
 /// The most history messages sent.
 pub const HISTORY_MESSAGES: usize = 40;
+/// Transcript lines read for the history: a few more than are sent (lines that carry
+/// nothing for the model, such as failed turns, are dropped on the way). Not many more:
+/// each model turn goes through them all (the engine keeps them in memory between turns,
+/// `engine/flows/history_cache.rs`, but still copies and converts them).
+pub const HISTORY_READ: usize = HISTORY_MESSAGES + 8;
 /// The most characters of history content sent (roughly 8k tokens), so a long session does
 /// not push the turn out of a small model's context window.
 pub const HISTORY_CHARS: usize = 32_000;

@@ -5,6 +5,7 @@ internal! {
     mod a2a;
     mod chain;
     mod delivery;
+    mod history_cache;
     mod inbound;
     mod lane;
     mod runs;

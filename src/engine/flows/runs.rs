@@ -220,6 +220,8 @@ pub(crate) struct Runner {
     running: std::sync::Mutex<HashMap<String, usize>>,
     /// Runs whose turn is under way, by run id: their session and the way to abort them.
     turns: std::sync::Mutex<HashMap<String, (String, oneshot::Sender<()>)>>,
+    /// Model turns' history windows, read incrementally.
+    history: crate::engine::flows::history_cache::HistoryCache,
 }
 
 /// A run's turn registered as abortable until dropped or `finish`ed.
@@ -1076,7 +1078,7 @@ struct RunTools {
 
 /// Transcript lines a history read skips past at most, looking for the turn's own message
 /// (messages queued behind it may follow it in the transcript).
-const HISTORY_SCAN_EXTRA: usize = 20;
+const HISTORY_SCAN_EXTRA: usize = 8;
 
 impl ToolRunner for RunTools {
     fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
@@ -1106,15 +1108,16 @@ impl ToolRunner for RunTools {
     fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Value>> {
         Box::pin(async move {
             let key = &self.ctx.requester;
-            let read = self.engine.store().get(key).and_then(|s| match s {
-                Some(s) => self.engine.store().tail(
+            let store = self.engine.store();
+            let read = store.get(key).and_then(|s| match s {
+                Some(s) => self.engine.runner().history.tail(
+                    store,
                     &s.entry.session_id,
                     limit + HISTORY_SCAN_EXTRA,
-                    true,
                 ),
                 None => Ok(Vec::new()),
             });
-            let rows = match read {
+            let lines = match read {
                 Ok(rows) => rows,
                 Err(e) => {
                     // The turn still runs, without its history.
@@ -1122,9 +1125,9 @@ impl ToolRunner for RunTools {
                     return Vec::new();
                 }
             };
-            let mut messages: Vec<Value> = rows
+            let mut messages: Vec<Value> = lines
                 .into_iter()
-                .filter_map(|r| r.line.get("message").cloned())
+                .filter_map(|mut line| line.get_mut("message").map(Value::take))
                 .collect();
             // The turn's own message, when already recorded, is where the history ends: the
             // backend sends it itself, and what was queued behind it comes later. One this run

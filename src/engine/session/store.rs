@@ -109,6 +109,23 @@ impl SessionStore {
             .read(|c| queries::transcript_tail(c, session_id, limit, include_tools))
     }
 
+    /// The message lines of a session after `seq` (oldest first, tool lines included), at
+    /// most `limit`.
+    pub fn after(
+        &self,
+        session_id: &str,
+        seq: i64,
+        limit: usize,
+    ) -> Result<Vec<TranscriptRow>, StorageError> {
+        self.storage
+            .read(|c| queries::transcript_after(c, session_id, seq, limit))
+    }
+
+    /// The newest `seq` of a session's transcript (0: none).
+    pub fn last_seq(&self, session_id: &str) -> Result<i64, StorageError> {
+        self.storage.read(|c| queries::last_seq(c, session_id))
+    }
+
     /// Build the row for a brand-new session (not yet stored).
     /// The folder recorded as `cwd` in transcript headers.
     pub(crate) fn cwd(&self) -> String {

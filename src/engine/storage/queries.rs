@@ -311,6 +311,40 @@ pub fn transcript_before(
         .collect()
 }
 
+/// The message lines of a session after `after` (oldest first, tool lines included), at
+/// most `limit`.
+pub fn transcript_after(
+    conn: &Connection,
+    session_id: &str,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<TranscriptRow>, StorageError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
+         AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = stmt
+        .query_map(params![session_id, after, limit as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.into_iter()
+        .map(|(seq, entry_id, text)| {
+            let line = serde_json::from_str(&text)
+                .map_err(|e| StorageError::Corrupt(format!("transcript line {seq}: {e}")))?;
+            Ok(TranscriptRow {
+                seq,
+                entry_id,
+                line,
+            })
+        })
+        .collect()
+}
+
 /// The newest sequence number of a session's transcript (0: none).
 pub fn last_seq(conn: &Connection, session_id: &str) -> Result<i64, StorageError> {
     Ok(conn
