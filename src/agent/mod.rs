@@ -144,7 +144,8 @@ pub trait ToolRunner: Send + Sync {
 
     /// The session's transcript before this turn's incoming message: at most `limit`
     /// messages (OpenClaw's message shape, tool calls and results included), oldest first.
-    fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Value>> {
+    /// Shared, not copied: a model turn reads a window of them every time.
+    fn history(&self, limit: usize) -> BoxFuture<'_, Vec<std::sync::Arc<Value>>> {
         let _ = limit;
         Box::pin(async { Vec::new() })
     }

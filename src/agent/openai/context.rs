@@ -2,6 +2,8 @@
 //! chat-completions messages (bounded, oldest cut first, a tool call never parted from its
 //! result) and the turn's user message with OpenClaw's inter-session provenance note.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::agent::{Provenance, Turn};
@@ -48,7 +50,7 @@ fn noted(text: &str, provenance: Option<&Provenance>) -> String {
 
 /// Transcript messages (OpenClaw's shape, oldest first) as chat-completions messages, within
 /// [`HISTORY_MESSAGES`] and [`HISTORY_CHARS`].
-pub fn history(transcript: Vec<Value>) -> Vec<Value> {
+pub fn history(transcript: Vec<Arc<Value>>) -> Vec<Value> {
     let units = units(&transcript);
     // Newest first until a bound is hit; a unit goes in whole or not at all.
     let (mut count, mut chars) = (0usize, 0usize);
@@ -69,7 +71,7 @@ pub fn history(transcript: Vec<Value>) -> Vec<Value> {
 /// assistant message with tool calls followed by their results. A call whose result is not
 /// in the transcript (the run was cut off, or the result was cut from the window) is left
 /// out, and so is a result whose call is: the API rejects either alone.
-fn units(transcript: &[Value]) -> Vec<Vec<Value>> {
+fn units(transcript: &[Arc<Value>]) -> Vec<Vec<Value>> {
     let mut out: Vec<Vec<Value>> = Vec::new();
     let mut i = 0;
     while i < transcript.len() {
@@ -94,7 +96,7 @@ fn units(transcript: &[Value]) -> Vec<Vec<Value>> {
                     continue;
                 }
                 // The results that follow, matched to the calls by id.
-                let mut results: Vec<(String, Value)> = Vec::new();
+                let mut results: Vec<(String, Arc<Value>)> = Vec::new();
                 while let Some(r) = transcript.get(i)
                     && r.get("role").and_then(Value::as_str) == Some("toolResult")
                 {
@@ -210,6 +212,11 @@ fn content_chars(m: &Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `super::history` over plain values (the engine hands them over shared).
+    fn history(transcript: Vec<Value>) -> Vec<Value> {
+        super::history(transcript.into_iter().map(Arc::new).collect())
+    }
 
     fn user(t: &str) -> Value {
         json!({ "role": "user", "content": [{ "type": "text", "text": t }] })

@@ -7,7 +7,7 @@
 //! are seen. Transcripts are append-only per session id (a reset or delete makes a new id).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -22,8 +22,9 @@ struct Tail {
     /// The newest `seq` the cache has read (all message lines up to it are in `rows`, or
     /// the oldest were let go).
     last_seq: i64,
-    /// `(seq, line)`, oldest first, at most `window` of them.
-    rows: VecDeque<(i64, Value)>,
+    /// `(seq, the line's message)`, oldest first, at most `window` of them; shared with the
+    /// turns that read them, so a read copies no JSON.
+    rows: VecDeque<(i64, Arc<Value>)>,
     /// The window this tail was filled for; a larger one is read afresh.
     window: usize,
 }
@@ -34,13 +35,14 @@ pub(crate) struct HistoryCache {
 }
 
 impl HistoryCache {
-    /// The newest `window` message lines of `session_id` (tool lines included), oldest first.
+    /// The messages of the newest `window` message lines of `session_id` (tool lines
+    /// included), oldest first.
     pub(crate) fn tail(
         &self,
         store: &SessionStore,
         session_id: &str,
         window: usize,
-    ) -> Result<Vec<Value>, StorageError> {
+    ) -> Result<Vec<Arc<Value>>, StorageError> {
         let newest = store.last_seq(session_id)?;
         let cached = {
             let tails = self.tails.lock().unwrap_or_else(|p| p.into_inner());
@@ -73,7 +75,9 @@ impl HistoryCache {
             // Another reader may have added these already (two runs of one session in
             // different lanes): only what is newer goes in.
             if tail.rows.back().is_none_or(|(seq, _)| r.seq > *seq) {
-                tail.rows.push_back((r.seq, r.line));
+                let mut line = r.line;
+                let message = line.get_mut("message").map(Value::take).unwrap_or_default();
+                tail.rows.push_back((r.seq, Arc::new(message)));
             }
         }
         while tail.rows.len() > tail.window {
@@ -81,6 +85,6 @@ impl HistoryCache {
         }
         tail.last_seq = newest.max(tail.rows.back().map_or(0, |(seq, _)| *seq));
         let skip = tail.rows.len().saturating_sub(window);
-        Ok(tail.rows.iter().skip(skip).map(|(_, line)| line.clone()).collect())
+        Ok(tail.rows.iter().skip(skip).map(|(_, m)| m.clone()).collect())
     }
 }

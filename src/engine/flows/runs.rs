@@ -1105,7 +1105,7 @@ impl ToolRunner for RunTools {
         self.engine.allowed_tools(&self.ctx)
     }
 
-    fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Value>> {
+    fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Arc<Value>>> {
         Box::pin(async move {
             let key = &self.ctx.requester;
             let store = self.engine.store();
@@ -1125,10 +1125,8 @@ impl ToolRunner for RunTools {
                     return Vec::new();
                 }
             };
-            let mut messages: Vec<Value> = lines
-                .into_iter()
-                .filter_map(|mut line| line.get_mut("message").map(Value::take))
-                .collect();
+            let mut messages: Vec<Arc<Value>> =
+                lines.into_iter().filter(|m| !m.is_null()).collect();
             // The turn's own message, when already recorded, is where the history ends: the
             // backend sends it itself, and what was queued behind it comes later. One this run
             // records is found as recorded (its start may not be written yet: then it is not
@@ -1136,7 +1134,7 @@ impl ToolRunner for RunTools {
             // one recorded before the run (an external message, a sub-agent's completion) by
             // its text, the newest first.
             let own = match &self.inbound {
-                Some(inbound) => messages.iter().rposition(|m| m == inbound),
+                Some(inbound) => messages.iter().rposition(|m| **m == *inbound),
                 None if self.unrecorded => None,
                 None => messages.iter().rposition(|m| is_user_text(m, &self.text)),
             };
