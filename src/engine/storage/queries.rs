@@ -298,17 +298,7 @@ pub fn transcript_before(
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     rows.reverse();
-    rows.into_iter()
-        .map(|(seq, entry_id, text)| {
-            let line = serde_json::from_str(&text)
-                .map_err(|e| StorageError::Corrupt(format!("transcript line {seq}: {e}")))?;
-            Ok(TranscriptRow {
-                seq,
-                entry_id,
-                line,
-            })
-        })
-        .collect()
+    parsed(rows)
 }
 
 /// The message lines of a session after `after` (oldest first, tool lines included), at
@@ -332,6 +322,11 @@ pub fn transcript_after(
             ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    parsed(rows)
+}
+
+/// `(seq, entry_id, line text)` rows as transcript rows, each line parsed.
+fn parsed(rows: Vec<(i64, String, String)>) -> Result<Vec<TranscriptRow>, StorageError> {
     rows.into_iter()
         .map(|(seq, entry_id, text)| {
             let line = serde_json::from_str(&text)
