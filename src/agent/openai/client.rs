@@ -13,7 +13,8 @@ use reqwest::StatusCode;
 use reqwest::header::{
     AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
 };
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::limit::Limiter;
 use super::stream;
@@ -29,6 +30,30 @@ const BODY_EXCERPT_CHARS: usize = 200;
 /// The largest non-streamed response body read (a streamed one is capped by
 /// `stream::MAX_REPLY_BYTES` on what it assembles).
 const MAX_BODY_BYTES: usize = 2 * stream::MAX_REPLY_BYTES;
+
+/// One chat-completions request, serialised from borrowed parts (fields left `None` are
+/// left out).
+#[derive(Debug, Serialize)]
+pub struct Request<'a> {
+    pub model: &'a str,
+    pub messages: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options` of a streamed request.
+#[derive(Debug, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
+}
 
 /// One model call's outcome, streamed or not: the assistant message as the API shapes it
 /// (`content`, `tool_calls`), and the usage when known.
@@ -104,13 +129,19 @@ impl ProviderClient {
     /// of reply text of a streamed answer as it arrives.
     pub async fn complete(
         &self,
-        mut body: Value,
+        mut request: Request<'_>,
         on_delta: &(dyn Fn(usize, &str) + Sync),
     ) -> Result<Completion, String> {
         if self.config.stream.unwrap_or(ModelProvider::DEFAULT_STREAM) {
-            body["stream"] = json!(true);
-            body["stream_options"] = json!({ "include_usage": true });
+            request.stream = Some(true);
+            request.stream_options = Some(StreamOptions {
+                include_usage: true,
+            });
         }
+        // Serialised once; a retry sends the same bytes.
+        let body = serde_json::to_vec(&request)
+            .map_err(|e| format!("provider \"{}\": cannot encode the request: {e}", self.id))?;
+        let model = request.model;
         let response = self.send(&body).await?;
         // The answer's own content type decides, so a server that ignores `stream` works.
         let streamed = response
@@ -124,13 +155,13 @@ impl ProviderClient {
                 .map_err(|e| format!("provider \"{}\": {e}", self.id))
         } else {
             let text = self.read_body(response).await?;
-            completion_of(&text, &body).map_err(|e| format!("provider \"{}\": {e}", self.id))
+            completion_of(&text, model).map_err(|e| format!("provider \"{}\": {e}", self.id))
         }
     }
 
     /// Sends the request until a success status, retrying as configured: the response with
     /// its body unread.
-    async fn send(&self, body: &Value) -> Result<reqwest::Response, String> {
+    async fn send(&self, body: &[u8]) -> Result<reqwest::Response, String> {
         let http = self
             .http
             .as_ref()
@@ -143,7 +174,10 @@ impl ProviderClient {
             .min(ModelProvider::MAX_RETRIES);
         let mut attempt = 0u32;
         loop {
-            let mut request = http.post(&self.url).json(body);
+            let mut request = http
+                .post(&self.url)
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.to_vec());
             if let Some(key) = &key {
                 request = request.header(AUTHORIZATION, format!("Bearer {key}"));
             }
@@ -241,18 +275,13 @@ impl ProviderClient {
 }
 
 /// A non-streamed response body as a completion: `choices[0].message` and `usage`.
-fn completion_of(text: &str, body: &Value) -> Result<Completion, String> {
+fn completion_of(text: &str, model: &str) -> Result<Completion, String> {
     let response: Value = serde_json::from_str(text)
         .map_err(|e| format!("the response is not JSON ({e}): {}", excerpt(text)))?;
     let message = response
         .pointer("/choices/0/message")
         .cloned()
-        .ok_or_else(|| {
-            format!(
-                "model {}: the response has no choices[0].message",
-                body["model"].as_str().unwrap_or_default()
-            )
-        })?;
+        .ok_or_else(|| format!("model {model}: the response has no choices[0].message"))?;
     Ok(Completion {
         message,
         usage: usage_of(&response),

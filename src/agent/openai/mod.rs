@@ -78,26 +78,27 @@ impl OpenAiAgent {
         let history = context::history(tools.history(context::HISTORY_READ).await);
         let mut messages = self.opening(turn, history);
         let offered = tools.allowed_tools();
+        // No tools at all: the key is left out (an empty array is rejected by some servers).
+        let definitions = (!offered.is_empty()).then(|| tools::definitions_of(&offered));
         let mut usage: Option<Usage> = None;
         for step in 1..=self.max_steps {
             let last = step == self.max_steps;
-            let mut body = json!({ "model": self.model, "messages": messages });
-            // No tools at all: the key is left out (an empty array is rejected by some servers).
-            if !offered.is_empty() {
-                body["tools"] = tools::definitions_of(&offered);
-                if last {
-                    // The last call may not use tools, so a model that keeps calling them
-                    // still gets to answer.
-                    body["tool_choice"] = json!("none");
-                }
-            }
-            if let Some(effort) = self.thinking.and_then(ThinkingLevel::reasoning_effort) {
-                body["reasoning_effort"] = json!(effort);
-            }
+            // Serialised from borrowed parts: the history is not copied into a body per step.
+            let request = client::Request {
+                model: &self.model,
+                messages: &messages,
+                tools: definitions.as_ref(),
+                // The last call may not use tools, so a model that keeps calling them still
+                // gets to answer.
+                tool_choice: (last && definitions.is_some()).then_some("none"),
+                reasoning_effort: self.thinking.and_then(ThinkingLevel::reasoning_effort),
+                stream: None,
+                stream_options: None,
+            };
             tracing::debug!(model = %self.model, step, "model request");
             let on_delta = |offset: usize, delta: &str| tools.reply_delta(step, offset, delta);
             let client::Completion { message, usage: u } = (self.client.limit)
-                .run(self.client.complete(body, &on_delta))
+                .run(self.client.complete(request, &on_delta))
                 .await
                 .map_err(AgentError::Failed)?;
             if let Some(u) = u {
