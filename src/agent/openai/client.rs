@@ -38,7 +38,7 @@ pub struct Request<'a> {
     pub model: &'a str,
     pub messages: &'a [Value],
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<&'a Value>,
+    pub tools: Option<&'a [&'static Value]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]

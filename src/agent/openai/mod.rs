@@ -87,7 +87,7 @@ impl OpenAiAgent {
             let request = client::Request {
                 model: &self.model,
                 messages: &messages,
-                tools: definitions.as_ref(),
+                tools: definitions.as_deref(),
                 // The last call may not use tools, so a model that keeps calling them still
                 // gets to answer.
                 tool_choice: (last && definitions.is_some()).then_some("none"),

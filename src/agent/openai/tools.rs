@@ -14,18 +14,20 @@ pub const NAMES: [&str; 5] = [
 
 /// The `tools` array of a chat-completions request.
 pub fn definitions() -> Value {
-    definitions_of(&NAMES)
+    Value::Array(definitions_of(&NAMES).into_iter().cloned().collect())
 }
 
-/// The `tools` array offering only `names` (unknown names are skipped).
-pub fn definitions_of(names: &[&str]) -> Value {
-    Value::Array(
-        names
-            .iter()
-            .filter(|n| NAMES.contains(n))
-            .map(|n| definition(n))
-            .collect(),
-    )
+/// The `tools` array offering only `names` (unknown names are skipped). The definitions are
+/// built once per process and borrowed: every model call of every turn sends them.
+pub fn definitions_of(names: &[&str]) -> Vec<&'static Value> {
+    static ALL: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| NAMES.iter().map(|n| definition(n)).collect());
+    NAMES
+        .iter()
+        .zip(all)
+        .filter(|(n, _)| names.contains(n))
+        .map(|(_, d)| d)
+        .collect()
 }
 
 fn function(name: &str, description: &str, parameters: Value) -> Value {
