@@ -38,25 +38,7 @@ fn config(base_url: &str, provider_extra: Value) -> Value {
 
 /// Sends `text` into the main session, waits for the engine to settle, returns the run.
 async fn send_and_settle(b: &common::Bench, text: &str) -> RunRow {
-    let api = b.engine.start();
-    tokio::time::timeout(
-        HANG,
-        api.send(SendRequest {
-            key: KEY.to_string(),
-            text: text.to_string(),
-            from: Sender::default(),
-        }),
-    )
-    .await
-    .expect("the send ends")
-    .expect("the send is recorded");
-    tokio::time::timeout(HANG, b.engine.idle())
-        .await
-        .expect("the run ends");
-    let runs = b
-        .engine
-        .runs_of(&SessionKey::from_canonical(KEY), 10)
-        .unwrap();
+    let runs = fake_model::send_and_wait(&b.engine, KEY, text).await;
     assert_eq!(runs.len(), 1, "{runs:?}");
     runs.into_iter().next().unwrap()
 }

@@ -12,14 +12,12 @@ mod fake_model;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, LineRole, SendRequest, Sender, TranscriptQuery};
-use switchboard::engine::key::SessionKey;
+use switchboard::api::{EngineEvent, LineRole, TranscriptQuery};
 use switchboard::engine::storage::runs::RunRow;
 use tokio::sync::broadcast;
 
 use fake_model::{Answer, Fake, answer, streamed_text, text_reply};
 
-const HANG: Duration = Duration::from_secs(60);
 const KEY: &str = "agent:main:main";
 
 /// A config whose `main` agent runs `fake/test-model` on the fake server (streaming is on
@@ -56,25 +54,7 @@ fn stream_of(events: Vec<String>) -> Answer {
 
 /// Sends `text` into the main session, waits for the engine to settle, returns the newest run.
 async fn send_and_settle(b: &common::Bench, text: &str) -> RunRow {
-    let api = b.engine.start();
-    tokio::time::timeout(
-        HANG,
-        api.send(SendRequest {
-            key: KEY.to_string(),
-            text: text.to_string(),
-            from: Sender::default(),
-        }),
-    )
-    .await
-    .expect("the send ends")
-    .expect("the send is recorded");
-    tokio::time::timeout(HANG, b.engine.idle())
-        .await
-        .expect("the run ends");
-    let runs = b
-        .engine
-        .runs_of(&SessionKey::from_canonical(KEY), 10)
-        .unwrap();
+    let runs = fake_model::send_and_wait(&b.engine, KEY, text).await;
     runs.into_iter().next().expect("a run")
 }
 

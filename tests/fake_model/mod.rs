@@ -15,6 +15,37 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+/// Sends `text` into `key` as an outside message, waits (bounded) until the engine is idle,
+/// and returns that session's runs, newest first.
+pub async fn send_and_wait(
+    engine: &switchboard::engine::Engine,
+    key: &str,
+    text: &str,
+) -> Vec<switchboard::engine::storage::runs::RunRow> {
+    const HANG: Duration = Duration::from_secs(60);
+    let api = engine.start();
+    tokio::time::timeout(
+        HANG,
+        api.send(switchboard::api::SendRequest {
+            key: key.to_string(),
+            text: text.to_string(),
+            from: switchboard::api::Sender::default(),
+        }),
+    )
+    .await
+    .expect("the send ends")
+    .expect("the send is recorded");
+    tokio::time::timeout(HANG, engine.idle())
+        .await
+        .expect("the run ends");
+    engine
+        .runs_of(
+            &switchboard::engine::key::SessionKey::from_canonical(key),
+            10,
+        )
+        .unwrap()
+}
+
 /// One scripted answer.
 #[derive(Clone, Debug)]
 pub struct Answer {
