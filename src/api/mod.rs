@@ -86,6 +86,31 @@ pub trait SessionsApi: Send + Sync {
         ))
     }
 
+    /// A page of agent-to-agent exchanges (newest first), all or one session's.
+    async fn exchanges(&self, query: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
+        let _ = query;
+        Err(ApiError::Unavailable(
+            "this connection does not list exchanges".to_string(),
+        ))
+    }
+
+    /// One exchange in full, by `ExchangeSummary::id`; `None` when there is none.
+    async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
+        let _ = id;
+        Err(ApiError::Unavailable(
+            "this connection does not list exchanges".to_string(),
+        ))
+    }
+
+    /// Traffic per pair of sessions and minute since `since` (ms since the epoch), for the
+    /// traffic view's history; live changes come as events.
+    async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
+        let _ = since;
+        Err(ApiError::Unavailable(
+            "this connection does not report traffic".to_string(),
+        ))
+    }
+
     /// Remove a session and its transcript; false when there was none.
     async fn delete(&self, key: &str) -> Result<bool, ApiError>;
 

@@ -413,3 +413,115 @@ pub struct Link {
     /// sub-agents on an OpenClaw gateway); `None`: everything.
     pub unavailable: Option<String>,
 }
+
+/// A page of agent-to-agent exchanges, newest first: every `sessions_send` the engine
+/// recorded, plus the sends that never started an exchange (refused by the target's send
+/// policy, or stopped by the chain limit), each as its own entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ExchangesQuery {
+    /// Only exchanges with this session (canonical key) as requester or target.
+    pub key: Option<String>,
+    /// Only exchanges older than this one (the last `id` of the previous page).
+    pub before: Option<String>,
+    /// Only exchanges started at or after this time (ms since the epoch).
+    pub since: Option<i64>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangesPage {
+    /// Newest first.
+    pub exchanges: Vec<ExchangeSummary>,
+    /// More (older) exchanges match: ask again with `before` = the last `id`.
+    pub more: bool,
+}
+
+/// One exchange as a list shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeSummary {
+    pub id: String,
+    /// `send` (a `sessions_send` exchange), `refused` (the target's send policy refused
+    /// it), `chain` (the chain limit stopped it before it started).
+    pub kind: String,
+    pub requester: String,
+    pub target: String,
+    /// The message the requester sent (empty for a `chain` entry).
+    pub message: String,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    /// `running` | `done` | `interrupted` | `refused`.
+    pub status: String,
+    /// Replies recorded (round 1 is the target's answer to the message).
+    pub rounds: u32,
+    /// How the reply-back loop ended (`cap`, `reply_skip`, `timeout`, `policy`, `chain`, …).
+    pub ended_reason: Option<String>,
+    /// Why, in words (the policy's source, the hop counts).
+    pub detail: String,
+    /// The announce step's outcome, when it ran (`delivered`, `skipped`, `blocked`, …).
+    pub announce: Option<String>,
+}
+
+/// One exchange in full: every turn and the announce.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeDetail {
+    pub summary: ExchangeSummary,
+    /// Oldest first: round 1 (the target's reply), then the speakers alternate.
+    pub turns: Vec<ExchangeTurn>,
+    pub announce: Option<ExchangeAnnounce>,
+}
+
+/// One run of an exchange: who spoke, when, for how long, and what it said.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeTurn {
+    pub round: u32,
+    /// The speaking session (canonical key).
+    pub speaker: String,
+    pub listener: String,
+    pub run_id: String,
+    /// `ok` | `error` | `timeout` | `aborted` | `running`.
+    pub status: String,
+    /// The reply as stored (agents' words: escape before showing).
+    pub text: String,
+    pub error: Option<String>,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+/// The announce step of an exchange.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeAnnounce {
+    /// `delivered` | `skipped` | `blocked` | `no_route` | `failed` | `not_run`.
+    pub outcome: String,
+    pub text: Option<String>,
+    pub channel: Option<String>,
+    pub to: Option<String>,
+    pub detail: String,
+}
+
+/// Traffic between one pair of sessions in one minute (`sessions_send` requester → target).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrafficCount {
+    pub requester: String,
+    pub target: String,
+    /// The minute (ms since the epoch, a multiple of 60 000).
+    pub minute: i64,
+    /// Exchanges started (including refused and chain-stopped sends).
+    pub exchanges: u32,
+    /// Messages: each exchange's message plus every reply round.
+    pub messages: u32,
+    /// Exchanges that ended at the ping-pong cap.
+    pub capped: u32,
+    /// Sends stopped by the chain limit.
+    pub chain_stopped: u32,
+    /// Sends refused by the target's send policy.
+    pub refused: u32,
+}
