@@ -376,6 +376,8 @@ impl Console {
             }
             Intent::Filter => s.focus = Focus::Filter,
             Intent::Compose => s.focus = Focus::Composer,
+            // Enter: what it opens depends on the pane (each pane's own branch).
+            Intent::Open => s.focus = Focus::Composer,
             Intent::ToggleTools => {
                 s.tools = !s.tools;
                 let on = if s.tools { "shown" } else { "hidden" };
