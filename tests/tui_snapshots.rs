@@ -779,7 +779,7 @@ fn policy_denied_send_flash() {
 fn composer_typing() {
     let mut s = busy();
     s.focus = Focus::Composer;
-    s.composer.text = "first line\nsecond line of a longer message".to_string();
+    s.composer.set_text("first line\nsecond line of a longer message");
     let shown = screen(&s, 80, 24);
     assert!(
         shown.contains("[+1 lines] second line of a longer message▏"),
@@ -792,7 +792,7 @@ fn composer_typing() {
 fn composer_inline_error() {
     let mut s = busy();
     s.focus = Focus::Composer;
-    s.composer.text = "/send maybe".to_string();
+    s.composer.set_text("/send maybe");
     s.composer.error = Some(
         "Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)"
             .to_string(),
@@ -1258,7 +1258,7 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
     h.type_text("status?");
     h.key(KeyCode::Enter);
     assert_eq!(
-        h.d.console.state.composer.text, "",
+        h.d.console.state.composer.text(), "",
         "the composer is cleared"
     );
     assert_eq!(h.d.console.state.composer.error, None);
@@ -1276,7 +1276,7 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
     assert_eq!(h.sent(), [(MAIN.to_string(), "status?".to_string(), true)]);
     // History recall brings it back.
     h.key(KeyCode::Up);
-    assert_eq!(h.d.console.state.composer.text, "status?");
+    assert_eq!(h.d.console.state.composer.text(), "status?");
     h.pump();
     insta::assert_snapshot!(redact(&h.screen()));
 }
@@ -1359,7 +1359,7 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
         "/ask",
         "/ask agent:ops:main",
     ] {
-        h.d.console.state.composer.text.clear();
+        h.d.console.state.composer.set_text("");
         h.d.console.state.composer.error = None;
         h.type_text(input);
         h.key(KeyCode::Enter);
@@ -1381,7 +1381,7 @@ async fn bad_slash_commands_and_empty_messages_give_inline_errors() {
     insta::assert_snapshot!("inline_errors", errors.join("\n"));
 
     // The error is shown in the composer, and typing clears it.
-    h.d.console.state.composer.text.clear();
+    h.d.console.state.composer.set_text("");
     h.type_text("/send maybe");
     h.key(KeyCode::Enter);
     let shown = h.screen();
@@ -1400,7 +1400,7 @@ async fn enter_without_any_session_says_so() {
     let err = h.d.console.state.composer.error.clone().unwrap_or_default();
     assert!(err.contains("No session selected"), "{err}");
     // The text is kept so it can be sent once a session is picked.
-    assert_eq!(h.d.console.state.composer.text, "hello?");
+    assert_eq!(h.d.console.state.composer.text(), "hello?");
     assert_eq!(h.sent(), []);
 }
 
@@ -1411,12 +1411,12 @@ async fn slash_completion_and_help() {
     h.intent(Intent::Compose);
     h.type_text("/se");
     h.key(KeyCode::Tab);
-    assert_eq!(h.d.console.state.composer.text, "/send ");
-    h.d.console.state.composer.text.clear();
+    assert_eq!(h.d.console.state.composer.text(), "/send ");
+    h.d.console.state.composer.set_text("");
     h.type_text("/help");
     h.key(KeyCode::Enter);
     assert!(h.d.console.state.help);
-    assert_eq!(h.d.console.state.composer.text, "");
+    assert_eq!(h.d.console.state.composer.text(), "");
     assert_eq!(h.sent(), [], "/help is the console's own");
 }
 
@@ -1489,8 +1489,12 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
         KeyModifiers::CONTROL,
     )));
     h.type_text("three");
-    assert_eq!(h.d.console.state.composer.text, "one\ntwo\nthree");
-    assert!(h.screen().contains("[+2 lines] three▏"));
+    assert_eq!(h.d.console.state.composer.text(), "one\ntwo\nthree");
+    // The box grows: each line on a row of its own.
+    let screen = h.screen();
+    for l in ["│one", "│two", "│three"] {
+        assert!(screen.contains(l), "{l} in\n{screen}");
+    }
     h.key(KeyCode::Enter);
     h.until("the three-line message", |s| {
         s.transcript.iter().any(|l| l.text == "one\ntwo\nthree")
@@ -1504,9 +1508,9 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
     // History: up recalls, down goes back to a fresh message.
     h.type_text("draft");
     h.key(KeyCode::Up);
-    assert_eq!(h.d.console.state.composer.text, "one\ntwo\nthree");
+    assert_eq!(h.d.console.state.composer.text(), "one\ntwo\nthree");
     h.key(KeyCode::Down);
-    assert_eq!(h.d.console.state.composer.text, "");
+    assert_eq!(h.d.console.state.composer.text(), "");
     // Esc leaves the composer; a paste into the filter box takes its first line only.
     h.key(KeyCode::Esc);
     assert_eq!(h.d.console.state.focus, Focus::Sessions);
@@ -1610,7 +1614,7 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
     let s = &h.d.console.state;
     assert_eq!(s.focus, Focus::Composer, "a paste goes to the composer");
     let expected = paste.replace("\r\n", "\n");
-    assert_eq!(s.composer.text, expected, "one text, newlines kept");
+    assert_eq!(s.composer.text(), expected, "one text, newlines kept");
     let shown = h.screen();
     assert!(shown.contains("[+"), "{shown}");
     // Sent as one message.

@@ -354,6 +354,10 @@ pub struct AgentInfo {
     pub id: String,
     pub model: String,
     pub is_default: bool,
+    /// Other agents it may spawn sub-agents under (`subagents.allowAgents`; `*`: any);
+    /// spawning under itself is always allowed. Empty when the connection does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_spawn: Vec<String>,
 }
 
 /// What an API is attached to.

@@ -1,7 +1,7 @@
 //! What can happen in the console: user intents (from the keymap), engine events, and
 //! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
-use crate::api::{ApiError, EngineEvent, SessionsPage, TranscriptPage};
+use crate::api::{AbortOutcome, AgentInfo, ApiError, EngineEvent, SessionsPage, TranscriptPage};
 
 /// A user intent, named as in the keymap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -149,4 +149,18 @@ pub enum Action {
         key: String,
         result: Box<Result<TranscriptPage, ApiError>>,
     },
+    /// The configured agents (composer completion, the `/agents` picker).
+    AgentsLoaded(Box<Result<Vec<AgentInfo>, ApiError>>),
+    /// What `/status` asked about `key`.
+    StatusLoaded {
+        key: String,
+        result: Box<Result<super::cards::StatusInfo, ApiError>>,
+    },
+    /// What `/abort` stopped in `key`.
+    Aborted {
+        key: String,
+        result: Box<Result<AbortOutcome, ApiError>>,
+    },
+    /// What `/new` found and did.
+    NewSession(Box<Result<super::cards::NewSession, ApiError>>),
 }

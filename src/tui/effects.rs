@@ -31,6 +31,15 @@ pub enum Effect {
         tool: &'static str,
         params: Value,
     },
+    /// The configured agents, once (completion and the agent picker).
+    LoadAgents,
+    /// One session and its children, for the `/status` card.
+    LoadStatus { key: String },
+    /// Stop what runs in a session now (`/abort`).
+    Abort { key: String },
+    /// `/new`: resolve `raw` as a session to send into and, with `text`, send the first
+    /// message (which starts it).
+    NewSession { raw: String, text: Option<String> },
 }
 
 /// Runs effects against the API and posts their results to the console's queue.
@@ -126,6 +135,7 @@ impl Runner {
                     let _ = tx.send(report);
                 });
             }
+            other => super::cards::run(other, api, tx),
         }
     }
 }

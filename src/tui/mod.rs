@@ -4,6 +4,9 @@
 //! (coalesced, in synchronized output, and not at all when nothing on screen changed).
 
 pub mod action;
+pub mod cards;
+pub mod complete;
+pub mod composer;
 pub mod effects;
 pub mod keymap;
 pub mod state;
@@ -307,6 +310,10 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                 return vec![Action::Key(k)];
             }
             if ctrl && k.code == KeyCode::Char('c') {
+                // In the composer it clears the draft first (update decides).
+                if state.focus == Focus::Composer && !state.help {
+                    return vec![Action::Key(k)];
+                }
                 return vec![Action::Intent(Intent::Quit)];
             }
             if state.help {
@@ -318,14 +325,16 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     _ => vec![],
                 };
             }
-            if matches!(state.focus, Focus::Composer | Focus::Filter) {
+            // An overlay a slash command opened takes the keys until it closes.
+            if state.card.is_some() {
+                return vec![Action::Key(k)];
+            }
+            // The composer decides Tab itself (complete, else leave).
+            if state.focus == Focus::Composer {
+                return vec![Action::Key(k)];
+            }
+            if state.focus == Focus::Filter {
                 return match k.code {
-                    KeyCode::Tab
-                        if state.focus == Focus::Composer
-                            && state.composer.text.starts_with('/') =>
-                    {
-                        vec![Action::Key(k)]
-                    }
                     KeyCode::Tab => vec![Action::Intent(Intent::FocusNext)],
                     KeyCode::BackTab => vec![Action::Intent(Intent::FocusPrev)],
                     _ => vec![Action::Key(k)],

@@ -134,16 +134,7 @@ impl Focus {
     ];
 }
 
-/// The composer's text and its history.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Composer {
-    pub text: String,
-    pub history: Vec<String>,
-    /// Position while recalling history (None: editing a new message).
-    pub recall: Option<usize>,
-    /// An inline error about the last attempt (bad slash command …).
-    pub error: Option<String>,
-}
+pub use super::composer::Composer;
 
 /// The status line's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +202,10 @@ pub struct State {
     pub rounds_scroll: usize,
 
     pub composer: Composer,
+    /// The configured agents, once loaded (`None`: not yet).
+    pub agents: Option<Vec<api::AgentInfo>>,
+    /// The overlay a slash command opened (`/status`, `/agents`).
+    pub card: Option<super::cards::Card>,
     pub flash: Option<Flash>,
     /// Effective policy of the selected session and where it comes from (status line).
     pub selected_policy: Option<String>,
@@ -255,6 +250,8 @@ impl State {
             rounds_all: false,
             rounds_scroll: 0,
             composer: Composer::default(),
+            agents: None,
+            card: None,
             flash: None,
             selected_policy: None,
         }

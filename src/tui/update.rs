@@ -4,8 +4,9 @@
 //! `refresh` works out which loads the state needs; a load's result is applied only while it
 //! is still the latest asked for the same filters, window and selection.
 
+mod commands;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use serde_json::json;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
@@ -14,7 +15,7 @@ use super::state::{
 };
 use super::streams::Delta;
 use crate::api::{
-    ApiError, EngineEvent, PolicyChange, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
+    ApiError, EngineEvent, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
     TranscriptQuery,
 };
 
@@ -22,9 +23,6 @@ use crate::api::{
 const SESSION_WINDOW: usize = 400;
 /// How close to the window's edge the selection may come before the window moves.
 const SESSION_MARGIN: usize = 50;
-
-/// Slash commands, for completion and the "unknown command" message.
-const COMMANDS: &[&str] = &["/send ", "/spawn ", "/ask ", "/help"];
 
 /// The console: its state plus what it has asked for and not yet received.
 pub struct Console {
@@ -46,6 +44,10 @@ pub struct Console {
     /// Effects decided by `update` that are not loads (sends, tool calls), handed out by the
     /// next call that returns effects.
     queued: Vec<Effect>,
+    /// A session to select as soon as a page lists it (one `/new` started).
+    select_when_loaded: Option<String>,
+    /// The agents were asked for (they are loaded once).
+    agents_asked: bool,
 }
 
 impl Console {
@@ -61,6 +63,8 @@ impl Console {
             transcript_dirty: true,
             transcript_in_flight: None,
             queued: Vec::new(),
+            select_when_loaded: None,
+            agents_asked: false,
         }
     }
 
@@ -93,6 +97,10 @@ impl Console {
                 key,
                 result,
             } => self.transcript_loaded(generation, key, *result),
+            Action::AgentsLoaded(result) => self.agents_loaded(*result),
+            Action::StatusLoaded { key, result } => self.status_loaded(key, *result),
+            Action::Aborted { key, result } => self.aborted(key, *result),
+            Action::NewSession(result) => self.new_session_done(*result),
         }
         std::mem::take(&mut self.queued)
     }
@@ -266,6 +274,7 @@ impl Console {
                 s.selected = s.selected.min(last);
             }
         }
+        self.select_pending();
     }
 
     fn transcript_loaded(
@@ -334,6 +343,8 @@ impl Console {
         let last = s.session_count().saturating_sub(1);
         let index = index.min(last);
         if index != s.selected {
+            // Picking another session ends writing to the one `/new` named.
+            s.composer.target = None;
             s.selected = index;
             s.transcript_scroll = 0;
             s.transcript_window = TRANSCRIPT_WINDOW;
@@ -500,7 +511,9 @@ impl Console {
 
     /// A key while typing (filter box or composer).
     fn key(&mut self, k: KeyEvent) {
-        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        if self.state.card.is_some() {
+            return self.card_key(k);
+        }
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         match self.state.focus {
             Focus::Filter => match k.code {
@@ -522,53 +535,7 @@ impl Console {
                 }
                 _ => {}
             },
-            Focus::Composer => {
-                let c = &mut self.state.composer;
-                match k.code {
-                    KeyCode::Esc => self.state.focus = Focus::Sessions,
-                    KeyCode::Enter if alt => c.text.push('\n'),
-                    KeyCode::Char('j') if ctrl => c.text.push('\n'),
-                    KeyCode::Enter => self.submit(),
-                    KeyCode::Backspace => {
-                        c.text.pop();
-                        c.error = None;
-                    }
-                    // Complete a slash command.
-                    KeyCode::Tab if c.text.starts_with('/') && !c.text.contains(' ') => {
-                        let matches: Vec<&&str> = COMMANDS
-                            .iter()
-                            .filter(|m| m.starts_with(c.text.as_str()))
-                            .collect();
-                        if let [only] = matches.as_slice() {
-                            c.text = only.to_string();
-                        }
-                    }
-                    KeyCode::Up if !c.history.is_empty() => {
-                        let i = match c.recall {
-                            None => c.history.len() - 1,
-                            Some(i) => i.saturating_sub(1),
-                        };
-                        c.recall = Some(i);
-                        c.text = c.history[i].clone();
-                    }
-                    KeyCode::Down => {
-                        if let Some(i) = c.recall {
-                            if i + 1 < c.history.len() {
-                                c.recall = Some(i + 1);
-                                c.text = c.history[i + 1].clone();
-                            } else {
-                                c.recall = None;
-                                c.text.clear();
-                            }
-                        }
-                    }
-                    KeyCode::Char(ch) if !ctrl => {
-                        c.text.push(ch);
-                        c.error = None;
-                    }
-                    _ => {}
-                }
-            }
+            Focus::Composer => self.composer_key(k),
             _ => {}
         }
     }
@@ -582,18 +549,15 @@ impl Console {
                 self.new_sessions_query();
             }
             _ => {
-                // A pasted block is one message, newlines kept.
+                // A pasted block is one message, newlines kept (up to the draft's cap).
                 self.state.focus = Focus::Composer;
-                self.state
-                    .composer
-                    .text
-                    .push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
+                self.state.composer.insert(text);
             }
         }
     }
 
     fn click(&mut self, x: u16, y: u16) {
-        let regions = super::view::regions(self.state.width, self.state.height);
+        let regions = super::view::regions_for(&self.state);
         let inside = |r: ratatui::layout::Rect| {
             x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
         };
@@ -616,74 +580,6 @@ impl Console {
         } else if inside(regions.composer) {
             self.state.focus = Focus::Composer;
         }
-    }
-
-    /// Enter in the composer: a slash command or a message to the selected session.
-    fn submit(&mut self) {
-        let text = self.state.composer.text.trim().to_string();
-        if text.is_empty() {
-            self.state.composer.error =
-                Some("Nothing to send: type a message, or /help for commands.".into());
-            return;
-        }
-        let Some(key) = self.state.selected_key().map(str::to_string) else {
-            self.state.composer.error =
-                Some("No session selected: pick one in the sessions pane first.".into());
-            return;
-        };
-        let c = &mut self.state.composer;
-        if c.history.last() != Some(&text) {
-            c.history.push(text.clone());
-        }
-        c.recall = None;
-        if let Some(rest) = text.strip_prefix('/') {
-            let (cmd, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            let arg = arg.trim();
-            match cmd {
-                "help" => {
-                    self.state.help = true;
-                    self.state.composer.text.clear();
-                }
-                // The engine carries the command out (it is the owner's message); only its
-                // form is checked here, so a typo gets its usage line at once.
-                "send" => match PolicyChange::parse(arg) {
-                    Err(_) => {
-                        self.state.composer.error =
-                            Some("Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)".into());
-                    }
-                    Ok(_) => {
-                        self.state.composer.text.clear();
-                        self.send_message(key, text);
-                    }
-                },
-                "spawn" if !arg.is_empty() => {
-                    self.state.composer.text.clear();
-                    self.tool_call(key, "sessions_spawn", json!({ "task": arg }));
-                }
-                "ask" => match arg.split_once(char::is_whitespace) {
-                    Some((target, message)) if !message.trim().is_empty() => {
-                        self.state.composer.text.clear();
-                        self.tool_call(
-                            key,
-                            "sessions_send",
-                            json!({ "sessionKey": target, "message": message.trim(), "timeoutSeconds": 0 }),
-                        );
-                    }
-                    _ => {
-                        self.state.composer.error = Some("Usage: /ask <session> <message>".into());
-                    }
-                },
-                "spawn" => self.state.composer.error = Some("Usage: /spawn <task>".into()),
-                other => {
-                    self.state.composer.error = Some(format!(
-                        "Unknown command /{other}. Commands: /send on|off|inherit, /spawn <task>, /ask <session> <message>, /help"
-                    ));
-                }
-            }
-            return;
-        }
-        self.state.composer.text.clear();
-        self.send_message(key, text);
     }
 
     /// Send `text` into `key` as the owner (the console is the owner's): the runner keeps

@@ -93,13 +93,17 @@ pub(crate) fn configured(config: &Config) -> Vec<crate::api::AgentInfo> {
     let default_agent = config.default_agent_id();
     configured_agents(config)
         .into_iter()
-        .map(|id| crate::api::AgentInfo {
-            model: config
-                .agent(&id)
-                .and_then(|a| a.model.clone())
-                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-            is_default: id == default_agent,
-            id,
+        .map(|id| {
+            let (any, allowed) = spawn_allowlist(config, &id);
+            crate::api::AgentInfo {
+                model: config
+                    .agent(&id)
+                    .and_then(|a| a.model.clone())
+                    .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+                is_default: id == default_agent,
+                may_spawn: if any { vec!["*".to_string()] } else { allowed },
+                id,
+            }
         })
         .collect()
 }

@@ -280,6 +280,7 @@ pub fn agents(payload: &Value) -> (Vec<AgentInfo>, KeyRules) {
                 is_default: id == rules.default_agent,
                 id,
                 model,
+                may_spawn: Vec::new(),
             })
         })
         .collect();

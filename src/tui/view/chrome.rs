@@ -139,7 +139,7 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     let text = if state.focus == Focus::Filter {
         " type to filter by key or name · enter keep the filter · esc clear it".to_string()
     } else if wanted.is_empty() {
-        " enter send · alt+enter/ctrl+j newline · tab complete · up/down history · esc leave"
+        " enter send · alt+enter/ctrl+j newline · tab complete/next · ↑↓ history · ctrl+c clear · esc leave"
             .to_string()
     } else {
         let parts: Vec<String> = wanted
@@ -166,7 +166,7 @@ pub fn help(frame: &mut Frame, area: Rect, keymap: &Keymap) {
         .map(|i| format!("{:<10} {}", keymap.keys_for(*i), i.description()))
         .collect();
     let footer = [
-        "Composer: /send on|off|inherit · /spawn <task> · /ask <session> <msg>",
+        "Composer: /send /spawn /ask /status /abort /agents /new /help",
         "? or esc closes this help.",
     ];
     // One column when it fits, two when the terminal is short (80×24 must show every key).

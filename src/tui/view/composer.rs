@@ -1,56 +1,132 @@
-//! The composer: what the owner is writing to the selected session, or an inline error.
+//! The composer: the owner's draft with its cursor (the box grows with the draft up to
+//! `MAX_ROWS` lines, then scrolls to keep the cursor in view), and under it the completion
+//! candidates or an inline error.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::{border, fit};
+use crate::text_safety::safe_line;
+use crate::tui::composer::MAX_ROWS;
 use crate::tui::state::{Focus, State};
 
+/// Rows the composer takes in a terminal `height` rows high: its border, the draft's lines
+/// (up to `MAX_ROWS`), and one for candidates or an error; never so many that the panes
+/// above lose their minimum (header, six pane rows, status and hints keep theirs).
+pub fn height(state: &State, height: u16) -> u16 {
+    let c = &state.composer;
+    let text_rows = (c.lines().len().min(MAX_ROWS as usize) as u16).max(1);
+    let extra = u16::from(c.error.is_some() || !c.candidates.is_empty());
+    let room = height.saturating_sub(1 + 6 + 1 + 1);
+    (text_rows + extra + 2).min(room).max(3)
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
-    let target = crate::text_safety::safe_line(state.selected_key().unwrap_or("no session"));
+    let c = &state.composer;
+    let target = match (&c.target, state.selected_key()) {
+        (Some(t), _) => format!("{} (new)", safe_line(t)),
+        (None, Some(k)) => safe_line(k).into_owned(),
+        (None, None) => "no session".to_string(),
+    };
+    let lines = c.lines();
+    let (row, col) = c.cursor();
+    let position = if lines.len() > 1 {
+        format!("· line {}/{} ", row + 1, lines.len())
+    } else {
+        String::new()
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" Write to {target} (as owner) "))
+        .title(format!(" Write to {target} (as owner) {position}"))
         .border_style(border(state, Focus::Composer));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
     let width = inner.width as usize;
-    let c = &state.composer;
-    let line = if let Some(err) = &c.error {
-        Line::styled(
+    let below = if let Some(err) = &c.error {
+        Some(Line::styled(
             fit(&format!("✗ {err}"), width),
             Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-        )
-    } else if c.text.is_empty() && state.focus != Focus::Composer {
-        Line::styled(
-            fit(
-                "i or Enter to write · /send on|off|inherit · /spawn <task> · /ask <session> <msg> · /help",
-                width,
-            ),
+        ))
+    } else if !c.candidates.is_empty() {
+        Some(Line::styled(
+            fit(&c.candidates.join("  "), width),
             Style::default().add_modifier(Modifier::DIM),
-        )
+        ))
     } else {
-        // Multi-line text shows its last line, with a count of the others.
-        let lines: Vec<&str> = c.text.split('\n').collect();
-        let more = if lines.len() > 1 {
-            format!("[+{} lines] ", lines.len() - 1)
-        } else {
-            String::new()
-        };
-        let last = lines.last().copied().unwrap_or("");
-        let cursor = if state.focus == Focus::Composer {
-            "▏"
-        } else {
-            ""
-        };
-        // Keep the end (where typing happens) in view.
-        let text = format!("{more}{}{cursor}", crate::text_safety::safe_line(last));
-        let chars: Vec<char> = text.chars().collect();
-        let shown: String = chars[chars.len().saturating_sub(width)..].iter().collect();
-        Line::from(shown)
+        None
     };
-    frame.render_widget(Paragraph::new(line), inner);
+    let text_rows = (inner.height - u16::from(below.is_some() && inner.height > 1)).max(1);
+    if let Some(line) = below
+        && inner.height > 1
+    {
+        let at = Rect::new(inner.x, inner.y + text_rows, inner.width, 1);
+        frame.render_widget(Paragraph::new(line), at);
+    }
+    if c.is_empty() && state.focus != Focus::Composer {
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                fit(
+                    "i or Enter to write · Tab completes · /status /abort /agents /new <key> · /help",
+                    width,
+                ),
+                Style::default().add_modifier(Modifier::DIM),
+            )),
+            Rect::new(inner.x, inner.y, inner.width, 1),
+        );
+        return;
+    }
+    // The cursor stays in view: the draft scrolls by lines, and all lines scroll sideways
+    // together when the cursor is past the box's right edge.
+    let top = row.saturating_sub(text_rows as usize - 1);
+    let cursor_x = lines
+        .get(row)
+        .map(|l| safe_line(&l.chars().take(col).collect::<String>()).width())
+        .unwrap_or(0);
+    let left = (cursor_x + 1).saturating_sub(width);
+    for (i, line) in lines.iter().skip(top).take(text_rows as usize).enumerate() {
+        let shown = columns(&safe_line(line), left, width);
+        let at = Rect::new(inner.x, inner.y + i as u16, inner.width, 1);
+        frame.render_widget(Paragraph::new(Line::from(shown)), at);
+    }
+    if state.focus == Focus::Composer {
+        let x = inner.x + (cursor_x - left) as u16;
+        let y = inner.y + (row - top) as u16;
+        if let Some(cell) = frame.buffer_mut().cell_mut((x, y)) {
+            cell.set_style(Style::default().add_modifier(Modifier::REVERSED));
+        }
+    }
+}
+
+/// The part of `text` from display column `left`, `width` columns wide (a wide character cut
+/// by either edge becomes a space, so columns stay aligned).
+fn columns(text: &str, left: usize, width: usize) -> String {
+    let mut out = String::new();
+    let mut x = 0;
+    for ch in text.chars() {
+        let w = ch.width().unwrap_or(0);
+        if x + w <= left {
+            x += w;
+            continue;
+        }
+        if x < left {
+            out.push_str(&" ".repeat(x + w - left));
+        } else if x + w > left + width {
+            out.push_str(&" ".repeat(left + width - x));
+            break;
+        } else {
+            out.push(ch);
+        }
+        x += w;
+        if x >= left + width {
+            break;
+        }
+    }
+    out
 }

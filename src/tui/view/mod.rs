@@ -1,5 +1,6 @@
 //! Drawing: the layout and one function per pane, from `State` only (no I/O, no waiting).
 
+mod cards;
 mod chrome;
 mod composer;
 mod rounds;
@@ -34,14 +35,28 @@ pub struct Regions {
     pub hints: Rect,
 }
 
+/// The layout with a one-line composer (what `regions_for` gives for an empty draft).
 pub fn regions(width: u16, height: u16) -> Regions {
+    layout(width, height, 3)
+}
+
+/// The layout for `state`: the composer grows with its draft and the panes give it room.
+pub fn regions_for(state: &State) -> Regions {
+    layout(
+        state.width,
+        state.height,
+        composer::height(state, state.height),
+    )
+}
+
+fn layout(width: u16, height: u16, composer_height: u16) -> Regions {
     let area = Rect::new(0, 0, width, height);
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(1),
             Constraint::Min(6),
-            Constraint::Length(3),
+            Constraint::Length(composer_height),
             Constraint::Length(1),
             Constraint::Length(1),
         ])
@@ -72,7 +87,11 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         chrome::too_small(frame, area);
         return;
     }
-    let r = regions(area.width, area.height);
+    let r = layout(
+        area.width,
+        area.height,
+        composer::height(state, area.height),
+    );
     chrome::header(frame, r.header, state);
     sessions::draw(frame, r.sessions, state);
     transcript::draw(frame, r.transcript, state);
@@ -80,6 +99,9 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
     chrome::hints(frame, r.hints, state, keymap);
+    if let Some(card) = &state.card {
+        cards::draw(frame, area, state, card);
+    }
     if state.help {
         chrome::help(frame, area, keymap);
     }
