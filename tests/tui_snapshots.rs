@@ -781,8 +781,9 @@ fn composer_typing() {
     s.focus = Focus::Composer;
     s.composer.set_text("first line\nsecond line of a longer message");
     let shown = screen(&s, 80, 24);
+    // The box grows to show both lines.
     assert!(
-        shown.contains("[+1 lines] second line of a longer message▏"),
+        shown.contains("│first line") && shown.contains("│second line of a longer message"),
         "{shown}"
     );
     insta::assert_snapshot!(shown);
@@ -797,9 +798,12 @@ fn composer_inline_error() {
         "Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)"
             .to_string(),
     );
+    (s.width, s.height) = (120, 40);
     let buf = render(&s, 120, 40);
-    let r = view::regions(120, 40);
-    let cell = &buf[(r.composer.x + 1, r.composer.y + 1)];
+    // Under the draft, which stays in view.
+    let r = view::regions_for(&s);
+    assert_eq!(buf[(r.composer.x + 1, r.composer.y + 1)].symbol(), "/");
+    let cell = &buf[(r.composer.x + 1, r.composer.y + 2)];
     assert_eq!(cell.symbol(), "✗");
     assert_eq!(cell.fg, Color::Red);
     insta::assert_snapshot!(text(&buf));
@@ -1616,7 +1620,7 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
     let expected = paste.replace("\r\n", "\n");
     assert_eq!(s.composer.text(), expected, "one text, newlines kept");
     let shown = h.screen();
-    assert!(shown.contains("[+"), "{shown}");
+    assert!(shown.contains("· line "), "the box says where in the draft: {shown}");
     // Sent as one message.
     h.key(KeyCode::Enter);
     h.until("the pasted message in the transcript", |s| {

@@ -139,7 +139,7 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     let text = if state.focus == Focus::Filter {
         " type to filter by key or name · enter keep the filter · esc clear it".to_string()
     } else if wanted.is_empty() {
-        " enter send · alt+enter/ctrl+j newline · tab complete/next · ↑↓ history · ctrl+c clear · esc leave"
+        " enter send · alt+enter newline · tab complete · ctrl+c clear · esc leave · ↑↓ history"
             .to_string()
     } else {
         let parts: Vec<String> = wanted

@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         frame.render_widget(
             Paragraph::new(Line::styled(
                 fit(
-                    "i or Enter to write · Tab completes · /status /abort /agents /new <key> · /help",
+                    "i or Enter to write · /send on|off|inherit · /spawn <task> · /ask <session> <msg> · /help",
                     width,
                 ),
                 Style::default().add_modifier(Modifier::DIM),
