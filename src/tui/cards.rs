@@ -101,7 +101,8 @@ pub fn status_rows(
     let p = &row.policy;
     rows.push((
         "send policy".into(),
-        format!("{} · {}: {}", p.policy, p.source, p.detail),
+        // The detail names the source in words (`override`, `rule 1 (…)`, `default (…)`).
+        format!("{} · {}", p.policy, p.detail),
     ));
     let parent = text("spawnedBy")
         .or_else(|| text("parentSessionKey"))

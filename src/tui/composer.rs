@@ -160,6 +160,8 @@ impl Composer {
         let changed = match k.code {
             KeyCode::Enter if alt => self.newline(),
             KeyCode::Char('j') if ctrl => self.newline(),
+            // Never a character in a line: the editor keeps lines apart.
+            KeyCode::Char('\n' | '\r') => self.newline(),
             KeyCode::Char('u') if ctrl => self.editor.delete_line_by_head(),
             KeyCode::Char('_' | '/' | '7') if ctrl => self.editor.undo(),
             KeyCode::Char(c) if !ctrl && !alt => {
