@@ -369,7 +369,7 @@ fn demo_rounds_tools_filter_send_policy_message_and_quit() {
     t.keys(&["i"]);
     t.wait_for("the composer", |s| hint_bar(s).contains("enter send"));
     t.type_text("/send off");
-    t.wait_for_text("/send off▏");
+    t.wait_for_text("│/send off");
     t.keys(&["Enter"]);
     // The status line reports it (the engine's event, then the command's reply), the
     // session shows its override, and the transcript keeps the reply. Demo traffic flashes
@@ -399,7 +399,7 @@ fn demo_rounds_tools_filter_send_policy_message_and_quit() {
 
     // A message as the owner: it appears in the transcript and ops answers.
     t.type_text("deploy status please?");
-    t.wait_for_text("deploy status please?▏");
+    t.wait_for_text("│deploy status please?");
     t.keys(&["Enter"]);
     t.wait_for_text("owner: deploy status please?");
     t.wait_for_text("agent: Deploy 2025.06.3 is rolling out");
@@ -528,7 +528,7 @@ fn console_shows_what_another_process_injects() {
     t.keys(&["i"]);
     t.wait_for("the composer", |s| hint_bar(s).contains("enter send"));
     t.type_text("/send off");
-    t.wait_for_text("/send off▏");
+    t.wait_for_text("│/send off");
     t.keys(&["Enter"]);
     t.wait_for("the report in the status line", |s| {
         status_line(s).contains("Send policy set to off")
@@ -543,7 +543,7 @@ fn console_shows_what_another_process_injects() {
     );
     // The same composer sends a message; the reply streams in.
     t.type_text("are you there?");
-    t.wait_for_text("are you there?▏");
+    t.wait_for_text("│are you there?");
     t.keys(&["Enter"]);
     t.wait_for_text("owner: are you there?");
     t.wait_for_text("agent: pong: are you there?");
@@ -553,7 +553,9 @@ fn console_shows_what_another_process_injects() {
     assert!(out.status.success());
     let out = t.tmux(&["paste-buffer", "-p", "-t", "console"]);
     assert!(out.status.success());
-    t.wait_for_text("[+1 lines] pasted line two▏");
+    t.wait_for("both pasted lines in the composer", |s| {
+        s.contains("│pasted line one") && s.contains("│pasted line two")
+    });
     t.keys(&["Escape"]);
     t.wait_for("the sessions pane's hints", |s| {
         hint_bar(s).contains("filter sessions")
@@ -573,7 +575,7 @@ fn typing_right_after_i_goes_into_the_composer() {
     });
     // One write, as a fast typist over SSH (or a paste without bracketed paste) delivers it.
     t.type_text("ihello there");
-    t.wait_for_text("hello there▏");
+    t.wait_for_text("│hello there");
 }
 
 /// Lines pasted one Enter each (as a paste without bracketed paste, or a fast typist, sends

@@ -278,14 +278,14 @@ fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
     // A message from the console: the agent's reply comes back through the gateway.
     t.keys(&["i"]);
     t.type_text("hello from afar");
-    t.wait_for_text("hello from afar▏");
+    t.wait_for_text("│hello from afar");
     t.keys(&["Enter"]);
     t.wait_for_text("agent: re: hello from afar");
 
     // `/send off`: the engine's answer (in the transcript, and in the status line until the
     // session's own policy replaces it there), the session's policy overridden.
     t.type_text("/send off");
-    t.wait_for_text("/send off▏");
+    t.wait_for_text("│/send off");
     t.keys(&["Enter"]);
     t.wait_for("the new policy on screen", |s| {
         s.contains("Send policy set to off")

@@ -287,7 +287,10 @@ impl Console {
             Ok(list) => self.state.agents = Some(list),
             Err(e) => {
                 self.state.agents = Some(Vec::new());
-                self.state.flash(format!("cannot list agents: {e}"), true);
+                // Loaded ahead for completion: only the picker's owner asked to be told.
+                if matches!(self.state.card, Some(Card::Agents { .. })) {
+                    self.state.flash(format!("cannot list agents: {e}"), true);
+                }
             }
         }
     }
