@@ -179,9 +179,9 @@ fn a_multi_line_message_fixed_with_cursor_keys_is_stored_as_fixed() {
     t.keys(&["Enter"]);
     t.wait_for("the message in the transcript, on two lines", |s| {
         let lines: Vec<&str> = s.lines().collect();
-        lines.windows(2).any(|w| {
-            w[0].contains("owner: the deploy is fixed") && w[1].contains("thanks")
-        })
+        lines
+            .windows(2)
+            .any(|w| w[0].contains("owner: the deploy is fixed") && w[1].contains("thanks"))
     });
     // Sent: the box is empty and one line high again.
     let screen = t.capture();

@@ -162,7 +162,11 @@ fn a_multi_line_draft_with_the_cursor_mid_line() {
         assert!(shown.contains("│and the rollback"), "{shown}");
         assert!(shown.contains("│thanks"), "{shown}");
         assert!(shown.contains("line 1/3"), "{shown}");
-        assert_eq!(cursor_cell(&buf, s), Some((13, 0)), "the cursor is drawn where it is");
+        assert_eq!(
+            cursor_cell(&buf, s),
+            Some((13, 0)),
+            "the cursor is drawn where it is"
+        );
         insta::assert_snapshot!(format!("composer_multi_line_{w}x{h}"), shown);
     }
 }
@@ -182,7 +186,10 @@ fn completion_candidates_show_under_the_box() {
         assert_eq!(s.composer.candidates, vec![TG1, TG2]);
         assert_eq!(s.focus, Focus::Composer, "Tab completed: it stays");
         let shown = text(&render(s, w, h));
-        assert!(shown.contains("agent:main:telegram:direct:1234  agent:main:"), "{shown}");
+        assert!(
+            shown.contains("agent:main:telegram:direct:1234  agent:main:"),
+            "{shown}"
+        );
         insta::assert_snapshot!(format!("composer_candidates_{w}x{h}"), shown);
     }
 }
@@ -227,7 +234,10 @@ fn the_status_card() {
             format!("{effects:?}").contains("LoadStatus"),
             "asks for the session: {effects:?}"
         );
-        assert!(matches!(c.state.card, Some(Card::Status { rows: None, .. })));
+        assert!(matches!(
+            c.state.card,
+            Some(Card::Status { rows: None, .. })
+        ));
         c.update(Action::StatusLoaded {
             key: ME.into(),
             result: Box::new(Ok(StatusInfo {
@@ -325,21 +335,37 @@ fn cursor_and_word_motions_edit_the_right_place() {
     c.update(ctrl('k'));
     assert_eq!(c.state.composer.text(), "> hello ");
     c.update(ctrl('y'));
-    assert_eq!(c.state.composer.text(), "> hello world", "yank puts the kill back");
+    assert_eq!(
+        c.state.composer.text(),
+        "> hello world",
+        "yank puts the kill back"
+    );
     c.update(key(KeyCode::Left, KeyModifiers::CONTROL));
     c.update(key(KeyCode::Left, KeyModifiers::CONTROL));
     c.update(plain(KeyCode::Delete));
-    assert_eq!(c.state.composer.text(), "> ello world", "Delete takes the next character");
+    assert_eq!(
+        c.state.composer.text(),
+        "> ello world",
+        "Delete takes the next character"
+    );
     c.update(ctrl('e'));
     c.update(ctrl('w'));
     assert_eq!(c.state.composer.text(), "> ello ");
     c.update(ctrl('u'));
-    assert_eq!(c.state.composer.text(), "", "Ctrl+U kills to the line's start");
+    assert_eq!(
+        c.state.composer.text(),
+        "",
+        "Ctrl+U kills to the line's start"
+    );
     c.update(ctrl('_'));
     assert_eq!(c.state.composer.text(), "> ello ", "undo");
     c.update(plain(KeyCode::Home));
     c.update(alt('f'));
-    assert_eq!(c.state.composer.cursor(), (0, 2), "Alt+f goes to the next word");
+    assert_eq!(
+        c.state.composer.cursor(),
+        (0, 2),
+        "Alt+f goes to the next word"
+    );
 }
 
 #[test]
@@ -358,10 +384,19 @@ fn ctrl_c_clears_the_draft_then_quits() {
     }
     assert!(!c.state.quit, "the first Ctrl+C only clears");
     assert_eq!(c.state.composer.text(), "");
-    let flash = c.state.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default();
+    let flash = c
+        .state
+        .flash
+        .as_ref()
+        .map(|f| f.text.clone())
+        .unwrap_or_default();
     assert!(flash.contains("draft cleared"), "{flash}");
     c.update(ctrl('y'));
-    assert_eq!(c.state.composer.text(), "half a thought", "Ctrl+Y brings it back");
+    assert_eq!(
+        c.state.composer.text(),
+        "half a thought",
+        "Ctrl+Y brings it back"
+    );
     c.update(ctrl('c'));
     assert!(!c.state.quit);
     for a in map_event(Event::Key(ctrl_c), &c.state, &keymap) {
@@ -374,7 +409,11 @@ fn ctrl_c_clears_the_draft_then_quits() {
     type_into(&mut c, "kept");
     c.update(plain(KeyCode::Esc));
     assert_eq!(c.state.focus, Focus::Sessions);
-    assert_eq!(c.state.composer.text(), "kept", "Esc leaves with the draft kept");
+    assert_eq!(
+        c.state.composer.text(),
+        "kept",
+        "Esc leaves with the draft kept"
+    );
     let actions = map_event(Event::Key(ctrl_c), &c.state, &keymap);
     assert!(matches!(actions.as_slice(), [Action::Intent(Intent::Quit)]));
     let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
@@ -391,7 +430,11 @@ fn tab_completes_or_leaves() {
     for a in map_event(Event::Key(tab), &c.state, &keymap) {
         c.update(a);
     }
-    assert_eq!(c.state.focus, Focus::Sessions, "nothing to complete: Tab leaves");
+    assert_eq!(
+        c.state.focus,
+        Focus::Sessions,
+        "nothing to complete: Tab leaves"
+    );
     assert_eq!(c.state.composer.text(), "just words");
 
     let mut c = Console::new(state(80, 24));
@@ -430,7 +473,11 @@ fn history_only_from_the_first_or_last_line() {
     assert_eq!(c.state.composer.cursor().0, 0, "Up moved to the first line");
     assert_eq!(c.state.composer.text(), "line one\nline two");
     c.update(plain(KeyCode::Up));
-    assert_eq!(c.state.composer.text(), "older message", "from the first line: history");
+    assert_eq!(
+        c.state.composer.text(),
+        "older message",
+        "from the first line: history"
+    );
 }
 
 #[test]
@@ -459,7 +506,10 @@ fn a_thousand_line_paste_goes_in_whole_and_too_much_is_refused() {
     assert_eq!(s.composer.lines().len(), 1001);
     let shown = text(&render(s, 80, 24));
     assert!(shown.contains("line 1001/1001"), "{shown}");
-    assert!(shown.contains("│line 1000"), "the end, where the cursor is: {shown}");
+    assert!(
+        shown.contains("│line 1000"),
+        "the end, where the cursor is: {shown}"
+    );
 
     // More than the cap: refused, said, draft kept.
     let before = c.state.composer.text();
@@ -505,7 +555,10 @@ fn the_box_grows_to_six_lines_and_the_panes_give_room() {
     let mut s = state(60, 16);
     s.composer.set_text("1\n2\n3\n4\n5\n6\n7\n8");
     let r = view::regions_for(&s);
-    assert!(r.sessions.height >= 6, "the panes keep their minimum: {r:?}");
+    assert!(
+        r.sessions.height >= 6,
+        "the panes keep their minimum: {r:?}"
+    );
     assert_eq!(r.hints.y, 15);
 }
 
@@ -571,7 +624,8 @@ async fn a_fixed_multi_line_message_is_stored_as_fixed() {
     let (mut d, api) = console(&b).await;
     type_keys(&mut d, "/new main first");
     d.key(KeyCode::Enter);
-    d.until("main selected", |s| s.selected_key() == Some(ME)).await;
+    d.until("main selected", |s| s.selected_key() == Some(ME))
+        .await;
     d.intent(Intent::Compose);
     d.type_text("the deploy is fixde");
     d.act(key(KeyCode::Enter, KeyModifiers::ALT));
@@ -583,7 +637,9 @@ async fn a_fixed_multi_line_message_is_stored_as_fixed() {
     d.type_text("ed");
     d.key(KeyCode::Enter);
     d.until("the message in the pane", |s| {
-        s.transcript.iter().any(|l| l.text == "the deploy is fixed\nthanks")
+        s.transcript
+            .iter()
+            .any(|l| l.text == "the deploy is fixed\nthanks")
     })
     .await;
     let stored = transcript(&api, ME).await;
@@ -597,7 +653,11 @@ async fn a_fixed_multi_line_message_is_stored_as_fixed() {
 async fn new_starts_a_session_from_an_empty_console() {
     let b = common::bench(config());
     let (mut d, api) = console(&b).await;
-    assert_eq!(d.console.state.selected_key(), None, "nothing to select yet");
+    assert_eq!(
+        d.console.state.selected_key(),
+        None,
+        "nothing to select yet"
+    );
     // Without /new a message has nowhere to go.
     type_keys(&mut d, "hello?");
     d.key(KeyCode::Enter);
@@ -612,10 +672,14 @@ async fn new_starts_a_session_from_an_empty_console() {
         .key;
     d.type_text("/new telegram:direct:42 hi there");
     d.key(KeyCode::Enter);
-    d.until("the new session selected", |s| s.selected_key() == Some(tg.as_str()))
-        .await;
-    d.until("its first message", |s| s.transcript.iter().any(|l| l.text == "hi there"))
-        .await;
+    d.until("the new session selected", |s| {
+        s.selected_key() == Some(tg.as_str())
+    })
+    .await;
+    d.until("its first message", |s| {
+        s.transcript.iter().any(|l| l.text == "hi there")
+    })
+    .await;
 
     // `/new <key>` alone: the next message starts it.
     let later = api
@@ -638,7 +702,11 @@ async fn new_starts_a_session_from_an_empty_console() {
         s.selected_key() == Some(later.as_str()) && s.composer.target.is_none()
     })
     .await;
-    assert!(transcript(&api, &later).await.contains(&"first words".to_string()));
+    assert!(
+        transcript(&api, &later)
+            .await
+            .contains(&"first words".to_string())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -666,12 +734,16 @@ async fn abort_says_what_it_stopped() {
     })
     .await
     .expect("sent");
-    d.until("the slow run going", |s| s.running.contains(ME)).await;
+    d.until("the slow run going", |s| s.running.contains(ME))
+        .await;
     d.type_text("/abort");
     d.key(KeyCode::Enter);
     let (flash, error) = flash_starting(&mut d, "/abort").await;
     assert!(!error, "{flash}");
-    assert!(flash.starts_with(&format!("/abort: stopped 1 run(s) in {ME}")), "{flash}");
+    assert!(
+        flash.starts_with(&format!("/abort: stopped 1 run(s) in {ME}")),
+        "{flash}"
+    );
     d.until("the run ended", |s| !s.running.contains(ME)).await;
 }
 
@@ -681,7 +753,8 @@ async fn status_shows_parent_and_children_and_agents_pick() {
     let (mut d, api) = console(&b).await;
     type_keys(&mut d, "/new main hello");
     d.key(KeyCode::Enter);
-    d.until("main selected", |s| s.selected_key() == Some(ME)).await;
+    d.until("main selected", |s| s.selected_key() == Some(ME))
+        .await;
     let spawned = api
         .call_tool(ToolCall {
             tool: "sessions_spawn".into(),
@@ -704,19 +777,29 @@ async fn status_shows_parent_and_children_and_agents_pick() {
     .await;
     let shown = text(&render(&d.console.state, 120, 40));
     assert!(shown.contains(&child), "the child listed:\n{shown}");
-    assert!(shown.contains("allow · "), "the policy and its source:\n{shown}");
+    assert!(
+        shown.contains("allow · "),
+        "the policy and its source:\n{shown}"
+    );
     d.key(KeyCode::Esc);
     d.intent(Intent::Compose);
     d.type_text(&format!("/status {child}"));
     d.key(KeyCode::Enter);
-    d.until("the child's card", |s| {
-        matches!(&s.card, Some(Card::Status { rows: Some(_), key }) if *key == child)
-    })
+    d.until(
+        "the child's card",
+        |s| matches!(&s.card, Some(Card::Status { rows: Some(_), key }) if *key == child),
+    )
     .await;
-    let Some(Card::Status { rows: Some(rows), .. }) = &d.console.state.card else {
+    let Some(Card::Status {
+        rows: Some(rows), ..
+    }) = &d.console.state.card
+    else {
         unreachable!("waited for it");
     };
-    let parent = rows.iter().find(|(l, _)| l == "parent").map(|(_, v)| v.clone());
+    let parent = rows
+        .iter()
+        .find(|(l, _)| l == "parent")
+        .map(|(_, v)| v.clone());
     assert_eq!(parent.as_deref(), Some(ME), "{rows:?}");
     d.key(KeyCode::Esc);
 
@@ -725,7 +808,10 @@ async fn status_shows_parent_and_children_and_agents_pick() {
     d.key(KeyCode::Enter);
     d.until("the agents", |s| s.agents.is_some()).await;
     let shown = text(&render(&d.console.state, 120, 40));
-    assert!(shown.contains("spawns: itself, work"), "main's allowAgents:\n{shown}");
+    assert!(
+        shown.contains("spawns: itself, work"),
+        "main's allowAgents:\n{shown}"
+    );
     d.key(KeyCode::Down);
     d.key(KeyCode::Enter);
     assert_eq!(d.console.state.composer.text(), "/spawn --agent work ");
@@ -738,5 +824,8 @@ async fn status_shows_parent_and_children_and_agents_pick() {
         }
     };
     assert!(!error, "{flash}");
-    assert!(flash.contains("agent:work:subagent:"), "spawned under work: {flash}");
+    assert!(
+        flash.contains("agent:work:subagent:"),
+        "spawned under work: {flash}"
+    );
 }

@@ -779,7 +779,8 @@ fn policy_denied_send_flash() {
 fn composer_typing() {
     let mut s = busy();
     s.focus = Focus::Composer;
-    s.composer.set_text("first line\nsecond line of a longer message");
+    s.composer
+        .set_text("first line\nsecond line of a longer message");
     let shown = screen(&s, 80, 24);
     // The box grows to show both lines.
     assert!(
@@ -1262,7 +1263,8 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
     h.type_text("status?");
     h.key(KeyCode::Enter);
     assert_eq!(
-        h.d.console.state.composer.text(), "",
+        h.d.console.state.composer.text(),
+        "",
         "the composer is cleared"
     );
     assert_eq!(h.d.console.state.composer.error, None);
@@ -1620,7 +1622,10 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
     let expected = paste.replace("\r\n", "\n");
     assert_eq!(s.composer.text(), expected, "one text, newlines kept");
     let shown = h.screen();
-    assert!(shown.contains("· line "), "the box says where in the draft: {shown}");
+    assert!(
+        shown.contains("· line "),
+        "the box says where in the draft: {shown}"
+    );
     // Sent as one message.
     h.key(KeyCode::Enter);
     h.until("the pasted message in the transcript", |s| {

@@ -15,7 +15,7 @@ pub const MAX_DRAFT_BYTES: usize = 1 << 20;
 pub const MAX_ROWS: u16 = 6;
 
 /// The composer's text, cursor and history. Not `PartialEq`: the editor is not.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Composer {
     editor: TextArea<'static>,
     pub history: Vec<String>,
@@ -27,19 +27,6 @@ pub struct Composer {
     pub candidates: Vec<String>,
     /// A session `/new` named that does not exist yet: the next message starts it.
     pub target: Option<String>,
-}
-
-impl Default for Composer {
-    fn default() -> Composer {
-        Composer {
-            editor: TextArea::default(),
-            history: Vec::new(),
-            recall: None,
-            error: None,
-            candidates: Vec::new(),
-            target: None,
-        }
-    }
 }
 
 /// What a key did to the draft.

@@ -340,7 +340,8 @@ impl Console {
         let s = &mut self.state;
         s.focus = Focus::Composer;
         if n.sent {
-            s.flash(format!("started {} with your message", n.key), false);
+            let how = if n.exists { "sent to" } else { "started" };
+            s.flash(format!("{how} {} with your message", n.key), false);
         } else {
             // Written to until another session is picked.
             s.composer.target = Some(n.key.clone());
