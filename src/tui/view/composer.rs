@@ -28,7 +28,9 @@ pub fn height(state: &State, height: u16) -> u16 {
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let c = &state.composer;
     let target = match (&c.target, state.selected_key()) {
-        (Some(t), _) => format!("{} (new)", safe_line(t)),
+        // `/new` named it: written to until another session is picked (the status line said
+        // whether it is new).
+        (Some(t), _) => safe_line(t).into_owned(),
         (None, Some(k)) => safe_line(k).into_owned(),
         (None, None) => "no session".to_string(),
     };
