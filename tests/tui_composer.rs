@@ -829,3 +829,75 @@ async fn status_shows_parent_and_children_and_agents_pick() {
         "spawned under work: {flash}"
     );
 }
+
+// -------------------------------------------------------------------------------------------
+// Any input
+// -------------------------------------------------------------------------------------------
+
+mod any_input {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_key() -> impl Strategy<Value = Action> {
+        let codes = prop_oneof![
+            any::<char>().prop_map(KeyCode::Char),
+            prop::sample::select(vec![
+                'a', ' ', '/', ':', '\n', '\r', '\t', '\u{1b}', 'é', '界', '🇩'
+            ])
+            .prop_map(KeyCode::Char),
+            prop::sample::select(vec![
+                KeyCode::Left,
+                KeyCode::Right,
+                KeyCode::Up,
+                KeyCode::Down,
+                KeyCode::Home,
+                KeyCode::End,
+                KeyCode::Backspace,
+                KeyCode::Delete,
+                KeyCode::Tab,
+                KeyCode::Enter,
+                KeyCode::PageUp,
+                KeyCode::PageDown,
+            ]),
+        ];
+        let mods = prop::sample::select(vec![
+            KeyModifiers::NONE,
+            KeyModifiers::CONTROL,
+            KeyModifiers::ALT,
+            KeyModifiers::SHIFT,
+            KeyModifiers::CONTROL | KeyModifiers::ALT,
+        ]);
+        prop_oneof![
+            8 => (codes, mods).prop_map(|(c, m)| key(c, m)),
+            1 => "[a-z/:\\n\\r\\t\u{1b}\u{202e}界 ]{0,40}".prop_map(Action::Paste),
+            1 => (60u16..130, 16u16..45).prop_map(|(w, h)| Action::Resize(w, h)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Whatever is typed or pasted, the console neither panics nor leaves the cursor
+        /// outside the draft, and every frame draws (the console never sends from these:
+        /// Enter's effects are only collected).
+        #[test]
+        fn the_composer_survives_any_keys(actions in prop::collection::vec(any_key(), 1..60)) {
+            let mut c = Console::new(state(80, 24));
+            for a in actions {
+                if c.state.quit || c.state.focus != Focus::Composer {
+                    c.state.quit = false;
+                    c.state.card = None;
+                    c.state.help = false;
+                    c.state.focus = Focus::Composer;
+                }
+                c.update(a);
+                let s = &c.state;
+                let (row, col) = s.composer.cursor();
+                prop_assert!(row < s.composer.lines().len());
+                prop_assert!(col <= s.composer.lines()[row].chars().count());
+                prop_assert!(s.composer.lines().iter().all(|l| !l.contains('\n')));
+                let (w, h) = (s.width, s.height);
+                let _ = render(s, w, h);
+            }
+        }
+    }
+}
