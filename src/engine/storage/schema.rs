@@ -191,6 +191,24 @@ const MIGRATIONS: &[&str] = &[
         ON CONFLICT DO UPDATE SET n = n + 1;
     END;
     "#,
+    // 6: exchanges kept and navigable. Sends that never started an exchange (refused by the
+    // target's send policy, stopped by the chain limit) are rows of their own (`kind`); each
+    // exchange keeps why its loop ended (`detail`) and what its announce did. The indexes
+    // page newest-first, all or one session's (as requester or as target), without a scan,
+    // and find an exchange's runs.
+    r#"
+    ALTER TABLE flows ADD COLUMN kind TEXT NOT NULL DEFAULT 'send';
+    ALTER TABLE flows ADD COLUMN detail TEXT;
+    ALTER TABLE flows ADD COLUMN announce TEXT;
+    ALTER TABLE flows ADD COLUMN announce_text TEXT;
+    ALTER TABLE flows ADD COLUMN announce_channel TEXT;
+    ALTER TABLE flows ADD COLUMN announce_to TEXT;
+    ALTER TABLE flows ADD COLUMN announce_detail TEXT;
+    CREATE INDEX flows_by_started ON flows(started_at, flow_id);
+    CREATE INDEX flows_by_requester ON flows(requester, started_at, flow_id);
+    CREATE INDEX flows_by_target ON flows(target, started_at, flow_id);
+    CREATE INDEX runs_by_flow ON runs(flow_id, round) WHERE flow_id IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
