@@ -131,7 +131,11 @@ async fn a_send_refused_by_the_targets_policy_is_an_entry_of_its_own() {
     let traffic = b.api.traffic(0).await.expect("traffic");
     assert_eq!(traffic.len(), 1);
     assert_eq!(
-        (traffic[0].exchanges, traffic[0].refused, traffic[0].messages),
+        (
+            traffic[0].exchanges,
+            traffic[0].refused,
+            traffic[0].messages
+        ),
         (1, 1, 0)
     );
 }
@@ -185,7 +189,9 @@ async fn a_send_stopped_by_the_chain_limit_is_an_entry_of_its_own() {
     assert_eq!(stopped.ended_reason.as_deref(), Some("chain"));
     assert_eq!(stopped.message, "pass it on");
     assert!(
-        stopped.detail.contains("5 sends > session.agentToAgent.maxChainHops 4"),
+        stopped
+            .detail
+            .contains("5 sends > session.agentToAgent.maxChainHops 4"),
         "{}",
         stopped.detail
     );
@@ -215,7 +221,11 @@ async fn an_exchange_in_full_has_every_round_with_speaker_times_and_tokens() {
     assert_eq!(s.status, "done");
     assert_eq!(s.rounds, 3);
     assert_eq!(s.ended_reason.as_deref(), Some("cap"));
-    assert!(s.detail.contains("maxPingPongTurns reached"), "{}", s.detail);
+    assert!(
+        s.detail.contains("maxPingPongTurns reached"),
+        "{}",
+        s.detail
+    );
     assert_eq!(s.announce.as_deref(), Some("no_route"));
     assert!(s.ended_at.is_some_and(|e| e >= s.started_at));
 
@@ -262,7 +272,10 @@ async fn an_exchange_in_full_has_every_round_with_speaker_times_and_tokens() {
     let later = s.started_at + 60_001;
     assert!(b.api.traffic(later).await.expect("traffic").is_empty());
     // Something that does not exist is `None`, not an error.
-    assert_eq!(b.api.exchange("no-such-exchange").await.expect("read"), None);
+    assert_eq!(
+        b.api.exchange("no-such-exchange").await.expect("read"),
+        None
+    );
 }
 
 /// 100,000 exchanges (written straight into the table, many in the same millisecond):
