@@ -1,7 +1,7 @@
 //! What can happen in the console: user intents (from the keymap), engine events, and
 //! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
-use crate::api::{ApiError, EngineEvent, SessionsPage, TranscriptPage};
+use crate::api::{ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage, TranscriptPage};
 
 /// A user intent, named as in the keymap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,5 +148,17 @@ pub enum Action {
         generation: u64,
         key: String,
         result: Box<Result<TranscriptPage, ApiError>>,
+    },
+    /// A page of exchanges (`before`: a next page) for the rounds pane's generation.
+    ExchangesLoaded {
+        generation: u64,
+        before: Option<String>,
+        result: Box<Result<ExchangesPage, ApiError>>,
+    },
+    /// One exchange in full for the exchange view of this generation.
+    ExchangeLoaded {
+        generation: u64,
+        id: String,
+        result: Box<Result<Option<ExchangeDetail>, ApiError>>,
     },
 }

@@ -5,6 +5,7 @@
 
 pub mod action;
 pub mod effects;
+pub mod exchanges;
 pub mod keymap;
 pub mod state;
 pub mod streams;
@@ -317,6 +318,12 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     }
                     _ => vec![],
                 };
+            }
+            // The exchange view's own keys (close, jump to a session); the rest as usual.
+            if state.exchange_view.is_some()
+                && matches!(k.code, KeyCode::Esc | KeyCode::Char('1') | KeyCode::Char('2'))
+            {
+                return vec![Action::Key(k)];
             }
             if matches!(state.focus, Focus::Composer | Focus::Filter) {
                 return match k.code {
