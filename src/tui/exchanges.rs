@@ -17,7 +17,7 @@ const LOAD_MARGIN: usize = 10;
 /// Which exchanges the list holds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Scope {
-    /// Nothing to show (no session selected, scope "this session").
+    /// Not chosen yet (before the first refresh): nothing is loaded.
     #[default]
     Nothing,
     All,

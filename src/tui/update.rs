@@ -196,10 +196,10 @@ impl Console {
     /// The exchanges the rounds pane and the exchange view need loaded.
     fn exchanges_refresh(&mut self) -> Vec<Effect> {
         let s = &mut self.state;
+        // With no session selected, "this session" has nothing to narrow to: all.
         let wanted = match (s.rounds_all, s.selected_key()) {
-            (true, _) => Scope::All,
             (false, Some(k)) => Scope::Session(k.to_string()),
-            (false, None) => Scope::Nothing,
+            _ => Scope::All,
         };
         let mut effects: Vec<Effect> = s.exchanges.refresh(wanted).into_iter().collect();
         if let Some(v) = &mut s.exchange_view {

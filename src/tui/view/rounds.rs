@@ -37,8 +37,30 @@ fn hhmm(ms: i64) -> String {
         .unwrap_or_else(|| "--:--".into())
 }
 
-/// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`.
-fn header(e: &ExchangeSummary) -> String {
+/// `key` in at most `max` columns, keeping its end (the part that tells keys apart:
+/// `…telegram:direct:1234`).
+fn keep_end(key: &str, max: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if key.width() <= max {
+        return key.to_string();
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 1;
+    for c in key.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max {
+            break;
+        }
+        used += w;
+        tail.push(c);
+    }
+    std::iter::once('…').chain(tail.into_iter().rev()).collect()
+}
+
+/// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`; when it does not fit,
+/// the two keys give way (keeping their ends), never how the exchange ended.
+fn header(e: &ExchangeSummary, width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
     let how = match e.kind.as_str() {
         "refused" => "refused by policy".to_string(),
         "chain" => "chain limit".to_string(),
@@ -55,7 +77,26 @@ fn header(e: &ExchangeSummary) -> String {
             }
         }
     };
-    format!("{} {} → {} · {how}", hhmm(e.started_at), e.requester, e.target)
+    let time = hhmm(e.started_at);
+    let fixed = time.width() + 1 + 3 + 3 + how.width();
+    let room = width.saturating_sub(fixed);
+    let (r, t) = (e.requester.width(), e.target.width());
+    let (rmax, tmax) = if r + t <= room {
+        (r, t)
+    } else {
+        // Each gets half; one shorter than its half leaves the rest to the other.
+        let half = room / 2;
+        match (r <= half, t <= half) {
+            (true, _) => (r, room - r),
+            (_, true) => (room - t, t),
+            _ => (half, room - half),
+        }
+    };
+    format!(
+        "{time} {} → {} · {how}",
+        keep_end(&e.requester, rmax.max(4)),
+        keep_end(&e.target, tmax.max(4))
+    )
 }
 
 /// An entry's second line: the message, with the announce, or why it never ran.
@@ -80,10 +121,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     } else {
         "this session"
     };
-    let more = if x.more { "+" } else { "" };
+    let count = if x.entries.is_empty() {
+        String::new()
+    } else {
+        format!("· {}{} ", x.entries.len(), if x.more { "+" } else { "" })
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" Exchanges ({scope}) {}{more} ", x.entries.len()))
+        .title(format!(" Rounds ({scope}) {count}"))
         .border_style(border(state, Focus::Rounds));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -98,22 +143,29 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         return;
     }
     let spawn_lines = spawn_lines(state, width);
-    // Sub-agents take at most a third of the pane, below the exchanges.
-    let spawn_room = if spawn_lines.is_empty() {
-        0
+    // Sub-agents go below the exchanges, in what the exchanges leave, and at least a third
+    // of the pane when there are more exchanges than fit.
+    let per_guess = if height >= 4 { 2 } else { 1 };
+    let wanted = if x.error.is_some() {
+        1
+    } else if x.entries.is_empty() {
+        usize::from(spawn_lines.is_empty())
     } else {
-        spawn_lines.len().min((height / 3).max(1))
+        x.entries.len() * per_guess + usize::from(x.more)
     };
+    let spawn_room = spawn_lines
+        .len()
+        .min((height / 3).max(height.saturating_sub(wanted)));
     let room = height - spawn_room;
     let mut lines: Vec<Line> = Vec::new();
     if let Some(e) = &x.error {
         lines.push(Line::from(fit(e, width)));
+    } else if x.entries.is_empty() && spawn_room > 0 {
+        // The sub-agents below are what there is.
     } else if x.entries.is_empty() {
-        let text = match (&x.scope, x.loaded) {
-            (Scope::Nothing, _) => "No session selected (a: show all).",
-            (_, false) => "loading exchanges…",
-            (Scope::All, true) => "No agent-to-agent traffic yet.",
-            (Scope::Session(_), true) => "No exchanges for this session (a: show all).",
+        let text = match &x.scope {
+            Scope::All => "No agent-to-agent traffic yet.",
+            _ => "No exchanges or sub-agents for this session (a: show all).",
         };
         lines.push(Line::from(fit(text, width)));
     } else {
@@ -138,7 +190,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
                 head = head.add_modifier(mark);
                 rest = rest.add_modifier(mark);
             }
-            lines.push(Line::styled(fit(&header(e), width), head));
+            lines.push(Line::styled(fit(&header(e, width), width), head));
             if per == 2 {
                 lines.push(Line::styled(fit(&second(e), width), rest));
             }
@@ -151,7 +203,8 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         }
     }
     lines.truncate(room);
-    while lines.len() < room {
+    // Sub-agents sit below the exchanges' part of the pane (at the top when there are none).
+    while !lines.is_empty() && lines.len() < room {
         lines.push(Line::from(""));
     }
     lines.extend(spawn_lines.into_iter().take(spawn_room));
