@@ -140,17 +140,18 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
                     (Some(i), Some(o)) => format!(" · tokens {i}/{o}"),
                     _ => String::new(),
                 };
-                push(
-                    format!(
-                        "Round {} · {} → {} · {}{took}{tokens} · {}",
-                        t.round,
-                        t.speaker,
-                        t.listener,
-                        clock(t.started_at),
-                        t.status
-                    ),
-                    bold,
+                let head = format!(
+                    "Round {} · {} → {} · {}{took}{tokens} · {}",
+                    t.round,
+                    t.speaker,
+                    t.listener,
+                    clock(t.started_at),
+                    t.status
                 );
+                // Wrapped, not cut: the duration, tokens and status are at its end.
+                for l in wrap(&head, width, "") {
+                    push(l, bold);
+                }
                 let text = match (&t.error, t.text.is_empty()) {
                     (Some(e), true) => format!("({e})"),
                     (_, true) => "(no reply)".to_string(),
