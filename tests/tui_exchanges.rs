@@ -435,8 +435,10 @@ async fn a_vanished_exchange_or_a_deleted_session_is_said_inline() {
         "{:?}",
         d.flashes
     );
+    // The filter set to find it went again: the other sessions are listed.
+    assert_eq!(d.console.state.filter, "");
+    assert_eq!(d.console.state.selected_key(), Some(OPS));
     // The exchange itself vanishes while open.
-    d.console.state.filter.clear();
     d.console.state.focus = Focus::Rounds;
     d.act(Action::Intent(Intent::ToggleRoundsScope));
     d.settle().await;

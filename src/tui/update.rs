@@ -324,7 +324,12 @@ impl Console {
         if let Some(k) = s.exchanges.jump.take() {
             match s.sessions.iter().position(|r| r.key == k) {
                 Some(i) => s.selected = s.sessions_offset + i,
-                None => s.flash(format!("{k} no longer exists"), true),
+                None => {
+                    // The filter was set to find it: nothing to find, so it goes again.
+                    s.flash(format!("{k} no longer exists"), true);
+                    s.filter.clear();
+                    self.new_sessions_query();
+                }
             }
             return;
         }
