@@ -188,7 +188,10 @@ fn entry_headers(screen: &str) -> Vec<String> {
             break;
         }
         if in_rounds {
-            let inner = right.trim_start_matches('│').trim_end_matches('│').to_string();
+            let inner = right
+                .trim_start_matches('│')
+                .trim_end_matches('│')
+                .to_string();
             if re.is_match(&inner) {
                 out.push(inner);
             }
@@ -220,9 +223,11 @@ fn find_the_exchange_between_main_and_ops_open_it_and_read_how_it_ended() {
     let wanted = |h: &str| {
         h.contains(" agent:main:") && h.contains("group:incidents ·") && !h.ends_with("running")
     };
-    let screen = t.wait_for_within("a finished exchange from main into #incidents", START, |s| {
-        s.contains("Rounds (all)") && entry_headers(s).iter().any(|h| wanted(h))
-    });
+    let screen = t.wait_for_within(
+        "a finished exchange from main into #incidents",
+        START,
+        |s| s.contains("Rounds (all)") && entry_headers(s).iter().any(|h| wanted(h)),
+    );
     // From the newest entry down: open each, until the view shows main asking ops. (New
     // exchanges arrive above; the cursor stays on its exchange, so `j` walks older ones.)
     let headers = entry_headers(&screen);
@@ -257,9 +262,18 @@ fn find_the_exchange_between_main_and_ops_open_it_and_read_how_it_ended() {
     let view = found.unwrap_or_else(|| panic!("no exchange from main to ops among {headers:#?}"));
     // Every round with who spoke, and how it ended and why.
     assert!(view.contains("[1] requester agent:main:"), "{view}");
-    assert!(view.contains("[2] target agent:ops:slack:group:incidents"), "{view}");
-    assert!(view.contains("Round 1 · agent:ops:slack:group:incidents → agent:main:"), "{view}");
-    assert!(view.contains("1 requester · 2 target · j/k scroll · esc close"), "{view}");
+    assert!(
+        view.contains("[2] target agent:ops:slack:group:incidents"),
+        "{view}"
+    );
+    assert!(
+        view.contains("Round 1 · agent:ops:slack:group:incidents → agent:main:"),
+        "{view}"
+    );
+    assert!(
+        view.contains("1 requester · 2 target · j/k scroll · esc close"),
+        "{view}"
+    );
     // Scrolled to the end: how it ended, and the announce.
     t.keys(&["G"]);
     let end = t.wait_for("how it ended", |s| {
@@ -271,9 +285,16 @@ fn find_the_exchange_between_main_and_ops_open_it_and_read_how_it_ended() {
         .unwrap_or_default()
         .to_string();
     assert!(
-        ["cap reached", "REPLY_SKIP", "empty reply", "timed out", "blocked by send policy", "a run failed"]
-            .iter()
-            .any(|r| ended.contains(r)),
+        [
+            "cap reached",
+            "REPLY_SKIP",
+            "empty reply",
+            "timed out",
+            "blocked by send policy",
+            "a run failed"
+        ]
+        .iter()
+        .any(|r| ended.contains(r)),
         "a known ending: {ended}\n{end}"
     );
     // `2` selects the target in the sessions pane and closes the view.

@@ -20,6 +20,8 @@ use switchboard::engine::store::SessionInit;
 use tempfile::TempDir;
 
 const ME: &str = "agent:main:s2";
+/// A turn as compared: round, speaker, listener, text, tokens in and out.
+type Turn<'a> = (u32, &'a str, &'a str, &'a str, Option<u64>, Option<u64>);
 const WORK: &str = "agent:work:s2";
 
 struct Bench {
@@ -230,7 +232,7 @@ async fn an_exchange_in_full_has_every_round_with_speaker_times_and_tokens() {
     assert!(s.ended_at.is_some_and(|e| e >= s.started_at));
 
     let d = b.api.exchange(&s.id).await.expect("read").expect("exists");
-    let turns: Vec<(u32, &str, &str, &str, Option<u64>, Option<u64>)> = d
+    let turns: Vec<Turn> = d
         .turns
         .iter()
         .map(|t| {

@@ -140,10 +140,28 @@ fn detail_x4() -> ExchangeDetail {
     let t0 = s.started_at;
     ExchangeDetail {
         turns: vec![
-            turn(1, OPS, ALICE, "p95 checkout latency is back to 310 ms.", t0 + SEC),
+            turn(
+                1,
+                OPS,
+                ALICE,
+                "p95 checkout latency is back to 310 ms.",
+                t0 + SEC,
+            ),
             turn(2, ALICE, OPS, "Thanks. Is a rollback staged?", t0 + 3 * SEC),
-            turn(3, OPS, ALICE, "Yes: a rollback to 2025.06.2 is staged.", t0 + 5 * SEC),
-            turn(4, ALICE, OPS, "Great, I'll tell the customer-facing folks.", t0 + 7 * SEC),
+            turn(
+                3,
+                OPS,
+                ALICE,
+                "Yes: a rollback to 2025.06.2 is staged.",
+                t0 + 5 * SEC,
+            ),
+            turn(
+                4,
+                ALICE,
+                OPS,
+                "Great, I'll tell the customer-facing folks.",
+                t0 + 7 * SEC,
+            ),
             turn(
                 5,
                 OPS,
@@ -214,12 +232,18 @@ async fn rounds_pane_has_a_cursor_times_and_refused_and_chain_entries() {
     );
     assert!(shown.contains("refused by policy"), "{shown}");
     assert!(shown.contains("chain limit"), "{shown}");
-    assert!(shown.contains("✗ 13 sends > session.agentToAgent.maxChainHops 12"), "{shown}");
+    assert!(
+        shown.contains("✗ 13 sends > session.agentToAgent.maxChainHops 12"),
+        "{shown}"
+    );
     // Every header is directly above its second line: no orphan lines.
     let lines: Vec<&str> = shown.lines().collect();
     for (i, l) in lines.iter().enumerate() {
         if l.contains("“") || l.contains("✗ ") {
-            assert!(lines[i - 1].contains(" → "), "orphan line {i}: {l}\n{shown}");
+            assert!(
+                lines[i - 1].contains(" → "),
+                "orphan line {i}: {l}\n{shown}"
+            );
         }
     }
     insta::assert_snapshot!(shown);
@@ -324,7 +348,12 @@ async fn opened(w: u16, h: u16) -> Driver {
     let mut d = console(Arc::new(fake()), w, h).await;
     d.intent(Intent::Open);
     d.settle().await;
-    let v = d.console.state.exchange_view.as_ref().expect("the view is open");
+    let v = d
+        .console
+        .state
+        .exchange_view
+        .as_ref()
+        .expect("the view is open");
     assert_eq!(v.id(), "x4");
     assert!(v.detail.is_some());
     d
@@ -371,11 +400,17 @@ async fn a_long_exchange_scrolls_to_its_end() {
     }
     let shown = screen(&d.console.state, 80, 24);
     assert!(shown.contains("Announce: delivered"), "{shown}");
-    assert!(shown.contains("INC-4821 is mitigated; rollback staged."), "{shown}");
+    assert!(
+        shown.contains("INC-4821 is mitigated; rollback staged."),
+        "{shown}"
+    );
     // At the end, down goes no further; up moves back one line at once.
     let at_end = d.console.state.exchange_view.as_ref().expect("open").scroll;
     d.intent(Intent::Down);
-    assert_eq!(d.console.state.exchange_view.as_ref().expect("open").scroll, at_end);
+    assert_eq!(
+        d.console.state.exchange_view.as_ref().expect("open").scroll,
+        at_end
+    );
     d.intent(Intent::Up);
     assert_eq!(
         d.console.state.exchange_view.as_ref().expect("open").scroll,
@@ -419,7 +454,10 @@ async fn a_vanished_exchange_or_a_deleted_session_is_said_inline() {
     api.remove(ALICE);
     d.settle().await;
     let shown = screen(&d.console.state, 60, 16);
-    assert!(shown.contains("agent:main:telegram:direct:alice was"), "{shown}");
+    assert!(
+        shown.contains("agent:main:telegram:direct:alice was"),
+        "{shown}"
+    );
     // Jumping to it now: the console says it is gone, nothing breaks.
     d.key(KeyCode::Char('1'));
     d.settle().await;
@@ -483,7 +521,9 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
         sandboxed: false,
     };
     let r = api
-        .call_tool(call(json!({ "agentId": "ops", "message": "status?", "timeoutSeconds": 30 })))
+        .call_tool(call(
+            json!({ "agentId": "ops", "message": "status?", "timeoutSeconds": 30 }),
+        ))
         .await
         .expect("send");
     assert_eq!(r.result["status"], "ok", "{}", r.result);

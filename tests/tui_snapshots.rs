@@ -27,8 +27,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 use serde_json::json;
 use switchboard::api::{
-    EngineEvent, ExchangeSummary, LineRole, PolicyView, SendRequest, SessionKind, SessionRow as ApiRow, ToolCall,
-    TranscriptLine as ApiLine,
+    EngineEvent, ExchangeSummary, LineRole, PolicyView, SendRequest, SessionKind,
+    SessionRow as ApiRow, ToolCall, TranscriptLine as ApiLine,
 };
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::exchanges::{Exchanges, Scope};

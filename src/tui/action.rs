@@ -1,7 +1,9 @@
 //! What can happen in the console: user intents (from the keymap), engine events, and
 //! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
-use crate::api::{ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage, TranscriptPage};
+use crate::api::{
+    ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage, TranscriptPage,
+};
 
 /// A user intent, named as in the keymap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,9 @@
 //! changed; the view's exchange loaded in full by id. Plain data and the decisions about it;
 //! `update` calls in here, `view` draws it, the runner does the loading.
 
-use crate::api::{ApiError, EngineEvent, ExchangeDetail, ExchangeSummary, ExchangesPage, ExchangesQuery};
+use crate::api::{
+    ApiError, EngineEvent, ExchangeDetail, ExchangeSummary, ExchangesPage, ExchangesQuery,
+};
 use crate::text_safety::{safe_line, safe_text};
 use crate::tui::action::Intent;
 use crate::tui::effects::Effect;
@@ -136,7 +138,11 @@ impl Exchanges {
         before: Option<String>,
         result: Result<ExchangesPage, ApiError>,
     ) {
-        if self.in_flight.as_ref().is_some_and(|(g, _)| *g == generation) {
+        if self
+            .in_flight
+            .as_ref()
+            .is_some_and(|(g, _)| *g == generation)
+        {
             self.in_flight = None;
         }
         if generation != self.generation {
@@ -169,10 +175,10 @@ impl Exchanges {
                         self.more = page.more;
                     }
                 }
-                if let Some(id) = kept {
-                    if let Some(i) = self.entries.iter().position(|e| e.id == id) {
-                        self.cursor = i;
-                    }
+                if let Some(id) = kept
+                    && let Some(i) = self.entries.iter().position(|e| e.id == id)
+                {
+                    self.cursor = i;
                 }
                 self.loaded = true;
             }
@@ -315,7 +321,11 @@ impl ExchangeView {
                 }
                 self.summary = d.summary.clone();
                 self.detail = Some(d);
-                if self.notice.as_deref().is_some_and(|n| n.starts_with("cannot")) {
+                if self
+                    .notice
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("cannot"))
+                {
                     self.notice = None;
                 }
             }

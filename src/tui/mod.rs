@@ -321,7 +321,10 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             }
             // The exchange view's own keys (close, jump to a session); the rest as usual.
             if state.exchange_view.is_some()
-                && matches!(k.code, KeyCode::Esc | KeyCode::Char('1') | KeyCode::Char('2'))
+                && matches!(
+                    k.code,
+                    KeyCode::Esc | KeyCode::Char('1') | KeyCode::Char('2')
+                )
             {
                 return vec![Action::Key(k)];
             }

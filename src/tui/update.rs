@@ -121,7 +121,11 @@ impl Console {
             || self.transcript_dirty
             || self.state.selected_key() != self.state.transcript_key.as_deref()
             || self.state.exchanges.pending()
-            || self.state.exchange_view.as_ref().is_some_and(|v| v.pending())
+            || self
+                .state
+                .exchange_view
+                .as_ref()
+                .is_some_and(|v| v.pending())
     }
 
     /// Everything shown may be stale (events were missed, another process wrote).
@@ -231,7 +235,10 @@ impl Console {
             self.select(at);
             return;
         }
-        self.state.flash(format!("finding {key} (filter; Esc in the filter clears it)"), false);
+        self.state.flash(
+            format!("finding {key} (filter; Esc in the filter clears it)"),
+            false,
+        );
         self.state.filter = key.clone();
         self.state.selected = 0;
         self.state.exchanges.jump = Some(key);

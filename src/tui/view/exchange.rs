@@ -72,12 +72,7 @@ fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
 /// Where the view goes: the whole body (between the header and the composer).
 pub fn area(width: u16, height: u16) -> Rect {
     let r = super::regions(width, height);
-    Rect::new(
-        r.sessions.x,
-        r.sessions.y,
-        width,
-        r.sessions.height,
-    )
+    Rect::new(r.sessions.x, r.sessions.y, width, r.sessions.height)
 }
 
 /// How the exchange ended, in words.
@@ -103,7 +98,10 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
     let mut push = |text: String, style: Style| lines.push(Line::styled(fit(&text, width), style));
     if let Some(n) = &v.notice {
         for l in wrap(n, width, "") {
-            push(l, Style::default().fg(Color::Red).add_modifier(Modifier::BOLD));
+            push(
+                l,
+                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+            );
         }
     }
     push(format!("{} → {}", s.requester, s.target), bold);
@@ -171,7 +169,11 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
             (Some(c), Some(t)) => format!(" to {c} {t}"),
             _ => String::new(),
         };
-        for l in wrap(&format!("Announce: {}{to} · {}", a.outcome, a.detail), width, "") {
+        for l in wrap(
+            &format!("Announce: {}{to} · {}", a.outcome, a.detail),
+            width,
+            "",
+        ) {
             push(l, bold);
         }
         if let Some(text) = a.text.as_deref().filter(|t| !t.is_empty()) {
