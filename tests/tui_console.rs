@@ -339,7 +339,10 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
     .unwrap();
     b.engine.idle().await;
     c.until("the stopped send", |s| {
-        s.exchanges.entries.first().is_some_and(|e| e.kind == "chain")
+        s.exchanges
+            .entries
+            .first()
+            .is_some_and(|e| e.kind == "chain")
     })
     .await;
     let shown = screen(&c.console.state, &Keymap::defaults());
