@@ -195,7 +195,8 @@ const MIGRATIONS: &[&str] = &[
     // target's send policy, stopped by the chain limit) are rows of their own (`kind`); each
     // exchange keeps why its loop ended (`detail`) and what its announce did. The indexes
     // page newest-first, all or one session's (as requester or as target), without a scan,
-    // and find an exchange's runs.
+    // and find an exchange's runs (with their step, so counting its answers reads only the
+    // index).
     r#"
     ALTER TABLE flows ADD COLUMN kind TEXT NOT NULL DEFAULT 'send';
     ALTER TABLE flows ADD COLUMN detail TEXT;
@@ -207,7 +208,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX flows_by_started ON flows(started_at, flow_id);
     CREATE INDEX flows_by_requester ON flows(requester, started_at, flow_id);
     CREATE INDEX flows_by_target ON flows(target, started_at, flow_id);
-    CREATE INDEX runs_by_flow ON runs(flow_id, round) WHERE flow_id IS NOT NULL;
+    CREATE INDEX runs_by_flow ON runs(flow_id, step) WHERE flow_id IS NOT NULL;
     "#,
 ];
 
