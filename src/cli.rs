@@ -2,6 +2,9 @@
 //! `sessions …`, `import-openclaw`, `config …`). Output for scripts goes to stdout; every
 //! problem goes to stderr with what to do about it.
 
+#[path = "cli_exchanges.rs"]
+mod exchanges_cmd;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -111,6 +114,11 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     /// List, show, patch and export sessions (the owner's view: every session).
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
+    #[command(
+        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json"
+    )]
+    Exchanges(exchanges_cmd::ExchangesArgs),
     /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
 Sessions whose key already exists here are skipped, so importing twice is harmless. Only files \
@@ -567,6 +575,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Tool(args)) => tool(&cli, args).await,
         Some(Command::Inject(args)) => inject(&cli, args).await,
         Some(Command::Sessions(cmd)) => sessions(&cli, cmd).await,
+        Some(Command::Exchanges(args)) => exchanges_cmd::run(&cli, args).await,
         Some(Command::ImportOpenclaw { dir }) => {
             cli.local_only("import-openclaw")?;
             import(&cli, dir).await

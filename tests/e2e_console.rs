@@ -321,7 +321,7 @@ fn demo_rounds_tools_filter_send_policy_message_and_quit() {
     // Rounds of every session: an exchange that ended (cap, REPLY_SKIP …).
     t.keys(&["a"]);
     let screen = t.wait_for("a finished exchange in the rounds pane", |s| {
-        s.contains("Rounds (all)") && s.contains("ended:")
+        s.contains("Rounds (all)") && (s.contains(" rounds · ") || s.contains(" round · "))
     });
     assert!(screen.contains(" → "), "requester → target:\n{screen}");
 
@@ -435,7 +435,7 @@ fn demo_with_no_color_has_no_colour_and_quits_cleanly() {
     t.wait_for_within("the console", START, console_shown);
     t.keys(&["a"]);
     t.wait_for("a finished exchange in the rounds pane", |s| {
-        s.contains("ended:")
+        s.contains(" rounds · ") || s.contains(" round · ")
     });
     // A flash in the status line, so every kind of text is on screen.
     t.keys(&["t"]);

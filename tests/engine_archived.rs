@@ -426,11 +426,22 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     }
     let db = dir.path().join("switchboard.db");
     {
-        // Back to schema 3's shape (schema 5's counters first: their triggers read the
+        // Back to schema 3's shape (schema 6's exchange columns and 5's counters first: their triggers read the
         // column), then archive as that build stored it: in the entry.
         let conn = rusqlite::Connection::open(&db).expect("open db");
         conn.execute_batch(
-            "DROP TRIGGER session_counts_insert;
+            "DROP INDEX flows_by_started;
+             DROP INDEX flows_by_requester;
+             DROP INDEX flows_by_target;
+             DROP INDEX runs_by_flow;
+             ALTER TABLE flows DROP COLUMN kind;
+             ALTER TABLE flows DROP COLUMN detail;
+             ALTER TABLE flows DROP COLUMN announce;
+             ALTER TABLE flows DROP COLUMN announce_text;
+             ALTER TABLE flows DROP COLUMN announce_channel;
+             ALTER TABLE flows DROP COLUMN announce_to;
+             ALTER TABLE flows DROP COLUMN announce_detail;
+             DROP TRIGGER session_counts_insert;
              DROP TRIGGER session_counts_delete;
              DROP TRIGGER session_counts_update;
              DROP TABLE session_counts;

@@ -209,11 +209,22 @@ proptest! {
 }
 
 /// Turn a current state folder into one of the schema before the counters (schema 4 is
-/// schema 5 without `session_counts` and its triggers).
+/// schema 5 without `session_counts` and its triggers; schema 6's exchange columns go too).
 fn downgrade_to_schema_4(state: &Path) {
     let c = Connection::open(state.join(DB_FILE)).expect("open db");
     c.execute_batch(
-        "DROP TRIGGER session_counts_insert;
+        "DROP INDEX flows_by_started;
+         DROP INDEX flows_by_requester;
+         DROP INDEX flows_by_target;
+         DROP INDEX runs_by_flow;
+         ALTER TABLE flows DROP COLUMN kind;
+         ALTER TABLE flows DROP COLUMN detail;
+         ALTER TABLE flows DROP COLUMN announce;
+         ALTER TABLE flows DROP COLUMN announce_text;
+         ALTER TABLE flows DROP COLUMN announce_channel;
+         ALTER TABLE flows DROP COLUMN announce_to;
+         ALTER TABLE flows DROP COLUMN announce_detail;
+         DROP TRIGGER session_counts_insert;
          DROP TRIGGER session_counts_delete;
          DROP TRIGGER session_counts_update;
          DROP TABLE session_counts;

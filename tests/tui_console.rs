@@ -12,7 +12,7 @@ use crossterm::event::KeyCode;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
-use switchboard::api::{LineRole, SessionsApi, TranscriptQuery};
+use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, TranscriptQuery};
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
 use switchboard::engine::storage::queries::NewLine;
@@ -303,24 +303,57 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
     );
 }
 
+/// Three agents forwarding in a cycle: the send the chain limit stops is an entry of its own
+/// in the rounds pane (as the engine recorded it), with why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
-    let b = common::bench(config());
-    let (mut c, _api) = console(&b).await;
+    let forward = |to: &str| {
+        json!([{ "when": { "step": "message" },
+                 "tools": [{ "name": "sessions_send", "args": { "sessionKey": to, "message": "pass it on", "timeoutSeconds": 0 } }],
+                 "reply": "forwarded" }])
+    };
+    let b = common::bench(json!({
+        "session": { "agentToAgent": { "maxPingPongTurns": 0, "maxChainHops": 4 } },
+        "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
+        "agents": { "list": [
+            { "id": "a", "default": true, "model": "scripted", "script": forward("agent:b:main") },
+            { "id": "b", "model": "scripted", "script": forward("agent:c:main") },
+            { "id": "c", "model": "scripted", "script": forward("agent:a:main") },
+        ] },
+    }));
+    let (mut c, api) = console(&b).await;
     c.intent(Intent::ToggleRoundsScope);
-    c.act(Action::Engine(Box::new(
-        switchboard::engine::events::EngineEvent::ChainStopped {
-            chain_id: "c1".into(),
-            hops: 13,
-            max_hops: 12,
-            requester: "agent:b:main".into(),
-            target: "agent:c:main".into(),
-        },
-    )));
+    for k in ["agent:b:main", "agent:c:main"] {
+        b.engine
+            .store()
+            .ensure(&SessionKey::from_canonical(k), SessionInit::default())
+            .await
+            .unwrap();
+    }
+    api.send(SendRequest {
+        key: "agent:a:main".into(),
+        text: "start the chain".into(),
+        from: Sender::default(),
+    })
+    .await
+    .unwrap();
+    b.engine.idle().await;
+    c.until("the stopped send", |s| {
+        s.exchanges
+            .entries
+            .first()
+            .is_some_and(|e| e.kind == "chain")
+    })
+    .await;
     let shown = screen(&c.console.state, &Keymap::defaults());
-    assert!(shown.contains("agent:b:main → agent:c:main"), "{shown}");
-    assert!(shown.contains("not sent: chain limit reached"), "{shown}");
-    assert!(shown.contains("maxChainHops 12"), "{shown}");
+    assert!(
+        shown.contains("agent:b:main → agent:c:main · chain limit"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("✗ 5 sends > session.agentToAgent.maxChainHops 4"),
+        "{shown}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,10 +27,11 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 use serde_json::json;
 use switchboard::api::{
-    EngineEvent, LineRole, PolicyView, SendRequest, SessionKind, SessionRow as ApiRow, ToolCall,
-    TranscriptLine as ApiLine,
+    EngineEvent, ExchangeSummary, LineRole, PolicyView, SendRequest, SessionKind,
+    SessionRow as ApiRow, ToolCall, TranscriptLine as ApiLine,
 };
 use switchboard::tui::action::{Action, Intent};
+use switchboard::tui::exchanges::{Exchanges, Scope};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
 use switchboard::tui::{strip_colors, view};
@@ -431,6 +432,32 @@ fn flows() -> BTreeMap<String, FlowView> {
     list.into_iter().map(|f| (f.flow_id.clone(), f)).collect()
 }
 
+/// The exchanges of `flows()` as the engine lists them (newest first), those touching `key`
+/// (or all): what the rounds pane shows once loaded.
+fn exchanges_of(key: Option<&str>) -> Exchanges {
+    let mut list: Vec<ExchangeSummary> = flows()
+        .into_values()
+        .filter(|f| key.is_none_or(|k| f.requester == k || f.target == k))
+        .map(|f| ExchangeSummary {
+            id: f.flow_id,
+            kind: "send".into(),
+            requester: f.requester,
+            target: f.target,
+            message: f.message,
+            started_at: f.started,
+            ended_at: None,
+            status: if f.done { "done" } else { "running" }.into(),
+            rounds: f.rounds.len() as u32,
+            ended_reason: f.loop_end.as_ref().map(|l| l.0.clone()),
+            detail: f.loop_end.map(|l| l.1).unwrap_or_default(),
+            announce: f.announce.map(|a| a.0),
+        })
+        .collect();
+    list.sort_by_key(|e| std::cmp::Reverse(e.started_at));
+    let scope = key.map_or(Scope::All, |k| Scope::Session(k.to_string()));
+    Exchanges::shown(scope, list, false)
+}
+
 /// main spawned two research children (one finished and announced, one still running); the
 /// cron session spawned one that failed and whose announce was blocked.
 fn spawns() -> BTreeMap<String, SpawnView> {
@@ -493,6 +520,7 @@ fn busy() -> State {
     s.transcript = main_transcript();
     s.transcript_total = 10;
     s.flows = flows();
+    s.exchanges = exchanges_of(s.selected_key());
     s.spawns = spawns();
     s.selected_policy = Some("allow (default (session.sendPolicy.default))".to_string());
     s
@@ -661,7 +689,8 @@ fn transcript_without_timestamps_or_wrap() {
     s.wrap = false;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("times:off wrap:off"), "{shown}");
-    assert!(!shown.contains("15:0"), "{shown}");
+    // (The rounds pane below keeps its exchanges' times.)
+    assert!(!transcript_pane(&shown).contains("15:0"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 
@@ -691,8 +720,8 @@ fn rounds_of_the_selected_session() {
     let mut s = busy();
     s.focus = Focus::Rounds;
     let shown = screen(&s, 120, 40);
-    assert!(shown.contains("ended: cap reached"), "{shown}");
-    assert!(shown.contains("announce: delivered"), "{shown}");
+    assert!(shown.contains("· 4 rounds · cap reached"), "{shown}");
+    assert!(shown.contains("announce delivered"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 
@@ -701,16 +730,18 @@ fn rounds_of_all_sessions() {
     let mut s = busy();
     s.focus = Focus::Rounds;
     s.rounds_all = true;
+    s.exchanges = exchanges_of(None);
     // Tall enough to show every exchange and sub-agent at once.
     let shown = screen(&s, 120, 80);
+    // Long keys give way, keeping their ends; how it ended stays whole.
     assert!(
-        shown.contains("agent:main:main → agent:ops:slack:group:incidents"),
+        shown.contains("agent:main:main → …ck:group:incidents · 4 rounds · cap reached"),
         "{shown}"
     );
-    assert!(shown.contains("ended: REPLY_SKIP"), "{shown}");
-    assert!(shown.contains("announce: skipped"), "{shown}");
-    assert!(shown.contains("(timeout)"), "{shown}");
-    assert!(shown.contains("  …"), "{shown}");
+    assert!(shown.contains("· 3 rounds · REPLY_SKIP"), "{shown}");
+    assert!(shown.contains("announce skipped"), "{shown}");
+    assert!(shown.contains("· 1 round · timed out"), "{shown}");
+    assert!(shown.contains("· 1 round · running"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 
@@ -718,6 +749,7 @@ fn rounds_of_all_sessions() {
 fn rounds_pane_without_traffic() {
     let mut s = busy();
     s.flows.clear();
+    s.exchanges = Exchanges::shown(Scope::Session(MAIN.into()), Vec::new(), false);
     s.spawns.clear();
     s.focus = Focus::Rounds;
     insta::assert_snapshot!(screen(&s, 80, 24));
@@ -727,6 +759,7 @@ fn rounds_pane_without_traffic() {
 fn spawned_tree_under_its_requester() {
     let mut s = busy();
     s.flows.clear();
+    s.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
     s.rounds_all = true;
     s.focus = Focus::Rounds;
     let shown = screen(&s, 120, 40);
@@ -742,6 +775,7 @@ fn spawned_tree_under_its_requester() {
 fn spawned_tree_groups_children_under_one_header_per_requester() {
     let mut s = busy();
     s.flows.clear();
+    s.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
     s.rounds_all = true;
     // main's second child starts after the cron session's child.
     let late = s.spawns.get_mut(CHILD2).expect("child 2");

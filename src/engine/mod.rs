@@ -13,6 +13,7 @@ internal! {
     mod tracker;
     mod transfer;
 }
+mod exchanges;
 mod sessions_api;
 
 // The paths tests, benches and (until issue 11 lands everywhere) front ends name, kept

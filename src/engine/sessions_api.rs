@@ -482,6 +482,18 @@ impl SessionsApi for Engine {
         Ok(AbortOutcome { run_ids })
     }
 
+    async fn exchanges(&self, query: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
+        Ok(self.exchanges_page(&query)?)
+    }
+
+    async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
+        Ok(self.exchange_detail(id)?)
+    }
+
+    async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
+        Ok(self.traffic_since(since)?)
+    }
+
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {
         Ok(super::tools::agents::configured(self.config()))
     }

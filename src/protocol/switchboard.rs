@@ -58,6 +58,12 @@ pub mod method {
     pub const AGENTS: &str = "switchboard.agents";
     /// `AbortParams` → `api::AbortOutcome`
     pub const ABORT: &str = "switchboard.abort";
+    /// `api::ExchangesQuery` → `api::ExchangesPage`
+    pub const EXCHANGES: &str = "switchboard.exchanges";
+    /// `ExchangeParams` → `api::ExchangeDetail | null`
+    pub const EXCHANGE: &str = "switchboard.exchange";
+    /// `TrafficParams` → `TrafficResult`
+    pub const TRAFFIC: &str = "switchboard.traffic";
     /// `{}` → `SubscribeResult`; then `switchboard.event` frames until the connection ends.
     pub const SUBSCRIBE: &str = "switchboard.subscribe";
 
@@ -77,6 +83,9 @@ pub mod method {
         DELETE,
         AGENTS,
         ABORT,
+        EXCHANGES,
+        EXCHANGE,
+        TRAFFIC,
         SUBSCRIBE,
     ];
 
@@ -97,6 +106,25 @@ pub struct AbortParams {
     /// Only this run (when it is running on `key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeParams {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrafficParams {
+    /// ms since the epoch.
+    pub since: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrafficResult {
+    pub counts: Vec<crate::api::TrafficCount>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

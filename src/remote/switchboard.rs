@@ -16,14 +16,15 @@ use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use crate::api::{
-    AbortOutcome, AgentInfo, ApiError, EventStream, Fed, KeyPurpose, Link, PatchRequest,
-    PatchResult, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail,
-    SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage,
-    TranscriptQuery, WorkId,
+    AbortOutcome, AgentInfo, ApiError, EventStream, ExchangeDetail, ExchangesPage, ExchangesQuery,
+    Fed, KeyPurpose, Link, PatchRequest, PatchResult, ResolvedKey, RunResult, SendReceipt,
+    SendRequest, Sequenced, SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status,
+    ToolCall, ToolResult, TrafficCount, TranscriptPage, TranscriptQuery, WorkId,
 };
 use crate::protocol::switchboard::{
-    AbortParams, AgentsResult, DeleteResult, EVENT, GAP, GapPayload, KeyParams, ResolveParams,
-    StillRunningResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
+    AbortParams, AgentsResult, DeleteResult, EVENT, ExchangeParams, GAP, GapPayload, KeyParams,
+    ResolveParams, StillRunningResult, TrafficParams, TrafficResult, WaitRunParams, WaitWorkParams,
+    WaitWorkResult, WorkParams, decode, method,
 };
 
 /// The longest one wait request asks the server for: well inside the link's request
@@ -235,6 +236,20 @@ impl SessionsApi for RemoteApi {
             },
         )
         .await
+    }
+
+    async fn exchanges(&self, query: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
+        self.call(method::EXCHANGES, query).await
+    }
+
+    async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
+        self.call(method::EXCHANGE, ExchangeParams { id: id.into() })
+            .await
+    }
+
+    async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
+        let r: TrafficResult = self.call(method::TRAFFIC, TrafficParams { since }).await?;
+        Ok(r.counts)
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

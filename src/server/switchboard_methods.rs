@@ -9,13 +9,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::api::{
-    ApiError, PatchRequest, SendRequest, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
+    ApiError, ExchangesQuery, PatchRequest, SendRequest, SessionsApi, SessionsQuery, ToolCall,
+    TranscriptQuery,
 };
 use crate::protocol::ErrorShape;
 use crate::protocol::switchboard::{
-    AbortParams, AgentsResult, DeleteResult, KeyParams, ResolveParams, StillRunningItem,
-    StillRunningResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode,
-    error_shape, method,
+    AbortParams, AgentsResult, DeleteResult, ExchangeParams, KeyParams, ResolveParams,
+    StillRunningItem, StillRunningResult, TrafficParams, TrafficResult, WaitRunParams,
+    WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
 };
 
 /// The longest a `waitRun`/`waitWork` may hold a request open: a client asking for more
@@ -105,6 +106,12 @@ async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, Error
             let r: AbortParams = p(m, v)?;
             out(api.abort(&r.key, r.run_id.as_deref()).await)
         }
+        method::EXCHANGES => out(api.exchanges(p::<ExchangesQuery>(m, v)?).await),
+        method::EXCHANGE => out(api.exchange(&p::<ExchangeParams>(m, v)?.id).await),
+        method::TRAFFIC => out(api
+            .traffic(p::<TrafficParams>(m, v)?.since)
+            .await
+            .map(|counts| TrafficResult { counts })),
         other => Err(bad(format!("unknown method: {other}"))),
     }
 }

@@ -1,7 +1,10 @@
 //! What can happen in the console: user intents (from the keymap), engine events, and
 //! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
-use crate::api::{AbortOutcome, AgentInfo, ApiError, EngineEvent, SessionsPage, TranscriptPage};
+use crate::api::{
+    AbortOutcome, AgentInfo, ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage,
+    TranscriptPage,
+};
 
 /// A user intent, named as in the keymap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -163,4 +166,16 @@ pub enum Action {
     },
     /// What `/new` found and did.
     NewSession(Box<Result<super::cards::NewSession, ApiError>>),
+    /// A page of exchanges (`before`: a next page) for the rounds pane's generation.
+    ExchangesLoaded {
+        generation: u64,
+        before: Option<String>,
+        result: Box<Result<ExchangesPage, ApiError>>,
+    },
+    /// One exchange in full for the exchange view of this generation.
+    ExchangeLoaded {
+        generation: u64,
+        id: String,
+        result: Box<Result<Option<ExchangeDetail>, ApiError>>,
+    },
 }

@@ -8,7 +8,9 @@ use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use super::action::Action;
-use crate::api::{SendRequest, Sender, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery};
+use crate::api::{
+    ExchangesQuery, SendRequest, Sender, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
+};
 
 /// Work `update` asks for; it never does it itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +25,13 @@ pub enum Effect {
         generation: u64,
         query: TranscriptQuery,
     },
+    /// A page of exchanges for the rounds pane's scope of this generation.
+    LoadExchanges {
+        generation: u64,
+        query: ExchangesQuery,
+    },
+    /// One exchange in full, for the exchange view of this generation.
+    LoadExchange { generation: u64, id: String },
     /// A message from the owner into a session (canonical key).
     Send { key: String, text: String },
     /// A session tool called as the `requester` session's agent.
@@ -101,6 +110,27 @@ impl Runner {
                     let _ = tx.send(Action::TranscriptLoaded {
                         generation,
                         key,
+                        result,
+                    });
+                });
+            }
+            Effect::LoadExchanges { generation, query } => {
+                tokio::spawn(async move {
+                    let before = query.before.clone();
+                    let result = Box::new(api.exchanges(query).await);
+                    let _ = tx.send(Action::ExchangesLoaded {
+                        generation,
+                        before,
+                        result,
+                    });
+                });
+            }
+            Effect::LoadExchange { generation, id } => {
+                tokio::spawn(async move {
+                    let result = Box::new(api.exchange(&id).await);
+                    let _ = tx.send(Action::ExchangeLoaded {
+                        generation,
+                        id,
                         result,
                     });
                 });

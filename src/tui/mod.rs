@@ -8,6 +8,7 @@ pub mod cards;
 pub mod complete;
 pub mod composer;
 pub mod effects;
+pub mod exchanges;
 pub mod keymap;
 pub mod state;
 pub mod streams;
@@ -324,6 +325,15 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     }
                     _ => vec![],
                 };
+            }
+            // The exchange view's own keys (close, jump to a session); the rest as usual.
+            if state.exchange_view.is_some()
+                && matches!(
+                    k.code,
+                    KeyCode::Esc | KeyCode::Char('1') | KeyCode::Char('2')
+                )
+            {
+                return vec![Action::Key(k)];
             }
             // An overlay a slash command opened takes the keys until it closes.
             if state.card.is_some() {

@@ -200,6 +200,9 @@ pub struct State {
     pub spawns: BTreeMap<String, SpawnView>,
     pub rounds_all: bool,
     pub rounds_scroll: usize,
+    /// The rounds pane's list of exchanges (paged from the engine) and the open exchange.
+    pub exchanges: crate::tui::exchanges::Exchanges,
+    pub exchange_view: Option<crate::tui::exchanges::ExchangeView>,
 
     pub composer: Composer,
     /// The configured agents, once loaded (`None`: not yet).
@@ -249,6 +252,8 @@ impl State {
             spawns: BTreeMap::new(),
             rounds_all: false,
             rounds_scroll: 0,
+            exchanges: Default::default(),
+            exchange_view: None,
             composer: Composer::default(),
             agents: None,
             card: None,

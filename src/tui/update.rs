@@ -10,6 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
+use super::exchanges::{ExchangeView, Scope};
 use super::state::{
     FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
 };
@@ -101,6 +102,20 @@ impl Console {
             Action::StatusLoaded { key, result } => self.status_loaded(key, *result),
             Action::Aborted { key, result } => self.aborted(key, *result),
             Action::NewSession(result) => self.new_session_done(*result),
+            Action::ExchangesLoaded {
+                generation,
+                before,
+                result,
+            } => self.state.exchanges.loaded(generation, before, *result),
+            Action::ExchangeLoaded {
+                generation,
+                id,
+                result,
+            } => {
+                if let Some(v) = &mut self.state.exchange_view {
+                    v.loaded(generation, &id, *result);
+                }
+            }
         }
         std::mem::take(&mut self.queued)
     }
@@ -113,6 +128,12 @@ impl Console {
             || self.sessions_dirty
             || self.transcript_dirty
             || self.state.selected_key() != self.state.transcript_key.as_deref()
+            || self.state.exchanges.pending()
+            || self
+                .state
+                .exchange_view
+                .as_ref()
+                .is_some_and(|v| v.pending())
     }
 
     /// Everything shown may be stale (events were missed, another process wrote).
@@ -120,6 +141,7 @@ impl Console {
         self.sessions_dirty = true;
         self.recount = true;
         self.transcript_dirty = true;
+        self.state.exchanges.reload();
     }
 
     /// The loads the state needs now (plus anything `update` queued). Called once per batch
@@ -153,6 +175,7 @@ impl Console {
             }
         }
         self.state.selected_policy = self.selected_row().map(|r| r.policy_line());
+        effects.extend(self.exchanges_refresh());
         match selected {
             None => {
                 self.transcript_dirty = false;
@@ -180,6 +203,54 @@ impl Console {
             }
         }
         effects
+    }
+
+    /// The exchanges the rounds pane and the exchange view need loaded.
+    fn exchanges_refresh(&mut self) -> Vec<Effect> {
+        let s = &mut self.state;
+        // With no session selected, "this session" has nothing to narrow to: all.
+        let wanted = match (s.rounds_all, s.selected_key()) {
+            (false, Some(k)) => Scope::Session(k.to_string()),
+            _ => Scope::All,
+        };
+        let mut effects: Vec<Effect> = s.exchanges.refresh(wanted).into_iter().collect();
+        if let Some(v) = &mut s.exchange_view {
+            effects.extend(v.refresh());
+        }
+        effects
+    }
+
+    /// Enter on the rounds pane: open the exchange under the cursor.
+    fn open_exchange(&mut self) {
+        let s = &mut self.state;
+        let Some(summary) = s.exchanges.selected().cloned() else {
+            s.flash("No exchange here to open.", false);
+            return;
+        };
+        let generation = s.exchanges.next_view_generation();
+        s.exchange_view = Some(ExchangeView::new(summary, generation));
+    }
+
+    /// `1`/`2` in the exchange view: select the requester/target in the sessions pane. A
+    /// session outside the loaded window is found by filtering for its key; the selection
+    /// lands once the page shows it.
+    fn jump_to(&mut self, key: String) {
+        self.state.exchange_view = None;
+        self.state.focus = Focus::Sessions;
+        let s = &self.state;
+        if let Some(i) = s.sessions.iter().position(|r| r.key == key) {
+            let at = s.sessions_offset + i;
+            self.select(at);
+            return;
+        }
+        self.state.flash(
+            format!("finding {key} (filter; Esc in the filter clears it)"),
+            false,
+        );
+        self.state.filter = key.clone();
+        self.state.selected = 0;
+        self.state.exchanges.jump = Some(key);
+        self.new_sessions_query();
     }
 
     fn selected_row(&self) -> Option<&super::state::SessionRow> {
@@ -264,6 +335,18 @@ impl Console {
         if !had_rows && !s.sessions.is_empty() {
             // The first session to appear becomes the selection: show it.
             s.selected = s.sessions_offset;
+        }
+        if let Some(k) = s.exchanges.jump.take() {
+            match s.sessions.iter().position(|r| r.key == k) {
+                Some(i) => s.selected = s.sessions_offset + i,
+                None => {
+                    // The filter was set to find it: nothing to find, so it goes again.
+                    s.flash(format!("{k} no longer exists"), true);
+                    s.filter.clear();
+                    self.new_sessions_query();
+                }
+            }
+            return;
         }
         if let Some(k) = keep {
             if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
@@ -388,6 +471,8 @@ impl Console {
             Intent::Filter => s.focus = Focus::Filter,
             Intent::Compose => s.focus = Focus::Composer,
             // Enter: what it opens depends on the pane (each pane's own branch).
+            Intent::Open if s.exchange_view.is_some() => {}
+            Intent::Open if s.focus == Focus::Rounds => self.open_exchange(),
             Intent::Open => s.focus = Focus::Composer,
             Intent::ToggleTools => {
                 s.tools = !s.tools;
@@ -446,6 +531,19 @@ impl Console {
             | Intent::PageDown
             | Intent::PageUp
             | Intent::Top
+            | Intent::Bottom
+                if s.exchange_view.is_some() =>
+            {
+                let max = super::view::exchange_max_scroll(s);
+                if let Some(v) = &mut s.exchange_view {
+                    v.scroll_by(intent, page, max);
+                }
+            }
+            Intent::Down
+            | Intent::Up
+            | Intent::PageDown
+            | Intent::PageUp
+            | Intent::Top
             | Intent::Bottom => {
                 self.move_in_focus(intent, page);
             }
@@ -495,17 +593,7 @@ impl Console {
                     self.transcript_dirty = true;
                 }
             }
-            Focus::Rounds => {
-                let s = &mut self.state;
-                s.rounds_scroll = match intent {
-                    Intent::Down => s.rounds_scroll + 1,
-                    Intent::Up => s.rounds_scroll.saturating_sub(1),
-                    Intent::PageDown => s.rounds_scroll + page,
-                    Intent::PageUp => s.rounds_scroll.saturating_sub(page),
-                    Intent::Top => 0,
-                    _ => usize::MAX / 2,
-                };
-            }
+            Focus::Rounds => self.state.exchanges.move_cursor(intent, page),
         }
     }
 
@@ -515,6 +603,16 @@ impl Console {
             return self.card_key(k);
         }
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(v) = &self.state.exchange_view {
+            let (requester, target) = (v.summary.requester.clone(), v.summary.target.clone());
+            match k.code {
+                KeyCode::Esc => self.state.exchange_view = None,
+                KeyCode::Char('1') => self.jump_to(requester),
+                KeyCode::Char('2') => self.jump_to(target),
+                _ => {}
+            }
+            return;
+        }
         match self.state.focus {
             Focus::Filter => match k.code {
                 KeyCode::Esc => {
@@ -598,6 +696,10 @@ impl Console {
     }
 
     fn engine_event(&mut self, e: EngineEvent) {
+        self.state.exchanges.event(&e);
+        if let Some(v) = &mut self.state.exchange_view {
+            v.event(&e);
+        }
         let selected = self.state.selected_key().map(str::to_string);
         let now = self.state.now_ms;
         let s = &mut self.state;

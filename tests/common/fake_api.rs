@@ -23,6 +23,9 @@ pub struct Data {
     /// Messages received, in the order the calls reached the fake.
     pub sent: Vec<SendRequest>,
     pub tool_calls: Vec<ToolCall>,
+    /// Agent-to-agent exchanges, newest first, and the ones that open in full by id.
+    pub exchanges: Vec<ExchangeSummary>,
+    pub exchange_details: HashMap<String, ExchangeDetail>,
 }
 
 /// How the fake answers.
@@ -402,6 +405,43 @@ impl SessionsApi for FakeApi {
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {
         Ok(Vec::new())
+    }
+
+    /// Pages of `Data::exchanges` as the engine pages its table: one session's or all,
+    /// older than `before`, `limit` at a time.
+    async fn exchanges(&self, q: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
+        self.wait_turn().await;
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        let data = self.data.lock().expect("fake lock");
+        let matching: Vec<&ExchangeSummary> = data
+            .exchanges
+            .iter()
+            .filter(|e| {
+                q.key
+                    .as_deref()
+                    .is_none_or(|k| e.requester == k || e.target == k)
+            })
+            .filter(|e| q.since.is_none_or(|t| e.started_at >= t))
+            .collect();
+        let start = match &q.before {
+            Some(b) => match matching.iter().position(|e| &e.id == b) {
+                Some(i) => i + 1,
+                None => matching.len(),
+            },
+            None => 0,
+        };
+        let limit = q.limit.max(1);
+        let rest = &matching[start.min(matching.len())..];
+        Ok(ExchangesPage {
+            exchanges: rest.iter().take(limit).map(|e| (*e).clone()).collect(),
+            more: rest.len() > limit,
+        })
+    }
+
+    async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
+        self.wait_turn().await;
+        let data = self.data.lock().expect("fake lock");
+        Ok(data.exchange_details.get(id).cloned())
     }
 
     fn subscribe(&self) -> EventStream {

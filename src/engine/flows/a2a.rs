@@ -246,12 +246,16 @@ impl Engine {
             }
         };
         let now = now_ms();
-        let (f, r) = (flow_id.clone(), reason.reason.clone());
+        let (f, r, d) = (
+            flow_id.clone(),
+            reason.reason.clone(),
+            reason.detail.clone(),
+        );
         if !closed
             && let Err(e) = self
                 .store()
                 .storage()
-                .write(move |c| storage::flows::finish_flow(c, &f, &r, now))
+                .write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
                 .await
         {
             tracing::warn!(flow_id, error = %e, "could not close an exchange");
@@ -405,7 +409,7 @@ impl Engine {
             &round_one.reply,
             latest_reply.as_deref(),
             turns_done,
-            &loop_end.reason,
+            &loop_end,
         )
         .await;
         loop_end
@@ -421,10 +425,21 @@ impl Engine {
         requester: &SessionKey,
         target: &str,
     ) -> Option<u32> {
+        let max_hops = self.chain_limit_passed(chain)?;
+        self.emit_chain_stopped(chain, requester, target);
+        Some(max_hops)
+    }
+
+    /// Whether `chain` has grown past `session.agentToAgent.maxChainHops` (the limit, if so);
+    /// no event (see `chain_exceeded`).
+    pub(crate) fn chain_limit_passed(&self, chain: &Chain) -> Option<u32> {
         let max_hops = self.config().session.agent_to_agent.max_chain_hops;
-        if chain.hop <= max_hops {
-            return None;
-        }
+        (chain.hop > max_hops).then_some(max_hops)
+    }
+
+    /// Say that `chain` was stopped before reaching `target` (`ChainStopped`).
+    pub(crate) fn emit_chain_stopped(&self, chain: &Chain, requester: &SessionKey, target: &str) {
+        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
         tracing::info!(chain_id = %chain.id, hops = chain.hop, max_hops, %requester, target, "chain limit reached");
         self.events().emit(EngineEvent::ChainStopped {
             chain_id: chain.id.clone(),
@@ -433,7 +448,6 @@ impl Engine {
             requester: requester.to_string(),
             target: target.to_string(),
         });
-        Some(max_hops)
     }
 
     /// The send policy of `key` refuses agent-to-agent messages into it: why, if so.
@@ -457,8 +471,9 @@ impl Engine {
         round_one: &str,
         latest: Option<&str>,
         turns_done: u32,
-        reason: &str,
+        loop_end: &Ended,
     ) {
+        let reason = loop_end.reason.as_str();
         let req = RunRequest {
             key: parties.target.clone(),
             step: Step::Announce,
@@ -570,7 +585,92 @@ impl Engine {
                 }
             }
         };
+        // Kept with the exchange (with why its loop ended) before anyone is told, so a
+        // reader woken by the event finds it.
+        if let EngineEvent::Announce {
+            outcome,
+            text,
+            channel,
+            to,
+            detail,
+            ..
+        } = &ev
+        {
+            let record = storage::flows::AnnounceRecord {
+                outcome: outcome.clone(),
+                text: text.clone(),
+                channel: channel.clone(),
+                to: to.clone(),
+                detail: detail.clone(),
+            };
+            let (f, loop_detail) = (flow_id.to_string(), loop_end.detail.clone());
+            if let Err(e) = self
+                .store()
+                .storage()
+                .write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
+                .await
+            {
+                tracing::warn!(flow_id, error = %e, "could not record an exchange's announce");
+            }
+        }
         self.events().emit(ev);
+    }
+
+    /// Keep a send that never started an exchange as an entry of its own (`kind`: `refused`
+    /// by the target's send policy, or stopped by the `chain` limit), then say so with a
+    /// `FlowEnded` (status `refused`), after the commit, so a reader woken by it finds it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn record_refused_send(
+        &self,
+        kind: &str,
+        requester: &SessionKey,
+        target: &str,
+        message: &str,
+        chain: &Chain,
+        run_id: &str,
+        detail: &str,
+    ) -> Result<(), StorageError> {
+        let flow_id = uuid::Uuid::now_v7().to_string();
+        let reason = if kind == "chain" { "chain" } else { "policy" };
+        let owner = self.instance_id().to_string();
+        let (f, k, ch, req, t, m, rid, d) = (
+            flow_id.clone(),
+            kind.to_string(),
+            chain.id.clone(),
+            requester.to_string(),
+            target.to_string(),
+            message.to_string(),
+            run_id.to_string(),
+            detail.to_string(),
+        );
+        let at = now_ms();
+        self.store()
+            .storage()
+            .write(move |c| {
+                storage::flows::insert_refused(
+                    c,
+                    &storage::flows::RefusedSend {
+                        flow_id: &f,
+                        kind: &k,
+                        chain_id: &ch,
+                        requester: &req,
+                        target: &t,
+                        message: &m,
+                        run_id: &rid,
+                        owner: &owner,
+                        at,
+                        reason,
+                        detail: &d,
+                    },
+                )
+            })
+            .await?;
+        self.events().emit(EngineEvent::FlowEnded {
+            flow_id,
+            status: "refused".into(),
+            reason: reason.into(),
+        });
+        Ok(())
     }
 }
 

@@ -789,7 +789,7 @@ fn close_flow(
     now: i64,
 ) -> Result<(), StorageError> {
     match flow_end {
-        Some((flow, reason)) => storage::flows::finish_flow(c, flow, reason, now),
+        Some((flow, reason)) => storage::flows::finish_flow(c, flow, reason, None, now),
         None => Ok(()),
     }
 }

@@ -157,6 +157,17 @@ pub fn runs_of(
     Ok(rows)
 }
 
+/// The runs of one exchange, in round order (`runs_by_flow`).
+pub fn runs_of_flow(conn: &Connection, flow_id: &str) -> Result<Vec<RunRow>, StorageError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {RUN_COLS} FROM runs WHERE flow_id = ?1 ORDER BY round, started_at, rowid"
+    ))?;
+    let rows = stmt
+        .query_map([flow_id], run_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
 /// Owners with runs or flows still open.
 pub fn open_owners(conn: &Connection) -> Result<Vec<String>, StorageError> {
     let mut stmt = conn.prepare_cached(

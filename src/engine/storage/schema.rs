@@ -191,6 +191,25 @@ const MIGRATIONS: &[&str] = &[
         ON CONFLICT DO UPDATE SET n = n + 1;
     END;
     "#,
+    // 6: exchanges kept and navigable. Sends that never started an exchange (refused by the
+    // target's send policy, stopped by the chain limit) are rows of their own (`kind`); each
+    // exchange keeps why its loop ended (`detail`) and what its announce did. The indexes
+    // page newest-first, all or one session's (as requester or as target), without a scan,
+    // and find an exchange's runs (with their step, so counting its answers reads only the
+    // index).
+    r#"
+    ALTER TABLE flows ADD COLUMN kind TEXT NOT NULL DEFAULT 'send';
+    ALTER TABLE flows ADD COLUMN detail TEXT;
+    ALTER TABLE flows ADD COLUMN announce TEXT;
+    ALTER TABLE flows ADD COLUMN announce_text TEXT;
+    ALTER TABLE flows ADD COLUMN announce_channel TEXT;
+    ALTER TABLE flows ADD COLUMN announce_to TEXT;
+    ALTER TABLE flows ADD COLUMN announce_detail TEXT;
+    CREATE INDEX flows_by_started ON flows(started_at, flow_id);
+    CREATE INDEX flows_by_requester ON flows(requester, started_at, flow_id);
+    CREATE INDEX flows_by_target ON flows(target, started_at, flow_id);
+    CREATE INDEX runs_by_flow ON runs(flow_id, step) WHERE flow_id IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -292,6 +311,40 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Exchanges recorded before schema 6 are `send` entries afterwards, and page.
+    #[test]
+    fn schema_6_keeps_older_exchanges_as_sends() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..5] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", 5).expect("version");
+        conn.execute(
+            "INSERT INTO flows (flow_id, chain_id, requester, target, message, run_id, status,
+                                owner, started_at, ended_reason, ended_at)
+             VALUES ('f1', 'c', 'agent:main:main', 'agent:ops:main', 'hi', 'r1', 'done', 'o',
+                     1000, 'cap', 2000)",
+            [],
+        )
+        .expect("old row");
+        migrate(&mut conn).expect("upgrade");
+        let (rows, more) = super::super::flows::page(
+            &conn,
+            &super::super::flows::FlowPageQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .expect("page");
+        assert!(!more);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].kind.as_str(), rows[0].ended_reason.as_deref()),
+            ("send", Some("cap"))
+        );
+        assert_eq!(rows[0].announce, None);
+    }
 
     /// Upgrading from schema 3 copies `archivedAt` into the column for the entries that carry
     /// a whole number there, and neither fails nor guesses on any other entry.

@@ -147,11 +147,38 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             ));
         }
     };
+    let chain = Chain::next(ctx.chain.as_ref());
+    // A send that never starts an exchange is still one the owner can find (its own entry).
     if let Some(refusal) = refused_by_policy(engine, &target, &target_session.entry, &display) {
+        engine
+            .record_refused_send(
+                "refused",
+                &ctx.requester,
+                target.as_str(),
+                message,
+                &chain,
+                &run_id,
+                &refusal,
+            )
+            .await?;
         return Ok(failure(&run_id, "forbidden", refusal, Some(&display)));
     }
-    let chain = Chain::next(ctx.chain.as_ref());
-    if let Some(max_hops) = engine.chain_exceeded(&chain, &ctx.requester, target.as_str()) {
+    if let Some(max_hops) = engine.chain_limit_passed(&chain) {
+        engine
+            .record_refused_send(
+                "chain",
+                &ctx.requester,
+                target.as_str(),
+                message,
+                &chain,
+                &run_id,
+                &format!(
+                    "{} sends > session.agentToAgent.maxChainHops {max_hops} (chain {})",
+                    chain.hop, chain.id
+                ),
+            )
+            .await?;
+        engine.emit_chain_stopped(&chain, &ctx.requester, target.as_str());
         return Ok(failure(
             &run_id,
             "error",

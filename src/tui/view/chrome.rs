@@ -66,8 +66,8 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         "exchanges n/a".to_string()
     } else {
         format!(
-            "{} exchanges · {} sub-agents",
-            state.flows.len(),
+            "{} · {} sub-agents",
+            state.exchanges.count_label(),
             state.spawns.len()
         )
     };
@@ -116,6 +116,14 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     // Help and quit first: they must survive a narrow terminal's truncation.
     let wanted: &[Intent] = match state.focus {
         Focus::Composer | Focus::Filter => &[],
+        Focus::Rounds => &[
+            Intent::Help,
+            Intent::Quit,
+            Intent::Open,
+            Intent::Down,
+            Intent::ToggleRoundsScope,
+            Intent::FocusNext,
+        ],
         Focus::Transcript => &[
             Intent::Help,
             Intent::Quit,

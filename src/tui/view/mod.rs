@@ -3,6 +3,7 @@
 mod cards;
 mod chrome;
 mod composer;
+mod exchange;
 mod rounds;
 mod sessions;
 mod transcript;
@@ -99,12 +100,20 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
     chrome::hints(frame, r.hints, state, keymap);
+    if state.exchange_view.is_some() {
+        exchange::draw(frame, state);
+    }
     if let Some(card) = &state.card {
         cards::draw(frame, area, state, card);
     }
     if state.help {
         chrome::help(frame, area, keymap);
     }
+}
+
+/// How far the exchange view can scroll (its last screenful), for `update`.
+pub fn exchange_max_scroll(state: &State) -> usize {
+    exchange::max_scroll(state)
 }
 
 /// A pane's border style: the focused pane stands out in colour and in weight, so focus

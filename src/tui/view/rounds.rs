@@ -1,5 +1,7 @@
-//! The rounds pane: agent-to-agent exchanges touching the selected session (or all), round by
-//! round, how each ended and what the announce did; then spawned children under their parent.
+//! The rounds pane: the agent-to-agent exchanges touching the selected session (or all),
+//! newest first, one entry of one or two lines each (time, who to whom, rounds, how it
+//! ended; then the message or why it was refused) with a cursor; then spawned children
+//! under their parent.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,9 +10,11 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{border, fit};
-use crate::tui::state::{Focus, State, flows_for};
+use crate::api::ExchangeSummary;
+use crate::tui::exchanges::Scope;
+use crate::tui::state::{Focus, State};
 
-fn loop_label(reason: &str) -> &str {
+pub(crate) fn loop_label(reason: &str) -> &str {
     match reason {
         "cap" => "cap reached",
         "reply_skip" => "REPLY_SKIP",
@@ -27,71 +31,197 @@ fn loop_label(reason: &str) -> &str {
     }
 }
 
+fn hhmm(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%H:%M").to_string())
+        .unwrap_or_else(|| "--:--".into())
+}
+
+/// `key` in at most `max` columns, keeping its end (the part that tells keys apart:
+/// `…telegram:direct:1234`).
+fn keep_end(key: &str, max: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if key.width() <= max {
+        return key.to_string();
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 1;
+    for c in key.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max {
+            break;
+        }
+        used += w;
+        tail.push(c);
+    }
+    std::iter::once('…').chain(tail.into_iter().rev()).collect()
+}
+
+/// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`; when it does not fit,
+/// the two keys give way (keeping their ends), never how the exchange ended.
+fn header(e: &ExchangeSummary, width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let how = match e.kind.as_str() {
+        "refused" => "refused by policy".to_string(),
+        "chain" => "chain limit".to_string(),
+        _ => {
+            let rounds = if e.rounds == 1 {
+                "1 round".to_string()
+            } else {
+                format!("{} rounds", e.rounds)
+            };
+            match (&e.ended_reason, e.status.as_str()) {
+                (_, "running") => format!("{rounds} · running"),
+                (Some(r), _) => format!("{rounds} · {}", loop_label(r)),
+                (None, s) => format!("{rounds} · {s}"),
+            }
+        }
+    };
+    let time = hhmm(e.started_at);
+    let fixed = time.width() + 1 + 3 + 3 + how.width();
+    let room = width.saturating_sub(fixed);
+    let (r, t) = (e.requester.width(), e.target.width());
+    let (rmax, tmax) = if r + t <= room {
+        (r, t)
+    } else {
+        // Each gets half; one shorter than its half leaves the rest to the other.
+        let half = room / 2;
+        match (r <= half, t <= half) {
+            (true, _) => (r, room - r),
+            (_, true) => (room - t, t),
+            _ => (half, room - half),
+        }
+    };
+    format!(
+        "{time} {} → {} · {how}",
+        keep_end(&e.requester, rmax.max(4)),
+        keep_end(&e.target, tmax.max(4))
+    )
+}
+
+/// An entry's second line: the message, with the announce, or why it never ran.
+fn second(e: &ExchangeSummary) -> String {
+    match e.kind.as_str() {
+        "refused" | "chain" => format!("  ✗ {}", e.detail),
+        _ => {
+            let announce = e
+                .announce
+                .as_deref()
+                .map(|a| format!(" · announce {a}"))
+                .unwrap_or_default();
+            format!("  “{}”{announce}", e.message.replace('\n', " "))
+        }
+    }
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let x = &state.exchanges;
     let scope = if state.rounds_all {
         "all"
     } else {
         "this session"
     };
+    let count = if x.entries.is_empty() {
+        String::new()
+    } else {
+        format!("· {}{} ", x.entries.len(), if x.more { "+" } else { "" })
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" Rounds ({scope}) "))
+        .title(format!(" Rounds ({scope}) {count}"))
         .border_style(border(state, Focus::Rounds));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width as usize;
-    let selected = state.selected_key();
+    let height = inner.height as usize;
+    if height == 0 {
+        return;
+    }
+    if let Some(why) = state.link.as_ref().and_then(|l| l.unavailable.as_deref()) {
+        let lines: Vec<Line> = why.lines().map(|l| Line::from(fit(l, width))).collect();
+        frame.render_widget(Paragraph::new(lines), inner);
+        return;
+    }
+    let spawn_lines = spawn_lines(state, width);
+    // Sub-agents go below the exchanges, in what the exchanges leave, and at least a third
+    // of the pane when there are more exchanges than fit.
+    let per_guess = if height >= 4 { 2 } else { 1 };
+    let wanted = if x.error.is_some() {
+        1
+    } else if x.entries.is_empty() {
+        usize::from(spawn_lines.is_empty())
+    } else {
+        x.entries.len() * per_guess + usize::from(x.more)
+    };
+    let spawn_room = spawn_lines
+        .len()
+        .min((height / 3).max(height.saturating_sub(wanted)));
+    let room = height - spawn_room;
     let mut lines: Vec<Line> = Vec::new();
-    for f in flows_for(state, selected) {
-        lines.push(Line::styled(
-            fit(
-                &format!("{} → {}: {}", f.requester, f.target, f.message),
-                width,
-            ),
-            Style::default().add_modifier(Modifier::BOLD),
-        ));
-        for r in &f.rounds {
-            let text = if r.status == "ok" {
-                r.text.replace('\n', " ")
-            } else {
-                format!("({})", r.status)
-            };
-            lines.push(Line::from(fit(
-                &format!("  {}. {}: {text}", r.round, r.speaker),
-                width,
-            )));
+    if let Some(e) = &x.error {
+        lines.push(Line::from(fit(e, width)));
+    } else if x.entries.is_empty() && spawn_room > 0 {
+        // The sub-agents below are what there is.
+    } else if x.entries.is_empty() {
+        let text = match &x.scope {
+            Scope::All => "No agent-to-agent traffic yet.",
+            _ => "No exchanges or sub-agents for this session (a: show all).",
+        };
+        lines.push(Line::from(fit(text, width)));
+    } else {
+        // Each entry scrolls as a unit: two lines when there is room for a few, else one.
+        let per = if room >= 4 { 2 } else { 1 };
+        let fits = (room / per).max(1);
+        let top = if x.cursor < fits {
+            0
+        } else {
+            x.cursor + 1 - fits
+        };
+        let focused = state.focus == Focus::Rounds;
+        for (i, e) in x.entries.iter().enumerate().skip(top).take(fits) {
+            let mut head = Style::default().add_modifier(Modifier::BOLD);
+            let mut rest = Style::default().add_modifier(Modifier::DIM);
+            if i == x.cursor {
+                let mark = if focused {
+                    Modifier::REVERSED
+                } else {
+                    Modifier::UNDERLINED
+                };
+                head = head.add_modifier(mark);
+                rest = rest.add_modifier(mark);
+            }
+            lines.push(Line::styled(fit(&header(e, width), width), head));
+            if per == 2 {
+                lines.push(Line::styled(fit(&second(e), width), rest));
+            }
         }
-        if let Some((reason, detail)) = &f.loop_end {
-            let detail = if reason == "chain" {
-                format!(" ({detail})")
-            } else {
-                String::new()
-            };
+        if x.more && top + fits >= x.entries.len() && lines.len() < room {
             lines.push(Line::styled(
-                fit(&format!("  ended: {}{detail}", loop_label(reason)), width),
-                Style::default().add_modifier(Modifier::DIM),
-            ));
-        } else if !f.done {
-            lines.push(Line::styled(
-                "  …",
-                Style::default().add_modifier(Modifier::DIM),
-            ));
-        }
-        if let Some((outcome, detail)) = &f.announce {
-            lines.push(Line::styled(
-                fit(&format!("  announce: {outcome} ({detail})"), width),
+                "  loading older exchanges…",
                 Style::default().add_modifier(Modifier::DIM),
             ));
         }
     }
+    lines.truncate(room);
+    // Sub-agents sit below the exchanges' part of the pane (at the top when there are none).
+    while !lines.is_empty() && lines.len() < room {
+        lines.push(Line::from(""));
+    }
+    lines.extend(spawn_lines.into_iter().take(spawn_room));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Spawned sub-agents, grouped under their parent, each group in spawn order.
+fn spawn_lines(state: &State, width: usize) -> Vec<Line<'static>> {
+    let selected = state.selected_key();
     let mut spawns: Vec<_> = state
         .spawns
         .values()
         .filter(|s| state.rounds_all || selected.is_none_or(|k| s.requester == k || s.child == k))
         .collect();
-    // Grouped under their parent, each group in spawn order.
     spawns
         .sort_by(|a, b| (a.requester.as_str(), a.started).cmp(&(b.requester.as_str(), b.started)));
+    let mut lines = Vec::new();
     let mut parent: Option<&str> = None;
     for s in spawns {
         if parent != Some(s.requester.as_str()) {
@@ -115,20 +245,5 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             width,
         )));
     }
-    if let Some(why) = state.link.as_ref().and_then(|l| l.unavailable.as_deref()) {
-        lines.clear();
-        lines.extend(why.lines().map(|l| Line::from(fit(l, width))));
-    } else if lines.is_empty() {
-        lines.push(Line::from(if state.rounds_all {
-            "No agent-to-agent traffic yet."
-        } else {
-            "No exchanges or sub-agents for this session (a: show all)."
-        }));
-    }
-    // Newest at the bottom; scrolled views stay where the user put them.
-    let h = inner.height as usize;
-    let max_scroll = lines.len().saturating_sub(h);
-    let from_end = state.rounds_scroll.min(max_scroll);
-    let start = max_scroll - from_end;
-    frame.render_widget(Paragraph::new(lines[start..].to_vec()), inner);
+    lines
 }

@@ -1,0 +1,156 @@
+//! The engine's answers about agent-to-agent exchanges (`SessionsApi::exchanges`,
+//! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
+
+use super::Engine;
+use super::storage::StorageError;
+use super::storage::flows::{self, FlowPageQuery, FlowRow};
+use super::storage::runs::{self, RunRow};
+use crate::api::{
+    ExchangeAnnounce, ExchangeDetail, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery,
+    TrafficCount,
+};
+
+/// The most exchanges one page returns.
+pub const EXCHANGES_PAGE_MAX: usize = 1_000;
+/// Exchanges per page when the query does not say.
+const EXCHANGES_PAGE_DEFAULT: usize = 100;
+
+impl Engine {
+    pub(crate) fn exchanges_page(&self, q: &ExchangesQuery) -> Result<ExchangesPage, StorageError> {
+        let limit = match q.limit {
+            0 => EXCHANGES_PAGE_DEFAULT,
+            n => n.min(EXCHANGES_PAGE_MAX),
+        };
+        let query = FlowPageQuery {
+            key: q.key.as_deref(),
+            before: q.before.as_deref(),
+            since: q.since,
+            limit,
+        };
+        let (rows, more) = self.store().storage().read(|c| flows::page(c, &query))?;
+        Ok(ExchangesPage {
+            exchanges: rows.into_iter().map(summary).collect(),
+            more,
+        })
+    }
+
+    pub(crate) fn exchange_detail(&self, id: &str) -> Result<Option<ExchangeDetail>, StorageError> {
+        let found = self.store().storage().read(|c| {
+            let Some(flow) = flows::get(c, id)? else {
+                return Ok(None);
+            };
+            let runs = runs::runs_of_flow(c, id)?;
+            Ok(Some((flow, runs)))
+        })?;
+        let Some((flow, runs)) = found else {
+            return Ok(None);
+        };
+        let announce_run = runs.iter().find(|r| r.step == "announce").cloned();
+        let turns = runs
+            .into_iter()
+            .filter(|r| r.step == "message" || r.step == "reply")
+            .map(|r| turn(&flow, r))
+            .collect();
+        let announce = announce_of(&flow, announce_run.as_ref());
+        Ok(Some(ExchangeDetail {
+            summary: summary(flow),
+            turns,
+            announce,
+        }))
+    }
+
+    pub(crate) fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StorageError> {
+        let rows = self.store().storage().read(|c| flows::traffic(c, since))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| TrafficCount {
+                requester: r.requester,
+                target: r.target,
+                minute: r.minute,
+                exchanges: r.exchanges,
+                messages: r.messages,
+                capped: r.capped,
+                chain_stopped: r.chain_stopped,
+                refused: r.refused,
+            })
+            .collect())
+    }
+}
+
+fn summary(f: FlowRow) -> ExchangeSummary {
+    ExchangeSummary {
+        id: f.flow_id,
+        kind: f.kind,
+        requester: f.requester,
+        target: f.target,
+        message: f.message,
+        started_at: f.started_at,
+        ended_at: f.ended_at,
+        status: f.status,
+        rounds: f.rounds,
+        ended_reason: f.ended_reason,
+        detail: f.detail.unwrap_or_default(),
+        announce: f.announce.map(|a| a.outcome),
+    }
+}
+
+/// A run of the exchange as a turn: the other party is the one it answered.
+fn turn(f: &FlowRow, r: RunRow) -> ExchangeTurn {
+    let listener = if r.session_key == f.target {
+        f.requester.clone()
+    } else {
+        f.target.clone()
+    };
+    ExchangeTurn {
+        round: r.round,
+        listener,
+        speaker: r.session_key,
+        run_id: r.run_id,
+        status: r.status,
+        text: r.reply.unwrap_or_default(),
+        error: r.error,
+        started_at: r.started_at,
+        ended_at: r.ended_at,
+        tokens_in: r.tokens_in,
+        tokens_out: r.tokens_out,
+    }
+}
+
+/// What the announce did: as recorded, or (for an exchange that ended without one) why
+/// there was none.
+fn announce_of(f: &FlowRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce> {
+    if let Some(a) = &f.announce {
+        return Some(ExchangeAnnounce {
+            outcome: a.outcome.clone(),
+            text: a.text.clone(),
+            channel: a.channel.clone(),
+            to: a.to.clone(),
+            detail: a.detail.clone(),
+        });
+    }
+    if f.kind != "send" {
+        return None;
+    }
+    match (run, f.status.as_str()) {
+        // The announce run is under way (or its outcome was never written: a crash).
+        (Some(r), _) => Some(ExchangeAnnounce {
+            outcome: if r.status == "running" {
+                "running".into()
+            } else {
+                "unknown".into()
+            },
+            text: r.reply.clone(),
+            detail: format!("announce run {} {}", r.run_id, r.status),
+            ..ExchangeAnnounce::default()
+        }),
+        (None, "running") => None,
+        _ => Some(ExchangeAnnounce {
+            outcome: "not_run".into(),
+            detail: format!(
+                "no announce: the exchange ended {}",
+                f.ended_reason.as_deref().unwrap_or("early")
+            ),
+            ..ExchangeAnnounce::default()
+        }),
+    }
+}
