@@ -1,7 +1,7 @@
 //! What can happen in the console: user intents (from the keymap), engine events, and
 //! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
-use crate::api::{ApiError, EngineEvent, SessionsPage, TranscriptPage};
+use crate::api::{ApiError, EngineEvent, SessionsPage, TrafficCount, TranscriptPage};
 
 /// A user intent, named as in the keymap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,6 +28,7 @@ pub enum Intent {
     CycleActive,
     ToggleArchived,
     ToggleMouse,
+    ToggleTraffic,
 }
 
 impl Intent {
@@ -55,6 +56,7 @@ impl Intent {
         Intent::CycleActive,
         Intent::ToggleArchived,
         Intent::ToggleMouse,
+        Intent::ToggleTraffic,
     ];
 
     /// The name used in the keymap file.
@@ -82,6 +84,7 @@ impl Intent {
             Intent::CycleActive => "cycle-active",
             Intent::ToggleArchived => "toggle-archived",
             Intent::ToggleMouse => "toggle-mouse",
+            Intent::ToggleTraffic => "toggle-traffic",
         }
     }
 
@@ -114,6 +117,7 @@ impl Intent {
             Intent::CycleActive => "filter by recent activity",
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
+            Intent::ToggleTraffic => "traffic: who sends to whom",
         }
     }
 }
@@ -148,5 +152,10 @@ pub enum Action {
         generation: u64,
         key: String,
         result: Box<Result<TranscriptPage, ApiError>>,
+    },
+    /// The traffic history asked for by the load of this generation.
+    TrafficLoaded {
+        generation: u64,
+        result: Box<Result<Vec<TrafficCount>, ApiError>>,
     },
 }

@@ -25,6 +25,8 @@ pub enum Effect {
     },
     /// A message from the owner into a session (canonical key).
     Send { key: String, text: String },
+    /// The traffic view's history: counts per pair and minute since `since` (ms).
+    LoadTraffic { generation: u64, since: i64 },
     /// A session tool called as the `requester` session's agent.
     CallTool {
         requester: String,
@@ -94,6 +96,12 @@ impl Runner {
                         key,
                         result,
                     });
+                });
+            }
+            Effect::LoadTraffic { generation, since } => {
+                tokio::spawn(async move {
+                    let result = Box::new(api.traffic(since).await);
+                    let _ = tx.send(Action::TrafficLoaded { generation, result });
                 });
             }
             Effect::Send { key, text } => {

@@ -214,6 +214,8 @@ pub struct State {
     pub flash: Option<Flash>,
     /// Effective policy of the selected session and where it comes from (status line).
     pub selected_policy: Option<String>,
+    /// The traffic view: per-pair counts over the last hour, and the view's own state.
+    pub traffic: crate::tui::traffic::Traffic,
 }
 
 impl State {
@@ -257,6 +259,7 @@ impl State {
             composer: Composer::default(),
             flash: None,
             selected_policy: None,
+            traffic: Default::default(),
         }
     }
 

@@ -76,8 +76,12 @@ impl Console {
                 self.state.height = h;
             }
             Action::Click(x, y) => self.click(x, y),
-            Action::Engine(e) => self.engine_event(*e),
+            Action::Engine(e) => {
+                self.state.traffic.event(&e, self.state.now_ms);
+                self.engine_event(*e)
+            }
             Action::Lagged => {
+                self.state.traffic.lagged();
                 self.state.streams.events_missed();
                 self.reload_all()
             }
@@ -93,6 +97,9 @@ impl Console {
                 key,
                 result,
             } => self.transcript_loaded(generation, key, *result),
+            Action::TrafficLoaded { generation, result } => {
+                self.state.traffic.loaded(generation, *result)
+            }
         }
         std::mem::take(&mut self.queued)
     }
@@ -145,6 +152,10 @@ impl Console {
             }
         }
         self.state.selected_policy = self.selected_row().map(|r| r.policy_line());
+        if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {
+            effects.push(Effect::LoadTraffic { generation, since });
+        }
+        self.state.traffic.prepare();
         match selected {
             None => {
                 self.transcript_dirty = false;
@@ -421,6 +432,7 @@ impl Console {
                 s.show_archived = !s.show_archived;
                 self.new_sessions_query();
             }
+            Intent::ToggleTraffic => s.traffic.toggle(),
             Intent::ToggleMouse => {
                 s.mouse = !s.mouse;
                 let on = if s.mouse {
@@ -429,6 +441,24 @@ impl Console {
                     "off (native selection)"
                 };
                 s.flash(format!("mouse capture {on}"), false);
+            }
+            Intent::Down
+            | Intent::Up
+            | Intent::PageDown
+            | Intent::PageUp
+            | Intent::Top
+            | Intent::Bottom
+                if s.traffic.open =>
+            {
+                let delta = match intent {
+                    Intent::Down => 1,
+                    Intent::Up => -1,
+                    Intent::PageDown => page as isize,
+                    Intent::PageUp => -(page as isize),
+                    Intent::Top => isize::MIN / 2,
+                    _ => isize::MAX / 2,
+                };
+                s.traffic.move_cursor(delta);
             }
             Intent::Down
             | Intent::Up
@@ -500,6 +530,9 @@ impl Console {
 
     /// A key while typing (filter box or composer).
     fn key(&mut self, k: KeyEvent) {
+        if self.state.traffic.open {
+            return self.traffic_key(k);
+        }
         let alt = k.modifiers.contains(KeyModifiers::ALT);
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         match self.state.focus {
@@ -573,7 +606,30 @@ impl Console {
         }
     }
 
+    /// A key in the traffic view: what it asks for becomes the owner's messages.
+    fn traffic_key(&mut self, k: KeyEvent) {
+        let t = &mut self.state.traffic;
+        let command = match k.code {
+            KeyCode::Esc => t.escape(),
+            KeyCode::Char(c) => t.key(c),
+            _ => None,
+        };
+        match command {
+            Some(super::traffic::Command::Send(sends)) => {
+                for (key, text) in sends {
+                    self.send_message(key, text);
+                }
+            }
+            Some(super::traffic::Command::Close) => self.state.traffic.toggle(),
+            None => {}
+        }
+    }
+
     fn paste(&mut self, text: &str) {
+        if self.state.traffic.open {
+            // The view has no input box; a paste is not a key to act on.
+            return;
+        }
         match self.state.focus {
             Focus::Filter => {
                 self.state
@@ -932,6 +988,7 @@ impl Console {
         let s = &mut self.state;
         s.ticks += 1;
         s.now_ms = super::now_ms();
+        s.traffic.tick(s.now_ms);
         if s.flash.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
             s.flash = None;
         }

@@ -4,6 +4,7 @@ mod chrome;
 mod composer;
 mod rounds;
 mod sessions;
+pub mod traffic;
 mod transcript;
 
 use ratatui::Frame;
@@ -80,6 +81,9 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
     chrome::hints(frame, r.hints, state, keymap);
+    if state.traffic.open {
+        traffic::draw(frame, traffic::area(area), state);
+    }
     if state.help {
         chrome::help(frame, area, keymap);
     }
