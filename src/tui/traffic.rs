@@ -556,6 +556,8 @@ impl Traffic {
         if !self.open || self.seed != Seed::Wanted {
             return None;
         }
+        // The windows end now, also when nothing happened this minute yet.
+        self.roll(minute_of(now_ms));
         self.seed_generation += 1;
         self.seed = Seed::Asked(self.seed_generation);
         let since = (minute_of(now_ms) - (MINUTES as i64 - 1)) * MINUTE_MS;

@@ -23,6 +23,9 @@ pub struct Data {
     /// Messages received, in the order the calls reached the fake.
     pub sent: Vec<SendRequest>,
     pub tool_calls: Vec<ToolCall>,
+    /// What `traffic` answers (counts per pair and minute); `None`: "unavailable", as an
+    /// engine without traffic history answers.
+    pub traffic: Option<Vec<TrafficCount>>,
 }
 
 /// How the fake answers.
@@ -402,6 +405,17 @@ impl SessionsApi for FakeApi {
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {
         Ok(Vec::new())
+    }
+
+    async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
+        self.wait_turn().await;
+        let data = self.data.lock().expect("fake lock");
+        match &data.traffic {
+            Some(counts) => Ok(counts.iter().filter(|c| c.minute >= since).cloned().collect()),
+            None => Err(ApiError::Unavailable(
+                "this connection does not report traffic".to_string(),
+            )),
+        }
     }
 
     fn subscribe(&self) -> EventStream {

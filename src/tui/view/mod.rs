@@ -83,6 +83,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     chrome::hints(frame, r.hints, state, keymap);
     if state.traffic.open {
         traffic::draw(frame, traffic::area(area), state);
+        traffic::hints(frame, r.hints);
     }
     if state.help {
         chrome::help(frame, area, keymap);

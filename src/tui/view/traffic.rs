@@ -60,23 +60,21 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             Style::default().add_modifier(Modifier::DIM),
         ));
     }
+    // The prompt and the note wrap (up to three lines): at 60 columns neither the keys to
+    // answer with nor the undo hint may be cut off.
     if let Some(plan) = &t.confirm {
-        bottom.push(Line::styled(
-            pad(&plan.prompt(), width),
-            Style::default()
-                .fg(Color::Yellow)
-                .add_modifier(Modifier::REVERSED | Modifier::BOLD),
-        ));
+        let style = Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        for l in wrap(&plan.prompt(), width, 3) {
+            bottom.push(Line::styled(pad(&l, width), style));
+        }
     } else if let Some(note) = &t.note {
-        bottom.push(Line::styled(
-            fit(note, width),
-            Style::default().add_modifier(Modifier::BOLD),
-        ));
+        let style = Style::default().add_modifier(Modifier::BOLD);
+        for l in wrap(note, width, 3) {
+            bottom.push(Line::styled(l, style));
+        }
     }
-    bottom.push(Line::from(fit(
-        "j/k move · S stop pair · u undo · a by agent/session · esc close",
-        width,
-    )));
 
     let mut lines: Vec<Line> = Vec::new();
     let mut head = format!("{}{}", pad("mark", MARK), pad("requester → target", pair_w));
@@ -134,11 +132,49 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     );
 }
 
+/// The view's keys, drawn in the hint bar while it is open.
+pub fn hints(frame: &mut Frame, area: Rect) {
+    frame.render_widget(
+        Paragraph::new(Line::from(pad(
+            " esc close · j/k move · S stop · u undo · a agents/sessions · ? help",
+            area.width as usize,
+        ))),
+        area,
+    );
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces, at most `max` lines (the
+/// last one cut with `…` if more is left).
+fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
+    let text = crate::text_safety::safe_line(text);
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let candidate = if cur.is_empty() {
+            word.to_string()
+        } else {
+            format!("{cur} {word}")
+        };
+        if candidate.width() <= width || cur.is_empty() {
+            cur = candidate;
+        } else {
+            lines.push(std::mem::take(&mut cur));
+            cur = word.to_string();
+        }
+    }
+    lines.push(cur);
+    if lines.len() > max {
+        let rest = lines.split_off(max - 1).join(" ");
+        lines.push(rest);
+    }
+    lines.into_iter().map(|l| fit(&l, width)).collect()
+}
+
 /// The pair column's and the sparkline's widths for `width` columns.
 fn columns(width: usize) -> (usize, usize) {
     let numbers: usize = NUMBERS.iter().map(|(_, w)| w).sum();
     let rest = width.saturating_sub(MARK + numbers);
-    let pair = (rest * 55 / 100).clamp(20, 56).min(rest);
+    let pair = (rest * 60 / 100).clamp(20, 60).min(rest);
     let spark = rest.saturating_sub(pair + 1).min(MINUTES);
     if spark < 8 { (rest, 0) } else { (pair, spark) }
 }
@@ -172,11 +208,20 @@ fn pair_label(p: &Pair, width: usize) -> String {
     if full.width() <= width {
         return full;
     }
-    let side = width.saturating_sub(ARROW.width()) / 2;
+    // Half each, and what one side does not need goes to the other.
+    let room = width.saturating_sub(ARROW.width());
+    let (rw, tw) = (p.requester.width(), p.target.width());
+    let left = if rw <= room / 2 {
+        rw
+    } else if tw <= room / 2 {
+        room - tw
+    } else {
+        room / 2
+    };
     format!(
         "{}{ARROW}{}",
-        keep_end(&p.requester, side),
-        keep_end(&p.target, width.saturating_sub(ARROW.width() + side))
+        keep_end(&p.requester, left),
+        keep_end(&p.target, room - left)
     )
 }
 
