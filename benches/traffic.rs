@@ -118,6 +118,23 @@ fn main() {
                 })
             },
         );
+        // The parts: the model alone (event, expiry check, ordering), and the drawing alone.
+        criterion.bench_function(
+            &format!("traffic/one event + totals, 100k exchanges, {pairs} pairs"),
+            |b| {
+                b.iter(|| {
+                    i += 1;
+                    c.update(Action::Engine(Box::new(round(i, pairs))));
+                    let _ = c.refresh();
+                })
+            },
+        );
+        criterion.bench_function(&format!("traffic/draw 120x40, {pairs} pairs"), |b| {
+            b.iter(|| {
+                term.draw(|f| switchboard::tui::view::draw(f, &c.state, &keymap))
+                    .expect("draw");
+            })
+        });
     }
     criterion.final_summary();
 }

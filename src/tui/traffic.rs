@@ -197,6 +197,8 @@ pub struct Table {
     /// `Traffic::prepare` when something changed.
     pub order: Vec<usize>,
     dirty: bool,
+    /// How many of `order`'s first entries are in order.
+    sorted: usize,
     /// Pairs dropped to keep the table within `MAX_PAIRS`.
     pub dropped: u64,
 }
@@ -268,22 +270,32 @@ impl Table {
         self.dirty = true;
     }
 
-    fn sort(&mut self) {
-        if !self.dirty && self.order.len() == self.pairs.len() {
+    /// Order the pairs, busiest first, at least the first `top` of them: a frame needs only
+    /// the rows around the cursor, so the rest is left unordered (O(pairs), not
+    /// O(pairs · log pairs), per frame).
+    fn sort(&mut self, top: usize) {
+        if !self.dirty && self.order.len() == self.pairs.len() && top <= self.sorted {
             return;
         }
         let pairs = &self.pairs;
         self.order.clear();
         self.order.extend(0..pairs.len());
-        // Integer keys only (the index breaks ties: first seen first), so a frame with ten
-        // thousand pairs sorts in a fraction of a millisecond.
-        self.order.sort_unstable_by_key(|&i| {
+        // Integer keys only (the index breaks ties: first seen first).
+        let key = |&i: &usize| {
             (
                 std::cmp::Reverse(pairs[i].messages_5m),
                 std::cmp::Reverse(pairs[i].hour.messages),
                 i,
             )
-        });
+        };
+        if top < self.order.len() {
+            self.order.select_nth_unstable_by_key(top, key);
+            self.order[..top].sort_unstable_by_key(key);
+            self.sorted = top;
+        } else {
+            self.order.sort_unstable_by_key(key);
+            self.sorted = self.order.len();
+        }
         self.dirty = false;
     }
 }
@@ -587,8 +599,9 @@ impl Traffic {
         }
     }
 
-    /// Before a frame: order the shown table and put the cursor on the selected pair.
-    pub fn prepare(&mut self) {
+    /// Before a frame of `rows` rows: order the shown table (as far as the screen and the
+    /// cursor need) and put the cursor on the selected pair.
+    pub fn prepare(&mut self, rows: usize) {
         if !self.open {
             return;
         }
@@ -598,12 +611,20 @@ impl Traffic {
         } else {
             &mut self.sessions
         };
-        t.sort();
-        let found = self.selected.as_ref().and_then(|(r, tg)| {
-            t.order
-                .iter()
-                .position(|&i| &t.pairs[i].requester == r && &t.pairs[i].target == tg)
+        // Room to move a page down before the next frame orders more.
+        t.sort(self.cursor + 2 * rows.max(1));
+        let mut found = self.selected.as_ref().and_then(|(r, tg)| {
+            let at = *t.index.get(&(r.clone(), tg.clone()))?;
+            t.order.iter().position(|&i| i == at)
         });
+        if found.is_some_and(|i| i >= t.sorted) {
+            // The selected pair fell far down: order everything once to find its row.
+            t.sort(usize::MAX);
+            found = self.selected.as_ref().and_then(|(r, tg)| {
+                let at = *t.index.get(&(r.clone(), tg.clone()))?;
+                t.order.iter().position(|&i| i == at)
+            });
+        }
         match found {
             Some(i) => self.cursor = i,
             None => {
@@ -621,9 +642,11 @@ impl Traffic {
         let t = self.table();
         let last = t.order.len().saturating_sub(1);
         let to = self.cursor.saturating_add_signed(delta).min(last);
+        // Beyond the rows ordered so far the pair is picked once the next frame orders them.
         let selected = t
             .order
             .get(to)
+            .filter(|_| to < t.sorted)
             .map(|&i| (t.pairs[i].requester.clone(), t.pairs[i].target.clone()));
         self.cursor = to;
         self.selected = selected;
@@ -690,7 +713,19 @@ impl Traffic {
         let (r, t) = self.selected.as_ref()?;
         let p = self.table().get(r, t)?;
         let sessions: Vec<String> = if self.by_agent {
-            p.targets.iter().cloned().collect()
+            // The target sessions this agent pair still shows traffic into (the last hour).
+            let shown: std::collections::HashSet<&str> = self
+                .sessions
+                .pairs
+                .iter()
+                .filter(|s| agent_of(&s.requester) == p.requester)
+                .map(|s| s.target.as_str())
+                .collect();
+            p.targets
+                .iter()
+                .filter(|t| shown.contains(t.as_str()))
+                .cloned()
+                .collect()
         } else {
             vec![p.target.clone()]
         };
@@ -828,6 +863,37 @@ mod tests {
         assert_eq!(t.wanted_load(T0), None, "seeded once");
         t.lagged();
         assert!(t.wanted_load(T0).is_some(), "asked again after a lag");
+    }
+
+    #[test]
+    fn only_the_rows_a_frame_needs_are_ordered_and_the_last_row_is_the_quietest() {
+        let mut t = Traffic {
+            open: true,
+            ..Traffic::default()
+        };
+        // Pair i has i + 1 exchanges: the busiest is the last one added.
+        for i in 0..500 {
+            for n in 0..=i {
+                t.event(
+                    &started(&format!("f{i}-{n}"), "agent:a:main", &format!("agent:b:{i}")),
+                    T0,
+                );
+            }
+        }
+        t.prepare(10);
+        assert_eq!(t.sessions.sorted, 20, "a partial order");
+        let busiest = |t: &Traffic, row: usize| t.sessions.pairs[t.sessions.order[row]].target.clone();
+        for row in 0..20 {
+            assert_eq!(busiest(&t, row), format!("agent:b:{}", 499 - row));
+        }
+        t.move_cursor(isize::MAX / 2);
+        t.prepare(10);
+        assert_eq!(t.cursor, 499);
+        assert_eq!(t.selected.as_ref().map(|s| s.1.as_str()), Some("agent:b:0"));
+        assert_eq!(busiest(&t, 499), "agent:b:0");
+        t.move_cursor(-1);
+        t.prepare(10);
+        assert_eq!(t.selected.as_ref().map(|s| s.1.as_str()), Some("agent:b:1"));
     }
 
     #[test]

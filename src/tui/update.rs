@@ -155,7 +155,7 @@ impl Console {
         if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {
             effects.push(Effect::LoadTraffic { generation, since });
         }
-        self.state.traffic.prepare();
+        self.state.traffic.prepare(self.state.height as usize);
         match selected {
             None => {
                 self.transcript_dirty = false;

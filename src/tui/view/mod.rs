@@ -75,15 +75,17 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     }
     let r = regions(area.width, area.height);
     chrome::header(frame, r.header, state);
-    sessions::draw(frame, r.sessions, state);
-    transcript::draw(frame, r.transcript, state);
-    rounds::draw(frame, r.rounds, state);
-    composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
-    chrome::hints(frame, r.hints, state, keymap);
     if state.traffic.open {
+        // The view covers the panes: they are not drawn at all (its frame cost is its own).
         traffic::draw(frame, traffic::area(area), state);
         traffic::hints(frame, r.hints);
+    } else {
+        sessions::draw(frame, r.sessions, state);
+        transcript::draw(frame, r.transcript, state);
+        rounds::draw(frame, r.rounds, state);
+        composer::draw(frame, r.composer, state);
+        chrome::hints(frame, r.hints, state, keymap);
     }
     if state.help {
         chrome::help(frame, area, keymap);
