@@ -59,7 +59,11 @@ impl Tmux {
             "console",
             &format!("sh {}", q(&path)),
         ]);
-        assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t
     }
 
@@ -152,6 +156,17 @@ fn messages_from(shown: &Value, from: &str) -> Vec<i64> {
         .unwrap_or_default()
 }
 
+/// The screen's text with the box borders dropped and every line joined by one space, so a
+/// prompt wrapped over several rows reads as one sentence.
+fn flat(screen: &str) -> String {
+    screen
+        .lines()
+        .map(|l| l.trim().trim_matches('│').trim())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn text_of(m: &Value) -> String {
     match &m["content"] {
         Value::String(s) => s.clone(),
@@ -195,26 +210,35 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
     });
     assert!(screen.contains("┌ Traffic · by session"), "{screen}");
 
-    // Walk the cursor to that pair: S names the selected pair; n cancels, j moves on.
+    // Put the cursor on that pair: S names the selected pair, n cancels. Rows re-sort as
+    // traffic flows (the cursor stays on its pair), so each try starts again from the top
+    // (g) and goes a few rows down: the loop is among the busiest pairs.
     let prompt = format!("stop {pair}?");
     let mut found = false;
-    for _ in 0..20 {
+    for attempt in 0..30 {
+        t.keys(&["g"]);
+        for _ in 0..attempt % 6 {
+            t.keys(&["j"]);
+        }
         t.keys(&["S"]);
         let s = t.wait_for("the confirmation", STEP, |s| {
-            s.contains("y to confirm") || s.contains("to confirm, n to cancel")
+            flat(s).contains("y to confirm, n to cancel")
         });
-        if s.contains(&prompt) {
+        if flat(&s).contains(&prompt) {
             found = true;
             break;
         }
         t.keys(&["n"]);
-        t.wait_for("the prompt to go", STEP, |s| s.contains("not stopped:"));
-        t.keys(&["j"]);
+        t.wait_for("the prompt to go", STEP, |s| {
+            !flat(s).contains("y to confirm, n to cancel")
+        });
     }
     assert!(found, "the cursor reached {pair}");
     t.keys(&["y"]);
     t.wait_for("the undo hint", STEP, |s| {
-        s.contains(&format!("stopped: /send off on {OPS}; undo: /send inherit there (or u here)"))
+        flat(s).contains(&format!(
+            "stopped: /send off on {OPS}; undo: /send inherit there (or u here)"
+        ))
     });
 
     // The engine stored the stop; from then on nothing from main arrives in #incidents.
@@ -235,6 +259,7 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
             m.iter().any(|m| {
                 m["role"] == "assistant"
                     && m["timestamp"].as_i64().is_some_and(|ts| ts > stopped_at)
+                    && text_of(m).starts_with("Asked ops in #incidents")
                     && text_of(m).contains("send blocked by session policy")
             })
         });
@@ -256,9 +281,10 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
         "messages from main reached #incidents after the stop: {late:?}"
     );
     let screen = t.wait_for("the pair shown stopped", STEP, |s| {
-        s.lines().any(|l| l.contains("STOPPED") && l.contains(&pair))
+        s.lines()
+            .any(|l| l.contains("STOPPED") && l.contains(&pair))
     });
-    assert!(!screen.contains(&prompt), "{screen}");
+    assert!(!flat(&screen).contains(&prompt), "{screen}");
 
     t.keys(&["q"]);
     t.wait_for("the demo to end", STEP, |s| s.contains("EXITED 0"));

@@ -241,7 +241,10 @@ async fn by_session_the_busiest_pair_comes_first_and_the_loop_is_marked() {
     let buf = render(s);
     let y = row_of(&buf, "LOOP").expect("a LOOP row");
     let line = text(&buf).lines().nth(y as usize).unwrap_or("").to_string();
-    assert!(line.contains("agent:main:main → agent:ops:slack:group:incidents"), "{line}");
+    assert!(
+        line.contains("agent:main:main → agent:ops:slack:group:incidents"),
+        "{line}"
+    );
     assert!(line.contains("LOOP"), "the mark is a word: {line}");
     // The mark is in colour too.
     assert!((0..buf.area.width).any(|x| buf[(x, y)].fg == Color::Red));
@@ -258,14 +261,25 @@ async fn by_agent_pairs_add_up_their_sessions() {
     assert!(t.by_agent);
     let p = t.agents.get("agent:main", "agent:ops").expect("main → ops");
     let sessions = t.sessions.get(MAIN, OPS).expect("pair").hour.messages
-        + t.sessions.get(MAIN, OPS_STANDUP).expect("pair").hour.messages;
+        + t.sessions
+            .get(MAIN, OPS_STANDUP)
+            .expect("pair")
+            .hour
+            .messages;
     assert_eq!(p.hour.messages, sessions);
     assert_eq!(p.targets.len(), 2);
     insta::assert_snapshot!("traffic_by_agent", screen(&d.console.state));
 
     // Stopping an agent pair stops each of its target sessions shown, and says how many.
     press(&mut d, 'S');
-    let prompt = d.console.state.traffic.confirm.clone().expect("a prompt").prompt();
+    let prompt = d
+        .console
+        .state
+        .traffic
+        .confirm
+        .clone()
+        .expect("a prompt")
+        .prompt();
     assert!(
         prompt.contains("sets /send off on 2 sessions of agent:ops shown"),
         "{prompt}"
@@ -290,7 +304,10 @@ async fn stop_asks_first_then_sends_send_off_into_the_target_and_u_undoes_it() {
     // The cursor starts on the busiest pair: main → ops.
     press(&mut d, 'S');
     insta::assert_snapshot!("traffic_confirm", screen(&d.console.state));
-    assert!(sent(&api).is_empty(), "nothing is stopped before the answer");
+    assert!(
+        sent(&api).is_empty(),
+        "nothing is stopped before the answer"
+    );
 
     // n cancels.
     press(&mut d, 'n');
@@ -320,7 +337,10 @@ async fn stop_asks_first_then_sends_send_off_into_the_target_and_u_undoes_it() {
     let buf = render(&d.console.state);
     let y = row_of(&buf, "STOPPED").expect("a STOPPED row");
     let line = text(&buf).lines().nth(y as usize).unwrap_or("").to_string();
-    assert!(line.contains("agent:main:main → …slack:group:incidents"), "{line}");
+    assert!(
+        line.contains("agent:main:main → …slack:group:incidents"),
+        "{line}"
+    );
     insta::assert_snapshot!("traffic_stopped_undo_hint", text(&buf));
 
     press(&mut d, 'u');
@@ -526,9 +546,14 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
     let at_stop = into_pong(api.as_ref()).await;
 
     // The exchange under way ends at the next turn into pong: refused by its policy.
-    d.until("the exchange to end", |s| s.flows.get(&flow).is_some_and(|f| f.done))
-        .await;
-    let end = d.console.state.flows[&flow].loop_end.clone().expect("an end");
+    d.until("the exchange to end", |s| {
+        s.flows.get(&flow).is_some_and(|f| f.done)
+    })
+    .await;
+    let end = d.console.state.flows[&flow]
+        .loop_end
+        .clone()
+        .expect("an end");
     assert_eq!(end.0, "policy", "{end:?}");
 
     // A new attempt is refused too.

@@ -836,7 +836,14 @@ mod tests {
         t.event(&round("h", 3, b, a), T0); // odd round: the target speaks
         assert_eq!(t.sessions.pairs.len(), 1);
         assert_eq!(t.sessions.get(a, b).expect("pair").hour.messages, 4);
-        assert_eq!(t.agents.get("agent:a", "agent:b").expect("agents").hour.exchanges, 1);
+        assert_eq!(
+            t.agents
+                .get("agent:a", "agent:b")
+                .expect("agents")
+                .hour
+                .exchanges,
+            1
+        );
     }
 
     #[test]
@@ -875,14 +882,19 @@ mod tests {
         for i in 0..500 {
             for n in 0..=i {
                 t.event(
-                    &started(&format!("f{i}-{n}"), "agent:a:main", &format!("agent:b:{i}")),
+                    &started(
+                        &format!("f{i}-{n}"),
+                        "agent:a:main",
+                        &format!("agent:b:{i}"),
+                    ),
                     T0,
                 );
             }
         }
         t.prepare(10);
         assert_eq!(t.sessions.sorted, 20, "a partial order");
-        let busiest = |t: &Traffic, row: usize| t.sessions.pairs[t.sessions.order[row]].target.clone();
+        let busiest =
+            |t: &Traffic, row: usize| t.sessions.pairs[t.sessions.order[row]].target.clone();
         for row in 0..20 {
             assert_eq!(busiest(&t, row), format!("agent:b:{}", 499 - row));
         }

@@ -411,7 +411,11 @@ impl SessionsApi for FakeApi {
         self.wait_turn().await;
         let data = self.data.lock().expect("fake lock");
         match &data.traffic {
-            Some(counts) => Ok(counts.iter().filter(|c| c.minute >= since).cloned().collect()),
+            Some(counts) => Ok(counts
+                .iter()
+                .filter(|c| c.minute >= since)
+                .cloned()
+                .collect()),
             None => Err(ApiError::Unavailable(
                 "this connection does not report traffic".to_string(),
             )),

@@ -82,7 +82,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         head.push_str(&format!("{name:>w$}"));
     }
     if spark_w > 0 {
-        head.push_str(&format!(" {}", fit(&format!("messages/min, last {spark_w} min"), spark_w)));
+        head.push_str(&format!(
+            " {}",
+            fit(&format!("messages/min, last {spark_w} min"), spark_w)
+        ));
     }
     lines.push(Line::styled(
         fit(&head, width),
@@ -101,12 +104,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     for (n, &i) in table.order.iter().enumerate().skip(top).take(rows) {
         let p = &table.pairs[i];
         let (mark, style) = mark(t, p);
-        let mut text = format!(
-            "{}{}",
-            pad(mark, MARK),
-            pad(&pair_label(p, pair_w), pair_w)
-        );
-        let numbers = [p.messages_1m, p.messages_5m, p.hour.messages, p.hour.exchanges];
+        let mut text = format!("{}{}", pad(mark, MARK), pad(&pair_label(p, pair_w), pair_w));
+        let numbers = [
+            p.messages_1m,
+            p.messages_5m,
+            p.hour.messages,
+            p.hour.exchanges,
+        ];
         for ((_, w), v) in NUMBERS.iter().zip(numbers) {
             text.push_str(&format!("{v:>w$}"));
         }
@@ -128,7 +132,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     );
     frame.render_widget(
         Paragraph::new(bottom),
-        Rect::new(inner.x, inner.y + body_h, inner.width, inner.height - body_h),
+        Rect::new(
+            inner.x,
+            inner.y + body_h,
+            inner.width,
+            inner.height - body_h,
+        ),
     );
 }
 
