@@ -3,7 +3,7 @@
 
 use crate::api::{
     AbortOutcome, AgentInfo, ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage,
-    TranscriptPage,
+    TrafficCount, TranscriptPage,
 };
 
 /// A user intent, named as in the keymap file.
@@ -31,6 +31,7 @@ pub enum Intent {
     CycleActive,
     ToggleArchived,
     ToggleMouse,
+    ToggleTraffic,
 }
 
 impl Intent {
@@ -58,6 +59,7 @@ impl Intent {
         Intent::CycleActive,
         Intent::ToggleArchived,
         Intent::ToggleMouse,
+        Intent::ToggleTraffic,
     ];
 
     /// The name used in the keymap file.
@@ -85,6 +87,7 @@ impl Intent {
             Intent::CycleActive => "cycle-active",
             Intent::ToggleArchived => "toggle-archived",
             Intent::ToggleMouse => "toggle-mouse",
+            Intent::ToggleTraffic => "toggle-traffic",
         }
     }
 
@@ -117,6 +120,7 @@ impl Intent {
             Intent::CycleActive => "filter by recent activity",
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
+            Intent::ToggleTraffic => "traffic: who sends to whom",
         }
     }
 }
@@ -177,5 +181,10 @@ pub enum Action {
         generation: u64,
         id: String,
         result: Box<Result<Option<ExchangeDetail>, ApiError>>,
+    },
+    /// The traffic history asked for by the load of this generation.
+    TrafficLoaded {
+        generation: u64,
+        result: Box<Result<Vec<TrafficCount>, ApiError>>,
     },
 }

@@ -34,6 +34,8 @@ pub enum Effect {
     LoadExchange { generation: u64, id: String },
     /// A message from the owner into a session (canonical key).
     Send { key: String, text: String },
+    /// The traffic view's history: counts per pair and minute since `since` (ms).
+    LoadTraffic { generation: u64, since: i64 },
     /// A session tool called as the `requester` session's agent.
     CallTool {
         requester: String,
@@ -133,6 +135,12 @@ impl Runner {
                         id,
                         result,
                     });
+                });
+            }
+            Effect::LoadTraffic { generation, since } => {
+                tokio::spawn(async move {
+                    let result = Box::new(api.traffic(since).await);
+                    let _ = tx.send(Action::TrafficLoaded { generation, result });
                 });
             }
             Effect::Send { key, text } => {

@@ -13,6 +13,7 @@ pub mod keymap;
 pub mod state;
 pub mod streams;
 pub mod terminal;
+pub mod traffic;
 pub mod update;
 pub mod view;
 
@@ -326,6 +327,9 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     _ => vec![],
                 };
             }
+            if state.traffic.open {
+                return traffic_keys(k, state, keymap);
+            }
             // The exchange view's own keys (close, jump to a session); the rest as usual.
             if state.exchange_view.is_some()
                 && matches!(
@@ -361,6 +365,29 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             _ => vec![],
         },
         _ => vec![],
+    }
+}
+
+/// Keys in the traffic view: moving, quitting, help and `v` as the keymap says; Esc and the
+/// view's own letters (S, y, n, u, a) go to the view.
+fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -> Vec<Action> {
+    if state.traffic.confirm.is_some() {
+        // The confirmation takes the next key, whatever it is: y stops, anything else cancels.
+        return vec![Action::Key(k)];
+    }
+    match keymap.intent(&k) {
+        Some(
+            i @ (Intent::Quit
+            | Intent::Help
+            | Intent::Down
+            | Intent::Up
+            | Intent::PageDown
+            | Intent::PageUp
+            | Intent::Top
+            | Intent::Bottom
+            | Intent::ToggleTraffic),
+        ) if k.code != KeyCode::Esc => vec![Action::Intent(i)],
+        _ => vec![Action::Key(k)],
     }
 }
 

@@ -212,6 +212,8 @@ pub struct State {
     pub flash: Option<Flash>,
     /// Effective policy of the selected session and where it comes from (status line).
     pub selected_policy: Option<String>,
+    /// The traffic view: per-pair counts over the last hour, and the view's own state.
+    pub traffic: crate::tui::traffic::Traffic,
 }
 
 impl State {
@@ -259,6 +261,7 @@ impl State {
             card: None,
             flash: None,
             selected_policy: None,
+            traffic: Default::default(),
         }
     }
 

@@ -81,8 +81,12 @@ impl Console {
                 self.state.height = h;
             }
             Action::Click(x, y) => self.click(x, y),
-            Action::Engine(e) => self.engine_event(*e),
+            Action::Engine(e) => {
+                self.state.traffic.event(&e, self.state.now_ms);
+                self.engine_event(*e)
+            }
             Action::Lagged => {
+                self.state.traffic.lagged();
                 self.state.streams.events_missed();
                 self.reload_all()
             }
@@ -115,6 +119,9 @@ impl Console {
                 if let Some(v) = &mut self.state.exchange_view {
                     v.loaded(generation, &id, *result);
                 }
+            }
+            Action::TrafficLoaded { generation, result } => {
+                self.state.traffic.loaded(generation, *result)
             }
         }
         std::mem::take(&mut self.queued)
@@ -176,6 +183,10 @@ impl Console {
         }
         self.state.selected_policy = self.selected_row().map(|r| r.policy_line());
         effects.extend(self.exchanges_refresh());
+        if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {
+            effects.push(Effect::LoadTraffic { generation, since });
+        }
+        self.state.traffic.prepare(self.state.height as usize);
         match selected {
             None => {
                 self.transcript_dirty = false;
@@ -517,6 +528,7 @@ impl Console {
                 s.show_archived = !s.show_archived;
                 self.new_sessions_query();
             }
+            Intent::ToggleTraffic => s.traffic.toggle(),
             Intent::ToggleMouse => {
                 s.mouse = !s.mouse;
                 let on = if s.mouse {
@@ -525,6 +537,24 @@ impl Console {
                     "off (native selection)"
                 };
                 s.flash(format!("mouse capture {on}"), false);
+            }
+            Intent::Down
+            | Intent::Up
+            | Intent::PageDown
+            | Intent::PageUp
+            | Intent::Top
+            | Intent::Bottom
+                if s.traffic.open =>
+            {
+                let delta = match intent {
+                    Intent::Down => 1,
+                    Intent::Up => -1,
+                    Intent::PageDown => page as isize,
+                    Intent::PageUp => -(page as isize),
+                    Intent::Top => isize::MIN / 2,
+                    _ => isize::MAX / 2,
+                };
+                s.traffic.move_cursor(delta);
             }
             Intent::Down
             | Intent::Up
@@ -599,6 +629,9 @@ impl Console {
 
     /// A key while typing (filter box or composer).
     fn key(&mut self, k: KeyEvent) {
+        if self.state.traffic.open {
+            return self.traffic_key(k);
+        }
         if self.state.card.is_some() {
             return self.card_key(k);
         }
@@ -638,7 +671,30 @@ impl Console {
         }
     }
 
+    /// A key in the traffic view: what it asks for becomes the owner's messages.
+    fn traffic_key(&mut self, k: KeyEvent) {
+        let t = &mut self.state.traffic;
+        let command = match k.code {
+            KeyCode::Esc => t.escape(),
+            KeyCode::Char(c) => t.key(c),
+            _ => None,
+        };
+        match command {
+            Some(super::traffic::Command::Send(sends)) => {
+                for (key, text) in sends {
+                    self.send_message(key, text);
+                }
+            }
+            Some(super::traffic::Command::Close) => self.state.traffic.toggle(),
+            None => {}
+        }
+    }
+
     fn paste(&mut self, text: &str) {
+        if self.state.traffic.open {
+            // The view has no input box; a paste is not a key to act on.
+            return;
+        }
         match self.state.focus {
             Focus::Filter => {
                 self.state
@@ -930,6 +986,7 @@ impl Console {
         let s = &mut self.state;
         s.ticks += 1;
         s.now_ms = super::now_ms();
+        s.traffic.tick(s.now_ms);
         if s.flash.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
             s.flash = None;
         }

@@ -26,6 +26,9 @@ pub struct Data {
     /// Agent-to-agent exchanges, newest first, and the ones that open in full by id.
     pub exchanges: Vec<ExchangeSummary>,
     pub exchange_details: HashMap<String, ExchangeDetail>,
+    /// What `traffic` answers (counts per pair and minute); `None`: "unavailable", as an
+    /// engine without traffic history answers.
+    pub traffic: Option<Vec<TrafficCount>>,
 }
 
 /// How the fake answers.
@@ -442,6 +445,21 @@ impl SessionsApi for FakeApi {
         self.wait_turn().await;
         let data = self.data.lock().expect("fake lock");
         Ok(data.exchange_details.get(id).cloned())
+    }
+
+    async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
+        self.wait_turn().await;
+        let data = self.data.lock().expect("fake lock");
+        match &data.traffic {
+            Some(counts) => Ok(counts
+                .iter()
+                .filter(|c| c.minute >= since)
+                .cloned()
+                .collect()),
+            None => Err(ApiError::Unavailable(
+                "this connection does not report traffic".to_string(),
+            )),
+        }
     }
 
     fn subscribe(&self) -> EventStream {

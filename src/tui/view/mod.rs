@@ -6,6 +6,7 @@ mod composer;
 mod exchange;
 mod rounds;
 mod sessions;
+pub mod traffic;
 mod transcript;
 
 use ratatui::Frame;
@@ -94,17 +95,23 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         composer::height(state, area.height),
     );
     chrome::header(frame, r.header, state);
-    sessions::draw(frame, r.sessions, state);
-    transcript::draw(frame, r.transcript, state);
-    rounds::draw(frame, r.rounds, state);
-    composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
-    chrome::hints(frame, r.hints, state, keymap);
-    if state.exchange_view.is_some() {
-        exchange::draw(frame, state);
-    }
-    if let Some(card) = &state.card {
-        cards::draw(frame, area, state, card);
+    if state.traffic.open {
+        // The view covers the panes: they are not drawn at all (its frame cost is its own).
+        traffic::draw(frame, traffic::area(area), state);
+        traffic::hints(frame, r.hints);
+    } else {
+        sessions::draw(frame, r.sessions, state);
+        transcript::draw(frame, r.transcript, state);
+        rounds::draw(frame, r.rounds, state);
+        composer::draw(frame, r.composer, state);
+        chrome::hints(frame, r.hints, state, keymap);
+        if state.exchange_view.is_some() {
+            exchange::draw(frame, state);
+        }
+        if let Some(card) = &state.card {
+            cards::draw(frame, area, state, card);
+        }
     }
     if state.help {
         chrome::help(frame, area, keymap);
