@@ -28,6 +28,13 @@ pub enum Intent {
     CycleActive,
     ToggleArchived,
     ToggleMouse,
+    SearchNext,
+    SearchPrev,
+    ScrollLeft,
+    ScrollRight,
+    SelectPrev,
+    SelectNext,
+    Copy,
 }
 
 impl Intent {
@@ -55,6 +62,13 @@ impl Intent {
         Intent::CycleActive,
         Intent::ToggleArchived,
         Intent::ToggleMouse,
+        Intent::SearchNext,
+        Intent::SearchPrev,
+        Intent::ScrollLeft,
+        Intent::ScrollRight,
+        Intent::SelectPrev,
+        Intent::SelectNext,
+        Intent::Copy,
     ];
 
     /// The name used in the keymap file.
@@ -82,6 +96,13 @@ impl Intent {
             Intent::CycleActive => "cycle-active",
             Intent::ToggleArchived => "toggle-archived",
             Intent::ToggleMouse => "toggle-mouse",
+            Intent::SearchNext => "search-next",
+            Intent::SearchPrev => "search-prev",
+            Intent::ScrollLeft => "scroll-left",
+            Intent::ScrollRight => "scroll-right",
+            Intent::SelectPrev => "select-prev",
+            Intent::SelectNext => "select-next",
+            Intent::Copy => "copy",
         }
     }
 
@@ -102,7 +123,7 @@ impl Intent {
             Intent::PageUp => "page up",
             Intent::Top => "first / oldest",
             Intent::Bottom => "last / newest",
-            Intent::Filter => "filter sessions",
+            Intent::Filter => "filter sessions / search the transcript",
             Intent::Compose => "write to the session",
             Intent::Open => "open the selected item",
             Intent::ToggleTools => "show/hide tool calls",
@@ -114,6 +135,13 @@ impl Intent {
             Intent::CycleActive => "filter by recent activity",
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
+            Intent::SearchNext => "transcript: next match",
+            Intent::SearchPrev => "transcript: previous match",
+            Intent::ScrollLeft => "transcript: scroll left (wrap off)",
+            Intent::ScrollRight => "transcript: scroll right (wrap off)",
+            Intent::SelectPrev => "transcript: select the previous message",
+            Intent::SelectNext => "transcript: select the next message",
+            Intent::Copy => "transcript: copy the selected message",
         }
     }
 }

@@ -31,6 +31,9 @@ pub enum Effect {
         tool: &'static str,
         params: Value,
     },
+    /// Put this text on the owner's clipboard (OSC 52): written to the terminal by the
+    /// loop, which owns it; the runner has nothing to do for it.
+    Copy { text: String },
 }
 
 /// Runs effects against the API and posts their results to the console's queue.
@@ -126,6 +129,7 @@ impl Runner {
                     let _ = tx.send(report);
                 });
             }
+            Effect::Copy { .. } => {}
         }
     }
 }

@@ -115,7 +115,7 @@ pub fn status(frame: &mut Frame, area: Rect, state: &State) {
 pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     // Help and quit first: they must survive a narrow terminal's truncation.
     let wanted: &[Intent] = match state.focus {
-        Focus::Composer | Focus::Filter => &[],
+        Focus::Composer | Focus::Filter | Focus::Search => &[],
         Focus::Transcript => &[
             Intent::Help,
             Intent::Quit,
@@ -136,7 +136,10 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
             Intent::FocusNext,
         ],
     };
-    let text = if state.focus == Focus::Filter {
+    let text = if state.focus == Focus::Search {
+        " type a regex (or plain text) · enter keep the search · esc clear it · n/N next/prev after enter"
+            .to_string()
+    } else if state.focus == Focus::Filter {
         " type to filter by key or name · enter keep the filter · esc clear it".to_string()
     } else if wanted.is_empty() {
         " enter send · alt+enter/ctrl+j newline · tab complete · up/down history · esc leave"

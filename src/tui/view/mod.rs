@@ -4,7 +4,7 @@ mod chrome;
 mod composer;
 mod rounds;
 mod sessions;
-mod transcript;
+pub(crate) mod transcript;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
