@@ -669,10 +669,17 @@ fn transcript_without_timestamps_or_wrap() {
 fn transcript_scrolled_up_pauses_follow_and_shows_the_window() {
     let mut s = busy();
     s.focus = Focus::Transcript;
-    s.follow = false;
-    s.transcript_scroll = 6;
     // Only the newest lines are loaded: the indicator says how many of how many.
     s.transcript_total = 1_000_000;
+    s.width = 80;
+    s.height = 24;
+    // Six rows up, as the owner scrolls.
+    let mut c = switchboard::tui::update::Console::new(s);
+    for _ in 0..6 {
+        c.update(Action::Intent(Intent::Up));
+    }
+    let s = c.state;
+    assert!(!s.follow);
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
 

@@ -8,7 +8,7 @@ use super::state::TranscriptLine;
 
 /// The compiled program's size limit: a pattern needing more (`\w{1000}{1000}`) is refused
 /// with a message instead of taking seconds or megabytes to build.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+const REGEX_SIZE_LIMIT: usize = 4 << 20;
 /// The lazy DFA's cache per search: matching stays linear whatever the pattern.
 const DFA_SIZE_LIMIT: usize = 2 << 20;
 /// The longest query kept (a paste of a whole file into the box is cut here).
@@ -29,7 +29,10 @@ pub struct Hit {
 enum Matcher {
     Regex(Regex),
     /// Not a valid regex (or refused): the text as typed, case-folded when all lowercase.
-    Literal { needle: String, fold: bool },
+    Literal {
+        needle: String,
+        fold: bool,
+    },
 }
 
 /// The search state of the transcript pane.
@@ -79,9 +82,8 @@ impl Search {
         {
             Ok(re) => self.matcher = Some(Matcher::Regex(re)),
             Err(regex::Error::CompiledTooBig(_)) => {
-                self.note = Some(
-                    "pattern too large to search quickly: refused (simplify it)".to_string(),
-                );
+                self.note =
+                    Some("pattern too large to search quickly: refused (simplify it)".to_string());
             }
             Err(_) => {
                 self.note = Some("not a valid regex: matching the text as typed".to_string());
@@ -169,11 +171,7 @@ impl Search {
 
     /// `3/17`, `0/0`, `-/17` (no current hit), `3/100000+`.
     pub fn counter(&self) -> String {
-        let total = format!(
-            "{}{}",
-            self.hits.len(),
-            if self.capped { "+" } else { "" }
-        );
+        let total = format!("{}{}", self.hits.len(), if self.capped { "+" } else { "" });
         match self.current {
             Some(i) => format!("{}/{total}", i + 1),
             None => format!("-/{total}"),

@@ -62,10 +62,7 @@ pub fn parse(text: &str) -> ToolLine {
                 let Some(tail) = tail.strip_prefix(')') else {
                     break;
                 };
-                calls.push(Call {
-                    name,
-                    args: Ok(v),
-                });
+                calls.push(Call { name, args: Ok(v) });
                 rest = tail.trim_start().trim_start_matches(',').trim_start();
                 continue;
             }
@@ -175,11 +172,16 @@ mod tests {
 
     #[test]
     fn calls_and_what_was_said_come_apart() {
-        let t = parse("let me check\nsessions_list({\"limit\":5}), sessions_send({\"sessionKey\":\"a(b)\",\"message\":\"hi, there\"})");
+        let t = parse(
+            "let me check\nsessions_list({\"limit\":5}), sessions_send({\"sessionKey\":\"a(b)\",\"message\":\"hi, there\"})",
+        );
         assert_eq!(t.said, "let me check");
         assert_eq!(t.calls.len(), 2);
         assert_eq!(t.calls[0].name, "sessions_list");
-        assert_eq!(t.calls[1].args, Ok(json!({"sessionKey": "a(b)", "message": "hi, there"})));
+        assert_eq!(
+            t.calls[1].args,
+            Ok(json!({"sessionKey": "a(b)", "message": "hi, there"}))
+        );
         assert_eq!(summary(&t.calls[0].args), "limit: 5");
     }
 
@@ -192,7 +194,10 @@ mod tests {
 
     #[test]
     fn an_error_result_reads_as_error() {
-        assert_eq!(status_of(r#"{"status":"error","error":"nope"}"#), Status::Error);
+        assert_eq!(
+            status_of(r#"{"status":"error","error":"nope"}"#),
+            Status::Error
+        );
         assert_eq!(status_of(r#"{"status":"ok"}"#), Status::Ok);
         assert_eq!(status_of("Error: no such session"), Status::Error);
         assert_eq!(status_of("fine"), Status::Ok);

@@ -250,7 +250,9 @@ pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64>
             } else {
                 prev_shown(s, at)
             };
-            moved.or_else(|| index_at(s, seq)).or_else(|| last_shown(s))?
+            moved
+                .or_else(|| index_at(s, seq))
+                .or_else(|| last_shown(s))?
         }
     };
     Some(s.transcript.get(i)?.seq)

@@ -142,6 +142,7 @@ impl Console {
                 s.transcript_view.reset();
                 s.transcript_window = TRANSCRIPT_WINDOW;
                 s.follow = true;
+                self.rescan_search();
             }
             let asked = self.transcript_in_flight.as_ref().map(|(_, k)| k);
             if selected.is_some() && asked != selected.as_ref() {

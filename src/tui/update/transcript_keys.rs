@@ -72,7 +72,8 @@ impl Console {
                 s.transcript_window = (s.transcript_window + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
             } else {
                 // At the most the pane holds: the window moves back instead of growing.
-                s.transcript_view.window_end = Some(lo + (TRANSCRIPT_MAX - TRANSCRIPT_WINDOW) as i64);
+                s.transcript_view.window_end =
+                    Some(lo + (TRANSCRIPT_MAX - TRANSCRIPT_WINDOW) as i64);
             }
             self.transcript_dirty = true;
         } else if v.window_end.is_some() && s.transcript.len().saturating_sub(i) <= margin + body_h
@@ -128,7 +129,8 @@ impl Console {
             Intent::SearchNext | Intent::SearchPrev => {
                 let search = &mut self.state.transcript_view.search;
                 if !search.active() {
-                    self.state.flash("no search: press / to search the transcript", false);
+                    self.state
+                        .flash("no search: press / to search the transcript", false);
                     return;
                 }
                 if let Some(hit) = search.step(intent == Intent::SearchNext) {
@@ -196,7 +198,10 @@ impl Console {
     fn copy_selected(&mut self) {
         let s = &mut self.state;
         let Some(line) = s.transcript_view.cursor.and_then(|seq| nav::line(s, seq)) else {
-            s.flash("select a message with [ or ] first, then y copies it", false);
+            s.flash(
+                "select a message with [ or ] first, then y copies it",
+                false,
+            );
             return;
         };
         let (text, was_cut) = clipboard::capped(&line.text);

@@ -87,7 +87,9 @@ pub(crate) fn bottom_seq(state: &State) -> Option<i64> {
     let mut i = nav::index_at(state, a.seq)?;
     let mut used = message_rows(state, i, width).saturating_sub(a.skip);
     while used < body_h {
-        let Some(n) = (i + 1..state.transcript.len()).find(|&j| nav::shown(state.tools, &state.transcript[j])) else {
+        let Some(n) = (i + 1..state.transcript.len())
+            .find(|&j| nav::shown(state.tools, &state.transcript[j]))
+        else {
             break;
         };
         i = n;
@@ -192,9 +194,16 @@ fn indicator(state: &State) -> Line<'static> {
     }
     let on = |b: bool| if b { "on" } else { "off" };
     let v = &state.transcript_view;
-    let window = match (v.window_end, state.transcript.first(), state.transcript.last()) {
+    let window = match (
+        v.window_end,
+        state.transcript.first(),
+        state.transcript.last(),
+    ) {
         (Some(_), Some(first), Some(last)) => {
-            format!("  (lines {}–{} of {})", first.seq, last.seq, state.transcript_total)
+            format!(
+                "  (lines {}–{} of {})",
+                first.seq, last.seq, state.transcript_total
+            )
         }
         _ if state.transcript_total > state.transcript.len() as i64 => format!(
             "  (newest {} of {} lines)",
@@ -234,9 +243,8 @@ fn message_lines(state: &State, index: usize) -> Vec<Line<'static>> {
         let mark = Style::default()
             .add_modifier(Modifier::BOLD | Modifier::REVERSED)
             .fg(Color::Cyan);
-        for (n, line) in out.iter_mut().enumerate() {
-            line.spans
-                .insert(0, Span::styled(if n == 0 { "▸" } else { "│" }, mark));
+        for line in out.iter_mut() {
+            line.spans.insert(0, Span::styled("▌", mark));
         }
     }
     out
@@ -472,7 +480,8 @@ fn provisional_lines(state: &State, room: usize) -> Vec<Line<'static>> {
             }
             spans.push(Span::raw(text.to_string()));
             if i + 1 == n && reply.live() {
-                let frame = (state.ticks.wrapping_add(reply.deltas) % SPINNER.len() as u64) as usize;
+                let frame =
+                    (state.ticks.wrapping_add(reply.deltas) % SPINNER.len() as u64) as usize;
                 spans.push(Span::styled(
                     "▍".to_string(),
                     Style::default().fg(Color::Green),
