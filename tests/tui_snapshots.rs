@@ -647,9 +647,12 @@ fn transcript_tools_shown() {
     s.tools = true;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("tools:on"), "{shown}");
-    assert!(shown.contains("→ tool"), "{shown}");
-    assert!(shown.contains("sessions_send({"), "{shown}");
-    assert!(shown.contains("← sessions_send"), "{shown}");
+    // A tool call is a one-line card (its result folded into it: tests/tui_transcript.rs).
+    assert!(
+        shown.contains("▸ ⚙ sessions_send ok · sessionKey:"),
+        "{shown}"
+    );
+    assert!(!shown.contains("sessions_send({"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 

@@ -641,13 +641,13 @@ fn a_streaming_reply_has_a_spinner_that_moves_only_while_it_streams() {
     );
     let first = transcript_pane(&s);
     assert!(
-        first.contains("agent: Working on the▍ ⠙ streaming…"),
+        first.contains("agent: Working on the▍ streaming… ⠙"),
         "{first}"
     );
     insta::assert_snapshot!(first);
     // A tick turns it.
     s.ticks += 1;
-    assert!(transcript_pane(&s).contains("▍ ⠹ streaming…"));
+    assert!(transcript_pane(&s).contains("▍ streaming… ⠹"));
     // So does a delta.
     s.streams.delta(
         Delta {
@@ -660,7 +660,7 @@ fn a_streaming_reply_has_a_spinner_that_moves_only_while_it_streams() {
         },
         NOW,
     );
-    assert!(transcript_pane(&s).contains("Working on the deploy▍ ⠸ streaming…"));
+    assert!(transcript_pane(&s).contains("Working on the deploy▍ streaming… ⠸"));
     // Done: no spinner, and ticks change nothing on screen (an idle console writes nothing).
     s.streams.reply_appended("run-1", 4, true);
     let done = transcript_pane(&s);

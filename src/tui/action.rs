@@ -135,13 +135,13 @@ impl Intent {
             Intent::CycleActive => "filter by recent activity",
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
-            Intent::SearchNext => "transcript: next match (/ there searches)",
-            Intent::SearchPrev => "transcript: previous match",
-            Intent::ScrollLeft => "transcript: scroll left (wrap off)",
-            Intent::ScrollRight => "transcript: scroll right (wrap off)",
-            Intent::SelectPrev => "transcript: select the previous message",
-            Intent::SelectNext => "transcript: select the next message",
-            Intent::Copy => "transcript: copy the selected message",
+            Intent::SearchNext => "next search hit",
+            Intent::SearchPrev => "previous search hit",
+            Intent::ScrollLeft => "scroll left (wrap off)",
+            Intent::ScrollRight => "scroll right (wrap off)",
+            Intent::SelectPrev => "select previous message",
+            Intent::SelectNext => "select next message",
+            Intent::Copy => "copy the message (OSC 52)",
         }
     }
 }

@@ -37,11 +37,15 @@ impl Console {
             _ => page as isize,
         };
         let from = pane::top(&self.state);
-        let rows = self.rows_fn();
-        let to = nav::scroll(&self.state, from, delta, &rows);
-        let to = nav::clamp(&self.state, to, body_h, 0, &rows);
-        let at_end = nav::rows_below(&self.state, to, body_h, &rows) <= body_h;
-        drop(rows);
+        let (to, at_end) = {
+            let rows = self.rows_fn();
+            let to = nav::scroll(&self.state, from, delta, &rows);
+            let to = nav::clamp(&self.state, to, body_h, 0, &rows);
+            (
+                to,
+                nav::rows_below(&self.state, to, body_h, &rows) <= body_h,
+            )
+        };
         let s = &mut self.state;
         let newest = s.transcript_view.window_end.is_none();
         if delta > 0 && at_end && newest {
@@ -169,10 +173,11 @@ impl Console {
     fn show_line(&mut self, seq: i64) {
         let (_, body_h) = pane::body_size(&self.state);
         let from = pane::top(&self.state);
-        let rows = self.rows_fn();
-        let to = nav::reveal(&self.state, from, seq, body_h, &rows);
-        let to = nav::clamp(&self.state, to, body_h, 0, &rows);
-        drop(rows);
+        let to = {
+            let rows = self.rows_fn();
+            let to = nav::reveal(&self.state, from, seq, body_h, &rows);
+            nav::clamp(&self.state, to, body_h, 0, &rows)
+        };
         if to != from {
             self.state.follow = false;
             self.state.transcript_view.anchor = Some(to);

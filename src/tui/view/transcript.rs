@@ -161,7 +161,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         let w = body.width as usize;
         Paragraph::new(lines.into_iter().map(|l| cut(l, hs, w)).collect::<Vec<_>>())
     };
-    let para = para.scroll((anchor.skip.min(u16::MAX as usize) as u16, 0));
+    // Following, the end sits at the bottom (a streamed reply taller than the pane shows
+    // its newest rows); paused, the anchor's row is at the top.
+    let top = if state.follow || state.transcript_view.anchor.is_none() {
+        para.line_count(body.width).saturating_sub(body_h)
+    } else {
+        anchor.skip
+    };
+    let para = para.scroll((top.min(u16::MAX as usize) as u16, 0));
     frame.render_widget(para, body);
     let ind = Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1);
     frame.render_widget(Paragraph::new(indicator(state)), ind);
@@ -487,7 +494,7 @@ fn provisional_lines(state: &State, room: usize) -> Vec<Line<'static>> {
                     Style::default().fg(Color::Green),
                 ));
                 spans.push(Span::styled(
-                    format!(" {} streaming…", SPINNER[frame]),
+                    format!(" streaming… {}", SPINNER[frame]),
                     Style::default().add_modifier(Modifier::DIM | Modifier::ITALIC),
                 ));
             }
