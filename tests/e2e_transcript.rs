@@ -172,23 +172,28 @@ fn search_the_demo_transcript_jump_with_n_and_see_the_hit_highlighted() {
         s.contains("┌ agent:ops:discord:group:eng-standup ")
     });
     t.keys(&["Tab"]);
-    t.wait_for("its standup message", |s| s.contains("rate limiter"));
+    // Two standups (the demo posts one per round), so `n` has somewhere to go.
+    t.wait_for_within("two standup messages", START, |s| {
+        s.matches("rate limiter").count() >= 2
+    });
     // Search: the box on the indicator line, then the counter (the newest hit current).
     t.keys(&["/"]);
     t.wait_for("the search box", |s| s.contains("│/▏"));
     t.type_text("rate limiter");
     t.keys(&["Enter"]);
     let counter = regex::Regex::new(r"/rate limiter  (\d+)/(\d+)").expect("regex");
-    let screen = t.wait_for("the counter", |s| {
+    let screen = t.wait_for("the counter at the newest of two or more hits", |s| {
         counter
             .captures(s)
-            .is_some_and(|c| c[1] == c[2] && &c[2] != "0")
+            .is_some_and(|c| c[1] == c[2] && c[2].parse::<u32>().is_ok_and(|n| n >= 2))
     });
     assert!(screen.contains("n/N next/prev"), "{screen}");
     // `n` from the newest wraps to the first.
     t.keys(&["n"]);
     t.wait_for("n wrapped to the first hit", |s| {
-        counter.captures(s).is_some_and(|c| &c[1] == "1")
+        counter
+            .captures(s)
+            .is_some_and(|c| &c[1] == "1" && c[2].parse::<u32>().is_ok_and(|n| n >= 2))
     });
     let escaped = t.capture_escaped();
     assert!(
