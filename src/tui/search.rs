@@ -24,22 +24,12 @@ pub struct Hit {
     pub end: usize,
 }
 
-/// How the query is matched.
-#[derive(Debug, Clone)]
-enum Matcher {
-    Regex(Regex),
-    /// Not a valid regex (or refused): the text as typed, case-folded when all lowercase.
-    Literal {
-        needle: String,
-        fold: bool,
-    },
-}
-
 /// The search state of the transcript pane.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
     pub query: String,
-    matcher: Option<Matcher>,
+    /// The compiled query (the text as typed is compiled escaped); `None`: nothing to find.
+    matcher: Option<Regex>,
     /// Said under the box: why the query is matched literally, or refused.
     pub note: Option<String>,
     /// Hits in the loaded window, in transcript order.
@@ -74,27 +64,24 @@ impl Search {
         }
         // Smart case: all lowercase searches ignore case, a capital asks for it exactly.
         let fold = !self.query.chars().any(char::is_uppercase);
-        match RegexBuilder::new(&self.query)
-            .case_insensitive(fold)
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(DFA_SIZE_LIMIT)
-            .build()
-        {
-            Ok(re) => self.matcher = Some(Matcher::Regex(re)),
+        let build = |pattern: &str| {
+            RegexBuilder::new(pattern)
+                .case_insensitive(fold)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .dfa_size_limit(DFA_SIZE_LIMIT)
+                .build()
+        };
+        match build(&self.query) {
+            Ok(re) => self.matcher = Some(re),
             Err(regex::Error::CompiledTooBig(_)) => {
                 self.note =
                     Some("pattern too large to search quickly: refused (simplify it)".to_string());
             }
             Err(_) => {
                 self.note = Some("not a valid regex: matching the text as typed".to_string());
-                self.matcher = Some(Matcher::Literal {
-                    needle: if fold {
-                        self.query.to_lowercase()
-                    } else {
-                        self.query.clone()
-                    },
-                    fold,
-                });
+                // The same engine on the escaped text: linear, and case folding that keeps
+                // byte offsets of the original.
+                self.matcher = build(&regex::escape(&self.query)).ok();
             }
         }
     }
@@ -179,51 +166,11 @@ impl Search {
     }
 }
 
-/// Byte ranges of every non-empty match of `m` in `text`.
-fn find_all(m: &Matcher, text: &str) -> Vec<(usize, usize)> {
-    match m {
-        Matcher::Regex(re) => re
-            .find_iter(text)
-            .filter(|x| x.start() < x.end())
-            .map(|x| (x.start(), x.end()))
-            .collect(),
-        Matcher::Literal { needle, fold } => {
-            if needle.is_empty() {
-                return Vec::new();
-            }
-            if *fold {
-                // Lowercasing may change byte lengths: search char by char on the original.
-                literal_folded(text, needle)
-            } else {
-                text.match_indices(needle.as_str())
-                    .map(|(i, s)| (i, i + s.len()))
-                    .collect()
-            }
-        }
-    }
-}
-
-/// Case-insensitive literal matches, as byte ranges of the original text.
-fn literal_folded(text: &str, needle: &str) -> Vec<(usize, usize)> {
-    let needle: Vec<char> = needle.chars().collect();
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let fold = |c: char| c.to_lowercase().next().unwrap_or(c);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i + needle.len() <= chars.len() {
-        if (0..needle.len()).all(|j| fold(chars[i + j].1) == needle[j]) {
-            let start = chars[i].0;
-            let end = chars
-                .get(i + needle.len())
-                .map(|(b, _)| *b)
-                .unwrap_or(text.len());
-            out.push((start, end));
-            i += needle.len();
-        } else {
-            i += 1;
-        }
-    }
-    out
+/// Byte ranges of every non-empty match of `re` in `text`.
+fn find_all<'a>(re: &'a Regex, text: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
+    re.find_iter(text)
+        .filter(|x| x.start() < x.end())
+        .map(|x| (x.start(), x.end()))
 }
 
 #[cfg(test)]
@@ -280,7 +227,17 @@ mod tests {
     }
 
     #[test]
-    fn folded_literal_keeps_byte_ranges_of_the_original() {
-        assert_eq!(literal_folded("İx [ab", "[ab"), vec![(4, 7)]);
+    fn a_folded_literal_keeps_byte_ranges_of_the_original() {
+        let mut s = Search::default();
+        s.set_query("[ab");
+        s.rescan(&[line(1, "İx [AB")], |_| true);
+        assert_eq!(
+            s.hits,
+            vec![Hit {
+                seq: 1,
+                start: 4,
+                end: 7
+            }]
+        );
     }
 }
