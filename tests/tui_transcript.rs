@@ -270,6 +270,26 @@ async fn a_paused_view_does_not_move_as_fifty_wrapped_and_hidden_lines_arrive() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_view_stays_put_when_more_lines_arrive_than_a_window_holds() {
+    let api = fake_with(numbered(60));
+    let mut d = driver(api.clone()).await;
+    d.intent(Intent::PageUp);
+    d.settle().await;
+    let before = transcript_pane(&d.console.state);
+    // 500 lines in ten bursts, each loaded: more than the 400-line window.
+    for burst in 0..10 {
+        for _ in 0..50 {
+            api.append(MAIN, LineRole::User, "owner", "more");
+        }
+        let total = 60 + 50 * (burst + 1);
+        d.until("the burst loaded", |s| s.transcript_total == total)
+            .await;
+    }
+    assert_eq!(before, transcript_pane(&d.console.state));
+    assert!(!d.console.state.follow);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g_reaches_line_one_of_5000_in_one_load_without_holding_them_all() {
     let api = fake_with(numbered(5_000));
     let mut d = driver(api.clone()).await;

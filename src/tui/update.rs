@@ -315,6 +315,12 @@ impl Console {
                 // new lines below it nor a longer window above it move what is on screen.
                 s.transcript_view.at_start = lines.len() < self.transcript_asked
                     || lines.first().is_some_and(|l| l.seq <= 1);
+                // Paused on the newest window: it grows by what arrived, so the line the
+                // view is anchored to is not pushed out of it by newer ones.
+                if !s.follow && s.transcript_view.window_end.is_none() && s.transcript_total > 0 {
+                    let arrived = (total - s.transcript_total).max(0) as usize;
+                    s.transcript_window = (s.transcript_window + arrived).min(TRANSCRIPT_MAX);
+                }
                 s.transcript = lines;
                 s.transcript_total = total;
                 // The real reply lines are on screen now: their provisional text goes in
