@@ -48,7 +48,7 @@ pub(crate) fn message_rows(state: &State, index: usize, width: u16) -> usize {
     if !nav::shown(state.tools, l) {
         return 0;
     }
-    rows_of(state, message_lines(state, index), width)
+    rows_of(state, message_lines(state, index, width), width)
 }
 
 fn rows_of(state: &State, lines: Vec<Line<'static>>, width: u16) -> usize {
@@ -138,7 +138,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             if !nav::shown(state.tools, &state.transcript[i]) {
                 continue;
             }
-            let more = message_lines(state, i);
+            let more = message_lines(state, i, body.width);
             used += rows_of(state, more.clone(), body.width);
             lines.extend(more);
         }
@@ -237,11 +237,17 @@ fn indicator(state: &State) -> Line<'static> {
 }
 
 /// The lines of message `index` as drawn (before wrapping or cutting).
-fn message_lines(state: &State, index: usize) -> Vec<Line<'static>> {
+/// `width`: the pane's, so a collapsed tool card stays one row.
+fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> {
     let l = &state.transcript[index];
     let selected = state.transcript_view.cursor == Some(l.seq);
     let mut out = if l.role == "tool" {
-        card_lines(state, index)
+        // The cursor's mark takes a column.
+        card_lines(
+            state,
+            index,
+            (width as usize).saturating_sub(usize::from(selected)),
+        )
     } else {
         text_lines(state, l)
     };
@@ -339,7 +345,7 @@ fn highlighted(segment: &str, offset: usize, hits: &[(usize, usize, bool)]) -> V
 
 /// A tool line as cards: one line per call (name, status, argument summary); an open card
 /// adds its arguments pretty-printed and its result, each at most `CARD_SECTION_ROWS` rows.
-fn card_lines(state: &State, index: usize) -> Vec<Line<'static>> {
+fn card_lines(state: &State, index: usize, width: usize) -> Vec<Line<'static>> {
     let l = &state.transcript[index];
     let parsed = tool_cards::parse(&l.text);
     let results = tool_cards::results_of(&state.transcript, index);
@@ -374,10 +380,16 @@ fn card_lines(state: &State, index: usize) -> Vec<Line<'static>> {
             Status::Pending => dim,
         };
         spans.push(Span::styled(format!(" {}", status.word()), status_style));
-        spans.push(Span::styled(
-            format!(" · {}", tool_cards::summary(&call.args)),
-            dim,
-        ));
+        // The summary gets what is left of the row (cut with `…`), so a closed card is one
+        // row at any width; an open card shows the arguments in full below.
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        let room = width.saturating_sub(used);
+        if room > 3 {
+            spans.push(Span::styled(
+                super::fit(&format!(" · {}", tool_cards::summary(&call.args)), room),
+                dim,
+            ));
+        }
         out.push(Line::from(spans));
         if open {
             out.push(Line::styled("    arguments:", dim));
