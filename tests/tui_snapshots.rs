@@ -675,9 +675,12 @@ fn transcript_tools_shown() {
     s.tools = true;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("tools:on"), "{shown}");
-    assert!(shown.contains("→ tool"), "{shown}");
-    assert!(shown.contains("sessions_send({"), "{shown}");
-    assert!(shown.contains("← sessions_send"), "{shown}");
+    // A tool call is a one-line card (its result folded into it: tests/tui_transcript.rs).
+    assert!(
+        shown.contains("▸ ⚙ sessions_send ok · sessionKey:"),
+        "{shown}"
+    );
+    assert!(!shown.contains("sessions_send({"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 
@@ -698,10 +701,17 @@ fn transcript_without_timestamps_or_wrap() {
 fn transcript_scrolled_up_pauses_follow_and_shows_the_window() {
     let mut s = busy();
     s.focus = Focus::Transcript;
-    s.follow = false;
-    s.transcript_scroll = 6;
     // Only the newest lines are loaded: the indicator says how many of how many.
     s.transcript_total = 1_000_000;
+    s.width = 80;
+    s.height = 24;
+    // Six rows up, as the owner scrolls.
+    let mut c = switchboard::tui::update::Console::new(s);
+    for _ in 0..6 {
+        c.update(Action::Intent(Intent::Up));
+    }
+    let s = c.state;
+    assert!(!s.follow);
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
 

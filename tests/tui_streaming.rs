@@ -12,10 +12,10 @@ use switchboard::api::{
     EngineEvent, LineRole, PolicyView, SessionKind, SessionRow, SessionsPage, TranscriptLine,
     TranscriptPage,
 };
-use switchboard::tui::action::Action;
+use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::effects::Effect;
 use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
+use switchboard::tui::state::{Focus, State};
 use switchboard::tui::streams::{GAP_MARKER, STREAM_MAX_BYTES};
 use switchboard::tui::update::Console;
 use switchboard::tui::view;
@@ -404,8 +404,12 @@ fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     h.act(Action::Lagged);
     h.answer_sessions(vec![row(MAIN, true), row(OPS, false)]);
     h.answer_transcript(lines, 60);
-    h.console.state.follow = false;
-    h.console.state.transcript_scroll = 10;
+    // Ten rows up from the end (the transcript focused, as the owner would scroll).
+    h.console.state.focus = Focus::Transcript;
+    for _ in 0..10 {
+        h.console.update(Action::Intent(Intent::Up));
+    }
+    assert!(!h.console.state.follow);
     let before = h.screen(100, 24);
     h.delta(MAIN, RUN, 1, 0, "one\ntwo\nthree\n");
     let after = h.screen(100, 24);
@@ -419,8 +423,8 @@ fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     };
     assert_eq!(pane(&before), pane(&after));
     // Following, the reply is at the bottom.
-    h.console.state.follow = true;
-    h.console.state.transcript_scroll = 0;
+    h.console.update(Action::Intent(Intent::Bottom));
+    assert!(h.console.state.follow);
     let following = h.screen(100, 24);
     assert!(following.contains("three"), "{following}");
 }

@@ -32,6 +32,13 @@ pub enum Intent {
     ToggleArchived,
     ToggleMouse,
     ToggleTraffic,
+    SearchNext,
+    SearchPrev,
+    ScrollLeft,
+    ScrollRight,
+    SelectPrev,
+    SelectNext,
+    Copy,
 }
 
 impl Intent {
@@ -60,6 +67,13 @@ impl Intent {
         Intent::ToggleArchived,
         Intent::ToggleMouse,
         Intent::ToggleTraffic,
+        Intent::SearchNext,
+        Intent::SearchPrev,
+        Intent::ScrollLeft,
+        Intent::ScrollRight,
+        Intent::SelectPrev,
+        Intent::SelectNext,
+        Intent::Copy,
     ];
 
     /// The name used in the keymap file.
@@ -88,6 +102,13 @@ impl Intent {
             Intent::ToggleArchived => "toggle-archived",
             Intent::ToggleMouse => "toggle-mouse",
             Intent::ToggleTraffic => "toggle-traffic",
+            Intent::SearchNext => "search-next",
+            Intent::SearchPrev => "search-prev",
+            Intent::ScrollLeft => "scroll-left",
+            Intent::ScrollRight => "scroll-right",
+            Intent::SelectPrev => "select-prev",
+            Intent::SelectNext => "select-next",
+            Intent::Copy => "copy",
         }
     }
 
@@ -121,6 +142,13 @@ impl Intent {
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
             Intent::ToggleTraffic => "traffic: who sends to whom",
+            Intent::SearchNext => "next search hit",
+            Intent::SearchPrev => "previous search hit",
+            Intent::ScrollLeft => "scroll left (wrap off)",
+            Intent::ScrollRight => "scroll right (wrap off)",
+            Intent::SelectPrev => "select previous message",
+            Intent::SelectNext => "select next message",
+            Intent::Copy => "copy the message (OSC 52)",
         }
     }
 }

@@ -51,6 +51,9 @@ pub enum Effect {
     /// `/new`: resolve `raw` as a session to send into and, with `text`, send the first
     /// message (which starts it).
     NewSession { raw: String, text: Option<String> },
+    /// Put this text on the owner's clipboard (OSC 52): written to the terminal by the
+    /// loop, which owns it; the runner has nothing to do for it.
+    Copy { text: String },
 }
 
 /// Runs effects against the API and posts their results to the console's queue.
@@ -173,6 +176,7 @@ impl Runner {
                     let _ = tx.send(report);
                 });
             }
+            Effect::Copy { .. } => {}
             other => super::cards::run(other, api, tx),
         }
     }

@@ -7,13 +7,17 @@ pub mod action;
 pub mod cards;
 pub mod complete;
 pub mod composer;
+pub mod clipboard;
 pub mod effects;
 pub mod exchanges;
 pub mod keymap;
+pub mod search;
 pub mod state;
 pub mod streams;
 pub mod terminal;
 pub mod traffic;
+pub mod tool_cards;
+pub mod transcript;
 pub mod update;
 pub mod view;
 
@@ -222,7 +226,9 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                         }
                         continue;
                     }
-                    runner.run(console.update(a));
+                    let effects = console.update(a);
+                    write_clipboard(&effects);
+                    runner.run(effects);
                 }
             }
             runner.run(console.refresh());
@@ -245,6 +251,19 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     }
     drop(guard);
     result
+}
+
+/// Copies asked for by `update` go to the terminal as OSC 52 (the loop owns the terminal).
+fn write_clipboard(effects: &[effects::Effect]) {
+    for e in effects {
+        if let effects::Effect::Copy { text } = e {
+            let mut out = stdout();
+            // A failed write means the terminal is gone: the next frame's draw finds that out
+            // and quits.
+            let _ = out.write_all(clipboard::osc52(text).as_bytes());
+            let _ = out.flush();
+        }
+    }
 }
 
 /// Forwards every change of the link's state as `Action::LinkChanged`.
@@ -347,7 +366,7 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             if state.focus == Focus::Composer {
                 return vec![Action::Key(k)];
             }
-            if state.focus == Focus::Filter {
+            if matches!(state.focus, Focus::Filter | Focus::Search) {
                 return match k.code {
                     KeyCode::Tab => vec![Action::Intent(Intent::FocusNext)],
                     KeyCode::BackTab => vec![Action::Intent(Intent::FocusPrev)],

@@ -123,6 +123,8 @@ pub enum Focus {
     Rounds,
     Composer,
     Filter,
+    /// Typing a search in the transcript (`/` with the transcript focused).
+    Search,
 }
 
 impl Focus {
@@ -185,8 +187,9 @@ pub struct State {
     pub transcript_key: Option<String>,
     /// Lines the selected session has in all (the pane holds only the newest window).
     pub transcript_total: i64,
-    /// Lines scrolled up from the end (0 = at the end).
-    pub transcript_scroll: usize,
+    /// Where the paused view sits, its message cursor, open tool cards, horizontal scroll,
+    /// the loaded window's place and the search (`tui::transcript`).
+    pub transcript_view: crate::tui::transcript::TranscriptView,
     /// How many of the newest lines are loaded (grows as the user scrolls back).
     pub transcript_window: usize,
     pub tools: bool,
@@ -243,7 +246,7 @@ impl State {
             transcript: Vec::new(),
             transcript_key: None,
             transcript_total: 0,
-            transcript_scroll: 0,
+            transcript_view: Default::default(),
             transcript_window: TRANSCRIPT_WINDOW,
             tools: false,
             timestamps: true,

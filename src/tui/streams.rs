@@ -38,6 +38,8 @@ pub struct StreamingReply {
     pub order: u64,
     /// Events were missed since its last delta: its end may have been among them.
     pub suspect: bool,
+    /// Deltas applied so far (each one turns the pane's spinner a step).
+    pub deltas: u64,
 }
 
 impl StreamingReply {
@@ -137,6 +139,7 @@ impl Streams {
                     done_seq: None,
                     order: self.next_order,
                     suspect: false,
+                    deltas: 0,
                 },
             );
             self.trim();
@@ -145,6 +148,7 @@ impl Streams {
             && s.done_seq.is_none()
         {
             s.suspect = false;
+            s.deltas = s.deltas.wrapping_add(1);
             s.apply(d.step, d.offset, d.text);
         }
     }

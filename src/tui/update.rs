@@ -15,6 +15,8 @@ use super::state::{
     FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
 };
 use super::streams::Delta;
+
+mod transcript_keys;
 use crate::api::{
     ApiError, EngineEvent, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
     TranscriptQuery,
@@ -42,6 +44,8 @@ pub struct Console {
     transcript_dirty: bool,
     /// The transcript load under way: its generation and key.
     transcript_in_flight: Option<(u64, String)>,
+    /// How many lines that load asked for (fewer back: the window reaches line 1).
+    transcript_asked: usize,
     /// Effects decided by `update` that are not loads (sends, tool calls), handed out by the
     /// next call that returns effects.
     queued: Vec<Effect>,
@@ -63,6 +67,7 @@ impl Console {
             transcript_generation: 1,
             transcript_dirty: true,
             transcript_in_flight: None,
+            transcript_asked: 0,
             queued: Vec::new(),
             select_when_loaded: None,
             agents_asked: false,
@@ -171,9 +176,10 @@ impl Console {
                 s.transcript.clear();
                 s.transcript_key = None;
                 s.transcript_total = 0;
-                s.transcript_scroll = 0;
+                s.transcript_view.reset();
                 s.transcript_window = TRANSCRIPT_WINDOW;
                 s.follow = true;
+                self.rescan_search();
             }
             let asked = self.transcript_in_flight.as_ref().map(|(_, k)| k);
             if selected.is_some() && asked != selected.as_ref() {
@@ -199,12 +205,15 @@ impl Console {
                 if self.transcript_dirty && !in_flight_now {
                     self.transcript_dirty = false;
                     self.transcript_in_flight = Some((self.transcript_generation, key.clone()));
+                    let limit = self.state.transcript_window.clamp(1, TRANSCRIPT_MAX);
+                    self.transcript_asked = limit;
                     effects.push(Effect::LoadTranscript {
                         generation: self.transcript_generation,
                         query: TranscriptQuery {
                             key,
-                            before: None,
-                            limit: self.state.transcript_window.clamp(1, TRANSCRIPT_MAX),
+                            // The newest lines, or the window `g` and scrolling moved to.
+                            before: self.state.transcript_view.window_end,
+                            limit,
                             // Tool lines are loaded always; the pane hides them unless asked.
                             tools: true,
                             raw: false,
@@ -394,7 +403,7 @@ impl Console {
             // Another session: start at its end, not at the last one's scroll position.
             s.transcript.clear();
             s.transcript_total = 0;
-            s.transcript_scroll = 0;
+            s.transcript_view.reset();
             s.follow = true;
         }
         match result {
@@ -405,29 +414,31 @@ impl Console {
                     .map(super::state::TranscriptLine::from_api)
                     .collect();
                 let total = page.last_seq;
-                // Scrolled to the top of what was loaded: stay at the top of the longer window.
-                let at_top = !s.follow
-                    && !s.transcript.is_empty()
-                    && s.transcript_scroll >= s.transcript.len();
-                if at_top {
-                    s.transcript_scroll = lines.len();
-                }
-                // A paused (scrolled-up) view stays on the same lines as new ones arrive.
-                if !s.follow && s.transcript_scroll > 0 && total > s.transcript_total {
-                    s.transcript_scroll += (total - s.transcript_total) as usize;
+                // A paused view is anchored to a line (`transcript_view.anchor`), so neither
+                // new lines below it nor a longer window above it move what is on screen.
+                s.transcript_view.at_start = lines.len() < self.transcript_asked
+                    || lines.first().is_some_and(|l| l.seq <= 1);
+                // Paused on the newest window: it grows by what arrived, so the line the
+                // view is anchored to is not pushed out of it by newer ones.
+                if !s.follow && s.transcript_view.window_end.is_none() && s.transcript_total > 0 {
+                    let arrived = (total - s.transcript_total).max(0) as usize;
+                    s.transcript_window = (s.transcript_window + arrived).min(TRANSCRIPT_MAX);
                 }
                 s.transcript = lines;
                 s.transcript_total = total;
                 // The real reply lines are on screen now: their provisional text goes in
                 // the same frame, so neither both nor none are ever drawn.
                 s.streams.transcript_loaded(&key, total);
+                self.rescan_search();
             }
             Err(e) => {
                 s.transcript.clear();
                 s.transcript_total = 0;
                 s.flash(format!("cannot read the transcript: {e}"), true);
+                self.rescan_search();
             }
         }
+        let s = &mut self.state;
         s.transcript_key = Some(key.clone());
         s.unread.remove(&key);
     }
@@ -440,7 +451,7 @@ impl Console {
             // Picking another session ends writing to the one `/new` named.
             s.composer.target = None;
             s.selected = index;
-            s.transcript_scroll = 0;
+            s.transcript_view.reset();
             s.transcript_window = TRANSCRIPT_WINDOW;
             s.follow = true;
         }
@@ -479,23 +490,38 @@ impl Console {
                 };
                 s.focus = cycle[next];
             }
+            Intent::Filter | Intent::Open if s.focus == Focus::Transcript => {
+                self.transcript_intent(intent)
+            }
             Intent::Filter => s.focus = Focus::Filter,
             Intent::Compose => s.focus = Focus::Composer,
             // Enter: what it opens depends on the pane (each pane's own branch).
             Intent::Open if s.exchange_view.is_some() => {}
             Intent::Open if s.focus == Focus::Rounds => self.open_exchange(),
             Intent::Open => s.focus = Focus::Composer,
+            Intent::SearchNext
+            | Intent::SearchPrev
+            | Intent::ScrollLeft
+            | Intent::ScrollRight
+            | Intent::SelectPrev
+            | Intent::SelectNext
+            | Intent::Copy => self.transcript_intent(intent),
             Intent::ToggleTools => {
                 s.tools = !s.tools;
                 let on = if s.tools { "shown" } else { "hidden" };
                 s.flash(format!("tool calls {on}"), false);
+                self.rescan_search();
             }
             Intent::ToggleTimestamps => s.timestamps = !s.timestamps,
             Intent::ToggleWrap => s.wrap = !s.wrap,
             Intent::ToggleFollow => {
-                s.follow = !s.follow;
                 if s.follow {
-                    s.transcript_scroll = 0;
+                    // Paused where it is now.
+                    let top = super::view::transcript::top(s);
+                    s.transcript_view.anchor = Some(top);
+                    s.follow = false;
+                } else {
+                    self.transcript_move(Intent::Bottom, page);
                 }
             }
             Intent::ToggleRoundsScope => s.rounds_all = !s.rounds_all,
@@ -596,33 +622,7 @@ impl Console {
                 };
                 self.select(to);
             }
-            Focus::Transcript => {
-                let s = &mut self.state;
-                let max = s.transcript.len();
-                s.transcript_scroll = match intent {
-                    Intent::Up => (s.transcript_scroll + 1).min(max),
-                    Intent::Down => s.transcript_scroll.saturating_sub(1),
-                    Intent::PageUp => (s.transcript_scroll + page).min(max),
-                    Intent::PageDown => s.transcript_scroll.saturating_sub(page),
-                    Intent::Top => max,
-                    _ => 0,
-                };
-                // Scrolling up pauses follow; reaching the end resumes it.
-                s.follow = s.transcript_scroll == 0;
-                // At the top of what is loaded, with older lines on disk: load more.
-                let loaded = s.transcript.len();
-                if s.transcript_scroll + page >= loaded
-                    && (loaded as i64) < s.transcript_total
-                    && s.transcript_window < TRANSCRIPT_MAX
-                {
-                    s.transcript_window = if intent == Intent::Top {
-                        TRANSCRIPT_MAX
-                    } else {
-                        s.transcript_window + TRANSCRIPT_WINDOW
-                    };
-                    self.transcript_dirty = true;
-                }
-            }
+            Focus::Transcript | Focus::Search => self.transcript_move(intent, page),
             Focus::Rounds => self.state.exchanges.move_cursor(intent, page),
         }
     }
@@ -647,6 +647,7 @@ impl Console {
             return;
         }
         match self.state.focus {
+            Focus::Search => self.search_key(k),
             Focus::Filter => match k.code {
                 KeyCode::Esc => {
                     self.state.filter.clear();
@@ -696,6 +697,7 @@ impl Console {
             return;
         }
         match self.state.focus {
+            Focus::Search => self.search_paste(text),
             Focus::Filter => {
                 self.state
                     .filter

@@ -115,7 +115,7 @@ pub fn status(frame: &mut Frame, area: Rect, state: &State) {
 pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     // Help and quit first: they must survive a narrow terminal's truncation.
     let wanted: &[Intent] = match state.focus {
-        Focus::Composer | Focus::Filter => &[],
+        Focus::Composer | Focus::Filter | Focus::Search => &[],
         Focus::Rounds => &[
             Intent::Help,
             Intent::Quit,
@@ -144,7 +144,10 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
             Intent::FocusNext,
         ],
     };
-    let text = if state.focus == Focus::Filter {
+    let text = if state.focus == Focus::Search {
+        " type a regex (or plain text) · enter keep the search · esc clear it · n/N next/prev after enter"
+            .to_string()
+    } else if state.focus == Focus::Filter {
         " type to filter by key or name · enter keep the filter · esc clear it".to_string()
     } else if wanted.is_empty() {
         " enter send · alt+enter newline · tab complete · ctrl+c clear · esc leave · ↑↓ history"

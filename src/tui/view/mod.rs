@@ -7,7 +7,7 @@ mod exchange;
 mod rounds;
 mod sessions;
 pub mod traffic;
-mod transcript;
+pub(crate) mod transcript;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};

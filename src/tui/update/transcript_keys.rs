@@ -1,0 +1,282 @@
+//! `update` for the transcript pane: scrolling (a paused view anchored to a line), `g`/`G`
+//! moving the loaded window to the transcript's start or end, the message cursor, tool cards,
+//! sideways scrolling, the search box and `n`/`N`, and copying a message.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::Console;
+use crate::tui::action::Intent;
+use crate::tui::clipboard;
+use crate::tui::effects::Effect;
+use crate::tui::state::{Focus, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
+use crate::tui::transcript::{self as nav, Anchor};
+use crate::tui::view::transcript as pane;
+
+/// Columns `h`/`l` move with wrap off.
+const SIDEWAYS_STEP: usize = 8;
+
+impl Console {
+    /// Rows of message `i` as the pane draws it now.
+    fn rows_fn(&self) -> impl Fn(usize) -> usize + '_ {
+        let (width, _) = pane::body_size(&self.state);
+        move |i| pane::message_rows(&self.state, i, width)
+    }
+
+    /// Up/down/page/top/bottom with the transcript focused.
+    pub(super) fn transcript_move(&mut self, intent: Intent, page: usize) {
+        match intent {
+            Intent::Top => return self.transcript_to_start(),
+            Intent::Bottom => return self.transcript_to_end(),
+            _ => {}
+        }
+        let (_, body_h) = pane::body_size(&self.state);
+        let delta: isize = match intent {
+            Intent::Up => -1,
+            Intent::Down => 1,
+            Intent::PageUp => -(page as isize),
+            _ => page as isize,
+        };
+        let from = pane::top(&self.state);
+        let (to, at_end) = {
+            let rows = self.rows_fn();
+            let to = nav::scroll(&self.state, from, delta, &rows);
+            let to = nav::clamp(&self.state, to, body_h, 0, &rows);
+            (
+                to,
+                nav::rows_below(&self.state, to, body_h, &rows) <= body_h,
+            )
+        };
+        let s = &mut self.state;
+        let newest = s.transcript_view.window_end.is_none();
+        if delta > 0 && at_end && newest {
+            // Reaching the end resumes following.
+            s.follow = true;
+            s.transcript_view.anchor = None;
+        } else if delta < 0 || to != from || !s.follow {
+            s.follow = false;
+            s.transcript_view.anchor = Some(to);
+        }
+        self.transcript_load_around(to, body_h, page);
+    }
+
+    /// Near either edge of the loaded window, with more beyond it: move or grow the window.
+    /// The view is anchored to a seq, so what is on screen stays put when the page lands.
+    fn transcript_load_around(&mut self, a: Anchor, body_h: usize, page: usize) {
+        let s = &self.state;
+        let (Some(first), Some(last)) = (s.transcript.first(), s.transcript.last()) else {
+            return;
+        };
+        let (lo, hi) = (first.seq, last.seq);
+        let i = s.transcript.partition_point(|l| l.seq < a.seq);
+        let margin = body_h + page;
+        let v = &s.transcript_view;
+        if i <= margin && !v.at_start {
+            let s = &mut self.state;
+            if s.transcript_window < TRANSCRIPT_MAX {
+                s.transcript_window = (s.transcript_window + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
+            } else {
+                // At the most the pane holds: the window moves back instead of growing.
+                s.transcript_view.window_end =
+                    Some(lo + (TRANSCRIPT_MAX - TRANSCRIPT_WINDOW) as i64);
+            }
+            self.transcript_dirty = true;
+        } else if v.window_end.is_some() && s.transcript.len().saturating_sub(i) <= margin + body_h
+        {
+            let s = &mut self.state;
+            let next = hi + 1 + TRANSCRIPT_WINDOW as i64;
+            s.transcript_view.window_end = (next <= s.transcript_total).then_some(next);
+            s.transcript_window = (s.transcript.len() + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
+            self.transcript_dirty = true;
+        }
+    }
+
+    /// `g`: the transcript's first line, however long it is: the oldest page is loaded
+    /// (one load), and the view waits at its top.
+    fn transcript_to_start(&mut self) {
+        let s = &mut self.state;
+        s.follow = false;
+        s.transcript_view.anchor = Some(Anchor {
+            seq: i64::MIN,
+            skip: 0,
+        });
+        if !s.transcript_view.at_start {
+            s.transcript_view.window_end = Some(TRANSCRIPT_WINDOW as i64 + 1);
+            s.transcript_window = TRANSCRIPT_WINDOW;
+            // What is under way asks for another window: its answer is not this one.
+            self.transcript_generation += 1;
+            self.transcript_dirty = true;
+        }
+    }
+
+    /// `G`: the newest lines, following again.
+    fn transcript_to_end(&mut self) {
+        let s = &mut self.state;
+        s.follow = true;
+        s.transcript_view.anchor = None;
+        if s.transcript_view.window_end.take().is_some() {
+            s.transcript_window = TRANSCRIPT_WINDOW;
+            s.transcript_view.at_start = false;
+            self.transcript_generation += 1;
+            self.transcript_dirty = true;
+        }
+    }
+
+    /// The pane's own intents (they do nothing in other panes).
+    pub(super) fn transcript_intent(&mut self, intent: Intent) {
+        if self.state.focus != Focus::Transcript {
+            return;
+        }
+        match intent {
+            Intent::Filter => {
+                self.state.focus = Focus::Search;
+            }
+            Intent::SearchNext | Intent::SearchPrev => {
+                let search = &mut self.state.transcript_view.search;
+                if !search.active() {
+                    self.state
+                        .flash("no search: press / to search the transcript", false);
+                    return;
+                }
+                if let Some(hit) = search.step(intent == Intent::SearchNext) {
+                    self.show_line(hit.seq);
+                }
+            }
+            Intent::ScrollLeft | Intent::ScrollRight => {
+                let s = &mut self.state;
+                if s.wrap {
+                    s.flash("wrap is on: w turns it off to scroll sideways", false);
+                    return;
+                }
+                let v = &mut s.transcript_view;
+                v.hscroll = if intent == Intent::ScrollLeft {
+                    v.hscroll.saturating_sub(SIDEWAYS_STEP)
+                } else {
+                    // Far enough for any line the pane holds; past the longest shows `…`.
+                    (v.hscroll + SIDEWAYS_STEP).min(1 << 20)
+                };
+            }
+            Intent::SelectPrev | Intent::SelectNext => {
+                let bottom = pane::bottom_seq(&self.state);
+                let to = nav::step_cursor(&self.state, bottom, intent == Intent::SelectNext);
+                self.state.transcript_view.cursor = to;
+                if let Some(seq) = to {
+                    self.show_line(seq);
+                }
+            }
+            Intent::Open => self.toggle_card(),
+            Intent::Copy => self.copy_selected(),
+            _ => {}
+        }
+    }
+
+    /// Move the view so line `seq` is on screen (pausing follow when it must move).
+    fn show_line(&mut self, seq: i64) {
+        let (_, body_h) = pane::body_size(&self.state);
+        let from = pane::top(&self.state);
+        let to = {
+            let rows = self.rows_fn();
+            let to = nav::reveal(&self.state, from, seq, body_h, &rows);
+            nav::clamp(&self.state, to, body_h, 0, &rows)
+        };
+        if to != from {
+            self.state.follow = false;
+            self.state.transcript_view.anchor = Some(to);
+        }
+    }
+
+    fn toggle_card(&mut self) {
+        let s = &mut self.state;
+        let Some(seq) = s.transcript_view.cursor else {
+            s.flash("select a message with [ or ] first", false);
+            return;
+        };
+        if nav::line(s, seq).is_none_or(|l| l.role != "tool") {
+            s.flash("the selected message is not a tool call", false);
+            return;
+        }
+        let v = &mut s.transcript_view;
+        if !v.expanded.remove(&seq) {
+            v.expanded.insert(seq);
+        }
+    }
+
+    fn copy_selected(&mut self) {
+        let s = &mut self.state;
+        let Some(line) = s.transcript_view.cursor.and_then(|seq| nav::line(s, seq)) else {
+            s.flash(
+                "select a message with [ or ] first, then y copies it",
+                false,
+            );
+            return;
+        };
+        let (text, was_cut) = clipboard::capped(&line.text);
+        let n = text.chars().count();
+        let text = text.to_string();
+        s.flash(
+            if was_cut {
+                format!(
+                    "copied the first {n} characters (at most {} KB go to the clipboard)",
+                    clipboard::COPY_MAX_BYTES / 1024
+                )
+            } else {
+                format!("copied {n} characters")
+            },
+            false,
+        );
+        self.queued.push(Effect::Copy { text });
+    }
+
+    /// A key while the search box has focus.
+    pub(super) fn search_key(&mut self, k: KeyEvent) {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let mut query = self.state.transcript_view.search.query.clone();
+        match k.code {
+            KeyCode::Esc => {
+                query.clear();
+                self.state.focus = Focus::Transcript;
+            }
+            KeyCode::Enter => {
+                self.state.focus = Focus::Transcript;
+                return;
+            }
+            KeyCode::Backspace => {
+                query.pop();
+            }
+            KeyCode::Char('u') if ctrl => query.clear(),
+            KeyCode::Char(c) if !ctrl => query.push(c),
+            _ => return,
+        }
+        self.set_search(&query);
+    }
+
+    /// Text pasted into the search box: its first line.
+    pub(super) fn search_paste(&mut self, text: &str) {
+        let mut query = self.state.transcript_view.search.query.clone();
+        query.push_str(text.lines().next().unwrap_or(""));
+        self.set_search(&query);
+    }
+
+    /// A new query: its hits found once, the newest made current and shown.
+    fn set_search(&mut self, query: &str) {
+        let s = &mut self.state;
+        let tools = s.tools;
+        let search = &mut s.transcript_view.search;
+        search.set_query(query);
+        search.current = None;
+        search.rescan(&s.transcript, |l| nav::shown(tools, l));
+        if let Some(hit) = search.to_last() {
+            self.show_line(hit.seq);
+        }
+    }
+
+    /// The lines or what is shown of them changed: find the hits again.
+    pub(super) fn rescan_search(&mut self) {
+        let s = &mut self.state;
+        if s.transcript_view.search.active() {
+            let tools = s.tools;
+            s.transcript_view
+                .search
+                .rescan(&s.transcript, |l| nav::shown(tools, l));
+        }
+    }
+}
