@@ -154,7 +154,14 @@ fn session(
         } else {
             "default (session.sendPolicy.default)".to_string()
         },
+        policy_words: if policy_override {
+            format!("{policy} · set here with /send {}", if policy == "deny" { "off" } else { "on" })
+        } else {
+            format!("{policy} · default")
+        },
         archived: false,
+        named: true,
+        preview: None,
     }
 }
 

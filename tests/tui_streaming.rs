@@ -49,6 +49,7 @@ fn row(key: &str, running: bool) -> SessionRow {
         running,
         archived: false,
         entry: None,
+        last_message: None,
     }
 }
 

@@ -28,6 +28,9 @@ pub enum Intent {
     CycleActive,
     ToggleArchived,
     ToggleMouse,
+    CycleSort,
+    Notices,
+    Repaint,
 }
 
 impl Intent {
@@ -55,6 +58,9 @@ impl Intent {
         Intent::CycleActive,
         Intent::ToggleArchived,
         Intent::ToggleMouse,
+        Intent::CycleSort,
+        Intent::Notices,
+        Intent::Repaint,
     ];
 
     /// The name used in the keymap file.
@@ -82,6 +88,9 @@ impl Intent {
             Intent::CycleActive => "cycle-active",
             Intent::ToggleArchived => "toggle-archived",
             Intent::ToggleMouse => "toggle-mouse",
+            Intent::CycleSort => "cycle-sort",
+            Intent::Notices => "notices",
+            Intent::Repaint => "repaint",
         }
     }
 
@@ -114,6 +123,9 @@ impl Intent {
             Intent::CycleActive => "filter by recent activity",
             Intent::ToggleArchived => "show archived",
             Intent::ToggleMouse => "mouse capture on/off",
+            Intent::CycleSort => "sort: activity/name/unread",
+            Intent::Notices => "notices log",
+            Intent::Repaint => "repaint the screen",
         }
     }
 }

@@ -2,6 +2,7 @@
 
 mod chrome;
 mod composer;
+mod notices;
 mod rounds;
 mod sessions;
 mod transcript;
@@ -22,6 +23,16 @@ pub fn sessions_top(state: &State, area: Rect) -> usize {
     sessions::top_for(state, area)
 }
 
+/// The sessions pane at a terminal `width` wide has room for the last-message column.
+pub fn shows_previews(width: u16) -> bool {
+    sessions::shows_preview(regions(width.max(MIN_WIDTH), MIN_HEIGHT).sessions.width.saturating_sub(2) as usize)
+}
+
+/// Lines of the sessions pane above its first row (filter box, column headers).
+pub fn sessions_rows_above(state: &State, inner_h: usize) -> usize {
+    sessions::rows_above(state, inner_h)
+}
+
 /// Where each pane goes for a terminal of `width` × `height`.
 #[derive(Debug, Clone, Copy)]
 pub struct Regions {
@@ -31,6 +42,8 @@ pub struct Regions {
     pub rounds: Rect,
     pub composer: Rect,
     pub status: Rect,
+    /// Background notices, in a line of their own (never over the status line).
+    pub notice: Rect,
     pub hints: Rect,
 }
 
@@ -42,6 +55,7 @@ pub fn regions(width: u16, height: u16) -> Regions {
             Constraint::Length(1),
             Constraint::Min(6),
             Constraint::Length(3),
+            Constraint::Length(1),
             Constraint::Length(1),
             Constraint::Length(1),
         ])
@@ -61,7 +75,8 @@ pub fn regions(width: u16, height: u16) -> Regions {
         rounds: right[1],
         composer: rows[2],
         status: rows[3],
-        hints: rows[4],
+        notice: rows[4],
+        hints: rows[5],
     }
 }
 
@@ -79,10 +94,15 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     rounds::draw(frame, r.rounds, state);
     composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
+    chrome::notice(frame, r.notice, state);
     chrome::hints(frame, r.hints, state, keymap);
-    if state.help {
-        chrome::help(frame, area, keymap);
+    if state.notices_open {
+        notices::draw(frame, area, state);
     }
+    if state.help {
+        chrome::help(frame, area, state, keymap);
+    }
+    state.theme.adapt(frame.buffer_mut());
 }
 
 /// A pane's border style: the focused pane stands out in colour and in weight, so focus
@@ -115,7 +135,8 @@ pub(crate) fn ago(now: i64, then: i64) -> String {
 /// on, and no BiDi or invisible character, reaches a cell; text escaped earlier is unchanged.
 pub(crate) fn fit(text: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthChar;
-    let text = crate::text_safety::safe_line(text);
+    let safe = crate::text_safety::safe_line(text);
+    let text = crate::tui::cells::stable(&safe);
     let mut out = String::new();
     let mut used = 0;
     for c in text.chars() {
@@ -133,6 +154,49 @@ pub(crate) fn fit(text: &str, width: usize) -> String {
         out.push(c);
     }
     out
+}
+
+/// Shorten to `width` columns by cutting the middle, so both ends stay: a session key's end
+/// is the part that tells it from its neighbours (`agent:main:telegram:direct:1234` at 20
+/// columns is `agent:…direct:1234`). Whole `:`-separated parts are kept where that costs
+/// little; widths are display widths (CJK takes two columns). Escaped like [`fit`].
+pub(crate) fn middle_ellipsis(text: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    let safe = crate::text_safety::safe_line(text);
+    let text = crate::tui::cells::stable(&safe);
+    if text.width() <= width {
+        return text.into_owned();
+    }
+    if width <= 1 {
+        return "…".repeat(width);
+    }
+    let budget = width - 1;
+    let w = |c: char| c.width().unwrap_or(0);
+    // The head: the first part (`agent:`) when it takes at most a third.
+    let head: String = match text.find(':') {
+        Some(i) if text[..=i].width() * 3 <= budget => text[..=i].to_string(),
+        _ => String::new(),
+    };
+    let room = budget - head.width();
+    // The tail: as much of the end as fits…
+    let chars: Vec<char> = text.chars().collect();
+    let mut start = chars.len();
+    let mut used = 0;
+    while start > 0 && used + w(chars[start - 1]) <= room {
+        start -= 1;
+        used += w(chars[start]);
+    }
+    // …starting at a part's beginning when that keeps at least half of it, and never on a
+    // combining mark (it belongs to the character cut off).
+    let tail: String = chars[start..].iter().collect();
+    let tail = match tail.find(':') {
+        Some(i) if start > 0 && chars[start - 1] != ':' && tail[i + 1..].width() * 2 >= room => {
+            tail[i + 1..].to_string()
+        }
+        _ => tail,
+    };
+    let tail = tail.trim_start_matches(|c: char| w(c) == 0);
+    format!("{head}…{tail}")
 }
 
 /// Pad to exactly `width` columns.
