@@ -80,10 +80,18 @@ impl Order {
 }
 
 /// `fresh` merged into `shown` without moving anything: each shown row takes its fresh
-/// fields, and is marked when it has new activity; rows that are not shown yet wait for the
-/// re-sort.
-pub fn merge_held(shown: &mut [SessionRow], fresh: &[SessionRow], marked: &mut HashSet<String>) {
+/// fields, and is marked when it has new activity. Only when `fresh` holds every shown row
+/// (the same sessions, reordered): a session gone (deleted, filtered out) must leave the
+/// list at once, so then nothing is merged and false is returned.
+pub fn merge_held(
+    shown: &mut [SessionRow],
+    fresh: &[SessionRow],
+    marked: &mut HashSet<String>,
+) -> bool {
     let by_key: HashMap<&str, &SessionRow> = fresh.iter().map(|r| (r.key.as_str(), r)).collect();
+    if shown.len() != fresh.len() || shown.iter().any(|r| !by_key.contains_key(r.key.as_str())) {
+        return false;
+    }
     for row in shown.iter_mut() {
         if let Some(new) = by_key.get(row.key.as_str()) {
             if new.updated_at > row.updated_at {
@@ -92,6 +100,7 @@ pub fn merge_held(shown: &mut [SessionRow], fresh: &[SessionRow], marked: &mut H
             *row = (*new).clone();
         }
     }
+    true
 }
 
 /// Put a loaded window in the console-side order of `mode` (stable: ties keep the engine's

@@ -242,10 +242,13 @@ impl Console {
             .iter()
             .map(super::state::SessionRow::from_api)
             .collect();
-        if had_rows && page.offset == s.sessions_offset && s.order.holding(s.ticks) {
+        if had_rows
+            && page.offset == s.sessions_offset
+            && s.order.holding(s.ticks)
+            && super::sessions_order::merge_held(&mut s.sessions, &fresh, &mut s.order.marked)
+        {
             // The owner is moving through the list: rows keep their places (marked when
             // active) until a pause re-sorts them.
-            super::sessions_order::merge_held(&mut s.sessions, &fresh, &mut s.order.marked);
             s.order.held = true;
         } else {
             s.sessions = fresh;
@@ -754,6 +757,10 @@ impl Console {
                 let shown = selected.as_deref() == Some(key.as_str());
                 if let Some(run_id) = reply_line_run(&line) {
                     s.streams.reply_appended(run_id, seq, shown);
+                }
+                if s.order.holding(s.ticks) {
+                    // The row will not move while the owner moves: mark it instead.
+                    s.order.marked.insert(key.clone());
                 }
                 if shown {
                     self.transcript_dirty = true;

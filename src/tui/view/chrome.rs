@@ -81,7 +81,19 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     let lead = " Switchboard · ";
     use unicode_width::UnicodeWidthStr;
     let room = (area.width as usize).saturating_sub(lead.width() + counts.width());
-    let text = format!("{lead}{}{counts}", middle_ellipsis(&attached, room.max(8)));
+    let text = if room >= 8 {
+        format!("{lead}{}{counts}", middle_ellipsis(&attached, room))
+    } else {
+        // Too narrow for any useful part of the path: the counts alone, in short words.
+        let rounds = rounds
+            .replace(" exchanges", " exch")
+            .replace(" sub-agents", " sub");
+        format!(
+            " Switchboard · {} sessions · {} running · {rounds}",
+            state.total_sessions,
+            state.running.len()
+        )
+    };
     frame.render_widget(
         Paragraph::new(Line::styled(
             pad(&text, area.width as usize),
