@@ -856,10 +856,10 @@ fn an_idle_console_writes_nothing_to_the_terminal() {
     );
     // And it still answers.
     t.keys(&["?"]);
-    t.wait_for_text("closes this help");
+    t.wait_for_text("? or esc closes");
     // Separately: ESC followed at once by `q` reads as alt+q, as in any terminal.
     t.keys(&["Escape"]);
-    t.wait_for("the help closed", |s| !s.contains("closes this help"));
+    t.wait_for("the help closed", |s| !s.contains("? or esc closes"));
     t.keys(&["q"]);
     assert_terminal_restored(&t);
 }

@@ -501,7 +501,7 @@ fn busy() -> State {
     s.transcript_total = 10;
     s.flows = flows();
     s.spawns = spawns();
-    s.selected_policy = Some("allow (default (session.sendPolicy.default))".to_string());
+    s.selected_policy = Some("allow · default".to_string());
     s
 }
 
@@ -542,7 +542,7 @@ fn sessions_with_a_selection_further_down() {
     no_transcript(&mut s);
     s.flows.clear();
     s.spawns.clear();
-    s.selected_policy = Some("deny (override (set on this session))".to_string());
+    s.selected_policy = Some("deny · set here with /send off".to_string());
     let buf = render(&s, 120, 40);
     // The selected row (here the denied #eng-standup) is drawn reversed.
     let r = view::regions(120, 40);
@@ -584,7 +584,7 @@ fn filter_kept_after_enter() {
     s.focus = Focus::Sessions;
     s.filter = "discord".to_string();
     s.sessions.retain(|r| r.key.contains("discord"));
-    s.selected_policy = Some("deny (override (set on this session))".to_string());
+    s.selected_policy = Some("deny · set here with /send off".to_string());
     no_transcript(&mut s);
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
@@ -868,7 +868,7 @@ fn help_overlay_at_80x24_lists_every_key() {
             intent
         );
     }
-    assert!(shown.contains("closes this help"), "{shown}");
+    assert!(shown.contains("? or esc closes"), "{shown}");
 }
 
 #[test]

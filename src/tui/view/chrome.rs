@@ -211,13 +211,32 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     );
 }
 
-/// What the sessions pane's marks mean (the help's legend).
-pub fn legend(state: &State) -> String {
+/// What the sessions pane's marks mean (the help's legend), one item each.
+pub fn legend(state: &State) -> Vec<String> {
     let g = state.theme.glyphs();
-    format!(
-        "{} running  {} replying  * its own policy (/send)  {} new activity  12 unread",
-        g.running, g.streaming, g.activity
-    )
+    vec![
+        format!("{} running", g.running),
+        format!("{} replying", g.streaming),
+        "* own policy".to_string(),
+        format!("{} active", g.activity),
+        "12 unread".to_string(),
+    ]
+}
+
+/// `items` packed into lines of at most `width` columns, two spaces apart.
+fn pack(items: &[String], width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let mut lines: Vec<String> = Vec::new();
+    for item in items {
+        match lines.last_mut() {
+            Some(l) if l.width() + 2 + item.width() <= width => {
+                l.push_str("  ");
+                l.push_str(item);
+            }
+            _ => lines.push(fit(item, width)),
+        }
+    }
+    lines
 }
 
 pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
@@ -225,28 +244,30 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
         .iter()
         .map(|i| (keymap.keys_for(*i), i.description()))
         .collect();
-    let legend = legend(state);
-    let footer = [
-        "Composer: /send on|off|inherit · /spawn <task> · /ask <session> <msg>",
-        "? or esc closes this help.",
-    ];
-    let extra = 1 + 1 + footer.len();
+    let footer = ["Composer: /send on|off|inherit · /spawn <task> · /ask <session> <msg>"];
     let inner_w = area.width.saturating_sub(4) as usize;
-    let room = (area.height.saturating_sub(2) as usize)
-        .saturating_sub(extra)
-        .max(1);
-    // As few columns as the height allows, each a fixed width with a gap, so entries never
-    // run into each other (the last ones are cut with `…` on a small terminal).
-    let columns = entries.len().div_ceil(room).clamp(1, 4);
-    let per_column = entries.len().div_ceil(columns);
-    let col_w = (inner_w / columns).min(38);
+    let rows = area.height.saturating_sub(2) as usize;
     let key_w = entries
         .iter()
         .map(|(k, _)| k.chars().count())
         .max()
         .unwrap_or(0)
-        .min(col_w / 3)
-        .max(1);
+        .clamp(1, 12);
+    // As few columns as fit the height next to the legend; each a fixed width with a gap,
+    // so entries never run into each other (descriptions are cut with `…` when narrow).
+    let mut columns = 1;
+    loop {
+        let col_w = (inner_w / columns).min(40);
+        let legend = pack(&legend(state), (col_w * columns).max(20).min(inner_w));
+        if entries.len().div_ceil(columns) + legend.len() <= rows || columns == 4 {
+            break;
+        }
+        columns += 1;
+    }
+    let per_column = entries.len().div_ceil(columns);
+    let col_w = (inner_w / columns).min(40);
+    let box_w = (col_w * columns).max(40).min(inner_w);
+    let legend = pack(&legend(state), box_w);
     let cell = |(keys, desc): &(String, &str)| {
         pad(
             &fit(&format!("{} {desc}", pad(keys, key_w)), col_w.saturating_sub(1)),
@@ -264,10 +285,15 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
             Line::from(row.trim_end().to_string())
         })
         .collect();
-    let box_w = (col_w * columns).max(40).min(inner_w);
-    lines.push(Line::from(""));
-    lines.push(Line::from(fit(&legend, box_w)));
-    lines.extend(footer.iter().map(|f| Line::from(fit(f, box_w))));
+    // The blank line and the composer's commands only where there is room for them.
+    let spare = rows.saturating_sub(lines.len() + legend.len());
+    if spare >= 1 + footer.len() {
+        lines.push(Line::from(""));
+    }
+    lines.extend(legend.into_iter().map(Line::from));
+    if spare >= footer.len() {
+        lines.extend(footer.iter().map(|f| Line::from(fit(f, box_w))));
+    }
     let w = (box_w + 2) as u16;
     let h = (lines.len() as u16 + 2).min(area.height);
     let rect = Rect::new(
@@ -278,7 +304,11 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     );
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" Keys ")),
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Keys · ? or esc closes "),
+        ),
         rect,
     );
 }

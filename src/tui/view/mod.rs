@@ -186,11 +186,11 @@ pub(crate) fn middle_ellipsis(text: &str, width: usize) -> String {
         start -= 1;
         used += w(chars[start]);
     }
-    // …starting at a part's beginning when that keeps at least half of it, and never on a
+    // …starting at a part's beginning when that drops at most a third of it, and never on a
     // combining mark (it belongs to the character cut off).
     let tail: String = chars[start..].iter().collect();
     let tail = match tail.find(':') {
-        Some(i) if start > 0 && chars[start - 1] != ':' && tail[i + 1..].width() * 2 >= room => {
+        Some(i) if start > 0 && chars[start - 1] != ':' && tail[..=i].width() * 3 <= room => {
             tail[i + 1..].to_string()
         }
         _ => tail,

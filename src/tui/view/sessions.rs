@@ -69,7 +69,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let width = inner.width as usize;
     // Columns give way as the pane narrows: channel first, then unread counts; the name
     // takes whatever is left, and the last message what is left beyond a comfortable name.
-    let (show_channel, show_unread, fixed) = columns(width);
+    let Columns {
+        kind: show_kind,
+        channel: show_channel,
+        unread: show_unread,
+        fixed,
+    } = columns(width);
     let show_preview = shows_preview(width);
     let name_w = if show_preview {
         24.max((width - fixed) * 2 / 5)
@@ -78,7 +83,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     };
     let preview_w = width.saturating_sub(fixed + name_w + 1);
     if !state.sessions.is_empty() && (inner.height as usize) > lines.len() + 1 {
-        let mut head = format!("  {} {} ", pad("kind", 5), pad("name", name_w));
+        let mut head = "  ".to_string();
+        if show_kind {
+            head.push_str(&format!("{} ", pad("kind", 5)));
+        }
+        head.push_str(&format!("{} ", pad("name", name_w)));
         if show_channel {
             head.push_str(&pad("channel", 8));
             head.push(' ');
@@ -155,11 +164,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         } else {
             middle_ellipsis(&row.name, room)
         };
-        let mut text = format!(
-            "{running}{mark}{} {} ",
-            pad(row.kind.as_str(), 5),
-            pad(&format!("{prefix}{name}"), name_w)
-        );
+        let mut text = format!("{running}{mark}");
+        if show_kind {
+            text.push_str(&format!("{} ", pad(row.kind.as_str(), 5)));
+        }
+        text.push_str(&format!("{} ", pad(&format!("{prefix}{name}"), name_w)));
         if show_channel {
             text.push_str(&pad(&row.channel, 8));
             text.push(' ');
@@ -191,16 +200,36 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 
 /// Which of channel and unread fit in a pane `width` wide, and the width of the columns
 /// other than name and preview.
-fn columns(width: usize) -> (bool, bool, usize) {
-    let show_channel = width >= 48;
-    let show_unread = width >= 30;
-    let fixed = 2 + 6 + 5 + 7 + if show_channel { 9 } else { 0 } + if show_unread { 4 } else { 0 };
-    (show_channel, show_unread, fixed)
+fn columns(width: usize) -> Columns {
+    let kind = width >= 40;
+    let channel = width >= 48;
+    let unread = width >= 30;
+    let fixed = 2
+        + if kind { 6 } else { 0 }
+        + 5
+        + 7
+        + if channel { 9 } else { 0 }
+        + if unread { 4 } else { 0 };
+    Columns {
+        kind,
+        channel,
+        unread,
+        fixed,
+    }
+}
+
+/// The optional columns a pane's width leaves room for (the name takes what is left).
+struct Columns {
+    kind: bool,
+    channel: bool,
+    unread: bool,
+    /// Columns taken by everything but the name and the last message.
+    fixed: usize,
 }
 
 /// A pane `width` wide (inside its border) shows the last-message column.
 pub fn shows_preview(width: usize) -> bool {
-    width >= columns(width).2 + 24 + 16
+    width >= columns(width).fixed + 24 + 16
 }
 
 /// The first session (position in the whole order) shown in a pane with `rows_room` rows:
