@@ -201,8 +201,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 /// Which of channel and unread fit in a pane `width` wide, and the width of the columns
 /// other than name and preview.
 fn columns(width: usize) -> Columns {
+    // The name comes first: the channel only once the name keeps about 20 columns.
     let kind = width >= 40;
-    let channel = width >= 48;
+    let channel = width >= 56;
     let unread = width >= 30;
     let fixed = 2
         + if kind { 6 } else { 0 }
