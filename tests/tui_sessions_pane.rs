@@ -264,6 +264,14 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     insta::assert_snapshot!("notices_log", log);
     d.intent(Intent::Notices);
     assert!(!d.console.state.notices_open);
+    // `:messages` typed in the composer opens it too, and sends nothing.
+    d.intent(Intent::Compose);
+    d.type_text(":messages");
+    d.key(crossterm::event::KeyCode::Enter);
+    assert!(d.console.state.notices_open);
+    assert!(d.console.state.composer.text.is_empty());
+    d.settle().await;
+    assert!(api.data.lock().expect("fake lock").sent.is_empty(), "nothing was sent");
 }
 
 /// The rows' keys in the pane's order.

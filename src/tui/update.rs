@@ -659,6 +659,12 @@ impl Console {
                 Some("Nothing to send: type a message, or /help for commands.".into());
             return;
         }
+        // `:messages` (vim's word for it) opens the notices log, with or without a session.
+        if text == ":messages" {
+            self.state.composer.text.clear();
+            self.state.notices_open = true;
+            return;
+        }
         let Some(key) = self.state.selected_key().map(str::to_string) else {
             self.state.composer.error =
                 Some("No session selected: pick one in the sessions pane first.".into());

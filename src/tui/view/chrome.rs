@@ -56,10 +56,14 @@ pub fn link_text(link: &LinkState) -> String {
 }
 
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
-    // A remote console names the gateway and how the link is (read now, never waited on).
-    let attached = match &state.link {
-        Some(link) => format!("{} · {}", link.target, link_text(&link.state.borrow())),
-        None => state.attached.clone(),
+    // A remote console names the gateway and how the link is (read now, never waited on);
+    // the link's state is never cut, only the path or address before it.
+    let (place, link) = match &state.link {
+        Some(link) => (
+            link.target.clone(),
+            Some(link_text(&link.state.borrow())),
+        ),
+        None => (state.attached.clone(), None),
     };
     let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
         // Counting what the engine does not report would show a reassuring, wrong zero.
@@ -78,22 +82,33 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         state.total_sessions,
         state.running.len(),
     );
-    let lead = " Switchboard · ";
+    // What gives way when the line is short, first to last: the path (cut in the middle),
+    // the link's reason (cut at its end), the counts' long words.
     use unicode_width::UnicodeWidthStr;
-    let room = (area.width as usize).saturating_sub(lead.width() + counts.width());
-    let text = if room >= 8 {
-        format!("{lead}{}{counts}", middle_ellipsis(&attached, room))
+    let width = area.width as usize;
+    let lead = " Switchboard";
+    let counts = if (lead.width() + counts.width()) <= width {
+        counts
     } else {
-        // Too narrow for any useful part of the path: the counts alone, in short words.
-        let rounds = rounds
+        counts
             .replace(" exchanges", " exch")
-            .replace(" sub-agents", " sub");
-        format!(
-            " Switchboard · {} sessions · {} running · {rounds}",
-            state.total_sessions,
-            state.running.len()
-        )
+            .replace(" sub-agents", " sub")
     };
+    let mut room = width.saturating_sub(lead.width() + counts.width());
+    let link = match link {
+        Some(l) if room > 4 => {
+            let l = fit(&format!(" · {l}"), room);
+            room -= l.width();
+            l
+        }
+        _ => String::new(),
+    };
+    let place = if room >= 11 {
+        format!(" · {}", middle_ellipsis(&place, room - 3))
+    } else {
+        String::new()
+    };
+    let text = format!("{lead}{place}{link}{counts}");
     frame.render_widget(
         Paragraph::new(Line::styled(
             pad(&text, area.width as usize),

@@ -159,7 +159,7 @@ pub(crate) fn fit(text: &str, width: usize) -> String {
 /// Shorten to `width` columns by cutting the middle, so both ends stay: a session key's end
 /// is the part that tells it from its neighbours (`agent:main:telegram:direct:1234` at 20
 /// columns is `agent:…direct:1234`). Whole `:`-separated parts are kept where that costs
-/// little; widths are display widths (CJK takes two columns). Escaped like [`fit`].
+/// little (`/`-separated parts in a path); widths are display widths (CJK takes two columns). Escaped like [`fit`].
 pub(crate) fn middle_ellipsis(text: &str, width: usize) -> String {
     use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
     let safe = crate::text_safety::safe_line(text);
@@ -172,8 +172,10 @@ pub(crate) fn middle_ellipsis(text: &str, width: usize) -> String {
     }
     let budget = width - 1;
     let w = |c: char| c.width().unwrap_or(0);
+    // Parts are `:`-separated in a key, `/`-separated in a path.
+    let sep = if text.contains(':') { ':' } else { '/' };
     // The head: the first part (`agent:`) when it takes at most a third.
-    let head: String = match text.find(':') {
+    let head: String = match text.find(sep) {
         Some(i) if text[..=i].width() * 3 <= budget => text[..=i].to_string(),
         _ => String::new(),
     };
@@ -189,8 +191,8 @@ pub(crate) fn middle_ellipsis(text: &str, width: usize) -> String {
     // …starting at a part's beginning when that drops at most a third of it, and never on a
     // combining mark (it belongs to the character cut off).
     let tail: String = chars[start..].iter().collect();
-    let tail = match tail.find(':') {
-        Some(i) if start > 0 && chars[start - 1] != ':' && tail[..=i].width() * 3 <= room => {
+    let tail = match tail.find(sep) {
+        Some(i) if start > 0 && chars[start - 1] != sep && tail[..=i].width() * 3 <= room => {
             tail[i + 1..].to_string()
         }
         _ => tail,
