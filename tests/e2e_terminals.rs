@@ -66,10 +66,7 @@ impl Tmux {
             xdg = q(&dir.path().join("xdg")),
         );
         std::fs::write(&path, script).expect("write the script");
-        let t = Tmux {
-            socket,
-            _dir: dir,
-        };
+        let t = Tmux { socket, _dir: dir };
         let out = t.tmux(&[
             "new-session",
             "-d",
@@ -170,7 +167,9 @@ fn console(name: &str, bench: &CliBench, env: &str) -> Tmux {
 /// Every SGR parameter list on an escaped screen (`1;38;5;9`).
 fn sgr_lists(escaped: &str) -> Vec<String> {
     let re = regex::Regex::new(r"\x1b\[([0-9;:]*)m").expect("regex");
-    re.captures_iter(escaped).map(|c| c[1].to_string()).collect()
+    re.captures_iter(escaped)
+        .map(|c| c[1].to_string())
+        .collect()
 }
 
 #[test]
@@ -183,17 +182,24 @@ fn term_linux_gets_ascii_borders_and_16_colours() {
     for c in ['─', '│', '┌', '┐', '└', '┘', '·', '…'] {
         assert!(!screen.contains(c), "{c:?} on a linux console:\n{screen}");
     }
-    assert!(screen.contains("+ Sessions 1/1 -"), "ASCII borders:\n{screen}");
+    assert!(
+        screen.contains("+ Sessions 1/1 -"),
+        "ASCII borders:\n{screen}"
+    );
     let escaped = t.capture_escaped();
     let lists = sgr_lists(&escaped);
     assert!(
-        !lists.iter().any(|l| l.contains("38;5") || l.contains("48;5") || l.contains("38;2")),
+        !lists
+            .iter()
+            .any(|l| l.contains("38;5") || l.contains("48;5") || l.contains("38;2")),
         "256-colour or truecolor codes on TERM=linux: {lists:?}"
     );
     // The focused pane's border is still coloured, in a colour the console has (bright
     // cyan is 96).
     assert!(
-        lists.iter().any(|l| l.split(';').any(|p| p == "96" || p == "36")),
+        lists
+            .iter()
+            .any(|l| l.split(';').any(|p| p == "96" || p == "36")),
         "no basic colour at all: {lists:?}"
     );
     t.keys(&["q"]);
@@ -220,11 +226,16 @@ fn term_dumb_is_refused_with_exit_2() {
     let screen = t.wait_for_text("EXITED");
     assert!(screen.contains("EXITED 2"), "{screen}");
     assert!(
-        screen.contains("switchboard: the console needs a terminal with cursor addressing; TERM=dumb"),
+        screen.contains(
+            "switchboard: the console needs a terminal with cursor addressing; TERM=dumb"
+        ),
         "{screen}"
     );
     // `demo` is refused the same way, before it starts anything.
-    let t = Tmux::start("dumb-demo", &format!("export TERM=dumb\n{} demo", q(Path::new(BIN))));
+    let t = Tmux::start(
+        "dumb-demo",
+        &format!("export TERM=dumb\n{} demo", q(Path::new(BIN))),
+    );
     let screen = t.wait_for_text("EXITED");
     assert!(screen.contains("EXITED 2"), "{screen}");
 }
@@ -282,7 +293,10 @@ fn a_flag_leaves_no_residue_when_the_selection_moves() {
         !has_regional_indicator(&screen),
         "a flag's half stayed on screen after switching sessions:\n{screen}\n(before: {flags})"
     );
-    assert!(!screen.contains("ZZEND"), "the flags' line is still on screen:\n{screen}");
+    assert!(
+        !screen.contains("ZZEND"),
+        "the flags' line is still on screen:\n{screen}"
+    );
     t.keys(&["q"]);
     t.wait_for_text("EXITED 0");
 }
@@ -296,13 +310,20 @@ fn ctrl_l_repaints_over_what_else_wrote_to_the_terminal() {
     t.wait_for_text("Sessions 1/1");
     // Another program writes over the console (a background job, `wall`).
     let tty = t.display("#{pane_tty}");
-    std::fs::write(&tty, "\x1b[5;5HSTRAY-OUTPUT-XYZ\x1b[2;1H\x1b[2K").expect("write to the pane's tty");
+    std::fs::write(&tty, "\x1b[5;5HSTRAY-OUTPUT-XYZ\x1b[2;1H\x1b[2K")
+        .expect("write to the pane's tty");
     t.wait_for_text("STRAY-OUTPUT-XYZ");
     t.keys(&["C-l"]);
     let screen = t.wait_for("the repaint", |s| {
         !s.contains("STRAY-OUTPUT-XYZ") && s.contains("Sessions 1/1")
     });
-    assert!(screen.lines().nth(1).is_some_and(|l| l.contains("Sessions 1/1")), "{screen}");
+    assert!(
+        screen
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("Sessions 1/1")),
+        "{screen}"
+    );
     t.keys(&["q"]);
     t.wait_for_text("EXITED 0");
 }

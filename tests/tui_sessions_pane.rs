@@ -91,14 +91,19 @@ fn api_row(key: &str, name: Option<&str>, age: i64, last: Option<&str>) -> ApiRo
 
 /// The rows the issue complained about: keys that differ only at their end.
 fn telegram_rows() -> Vec<SessionRow> {
-    let mut rows = vec![
+    let mut rows = [
         api_row(
             "agent:main:telegram:direct:1234",
             None,
             MIN,
             Some("can you move the standup to 10?"),
         ),
-        api_row("agent:main:telegram:direct:5678", None, 2 * MIN, Some("thanks!")),
+        api_row(
+            "agent:main:telegram:direct:5678",
+            None,
+            2 * MIN,
+            Some("thanks!"),
+        ),
         api_row(
             "agent:main:telegram:group:-100987654",
             None,
@@ -144,11 +149,17 @@ fn headers_and_names_keep_the_distinguishing_end_at_80_120_200_columns() {
         let pane = sessions_pane(&state, w, h);
         let shown = pane.join("\n");
         // Column headers under the title (the kind gives way to the name when narrow).
-        assert!(pane[1].contains("name") && pane[1].contains("age"), "{w}: {shown}");
+        assert!(
+            pane[1].contains("name") && pane[1].contains("age"),
+            "{w}: {shown}"
+        );
         assert_eq!(pane[1].contains("kind"), w >= 120, "{w}: {shown}");
         assert!(pane[1].contains("policy"), "{w}: {shown}");
         // The two direct chats are told apart by their ends, never cut to the same prefix.
-        assert!(shown.contains("1234") && shown.contains("5678"), "{w}: {shown}");
+        assert!(
+            shown.contains("1234") && shown.contains("5678"),
+            "{w}: {shown}"
+        );
         // A display name is shown from its start.
         assert!(shown.contains("Alice"), "{w}: {shown}");
         insta::assert_snapshot!(format!("sessions_pane_{w}x{h}"), shown);
@@ -185,13 +196,21 @@ fn cjk_keys_are_cut_in_the_middle_by_columns_not_characters() {
 #[test]
 fn the_policy_slot_says_each_source_in_plain_words() {
     let cases = [
-        (policy("allow", "default", None, None), "send: allow · default"),
+        (
+            policy("allow", "default", None, None),
+            "send: allow · default",
+        ),
         (
             policy("deny", "override", None, None),
             "send: deny · set here with /send off",
         ),
         (
-            policy("deny", "rule", Some(1), Some("channel=discord chatType=group")),
+            policy(
+                "deny",
+                "rule",
+                Some(1),
+                Some("channel=discord chatType=group"),
+            ),
             "send: deny · rule 1: channel=discord, chatType=group",
         ),
         (
@@ -252,7 +271,10 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     let (status, notice) = status_and_notice(&d);
     assert!(status.contains("send: allow · default"), "{status:?}");
     assert!(status.contains("tool calls shown"), "{status:?}");
-    assert!(notice.contains("agent:main:s002: sessions_send refused"), "{notice:?}");
+    assert!(
+        notice.contains("agent:main:s002: sessions_send refused"),
+        "{notice:?}"
+    );
     insta::assert_snapshot!("status_and_notice_lines", format!("{status}\n{notice}"));
     // The log has all four, with times; `M` opens it and esc closes it.
     assert_eq!(d.console.state.notices.len(), 4);
@@ -260,7 +282,11 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     let log = redact(&screen(&d.console.state, 120, 40));
     assert!(log.contains("Notices (4 of the last 200)"), "{log}");
     assert!(log.contains("HH:MM:SS   tool calls shown"), "{log}");
-    assert_eq!(log.matches("HH:MM:SS · agent:main:s002").count(), 3, "{log}");
+    assert_eq!(
+        log.matches("HH:MM:SS · agent:main:s002").count(),
+        3,
+        "{log}"
+    );
     insta::assert_snapshot!("notices_log", log);
     d.intent(Intent::Notices);
     assert!(!d.console.state.notices_open);
@@ -271,7 +297,10 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     assert!(d.console.state.notices_open);
     assert!(d.console.state.composer.text.is_empty());
     d.settle().await;
-    assert!(api.data.lock().expect("fake lock").sent.is_empty(), "nothing was sent");
+    assert!(
+        api.data.lock().expect("fake lock").sent.is_empty(),
+        "nothing was sent"
+    );
 }
 
 /// The rows' keys in the pane's order.
@@ -316,7 +345,11 @@ async fn s_cycles_the_sort_activity_name_unread() {
     let fake = FakeApi::with_sessions(4, 2);
     {
         let mut data = fake.data.lock().expect("fake lock");
-        for (r, name) in data.rows.iter_mut().zip(["delta", "alpha", "charlie", "bravo"]) {
+        for (r, name) in data
+            .rows
+            .iter_mut()
+            .zip(["delta", "alpha", "charlie", "bravo"])
+        {
             r.name = name.into();
             r.display_name = Some(name.into());
         }
@@ -324,7 +357,12 @@ async fn s_cycles_the_sort_activity_name_unread() {
     let (api, mut d) = driven_with(fake);
     d.settle().await;
     let names = |d: &Driver| -> Vec<String> {
-        d.console.state.sessions.iter().map(|r| r.name.clone()).collect()
+        d.console
+            .state
+            .sessions
+            .iter()
+            .map(|r| r.name.clone())
+            .collect()
     };
     assert_eq!(names(&d), ["delta", "alpha", "charlie", "bravo"]);
     d.intent(Intent::CycleSort);
@@ -346,14 +384,20 @@ async fn s_cycles_the_sort_activity_name_unread() {
     insta::assert_snapshot!("sorted_by_unread", pane);
     d.intent(Intent::CycleSort);
     d.settle().await;
-    assert_eq!(names(&d)[0], "charlie", "activity: the newest message first");
+    assert_eq!(
+        names(&d)[0],
+        "charlie",
+        "activity: the newest message first"
+    );
 }
 
 #[test]
 fn ascii_mode_draws_no_box_drawing_or_unicode_marks() {
     let mut state = state_with(telegram_rows());
     state.theme = Theme::detect(Some("vt100"), None).expect("vt100");
-    state.running.insert("agent:main:telegram:direct:1234".into());
+    state
+        .running
+        .insert("agent:main:telegram:direct:1234".into());
     let s = screen(&state, 80, 24);
     for c in ['─', '│', '┌', '┐', '└', '┘', '●', '…', '·'] {
         assert!(!s.contains(c), "{c:?} in ASCII mode:\n{s}");
@@ -371,18 +415,36 @@ fn help_lays_out_at_60x16_with_columns_apart_and_a_legend() {
     let s = text(&buf);
     assert!(s.contains("running"), "the legend: {s}");
     // Every line of the overlay stays inside the screen and its box.
-    let top = s.lines().position(|l| l.contains("Keys")).expect("the help box");
-    let left = s.lines().nth(top).and_then(|l| l.find('┌')).expect("corner");
+    let top = s
+        .lines()
+        .position(|l| l.contains("Keys"))
+        .expect("the help box");
+    let left = s
+        .lines()
+        .nth(top)
+        .and_then(|l| l.find('┌'))
+        .expect("corner");
     for line in s.lines().skip(top).take_while(|l| !l.contains('└')) {
         let inside: String = line.chars().skip(left + 1).collect();
         // Two entries are never glued: each column's cell ends in a blank.
-        assert!(!inside.contains("…j") && !inside.contains("quith"), "{line:?}");
+        assert!(
+            !inside.contains("…j") && !inside.contains("quith"),
+            "{line:?}"
+        );
     }
     // Every intent's keys appear at the start of a cell.
     let keymap = Keymap::defaults();
-    for i in [Intent::Quit, Intent::Help, Intent::Notices, Intent::CycleSort] {
+    for i in [
+        Intent::Quit,
+        Intent::Help,
+        Intent::Notices,
+        Intent::CycleSort,
+    ] {
         let keys = keymap.keys_for(i);
-        assert!(s.contains(&format!(" {keys} ")) || s.contains(&format!("│{keys} ")), "{keys}: {s}");
+        assert!(
+            s.contains(&format!(" {keys} ")) || s.contains(&format!("│{keys} ")),
+            "{keys}: {s}"
+        );
     }
     insta::assert_snapshot!("help_60x16", s);
 }
@@ -394,10 +456,34 @@ fn the_header_shortens_the_path_before_the_counts() {
     let s = screen(&state, 100, 24);
     let header = s.lines().next().unwrap_or("");
     assert!(header.contains("5 sessions"), "{header}");
-    assert!(header.contains("0 sub-agents"), "the counts are whole: {header}");
-    assert!(header.contains("…") && header.contains("switchboard"), "the path's end stays: {header}");
+    assert!(
+        header.contains("0 sub-agents"),
+        "the counts are whole: {header}"
+    );
+    assert!(
+        header.contains("…") && header.contains("switchboard"),
+        "the path's end stays: {header}"
+    );
     // At the minimum width the path gives way entirely, the counts stay.
     let s = screen(&state, 60, 16);
     let header = s.lines().next().unwrap_or("");
-    assert!(header.contains("5 sessions") && header.contains("0 sub"), "{header}");
+    assert!(
+        header.contains("5 sessions") && header.contains("0 sub"),
+        "{header}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_selects_the_row_under_it_below_the_column_headers() {
+    let (_api, mut d) = driven(6);
+    d.settle().await;
+    let r = view::regions(120, 40).sessions;
+    // Border, then the headers, then the rows: the third row is at y + 4.
+    d.act(Action::Click(r.x + 5, r.y + 4));
+    d.settle().await;
+    assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
+    // A click on the headers selects nothing new.
+    d.act(Action::Click(r.x + 5, r.y + 1));
+    d.settle().await;
+    assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
 }

@@ -155,7 +155,10 @@ fn session(
             "default (session.sendPolicy.default)".to_string()
         },
         policy_words: if policy_override {
-            format!("{policy} · set here with /send {}", if policy == "deny" { "off" } else { "on" })
+            format!(
+                "{policy} · set here with /send {}",
+                if policy == "deny" { "off" } else { "on" }
+            )
         } else {
             format!("{policy} · default")
         },
@@ -772,12 +775,12 @@ fn policy_denied_send_flash() {
     let buf = render(&s, 120, 40);
     let shown = text(&buf);
     let status = row(&shown, 37);
-    assert!(
-        status.contains(" ✗ sessions_send: forbidden"),
-        "{status}"
-    );
+    assert!(status.contains(" ✗ sessions_send: forbidden"), "{status}");
     // Red and bold (the answer, after the policy slot).
-    let x = status.find('✗').map(|b| status[..b].chars().count()).unwrap_or(0) as u16;
+    let x = status
+        .find('✗')
+        .map(|b| status[..b].chars().count())
+        .unwrap_or(0) as u16;
     let cell = &buf[(x, 37)];
     assert_eq!(cell.fg, Color::Red);
     assert!(cell.modifier.contains(Modifier::BOLD));
@@ -1338,7 +1341,10 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     h.d.console.state.flash = None;
     let shown = h.screen();
     let status = row(&shown, 37);
-    assert!(status.contains("send: deny · set here with /send off"), "{status}");
+    assert!(
+        status.contains("send: deny · set here with /send off"),
+        "{status}"
+    );
     insta::assert_snapshot!(redact(&shown));
 
     // And `/send inherit` gives the decision back to the config.

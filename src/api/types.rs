@@ -27,7 +27,8 @@ pub struct SessionsQuery {
     pub count: bool,
     /// Also give each row's owner entry (`SessionRow::entry`), so a full listing is one
     /// request, not one more per row (a round trip each over `--connect`).
-    pub entries: bool,    /// Also give each row's last message (`SessionRow::last_message`): one index lookup per
+    pub entries: bool,
+    /// Also give each row's last message (`SessionRow::last_message`): one index lookup per
     /// row, so only front ends that show it ask.
     pub previews: bool,
 }
@@ -68,7 +69,8 @@ pub struct SessionRow {
     /// The owner's `sessions_list`-shaped row (as `SessionDetail::entry`), when the query
     /// asked for `entries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entry: Option<Value>,    /// The start of its last message (up to 120 characters, as stored: unescaped), when
+    pub entry: Option<Value>,
+    /// The start of its last message (up to 120 characters, as stored: unescaped), when
     /// the query asked for `previews`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message: Option<String>,

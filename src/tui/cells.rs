@@ -57,7 +57,14 @@ mod tests {
     /// (what a terminal advances by), for the cases terminals disagree on.
     #[test]
     fn stable_text_is_as_wide_as_its_characters() {
-        for raw in ["🇩🇪 hallo", "a🇩b", "❤\u{FE0F} ok", "日本語", "é\u{301}", "plain"] {
+        for raw in [
+            "🇩🇪 hallo",
+            "a🇩b",
+            "❤\u{FE0F} ok",
+            "日本語",
+            "é\u{301}",
+            "plain",
+        ] {
             let s = stable(raw);
             let by_chars: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
             assert_eq!(s.width(), by_chars, "{raw:?} -> {s:?}");

@@ -30,7 +30,10 @@ impl<W: Write> ColorWriter<W> {
     /// A whole sequence in `pending`: write it, rewritten when it is an SGR.
     fn finish(&mut self) -> io::Result<()> {
         let seq = std::mem::take(&mut self.pending);
-        match seq.strip_prefix(b"\x1b[").and_then(|s| s.strip_suffix(b"m")) {
+        match seq
+            .strip_prefix(b"\x1b[")
+            .and_then(|s| s.strip_suffix(b"m"))
+        {
             Some(params) => {
                 let params = String::from_utf8_lossy(params);
                 let out = rewrite_sgr(&params, self.depth);
@@ -102,7 +105,12 @@ pub fn rewrite_sgr(params: &str, depth: ColorDepth) -> String {
             continue;
         };
         let (rgb, used) = match p.get(i + 1).copied() {
-            Some("5") => (p.get(i + 2).and_then(|v| v.parse::<u8>().ok()).map(index_rgb), 3),
+            Some("5") => (
+                p.get(i + 2)
+                    .and_then(|v| v.parse::<u8>().ok())
+                    .map(index_rgb),
+                3,
+            ),
             Some("2") => {
                 let c = |k: usize| p.get(i + k).and_then(|v| v.parse::<u8>().ok());
                 (c(2).zip(c(3)).zip(c(4)).map(|((r, g), b)| (r, g, b)), 5)
@@ -120,7 +128,10 @@ pub fn rewrite_sgr(params: &str, depth: ColorDepth) -> String {
         }
         let (n, bright) = to_16(rgb);
         let bright = bright && depth >= ColorDepth::Ansi16;
-        out.push(format!("{}", base + u16::from(n) + if bright { 60 } else { 0 }));
+        out.push(format!(
+            "{}",
+            base + u16::from(n) + if bright { 60 } else { 0 }
+        ));
     }
     out.join(";")
 }
@@ -194,7 +205,10 @@ mod tests {
         assert_eq!(rewrite_sgr("48;5;1", ColorDepth::Ansi8), "41");
         assert_eq!(rewrite_sgr("38;5;196", ColorDepth::Ansi16), "91");
         assert_eq!(rewrite_sgr("38;2;0;0;0", ColorDepth::Ansi8), "30");
-        assert_eq!(rewrite_sgr("38;2;255;0;0", ColorDepth::Indexed256), "38;5;9");
+        assert_eq!(
+            rewrite_sgr("38;2;255;0;0", ColorDepth::Indexed256),
+            "38;5;9"
+        );
         assert_eq!(rewrite_sgr("39;49;0", ColorDepth::Ansi8), "39;49;0");
     }
 

@@ -51,10 +51,7 @@ impl SessionRow {
             policy_words: safe_line(&crate::tui::status::policy_words(&r.policy)).into_owned(),
             archived: r.archived,
             named: r.display_name.is_some() || r.label.is_some(),
-            preview: r
-                .last_message
-                .as_deref()
-                .map(|m| safe_line(m).into_owned()),
+            preview: r.last_message.as_deref().map(|m| safe_line(m).into_owned()),
         }
     }
 

@@ -94,13 +94,21 @@ mod tests {
 
     #[test]
     fn each_source_in_plain_words() {
-        assert_eq!(policy_words(&view("allow", "default", None, None)), "allow · default");
+        assert_eq!(
+            policy_words(&view("allow", "default", None, None)),
+            "allow · default"
+        );
         assert_eq!(
             policy_words(&view("deny", "override", None, None)),
             "deny · set here with /send off"
         );
         assert_eq!(
-            policy_words(&view("deny", "rule", Some(1), Some("channel=discord chatType=group"))),
+            policy_words(&view(
+                "deny",
+                "rule",
+                Some(1),
+                Some("channel=discord chatType=group")
+            )),
             "deny · rule 1: channel=discord, chatType=group"
         );
         assert_eq!(
@@ -113,7 +121,12 @@ mod tests {
     fn the_log_keeps_the_newest_200() {
         let mut n = Notices::default();
         for i in 0..250 {
-            n.push(Notice { at_ms: i, text: format!("n{i}"), error: false, owner: false });
+            n.push(Notice {
+                at_ms: i,
+                text: format!("n{i}"),
+                error: false,
+                owner: false,
+            });
         }
         assert_eq!(n.len(), NOTICES_MAX);
         assert_eq!(n.iter().next().map(|e| e.text.as_str()), Some("n50"));

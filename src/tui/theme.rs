@@ -63,7 +63,9 @@ impl Theme {
         // else (linux, vt100, vt220, ansi, cons25 …) gets ASCII, which every one shows.
         let unicode = ["xterm", "screen", "tmux", "rxvt", "alacritty", "kitty", "wezterm", "foot", "st", "konsole", "gnome", "iterm", "vte", "putty", "contour", "ghostty"]
             .iter()
-            .any(|f| term == *f || term.starts_with(&format!("{f}-")))
+            .any(|f| term == *f || term.starts_with(&format!("{f}-")) || term.starts_with(&format!("{f}.")))
+            // `screen.xterm-256color` and the like: a 256-colour emulator behind a multiplexer.
+            || term.contains("256color")
             // Unset TERM: a modern emulator is the likely case (Windows consoles set none).
             || term.is_empty();
         let truecolor = matches!(
@@ -190,17 +192,28 @@ mod tests {
         assert_eq!(t(Some("dumb"), None), Err(Refusal::Dumb));
         assert_eq!(
             t(Some("linux"), None),
-            Ok(Theme { ascii: true, colors: ColorDepth::Ansi16 })
+            Ok(Theme {
+                ascii: true,
+                colors: ColorDepth::Ansi16
+            })
         );
         assert_eq!(
             t(Some("vt100"), None),
-            Ok(Theme { ascii: true, colors: ColorDepth::Ansi8 })
+            Ok(Theme {
+                ascii: true,
+                colors: ColorDepth::Ansi8
+            })
         );
         assert_eq!(t(Some("xterm-256color"), None), Ok(Theme::default()));
         assert_eq!(t(Some("tmux-256color"), None), Ok(Theme::default()));
+        assert_eq!(t(Some("screen.xterm-256color"), None), Ok(Theme::default()));
+        assert_eq!(t(None, None), Ok(Theme::default()));
         assert_eq!(
             t(Some("xterm-256color"), Some("truecolor")),
-            Ok(Theme { ascii: false, colors: ColorDepth::TrueColor })
+            Ok(Theme {
+                ascii: false,
+                colors: ColorDepth::TrueColor
+            })
         );
         assert_eq!(
             t(Some("screen"), Some("24bit")).map(|t| t.colors),

@@ -631,7 +631,7 @@ impl Console {
         };
         if inside(regions.sessions) {
             self.state.focus = Focus::Sessions;
-            // Rows start below the border (and below the filter line when it shows).
+            // Rows start below the border, the filter line when it shows, and the headers.
             let inner_h = regions.sessions.height.saturating_sub(2) as usize;
             let above = super::view::sessions_rows_above(&self.state, inner_h) as u16;
             let first_row_y = regions.sessions.y + 1 + above;
@@ -639,6 +639,8 @@ impl Console {
                 let row = (y - first_row_y) as usize
                     + super::view::sessions_top(&self.state, regions.sessions);
                 if row < self.state.session_count() {
+                    // A click moves through the list as a key does: the rows hold still.
+                    self.state.order.moved(self.state.ticks);
                     self.select(row);
                 }
             }

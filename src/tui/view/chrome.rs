@@ -59,10 +59,7 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     // A remote console names the gateway and how the link is (read now, never waited on);
     // the link's state is never cut, only the path or address before it.
     let (place, link) = match &state.link {
-        Some(link) => (
-            link.target.clone(),
-            Some(link_text(&link.state.borrow())),
-        ),
+        Some(link) => (link.target.clone(), Some(link_text(&link.state.borrow()))),
         None => (state.attached.clone(), None),
     };
     let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
@@ -154,11 +151,14 @@ pub fn status(frame: &mut Frame, area: Rect, state: &State) {
 
 /// The notice line: the newest background notice (what agents did), or how many the log
 /// holds.
-pub fn notice(frame: &mut Frame, area: Rect, state: &State) {
+pub fn notice(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     let width = area.width as usize;
     let line = match &state.notice {
         Some(n) => Line::styled(
-            fit(&format!(" {} {}", if n.error { "!" } else { "i" }, n.text), width),
+            fit(
+                &format!(" {} {}", if n.error { "!" } else { "i" }, n.text),
+                width,
+            ),
             if n.error {
                 Style::default().fg(Color::Red)
             } else {
@@ -167,7 +167,14 @@ pub fn notice(frame: &mut Frame, area: Rect, state: &State) {
         ),
         None if !state.notices.is_empty() => Line::styled(
             fit(
-                &format!(" {} notices (M shows them)", state.notices.len()),
+                &format!(
+                    " {} notices ({} shows them)",
+                    state.notices.len(),
+                    match keymap.keys_for(Intent::Notices) {
+                        k if k.is_empty() => ":messages".to_string(),
+                        k => k,
+                    }
+                ),
                 width,
             ),
             Style::default().add_modifier(Modifier::DIM),
@@ -285,7 +292,10 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     let legend = pack(&legend(state), box_w);
     let cell = |(keys, desc): &(String, &str)| {
         pad(
-            &fit(&format!("{} {desc}", pad(keys, key_w)), col_w.saturating_sub(1)),
+            &fit(
+                &format!("{} {desc}", pad(keys, key_w)),
+                col_w.saturating_sub(1),
+            ),
             col_w,
         )
     };
@@ -302,7 +312,7 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
         .collect();
     // The blank line and the composer's commands only where there is room for them.
     let spare = rows.saturating_sub(lines.len() + legend.len());
-    if spare >= 1 + footer.len() {
+    if spare > footer.len() {
         lines.push(Line::from(""));
     }
     lines.extend(legend.into_iter().map(Line::from));

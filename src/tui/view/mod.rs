@@ -25,7 +25,12 @@ pub fn sessions_top(state: &State, area: Rect) -> usize {
 
 /// The sessions pane at a terminal `width` wide has room for the last-message column.
 pub fn shows_previews(width: u16) -> bool {
-    sessions::shows_preview(regions(width.max(MIN_WIDTH), MIN_HEIGHT).sessions.width.saturating_sub(2) as usize)
+    sessions::shows_preview(
+        regions(width.max(MIN_WIDTH), MIN_HEIGHT)
+            .sessions
+            .width
+            .saturating_sub(2) as usize,
+    )
 }
 
 /// Lines of the sessions pane above its first row (filter box, column headers).
@@ -94,7 +99,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     rounds::draw(frame, r.rounds, state);
     composer::draw(frame, r.composer, state);
     chrome::status(frame, r.status, state);
-    chrome::notice(frame, r.notice, state);
+    chrome::notice(frame, r.notice, state, keymap);
     chrome::hints(frame, r.hints, state, keymap);
     if state.notices_open {
         notices::draw(frame, area, state);

@@ -45,7 +45,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     );
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(fit(&title, inner_w))),
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(fit(&title, inner_w)),
+        ),
         rect,
     );
 }

@@ -35,7 +35,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     if mode.console_side() {
         // Sorted by the console over what it loaded: say so when that is not everything.
         if (state.sessions.len() as u64) < state.session_count() as u64 {
-            title.push_str(&format!("[by {}, {} loaded] ", mode.label(), state.sessions.len()));
+            title.push_str(&format!(
+                "[by {}, {} loaded] ",
+                mode.label(),
+                state.sessions.len()
+            ));
         } else {
             title.push_str(&format!("[by {}] ", mode.label()));
         }
