@@ -213,3 +213,28 @@ pub(crate) fn pad(text: &str, width: usize) -> String {
     let w = t.width();
     format!("{t}{}", " ".repeat(width.saturating_sub(w)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::middle_ellipsis;
+    use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn middle_ellipsis_keeps_both_ends_within_the_width() {
+        let key = "agent:main:telegram:direct:1234";
+        assert_eq!(middle_ellipsis(key, 40), key);
+        assert_eq!(middle_ellipsis(key, 20), "agent:…direct:1234");
+        assert_eq!(middle_ellipsis(key, 9), "…ect:1234");
+        assert_eq!(middle_ellipsis(key, 1), "…");
+        assert_eq!(middle_ellipsis(key, 0), "");
+        // CJK takes two columns each: the result never passes the width.
+        let cjk = "agent:support:feishu:group:研究チーム研究チーム";
+        for w in 1..40 {
+            let cut = middle_ellipsis(cjk, w);
+            assert!(cut.width() <= w, "{w}: {cut:?}");
+        }
+        assert!(middle_ellipsis(cjk, 16).ends_with("チーム"));
+        // Text a terminal would act on is escaped on the way.
+        assert!(!middle_ellipsis("agent:main:\u{1b}[2J:x", 12).contains('\u{1b}'));
+    }
+}
