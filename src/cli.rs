@@ -686,6 +686,17 @@ fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
     }
 }
 
+/// The terminal the console would draw on, checked before anything is started: none at
+/// all (stdin or stdout not a tty, `ssh host switchboard demo` without -t) or `TERM=dumb`
+/// is refused with exit 2, before raw mode could fail with an OS error.
+fn console_terminal() -> Result<switchboard::tui::theme::Theme> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(usage("the console needs a terminal (with ssh, use ssh -t)"));
+    }
+    switchboard::tui::theme::Theme::from_env().map_err(|e| usage(e.to_string()))
+}
+
 /// The console's options: the keymap (defaults plus `<config dir>/switchboard/keymap.json5`)
 /// and NO_COLOR.
 fn console_options(attached: String) -> Result<switchboard::tui::Options> {
@@ -703,6 +714,7 @@ fn console_options(attached: String) -> Result<switchboard::tui::Options> {
         attached,
         keymap,
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        theme: console_terminal()?,
     })
 }
 
@@ -733,6 +745,8 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
 
 /// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.
 async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
+    // Refused before a state folder is made or traffic started.
+    console_terminal()?;
     let dir = tempfile_dir()?;
     let config = switchboard::demo::demo_config()?;
     let engine = Engine::open(&dir, config)

@@ -191,9 +191,9 @@ fn row(screen: &str, y: usize) -> &str {
     screen.lines().nth(y).unwrap_or("")
 }
 
-/// The status line (second to last row of a 40-row screen).
+/// The status line (third to last row of a 40-row screen, above the notice line).
 fn status_line(screen: &str) -> &str {
-    row(screen, 38)
+    row(screen, 37)
 }
 
 /// The hint bar (last row).
@@ -534,7 +534,7 @@ fn console_shows_what_another_process_injects() {
         status_line(s).contains("Send policy set to off")
     });
     t.wait_for("the effective policy in the status line", |s| {
-        status_line(s).contains("send policy: deny (override")
+        status_line(s).contains("send: deny · set here with /send off")
     });
     assert!(
         sessions_pane(&t.capture())
@@ -858,10 +858,10 @@ fn an_idle_console_writes_nothing_to_the_terminal() {
     );
     // And it still answers.
     t.keys(&["?"]);
-    t.wait_for_text("closes this help");
+    t.wait_for_text("? or esc closes");
     // Separately: ESC followed at once by `q` reads as alt+q, as in any terminal.
     t.keys(&["Escape"]);
-    t.wait_for("the help closed", |s| !s.contains("closes this help"));
+    t.wait_for("the help closed", |s| !s.contains("? or esc closes"));
     t.keys(&["q"]);
     assert_terminal_restored(&t);
 }

@@ -185,7 +185,8 @@ fn header(screen: &str) -> &str {
 
 /// The status line (second to last row of a 40-row screen).
 fn status_line(screen: &str) -> &str {
-    screen.lines().nth(38).unwrap_or("")
+    // Third to last row: the notice line and the hint bar are below it.
+    screen.lines().nth(37).unwrap_or("")
 }
 
 /// The sessions pane's rows (the left column).
@@ -290,7 +291,7 @@ fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
     t.wait_for("the new policy on screen", |s| {
         s.contains("Send policy set to off")
             && (status_line(s).contains("Send policy set to off")
-                || status_line(s).contains("send policy: deny"))
+                || status_line(s).contains("send: deny"))
             && sessions_pane(s)
                 .iter()
                 .any(|l| l.contains("agent:main:main") && l.contains("deny*"))

@@ -148,7 +148,7 @@ fn a_streamed_reply_grows_on_screen_then_stands_as_one_line() {
     });
     assert!(!mid.contains(REPLY), "the whole reply already: {mid}");
     assert!(
-        mid.lines().any(|l| l.starts_with("│▍main")),
+        mid.lines().any(|l| l.starts_with("│▍ main")),
         "the sessions list marks the session: {mid}"
     );
 

@@ -95,7 +95,10 @@ fn row(key: &str, name: &str, kind: SessionKind) -> SessionRow {
         policy: "allow".into(),
         policy_override: false,
         policy_detail: "default (session.sendPolicy.default)".into(),
+        policy_words: "allow · default".into(),
         archived: false,
+        named: name != key,
+        preview: None,
     }
 }
 
@@ -218,6 +221,7 @@ fn detail(key: &str, entry: Value) -> SessionDetail {
             running: true,
             archived: false,
             entry: None,
+            last_message: None,
         },
         entry,
     }

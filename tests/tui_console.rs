@@ -193,8 +193,8 @@ async fn a_remapped_key_shows_in_the_help_and_the_hint_bar() {
     assert!(hints.contains("F filter sessions"), "{hints}");
     c.intent(Intent::Help);
     let help = screen(&c.console.state, &keymap);
-    assert!(help.contains("ctrl+c/x   quit"), "{help}");
-    assert!(!help.contains("q          quit"), "{help}");
+    assert!(help.contains("ctrl+c/x quit"), "{help}");
+    assert!(!help.contains(" q        quit"), "{help}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -376,7 +376,16 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
         c.console.state.flash.as_ref().map(|f| f.text.as_str()),
         Some("⚙️ Send policy set to off.")
     );
-    // Once it has gone, notices show again.
+    // The notice has a line of its own meanwhile, and both are in the log.
+    assert!(
+        c.console
+            .state
+            .notice
+            .as_ref()
+            .is_some_and(|f| f.error && f.text.contains("refused"))
+    );
+    assert_eq!(c.console.state.notices.len(), 2);
+    // Once it has gone, notices still show in their line.
     for _ in 0..6 {
         c.act(Action::Tick);
     }
@@ -391,7 +400,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
     assert!(
         c.console
             .state
-            .flash
+            .notice
             .as_ref()
             .is_some_and(|f| f.error && f.text.contains("refused"))
     );

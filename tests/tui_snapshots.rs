@@ -155,7 +155,17 @@ fn session(
         } else {
             "default (session.sendPolicy.default)".to_string()
         },
+        policy_words: if policy_override {
+            format!(
+                "{policy} · set here with /send {}",
+                if policy == "deny" { "off" } else { "on" }
+            )
+        } else {
+            format!("{policy} · default")
+        },
         archived: false,
+        named: name != key,
+        preview: None,
     }
 }
 
@@ -522,7 +532,7 @@ fn busy() -> State {
     s.flows = flows();
     s.exchanges = exchanges_of(s.selected_key());
     s.spawns = spawns();
-    s.selected_policy = Some("allow (default (session.sendPolicy.default))".to_string());
+    s.selected_policy = Some("allow · default".to_string());
     s
 }
 
@@ -550,7 +560,7 @@ fn busy_console_120x40() {
     let s = busy();
     let shown = screen(&s, 120, 40);
     // Running (●), unread counts, the deny policy and the override marker are on screen.
-    assert!(shown.contains("●main"), "{shown}");
+    assert!(shown.contains("● main"), "{shown}");
     assert!(shown.contains("deny* "), "{shown}");
     assert!(shown.contains(" 12│"), "{shown}");
     insta::assert_snapshot!(shown);
@@ -563,11 +573,12 @@ fn sessions_with_a_selection_further_down() {
     no_transcript(&mut s);
     s.flows.clear();
     s.spawns.clear();
-    s.selected_policy = Some("deny (override (set on this session))".to_string());
+    s.selected_policy = Some("deny · set here with /send off".to_string());
     let buf = render(&s, 120, 40);
     // The selected row (here the denied #eng-standup) is drawn reversed.
     let r = view::regions(120, 40);
-    let y = r.sessions.y + 1 + 4;
+    // Below the border and the column headers.
+    let y = r.sessions.y + 2 + 4;
     assert!(
         buf[(r.sessions.x + 1, y)]
             .modifier
@@ -604,7 +615,7 @@ fn filter_kept_after_enter() {
     s.focus = Focus::Sessions;
     s.filter = "discord".to_string();
     s.sessions.retain(|r| r.key.contains("discord"));
-    s.selected_policy = Some("deny (override (set on this session))".to_string());
+    s.selected_policy = Some("deny · set here with /send off".to_string());
     no_transcript(&mut s);
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
@@ -807,13 +818,14 @@ fn policy_denied_send_flash() {
     );
     let buf = render(&s, 120, 40);
     let shown = text(&buf);
-    let status = row(&shown, 38);
-    assert!(
-        status.starts_with(" ✗ sessions_send: forbidden"),
-        "{status}"
-    );
-    // Red and bold.
-    let cell = &buf[(1, 38)];
+    let status = row(&shown, 37);
+    assert!(status.contains(" ✗ sessions_send: forbidden"), "{status}");
+    // Red and bold (the answer, after the policy slot).
+    let x = status
+        .find('✗')
+        .map(|b| status[..b].chars().count())
+        .unwrap_or(0) as u16;
+    let cell = &buf[(x, 37)];
     assert_eq!(cell.fg, Color::Red);
     assert!(cell.modifier.contains(Modifier::BOLD));
     insta::assert_snapshot!(shown);
@@ -908,7 +920,7 @@ fn help_overlay_at_80x24_lists_every_key() {
             intent
         );
     }
-    assert!(shown.contains("closes this help"), "{shown}");
+    assert!(shown.contains("? or esc closes"), "{shown}");
 }
 
 #[test]
@@ -1008,7 +1020,7 @@ fn no_color_keeps_selection_and_focus_visible() {
             c.modifier
         )
     };
-    let selected = &buf[(r.sessions.x + 1, r.sessions.y + 1)];
+    let selected = &buf[(r.sessions.x + 1, r.sessions.y + 2)];
     assert!(selected.modifier.contains(Modifier::REVERSED));
     assert!(
         buf[(r.sessions.x, r.sessions.y)]
@@ -1040,7 +1052,7 @@ fn no_color_focus_elsewhere_keeps_the_selection_reversed() {
     strip_colors(&mut buf);
     let r = view::regions(80, 24);
     assert!(
-        buf[(r.sessions.x + 1, r.sessions.y + 1)]
+        buf[(r.sessions.x + 1, r.sessions.y + 2)]
             .modifier
             .contains(Modifier::REVERSED)
     );
@@ -1378,8 +1390,11 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     h.pump();
     h.d.console.state.flash = None;
     let shown = h.screen();
-    let status = row(&shown, 38);
-    assert!(status.contains("send policy: deny ("), "{status}");
+    let status = row(&shown, 37);
+    assert!(
+        status.contains("send: deny · set here with /send off"),
+        "{status}"
+    );
     insta::assert_snapshot!(redact(&shown));
 
     // And `/send inherit` gives the decision back to the config.
@@ -1509,8 +1524,9 @@ async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
     assert_eq!(h.sent(), []);
     h.pump();
     let shown = h.screen();
-    let status = row(&shown, 38);
-    assert!(status.starts_with(" ✗ "), "{status}");
+    // The status line (above the notice line): the policy slot, then the answer.
+    let status = row(&shown, 37);
+    assert!(status.contains(" ✗ "), "{status}");
     insta::assert_snapshot!(redact(&shown));
     // Not stuck: the composer takes the next message.
     assert_eq!(h.d.console.state.focus, Focus::Composer);
@@ -1740,7 +1756,7 @@ async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
         shown.contains("rlo\\u{202e}txt.exe zw\\u{200b}sp"),
         "{shown}"
     );
-    assert!(shown.contains("main  \\u{202e}\\u{200b} "), "{shown}");
+    assert!(shown.contains("main  \\u{202e}\\u{200"), "{shown}");
     assert!(shown.contains("mal\\u{200b}lory\\u{202e}"), "{shown}");
     assert!(shown.contains("paste\\u{202e}^[[2J"), "{shown}");
     let area = buf.area;

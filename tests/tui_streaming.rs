@@ -49,6 +49,7 @@ fn row(key: &str, running: bool) -> SessionRow {
         running,
         archived: false,
         entry: None,
+        last_message: None,
     }
 }
 
@@ -230,8 +231,8 @@ fn a_reply_mid_stream_shows_provisionally_with_an_indicator() {
         "{shown}"
     );
     // The sessions list marks the session being written in, not the other one.
-    assert!(shown.contains("▍main  agent:main:main"), "{shown}");
-    assert!(!shown.contains("▍main  agent:ops:main"), "{shown}");
+    assert!(shown.contains("▍ main  agent:main:main"), "{shown}");
+    assert!(!shown.contains("▍ main  agent:ops:main"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 
@@ -359,7 +360,7 @@ fn another_sessions_stream_is_marked_in_the_list_only_and_freed_on_its_line() {
     h.delta(OPS, "run-ops", 1, 0, "ops talking");
     let shown = h.screen(100, 24);
     assert!(!shown.contains("ops talking"), "{shown}");
-    assert!(shown.contains("▍main  agent:ops:main"), "{shown}");
+    assert!(shown.contains("▍ main  agent:ops:main"), "{shown}");
     // Its line arrives while it is not shown: nothing is kept waiting for a load.
     h.reply_appended(OPS, "run-ops", 1, "ops talking");
     assert!(h.console.state.streams.runs.is_empty());

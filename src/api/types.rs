@@ -28,6 +28,9 @@ pub struct SessionsQuery {
     /// Also give each row's owner entry (`SessionRow::entry`), so a full listing is one
     /// request, not one more per row (a round trip each over `--connect`).
     pub entries: bool,
+    /// Also give each row's last message (`SessionRow::last_message`): one index lookup per
+    /// row, so only front ends that show it ask.
+    pub previews: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +70,10 @@ pub struct SessionRow {
     /// asked for `entries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<Value>,
+    /// The start of its last message (up to 120 characters, as stored: unescaped), when
+    /// the query asked for `previews`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_message: Option<String>,
 }
 
 /// An effective send policy and why.

@@ -86,6 +86,7 @@ impl Engine {
             running: self.runner().is_running(s.key.as_str()),
             archived: s.entry.archived_at.is_some(),
             entry: None,
+            last_message: None,
         }
     }
 
@@ -97,6 +98,24 @@ impl Engine {
             row.entry = Some(super::tools::owner_entry(self, s));
         }
         row
+    }
+
+    /// Each row's last message (its start), for a query that asks for `previews`: one
+    /// index lookup from the end of each row's transcript, in one read.
+    fn fill_previews(&self, rows: &mut [SessionRow]) -> Result<(), StorageError> {
+        /// Enough for the widest preview column; the rest would only cross the wire.
+        const PREVIEW_CHARS: usize = 120;
+        self.store().storage().read(|c| {
+            for row in rows.iter_mut() {
+                let tail = queries::transcript_tail(c, &row.session_id, 1, false)?;
+                row.last_message = tail.first().and_then(|r| {
+                    let line = transcript_text::line_of(r.seq, &r.line, false)?;
+                    let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                    Some(one.chars().take(PREVIEW_CHARS).collect())
+                });
+            }
+            Ok(())
+        })
     }
 
     /// A text filter decodes rows as it goes (names live in the entry): up to the page's
@@ -133,6 +152,9 @@ impl Engine {
             }
             q.count || (matching as usize) < end
         })?;
+        if q.previews {
+            self.fill_previews(&mut rows)?;
+        }
         Ok(SessionsPage {
             rows,
             offset: q.offset,
@@ -164,6 +186,9 @@ impl Engine {
                 continue;
             };
             rows.push(self.listed_row(&s, &q));
+        }
+        if q.previews {
+            self.fill_previews(&mut rows)?;
         }
         Ok(SessionsPage {
             rows,

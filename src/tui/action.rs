@@ -39,6 +39,9 @@ pub enum Intent {
     SelectPrev,
     SelectNext,
     Copy,
+    CycleSort,
+    Notices,
+    Repaint,
 }
 
 impl Intent {
@@ -74,6 +77,9 @@ impl Intent {
         Intent::SelectPrev,
         Intent::SelectNext,
         Intent::Copy,
+        Intent::CycleSort,
+        Intent::Notices,
+        Intent::Repaint,
     ];
 
     /// The name used in the keymap file.
@@ -109,6 +115,9 @@ impl Intent {
             Intent::SelectPrev => "select-prev",
             Intent::SelectNext => "select-next",
             Intent::Copy => "copy",
+            Intent::CycleSort => "cycle-sort",
+            Intent::Notices => "notices",
+            Intent::Repaint => "repaint",
         }
     }
 
@@ -149,6 +158,9 @@ impl Intent {
             Intent::SelectPrev => "select previous message",
             Intent::SelectNext => "select next message",
             Intent::Copy => "copy the message (OSC 52)",
+            Intent::CycleSort => "sort: activity/name/unread",
+            Intent::Notices => "notices log",
+            Intent::Repaint => "repaint the screen",
         }
     }
 }

@@ -8,16 +8,21 @@ pub mod cards;
 pub mod complete;
 pub mod composer;
 pub mod clipboard;
+pub mod cells;
 pub mod effects;
 pub mod exchanges;
 pub mod keymap;
 pub mod search;
+pub mod sessions_order;
+pub mod sgr;
 pub mod state;
+pub mod status;
 pub mod streams;
 pub mod terminal;
 pub mod traffic;
 pub mod tool_cards;
 pub mod transcript;
+pub mod theme;
 pub mod update;
 pub mod view;
 
@@ -45,6 +50,8 @@ pub struct Options {
     pub keymap: Keymap,
     /// Strip colours (NO_COLOR): focus and selection stay visible through bold/reverse.
     pub no_color: bool,
+    /// What the terminal shows (`theme::Theme::from_env`): ASCII borders, colour depth.
+    pub theme: theme::Theme,
 }
 
 /// Milliseconds since the epoch, for relative times on screen.
@@ -63,6 +70,7 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     let mut guard = terminal::TerminalGuard::enter()?;
     let (w, h) = crossterm::terminal::size()?;
     let mut state = State::new(options.attached.clone(), now_ms());
+    state.theme = options.theme;
     state.link = api_link.clone();
     state.width = w;
     state.height = h;
@@ -70,7 +78,11 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     runner.run(console.refresh());
     // Before the input thread starts: setting up may query the terminal (cursor position),
     // and the thread would swallow the answer.
-    let mut term = Terminal::new(CrosstermBackend::new(stdout()))?;
+    // Colours go out in the form the terminal takes (crossterm writes 256-colour codes).
+    let mut term = Terminal::new(CrosstermBackend::new(sgr::ColorWriter::new(
+        stdout(),
+        options.theme.colors,
+    )))?;
     term.clear()?;
 
     // Terminal input on a thread of its own (crossterm's read blocks). `None` means the
@@ -210,6 +222,20 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                     Queued::Event(e) => map_event(e, &console.state, &options.keymap),
                 };
                 for a in actions {
+                    if matches!(a, Action::Intent(Intent::Repaint)) {
+                        // Ctrl+L: whatever the terminal shows now (another program's output,
+                        // a cell it drew wider than we meant) is wiped and every cell drawn
+                        // again. Cleared by hand, not with `term.clear()`: that asks the
+                        // terminal for the cursor position, and the input thread would
+                        // swallow the answer.
+                        crossterm::execute!(
+                            stdout(),
+                            crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+                        )?;
+                        term.swap_buffers();
+                        last = None;
+                        continue;
+                    }
                     if is_suspend(&a) {
                         #[cfg(unix)]
                         {
@@ -336,6 +362,19 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     return vec![Action::Key(k)];
                 }
                 return vec![Action::Intent(Intent::Quit)];
+            }
+            if keymap.intent(&k) == Some(Intent::Repaint) {
+                // Repainting is asked for wherever the keyboard is.
+                return vec![Action::Intent(Intent::Repaint)];
+            }
+            if state.notices_open {
+                return match keymap.intent(&k) {
+                    Some(Intent::Notices | Intent::Help | Intent::Quit) => {
+                        vec![Action::Intent(Intent::Notices)]
+                    }
+                    _ if k.code == KeyCode::Esc => vec![Action::Intent(Intent::Notices)],
+                    _ => vec![],
+                };
             }
             if state.help {
                 // Any of these closes the help; other keys are ignored meanwhile.

@@ -26,7 +26,13 @@ pub struct SessionRow {
     pub policy_override: bool,
     /// Where the policy comes from, in words (the status line shows it).
     pub policy_detail: String,
+    /// The policy in plain words, for the status line's policy slot.
+    pub policy_words: String,
     pub archived: bool,
+    /// It has a display name or label (else `name` is its key, shortened in the middle).
+    pub named: bool,
+    /// The start of its last message, escaped (the preview column).
+    pub preview: Option<String>,
 }
 
 impl SessionRow {
@@ -42,13 +48,16 @@ impl SessionRow {
             policy: r.policy.policy.clone(),
             policy_override: r.policy.is_override(),
             policy_detail: safe_line(&r.policy.detail).into_owned(),
+            policy_words: safe_line(&crate::tui::status::policy_words(&r.policy)).into_owned(),
             archived: r.archived,
+            named: r.display_name.is_some() || r.label.is_some(),
+            preview: r.last_message.as_deref().map(|m| safe_line(m).into_owned()),
         }
     }
 
-    /// What the status line says about this session's send policy.
+    /// What the status line's policy slot says about this session's send policy.
     pub fn policy_line(&self) -> String {
-        format!("{} ({})", self.policy, self.policy_detail)
+        self.policy_words.clone()
     }
 }
 
@@ -72,7 +81,7 @@ impl TranscriptLine {
             role: l.role.as_str(),
             timestamp: l.timestamp,
             from: safe_line(&l.from).into_owned(),
-            text: safe_text(&l.text).into_owned(),
+            text: crate::tui::cells::stable(&safe_text(&l.text)).into_owned(),
         }
     }
 }
@@ -163,6 +172,16 @@ pub struct State {
     pub help: bool,
     pub mouse: bool,
     pub quit: bool,
+    /// What the terminal can show (ASCII borders, colours).
+    pub theme: crate::tui::theme::Theme,
+    /// Every owner's answer and background notice, with times (`M` shows them).
+    pub notices: crate::tui::status::Notices,
+    /// The notices log overlay is open.
+    pub notices_open: bool,
+    /// The newest background notice, in its own line (never over the owner's answer).
+    pub notice: Option<Flash>,
+    /// How the sessions pane is ordered, and the rows marked with new activity.
+    pub order: crate::tui::sessions_order::Order,
 
     /// A window of the sessions matching the filters, starting at `sessions_offset` in that
     /// (newest-first) order; `selected` is a position in the whole order, not the window.
@@ -232,6 +251,11 @@ impl State {
             help: false,
             mouse: false,
             quit: false,
+            theme: Default::default(),
+            notices: Default::default(),
+            notices_open: false,
+            notice: None,
+            order: Default::default(),
             sessions: Vec::new(),
             total_sessions: 0,
             matching_sessions: 0,
@@ -280,25 +304,35 @@ impl State {
 
     /// Show `text` in the status line for a few seconds.
     pub fn flash(&mut self, text: impl Into<String>, error: bool) {
+        let text = text.into();
+        self.log(&text, error, true);
         self.flash = Some(Flash {
-            text: text.into(),
+            text,
             error,
             until_tick: self.ticks + 5,
             owner: true,
         });
     }
 
-    /// A background notice (something agents did): shown unless the answer to the owner's
-    /// own last action is still up, which it must not hide.
+    /// A background notice (something agents did): in a line of its own, so it hides
+    /// neither the answer to the owner's own last action nor the policy slot.
     pub fn notice(&mut self, text: impl Into<String>, error: bool) {
-        if self.flash.as_ref().is_some_and(|f| f.owner) {
-            return;
-        }
-        self.flash = Some(Flash {
-            text: text.into(),
+        let text = text.into();
+        self.log(&text, error, false);
+        self.notice = Some(Flash {
+            text,
             error,
             until_tick: self.ticks + 5,
             owner: false,
+        });
+    }
+
+    fn log(&mut self, text: &str, error: bool, owner: bool) {
+        self.notices.push(crate::tui::status::Notice {
+            at_ms: self.now_ms,
+            text: text.to_string(),
+            error,
+            owner,
         });
     }
 }

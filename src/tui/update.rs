@@ -82,6 +82,10 @@ impl Console {
             Action::Key(k) => self.key(k),
             Action::Paste(text) => self.paste(&text),
             Action::Resize(w, h) => {
+                if super::view::shows_previews(w) != super::view::shows_previews(self.state.width) {
+                    // The last-message column comes or goes: rows with or without it.
+                    self.sessions_dirty = true;
+                }
                 self.state.width = w;
                 self.state.height = h;
             }
@@ -295,6 +299,8 @@ impl Console {
             count,
             // The list shows the row's own fields; entries would only weigh on every page.
             entries: false,
+            // Only a pane wide enough for the column pays for the last messages.
+            previews: super::view::shows_previews(s.width),
         };
         self.sessions_in_flight = Some(self.sessions_generation);
         Effect::LoadSessions {
@@ -330,11 +336,24 @@ impl Console {
         let s = &mut self.state;
         let keep = s.selected_key().map(str::to_string);
         let had_rows = !s.sessions.is_empty();
-        s.sessions = page
+        let fresh: Vec<_> = page
             .rows
             .iter()
             .map(super::state::SessionRow::from_api)
             .collect();
+        if had_rows
+            && page.offset == s.sessions_offset
+            && s.order.holding(s.ticks)
+            && super::sessions_order::merge_held(&mut s.sessions, &fresh, &mut s.order.marked)
+        {
+            // The owner is moving through the list: rows keep their places (marked when
+            // active) until a pause re-sorts them.
+            s.order.held = true;
+        } else {
+            s.sessions = fresh;
+            super::sessions_order::sort_window(&mut s.sessions, s.order.mode, &s.unread);
+            s.order.settled();
+        }
         // The page says what runs now, so a console opened while runs go (or one that
         // missed events) shows them; events keep it current between pages.
         for r in &page.rows {
@@ -564,6 +583,16 @@ impl Console {
                 };
                 s.flash(format!("mouse capture {on}"), false);
             }
+            Intent::CycleSort => {
+                s.order.mode = s.order.mode.next();
+                // A sort asked for applies now, held or not.
+                s.order.moved_never();
+                self.sessions_generation += 1;
+                self.sessions_dirty = true;
+            }
+            Intent::Notices => s.notices_open = !s.notices_open,
+            // The loop repaints the terminal itself; nothing in the state changes.
+            Intent::Repaint => {}
             Intent::Down
             | Intent::Up
             | Intent::PageDown
@@ -601,6 +630,9 @@ impl Console {
             | Intent::PageUp
             | Intent::Top
             | Intent::Bottom => {
+                if matches!(s.focus, Focus::Sessions) {
+                    s.order.moved(s.ticks);
+                }
                 self.move_in_focus(intent, page);
             }
         }
@@ -719,13 +751,16 @@ impl Console {
         };
         if inside(regions.sessions) {
             self.state.focus = Focus::Sessions;
-            // Rows start below the border (and below the filter line when it shows).
-            let filter_line = u16::from(!self.state.filter.is_empty());
-            let first_row_y = regions.sessions.y + 1 + filter_line;
+            // Rows start below the border, the filter line when it shows, and the headers.
+            let inner_h = regions.sessions.height.saturating_sub(2) as usize;
+            let above = super::view::sessions_rows_above(&self.state, inner_h) as u16;
+            let first_row_y = regions.sessions.y + 1 + above;
             if y >= first_row_y {
                 let row = (y - first_row_y) as usize
                     + super::view::sessions_top(&self.state, regions.sessions);
                 if row < self.state.session_count() {
+                    // A click moves through the list as a key does: the rows hold still.
+                    self.state.order.moved(self.state.ticks);
                     self.select(row);
                 }
             }
@@ -780,6 +815,10 @@ impl Console {
                 let shown = selected.as_deref() == Some(key.as_str());
                 if let Some(run_id) = reply_line_run(&line) {
                     s.streams.reply_appended(run_id, seq, shown);
+                }
+                if s.order.holding(s.ticks) {
+                    // The row will not move while the owner moves: mark it instead.
+                    s.order.marked.insert(key.clone());
                 }
                 if shown {
                     self.transcript_dirty = true;
@@ -991,6 +1030,13 @@ impl Console {
         s.traffic.tick(s.now_ms);
         if s.flash.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
             s.flash = None;
+        }
+        if s.notice.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
+            s.notice = None;
+        }
+        if s.order.held && !s.order.holding(s.ticks) {
+            // The owner paused: the held rows take their order now.
+            self.sessions_dirty = true;
         }
     }
 }

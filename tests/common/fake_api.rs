@@ -85,6 +85,7 @@ pub fn row(key: &str, name: &str, kind: SessionKind, updated_at: i64) -> Session
         running: false,
         archived: false,
         entry: None,
+        last_message: None,
     }
 }
 

@@ -198,6 +198,8 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
         archived: row.get("archived").and_then(Value::as_bool) == Some(true),
         // OpenClaw's list row is not our owner entry; `sessions list` asks `session()` for it.
         entry: None,
+        // OpenClaw's rows carry no last message: the preview column stays empty.
+        last_message: None,
         key,
     })
 }

@@ -123,6 +123,12 @@ impl Console {
                 Some("Nothing to send: type a message, or /help for commands.".into());
             return;
         }
+        // `:messages` (vim's word for it) opens the notices log, with or without a session.
+        if text == ":messages" {
+            self.state.composer.clear_sent();
+            self.state.notices_open = true;
+            return;
+        }
         if let Some(rest) = text.strip_prefix('/') {
             let c = &mut self.state.composer;
             if c.history.last() != Some(&text) {

@@ -6,7 +6,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{MIN_HEIGHT, MIN_WIDTH, fit, pad};
+use super::{MIN_HEIGHT, MIN_WIDTH, fit, middle_ellipsis, pad};
 use crate::api::LinkState;
 use crate::tui::action::Intent;
 use crate::tui::keymap::Keymap;
@@ -56,10 +56,11 @@ pub fn link_text(link: &LinkState) -> String {
 }
 
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
-    // A remote console names the gateway and how the link is (read now, never waited on).
-    let attached = match &state.link {
-        Some(link) => format!("{} · {}", link.target, link_text(&link.state.borrow())),
-        None => state.attached.clone(),
+    // A remote console names the gateway and how the link is (read now, never waited on);
+    // the link's state is never cut, only the path or address before it.
+    let (place, link) = match &state.link {
+        Some(link) => (link.target.clone(), Some(link_text(&link.state.borrow()))),
+        None => (state.attached.clone(), None),
     };
     let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
         // Counting what the engine does not report would show a reassuring, wrong zero.
@@ -71,12 +72,40 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
             state.spawns.len()
         )
     };
-    let text = format!(
-        " Switchboard · {} · {} sessions · {} running · {rounds}",
-        attached,
+    // The counts are what the header is for: the path gives way first (cut in the middle,
+    // so both its root and its last folder stay).
+    let counts = format!(
+        " · {} sessions · {} running · {rounds}",
         state.total_sessions,
         state.running.len(),
     );
+    // What gives way when the line is short, first to last: the path (cut in the middle),
+    // the link's reason (cut at its end), the counts' long words.
+    use unicode_width::UnicodeWidthStr;
+    let width = area.width as usize;
+    let lead = " Switchboard";
+    let counts = if (lead.width() + counts.width()) <= width {
+        counts
+    } else {
+        counts
+            .replace(" exchanges", " exch")
+            .replace(" sub-agents", " sub")
+    };
+    let mut room = width.saturating_sub(lead.width() + counts.width());
+    let link = match link {
+        Some(l) if room > 4 => {
+            let l = fit(&format!(" · {l}"), room);
+            room -= l.width();
+            l
+        }
+        _ => String::new(),
+    };
+    let place = if room >= 11 {
+        format!(" · {}", middle_ellipsis(&place, room - 3))
+    } else {
+        String::new()
+    };
+    let text = format!("{lead}{place}{link}{counts}");
     frame.render_widget(
         Paragraph::new(Line::styled(
             pad(&text, area.width as usize),
@@ -86,27 +115,71 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     );
 }
 
+/// The status line: the selected session's send policy in its fixed slot (always shown),
+/// then the answer to the owner's last action. Background notices have a line of their own.
 pub fn status(frame: &mut Frame, area: Rect, state: &State) {
+    use ratatui::text::Span;
+    use unicode_width::UnicodeWidthStr;
     let width = area.width as usize;
-    let line = match &state.flash {
-        Some(f) if f.error => Line::styled(
-            fit(&format!(" ✗ {}", f.text), width),
-            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-        ),
-        Some(f) => Line::styled(
-            fit(&format!(" {}", f.text), width),
-            Style::default().fg(Color::Green),
-        ),
-        None => Line::from(fit(
-            &format!(
-                " send policy: {}",
-                state
-                    .selected_policy
-                    .as_deref()
-                    .unwrap_or("(no session selected)")
+    let g = state.theme.glyphs();
+    let policy = state
+        .selected_policy
+        .as_deref()
+        .unwrap_or("no session selected");
+    // The slot is as wide as its words, up to half the line: an answer never pushes it out.
+    let slot = fit(&format!(" send: {policy} "), (width / 2).max(12));
+    let slot_w = slot.width();
+    let mut style = Style::default().add_modifier(Modifier::BOLD);
+    if policy.starts_with("deny") {
+        style = style.fg(Color::Yellow);
+    }
+    let mut spans = vec![Span::styled(slot, style)];
+    let rest = width.saturating_sub(slot_w + 2);
+    if let Some(f) = &state.flash {
+        spans.push(Span::raw(format!("{} ", g.dot)));
+        spans.push(if f.error {
+            Span::styled(
+                fit(&format!("{} {}", g.cross, f.text), rest),
+                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+            )
+        } else {
+            Span::styled(fit(&f.text, rest), Style::default().fg(Color::Green))
+        });
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The notice line: the newest background notice (what agents did), or how many the log
+/// holds.
+pub fn notice(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    let width = area.width as usize;
+    let line = match &state.notice {
+        Some(n) => Line::styled(
+            fit(
+                &format!(" {} {}", if n.error { "!" } else { "i" }, n.text),
+                width,
             ),
-            width,
-        )),
+            if n.error {
+                Style::default().fg(Color::Red)
+            } else {
+                Style::default()
+            },
+        ),
+        None if !state.notices.is_empty() => Line::styled(
+            fit(
+                &format!(
+                    " {} notices ({} shows them)",
+                    state.notices.len(),
+                    match keymap.keys_for(Intent::Notices) {
+                        k if k.is_empty() => ":messages".to_string(),
+                        k => k,
+                    }
+                ),
+                width,
+            ),
+            Style::default().add_modifier(Modifier::DIM),
+        ),
+        None => Line::from(""),
     };
     frame.render_widget(Paragraph::new(line), area);
 }
@@ -171,44 +244,107 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     );
 }
 
-pub fn help(frame: &mut Frame, area: Rect, keymap: &Keymap) {
-    let entries: Vec<String> = Intent::ALL
+/// What the sessions pane's marks mean (the help's legend), one item each.
+pub fn legend(state: &State) -> Vec<String> {
+    let g = state.theme.glyphs();
+    vec![
+        format!("{} running", g.running),
+        format!("{} replying", g.streaming),
+        "* own policy".to_string(),
+        format!("{} active", g.activity),
+        "12 unread".to_string(),
+    ]
+}
+
+/// `items` packed into lines of at most `width` columns, two spaces apart.
+fn pack(items: &[String], width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let mut lines: Vec<String> = Vec::new();
+    for item in items {
+        match lines.last_mut() {
+            Some(l) if l.width() + 2 + item.width() <= width => {
+                l.push_str("  ");
+                l.push_str(item);
+            }
+            _ => lines.push(fit(item, width)),
+        }
+    }
+    lines
+}
+
+pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    let entries: Vec<(String, &str)> = Intent::ALL
         .iter()
-        .map(|i| format!("{:<10} {}", keymap.keys_for(*i), i.description()))
+        .map(|i| (keymap.keys_for(*i), i.description()))
         .collect();
-    let footer = [
-        "Composer: /send /spawn /ask /status /abort /agents /new /help",
-        "? or esc closes this help.",
-    ];
-    // One column when it fits, two when the terminal is short (80×24 must show every key).
-    let room = area.height.saturating_sub(2 + 2 + footer.len() as u16) as usize;
-    let columns = if entries.len() <= room { 1 } else { 2 };
+    let footer = ["Composer: /send /spawn /ask /status /abort /agents /new /help"];
+    let inner_w = area.width.saturating_sub(4) as usize;
+    let rows = area.height.saturating_sub(2) as usize;
+    let key_w = entries
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(1, 12);
+    // As few columns as fit the height next to the legend; each a fixed width with a gap,
+    // so entries never run into each other (descriptions are cut with `…` when narrow).
+    let mut columns = 1;
+    loop {
+        let col_w = (inner_w / columns).min(40);
+        let legend = pack(&legend(state), (col_w * columns).max(20).min(inner_w));
+        if entries.len().div_ceil(columns) + legend.len() <= rows || columns == 4 {
+            break;
+        }
+        columns += 1;
+    }
     let per_column = entries.len().div_ceil(columns);
-    let col_w = 37usize;
+    let col_w = (inner_w / columns).min(40);
+    let box_w = (col_w * columns).max(40).min(inner_w);
+    let legend = pack(&legend(state), box_w);
+    let cell = |(keys, desc): &(String, &str)| {
+        pad(
+            &fit(
+                &format!("{} {desc}", pad(keys, key_w)),
+                col_w.saturating_sub(1),
+            ),
+            col_w,
+        )
+    };
     let mut lines: Vec<Line> = (0..per_column)
         .map(|r| {
             let mut row = String::new();
             for c in 0..columns {
                 if let Some(e) = entries.get(c * per_column + r) {
-                    row.push_str(&pad(e, col_w));
+                    row.push_str(&cell(e));
                 }
             }
             Line::from(row.trim_end().to_string())
         })
         .collect();
-    lines.push(Line::from(""));
-    lines.extend(footer.iter().map(|f| Line::from(*f)));
-    let widest_footer = footer.iter().map(|f| f.chars().count()).max().unwrap_or(0);
-    let w = (col_w * columns + 4)
-        .max(widest_footer + 2)
-        .min(area.width.saturating_sub(2) as usize) as u16;
+    // The blank line and the composer's commands only where there is room for them.
+    let spare = rows.saturating_sub(lines.len() + legend.len());
+    if spare > footer.len() {
+        lines.push(Line::from(""));
+    }
+    lines.extend(legend.into_iter().map(Line::from));
+    if spare >= footer.len() {
+        lines.extend(footer.iter().map(|f| Line::from(fit(f, box_w))));
+    }
+    let w = (box_w + 2) as u16;
     let h = (lines.len() as u16 + 2).min(area.height);
-    let rect = Rect::new((area.width - w) / 2, (area.height - h) / 2, w, h);
+    let rect = Rect::new(
+        area.width.saturating_sub(w) / 2,
+        area.height.saturating_sub(h) / 2,
+        w,
+        h,
+    );
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::default().borders(Borders::ALL).title(" Keys ")),
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Keys · ? or esc closes "),
+        ),
         rect,
     );
 }

@@ -4,6 +4,7 @@ mod cards;
 mod chrome;
 mod composer;
 mod exchange;
+mod notices;
 mod rounds;
 mod sessions;
 pub mod traffic;
@@ -25,6 +26,21 @@ pub fn sessions_top(state: &State, area: Rect) -> usize {
     sessions::top_for(state, area)
 }
 
+/// The sessions pane at a terminal `width` wide has room for the last-message column.
+pub fn shows_previews(width: u16) -> bool {
+    sessions::shows_preview(
+        regions(width.max(MIN_WIDTH), MIN_HEIGHT)
+            .sessions
+            .width
+            .saturating_sub(2) as usize,
+    )
+}
+
+/// Lines of the sessions pane above its first row (filter box, column headers).
+pub fn sessions_rows_above(state: &State, inner_h: usize) -> usize {
+    sessions::rows_above(state, inner_h)
+}
+
 /// Where each pane goes for a terminal of `width` × `height`.
 #[derive(Debug, Clone, Copy)]
 pub struct Regions {
@@ -34,6 +50,8 @@ pub struct Regions {
     pub rounds: Rect,
     pub composer: Rect,
     pub status: Rect,
+    /// Background notices, in a line of their own (never over the status line).
+    pub notice: Rect,
     pub hints: Rect,
 }
 
@@ -61,6 +79,7 @@ fn layout(width: u16, height: u16, composer_height: u16) -> Regions {
             Constraint::Length(composer_height),
             Constraint::Length(1),
             Constraint::Length(1),
+            Constraint::Length(1),
         ])
         .split(area);
     let body = Layout::default()
@@ -78,7 +97,8 @@ fn layout(width: u16, height: u16, composer_height: u16) -> Regions {
         rounds: right[1],
         composer: rows[2],
         status: rows[3],
-        hints: rows[4],
+        notice: rows[4],
+        hints: rows[5],
     }
 }
 
@@ -96,6 +116,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     );
     chrome::header(frame, r.header, state);
     chrome::status(frame, r.status, state);
+    chrome::notice(frame, r.notice, state, keymap);
     if state.traffic.open {
         // The view covers the panes: they are not drawn at all (its frame cost is its own).
         traffic::draw(frame, traffic::area(area), state);
@@ -113,9 +134,13 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
             cards::draw(frame, area, state, card);
         }
     }
-    if state.help {
-        chrome::help(frame, area, keymap);
+    if state.notices_open {
+        notices::draw(frame, area, state);
     }
+    if state.help {
+        chrome::help(frame, area, state, keymap);
+    }
+    state.theme.adapt(frame.buffer_mut());
 }
 
 /// How far the exchange view can scroll (its last screenful), for `update`.
@@ -153,7 +178,8 @@ pub(crate) fn ago(now: i64, then: i64) -> String {
 /// on, and no BiDi or invisible character, reaches a cell; text escaped earlier is unchanged.
 pub(crate) fn fit(text: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthChar;
-    let text = crate::text_safety::safe_line(text);
+    let safe = crate::text_safety::safe_line(text);
+    let text = crate::tui::cells::stable(&safe);
     let mut out = String::new();
     let mut used = 0;
     for c in text.chars() {
@@ -173,10 +199,80 @@ pub(crate) fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// Shorten to `width` columns by cutting the middle, so both ends stay: a session key's end
+/// is the part that tells it from its neighbours (`agent:main:telegram:direct:1234` at 20
+/// columns is `agent:…direct:1234`). Whole `:`-separated parts are kept where that costs
+/// little (`/`-separated parts in a path); widths are display widths (CJK takes two columns). Escaped like [`fit`].
+pub(crate) fn middle_ellipsis(text: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    let safe = crate::text_safety::safe_line(text);
+    let text = crate::tui::cells::stable(&safe);
+    if text.width() <= width {
+        return text.into_owned();
+    }
+    if width <= 1 {
+        return "…".repeat(width);
+    }
+    let budget = width - 1;
+    let w = |c: char| c.width().unwrap_or(0);
+    // Parts are `:`-separated in a key, `/`-separated in a path.
+    let sep = if text.contains(':') { ':' } else { '/' };
+    // The head: the first part (`agent:`) when it takes at most a third.
+    let head: String = match text.find(sep) {
+        Some(i) if text[..=i].width() * 3 <= budget => text[..=i].to_string(),
+        _ => String::new(),
+    };
+    let room = budget - head.width();
+    // The tail: as much of the end as fits…
+    let chars: Vec<char> = text.chars().collect();
+    let mut start = chars.len();
+    let mut used = 0;
+    while start > 0 && used + w(chars[start - 1]) <= room {
+        start -= 1;
+        used += w(chars[start]);
+    }
+    // …starting at a part's beginning when that drops at most a third of it, and never on a
+    // combining mark (it belongs to the character cut off).
+    let tail: String = chars[start..].iter().collect();
+    let tail = match tail.find(sep) {
+        Some(i) if start > 0 && chars[start - 1] != sep && tail[..=i].width() * 3 <= room => {
+            tail[i + 1..].to_string()
+        }
+        _ => tail,
+    };
+    let tail = tail.trim_start_matches(|c: char| w(c) == 0);
+    format!("{head}…{tail}")
+}
+
 /// Pad to exactly `width` columns.
 pub(crate) fn pad(text: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthStr;
     let t = fit(text, width);
     let w = t.width();
     format!("{t}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::middle_ellipsis;
+    use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn middle_ellipsis_keeps_both_ends_within_the_width() {
+        let key = "agent:main:telegram:direct:1234";
+        assert_eq!(middle_ellipsis(key, 40), key);
+        assert_eq!(middle_ellipsis(key, 20), "agent:…direct:1234");
+        assert_eq!(middle_ellipsis(key, 9), "…ect:1234");
+        assert_eq!(middle_ellipsis(key, 1), "…");
+        assert_eq!(middle_ellipsis(key, 0), "");
+        // CJK takes two columns each: the result never passes the width.
+        let cjk = "agent:support:feishu:group:研究チーム研究チーム";
+        for w in 1..40 {
+            let cut = middle_ellipsis(cjk, w);
+            assert!(cut.width() <= w, "{w}: {cut:?}");
+        }
+        assert!(middle_ellipsis(cjk, 16).ends_with("チーム"));
+        // Text a terminal would act on is escaped on the way.
+        assert!(!middle_ellipsis("agent:main:\u{1b}[2J:x", 12).contains('\u{1b}'));
+    }
 }

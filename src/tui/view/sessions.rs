@@ -1,5 +1,7 @@
-//! The sessions pane: a window onto the newest sessions, one row each with kind, name,
-//! channel, activity, effective policy (`*` = this session's override), running and unread.
+//! The sessions pane: a window onto the newest sessions under column headers, one row each
+//! with kind, name (the display name, or the key cut in the middle), channel, activity,
+//! effective policy (`*` = this session's override), running, unread, and the last message
+//! when the pane is wide.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,7 +9,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use super::{ago, border, pad};
+use super::{ago, border, middle_ellipsis, pad};
 use crate::tui::state::{Focus, State};
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
@@ -29,6 +31,19 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     if state.show_archived {
         title.push_str("[+archived] ");
     }
+    let mode = state.order.mode;
+    if mode.console_side() {
+        // Sorted by the console over what it loaded: say so when that is not everything.
+        if (state.sessions.len() as u64) < state.session_count() as u64 {
+            title.push_str(&format!(
+                "[by {}, {} loaded] ",
+                mode.label(),
+                state.sessions.len()
+            ));
+        } else {
+            title.push_str(&format!("[by {}] ", mode.label()));
+        }
+    }
     let block = Block::default()
         .borders(Borders::ALL)
         .title(title)
@@ -38,7 +53,6 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     if inner.height == 0 {
         return;
     }
-    let width = inner.width as usize;
     let mut lines: Vec<Line> = Vec::new();
     // The filter box takes the first line while it is in use.
     let filter_active = state.focus == Focus::Filter || !state.filter.is_empty();
@@ -56,6 +70,44 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             )),
         ]));
     }
+    let width = inner.width as usize;
+    // Columns give way as the pane narrows: channel first, then unread counts; the name
+    // takes whatever is left, and the last message what is left beyond a comfortable name.
+    let Columns {
+        kind: show_kind,
+        channel: show_channel,
+        unread: show_unread,
+        fixed,
+    } = columns(width);
+    let show_preview = shows_preview(width);
+    let name_w = if show_preview {
+        24.max((width - fixed) * 2 / 5)
+    } else {
+        width.saturating_sub(fixed).max(6)
+    };
+    let preview_w = width.saturating_sub(fixed + name_w + 1);
+    if !state.sessions.is_empty() && (inner.height as usize) > lines.len() + 1 {
+        let mut head = "  ".to_string();
+        if show_kind {
+            head.push_str(&format!("{} ", pad("kind", 5)));
+        }
+        head.push_str(&format!("{} ", pad("name", name_w)));
+        if show_channel {
+            head.push_str(&pad("channel", 8));
+            head.push(' ');
+        }
+        head.push_str(&format!("{:>4} {}", "age", pad("policy", 6)));
+        if show_unread {
+            head.push_str(" new");
+        }
+        if show_preview {
+            head.push_str("  last message");
+        }
+        lines.push(Line::styled(
+            pad(&head, width),
+            Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+        ));
+    }
     let rows_room = inner.height as usize - lines.len();
     if state.sessions.is_empty() {
         let msg = if state.filter.is_empty()
@@ -69,12 +121,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         lines.push(Line::from(msg));
     }
     let top = top_row(state, rows_room);
-    // Columns give way as the pane narrows: channel first, then unread counts; the name
-    // takes whatever is left.
-    let show_channel = width >= 48;
-    let show_unread = width >= 30;
-    let fixed = 1 + 6 + 5 + 7 + if show_channel { 9 } else { 0 } + if show_unread { 4 } else { 0 };
-    let name_w = width.saturating_sub(fixed).max(6);
+    let g = state.theme.glyphs();
     let first = top.saturating_sub(state.sessions_offset);
     for (j, row) in state
         .sessions
@@ -85,9 +132,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     {
         let i = state.sessions_offset + j;
         let running = if state.streams.streaming_in(&row.key) {
-            "▍"
+            g.streaming
         } else if state.running.contains(&row.key) {
-            "●"
+            g.running
+        } else {
+            " "
+        };
+        let mark = if state.order.marked.contains(&row.key) {
+            g.activity
         } else {
             " "
         };
@@ -108,16 +160,19 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             row.policy,
             if row.policy_override { "*" } else { " " }
         );
-        let name = if row.archived {
-            format!("[a] {}", row.name)
+        let prefix = if row.archived { "[a] " } else { "" };
+        let room = name_w.saturating_sub(prefix.len());
+        // A display name is kept from its start; a bare key keeps its distinguishing end.
+        let name = if row.named {
+            super::fit(&row.name, room)
         } else {
-            row.name.clone()
+            middle_ellipsis(&row.name, room)
         };
-        let mut text = format!(
-            "{running}{} {} ",
-            pad(row.kind.as_str(), 5),
-            pad(&name, name_w)
-        );
+        let mut text = format!("{running}{mark}");
+        if show_kind {
+            text.push_str(&format!("{} ", pad(row.kind.as_str(), 5)));
+        }
+        text.push_str(&format!("{} ", pad(&format!("{prefix}{name}"), name_w)));
         if show_channel {
             text.push_str(&pad(&row.channel, 8));
             text.push(' ');
@@ -131,6 +186,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             text.push(' ');
             text.push_str(&unread);
         }
+        if show_preview && let Some(p) = &row.preview {
+            text.push_str("  ");
+            text.push_str(&super::fit(p, preview_w.saturating_sub(1)));
+        }
         let mut style = Style::default();
         if row.policy == "deny" {
             style = style.add_modifier(Modifier::DIM);
@@ -141,6 +200,41 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         lines.push(Line::styled(pad(&text, width), style));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Which of channel and unread fit in a pane `width` wide, and the width of the columns
+/// other than name and preview.
+fn columns(width: usize) -> Columns {
+    // The name comes first: the channel only once the name keeps about 20 columns.
+    let kind = width >= 40;
+    let channel = width >= 56;
+    let unread = width >= 30;
+    let fixed = 2
+        + if kind { 6 } else { 0 }
+        + 5
+        + 7
+        + if channel { 9 } else { 0 }
+        + if unread { 4 } else { 0 };
+    Columns {
+        kind,
+        channel,
+        unread,
+        fixed,
+    }
+}
+
+/// The optional columns a pane's width leaves room for (the name takes what is left).
+struct Columns {
+    kind: bool,
+    channel: bool,
+    unread: bool,
+    /// Columns taken by everything but the name and the last message.
+    fixed: usize,
+}
+
+/// A pane `width` wide (inside its border) shows the last-message column.
+pub fn shows_preview(width: usize) -> bool {
+    width >= columns(width).fixed + 24 + 16
 }
 
 /// The first session (position in the whole order) shown in a pane with `rows_room` rows:
@@ -156,6 +250,12 @@ fn top_row(state: &State, rows_room: usize) -> usize {
 /// The first session shown in the sessions pane at `area` (for mouse clicks).
 pub fn top_for(state: &State, area: Rect) -> usize {
     let inner_h = area.height.saturating_sub(2) as usize;
+    top_row(state, inner_h.saturating_sub(rows_above(state, inner_h)))
+}
+
+/// Lines above the first row: the filter box while in use, then the column headers.
+pub fn rows_above(state: &State, inner_h: usize) -> usize {
     let filter_line = usize::from(state.focus == Focus::Filter || !state.filter.is_empty());
-    top_row(state, inner_h.saturating_sub(filter_line))
+    let header = usize::from(!state.sessions.is_empty() && inner_h > filter_line + 1);
+    filter_line + header
 }
