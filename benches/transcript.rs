@@ -91,7 +91,10 @@ fn main() {
         policy: "allow".into(),
         policy_override: false,
         policy_detail: "default".into(),
+        policy_words: "allow · default".into(),
         archived: false,
+        named: false,
+        preview: None,
     }];
     state.matching_sessions = 1;
     state.transcript_total = lines.len() as i64;

@@ -5,10 +5,10 @@
 
 pub mod action;
 pub mod cards;
+pub mod cells;
+pub mod clipboard;
 pub mod complete;
 pub mod composer;
-pub mod clipboard;
-pub mod cells;
 pub mod effects;
 pub mod exchanges;
 pub mod keymap;
@@ -19,10 +19,10 @@ pub mod state;
 pub mod status;
 pub mod streams;
 pub mod terminal;
-pub mod traffic;
-pub mod tool_cards;
-pub mod transcript;
 pub mod theme;
+pub mod tool_cards;
+pub mod traffic;
+pub mod transcript;
 pub mod update;
 pub mod view;
 
