@@ -139,7 +139,7 @@ fn a_streamed_reply_grows_on_screen_then_stands_as_one_line() {
     });
     t.keys(&["i"]);
     t.type_text("please stream");
-    t.wait_for("the composer", STEP, |s| s.contains("please stream▏"));
+    t.wait_for("the composer", STEP, |s| s.contains("│please stream"));
     t.keys(&["Enter"]);
 
     // Mid-way: part of the reply, the cursor and the indicator; the session marked.
