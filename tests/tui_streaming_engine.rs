@@ -71,7 +71,11 @@ async fn a_streamed_reply_grows_in_the_console_and_is_replaced_by_its_line() {
     let mid = screen(&d.console.state);
     assert!(mid.contains("agent: one two"), "{mid}");
     assert!(mid.contains("▍ streaming…"), "{mid}");
-    assert!(mid.contains("▍main"), "the sessions list marks it: {mid}");
+    // The running mark's column, then the new-activity column (` ` or `+`), then the kind.
+    assert!(
+        mid.contains("▍ main") || mid.contains("▍+main"),
+        "the sessions list marks it: {mid}"
+    );
 
     tokio::time::timeout(std::time::Duration::from_secs(60), b.engine.idle())
         .await
