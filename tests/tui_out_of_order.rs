@@ -80,7 +80,9 @@ impl Harness {
         for e in effects {
             if matches!(
                 e,
-                Effect::LoadSessions { .. } | Effect::LoadTranscript { .. }
+                Effect::LoadSessions { .. }
+                    | Effect::LoadTranscript { .. }
+                    | Effect::LoadExchanges { .. }
             ) {
                 self.waiting.push(e);
             }
@@ -131,6 +133,17 @@ impl Harness {
                     result: Box::new(result),
                 };
                 (action, false, stale)
+            }
+            // The rounds pane's exchanges: answered like the others, checked by `pending`.
+            Effect::LoadExchanges { generation, query } => {
+                let before = query.before.clone();
+                let result = self.rt.block_on(self.api.exchanges(query));
+                let action = Action::ExchangesLoaded {
+                    generation,
+                    before,
+                    result: Box::new(result),
+                };
+                (action, false, false)
             }
             other => unreachable!("only loads wait: {other:?}"),
         };
