@@ -131,6 +131,19 @@ wrong shape are skipped, and the summary counts every skip by reason.")]
     /// Write the documented default config, or validate one.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The console's keys: every action, the keys bound to it (your keymap file applied) and
+    /// what it does.
+    #[command(
+        after_help = "Examples:\n  switchboard keys\n  switchboard keys --markdown     # the table README.md carries\n  switchboard keys --defaults     # without <config dir>/switchboard/keymap.json5"
+    )]
+    Keys {
+        /// A Markdown table instead of columns.
+        #[arg(long)]
+        markdown: bool,
+        /// The built-in keys, without your keymap file.
+        #[arg(long)]
+        defaults: bool,
+    },
     /// Run the engine headless behind a WebSocket gateway (OpenClaw's protocol v4).
     #[command(
         long_about = "Run the engine without a console, behind a WebSocket gateway speaking \
@@ -584,6 +597,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
             cli.local_only("config")?;
             config_cmd(&cli, cmd)
         }
+        Some(Command::Keys { markdown, defaults }) => keys(*markdown, *defaults),
         Some(Command::Serve(args)) => {
             cli.local_only("serve")?;
             serve(&cli, args, log).await
@@ -697,19 +711,44 @@ fn console_terminal() -> Result<switchboard::tui::theme::Theme> {
     switchboard::tui::theme::Theme::from_env().map_err(|e| usage(e.to_string()))
 }
 
+/// The keymap the console uses: the defaults plus `<config dir>/switchboard/keymap.json5`.
+fn load_keymap() -> Result<switchboard::tui::keymap::Keymap> {
+    use switchboard::tui::keymap::Keymap;
+    Ok(
+        match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
+            Some(path) if path.exists() => {
+                let text = switchboard::config::text_limits::read_capped(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                    .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+                Keymap::with_overrides(&text)
+                    .map_err(|e| usage(format!("{}: {e}", path.display())))?
+            }
+            _ => Keymap::defaults(),
+        },
+    )
+}
+
+/// `keys`: the key reference, from the same keymap the console loads.
+fn keys(markdown: bool, defaults: bool) -> Result<()> {
+    use switchboard::tui::{keymap::Keymap, keys_doc};
+    let keymap = if defaults {
+        Keymap::defaults()
+    } else {
+        load_keymap()?
+    };
+    let out = if markdown {
+        keys_doc::markdown(&keymap)
+    } else {
+        keys_doc::text(&keymap)
+    };
+    print!("{out}");
+    Ok(())
+}
+
 /// The console's options: the keymap (defaults plus `<config dir>/switchboard/keymap.json5`)
 /// and NO_COLOR.
 fn console_options(attached: String) -> Result<switchboard::tui::Options> {
-    use switchboard::tui::keymap::Keymap;
-    let keymap = match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
-        Some(path) if path.exists() => {
-            let text = switchboard::config::text_limits::read_capped(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?
-                .map_err(|e| usage(format!("{}: {e}", path.display())))?;
-            Keymap::with_overrides(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
-        }
-        _ => Keymap::defaults(),
-    };
+    let keymap = load_keymap()?;
     Ok(switchboard::tui::Options {
         attached,
         keymap,

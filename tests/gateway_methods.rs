@@ -19,7 +19,8 @@ fn bench() -> common::Bench {
         "agents": { "list": [
             { "id": "main", "default": true, "model": "scripted",
               "script": [ { "reply": "re: {{text}}" } ] },
-            { "id": "work", "model": "scripted", "script": [ { "reply": "work: {{text}}" } ] },
+            { "id": "work", "model": "scripted", "script": [ { "reply": "work: {{text}}" } ],
+              "subagents": { "allowAgents": ["main"] } },
         ] },
     }))
 }
@@ -74,6 +75,12 @@ async fn session_methods_answer_in_openclaw_shapes() {
         .map(|a| a["id"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(ids, ["main", "work"]);
+    // What each may spawn under besides itself (the console's agent picker shows it).
+    assert_eq!(
+        ok(&agents)["agents"][1]["maySpawn"],
+        json!(["main"]),
+        "{agents}"
+    );
 
     // A new key without a message is refused honestly; with one, it exists.
     let (code, message) = err(&call(

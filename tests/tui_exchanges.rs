@@ -423,7 +423,7 @@ async fn a_long_exchange_scrolls_to_its_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_and_two_jump_to_either_session_and_esc_closes() {
     let mut d = opened(120, 40).await;
-    d.key(KeyCode::Char('2'));
+    d.press(KeyCode::Char('2'));
     d.settle().await;
     let s = &d.console.state;
     assert!(s.exchange_view.is_none());
@@ -433,14 +433,14 @@ async fn one_and_two_jump_to_either_session_and_esc_closes() {
     d.intent(Intent::Top);
     d.intent(Intent::Open);
     d.settle().await;
-    d.key(KeyCode::Char('1'));
+    d.press(KeyCode::Char('1'));
     d.settle().await;
     assert_eq!(d.console.state.selected_key(), Some(ALICE));
     d.console.state.focus = Focus::Rounds;
     d.intent(Intent::Open);
     d.settle().await;
     assert!(d.console.state.exchange_view.is_some());
-    d.key(KeyCode::Esc);
+    d.press(KeyCode::Esc);
     assert!(d.console.state.exchange_view.is_none());
 }
 
@@ -459,7 +459,7 @@ async fn a_vanished_exchange_or_a_deleted_session_is_said_inline() {
         "{shown}"
     );
     // Jumping to it now: the console says it is gone, nothing breaks.
-    d.key(KeyCode::Char('1'));
+    d.press(KeyCode::Char('1'));
     d.settle().await;
     assert!(
         d.flashes

@@ -432,20 +432,34 @@ fn help_lays_out_at_60x16_with_columns_apart_and_a_legend() {
             "{line:?}"
         );
     }
-    // Every intent's keys appear at the start of a cell.
+    // It scrolls, and every intent's keys appear at the start of a cell on some screen.
+    assert!(s.contains("↓ more"), "{s}");
+    let max = switchboard::tui::view::help_max_scroll(&{
+        let mut st = state.clone();
+        st.width = 60;
+        st.height = 16;
+        st
+    });
+    assert!(max > 0);
+    let mut screens = vec![s.clone()];
+    for scroll in 1..=max {
+        let mut st = state.clone();
+        st.help_scroll = scroll;
+        screens.push(text(&render(&st, 60, 16)));
+    }
+    let last = screens.last().cloned().unwrap_or_default();
+    assert!(last.contains("↑ more above"), "{last}");
     let keymap = Keymap::defaults();
-    for i in [
-        Intent::Quit,
-        Intent::Help,
-        Intent::Notices,
-        Intent::CycleSort,
-    ] {
-        let keys = keymap.keys_for(i);
+    for i in Intent::ALL {
+        let keys = keymap.keys_for(*i);
         assert!(
-            s.contains(&format!(" {keys} ")) || s.contains(&format!("│{keys} ")),
-            "{keys}: {s}"
+            screens
+                .iter()
+                .any(|s| s.contains(&format!(" {keys} ")) || s.contains(&format!("│{keys} "))),
+            "{keys}: {screens:?}"
         );
     }
+    insta::assert_snapshot!("help_60x16_scrolled_to_the_end", last);
     insta::assert_snapshot!("help_60x16", s);
 }
 
@@ -486,4 +500,37 @@ async fn a_click_selects_the_row_under_it_below_the_column_headers() {
     d.act(Action::Click(r.x + 5, r.y + 1));
     d.settle().await;
     assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
+}
+
+#[test]
+fn keys_scroll_a_help_taller_than_the_screen_and_closing_starts_it_over() {
+    let mut state = state_with(telegram_rows());
+    state.width = 60;
+    state.height = 16;
+    let mut c = switchboard::tui::update::Console::new(state);
+    let keymap = Keymap::defaults();
+    let press = |c: &mut switchboard::tui::update::Console, code| {
+        let k = crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE);
+        for a in switchboard::tui::map_event(crossterm::event::Event::Key(k), &c.state, &keymap) {
+            c.update(a);
+        }
+    };
+    use crossterm::event::KeyCode;
+    press(&mut c, KeyCode::Char('?'));
+    assert!(c.state.help);
+    let max = view::help_max_scroll(&c.state);
+    press(&mut c, KeyCode::Char('j'));
+    assert_eq!(c.state.help_scroll, 1);
+    press(&mut c, KeyCode::Char('G'));
+    assert_eq!(c.state.help_scroll, max);
+    // Past the end it stays at the end; one up is one row up at once.
+    press(&mut c, KeyCode::Char('j'));
+    press(&mut c, KeyCode::Char('k'));
+    assert_eq!(c.state.help_scroll, max - 1);
+    // The selection under the help did not move meanwhile.
+    assert_eq!(c.state.selected, 0);
+    press(&mut c, KeyCode::Esc);
+    assert!(!c.state.help);
+    press(&mut c, KeyCode::Char('?'));
+    assert_eq!(c.state.help_scroll, 0);
 }

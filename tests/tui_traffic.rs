@@ -19,7 +19,7 @@ use switchboard::api::{EngineEvent, SessionKind, SessionsApi, TrafficCount, Tran
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::State;
-use switchboard::tui::{map_event, strip_colors, view};
+use switchboard::tui::{strip_colors, view};
 use unicode_width::UnicodeWidthStr;
 
 use common::console_driver::Driver;
@@ -186,29 +186,12 @@ fn row_of(buf: &Buffer, needle: &str) -> Option<u16> {
         .map(|y| y as u16)
 }
 
-/// A key as the terminal would deliver it, mapped as the app loop maps it.
 fn press(d: &mut Driver, c: char) {
-    let k = crossterm::event::KeyEvent::new(KeyCode::Char(c), crossterm::event::KeyModifiers::NONE);
-    let actions = map_event(
-        crossterm::event::Event::Key(k),
-        &d.console.state,
-        &Keymap::defaults(),
-    );
-    for a in actions {
-        d.act(a);
-    }
+    d.press(KeyCode::Char(c));
 }
 
 fn press_code(d: &mut Driver, code: KeyCode) {
-    let k = crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE);
-    let actions = map_event(
-        crossterm::event::Event::Key(k),
-        &d.console.state,
-        &Keymap::defaults(),
-    );
-    for a in actions {
-        d.act(a);
-    }
+    d.press(code);
 }
 
 /// What the owner sent, as `(key, text)`.

@@ -567,7 +567,14 @@ async fn agents_list(api: &Arc<dyn SessionsApi>) -> Result<Value, ErrorShape> {
         .unwrap_or_else(|| "main".into());
     let list: Vec<Value> = agents
         .iter()
-        .map(|a| json!({"id": a.id, "model": a.model, "isDefault": a.is_default}))
+        .map(|a| {
+            let mut v = json!({"id": a.id, "model": a.model, "isDefault": a.is_default});
+            // Ours, beside OpenClaw's fields: whom the agent may spawn under (not itself).
+            if !a.may_spawn.is_empty() {
+                v["maySpawn"] = json!(a.may_spawn);
+            }
+            v
+        })
         .collect();
     Ok(json!({"defaultId": default, "agents": list}))
 }

@@ -176,15 +176,40 @@ impl Keymap {
         self.keys.get(&chord_of(key)?).copied()
     }
 
+    /// The first key bound to `intent` (`j` for down), or `-` when none is.
+    pub fn key_for(&self, intent: Intent) -> String {
+        self.keys
+            .iter()
+            .find(|(_, i)| **i == intent)
+            .map(|(c, _)| chord_label(c))
+            .unwrap_or_else(|| "-".into())
+    }
+
+    /// A view's key line (`esc close · j/k move`): each entry's intents by their first key,
+    /// so a remapped key shows as remapped.
+    pub fn hint_line(&self, entries: &[(&[Intent], &str)]) -> String {
+        let parts: Vec<String> = entries
+            .iter()
+            .map(|(intents, what)| {
+                let keys: Vec<String> = intents.iter().map(|i| self.key_for(*i)).collect();
+                format!("{} {what}", keys.join("/"))
+            })
+            .collect();
+        parts.join(" · ")
+    }
+
     /// Keys bound to `intent`, as the help shows them (`j/down`).
     pub fn keys_for(&self, intent: Intent) -> String {
-        let keys: Vec<String> = self
-            .keys
+        self.keys_list(intent).join("/")
+    }
+
+    /// Keys bound to `intent`, each as the keymap file names it.
+    pub fn keys_list(&self, intent: Intent) -> Vec<String> {
+        self.keys
             .iter()
             .filter(|(_, i)| **i == intent)
             .map(|(c, _)| chord_label(c))
-            .collect();
-        keys.join("/")
+            .collect()
     }
 }
 

@@ -12,6 +12,7 @@ pub mod composer;
 pub mod effects;
 pub mod exchanges;
 pub mod keymap;
+pub mod keys_doc;
 pub mod search;
 pub mod sessions_order;
 pub mod sgr;
@@ -369,33 +370,39 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             }
             if state.notices_open {
                 return match keymap.intent(&k) {
-                    Some(Intent::Notices | Intent::Help | Intent::Quit) => {
+                    Some(Intent::Notices | Intent::Help | Intent::Quit | Intent::Close) => {
                         vec![Action::Intent(Intent::Notices)]
                     }
-                    _ if k.code == KeyCode::Esc => vec![Action::Intent(Intent::Notices)],
                     _ => vec![],
                 };
             }
             if state.help {
                 // Any of these closes the help; other keys are ignored meanwhile.
-                return match k.code {
-                    KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') => {
+                return match keymap.intent(&k) {
+                    Some(Intent::Help | Intent::Quit | Intent::Close) => {
                         vec![Action::Intent(Intent::Help)]
                     }
+                    // A help taller than the screen scrolls.
+                    Some(
+                        i @ (Intent::Down
+                        | Intent::Up
+                        | Intent::PageDown
+                        | Intent::PageUp
+                        | Intent::Top
+                        | Intent::Bottom),
+                    ) => vec![Action::Intent(i)],
                     _ => vec![],
                 };
             }
             if state.traffic.open {
                 return traffic_keys(k, state, keymap);
             }
-            // The exchange view's own keys (close, jump to a session); the rest as usual.
+            // The exchange view's own keys (close, go to either session); the rest as usual.
             if state.exchange_view.is_some()
-                && matches!(
-                    k.code,
-                    KeyCode::Esc | KeyCode::Char('1') | KeyCode::Char('2')
-                )
+                && let Some(i @ (Intent::Close | Intent::JumpRequester | Intent::JumpTarget)) =
+                    keymap.intent(&k)
             {
-                return vec![Action::Key(k)];
+                return vec![Action::Intent(i)];
             }
             // An overlay a slash command opened takes the keys until it closes.
             if state.card.is_some() {
@@ -426,8 +433,8 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
     }
 }
 
-/// Keys in the traffic view: moving, quitting, help and `v` as the keymap says; Esc and the
-/// view's own letters (S, y, n, u, a) go to the view.
+/// Keys in the traffic view: moving, quitting, help, closing and the view's own intents (stop a
+/// pair, undo, agents/sessions) as the keymap says; a pending confirmation takes the next key.
 fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -> Vec<Action> {
     if state.traffic.confirm.is_some() {
         // The confirmation takes the next key, whatever it is: y stops, anything else cancels.
@@ -437,15 +444,19 @@ fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -
         Some(
             i @ (Intent::Quit
             | Intent::Help
+            | Intent::Close
             | Intent::Down
             | Intent::Up
             | Intent::PageDown
             | Intent::PageUp
             | Intent::Top
             | Intent::Bottom
-            | Intent::ToggleTraffic),
-        ) if k.code != KeyCode::Esc => vec![Action::Intent(i)],
-        _ => vec![Action::Key(k)],
+            | Intent::ToggleTraffic
+            | Intent::ToggleRoundsScope
+            | Intent::StopPair
+            | Intent::UndoStop),
+        ) => vec![Action::Intent(i)],
+        _ => vec![],
     }
 }
 

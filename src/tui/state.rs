@@ -170,6 +170,8 @@ pub struct State {
     pub height: u16,
     pub focus: Focus,
     pub help: bool,
+    /// The help's first row shown (it scrolls when the screen is too small for every key).
+    pub help_scroll: usize,
     pub mouse: bool,
     pub quit: bool,
     /// What the terminal can show (ASCII borders, colours).
@@ -249,6 +251,7 @@ impl State {
             height: 24,
             focus: Focus::Sessions,
             help: false,
+            help_scroll: 0,
             mouse: false,
             quit: false,
             theme: Default::default(),

@@ -668,34 +668,33 @@ impl Traffic {
     }
 
     /// A key typed while the view is open.
-    pub fn key(&mut self, c: char) -> Option<Command> {
-        if let Some(plan) = self.confirm.take() {
-            return match c {
-                'y' | 'Y' => Some(self.stop(plan)),
-                // Anything else cancels: a stop is never done by a stray key.
-                _ => {
-                    self.note = Some(format!("not stopped: {}", plan.label));
-                    None
-                }
-            };
-        }
+    /// The answer to a pending stop: `y` stops, anything else cancels (a stop is never done by
+    /// a stray key).
+    pub fn answer(&mut self, c: char) -> Option<Command> {
+        let plan = self.confirm.take()?;
         match c {
-            'S' => {
-                self.confirm = self.plan();
-                if self.confirm.is_none() {
-                    self.note = Some("no pair selected: nothing to stop".into());
-                }
+            'y' | 'Y' => Some(self.stop(plan)),
+            _ => {
+                self.note = Some(format!("not stopped: {}", plan.label));
                 None
             }
-            'u' => self.undo(),
-            'a' => {
-                self.by_agent = !self.by_agent;
-                self.selected = None;
-                self.cursor = 0;
-                None
-            }
-            _ => None,
         }
+    }
+
+    /// Ask to stop the selected pair: the next key confirms or cancels.
+    pub fn ask_stop(&mut self) -> Option<Command> {
+        self.confirm = self.plan();
+        if self.confirm.is_none() {
+            self.note = Some("no pair selected: nothing to stop".into());
+        }
+        None
+    }
+
+    /// Count by agent instead of by session, or back.
+    pub fn toggle_by_agent(&mut self) {
+        self.by_agent = !self.by_agent;
+        self.selected = None;
+        self.cursor = 0;
     }
 
     /// Esc: cancel the confirmation, else close the view.
@@ -759,7 +758,7 @@ impl Traffic {
         Command::Send(sends)
     }
 
-    fn undo(&mut self) -> Option<Command> {
+    pub fn undo(&mut self) -> Option<Command> {
         let Some(plan) = self.last_stop.take() else {
             self.note = Some("nothing to undo".into());
             return None;

@@ -497,7 +497,34 @@ impl Console {
         let s = &mut self.state;
         match intent {
             Intent::Quit => s.quit = true,
-            Intent::Help => s.help = !s.help,
+            Intent::Help => {
+                s.help = !s.help;
+                s.help_scroll = 0;
+            }
+            Intent::Close => self.close_view(),
+            Intent::JumpRequester | Intent::JumpTarget => {
+                if let Some(v) = &s.exchange_view {
+                    let key = if intent == Intent::JumpRequester {
+                        v.summary.requester.clone()
+                    } else {
+                        v.summary.target.clone()
+                    };
+                    self.jump_to(key);
+                }
+            }
+            Intent::ToggleRoundsScope if s.traffic.open => s.traffic.toggle_by_agent(),
+            Intent::StopPair | Intent::UndoStop => {
+                if s.traffic.open {
+                    let command = if intent == Intent::StopPair {
+                        s.traffic.ask_stop()
+                    } else {
+                        s.traffic.undo()
+                    };
+                    self.traffic_command(command);
+                } else {
+                    s.flash("open the traffic view (v) to stop a pair", false);
+                }
+            }
             Intent::FocusNext | Intent::FocusPrev => {
                 let cycle = Focus::CYCLE;
                 let i = cycle.iter().position(|f| *f == s.focus).unwrap_or(0);
@@ -617,6 +644,26 @@ impl Console {
             | Intent::PageUp
             | Intent::Top
             | Intent::Bottom
+                if s.help =>
+            {
+                let max = super::view::help_max_scroll(s);
+                let at = s.help_scroll.min(max);
+                s.help_scroll = match intent {
+                    Intent::Down => at + 1,
+                    Intent::Up => at.saturating_sub(1),
+                    Intent::PageDown => at + page,
+                    Intent::PageUp => at.saturating_sub(page),
+                    Intent::Top => 0,
+                    _ => max,
+                }
+                .min(max);
+            }
+            Intent::Down
+            | Intent::Up
+            | Intent::PageDown
+            | Intent::PageUp
+            | Intent::Top
+            | Intent::Bottom
                 if s.exchange_view.is_some() =>
             {
                 let max = super::view::exchange_max_scroll(s);
@@ -668,16 +715,6 @@ impl Console {
             return self.card_key(k);
         }
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-        if let Some(v) = &self.state.exchange_view {
-            let (requester, target) = (v.summary.requester.clone(), v.summary.target.clone());
-            match k.code {
-                KeyCode::Esc => self.state.exchange_view = None,
-                KeyCode::Char('1') => self.jump_to(requester),
-                KeyCode::Char('2') => self.jump_to(target),
-                _ => {}
-            }
-            return;
-        }
         match self.state.focus {
             Focus::Search => self.search_key(k),
             Focus::Filter => match k.code {
@@ -705,13 +742,17 @@ impl Console {
     }
 
     /// A key in the traffic view: what it asks for becomes the owner's messages.
+    /// The key that answers the traffic view's confirmation (`y` stops; anything else cancels).
     fn traffic_key(&mut self, k: KeyEvent) {
         let t = &mut self.state.traffic;
         let command = match k.code {
-            KeyCode::Esc => t.escape(),
-            KeyCode::Char(c) => t.key(c),
-            _ => None,
+            KeyCode::Char(c) => t.answer(c),
+            _ => t.escape(),
         };
+        self.traffic_command(command);
+    }
+
+    fn traffic_command(&mut self, command: Option<super::traffic::Command>) {
         match command {
             Some(super::traffic::Command::Send(sends)) => {
                 for (key, text) in sends {
@@ -720,6 +761,21 @@ impl Console {
             }
             Some(super::traffic::Command::Close) => self.state.traffic.toggle(),
             None => {}
+        }
+    }
+
+    /// Esc: the innermost open view closes (the traffic view's confirmation first).
+    fn close_view(&mut self) {
+        let s = &mut self.state;
+        if s.traffic.open {
+            let command = s.traffic.escape();
+            self.traffic_command(command);
+        } else if s.exchange_view.is_some() {
+            s.exchange_view = None;
+        } else if s.notices_open {
+            s.notices_open = false;
+        } else if s.help {
+            s.help = false;
         }
     }
 

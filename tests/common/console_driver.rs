@@ -58,6 +58,19 @@ impl Driver {
         self.act(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
     }
 
+    /// A key as the terminal delivers it, mapped as the app loop maps it (default keymap).
+    pub fn press(&mut self, code: KeyCode) {
+        let k = KeyEvent::new(code, KeyModifiers::NONE);
+        let keymap = switchboard::tui::keymap::Keymap::defaults();
+        for a in switchboard::tui::map_event(
+            crossterm::event::Event::Key(k),
+            &self.console.state,
+            &keymap,
+        ) {
+            self.act(a);
+        }
+    }
+
     pub fn type_text(&mut self, text: &str) {
         for c in text.chars() {
             self.key(KeyCode::Char(c));

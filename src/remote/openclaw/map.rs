@@ -282,7 +282,16 @@ pub fn agents(payload: &Value) -> (Vec<AgentInfo>, KeyRules) {
                 is_default: id == rules.default_agent,
                 id,
                 model,
-                may_spawn: Vec::new(),
+                // A Switchboard gateway says it; OpenClaw does not.
+                may_spawn: a
+                    .get("maySpawn")
+                    .and_then(Value::as_array)
+                    .map(|l| {
+                        l.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             })
         })
         .collect();
@@ -314,6 +323,16 @@ pub fn run_result(run_id: &str, payload: &Value) -> RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agents_keep_may_spawn_when_the_gateway_says_it() {
+        let (list, _) = agents(&serde_json::json!({"defaultId": "main", "agents": [
+            {"id": "main", "model": {"primary": "m"}},
+            {"id": "work", "model": "w", "maySpawn": ["main", 7]},
+        ]}));
+        assert!(list[0].may_spawn.is_empty());
+        assert_eq!(list[1].may_spawn, ["main"]);
+    }
 
     #[test]
     fn keys_canonicalise_as_openclaw_stores_them() {

@@ -272,65 +272,119 @@ fn pack(items: &[String], width: usize) -> Vec<String> {
     lines
 }
 
+/// The key column's width in the help: `ctrl+c/q` fits; longer (remapped) keys are cut.
+const HELP_KEY_W: usize = 9;
+/// The narrowest a help column may get (key, space, a readable description).
+const HELP_MIN_COL_W: usize = 26;
+
+/// Where the help's entries go at this screen size: columns, rows per column, the rows that
+/// show at once, and the packed legend. Fewest columns that show every entry, as many as stay
+/// readable otherwise; what still does not fit scrolls.
+struct HelpLayout {
+    columns: usize,
+    per_column: usize,
+    visible: usize,
+    col_w: usize,
+    box_w: usize,
+    legend: Vec<String>,
+}
+
+fn help_layout(state: &State, width: u16, height: u16) -> HelpLayout {
+    let n = Intent::ALL.len();
+    let inner_w = (width as usize).saturating_sub(4);
+    let rows = (height as usize).saturating_sub(2);
+    let col_w_of = |columns: usize| (inner_w / columns).min(40);
+    let legend_of = |columns: usize| {
+        pack(
+            &legend(state),
+            (col_w_of(columns) * columns).clamp(20, inner_w.max(20)),
+        )
+    };
+    let mut columns = 1;
+    while n.div_ceil(columns) + legend_of(columns).len() > rows
+        && columns < 4
+        && col_w_of(columns + 1) >= HELP_MIN_COL_W
+    {
+        columns += 1;
+    }
+    let col_w = col_w_of(columns);
+    let box_w = (col_w * columns).max(40).min(inner_w);
+    let legend = pack(&legend(state), box_w);
+    let per_column = n.div_ceil(columns);
+    // One row is kept for the "more" line when the entries scroll.
+    let room = rows.saturating_sub(legend.len());
+    let visible = if per_column <= room {
+        per_column
+    } else {
+        room.saturating_sub(1).max(1)
+    };
+    HelpLayout {
+        columns,
+        per_column,
+        visible,
+        col_w,
+        box_w,
+        legend,
+    }
+}
+
+/// How far the help can scroll at the state's size (0 when everything shows).
+pub fn help_max_scroll(state: &State) -> usize {
+    let l = help_layout(state, state.width, state.height);
+    l.per_column - l.visible
+}
+
 pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     let entries: Vec<(String, &str)> = Intent::ALL
         .iter()
         .map(|i| (keymap.keys_for(*i), i.description()))
         .collect();
     let footer = ["Composer: /send /spawn /ask /status /abort /agents /new /help"];
-    let inner_w = area.width.saturating_sub(4) as usize;
     let rows = area.height.saturating_sub(2) as usize;
-    let key_w = entries
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(1, 12);
-    // As few columns as fit the height next to the legend; each a fixed width with a gap,
-    // so entries never run into each other (descriptions are cut with `…` when narrow).
-    let mut columns = 1;
-    loop {
-        let col_w = (inner_w / columns).min(40);
-        let legend = pack(&legend(state), (col_w * columns).max(20).min(inner_w));
-        if entries.len().div_ceil(columns) + legend.len() <= rows || columns == 4 {
-            break;
-        }
-        columns += 1;
-    }
-    let per_column = entries.len().div_ceil(columns);
-    let col_w = (inner_w / columns).min(40);
-    let box_w = (col_w * columns).max(40).min(inner_w);
-    let legend = pack(&legend(state), box_w);
+    let l = help_layout(state, area.width, area.height);
+    let scroll = state.help_scroll.min(l.per_column - l.visible);
     let cell = |(keys, desc): &(String, &str)| {
         pad(
             &fit(
-                &format!("{} {desc}", pad(keys, key_w)),
-                col_w.saturating_sub(1),
+                &format!("{} {desc}", pad(&fit(keys, HELP_KEY_W), HELP_KEY_W)),
+                l.col_w.saturating_sub(1),
             ),
-            col_w,
+            l.col_w,
         )
     };
-    let mut lines: Vec<Line> = (0..per_column)
+    let mut lines: Vec<Line> = (scroll..scroll + l.visible)
         .map(|r| {
             let mut row = String::new();
-            for c in 0..columns {
-                if let Some(e) = entries.get(c * per_column + r) {
+            for c in 0..l.columns {
+                if let Some(e) = entries.get(c * l.per_column + r) {
                     row.push_str(&cell(e));
                 }
             }
             Line::from(row.trim_end().to_string())
         })
         .collect();
+    if l.visible < l.per_column {
+        let below = l.per_column - l.visible - scroll;
+        let more = match (scroll, below) {
+            (0, _) => "↓ more: j/k scroll".to_string(),
+            (_, 0) => "↑ more above".to_string(),
+            _ => "↑↓ more: j/k scroll".to_string(),
+        };
+        lines.push(Line::styled(
+            fit(&more, l.box_w),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
     // The blank line and the composer's commands only where there is room for them.
-    let spare = rows.saturating_sub(lines.len() + legend.len());
+    let spare = rows.saturating_sub(lines.len() + l.legend.len());
     if spare > footer.len() {
         lines.push(Line::from(""));
     }
-    lines.extend(legend.into_iter().map(Line::from));
+    lines.extend(l.legend.into_iter().map(Line::from));
     if spare >= footer.len() {
-        lines.extend(footer.iter().map(|f| Line::from(fit(f, box_w))));
+        lines.extend(footer.iter().map(|f| Line::from(fit(f, l.box_w))));
     }
-    let w = (box_w + 2) as u16;
+    let w = (l.box_w + 2) as u16;
     let h = (lines.len() as u16 + 2).min(area.height);
     let rect = Rect::new(
         area.width.saturating_sub(w) / 2,

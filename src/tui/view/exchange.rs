@@ -11,11 +11,20 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::{fit, rounds::loop_label};
 use crate::api::ExchangeSummary;
+use crate::tui::action::Intent;
 use crate::tui::exchanges::ExchangeView;
+use crate::tui::keymap::Keymap;
 use crate::tui::state::State;
 
 /// The keys the view answers, shown in it.
-const KEYS: &str = "1 requester · 2 target · j/k scroll · esc close";
+fn keys(keymap: &Keymap) -> String {
+    keymap.hint_line(&[
+        (&[Intent::JumpRequester], "requester"),
+        (&[Intent::JumpTarget], "target"),
+        (&[Intent::Down, Intent::Up], "scroll"),
+        (&[Intent::Close], "close"),
+    ])
+}
 
 fn clock(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
@@ -203,7 +212,7 @@ fn inner_size(a: Rect) -> (usize, usize) {
     )
 }
 
-pub fn draw(frame: &mut Frame, state: &State) {
+pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     let Some(v) = &state.exchange_view else {
         return;
     };
@@ -218,7 +227,7 @@ pub fn draw(frame: &mut Frame, state: &State) {
         shown.push(Line::from(""));
     }
     shown.push(Line::styled(
-        fit(&format!("{KEYS}{more}"), w),
+        fit(&format!("{}{more}", keys(keymap)), w),
         Style::default().add_modifier(Modifier::DIM),
     ));
     frame.render_widget(Clear, a);

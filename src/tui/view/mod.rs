@@ -120,7 +120,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     if state.traffic.open {
         // The view covers the panes: they are not drawn at all (its frame cost is its own).
         traffic::draw(frame, traffic::area(area), state);
-        traffic::hints(frame, r.hints);
+        traffic::hints(frame, r.hints, keymap);
     } else {
         sessions::draw(frame, r.sessions, state);
         transcript::draw(frame, r.transcript, state);
@@ -128,7 +128,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         composer::draw(frame, r.composer, state);
         chrome::hints(frame, r.hints, state, keymap);
         if state.exchange_view.is_some() {
-            exchange::draw(frame, state);
+            exchange::draw(frame, state, keymap);
         }
         if let Some(card) = &state.card {
             cards::draw(frame, area, state, card);
@@ -142,6 +142,8 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     }
     state.theme.adapt(frame.buffer_mut());
 }
+
+pub use chrome::help_max_scroll;
 
 /// How far the exchange view can scroll (its last screenful), for `update`.
 pub fn exchange_max_scroll(state: &State) -> usize {

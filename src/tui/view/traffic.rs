@@ -10,6 +10,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
 use super::{fit, pad};
+use crate::tui::action::Intent;
+use crate::tui::keymap::Keymap;
 use crate::tui::state::State;
 use crate::tui::traffic::{MINUTES, Pair, Seed, Traffic};
 
@@ -142,12 +144,17 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 }
 
 /// The view's keys, drawn in the hint bar while it is open.
-pub fn hints(frame: &mut Frame, area: Rect) {
+pub fn hints(frame: &mut Frame, area: Rect, keymap: &Keymap) {
+    let line = keymap.hint_line(&[
+        (&[Intent::Close], "close"),
+        (&[Intent::Down, Intent::Up], "move"),
+        (&[Intent::StopPair], "stop"),
+        (&[Intent::UndoStop], "undo"),
+        (&[Intent::ToggleRoundsScope], "agents/sessions"),
+        (&[Intent::Help], "help"),
+    ]);
     frame.render_widget(
-        Paragraph::new(Line::from(pad(
-            " esc close · j/k move · S stop · u undo · a agents/sessions · ? help",
-            area.width as usize,
-        ))),
+        Paragraph::new(Line::from(pad(&format!(" {line}"), area.width as usize))),
         area,
     );
 }
