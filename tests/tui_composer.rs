@@ -15,7 +15,6 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-use ratatui::style::Modifier;
 use serde_json::{Value, json};
 use switchboard::api::{
     AgentInfo, KeyPurpose, PolicyView, SendRequest, Sender, SessionDetail, SessionKind,
@@ -71,18 +70,18 @@ fn text(buf: &Buffer) -> String {
     out
 }
 
-/// Where the composer draws its cursor (the one reversed cell in its box).
-fn cursor_cell(buf: &Buffer, state: &State) -> Option<(u16, u16)> {
-    let r = view::regions_for(state);
-    let c = r.composer;
-    for y in c.y + 1..c.y + c.height - 1 {
-        for x in c.x + 1..c.x + c.width - 1 {
-            if buf[(x, y)].modifier.contains(Modifier::REVERSED) {
-                return Some((x - c.x - 1, y - c.y - 1));
-            }
-        }
+/// Where the terminal's cursor is, relative to the composer's text area (None: hidden).
+fn cursor_cell(state: &State) -> Option<(u16, u16)> {
+    let keymap = Keymap::defaults();
+    let mut t = Terminal::new(TestBackend::new(state.width, state.height)).expect("test terminal");
+    t.draw(|f| view::draw(f, state, &keymap)).expect("draw");
+    let b = t.backend();
+    if !b.cursor_visible() {
+        return None;
     }
-    None
+    let at = b.cursor_position();
+    let c = view::regions_for(state).composer;
+    Some((at.x - c.x - 1, at.y - c.y - 1))
 }
 
 fn row(key: &str, name: &str, kind: SessionKind) -> SessionRow {
@@ -166,7 +165,7 @@ fn a_multi_line_draft_with_the_cursor_mid_line() {
         assert!(shown.contains("│thanks"), "{shown}");
         assert!(shown.contains("line 1/3"), "{shown}");
         assert_eq!(
-            cursor_cell(&buf, s),
+            cursor_cell(s),
             Some((13, 0)),
             "the cursor is drawn where it is"
         );
@@ -534,8 +533,7 @@ fn a_resize_during_an_edit_keeps_draft_and_cursor() {
     let before = (c.state.composer.text(), c.state.composer.cursor());
     c.update(Action::Resize(60, 16));
     assert_eq!((c.state.composer.text(), c.state.composer.cursor()), before);
-    let buf = render(&c.state, 60, 16);
-    assert_eq!(cursor_cell(&buf, &c.state), Some((5, 0)));
+    assert_eq!(cursor_cell(&c.state), Some((5, 0)));
     c.update(Action::Resize(10, 5));
     let small = text(&render(&c.state, 10, 5));
     assert!(small.contains("too small"), "{small}");
@@ -904,4 +902,17 @@ mod any_input {
             }
         }
     }
+}
+
+#[test]
+fn the_terminal_cursor_shows_only_while_writing_and_nothing_covers_the_box() {
+    let mut c = Console::new(state(120, 40));
+    type_into(&mut c, "hello");
+    assert_eq!(cursor_cell(&c.state), Some((5, 0)));
+    c.update(Action::Intent(Intent::Help));
+    assert_eq!(cursor_cell(&c.state), None, "the help covers the composer");
+    c.update(Action::Intent(Intent::Help));
+    assert_eq!(cursor_cell(&c.state), Some((5, 0)));
+    c.update(plain(KeyCode::Esc));
+    assert_eq!(cursor_cell(&c.state), None, "not writing: no cursor");
 }

@@ -133,7 +133,7 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     });
 
     let mut shadow = Terminal::new(TestBackend::new(w, h))?;
-    let mut last: Option<Buffer> = None;
+    let mut last: Option<(Buffer, Option<ratatui::layout::Position>)> = None;
     // Set when the terminal vanished: nothing may be written to it any more.
     let mut gone = false;
     let result: anyhow::Result<()> = async {
@@ -155,7 +155,12 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                 }
             })?;
             let picture = shadow.backend().buffer().clone();
-            if last.as_ref() != Some(&picture) {
+            // The composer's cursor is the terminal's: where the frame put it, if it did.
+            let cursor = shadow
+                .backend()
+                .cursor_visible()
+                .then(|| shadow.backend().cursor_position());
+            if last.as_ref() != Some(&(picture.clone(), cursor)) {
                 let drawn: std::io::Result<()> = (|| {
                     crossterm::execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate)?;
                     // The picture is already rendered: hand it over instead of drawing again
@@ -163,6 +168,9 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                     term.draw(|f| {
                         if f.area() == picture.area {
                             f.buffer_mut().clone_from(&picture);
+                            if let Some(at) = cursor {
+                                f.set_cursor_position(at);
+                            }
                         } else {
                             view::draw(f, st, &options.keymap);
                             if no_color {
@@ -179,7 +187,7 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                     gone = true;
                     return Ok(());
                 }
-                last = Some(picture);
+                last = Some((picture, cursor));
             }
             if console.state.quit {
                 return Ok(());

@@ -1,4 +1,4 @@
-//! The composer: the owner's draft with its cursor (the box grows with the draft up to
+//! The composer: the owner's draft with its cursor (the terminal's own; the box grows with the draft up to
 //! `MAX_ROWS` lines, then scrolls to keep the cursor in view), and under it the completion
 //! candidates or an inline error.
 
@@ -97,12 +97,17 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         let at = Rect::new(inner.x, inner.y + i as u16, inner.width, 1);
         frame.render_widget(Paragraph::new(Line::from(shown)), at);
     }
-    if state.focus == Focus::Composer {
+    // The terminal's own cursor, so input methods and screen readers find it, unless an
+    // overlay covers the box.
+    let covered = state.help
+        || state.notices_open
+        || state.card.is_some()
+        || state.exchange_view.is_some()
+        || state.traffic.open;
+    if state.focus == Focus::Composer && !covered {
         let x = inner.x + (cursor_x - left) as u16;
         let y = inner.y + (row - top) as u16;
-        if let Some(cell) = frame.buffer_mut().cell_mut((x, y)) {
-            cell.set_style(Style::default().add_modifier(Modifier::REVERSED));
-        }
+        frame.set_cursor_position((x, y));
     }
 }
 
