@@ -3,7 +3,8 @@
 //! `/send off` and a message with its reply, and quitting gives the terminal back; the same
 //! with NO_COLOR gives no colour at all; `switchboard` on a state folder shows what another
 //! process injects meanwhile; lines sent one Enter each are stored in order; a vanished
-//! terminal ends the program.
+//! terminal ends the program. Two tests check the shared harness itself: it leaves no tmux
+//! server or socket behind, and a wait that runs out fails with the screen.
 //!
 //! Every test has its own tmux server (the harness in tests/common/tmux.rs), killed when the
 //! test ends, also on failure. Nothing is timed: each step polls the screen for what it
@@ -618,4 +619,60 @@ fn an_idle_console_writes_nothing_to_the_terminal() {
     t.wait_for("the help closed", |s| !s.contains("? or esc closes"));
     t.keys(&["q"]);
     assert_terminal_restored(&t);
+}
+
+/// The harness itself: a finished test leaves neither its tmux server nor its socket file
+/// behind (tmux does not remove the socket when killed; hundreds of runs filled
+/// /tmp/tmux-<uid> with dead ones).
+#[test]
+fn a_finished_test_leaves_no_tmux_server_or_socket_behind() {
+    require_tmux!();
+    let t = Tmux::start("cleanup", |_| "echo READY\nsleep 60\n".to_string());
+    t.wait_for_text("READY");
+    let socket = std::path::PathBuf::from(t.display("#{socket_path}"));
+    let server: i32 = t.display("#{pid}").parse().expect("the server's pid");
+    assert!(socket.exists(), "the socket {}", socket.display());
+    drop(t);
+    assert!(
+        !socket.exists(),
+        "the socket {} is still there",
+        socket.display()
+    );
+    let start = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        if stat.is_empty() || state == Some("Z") {
+            break;
+        }
+        assert!(
+            start.elapsed() < STEP,
+            "the tmux server (pid {server}) still runs: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The harness itself: a wait that runs out fails saying what it waited for, with the
+/// screen it last saw.
+#[test]
+fn a_wait_that_runs_out_fails_with_the_screen() {
+    require_tmux!();
+    let t = Tmux::start("runsout", |_| {
+        "echo SHOWN-ON-SCREEN\nsleep 60\n".to_string()
+    });
+    t.wait_for_text("SHOWN-ON-SCREEN");
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        t.wait_for_within("a line never shown", Duration::ZERO, |_| false)
+    }));
+    let payload = failed.expect_err("a wait that cannot succeed fails");
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(message.contains("a line never shown"), "{message}");
+    assert!(message.contains("SHOWN-ON-SCREEN"), "{message}");
 }
