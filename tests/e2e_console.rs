@@ -387,12 +387,18 @@ fn a_vanished_terminal_ends_the_program() {
         )
     });
     t.wait_for_within("the console", START, console_shown);
-    let pid: u32 = t.display("#{pane_pid}").parse().expect("the pane's pid");
+    let pid: i32 = t.display("#{pane_pid}").parse().expect("the pane's pid");
     // Keep the server up so it reaps the child, then close the console's terminal.
     let out = t.tmux(&["new-session", "-d", "-s", "keepalive", "sleep 60"]);
     assert!(out.status.success());
     let out = t.tmux(&["kill-session", "-t", "console"]);
     assert!(out.status.success());
+    wait_until_ended(pid, "the console, after its terminal went away");
+}
+
+/// Wait (up to one step) until process `pid` no longer runs; `what` names it.
+#[track_caller]
+fn wait_until_ended(pid: i32, what: &str) {
     let start = Instant::now();
     loop {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -402,11 +408,11 @@ fn a_vanished_terminal_ends_the_program() {
             .next()
             .and_then(|r| r.split_whitespace().next());
         if stat.is_empty() || state == Some("Z") {
-            break;
+            return;
         }
         assert!(
             start.elapsed() < STEP,
-            "the console (pid {pid}) still runs after its terminal went away: {stat}"
+            "{what} (pid {pid}) still runs: {stat}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -622,8 +628,8 @@ fn an_idle_console_writes_nothing_to_the_terminal() {
 }
 
 /// The harness itself: a finished test leaves neither its tmux server nor its socket file
-/// behind (tmux does not remove the socket when killed; hundreds of runs filled
-/// /tmp/tmux-<uid> with dead ones).
+/// behind (tmux does not remove the socket when killed; copies of the harness that did
+/// not remove it left one in /tmp/tmux-<uid> per run).
 #[test]
 fn a_finished_test_leaves_no_tmux_server_or_socket_behind() {
     require_tmux!();
@@ -638,22 +644,7 @@ fn a_finished_test_leaves_no_tmux_server_or_socket_behind() {
         "the socket {} is still there",
         socket.display()
     );
-    let start = Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|r| r.split_whitespace().next());
-        if stat.is_empty() || state == Some("Z") {
-            break;
-        }
-        assert!(
-            start.elapsed() < STEP,
-            "the tmux server (pid {server}) still runs: {stat}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_ended(server, "the tmux server");
 }
 
 /// The harness itself: a wait that runs out fails saying what it waited for, with the
