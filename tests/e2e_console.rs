@@ -3,224 +3,30 @@
 //! `/send off` and a message with its reply, and quitting gives the terminal back; the same
 //! with NO_COLOR gives no colour at all; `switchboard` on a state folder shows what another
 //! process injects meanwhile; lines sent one Enter each are stored in order; a vanished
-//! terminal ends the program.
+//! terminal ends the program. Two tests check the shared harness itself: it leaves no tmux
+//! server or socket behind, and a wait that runs out fails with the screen.
 //!
-//! Every test has its own tmux server (`tmux -L <unique socket>`), killed when the test ends,
-//! also on failure. Nothing is timed: each step polls the screen (every 100 ms, up to 15 s)
-//! for what it expects. Without tmux the tests say so and pass.
+//! Every test has its own tmux server (the harness in tests/common/tmux.rs), killed when the
+//! test ends, also on failure. Nothing is timed: each step polls the screen for what it
+//! expects, up to a bound. Without tmux the tests say so and pass.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::tmux::{
+    START, STEP, Tmux, assert_cooked, console_shown, hint_bar, q, require_tmux, script,
+    sessions_pane, sgr_lists, status_line,
+};
 use common::{BIN, CliBench};
-
-/// How long one step may take before the test fails (debug builds on a busy machine).
-const STEP: Duration = Duration::from_secs(15);
-/// Starting the demo seeds a dozen sessions and waits for their exchanges first; on a loaded
-/// 2-core machine running the other e2e tests at once this has been seen past 30 s once.
-/// Polling, so a generous limit costs nothing when things are quick.
-const START: Duration = Duration::from_secs(90);
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Return early (passing) when tmux is missing, saying why.
-macro_rules! require_tmux {
-    () => {
-        if !tmux_available() {
-            eprintln!("tmux is not installed: skipping this end-to-end test");
-            return;
-        }
-    };
-}
-
-/// One tmux server with one 120×40 session running a script; the server is killed on drop.
-struct Tmux {
-    socket: String,
-    target: String,
-    dir: tempfile::TempDir,
-}
-
-impl Tmux {
-    /// Start a `sh` script in a detached 120×40 session; `script` gets a scratch folder
-    /// that lives as long as the test and returns the script's body.
-    fn start(name: &str, script: impl FnOnce(&Path) -> String) -> Tmux {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "sb-e2e-{}-{}-{}",
-            std::process::id(),
-            name,
-            N.fetch_add(1, Ordering::SeqCst)
-        );
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.sh");
-        std::fs::write(&path, script(dir.path())).expect("write the script");
-        let tmux = Tmux {
-            socket,
-            target: "console".to_string(),
-            dir,
-        };
-        let out = tmux.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "-s",
-            "console",
-            &format!("sh {}", q(&path)),
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux new-session: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        tmux
-    }
-
-    /// A scratch folder that lives as long as the test.
-    fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            // No user config: the same tmux everywhere.
-            .args(["-f", "/dev/null", "-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    /// The screen as plain text.
-    fn capture(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-t", &self.target]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The screen with its attributes as escape sequences (`capture-pane -e`).
-    fn capture_escaped(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-e", "-t", &self.target]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Press keys by tmux name (`Escape`, `Enter`, `q`, `C-c`).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.target];
-        args.extend_from_slice(keys);
-        let out = self.tmux(&args);
-        assert!(out.status.success(), "send-keys {keys:?}");
-    }
-
-    /// Type `text` literally.
-    fn type_text(&self, text: &str) {
-        let out = self.tmux(&["send-keys", "-t", &self.target, "-l", text]);
-        assert!(out.status.success(), "send-keys -l {text:?}");
-    }
-
-    /// A tmux format value of the pane (`#{alternate_on}`, `#{pane_pid}` …).
-    fn display(&self, format: &str) -> String {
-        let out = self.tmux(&["display-message", "-p", "-t", &self.target, format]);
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// The pane's processes (for a failure message).
-    fn processes(&self) -> String {
-        let pid = self.display("#{pane_pid}");
-        Command::new("ps")
-            .args(["-o", "pid,stat,etime,time,args", "--ppid", &pid, "-p", &pid])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-
-    /// Poll the screen until `done` holds; fail with the last screen after `limit`.
-    #[track_caller]
-    fn wait_for_within(&self, what: &str, limit: Duration, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if done(&screen) {
-                return screen;
-            }
-            if start.elapsed() > limit {
-                panic!(
-                    "timed out waiting for {what} after {limit:?}; alternate screen: {}, \
-                     processes:\n{}\nthe screen was:\n{screen}",
-                    self.display("#{alternate_on}"),
-                    self.processes()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    #[track_caller]
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        self.wait_for_within(what, STEP, done)
-    }
-
-    #[track_caller]
-    fn wait_for_text(&self, text: &str) -> String {
-        self.wait_for(&format!("{text:?}"), |s| s.contains(text))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let socket = self.display("#{socket_path}");
-        let _ = self.tmux(&["kill-server"]);
-        // tmux leaves its socket file behind when killed.
-        if !socket.is_empty() {
-            let _ = std::fs::remove_file(socket);
-        }
-    }
-}
-
-/// Row `y` of a screen.
-fn row(screen: &str, y: usize) -> &str {
-    screen.lines().nth(y).unwrap_or("")
-}
-
-/// The status line (third to last row of a 40-row screen, above the notice line).
-fn status_line(screen: &str) -> &str {
-    row(screen, 37)
-}
-
-/// The hint bar (last row).
-fn hint_bar(screen: &str) -> &str {
-    row(screen, 39)
-}
-
-/// The sessions pane's rows (the left column, under its title).
-fn sessions_pane(screen: &str) -> Vec<String> {
-    screen
-        .lines()
-        .skip(2)
-        .take(33)
-        .map(|l| l.chars().take(50).collect())
-        .collect()
-}
-
-/// The console's frame is on screen.
-fn console_shown(screen: &str) -> bool {
-    screen.contains(" Switchboard · ") && screen.contains("┌ Sessions ")
-}
 
 /// Every SGR sequence's parameters in `escaped` (`\x1b[1;7m` → `["1", "7"]`).
 fn sgr_params(escaped: &str) -> Vec<String> {
-    let re = regex::Regex::new(r"\x1b\[([0-9;:]*)m").expect("regex");
-    re.captures_iter(escaped)
-        .flat_map(|c| c[1].split(';').map(str::to_string).collect::<Vec<String>>())
+    sgr_lists(escaped)
+        .iter()
+        .flat_map(|l| l.split(';').map(str::to_string).collect::<Vec<String>>())
         .collect()
 }
 
@@ -233,41 +39,6 @@ fn colour_params(escaped: &str) -> Vec<String> {
             matches!(n, 30..=37 | 38 | 40..=47 | 48 | 90..=97 | 100..=107)
         })
         .collect()
-}
-
-/// A shell-quoted path.
-fn q(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
-
-/// The script around the console: an isolated environment, then after the console ends
-/// the exit code and the terminal's mode, so both can be read on the screen.
-fn script(env: &str, command: &str, xdg: &Path) -> String {
-    format!(
-        "unset SWITCHBOARD_STATE_DIR SWITCHBOARD_CONFIG NO_COLOR RUST_LOG RUST_BACKTRACE\n\
-         export XDG_CONFIG_HOME={xdg}\n\
-         {env}\n\
-         {command}\n\
-         echo \"EXITED $?\"\n\
-         echo \"STTY $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo|icrnl)$' | tr '\\n' ' ')\"\n\
-         sleep 60\n",
-        xdg = q(xdg),
-    )
-}
-
-/// The `STTY` line the script prints shows a cooked terminal (raw mode off).
-#[track_caller]
-fn assert_cooked(screen: &str) {
-    let stty = screen
-        .lines()
-        .find(|l| l.starts_with("STTY "))
-        .unwrap_or_default();
-    for flag in ["icanon", "echo", "icrnl"] {
-        assert!(
-            stty.split_whitespace().any(|w| w == flag),
-            "raw mode is off ({flag}): {stty}"
-        );
-    }
 }
 
 /// After quitting: the shell's own output, a cooked terminal, the normal screen, a cursor.
@@ -295,27 +66,11 @@ fn assert_terminal_restored(t: &Tmux) {
     assert_eq!(t.display("#{mouse_any_flag}"), "0", "mouse capture is off");
 }
 
-/// `switchboard demo --pace-ms 300` in tmux, logging into `<scratch>/state`.
-fn start_demo(name: &str, env: &str) -> (Tmux, PathBuf) {
-    let t = Tmux::start(name, |dir| {
-        // The demo's temporary state goes under TMPDIR: keep it in the scratch folder.
-        std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
-        let env = format!(
-            "export SWITCHBOARD_STATE_DIR={} TMPDIR={}\n{env}",
-            q(&dir.join("state")),
-            q(&dir.join("tmp"))
-        );
-        let command = format!("{} demo --pace-ms 300", q(Path::new(BIN)));
-        script(&env, &command, &dir.join("xdg"))
-    });
-    let state = t.dir().join("state");
-    (t, state)
-}
-
 #[test]
 fn demo_rounds_tools_filter_send_policy_message_and_quit() {
     require_tmux!();
-    let (t, state) = start_demo("demo", "");
+    let t = Tmux::demo("demo", "");
+    let state = t.dir().join("state");
     t.wait_for_within("the console", START, console_shown);
 
     // Rounds of every session: an exchange that ended (cap, REPLY_SKIP …).
@@ -431,7 +186,7 @@ fn demo_rounds_tools_filter_send_policy_message_and_quit() {
 #[test]
 fn demo_with_no_color_has_no_colour_and_quits_cleanly() {
     require_tmux!();
-    let (t, _state) = start_demo("nocolor", "export NO_COLOR=1");
+    let t = Tmux::demo("nocolor", "export NO_COLOR=1");
     t.wait_for_within("the console", START, console_shown);
     t.keys(&["a"]);
     t.wait_for("a finished exchange in the rounds pane", |s| {
@@ -632,12 +387,18 @@ fn a_vanished_terminal_ends_the_program() {
         )
     });
     t.wait_for_within("the console", START, console_shown);
-    let pid: u32 = t.display("#{pane_pid}").parse().expect("the pane's pid");
+    let pid: i32 = t.display("#{pane_pid}").parse().expect("the pane's pid");
     // Keep the server up so it reaps the child, then close the console's terminal.
     let out = t.tmux(&["new-session", "-d", "-s", "keepalive", "sleep 60"]);
     assert!(out.status.success());
     let out = t.tmux(&["kill-session", "-t", "console"]);
     assert!(out.status.success());
+    wait_until_ended(pid, "the console, after its terminal went away");
+}
+
+/// Wait (up to one step) until process `pid` no longer runs; `what` names it.
+#[track_caller]
+fn wait_until_ended(pid: i32, what: &str) {
     let start = Instant::now();
     loop {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -647,11 +408,11 @@ fn a_vanished_terminal_ends_the_program() {
             .next()
             .and_then(|r| r.split_whitespace().next());
         if stat.is_empty() || state == Some("Z") {
-            break;
+            return;
         }
         assert!(
             start.elapsed() < STEP,
-            "the console (pid {pid}) still runs after its terminal went away: {stat}"
+            "{what} (pid {pid}) still runs: {stat}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -864,4 +625,45 @@ fn an_idle_console_writes_nothing_to_the_terminal() {
     t.wait_for("the help closed", |s| !s.contains("? or esc closes"));
     t.keys(&["q"]);
     assert_terminal_restored(&t);
+}
+
+/// The harness itself: a finished test leaves neither its tmux server nor its socket file
+/// behind (tmux does not remove the socket when killed; copies of the harness that did
+/// not remove it left one in /tmp/tmux-<uid> per run).
+#[test]
+fn a_finished_test_leaves_no_tmux_server_or_socket_behind() {
+    require_tmux!();
+    let t = Tmux::start("cleanup", |_| "echo READY\nsleep 60\n".to_string());
+    t.wait_for_text("READY");
+    let socket = std::path::PathBuf::from(t.display("#{socket_path}"));
+    let server: i32 = t.display("#{pid}").parse().expect("the server's pid");
+    assert!(socket.exists(), "the socket {}", socket.display());
+    drop(t);
+    assert!(
+        !socket.exists(),
+        "the socket {} is still there",
+        socket.display()
+    );
+    wait_until_ended(server, "the tmux server");
+}
+
+/// The harness itself: a wait that runs out fails saying what it waited for, with the
+/// screen it last saw.
+#[test]
+fn a_wait_that_runs_out_fails_with_the_screen() {
+    require_tmux!();
+    let t = Tmux::start("runsout", |_| {
+        "echo SHOWN-ON-SCREEN\nsleep 60\n".to_string()
+    });
+    t.wait_for_text("SHOWN-ON-SCREEN");
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        t.wait_for_within("a line never shown", Duration::ZERO, |_| false)
+    }));
+    let payload = failed.expect_err("a wait that cannot succeed fails");
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(message.contains("a line never shown"), "{message}");
+    assert!(message.contains("SHOWN-ON-SCREEN"), "{message}");
 }

@@ -4,33 +4,22 @@
 //! reply, `/send off` takes effect, and when the gateway is killed and started again on the
 //! same port the console says it is reconnecting, then resynced, and shows new messages.
 //!
-//! Nothing is timed: each step polls the screen (every 100 ms, up to a bound) for what it
-//! expects. Without tmux the test says so and passes.
+//! Nothing is timed: each step polls the screen (tests/common/tmux.rs, up to a bound) for
+//! what it expects. Without tmux the test says so and passes.
+
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
-/// How long one step may take (debug builds on a busy machine).
-const STEP: Duration = Duration::from_secs(30);
+use common::BIN;
+use common::tmux::{STEP, Tmux, header, q, require_tmux, script, sessions_pane, status_line};
+
 const TOKEN: &str = "e2e-remote-token-0123456789";
 const CONFIG: &str = r#"{ agents: { list: [ { id: "main", default: true, model: "scripted",
   script: [ { reply: "re: {{text}}" } ] } ] } }"#;
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// A shell-quoted path.
-fn q(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
 
 /// `switchboard serve` on `bind` over the state in `dir`; killed when dropped.
 struct Gateway {
@@ -91,114 +80,6 @@ impl Drop for Gateway {
     }
 }
 
-/// One tmux server with one 120×40 session running a script; killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(script: &Path) -> Tmux {
-        let tmux = Tmux {
-            socket: format!("sb-e2e-remote-{}", std::process::id()),
-        };
-        let out = tmux.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "-s",
-            "console",
-            &format!("sh {}", q(script)),
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux new-session: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        tmux
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-f", "/dev/null", "-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn capture(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-t", "console"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "console"];
-        args.extend_from_slice(keys);
-        assert!(self.tmux(&args).status.success(), "send-keys {keys:?}");
-    }
-
-    fn type_text(&self, text: &str) {
-        let out = self.tmux(&["send-keys", "-t", "console", "-l", text]);
-        assert!(out.status.success(), "send-keys -l {text:?}");
-    }
-
-    #[track_caller]
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if done(&screen) {
-                return screen;
-            }
-            if start.elapsed() > STEP {
-                panic!("timed out waiting for {what}; the screen was:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    #[track_caller]
-    fn wait_for_text(&self, text: &str) -> String {
-        self.wait_for(&format!("{text:?}"), |s| s.contains(text))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let socket = self
-            .tmux(&["display-message", "-p", "#{socket_path}"])
-            .stdout;
-        let _ = self.tmux(&["kill-server"]);
-        let socket = String::from_utf8_lossy(&socket).trim().to_string();
-        if !socket.is_empty() {
-            let _ = std::fs::remove_file(socket);
-        }
-    }
-}
-
-/// The header (first row).
-fn header(screen: &str) -> &str {
-    screen.lines().next().unwrap_or("")
-}
-
-/// The status line (second to last row of a 40-row screen).
-fn status_line(screen: &str) -> &str {
-    // Third to last row: the notice line and the hint bar are below it.
-    screen.lines().nth(37).unwrap_or("")
-}
-
-/// The sessions pane's rows (the left column).
-fn sessions_pane(screen: &str) -> Vec<String> {
-    screen
-        .lines()
-        .skip(2)
-        .take(33)
-        .map(|l| l.chars().take(50).collect())
-        .collect()
-}
-
 /// `switchboard --connect <url> inject …` from outside the console (exit 0 required).
 fn inject(client_state: &Path, url: &str, key: &str, text: &str) -> String {
     let out = Command::new(BIN)
@@ -228,10 +109,7 @@ fn inject(client_state: &Path, url: &str, key: &str, text: &str) -> String {
 
 #[test]
 fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
-    if !tmux_available() {
-        eprintln!("tmux is not installed: skipping this end-to-end test");
-        return;
-    }
+    require_tmux!();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("config.json5"), CONFIG).expect("config");
     let gateway = Gateway::start(dir.path(), "127.0.0.1:0");
@@ -243,22 +121,18 @@ fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
         "re: before"
     );
 
-    let script = dir.path().join("console.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "unset SWITCHBOARD_STATE_DIR SWITCHBOARD_CONFIG NO_COLOR RUST_LOG\n\
-             export XDG_CONFIG_HOME={xdg} SWITCHBOARD_GATEWAY_TOKEN={TOKEN}\n\
-             {bin} --state-dir {state} --connect {url}\n\
-             echo \"EXITED $?\"\n\
-             sleep 60\n",
-            xdg = q(&dir.path().join("xdg")),
-            bin = q(Path::new(BIN)),
-            state = q(&client_state),
-        ),
-    )
-    .expect("script");
-    let t = Tmux::start(&script);
+    let command = format!(
+        "{} --state-dir {} --connect {url}",
+        q(Path::new(BIN)),
+        q(&client_state)
+    );
+    let t = Tmux::start("remote", |scratch| {
+        script(
+            &format!("export SWITCHBOARD_GATEWAY_TOKEN={TOKEN}"),
+            &command,
+            &scratch.join("xdg"),
+        )
+    });
 
     // Attached: the header names the gateway and the link; the session is listed.
     t.wait_for(

@@ -5,171 +5,32 @@
 //! leaves nothing behind when the selection moves to another session; Ctrl+L repaints
 //! over whatever else wrote to the terminal.
 //!
-//! Each test has its own tmux server, killed when it ends. Nothing is timed: each step polls
-//! the screen (every 100 ms, up to 15 s). Without tmux the tmux tests say so and pass.
+//! Each test has its own tmux server (tests/common/tmux.rs), killed when it ends. Nothing is
+//! timed: each step polls the screen, up to a bound. Without tmux the tmux tests say so and
+//! pass.
 
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
+use common::tmux::{Tmux, q, require_tmux, script, sgr_lists};
 use common::{BIN, CliBench};
-
-const STEP: Duration = Duration::from_secs(15);
 
 /// main answers `pong: <text>`.
 const CONFIG: &str = r#"{
   agents: { list: [ { id: "main", default: true, model: "scripted", script: [ { reply: "pong: {{text}}" } ] } ] },
 }"#;
 
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-macro_rules! require_tmux {
-    () => {
-        if !tmux_available() {
-            eprintln!("tmux is not installed: skipping this end-to-end test");
-            return;
-        }
-    };
-}
-
-/// One tmux server with one 120×40 session running a script; killed on drop.
-struct Tmux {
-    socket: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Tmux {
-    fn start(name: &str, body: &str) -> Tmux {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "sb-term-{}-{}-{}",
-            std::process::id(),
-            name,
-            N.fetch_add(1, Ordering::SeqCst)
-        );
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.sh");
-        let script = format!(
-            "unset SWITCHBOARD_STATE_DIR SWITCHBOARD_CONFIG NO_COLOR COLORTERM RUST_LOG RUST_BACKTRACE\n\
-             export XDG_CONFIG_HOME={xdg}\n\
-             {body}\n\
-             echo \"EXITED $?\"\n\
-             sleep 60\n",
-            xdg = q(&dir.path().join("xdg")),
-        );
-        std::fs::write(&path, script).expect("write the script");
-        let t = Tmux { socket, _dir: dir };
-        let out = t.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "-s",
-            "console",
-            &format!("sh {}", q(&path)),
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux new-session: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-f", "/dev/null", "-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn capture(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-t", "console"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The screen with its attributes as escape sequences.
-    fn capture_escaped(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-e", "-t", "console"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "console"];
-        args.extend_from_slice(keys);
-        assert!(self.tmux(&args).status.success(), "send-keys {keys:?}");
-    }
-
-    fn display(&self, format: &str) -> String {
-        let out = self.tmux(&["display-message", "-p", "-t", "console", format]);
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    #[track_caller]
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if done(&screen) {
-                return screen;
-            }
-            if start.elapsed() > STEP {
-                panic!("timed out waiting for {what}; the screen was:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    #[track_caller]
-    fn wait_for_text(&self, text: &str) -> String {
-        self.wait_for(&format!("{text:?}"), |s| s.contains(text))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let socket = self.display("#{socket_path}");
-        let _ = self.tmux(&["kill-server"]);
-        if !socket.is_empty() {
-            let _ = std::fs::remove_file(socket);
-        }
-    }
-}
-
-fn q(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
-
 /// The console on `bench`'s state, with `env` set first.
 fn console(name: &str, bench: &CliBench, env: &str) -> Tmux {
-    Tmux::start(
-        name,
-        &format!(
-            "{env}\n{} --state-dir {} --config {}",
-            q(Path::new(BIN)),
-            q(&bench.state),
-            q(&bench.config)
-        ),
-    )
-}
-
-/// Every SGR parameter list on an escaped screen (`1;38;5;9`).
-fn sgr_lists(escaped: &str) -> Vec<String> {
-    let re = regex::Regex::new(r"\x1b\[([0-9;:]*)m").expect("regex");
-    re.captures_iter(escaped)
-        .map(|c| c[1].to_string())
-        .collect()
+    let command = format!(
+        "{} --state-dir {} --config {}",
+        q(Path::new(BIN)),
+        q(&bench.state),
+        q(&bench.config)
+    );
+    Tmux::start(name, |dir| script(env, &command, &dir.join("xdg")))
 }
 
 #[test]
@@ -232,10 +93,10 @@ fn term_dumb_is_refused_with_exit_2() {
         "{screen}"
     );
     // `demo` is refused the same way, before it starts anything.
-    let t = Tmux::start(
-        "dumb-demo",
-        &format!("export TERM=dumb\n{} demo", q(Path::new(BIN))),
-    );
+    let demo = format!("{} demo", q(Path::new(BIN)));
+    let t = Tmux::start("dumb-demo", |dir| {
+        script("export TERM=dumb", &demo, &dir.join("xdg"))
+    });
     let screen = t.wait_for_text("EXITED");
     assert!(screen.contains("EXITED 2"), "{screen}");
 }

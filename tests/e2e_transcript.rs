@@ -2,121 +2,11 @@
 //! (tmux, 120×40): pick #eng-standup, focus its transcript, `/` and a word, Enter; the
 //! counter shows on the indicator line, `n` wraps to the first hit, and the hit's text is
 //! drawn reversed (read back with `capture-pane -e`). Nothing is timed: each step polls the
-//! screen (every 100 ms, up to a limit). Without tmux the test says so and passes.
+//! screen (tests/common/tmux.rs, up to a limit). Without tmux the test says so and passes.
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-use common::BIN;
-
-const STEP: Duration = Duration::from_secs(15);
-/// The demo seeds its sessions first; on a loaded 2-core machine this can take a while.
-const START: Duration = Duration::from_secs(90);
-
-/// One tmux server running one 120×40 session; killed on drop.
-struct Tmux {
-    socket: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Tmux {
-    fn start(script: impl FnOnce(&Path) -> String) -> Tmux {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "sb-e2e-transcript-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        );
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("run.sh");
-        std::fs::write(&path, script(dir.path())).expect("write the script");
-        let t = Tmux { socket, _dir: dir };
-        let out = t.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "-s",
-            "console",
-            &format!("sh {}", q(&path)),
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-f", "/dev/null", "-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn capture(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-t", "console"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn capture_escaped(&self) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-e", "-t", "console"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "console"];
-        args.extend_from_slice(keys);
-        assert!(self.tmux(&args).status.success(), "send-keys {keys:?}");
-    }
-
-    fn type_text(&self, text: &str) {
-        assert!(
-            self.tmux(&["send-keys", "-t", "console", "-l", text])
-                .status
-                .success()
-        );
-    }
-
-    #[track_caller]
-    fn wait_for_within(&self, what: &str, limit: Duration, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if done(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() <= limit,
-                "timed out waiting for {what} after {limit:?}; the screen was:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    #[track_caller]
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        self.wait_for_within(what, STEP, done)
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
-fn q(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
+use common::tmux::{START, Tmux, console_shown, require_tmux};
 
 /// Whether some occurrence of `text` on the escaped screen is drawn reversed: the SGR
 /// parameters since the last reset before it include 7.
@@ -139,31 +29,9 @@ fn reversed(escaped: &str, text: &str) -> bool {
 
 #[test]
 fn search_the_demo_transcript_jump_with_n_and_see_the_hit_highlighted() {
-    if !Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        eprintln!("tmux is not installed: skipping this end-to-end test");
-        return;
-    }
-    let t = Tmux::start(|dir| {
-        std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
-        format!(
-            "unset SWITCHBOARD_STATE_DIR SWITCHBOARD_CONFIG NO_COLOR RUST_LOG RUST_BACKTRACE\n\
-             export XDG_CONFIG_HOME={xdg} SWITCHBOARD_STATE_DIR={state} TMPDIR={tmp}\n\
-             {bin} demo --pace-ms 300\n\
-             echo \"EXITED $?\"\n\
-             sleep 60\n",
-            xdg = q(&dir.join("xdg")),
-            state = q(&dir.join("state")),
-            tmp = q(&dir.join("tmp")),
-            bin = q(Path::new(BIN)),
-        )
-    });
-    t.wait_for_within("the console", START, |s| {
-        s.contains(" Switchboard · ") && s.contains("┌ Sessions ")
-    });
+    require_tmux!();
+    let t = Tmux::demo("transcript", "");
+    t.wait_for_within("the console", START, console_shown);
     // Pick #eng-standup with the filter, keep the filter (Enter), focus the transcript.
     t.keys(&["/"]);
     t.type_text("standup");

@@ -87,3 +87,4 @@ pub fn bench(config: Value) -> Bench {
 pub mod console_driver;
 pub mod fake_api;
 pub mod join;
+pub mod tmux;
