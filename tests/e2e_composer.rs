@@ -41,9 +41,26 @@ fn a_multi_line_message_fixed_with_cursor_keys_is_stored_as_fixed() {
     // Up to the first line (the cursor is not on it, so not history), to its end, one left,
     // delete the stray `d`, one right, and type it where it belongs.
     t.keys(&["Up", "End", "Left", "BSpace", "Right", "d"]);
-    t.wait_for("the fixed first line", |s| {
+    let screen = t.wait_for("the fixed first line", |s| {
         s.contains("│the deploy is fixed") && s.contains("│thanks") && s.contains("line 1/2")
     });
+    // The terminal's own cursor sits right after the `d` just typed (input methods and
+    // screen readers follow it): column of `│` + 1 + len("the deploy is fixed").
+    let row = screen
+        .lines()
+        .position(|l| l.contains("│the deploy is fixed"))
+        .expect("the first line's row");
+    let bar = screen
+        .lines()
+        .nth(row)
+        .and_then(|l| l.find('│'))
+        .expect("the box's border");
+    let at = t.display("#{cursor_flag} #{cursor_x} #{cursor_y}");
+    assert_eq!(
+        at.trim(),
+        format!("1 {} {row}", bar + 1 + "the deploy is fixed".len()),
+        "{screen}"
+    );
     t.keys(&["Enter"]);
     t.wait_for("the message in the transcript, on two lines", |s| {
         let lines: Vec<&str> = s.lines().collect();
