@@ -131,6 +131,7 @@ fn filters() -> Vec<PageFilter> {
                         updated_since: since,
                         archived,
                         show_global,
+                        by_name: false,
                     });
                 }
             }

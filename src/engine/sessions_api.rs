@@ -65,12 +65,7 @@ impl Engine {
     fn row_of(&self, s: &StoredSession) -> SessionRow {
         let scheme = self.store().scheme();
         let display_key = scheme.display(&s.key);
-        let name = s
-            .entry
-            .display_name
-            .clone()
-            .or(s.entry.label.clone())
-            .unwrap_or_else(|| display_key.clone());
+        let name = s.entry.shown_name(&display_key).to_string();
         SessionRow {
             key: s.key.to_string(),
             display_key,
@@ -125,6 +120,7 @@ impl Engine {
         let scan = SessionScan {
             kinds: (!q.kinds.is_empty()).then(|| q.kinds.clone()),
             updated_since: q.active_since,
+            by_name: q.order == SessionsOrder::Name,
             ..SessionScan::default()
         };
         let needle = q.text.to_lowercase();
@@ -160,6 +156,7 @@ impl Engine {
             offset: q.offset,
             matching: q.count.then_some(matching),
             total: self.store().count()?,
+            order: q.order,
         })
     }
 
@@ -174,6 +171,7 @@ impl Engine {
             updated_since: q.active_since,
             archived: q.archived,
             show_global: self.store().scheme().global_scope,
+            by_name: q.order == SessionsOrder::Name,
         };
         let (keys, matching) = self
             .store()
@@ -195,6 +193,7 @@ impl Engine {
             offset: q.offset,
             matching,
             total: self.store().count()?,
+            order: q.order,
         })
     }
 

@@ -90,6 +90,35 @@ fn decode_session(
     })
 }
 
+/// What the name order sorts on: the name front ends show, lower-cased (Unicode, so
+/// `Émile` sorts with `émile`); byte order of the result is code point order.
+pub fn name_key(key: &SessionKey, entry: &SessionEntry) -> String {
+    entry.shown_name(key.shown()).to_lowercase()
+}
+
+/// Redo `name_key` for the rows whose name has a character SQL's `lower()` leaves alone
+/// (anything outside printable ASCII), after the migration that fills the column in SQL.
+pub fn refill_name_keys(conn: &Connection) -> Result<(), StorageError> {
+    let mut rows = Vec::new();
+    {
+        let mut stmt =
+            conn.prepare("SELECT key, entry FROM sessions WHERE name_key GLOB '*[^ -~]*'")?;
+        let mut q = stmt.query([])?;
+        while let Some(r) = q.next()? {
+            rows.push((r.get::<_, String>(0)?, r.get::<_, String>(1)?));
+        }
+    }
+    let mut update = conn.prepare("UPDATE sessions SET name_key = ?2 WHERE key = ?1")?;
+    for (key, entry) in rows {
+        // An entry that does not decode keeps the SQL value; it fails when read, as before.
+        if let Ok(entry) = serde_json::from_str::<SessionEntry>(&entry) {
+            let name = name_key(&SessionKey::from_canonical(key.clone()), &entry);
+            update.execute(params![key, name])?;
+        }
+    }
+    Ok(())
+}
+
 /// Insert or replace a session row (the writer's upsert).
 pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageError> {
     tail_cache::invalidate();
@@ -101,12 +130,12 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
         .as_deref()
         .or(s.entry.effective_last_channel());
     let mut stmt = conn.prepare_cached(
-        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry, archived_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        "INSERT INTO sessions (key, session_id, agent_id, kind, channel, updated_at, label, spawned_by, entry, archived_at, name_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
          ON CONFLICT(key) DO UPDATE SET session_id = excluded.session_id, agent_id = excluded.agent_id,
            kind = excluded.kind, channel = excluded.channel, updated_at = excluded.updated_at,
            label = excluded.label, spawned_by = excluded.spawned_by, entry = excluded.entry,
-           archived_at = excluded.archived_at",
+           archived_at = excluded.archived_at, name_key = excluded.name_key",
     )?;
     stmt.execute(params![
         s.key.as_str(),
@@ -118,7 +147,8 @@ pub fn put_session(conn: &Connection, s: &StoredSession) -> Result<(), StorageEr
         s.entry.label,
         s.entry.spawned_by,
         entry,
-        s.entry.archived_at
+        s.entry.archived_at,
+        name_key(&s.key, &s.entry)
     ])?;
     Ok(())
 }
@@ -195,10 +225,12 @@ pub struct PageFilter {
     pub archived: bool,
     /// `global` is listed (the config's `session.scope` is `global`); `unknown` never is.
     pub show_global: bool,
+    /// In the name order (`name_key`, then key) instead of newest first.
+    pub by_name: bool,
 }
 
-/// The keys of `limit` sessions from position `offset` of the owner's newest-first order,
-/// and (when asked) how many match in all. An index walk: a page 100,000 rows deep costs
+/// The keys of `limit` sessions from position `offset` of the owner's newest-first order
+/// (or the name order, `by_name`), and (when asked) how many match in all. An index walk: a page 100,000 rows deep costs
 /// one walk, and only the page's rows are decoded (by the caller).
 pub fn page_keys(
     c: &Connection,
@@ -257,10 +289,24 @@ pub fn page_keys(
     } else {
         None
     };
+    let sql = if filter.by_name {
+        // The kind as a plain equality (when there is one), so the planner walks the
+        // covering index that starts with it; `?1 IS NULL` keeps the parameter numbering.
+        let kind_cond = if kind.is_some() {
+            "kind = ?1"
+        } else {
+            "?1 IS NULL"
+        };
+        format!(
+            "SELECT key FROM sessions WHERE {kind_cond} AND (?2 IS NULL OR updated_at >= ?2) \
+             AND (?3 OR archived_at IS NULL) AND key != 'unknown' AND (?4 OR key != 'global') \
+             ORDER BY name_key, key LIMIT ?5 OFFSET ?6"
+        )
+    } else {
+        format!("SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6")
+    };
     let keys = c
-        .prepare_cached(&format!(
-            "SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
-        ))?
+        .prepare_cached(&sql)?
         .query_map(
             params![kind, since, archived, global, limit as i64, offset as i64],
             |r| r.get::<_, String>(0),
@@ -357,10 +403,14 @@ pub struct SessionScan {
     /// Only this key and the sessions it spawned (visibility `tree`).
     pub tree_of: Option<SessionKey>,
     pub updated_since: Option<i64>,
+    /// In the name order (`name_key`, then key) instead of newest first.
+    pub by_name: bool,
 }
 
-/// Stream sessions newest first through `visit` until it returns false. With a kinds filter,
-/// one index range scan per kind is merged, so each step costs O(log n) whatever the mix.
+/// Stream sessions newest first (or in the name order) through `visit` until it returns
+/// false. With a kinds filter, newest first, one index range scan per kind is merged, so
+/// each step costs O(log n) whatever the mix; the name order walks its index and filters as
+/// it decodes (its callers decode every row they pass anyway: text filters).
 pub fn scan_sessions(
     conn: &Connection,
     scan: &SessionScan,
@@ -373,14 +423,35 @@ pub fn scan_sessions(
         ))?;
         let mut rows = stmt
             .query_map([root.as_str()], session_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| a.0.cmp(&b.0)));
-        for raw in rows {
-            let s = decode_session(raw)?;
+            .map(|r| decode_session(r?))
+            .collect::<Result<Vec<_>, StorageError>>()?;
+        if scan.by_name {
+            rows.sort_by_cached_key(|s| (name_key(&s.key, &s.entry), s.key.as_str().to_string()));
+        } else {
+            rows.sort_by(|a, b| {
+                b.updated_at()
+                    .cmp(&a.updated_at())
+                    .then_with(|| a.key.as_str().cmp(b.key.as_str()))
+            });
+        }
+        for s in rows {
             if !keep(scan, &s) {
                 continue;
             }
             if !visit(s) {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    if scan.by_name {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLS} FROM sessions ORDER BY name_key, key"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let s = decode_session(session_from_row(r)?)?;
+            if keep(scan, &s) && !visit(s) {
                 break;
             }
         }
