@@ -540,6 +540,100 @@ fn bench_list(c: &mut Criterion, all: &Engine, tree: &Engine) {
     g.finish();
 }
 
+/// The owner's sessions page (`SessionsApi::sessions`, what the console's sessions pane
+/// asks for): a window of 400, newest first and by name, at the top and deep in the
+/// 100,000, and with the last-message previews the wide pane shows.
+fn bench_page(c: &mut Criterion, all: &Engine) {
+    use switchboard::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
+    let rt = current_thread();
+    let window = |order: SessionsOrder, offset: usize| SessionsQuery {
+        offset,
+        limit: 400,
+        order,
+        ..SessionsQuery::default()
+    };
+    let (activity, name) = (SessionsOrder::Activity, SessionsOrder::Name);
+    let cases: Vec<(&str, SessionsQuery)> = vec![
+        ("activity/offset_0", window(activity, 0)),
+        ("activity/offset_99000", window(activity, 99_000)),
+        ("name/offset_0", window(name, 0)),
+        ("name/offset_50000", window(name, 50_000)),
+        ("name/offset_99000", window(name, 99_000)),
+        (
+            "name/kind_group_offset_10000",
+            SessionsQuery {
+                kinds: vec![SessionKind::Group],
+                ..window(name, 10_000)
+            },
+        ),
+        (
+            "name/offset_50000_count",
+            SessionsQuery {
+                count: true,
+                ..window(name, 50_000)
+            },
+        ),
+        (
+            "previews/activity_offset_0",
+            SessionsQuery {
+                previews: true,
+                ..window(activity, 0)
+            },
+        ),
+        (
+            "previews/name_offset_50000",
+            SessionsQuery {
+                previews: true,
+                ..window(name, 50_000)
+            },
+        ),
+    ];
+    // Most sessions of the fixture have only their header line: give each row of the
+    // preview windows one message, so the previews have something to read. Raw lines at
+    // seq 1 of sessions that have none: idempotent, and no session's activity moves (the
+    // other benches see the same order as before).
+    let mut sids = Vec::new();
+    for (_, q) in cases.iter().filter(|(_, q)| q.previews) {
+        let page = rt.block_on(all.sessions(q.clone())).expect("page");
+        sids.extend(page.rows.into_iter().map(|r| r.session_id));
+    }
+    all.store()
+        .storage()
+        .write_blocking(move |c| {
+            for (n, sid) in sids.iter().enumerate() {
+                if queries::last_seq(c, sid)? == 0 {
+                    queries::put_raw_lines(c, sid, 1, &[message_line(7 + n as u64, 1)])?;
+                }
+            }
+            Ok(())
+        })
+        .expect("preview lines");
+    // Sanity: every case fills its window, in the order asked for.
+    for (name, q) in &cases {
+        let page = rt.block_on(all.sessions(q.clone())).expect("page");
+        assert_eq!(page.rows.len(), 400, "{name}");
+        assert_eq!(page.order, q.order, "{name}");
+        if q.previews {
+            let with = page
+                .rows
+                .iter()
+                .filter(|r| r.last_message.is_some())
+                .count();
+            eprintln!("sessions_page_100k/{name}: {with} of 400 rows have a last message");
+        }
+    }
+    let mut g = c.benchmark_group("sessions_page_100k");
+    g.sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    for (name, q) in cases {
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(rt.block_on(all.sessions(q.clone())).expect("page")))
+        });
+    }
+    g.finish();
+}
+
 fn bench_history(c: &mut Criterion, all: &Engine) {
     let rt = current_thread();
     let ctx = ctx();
@@ -768,6 +862,7 @@ fn main() {
         let all = Engine::open(&dir, all_config()).expect("open");
         let tree = Engine::open(&dir, Config::default()).expect("open");
         bench_list(&mut c, &all, &tree);
+        bench_page(&mut c, &all);
         bench_history(&mut c, &all);
     }
     if wanted(&[

@@ -119,6 +119,7 @@ fn describe(e: &EngineEvent) -> Option<String> {
             action,
             allowed: false,
             source,
+            ..
         } => format!("  send policy of {key} refused {action} ({source})"),
         EngineEvent::ChainStopped {
             hops,

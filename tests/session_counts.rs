@@ -131,6 +131,7 @@ fn filters() -> Vec<PageFilter> {
                         updated_since: since,
                         archived,
                         show_global,
+                        by_name: false,
                     });
                 }
             }
@@ -209,11 +210,15 @@ proptest! {
 }
 
 /// Turn a current state folder into one of the schema before the counters (schema 4 is
-/// schema 5 without `session_counts` and its triggers; schema 6's exchange columns go too).
+/// schema 5 without `session_counts` and its triggers; schema 6's exchange columns and
+/// schema 7's name order go too).
 fn downgrade_to_schema_4(state: &Path) {
     let c = Connection::open(state.join(DB_FILE)).expect("open db");
     c.execute_batch(
-        "DROP INDEX flows_by_started;
+        "DROP INDEX sessions_by_name;
+         DROP INDEX sessions_by_kind_name;
+         ALTER TABLE sessions DROP COLUMN name_key;
+         DROP INDEX flows_by_started;
          DROP INDEX flows_by_requester;
          DROP INDEX flows_by_target;
          DROP INDEX runs_by_flow;

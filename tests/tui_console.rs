@@ -370,6 +370,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
             action: "reply".into(),
             allowed: false,
             source: "rule 1".into(),
+            requester: None,
         },
     )));
     assert_eq!(
@@ -395,6 +396,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
             action: "reply".into(),
             allowed: false,
             source: "rule 1".into(),
+            requester: None,
         },
     )));
     assert!(

@@ -265,6 +265,7 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
             action: "sessions_send".into(),
             allowed: false,
             source: "rule 1 (channel=discord chatType=group)".into(),
+            requester: None,
         });
     }
     d.settle().await;
@@ -533,4 +534,98 @@ fn keys_scroll_a_help_taller_than_the_screen_and_closing_starts_it_over() {
     assert!(!c.state.help);
     press(&mut c, KeyCode::Char('?'));
     assert_eq!(c.state.help_scroll, 0);
+}
+
+/// The names of the rows in the pane's order.
+fn names(d: &Driver) -> Vec<String> {
+    d.console
+        .state
+        .sessions
+        .iter()
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sorting_by_name_shows_the_first_names_of_every_session_not_of_the_loaded_window() {
+    use switchboard::engine::key::SessionKey;
+    use switchboard::engine::store::SessionInit;
+    let b = common::bench(serde_json::json!({}));
+    // 1,000 sessions, the oldest with the names that come first: the newest 400 (what the
+    // activity window holds) start at "name 0600".
+    for i in 0..1_000 {
+        let init = SessionInit {
+            display_name: Some(if i % 2 == 0 {
+                format!("Name {i:04}")
+            } else {
+                format!("name {i:04}")
+            }),
+            ..SessionInit::default()
+        };
+        b.engine
+            .store()
+            .ensure(
+                &SessionKey::from_canonical(format!("agent:main:dm-{i}")),
+                init,
+            )
+            .await
+            .expect("ensure");
+    }
+    let api = b.engine.start();
+    let mut state = State::new("engine".into(), NOW);
+    state.width = 120;
+    state.height = 40;
+    let mut d = Driver::new(api, state);
+    d.settle().await;
+    assert_eq!(
+        d.console.state.sessions.len(),
+        400,
+        "a window, not everything"
+    );
+    d.intent(Intent::CycleSort);
+    d.settle().await;
+    assert_eq!(
+        &names(&d)[..4],
+        ["Name 0000", "name 0001", "Name 0002", "name 0003"]
+    );
+    assert_eq!(d.console.state.selected_key(), Some("agent:main:dm-0"));
+    let pane = sessions_pane(&d.console.state, 120, 40);
+    assert!(pane[0].contains("[by name]"), "{}", pane[0]);
+    assert!(!pane[0].contains("loaded"), "{}", pane[0]);
+    insta::assert_snapshot!("sorted_by_name_over_every_session", pane.join("\n"));
+    // The end of the list is the end of every name (the window moves as for activity).
+    d.intent(Intent::Bottom);
+    d.settle().await;
+    assert_eq!(d.console.state.selected_key(), Some("agent:main:dm-999"));
+    assert_eq!(names(&d).last().map(String::as_str), Some("name 0999"));
+    // Unread stays the console's order of the loaded (newest-first) window.
+    d.intent(Intent::CycleSort);
+    d.settle().await;
+    let pane = sessions_pane(&d.console.state, 120, 40);
+    assert!(pane[0].contains("[by unread, 400 loaded]"), "{}", pane[0]);
+    assert!(names(&d).contains(&"Name 0998".to_string()));
+    assert!(!names(&d).contains(&"Name 0000".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_ignores_the_name_order_gets_the_loaded_rows_sorted_and_says_so() {
+    let fake = FakeApi::with_sessions(600, 2);
+    {
+        let mut data = fake.data.lock().expect("fake lock");
+        data.ignore_order = true;
+        let n = data.rows.len();
+        for (i, r) in data.rows.iter_mut().enumerate() {
+            // Newest first: the last names belong to the newest sessions.
+            r.name = format!("n{:04}", n - i);
+            r.display_name = Some(r.name.clone());
+        }
+    }
+    let (_api, mut d) = driven_with(fake);
+    d.settle().await;
+    d.intent(Intent::CycleSort);
+    d.settle().await;
+    // The loaded window (the 400 newest) in name order: the best the console can do.
+    assert_eq!(&names(&d)[..2], ["n0201", "n0202"]);
+    let pane = sessions_pane(&d.console.state, 120, 40);
+    assert!(pane[0].contains("[by name, 400 loaded]"), "{}", pane[0]);
 }

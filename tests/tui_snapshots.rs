@@ -1297,6 +1297,7 @@ async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
         allowed: false,
         source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
             .to_string(),
+        requester: None,
     });
     h.pump();
     let shown = h.screen();

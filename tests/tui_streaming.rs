@@ -127,6 +127,7 @@ impl Harness {
                 offset: 0,
                 matching: Some(n),
                 total: n,
+                ..SessionsPage::default()
             })),
         });
     }

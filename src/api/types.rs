@@ -8,7 +8,7 @@ use serde_json::Value;
 pub use crate::engine::events::EngineEvent;
 pub use crate::engine::key::SessionKind;
 
-/// A page of sessions, newest activity first.
+/// A page of sessions, newest activity first unless `order` says otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SessionsQuery {
@@ -31,6 +31,20 @@ pub struct SessionsQuery {
     /// Also give each row's last message (`SessionRow::last_message`): one index lookup per
     /// row, so only front ends that show it ask.
     pub previews: bool,
+    /// The order `offset` counts in (absent from older clients: activity).
+    pub order: SessionsOrder,
+}
+
+/// The order of a sessions page, over every matching session (not only the page's rows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionsOrder {
+    /// Newest activity first, ties by key.
+    #[default]
+    Activity,
+    /// By the name front ends show (the display name, else the label, else the key),
+    /// case-insensitive, ties by key.
+    Name,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +57,10 @@ pub struct SessionsPage {
     pub matching: Option<u64>,
     /// Sessions stored in all (any kind, archived or not).
     pub total: u64,
+    /// The order the rows are in. An engine that predates `SessionsQuery::order` leaves it
+    /// out (activity), so a front end can tell that a name order it asked for was ignored.
+    #[serde(default)]
+    pub order: SessionsOrder,
 }
 
 /// One session as every front end lists it.

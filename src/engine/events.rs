@@ -135,13 +135,17 @@ pub enum EngineEvent {
         outbox_id: i64,
     },
     /// The send policy allowed or refused something (`action`: `send` | `announce` |
-    /// `reply`), and why.
+    /// `reply`), and why. `requester` is the session that would have sent into `key` (a
+    /// `send`: the `sessions_send` caller, or the other party of a reply round); outbound
+    /// deliveries have none, and older engines never give one.
     #[serde(rename_all = "camelCase")]
     PolicyDecision {
         key: String,
         action: String,
         allowed: bool,
         source: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requester: Option<String>,
     },
     /// A session's send-policy override changed (`policy`: `allow` | `deny` | `inherit`).
     #[serde(rename_all = "camelCase")]

@@ -65,12 +65,7 @@ impl Engine {
     fn row_of(&self, s: &StoredSession) -> SessionRow {
         let scheme = self.store().scheme();
         let display_key = scheme.display(&s.key);
-        let name = s
-            .entry
-            .display_name
-            .clone()
-            .or(s.entry.label.clone())
-            .unwrap_or_else(|| display_key.clone());
+        let name = s.entry.shown_name(&display_key).to_string();
         SessionRow {
             key: s.key.to_string(),
             display_key,
@@ -101,21 +96,23 @@ impl Engine {
     }
 
     /// Each row's last message (its start), for a query that asks for `previews`: one
-    /// index lookup from the end of each row's transcript, in one read.
+    /// index lookup from the end of each row's transcript, all in one statement.
     fn fill_previews(&self, rows: &mut [SessionRow]) -> Result<(), StorageError> {
         /// Enough for the widest preview column; the rest would only cross the wire.
         const PREVIEW_CHARS: usize = 120;
-        self.store().storage().read(|c| {
-            for row in rows.iter_mut() {
-                let tail = queries::transcript_tail(c, &row.session_id, 1, false)?;
-                row.last_message = tail.first().and_then(|r| {
-                    let line = transcript_text::line_of(r.seq, &r.line, false)?;
-                    let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
-                    Some(one.chars().take(PREVIEW_CHARS).collect())
-                });
-            }
-            Ok(())
-        })
+        let ids: Vec<String> = rows.iter().map(|r| r.session_id.clone()).collect();
+        let last = self
+            .store()
+            .storage()
+            .read(|c| queries::last_messages(c, &ids))?;
+        for (row, last) in rows.iter_mut().zip(last) {
+            row.last_message = last.and_then(|r| {
+                let line = transcript_text::line_of(r.seq, &r.line, false)?;
+                let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                Some(one.chars().take(PREVIEW_CHARS).collect())
+            });
+        }
+        Ok(())
     }
 
     /// A text filter decodes rows as it goes (names live in the entry): up to the page's
@@ -125,6 +122,7 @@ impl Engine {
         let scan = SessionScan {
             kinds: (!q.kinds.is_empty()).then(|| q.kinds.clone()),
             updated_since: q.active_since,
+            by_name: q.order == SessionsOrder::Name,
             ..SessionScan::default()
         };
         let needle = q.text.to_lowercase();
@@ -160,6 +158,7 @@ impl Engine {
             offset: q.offset,
             matching: q.count.then_some(matching),
             total: self.store().count()?,
+            order: q.order,
         })
     }
 
@@ -174,6 +173,7 @@ impl Engine {
             updated_since: q.active_since,
             archived: q.archived,
             show_global: self.store().scheme().global_scope,
+            by_name: q.order == SessionsOrder::Name,
         };
         let (keys, matching) = self
             .store()
@@ -195,6 +195,7 @@ impl Engine {
             offset: q.offset,
             matching,
             total: self.store().count()?,
+            order: q.order,
         })
     }
 

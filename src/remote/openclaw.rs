@@ -19,8 +19,8 @@ use tokio::sync::broadcast;
 use crate::api::{
     AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest,
     PatchResult, PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced,
-    SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
-    TranscriptPage, TranscriptQuery, WorkId,
+    SessionDetail, SessionsApi, SessionsOrder, SessionsPage, SessionsQuery, Status, ToolCall,
+    ToolResult, TranscriptPage, TranscriptQuery, WorkId,
 };
 use crate::remote::rpc::{Rpc, RpcError};
 use map::KeyRules;
@@ -357,6 +357,9 @@ impl SessionsApi for OpenClawApi {
             offset: q.offset,
             matching: q.count.then_some(matching),
             total,
+            // OpenClaw lists newest first only: a front end that asked for the name order
+            // sorts what it got.
+            order: SessionsOrder::Activity,
         })
     }
 

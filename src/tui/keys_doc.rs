@@ -61,7 +61,9 @@ fn detail(intent: Intent) -> &'static str {
         Intent::SelectPrev => "transcript: select the previous message",
         Intent::SelectNext => "transcript: select the next message",
         Intent::Copy => "copy the selected message to the clipboard (OSC 52, up to 100 KB)",
-        Intent::CycleSort => "sort the sessions: activity, name, unread",
+        Intent::CycleSort => {
+            "sort the sessions: by activity, by name (over every session), by unread (over the loaded rows)"
+        }
         Intent::Notices => {
             "the notices log: the last 200 answers and notices with times (also `:messages`)"
         }

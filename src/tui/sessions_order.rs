@@ -1,11 +1,15 @@
 //! The sessions pane's order: the sort mode (activity, name, unread) and the hold that keeps
 //! rows where they are while the owner moves through the list. New activity then only marks
 //! its rows; the list re-sorts once the owner pauses (no movement key for [`HOLD_TICKS`]
-//! ticks) or picks a sort.
+//! ticks) or picks a sort. Activity and name are the engine's orders over every session;
+//! unread counts live only in the console, so unread sorts the loaded window (sessions with
+//! unread messages are the recently active ones the activity window holds), and so does
+//! name on an engine that predates the name order.
 
 use std::collections::{HashMap, HashSet};
 
 use super::state::SessionRow;
+use crate::api::SessionsOrder;
 
 /// Ticks (seconds) without a movement key before held rows re-sort.
 pub const HOLD_TICKS: u64 = 2;
@@ -39,9 +43,12 @@ impl SortMode {
         }
     }
 
-    /// Sorted by the console over the rows it has loaded, not by the engine over all.
-    pub fn console_side(self) -> bool {
-        self != SortMode::Activity
+    /// The order the engine is asked for: unread sorts the newest-first window.
+    pub fn engine_order(self) -> SessionsOrder {
+        match self {
+            SortMode::Activity | SortMode::Unread => SessionsOrder::Activity,
+            SortMode::Name => SessionsOrder::Name,
+        }
     }
 }
 
@@ -55,9 +62,22 @@ pub struct Order {
     last_move: Option<u64>,
     /// A page arrived while held: re-sort when the owner pauses.
     pub held: bool,
+    /// The last page came in another order than the one asked for (an engine or gateway
+    /// that predates the name order answers newest first): the console sorts what it has.
+    pub engine_ignored: bool,
 }
 
 impl Order {
+    /// The console sorts the loaded rows itself (not the engine over every session).
+    pub fn sorts_loaded(&self) -> bool {
+        self.mode == SortMode::Unread || (self.mode != SortMode::Activity && self.engine_ignored)
+    }
+
+    /// A page in `order` arrived for a query in this mode.
+    pub fn page_order(&mut self, order: SessionsOrder) {
+        self.engine_ignored = order != self.mode.engine_order();
+    }
+
     pub fn moved(&mut self, tick: u64) {
         self.last_move = Some(tick);
     }
@@ -103,12 +123,16 @@ pub fn merge_held(
     true
 }
 
-/// Put a loaded window in the console-side order of `mode` (stable: ties keep the engine's
-/// newest-first order).
-pub fn sort_window(rows: &mut [SessionRow], mode: SortMode, unread: &HashMap<String, u32>) {
-    match mode {
+/// Put a loaded window in the order of `order`'s mode when the console sorts it
+/// ([`Order::sorts_loaded`]); otherwise the engine's order stands. Names sort as the engine
+/// sorts them (lower-cased, ties by key); unread is stable, so ties keep newest first.
+pub fn sort_window(rows: &mut [SessionRow], order: &Order, unread: &HashMap<String, u32>) {
+    if !order.sorts_loaded() {
+        return;
+    }
+    match order.mode {
         SortMode::Activity => {}
-        SortMode::Name => rows.sort_by_cached_key(|r| r.name.to_lowercase()),
+        SortMode::Name => rows.sort_by_cached_key(|r| (r.name.to_lowercase(), r.key.clone())),
         SortMode::Unread => {
             rows.sort_by_key(|r| std::cmp::Reverse(unread.get(&r.key).copied().unwrap_or(0)))
         }

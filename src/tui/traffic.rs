@@ -9,9 +9,9 @@
 //!   and each reply round, whoever speaks) counts on that one pair.
 //! - The agent of `agent:<id>:…` is `agent:<id>`; any other key (`global`, `unknown`, a legacy
 //!   key) is a group of its own, named by the key itself.
-//! - A refusal event names only the refused session (`PolicyDecision` has no requester): it
-//!   counts on the most recently active pair into that session, or on `? → <key>`. The seed
-//!   from the engine has the real requester.
+//! - A refusal counts on its own pair: the event names the requester. An event without one
+//!   (from an engine that predates the field) counts on the most recently active pair into
+//!   that session, or on `? → <key>`; the seed from the engine has the real requester.
 //! - A seed and live counts of the same minute are merged by taking the larger of each count:
 //!   both are lower bounds of the truth (live counting began when the console started; the
 //!   seed misses what happened after it was read), so nothing is counted twice.
@@ -509,15 +509,17 @@ impl Traffic {
                 key,
                 action,
                 allowed: false,
+                requester,
                 ..
             } if action == "send" => {
-                let requester = self
-                    .sessions
-                    .pairs
-                    .iter()
-                    .filter(|p| &p.target == key)
-                    .max_by_key(|p| p.last_at)
-                    .map_or_else(|| "?".to_string(), |p| p.requester.clone());
+                let requester = requester.clone().unwrap_or_else(|| {
+                    self.sessions
+                        .pairs
+                        .iter()
+                        .filter(|p| &p.target == key)
+                        .max_by_key(|p| p.last_at)
+                        .map_or_else(|| "?".to_string(), |p| p.requester.clone())
+                });
                 let c = Counts {
                     refused: 1,
                     ..Counts::default()

@@ -301,6 +301,7 @@ impl Console {
             entries: false,
             // Only a pane wide enough for the column pays for the last messages.
             previews: super::view::shows_previews(s.width),
+            order: s.order.mode.engine_order(),
         };
         self.sessions_in_flight = Some(self.sessions_generation);
         Effect::LoadSessions {
@@ -351,7 +352,8 @@ impl Console {
             s.order.held = true;
         } else {
             s.sessions = fresh;
-            super::sessions_order::sort_window(&mut s.sessions, s.order.mode, &s.unread);
+            s.order.page_order(page.order);
+            super::sessions_order::sort_window(&mut s.sessions, &s.order, &s.unread);
             s.order.settled();
         }
         // The page says what runs now, so a console opened while runs go (or one that
@@ -611,7 +613,12 @@ impl Console {
                 s.flash(format!("mouse capture {on}"), false);
             }
             Intent::CycleSort => {
+                let before = s.order.mode.engine_order();
                 s.order.mode = s.order.mode.next();
+                if s.order.mode.engine_order() != before {
+                    // Another order of every session: its top, not the old position.
+                    s.selected = 0;
+                }
                 // A sort asked for applies now, held or not.
                 s.order.moved_never();
                 self.sessions_generation += 1;
@@ -1035,6 +1042,7 @@ impl Console {
                 action,
                 allowed: false,
                 source,
+                ..
             } => {
                 // The remedy first: a long rule description may be cut at the screen's edge.
                 s.notice(

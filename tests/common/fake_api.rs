@@ -29,6 +29,9 @@ pub struct Data {
     /// What `traffic` answers (counts per pair and minute); `None`: "unavailable", as an
     /// engine without traffic history answers.
     pub traffic: Option<Vec<TrafficCount>>,
+    /// Answer every page newest first, whatever order was asked (an engine or gateway that
+    /// predates `SessionsQuery::order`).
+    pub ignore_order: bool,
 }
 
 /// How the fake answers.
@@ -256,7 +259,7 @@ impl FakeApi {
     pub fn page(&self, q: &SessionsQuery) -> SessionsPage {
         let data = self.data.lock().expect("fake lock");
         let needle = q.text.to_lowercase();
-        let matching: Vec<&SessionRow> = data
+        let mut matching: Vec<&SessionRow> = data
             .rows
             .iter()
             .filter(|r| q.kinds.is_empty() || q.kinds.contains(&r.kind))
@@ -268,7 +271,16 @@ impl FakeApi {
                     || r.name.to_lowercase().contains(&needle)
             })
             .collect();
+        let order = if data.ignore_order {
+            SessionsOrder::Activity
+        } else {
+            q.order
+        };
+        if order == SessionsOrder::Name {
+            matching.sort_by_cached_key(|r| (r.name.to_lowercase(), r.key.clone()));
+        }
         SessionsPage {
+            order,
             rows: matching
                 .iter()
                 .skip(q.offset)

@@ -302,7 +302,7 @@ impl Engine {
                         &parties.requester_channel,
                     )
                 };
-                if let Some(reason) = self.policy_refuses(speaker) {
+                if let Some(reason) = self.policy_refuses(speaker, listener) {
                     end = Some(Ended::new("policy", reason));
                     break;
                 }
@@ -450,10 +450,11 @@ impl Engine {
         });
     }
 
-    /// The send policy of `key` refuses agent-to-agent messages into it: why, if so.
-    pub(crate) fn policy_refuses(&self, key: &SessionKey) -> Option<String> {
+    /// The send policy of `key` refuses agent-to-agent messages into it (from `requester`):
+    /// why, if so.
+    pub(crate) fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
         let entry = self.store().get(key).ok().flatten()?.entry;
-        let decision = self.judge_policy(key, &entry, "send");
+        let decision = self.judge_policy(key, &entry, "send", Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
                 "send policy of {key} denies sends into it: {}",

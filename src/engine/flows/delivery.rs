@@ -92,7 +92,7 @@ impl Engine {
             let Some(route) = route_for(key, &stored.entry) else {
                 return Ok(Delivered::NoRoute);
             };
-            let decision = self.judge_policy(key, &stored.entry, kind);
+            let decision = self.judge_policy(key, &stored.entry, kind, None);
             if !decision.is_allowed() {
                 return Ok(Delivered::Blocked {
                     reason: format!(

@@ -89,6 +89,15 @@ pub struct SessionEntry {
 }
 
 impl SessionEntry {
+    /// The name front ends show for the session: its display name, else its label, else
+    /// `shown_key` (the key as callers see it). The name order sorts on exactly this.
+    pub fn shown_name<'a>(&'a self, shown_key: &'a str) -> &'a str {
+        self.display_name
+            .as_deref()
+            .or(self.label.as_deref())
+            .unwrap_or(shown_key)
+    }
+
     /// A fresh entry with a new random session id.
     pub fn new(now_ms: i64) -> SessionEntry {
         SessionEntry {

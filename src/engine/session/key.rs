@@ -149,6 +149,11 @@ impl SessionKey {
         self.0 == GLOBAL_KEY
     }
 
+    /// The key as callers see it: `global` is shown as `main` (callers never see `global`).
+    pub fn shown(&self) -> &str {
+        if self.is_global() { "main" } else { &self.0 }
+    }
+
     pub fn is_unknown(&self) -> bool {
         self.0 == UNKNOWN_KEY
     }
@@ -329,11 +334,7 @@ impl KeyScheme {
 
     /// The key a caller sees: `global` is shown as `main` (callers never see `global`).
     pub fn display(&self, key: &SessionKey) -> String {
-        if key.is_global() {
-            "main".to_string()
-        } else {
-            key.0.clone()
-        }
+        key.shown().to_string()
     }
 
     /// Kind by the key's rest (so canonical `agent:main:cron:x` is `cron`, not `other`);

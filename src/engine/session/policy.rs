@@ -357,11 +357,13 @@ pub fn evaluate(config: &Config, key: &SessionKey, entry: &SessionEntry) -> Poli
 impl crate::engine::Engine {
     /// Evaluate `key`'s send policy for `action` (`send`, `announce`, `reply`, …) and
     /// announce the decision as an event, so every enforcement point is visible the same way.
+    /// `requester` is the session sending into `key`, when there is one.
     pub(crate) fn judge_policy(
         &self,
         key: &SessionKey,
         entry: &SessionEntry,
         action: &str,
+        requester: Option<&SessionKey>,
     ) -> PolicyDecision {
         let decision = evaluate(self.config(), key, entry);
         self.events()
@@ -370,6 +372,7 @@ impl crate::engine::Engine {
                 action: action.to_string(),
                 allowed: decision.is_allowed(),
                 source: decision.source.to_string(),
+                requester: requester.map(|r| r.to_string()),
             });
         decision
     }

@@ -48,6 +48,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         agent_id: agent_only.then(|| guard.requester_agent.clone()),
         tree_of: narrow_to_tree.then(|| ctx.requester.clone()),
         updated_since,
+        by_name: false,
     };
     // Archived sessions are dropped here, while rows stream, so they never use up the limit
     // and cost no extra query.

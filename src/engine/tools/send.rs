@@ -149,7 +149,13 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     };
     let chain = Chain::next(ctx.chain.as_ref());
     // A send that never starts an exchange is still one the owner can find (its own entry).
-    if let Some(refusal) = refused_by_policy(engine, &target, &target_session.entry, &display) {
+    if let Some(refusal) = refused_by_policy(
+        engine,
+        &target,
+        &target_session.entry,
+        &display,
+        &ctx.requester,
+    ) {
         engine
             .record_refused_send(
                 "refused",
@@ -302,8 +308,9 @@ fn refused_by_policy(
     target: &SessionKey,
     entry: &SessionEntry,
     display: &str,
+    requester: &SessionKey,
 ) -> Option<String> {
-    let decision = engine.judge_policy(target, entry, "send");
+    let decision = engine.judge_policy(target, entry, "send", Some(requester));
     (!decision.is_allowed()).then(|| {
         format!(
             "send blocked by session policy: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",

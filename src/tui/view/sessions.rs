@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{ago, border, middle_ellipsis, pad};
+use crate::tui::sessions_order::SortMode;
 use crate::tui::state::{Focus, State};
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
@@ -32,9 +33,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         title.push_str("[+archived] ");
     }
     let mode = state.order.mode;
-    if mode.console_side() {
+    if mode != SortMode::Activity {
         // Sorted by the console over what it loaded: say so when that is not everything.
-        if (state.sessions.len() as u64) < state.session_count() as u64 {
+        if state.order.sorts_loaded()
+            && (state.sessions.len() as u64) < state.session_count() as u64
+        {
             title.push_str(&format!(
                 "[by {}, {} loaded] ",
                 mode.label(),
