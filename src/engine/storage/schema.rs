@@ -340,15 +340,29 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StorageError> {
 mod tests {
     use super::*;
 
+    /// A database at schema `version` holding sessions `(key, entry JSON)` (session id = key).
+    fn sessions_at_version(version: usize, rows: &[(&str, &str)]) -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..version] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", version as i64)
+            .expect("version");
+        for (key, entry) in rows {
+            conn.execute(
+                "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry)
+                 VALUES (?1, ?1, 'main', 'other', 0, ?2)",
+                [key, entry],
+            )
+            .expect("old row");
+        }
+        conn
+    }
+
     /// Upgrading to schema 7 gives every row the name the name order sorts on: the display
     /// name, else the label, else the key as shown, lower-cased beyond ASCII too.
     #[test]
     fn schema_7_fills_the_name_order_from_the_entry() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        for sql in &MIGRATIONS[..6] {
-            conn.execute_batch(sql).expect("old migration");
-        }
-        conn.pragma_update(None, "user_version", 6).expect("version");
         let rows = [
             ("agent:main:a", r#"{"sessionId":"a","displayName":"Zeta Team"}"#),
             ("agent:main:b", r#"{"sessionId":"b","label":"Ops LABEL"}"#),
@@ -358,14 +372,7 @@ mod tests {
             ("agent:main:e", r#"{"sessionId":"e","displayName":"ÉMILE Ärger"}"#),
             ("agent:main:f", r#"{"sessionId":"f","displayName": not json"#),
         ];
-        for (key, entry) in rows {
-            conn.execute(
-                "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry)
-                 VALUES (?1, ?1, 'main', 'other', 0, ?2)",
-                [key, entry],
-            )
-            .expect("old row");
-        }
+        let mut conn = sessions_at_version(6, &rows);
         migrate(&mut conn).expect("upgrade");
         let got: Vec<(String, String)> = conn
             .prepare("SELECT key, name_key FROM sessions ORDER BY name_key, key")
@@ -427,11 +434,6 @@ mod tests {
     /// a whole number there, and neither fails nor guesses on any other entry.
     #[test]
     fn schema_4_fills_archived_at_from_the_entry() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        for sql in &MIGRATIONS[..3] {
-            conn.execute_batch(sql).expect("old migration");
-        }
-        conn.pragma_update(None, "user_version", 3).expect("version");
         let rows = [
             ("a", r#"{"sessionId":"a","archivedAt":1700000000000}"#),
             ("b", r#"{"sessionId":"b"}"#),
@@ -440,14 +442,7 @@ mod tests {
             ("e", r#"{"sessionId":"e","archivedAt": not json"#),
             ("f", r#"{"sessionId":"f","label":"archivedAt"}"#),
         ];
-        for (key, entry) in rows {
-            conn.execute(
-                "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry)
-                 VALUES (?1, ?1, 'main', 'other', 0, ?2)",
-                [key, entry],
-            )
-            .expect("old row");
-        }
+        let mut conn = sessions_at_version(3, &rows);
         migrate(&mut conn).expect("upgrade");
         let got: Vec<(String, Option<i64>)> = conn
             .prepare("SELECT key, archived_at FROM sessions ORDER BY key")
