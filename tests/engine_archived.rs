@@ -426,11 +426,16 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     }
     let db = dir.path().join("switchboard.db");
     {
-        // Back to schema 3's shape (schema 6's exchange columns and 5's counters first: their triggers read the
-        // column), then archive as that build stored it: in the entry.
+        // Back to schema 3's shape (schema 7's name order, 6's exchange columns and 5's counters
+        // first: their indexes and triggers read the column), then archive as that build stored it: in the entry.
         let conn = rusqlite::Connection::open(&db).expect("open db");
         conn.execute_batch(
-            "DROP INDEX flows_by_started;
+            "DROP INDEX sessions_by_name;
+             DROP INDEX sessions_by_kind_name;
+             DROP INDEX sessions_by_updated;
+             CREATE INDEX sessions_by_updated ON sessions(updated_at DESC);
+             ALTER TABLE sessions DROP COLUMN name_key;
+             DROP INDEX flows_by_started;
              DROP INDEX flows_by_requester;
              DROP INDEX flows_by_target;
              DROP INDEX runs_by_flow;
