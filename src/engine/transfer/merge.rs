@@ -230,6 +230,7 @@ impl Engine {
                         .await?;
                     staged += CHUNK_LINES as i64;
                     cleared = true;
+                    crate::engine::failpoint::hit("import-after-chunk");
                 }
             }
         }
@@ -250,7 +251,7 @@ impl Engine {
         if appended > 0 && local > 0 {
             report.conflicts.push(format!(
                 "{key}: continued on both sides ({appended} new lines in the source, {local} \
-                 lines here it does not have); nothing changed"
+                 lines here it does not have); left as it is"
             ));
             if cleared {
                 storage
@@ -345,7 +346,7 @@ impl Engine {
             .await?;
         if !written {
             report.conflicts.push(format!(
-                "{key}: changed here while it was being imported; nothing changed"
+                "{key}: changed here while it was being imported; left as it is"
             ));
             return Ok(Merged::Conflict);
         }
@@ -425,6 +426,7 @@ impl Engine {
                     }
                     next_seq += count;
                     first_job = false;
+                    crate::engine::failpoint::hit("import-after-chunk");
                 }
                 pending.push(value);
                 lines += 1;
