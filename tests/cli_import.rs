@@ -262,3 +262,63 @@ fn an_append_stopped_dead_leaves_the_session_as_it_was_and_the_retry_completes_i
     let exported = b.ok(&["sessions", "export", "agent:main:long"]);
     assert_eq!(exported, fs::read_to_string(&path).unwrap());
 }
+
+/// `sessions export --all --out DIR` writes OpenClaw's state layout as it is: direct
+/// chats' entries carry `channel` (as OpenClaw's legacy entries do), groups keep theirs, and
+/// the folder imports back into the same sessions and lines (the move back and forth).
+#[test]
+fn export_all_writes_channel_on_direct_sessions_and_reads_back() {
+    let b = CliBench::new(CONFIG);
+    b.ok(&[
+        "inject",
+        "agent:main:telegram:direct:alice",
+        "hi",
+        "--channel",
+        "telegram",
+        "--chat-type",
+        "direct",
+        "--quiet",
+    ]);
+    b.ok(&[
+        "inject",
+        "agent:main:discord:group:42",
+        "standup",
+        "--channel",
+        "discord",
+        "--chat-type",
+        "group",
+        "--quiet",
+    ]);
+    b.ok(&["inject", "agent:main:main", "no channel", "--quiet"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("openclaw-state");
+    b.ok(&["sessions", "export", "--all", "--out", out.to_str().unwrap()]);
+    let index: Value = serde_json::from_str(
+        &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
+    )
+    .unwrap();
+    let dm = &index["agent:main:telegram:direct:alice"];
+    assert_eq!(dm["channel"], "telegram", "{dm}");
+    assert_eq!(dm["lastChannel"], "telegram", "{dm}");
+    assert_eq!(index["agent:main:discord:group:42"]["channel"], "discord");
+    assert!(index["agent:main:main"].get("channel").is_none(), "{index}");
+    for (_, entry) in index.as_object().unwrap() {
+        let file = PathBuf::from(entry["sessionFile"].as_str().unwrap());
+        assert!(file.starts_with(&out) && file.is_file(), "{entry}");
+    }
+
+    let back = CliBench::new(CONFIG);
+    let (summary, _) = import(&back, &out);
+    assert!(summary.contains("imported 3 new sessions"), "{summary}");
+    for key in [
+        "agent:main:telegram:direct:alice",
+        "agent:main:discord:group:42",
+        "agent:main:main",
+    ] {
+        assert_eq!(
+            back.ok(&["sessions", "export", key]),
+            b.ok(&["sessions", "export", key]),
+            "{key}"
+        );
+    }
+}

@@ -62,7 +62,7 @@ use serde_json::{Map, Value};
 
 use super::Engine;
 use super::entry::SessionEntry;
-use super::key::{SessionKey, is_valid_agent_id, normalize_agent_id};
+use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
 use super::storage::StorageError;
 use super::storage::imports::{self, ImportMark};
 use super::storage::queries::{self, SessionScan, StoredSession};
@@ -360,6 +360,9 @@ impl Engine {
                     "sessionFile".into(),
                     Value::String(path.to_string_lossy().into_owned()),
                 );
+                if let Some(channel) = direct_channel(s) {
+                    entry.insert("channel".into(), Value::String(channel.to_string()));
+                }
                 index.insert(s.key.as_str().to_string(), Value::Object(entry));
                 report.sessions += 1;
                 report.lines += lines;
@@ -929,6 +932,17 @@ fn trim_line_end(buf: &[u8]) -> &[u8] {
         end -= 1;
     }
     &buf[..end]
+}
+
+/// The `channel` an exported direct session's entry gains when it has none: its last
+/// channel (`deliveryContext.channel`, else `lastChannel`), which is what OpenClaw's own
+/// legacy entries of direct chats carry beside it. Groups keep what they have; nothing is
+/// invented for a session that never had a channel.
+fn direct_channel(s: &StoredSession) -> Option<&str> {
+    if s.entry.channel.is_some() || !matches!(s.kind, SessionKind::Main | SessionKind::Other) {
+        return None;
+    }
+    s.entry.effective_last_channel()
 }
 
 /// A session id that can name a file inside the sessions folder (no separators, not `.`/`..`).
