@@ -2,17 +2,24 @@
 //!
 //! **Import** (`Engine::import_openclaw`) reads OpenClaw's legacy layout,
 //! `<DIR>/agents/<agentId>/sessions/sessions.json` (session key → SessionEntry) plus one
-//! `<sessionId>.jsonl` transcript per session beside it (or the entry's `sessionFile`, when
-//! that file exists). `DIR` may also be one `agents/<agentId>/sessions` folder itself.
-//! - Keys are canonicalised (OpenClaw keys may be mixed case); a key already in the store is
-//!   counted as already present, so re-importing is harmless. A sessionId that already
-//!   belongs to another key is a warning and a skip.
+//! `<sessionId>.jsonl` transcript per session beside it. `DIR` may also be one
+//! `agents/<agentId>/sessions` folder itself.
+//! - Keys are canonicalised (OpenClaw keys may be mixed case). Each session is handed to
+//!   `merge.rs` (`Engine::bring_in`): a new key is imported whole, a known one is merged
+//!   (new lines appended by line id, a newer entry applied, conflicts reported), so
+//!   importing again after the owner kept using OpenClaw brings the new lines, and a second
+//!   run changes nothing. A sessionId that already belongs to another key is a warning and
+//!   a skip.
+//! - **Folders are self-contained**: the transcript is `<sessionId>.jsonl` in the folder
+//!   first (a copied folder's entries still name the original's absolute paths); the
+//!   entry's `sessionFile` is used only when that file is missing, and only when it is a
+//!   usable file inside the folder. The report notes every session whose `sessionFile` was
+//!   used or not read, and why (`ImportReport::source_notes`).
 //! - **Only files inside `DIR` are read** (`source.rs`): a `sessionFile` that resolves
 //!   outside it (absolute elsewhere, `../…`), a symlinked transcript or index, and anything
 //!   that is not a regular file (FIFO, device, `/proc`) is never opened; it is skipped with
-//!   a reason. A refused `sessionFile` falls back to `<sessionId>.jsonl` in the folder (a
-//!   copied OpenClaw folder still names its old absolute paths); with nothing usable the
-//!   session is skipped, so a later import, once the folder is fixed, can still bring it in.
+//!   a reason. With nothing usable the session is skipped, so a later import, once the
+//!   folder is fixed, can still bring it in.
 //! - **Everything read is bounded** (`ImportLimits`): each line (a longer one is skipped
 //!   without being buffered), each transcript file, and each `sessions.json` (over the cap is
 //!   an error: it must be parsed whole).
@@ -22,8 +29,8 @@
 //!   with a known `role` and a string or array `content`, are skipped: history readers can
 //!   rely on that shape. A missing transcript is a warning (the session is imported with a
 //!   synthesised header only).
-//! - The report counts every skip by reason (`SkipReason`), apart from sessions already
-//!   present.
+//! - The report counts every skip by reason (`SkipReason`), and sessions by outcome: new,
+//!   updated, unchanged, conflicts (named).
 //! - The entry's `sessionFile` is dropped: it names OpenClaw's file, and once imported the
 //!   transcript lives in the database (`Engine::transcript_path`). Export writes a fresh one.
 //! - Files are streamed and written in chunks of `CHUNK_LINES` lines, one writer job per
@@ -32,7 +39,8 @@
 //!   see a half-imported session, and an import cut short (crash, I/O error) leaves at most
 //!   transcript rows that no session owns. Those are invisible to every query and are
 //!   deleted when the session is imported again (the first job of a session clears rows of
-//!   its sessionId that no session row owns). A short transcript is one job.
+//!   its sessionId that no session row owns). A short transcript is one job. Appends to a
+//!   known session are staged the same way (`merge.rs`).
 //! - Each `sessions.json` is parsed before anything is written, so a damaged index fails the
 //!   import with nothing changed.
 //!
@@ -40,7 +48,8 @@
 //! exactly as stored; `Engine::export_session_to_file` does so into a file and
 //! `Engine::export_openclaw` writes the legacy layout (every session, with `sessionFile` set
 //! to the written file's absolute path), which `import_openclaw` reads back into the same
-//! sessions and lines. Files are written by `atomic.rs`: an existing target is refused unless
+//! sessions and lines; a direct chat's entry without `channel` gets its last channel there, as
+//! OpenClaw's own legacy entries carry. Files are written by `atomic.rs`: an existing target is refused unless
 //! `Overwrite::Replace`, a non-regular one always, no symlink is followed, and a failure
 //! leaves nothing behind. `export_openclaw` writes every file under a temporary name first
 //! and publishes them only when all are written.
