@@ -44,6 +44,8 @@ use super::{CHUNK_LINES, ImportReport};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::storage::imports::{self, ImportMark};
+use crate::engine::key::SessionKey;
+use crate::engine::storage::Pending;
 use crate::engine::storage::queries::{self, StoredSession};
 
 /// A source's transcript, read line by line in source order. Lines the reader cannot use
@@ -93,6 +95,26 @@ pub(crate) enum Merged {
     Skipped,
 }
 
+/// New sessions whose final writer job is submitted but not yet awaited: awaiting each one
+/// would cost a commit (an fsync) per session, 100,000 of them for a large store; submitted
+/// together, the writer commits them in groups. `Engine::settle` awaits them and corrects the
+/// report for any that did not go in after all.
+#[derive(Default)]
+pub(crate) struct PendingImports {
+    items: Vec<PendingNew>,
+}
+
+/// Submitted final jobs kept before they are awaited: bounds memory and how much of the
+/// report is provisional.
+const PENDING_MAX: usize = 2_000;
+
+struct PendingNew {
+    key: SessionKey,
+    session_id: String,
+    lines: usize,
+    pending: Pending<Result<(), Option<SessionKey>>>,
+}
+
 /// The staged lines of a merge live under this id until they are moved into place.
 fn staging_id(session_id: &str) -> String {
     format!("{session_id}\0merge")
@@ -136,6 +158,7 @@ impl Engine {
         &self,
         src: SourceSession<'_>,
         marks: &HashMap<String, ImportMark>,
+        pending: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<Merged, TransferError> {
         let key = src.stored.key.clone();
@@ -151,7 +174,7 @@ impl Engine {
                 report.warnings.push(super::id_taken(&key, &session_id, &owner));
                 return Ok(Merged::Skipped);
             }
-            return self.import_new(src, report).await;
+            return self.import_new(src, pending, report).await;
         };
         if here.entry.session_id != session_id {
             report.skip(SkipReason::OtherSession);
@@ -367,6 +390,7 @@ impl Engine {
     async fn import_new(
         &self,
         src: SourceSession<'_>,
+        pending_imports: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<Merged, TransferError> {
         let storage = self.store().storage().clone();
@@ -451,39 +475,65 @@ impl Engine {
         };
         let stored = src.stored;
         let (k, sid) = (key.clone(), session_id.clone());
-        let outcome = storage
-            .write(move |conn| {
-                if queries::get_session(conn, &k)?.is_some() {
-                    queries::delete_orphan_transcript(conn, &sid)?;
-                    return Ok(Err(None));
-                }
-                if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
-                    return Ok(Err(Some(owner)));
-                }
-                if first_job {
-                    queries::delete_orphan_transcript(conn, &sid)?;
-                }
-                queries::put_raw_lines(conn, &sid, next_seq, &pending)?;
-                queries::put_session(conn, &stored)?;
-                imports::put_mark(conn, &mark)?;
-                Ok(Ok(()))
-            })
-            .await?;
-        match outcome {
-            Ok(()) => {
-                self.events().emit(EngineEvent::SessionCreated {
-                    key: key.to_string(),
-                    session_id,
-                });
-                Ok(Merged::Imported { lines })
+        let submitted = storage.submit(move |conn| {
+            if queries::get_session(conn, &k)?.is_some() {
+                queries::delete_orphan_transcript(conn, &sid)?;
+                return Ok(Err(None));
             }
-            // Created here meanwhile: the next import merges it.
-            Err(None) => Ok(Merged::Unchanged),
-            Err(Some(owner)) => {
-                report.skip(SkipReason::IdTaken);
-                report.warnings.push(super::id_taken(&key, &session_id, &owner));
-                Ok(Merged::Skipped)
+            if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
+                return Ok(Err(Some(owner)));
+            }
+            if first_job {
+                queries::delete_orphan_transcript(conn, &sid)?;
+            }
+            queries::put_raw_lines(conn, &sid, next_seq, &pending)?;
+            queries::put_session(conn, &stored)?;
+            imports::put_mark(conn, &mark)?;
+            Ok(Ok(()))
+        });
+        pending_imports.items.push(PendingNew {
+            key,
+            session_id,
+            lines,
+            pending: submitted,
+        });
+        if pending_imports.items.len() >= PENDING_MAX {
+            self.settle(pending_imports, report).await?;
+        }
+        // Provisional: `settle` corrects the report should it not go in.
+        Ok(Merged::Imported { lines })
+    }
+
+    /// Await every submitted new session; one that did not go in after all (its key or
+    /// sessionId appeared meanwhile, e.g. twice in one source) is taken back out of the
+    /// report's counts and explained.
+    pub(crate) async fn settle(
+        &self,
+        pending: &mut PendingImports,
+        report: &mut ImportReport,
+    ) -> Result<(), TransferError> {
+        for item in pending.items.drain(..) {
+            match item.pending.committed().await? {
+                Ok(()) => self.events().emit(EngineEvent::SessionCreated {
+                    key: item.key.to_string(),
+                    session_id: item.session_id,
+                }),
+                // Created here meanwhile: the next import merges it.
+                Err(None) => {
+                    report.sessions_imported -= 1;
+                    report.lines_imported -= item.lines;
+                    report.sessions_present += 1;
+                }
+                Err(Some(owner)) => {
+                    report.sessions_imported -= 1;
+                    report.lines_imported -= item.lines;
+                    report.skip(SkipReason::IdTaken);
+                    report
+                        .warnings
+                        .push(super::id_taken(&item.key, &item.session_id, &owner));
+                }
             }
         }
+        Ok(())
     }
 }

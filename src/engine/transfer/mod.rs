@@ -76,7 +76,7 @@ use super::storage::StorageError;
 use super::storage::imports::{self, ImportMark};
 use super::storage::queries::{self, SessionScan, StoredSession};
 use atomic::StagedFile;
-use merge::{Fingerprint, Merged, SourceLines, SourceSession};
+use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
 use source::{Line, Refused, SourceRoot};
 
 /// Transcript lines per writer job during import: bounds memory and the writer's latency.
@@ -236,9 +236,18 @@ impl Engine {
             self.read_sessions_json(folder, &root, limits, &mut candidates, &mut report)?;
         }
         let marks = self.store().storage().read(imports::all_marks)?;
+        let mut pending = PendingImports::default();
         for c in candidates {
-            self.import_one(c, &root, limits, &marks, &mut report).await?;
+            let done = self
+                .import_one(c, &root, limits, &marks, &mut pending, &mut report)
+                .await;
+            if let Err(e) = done {
+                // What was submitted still commits; wait for it before failing.
+                let _ = self.settle(&mut pending, &mut report).await;
+                return Err(e);
+            }
         }
+        self.settle(&mut pending, &mut report).await?;
         Ok(report)
     }
 
@@ -642,6 +651,7 @@ impl Engine {
         root: &SourceRoot,
         limits: &ImportLimits,
         marks: &HashMap<String, ImportMark>,
+        pending: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
         let key = c.stored.key.clone();
@@ -669,7 +679,7 @@ impl Engine {
             fingerprint,
             lines: reader.as_mut().map(|r| r as &mut dyn SourceLines),
         };
-        let merged = self.bring_in(src, marks, report).await?;
+        let merged = self.bring_in(src, marks, pending, report).await?;
         let counts = matches!(merged, Merged::Imported { .. } | Merged::Updated { .. });
         if let Some(r) = reader
             && counts
