@@ -101,7 +101,11 @@ fn a_copied_folder_is_read_from_its_own_files_and_nothing_outside_is_read() {
             .to_string(),
     )
     .unwrap();
-    fs::write(tmp.path().join("secret.jsonl"), message("f0000001", "SECRET")).unwrap();
+    fs::write(
+        tmp.path().join("secret.jsonl"),
+        message("f0000001", "SECRET"),
+    )
+    .unwrap();
 
     // The copy: its entries still name the original's files; one line exists only here.
     let copy = tmp.path().join("copy");
@@ -166,9 +170,18 @@ fn a_copied_folder_is_read_from_its_own_files_and_nothing_outside_is_read() {
         "agent:main:archived",
         &["is missing", "archive/old.jsonl", "inside the folder"],
     );
-    says("agent:main:passwd", &["/etc/passwd", "was not read", "outside"]);
-    says("agent:main:linked", &["link.jsonl", "was not read", "symlink"]);
-    says("agent:main:up", &["secret.jsonl", "was not read", "outside"]);
+    says(
+        "agent:main:passwd",
+        &["/etc/passwd", "was not read", "outside"],
+    );
+    says(
+        "agent:main:linked",
+        &["link.jsonl", "was not read", "symlink"],
+    );
+    says(
+        "agent:main:up",
+        &["secret.jsonl", "was not read", "outside"],
+    );
     assert!(!err.contains("SECRET") && !err.contains("root:"), "{err}");
     assert!(
         out.contains("imported 2 new sessions (5 lines)")
@@ -292,7 +305,13 @@ fn export_all_writes_channel_on_direct_sessions_and_reads_back() {
     b.ok(&["inject", "agent:main:main", "no channel", "--quiet"]);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("openclaw-state");
-    b.ok(&["sessions", "export", "--all", "--out", out.to_str().unwrap()]);
+    b.ok(&[
+        "sessions",
+        "export",
+        "--all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let index: Value = serde_json::from_str(
         &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
     )

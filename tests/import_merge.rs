@@ -164,7 +164,11 @@ async fn reimport_appends_new_lines_updates_the_entry_and_a_second_run_changes_n
     assert!(second.conflicts.is_empty(), "{second:?}");
     // The store now holds exactly the source's lines, in its order.
     assert_eq!(stored(&engine, "agent:main:chat"), src.file_lines(SID));
-    let s = engine.store().get(&key("agent:main:chat")).unwrap().unwrap();
+    let s = engine
+        .store()
+        .get(&key("agent:main:chat"))
+        .unwrap()
+        .unwrap();
     assert_eq!(s.entry.label.as_deref(), Some("renamed"));
     assert_eq!(s.entry.updated_at, T0 + 60_000);
 
@@ -220,7 +224,11 @@ async fn a_session_continued_on_both_sides_is_a_conflict_and_nothing_of_it_chang
     );
     assert_eq!(report.sessions_updated, 1, "the other session: {report:?}");
     assert_eq!(stored(&engine, "agent:main:chat"), here);
-    let s = engine.store().get(&key("agent:main:chat")).unwrap().unwrap();
+    let s = engine
+        .store()
+        .get(&key("agent:main:chat"))
+        .unwrap()
+        .unwrap();
     assert_eq!(s.entry.label.as_deref(), Some("chat"));
     assert_eq!(
         texts(&stored(&engine, "agent:main:other")),
@@ -281,7 +289,11 @@ async fn lines_added_here_alone_are_kept_and_an_entry_changed_here_is_not_overwr
         w.contains("agent:main:chat") && w.contains("changed here"),
         "{w}"
     );
-    let s = engine.store().get(&key("agent:main:chat")).unwrap().unwrap();
+    let s = engine
+        .store()
+        .get(&key("agent:main:chat"))
+        .unwrap()
+        .unwrap();
     assert_eq!(s.entry.send_policy.as_deref(), Some("deny"));
     assert_eq!(
         texts(&stored(&engine, "agent:main:chat")),
@@ -299,7 +311,11 @@ async fn lines_added_here_alone_are_kept_and_an_entry_changed_here_is_not_overwr
     }));
     let again = engine.import_openclaw(&src.root()).await.unwrap();
     assert_eq!(again.entries_updated, 0, "{again:?}");
-    let s = engine.store().get(&key("agent:main:chat")).unwrap().unwrap();
+    let s = engine
+        .store()
+        .get(&key("agent:main:chat"))
+        .unwrap()
+        .unwrap();
     assert_eq!(s.entry.send_policy.as_deref(), Some("deny"));
 }
 
@@ -344,7 +360,10 @@ async fn a_reset_session_or_a_reused_id_is_skipped_with_a_warning() {
 
     // OpenClaw reset `chat` (new sessionId); `third` reuses `other`'s id.
     let reset = "cccccccc-0000-4000-8000-000000000003";
-    src.write(reset, &[header(reset), message("c0000001", "user", "fresh")]);
+    src.write(
+        reset,
+        &[header(reset), message("c0000001", "user", "fresh")],
+    );
     src.index(json!({
         "agent:main:chat": {"sessionId": reset, "updatedAt": T0 + 60_000},
         "agent:main:other": {"sessionId": SID2, "updatedAt": T0},

@@ -203,7 +203,7 @@ struct Candidate {
 enum Transcript {
     File {
         file: fs::File,
-        meta: fs::Metadata,
+        meta: Box<fs::Metadata>,
         path: PathBuf,
     },
     /// There is none: the session gets a synthesised header.
@@ -641,7 +641,11 @@ impl Engine {
             ));
             return Ok(Transcript::Refused);
         }
-        Ok(Transcript::File { file, meta, path })
+        Ok(Transcript::File {
+            file,
+            meta: Box::new(meta),
+            path,
+        })
     }
 
     /// Import or merge one candidate (`merge.rs`), from its transcript file.
