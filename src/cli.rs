@@ -121,7 +121,10 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     Exchanges(exchanges_cmd::ExchangesArgs),
     /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
-Sessions whose key already exists here are skipped, so importing twice is harmless. Only files \
+Importing the same folder again merges: lines not yet here are appended (by line id), newer \
+entries replace unchanged ones, a session continued on both sides is reported as a conflict and \
+left as it is, and a second run changes nothing. Each transcript is read from DIR's own \
+<sessionId>.jsonl first (a sessionFile inside DIR only when that is missing). Only files \
 inside DIR are read (no symlinks, FIFOs or devices); lines over 16 MiB and message lines of the \
 wrong shape are skipped, and the summary counts every skip by reason.")]
     ImportOpenclaw {
@@ -1486,9 +1489,27 @@ async fn import(cli: &Cli, dir: &Path) -> Result<()> {
     for w in &report.warnings {
         eprintln!("warning: {}", safe_line(w));
     }
+    for n in &report.source_notes {
+        eprintln!("transcript: {}", safe_line(n));
+    }
+    if report.source_notes_total > report.source_notes.len() {
+        eprintln!(
+            "transcript: … and {} more sessions like these",
+            report.source_notes_total - report.source_notes.len()
+        );
+    }
+    for c in &report.conflicts {
+        println!("conflict: {}", safe_line(c));
+    }
     let mut summary = format!(
-        "imported {} sessions ({} lines); {} already present",
-        report.sessions_imported, report.lines_imported, report.sessions_present
+        "imported {} new sessions ({} lines); updated {} ({} lines appended, {} entries replaced); {} unchanged; {} conflicts",
+        report.sessions_imported,
+        report.lines_imported,
+        report.sessions_updated,
+        report.lines_appended,
+        report.entries_updated,
+        report.sessions_present,
+        report.conflicts.len()
     );
     if !report.skipped.is_empty() {
         let skips: Vec<String> = report
@@ -1499,6 +1520,9 @@ async fn import(cli: &Cli, dir: &Path) -> Result<()> {
         summary.push_str(&format!("; skipped {}", skips.join(", ")));
     }
     println!("{summary}");
+    if report.changed_nothing() {
+        println!("nothing changed");
+    }
     Ok(())
 }
 

@@ -95,7 +95,19 @@ fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
 }
 
 async fn import_fixture(engine: &Engine) -> ImportReport {
-    engine.import_openclaw(&fixture()).await.unwrap()
+    let mut report = engine.import_openclaw(&fixture()).await.unwrap();
+    // The fixture's entries name the peer machine's files; the folder's own are read.
+    assert_eq!(report.source_notes_total, 4, "{report:?}");
+    assert!(
+        report
+            .source_notes
+            .iter()
+            .all(|n| n.contains("(the folder's own file comes first)")),
+        "{report:?}"
+    );
+    report.source_notes.clear();
+    report.source_notes_total = 0;
+    report
 }
 
 async fn history(engine: &Engine, k: &str) -> Value {
@@ -126,6 +138,7 @@ async fn imports_the_legacy_fixture() {
             lines_imported: total_lines,
             skipped: BTreeMap::new(),
             warnings: vec![],
+            ..ImportReport::default()
         }
     );
     for (k, agent, sid) in FIXTURE_SESSIONS {
@@ -269,6 +282,7 @@ async fn reimport_skips_everything() {
             lines_imported: 0,
             skipped: BTreeMap::new(),
             warnings: vec![],
+            ..ImportReport::default()
         }
     );
     assert_eq!(export_lines(&engine, "agent:main:s2"), before);
@@ -820,11 +834,17 @@ async fn files_that_are_not_regular_or_lead_outside_are_never_opened() {
     assert_eq!(
         report.skipped,
         BTreeMap::from([
-            (SkipReason::OutsideFolder, 2),
+            (SkipReason::OutsideFolder, 1),
             (SkipReason::NotRegularFile, 1),
         ]),
         "{:?}",
         report.warnings
+    );
+    // The folder's own transcript comes first: the outside sessionFile is not even opened.
+    let notes = report.source_notes.join("\n");
+    assert!(
+        notes.contains("agent:main:moved") && notes.contains("was not read"),
+        "{notes}"
     );
     let w = report.warnings.join("\n");
     assert!(w.contains("named pipe"), "{w}");
@@ -843,10 +863,6 @@ async fn files_that_are_not_regular_or_lead_outside_are_never_opened() {
     // A sessionFile outside (a copied folder names its old place) falls back to the copy.
     let h = history(&engine, "agent:main:moved").await;
     assert_eq!(h["messages"][0]["content"], "in the folder");
-    assert!(
-        w.contains("its sessionFile") && w.contains("was not read"),
-        "{w}"
-    );
 }
 
 #[tokio::test]
@@ -931,12 +947,13 @@ async fn a_session_file_that_cannot_be_a_path_falls_back_without_failing_the_imp
     let engine = open(&tmp.path().join("state"));
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 2, "{report:?}");
-    assert_eq!(report.skipped(SkipReason::UnreadableFile), 2, "{report:?}");
+    // The folder's own files come first, so the odd sessionFile names are never opened.
+    assert_eq!(report.skipped(SkipReason::UnreadableFile), 0, "{report:?}");
     assert_eq!(
         history(&engine, "agent:main:nul").await["messages"][0]["content"],
         "nul"
     );
-    let w = report.warnings.join("\n");
+    let w = report.source_notes.join("\n");
     assert!(
         w.contains(r#"/a\0b.jsonl""#),
         "the name is shown escaped: {w}"

@@ -232,6 +232,20 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX sessions_by_updated;
     CREATE INDEX sessions_by_updated ON sessions(updated_at DESC, key, archived_at, kind);
     "#,
+    // 8: what the last import of each session saw (`imports.rs`), so a re-import appends only
+    // what is new, tells a conflict from an update, and skips unchanged transcripts unread.
+    r#"
+    CREATE TABLE import_marks (
+        session_key       TEXT PRIMARY KEY,
+        session_id        TEXT NOT NULL,
+        source_file       TEXT NOT NULL,
+        source_size       INTEGER NOT NULL,
+        source_mtime_ns   INTEGER NOT NULL,
+        source_entry_hash TEXT NOT NULL,
+        entry_hash        TEXT NOT NULL,
+        last_seq          INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 /// The migration that adds `sessions.name_key`.

@@ -52,6 +52,8 @@ pub enum SkipReason {
     UnreadableEntry,
     /// Session: its `sessionId` already belongs to another key here.
     IdTaken,
+    /// Session: its key is here with another `sessionId` (reset on one side).
+    OtherSession,
     /// File: it resolves outside the imported folder.
     OutsideFolder,
     /// File: it is a symlink.
@@ -82,6 +84,10 @@ impl SkipReason {
             SkipReason::IdTaken => (
                 "session id already used by another key",
                 "session ids already used by other keys",
+            ),
+            SkipReason::OtherSession => (
+                "session whose key holds another session id here",
+                "sessions whose keys hold other session ids here",
             ),
             SkipReason::OutsideFolder => ("file outside the folder", "files outside the folder"),
             SkipReason::Symlink => ("symlinked file", "symlinked files"),

@@ -2,17 +2,24 @@
 //!
 //! **Import** (`Engine::import_openclaw`) reads OpenClaw's legacy layout,
 //! `<DIR>/agents/<agentId>/sessions/sessions.json` (session key → SessionEntry) plus one
-//! `<sessionId>.jsonl` transcript per session beside it (or the entry's `sessionFile`, when
-//! that file exists). `DIR` may also be one `agents/<agentId>/sessions` folder itself.
-//! - Keys are canonicalised (OpenClaw keys may be mixed case); a key already in the store is
-//!   counted as already present, so re-importing is harmless. A sessionId that already
-//!   belongs to another key is a warning and a skip.
+//! `<sessionId>.jsonl` transcript per session beside it. `DIR` may also be one
+//! `agents/<agentId>/sessions` folder itself.
+//! - Keys are canonicalised (OpenClaw keys may be mixed case). Each session is handed to
+//!   `merge.rs` (`Engine::bring_in`): a new key is imported whole, a known one is merged
+//!   (new lines appended by line id, a newer entry applied, conflicts reported), so
+//!   importing again after the owner kept using OpenClaw brings the new lines, and a second
+//!   run changes nothing. A sessionId that already belongs to another key is a warning and
+//!   a skip.
+//! - **Folders are self-contained**: the transcript is `<sessionId>.jsonl` in the folder
+//!   first (a copied folder's entries still name the original's absolute paths); the
+//!   entry's `sessionFile` is used only when that file is missing, and only when it is a
+//!   usable file inside the folder. The report notes every session whose `sessionFile` was
+//!   used or not read, and why (`ImportReport::source_notes`).
 //! - **Only files inside `DIR` are read** (`source.rs`): a `sessionFile` that resolves
 //!   outside it (absolute elsewhere, `../…`), a symlinked transcript or index, and anything
 //!   that is not a regular file (FIFO, device, `/proc`) is never opened; it is skipped with
-//!   a reason. A refused `sessionFile` falls back to `<sessionId>.jsonl` in the folder (a
-//!   copied OpenClaw folder still names its old absolute paths); with nothing usable the
-//!   session is skipped, so a later import, once the folder is fixed, can still bring it in.
+//!   a reason. With nothing usable the session is skipped, so a later import, once the
+//!   folder is fixed, can still bring it in.
 //! - **Everything read is bounded** (`ImportLimits`): each line (a longer one is skipped
 //!   without being buffered), each transcript file, and each `sessions.json` (over the cap is
 //!   an error: it must be parsed whole).
@@ -22,8 +29,8 @@
 //!   with a known `role` and a string or array `content`, are skipped: history readers can
 //!   rely on that shape. A missing transcript is a warning (the session is imported with a
 //!   synthesised header only).
-//! - The report counts every skip by reason (`SkipReason`), apart from sessions already
-//!   present.
+//! - The report counts every skip by reason (`SkipReason`), and sessions by outcome: new,
+//!   updated, unchanged, conflicts (named).
 //! - The entry's `sessionFile` is dropped: it names OpenClaw's file, and once imported the
 //!   transcript lives in the database (`Engine::transcript_path`). Export writes a fresh one.
 //! - Files are streamed and written in chunks of `CHUNK_LINES` lines, one writer job per
@@ -32,7 +39,8 @@
 //!   see a half-imported session, and an import cut short (crash, I/O error) leaves at most
 //!   transcript rows that no session owns. Those are invisible to every query and are
 //!   deleted when the session is imported again (the first job of a session clears rows of
-//!   its sessionId that no session row owns). A short transcript is one job.
+//!   its sessionId that no session row owns). A short transcript is one job. Appends to a
+//!   known session are staged the same way (`merge.rs`).
 //! - Each `sessions.json` is parsed before anything is written, so a damaged index fails the
 //!   import with nothing changed.
 //!
@@ -40,36 +48,39 @@
 //! exactly as stored; `Engine::export_session_to_file` does so into a file and
 //! `Engine::export_openclaw` writes the legacy layout (every session, with `sessionFile` set
 //! to the written file's absolute path), which `import_openclaw` reads back into the same
-//! sessions and lines. Files are written by `atomic.rs`: an existing target is refused unless
+//! sessions and lines; a direct chat's entry without `channel` gets its last channel there, as
+//! OpenClaw's own legacy entries carry. Files are written by `atomic.rs`: an existing target is refused unless
 //! `Overwrite::Replace`, a non-regular one always, no symlink is followed, and a failure
 //! leaves nothing behind. `export_openclaw` writes every file under a temporary name first
 //! and publishes them only when all are written.
 
 mod atomic;
 mod error;
+mod merge;
 mod source;
 
 pub use atomic::Overwrite;
 pub use error::{SkipReason, TransferError};
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::Engine;
 use super::entry::SessionEntry;
-use super::events::EngineEvent;
-use super::key::{SessionKey, is_valid_agent_id, normalize_agent_id};
+use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
 use super::storage::StorageError;
+use super::storage::imports::{self, ImportMark};
 use super::storage::queries::{self, SessionScan, StoredSession};
 use atomic::StagedFile;
+use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
 use source::{Line, Refused, SourceRoot};
 
 /// Transcript lines per writer job during import: bounds memory and the writer's latency.
-const CHUNK_LINES: usize = 5_000;
+pub(crate) const CHUNK_LINES: usize = 5_000;
 
 /// The index file of one agent's sessions in OpenClaw's legacy layout.
 const SESSIONS_FILE: &str = "sessions.json";
@@ -85,13 +96,29 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Trans
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportReport {
+    /// Sessions new here, imported whole.
     pub sessions_imported: usize,
-    /// Sessions whose key is already in the store (left as they are).
+    /// Sessions already here that got lines appended or their entry replaced (`merge.rs`).
+    pub sessions_updated: usize,
+    /// Sessions already here with nothing new in the source (left as they are).
     pub sessions_present: usize,
-    /// Transcript lines read from files and stored (synthesised headers not counted).
+    /// Transcript lines read from files and stored for new sessions (synthesised headers
+    /// not counted).
     pub lines_imported: usize,
+    /// Lines appended to sessions already here.
+    pub lines_appended: usize,
+    /// Entries replaced by the source's newer one.
+    pub entries_updated: usize,
+    /// Sessions continued on both sides, one line each naming the key; nothing of them
+    /// changed.
+    pub conflicts: Vec<String>,
+    /// Where transcripts came from when that was not simply `<sessionId>.jsonl` in the
+    /// folder (a `sessionFile` used, or one not read), the first `SOURCE_NOTES` of them.
+    pub source_notes: Vec<String>,
+    /// How many sessions such a note concerns in all.
+    pub source_notes_total: usize,
     /// What was left out, by reason; each reason counts its own unit (see `SkipReason`).
-    /// Line skips count only for sessions that were imported.
+    /// Line skips count only for sessions that were imported or updated.
     pub skipped: BTreeMap<SkipReason, usize>,
     pub warnings: Vec<String>,
 }
@@ -102,11 +129,25 @@ impl ImportReport {
         self.skipped.get(&reason).copied().unwrap_or(0)
     }
 
+    /// True when the import changed nothing in the store.
+    pub fn changed_nothing(&self) -> bool {
+        self.sessions_imported == 0 && self.sessions_updated == 0
+    }
+
     fn skip(&mut self, reason: SkipReason) {
         *self.skipped.entry(reason).or_default() += 1;
     }
+
+    fn note_source(&mut self, note: String) {
+        self.source_notes_total += 1;
+        if self.source_notes.len() < SOURCE_NOTES {
+            self.source_notes.push(note);
+        }
+    }
 }
 
+/// Transcript source notes kept in the report; `source_notes_total` counts the rest.
+const SOURCE_NOTES: usize = 20;
 
 /// Caps on what an import reads, so no input makes it buffer or run without bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,19 +203,13 @@ struct Candidate {
 enum Transcript {
     File {
         file: fs::File,
+        meta: Box<fs::Metadata>,
         path: PathBuf,
     },
     /// There is none: the session gets a synthesised header.
     Missing,
     /// Refused (already counted and explained): the session is not imported.
     Refused,
-}
-
-/// How a session's final job ended.
-enum Outcome {
-    Imported,
-    KeyExists,
-    IdTaken(SessionKey),
 }
 
 impl Engine {
@@ -200,9 +235,19 @@ impl Engine {
         for folder in &folders {
             self.read_sessions_json(folder, &root, limits, &mut candidates, &mut report)?;
         }
+        let marks = self.store().storage().read(imports::all_marks)?;
+        let mut pending = PendingImports::default();
         for c in candidates {
-            self.import_one(c, &root, limits, &mut report).await?;
+            let done = self
+                .import_one(c, &root, limits, &marks, &mut pending, &mut report)
+                .await;
+            if let Err(e) = done {
+                // What was submitted still commits; wait for it before failing.
+                let _ = self.settle(&mut pending, &mut report).await;
+                return Err(e);
+            }
         }
+        self.settle(&mut pending, &mut report).await?;
         Ok(report)
     }
 
@@ -333,6 +378,9 @@ impl Engine {
                     "sessionFile".into(),
                     Value::String(path.to_string_lossy().into_owned()),
                 );
+                if let Some(channel) = direct_channel(s) {
+                    entry.insert("channel".into(), Value::String(channel.to_string()));
+                }
                 index.insert(s.key.as_str().to_string(), Value::Object(entry));
                 report.sessions += 1;
                 report.lines += lines;
@@ -518,8 +566,10 @@ impl Engine {
         Ok(())
     }
 
-    /// Find and open a candidate's transcript: its `sessionFile` when that is a usable file
-    /// inside the folder, else `<sessionId>.jsonl`. Refusals are counted and explained here.
+    /// Find and open a candidate's transcript. The folder's own `<sessionId>.jsonl` comes
+    /// first (a copied folder's entries still name the original's files); the entry's
+    /// `sessionFile` is used only when that is missing and it is a usable file inside the
+    /// folder. Every use or refusal of a `sessionFile` is noted in the report.
     fn open_transcript(
         c: &Candidate,
         root: &SourceRoot,
@@ -527,47 +577,60 @@ impl Engine {
         report: &mut ImportReport,
     ) -> Result<Transcript, TransferError> {
         let key = &c.stored.key;
-        let mut refused_entry = false;
-        let mut opened = None;
-        if let Some(path) = &c.session_file {
-            match open_or_skip(root, path) {
-                Ok((file, meta)) => opened = Some((file, meta, path.clone())),
-                Err(Refused::Missing) => {}
-                Err(Refused::Skip(reason, why)) => {
-                    report.skip(reason);
-                    // Debug form: the name comes from the file being imported.
-                    report.warnings.push(format!(
-                        "session {key}: its sessionFile {path:?} was not read: {why}"
+        // Debug form for names that come from the file being imported.
+        let named = c.session_file.as_ref().filter(|p| **p != c.expected);
+        let opened = match open_or_skip(root, &c.expected) {
+            Ok((file, meta)) => {
+                if let Some(path) = named {
+                    report.note_source(format!(
+                        "session {key}: read {} from the folder; its sessionFile {path:?} was not read (the folder's own file comes first)",
+                        file_name(&c.expected)
                     ));
-                    refused_entry = true;
+                }
+                (file, meta, c.expected.clone())
+            }
+            Err(Refused::Skip(reason, why)) => {
+                report.skip(reason);
+                report.warnings.push(format!(
+                    "session {key} skipped: {} was not read: {why}",
+                    c.expected.display()
+                ));
+                return Ok(Transcript::Refused);
+            }
+            Err(Refused::Missing) => {
+                let Some(path) = named else {
+                    return Ok(Transcript::Missing);
+                };
+                match open_or_skip(root, path) {
+                    Ok((file, meta)) => {
+                        report.note_source(format!(
+                            "session {key}: {} is missing; read its sessionFile {path:?} (inside the folder)",
+                            file_name(&c.expected)
+                        ));
+                        (file, meta, path.clone())
+                    }
+                    Err(Refused::Missing) => {
+                        report.note_source(format!(
+                            "session {key}: no transcript ({} and its sessionFile {path:?} are missing); imported with an empty transcript",
+                            file_name(&c.expected)
+                        ));
+                        return Ok(Transcript::Missing);
+                    }
+                    Err(Refused::Skip(reason, why)) => {
+                        report.skip(reason);
+                        report.note_source(format!(
+                            "session {key}: {} is missing and its sessionFile {path:?} was not read: {why}",
+                            file_name(&c.expected)
+                        ));
+                        report.warnings.push(format!(
+                            "session {key} skipped: no transcript inside the folder (its sessionFile {path:?} was not read: {why})"
+                        ));
+                        return Ok(Transcript::Refused);
+                    }
                 }
             }
-        }
-        if opened.is_none() {
-            let path = &c.expected;
-            match open_or_skip(root, path) {
-                Ok((file, meta)) => opened = Some((file, meta, path.clone())),
-                Err(Refused::Missing) if refused_entry => {
-                    report.warnings.push(format!(
-                        "session {key} skipped: no transcript inside the folder (looked for {})",
-                        path.display()
-                    ));
-                    return Ok(Transcript::Refused);
-                }
-                Err(Refused::Missing) => return Ok(Transcript::Missing),
-                Err(Refused::Skip(reason, why)) => {
-                    report.skip(reason);
-                    report.warnings.push(format!(
-                        "session {key} skipped: {} was not read: {why}",
-                        path.display()
-                    ));
-                    return Ok(Transcript::Refused);
-                }
-            }
-        }
-        let Some((file, meta, path)) = opened else {
-            return Ok(Transcript::Missing);
         };
+        let (file, meta, path) = opened;
         if meta.len() > limits.max_transcript_bytes {
             report.skip(SkipReason::FileTooLarge);
             report.warnings.push(format!(
@@ -578,222 +641,209 @@ impl Engine {
             ));
             return Ok(Transcript::Refused);
         }
-        Ok(Transcript::File { file, path })
+        Ok(Transcript::File {
+            file,
+            meta: Box::new(meta),
+            path,
+        })
     }
 
-    /// Import one session: stream its transcript in chunks, then commit the last chunk and
-    /// the session row together.
+    /// Import or merge one candidate (`merge.rs`), from its transcript file.
     async fn import_one(
         &self,
         c: Candidate,
         root: &SourceRoot,
         limits: &ImportLimits,
+        marks: &HashMap<String, ImportMark>,
+        pending: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
-        let store = self.store();
-        let storage = store.storage().clone();
         let key = c.stored.key.clone();
-        let session_id = c.stored.entry.session_id.clone();
-        if store.get(&key)?.is_some() {
-            report.sessions_present += 1;
-            return Ok(());
-        }
-        if let Some(owner) = store.keys_by_session_id(&session_id)?.into_iter().next() {
-            report.skip(SkipReason::IdTaken);
-            report.warnings.push(id_taken(&key, &session_id, &owner));
-            return Ok(());
-        }
         let transcript = Self::open_transcript(&c, root, limits, report)?;
-
-        let header = json!({
-            "type": "session",
-            "version": 3,
-            "id": session_id,
-            "timestamp": queries::iso_timestamp(c.stored.entry.updated_at),
-            "cwd": "",
-        });
-        let mut warnings = Vec::new();
-        let mut line_skips = ImportReport::default();
-        let mut lines = 0usize;
-        let mut pending: Vec<Value> = Vec::new();
-        let mut next_seq = 0i64; // seq of pending[0]
-        let mut first_job = true;
-
-        match transcript {
+        let mut reader = None;
+        let fingerprint = match transcript {
             Transcript::Refused => return Ok(()),
-            Transcript::Missing => {
-                warnings.push(format!(
-                    "session {key}: no transcript at {}; imported with an empty transcript",
-                    c.expected.display()
-                ));
-                pending.push(header);
+            Transcript::Missing => Fingerprint::none(),
+            Transcript::File { file, meta, path } => {
+                let fingerprint = Fingerprint {
+                    file: fs::canonicalize(&path)
+                        .unwrap_or_else(|_| path.clone())
+                        .to_string_lossy()
+                        .into_owned(),
+                    size: i64::try_from(meta.len()).unwrap_or(i64::MAX),
+                    mtime_ns: mtime_ns(&meta),
+                };
+                reader = Some(JsonlLines::new(file, path, limits));
+                fingerprint
             }
-            Transcript::File { file, path } => {
-                let mut reader =
-                    BufReader::with_capacity(1 << 16, file.take(limits.max_transcript_bytes));
-                let mut buf = Vec::new();
-                let mut line_no = 0usize;
-                let mut line_warnings = 0usize;
-                let mut header_decided = false;
-                loop {
-                    let read =
-                        source::read_line_capped(&mut reader, &mut buf, limits.max_line_bytes)
-                            .map_err(io_err("read", &path))?;
-                    let skipped = match read {
-                        Line::Eof => break,
-                        Line::TooLong { bytes } => {
-                            line_no += 1;
-                            Some((
-                                SkipReason::LineTooLong,
-                                format!(
-                                    "{bytes} bytes, over the cap of {} bytes per line",
-                                    limits.max_line_bytes
-                                ),
-                            ))
-                        }
-                        Line::Text => {
-                            line_no += 1;
-                            None
-                        }
-                    };
-                    let value = match skipped {
-                        Some(skip) => Err(skip),
-                        None => {
-                            let mut text = trim_line_end(&buf);
-                            if line_no == 1 {
-                                // A byte-order mark from an editor is not part of the JSON.
-                                text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-                            }
-                            if text.iter().all(u8::is_ascii_whitespace) {
-                                continue;
-                            }
-                            parse_line(text)
-                        }
-                    };
-                    let value = match value {
-                        Ok(v) => v,
-                        Err((reason, why)) => {
-                            line_skips.skip(reason);
-                            line_warnings += 1;
-                            if line_warnings <= LINE_WARNINGS_PER_FILE {
-                                warnings.push(format!(
-                                    "{}, line {line_no}: skipped ({why})",
-                                    path.display()
-                                ));
-                            }
-                            continue;
-                        }
-                    };
-                    if !header_decided {
-                        header_decided = true;
-                        if value.get("type").and_then(Value::as_str) == Some("session") {
-                            let id = value.get("id").and_then(Value::as_str).unwrap_or("");
-                            if id != session_id {
-                                warnings.push(format!(
-                                    "{}: header names session {id:?} but the entry for {key} says {session_id:?}; kept as is",
-                                    path.display()
-                                ));
-                            }
-                        } else {
-                            pending.push(header.clone());
-                        }
-                    }
-                    if pending.len() >= CHUNK_LINES {
-                        let chunk = std::mem::take(&mut pending);
-                        let count = chunk.len() as i64;
-                        let sid = session_id.clone();
-                        let (first, clean) = (next_seq, first_job);
-                        let owner = storage
-                            .write(move |conn| {
-                                if let Some(owner) =
-                                    queries::keys_by_session_id(conn, &sid)?.into_iter().next()
-                                {
-                                    return Ok(Some(owner));
-                                }
-                                if clean {
-                                    queries::delete_orphan_transcript(conn, &sid)?;
-                                }
-                                queries::put_raw_lines(conn, &sid, first, &chunk)?;
-                                Ok(None)
-                            })
-                            .await?;
-                        if let Some(owner) = owner {
-                            // Someone created a session with this id meanwhile: leave it be.
-                            report.skip(SkipReason::IdTaken);
-                            report.warnings.push(id_taken(&key, &session_id, &owner));
-                            return Ok(());
-                        }
-                        next_seq += count;
-                        first_job = false;
-                    }
-                    pending.push(value);
-                    lines += 1;
-                }
-                if line_warnings > LINE_WARNINGS_PER_FILE {
-                    warnings.push(format!(
-                        "{}: {} more lines skipped (counted in the summary)",
-                        path.display(),
-                        line_warnings - LINE_WARNINGS_PER_FILE
-                    ));
-                }
-                let mut file = reader.into_inner().into_inner();
-                let mut probe = [0u8; 1];
-                if file.read(&mut probe).map_err(io_err("read", &path))? > 0 {
-                    // It grew past the cap while being read: what was read is kept.
-                    line_skips.skip(SkipReason::FileTooLarge);
-                    warnings.push(format!(
-                        "{}: grew past the cap of {} bytes while being read; the rest was not imported",
-                        path.display(),
-                        limits.max_transcript_bytes
-                    ));
-                }
-                if !header_decided {
-                    // Empty, or nothing parsable: still give the session its header.
-                    pending.push(header);
-                }
+        };
+        let missing = reader.is_none();
+        let src = SourceSession {
+            stored: c.stored,
+            fingerprint,
+            lines: reader.as_mut().map(|r| r as &mut dyn SourceLines),
+        };
+        let merged = self.bring_in(src, marks, pending, report).await?;
+        let counts = matches!(merged, Merged::Imported { .. } | Merged::Updated { .. });
+        if let Some(r) = reader
+            && counts
+        {
+            for (reason, n) in r.skips.skipped {
+                *report.skipped.entry(reason).or_default() += n;
             }
+            report.warnings.extend(r.warnings);
         }
-
-        let stored = c.stored;
-        let (k, sid) = (key.clone(), session_id.clone());
-        let outcome = storage
-            .write(move |conn| {
-                if queries::get_session(conn, &k)?.is_some() {
-                    queries::delete_orphan_transcript(conn, &sid)?;
-                    return Ok(Outcome::KeyExists);
+        match merged {
+            Merged::Imported { lines } => {
+                if missing {
+                    report.warnings.push(format!(
+                        "session {key}: no transcript at {}; imported with an empty transcript",
+                        c.expected.display()
+                    ));
                 }
-                if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
-                    return Ok(Outcome::IdTaken(owner));
-                }
-                if first_job {
-                    queries::delete_orphan_transcript(conn, &sid)?;
-                }
-                queries::put_raw_lines(conn, &sid, next_seq, &pending)?;
-                queries::put_session(conn, &stored)?;
-                Ok(Outcome::Imported)
-            })
-            .await?;
-        match outcome {
-            Outcome::Imported => {
                 report.sessions_imported += 1;
                 report.lines_imported += lines;
-                for (reason, n) in line_skips.skipped {
-                    *report.skipped.entry(reason).or_default() += n;
-                }
-                report.warnings.extend(warnings);
-                self.events().emit(EngineEvent::SessionCreated {
-                    key: key.to_string(),
-                    session_id,
-                });
             }
-            Outcome::KeyExists => report.sessions_present += 1,
-            Outcome::IdTaken(owner) => {
-                report.skip(SkipReason::IdTaken);
-                report.warnings.push(id_taken(&key, &session_id, &owner));
+            Merged::Updated { appended, entry } => {
+                report.sessions_updated += 1;
+                report.lines_appended += appended;
+                report.entries_updated += usize::from(entry);
             }
+            Merged::Unchanged => report.sessions_present += 1,
+            Merged::Conflict | Merged::Skipped => {}
         }
         Ok(())
     }
+}
+
+/// A legacy `<sessionId>.jsonl` transcript read line by line under `ImportLimits`: lines
+/// it cannot use are counted by reason and explained (the first `LINE_WARNINGS_PER_FILE`).
+struct JsonlLines {
+    reader: BufReader<std::io::Take<fs::File>>,
+    path: PathBuf,
+    max_line: usize,
+    max_file: u64,
+    buf: Vec<u8>,
+    line_no: usize,
+    skipped_lines: usize,
+    skips: ImportReport,
+    warnings: Vec<String>,
+    done: bool,
+}
+
+impl JsonlLines {
+    fn new(file: fs::File, path: PathBuf, limits: &ImportLimits) -> JsonlLines {
+        JsonlLines {
+            reader: BufReader::with_capacity(1 << 16, file.take(limits.max_transcript_bytes)),
+            path,
+            max_line: limits.max_line_bytes,
+            max_file: limits.max_transcript_bytes,
+            buf: Vec::new(),
+            line_no: 0,
+            skipped_lines: 0,
+            skips: ImportReport::default(),
+            warnings: Vec::new(),
+            done: false,
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), TransferError> {
+        self.done = true;
+        if self.skipped_lines > LINE_WARNINGS_PER_FILE {
+            self.warnings.push(format!(
+                "{}: {} more lines skipped (counted in the summary)",
+                self.path.display(),
+                self.skipped_lines - LINE_WARNINGS_PER_FILE
+            ));
+        }
+        let mut probe = [0u8; 1];
+        let file = self.reader.get_mut().get_mut();
+        if file.read(&mut probe).map_err(io_err("read", &self.path))? > 0 {
+            // It grew past the cap while being read: what was read is kept.
+            self.skips.skip(SkipReason::FileTooLarge);
+            self.warnings.push(format!(
+                "{}: grew past the cap of {} bytes while being read; the rest was not imported",
+                self.path.display(),
+                self.max_file
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl SourceLines for JsonlLines {
+    fn next_line(&mut self) -> Result<Option<Value>, TransferError> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            let read = source::read_line_capped(&mut self.reader, &mut self.buf, self.max_line)
+                .map_err(io_err("read", &self.path))?;
+            let skipped = match read {
+                Line::Eof => {
+                    self.finish()?;
+                    return Ok(None);
+                }
+                Line::TooLong { bytes } => {
+                    self.line_no += 1;
+                    Some((
+                        SkipReason::LineTooLong,
+                        format!(
+                            "{bytes} bytes, over the cap of {} bytes per line",
+                            self.max_line
+                        ),
+                    ))
+                }
+                Line::Text => {
+                    self.line_no += 1;
+                    None
+                }
+            };
+            let value = match skipped {
+                Some(skip) => Err(skip),
+                None => {
+                    let mut text = trim_line_end(&self.buf);
+                    if self.line_no == 1 {
+                        // A byte-order mark from an editor is not part of the JSON.
+                        text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+                    }
+                    if text.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    parse_line(text)
+                }
+            };
+            match value {
+                Ok(v) => return Ok(Some(v)),
+                Err((reason, why)) => {
+                    self.skips.skip(reason);
+                    self.skipped_lines += 1;
+                    if self.skipped_lines <= LINE_WARNINGS_PER_FILE {
+                        self.warnings.push(format!(
+                            "{}, line {}: skipped ({why})",
+                            self.path.display(),
+                            self.line_no
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A file's modification time in nanoseconds since the epoch (0 when unknown).
+fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_nanos()).ok())
+        .unwrap_or(0)
 }
 
 /// Open a transcript; an I/O error (a name with a NUL byte, a path through a file, no
@@ -905,6 +955,17 @@ fn trim_line_end(buf: &[u8]) -> &[u8] {
         end -= 1;
     }
     &buf[..end]
+}
+
+/// The `channel` an exported direct session's entry gains when it has none: its last
+/// channel (`deliveryContext.channel`, else `lastChannel`), which is what OpenClaw's own
+/// legacy entries of direct chats carry beside it. Groups keep what they have; nothing is
+/// invented for a session that never had a channel.
+fn direct_channel(s: &StoredSession) -> Option<&str> {
+    if s.entry.channel.is_some() || !matches!(s.kind, SessionKind::Main | SessionKind::Other) {
+        return None;
+    }
+    s.entry.effective_last_channel()
 }
 
 /// A session id that can name a file inside the sessions folder (no separators, not `.`/`..`).
