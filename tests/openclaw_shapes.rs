@@ -376,3 +376,27 @@ async fn main_without_a_main_session_is_an_empty_history() {
         assert_eq!(ours[name], theirs[name], "{name}");
     }
 }
+
+/// The console reads transcripts through `SessionsApi::transcript`, not the tool: owners
+/// still see that a target chose silence.
+#[tokio::test]
+async fn the_console_still_shows_silent_replies() {
+    use switchboard::api::{SessionsApi, TranscriptQuery};
+    let b = bench().await;
+    let api: std::sync::Arc<dyn SessionsApi> = std::sync::Arc::new(b.engine.clone());
+    let page = api
+        .transcript(TranscriptQuery {
+            key: "agent:work:s3".into(),
+            before: None,
+            limit: 100,
+            tools: false,
+            raw: false,
+        })
+        .await
+        .unwrap();
+    assert!(
+        page.lines.iter().any(|l| l.text.trim() == "ANNOUNCE_SKIP"),
+        "{:?}",
+        page.lines.iter().map(|l| &l.text).collect::<Vec<_>>()
+    );
+}
