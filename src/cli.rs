@@ -759,6 +759,7 @@ fn console_options(attached: String) -> Result<switchboard::tui::Options> {
         keymap,
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
         theme: console_terminal()?,
+        notices: Vec::new(),
     })
 }
 
@@ -781,8 +782,16 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         say_log(&log);
         return switchboard::tui::run(api, options).await;
     }
-    let engine = cli.open_engine()?;
-    let options = console_options(cli.state_dir().display().to_string())?;
+    let config = cli.load_config()?;
+    let notices = config::warnings(&config)
+        .iter()
+        .map(|w| format!("config: {w}"))
+        .collect();
+    let dir = cli.state_dir();
+    let engine = Engine::open(&dir, config)
+        .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
+    let mut options = console_options(dir.display().to_string())?;
+    options.notices = notices;
     say_log(&log);
     switchboard::tui::run(engine.start(), options).await
 }
