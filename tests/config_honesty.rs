@@ -17,7 +17,9 @@ fn stdout(out: &Output) -> String {
 }
 
 fn turns(v: &str) -> String {
-    format!("{{\n  session: {{\n    agentToAgent: {{\n      maxPingPongTurns: {v},\n    }},\n  }},\n}}\n")
+    format!(
+        "{{\n  session: {{\n    agentToAgent: {{\n      maxPingPongTurns: {v},\n    }},\n  }},\n}}\n"
+    )
 }
 
 #[test]
@@ -31,7 +33,11 @@ fn ping_pong_turns_above_five_are_a_warning_with_the_value_used() {
             && err.contains("5 will be used"),
         "{err}"
     );
-    assert!(stdout(&out).contains("ok, 1 warning(s)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("ok, 1 warning(s)"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -41,7 +47,10 @@ fn ping_pong_turns_below_zero_or_fractional_say_what_is_used() {
         let out = b.run(&["config", "check"]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(0), "{v}: {err}");
-        assert!(err.contains("maxPingPongTurns: warning") && err.contains(used), "{v}: {err}");
+        assert!(
+            err.contains("maxPingPongTurns: warning") && err.contains(used),
+            "{v}: {err}"
+        );
     }
 }
 
@@ -70,7 +79,10 @@ fn unusable_values_stay_errors() {
         let out = b.run(&["config", "check"]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{text}: {err}");
-        assert!(err.contains(says) && err.contains("config.json5:2"), "{text}: {err}");
+        assert!(
+            err.contains(says) && err.contains("config.json5:2"),
+            "{text}: {err}"
+        );
     }
 }
 

@@ -50,7 +50,9 @@ fn legacy_copy(out: &Path) {
             let entry: Value = serde_json::from_str(&entry).unwrap();
             let sid = entry["sessionId"].as_str().unwrap().to_string();
             let mut lines = conn
-                .prepare("SELECT event_json FROM transcript_events WHERE session_id = ?1 ORDER BY seq")
+                .prepare(
+                    "SELECT event_json FROM transcript_events WHERE session_id = ?1 ORDER BY seq",
+                )
                 .unwrap();
             let text: Vec<String> = lines
                 .query_map([&sid], |r| r.get::<_, String>(0))
@@ -167,7 +169,10 @@ fn list_differences(ours: &Value, theirs: &Value, compare_limit: bool) -> Vec<St
     let mut out = Vec::new();
     for name in ["count", "hasMore"] {
         if ours[name] != theirs[name] {
-            out.push(format!("{name}: ours {}, theirs {}", ours[name], theirs[name]));
+            out.push(format!(
+                "{name}: ours {}, theirs {}",
+                ours[name], theirs[name]
+            ));
         }
     }
     if compare_limit && ours["limitApplied"] != theirs["limitApplied"] {
@@ -185,7 +190,11 @@ fn list_differences(ours: &Value, theirs: &Value, compare_limit: bool) -> Vec<St
             .collect()
     };
     if keys(ours) != keys(theirs) {
-        out.push(format!("rows: ours {:?}, theirs {:?}", keys(ours), keys(theirs)));
+        out.push(format!(
+            "rows: ours {:?}, theirs {:?}",
+            keys(ours),
+            keys(theirs)
+        ));
         return out;
     }
     let ours_rows = ours["sessions"].as_array().unwrap();
@@ -269,11 +278,20 @@ async fn display_names_follow_openclaw() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["key"].as_str().unwrap().to_string(), r["displayName"].clone()))
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap().to_string(),
+                r["displayName"].clone(),
+            )
+        })
         .collect();
     assert_eq!(names["agent:main:discord:group:g-42"], "discord:g-42");
     assert_eq!(names["agent:main:s2"], "s2-telegram-pingpong-main");
-    assert_eq!(names["agent:main:main"], Value::Null, "no label, no group: no name");
+    assert_eq!(
+        names["agent:main:main"],
+        Value::Null,
+        "no label, no group: no name"
+    );
 }
 
 #[tokio::test]
@@ -283,7 +301,12 @@ async fn a_spawned_child_and_its_parent_name_each_other() {
     let rows = list["sessions"].as_array().unwrap();
     let child = rows
         .iter()
-        .find(|r| r["key"].as_str().unwrap().starts_with("agent:main:subagent:"))
+        .find(|r| {
+            r["key"]
+                .as_str()
+                .unwrap()
+                .starts_with("agent:main:subagent:")
+        })
         .unwrap();
     let parent = rows.iter().find(|r| r["key"] == "agent:main:s6").unwrap();
     assert_eq!(child["parentSessionKey"], "agent:main:s6");
@@ -310,7 +333,11 @@ async fn assert_history_matches(b: &Bench, name: &str) {
             .map(|m| m["role"].clone())
             .collect()
     };
-    assert_eq!(roles(&ours["messages"]), roles(&theirs["messages"]), "{name}: roles");
+    assert_eq!(
+        roles(&ours["messages"]),
+        roles(&theirs["messages"]),
+        "{name}: roles"
+    );
 }
 
 #[tokio::test]
@@ -343,7 +370,11 @@ async fn silent_replies(b: &Bench, key: &str) -> (Vec<String>, usize) {
         )
         .await;
     let without = b
-        .call("sessions_history", "agent:main:main", &json!({"sessionKey": key}))
+        .call(
+            "sessions_history",
+            "agent:main:main",
+            &json!({"sessionKey": key}),
+        )
         .await;
     let silent = texts(&with["messages"])
         .into_iter()

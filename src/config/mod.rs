@@ -10,5 +10,5 @@ pub use load::{
     ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, check_file_warnings, load_file,
     parse_str, write_default,
 };
-pub use warnings::{ConfigWarning, warnings};
 pub use model::*;
+pub use warnings::{ConfigWarning, warnings};

@@ -55,11 +55,21 @@ mod tests {
 
     #[test]
     fn turns_outside_the_range_say_what_is_used() {
-        for (v, used) in [(9.0, "5"), (-1.0, "0"), (2.5, "2"), (f64::INFINITY, "5"), (f64::NAN, "5")] {
+        for (v, used) in [
+            (9.0, "5"),
+            (-1.0, "0"),
+            (2.5, "2"),
+            (f64::INFINITY, "5"),
+            (f64::NAN, "5"),
+        ] {
             let w = with_turns(v);
             assert_eq!(w.len(), 1, "{v}");
             assert_eq!(w[0].path, "session.agentToAgent.maxPingPongTurns");
-            assert!(w[0].message.ends_with(&format!("; {used} will be used")), "{v}: {}", w[0].message);
+            assert!(
+                w[0].message.ends_with(&format!("; {used} will be used")),
+                "{v}: {}",
+                w[0].message
+            );
         }
     }
 }
