@@ -29,12 +29,8 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         Ok(r) => r,
         Err(result) => return Ok(result),
     };
-    // `main` is echoed as the caller wrote it, as OpenClaw does; other inputs as the key.
-    let display = if input.trim() == "main" {
-        "main".to_string()
-    } else {
-        store.scheme().display(&resolved.key)
-    };
+    // The key `main` resolved to (OpenClaw echoes `main`; the key says which session it was).
+    let display = store.scheme().display(&resolved.key);
     // A sandboxed caller must not learn whether a session outside its tree exists.
     if guard.restricted && !guard.in_tree(&resolved.key) {
         return Ok(json!({
