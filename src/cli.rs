@@ -376,13 +376,18 @@ impl Cli {
 
     /// The config in force: an explicit file must exist; the default path may be missing.
     pub fn load_config(&self) -> Result<Config> {
-        if let Some(path) = &self.config {
-            return Ok(config::load_file(path)?);
+        let config = if let Some(path) = &self.config {
+            config::load_file(path)?
+        } else {
+            match default_config_path() {
+                Some(path) if path.exists() => config::load_file(&path)?,
+                _ => Config::default(),
+            }
+        };
+        for w in config::warnings(&config) {
+            tracing::warn!(path = %w.path, "config: {}", w.message);
         }
-        match default_config_path() {
-            Some(path) if path.exists() => Ok(config::load_file(&path)?),
-            _ => Ok(Config::default()),
-        }
+        Ok(config)
     }
 
     fn config_path(&self) -> Result<PathBuf> {
@@ -757,6 +762,7 @@ fn console_options(attached: String) -> Result<switchboard::tui::Options> {
         keymap,
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
         theme: console_terminal()?,
+        notices: Vec::new(),
     })
 }
 
@@ -779,8 +785,16 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         say_log(&log);
         return switchboard::tui::run(api, options).await;
     }
-    let engine = cli.open_engine()?;
-    let options = console_options(cli.state_dir().display().to_string())?;
+    let config = cli.load_config()?;
+    let notices = config::warnings(&config)
+        .iter()
+        .map(|w| format!("config: {w}"))
+        .collect();
+    let dir = cli.state_dir();
+    let engine = Engine::open(&dir, config)
+        .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
+    let mut options = console_options(dir.display().to_string())?;
+    options.notices = notices;
     say_log(&log);
     switchboard::tui::run(engine.start(), options).await
 }
@@ -1544,7 +1558,22 @@ fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
             };
             let problems = config::check_file(&path)?;
             if problems.is_empty() {
-                println!("{}: ok", path.display());
+                // A value used other than as written is a warning, not an error: the config
+                // works (exit 0), but the owner learns what is used instead.
+                let warnings = config::check_file_warnings(&path)?;
+                for w in &warnings {
+                    let line = w.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    eprintln!(
+                        "{}{line}: {}: warning: {}",
+                        path.display(),
+                        safe_line(&w.path),
+                        safe_text(&w.message)
+                    );
+                }
+                match warnings.len() {
+                    0 => println!("{}: ok", path.display()),
+                    n => println!("{}: ok, {n} warning(s)", path.display()),
+                }
                 return Ok(());
             }
             for p in &problems {

@@ -54,7 +54,9 @@ impl Bench {
         let h = self.json(&[
             "tool",
             "sessions_history",
-            &json!({ "sessionKey": key, "includeTools": include_tools }).to_string(),
+            // Silent replies too: these tests read back every step of an exchange.
+            &json!({ "sessionKey": key, "includeTools": include_tools, "includeSilent": true })
+                .to_string(),
             "--as",
             key,
         ]);

@@ -115,9 +115,9 @@ async fn archived_sessions_are_hidden_unless_included() {
         ["agent:main:main", "agent:main:new", "agent:main:old"]
     );
     assert_eq!(row(&all, "agent:main:old")["archived"], true);
-    // Only archived rows carry the field; the usual row shape is unchanged.
-    assert_eq!(row(&all, "agent:main:new").get("archived"), None);
-    assert_eq!(row(&list, "agent:main:new").get("archived"), None);
+    // Every row says whether it is archived (OpenClaw 2026.9.6's row).
+    assert_eq!(row(&all, "agent:main:new")["archived"], false);
+    assert_eq!(row(&list, "agent:main:new")["archived"], false);
 }
 
 #[tokio::test]

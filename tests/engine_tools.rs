@@ -497,8 +497,8 @@ async fn list_discloses_scoping_unless_everything_is_visible() {
     assert!(list.get("visibility").is_none(), "{list}");
     assert_eq!(
         list.as_object().unwrap().len(),
-        2,
-        "just count and sessions: {list}"
+        4,
+        "just count, hasMore, limitApplied and sessions: {list}"
     );
 }
 

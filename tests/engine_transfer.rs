@@ -114,7 +114,7 @@ async fn history(engine: &Engine, k: &str) -> Value {
     engine
         .call_tool(
             "sessions_history",
-            &json!({"sessionKey": k, "limit": 50, "includeTools": true}),
+            &json!({"sessionKey": k, "limit": 50, "includeTools": true, "includeSilent": true}),
             &ctx(engine),
         )
         .await

@@ -239,6 +239,33 @@ pub fn check_file(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
         .unwrap_or_default())
 }
 
+/// The values of a valid config file that will be used other than as written
+/// (`warnings::warnings`), each with its source line; empty for an invalid file, whose
+/// problems `check_file` reports.
+pub fn check_file_warnings(path: &Path) -> Result<Vec<ConfigProblem>, ConfigError> {
+    let text = match read(path) {
+        Ok(text) => text,
+        Err(ConfigError::Invalid { .. }) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let Ok(config) = parse_with(&text, false, path.parent()) else {
+        return Ok(Vec::new());
+    };
+    let src = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let lines = scan_source(src).lines;
+    Ok(super::warnings::warnings(&config)
+        .into_iter()
+        .map(|w| {
+            let segs: Vec<Seg> = w.path.split('.').map(|k| Seg::Key(k.to_string())).collect();
+            ConfigProblem {
+                line: line_of(&lines, &segs),
+                path: w.path,
+                message: w.message,
+            }
+        })
+        .collect())
+}
+
 /// Writes [`DEFAULT_CONFIG_TEXT`] to `path`, creating its folder; an existing file is kept
 /// unless `force`.
 pub fn write_default(path: &Path, force: bool) -> Result<(), ConfigError> {

@@ -4,9 +4,11 @@
 pub mod load;
 pub mod model;
 pub mod text_limits;
+pub mod warnings;
 
 pub use load::{
-    ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, load_file, parse_str,
-    write_default,
+    ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, check_file, check_file_warnings, load_file,
+    parse_str, write_default,
 };
 pub use model::*;
+pub use warnings::{ConfigWarning, warnings};

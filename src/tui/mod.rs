@@ -53,6 +53,18 @@ pub struct Options {
     pub no_color: bool,
     /// What the terminal shows (`theme::Theme::from_env`): ASCII borders, colour depth.
     pub theme: theme::Theme,
+    /// Shown as notices when the console opens (config values used other than as written).
+    pub notices: Vec<String>,
+}
+
+/// The console's first state: header, theme, and the start-up notices in the notices log.
+fn initial_state(options: &Options, now: i64) -> State {
+    let mut state = State::new(options.attached.clone(), now);
+    state.theme = options.theme;
+    for text in &options.notices {
+        state.notice(text.clone(), false);
+    }
+    state
 }
 
 /// Milliseconds since the epoch, for relative times on screen.
@@ -70,8 +82,7 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     let runner = Runner::new(api, tx.clone());
     let mut guard = terminal::TerminalGuard::enter()?;
     let (w, h) = crossterm::terminal::size()?;
-    let mut state = State::new(options.attached.clone(), now_ms());
-    state.theme = options.theme;
+    let mut state = initial_state(&options, now_ms());
     state.link = api_link.clone();
     state.width = w;
     state.height = h;
@@ -478,5 +489,24 @@ pub fn strip_colors(buf: &mut Buffer) {
                 cell.set_bg(ratatui::style::Color::Reset);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod start_tests {
+    use super::*;
+
+    #[test]
+    fn start_up_notices_are_in_the_notices_log() {
+        let options = Options {
+            attached: "here".into(),
+            keymap: keymap::Keymap::defaults(),
+            no_color: false,
+            theme: theme::Theme::default(),
+            notices: vec!["config: maxPingPongTurns 9; 5 will be used".into()],
+        };
+        let state = initial_state(&options, 1);
+        let texts: Vec<&str> = state.notices.iter().map(|n| n.text.as_str()).collect();
+        assert_eq!(texts, ["config: maxPingPongTurns 9; 5 will be used"]);
     }
 }

@@ -108,13 +108,24 @@ impl SessionEntry {
         }
     }
 
-    /// `deliveryContext.channel ?? lastChannel` (OpenClaw's row rule).
+    /// `deliveryContext.channel ?? lastChannel` (OpenClaw's row rule), else 2026.9.6's
+    /// `delivery.context.channel ?? delivery.route.channel` (its entries have neither field).
     pub fn effective_last_channel(&self) -> Option<&str> {
         self.delivery_context
             .as_ref()
             .and_then(|d| d.channel.as_deref())
             .or(self.last_channel.as_deref())
             .filter(|s| !s.is_empty())
+            .or_else(|| self.delivery_channel())
+    }
+
+    /// The channel of a 2026.9.6 entry's `delivery` block.
+    fn delivery_channel(&self) -> Option<&str> {
+        let delivery = self.extra.get("delivery")?;
+        ["context", "route"]
+            .iter()
+            .filter_map(|part| delivery.get(part)?.get("channel")?.as_str())
+            .find(|c| !c.is_empty())
     }
 
     /// `deliveryContext.to ?? lastTo`.

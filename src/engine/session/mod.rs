@@ -4,6 +4,7 @@
 internal! {
     mod entry;
     mod key;
+    mod openclaw_text;
     mod policy;
     mod sanitize;
     mod store;

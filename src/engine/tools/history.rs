@@ -7,7 +7,8 @@ use super::params::Params;
 use super::resolve::resolve_reference;
 use super::context::{ToolContext, ToolError};
 use crate::engine::Engine;
-use crate::engine::session::sanitize::sanitize_history;
+use crate::engine::session::openclaw_text::{is_silent_reply, strip_user_envelope};
+use crate::engine::session::sanitize::{SanitizedHistory, sanitize_history};
 use crate::engine::session::visibility::{Action, Guard};
 
 pub const DEFAULT_LIMIT: i64 = 200;
@@ -18,6 +19,9 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     let input = p.required_string("sessionKey")?;
     let limit = p.clamped("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)? as usize;
     let include_tools = p.boolean("includeTools")?.unwrap_or(false);
+    // Ours: OpenClaw always hides silent replies; an agent that needs to see that a target
+    // chose silence can ask for them.
+    let include_silent = p.boolean("includeSilent")?.unwrap_or(false);
 
     let store = engine.store();
     let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed)?;
@@ -25,6 +29,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         Ok(r) => r,
         Err(result) => return Ok(result),
     };
+    // The key `main` resolved to (OpenClaw echoes `main`; the key says which session it was).
     let display = store.scheme().display(&resolved.key);
     // A sandboxed caller must not learn whether a session outside its tree exists.
     if guard.restricted && !guard.in_tree(&resolved.key) {
@@ -35,6 +40,10 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         }));
     }
     let Some(session) = store.get(&resolved.key)? else {
+        if input.trim() == "main" {
+            // OpenClaw answers an agent without a main session with an empty history.
+            return Ok(history_result("main", sanitize_history(Vec::new())));
+        }
         return Ok(json!({
             "status": "error",
             "error": format!("No session found: {display}"),
@@ -44,22 +53,12 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     if let Err(denied) = guard.check(&session.key, &session.agent_id, Action::History) {
         return Ok(json!({ "status": "forbidden", "error": denied.0, "sessionKey": display }));
     }
-    let rows = store.tail(&session.entry.session_id, limit, include_tools)?;
-    let messages = rows
-        .into_iter()
-        .filter_map(|r| {
-            let mut m = r.line.get("message")?.clone();
-            // A message is an object; anything else (stored before import checked shapes)
-            // is left out rather than handed to an agent as a bare value.
-            m.as_object_mut()?.insert(
-                "__openclaw".into(),
-                json!({ "id": r.entry_id, "seq": r.seq }),
-            );
-            Some(m)
-        })
-        .collect();
-    let h = sanitize_history(messages);
-    Ok(json!({
+    let messages = visible_tail(engine, &session.entry.session_id, limit, include_tools, include_silent)?;
+    Ok(history_result(&display, sanitize_history(messages)))
+}
+
+fn history_result(display: &str, h: SanitizedHistory) -> Value {
+    json!({
         "sessionKey": display,
         "messages": h.messages,
         "truncated": h.truncated,
@@ -67,5 +66,49 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         "contentTruncated": h.content_truncated,
         "contentRedacted": h.content_redacted,
         "bytes": h.bytes,
-    }))
+    })
+}
+
+/// Rows read per step past `limit` grow this far at most: a transcript of silent replies
+/// only is read whole, but in bounded steps.
+const MAX_WINDOW: usize = 1 << 20;
+
+/// The last `limit` messages an agent sees: user text without its timestamp envelope and,
+/// unless `include_silent`, without silent replies, which do not count against `limit`
+/// (OpenClaw filters before it keeps the last N).
+fn visible_tail(
+    engine: &Engine,
+    session_id: &str,
+    limit: usize,
+    include_tools: bool,
+    include_silent: bool,
+) -> Result<Vec<Value>, ToolError> {
+    let mut window = limit;
+    loop {
+        let rows = engine.store().tail(session_id, window, include_tools)?;
+        let exhausted = rows.len() < window || window >= MAX_WINDOW;
+        let mut messages: Vec<Value> = rows
+            .into_iter()
+            .filter_map(|r| {
+                let mut m = r.line.get("message")?.clone();
+                if !include_silent && is_silent_reply(&m) {
+                    return None;
+                }
+                strip_user_envelope(&mut m);
+                // A message is an object; anything else (stored before import checked
+                // shapes) is left out rather than handed to an agent as a bare value.
+                m.as_object_mut()?.insert(
+                    "__openclaw".into(),
+                    json!({ "id": r.entry_id, "seq": r.seq }),
+                );
+                Some(m)
+            })
+            .collect();
+        if messages.len() >= limit || exhausted {
+            let skip = messages.len().saturating_sub(limit);
+            messages.drain(..skip);
+            return Ok(messages);
+        }
+        window = window.saturating_mul(2).min(MAX_WINDOW);
+    }
 }

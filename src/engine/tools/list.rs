@@ -9,6 +9,7 @@ use super::row;
 use crate::config::Visibility;
 use crate::engine::Engine;
 use crate::engine::session::key::SessionKind;
+use crate::engine::session::openclaw_text::{is_silent_reply, preview};
 use crate::engine::session::sanitize::sanitize_history;
 use crate::engine::storage::queries::{SessionScan, StoredSession};
 use crate::engine::session::store::now_ms;
@@ -33,7 +34,8 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         .number("activeMinutes")?
         .map(|m| m.floor().max(1.0) as i64);
     let message_limit = p.clamped("messageLimit", 0, 0, MAX_MESSAGE_LIMIT)? as usize;
-    let include_archived = p.boolean("includeArchived")?.unwrap_or(false);
+    let archived = archived_filter(&p)?;
+    let include_last_message = p.boolean("includeLastMessage")?.unwrap_or(false);
 
     let store = engine.store();
     let scheme = store.scheme();
@@ -53,17 +55,19 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     // Archived sessions are dropped here, while rows stream, so they never use up the limit
     // and cost no extra query.
     let visible = |s: &StoredSession| {
-        (include_archived || s.entry.archived_at.is_none())
+        archived.keeps(s.entry.archived_at.is_some())
             && !s.key.is_unknown()
             && (!s.key.is_global() || scheme.global_scope)
             && guard.check(&s.key, &s.agent_id, Action::List).is_ok()
     };
     let mut rows: Vec<StoredSession> = Vec::with_capacity(limit.min(64));
+    // One row past the limit tells whether there are more (`hasMore`).
+    let wanted = limit.saturating_add(1);
     store.scan(&scan, |s| {
         if visible(&s) {
             rows.push(s);
         }
-        rows.len() < limit
+        rows.len() < wanted
     })?;
     if agent_only {
         // Children spawned under another agent belong to the requester's tree all the same.
@@ -83,12 +87,22 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
                 .cmp(&a.updated_at())
                 .then_with(|| a.key.cmp(&b.key))
         });
-        rows.truncate(limit);
     }
+    let has_more = rows.len() > limit;
+    rows.truncate(limit);
 
     let mut sessions = Vec::with_capacity(rows.len());
     for s in &rows {
         let mut r = build_row(engine, s);
+        r.insert("archived".into(), Value::Bool(s.entry.archived_at.is_some()));
+        r.insert("pinned".into(), Value::Bool(is_pinned(s)));
+        let children = child_sessions(engine, s)?;
+        if !children.is_empty() {
+            r.insert("childSessions".into(), json!(children));
+        }
+        if include_last_message && let Some(p) = last_message_preview(engine, s)? {
+            r.insert("lastMessagePreview".into(), Value::String(p));
+        }
         if message_limit > 0 {
             // Tool results are left out of list output; sessions_history has them.
             let tail = store.tail(&s.entry.session_id, message_limit, false)?;
@@ -103,7 +117,12 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         }
         sessions.push(Value::Object(r));
     }
-    let mut result = json!({ "count": sessions.len(), "sessions": sessions });
+    let mut result = json!({
+        "count": sessions.len(),
+        "hasMore": has_more,
+        "limitApplied": limit,
+        "sessions": sessions,
+    });
     if guard.is_scoped() {
         result["visibility"] = json!({
             "mode": guard.visibility.as_str(),
@@ -112,6 +131,87 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         });
     }
     Ok(result)
+}
+
+/// Which sessions the list keeps by their archived state: OpenClaw 2026.9.6's `archived`
+/// (`true`: only archived ones, `"all"`: both), or our older `includeArchived: true`.
+#[derive(Clone, Copy)]
+enum ArchivedFilter {
+    Unarchived,
+    Only,
+    Both,
+}
+
+impl ArchivedFilter {
+    fn keeps(self, archived: bool) -> bool {
+        match self {
+            ArchivedFilter::Unarchived => !archived,
+            ArchivedFilter::Only => archived,
+            ArchivedFilter::Both => true,
+        }
+    }
+}
+
+fn archived_filter(p: &Params) -> Result<ArchivedFilter, ToolError> {
+    let include = p.boolean("includeArchived")?.unwrap_or(false);
+    let filter = match p.get("archived") {
+        None | Some(Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some(ArchivedFilter::Only),
+        Some(Value::String(s)) if s == "all" => Some(ArchivedFilter::Both),
+        Some(other) => {
+            return Err(super::context::ToolInputError::Invalid(format!(
+                "archived must be true, false or \"all\", got {other}"
+            ))
+            .into());
+        }
+    };
+    Ok(filter.unwrap_or(if include {
+        ArchivedFilter::Both
+    } else {
+        ArchivedFilter::Unarchived
+    }))
+}
+
+/// OpenClaw's `pinned`: the entry says `pinned: true` or carries a `pinnedAt` time.
+fn is_pinned(s: &StoredSession) -> bool {
+    let extra = &s.entry.extra;
+    extra.get("pinned").and_then(Value::as_bool) == Some(true)
+        || extra.get("pinnedAt").is_some_and(|v| !v.is_null())
+}
+
+/// The parent's `childSessions` (display keys, sorted): the sessions whose `spawnedBy` is
+/// this one, with any the entry itself lists.
+fn child_sessions(engine: &Engine, s: &StoredSession) -> Result<Vec<String>, ToolError> {
+    let scheme = engine.store().scheme();
+    let mut children: Vec<String> = engine
+        .store()
+        .children_of(&s.key)?
+        .iter()
+        .map(|k| scheme.display(k))
+        .collect();
+    if let Some(Value::Array(listed)) = s.entry.extra.get("childSessions") {
+        children.extend(listed.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+    children.sort();
+    children.dedup();
+    Ok(children)
+}
+
+/// How far back the preview looks for a message that is not a silent reply.
+const PREVIEW_LOOKBACK: usize = 20;
+
+/// OpenClaw's `lastMessagePreview`: the newest message with text that is not a silent
+/// reply, on one line and capped (`openclaw_text::preview`).
+fn last_message_preview(engine: &Engine, s: &StoredSession) -> Result<Option<String>, ToolError> {
+    let tail = engine
+        .store()
+        .tail(&s.entry.session_id, PREVIEW_LOOKBACK, false)?;
+    Ok(tail
+        .iter()
+        .rev()
+        .filter_map(|t| t.line.get("message"))
+        .filter(|m| !is_silent_reply(m))
+        .find_map(preview))
 }
 
 /// The cutoff `minutes` ago, in ms. Saturating: `activeMinutes: 1e20` reaches back before

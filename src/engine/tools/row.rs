@@ -26,6 +26,49 @@ pub fn channel_of(s: &StoredSession) -> String {
         .to_string()
 }
 
+/// The run states OpenClaw passes through to a row; anything else is left out.
+const LIFECYCLE_STATUSES: [&str; 5] = ["running", "done", "failed", "killed", "timeout"];
+
+/// A JSON number that is a finite value (a lifecycle time or cost).
+fn finite(v: Option<&Value>) -> Option<Value> {
+    v.filter(|n| n.as_f64().is_some_and(f64::is_finite)).cloned()
+}
+
+/// `{provider, accountId}` from the entry's `origin` (2026.5.28) or, in 2026.9.6 entries,
+/// `delivery.origin`, when either is a string.
+fn origin_of(e: &crate::engine::session::entry::SessionEntry) -> Option<Value> {
+    let origin = e
+        .extra
+        .get("origin")
+        .or_else(|| e.extra.get("delivery").and_then(|d| d.get("origin")))?;
+    let mut out = Map::new();
+    for name in ["provider", "accountId"] {
+        if let Some(Value::String(v)) = origin.get(name) {
+            out.insert(name.into(), Value::String(v.clone()));
+        }
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
+}
+
+/// The name OpenClaw shows for a session: the entry's display name, else its label, else
+/// for a group or channel key `<channel>:<id>` (`discord:group:g-42` -> `discord:g-42`),
+/// else for an entry with a recorded channel `<channel>:g-<key with ':' as '-'>` (what
+/// 2026.5.28 showed for `telegram` sessions: `telegram:g-agent-main-s2`).
+pub fn display_name(s: &StoredSession) -> Option<String> {
+    let e = &s.entry;
+    let named = |v: &Option<String>| v.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string);
+    if let Some(n) = named(&e.display_name).or_else(|| named(&e.label)) {
+        return Some(n);
+    }
+    let rest = s.key.rest();
+    if let Some(channel) = crate::engine::session::key::group_channel_of(rest) {
+        let id = rest.splitn(3, ':').nth(2).unwrap_or_default();
+        return Some(format!("{channel}:{id}"));
+    }
+    let channel = e.channel.as_deref().map(str::trim).filter(|c| !c.is_empty())?;
+    Some(format!("{channel}:g-{}", s.key.as_str().replace(':', "-")))
+}
+
 fn put<T: Into<Value>>(row: &mut Map<String, Value>, name: &str, v: Option<T>) {
     if let Some(v) = v {
         row.insert(name.to_string(), v.into());
@@ -40,15 +83,33 @@ pub fn build(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
     row.insert("agentId".into(), Value::String(s.agent_id.clone()));
     row.insert("kind".into(), Value::String(s.kind.as_str().into()));
     row.insert("channel".into(), Value::String(channel_of(s)));
+    if let Some(origin) = origin_of(e) {
+        row.insert("origin".into(), origin);
+    }
     put(&mut row, "label", e.label.clone());
-    put(&mut row, "displayName", e.display_name.clone());
+    put(&mut row, "displayName", display_name(s));
     put(&mut row, "spawnedBy", e.spawned_by.clone());
-    put(&mut row, "parentSessionKey", e.parent_session_key.clone());
+    // A spawned child names its parent in `spawnedBy` only (older entries): OpenClaw shows
+    // that as `parentSessionKey` too.
+    put(
+        &mut row,
+        "parentSessionKey",
+        e.parent_session_key.clone().or_else(|| e.spawned_by.clone()),
+    );
     row.insert("updatedAt".into(), json!(e.updated_at));
     row.insert("sessionId".into(), Value::String(e.session_id.clone()));
     put(&mut row, "model", e.model.clone());
     put(&mut row, "contextTokens", e.context_tokens);
     put(&mut row, "totalTokens", e.total_tokens);
+    put(&mut row, "estimatedCostUsd", finite(e.extra.get("estimatedCostUsd")));
+    if let Some(Value::String(status)) = e.extra.get("status")
+        && LIFECYCLE_STATUSES.contains(&status.as_str())
+    {
+        row.insert("status".into(), Value::String(status.clone()));
+    }
+    for name in ["startedAt", "endedAt", "runtimeMs"] {
+        put(&mut row, name, finite(e.extra.get(name)));
+    }
     put(&mut row, "thinkingLevel", e.thinking_level.clone());
     put(&mut row, "verboseLevel", e.verbose_level.clone());
     put(&mut row, "systemSent", e.system_sent);
