@@ -2,6 +2,7 @@
 //! connections, and the single group-committing writer (DESIGN §3.4).
 
 pub mod flows;
+pub mod openclaw_source;
 pub mod outbox;
 pub mod queries;
 pub mod runs;
