@@ -4,6 +4,8 @@
 //! (`tests/fixtures/openclaw-2026.9.6-live/`, with its `-wal`). Damaged variants are made from
 //! copies of the fixture; the source is checked to be byte-for-byte unchanged after imports.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -144,7 +146,10 @@ fn assert_same_as_rows(engine: &Engine, db: &Path) -> usize {
             .iter()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let want: Vec<Value> = rows.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let want: Vec<Value> = rows
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(got, want, "{k}: transcript lines in seq order");
         lines += rows.len();
     }
@@ -175,7 +180,11 @@ async fn imports_the_real_2026_9_6_state_whole_and_writes_nothing_there() {
         .unwrap()
         .unwrap();
     assert_eq!(g42.kind.as_str(), "group");
-    assert_eq!(snapshot(&fixture()), before, "the source folder was written");
+    assert_eq!(
+        snapshot(&fixture()),
+        before,
+        "the source folder was written"
+    );
 
     // Again: everything is already there.
     let again = engine.import_openclaw(&fixture()).await.unwrap();
@@ -193,7 +202,13 @@ async fn one_agent_folder_is_accepted() {
         .unwrap();
     assert_eq!(report.sessions_imported, 7, "{report:#?}");
     assert_same_as_rows(&engine, &db_of(&fixture(), "work"));
-    assert!(engine.store().get(&key("agent:main:main")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:main"))
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// Fields of our `sessions_list` rows that equal the gateway's for the same state; the
@@ -308,7 +323,13 @@ async fn a_copy_taken_while_the_gateway_ran_is_read_with_its_wal() {
     let report = engine.import_openclaw(&source).await.unwrap();
     // 6 sessions in the database file, the 7th (s12) only in the WAL.
     assert_eq!(report.sessions_imported, 7, "{report:#?}");
-    assert!(engine.store().get(&key("agent:work:s12")).unwrap().is_some());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:work:s12"))
+            .unwrap()
+            .is_some()
+    );
     assert!(
         report.warnings.iter().any(|w| w.contains("private copy")),
         "{report:#?}"
@@ -329,7 +350,9 @@ async fn a_gateway_holding_uncheckpointed_rows_is_read_consistently() {
         .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
-    gateway.execute_batch("PRAGMA wal_autocheckpoint=0").unwrap();
+    gateway
+        .execute_batch("PRAGMA wal_autocheckpoint=0")
+        .unwrap();
     let add = |k: &str, sid: &str| {
         format!(
             "INSERT INTO session_nodes (session_key, current_session_id, entry_json, updated_at)
@@ -373,7 +396,10 @@ async fn a_gateway_holding_uncheckpointed_rows_is_read_consistently() {
         "an open transaction is not seen"
     );
     assert_eq!(fs::read(&db).unwrap(), db_before);
-    assert_eq!(fs::read(db.with_extension("sqlite-wal")).unwrap(), wal_before);
+    assert_eq!(
+        fs::read(db.with_extension("sqlite-wal")).unwrap(),
+        wal_before
+    );
     gateway.execute_batch("ROLLBACK").unwrap();
 }
 
@@ -393,7 +419,13 @@ async fn a_locked_database_fails_clearly_with_nothing_imported() {
     assert!(matches!(err, TransferError::OpenClawDb { .. }), "{err:?}");
     assert!(msg.contains("locked") && msg.contains("work"), "{msg}");
     // Checked before writing: not even agent main's sessions came in.
-    assert!(engine.store().get(&key("agent:main:main")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:main"))
+            .unwrap()
+            .is_none()
+    );
     holder.execute_batch("ROLLBACK").unwrap();
 }
 
@@ -410,14 +442,23 @@ async fn a_newer_schema_version_is_refused_with_nothing_imported() {
     let err = engine.import_openclaw(&root).await.unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("24") && msg.contains("23"), "{msg}");
-    assert!(engine.store().get(&key("agent:main:main")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:main"))
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
 async fn missing_tables_and_columns_are_named() {
     for (sql, named) in [
         ("DROP TABLE transcript_events", "transcript_events"),
-        ("ALTER TABLE session_nodes DROP COLUMN entry_json", "entry_json"),
+        (
+            "ALTER TABLE session_nodes DROP COLUMN entry_json",
+            "entry_json",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let root = fixture_copy(dir.path());
@@ -576,11 +617,14 @@ async fn a_50_mb_event_and_a_compressed_one_are_skipped_and_counted() {
     assert_eq!(report.skipped(SkipReason::LineTooLong), 1, "{report:#?}");
     assert_eq!(report.skipped(SkipReason::CompressedLine), 1, "{report:#?}");
     let lines = export_lines(&engine, "agent:main:main");
-    let rows = event_lines(&db_of(&root, "main"), &nodes(&db_of(&root, "main"))
-        .into_iter()
-        .find(|n| n.0 == "agent:main:main")
-        .unwrap()
-        .1);
+    let rows = event_lines(
+        &db_of(&root, "main"),
+        &nodes(&db_of(&root, "main"))
+            .into_iter()
+            .find(|n| n.0 == "agent:main:main")
+            .unwrap()
+            .1,
+    );
     // All text rows but the 50 MB one (the compressed row has no event_json).
     assert_eq!(lines.len(), rows.len() - 1);
     assert!(lines.last().unwrap().contains("\"after\":true"));
@@ -607,7 +651,8 @@ async fn lock_files_named_sqlite_are_not_taken_for_databases() {
 async fn both_layouts_in_one_folder_import_both_and_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let root = fixture_copy(dir.path());
-    let legacy = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openclaw-legacy/agents");
+    let legacy =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openclaw-legacy/agents");
     for agent in ["main", "work"] {
         copy_dir(
             &legacy.join(agent).join("sessions"),
@@ -645,4 +690,23 @@ async fn a_symlinked_database_is_not_read() {
     let report = engine.import_openclaw(&root).await.unwrap();
     assert_eq!(report.sessions_imported, 11, "{report:#?}");
     assert_eq!(report.skipped(SkipReason::Symlink), 1, "{report:#?}");
+}
+
+#[test]
+fn the_command_imports_a_2026_9_6_state_folder() {
+    let bench = common::CliBench::new("{}");
+    let out = bench.run(&["import-openclaw", fixture().to_str().unwrap()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        "imported 18 sessions (181 lines); 0 already present",
+        "{stderr}"
+    );
+    let out = bench.run(&["sessions", "export", "agent:work:s2"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PINGPONG work as Agent 2"));
 }

@@ -36,6 +36,10 @@
 //! - Each `sessions.json` is parsed before anything is written, so a damaged index fails the
 //!   import with nothing changed.
 //!
+//! **Import of OpenClaw 2026.6+** (per-agent SQLite, `agents/<id>/agent/openclaw-agent.sqlite`)
+//! is `sqlite.rs`: each database row becomes the same entry + lines a `sessions.json` entry and
+//! its `.jsonl` give, stored the same way. A folder with both layouts imports both, SQLite first.
+//!
 //! **Export**: `Engine::export_session_jsonl` writes a session's stored lines in seq order,
 //! exactly as stored; `Engine::export_session_to_file` does so into a file and
 //! `Engine::export_openclaw` writes the legacy layout (every session, with `sessionFile` set
