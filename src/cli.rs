@@ -119,16 +119,20 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
         after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json"
     )]
     Exchanges(exchanges_cmd::ExchangesArgs),
-    /// Bring an OpenClaw state folder (agents/<id>/sessions/sessions.json + <sessionId>.jsonl) in.
+    /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
+    /// or older (agents/<id>/sessions/sessions.json + <sessionId>.jsonl), or both.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
 Importing the same folder again merges: lines not yet here are appended (by line id), newer \
 entries replace unchanged ones, a session continued on both sides is reported as a conflict and \
 left as it is, and a second run changes nothing. Each transcript is read from DIR's own \
 <sessionId>.jsonl first (a sessionFile inside DIR only when that is missing). Only files \
 inside DIR are read (no symlinks, FIFOs or devices); lines over 16 MiB and message lines of the \
-wrong shape are skipped, and the summary counts every skip by reason.")]
+wrong shape are skipped, and the summary counts every skip by reason. OpenClaw's SQLite databases \
+are opened read-only and may be imported while its gateway runs; a locked, damaged or newer-schema \
+database stops the import before anything is written.")]
     ImportOpenclaw {
-        /// The OpenClaw state folder (the one holding agents/).
+        /// The OpenClaw state folder (the one holding agents/), or one agents/<id>/agent or
+        /// agents/<id>/sessions folder.
         dir: PathBuf,
     },
     /// Write the documented default config, or validate one.

@@ -3,6 +3,7 @@
 
 pub mod flows;
 pub mod imports;
+pub mod openclaw_source;
 pub mod outbox;
 pub mod queries;
 pub mod runs;

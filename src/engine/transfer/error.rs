@@ -35,6 +35,12 @@ pub enum TransferError {
     UnsafeTarget { path: PathBuf, reason: String },
     #[error("{path} is {size} bytes, over the import's cap of {cap} bytes for this file")]
     TooLarge { path: PathBuf, size: u64, cap: u64 },
+    #[error("cannot import {path}: {source}")]
+    OpenClawDb {
+        path: PathBuf,
+        #[source]
+        source: crate::engine::storage::openclaw_source::OpenClawDbError,
+    },
     #[error("session {key} cannot be exported: {reason}")]
     Unexportable { key: String, reason: String },
 }
@@ -70,6 +76,13 @@ pub enum SkipReason {
     BadJson,
     /// Line: a `message` line whose `message` is not a `{role, content}` object.
     BadShape,
+    /// Line: stored compressed (`event_zstd`) in an OpenClaw database; not decoded.
+    CompressedLine,
+    /// Session: its rows could not be read from an OpenClaw database (damaged part).
+    UnreadableRows,
+    /// Transcript: an earlier generation of a session in an OpenClaw database (before a
+    /// reset or rollover); like the legacy `*.jsonl.reset.*` files, not imported.
+    EarlierTranscript,
 }
 
 impl SkipReason {
@@ -102,6 +115,18 @@ impl SkipReason {
             SkipReason::BadShape => (
                 "message line of the wrong shape",
                 "message lines of the wrong shape",
+            ),
+            SkipReason::CompressedLine => (
+                "compressed line (event_zstd) not decoded",
+                "compressed lines (event_zstd) not decoded",
+            ),
+            SkipReason::UnreadableRows => (
+                "session with unreadable database rows",
+                "sessions with unreadable database rows",
+            ),
+            SkipReason::EarlierTranscript => (
+                "earlier transcript generation not imported",
+                "earlier transcript generations not imported",
             ),
         };
         format!("{n} {}", if n == 1 { one } else { many })

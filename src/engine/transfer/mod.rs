@@ -44,6 +44,10 @@
 //! - Each `sessions.json` is parsed before anything is written, so a damaged index fails the
 //!   import with nothing changed.
 //!
+//! **Import of OpenClaw 2026.6+** (per-agent SQLite, `agents/<id>/agent/openclaw-agent.sqlite`)
+//! is `sqlite.rs`: each database row becomes the same entry + lines a `sessions.json` entry and
+//! its `.jsonl` give, stored the same way. A folder with both layouts imports both, SQLite first.
+//!
 //! **Export**: `Engine::export_session_jsonl` writes a session's stored lines in seq order,
 //! exactly as stored; `Engine::export_session_to_file` does so into a file and
 //! `Engine::export_openclaw` writes the legacy layout (every session, with `sessionFile` set
@@ -58,6 +62,7 @@ mod atomic;
 mod error;
 mod merge;
 mod source;
+mod sqlite;
 
 pub use atomic::Overwrite;
 pub use error::{SkipReason, TransferError};
@@ -85,8 +90,9 @@ pub(crate) const CHUNK_LINES: usize = 5_000;
 /// The index file of one agent's sessions in OpenClaw's legacy layout.
 const SESSIONS_FILE: &str = "sessions.json";
 
-const EXPECTED_LAYOUT: &str = "expected a folder containing agents/<agentId>/sessions/sessions.json \
-     (OpenClaw's state folder, usually ~/.openclaw), or one agents/<agentId>/sessions folder itself";
+const EXPECTED_LAYOUT: &str = "expected a folder containing agents/<agentId>/agent/openclaw-agent.sqlite \
+     (OpenClaw 2026.6 and later) or agents/<agentId>/sessions/sessions.json (older), i.e. OpenClaw's state \
+     folder, usually ~/.openclaw; or one agents/<agentId>/agent or agents/<agentId>/sessions folder itself";
 
 fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> TransferError {
     let path = path.to_path_buf();
@@ -229,12 +235,26 @@ impl Engine {
         limits: &ImportLimits,
     ) -> Result<ImportReport, TransferError> {
         let mut report = ImportReport::default();
-        let folders = find_agent_folders(dir)?;
+        let dbs = sqlite::find_agent_dbs(dir)?;
+        let folders = match find_agent_folders(dir) {
+            Err(TransferError::NotAnOpenClawFolder { .. }) if !dbs.is_empty() => Vec::new(),
+            found => found?,
+        };
         let root = SourceRoot::new(dir).map_err(io_err("read", dir))?;
+        // Every database is checked before anything is written (see sqlite.rs).
+        let dbs = sqlite::open_all(dbs, &root, &mut report)?;
         let mut candidates = Vec::new();
         for folder in &folders {
             self.read_sessions_json(folder, &root, limits, &mut candidates, &mut report)?;
         }
+        if !dbs.is_empty() && !folders.is_empty() {
+            report.warnings.push(format!(
+                "{} holds both layouts (per-agent SQLite and legacy sessions.json); both were imported, SQLite first, so a key in both keeps its SQLite version",
+                dir.display()
+            ));
+        }
+        // SQLite first: it is OpenClaw's current store, a leftover sessions.json the older one.
+        self.import_sqlite(dbs, limits, &mut report).await?;
         let marks = self.store().storage().read(imports::all_marks)?;
         let mut pending = PendingImports::default();
         for c in candidates {
