@@ -150,6 +150,31 @@ fn line_identity(v: &Value) -> String {
     }
 }
 
+
+/// Write one chunk of a new session's lines under `sid`, from seq `first` (`clean`: the first
+/// chunk, which first clears rows no session owns). `Some(owner)` when a session took that id
+/// meanwhile: nothing was written and the import leaves it be.
+pub(super) async fn write_new_chunk(
+    storage: &crate::engine::storage::Storage,
+    sid: String,
+    first: i64,
+    clean: bool,
+    chunk: Vec<Value>,
+) -> Result<Option<SessionKey>, TransferError> {
+    Ok(storage
+        .write(move |conn| {
+            if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
+                return Ok(Some(owner));
+            }
+            if clean {
+                queries::delete_orphan_transcript(conn, &sid)?;
+            }
+            queries::put_raw_lines(conn, &sid, first, &chunk)?;
+            Ok(None)
+        })
+        .await?)
+}
+
 impl Engine {
     /// Bring one source session in: import it when its key is new here, merge it when it is
     /// known (module docs). `marks` are the store's import marks (`imports::all_marks`), read
@@ -428,20 +453,7 @@ impl Engine {
                     let count = chunk.len() as i64;
                     let sid = session_id.clone();
                     let (first, clean) = (next_seq, first_job);
-                    let owner = storage
-                        .write(move |conn| {
-                            if let Some(owner) =
-                                queries::keys_by_session_id(conn, &sid)?.into_iter().next()
-                            {
-                                return Ok(Some(owner));
-                            }
-                            if clean {
-                                queries::delete_orphan_transcript(conn, &sid)?;
-                            }
-                            queries::put_raw_lines(conn, &sid, first, &chunk)?;
-                            Ok(None)
-                        })
-                        .await?;
+                    let owner = write_new_chunk(&storage, sid, first, clean, chunk).await?;
                     if let Some(owner) = owner {
                         // Someone created a session with this id meanwhile: leave it be.
                         report.skip(SkipReason::IdTaken);

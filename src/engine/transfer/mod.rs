@@ -542,16 +542,9 @@ impl Engine {
                     continue;
                 }
             };
-            let mut entry: SessionEntry = match serde_path_to_error::deserialize(value) {
+            let mut entry = match decode_entry(value) {
                 Ok(e) => e,
-                Err(e) => {
-                    let at = e.path().to_string();
-                    let why = if at == "." {
-                        format!("unreadable entry: {}", e.inner())
-                    } else {
-                        format!("unreadable entry field {at}: {}", e.inner())
-                    };
-                    skip(report, SkipReason::UnreadableEntry, why);
+                Err(why) => {                    skip(report, SkipReason::UnreadableEntry, why);
                     continue;
                 }
             };
@@ -931,6 +924,18 @@ fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
         )));
     }
     Err(not_openclaw(EXPECTED_LAYOUT.to_string()))
+}
+
+/// An entry from its JSON, or why it cannot be one (naming the field at fault).
+fn decode_entry(value: Value) -> Result<SessionEntry, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let at = e.path().to_string();
+        if at == "." {
+            format!("unreadable entry: {}", e.inner())
+        } else {
+            format!("unreadable entry field {at}: {}", e.inner())
+        }
+    })
 }
 
 /// A transcript line: one JSON object, and a `message` line of the shape history readers

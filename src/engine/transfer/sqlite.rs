@@ -33,7 +33,6 @@ use super::{
     TransferError, id_taken, io_err, is_safe_file_stem, parse_line,
 };
 use crate::engine::Engine;
-use crate::engine::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
 use crate::engine::key::{SessionKey, normalize_agent_id};
 use crate::engine::storage::openclaw_source::{
@@ -229,16 +228,9 @@ impl Engine {
                 return Ok(());
             }
         };
-        let mut entry: SessionEntry = match serde_path_to_error::deserialize(value) {
-            Ok(e) => e,
-            Err(e) => {
-                let at = e.path().to_string();
-                let why = if at == "." {
-                    format!("unreadable entry: {}", e.inner())
-                } else {
-                    format!("unreadable entry field {at}: {}", e.inner())
-                };
-                skip(report, SkipReason::UnreadableEntry, why);
+        let mut entry = match super::decode_entry(value) {
+                Ok(e) => e,
+                Err(why) => {                skip(report, SkipReason::UnreadableEntry, why);
                 return Ok(());
             }
         };
@@ -382,20 +374,7 @@ impl Engine {
                 let count = chunk.len() as i64;
                 let sid = session_id.clone();
                 let (first, clean) = (next_seq, first_job);
-                let owner = storage
-                    .write(move |conn| {
-                        if let Some(owner) =
-                            queries::keys_by_session_id(conn, &sid)?.into_iter().next()
-                        {
-                            return Ok(Some(owner));
-                        }
-                        if clean {
-                            queries::delete_orphan_transcript(conn, &sid)?;
-                        }
-                        queries::put_raw_lines(conn, &sid, first, &chunk)?;
-                        Ok(None)
-                    })
-                    .await?;
+                let owner = super::merge::write_new_chunk(&storage, sid, first, clean, chunk).await?;
                 if let Some(owner) = owner {
                     report.skip(SkipReason::IdTaken);
                     report.warnings.push(id_taken(&key, &session_id, &owner));
