@@ -76,6 +76,10 @@ pub fn now_ms() -> i64 {
 pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Action>();
     let (term_tx, mut term_rx) = mpsc::unbounded_channel::<Option<Event>>();
+    // Listening starts here, once, for the whole run: a listener made afresh on each pass of
+    // the loop misses a signal that lands while a frame is drawn, and with tokio's handler
+    // installed the default action (ending the process) no longer happens either.
+    let mut quit_signals = QuitSignals::new();
     // Engine events first, so nothing that happens while the screen is set up is missed.
     let mut events = api.subscribe();
     let api_link = api.link();
@@ -219,7 +223,7 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                         return Ok(());
                     }
                 },
-                _ = quit_signal() => return Ok(()),
+                _ = quit_signals.recv() => return Ok(()),
             }
             while let Ok(a) = rx.try_recv() {
                 queue.push(Queued::Action(a));
@@ -342,24 +346,48 @@ enum Queued {
     Event(Event),
 }
 
-/// Resolves on SIGTERM or SIGHUP (an SSH drop): quit cleanly.
-async fn quit_signal() {
+/// SIGTERM and SIGHUP (an SSH drop), listened to from the start of the run: either quits
+/// cleanly.
+struct QuitSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = hup.recv() => {}
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl QuitSignals {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let streams = match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) {
+                (Ok(term), Ok(hup)) => Some((term, hup)),
+                _ => {
+                    tracing::warn!(
+                        "cannot listen for SIGTERM/SIGHUP; they end the console as usual"
+                    );
+                    None
+                }
+            };
+            Self { streams }
         }
+        #[cfg(not(unix))]
+        Self {}
     }
-    #[cfg(not(unix))]
-    std::future::pending::<()>().await
+
+    /// Resolves when one of the signals has arrived (also one that came before the call).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some((term, hup)) = self.streams.as_mut() {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+            return;
+        }
+        std::future::pending::<()>().await
+    }
 }
 
 /// The pseudo-action for Ctrl-Z (raw mode delivers it as a key).
