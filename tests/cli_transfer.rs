@@ -243,8 +243,10 @@ fn a_failed_export_leaves_nothing_behind_and_a_retry_works() {
     let sessions = all.join("agents/main/sessions");
     let index: Value =
         serde_json::from_str(&fs::read_to_string(sessions.join("sessions.json")).unwrap()).unwrap();
-    let file = index["agent:main:main"]["sessionFile"].as_str().unwrap();
-    assert_eq!(fs::read(file).unwrap(), whole);
+    let entry = &index["agent:main:main"];
+    assert!(entry.get("sessionFile").is_none(), "{entry}");
+    let sid = entry["sessionId"].as_str().unwrap();
+    assert_eq!(fs::read(sessions.join(format!("{sid}.jsonl"))).unwrap(), whole);
     assert_eq!(names(&sessions).len(), 2, "{:?}", names(&sessions));
 }
 

@@ -50,8 +50,9 @@
 //!
 //! **Export**: `Engine::export_session_jsonl` writes a session's stored lines in seq order,
 //! exactly as stored; `Engine::export_session_to_file` does so into a file and
-//! `Engine::export_openclaw` writes the legacy layout (every session, with `sessionFile` set
-//! to the written file's absolute path), which `import_openclaw` reads back into the same
+//! `Engine::export_openclaw` writes the legacy layout (every session; entries carry no
+//! `sessionFile`, so OpenClaw finds `<sessionId>.jsonl` beside `sessions.json` and the folder
+//! can be moved), which `import_openclaw` reads back into the same
 //! sessions and lines; a direct chat's entry without `channel` gets its last channel there, as
 //! OpenClaw's own legacy entries carry. Files are written by `atomic.rs`: an existing target is refused unless
 //! `Overwrite::Replace`, a non-regular one always, no symlink is followed, and a failure
@@ -394,10 +395,10 @@ impl Engine {
                         });
                     }
                 };
-                entry.insert(
-                    "sessionFile".into(),
-                    Value::String(path.to_string_lossy().into_owned()),
-                );
+                // No `sessionFile`: OpenClaw then uses `<sessions dir>/<sessionId>.jsonl`, the
+                // file written here, wherever the folder is. An absolute path would tie the
+                // folder to where it was written: OpenClaw 2026.5.28 serving a copied or moved
+                // export was seen appending to the original's file, not the copy's.
                 if let Some(channel) = direct_channel(s) {
                     entry.insert("channel".into(), Value::String(channel.to_string()));
                 }
