@@ -246,7 +246,10 @@ fn a_failed_export_leaves_nothing_behind_and_a_retry_works() {
     let entry = &index["agent:main:main"];
     assert!(entry.get("sessionFile").is_none(), "{entry}");
     let sid = entry["sessionId"].as_str().unwrap();
-    assert_eq!(fs::read(sessions.join(format!("{sid}.jsonl"))).unwrap(), whole);
+    assert_eq!(
+        fs::read(sessions.join(format!("{sid}.jsonl"))).unwrap(),
+        whole
+    );
     assert_eq!(names(&sessions).len(), 2, "{:?}", names(&sessions));
 }
 
