@@ -555,3 +555,38 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
     let s = screen(&d.console.state);
     assert!(s.contains("STOPPED"), "{s}");
 }
+
+/// The numbers after the pair on the row that names `pair`: 1m, 5m, 60m, exchanges.
+fn numbers_of(buf: &Buffer, pair: &str) -> Vec<u32> {
+    let screen = text(buf);
+    let line = screen
+        .lines()
+        .find(|l| l.contains(pair))
+        .unwrap_or_else(|| panic!("no row for {pair}:\n{screen}"));
+    let after = &line[line.find(pair).unwrap() + pair.len()..];
+    after
+        .split_whitespace()
+        .map_while(|w| w.parse().ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_last_minute_slides_instead_of_emptying_when_the_minute_turns() {
+    let api = fake();
+    let mut d = opened(api, 120, 30).await;
+    let pair = "agent:main:main → agent:ops:slack:group:incidents";
+    let before = numbers_of(&render(&d.console.state), pair);
+    assert_eq!(before[0], 8, "{before:?}");
+    // Five seconds into the next minute: 55 of the last 60 seconds lie in the busy minute.
+    // A per-minute count said 0 here for every pair, however busy.
+    let next = (NOW / MIN + 1) * MIN;
+    d.console.state.traffic.tick(next + 5_000);
+    let after = numbers_of(&render(&d.console.state), pair);
+    assert_eq!(after[0], 7, "8 × 55/60, rounded: {after:?}");
+    // The 5-minute window: this minute's 8 whole, the seeded 8 of four minutes ago by 55/60.
+    assert_eq!((before[1], after[1]), (16, 15), "{after:?}");
+    // A minute later the busy minute has left the last minute entirely.
+    d.console.state.traffic.tick(next + MIN + 5_000);
+    let later = numbers_of(&render(&d.console.state), pair);
+    assert_eq!(later[0], 0, "{later:?}");
+}

@@ -12,6 +12,10 @@
 //! - A refusal counts on its own pair: the event names the requester. An event without one
 //!   (from an engine that predates the field) counts on the most recently active pair into
 //!   that session, or on `? → <key>`; the seed from the engine has the real requester.
+//! - The 1- and 5-minute columns are sliding windows, estimated from the per-minute ring the
+//!   way rate limiters do: the last n whole minutes' buckets (the current one included) plus
+//!   the bucket before them weighted by how much of it the window still covers. A count per
+//!   calendar minute alone dropped every pair to 0 at each minute's start, busy or not.
 //! - A seed and live counts of the same minute are merged by taking the larger of each count:
 //!   both are lower bounds of the truth (live counting began when the console started; the
 //!   seed misses what happened after it was read), so nothing is counted twice.
@@ -89,7 +93,8 @@ pub struct Pair {
     pub requester: String,
     pub target: String,
     ring: Box<[Bucket; MINUTES]>,
-    /// Messages in the last 1 and 5 minutes (this minute included).
+    /// Messages in this calendar minute, and in it and the four before (bucket sums, kept
+    /// incrementally for sorting; the view shows `Pair::recent`, a sliding window).
     pub messages_1m: u32,
     pub messages_5m: u32,
     /// Everything in the last 60 minutes.
@@ -126,6 +131,21 @@ impl Pair {
             let b = &self.ring[slot(m)];
             if b.minute == m { b.counts.messages } else { 0 }
         })
+    }
+
+    /// Messages in the `minutes` before `now_ms` (a sliding window, estimated: module docs).
+    pub fn recent(&self, minutes: i64, now_ms: i64) -> u32 {
+        let now = minute_of(now_ms);
+        let at = |m: i64| {
+            let b = &self.ring[slot(m)];
+            if b.minute == m { b.counts.messages } else { 0 }
+        };
+        let whole: u32 = (0..minutes)
+            .map(|k| at(now - k))
+            .fold(0, u32::saturating_add);
+        let into = (now_ms - now * MINUTE_MS) as f64 / MINUTE_MS as f64;
+        let edge = (f64::from(at(now - minutes)) * (1.0 - into)).round() as u32;
+        whole.saturating_add(edge)
     }
 
     /// Merge `counts` into minute `m` (`now` is the current minute); `max` merges a seed.
@@ -381,6 +401,8 @@ pub struct Traffic {
     pub cursor: usize,
     /// The current minute (minutes since the epoch).
     pub now: i64,
+    /// The clock as last told (ms), for the sliding windows.
+    pub now_ms: i64,
     pub sessions: Table,
     pub agents: Table,
     flows: HashMap<String, (String, String)>,
@@ -442,11 +464,13 @@ impl Traffic {
 
     /// A second passed (`now_ms`): expire what the last minute took out of the windows.
     pub fn tick(&mut self, now_ms: i64) {
+        self.now_ms = self.now_ms.max(now_ms);
         self.roll(minute_of(now_ms));
     }
 
     /// One engine event at `now_ms`.
     pub fn event(&mut self, e: &EngineEvent, now_ms: i64) {
+        self.now_ms = self.now_ms.max(now_ms);
         match e {
             EngineEvent::FlowStarted {
                 flow_id,
@@ -819,6 +843,12 @@ mod tests {
         t.tick(T0 + MINUTE_MS);
         let p = t.sessions.get(a, b).expect("pair");
         assert_eq!((p.messages_1m, p.messages_5m, p.hour.messages), (0, 2, 2));
+        // The window slides: just after the minute turned, the last minute still holds both.
+        assert_eq!(p.recent(1, T0 + MINUTE_MS), 2);
+        assert_eq!(p.recent(1, T0 + MINUTE_MS + MINUTE_MS / 2), 1);
+        assert_eq!(p.recent(1, T0 + 2 * MINUTE_MS), 0);
+        assert_eq!(p.recent(5, T0 + 5 * MINUTE_MS - 1), 2);
+        assert_eq!(p.recent(5, T0 + 5 * MINUTE_MS + MINUTE_MS / 2), 1);
         t.tick(T0 + 5 * MINUTE_MS);
         let p = t.sessions.get(a, b).expect("pair");
         assert_eq!((p.messages_5m, p.hour.messages), (0, 2));

@@ -108,8 +108,8 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         let (mark, style) = mark(t, p);
         let mut text = format!("{}{}", pad(mark, MARK), pad(&pair_label(p, pair_w), pair_w));
         let numbers = [
-            p.messages_1m,
-            p.messages_5m,
+            p.recent(1, t.now_ms),
+            p.recent(5, t.now_ms),
             p.hour.messages,
             p.hour.exchanges,
         ];
