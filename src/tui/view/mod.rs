@@ -201,6 +201,27 @@ pub(crate) fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// The end of `text` in `width` columns, `…` in front when cut: the end of a key is what
+/// tells it from its neighbours (`…telegram:direct:1234`). Escaped like [`fit`].
+pub(crate) fn keep_end(text: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    let text = crate::text_safety::safe_line(text);
+    if text.width() <= width || width == 0 {
+        return fit(&text, width);
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 1;
+    for c in text.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
+
 /// Shorten to `width` columns by cutting the middle, so both ends stay: a session key's end
 /// is the part that tells it from its neighbours (`agent:main:telegram:direct:1234` at 20
 /// columns is `agent:…direct:1234`). Whole `:`-separated parts are kept where that costs

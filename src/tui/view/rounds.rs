@@ -37,26 +37,6 @@ fn hhmm(ms: i64) -> String {
         .unwrap_or_else(|| "--:--".into())
 }
 
-/// `key` in at most `max` columns, keeping its end (the part that tells keys apart:
-/// `…telegram:direct:1234`).
-fn keep_end(key: &str, max: usize) -> String {
-    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
-    if key.width() <= max {
-        return key.to_string();
-    }
-    let mut tail: Vec<char> = Vec::new();
-    let mut used = 1;
-    for c in key.chars().rev() {
-        let w = c.width().unwrap_or(0);
-        if used + w > max {
-            break;
-        }
-        used += w;
-        tail.push(c);
-    }
-    std::iter::once('…').chain(tail.into_iter().rev()).collect()
-}
-
 /// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`; when it does not fit,
 /// the two keys give way (keeping their ends), never how the exchange ended.
 fn header(e: &ExchangeSummary, width: usize) -> String {
@@ -94,8 +74,8 @@ fn header(e: &ExchangeSummary, width: usize) -> String {
     };
     format!(
         "{time} {} → {} · {how}",
-        keep_end(&e.requester, rmax.max(4)),
-        keep_end(&e.target, tmax.max(4))
+        super::keep_end(&e.requester, rmax.max(4)),
+        super::keep_end(&e.target, tmax.max(4))
     )
 }
 

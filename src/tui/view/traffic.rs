@@ -236,29 +236,9 @@ fn pair_label(p: &Pair, width: usize) -> String {
     };
     format!(
         "{}{ARROW}{}",
-        keep_end(&p.requester, left),
-        keep_end(&p.target, room - left)
+        super::keep_end(&p.requester, left),
+        super::keep_end(&p.target, room - left)
     )
-}
-
-/// The end of `text` in `width` columns, `…` in front when cut.
-fn keep_end(text: &str, width: usize) -> String {
-    use unicode_width::UnicodeWidthChar;
-    let text = crate::text_safety::safe_line(text);
-    if text.width() <= width || width == 0 {
-        return fit(&text, width);
-    }
-    let mut kept: Vec<char> = Vec::new();
-    let mut used = 1;
-    for c in text.chars().rev() {
-        let w = c.width().unwrap_or(0);
-        if used + w > width {
-            break;
-        }
-        used += w;
-        kept.push(c);
-    }
-    std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
 
 /// The last `width` minutes of messages, one glyph each, scaled to the row's busiest minute.
