@@ -112,7 +112,7 @@ fn state(w: u16, h: u16) -> State {
         row(DEV, "#dev", SessionKind::Group),
     ];
     s.total_sessions = 4;
-    s.selected_policy = Some("allow (default (session.sendPolicy.default))".into());
+    s.selected_policy = Some("allow · default".into());
     s.focus = Focus::Composer;
     s
 }

@@ -217,6 +217,16 @@ fn the_policy_slot_says_each_source_in_plain_words() {
             policy("allow", "unconfigured", None, None),
             "send: allow · no session.sendPolicy configured",
         ),
+        // Longer than half the line: with no answer beside it, it is shown whole.
+        (
+            policy(
+                "deny",
+                "rule",
+                Some(2),
+                Some("channel=discord chatType=group keyPrefix=agent:support:discord:group:"),
+            ),
+            "send: deny · rule 2: channel=discord, chatType=group, keyPrefix=agent:support:discord:group:",
+        ),
     ];
     let mut shots = Vec::new();
     for (p, words) in cases {

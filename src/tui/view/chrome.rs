@@ -126,8 +126,14 @@ pub fn status(frame: &mut Frame, area: Rect, state: &State) {
         .selected_policy
         .as_deref()
         .unwrap_or("no session selected");
-    // The slot is as wide as its words, up to half the line: an answer never pushes it out.
-    let slot = fit(&format!(" send: {policy} "), (width / 2).max(12));
+    // The slot is as wide as its words: up to the whole line when there is no answer to show,
+    // up to half of it when there is (an answer never pushes it out, nor it the answer).
+    let cap = if state.flash.is_some() {
+        (width / 2).max(12)
+    } else {
+        width
+    };
+    let slot = fit(&format!(" send: {policy} "), cap);
     let slot_w = slot.width();
     let mut style = Style::default().add_modifier(Modifier::BOLD);
     if policy.starts_with("deny") {
