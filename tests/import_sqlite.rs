@@ -121,6 +121,27 @@ fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
         .collect()
 }
 
+/// (role, text) of each message of a `sessions_history` result.
+fn message_texts(v: &Value) -> Vec<(String, String)> {
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(""),
+                _ => String::new(),
+            };
+            (m["role"].as_str().unwrap_or("").to_string(), text)
+        })
+        .collect()
+}
+
 fn expected(name: &str) -> Value {
     let text = fs::read_to_string(fixture().join(format!("expected/{name}.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -276,26 +297,7 @@ async fn sessions_history_matches_the_gateway_messages() {
             )
             .await
             .unwrap();
-        let texts = |v: &Value| -> Vec<(String, String)> {
-            v["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| {
-                    let text = match &m["content"] {
-                        Value::String(s) => s.clone(),
-                        Value::Array(blocks) => blocks
-                            .iter()
-                            .filter_map(|b| b["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join(""),
-                        _ => String::new(),
-                    };
-                    (m["role"].as_str().unwrap_or("").to_string(), text)
-                })
-                .collect()
-        };
-        let (want_msgs, got_msgs) = (texts(&want["result"]), texts(&got));
+        let (want_msgs, got_msgs) = (message_texts(&want["result"]), message_texts(&got));
         // Every message the gateway returned is in ours, in the same order (ours may still
         // hold silent replies the gateway hides: that is h-shape's part).
         let mut at = 0;
@@ -691,6 +693,217 @@ async fn a_symlinked_database_is_not_read() {
     assert_eq!(report.skipped(SkipReason::Symlink), 1, "{report:#?}");
 }
 
+// Re-importing a SQLite state after its owner kept using OpenClaw (issue 15, item 2): the
+// same merge as a legacy folder's (tests/import_merge.rs), on copies of the real fixture.
+
+const S1: &str = "agent:work:s1";
+/// A time after every `updatedAt` of the fixture (and of anything done here while testing).
+const LATER: i64 = 1_895_440_000_000;
+
+/// Every session of the fixture as the store holds it: entry and lines.
+fn store_state(engine: &Engine, root: &Path) -> BTreeMap<String, (Value, Vec<String>)> {
+    let mut out = BTreeMap::new();
+    for agent in ["main", "work"] {
+        for (k, _, _) in nodes(&db_of(root, agent)) {
+            let s = engine.store().get(&key(&k)).unwrap().unwrap();
+            let entry = serde_json::to_value(&s.entry).unwrap();
+            out.insert(k.clone(), (entry, export_lines(engine, &k)));
+        }
+    }
+    out
+}
+
+/// OpenClaw continuing session `k` of agent work in the copy's database: one more event
+/// (the next seq, a new line id) and, with `entry_at`, its entry moved on to that time with
+/// a new label.
+fn openclaw_continues(root: &Path, k: &str, id: &str, text: &str, entry_at: Option<i64>) {
+    let c = Connection::open(db_of(root, "work")).unwrap();
+    c.execute(
+        "INSERT INTO transcript_events (session_id, seq, event_json, created_at)
+         SELECT current_session_id,
+                (SELECT max(seq) + 1 FROM transcript_events e WHERE e.session_id = n.current_session_id),
+                json_object('type', 'message', 'id', ?2, 'parentId', NULL,
+                            'timestamp', '2030-01-24T00:00:00.000Z',
+                            'message', json_object('role', 'user', 'content', ?3)),
+                1895440000000
+           FROM session_nodes n WHERE session_key = ?1",
+        rusqlite::params![k, id, text],
+    )
+    .unwrap();
+    if let Some(at) = entry_at {
+        c.execute(
+            "UPDATE session_nodes
+                SET entry_json = json_set(entry_json, '$.updatedAt', ?2, '$.label', 'renamed in openclaw'),
+                    updated_at = ?2
+              WHERE session_key = ?1",
+            rusqlite::params![k, at],
+        )
+        .unwrap();
+    }
+}
+
+/// The texts of session `k`'s messages as `sessions_history` shows them.
+async fn history(engine: &Engine, k: &str) -> Vec<String> {
+    let got = engine
+        .call_tool(
+            "sessions_history",
+            &json!({"sessionKey": k}),
+            &ctx(engine, "main"),
+        )
+        .await
+        .unwrap();
+    message_texts(&got).into_iter().map(|m| m.1).collect()
+}
+
+fn counts(r: &ImportReport) -> (usize, usize, usize, usize, usize) {
+    (
+        r.sessions_imported,
+        r.sessions_updated,
+        r.sessions_present,
+        r.lines_appended,
+        r.entries_updated,
+    )
+}
+
+/// A fixture copy imported once into a fresh store.
+async fn imported_copy() -> (tempfile::TempDir, PathBuf, Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_copy(dir.path());
+    let engine = open(&dir.path().join("switchboard"));
+    let first = engine.import_openclaw(&root).await.unwrap();
+    assert_eq!(first.sessions_imported, 18, "{first:#?}");
+    (dir, root, engine)
+}
+
+#[tokio::test]
+async fn a_second_sqlite_import_in_a_row_changes_nothing() {
+    let (_dir, root, engine) = imported_copy().await;
+    let before = store_state(&engine, &root);
+    let again = engine.import_openclaw(&root).await.unwrap();
+    assert!(again.changed_nothing(), "{again:#?}");
+    assert_eq!(counts(&again), (0, 0, 18, 0, 0), "{again:#?}");
+    assert!(again.conflicts.is_empty(), "{again:#?}");
+    assert_eq!(again.warnings, Vec::<String>::new());
+    assert_eq!(store_state(&engine, &root), before);
+}
+
+#[tokio::test]
+async fn events_added_in_openclaw_are_appended_and_its_newer_entry_applied() {
+    let (_dir, root, engine) = imported_copy().await;
+    openclaw_continues(&root, S1, "f0000001", "still there?", Some(LATER));
+    let report = engine.import_openclaw(&root).await.unwrap();
+    assert_eq!(counts(&report), (0, 1, 17, 1, 1), "{report:#?}");
+    assert!(report.conflicts.is_empty(), "{report:#?}");
+    assert_eq!(report.warnings, Vec::<String>::new());
+    // The store holds exactly the source's entries and rows again, the new one last.
+    assert_same_as_rows(&engine, &db_of(&root, "work"));
+    let s1 = engine.store().get(&key(S1)).unwrap().unwrap();
+    assert_eq!(
+        history(&engine, S1).await.last().map(String::as_str),
+        Some("still there?")
+    );
+    assert_eq!(s1.entry.label.as_deref(), Some("renamed in openclaw"));
+    assert_eq!(s1.entry.updated_at, LATER);
+
+    // An event alone (the entry as it was) is seen too: the transcript's stamp moved on.
+    openclaw_continues(&root, S1, "f0000002", "and now?", None);
+    let report = engine.import_openclaw(&root).await.unwrap();
+    assert_eq!(counts(&report), (0, 1, 17, 1, 0), "{report:#?}");
+    assert_eq!(
+        history(&engine, S1).await.last().map(String::as_str),
+        Some("and now?")
+    );
+
+    // Then nothing is new.
+    let before = store_state(&engine, &root);
+    let again = engine.import_openclaw(&root).await.unwrap();
+    assert!(again.changed_nothing(), "{again:#?}");
+    assert_eq!(counts(&again), (0, 0, 18, 0, 0), "{again:#?}");
+    assert_eq!(store_state(&engine, &root), before);
+}
+
+#[tokio::test]
+async fn a_session_continued_here_and_in_openclaw_is_a_conflict_and_kept_as_is() {
+    let (_dir, root, engine) = imported_copy().await;
+    engine
+        .store()
+        .append_message(
+            &key(S1),
+            json!({"role": "user", "content": "said in switchboard"}),
+        )
+        .await
+        .unwrap();
+    let here = export_lines(&engine, S1);
+    let label = engine.store().get(&key(S1)).unwrap().unwrap().entry.label;
+    openclaw_continues(&root, S1, "f0000001", "said in openclaw", Some(LATER));
+    // Another session continued only there still comes in.
+    openclaw_continues(
+        &root,
+        "agent:work:s2",
+        "f0000002",
+        "only there",
+        Some(LATER),
+    );
+    let report = engine.import_openclaw(&root).await.unwrap();
+    assert_eq!(report.conflicts.len(), 1, "{report:#?}");
+    assert!(
+        report.conflicts[0].starts_with("agent:work:s1:")
+            && report.conflicts[0].contains("continued on both sides"),
+        "{report:#?}"
+    );
+    assert_eq!(counts(&report), (0, 1, 16, 1, 1), "{report:#?}");
+    assert_eq!(export_lines(&engine, S1), here);
+    assert_eq!(
+        engine.store().get(&key(S1)).unwrap().unwrap().entry.label,
+        label
+    );
+    assert_eq!(
+        history(&engine, S1).await.last().map(String::as_str),
+        Some("said in switchboard")
+    );
+    assert_eq!(
+        history(&engine, "agent:work:s2")
+            .await
+            .last()
+            .map(String::as_str),
+        Some("only there")
+    );
+
+    // Still a conflict the next time: nothing was forgotten.
+    let again = engine.import_openclaw(&root).await.unwrap();
+    assert_eq!(again.conflicts.len(), 1, "{again:#?}");
+    assert_eq!(export_lines(&engine, S1), here);
+}
+
+#[tokio::test]
+async fn an_entry_changed_here_is_kept_and_the_new_events_still_come_in() {
+    let (_dir, root, engine) = imported_copy().await;
+    engine
+        .store()
+        .patch(&key(S1), |e| {
+            e.send_policy = Some("deny".into());
+            Ok(())
+        })
+        .await
+        .unwrap();
+    openclaw_continues(&root, S1, "f0000001", "from openclaw", Some(LATER));
+    let report = engine.import_openclaw(&root).await.unwrap();
+    assert!(report.conflicts.is_empty(), "{report:#?}");
+    assert_eq!(counts(&report), (0, 1, 17, 1, 0), "{report:#?}");
+    let w = report.warnings.join("\n");
+    assert!(
+        w.contains("agent:work:s1") && w.contains("changed here"),
+        "{w}"
+    );
+    let s1 = engine.store().get(&key(S1)).unwrap().unwrap();
+    assert_eq!(s1.entry.send_policy.as_deref(), Some("deny"));
+    assert_ne!(s1.entry.label.as_deref(), Some("renamed in openclaw"));
+    assert_eq!(
+        history(&engine, S1).await.last().map(String::as_str),
+        Some("from openclaw")
+    );
+}
+
 #[test]
 fn the_command_imports_a_2026_9_6_state_folder() {
     let bench = common::CliBench::new("{}");
@@ -705,19 +918,19 @@ fn the_command_imports_a_2026_9_6_state_folder() {
         "imported 18 new sessions (181 lines); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts",
         "{stderr}"
     );
-    // Again: nothing new comes in, and the owner is told the SQLite side is not merged yet.
+    // Again: the merge finds nothing new, and says so.
     let again = bench.run(&["import-openclaw", fixture().to_str().unwrap()]);
     let (stdout2, stderr2) = (
         String::from_utf8_lossy(&again.stdout),
         String::from_utf8_lossy(&again.stderr),
     );
     assert!(again.status.success(), "{stdout2}{stderr2}");
-    assert!(stdout2.contains("18 unchanged"), "{stdout2}");
-    assert!(
-        format!("{stdout2}{stderr2}")
-            .contains("merging new lines from a SQLite state is not built yet"),
-        "{stdout2}{stderr2}"
+    assert_eq!(
+        stdout2.trim(),
+        "imported 0 new sessions (0 lines); updated 0 (0 lines appended, 0 entries replaced); 18 unchanged; 0 conflicts\nnothing changed",
+        "{stderr2}"
     );
+    assert!(!stderr2.contains("warning"), "{stderr2}");
     let out = bench.run(&["sessions", "export", "agent:work:s2"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("PINGPONG work as Agent 2"));

@@ -116,6 +116,15 @@ impl EventRow {
     }
 }
 
+/// A transcript's event count and highest rowid (`AgentDb::transcript_stamp`). SQLite gives
+/// an inserted row a rowid above every row in the table, so an appended event raises
+/// `last_rowid` (and `events`); -1 when the transcript has no events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TranscriptStamp {
+    pub events: i64,
+    pub last_rowid: i64,
+}
+
 /// A temporary folder holding a copy of a WAL database; removed when dropped.
 struct TempCopy(PathBuf);
 
@@ -254,6 +263,25 @@ impl AgentDb {
                 })
             })?
             .collect()
+        })
+    }
+
+    /// What identifies transcript `session_id` as it stands, cheaply (the re-import's
+    /// shortcut compares it with the last import's): how many events it holds and the
+    /// highest rowid among them. Both come from the `(session_id, seq)` primary-key index,
+    /// which carries the rowid, so no event text is read.
+    pub fn transcript_stamp(&self, session_id: &str) -> Result<TranscriptStamp, OpenClawDbError> {
+        self.with(|c| {
+            c.prepare_cached(
+                "SELECT count(*), coalesce(max(rowid), -1) FROM transcript_events
+                  WHERE session_id = ?1",
+            )?
+            .query_row([session_id], |r| {
+                Ok(TranscriptStamp {
+                    events: r.get(0)?,
+                    last_rowid: r.get(1)?,
+                })
+            })
         })
     }
 

@@ -24,7 +24,9 @@
 //!   modification time) and the same source entry (hash) were seen last time, the session
 //!   is unchanged without reading its transcript. An append changes the size, so appends are
 //!   always seen; a rewrite that keeps both size and mtime would not be (OpenClaw only
-//!   appends to transcripts).
+//!   appends to transcripts). A SQLite source has no file per transcript: its fingerprint is
+//!   the database's path + `#` + session id, the event count and the highest event rowid
+//!   (`sqlite.rs`), which an appended event changes just as an append changes a file's size.
 //! - A key here whose sessionId differs from the source's (OpenClaw reset it), or a sessionId
 //!   owned by another key here, is skipped with a warning, as before.
 //!

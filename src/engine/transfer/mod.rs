@@ -46,7 +46,8 @@
 //!
 //! **Import of OpenClaw 2026.6+** (per-agent SQLite, `agents/<id>/agent/openclaw-agent.sqlite`)
 //! is `sqlite.rs`: each database row becomes the same entry + lines a `sessions.json` entry and
-//! its `.jsonl` give, stored the same way. A folder with both layouts imports both, SQLite first.
+//! its `.jsonl` give, brought in (imported or merged) by the same `Engine::bring_in`. A folder
+//! with both layouts imports both, SQLite first.
 //!
 //! **Export**: `Engine::export_session_jsonl` writes a session's stored lines in seq order,
 //! exactly as stored; `Engine::export_session_to_file` does so into a file and
@@ -143,6 +144,35 @@ impl ImportReport {
 
     fn skip(&mut self, reason: SkipReason) {
         *self.skipped.entry(reason).or_default() += 1;
+    }
+
+    /// Count one session `Engine::bring_in` handled, by its outcome.
+    fn tally(&mut self, merged: &Merged) {
+        match *merged {
+            Merged::Imported { lines } => {
+                self.sessions_imported += 1;
+                self.lines_imported += lines;
+            }
+            Merged::Updated { appended, entry } => {
+                self.sessions_updated += 1;
+                self.lines_appended += appended;
+                self.entries_updated += usize::from(entry);
+            }
+            Merged::Unchanged => self.sessions_present += 1,
+            Merged::Conflict | Merged::Skipped => {}
+        }
+    }
+
+    /// Add what a transcript reader left out (`skips`: counts by reason; `warnings`: their
+    /// explanations), but only for a session that was imported or updated: a session left as
+    /// it was gained nothing from the lines read, so their skips would only be noise.
+    fn tally_lines(&mut self, merged: &Merged, skips: ImportReport, warnings: Vec<String>) {
+        if matches!(merged, Merged::Imported { .. } | Merged::Updated { .. }) {
+            for (reason, n) in skips.skipped {
+                *self.skipped.entry(reason).or_default() += n;
+            }
+            self.warnings.extend(warnings);
+        }
     }
 
     fn note_source(&mut self, note: String) {
@@ -698,34 +728,16 @@ impl Engine {
             lines: reader.as_mut().map(|r| r as &mut dyn SourceLines),
         };
         let merged = self.bring_in(src, marks, pending, report).await?;
-        let counts = matches!(merged, Merged::Imported { .. } | Merged::Updated { .. });
-        if let Some(r) = reader
-            && counts
-        {
-            for (reason, n) in r.skips.skipped {
-                *report.skipped.entry(reason).or_default() += n;
-            }
-            report.warnings.extend(r.warnings);
+        if let Some(r) = reader {
+            report.tally_lines(&merged, r.skips, r.warnings);
         }
-        match merged {
-            Merged::Imported { lines } => {
-                if missing {
-                    report.warnings.push(format!(
-                        "session {key}: no transcript at {}; imported with an empty transcript",
-                        c.expected.display()
-                    ));
-                }
-                report.sessions_imported += 1;
-                report.lines_imported += lines;
-            }
-            Merged::Updated { appended, entry } => {
-                report.sessions_updated += 1;
-                report.lines_appended += appended;
-                report.entries_updated += usize::from(entry);
-            }
-            Merged::Unchanged => report.sessions_present += 1,
-            Merged::Conflict | Merged::Skipped => {}
+        if missing && matches!(merged, Merged::Imported { .. }) {
+            report.warnings.push(format!(
+                "session {key}: no transcript at {}; imported with an empty transcript",
+                c.expected.display()
+            ));
         }
+        report.tally(&merged);
         Ok(())
     }
 }

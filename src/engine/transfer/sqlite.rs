@@ -4,14 +4,26 @@
 //! Each `session_nodes` row is one source session: its key, its `entry_json` (every field
 //! kept, as the legacy import keeps a `sessions.json` entry) and the `transcript_events` of its
 //! `current_session_id` in `seq` order (one transcript line each), which is the shape the
-//! legacy import reads from `<sessionId>.jsonl`. Lines are checked and stored exactly as the
-//! legacy import does (`parse_line`, a synthesised header when seq 0 is not one, chunks with
-//! the session row committed last), so both layouts give the same sessions.
+//! legacy import reads from `<sessionId>.jsonl`. The rows are read a page at a time
+//! (`EventLines`, a `SourceLines`) and checked as the legacy lines are (`parse_line`, the line
+//! cap), and each session goes through the same `Engine::bring_in` (`merge.rs`) as a legacy
+//! one: a new key is imported whole (a synthesised header when seq 0 is not one, chunks with
+//! the session row committed last), a key already here is **merged** (new lines appended by
+//! line id, a newer entry applied unless changed here, a session continued on both sides
+//! reported as a conflict). So importing again after the owner kept using OpenClaw brings the
+//! new lines, and a second import in a row changes nothing.
+//! - **Fingerprint** (the merge's shortcut): file = the database's canonical path + `#` +
+//!   the session id, size = the number of the transcript's events, mtime = the highest rowid
+//!   among them (`AgentDb::transcript_stamp`, from the primary-key index, no text read).
+//!   OpenClaw appends events: an append raises both (SQLite gives a new row a rowid above the
+//!   table's highest), so it is always seen. A rewrite that keeps both (delete the newest
+//!   event, insert one reusing its rowid) would not be: OpenClaw does not do that. A `VACUUM`
+//!   may renumber rowids, which only costs a full read that finds nothing new.
 //! - Every database is opened and checked (schema, tables, a read snapshot) before anything is
 //!   written: a locked, damaged or unknown database fails the import with nothing changed.
 //! - A session whose rows fail to read later (a damaged page) is skipped whole
 //!   (`UnreadableRows`); its already written chunks belong to no session (as in the legacy
-//!   import) and are cleared by the next import of it.
+//!   import; a merge's are staged) and are cleared by the next import of it.
 //! - An entry that does not decode is `UnreadableEntry`; an entry whose `sessionId` differs
 //!   from the node's `current_session_id` takes the node's (that is the transcript read), with
 //!   a warning. A session with no transcript rows at all is imported with a synthesised header
@@ -22,23 +34,25 @@
 //! - Compressed events (`event_zstd`) are skipped lines (`CompressedLine`): no zstd decoder is
 //!   in the build (a C binding); OpenClaw compresses only very large lines.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
 use super::source::{Refused, SourceRoot};
 use super::{
-    CHUNK_LINES, ImportLimits, ImportReport, LINE_WARNINGS_PER_FILE, SkipReason,
-    TransferError, id_taken, io_err, is_safe_file_stem, parse_line,
+    ImportLimits, ImportReport, LINE_WARNINGS_PER_FILE, SkipReason, TransferError, io_err,
+    is_safe_file_stem, parse_line,
 };
 use crate::engine::Engine;
-use crate::engine::events::EngineEvent;
-use crate::engine::key::{SessionKey, normalize_agent_id};
+use crate::engine::key::normalize_agent_id;
+use crate::engine::storage::imports::{self, ImportMark};
 use crate::engine::storage::openclaw_source::{
-    AGENT_DB_FILE, AgentDb, EventRow, KNOWN_SCHEMA, NodeRow,
+    AGENT_DB_FILE, AgentDb, EventRow, KNOWN_SCHEMA, NodeRow, TranscriptStamp,
 };
-use crate::engine::storage::queries::{self, StoredSession};
+use crate::engine::storage::queries::StoredSession;
 
 /// One agent's database found in the import source.
 pub(super) struct AgentDbFile {
@@ -50,6 +64,8 @@ pub(super) struct AgentDbFile {
 pub(super) struct OpenDb {
     agent_id: String,
     path: PathBuf,
+    /// `path` canonicalised: names its transcripts in import marks.
+    canonical: String,
     db: AgentDb,
 }
 
@@ -138,55 +154,55 @@ pub(super) fn open_all(
                 f.path.display()
             ));
         }
+        let canonical = fs::canonicalize(&f.path)
+            .unwrap_or_else(|_| f.path.clone())
+            .to_string_lossy()
+            .into_owned();
         open.push(OpenDb {
             agent_id: f.agent_id,
             path: f.path,
+            canonical,
             db,
         });
     }
     Ok(open)
 }
 
-/// How a session's final job ended.
-enum Outcome {
-    Imported,
-    KeyExists,
-    IdTaken(SessionKey),
-}
+/// Rows fetched per query: bounds what the reader holds besides the chunk `bring_in` gathers.
+const EVENT_PAGE: usize = 256;
 
 impl Engine {
-    /// Import every session of the opened databases.
+    /// Import or merge (`merge.rs`) every session of the opened databases. New sessions are
+    /// settled before returning, even on failure, so the legacy pass that follows (and the
+    /// marks it reads) sees them.
     pub(super) async fn import_sqlite(
         &self,
         dbs: Vec<OpenDb>,
         limits: &ImportLimits,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
-        let present_before = report.sessions_present;
-        for db in &dbs {
-            let nodes = match db.db.nodes() {
-                Ok(n) => n,
-                Err(source) => {
-                    return Err(TransferError::OpenClawDb {
-                        path: db.path.clone(),
-                        source,
-                    });
+        if dbs.is_empty() {
+            return Ok(());
+        }
+        let marks = self.store().storage().read(imports::all_marks)?;
+        let mut pending = PendingImports::default();
+        let done = async {
+            for db in &dbs {
+                let nodes = db.db.nodes().map_err(|source| TransferError::OpenClawDb {
+                    path: db.path.clone(),
+                    source,
+                })?;
+                for node in nodes {
+                    self.import_node(db, node, limits, &marks, &mut pending, report)
+                        .await?;
                 }
-            };
-            for node in nodes {
-                self.import_node(db, node, limits, report).await?;
             }
+            Ok(())
         }
-        // Not yet routed through the re-import merge (merge.rs), which the legacy layout
-        // uses: a key already here is left as it is, and the owner is told so.
-        if report.sessions_present > present_before {
-            report.warnings.push(format!(
-                "{} session(s) of the SQLite state are already here and were left as they are: \
-                 merging new lines from a SQLite state is not built yet (a legacy folder's are merged)",
-                report.sessions_present - present_before
-            ));
-        }
-        Ok(())
+        .await;
+        // What was submitted still commits; wait for it before failing.
+        let settled = self.settle(&mut pending, report).await;
+        done.and(settled)
     }
 
     async fn import_node(
@@ -194,6 +210,8 @@ impl Engine {
         db: &OpenDb,
         node: NodeRow,
         limits: &ImportLimits,
+        marks: &HashMap<String, ImportMark>,
+        pending: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
         let path = &db.path;
@@ -229,8 +247,9 @@ impl Engine {
             }
         };
         let mut entry = match super::decode_entry(value) {
-                Ok(e) => e,
-                Err(why) => {                skip(report, SkipReason::UnreadableEntry, why);
+            Ok(e) => e,
+            Err(why) => {
+                skip(report, SkipReason::UnreadableEntry, why);
                 return Ok(());
             }
         };
@@ -253,18 +272,11 @@ impl Engine {
         }
         entry.extra.shift_remove("sessionFile");
 
-        let store = self.store();
-        if store.get(&key)?.is_some() {
-            report.sessions_present += 1;
-            return Ok(());
-        }
-        if let Some(owner) = store.keys_by_session_id(&session_id)?.into_iter().next() {
-            report.skip(SkipReason::IdTaken);
-            report.warnings.push(id_taken(&key, &session_id, &owner));
-            return Ok(());
-        }
-        let earlier = match db.db.earlier_transcripts(&raw_key, &session_id) {
-            Ok(n) => n,
+        let read = db.db.earlier_transcripts(&raw_key, &session_id).and_then(|earlier| {
+            Ok((earlier, db.db.transcript_stamp(&session_id)?))
+        });
+        let (earlier, stamp) = match read {
+            Ok(r) => r,
             Err(e) => {
                 skip(
                     report,
@@ -274,7 +286,6 @@ impl Engine {
                 return Ok(());
             }
         };
-
         let agent_id = key.agent_id(&scheme.default_agent).to_string();
         let kind = scheme.kind(&key, entry.chat_type.as_deref());
         let stored = StoredSession {
@@ -283,173 +294,193 @@ impl Engine {
             kind,
             entry,
         };
-        let header = json!({
-            "type": "session",
-            "version": 3,
-            "id": session_id,
-            "timestamp": queries::iso_timestamp(stored.entry.updated_at),
-            "cwd": "",
-        });
-        let where_ = format!("{} transcript {session_id}", path.display());
-        let storage = store.storage().clone();
-        let mut warnings = Vec::new();
-        let mut line_skips = ImportReport::default();
-        let mut line_warnings = 0usize;
-        let mut lines = 0usize;
-        let mut pending: Vec<Value> = Vec::new();
-        let mut next_seq = 0i64;
-        let mut first_job = true;
-        let mut header_decided = false;
-        let mut last_seq: Option<i64> = None;
-        let mut gaps = 0u64;
-        loop {
-            let rows = match db
-                .db
-                .events(&session_id, last_seq, CHUNK_LINES, limits.max_line_bytes)
-            {
-                Ok(rows) => rows,
-                Err(e) => {
+        let mut reader = EventLines::new(db, &session_id, limits);
+        let src = SourceSession {
+            stored,
+            fingerprint: fingerprint(db, &session_id, stamp),
+            lines: Some(&mut reader),
+        };
+        let merged = match self.bring_in(src, marks, pending, report).await {
+            Ok(m) => m,
+            Err(e) => match reader.failed.take() {
+                // A damaged page part-way: what was written for it belongs to no session (or
+                // is staged) and is cleared by its next import.
+                Some(why) => {
                     skip(
                         report,
                         SkipReason::UnreadableRows,
-                        format!("its transcript rows cannot be read: {e}"),
+                        format!("its transcript rows cannot be read: {why}"),
                     );
                     return Ok(());
                 }
-            };
-            if rows.is_empty() {
-                break;
-            }
-            for row in rows {
-                let seq = row.seq();
-                let expected = last_seq.map_or(0, |s| s.saturating_add(1));
-                if seq > expected {
-                    gaps += u64::try_from(seq - expected).unwrap_or(0);
-                }
-                last_seq = Some(seq);
-                let value = match row {
-                    EventRow::Line { text, .. } => parse_line(&text),
-                    EventRow::TooLong { bytes, .. } => Err((
-                        SkipReason::LineTooLong,
-                        format!(
-                            "{bytes} bytes, over the cap of {} bytes per line",
-                            limits.max_line_bytes
-                        ),
-                    )),
-                    EventRow::Compressed { .. } => Err((
-                        SkipReason::CompressedLine,
-                        "stored compressed (event_zstd), which this build does not decode"
-                            .into(),
-                    )),
-                };
-                let value = match value {
-                    Ok(v) => v,
-                    Err((reason, why)) => {
-                        line_skips.skip(reason);
-                        line_warnings += 1;
-                        if line_warnings <= LINE_WARNINGS_PER_FILE {
-                            warnings.push(format!("{where_}, seq {seq}: skipped ({why})"));
-                        }
-                        continue;
-                    }
-                };
-                if !header_decided {
-                    header_decided = true;
-                    if value.get("type").and_then(Value::as_str) == Some("session") {
-                        let id = value.get("id").and_then(Value::as_str).unwrap_or("");
-                        if id != session_id {
-                            warnings.push(format!(
-                                "{where_}: header names session {id:?} but the row for {key} says {session_id:?}; kept as is"
-                            ));
-                        }
-                    } else {
-                        pending.push(header.clone());
-                    }
-                }
-                pending.push(value);
-                lines += 1;
-            }
-            if pending.len() >= CHUNK_LINES {
-                let chunk = std::mem::take(&mut pending);
-                let count = chunk.len() as i64;
-                let sid = session_id.clone();
-                let (first, clean) = (next_seq, first_job);
-                let owner = super::merge::write_new_chunk(&storage, sid, first, clean, chunk).await?;
-                if let Some(owner) = owner {
-                    report.skip(SkipReason::IdTaken);
-                    report.warnings.push(id_taken(&key, &session_id, &owner));
-                    return Ok(());
-                }
-                next_seq += count;
-                first_job = false;
-            }
-        }
-        if line_warnings > LINE_WARNINGS_PER_FILE {
-            warnings.push(format!(
-                "{where_}: {} more lines skipped (counted in the summary)",
-                line_warnings - LINE_WARNINGS_PER_FILE
-            ));
-        }
-        if last_seq.is_none() {
-            warnings.push(format!(
+                None => return Err(e),
+            },
+        };
+        if reader.last_seq.is_none() && matches!(merged, Merged::Imported { .. }) {
+            reader.warnings.push(format!(
                 "session {key}: no transcript rows for {session_id} in {}; imported with an empty transcript",
                 path.display()
             ));
-        } else if gaps > 0 {
-            warnings.push(format!(
-                "{where_}: {gaps} seq numbers missing between its rows; the rows present were imported in order"
-            ));
-        }
-        if !header_decided {
-            pending.push(header);
         }
         if earlier > 0 {
             for _ in 0..earlier {
-                line_skips.skip(SkipReason::EarlierTranscript);
+                reader.skips.skip(SkipReason::EarlierTranscript);
             }
-            warnings.push(format!(
+            reader.warnings.push(format!(
                 "session {key}: {earlier} earlier transcript generation(s) in {} not imported (only the current one is)",
                 path.display()
             ));
         }
+        report.tally_lines(&merged, reader.skips, reader.warnings);
+        report.tally(&merged);
+        Ok(())
+    }
+}
 
-        let (k, sid) = (key.clone(), session_id.clone());
-        let outcome = storage
-            .write(move |conn| {
-                if queries::get_session(conn, &k)?.is_some() {
-                    queries::delete_orphan_transcript(conn, &sid)?;
-                    return Ok(Outcome::KeyExists);
+/// What the re-import's shortcut compares for one SQLite transcript (see the module docs):
+/// the database's canonical path and the session id, the number of its events, and the
+/// highest rowid among them.
+fn fingerprint(db: &OpenDb, session_id: &str, stamp: TranscriptStamp) -> Fingerprint {
+    Fingerprint {
+        file: format!("{}#{session_id}", db.canonical),
+        size: stamp.events,
+        mtime_ns: stamp.last_rowid,
+    }
+}
+
+/// The `transcript_events` of one transcript in `seq` order, fetched a page at a time and
+/// checked as the legacy import checks a `.jsonl`'s lines (`parse_line`, the line cap): rows
+/// it cannot use are counted by reason and explained (the first `LINE_WARNINGS_PER_FILE`).
+struct EventLines<'a> {
+    db: &'a OpenDb,
+    session_id: &'a str,
+    /// How warnings name this transcript.
+    where_: String,
+    max_line: usize,
+    page: std::vec::IntoIter<EventRow>,
+    /// The seq of the last row read (`None`: no row yet): the next page starts after it.
+    last_seq: Option<i64>,
+    /// The last page came back short, so no rows follow it.
+    exhausted: bool,
+    done: bool,
+    gaps: u64,
+    skipped_lines: usize,
+    skips: ImportReport,
+    warnings: Vec<String>,
+    /// Set when rows could not be read: the session is then skipped whole.
+    failed: Option<String>,
+}
+
+impl<'a> EventLines<'a> {
+    fn new(db: &'a OpenDb, session_id: &'a str, limits: &ImportLimits) -> EventLines<'a> {
+        EventLines {
+            db,
+            session_id,
+            where_: format!("{} transcript {session_id}", db.path.display()),
+            max_line: limits.max_line_bytes,
+            page: Vec::new().into_iter(),
+            last_seq: None,
+            exhausted: false,
+            done: false,
+            gaps: 0,
+            skipped_lines: 0,
+            skips: ImportReport::default(),
+            warnings: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// Fetch the next page; false when there are no more rows.
+    fn fetch(&mut self) -> Result<bool, TransferError> {
+        if self.exhausted {
+            return Ok(false);
+        }
+        let rows = self
+            .db
+            .db
+            .events(self.session_id, self.last_seq, EVENT_PAGE, self.max_line)
+            .map_err(|source| {
+                self.failed = Some(source.to_string());
+                TransferError::OpenClawDb {
+                    path: self.db.path.clone(),
+                    source,
                 }
-                if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
-                    return Ok(Outcome::IdTaken(owner));
+            })?;
+        self.exhausted = rows.len() < EVENT_PAGE;
+        let any = !rows.is_empty();
+        self.page = rows.into_iter();
+        Ok(any)
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        if self.skipped_lines > LINE_WARNINGS_PER_FILE {
+            self.warnings.push(format!(
+                "{}: {} more lines skipped (counted in the summary)",
+                self.where_,
+                self.skipped_lines - LINE_WARNINGS_PER_FILE
+            ));
+        }
+        if self.gaps > 0 {
+            self.warnings.push(format!(
+                "{}: {} seq numbers missing between its rows; the rows present were imported in order",
+                self.where_, self.gaps
+            ));
+        }
+    }
+
+    /// A row as a line, or why it is skipped.
+    fn check(&self, row: EventRow) -> Result<Value, (SkipReason, String)> {
+        match row {
+            EventRow::Line { text, .. } => parse_line(&text),
+            EventRow::TooLong { bytes, .. } => Err((
+                SkipReason::LineTooLong,
+                format!(
+                    "{bytes} bytes, over the cap of {} bytes per line",
+                    self.max_line
+                ),
+            )),
+            EventRow::Compressed { .. } => Err((
+                SkipReason::CompressedLine,
+                "stored compressed (event_zstd), which this build does not decode".into(),
+            )),
+        }
+    }
+}
+
+impl SourceLines for EventLines<'_> {
+    fn next_line(&mut self) -> Result<Option<Value>, TransferError> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            let row = match self.page.next() {
+                Some(row) => row,
+                None => {
+                    if !self.fetch()? {
+                        self.finish();
+                        return Ok(None);
+                    }
+                    continue;
                 }
-                if first_job {
-                    queries::delete_orphan_transcript(conn, &sid)?;
-                }
-                queries::put_raw_lines(conn, &sid, next_seq, &pending)?;
-                queries::put_session(conn, &stored)?;
-                Ok(Outcome::Imported)
-            })
-            .await?;
-        match outcome {
-            Outcome::Imported => {
-                report.sessions_imported += 1;
-                report.lines_imported += lines;
-                for (reason, n) in line_skips.skipped {
-                    *report.skipped.entry(reason).or_default() += n;
-                }
-                report.warnings.extend(warnings);
-                self.events().emit(EngineEvent::SessionCreated {
-                    key: key.to_string(),
-                    session_id,
-                });
+            };
+            let seq = row.seq();
+            let expected = self.last_seq.map_or(0, |s| s.saturating_add(1));
+            if seq > expected {
+                self.gaps += u64::try_from(seq - expected).unwrap_or(0);
             }
-            Outcome::KeyExists => report.sessions_present += 1,
-            Outcome::IdTaken(owner) => {
-                report.skip(SkipReason::IdTaken);
-                report.warnings.push(id_taken(&key, &session_id, &owner));
+            self.last_seq = Some(seq);
+            match self.check(row) {
+                Ok(v) => return Ok(Some(v)),
+                Err((reason, why)) => {
+                    self.skips.skip(reason);
+                    self.skipped_lines += 1;
+                    if self.skipped_lines <= LINE_WARNINGS_PER_FILE {
+                        self.warnings
+                            .push(format!("{}, seq {seq}: skipped ({why})", self.where_));
+                    }
+                }
             }
         }
-        Ok(())
     }
 }
