@@ -321,9 +321,12 @@ fn export_all_writes_channel_on_direct_sessions_and_reads_back() {
     assert_eq!(dm["lastChannel"], "telegram", "{dm}");
     assert_eq!(index["agent:main:discord:group:42"]["channel"], "discord");
     assert!(index["agent:main:main"].get("channel").is_none(), "{index}");
+    // No sessionFile: each transcript is `<sessionId>.jsonl` beside sessions.json.
     for (_, entry) in index.as_object().unwrap() {
-        let file = PathBuf::from(entry["sessionFile"].as_str().unwrap());
-        assert!(file.starts_with(&out) && file.is_file(), "{entry}");
+        assert!(entry.get("sessionFile").is_none(), "{entry}");
+        let sid = entry["sessionId"].as_str().unwrap();
+        let file = out.join(format!("agents/main/sessions/{sid}.jsonl"));
+        assert!(file.is_file(), "{entry}");
     }
 
     let back = CliBench::new(CONFIG);
