@@ -36,7 +36,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::error::{SkipReason, TransferError};
@@ -46,12 +46,12 @@ use crate::engine::events::EngineEvent;
 use crate::engine::storage::imports::{self, ImportMark};
 use crate::engine::key::SessionKey;
 use crate::engine::storage::Pending;
-use crate::engine::storage::queries::{self, StoredSession};
+use crate::engine::storage::queries::{self, RawLine, StoredSession};
 
 /// A source's transcript, read line by line in source order. Lines the reader cannot use
 /// are its own business (it counts and explains them); it yields only lines worth storing.
 pub(crate) trait SourceLines {
-    fn next_line(&mut self) -> Result<Option<Value>, TransferError>;
+    fn next_line(&mut self) -> Result<Option<RawLine>, TransferError>;
 }
 
 /// What identifies the transcript as read: the shortcut compares it with the last import's.
@@ -142,37 +142,60 @@ fn identity_of(id: Option<&str>, text: &str) -> String {
     }
 }
 
-fn line_identity(v: &Value) -> String {
-    let id = v.get("id").and_then(Value::as_str);
-    match id {
-        Some(id) if !id.is_empty() => format!("id:{id}"),
-        _ => identity_of(None, &v.to_string()),
-    }
+fn line_identity(line: &RawLine) -> String {
+    identity_of(Some(&line.id), &line.text)
 }
 
 
 /// Write one chunk of a new session's lines under `sid`, from seq `first` (`clean`: the first
 /// chunk, which first clears rows no session owns). `Some(owner)` when a session took that id
 /// meanwhile: nothing was written and the import leaves it be.
-pub(super) async fn write_new_chunk(
+pub(super) async fn write_new_chunk<L: Into<RawLine>>(
     storage: &crate::engine::storage::Storage,
     sid: String,
     first: i64,
     clean: bool,
-    chunk: Vec<Value>,
+    chunk: Vec<L>,
 ) -> Result<Option<SessionKey>, TransferError> {
-    Ok(storage
-        .write(move |conn| {
-            if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
-                return Ok(Some(owner));
-            }
-            if clean {
-                queries::delete_orphan_transcript(conn, &sid)?;
-            }
-            queries::put_raw_lines(conn, &sid, first, &chunk)?;
-            Ok(None)
-        })
+    let chunk = chunk.into_iter().map(Into::into).collect();
+    Ok(submit_new_chunk(storage, sid, first, clean, chunk)
+        .committed()
         .await?)
+}
+
+/// `write_new_chunk` queued, its outcome awaited later.
+fn submit_new_chunk(
+    storage: &crate::engine::storage::Storage,
+    sid: String,
+    first: i64,
+    clean: bool,
+    chunk: Vec<RawLine>,
+) -> Pending<Option<SessionKey>> {
+    storage.submit(move |conn| {
+        if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
+            return Ok(Some(owner));
+        }
+        if clean {
+            queries::delete_orphan_transcript(conn, &sid)?;
+        }
+        queries::put_lines(conn, &sid, first, &chunk)?;
+        Ok(None)
+    })
+}
+
+/// Wait for a queued chunk (if any) to commit: `Some(owner)` when its session id was taken.
+/// The failpoint stands for a crash after a chunk landed and before the session row did.
+async fn chunk_owner(
+    chunk: Option<Pending<Option<SessionKey>>>,
+) -> Result<Option<SessionKey>, TransferError> {
+    let Some(chunk) = chunk else {
+        return Ok(None);
+    };
+    let owner = chunk.committed().await?;
+    if owner.is_none() {
+        crate::engine::failpoint::hit("import-after-chunk");
+    }
+    Ok(owner)
 }
 
 impl Engine {
@@ -253,7 +276,7 @@ impl Engine {
         // Stream the source: remember its identities, stage what is new.
         let mut in_source: HashSet<String> = HashSet::new();
         in_source.insert(format!("id:{session_id}"));
-        let mut new_lines: Vec<Value> = Vec::new();
+        let mut new_lines: Vec<RawLine> = Vec::new();
         let mut staged = 0i64;
         let mut cleared = false;
         if let Some(lines) = src.lines {
@@ -273,7 +296,7 @@ impl Engine {
                             if clear {
                                 queries::delete_orphan_transcript(conn, &sid)?;
                             }
-                            queries::put_raw_lines(conn, &sid, first, &chunk)
+                            queries::put_lines(conn, &sid, first, &chunk)
                         })
                         .await?;
                     staged += CHUNK_LINES as i64;
@@ -383,7 +406,7 @@ impl Engine {
                 if clear {
                     queries::delete_orphan_transcript(conn, &staging)?;
                 }
-                queries::put_raw_lines(conn, &staging, staged, &new_lines)?;
+                queries::put_lines(conn, &staging, staged, &new_lines)?;
                 imports::move_staged(conn, &staging, &sid, first_seq)?;
                 if let Some(entry) = &entry {
                     queries::put_session(conn, entry)?;
@@ -421,25 +444,28 @@ impl Engine {
         let storage = self.store().storage().clone();
         let key = src.stored.key.clone();
         let session_id = src.stored.entry.session_id.clone();
-        let header = json!({
+        let header = RawLine::from_value(&json!({
             "type": "session",
             "version": 3,
             "id": session_id,
             "timestamp": queries::iso_timestamp(src.stored.entry.updated_at),
             "cwd": "",
-        });
+        }));
         let mut lines = 0usize;
-        let mut pending: Vec<Value> = Vec::new();
+        let mut pending: Vec<RawLine> = Vec::new();
         let mut next_seq = 0i64; // seq of pending[0]
         let mut first_job = true;
         let mut header_decided = false;
+        // The chunk being written while the next is read: the writer thread inserts one while
+        // this one parses and encodes the next, so a long transcript keeps both cores busy.
+        let mut in_flight: Option<Pending<Option<SessionKey>>> = None;
         if let Some(reader) = src.lines {
             while let Some(value) = reader.next_line()? {
                 if !header_decided {
                     header_decided = true;
-                    if value.get("type").and_then(Value::as_str) == Some("session") {
-                        let id = value.get("id").and_then(Value::as_str).unwrap_or("");
-                        if id != session_id {
+                    if value.kind == "session" {
+                        let id = &value.id;
+                        if *id != session_id {
                             report.warnings.push(format!(
                                 "session {key}: its transcript's header names session {id:?} but the entry says {session_id:?}; kept as is"
                             ));
@@ -453,20 +479,27 @@ impl Engine {
                     let count = chunk.len() as i64;
                     let sid = session_id.clone();
                     let (first, clean) = (next_seq, first_job);
-                    let owner = write_new_chunk(&storage, sid, first, clean, chunk).await?;
-                    if let Some(owner) = owner {
-                        // Someone created a session with this id meanwhile: leave it be.
+                    let before = in_flight.replace(submit_new_chunk(&storage, sid, first, clean, chunk));
+                    if let Some(owner) = chunk_owner(before).await? {
+                        // Someone created a session with this id meanwhile: leave it be (the
+                        // chunk queued since checks too and writes nothing).
                         report.skip(SkipReason::IdTaken);
                         report.warnings.push(super::id_taken(&key, &session_id, &owner));
                         return Ok(Merged::Skipped);
                     }
                     next_seq += count;
                     first_job = false;
-                    crate::engine::failpoint::hit("import-after-chunk");
                 }
                 pending.push(value);
                 lines += 1;
             }
+        }
+        // Every chunk has committed before the session row is queued: should one fail, the
+        // row must not go in without it.
+        if let Some(owner) = chunk_owner(in_flight).await? {
+            report.skip(SkipReason::IdTaken);
+            report.warnings.push(super::id_taken(&key, &session_id, &owner));
+            return Ok(Merged::Skipped);
         }
         if !header_decided {
             // No transcript, empty, or nothing parsable: still give the session its header.
@@ -498,7 +531,7 @@ impl Engine {
             if first_job {
                 queries::delete_orphan_transcript(conn, &sid)?;
             }
-            queries::put_raw_lines(conn, &sid, next_seq, &pending)?;
+            queries::put_lines(conn, &sid, next_seq, &pending)?;
             queries::put_session(conn, &stored)?;
             imports::put_mark(conn, &mark)?;
             Ok(Ok(()))
