@@ -962,3 +962,140 @@ async fn a_session_file_that_cannot_be_a_path_falls_back_without_failing_the_imp
         "the name is shown escaped: {w}"
     );
 }
+
+/// Source lines with everything a re-encoding could change (escapes, raw non-ASCII, key
+/// order and duplicates, whitespace, every kind of number, nesting), paired with the exact
+/// text stored for each (serde_json's compact encoding of the parsed line, fields in source
+/// order), which export writes back byte for byte. Pinned as literals so that a faster
+/// import path cannot silently change stored data, on a new import or on an append.
+const TRICKY_LINES: [(&str, &str); 16] = [
+    (
+        r#" { "type" : "message" , "id":"t1", "parentId": null, "message": {"role":"user","content":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t \u0001 \u001f \u007f \u2028 \u0000"} } "#,
+        "{\"type\":\"message\",\"id\":\"t1\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"café 😀 \\\"q\\\" \\\\ / \\b\\f\\n\\r\\t \\u0001 \\u001f \u{7f} \u{2028} \\u0000\"}}",
+    ),
+    (
+        r#"{"z":1,"a":2,"type":"custom","m":{"y":[1,2,{"b":null,"a":true}],"x":false}}"#,
+        "{\"z\":1,\"a\":2,\"type\":\"custom\",\"m\":{\"y\":[1,2,{\"b\":null,\"a\":true}],\"x\":false}}",
+    ),
+    (
+        r#"{"type":"n","a":1e5,"b":1.0,"c":-0,"d":0.1,"e":12345678901234567890,"f":123456789012345678901234567890,"g":-9223372036854775808,"h":1E-7,"i":2.5e+300,"j":-0.0,"k":18446744073709551615,"l":18446744073709551616,"m":1.7976931348623157e308, "n": 100, "o": -12, "p": 0, "q": 5e-324, "r": 0.30000000000000004, "s": 1.5E3, "t": -1e0}"#,
+        "{\"type\":\"n\",\"a\":100000.0,\"b\":1.0,\"c\":-0.0,\"d\":0.1,\"e\":12345678901234567890,\"f\":1.2345678901234568e+29,\"g\":-9223372036854775808,\"h\":1e-7,\"i\":2.5e+300,\"j\":-0.0,\"k\":18446744073709551615,\"l\":1.8446744073709552e+19,\"m\":1.7976931348623157e+308,\"n\":100,\"o\":-12,\"p\":0,\"q\":5e-324,\"r\":0.30000000000000004,\"s\":1500.0,\"t\":-1.0}",
+    ),
+    (
+        r#"{"type":"dup","a":1,"b":2,"a":3}"#,
+        "{\"type\":\"dup\",\"a\":3,\"b\":2}",
+    ),
+    (
+        r#"{"type":"u","s":"日本語 é 😀 ÿ ߿ ࠀ ￿"}"#,
+        "{\"type\":\"u\",\"s\":\"日本語 é 😀 ÿ ߿ ࠀ \u{ffff}\"}",
+    ),
+    (
+        "{\t\"type\":\"message\",\r\"id\":\"t2\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"usage\":{\"input\":1}}}",
+        "{\"type\":\"message\",\"id\":\"t2\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"usage\":{\"input\":1}}}",
+    ),
+    (
+        r#"{"type": "custom", "data": {"k": "v", "n": [1, 2.0, "3"]}}"#,
+        "{\"type\":\"custom\",\"data\":{\"k\":\"v\",\"n\":[1,2.0,\"3\"]}}",
+    ),
+    (
+        r#"{"type":"e","a":{},"b":[],"c":[{}],"d":"","e":[[[]]],"f":{"":{}}}"#,
+        "{\"type\":\"e\",\"a\":{},\"b\":[],\"c\":[{}],\"d\":\"\",\"e\":[[[]]],\"f\":{\"\":{}}}",
+    ),
+    (
+        r#"{"type":"k","\u0061b":1,"a\"b":2,"\/":3}"#,
+        "{\"type\":\"k\",\"ab\":1,\"a\\\"b\":2,\"/\":3}",
+    ),
+    (
+        r#"{"type":"k2","ab":1,"\u0061b":2}"#,
+        "{\"type\":\"k2\",\"ab\":2}",
+    ),
+    (
+        r#"{"type":"message","id":"t3","message":{"role":"toolResult","content":[],"isError":true,"details":{"exitCode":-1,"ms":1.25}}}"#,
+        "{\"type\":\"message\",\"id\":\"t3\",\"message\":{\"role\":\"toolResult\",\"content\":[],\"isError\":true,\"details\":{\"exitCode\":-1,\"ms\":1.25}}}",
+    ),
+    (
+        r#"{"id":"t4","type":"message","message":{"content":"first","role":"user"},"timestamp":"2026-01-01T00:00:00.000Z"}"#,
+        "{\"id\":\"t4\",\"type\":\"message\",\"message\":{\"content\":\"first\",\"role\":\"user\"},\"timestamp\":\"2026-01-01T00:00:00.000Z\"}",
+    ),
+    (
+        r#"{"type":"message","id":"t5","message":{"role":"user","content":"tab\there, \u00e9, \u00E9, \uD83D\uDE00"}}"#,
+        "{\"type\":\"message\",\"id\":\"t5\",\"message\":{\"role\":\"user\",\"content\":\"tab\\there, é, é, 😀\"}}",
+    ),
+    (
+        r#"{"type":"b","t":true,"f":false,"n":null,"a":[true,false,null]}"#,
+        "{\"type\":\"b\",\"t\":true,\"f\":false,\"n\":null,\"a\":[true,false,null]}",
+    ),
+    (
+        r#"{"type":"custom_message","customType":"x","content":"plain ascii, no escapes at all","display":true}"#,
+        "{\"type\":\"custom_message\",\"customType\":\"x\",\"content\":\"plain ascii, no escapes at all\",\"display\":true}",
+    ),
+    (
+        r#"{"type":"message","id":"t6","parentId":"t5","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"reply: dolor sit dolor sit "}],"usage":{"input":20,"output":12,"totalTokens":32},"stopReason":"stop","timestamp":1795343000010}}"#,
+        "{\"type\":\"message\",\"id\":\"t6\",\"parentId\":\"t5\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"reply: dolor sit dolor sit \"}],\"usage\":{\"input\":20,\"output\":12,\"totalTokens\":32},\"stopReason\":\"stop\",\"timestamp\":1795343000010}}",
+    ),
+];
+
+#[tokio::test]
+async fn stored_lines_are_byte_identical_for_tricky_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sid = "0badc0de-1234-4567-89ab-cdef01234567";
+    let header = format!(
+        "\u{feff}{{\"type\": \"session\", \"version\": 3, \"id\": \"{sid}\", \"timestamp\": \"2026-01-01T00:00:00.000Z\", \"cwd\": \"/\"}}\r\n"
+    );
+    let (first, later) = TRICKY_LINES.split_at(9);
+    let mut text = header.clone();
+    for (line, _) in first {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let dir = legacy_folder(
+        &source,
+        "main",
+        json!({"agent:main:tricky": {"sessionId": sid, "updatedAt": 7}}),
+        &[(&format!("{sid}.jsonl"), text.clone())],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_imported, 1, "{report:?}");
+    assert!(report.skipped.is_empty(), "{report:?}");
+    let want_header = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{sid}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}}"
+    );
+    let mut want: Vec<String> = vec![want_header];
+    want.extend(first.iter().map(|(_, stored)| stored.to_string()));
+    let got = export_lines(&engine, "agent:main:tricky");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "line {i} as stored");
+    }
+    assert_eq!(got.len(), want.len());
+
+    // The owner kept going in OpenClaw: the appended lines go through the merge.
+    for (line, _) in later {
+        text.push_str(line);
+        text.push('\n');
+    }
+    fs::write(dir.join(format!("{sid}.jsonl")), &text).unwrap();
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(report.sessions_updated, 1, "{report:?}");
+    assert_eq!(report.lines_appended, later.len(), "{report:?}");
+    want.extend(later.iter().map(|(_, stored)| stored.to_string()));
+    let got = export_lines(&engine, "agent:main:tricky");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "line {i} as stored after the merge");
+    }
+    assert_eq!(got.len(), want.len());
+
+    // Touched but not changed: every line (those without an id too) is recognised.
+    let f = fs::File::options()
+        .append(true)
+        .open(dir.join(format!("{sid}.jsonl")))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert!(report.changed_nothing(), "{report:?}");
+    assert!(report.conflicts.is_empty(), "{report:?}");
+    assert_eq!(export_lines(&engine, "agent:main:tricky"), want);
+}

@@ -779,6 +779,39 @@ fn read_tail(conn: &Connection, key: &SessionKey) -> Result<Tail, StorageError> 
     })
 }
 
+/// A transcript line ready to store (import): its text exactly as stored, and the columns
+/// read from it. Built from a parsed line (`from_value`) or by the import's own encoder,
+/// which gives the same text and columns without building a `Value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLine {
+    /// The line's compact JSON text (serde_json's encoding, fields in source order).
+    pub text: String,
+    /// Its `type`, or `unknown` when that is not a string.
+    pub kind: String,
+    /// Its `id`, or "" when that is not a string.
+    pub id: String,
+    /// Its `message.role`, when that is a string.
+    pub role: Option<String>,
+}
+
+impl RawLine {
+    pub fn from_value(line: &Value) -> RawLine {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        RawLine {
+            text: line.to_string(),
+            kind: text(line.get("type")).unwrap_or_else(|| "unknown".into()),
+            id: text(line.get("id")).unwrap_or_default(),
+            role: text(line.get("message").and_then(|m| m.get("role"))),
+        }
+    }
+}
+
+impl From<Value> for RawLine {
+    fn from(line: Value) -> RawLine {
+        RawLine::from_value(&line)
+    }
+}
+
 /// Store raw lines exactly as given (import), numbering them from `first_seq`.
 pub fn put_raw_lines(
     conn: &Connection,
@@ -786,27 +819,29 @@ pub fn put_raw_lines(
     first_seq: i64,
     lines: &[Value],
 ) -> Result<(), StorageError> {
+    let lines: Vec<RawLine> = lines.iter().map(RawLine::from_value).collect();
+    put_lines(conn, session_id, first_seq, &lines)
+}
+
+/// Store lines already encoded (import), numbering them from `first_seq`.
+pub fn put_lines(
+    conn: &Connection,
+    session_id: &str,
+    first_seq: i64,
+    lines: &[RawLine],
+) -> Result<(), StorageError> {
     tail_cache::invalidate();
     let mut insert = conn.prepare_cached(
         "INSERT OR REPLACE INTO transcript (session_id, seq, entry_id, type, role, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for (i, line) in lines.iter().enumerate() {
-        let ty = line
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
-        let id = line.get("id").and_then(Value::as_str).unwrap_or("");
-        let role = line
-            .get("message")
-            .and_then(|m| m.get("role"))
-            .and_then(Value::as_str);
         insert.execute(params![
             session_id,
             first_seq + i as i64,
-            id,
-            ty,
-            role,
-            line.to_string()
+            line.id,
+            line.kind,
+            line.role,
+            line.text
         ])?;
     }
     Ok(())

@@ -33,11 +33,15 @@
 //!   updated, unchanged, conflicts (named).
 //! - The entry's `sessionFile` is dropped: it names OpenClaw's file, and once imported the
 //!   transcript lives in the database (`Engine::transcript_path`). Export writes a fresh one.
+//! - Each line's stored text is serde_json's compact encoding of it (fields in source
+//!   order); `line.rs` makes it without building a `Value` whenever it can be sure of the
+//!   same bytes, and otherwise parses and encodes.
 //! - Files are streamed and written in chunks of `CHUNK_LINES` lines, one writer job per
-//!   chunk. **Choice:** the session row is written in the *last* job, together with the last
-//!   chunk, so a session appears only once its whole transcript has committed; readers never
-//!   see a half-imported session, and an import cut short (crash, I/O error) leaves at most
-//!   transcript rows that no session owns. Those are invisible to every query and are
+//!   chunk; the writer inserts one chunk while the next is read. **Choice:** the session row
+//!   is written in the *last* job, together with the last chunk, once every earlier chunk
+//!   has committed, so a session appears only once its whole transcript has committed;
+//!   readers never see a half-imported session, and an import cut short (crash, I/O error)
+//!   leaves at most transcript rows that no session owns. Those are invisible to every query and are
 //!   deleted when the session is imported again (the first job of a session clears rows of
 //!   its sessionId that no session row owns). A short transcript is one job. Appends to a
 //!   known session are staged the same way (`merge.rs`).
@@ -62,6 +66,7 @@
 
 mod atomic;
 mod error;
+mod line;
 mod merge;
 mod source;
 mod sqlite;
@@ -81,7 +86,7 @@ use super::entry::SessionEntry;
 use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
 use super::storage::StorageError;
 use super::storage::imports::{self, ImportMark};
-use super::storage::queries::{self, SessionScan, StoredSession};
+use super::storage::queries::{self, RawLine, SessionScan, StoredSession};
 use atomic::StagedFile;
 use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
 use source::{Line, Refused, SourceRoot};
@@ -798,7 +803,7 @@ impl JsonlLines {
 }
 
 impl SourceLines for JsonlLines {
-    fn next_line(&mut self) -> Result<Option<Value>, TransferError> {
+    fn next_line(&mut self) -> Result<Option<RawLine>, TransferError> {
         if self.done {
             return Ok(None);
         }
@@ -836,7 +841,7 @@ impl SourceLines for JsonlLines {
                     if text.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    parse_line(text)
+                    line::parse_raw_line(text)
                 }
             };
             match value {
