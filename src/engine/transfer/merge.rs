@@ -175,23 +175,10 @@ fn line_identity(line: &RawLine) -> String {
 }
 
 
-/// Write one chunk of a new session's lines under `sid`, from seq `first` (`clean`: the first
-/// chunk, which first clears rows no session owns). `Some(owner)` when a session took that id
-/// meanwhile: nothing was written and the import leaves it be.
-pub(super) async fn write_new_chunk<L: Into<RawLine>>(
-    storage: &crate::engine::storage::Storage,
-    sid: String,
-    first: i64,
-    clean: bool,
-    chunk: Vec<L>,
-) -> Result<Option<SessionKey>, TransferError> {
-    let chunk = chunk.into_iter().map(Into::into).collect();
-    Ok(submit_new_chunk(storage, sid, first, clean, chunk)
-        .committed()
-        .await?)
-}
-
-/// `write_new_chunk` queued, its outcome awaited later.
+/// Queue one chunk of a new session's lines under `sid`, from seq `first` (`clean`: the
+/// first chunk, which first clears rows no session owns); its outcome is awaited later.
+/// `Some(owner)` when a session took that id meanwhile: nothing was written and the import
+/// leaves it be.
 fn submit_new_chunk(
     storage: &crate::engine::storage::Storage,
     sid: String,

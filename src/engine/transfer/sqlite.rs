@@ -5,7 +5,7 @@
 //! kept, as the legacy import keeps a `sessions.json` entry) and the `transcript_events` of its
 //! `current_session_id` in `seq` order (one transcript line each), which is the shape the
 //! legacy import reads from `<sessionId>.jsonl`. The rows are read a page at a time
-//! (`EventLines`, a `SourceLines`) and checked as the legacy lines are (`parse_line`, the line
+//! (`EventLines`, a `SourceLines`) and checked as the legacy lines are (`line::parse_raw_line`, the line
 //! cap), and each session goes through the same `Engine::bring_in` (`merge.rs`) as a legacy
 //! one: a new key is imported whole (a synthesised header when seq 0 is not one, chunks with
 //! the session row committed last), a key already here is **merged** (new lines appended by
@@ -44,7 +44,7 @@ use super::merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSessi
 use super::source::{Refused, SourceRoot};
 use super::{
     ImportLimits, ImportReport, LINE_WARNINGS_PER_FILE, SkipReason, TransferError, io_err,
-    is_safe_file_stem, parse_line,
+    is_safe_file_stem,
 };
 use crate::engine::Engine;
 use crate::engine::key::normalize_agent_id;
@@ -52,7 +52,7 @@ use crate::engine::storage::imports::{self, ImportMark};
 use crate::engine::storage::openclaw_source::{
     AGENT_DB_FILE, AgentDb, EventRow, KNOWN_SCHEMA, NodeRow, TranscriptStamp,
 };
-use crate::engine::storage::queries::StoredSession;
+use crate::engine::storage::queries::{RawLine, StoredSession};
 
 /// One agent's database found in the import source.
 pub(super) struct AgentDbFile {
@@ -349,7 +349,7 @@ fn fingerprint(db: &OpenDb, session_id: &str, stamp: TranscriptStamp) -> Fingerp
 }
 
 /// The `transcript_events` of one transcript in `seq` order, fetched a page at a time and
-/// checked as the legacy import checks a `.jsonl`'s lines (`parse_line`, the line cap): rows
+/// checked as the legacy import checks a `.jsonl`'s lines (`line::parse_raw_line`, the line cap): rows
 /// it cannot use are counted by reason and explained (the first `LINE_WARNINGS_PER_FILE`).
 struct EventLines<'a> {
     db: &'a OpenDb,
@@ -430,9 +430,9 @@ impl<'a> EventLines<'a> {
     }
 
     /// A row as a line, or why it is skipped.
-    fn check(&self, row: EventRow) -> Result<Value, (SkipReason, String)> {
+    fn check(&self, row: EventRow) -> Result<RawLine, (SkipReason, String)> {
         match row {
-            EventRow::Line { text, .. } => parse_line(&text),
+            EventRow::Line { text, .. } => super::line::parse_raw_line(&text),
             EventRow::TooLong { bytes, .. } => Err((
                 SkipReason::LineTooLong,
                 format!(
@@ -449,7 +449,7 @@ impl<'a> EventLines<'a> {
 }
 
 impl SourceLines for EventLines<'_> {
-    fn next_line(&mut self) -> Result<Option<Value>, TransferError> {
+    fn next_line(&mut self) -> Result<Option<RawLine>, TransferError> {
         if self.done {
             return Ok(None);
         }
