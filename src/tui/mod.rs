@@ -537,4 +537,19 @@ mod start_tests {
         let texts: Vec<&str> = state.notices.iter().map(|n| n.text.as_str()).collect();
         assert_eq!(texts, ["config: maxPingPongTurns 9; 5 will be used"]);
     }
+
+    /// A SIGHUP that lands while the loop is not waiting (drawing a frame) still ends the
+    /// wait that follows. Listeners made at each wait lost it, and with tokio's handler in
+    /// place the process then ignored the signal (CI's SIGTERM e2e test hung on that).
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_signal_before_the_wait_is_not_lost() {
+        let mut signals = QuitSignals::new();
+        // SAFETY: raising a signal in this process; `QuitSignals::new` installed tokio's
+        // handler for it, so it does not end the test binary.
+        assert_eq!(unsafe { libc::raise(libc::SIGHUP) }, 0);
+        tokio::time::timeout(Duration::from_secs(10), signals.recv())
+            .await
+            .expect("the signal raised before the wait ends it");
+    }
 }
