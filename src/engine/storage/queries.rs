@@ -806,12 +806,6 @@ impl RawLine {
     }
 }
 
-impl From<Value> for RawLine {
-    fn from(line: Value) -> RawLine {
-        RawLine::from_value(&line)
-    }
-}
-
 /// Store raw lines exactly as given (import), numbering them from `first_seq`.
 pub fn put_raw_lines(
     conn: &Connection,

@@ -41,10 +41,10 @@
 //!   is written in the *last* job, together with the last chunk, once every earlier chunk
 //!   has committed, so a session appears only once its whole transcript has committed;
 //!   readers never see a half-imported session, and an import cut short (crash, I/O error)
-//!   leaves at most transcript rows that no session owns. Those are invisible to every query and are
-//!   deleted when the session is imported again (the first job of a session clears rows of
-//!   its sessionId that no session row owns). A short transcript is one job. Appends to a
-//!   known session are staged the same way (`merge.rs`).
+//!   leaves at most transcript rows that no session owns. Those are invisible to every query
+//!   and are deleted when the session is imported again (the first job of a session clears
+//!   rows of its sessionId that no session row owns). A short transcript is one job. Appends
+//!   to a known session are staged the same way (`merge.rs`).
 //! - Each `sessions.json` is parsed before anything is written, so a damaged index fails the
 //!   import with nothing changed.
 //!

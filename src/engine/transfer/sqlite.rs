@@ -5,8 +5,8 @@
 //! kept, as the legacy import keeps a `sessions.json` entry) and the `transcript_events` of its
 //! `current_session_id` in `seq` order (one transcript line each), which is the shape the
 //! legacy import reads from `<sessionId>.jsonl`. The rows are read a page at a time
-//! (`EventLines`, a `SourceLines`) and checked as the legacy lines are (`line::parse_raw_line`, the line
-//! cap), and each session goes through the same `Engine::bring_in` (`merge.rs`) as a legacy
+//! (`EventLines`, a `SourceLines`) and checked as the legacy lines are
+//! (`line::parse_raw_line`, the line cap), and each session goes through the same `Engine::bring_in` (`merge.rs`) as a legacy
 //! one: a new key is imported whole (a synthesised header when seq 0 is not one, chunks with
 //! the session row committed last), a key already here is **merged** (new lines appended by
 //! line id, a newer entry applied unless changed here, a session continued on both sides
@@ -349,8 +349,9 @@ fn fingerprint(db: &OpenDb, session_id: &str, stamp: TranscriptStamp) -> Fingerp
 }
 
 /// The `transcript_events` of one transcript in `seq` order, fetched a page at a time and
-/// checked as the legacy import checks a `.jsonl`'s lines (`line::parse_raw_line`, the line cap): rows
-/// it cannot use are counted by reason and explained (the first `LINE_WARNINGS_PER_FILE`).
+/// checked as the legacy import checks a `.jsonl`'s lines (`line::parse_raw_line`, the line
+/// cap): rows it cannot use are counted by reason and explained (the first
+/// `LINE_WARNINGS_PER_FILE`).
 struct EventLines<'a> {
     db: &'a OpenDb,
     session_id: &'a str,
