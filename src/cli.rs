@@ -185,6 +185,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD,
           value_parser = clap::value_parser!(usize))]
     pub max_payload: usize,
+    /// Connections open at once; past it new ones are turned away (HTTP 503) until one
+    /// closes. Lowered to fit the process's descriptor limit (`ulimit -n`) if needed.
+    #[arg(long, value_name = "N", default_value_t = switchboard::server::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// How far one client may fall behind, in bytes of frames queued for it, before it is
+    /// disconnected as lagged (hello-ok's policy.maxBufferedBytes).
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_BUFFERED_BYTES,
+          value_parser = clap::value_parser!(usize))]
+    pub max_buffered_bytes: usize,
+    /// Bytes of frames queued for all clients together; past it, the clients furthest
+    /// behind are disconnected as lagged.
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_QUEUED_BYTES,
+          value_parser = clap::value_parser!(usize))]
+    pub max_queued_bytes: usize,
 }
 
 #[derive(Debug, Args)]
@@ -667,9 +682,23 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     say(&format!("gateway token: {from}"));
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
+    let mut max_connections = args.max_connections as usize;
+    if let Some(cap) = server::descriptor_cap()
+        && cap < max_connections
+    {
+        say(&format!(
+            "at most {cap} connections: the descriptor limit (ulimit -n) leaves no room for \
+{max_connections}"
+        ));
+        max_connections = cap;
+    }
     let options = server::Options {
         read_only_token: config.gateway.auth.read_only_token.clone(),
         max_payload: args.max_payload,
+        max_connections,
+        max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections),
+        max_buffered_bytes: args.max_buffered_bytes,
+        max_queued_bytes: args.max_queued_bytes,
         ..server::Options::new(secret)
     };
     server::run_with_tls(listener, api, options, tls, stop_signal()?).await;

@@ -32,6 +32,9 @@ fn main() {
         }
     };
     let result = runtime.block_on(cli::run(cli, log));
+    // The command is done: a task still running (a connection stuck writing to a client that
+    // does not read) is dropped rather than waited for, so the process exits when it said.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     if let Err(err) = result {
         let code = err
             .downcast_ref::<cli::ExitError>()

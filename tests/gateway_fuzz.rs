@@ -62,7 +62,8 @@ fn rig() -> &'static Rig {
             max_payload: MAX_PAYLOAD,
             // Many cases send wrong tokens on purpose: no lockout here.
             auth_limit: AuthLimit {
-                max_failures: usize::MAX,
+                max_failures: u32::MAX,
+                max_failures_global: u32::MAX,
                 window: Duration::from_secs(1),
             },
             ..gateway_support::options()

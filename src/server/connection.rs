@@ -17,11 +17,12 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
-use super::auth_limit::Limiter;
+use super::auth_limit::{Limiter, TARPIT};
 use super::events::Subscriptions;
 use super::idempotency::Idempotency;
 use super::methods::{self, error};
-use super::outbox::{self, Ending, Outbox};
+use super::outbox::{self, Budget, Ending, Outbox};
+use super::quiet::{Gates, excerpt};
 use super::requests::{self, Ctx, Work};
 use super::token::same_token;
 use crate::api::SessionsApi;
@@ -45,7 +46,22 @@ pub struct Shared {
     pub tick_interval: std::time::Duration,
     pub idempotency: Idempotency,
     pub auth_limit: Limiter,
+    /// The rate gates of the log lines clients can set off.
+    pub gates: Gates,
+    /// Encoded frames queued for every connection together (`Options::max_queued_bytes`).
+    pub budget: Arc<Budget>,
+    /// Requests being answered at once for each token, across its connections.
+    pub full_token_requests: Arc<tokio::sync::Semaphore>,
+    pub read_only_token_requests: Arc<tokio::sync::Semaphore>,
+    /// Connections past their handshake, now.
+    pub connected: std::sync::atomic::AtomicUsize,
 }
+
+/// Requests being answered at once for one token, across all its connections.
+pub const MAX_IN_FLIGHT_PER_TOKEN: usize = 512;
+
+/// The most of a client's own input an error or a log line quotes.
+const QUOTED: usize = 160;
 
 /// Requests of one connection being answered at once; past this, the socket is not read
 /// (TCP pushes back on the client).
@@ -101,12 +117,13 @@ where
             }
             _ => continue,
         };
+        // Decode errors may quote the frame (an unknown `type`, a serde message): excerpts.
         return match Frame::decode(text.as_str(), max) {
             Ok(f) => Ok(Some(f)),
             Err(e @ crate::protocol::ProtocolError::TooLarge { .. }) => {
                 Err(Closing(CloseCode::Size, e.to_string()))
             }
-            Err(e) => Err(Closing(CloseCode::Policy, e.to_string())),
+            Err(e) => Err(Closing(CloseCode::Policy, excerpt(&e.to_string(), QUOTED))),
         };
     }
 }
@@ -118,6 +135,8 @@ struct Conn {
     caps: Vec<String>,
     /// `hello-ok.auth.scopes` allow changes.
     write: bool,
+    /// Admitted with the read-only token (its own in-flight budget).
+    read_only: bool,
 }
 
 /// Serves one connection to its end; closes it with a reason when it breaks the protocol.
@@ -126,34 +145,45 @@ pub async fn serve(
     peer: Option<IpAddr>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
+    handshake_slot: tokio::sync::OwnedSemaphorePermit,
 ) {
     let conn_id = uuid::Uuid::new_v4().to_string();
     let greeted = tokio::select! {
-        r = greet(&mut ws, &shared, &conn_id, peer) => r,
+        // Bounded as a whole: a client that stops reading mid-handshake cannot hold its slot.
+        r = tokio::time::timeout(
+            shared.handshake_timeout + TARPIT + outbox::CLOSE_LIMIT,
+            greet(&mut ws, &shared, &conn_id, peer),
+        ) => r.unwrap_or_else(|_| Err(Closing(CloseCode::Policy, "handshake took too long".into()))),
         _ = stop.wait_for(|s| *s) => Err(Closing(CloseCode::Away, "gateway shutting down".into())),
     };
+    // Connected or not, this connection no longer counts against the handshakes in progress.
+    drop(handshake_slot);
     let conn = match greeted {
         Ok(Some(conn)) => conn,
         Ok(None) => {
-            let _ = ws.close(None).await;
+            close_quickly(&mut ws, None).await;
             return;
         }
         Err(Closing(code, reason)) => {
-            tracing::info!(%conn_id, %reason, "closing connection");
-            let _ = ws
-                .close(Some(CloseFrame {
-                    code,
-                    reason: outbox::truncate(&reason, 120).into(),
-                }))
-                .await;
+            if let Some(skipped) = shared.gates.handshake.admit() {
+                tracing::info!(%conn_id, ?peer, %reason, skipped, "closing connection before hello-ok");
+            }
+            let frame = CloseFrame {
+                code,
+                reason: outbox::truncate(&reason, 120).into(),
+            };
+            close_quickly(&mut ws, Some(frame)).await;
             return;
         }
     };
-    tracing::info!(%conn_id, "client connected");
+    if let Some(skipped) = shared.gates.session.admit() {
+        tracing::info!(%conn_id, ?peer, skipped, "client connected");
+    }
+    let _connected = Connected::count(&shared);
 
     // From here every frame goes through the outbox and its one writer.
     let (sink, stream) = ws.split();
-    let (outbox, writer) = outbox::outbox(shared.max_buffered_bytes);
+    let (outbox, writer) = outbox::outbox(shared.max_buffered_bytes, shared.budget.clone());
     let writer = tokio::spawn(writer.run(sink));
     let ending = tokio::select! {
         r = requests(stream, &shared, &conn, &outbox) => match r {
@@ -169,10 +199,38 @@ pub async fn serve(
     };
     outbox.close(ending);
     let ending = outbox.closing().await;
-    if !ending.reason.is_empty() {
-        tracing::info!(conn_id = %conn.id, reason = %ending.reason, "closing connection");
+    if !ending.reason.is_empty()
+        && let Some(skipped) = shared.gates.session.admit()
+    {
+        tracing::info!(conn_id = %conn.id, reason = %ending.reason, skipped, "closing connection");
     }
     let _ = writer.await;
+}
+
+/// Counts a connection in `Shared::connected` for as long as it lives.
+struct Connected<'a>(&'a Shared);
+
+impl<'a> Connected<'a> {
+    fn count(shared: &'a Shared) -> Connected<'a> {
+        shared
+            .connected
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Connected(shared)
+    }
+}
+
+impl Drop for Connected<'_> {
+    fn drop(&mut self) {
+        self.0
+            .connected
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The close handshake, bounded: a client that does not read never takes the close frame,
+/// and must not hold its connection (and its descriptor) open for it.
+async fn close_quickly(ws: &mut Ws, frame: Option<CloseFrame>) {
+    let _ = tokio::time::timeout(outbox::CLOSE_LIMIT, ws.close(frame)).await;
 }
 
 /// The challenge and the `connect` handshake, answered directly on the socket; `None`
@@ -223,22 +281,25 @@ async fn greet(
             ));
         }
     };
-    if let Some(ip) = peer
-        && let Some(wait) = shared.auth_limit.locked_out(ip)
-    {
-        let message = format!(
-            "too many failed attempts; retry in {} s",
-            wait.as_secs().max(1)
-        );
-        return refuse(ws, req.id, &message).await;
-    }
+    // The token is looked at first: a correct one is admitted whatever others failed before.
     let hello = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
         Err(message) => {
-            if let Some(ip) = peer {
-                shared.auth_limit.failed(ip);
+            let message = match shared.auth_limit.failed(peer) {
+                Ok(()) => message,
+                Err(wait) => {
+                    // Past the failure rate: the answer is held back, so guesses cannot be
+                    // tried at network speed (the handshake slot stays taken meanwhile).
+                    tokio::time::sleep(TARPIT).await;
+                    format!(
+                        "too many failed attempts; retry in {} s",
+                        wait.as_secs().max(1)
+                    )
+                }
+            };
+            if let Some(skipped) = shared.gates.refused.admit() {
+                tracing::info!(%conn_id, ?peer, %message, skipped, "connect refused");
             }
-            tracing::info!(%conn_id, ?peer, %message, "connect refused");
             return refuse(ws, req.id, &message).await;
         }
     };
@@ -251,10 +312,17 @@ async fn greet(
         .and_then(|p| p.caps)
         .unwrap_or_default();
     let scopes: Vec<String> = serde_json::from_value(hello_scopes).unwrap_or_default();
+    let offered = req
+        .params_as::<ConnectParams>()
+        .ok()
+        .and_then(|p| p.auth)
+        .and_then(|a| a.token)
+        .unwrap_or_default();
     Ok(Some(Conn {
         id: conn_id.to_string(),
         caps,
         write: can_write(&scopes),
+        read_only: !same_token(&offered, &shared.token),
     }))
 }
 
@@ -278,9 +346,23 @@ where
         conn_id: conn.id.clone(),
         switchboard: conn.caps.iter().any(|c| c == switchboard::CAP),
         write: conn.write,
+        token_requests: if conn.read_only {
+            shared.read_only_token_requests.clone()
+        } else {
+            shared.full_token_requests.clone()
+        },
     };
     let mut in_flight: FuturesUnordered<Work<'_>> = FuturesUnordered::new();
     loop {
+        // A connection ended as lagged takes no more of its requests, even those already
+        // read: they would only be answered into a closed queue.
+        if outbox.is_closed() {
+            return Ok(());
+        }
+        // Requests are often answered on their first poll, so this loop could run on
+        // without ever waiting while the client keeps the socket full: let the worker's
+        // other tasks, and this connection's own ending, have their turn.
+        tokio::task::consume_budget().await;
         tokio::select! {
             biased;
             Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
@@ -316,9 +398,12 @@ async fn refuse<T>(ws: &mut Ws, id: String, message: &str) -> Result<T, Closing>
 /// The `hello-ok` payload, or why the `connect` is refused. `nonce` is this connection's
 /// challenge, which an offered device signature must cover.
 fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Result<Value, String> {
-    let params: ConnectParams = req
-        .params_as()
-        .map_err(|e| format!("invalid connect params: {e}"))?;
+    let params: ConnectParams = req.params_as().map_err(|e| {
+        format!(
+            "invalid connect params: {}",
+            excerpt(&e.to_string(), QUOTED)
+        )
+    })?;
     if params.min_protocol > PROTOCOL || params.max_protocol < MIN_PROTOCOL {
         return Err(format!(
             "protocol mismatch: client speaks {}..{}, this gateway {MIN_PROTOCOL}..{PROTOCOL}",
@@ -337,7 +422,12 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Resu
             &offered,
             nonce,
         )
-        .map_err(|e| format!("device signature invalid: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "device signature invalid: {}",
+                excerpt(&e.to_string(), QUOTED)
+            )
+        })?;
         tracing::info!(%conn_id, device = %id, "device verified");
     }
     let hello = HelloOk {

@@ -8,6 +8,7 @@ mod events;
 mod idempotency;
 mod methods;
 mod outbox;
+mod quiet;
 mod requests;
 mod switchboard_methods;
 pub mod tls;
@@ -16,8 +17,9 @@ pub mod token;
 use std::future::Future;
 use std::sync::Arc;
 
+use backon::BackoffBuilder;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
@@ -30,6 +32,17 @@ pub use methods::{EVENTS, METHODS};
 pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
 pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 50 * 1024 * 1024;
 pub const DEFAULT_TICK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+/// Connections open at once; past it a new one is turned away at accept.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Connections still in their handshake (TLS, upgrade, `connect`) at once: unauthenticated
+/// peers can hold at most these, so the rest stay for clients that connected.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
+/// Encoded frames queued for all connections together (each also has its
+/// `max_buffered_bytes`).
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 256 * 1024 * 1024;
+/// Descriptors kept for everything but connections (the database, its WAL, the log, …)
+/// when the connection cap is fitted to the process's descriptor limit.
+pub const RESERVED_DESCRIPTORS: usize = 64;
 
 /// What the gateway needs besides its listener (`Options::new` for the defaults).
 pub struct Options {
@@ -46,8 +59,14 @@ pub struct Options {
     /// How long a client may take to send `connect` before it is closed, so idle sockets
     /// cannot pile up unauthenticated.
     pub handshake_timeout: std::time::Duration,
-    /// The failed-connect limit per peer address.
+    /// The failed-connect limits, per peer address and global.
     pub auth_limit: AuthLimit,
+    /// Connections open at once (see `DEFAULT_MAX_CONNECTIONS`).
+    pub max_connections: usize,
+    /// Connections in their handshake at once (see `DEFAULT_MAX_HANDSHAKES`).
+    pub max_handshakes: usize,
+    /// Encoded frames queued for all connections together.
+    pub max_queued_bytes: usize,
 }
 
 impl Options {
@@ -61,9 +80,21 @@ impl Options {
             tick_interval: DEFAULT_TICK_INTERVAL,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             auth_limit: AuthLimit::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
         }
     }
 }
+
+/// How long connections get to close once the gateway stops, before they are dropped.
+pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The HTTP answer to a connection turned away at the cap (plain ws:// only: a TLS client
+/// could not read it). `Retry-After` tells a client the refusal is passing.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+Content-Type: text/plain\r\nContent-Length: 34\r\nConnection: close\r\n\r\n\
+too many connections; retry later\n";
 
 /// The default `Options::handshake_timeout`.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -97,7 +128,15 @@ pub async fn run_with_tls(
         tick_interval: options.tick_interval,
         idempotency: idempotency::Idempotency::default(),
         auth_limit: auth_limit::Limiter::new(options.auth_limit),
+        gates: quiet::Gates::default(),
+        budget: Arc::new(outbox::Budget::new(options.max_queued_bytes)),
+        full_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
+        read_only_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
+        connected: std::sync::atomic::AtomicUsize::new(0),
     });
+    let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let handshakes = Arc::new(Semaphore::new(options.max_handshakes.max(1)));
+    let mut backoff: Option<backon::ExponentialBackoff> = None;
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
     // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
     let ws_config = WebSocketConfig::default()
@@ -111,16 +150,46 @@ pub async fn run_with_tls(
             () = &mut shutdown => break,
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
-                    Ok(a) => a,
+                    Ok(a) => {
+                        backoff = None;
+                        a
+                    }
                     Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
+                        // Out of descriptors (or memory), accept fails at once for as long as
+                        // it lasts: wait, more each time, instead of spinning on it.
+                        let delay = backoff
+                            .get_or_insert_with(accept_backoff)
+                            .next()
+                            .unwrap_or(ACCEPT_BACKOFF_MAX);
+                        if let Some(skipped) = shared.gates.accept.admit() {
+                            tracing::warn!(error = %e, retry_in = ?delay, skipped, "accept failed");
+                        }
+                        tokio::select! {
+                            () = &mut shutdown => break,
+                            () = tokio::time::sleep(delay) => {}
+                        }
                         continue;
                     }
+                };
+                let permits = slots
+                    .clone()
+                    .try_acquire_owned()
+                    .and_then(|c| Ok((c, handshakes.clone().try_acquire_owned()?)));
+                let Ok((slot, handshake_slot)) = permits else {
+                    if let Some(skipped) = shared.gates.accept.admit() {
+                        tracing::warn!(%peer, skipped, "too many connections: turned away");
+                    }
+                    if tls.is_none() {
+                        // Best effort, never waiting: the socket is closed right after.
+                        let _ = stream.try_write(BUSY);
+                    }
+                    continue;
                 };
                 let shared = shared.clone();
                 let stop = stop_rx.clone();
                 let tls = tls.clone();
                 connections.spawn(async move {
+                    let _slot = slot;
                     // A peer that opens TCP and then stalls in TLS or the upgrade is dropped.
                     let opened = tokio::time::timeout(
                         handshake_timeout,
@@ -128,9 +197,21 @@ pub async fn run_with_tls(
                     )
                     .await;
                     match opened {
-                        Ok(Ok(ws)) => connection::serve(ws, Some(peer.ip()), shared, stop).await,
-                        Ok(Err(e)) => tracing::info!(%peer, error = %e, "handshake failed"),
-                        Err(_) => tracing::info!(%peer, "TLS or WebSocket handshake timed out"),
+                        Ok(Ok(ws)) => {
+                            connection::serve(ws, Some(peer.ip()), shared, stop, handshake_slot)
+                                .await;
+                        }
+                        Ok(Err(e)) => {
+                            if let Some(skipped) = shared.gates.handshake.admit() {
+                                let error = quiet::excerpt(&e, 200);
+                                tracing::info!(%peer, %error, skipped, "handshake failed");
+                            }
+                        }
+                        Err(_) => {
+                            if let Some(skipped) = shared.gates.handshake.admit() {
+                                tracing::info!(%peer, skipped, "TLS or WebSocket handshake timed out");
+                            }
+                        }
                     }
                 });
             }
@@ -141,11 +222,61 @@ pub async fn run_with_tls(
     let _ = stop_tx.send(true);
     // Each connection sends its close frame; one that does not finish in time is dropped.
     let all = async { while connections.join_next().await.is_some() {} };
-    if tokio::time::timeout(std::time::Duration::from_secs(5), all)
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(CLOSE_GRACE, all).await.is_err() {
         connections.abort_all();
+        // Aborted tasks end at their next await; wait for that (briefly) so their sockets
+        // are closed before the caller goes on.
+        let aborted = async { while connections.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), aborted).await;
+    }
+    shared.gates.report_skipped();
+}
+
+/// The longest wait between two failed accepts.
+const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waits between failed accepts: 5 ms doubling to a second, with jitter, for as long as
+/// they fail.
+fn accept_backoff() -> backon::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(5))
+        .with_max_delay(ACCEPT_BACKOFF_MAX)
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+/// The connection cap fitted to the process's descriptor limit: each connection holds one
+/// descriptor, and `RESERVED_DESCRIPTORS` stay for the rest of the process. The soft limit
+/// is first raised to the hard one, as servers do. `None` when the limit cannot be read.
+pub fn descriptor_cap() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return None;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    limit = raised;
+                }
+            }
+        }
+        let usable = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+        Some(usable.saturating_sub(RESERVED_DESCRIPTORS).max(1))
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 

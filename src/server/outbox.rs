@@ -1,7 +1,9 @@
 //! A connection's outbound side after `hello-ok`: one bounded queue (frames and bytes) and
 //! the one writer task that drains it onto the socket. Events are numbered (`seq` 1, 2, 3 …)
 //! in the order they enter the queue; a client that falls more than the queue behind is
-//! disconnected as lagged instead of growing the server's memory.
+//! disconnected as lagged instead of growing the server's memory. Every connection's queue
+//! also draws on one `Budget` shared by the whole gateway, so a thousand clients that stop
+//! reading cannot together hold more than it.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -23,7 +25,36 @@ pub const MAX_QUEUED_FRAMES: usize = 16_384;
 /// How long queued frames may take to go out once a connection is closing normally.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// How long the close frame itself may take (a client that does not read never takes it).
-const CLOSE_LIMIT: Duration = Duration::from_secs(1);
+pub const CLOSE_LIMIT: Duration = Duration::from_secs(1);
+/// What a connection may always queue, even when the shared budget is spent: a client that
+/// keeps up is never ended for the backlog of others (at most this much per connection
+/// beyond the budget).
+pub const FAIR_SHARE: usize = 256 * 1024;
+
+/// The bytes of encoded frames queued across all connections, and their limit.
+#[derive(Debug)]
+pub struct Budget {
+    used: AtomicUsize,
+    max: usize,
+}
+
+impl Budget {
+    pub fn new(max: usize) -> Budget {
+        Budget {
+            used: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Bytes queued now, across all connections.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    fn release(&self, len: usize) {
+        self.used.fetch_sub(len, Ordering::SeqCst);
+    }
+}
 
 /// How the connection ends: the close code and reason, and whether what is queued is sent
 /// first (a lagged connection's queue is dropped: it is the problem).
@@ -51,6 +82,7 @@ pub struct Outbox {
     tx: mpsc::Sender<String>,
     queued_bytes: Arc<AtomicUsize>,
     max_bytes: usize,
+    budget: Arc<Budget>,
     ending: watch::Sender<Option<Ending>>,
 }
 
@@ -58,11 +90,13 @@ pub struct Outbox {
 pub struct Writer {
     rx: mpsc::Receiver<String>,
     queued_bytes: Arc<AtomicUsize>,
+    budget: Arc<Budget>,
     ending: watch::Receiver<Option<Ending>>,
 }
 
-/// A queue holding at most `max_bytes` of encoded frames (and `MAX_QUEUED_FRAMES` frames).
-pub fn outbox(max_bytes: usize) -> (Arc<Outbox>, Writer) {
+/// A queue holding at most `max_bytes` of encoded frames (and `MAX_QUEUED_FRAMES` frames),
+/// drawing on the gateway's `budget`.
+pub fn outbox(max_bytes: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
     let (tx, rx) = mpsc::channel(MAX_QUEUED_FRAMES);
     let queued_bytes = Arc::new(AtomicUsize::new(0));
     let (ending_tx, ending_rx) = watch::channel(None);
@@ -74,11 +108,13 @@ pub fn outbox(max_bytes: usize) -> (Arc<Outbox>, Writer) {
         tx,
         queued_bytes: queued_bytes.clone(),
         max_bytes,
+        budget: budget.clone(),
         ending: ending_tx,
     };
     let writer = Writer {
         rx,
         queued_bytes,
+        budget,
         ending: ending_rx,
     };
     (Arc::new(outbox), writer)
@@ -137,21 +173,34 @@ impl Outbox {
         };
         let len = text.len();
         let before = self.queued_bytes.fetch_add(len, Ordering::SeqCst);
-        let over_bytes = before + len > self.max_bytes;
-        if !over_bytes && self.tx.try_send(text).is_ok() {
+        let shared_before = self.budget.used.fetch_add(len, Ordering::SeqCst);
+        let over_own = before + len > self.max_bytes;
+        // Past the shared budget, only a connection holding more than its fair share is
+        // ended: the one that is behind, not whichever happens to queue next.
+        let over_shared = shared_before + len > self.budget.max && before + len > FAIR_SHARE;
+        if !over_own && !over_shared && self.tx.try_send(text).is_ok() {
             return Ok(());
         }
         self.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+        self.budget.release(len);
         if self.tx.is_closed() {
             n.closed = true;
             return Err(Gone);
         }
-        let reason = format!(
-            "lagged: {} bytes in {} frames not yet read by the client (limit {} bytes)",
-            before,
-            MAX_QUEUED_FRAMES - self.tx.capacity(),
-            self.max_bytes
-        );
+        let frames = MAX_QUEUED_FRAMES - self.tx.capacity();
+        let reason = if over_shared && !over_own {
+            format!(
+                "lagged: {before} bytes in {frames} frames not yet read, while the gateway's \
+                 outbound budget ({} bytes) is spent",
+                self.budget.max
+            )
+        } else {
+            format!(
+                "lagged: {before} bytes in {frames} frames not yet read by the client (limit {} \
+                 bytes)",
+                self.max_bytes
+            )
+        };
         tracing::warn!(%reason, "disconnecting a slow client");
         n.closed = true;
         self.ending.send_replace(Some(Ending {
@@ -174,6 +223,15 @@ impl Outbox {
             *e = Some(ending);
             true
         });
+    }
+
+    /// Whether the connection began to close (lagged, or `close` was called): its reader
+    /// takes no more requests then.
+    pub fn is_closed(&self) -> bool {
+        self.numbering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .closed
     }
 
     /// Resolves when the connection began to close (lagged, or `close` was called).
@@ -208,6 +266,7 @@ impl Writer {
                 },
             };
             self.queued_bytes.fetch_sub(text.len(), Ordering::SeqCst);
+            self.budget.release(text.len());
             // A send blocked on a client that does not read must not outlive a lag verdict.
             let sent = tokio::select! {
                 biased;
@@ -222,6 +281,8 @@ impl Writer {
         if ending.drain {
             let drain = async {
                 while let Ok(text) = self.rx.try_recv() {
+                    self.queued_bytes.fetch_sub(text.len(), Ordering::SeqCst);
+                    self.budget.release(text.len());
                     if sink.send(Message::text(text)).await.is_err() {
                         return false;
                     }
@@ -238,6 +299,18 @@ impl Writer {
             reason: truncate(&ending.reason, 120).into(),
         };
         let _ = tokio::time::timeout(CLOSE_LIMIT, sink.send(Message::Close(Some(frame)))).await;
+    }
+}
+
+impl Drop for Writer {
+    /// Frames never written leave the shared budget with the connection (a lagged one's
+    /// whole queue); the queue is closed first, so nothing is added behind this.
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(text) = self.rx.try_recv() {
+            self.queued_bytes.fetch_sub(text.len(), Ordering::SeqCst);
+            self.budget.release(text.len());
+        }
     }
 }
 

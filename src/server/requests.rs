@@ -33,6 +33,8 @@ pub struct Ctx {
     pub switchboard: bool,
     /// The connection was granted `operator.write` (or admin).
     pub write: bool,
+    /// The requests in flight of this connection's token, across its connections.
+    pub token_requests: Arc<tokio::sync::Semaphore>,
 }
 
 /// The longest an `agent` call waits for its run before its second answer says `timeout`.
@@ -40,6 +42,34 @@ const AGENT_WAIT: Duration = Duration::from_secs(10 * 60);
 
 /// The work for one request, or `None` when it was answered on the spot.
 pub fn dispatch<'a>(
+    ctx: &'a Ctx,
+    subs: &mut Subscriptions,
+    id: String,
+    method: String,
+    raw: Option<Value>,
+) -> Option<Work<'a>> {
+    // Every request's work holds one of its token's places until it is answered or
+    // dropped (its connection ended), so no token can have endless work going at once.
+    let Ok(place) = ctx.token_requests.clone().try_acquire_owned() else {
+        let busy = error(
+            "UNAVAILABLE",
+            format!(
+                "too many requests in flight for this token (at most {}); retry when some are \
+                 answered",
+                super::connection::MAX_IN_FLIGHT_PER_TOKEN
+            ),
+        );
+        let _ = ctx.outbox.response(id, Err(busy));
+        return None;
+    };
+    let work = dispatch_inner(ctx, subs, id, method, raw)?;
+    Some(Box::pin(async move {
+        let _place = place;
+        work.await;
+    }))
+}
+
+fn dispatch_inner<'a>(
     ctx: &'a Ctx,
     subs: &mut Subscriptions,
     id: String,
@@ -101,11 +131,35 @@ pub fn dispatch<'a>(
                 Err(e) => answer(id, Err(e)),
             }
         })),
+        "status" => Some(Box::pin(async move {
+            let outcome = methods::call(&ctx.shared.api, &method, raw)
+                .await
+                .map(|mut v| {
+                    v["gateway"] = gateway_status(&ctx.shared);
+                    v
+                });
+            answer(id, outcome);
+        })),
         _ => Some(Box::pin(async move {
             let outcome = methods::call(&ctx.shared.api, &method, raw).await;
             answer(id, outcome);
         })),
     }
+}
+
+/// What the gateway holds now, for operators (and the tests that check it gives back what
+/// a client took): connections past their handshake, requests being answered, and the
+/// bytes queued for clients to read.
+fn gateway_status(shared: &Shared) -> Value {
+    use std::sync::atomic::Ordering;
+    let max = super::connection::MAX_IN_FLIGHT_PER_TOKEN;
+    let in_flight = (max - shared.full_token_requests.available_permits())
+        + (max - shared.read_only_token_requests.available_permits());
+    json!({
+        "connections": shared.connected.load(Ordering::SeqCst),
+        "requestsInFlight": in_flight,
+        "queuedBytes": shared.budget.used(),
+    })
 }
 
 fn lock(interest: &Mutex<Interest>) -> std::sync::MutexGuard<'_, Interest> {

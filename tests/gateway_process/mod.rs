@@ -32,6 +32,36 @@ pub struct Gateway {
     pub dir: tempfile::TempDir,
 }
 
+impl Gateway {
+    /// The process id of `serve` (for `kill` and `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The gateway's log file.
+    pub fn log(&self) -> std::path::PathBuf {
+        self.dir
+            .path()
+            .join("state")
+            .join("logs")
+            .join("switchboard.log")
+    }
+
+    /// Waits for the process to exit (`None` if it is still running after `wait`).
+    pub fn wait_exit(&mut self, wait: Duration) -> Option<std::process::ExitStatus> {
+        let until = std::time::Instant::now() + wait;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 impl Drop for Gateway {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -41,10 +71,23 @@ impl Drop for Gateway {
 
 /// `serve --bind 127.0.0.1:0 <extra>` with the test token, in a fresh state folder.
 pub fn start(extra: &[&str]) -> Gateway {
+    start_with("{}", None, extra)
+}
+
+/// `start` with this config (JSON5 text), and under `ulimit -n <descriptors>` when given.
+pub fn start_with(config_text: &str, descriptors: Option<u32>, extra: &[&str]) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("config.json5");
-    std::fs::write(&config, "{}").expect("config");
-    let mut child = Command::new(BIN)
+    std::fs::write(&config, config_text).expect("config");
+    let mut command = match descriptors {
+        None => Command::new(BIN),
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), BIN]);
+            sh
+        }
+    };
+    let mut child = command
         .args(["serve", "--bind", "127.0.0.1:0"])
         .args(extra)
         .env("SWITCHBOARD_STATE_DIR", dir.path().join("state"))
