@@ -248,6 +248,34 @@ async fn a_lagged_client_is_closed_and_its_queued_requests_dropped() {
     feeding.abort();
     let log = std::fs::read_to_string(gw.log()).expect("log");
     assert!(log.contains("lagged"), "the log says why the hog was ended");
+
+    // SIGTERM while a second hog is being served: the help promises an exit within ~30 s of
+    // running work (it took 69-114 s while a hog's requests were still being answered).
+    let mut gw = gw;
+    let mut hog = connected(&gw.addr).await;
+    let feeding = tokio::spawn(async move {
+        for i in 0..30_000 {
+            let req = json!({"type": "req", "id": format!("g{i}"), "method": "chat.history",
+                             "params": {"sessionKey": format!("agent:main:big{}", i % 4)}});
+            if hog.feed(Message::text(req.to_string())).await.is_err() {
+                break;
+            }
+        }
+        let _ = hog.flush().await;
+        hog
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = i32::try_from(gw.pid()).expect("pid");
+    // SAFETY: a signal to our own child process.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let status = gw.wait_exit(Duration::from_secs(30));
+    feeding.abort();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "serve exited 0 after SIGTERM: {status:?}"
+    );
 }
 
 /// Item 7: five wrong tokens from one address locked the owner out too (the lockout was

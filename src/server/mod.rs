@@ -6,6 +6,7 @@ mod chat_deltas;
 mod connection;
 mod events;
 mod idempotency;
+mod memory;
 mod methods;
 mod outbox;
 mod quiet;
@@ -39,7 +40,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
 /// Encoded frames queued for all connections together (each also has its
 /// `max_buffered_bytes`).
-pub const DEFAULT_MAX_QUEUED_BYTES: usize = 256 * 1024 * 1024;
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 128 * 1024 * 1024;
 /// Descriptors kept for everything but connections (the database, its WAL, the log, …)
 /// when the connection cap is fitted to the process's descriptor limit.
 pub const RESERVED_DESCRIPTORS: usize = 64;
@@ -139,7 +140,11 @@ pub async fn run_with_tls(
     let mut backoff: Option<backon::ExponentialBackoff> = None;
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
     // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
+    // Small socket buffers: a thousand idle subscribers must not each hold 256 KiB of them
+    // (frames of any size still pass; the read buffer grows for a large one).
     let ws_config = WebSocketConfig::default()
+        .read_buffer_size(16 * 1024)
+        .write_buffer_size(0)
         .max_message_size(Some(options.max_payload.saturating_mul(2).max(1 << 16)))
         .max_frame_size(Some(options.max_payload.saturating_mul(2).max(1 << 16)));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -215,7 +220,9 @@ pub async fn run_with_tls(
                     }
                 });
             }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            Some(_) = connections.join_next(), if !connections.is_empty() => {
+                memory::after_connection_ended();
+            }
         }
     }
     drop(listener);

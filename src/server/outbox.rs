@@ -26,9 +26,9 @@ pub const MAX_QUEUED_FRAMES: usize = 16_384;
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// How long the close frame itself may take (a client that does not read never takes it).
 pub const CLOSE_LIMIT: Duration = Duration::from_secs(1);
-/// What a connection may always queue, even when the shared budget is spent: a client that
-/// keeps up is never ended for the backlog of others (at most this much per connection
-/// beyond the budget).
+/// The least a connection may have queued before the shared budget, once spent, ends it: a
+/// client that keeps up (nothing queued when the next frame comes) is never ended for the
+/// backlog of others.
 pub const FAIR_SHARE: usize = 256 * 1024;
 
 /// The bytes of encoded frames queued across all connections, and their limit.
@@ -36,6 +36,8 @@ pub const FAIR_SHARE: usize = 256 * 1024;
 pub struct Budget {
     used: AtomicUsize,
     max: usize,
+    /// Connections drawing on it, for each one's share.
+    connections: AtomicUsize,
 }
 
 impl Budget {
@@ -43,7 +45,15 @@ impl Budget {
         Budget {
             used: AtomicUsize::new(0),
             max,
+            connections: AtomicUsize::new(0),
         }
+    }
+
+    /// What one connection may have queued once the budget is spent: an equal part of it,
+    /// and never less than `FAIR_SHARE`.
+    fn share(&self) -> usize {
+        let n = self.connections.load(Ordering::SeqCst).max(1);
+        (self.max / n).max(FAIR_SHARE)
     }
 
     /// Bytes queued now, across all connections.
@@ -100,6 +110,7 @@ pub fn outbox(max_bytes: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
     let (tx, rx) = mpsc::channel(MAX_QUEUED_FRAMES);
     let queued_bytes = Arc::new(AtomicUsize::new(0));
     let (ending_tx, ending_rx) = watch::channel(None);
+    budget.connections.fetch_add(1, Ordering::SeqCst);
     let outbox = Outbox {
         numbering: Mutex::new(Numbering {
             last_seq: 0,
@@ -175,9 +186,9 @@ impl Outbox {
         let before = self.queued_bytes.fetch_add(len, Ordering::SeqCst);
         let shared_before = self.budget.used.fetch_add(len, Ordering::SeqCst);
         let over_own = before + len > self.max_bytes;
-        // Past the shared budget, only a connection holding more than its fair share is
+        // Past the shared budget, only a connection already holding more than its share is
         // ended: the one that is behind, not whichever happens to queue next.
-        let over_shared = shared_before + len > self.budget.max && before + len > FAIR_SHARE;
+        let over_shared = shared_before + len > self.budget.max && before > self.budget.share();
         if !over_own && !over_shared && self.tx.try_send(text).is_ok() {
             return Ok(());
         }
@@ -306,6 +317,7 @@ impl Drop for Writer {
     /// Frames never written leave the shared budget with the connection (a lagged one's
     /// whole queue); the queue is closed first, so nothing is added behind this.
     fn drop(&mut self) {
+        self.budget.connections.fetch_sub(1, Ordering::SeqCst);
         self.rx.close();
         while let Ok(text) = self.rx.try_recv() {
             self.queued_bytes.fetch_sub(text.len(), Ordering::SeqCst);
