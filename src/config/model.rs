@@ -587,6 +587,9 @@ impl ModelProvider {
     pub const MAX_CONCURRENT: u32 = 256;
 }
 
+/// OpenClaw's `gateway.bind` values, all accepted by the shape check so an OpenClaw config
+/// gets a precise message: `switchboard serve` supports only `loopback` here (`config
+/// check` and `serve` refuse the others, naming `serve --bind`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GatewayBind {
@@ -594,6 +597,23 @@ pub enum GatewayBind {
     Loopback,
     Lan,
     Auto,
+    Tailnet,
+    Custom,
+}
+
+impl GatewayBind {
+    /// The values `switchboard serve` honours.
+    pub const SUPPORTED: &'static [&'static str] = &["loopback"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayBind::Loopback => "loopback",
+            GatewayBind::Lan => "lan",
+            GatewayBind::Auto => "auto",
+            GatewayBind::Tailnet => "tailnet",
+            GatewayBind::Custom => "custom",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -614,6 +634,9 @@ impl Default for GatewayConfig {
     }
 }
 
+/// OpenClaw's `gateway.auth.mode` values, all accepted by the shape check so an OpenClaw
+/// config gets a precise message: `switchboard serve` supports only `token` (`config check`
+/// and `serve` refuse the others).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GatewayAuthMode {
@@ -621,6 +644,22 @@ pub enum GatewayAuthMode {
     Token,
     Password,
     None,
+    #[serde(rename = "trusted-proxy")]
+    TrustedProxy,
+}
+
+impl GatewayAuthMode {
+    /// The values `switchboard serve` honours.
+    pub const SUPPORTED: &'static [&'static str] = &["token"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayAuthMode::Token => "token",
+            GatewayAuthMode::Password => "password",
+            GatewayAuthMode::None => "none",
+            GatewayAuthMode::TrustedProxy => "trusted-proxy",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
