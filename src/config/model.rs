@@ -541,7 +541,8 @@ pub struct ModelsConfig {
     pub providers: BTreeMap<String, ModelProvider>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `Debug` is written by hand (below) so that printing a provider never shows its secrets.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ModelProvider {
     pub base_url: String,
@@ -567,6 +568,30 @@ pub struct ModelProvider {
     /// Model requests to this provider in flight at once, across every agent and model
     /// override on it; `None` means [`ModelProvider::DEFAULT_MAX_CONCURRENT`].
     pub max_concurrent: Option<u32>,
+}
+
+impl std::fmt::Debug for ModelProvider {
+    /// As derived, except `apiKey` and every `headers` value, which show as `<redacted>`:
+    /// a provider printed into a log or an error never carries its credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: BTreeMap<&str, &str> = self
+            .headers
+            .keys()
+            .map(|k| (k.as_str(), "<redacted>"))
+            .collect();
+        f.debug_struct("ModelProvider")
+            .field("base_url", &self.base_url)
+            .field("api", &self.api)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &headers)
+            .field("timeout_seconds", &self.timeout_seconds)
+            .field("max_retries", &self.max_retries)
+            .field("max_steps", &self.max_steps)
+            .field("stream", &self.stream)
+            .field("max_concurrent", &self.max_concurrent)
+            .finish()
+    }
 }
 
 impl ModelProvider {
