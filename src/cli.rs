@@ -667,9 +667,12 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     say(&format!("gateway token: {from}"));
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
+    // What a read-only client must not learn of this machine (private_paths.rs).
+    let private = [Some(dir.clone()), cli.config_path().ok(), log.clone()];
     let options = server::Options {
         read_only_token: config.gateway.auth.read_only_token.clone(),
         max_payload: args.max_payload,
+        private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
         ..server::Options::new(secret)
     };
     server::run_with_tls(listener, api, options, tls, stop_signal()?).await;

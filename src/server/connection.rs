@@ -45,6 +45,8 @@ pub struct Shared {
     pub tick_interval: std::time::Duration,
     pub idempotency: Idempotency,
     pub auth_limit: Limiter,
+    /// Hidden from connections without write scope (`private_paths.rs`).
+    pub private_paths: Arc<super::private_paths::PrivatePaths>,
 }
 
 /// Requests of one connection being answered at once; past this, the socket is not read
@@ -154,6 +156,9 @@ pub async fn serve(
     // From here every frame goes through the outbox and its one writer.
     let (sink, stream) = ws.split();
     let (outbox, writer) = outbox::outbox(shared.max_buffered_bytes);
+    if !conn.write && !shared.private_paths.is_empty() {
+        outbox.hide_paths(shared.private_paths.clone());
+    }
     let writer = tokio::spawn(writer.run(sink));
     let ending = tokio::select! {
         r = requests(stream, &shared, &conn, &outbox) => match r {

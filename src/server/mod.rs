@@ -8,6 +8,7 @@ mod events;
 mod idempotency;
 mod methods;
 mod outbox;
+mod private_paths;
 mod requests;
 mod switchboard_methods;
 pub mod tls;
@@ -25,6 +26,7 @@ use crate::api::SessionsApi;
 pub use auth_limit::AuthLimit;
 pub use connection::PROTOCOL;
 pub use methods::{EVENTS, METHODS};
+pub use private_paths::PrivatePaths;
 
 /// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.
 pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
@@ -48,6 +50,8 @@ pub struct Options {
     pub handshake_timeout: std::time::Duration,
     /// The failed-connect limit per peer address.
     pub auth_limit: AuthLimit,
+    /// The server's own paths, hidden from connections without write scope.
+    pub private_paths: PrivatePaths,
 }
 
 impl Options {
@@ -61,6 +65,7 @@ impl Options {
             tick_interval: DEFAULT_TICK_INTERVAL,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             auth_limit: AuthLimit::default(),
+            private_paths: PrivatePaths::default(),
         }
     }
 }
@@ -97,6 +102,7 @@ pub async fn run_with_tls(
         tick_interval: options.tick_interval,
         idempotency: idempotency::Idempotency::default(),
         auth_limit: auth_limit::Limiter::new(options.auth_limit),
+        private_paths: Arc::new(options.private_paths),
     });
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
     // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.

@@ -41,9 +41,14 @@ impl Drop for Gateway {
 
 /// `serve --bind 127.0.0.1:0 <extra>` with the test token, in a fresh state folder.
 pub fn start(extra: &[&str]) -> Gateway {
+    start_with_config("{}", extra)
+}
+
+/// `start`, with `config` as the config file's text.
+pub fn start_with_config(config_text: &str, extra: &[&str]) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("config.json5");
-    std::fs::write(&config, "{}").expect("config");
+    std::fs::write(&config, config_text).expect("config");
     let mut child = Command::new(BIN)
         .args(["serve", "--bind", "127.0.0.1:0"])
         .args(extra)

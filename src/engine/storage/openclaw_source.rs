@@ -229,13 +229,9 @@ pub struct AgentDb {
 
 impl AgentDb {
     /// Open `path` read-only (see the module docs), check its schema and start a snapshot;
-    /// each read may take `READ_DEADLINE`.
-    pub fn open(path: &Path) -> Result<AgentDb, OpenClawDbError> {
-        AgentDb::open_with(path, READ_DEADLINE)
-    }
-
-    /// `open`, each read (the checks here included) stopped after `read_deadline`.
-    pub fn open_with(path: &Path, read_deadline: Duration) -> Result<AgentDb, OpenClawDbError> {
+    /// each read (the checks here included) is stopped after `read_deadline`
+    /// (`READ_DEADLINE` by default, `ImportLimits::max_read_time`).
+    pub fn open(path: &Path, read_deadline: Duration) -> Result<AgentDb, OpenClawDbError> {
         let wal = is_wal(path)?;
         let shm = side_file(path, "-shm");
         let (open_at, copy) = if wal && !shm.exists() {
@@ -546,7 +542,7 @@ mod tests {
         )
         .unwrap();
         drop(c);
-        let db = AgentDb::open_with(&path, Duration::from_millis(200)).unwrap();
+        let db = AgentDb::open(&path, Duration::from_millis(200)).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let endless = db.with(|c| {

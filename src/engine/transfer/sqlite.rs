@@ -140,7 +140,7 @@ pub(super) fn open_all(
                 continue;
             }
         }
-        let db = AgentDb::open_with(&f.path, limits.max_read_time).map_err(|source| TransferError::OpenClawDb {
+        let db = AgentDb::open(&f.path, limits.max_read_time).map_err(|source| TransferError::OpenClawDb {
             path: f.path.clone(),
             source,
         })?;
