@@ -126,10 +126,11 @@ Importing the same folder again merges: lines not yet here are appended (by line
 entries replace unchanged ones, a session continued on both sides is reported as a conflict and \
 left as it is, and a second run changes nothing. Each transcript is read from DIR's own \
 <sessionId>.jsonl first (a sessionFile inside DIR only when that is missing). Only files \
-inside DIR are read (no symlinks, FIFOs or devices); lines over 16 MiB and message lines of the \
-wrong shape are skipped, and the summary counts every skip by reason. OpenClaw's SQLite databases \
-are opened read-only and may be imported while its gateway runs; a locked, damaged or newer-schema \
-database stops the import before anything is written.")]
+inside DIR are read (no symlinks, FIFOs or devices: each one skipped is named with its reason); \
+lines over 16 MiB and message lines of the wrong shape are skipped, and the summary counts every \
+skip by reason. OpenClaw's SQLite databases are opened read-only and may be imported while its \
+gateway runs; a locked, damaged or newer-schema database, one whose tables are views or computed \
+columns, or one a read of which takes over 2 minutes stops the import before anything is written.")]
     ImportOpenclaw {
         /// The OpenClaw state folder (the one holding agents/), or one agents/<id>/agent or
         /// agents/<id>/sessions folder.
