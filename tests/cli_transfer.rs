@@ -260,20 +260,19 @@ fn a_failed_export_leaves_nothing_behind_and_a_retry_works() {
 #[test]
 fn a_failed_whole_export_removes_the_folders_it_created_and_only_those() {
     let b = with_session(5, 60_000);
-    let dir = tempfile::tempdir().unwrap();
-    // Missing parents of the target are created by the export, so they are its to remove.
-    let out = dir.path().join("new/parent/out");
-    let r = run_with_file_cap(
-        &b,
-        128,
-        &[
+    let export_capped = |out: &Path| {
+        let args = [
             "sessions",
             "export",
             "--all",
             "--out",
             out.to_str().unwrap(),
-        ],
-    );
+        ];
+        run_with_file_cap(&b, 128, &args)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Missing parents of the target are created by the export, so they are its to remove.
+    let r = export_capped(&dir.path().join("new/parent/out"));
     let (_, err) = text(&r);
     assert_eq!(r.status.code(), Some(1), "{err}");
     assert!(err.contains("File too large"), "{err}");
@@ -287,17 +286,7 @@ fn a_failed_whole_export_removes_the_folders_it_created_and_only_those() {
     let out = dir.path().join("out");
     fs::create_dir_all(out.join("agents")).unwrap();
     fs::write(out.join("keep.txt"), "mine").unwrap();
-    let r = run_with_file_cap(
-        &b,
-        128,
-        &[
-            "sessions",
-            "export",
-            "--all",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let r = export_capped(&out);
     assert_eq!(r.status.code(), Some(1), "{}", text(&r).1);
     assert_eq!(names(&out), ["agents", "keep.txt"]);
     assert!(names(&out.join("agents")).is_empty(), "{:?}", walk(&out));
