@@ -126,10 +126,11 @@ Importing the same folder again merges: lines not yet here are appended (by line
 entries replace unchanged ones, a session continued on both sides is reported as a conflict and \
 left as it is, and a second run changes nothing. Each transcript is read from DIR's own \
 <sessionId>.jsonl first (a sessionFile inside DIR only when that is missing). Only files \
-inside DIR are read (no symlinks, FIFOs or devices); lines over 16 MiB and message lines of the \
-wrong shape are skipped, and the summary counts every skip by reason. OpenClaw's SQLite databases \
-are opened read-only and may be imported while its gateway runs; a locked, damaged or newer-schema \
-database stops the import before anything is written.")]
+inside DIR are read (no symlinks, FIFOs or devices: each one skipped is named with its reason); \
+lines over 16 MiB and message lines of the wrong shape are skipped, and the summary counts every \
+skip by reason. OpenClaw's SQLite databases are opened read-only and may be imported while its \
+gateway runs; a locked, damaged or newer-schema database, one whose tables are views or computed \
+columns, or one a read of which takes over 2 minutes stops the import before anything is written.")]
     ImportOpenclaw {
         /// The OpenClaw state folder (the one holding agents/), or one agents/<id>/agent or
         /// agents/<id>/sessions folder.
@@ -682,6 +683,8 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     say(&format!("gateway token: {from}"));
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
+    // What a read-only client must not learn of this machine (private_paths.rs).
+    let private = [Some(dir.clone()), cli.config_path().ok(), log.clone()];
     let mut max_connections = args.max_connections as usize;
     if let Some(cap) = server::descriptor_cap()
         && cap < max_connections
@@ -699,6 +702,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections),
         max_buffered_bytes: args.max_buffered_bytes,
         max_queued_bytes: args.max_queued_bytes,
+        private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
         ..server::Options::new(secret)
     };
     server::run_with_tls(listener, api, options, tls, stop_signal()?).await;

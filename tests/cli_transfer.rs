@@ -253,6 +253,45 @@ fn a_failed_export_leaves_nothing_behind_and_a_retry_works() {
     assert_eq!(names(&sessions).len(), 2, "{:?}", names(&sessions));
 }
 
+/// Issue "a gateway that holds", item 10: a failed `sessions export --all` used to leave the
+/// folders it created (`out/agents/main/sessions`, and missing parents of `out`) behind.
+/// Every folder it created goes; the folder that was there before stays, and so does a
+/// layout folder that existed before the export.
+#[test]
+fn a_failed_whole_export_removes_the_folders_it_created_and_only_those() {
+    let b = with_session(5, 60_000);
+    let export_capped = |out: &Path| {
+        let args = [
+            "sessions",
+            "export",
+            "--all",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        run_with_file_cap(&b, 128, &args)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Missing parents of the target are created by the export, so they are its to remove.
+    let r = export_capped(&dir.path().join("new/parent/out"));
+    let (_, err) = text(&r);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert!(
+        names(dir.path()).is_empty(),
+        "left behind: {:?}",
+        walk(dir.path())
+    );
+
+    // An existing target with part of the layout already in it: that part stays.
+    let out = dir.path().join("out");
+    fs::create_dir_all(out.join("agents")).unwrap();
+    fs::write(out.join("keep.txt"), "mine").unwrap();
+    let r = export_capped(&out);
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r).1);
+    assert_eq!(names(&out), ["agents", "keep.txt"]);
+    assert!(names(&out.join("agents")).is_empty(), "{:?}", walk(&out));
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(items) = fs::read_dir(dir) {

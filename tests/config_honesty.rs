@@ -97,3 +97,69 @@ fn start_up_logs_the_value_used_instead() {
         "{log}"
     );
 }
+
+/// Issue "a gateway that holds", item 10: `gateway.bind: "lan"` and `gateway.auth.mode:
+/// "none" | "password"` passed `config check` and were ignored by `serve` (which listened on
+/// loopback with a token). Each unsupported value is now an error of both, naming the field,
+/// the value, what is supported and what to use instead.
+#[test]
+fn unsupported_gateway_values_fail_config_check_and_serve_saying_what_is_supported() {
+    for (config, path, wants) in [
+        (
+            "{ gateway: { bind: 'lan' } }",
+            "gateway.bind",
+            &[
+                "\"lan\" is OpenClaw's and is not supported by switchboard serve",
+                "supported: \"loopback\"",
+                "switchboard serve --bind ADDRESS:PORT",
+            ][..],
+        ),
+        (
+            "{ gateway: { bind: 'tailnet' } }",
+            "gateway.bind",
+            &["\"tailnet\"", "supported: \"loopback\""][..],
+        ),
+        (
+            "{ gateway: { auth: { mode: 'none' } } }",
+            "gateway.auth.mode",
+            &[
+                "\"none\" is OpenClaw's and is not supported",
+                "supported: \"token\"",
+            ][..],
+        ),
+        (
+            "{ gateway: { auth: { mode: 'password', password: 'hunter2' } } }",
+            "gateway.auth.mode",
+            &[
+                "\"password\"",
+                "supported: \"token\"",
+                "gateway.auth.password: is not used",
+            ][..],
+        ),
+    ] {
+        let b = CliBench::new(config);
+        let check = b.run(&["config", "check"]);
+        let err = stderr(&check);
+        assert_eq!(check.status.code(), Some(1), "{config}: {err}");
+        assert!(err.contains(&format!("{path}: ")), "{config}: {err}");
+        for w in wants {
+            assert!(err.contains(w), "{config}: wants {w:?} in {err}");
+        }
+        // serve refuses to start on it (it would otherwise listen, ignoring the value).
+        let serve = b
+            .command(&["serve", "--bind", "127.0.0.1:0"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = stderr(&serve);
+        assert_ne!(serve.status.code(), Some(0), "{config}: {err}");
+        assert!(
+            err.contains(&format!("{path}: ")) && err.contains(wants[0]),
+            "{config}: {err}"
+        );
+    }
+    // The supported values still pass.
+    let b = CliBench::new("{ gateway: { bind: 'loopback', auth: { mode: 'token' } } }");
+    let out = b.run(&["config", "check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

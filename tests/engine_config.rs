@@ -178,7 +178,7 @@ const INVALID: &[(&str, &[Expected])] = &[
             (
                 5,
                 "gateway.bind",
-                r#"expected one of "loopback", "lan", "auto", got "public""#,
+                r#"expected one of "loopback", "lan", "auto", "tailnet", "custom", got "public""#,
             ),
         ],
     ),
@@ -266,6 +266,26 @@ const INVALID: &[(&str, &[Expected])] = &[
             (4, "session.mainKey", r#"must not contain ":""#),
             (7, "gateway.port", "port 0 is not allowed"),
             (8, "gateway.auth.token", "expected a string, got 12345"),
+        ],
+    ),
+    (
+        "openclaw-gateway.json5",
+        &[
+            (
+                3,
+                "gateway.bind",
+                r#""lan" is OpenClaw's and is not supported by switchboard serve (supported: "loopback""#,
+            ),
+            (
+                5,
+                "gateway.auth.mode",
+                r#""password" is OpenClaw's and is not supported by switchboard serve (supported: "token")"#,
+            ),
+            (
+                6,
+                "gateway.auth.password",
+                "is not used by switchboard serve",
+            ),
         ],
     ),
     (

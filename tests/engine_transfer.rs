@@ -676,6 +676,7 @@ fn small_limits() -> ImportLimits {
         max_line_bytes: 200,
         max_transcript_bytes: 20_000,
         max_index_bytes: 1_000,
+        ..ImportLimits::default()
     }
 }
 

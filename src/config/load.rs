@@ -628,6 +628,59 @@ fn edit_distance(a: &str, b: &str) -> usize {
 // ---------------------------------------------------------------------------------------------
 // Meaning checks (after the shape is right)
 
+/// OpenClaw gateway settings that `switchboard serve` does not honour: an error each (not a
+/// warning), since serving on another address or without the token than the owner wrote is
+/// worse than not starting. Each names the value, what is supported and what to use.
+fn gateway_problems(
+    gateway: &super::model::GatewayConfig,
+    at: impl Fn(&[Seg]) -> Vec<Seg>,
+) -> Vec<(Vec<Seg>, String)> {
+    use super::model::{GatewayAuthMode, GatewayBind};
+    let k = |s: &str| Seg::Key(s.to_string());
+    let supported = |values: &[&str]| {
+        values
+            .iter()
+            .map(|v| format!("\"{v}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    if gateway.bind != GatewayBind::Loopback {
+        out.push((
+            at(&[k("gateway"), k("bind")]),
+            format!(
+                "\"{}\" is OpenClaw's and is not supported by switchboard serve (supported: {}, \
+                 which is 127.0.0.1); to listen on another address, remove this and run \
+                 `switchboard serve --bind ADDRESS:PORT` (with --tls-cert and --tls-key, or \
+                 --insecure)",
+                gateway.bind.as_str(),
+                supported(GatewayBind::SUPPORTED)
+            ),
+        ));
+    }
+    if gateway.auth.mode != GatewayAuthMode::Token {
+        out.push((
+            at(&[k("gateway"), k("auth"), k("mode")]),
+            format!(
+                "\"{}\" is OpenClaw's and is not supported by switchboard serve (supported: {}); \
+                 every client proves itself with the gateway token (gateway.auth.token, else \
+                 $SWITCHBOARD_GATEWAY_TOKEN, else <state>/gateway-token)",
+                gateway.auth.mode.as_str(),
+                supported(GatewayAuthMode::SUPPORTED)
+            ),
+        ));
+    }
+    if gateway.auth.password.is_some() {
+        out.push((
+            at(&[k("gateway"), k("auth"), k("password")]),
+            "is not used by switchboard serve (it has no password mode); remove it and set \
+             gateway.auth.token instead"
+                .to_string(),
+        ));
+    }
+    out
+}
+
 /// Problems serde cannot see, as (original key path, message).
 fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, String)> {
     let mut out = Vec::new();
@@ -656,6 +709,8 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
             "port 0 is not allowed: pick a port from 1 to 65535 (the default is 18789)".to_string(),
         ));
     }
+
+    out.extend(gateway_problems(&config.gateway, at));
 
     // Numbers outside their range (the shape was right: a whole number of the field's type).
     let mut check_range = |segs: Vec<Seg>, value: u64| {

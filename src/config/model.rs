@@ -541,7 +541,8 @@ pub struct ModelsConfig {
     pub providers: BTreeMap<String, ModelProvider>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `Debug` is written by hand (below) so that printing a provider never shows its secrets.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ModelProvider {
     pub base_url: String,
@@ -569,6 +570,30 @@ pub struct ModelProvider {
     pub max_concurrent: Option<u32>,
 }
 
+impl std::fmt::Debug for ModelProvider {
+    /// As derived, except `apiKey` and every `headers` value, which show as `<redacted>`:
+    /// a provider printed into a log or an error never carries its credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: BTreeMap<&str, &str> = self
+            .headers
+            .keys()
+            .map(|k| (k.as_str(), "<redacted>"))
+            .collect();
+        f.debug_struct("ModelProvider")
+            .field("base_url", &self.base_url)
+            .field("api", &self.api)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &headers)
+            .field("timeout_seconds", &self.timeout_seconds)
+            .field("max_retries", &self.max_retries)
+            .field("max_steps", &self.max_steps)
+            .field("stream", &self.stream)
+            .field("max_concurrent", &self.max_concurrent)
+            .finish()
+    }
+}
+
 impl ModelProvider {
     /// The one `api` this build can speak.
     pub const OPENAI_COMPLETIONS: &'static str = "openai-completions";
@@ -587,6 +612,9 @@ impl ModelProvider {
     pub const MAX_CONCURRENT: u32 = 256;
 }
 
+/// OpenClaw's `gateway.bind` values, all accepted by the shape check so an OpenClaw config
+/// gets a precise message: `switchboard serve` supports only `loopback` here (`config
+/// check` and `serve` refuse the others, naming `serve --bind`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GatewayBind {
@@ -594,6 +622,23 @@ pub enum GatewayBind {
     Loopback,
     Lan,
     Auto,
+    Tailnet,
+    Custom,
+}
+
+impl GatewayBind {
+    /// The values `switchboard serve` honours.
+    pub const SUPPORTED: &'static [&'static str] = &["loopback"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayBind::Loopback => "loopback",
+            GatewayBind::Lan => "lan",
+            GatewayBind::Auto => "auto",
+            GatewayBind::Tailnet => "tailnet",
+            GatewayBind::Custom => "custom",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -614,6 +659,9 @@ impl Default for GatewayConfig {
     }
 }
 
+/// OpenClaw's `gateway.auth.mode` values, all accepted by the shape check so an OpenClaw
+/// config gets a precise message: `switchboard serve` supports only `token` (`config check`
+/// and `serve` refuse the others).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GatewayAuthMode {
@@ -621,6 +669,22 @@ pub enum GatewayAuthMode {
     Token,
     Password,
     None,
+    #[serde(rename = "trusted-proxy")]
+    TrustedProxy,
+}
+
+impl GatewayAuthMode {
+    /// The values `switchboard serve` honours.
+    pub const SUPPORTED: &'static [&'static str] = &["token"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayAuthMode::Token => "token",
+            GatewayAuthMode::Password => "password",
+            GatewayAuthMode::None => "none",
+            GatewayAuthMode::TrustedProxy => "trusted-proxy",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

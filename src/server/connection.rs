@@ -55,6 +55,8 @@ pub struct Shared {
     pub read_only_token_requests: Arc<tokio::sync::Semaphore>,
     /// Connections past their handshake, now.
     pub connected: std::sync::atomic::AtomicUsize,
+    /// Hidden from connections without write scope (`private_paths.rs`).
+    pub private_paths: Arc<super::private_paths::PrivatePaths>,
 }
 
 /// Requests being answered at once for one token, across all its connections.
@@ -184,6 +186,9 @@ pub async fn serve(
     // From here every frame goes through the outbox and its one writer.
     let (sink, stream) = ws.split();
     let (outbox, writer) = outbox::outbox(shared.max_buffered_bytes, shared.budget.clone());
+    if !conn.write && !shared.private_paths.is_empty() {
+        outbox.hide_paths(shared.private_paths.clone());
+    }
     let writer = tokio::spawn(writer.run(sink));
     let ending = tokio::select! {
         r = requests(stream, &shared, &conn, &outbox) => match r {

@@ -9,6 +9,7 @@ mod idempotency;
 mod memory;
 mod methods;
 mod outbox;
+mod private_paths;
 mod quiet;
 mod requests;
 mod switchboard_methods;
@@ -28,6 +29,7 @@ use crate::api::SessionsApi;
 pub use auth_limit::AuthLimit;
 pub use connection::PROTOCOL;
 pub use methods::{EVENTS, METHODS};
+pub use private_paths::PrivatePaths;
 
 /// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.
 pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
@@ -68,6 +70,8 @@ pub struct Options {
     pub max_handshakes: usize,
     /// Encoded frames queued for all connections together.
     pub max_queued_bytes: usize,
+    /// The server's own paths, hidden from connections without write scope.
+    pub private_paths: PrivatePaths,
 }
 
 impl Options {
@@ -84,6 +88,7 @@ impl Options {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_handshakes: DEFAULT_MAX_HANDSHAKES,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            private_paths: PrivatePaths::default(),
         }
     }
 }
@@ -134,6 +139,7 @@ pub async fn run_with_tls(
         full_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
         read_only_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
         connected: std::sync::atomic::AtomicUsize::new(0),
+        private_paths: Arc::new(options.private_paths),
     });
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let handshakes = Arc::new(Semaphore::new(options.max_handshakes.max(1)));

@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
+use super::private_paths::PrivatePaths;
 use crate::protocol::{ErrorShape, Event, Frame, Response};
 
 /// Frames a connection may have queued, whatever their size: many tiny frames cost memory
@@ -94,6 +95,8 @@ pub struct Outbox {
     max_bytes: usize,
     budget: Arc<Budget>,
     ending: watch::Sender<Option<Ending>>,
+    /// Set for a connection that may not see the server's paths: applied to every frame.
+    hidden: std::sync::OnceLock<Arc<PrivatePaths>>,
 }
 
 /// The writer's half: spawn `run` on it.
@@ -121,6 +124,7 @@ pub fn outbox(max_bytes: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
         max_bytes,
         budget: budget.clone(),
         ending: ending_tx,
+        hidden: std::sync::OnceLock::new(),
     };
     let writer = Writer {
         rx,
@@ -132,6 +136,11 @@ pub fn outbox(max_bytes: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
 }
 
 impl Outbox {
+    /// From now on, every frame queued has `paths` hidden (`private_paths.rs`).
+    pub fn hide_paths(&self, paths: Arc<PrivatePaths>) {
+        let _ = self.hidden.set(paths);
+    }
+
     /// Queues an event with the connection's next `seq`.
     pub fn event(&self, event: &str, payload: Value) -> Result<(), Gone> {
         let mut n = self.numbering.lock().unwrap_or_else(|p| p.into_inner());
@@ -181,6 +190,10 @@ impl Outbox {
                 tracing::error!(error = %e, "an outgoing frame could not be encoded");
                 return Ok(());
             }
+        };
+        let text = match self.hidden.get() {
+            Some(paths) => paths.scrub(text),
+            None => text,
         };
         let len = text.len();
         let before = self.queued_bytes.fetch_add(len, Ordering::SeqCst);

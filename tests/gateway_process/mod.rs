@@ -69,6 +69,11 @@ impl Drop for Gateway {
     }
 }
 
+/// `start`, with `config` as the config file's text.
+pub fn start_with_config(config_text: &str, extra: &[&str]) -> Gateway {
+    start_with(config_text, None, extra)
+}
+
 /// `serve --bind 127.0.0.1:0 <extra>` with the test token, in a fresh state folder.
 pub fn start(extra: &[&str]) -> Gateway {
     start_with("{}", None, extra)

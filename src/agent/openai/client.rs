@@ -127,7 +127,22 @@ impl ProviderClient {
     /// One model call: sends `body` (asking for a stream when the provider streams), and
     /// returns the assembled message and usage. `on_delta(offset, text)` hears each piece
     /// of reply text of a streamed answer as it arrives.
+    ///
+    /// Every error it returns has the provider's secrets taken out (`redact`): whatever a
+    /// server quotes back (a debugging proxy echoing the request, "invalid key sk-…") never
+    /// reaches the run's error, the log, stderr or a transcript.
     pub async fn complete(
+        &self,
+        request: Request<'_>,
+        on_delta: &(dyn Fn(usize, &str) + Sync),
+    ) -> Result<Completion, String> {
+        let key = self.key().ok().flatten();
+        self.complete_unredacted(request, on_delta)
+            .await
+            .map_err(|e| self.redact(&e, key.as_deref()))
+    }
+
+    async fn complete_unredacted(
         &self,
         mut request: Request<'_>,
         on_delta: &(dyn Fn(usize, &str) + Sync),
@@ -198,8 +213,8 @@ impl ProviderClient {
                     let retry_after = retry_after(response.headers());
                     let text = self.read_body(response).await.unwrap_or_default();
                     // A server may quote the request back (a debugging proxy, "invalid key
-                    // sk-…"): the key never reaches the run's error, the log or a transcript.
-                    let text = redact(&text, key.as_deref());
+                    // sk-…"): redacted here already, since the retry below logs it.
+                    let text = self.redact(&text, key.as_deref());
                     let problem = format!(
                         "provider \"{}\": HTTP {status} from {}: {}",
                         self.id,
@@ -330,11 +345,41 @@ fn extra_headers(config: &ModelProvider) -> Result<HeaderMap, String> {
     Ok(map)
 }
 
-/// `text` with every occurrence of `key` replaced by `<apiKey>`.
-fn redact(text: &str, key: Option<&str>) -> String {
-    match key {
-        Some(k) if !k.is_empty() && text.contains(k) => text.replace(k, "<apiKey>"),
-        _ => text.to_string(),
+/// Header values shorter than this are not treated as secrets (`redact`): replacing `1` or
+/// `yes` everywhere in a message would garble it, and no credential is that short.
+const MIN_SECRET_CHARS: usize = 6;
+
+impl ProviderClient {
+    /// `text` with the provider's secrets replaced by their names: the key by `<apiKey>`,
+    /// each `headers` value by `<headers.NAME>`, and the credential part of a value of the
+    /// form `<scheme> <credential>` (`Bearer …`, `Basic …`) on its own too, since a server
+    /// quotes a token without its scheme. Longest first, so a value holding another is
+    /// replaced whole.
+    fn redact(&self, text: &str, key: Option<&str>) -> String {
+        let mut secrets: Vec<(&str, String)> = Vec::new();
+        if let Some(k) = key.filter(|k| !k.is_empty()) {
+            secrets.push((k, "<apiKey>".to_string()));
+        }
+        for (name, value) in &self.config.headers {
+            let label = format!("<headers.{name}>");
+            let value = value.trim();
+            if value.chars().count() >= MIN_SECRET_CHARS {
+                secrets.push((value, label.clone()));
+            }
+            if let Some((_, credential)) = value.rsplit_once(char::is_whitespace)
+                && credential.chars().count() >= MIN_SECRET_CHARS
+            {
+                secrets.push((credential, label));
+            }
+        }
+        secrets.sort_by_key(|(secret, _)| std::cmp::Reverse(secret.len()));
+        let mut out = text.to_string();
+        for (secret, label) in secrets {
+            if out.contains(secret) {
+                out = out.replace(secret, &label);
+            }
+        }
+        out
     }
 }
 

@@ -18,10 +18,17 @@
 //! - **Bounded.** An event longer than the caller's cap is reported by its length without its
 //!   text being fetched; compressed events (`event_zstd`) are reported, not decoded (no zstd
 //!   decoder in the build).
+//! - **Hostile files.** A database is a program as much as data: a `VIEW` named like a table
+//!   can run any query, an endless recursive CTE too, and a generated column computes on
+//!   read. So every table read must be a plain table (`sqlite_master.type = 'table'`) whose
+//!   columns read are stored, not generated (`NotATable`, `GeneratedColumn`); and, whatever
+//!   else a damaged or crafted file does, every read runs under a deadline (`ReadBudget`,
+//!   a progress handler) and fails with `TooSlow` past it instead of hanging the import.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
@@ -34,6 +41,15 @@ pub const KNOWN_SCHEMA: i64 = 23;
 
 /// How long to wait for a writer's lock (only a rollback-journal database blocks readers).
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The longest one read of an agent database may take by default (`ReadBudget`). The reads
+/// are indexed and paged, so a real database answers each in well under a second; two
+/// minutes leaves room for a huge one on a slow disk and still ends a hostile one.
+pub const READ_DEADLINE: Duration = Duration::from_secs(120);
+
+/// SQLite virtual-machine steps between two looks at the clock: cheap (a look costs far
+/// less than the steps) and fine-grained (a few milliseconds of work).
+const STEPS_PER_CHECK: i32 = 10_000;
 
 /// The columns read, per table: checked up front so a changed schema is one clear error.
 const NEEDED: [(&str, &[&str]); 3] = [
@@ -69,6 +85,22 @@ pub enum OpenClawDbError {
         table: &'static str,
         column: &'static str,
     },
+    #[error(
+        "its {name} is a {kind}, not a table: a {kind} runs a query of the file's choosing (an endless one too), so it is not read; an OpenClaw agent database has a plain table there"
+    )]
+    NotATable { name: &'static str, kind: String },
+    #[error(
+        "its table {table} computes column {column} on read (a generated column), so it is not read; an OpenClaw agent database stores it"
+    )]
+    GeneratedColumn {
+        table: &'static str,
+        column: &'static str,
+    },
+    #[error(
+        "a read took over {secs} s and was stopped (a damaged or crafted file?); nothing of it was imported",
+        secs = .0.as_secs()
+    )]
+    TooSlow(Duration),
     #[error("cannot copy it for reading: {0}")]
     Copy(std::io::Error),
     #[error("cannot read it: {0}")]
@@ -134,10 +166,59 @@ impl Drop for TempCopy {
     }
 }
 
+/// The deadline of each read (`AgentDb::with`): a progress handler on the connection looks
+/// at it every `STEPS_PER_CHECK` steps and interrupts the statement once it has passed.
+struct ReadBudget {
+    limit: Duration,
+    start: Instant,
+    /// Milliseconds after `start` when the current read must have ended.
+    deadline_ms: Arc<AtomicU64>,
+}
+
+impl ReadBudget {
+    fn install(conn: &Connection, limit: Duration) -> ReadBudget {
+        let start = Instant::now();
+        let deadline_ms = Arc::new(AtomicU64::new(0));
+        let seen = deadline_ms.clone();
+        conn.progress_handler(
+            STEPS_PER_CHECK,
+            Some(move || {
+                let now = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+                // true interrupts the statement (SQLITE_INTERRUPT).
+                now > seen.load(Ordering::Relaxed)
+            }),
+        );
+        let budget = ReadBudget {
+            limit,
+            start,
+            deadline_ms,
+        };
+        budget.renew();
+        budget
+    }
+
+    /// A new read begins: it has the whole `limit`.
+    fn renew(&self) {
+        let end = self.start.elapsed().saturating_add(self.limit);
+        let end = u64::try_from(end.as_millis()).unwrap_or(u64::MAX);
+        self.deadline_ms.store(end, Ordering::Relaxed);
+    }
+
+    /// The error for a read: an interrupt is the deadline's.
+    fn error(&self, e: rusqlite::Error) -> OpenClawDbError {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+            OpenClawDbError::TooSlow(self.limit)
+        } else {
+            e.into()
+        }
+    }
+}
+
 /// An open, checked agent database inside one read transaction.
 pub struct AgentDb {
     // Behind a mutex only so `AgentDb` is `Sync` (an import future holds it across awaits).
     conn: Mutex<Connection>,
+    budget: ReadBudget,
     /// Declared after `conn`, so the copy is removed once the connection is closed.
     _copy: Option<TempCopy>,
     /// The schema version found (`PRAGMA user_version`).
@@ -147,8 +228,10 @@ pub struct AgentDb {
 }
 
 impl AgentDb {
-    /// Open `path` read-only (see the module docs), check its schema and start a snapshot.
-    pub fn open(path: &Path) -> Result<AgentDb, OpenClawDbError> {
+    /// Open `path` read-only (see the module docs), check its schema and start a snapshot;
+    /// each read (the checks here included) is stopped after `read_deadline`
+    /// (`READ_DEADLINE` by default, `ImportLimits::max_read_time`).
+    pub fn open(path: &Path, read_deadline: Duration) -> Result<AgentDb, OpenClawDbError> {
         let wal = is_wal(path)?;
         let shm = side_file(path, "-shm");
         let (open_at, copy) = if wal && !shm.exists() {
@@ -162,38 +245,29 @@ impl AgentDb {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(ro_uri(&open_at), flags)?;
         conn.busy_timeout(LOCK_WAIT)?;
-        let schema_version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if schema_version > KNOWN_SCHEMA {
-            return Err(OpenClawDbError::NewerSchema {
-                found: schema_version,
-                known: KNOWN_SCHEMA,
-            });
-        }
-        for (table, columns) in NEEDED {
-            let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
-            let have: Vec<String> = stmt
-                .query_map([table], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            if have.is_empty() {
-                return Err(OpenClawDbError::MissingTable(table));
-            }
-            if let Some(column) = columns.iter().find(|c| !have.iter().any(|h| h == *c)) {
-                return Err(OpenClawDbError::MissingColumn { table, column });
-            }
-        }
-        // The first read after BEGIN pins the snapshot every later read sees.
-        conn.execute_batch("BEGIN")?;
-        conn.query_row("SELECT count(*) FROM session_nodes", [], |r| {
-            r.get::<_, i64>(0)
+        let budget = ReadBudget::install(&conn, read_deadline);
+        let schema_version = check_schema(&conn).map_err(|e| match e {
+            Checked::Sqlite(e) => budget.error(e),
+            Checked::Refused(e) => e,
         })?;
-        Ok(AgentDb {
+        let db = AgentDb {
             conn: Mutex::new(conn),
+            budget,
             copied: copy.is_some(),
             _copy: copy,
             schema_version,
-        })
+        };
+        // The first read after BEGIN pins the snapshot every later read sees.
+        db.with(|c| {
+            c.execute_batch("BEGIN")?;
+            c.query_row("SELECT count(*) FROM session_nodes", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        })?;
+        Ok(db)
     }
 
+    /// One read, under a fresh deadline.
     fn with<R>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, rusqlite::Error>,
@@ -202,7 +276,8 @@ impl AgentDb {
             .conn
             .lock()
             .map_err(|_| OpenClawDbError::Sqlite("a reader panicked".into()))?;
-        Ok(f(&conn)?)
+        self.budget.renew();
+        f(&conn).map_err(|e| self.budget.error(e))
     }
 
     /// Every session node, by key.
@@ -305,11 +380,92 @@ impl AgentDb {
     }
 }
 
-/// Whether the file is a SQLite database in WAL mode (header bytes 18/19 are 2).
+/// Why `check_schema` stopped.
+enum Checked {
+    Sqlite(rusqlite::Error),
+    Refused(OpenClawDbError),
+}
+
+impl From<rusqlite::Error> for Checked {
+    fn from(e: rusqlite::Error) -> Checked {
+        Checked::Sqlite(e)
+    }
+}
+
+/// The schema version, once every table read is a plain table with the columns read stored
+/// (see the module docs); nothing of a table's rows is read here.
+fn check_schema(conn: &Connection) -> Result<i64, Checked> {
+    let refused = |e| Err(Checked::Refused(e));
+    let schema_version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if schema_version > KNOWN_SCHEMA {
+        return refused(OpenClawDbError::NewerSchema {
+            found: schema_version,
+            known: KNOWN_SCHEMA,
+        });
+    }
+    for (table, columns) in NEEDED {
+        // `main` only: a temp object of the same name cannot exist in a fresh connection.
+        let kind: Option<String> = conn
+            .query_row(
+                "SELECT type FROM main.sqlite_master WHERE name = ?1 COLLATE NOCASE",
+                [table],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match kind.as_deref() {
+            None => return refused(OpenClawDbError::MissingTable(table)),
+            Some("table") => {}
+            Some(other) => {
+                return refused(OpenClawDbError::NotATable {
+                    name: table,
+                    kind: other.to_string(),
+                });
+            }
+        }
+        // `table_xinfo` lists generated columns too: `hidden` 2 or 3 (1 is a virtual
+        // table's hidden column, which a plain table cannot have).
+        let mut stmt = conn.prepare("SELECT name, hidden FROM pragma_table_xinfo(?1)")?;
+        let have: Vec<(String, i64)> = stmt
+            .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        for column in columns.iter() {
+            match have.iter().find(|(name, _)| name == column) {
+                None => return refused(OpenClawDbError::MissingColumn { table, column }),
+                Some((_, 0)) => {}
+                Some(_) => return refused(OpenClawDbError::GeneratedColumn { table, column }),
+            }
+        }
+    }
+    Ok(schema_version)
+}
+
+/// Whether the file is a SQLite database in WAL mode (header bytes 18/19 are 2). Opened
+/// without blocking and without following a symlink: should a FIFO have taken the
+/// database's place since it was checked, opening it must not wait for a writer.
 fn is_wal(path: &Path) -> Result<bool, OpenClawDbError> {
     use std::io::Read;
     let mut header = [0u8; 100];
-    let mut file = std::fs::File::open(path).map_err(|e| OpenClawDbError::Sqlite(e.to_string()))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let mut file = options
+        .open(path)
+        .map_err(|e| OpenClawDbError::Sqlite(e.to_string()))?;
+    let is_file = file
+        .metadata()
+        .map_err(|e| OpenClawDbError::Sqlite(e.to_string()))?
+        .is_file();
+    if !is_file {
+        return Err(OpenClawDbError::Sqlite("it is not a regular file".into()));
+    }
     let mut got = 0;
     while got < header.len() {
         match file.read(&mut header[got..]) {
@@ -370,6 +526,46 @@ fn ro_uri(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The deadline is the backstop for whatever the schema checks do not foresee: an
+    /// endless statement on an open database is interrupted and named `TooSlow`. Run on a
+    /// thread and waited for with a generous bound, so a missing deadline fails, not hangs.
+    #[test]
+    fn an_endless_read_is_stopped_by_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(AGENT_DB_FILE);
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE session_nodes (session_key TEXT, current_session_id TEXT, entry_json TEXT);
+             CREATE TABLE session_windows (session_id TEXT, session_key TEXT);
+             CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, event_zstd BLOB);",
+        )
+        .unwrap();
+        drop(c);
+        let db = AgentDb::open(&path, Duration::from_millis(200)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let endless = db.with(|c| {
+                c.query_row(
+                    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r)
+                     SELECT count(*) FROM r",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+            });
+            // The next read has its own budget again.
+            let after = db.nodes().map(|n| n.len());
+            let _ = tx.send((endless, after));
+        });
+        let (endless, after) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the endless read was stopped");
+        match endless {
+            Err(OpenClawDbError::TooSlow(d)) => assert_eq!(d, Duration::from_millis(200)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(after.unwrap(), 0);
+    }
 
     #[test]
     fn uris_escape_what_sqlite_would_read_as_syntax() {

@@ -66,6 +66,7 @@
 
 mod atomic;
 mod error;
+mod folders;
 mod line;
 mod merge;
 mod source;
@@ -88,6 +89,7 @@ use super::storage::StorageError;
 use super::storage::imports::{self, ImportMark};
 use super::storage::queries::{self, RawLine, SessionScan, StoredSession};
 use atomic::StagedFile;
+use folders::{NewFolders, check_real_folder};
 use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
 use source::{Line, Refused, SourceRoot};
 
@@ -204,6 +206,10 @@ pub struct ImportLimits {
     /// Largest `sessions.json`, which must be parsed whole: 256 MiB is about a million
     /// entries, far past OpenClaw's own store (which moved to SQLite for size).
     pub max_index_bytes: u64,
+    /// The longest one read of an OpenClaw SQLite database may take before the import stops
+    /// with an error naming the file (`openclaw_source::READ_DEADLINE`, 2 minutes): a crafted
+    /// or damaged database never hangs the import.
+    pub max_read_time: std::time::Duration,
 }
 
 impl Default for ImportLimits {
@@ -212,6 +218,7 @@ impl Default for ImportLimits {
             max_line_bytes: 16 << 20,
             max_transcript_bytes: 4 << 30,
             max_index_bytes: 256 << 20,
+            max_read_time: super::storage::openclaw_source::READ_DEADLINE,
         }
     }
 }
@@ -278,7 +285,7 @@ impl Engine {
         };
         let root = SourceRoot::new(dir).map_err(io_err("read", dir))?;
         // Every database is checked before anything is written (see sqlite.rs).
-        let dbs = sqlite::open_all(dbs, &root, &mut report)?;
+        let dbs = sqlite::open_all(dbs, &root, limits, &mut report)?;
         let mut candidates = Vec::new();
         for folder in &folders {
             self.read_sessions_json(folder, &root, limits, &mut candidates, &mut report)?;
@@ -350,7 +357,8 @@ impl Engine {
     /// `Overwrite::Replace`, and always when one is not a regular file or symlink or a folder
     /// of the layout is not a real folder. Every file is written under a temporary name
     /// first; only when all are written are they published, so a failure part-way (a full
-    /// disk) leaves no export file behind and a retry works.
+    /// disk) leaves no export file behind and a retry works. Every folder it created is
+    /// removed again on failure (`folders.rs`); folders that were there before stay.
     pub fn export_openclaw(
         &self,
         dir: &Path,
@@ -407,11 +415,14 @@ impl Engine {
         }
 
         let mut report = ExportReport::default();
+        // Declared before the staged files, so on failure they are dropped (their
+        // temporaries removed) first and the folders this export created are then empty.
+        let mut made = NewFolders::default();
         let mut staged = Vec::new();
         let mut folders = Vec::new();
         for (agent, sessions) in &by_agent {
             let sessions_dir = root.join("agents").join(agent).join("sessions");
-            make_real_folders(&root, &sessions_dir)?;
+            made.make(&root, &sessions_dir)?;
             let mut index = Map::new();
             for s in sessions {
                 let path = sessions_dir.join(format!("{}.jsonl", s.entry.session_id));
@@ -457,9 +468,10 @@ impl Engine {
         let mut published: Vec<PathBuf> = Vec::new();
         for (path, file) in staged {
             if let Err(e) = file.publish() {
-                if overwrite == Overwrite::Refuse {
-                    // These were new files of this export: take them back, so a retry works.
-                    for p in &published {
+                for p in &published {
+                    // New files of this export (refusing to overwrite, or in a folder it
+                    // created): take them back, so a retry works and its folders can go.
+                    if overwrite == Overwrite::Refuse || p.parent().is_some_and(|f| made.is_new(f)) {
                         let _ = fs::remove_file(p);
                     }
                 }
@@ -470,6 +482,7 @@ impl Engine {
         for folder in &folders {
             atomic::sync_folder(folder)?;
         }
+        made.keep();
         Ok(report)
     }
 
@@ -890,6 +903,14 @@ fn id_taken(key: &SessionKey, session_id: &str, owner: &SessionKey) -> String {
     format!("session {key} skipped: its sessionId {session_id} already belongs to {owner}")
 }
 
+/// Whether anything is at `path` (a file, a folder, a FIFO, a symlink, even a dangling one),
+/// without following or opening it: where the import expects a file, whatever is there is
+/// taken up and, when it is not a regular file inside the folder, reported as skipped with
+/// its reason (`SourceRoot::open`), never passed over in silence.
+fn something_at(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+}
+
 /// The sessions folders of an import source, or why it is not one.
 fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
     let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
@@ -906,7 +927,7 @@ fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
         for item in fs::read_dir(&agents).map_err(io_err("read", &agents))? {
             let item = item.map_err(io_err("read", &agents))?;
             let sessions = item.path().join("sessions");
-            if sessions.join(SESSIONS_FILE).is_file() {
+            if something_at(&sessions.join(SESSIONS_FILE)) {
                 found.push(AgentFolder {
                     agent_id: normalize_agent_id(&item.file_name().to_string_lossy()),
                     dir: sessions,
@@ -921,7 +942,7 @@ fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
         found.sort_by(|a, b| a.agent_id.cmp(&b.agent_id).then_with(|| a.dir.cmp(&b.dir)));
         return Ok(found);
     }
-    if dir.join(SESSIONS_FILE).is_file() {
+    if something_at(&dir.join(SESSIONS_FILE)) {
         let abs = fs::canonicalize(dir).map_err(io_err("read", dir))?;
         let name = |p: Option<&Path>| {
             p.and_then(Path::file_name)
@@ -1019,44 +1040,4 @@ fn is_safe_file_stem(id: &str) -> bool {
         && !id
             .chars()
             .any(|c| c == '/' || c == '\\' || c == '\0' || c.is_control())
-}
-
-/// A folder of the export layout must be a real folder, not a symlink to somewhere else.
-fn check_real_folder(folder: &Path) -> Result<(), TransferError> {
-    match fs::symlink_metadata(folder) {
-        Ok(m) if m.file_type().is_dir() => Ok(()),
-        Ok(m) => Err(TransferError::UnsafeTarget {
-            path: folder.to_path_buf(),
-            reason: format!(
-                "it is {}, not a folder; an export never writes through one",
-                atomic::describe(m.file_type())
-            ),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(TransferError::Io {
-            op: "inspect",
-            path: folder.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-/// Create `root` (a path the user chose) and the layout's folders below it, one level at a
-/// time, each a real folder.
-fn make_real_folders(root: &Path, folder: &Path) -> Result<(), TransferError> {
-    fs::create_dir_all(root).map_err(io_err("create", root))?;
-    let mut at = root.to_path_buf();
-    for part in folder
-        .strip_prefix(root)
-        .unwrap_or(Path::new(""))
-        .components()
-    {
-        at.push(part);
-        match fs::create_dir(&at) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => check_real_folder(&at)?,
-            Err(e) => return Err(io_err("create", &at)(e)),
-        }
-    }
-    Ok(())
 }

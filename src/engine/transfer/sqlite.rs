@@ -70,7 +70,9 @@ pub(super) struct OpenDb {
 }
 
 /// The agent databases of `dir`: `dir/agents/<id>/agent/openclaw-agent.sqlite`, or `dir`
-/// itself being one `agents/<id>/agent` folder. Empty when there are none.
+/// itself being one `agents/<id>/agent` folder. Empty when there are none. Anything at that
+/// name counts (a folder, a FIFO, a symlink), so `open_all` reports why it is not read
+/// instead of passing over it without a word.
 pub(super) fn find_agent_dbs(dir: &Path) -> Result<Vec<AgentDbFile>, TransferError> {
     let agents = dir.join("agents");
     let mut found = Vec::new();
@@ -78,7 +80,7 @@ pub(super) fn find_agent_dbs(dir: &Path) -> Result<Vec<AgentDbFile>, TransferErr
         for item in fs::read_dir(&agents).map_err(io_err("read", &agents))? {
             let item = item.map_err(io_err("read", &agents))?;
             let path = item.path().join("agent").join(AGENT_DB_FILE);
-            if path.is_file() {
+            if super::something_at(&path) {
                 found.push(AgentDbFile {
                     agent_id: normalize_agent_id(&item.file_name().to_string_lossy()),
                     path,
@@ -89,7 +91,7 @@ pub(super) fn find_agent_dbs(dir: &Path) -> Result<Vec<AgentDbFile>, TransferErr
         return Ok(found);
     }
     let path = dir.join(AGENT_DB_FILE);
-    if path.is_file() {
+    if super::something_at(&path) {
         let abs = fs::canonicalize(dir).map_err(io_err("read", dir))?;
         let name = |p: Option<&Path>| {
             p.and_then(Path::file_name)
@@ -122,6 +124,7 @@ pub(super) fn find_agent_dbs(dir: &Path) -> Result<Vec<AgentDbFile>, TransferErr
 pub(super) fn open_all(
     found: Vec<AgentDbFile>,
     root: &SourceRoot,
+    limits: &ImportLimits,
     report: &mut ImportReport,
 ) -> Result<Vec<OpenDb>, TransferError> {
     let mut open = Vec::new();
@@ -137,7 +140,7 @@ pub(super) fn open_all(
                 continue;
             }
         }
-        let db = AgentDb::open(&f.path).map_err(|source| TransferError::OpenClawDb {
+        let db = AgentDb::open(&f.path, limits.max_read_time).map_err(|source| TransferError::OpenClawDb {
             path: f.path.clone(),
             source,
         })?;
