@@ -29,6 +29,7 @@ fn send(key: &str, text: &str) -> SendRequest {
         key: key.to_string(),
         text: text.to_string(),
         from: Sender::default(),
+        idempotency_key: None,
     }
 }
 
@@ -399,4 +400,27 @@ async fn a_caller_that_goes_away_leaves_the_run_going_and_its_result_kept() {
         "the dropped call's message was lost"
     );
     assert_eq!(answered, ["re: first", "re: second", "re: third"]);
+}
+
+/// A send is answered only once its message and its run are both on disk: the run the
+/// receipt names is recorded (`running`) the moment `send` returns, so a crash right after
+/// the answer leaves a run that recovery closes and `wait_run` reports, never an unknown
+/// id. (Before, the run's row was written 20 ms into its turn: a receipt could name a run
+/// that no restart would ever know.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_is_acknowledged_with_its_run_recorded() {
+    let b = exchange_bench();
+    let api = b.engine.start();
+    let receipt = api
+        .send(send("agent:slow:main", "take your time"))
+        .await
+        .expect("send");
+    let run_id = receipt.run_id.expect("a run answers the message");
+    let run = b
+        .engine
+        .run(&run_id)
+        .expect("read")
+        .expect("the acknowledged run is recorded");
+    assert_eq!(run.status, "running", "{run:?}");
+    assert_eq!(run.session_key, "agent:slow:main");
 }

@@ -19,7 +19,6 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use super::auth_limit::Limiter;
 use super::events::Subscriptions;
-use super::idempotency::Idempotency;
 use super::methods::{self, error};
 use super::outbox::{self, Ending, Outbox};
 use super::requests::{self, Ctx, Work};
@@ -43,7 +42,6 @@ pub struct Shared {
     pub handshake_timeout: std::time::Duration,
     pub max_buffered_bytes: usize,
     pub tick_interval: std::time::Duration,
-    pub idempotency: Idempotency,
     pub auth_limit: Limiter,
 }
 

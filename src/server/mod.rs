@@ -5,7 +5,6 @@ mod auth_limit;
 mod chat_deltas;
 mod connection;
 mod events;
-mod idempotency;
 mod methods;
 mod outbox;
 mod requests;
@@ -95,7 +94,6 @@ pub async fn run_with_tls(
         handshake_timeout: options.handshake_timeout,
         max_buffered_bytes: options.max_buffered_bytes,
         tick_interval: options.tick_interval,
-        idempotency: idempotency::Idempotency::default(),
         auth_limit: auth_limit::Limiter::new(options.auth_limit),
     });
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder

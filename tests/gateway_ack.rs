@@ -1,0 +1,276 @@
+//! Acknowledgements that never lie (issue 16 items 5 and 6), against real `switchboard serve`
+//! processes on one state folder: a send acknowledged before a `kill -9` has a run that the
+//! restarted gateway reports as ended (never NOT_FOUND) and that history shows; its
+//! `idempotencyKey` survives the restart, and a key reused for another session or message is
+//! refused; a run whose end cannot be written (a failing disk) still ends for its waiters.
+
+mod gateway_process;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+
+use gateway_process::{BIN, TOKEN, WAIT, Ws, connect_req, open, recv, send};
+use serde_json::{Value, json};
+
+/// `slow …` never answers within a test (the turn sleeps 10 min); anything else at once.
+const CONFIG: &str = r#"{ agents: { list: [ { id: "main", default: true, model: "scripted",
+    script: [ { when: { text: "/^slow/" }, delayMs: 600000, reply: "too late" },
+              { reply: "got: {{text}}" } ] } ] } }"#;
+
+/// A `serve` on `root/state`; killed (SIGKILL) when dropped.
+struct Serve {
+    child: Child,
+    addr: String,
+    _stderr: mpsc::Receiver<String>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(root: &Path, failpoint: Option<&str>) -> Serve {
+    let config = root.join("config.json5");
+    std::fs::write(&config, CONFIG).expect("config");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+        .env("SWITCHBOARD_STATE_DIR", root.join("state"))
+        .env("SWITCHBOARD_CONFIG", &config)
+        .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
+        .env_remove("SWITCHBOARD_FAILPOINT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(f) = failpoint {
+        cmd.env("SWITCHBOARD_FAILPOINT", f);
+    }
+    let mut child = cmd.spawn().expect("spawn serve");
+    let err = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let addr = loop {
+        let line = rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no listening line; stderr so far: {seen:?}"));
+        if let Some(rest) = line.split("listening on ws://").nth(1) {
+            break rest.trim().to_string();
+        }
+        seen.push(line);
+    };
+    Serve {
+        child,
+        addr,
+        _stderr: rx,
+    }
+}
+
+impl Serve {
+    /// `kill -9`: no chance to record anything more.
+    fn kill(mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
+    }
+}
+
+async fn connected(addr: &str) -> Ws {
+    let mut ws = open(addr).await;
+    let c = recv(&mut ws).await.expect("challenge");
+    assert_eq!(c["event"], "connect.challenge", "{c}");
+    send(&mut ws, connect_req(TOKEN, None)).await;
+    let hello = recv(&mut ws).await.expect("hello");
+    assert_eq!(hello["ok"], true, "{hello}");
+    ws
+}
+
+/// The `res` to a request (events on the way kept in `events`).
+async fn call_keeping(
+    ws: &mut Ws,
+    id: &str,
+    method: &str,
+    params: Value,
+    events: &mut Vec<Value>,
+) -> Value {
+    send(
+        ws,
+        json!({"type": "req", "id": id, "method": method, "params": params}),
+    )
+    .await;
+    next_res(ws, id, events).await
+}
+
+async fn next_res(ws: &mut Ws, id: &str, events: &mut Vec<Value>) -> Value {
+    loop {
+        let f = recv(ws).await.expect("a frame");
+        if f["type"] == "res" && f["id"] == id {
+            return f;
+        }
+        events.push(f);
+    }
+}
+
+async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
+    call_keeping(ws, id, method, params, &mut Vec::new()).await
+}
+
+fn user_texts(history: &Value) -> Vec<String> {
+    history["payload"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| {
+            m["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_send_survives_a_kill_and_its_key_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = serve(dir.path(), None);
+    let mut ws = connected(&first.addr).await;
+    let params = json!({"sessionKey": "main", "message": "slow work", "idempotencyKey": "key-1"});
+    let ack = call(&mut ws, "s1", "chat.send", params.clone()).await;
+    assert_eq!(ack["ok"], true, "{ack}");
+    let run_id = ack["payload"]["runId"].as_str().expect("runId").to_string();
+    // The run is under way (its reply is ten minutes off) when the process dies.
+    drop(ws);
+    first.kill();
+
+    let second = serve(dir.path(), None);
+    let mut ws = connected(&second.addr).await;
+    let waited = call(
+        &mut ws,
+        "w1",
+        "agent.wait",
+        json!({"runId": run_id, "timeoutMs": 5000}),
+    )
+    .await;
+    assert_eq!(waited["ok"], true, "never NOT_FOUND: {waited}");
+    assert_eq!(waited["payload"]["status"], "error", "{waited}");
+    let error = waited["payload"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("engine stopped"), "{waited}");
+
+    let history = call(&mut ws, "h1", "chat.history", json!({"sessionKey": "main"})).await;
+    let messages = history["payload"]["messages"].as_array().expect("messages");
+    let last = messages.last().expect("a last message");
+    assert_eq!(last["role"], "assistant", "{history}");
+    assert_eq!(last["stopReason"], "error", "{history}");
+    assert!(
+        last["errorMessage"]
+            .as_str()
+            .is_some_and(|e| e.contains("engine stopped")),
+        "{history}"
+    );
+
+    // The client retries with its key: the first run, and no second message.
+    let retry = call(&mut ws, "s2", "chat.send", params).await;
+    assert_eq!(retry["ok"], true, "{retry}");
+    assert_eq!(retry["payload"]["runId"], run_id.as_str(), "{retry}");
+    let history = call(&mut ws, "h2", "chat.history", json!({"sessionKey": "main"})).await;
+    assert_eq!(user_texts(&history), ["slow work"], "{history}");
+
+    // The key names that message to that session, and nothing else.
+    let other_session = json!({"sessionKey": "agent:main:other", "message": "slow work",
+                               "idempotencyKey": "key-1"});
+    let refused = call(&mut ws, "s3", "chat.send", other_session).await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("key-1") && why.contains("agent:main:main"),
+        "{why}"
+    );
+    let other_text = json!({"sessionKey": "main", "message": "something else",
+                            "idempotencyKey": "key-1"});
+    let refused = call(&mut ws, "s4", "agent", other_text).await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("key-1") && why.contains("different message"),
+        "{why}"
+    );
+    let history = call(&mut ws, "h3", "chat.history", json!({"sessionKey": "main"})).await;
+    assert_eq!(user_texts(&history), ["slow work"], "{history}");
+    let other = call(
+        &mut ws,
+        "h4",
+        "chat.history",
+        json!({"sessionKey": "agent:main:other"}),
+    )
+    .await;
+    assert_eq!(
+        other["ok"], false,
+        "no message reached the other session: {other}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_end_cannot_be_recorded_ends_in_error_for_its_waiters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let failing = serve(dir.path(), Some("run-end-storage-error"));
+    let mut ws = connected(&failing.addr).await;
+    let mut events = Vec::new();
+    let params = json!({"sessionKey": "main", "message": "hello", "idempotencyKey": "a-1"});
+    let accepted = call_keeping(&mut ws, "a1", "agent", params, &mut events).await;
+    assert_eq!(accepted["payload"]["status"], "accepted", "{accepted}");
+    let run_id = accepted["payload"]["runId"]
+        .as_str()
+        .expect("runId")
+        .to_string();
+    // `agent`'s second answer: the run failed, and says why.
+    let done = next_res(&mut ws, "a1", &mut events).await;
+    assert_eq!(done["payload"]["status"], "error", "{done}");
+    let summary = done["payload"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("storage error"), "{done}");
+    // The `chat` event a streaming client waits for: state error, not silence.
+    while !events
+        .iter()
+        .any(|e| e["event"] == "chat" && e["payload"]["runId"] == run_id.as_str())
+    {
+        events.push(recv(&mut ws).await.expect("a chat event for the run"));
+    }
+    let chat = events
+        .iter()
+        .find(|e| e["event"] == "chat" && e["payload"]["runId"] == run_id.as_str())
+        .expect("chat event");
+    assert_eq!(chat["payload"]["state"], "error", "{chat}");
+    // Asked later (the run's task is over; its row still says running): the failure.
+    let waited = call(
+        &mut ws,
+        "w1",
+        "agent.wait",
+        json!({"runId": run_id, "timeoutMs": 5000}),
+    )
+    .await;
+    assert_eq!(waited["payload"]["status"], "error", "{waited}");
+    drop(ws);
+    failing.kill();
+
+    // The next start records the end the failing disk refused.
+    let healthy = serve(dir.path(), None);
+    let mut ws = connected(&healthy.addr).await;
+    let waited = call(
+        &mut ws,
+        "w2",
+        "agent.wait",
+        json!({"runId": run_id, "timeoutMs": 5000}),
+    )
+    .await;
+    assert_eq!(waited["payload"]["status"], "error", "{waited}");
+}
