@@ -424,3 +424,37 @@ async fn a_send_is_acknowledged_with_its_run_recorded() {
     assert_eq!(run.status, "running", "{run:?}");
     assert_eq!(run.session_key, "agent:slow:main");
 }
+
+/// One key sent at once into two sessions: the writer's transaction admits exactly one; the
+/// other is refused, and nothing of it is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_raced_into_two_sessions_records_one_message() {
+    let b = exchange_bench();
+    let api = b.engine.start();
+    let keyed = |key: &str| SendRequest {
+        idempotency_key: Some("raced".into()),
+        ..send(key, "the same words")
+    };
+    let (a, c) = tokio::join!(
+        api.send(keyed("agent:main:left")),
+        api.send(keyed("agent:main:right"))
+    );
+    let (won, lost) = match (a, c) {
+        (Ok(w), Err(l)) => (w, l),
+        (Err(l), Ok(w)) => (w, l),
+        other => panic!("exactly one send is recorded: {other:?}"),
+    };
+    assert!(
+        matches!(&lost, ApiError::BadInput(m) if m.contains("raced") && m.contains(&won.display_key)),
+        "{lost:?}"
+    );
+    let other = if won.key == "agent:main:left" {
+        "agent:main:right"
+    } else {
+        "agent:main:left"
+    };
+    let page = transcript(api.as_ref(), other).await;
+    assert!(texts(&page, LineRole::User).is_empty(), "{page:?}");
+    let page = transcript(api.as_ref(), &won.key).await;
+    assert_eq!(texts(&page, LineRole::User), ["the same words"]);
+}

@@ -274,3 +274,30 @@ async fn a_run_whose_end_cannot_be_recorded_ends_in_error_for_its_waiters() {
     .await;
     assert_eq!(waited["payload"]["status"], "error", "{waited}");
 }
+
+/// Repeats sent back to back, before the first is answered, wait for it: one message, one
+/// run, the same `runId` in every answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_repeats_of_a_key_get_the_first_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gateway = serve(dir.path(), None);
+    let mut ws = connected(&gateway.addr).await;
+    let params = json!({"sessionKey": "main", "message": "once", "idempotencyKey": "p-1"});
+    for id in ["p1", "p2", "p3"] {
+        send(
+            &mut ws,
+            json!({"type": "req", "id": id, "method": "chat.send", "params": params}),
+        )
+        .await;
+    }
+    let mut events = Vec::new();
+    let mut run_ids = Vec::new();
+    for id in ["p1", "p2", "p3"] {
+        let res = next_res(&mut ws, id, &mut events).await;
+        assert_eq!(res["ok"], true, "{res}");
+        run_ids.push(res["payload"]["runId"].as_str().expect("runId").to_string());
+    }
+    assert!(run_ids.iter().all(|r| *r == run_ids[0]), "{run_ids:?}");
+    let history = call(&mut ws, "h", "chat.history", json!({"sessionKey": "main"})).await;
+    assert_eq!(user_texts(&history), ["once"], "{history}");
+}

@@ -228,10 +228,6 @@ pub fn close_owner(conn: &Connection, owner: &str, now: i64) -> Result<Recovered
 /// The failed turn's line, as a run that ends in error records it (`stopReason: "error"`,
 /// `errorMessage`, the run in `__switchboard`). A session deleted since has none.
 fn record_interruption(conn: &Connection, run: &RunRow, now: i64) -> Result<(), StorageError> {
-    let key = crate::engine::session::key::SessionKey::from_canonical(run.session_key.clone());
-    if super::queries::get_session(conn, &key)?.is_none() {
-        return Ok(());
-    }
     let message = serde_json::json!({
         "role": "assistant",
         "content": [],
@@ -242,8 +238,7 @@ fn record_interruption(conn: &Connection, run: &RunRow, now: i64) -> Result<(), 
             "runId": run.run_id, "step": run.step, "round": run.round, "flowId": run.flow_id,
         },
     });
-    let line = super::queries::PreparedLine::new(super::queries::NewLine::message(message), now);
-    super::queries::append_prepared(conn, &key, &[line], now)?;
+    super::queries::append_message_if_present(conn, &run.session_key, message, now)?;
     Ok(())
 }
 
