@@ -6,12 +6,11 @@
 
 mod gateway_process;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 
-use gateway_process::{BIN, TOKEN, WAIT, Ws, connect_req, open, recv, send};
+use gateway_process::{TOKEN, WAIT, Ws, connect_req, launch, open, recv, send, serve_command};
 use serde_json::{Value, json};
 
 /// `slow …` never answers within a test (the turn sleeps 10 min); anything else at once.
@@ -36,42 +35,15 @@ impl Drop for Serve {
 fn serve(root: &Path, failpoint: Option<&str>) -> Serve {
     let config = root.join("config.json5");
     std::fs::write(&config, CONFIG).expect("config");
-    let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--bind", "127.0.0.1:0"])
-        .env("SWITCHBOARD_STATE_DIR", root.join("state"))
-        .env("SWITCHBOARD_CONFIG", &config)
-        .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
-        .env_remove("SWITCHBOARD_FAILPOINT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut cmd = serve_command(root, &config);
     if let Some(f) = failpoint {
         cmd.env("SWITCHBOARD_FAILPOINT", f);
     }
-    let mut child = cmd.spawn().expect("spawn serve");
-    let err = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let addr = loop {
-        let line = rx
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no listening line; stderr so far: {seen:?}"));
-        if let Some(rest) = line.split("listening on ws://").nth(1) {
-            break rest.trim().to_string();
-        }
-        seen.push(line);
-    };
+    let (child, _, addr, stderr) = launch(cmd);
     Serve {
         child,
         addr,
-        _stderr: rx,
+        _stderr: stderr,
     }
 }
 
@@ -123,6 +95,12 @@ async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
     call_keeping(ws, id, method, params, &mut Vec::new()).await
 }
 
+/// `agent.wait` on `run_id`, up to 5 s.
+async fn agent_wait(ws: &mut Ws, id: &str, run_id: &str) -> Value {
+    let params = json!({"runId": run_id, "timeoutMs": 5000});
+    call(ws, id, "agent.wait", params).await
+}
+
 fn user_texts(history: &Value) -> Vec<String> {
     history["payload"]["messages"]
         .as_array()
@@ -153,13 +131,7 @@ async fn an_acknowledged_send_survives_a_kill_and_its_key_a_restart() {
 
     let second = serve(dir.path(), None);
     let mut ws = connected(&second.addr).await;
-    let waited = call(
-        &mut ws,
-        "w1",
-        "agent.wait",
-        json!({"runId": run_id, "timeoutMs": 5000}),
-    )
-    .await;
+    let waited = agent_wait(&mut ws, "w1", &run_id).await;
     assert_eq!(waited["ok"], true, "never NOT_FOUND: {waited}");
     assert_eq!(waited["payload"]["status"], "error", "{waited}");
     let error = waited["payload"]["error"].as_str().unwrap_or_default();
@@ -238,26 +210,27 @@ async fn a_run_whose_end_cannot_be_recorded_ends_in_error_for_its_waiters() {
     assert_eq!(done["payload"]["status"], "error", "{done}");
     let summary = done["payload"]["summary"].as_str().unwrap_or_default();
     assert!(summary.contains("storage error"), "{done}");
-    // The `chat` event a streaming client waits for: state error, not silence.
-    while !events
-        .iter()
-        .any(|e| e["event"] == "chat" && e["payload"]["runId"] == run_id.as_str())
-    {
-        events.push(recv(&mut ws).await.expect("a chat event for the run"));
-    }
+    // The `chat` event a streaming client waits for: state error, not silence (ticks come
+    // every 30 s, so the wait is bounded on its own).
+    let chat_for_run = |events: &[Value]| {
+        events
+            .iter()
+            .any(|e| e["event"] == "chat" && e["payload"]["runId"] == run_id.as_str())
+    };
+    tokio::time::timeout(WAIT, async {
+        while !chat_for_run(&events) {
+            events.push(recv(&mut ws).await.expect("a frame"));
+        }
+    })
+    .await
+    .expect("a chat event for the run within the wait");
     let chat = events
         .iter()
         .find(|e| e["event"] == "chat" && e["payload"]["runId"] == run_id.as_str())
         .expect("chat event");
     assert_eq!(chat["payload"]["state"], "error", "{chat}");
     // Asked later (the run's task is over; its row still says running): the failure.
-    let waited = call(
-        &mut ws,
-        "w1",
-        "agent.wait",
-        json!({"runId": run_id, "timeoutMs": 5000}),
-    )
-    .await;
+    let waited = agent_wait(&mut ws, "w1", &run_id).await;
     assert_eq!(waited["payload"]["status"], "error", "{waited}");
     drop(ws);
     failing.kill();
@@ -265,13 +238,7 @@ async fn a_run_whose_end_cannot_be_recorded_ends_in_error_for_its_waiters() {
     // The next start records the end the failing disk refused.
     let healthy = serve(dir.path(), None);
     let mut ws = connected(&healthy.addr).await;
-    let waited = call(
-        &mut ws,
-        "w2",
-        "agent.wait",
-        json!({"runId": run_id, "timeoutMs": 5000}),
-    )
-    .await;
+    let waited = agent_wait(&mut ws, "w2", &run_id).await;
     assert_eq!(waited["payload"]["status"], "error", "{waited}");
 }
 

@@ -100,7 +100,10 @@ pub fn insert(conn: &Connection, row: &KeyRow) -> Result<(), StorageError> {
 fn prune(conn: &Connection, now: i64) -> Result<(), StorageError> {
     conn.prepare_cached("DELETE FROM idempotency_keys WHERE created_at <= ?1")?
         .execute([expired_before(now)])?;
-    if INSERTS.fetch_add(1, Ordering::Relaxed) % CAP_EVERY == 0 {
+    if INSERTS
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(CAP_EVERY)
+    {
         conn.prepare_cached(
             "DELETE FROM idempotency_keys WHERE created_at <
                  (SELECT created_at FROM idempotency_keys ORDER BY created_at DESC
