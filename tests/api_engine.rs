@@ -458,3 +458,24 @@ async fn one_key_raced_into_two_sessions_records_one_message() {
     let page = transcript(api.as_ref(), &won.key).await;
     assert_eq!(texts(&page, LineRole::User), ["the same words"]);
 }
+
+/// A key is stored and quoted back: an empty one, one over 256 bytes or one with control
+/// characters is refused before anything is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_idempotency_key_is_refused_with_its_rule() {
+    let b = exchange_bench();
+    let api = b.engine.start();
+    for bad in [String::new(), "k".repeat(257), "a\u{1b}[2Jb".to_string()] {
+        let request = SendRequest {
+            idempotency_key: Some(bad.clone()),
+            ..send("agent:main:keys", "hello")
+        };
+        let refused = api.send(request).await.expect_err("refused");
+        assert!(
+            matches!(&refused, ApiError::BadInput(m) if m.contains("idempotencyKey must be 1 to 256 bytes")),
+            "{bad:?}: {refused:?}"
+        );
+    }
+    let page = transcript(api.as_ref(), "agent:main:keys").await;
+    assert!(!page.exists, "{page:?}");
+}

@@ -309,12 +309,16 @@ impl Engine {
         let engine = self.clone();
         let text = request.text;
         let idempotency_key = request.idempotency_key;
+        // What a repeat is compared by (the text itself may be megabytes: not kept twice).
+        let text_hash = idempotency_key
+            .as_ref()
+            .map(|_| idempotency::message_hash(&text));
         let what = format!("recording a message into {key}");
-        let (k, t) = (key.clone(), text.clone());
+        let k = key.clone();
         let recording = self.tracker().spawn(what, async move {
             let turn = place.turn().await;
             let received = group
-                .scope(engine.receive_keyed(&k, &t, &from, idempotency_key.as_deref()))
+                .scope(engine.receive_keyed(&k, &text, &from, idempotency_key.as_deref()))
                 .await;
             drop(turn);
             received
@@ -327,7 +331,8 @@ impl Engine {
             Intake::Received(r) => r,
             Intake::Repeat(first) => {
                 let first_key = SessionKey::from_canonical(first.session_key.clone());
-                repeat_matches(&first, &key, &text, &scheme.display(&first_key))?;
+                let hash = text_hash.unwrap_or_default();
+                repeat_matches(&first, &key, &hash, &scheme.display(&first_key))?;
                 return Ok(SendReceipt {
                     display_key: scheme.display(&first_key),
                     key: first.session_key,
@@ -456,7 +461,7 @@ fn check_idempotency_key(k: &str) -> Result<(), ApiError> {
 fn repeat_matches(
     first: &idempotency::KeyRow,
     key: &SessionKey,
-    text: &str,
+    text_hash: &str,
     first_shown: &str,
 ) -> Result<(), ApiError> {
     let window = idempotency::TTL.as_secs() / 60;
@@ -466,7 +471,7 @@ fn repeat_matches(
             first.key
         )));
     }
-    if first.message_hash != idempotency::message_hash(text) {
+    if first.message_hash != text_hash {
         return Err(ApiError::BadInput(format!(
             "idempotencyKey {:?} was already used for a different message to {first_shown} in the last {window} minutes; a retry must repeat the same text, a new message needs a new key",
             first.key

@@ -271,33 +271,8 @@ impl Engine {
                 row,
             };
             let (None, Some(run_id)) = (&command, run_id) else {
-                if let Some(SendCommand::Set(p)) = command {
-                    let value = p.map(|p| p.as_str().to_string());
-                    self.store()
-                        .patch(key, move |e| {
-                            e.send_policy = value.clone();
-                            Ok(())
-                        })
-                        .await?;
-                    self.events().emit(EngineEvent::PolicyChanged {
-                        key: key.to_string(),
-                        policy: p.map(|p| p.as_str()).unwrap_or("inherit").to_string(),
-                        by: "/send".into(),
-                    });
-                }
                 let reply = command_reply.unwrap_or_default();
-                self.store()
-                    .append_message(
-                        key,
-                        json!({
-                            "role": "assistant",
-                            "content": [{ "type": "text", "text": reply }],
-                            "stopReason": "stop",
-                            "timestamp": now_ms(),
-                            "__switchboard": { "command": "send" },
-                        }),
-                    )
-                    .await?;
+                self.answer_send_command(key, command, &reply).await?;
                 return Ok(Intake::Received(Received {
                     recorded,
                     run: None,
@@ -314,5 +289,44 @@ impl Engine {
                 command_reply: None,
             }))
         }
+    }
+}
+
+impl Engine {
+    /// The owner's `/send` command, recorded: the session's policy set (when it sets one)
+    /// and the engine's `reply` appended in place of an agent's.
+    async fn answer_send_command(
+        &self,
+        key: &SessionKey,
+        command: Option<SendCommand>,
+        reply: &str,
+    ) -> Result<(), StorageError> {
+        if let Some(SendCommand::Set(p)) = command {
+            let value = p.map(|p| p.as_str().to_string());
+            self.store()
+                .patch(key, move |e| {
+                    e.send_policy = value.clone();
+                    Ok(())
+                })
+                .await?;
+            self.events().emit(EngineEvent::PolicyChanged {
+                key: key.to_string(),
+                policy: p.map(|p| p.as_str()).unwrap_or("inherit").to_string(),
+                by: "/send".into(),
+            });
+        }
+        self.store()
+            .append_message(
+                key,
+                json!({
+                    "role": "assistant",
+                    "content": [{ "type": "text", "text": reply }],
+                    "stopReason": "stop",
+                    "timestamp": now_ms(),
+                    "__switchboard": { "command": "send" },
+                }),
+            )
+            .await?;
+        Ok(())
     }
 }
