@@ -238,6 +238,7 @@ fn bench_delta_to_console(c: &mut Criterion) {
                         key: "agent:main:main".into(),
                         text: "stream please".into(),
                         from: Sender::default(),
+                        idempotency_key: None,
                     })
                     .await
                     .expect("send");

@@ -1072,6 +1072,7 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
             key: args.key.clone(),
             text: args.text.clone(),
             from,
+            idempotency_key: None,
         })
         .await
         .map_err(api_error)?;

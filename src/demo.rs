@@ -377,6 +377,7 @@ async fn inject(api: &dyn SessionsApi, m: &Message) -> anyhow::Result<WorkId> {
             key: m.key.clone(),
             text: m.text.clone(),
             from: m.from.clone(),
+            idempotency_key: None,
         })
         .await?;
     Ok(receipt.work)

@@ -271,6 +271,7 @@ async fn a_server_that_is_down_fails_the_run_clearly_and_the_session_stays_usabl
         key: KEY.to_string(),
         text: "still there?".to_string(),
         from: Sender::default(),
+        idempotency_key: None,
     })
     .await
     .expect("a second send is recorded");

@@ -67,6 +67,7 @@ async fn send(engine: &Engine, key: &str, text: &str) {
             key: key.to_string(),
             text: text.to_string(),
             from: Sender::default(),
+            idempotency_key: None,
         }),
     )
     .await

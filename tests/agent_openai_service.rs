@@ -79,6 +79,7 @@ async fn send(api: &Arc<dyn SessionsApi>, key: &str, text: &str) -> String {
             key: key.to_string(),
             text: text.to_string(),
             from: Sender::default(),
+            idempotency_key: None,
         }),
     )
     .await

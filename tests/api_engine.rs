@@ -29,6 +29,7 @@ fn send(key: &str, text: &str) -> SendRequest {
         key: key.to_string(),
         text: text.to_string(),
         from: Sender::default(),
+        idempotency_key: None,
     }
 }
 
@@ -399,4 +400,82 @@ async fn a_caller_that_goes_away_leaves_the_run_going_and_its_result_kept() {
         "the dropped call's message was lost"
     );
     assert_eq!(answered, ["re: first", "re: second", "re: third"]);
+}
+
+/// A send is answered only once its message and its run are both on disk: the run the
+/// receipt names is recorded (`running`) the moment `send` returns, so a crash right after
+/// the answer leaves a run that recovery closes and `wait_run` reports, never an unknown
+/// id. (Before, the run's row was written 20 ms into its turn: a receipt could name a run
+/// that no restart would ever know.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_is_acknowledged_with_its_run_recorded() {
+    let b = exchange_bench();
+    let api = b.engine.start();
+    let receipt = api
+        .send(send("agent:slow:main", "take your time"))
+        .await
+        .expect("send");
+    let run_id = receipt.run_id.expect("a run answers the message");
+    let run = b
+        .engine
+        .run(&run_id)
+        .expect("read")
+        .expect("the acknowledged run is recorded");
+    assert_eq!(run.status, "running", "{run:?}");
+    assert_eq!(run.session_key, "agent:slow:main");
+}
+
+/// One key sent at once into two sessions: the writer's transaction admits exactly one; the
+/// other is refused, and nothing of it is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_raced_into_two_sessions_records_one_message() {
+    let b = exchange_bench();
+    let api = b.engine.start();
+    let keyed = |key: &str| SendRequest {
+        idempotency_key: Some("raced".into()),
+        ..send(key, "the same words")
+    };
+    let (a, c) = tokio::join!(
+        api.send(keyed("agent:main:left")),
+        api.send(keyed("agent:main:right"))
+    );
+    let (won, lost) = match (a, c) {
+        (Ok(w), Err(l)) => (w, l),
+        (Err(l), Ok(w)) => (w, l),
+        other => panic!("exactly one send is recorded: {other:?}"),
+    };
+    assert!(
+        matches!(&lost, ApiError::BadInput(m) if m.contains("raced") && m.contains(&won.display_key)),
+        "{lost:?}"
+    );
+    let other = if won.key == "agent:main:left" {
+        "agent:main:right"
+    } else {
+        "agent:main:left"
+    };
+    let page = transcript(api.as_ref(), other).await;
+    assert!(texts(&page, LineRole::User).is_empty(), "{page:?}");
+    let page = transcript(api.as_ref(), &won.key).await;
+    assert_eq!(texts(&page, LineRole::User), ["the same words"]);
+}
+
+/// A key is stored and quoted back: an empty one, one over 256 bytes or one with control
+/// characters is refused before anything is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_idempotency_key_is_refused_with_its_rule() {
+    let b = exchange_bench();
+    let api = b.engine.start();
+    for bad in [String::new(), "k".repeat(257), "a\u{1b}[2Jb".to_string()] {
+        let request = SendRequest {
+            idempotency_key: Some(bad.clone()),
+            ..send("agent:main:keys", "hello")
+        };
+        let refused = api.send(request).await.expect_err("refused");
+        assert!(
+            matches!(&refused, ApiError::BadInput(m) if m.contains("idempotencyKey must be 1 to 256 bytes")),
+            "{bad:?}: {refused:?}"
+        );
+    }
+    let page = transcript(api.as_ref(), "agent:main:keys").await;
+    assert!(!page.exists, "{page:?}");
 }

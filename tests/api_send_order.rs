@@ -28,6 +28,7 @@ async fn a_hundred_sends_under_way_at_once_are_recorded_in_call_order() {
                 key: "agent:main:main".into(),
                 text: text.clone(),
                 from: Sender::owner(),
+                idempotency_key: None,
             })
         })
         .collect();

@@ -279,11 +279,12 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
         let work = SessionKey::from_canonical("agent:work:main");
         let runs = engine.runs_of(&work, 10).unwrap();
         assert!(runs.iter().all(|r| r.status != "running"), "{runs:?}");
-        let aborted: Vec<_> = runs.iter().filter(|r| r.status == "aborted").collect();
-        assert_eq!(aborted.len(), 1, "{runs:?}");
-        assert_eq!(aborted[0].step, "reply");
+        // Interrupted by the crash: a failure (nobody aborted it), with why.
+        let interrupted: Vec<_> = runs.iter().filter(|r| r.status == "error").collect();
+        assert_eq!(interrupted.len(), 1, "{runs:?}");
+        assert_eq!(interrupted[0].step, "reply");
         assert!(
-            aborted[0]
+            interrupted[0]
                 .error
                 .as_deref()
                 .unwrap()
@@ -297,7 +298,8 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
             "{main_runs:?}"
         );
     });
-    // Everything committed before the kill is still there, in order.
+    // Everything committed before the kill is still there, in order, then the interrupted
+    // round as a failed turn (no text; its `errorMessage` says the engine stopped).
     let work = b.texts("agent:work:main", false);
     let tail: Vec<&str> = work.iter().skip(2).map(|(_, t)| t.as_str()).collect();
     assert_eq!(
@@ -305,7 +307,8 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
         [
             "slow job",
             "work slowly: slow job",
-            "main hears: work slowly: slow job"
+            "main hears: work slowly: slow job",
+            ""
         ]
     );
     // The folder works normally afterwards.

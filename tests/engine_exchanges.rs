@@ -166,6 +166,7 @@ async fn a_send_stopped_by_the_chain_limit_is_an_entry_of_its_own() {
             key: "agent:a:main".into(),
             text: "start the chain".into(),
             from: Sender::default(),
+            idempotency_key: None,
         })
         .await
         .expect("send");

@@ -738,6 +738,7 @@ async fn a_policy_turned_off_mid_exchange_stops_the_loop_and_blocks_the_announce
             key: group.into(),
             text: "/send off".into(),
             from: Sender::owner(),
+            idempotency_key: None,
         })
         .await
         .unwrap();
@@ -786,6 +787,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
         key: "agent:a:main".into(),
         text: "start the chain".into(),
         from: Sender::default(),
+        idempotency_key: None,
     })
     .await
     .unwrap();

@@ -172,6 +172,7 @@ async fn remote_api_aborts_over_the_gateway() {
             key: key.into(),
             text: "think hard".into(),
             from: Sender::owner(),
+            idempotency_key: None,
         })
         .await
         .expect("send");
@@ -206,6 +207,7 @@ async fn openclaw_api_aborts_with_chat_abort() {
             key: key.into(),
             text: "think hard".into(),
             from: Sender::owner(),
+            idempotency_key: None,
         })
         .await
         .expect("send");

@@ -62,6 +62,7 @@ async fn subscribed_events_arrive_in_order_with_increasing_frame_seq() {
             key: KEY.into(),
             text: "hello there".into(),
             from: Sender::default(),
+            idempotency_key: None,
         })
         .await
         .expect("send");
@@ -142,6 +143,7 @@ async fn subscribe_without_the_capability_is_an_invalid_request() {
             key: KEY.into(),
             text: "unseen".into(),
             from: Sender::default(),
+            idempotency_key: None,
         })
         .await
         .expect("send");

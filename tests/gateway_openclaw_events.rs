@@ -153,6 +153,7 @@ async fn subscriptions_turn_session_events_on_and_off() {
         key: key.into(),
         text: text.into(),
         from: Sender::default(),
+        idempotency_key: None,
     };
     let receipt = api.send(send("first")).await.expect("send");
     let run = receipt.run_id.expect("run");

@@ -65,6 +65,7 @@ fn owner(key: &str, text: &str) -> SendRequest {
         key: key.into(),
         text: text.into(),
         from: Sender::owner(),
+        idempotency_key: None,
     }
 }
 
@@ -87,6 +88,7 @@ async fn every_method_answers_as_the_engine_does() {
                 sender: Some("alice".into()),
                 ..Sender::default()
             },
+            idempotency_key: None,
         })
         .await
         .expect("send");

@@ -366,6 +366,7 @@ async fn sessions_list_is_one_request_per_page() {
                 key: key.into(),
                 text: "hello".into(),
                 from: Sender::owner(),
+                idempotency_key: None,
             })
             .await
             .expect("send");

@@ -213,6 +213,7 @@ fn owner_says(key: &str, text: &str) -> SendRequest {
         key: key.into(),
         text: text.into(),
         from: Sender::owner(),
+        idempotency_key: None,
     }
 }
 
@@ -457,6 +458,7 @@ async fn a_message_goes_out_by_chat_send_and_its_run_is_waited_for() {
             key: "octest".into(),
             text: "SAY live reply".into(),
             from: Sender::default(),
+            idempotency_key: None,
         })
         .await
         .unwrap();
@@ -501,6 +503,7 @@ async fn every_send_carries_its_own_idempotency_key() {
             key: T.into(),
             text: "SAY live reply".into(),
             from: Sender::default(),
+            idempotency_key: None,
         })
         .await
         .unwrap();
@@ -653,6 +656,7 @@ async fn on_2026_5_28_a_runs_reply_is_read_back_when_agent_wait_has_none() {
             key: key.clone(),
             text: "SAY legacy reply".into(),
             from: Sender::default(),
+            idempotency_key: None,
         })
         .await
         .unwrap();
@@ -1068,6 +1072,7 @@ mod live {
                 key: key.clone(),
                 text: format!("SAY live {word}"),
                 from: Sender::default(),
+                idempotency_key: None,
             })
             .await
             .unwrap()

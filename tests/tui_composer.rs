@@ -733,6 +733,7 @@ async fn abort_says_what_it_stopped() {
         key: ME.into(),
         text: "slow".into(),
         from: Sender::owner(),
+        idempotency_key: None,
     })
     .await
     .expect("sent");

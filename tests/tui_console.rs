@@ -337,6 +337,7 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
         key: "agent:a:main".into(),
         text: "start the chain".into(),
         from: Sender::default(),
+        idempotency_key: None,
     })
     .await
     .unwrap();

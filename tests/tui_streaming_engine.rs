@@ -49,6 +49,7 @@ async fn a_streamed_reply_grows_in_the_console_and_is_replaced_by_its_line() {
         key: ME.to_string(),
         text: text.to_string(),
         from: Sender::owner(),
+        idempotency_key: None,
     };
     api.send(send("hello")).await.expect("first send");
     let mut state = State::new("test".into(), 1_795_353_349_734);

@@ -255,7 +255,7 @@ impl Sender {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendRequest {
     /// The session, as typed (canonicalised by the engine).
@@ -263,6 +263,12 @@ pub struct SendRequest {
     pub text: String,
     #[serde(default)]
     pub from: Sender,
+    /// Makes a retry safe: a send repeating a key recorded within the engine's window
+    /// (`engine::storage::idempotency::TTL`, restarts included) records nothing and is
+    /// answered with the first send's receipt; a key reused for another session or another
+    /// message is refused (`BadInput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// What a message set off.

@@ -68,7 +68,7 @@ struct Runtime {
 
 impl Engine {
     /// Open the state folder's database (creating and migrating it as needed). Runs and
-    /// exchanges left open by an engine that died are closed (`aborted` / `interrupted`),
+    /// exchanges left open by an engine that died are closed (`error` / `interrupted`),
     /// and the lock files such engines left in `instances/` are removed.
     pub fn open(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
         let scheme = config.key_scheme();

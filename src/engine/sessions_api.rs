@@ -8,10 +8,11 @@ use serde_json::Value;
 
 use super::Engine;
 use super::storage::StorageError;
+use super::storage::idempotency;
 use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
 use crate::api::*;
-use crate::engine::flows::inbound::Inbound;
+use crate::engine::flows::inbound::{Inbound, Intake};
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
 use crate::engine::session::policy::{self, PolicyDecision, PolicySource};
 use crate::engine::session::transcript_text;
@@ -286,8 +287,12 @@ impl Engine {
         if request.text.trim().is_empty() {
             return Err(ApiError::BadInput("the message text is empty".into()));
         }
+        if let Some(k) = &request.idempotency_key {
+            check_idempotency_key(k)?;
+        }
         // One session's messages are recorded one at a time, in the order the calls came:
-        // the place in line is taken before anything is awaited.
+        // the place in line is taken before anything is awaited. So a repeat of a key into
+        // the same session waits for the first call's record, then finds its key.
         let place = self.runtime.intake.enter(key.as_str());
         let from = Inbound {
             channel: request.from.channel.map(|c| c.trim().to_ascii_lowercase()),
@@ -303,20 +308,46 @@ impl Engine {
         // recorded and never answered, nor its place in line held.
         let engine = self.clone();
         let text = request.text;
+        let idempotency_key = request.idempotency_key;
+        // What a repeat is compared by (the text itself may be megabytes: not kept twice).
+        let text_hash = idempotency_key
+            .as_ref()
+            .map(|_| idempotency::message_hash(&text));
         let what = format!("recording a message into {key}");
+        let k = key.clone();
         let recording = self.tracker().spawn(what, async move {
             let turn = place.turn().await;
-            let received = group.scope(engine.receive(&key, &text, &from)).await;
+            let received = group
+                .scope(engine.receive_keyed(&k, &text, &from, idempotency_key.as_deref()))
+                .await;
             drop(turn);
             received
         });
-        let received = recording
+        let intake = recording
             .await
             .map_err(|e| ApiError::Unavailable(format!("recording the message stopped: {e}")))??;
+        let scheme = self.store().scheme();
+        let received = match intake {
+            Intake::Received(r) => r,
+            Intake::Repeat(first) => {
+                let first_key = SessionKey::from_canonical(first.session_key.clone());
+                let hash = text_hash.unwrap_or_default();
+                repeat_matches(&first, &key, &hash, &scheme.display(&first_key))?;
+                return Ok(SendReceipt {
+                    display_key: scheme.display(&first_key),
+                    key: first.session_key,
+                    created: false,
+                    seq: first.seq,
+                    run_id: first.run_id,
+                    command_reply: first.command_reply,
+                    work,
+                });
+            }
+        };
         let recorded = &received.recorded;
         Ok(SendReceipt {
             key: recorded.key.to_string(),
-            display_key: self.store().scheme().display(&recorded.key),
+            display_key: scheme.display(&recorded.key),
             created: recorded.created,
             seq: recorded.row.seq,
             run_id: received.run.as_ref().map(|r| r.run_id.clone()),
@@ -412,6 +443,41 @@ impl Engine {
             effective: policy_view(&decision),
         })
     }
+}
+
+/// A key must be short and printable: it is stored, compared and quoted in refusals.
+fn check_idempotency_key(k: &str) -> Result<(), ApiError> {
+    let max = idempotency::MAX_KEY_LEN;
+    if k.is_empty() || k.len() > max || k.chars().any(char::is_control) {
+        return Err(ApiError::BadInput(format!(
+            "idempotencyKey must be 1 to {max} bytes without control characters (a UUID is typical)"
+        )));
+    }
+    Ok(())
+}
+
+/// A repeat is answered as the first call only when it is the same message to the same
+/// session; a key reused for anything else is refused, never mapped to the first run.
+fn repeat_matches(
+    first: &idempotency::KeyRow,
+    key: &SessionKey,
+    text_hash: &str,
+    first_shown: &str,
+) -> Result<(), ApiError> {
+    let window = idempotency::TTL.as_secs() / 60;
+    if first.session_key != key.as_str() {
+        return Err(ApiError::BadInput(format!(
+            "idempotencyKey {:?} was already used for a message to {first_shown} in the last {window} minutes; a key names one message to one session: use a new key for this one",
+            first.key
+        )));
+    }
+    if first.message_hash != text_hash {
+        return Err(ApiError::BadInput(format!(
+            "idempotencyKey {:?} was already used for a different message to {first_shown} in the last {window} minutes; a retry must repeat the same text, a new message needs a new key",
+            first.key
+        )));
+    }
+    Ok(())
 }
 
 fn still_running(run_id: &str) -> RunResult {

@@ -474,7 +474,12 @@ impl SessionsApi for OpenClawApi {
                 json!({
                     "sessionKey": resolved.key,
                     "message": request.text,
-                    "idempotencyKey": uuid::Uuid::new_v4().to_string(),
+                    // The caller's key carries its retry through; without one each send
+                    // gets its own (OpenClaw requires one).
+                    "idempotencyKey": request
+                        .idempotency_key
+                        .clone()
+                        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
                 }),
             )
             .await?;

@@ -19,7 +19,6 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use super::auth_limit::{Limiter, TARPIT};
 use super::events::Subscriptions;
-use super::idempotency::Idempotency;
 use super::methods::{self, error};
 use super::outbox::{self, Budget, Ending, Outbox};
 use super::quiet::{Gates, excerpt};
@@ -44,7 +43,6 @@ pub struct Shared {
     pub handshake_timeout: std::time::Duration,
     pub max_buffered_bytes: usize,
     pub tick_interval: std::time::Duration,
-    pub idempotency: Idempotency,
     pub auth_limit: Limiter,
     /// The rate gates of the log lines clients can set off.
     pub gates: Gates,

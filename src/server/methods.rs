@@ -379,6 +379,7 @@ async fn sessions_create(api: &Arc<dyn SessionsApi>, p: CreateParams) -> Result<
                 key: resolved.key.clone(),
                 text,
                 from: webchat(),
+                idempotency_key: None,
             })
             .await
             .map_err(api_failure)?;

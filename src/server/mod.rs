@@ -5,7 +5,6 @@ mod auth_limit;
 mod chat_deltas;
 mod connection;
 mod events;
-mod idempotency;
 mod memory;
 mod methods;
 mod outbox;
@@ -132,7 +131,6 @@ pub async fn run_with_tls(
         handshake_timeout: options.handshake_timeout,
         max_buffered_bytes: options.max_buffered_bytes,
         tick_interval: options.tick_interval,
-        idempotency: idempotency::Idempotency::default(),
         auth_limit: auth_limit::Limiter::new(options.auth_limit),
         gates: quiet::Gates::default(),
         budget: Arc::new(outbox::Budget::new(options.max_queued_bytes)),

@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 
 use super::connection::Shared;
 use super::events::{Interest, Subscriptions};
-use super::idempotency::Accepted;
 use super::methods::{self, api_failure, error, invalid, params, webchat};
 use super::outbox::Outbox;
 use crate::api::{KeyPurpose, SendRequest};
@@ -206,7 +205,17 @@ struct SendParams {
     idempotency_key: Option<String>,
 }
 
-/// Records the message (once per idempotency key) and follows its session's runs.
+/// What a send set off, as `chat.send` and `agent` answer it.
+struct Accepted {
+    run_id: Option<String>,
+    key: String,
+    /// The engine's answer to an owner command (no run).
+    command_reply: Option<String>,
+}
+
+/// Records the message and follows its session's runs. A repeat of `idempotency_key` is
+/// answered by the engine with the first call's run (restarts included; a key reused for
+/// another session or message is refused there), so every front end gets the same rule.
 ///
 /// Nothing here may wait before `api.send` has taken the message's place in its session's
 /// line: the connection polls this once before reading the next request, and that first
@@ -216,45 +225,34 @@ async fn send_once(
     ctx: &Ctx,
     raw_key: &str,
     text: String,
-    idempotency_key: Option<&str>,
+    idempotency_key: Option<String>,
 ) -> Result<Accepted, ErrorShape> {
-    let send = || async {
-        let api = &ctx.shared.api;
-        let key = api
-            .resolve_key(raw_key, KeyPurpose::Inbound)
-            .await
-            .map_err(api_failure)?
-            .key;
-        // Before the send, so not even a run that ends at once is missed.
-        lock(&ctx.interest).sent_into(&key);
-        let receipt = api
-            .send(SendRequest {
-                key,
-                text,
-                from: webchat(),
-            })
-            .await
-            .map_err(api_failure)?;
-        Ok::<_, ErrorShape>(Accepted {
-            run_id: receipt.run_id,
-            key: receipt.key,
-            command_reply: receipt.command_reply,
+    let api = &ctx.shared.api;
+    let key = api
+        .resolve_key(raw_key, KeyPurpose::Inbound)
+        .await
+        .map_err(api_failure)?
+        .key;
+    // Before the send, so not even a run that ends at once is missed.
+    lock(&ctx.interest).sent_into(&key);
+    let receipt = api
+        .send(SendRequest {
+            key,
+            text,
+            from: webchat(),
+            idempotency_key,
         })
-    };
-    match idempotency_key {
-        None => send().await,
-        Some(k) => {
-            let slot = ctx.shared.idempotency.slot(k);
-            let accepted = slot.get_or_try_init(send).await?.clone();
-            // A repeat from another connection follows the session too.
-            lock(&ctx.interest).sent_into(&accepted.key);
-            Ok(accepted)
-        }
-    }
+        .await
+        .map_err(api_failure)?;
+    Ok(Accepted {
+        run_id: receipt.run_id,
+        key: receipt.key,
+        command_reply: receipt.command_reply,
+    })
 }
 
 async fn chat_send(ctx: &Ctx, p: SendParams) -> Result<Value, ErrorShape> {
-    let a = send_once(ctx, &p.session_key, p.message, p.idempotency_key.as_deref()).await?;
+    let a = send_once(ctx, &p.session_key, p.message, p.idempotency_key).await?;
     let mut v = json!({"runId": a.run_id, "status": "started"});
     if let Some(reply) = a.command_reply {
         // An owner command (`/send off`) is answered by the engine, not by a run.
@@ -281,7 +279,7 @@ async fn agent(ctx: &Ctx, id: String, p: AgentParams) {
         (None, Some(agent)) => format!("agent:{agent}:main"),
         (None, None) => "main".to_string(),
     };
-    let accepted = match send_once(ctx, &raw_key, p.message, p.idempotency_key.as_deref()).await {
+    let accepted = match send_once(ctx, &raw_key, p.message, p.idempotency_key).await {
         Ok(a) => a,
         Err(e) => {
             let _ = ctx.outbox.response(id, Err(e));

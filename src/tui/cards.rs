@@ -189,6 +189,7 @@ async fn new_session(
                 key: resolved.key.clone(),
                 text,
                 from: Sender::owner(),
+                idempotency_key: None,
             })
             .await?;
             true

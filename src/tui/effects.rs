@@ -76,6 +76,7 @@ impl Runner {
                     key: key.clone(),
                     text,
                     from: Sender::owner(),
+                    idempotency_key: None,
                 };
                 // Only the recording is waited for (the engine returns once the message is
                 // stored), so a long run does not hold up the next message.

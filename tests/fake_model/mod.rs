@@ -30,6 +30,7 @@ pub async fn send_and_wait(
             key: key.to_string(),
             text: text.to_string(),
             from: switchboard::api::Sender::default(),
+            idempotency_key: None,
         }),
     )
     .await

@@ -84,25 +84,53 @@ pub fn start_with(config_text: &str, descriptors: Option<u32>, extra: &[&str]) -
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("config.json5");
     std::fs::write(&config, config_text).expect("config");
-    let mut command = match descriptors {
-        None => Command::new(BIN),
-        Some(n) => {
-            let mut sh = Command::new("sh");
-            sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), BIN]);
-            sh
+    let mut cmd = serve_command(dir.path(), &config);
+    cmd.args(extra);
+    if let Some(n) = descriptors {
+        // The same command under `ulimit -n n`: sh is given its arguments and environment.
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), BIN])
+            .args(cmd.get_args());
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(v) => sh.env(key, v),
+                None => sh.env_remove(key),
+            };
         }
-    };
-    let mut child = command
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .args(extra)
-        .env("SWITCHBOARD_STATE_DIR", dir.path().join("state"))
-        .env("SWITCHBOARD_CONFIG", &config)
+        sh.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd = sh;
+    }
+    let (child, scheme, addr, stderr) = launch(cmd);
+    Gateway {
+        child,
+        addr,
+        scheme,
+        _stderr: stderr,
+        dir,
+    }
+}
+
+/// `serve --bind 127.0.0.1:0` on `<root>/state` with `config` and the test token (no
+/// failpoint inherited from the test's environment).
+pub fn serve_command(root: &std::path::Path, config: &std::path::Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+        .env("SWITCHBOARD_STATE_DIR", root.join("state"))
+        .env("SWITCHBOARD_CONFIG", config)
         .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
+        .env_remove("SWITCHBOARD_FAILPOINT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Spawn a `serve` command and wait for its listening line: the child, its scheme and
+/// `host:port` as printed, and its stderr lines (read on a thread so the pipe never fills).
+pub fn launch(mut cmd: Command) -> (Child, String, String, mpsc::Receiver<String>) {
+    let mut child = cmd.spawn().expect("spawn serve");
     let err = child.stderr.take().expect("stderr");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -124,13 +152,7 @@ pub fn start_with(config_text: &str, descriptors: Option<u32>, extra: &[&str]) -
         }
         seen.push(line);
     };
-    Gateway {
-        child,
-        addr,
-        scheme,
-        _stderr: rx,
-        dir,
-    }
+    (child, scheme, addr, rx)
 }
 
 /// A WebSocket to `url` (`ws://` or `wss://`) over a fresh TCP connection to `addr`.

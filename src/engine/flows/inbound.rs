@@ -8,9 +8,12 @@ use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendCommand};
-use crate::engine::flows::runs::{RunHandle, RunRequest};
-use crate::engine::storage::StorageError;
-use crate::engine::storage::queries::TranscriptRow;
+use crate::agent::Step;
+use crate::engine::flows::runs::{RunHandle, RunRequest, step_name};
+use crate::engine::storage::{self, StorageError};
+use crate::engine::storage::idempotency::KeyRow;
+use crate::engine::storage::queries::{NewLine, TranscriptRow};
+use crate::engine::storage::runs::NewRun;
 use crate::engine::session::store::{SessionInit, now_ms};
 
 /// Who sent an inbound message and over what.
@@ -34,66 +37,67 @@ pub struct InboundRecorded {
 }
 
 impl Engine {
+    /// The session a message from `from` arrives in: created on first contact with the
+    /// channel facts, or taught the route its latest message came by. Returns whether it
+    /// was created.
+    async fn session_for_inbound(
+        &self,
+        key: &SessionKey,
+        from: &Inbound,
+    ) -> Result<bool, StorageError> {
+        let chat_type = from
+            .chat_type
+            .clone()
+            .or_else(|| crate::engine::session::key::chat_type_of(key.rest()).map(str::to_string));
+        // In a group the sender is one member, not where replies go: the group's own id
+        // (from its key) is the route, so the sender is not recorded as `to`.
+        let group = matches!(chat_type.as_deref(), Some("group" | "channel"));
+        let to = if group { None } else { from.sender.clone() };
+        let init = SessionInit {
+            channel: from.channel.clone(),
+            chat_type,
+            display_name: from.display_name.clone(),
+            to: to.clone(),
+            ..SessionInit::default()
+        };
+        let (_, created) = self.store().ensure(key, init).await?;
+        if !created && from.channel.is_some() {
+            let channel = from.channel.clone();
+            let display_name = from.display_name.clone();
+            self.store()
+                .patch(key, move |e| {
+                    if let Some(ch) = &channel {
+                        e.last_channel = Some(ch.clone());
+                        let dc = e.delivery_context.get_or_insert_with(Default::default);
+                        dc.channel = Some(ch.clone());
+                        if to.is_some() {
+                            dc.to = to.clone();
+                            e.last_to = to.clone();
+                        }
+                    }
+                    if display_name.is_some() {
+                        e.display_name = display_name.clone();
+                    }
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(created)
+    }
+
     internal_fn! {
-        /// Record `text` arriving in session `key` (created if new).
+        /// Record `text` arriving in session `key` (created if new), without starting a run.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
         async fn record_inbound(
             &self,
             key: &SessionKey,
             text: &str,
             from: &Inbound,
         ) -> Result<InboundRecorded, StorageError> {
-            let chat_type = from
-                .chat_type
-                .clone()
-                .or_else(|| crate::engine::session::key::chat_type_of(key.rest()).map(str::to_string));
-            // In a group the sender is one member, not where replies go: the group's own id
-            // (from its key) is the route, so the sender is not recorded as `to`.
-            let group = matches!(chat_type.as_deref(), Some("group" | "channel"));
-            let to = if group { None } else { from.sender.clone() };
-            let init = SessionInit {
-                channel: from.channel.clone(),
-                chat_type,
-                display_name: from.display_name.clone(),
-                to: to.clone(),
-                ..SessionInit::default()
-            };
-            let (_, created) = self.store().ensure(key, init).await?;
-            if !created && from.channel.is_some() {
-                // A known session learns the route its latest message came by.
-                let channel = from.channel.clone();
-                let display_name = from.display_name.clone();
-                self.store()
-                    .patch(key, move |e| {
-                        if let Some(ch) = &channel {
-                            e.last_channel = Some(ch.clone());
-                            let dc = e.delivery_context.get_or_insert_with(Default::default);
-                            dc.channel = Some(ch.clone());
-                            if to.is_some() {
-                                dc.to = to.clone();
-                                e.last_to = to.clone();
-                            }
-                        }
-                        if display_name.is_some() {
-                            e.display_name = display_name.clone();
-                        }
-                        Ok(())
-                    })
-                    .await?;
-            }
-            let mut message = Map::new();
-            message.insert("role".into(), json!("user"));
-            message.insert("content".into(), json!([{ "type": "text", "text": text }]));
-            message.insert("timestamp".into(), json!(now_ms()));
-            message.insert("provenance".into(), json!({ "kind": "external_user" }));
-            if let Some(sender) = &from.sender {
-                message.insert("senderLabel".into(), json!(sender));
-            }
-            if from.owner {
-                message.insert("senderIsOwner".into(), json!(true));
-            }
+            let created = self.session_for_inbound(key, from).await?;
             let row = self
                 .store()
-                .append_message(key, Value::Object(message))
+                .append_message(key, inbound_message(text, from, None))
                 .await?;
             Ok(InboundRecorded {
                 key: key.clone(),
@@ -102,6 +106,26 @@ impl Engine {
             })
         }
     }
+}
+
+/// An incoming message as recorded, in OpenClaw's shape (with its `idempotencyKey` as
+/// OpenClaw writes it, `<key>:user`, when the sender gave one).
+fn inbound_message(text: &str, from: &Inbound, idempotency_key: Option<&str>) -> Value {
+    let mut message = Map::new();
+    message.insert("role".into(), json!("user"));
+    message.insert("content".into(), json!([{ "type": "text", "text": text }]));
+    message.insert("timestamp".into(), json!(now_ms()));
+    message.insert("provenance".into(), json!({ "kind": "external_user" }));
+    if let Some(sender) = &from.sender {
+        message.insert("senderLabel".into(), json!(sender));
+    }
+    if from.owner {
+        message.insert("senderIsOwner".into(), json!(true));
+    }
+    if let Some(k) = idempotency_key {
+        message.insert("idempotencyKey".into(), json!(format!("{k}:user")));
+    }
+    Value::Object(message)
 }
 
 /// What an inbound message set off.
@@ -114,6 +138,16 @@ pub struct Received {
     pub command_reply: Option<String>,
 }
 
+/// What an inbound message with an idempotency key came to.
+#[derive(Debug)]
+pub enum Intake {
+    /// Recorded now, with whatever it set off.
+    Received(Received),
+    /// The key was already used within its window: nothing was recorded; this is the send
+    /// it names (the caller tells a repeat from a reuse for another message).
+    Repeat(KeyRow),
+}
+
 impl Engine {
     internal_fn! {
         /// An inbound message: recorded, then either handled as the owner's `/send` command or
@@ -122,63 +156,177 @@ impl Engine {
         /// The owner's `/send` works whatever the session's policy is, so `/send on` always
         /// undoes `/send off`. From anyone else it is an ordinary message (OpenClaw ignores
         /// the command silently; the agent still sees the text).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
         async fn receive(
             &self,
             key: &SessionKey,
             text: &str,
             from: &Inbound,
         ) -> Result<Received, StorageError> {
-            let recorded = self.record_inbound(key, text, from).await?;
+            match self.receive_keyed(key, text, from, None).await? {
+                Intake::Received(r) => Ok(r),
+                // Without a key nothing is ever a repeat.
+                Intake::Repeat(row) => Err(StorageError::Rejected(format!(
+                    "unexpected repeat of idempotency key {}",
+                    row.key
+                ))),
+            }
+        }
+    }
+
+    internal_fn! {
+        /// `receive`, deduplicated by `idempotency_key` when one is given.
+        ///
+        /// The message, its run's row (`running`, this instance) and the key are one commit:
+        /// once this returns, the run exists for `wait_run` and for crash recovery, which
+        /// closes it with a recorded end if this process dies first; and a key is never
+        /// stored without its message, nor a message without its key.
+        async fn receive_keyed(
+            &self,
+            key: &SessionKey,
+            text: &str,
+            from: &Inbound,
+            idempotency_key: Option<&str>,
+        ) -> Result<Intake, StorageError> {
+            if let Some(k) = idempotency_key {
+                let found = self
+                    .store()
+                    .storage()
+                    .read(|c| storage::idempotency::find(c, k, now_ms()))?;
+                if let Some(row) = found {
+                    return Ok(Intake::Repeat(row));
+                }
+            }
+            let created = self.session_for_inbound(key, from).await?;
             let command = if from.owner {
                 policy::parse_send_command(text)
             } else {
                 None
             };
-            if let Some(cmd) = command {
-                if let SendCommand::Set(p) = cmd {
-                    let value = p.map(|p| p.as_str().to_string());
-                    self.store()
-                        .patch(key, move |e| {
-                            e.send_policy = value.clone();
-                            Ok(())
-                        })
-                        .await?;
-                    self.events().emit(EngineEvent::PolicyChanged {
-                        key: key.to_string(),
-                        policy: p.map(|p| p.as_str()).unwrap_or("inherit").to_string(),
-                        by: "/send".into(),
-                    });
-                }
-                let reply = policy::send_command_reply(&cmd);
-                self.store()
-                    .append_message(
-                        key,
-                        json!({
-                            "role": "assistant",
-                            "content": [{ "type": "text", "text": reply }],
-                            "stopReason": "stop",
-                            "timestamp": now_ms(),
-                            "__switchboard": { "command": "send" },
-                        }),
-                    )
-                    .await?;
-                return Ok(Received {
-                    recorded,
-                    run: None,
-                    command_reply: Some(reply),
-                });
-            }
+            let command_reply = command.as_ref().map(policy::send_command_reply);
             let agent = key
                 .agent_id(&self.store().scheme().default_agent)
                 .to_string();
+            // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
+            let run_id = command
+                .is_none()
+                .then(|| uuid::Uuid::now_v7().to_string());
+            let (guard_key, now) = (idempotency_key.map(str::to_string), now_ms());
+            let mut key_row = idempotency_key.map(|k| KeyRow {
+                key: k.to_string(),
+                session_key: key.to_string(),
+                message_hash: storage::idempotency::message_hash(text),
+                run_id: run_id.clone(),
+                seq: 0,
+                command_reply: command_reply.clone(),
+                created_at: now,
+            });
+            let (owner, session, run) = (
+                self.instance_id().to_string(),
+                key.to_string(),
+                run_id.clone(),
+            );
+            let agent_for_row = agent.clone();
+            let pending = self.store().submit_append_guarded(
+                key,
+                vec![NewLine::message(inbound_message(text, from, idempotency_key))],
+                move |c| match &guard_key {
+                    // Another call with the key may have committed since the read above.
+                    Some(k) => storage::idempotency::find(c, k, now),
+                    None => Ok(None),
+                },
+                move |c, placed| {
+                    if let Some(run_id) = &run {
+                        storage::runs::insert_run(
+                            c,
+                            &NewRun {
+                                run_id,
+                                session_key: &session,
+                                agent_id: &agent_for_row,
+                                step: step_name(Step::Message),
+                                round: 0,
+                                flow_id: None,
+                                owner: &owner,
+                                started_at: now,
+                            },
+                        )?;
+                    }
+                    if let Some(row) = key_row.as_mut() {
+                        row.seq = placed.first().map_or(0, |p| p.0);
+                        storage::idempotency::insert(c, row)?;
+                    }
+                    Ok(())
+                },
+            );
+            let (mut rows, recorded) = pending.committed().await?;
+            if let Err(row) = recorded {
+                return Ok(Intake::Repeat(row));
+            }
+            let row = rows
+                .pop()
+                .ok_or_else(|| StorageError::Corrupt("append returned no row".into()))?;
+            let recorded = InboundRecorded {
+                key: key.clone(),
+                created,
+                row,
+            };
+            let (None, Some(run_id)) = (&command, run_id) else {
+                let reply = command_reply.unwrap_or_default();
+                self.answer_send_command(key, command, &reply).await?;
+                return Ok(Intake::Received(Received {
+                    recorded,
+                    run: None,
+                    command_reply: Some(reply),
+                }));
+            };
             let mut req = RunRequest::reply_to(key.clone(), text);
             req.sandboxed = self.config().agent_sandboxed(&agent);
-            let run = self.start_run(req);
-            Ok(Received {
+            req.start_recorded = true;
+            let run = self.start_run_with_id(run_id, req);
+            Ok(Intake::Received(Received {
                 recorded,
                 run: Some(run),
                 command_reply: None,
-            })
+            }))
         }
+    }
+}
+
+impl Engine {
+    /// The owner's `/send` command, recorded: the session's policy set (when it sets one)
+    /// and the engine's `reply` appended in place of an agent's.
+    async fn answer_send_command(
+        &self,
+        key: &SessionKey,
+        command: Option<SendCommand>,
+        reply: &str,
+    ) -> Result<(), StorageError> {
+        if let Some(SendCommand::Set(p)) = command {
+            let value = p.map(|p| p.as_str().to_string());
+            self.store()
+                .patch(key, move |e| {
+                    e.send_policy = value.clone();
+                    Ok(())
+                })
+                .await?;
+            self.events().emit(EngineEvent::PolicyChanged {
+                key: key.to_string(),
+                policy: p.map(|p| p.as_str()).unwrap_or("inherit").to_string(),
+                by: "/send".into(),
+            });
+        }
+        self.store()
+            .append_message(
+                key,
+                json!({
+                    "role": "assistant",
+                    "content": [{ "type": "text", "text": reply }],
+                    "stopReason": "stop",
+                    "timestamp": now_ms(),
+                    "__switchboard": { "command": "send" },
+                }),
+            )
+            .await?;
+        Ok(())
     }
 }

@@ -209,6 +209,25 @@ impl LiveRuns {
     }
 }
 
+/// Runs that ended but whose end could not be recorded (a full or failing disk), newest
+/// last: their handles stay in `LiveRuns`, so `wait_run` answers with the failure instead of
+/// reading a row that still says `running`. The next start records them (crash recovery
+/// closes a dead owner's runs). Bounded: past `MAX_UNRECORDED` the oldest are forgotten.
+#[derive(Default)]
+pub(crate) struct Unrecorded(std::sync::Mutex<std::collections::VecDeque<String>>);
+
+/// The most unrecorded run ends kept answerable at once.
+const MAX_UNRECORDED: usize = 10_000;
+
+impl Unrecorded {
+    /// Keep `run_id` answerable; returns the run it pushed out, if any.
+    fn keep(&self, run_id: &str) -> Option<String> {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        q.push_back(run_id.to_string());
+        (q.len() > MAX_UNRECORDED).then(|| q.pop_front()).flatten()
+    }
+}
+
 /// Per-engine run machinery: lanes, agent backends, and which sessions have a run going.
 #[derive(Default)]
 pub(crate) struct Runner {
@@ -222,6 +241,8 @@ pub(crate) struct Runner {
     turns: std::sync::Mutex<HashMap<String, (String, oneshot::Sender<()>)>>,
     /// Model turns' history windows, read incrementally.
     history: crate::engine::flows::history_cache::HistoryCache,
+    /// Ended runs whose end is not recorded yet, kept answerable.
+    unrecorded: Unrecorded,
 }
 
 /// A run's turn registered as abortable until dropped or `finish`ed.
@@ -351,7 +372,7 @@ impl Engine {
             let handle = RunHandle { run_id, rx, known };
             self.runtime.runs.insert(&handle);
             self.tracker().spawn(what, async move {
-                let outcome = engine.execute(&id, req, place, &known_tx).await;
+                let (outcome, recorded) = engine.execute(&id, req, place, &known_tx).await;
                 // Normally sent already; a failure on the way may have skipped it.
                 known_tx.send_if_modified(|k| {
                     if k.is_none() {
@@ -362,7 +383,11 @@ impl Engine {
                     }
                 });
                 let _ = tx.send(Some(outcome));
-                engine.runtime.runs.remove(&id);
+                if recorded {
+                    engine.runtime.runs.remove(&id);
+                } else if let Some(old) = engine.runner().unrecorded.keep(&id) {
+                    engine.runtime.runs.remove(&old);
+                }
             });
             handle
         }
@@ -374,28 +399,29 @@ impl Engine {
         req: RunRequest,
         place: Option<crate::engine::flows::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
-    ) -> RunOutcome {
+    ) -> (RunOutcome, bool) {
         let turn = match place {
             Some(p) => p.turn().await,
             None => None,
         };
         let going = self.runner().going(&req.key);
-        let outcome = match self.execute_in_lane(run_id, &req, known).await {
-            Ok(o) => o,
+        let ended = match self.execute_in_lane(run_id, &req, known).await {
+            Ok(o) => (o, true),
             Err(e) => {
                 tracing::error!(run_id, key = %req.key, error = %e, "run failed in storage");
                 let message = format!("storage error: {e}");
-                self.close_run_failed(run_id, &req, &message).await;
-                RunOutcome {
+                let recorded = self.close_run_failed(run_id, &req, &message).await;
+                let outcome = RunOutcome {
                     status: RunStatus::Error,
                     reply: String::new(),
                     error: Some(message),
-                }
+                };
+                (outcome, recorded)
             }
         };
         drop(going);
         drop(turn);
-        outcome
+        ended
     }
 
     async fn execute_in_lane(
@@ -582,6 +608,7 @@ impl Engine {
             let mut begin = record.begin_job(Some(end));
             let flow_end = flow_end.clone();
             self.store().submit_append(&req.key, lines, move |c| {
+                storage_failpoint()?;
                 begin(c)?;
                 add_tokens(c, &key, tokens)?;
                 close_flow(c, flow_end.as_ref(), ended)?;
@@ -593,6 +620,7 @@ impl Engine {
             let lines: Vec<NewLine> = message.into_iter().map(NewLine::message).collect();
             let flow_end = flow_end.clone();
             self.store().submit_append(&req.key, lines, move |c| {
+                storage_failpoint()?;
                 add_tokens(c, &key, end.tokens)?;
                 close_flow(c, flow_end.as_ref(), ended)?;
                 storage::runs::finish_run(c, &run, &end.as_run_end())
@@ -658,14 +686,24 @@ impl Engine {
         });
     }
 
-    /// Record a run's failure when its normal end could not be written.
-    async fn close_run_failed(&self, run_id: &str, req: &RunRequest, message: &str) {
+    /// Record a run's failure when its normal end could not be written: its row and an
+    /// error line in the transcript. When that cannot be written either (the disk is still
+    /// full), the failure is announced all the same, so nobody waits on a run that has
+    /// stopped; returns whether it was recorded (see `Unrecorded`).
+    async fn close_run_failed(&self, run_id: &str, req: &RunRequest, message: &str) -> bool {
         let ended = now_ms();
         let (run, error) = (run_id.to_string(), message.to_string());
+        let meta = json!({
+            "runId": run_id, "step": step_name(req.step), "round": req.round, "flowId": req.flow_id,
+        });
+        let line = json!({
+            "role": "assistant", "content": [], "stopReason": "error", "errorMessage": message,
+            "timestamp": ended, "__switchboard": meta,
+        });
         let closed = self
             .store()
-            .storage()
-            .write(move |c| {
+            .submit_append(&req.key, vec![NewLine::message(line)], move |c| {
+                storage_failpoint()?;
                 storage::runs::finish_run(
                     c,
                     &run,
@@ -677,11 +715,32 @@ impl Engine {
                     },
                 )
             })
+            .committed()
             .await;
-        if matches!(closed, Ok(true)) {
+        let announce = match &closed {
+            Ok((_, closed)) => *closed,
+            Err(e) => {
+                tracing::error!(run_id, error = %e,
+                    "could not record a failed run's end either; it is answered as failed, and the next start records it");
+                true
+            }
+        };
+        if announce {
             self.emit_run_ended(run_id, req, RunStatus::Error, "", Some(message), None, 0);
         }
+        closed.is_ok()
     }
+}
+
+/// `SWITCHBOARD_FAILPOINT=run-end-storage-error`: every run's end fails to commit as a full
+/// disk would (tests of what a client waiting on such a run is told).
+fn storage_failpoint() -> Result<(), StorageError> {
+    if crate::engine::failpoint::active("run-end-storage-error") {
+        return Err(StorageError::DiskFull(
+            "failpoint run-end-storage-error".into(),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn step_name(step: Step) -> &'static str {

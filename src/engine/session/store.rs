@@ -242,6 +242,54 @@ impl SessionStore {
         R: Send + 'static,
         F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
     {
+        self.submit_lines(key, lines, move |c, append| {
+            let extra = op(c)?;
+            let (sid, placed) = append(c)?;
+            Ok((sid, placed, extra))
+        })
+    }
+
+    /// An append that `guard` may keep out, in one writer job: `guard` runs first, and what
+    /// it returns (`Some`) ends the job with nothing appended; otherwise the lines go in
+    /// and `then` runs with where they landed. Everything commits together, so what `then`
+    /// writes about the lines (a key naming their seq) exists exactly when they do.
+    pub fn submit_append_guarded<H, R, G, F>(
+        &self,
+        key: &SessionKey,
+        lines: Vec<NewLine>,
+        mut guard: G,
+        mut then: F,
+    ) -> PendingAppend<Result<R, H>>
+    where
+        H: Send + 'static,
+        R: Send + 'static,
+        G: FnMut(&rusqlite::Connection) -> Result<Option<H>, StorageError> + Send + 'static,
+        F: FnMut(&rusqlite::Connection, &queries::Placed) -> Result<R, StorageError>
+            + Send
+            + 'static,
+    {
+        self.submit_lines(key, lines, move |c, append| {
+            if let Some(held) = guard(c)? {
+                return Ok((String::new(), Vec::new(), Err(held)));
+            }
+            let (sid, placed) = append(c)?;
+            let extra = then(c, &placed)?;
+            Ok((sid, placed, Ok(extra)))
+        })
+    }
+
+    /// Submit `job`, which appends the prepared lines by calling the function it is given
+    /// (at most once; not at all keeps them out).
+    fn submit_lines<R, F>(&self, key: &SessionKey, lines: Vec<NewLine>, mut job: F) -> PendingAppend<R>
+    where
+        R: Send + 'static,
+        F: FnMut(
+                &rusqlite::Connection,
+                &dyn Fn(&rusqlite::Connection) -> Result<(String, queries::Placed), StorageError>,
+            ) -> Result<(String, queries::Placed, R), StorageError>
+            + Send
+            + 'static,
+    {
         let k = key.clone();
         let now = now_ms();
         // Serialise here, not on the writer thread: it is the one shared bottleneck.
@@ -252,12 +300,13 @@ impl SessionStore {
         let shared = std::sync::Arc::new(prepared);
         let for_writer = shared.clone();
         let pending = self.storage.submit(move |c| {
-            let extra = op(c)?;
-            if for_writer.is_empty() {
-                return Ok((String::new(), Vec::new(), extra));
-            }
-            let (sid, placed) = queries::append_prepared(c, &k, &for_writer, now)?;
-            Ok((sid, placed, extra))
+            let append = |c: &rusqlite::Connection| {
+                if for_writer.is_empty() {
+                    return Ok((String::new(), Vec::new()));
+                }
+                queries::append_prepared(c, &k, &for_writer, now)
+            };
+            job(c, &append)
         });
         PendingAppend {
             store: self.clone(),

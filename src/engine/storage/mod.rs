@@ -2,6 +2,7 @@
 //! connections, and the single group-committing writer (DESIGN §3.4).
 
 pub mod flows;
+pub mod idempotency;
 pub mod imports;
 pub mod openclaw_source;
 pub mod outbox;

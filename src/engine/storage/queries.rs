@@ -712,6 +712,23 @@ pub fn append_prepared(
     Ok((session_id, out))
 }
 
+/// Append one message to the session stored under `key` (canonical), outside the writer's
+/// memo (recovery, before the writer starts). A session deleted since gets nothing: false.
+pub fn append_message_if_present(
+    conn: &Connection,
+    key: &str,
+    message: Value,
+    now_ms: i64,
+) -> Result<bool, StorageError> {
+    let key = SessionKey::from_canonical(key.to_string());
+    if get_session(conn, &key)?.is_none() {
+        return Ok(false);
+    }
+    let line = PreparedLine::new(NewLine::message(message), now_ms);
+    append_prepared(conn, &key, &[line], now_ms)?;
+    Ok(true)
+}
+
 /// Join prepared lines with where they landed: the rows as committed.
 pub fn finish_rows(lines: Vec<PreparedLine>, placed: Placed) -> Vec<TranscriptRow> {
     lines

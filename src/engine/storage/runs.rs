@@ -187,8 +187,15 @@ pub struct Recovered {
     pub flows: Vec<String>,
 }
 
-/// Close everything a dead engine instance left open: its runs end `aborted`, its flows
-/// `interrupted`. Returns what was closed, for events and logs.
+/// The error of a run its engine stopped in the middle of (a crash, `kill -9`, power loss),
+/// as recovery records it.
+pub const INTERRUPTED: &str = "the engine stopped while this run was in progress";
+
+/// Close everything a dead engine instance left open: its runs end `error` with
+/// `INTERRUPTED` (a failure, not an abort: nobody stopped them, and a waiting client must
+/// not read it as "still going"), each with that error as an assistant line in its session's
+/// transcript so history shows why no reply came; its flows end `interrupted`. Returns
+/// what was closed, for events and logs.
 pub fn close_owner(conn: &Connection, owner: &str, now: i64) -> Result<Recovered, StorageError> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {RUN_COLS} FROM runs WHERE status = 'running' AND owner = ?1"
@@ -197,11 +204,13 @@ pub fn close_owner(conn: &Connection, owner: &str, now: i64) -> Result<Recovered
         .query_map([owner], run_from_row)?
         .collect::<Result<Vec<_>, _>>()?;
     conn.prepare_cached(
-        "UPDATE runs SET status = 'aborted', ended_at = ?2,
-             error = 'the engine stopped while this run was in progress'
+        "UPDATE runs SET status = 'error', ended_at = ?2, error = ?3
          WHERE status = 'running' AND owner = ?1",
     )?
-    .execute(params![owner, now])?;
+    .execute(params![owner, now, INTERRUPTED])?;
+    for run in &runs {
+        record_interruption(conn, run, now)?;
+    }
     let mut stmt =
         conn.prepare_cached("SELECT flow_id FROM flows WHERE status = 'running' AND owner = ?1")?;
     let flows = stmt
@@ -214,6 +223,23 @@ pub fn close_owner(conn: &Connection, owner: &str, now: i64) -> Result<Recovered
     )?
     .execute(params![owner, now])?;
     Ok(Recovered { runs, flows })
+}
+
+/// The failed turn's line, as a run that ends in error records it (`stopReason: "error"`,
+/// `errorMessage`, the run in `__switchboard`). A session deleted since has none.
+fn record_interruption(conn: &Connection, run: &RunRow, now: i64) -> Result<(), StorageError> {
+    let message = serde_json::json!({
+        "role": "assistant",
+        "content": [],
+        "stopReason": "error",
+        "errorMessage": INTERRUPTED,
+        "timestamp": now,
+        "__switchboard": {
+            "runId": run.run_id, "step": run.step, "round": run.round, "flowId": run.flow_id,
+        },
+    });
+    super::queries::append_message_if_present(conn, &run.session_key, message, now)?;
+    Ok(())
 }
 
 /// Close what dead instances left open (`is_alive(owner)` false), one IMMEDIATE

@@ -246,6 +246,22 @@ const MIGRATIONS: &[&str] = &[
         last_seq          INTEGER NOT NULL
     ) WITHOUT ROWID;
     "#,
+    // 9: `idempotencyKey`s of recorded sends (`idempotency.rs`), written in the commit of the
+    // message they deduplicate, so a restart remembers them and a crash never keeps one
+    // without the other. `message_hash` tells a repeat from a reuse for another message;
+    // `created_at` orders the expiry and the cap.
+    r#"
+    CREATE TABLE idempotency_keys (
+        key           TEXT PRIMARY KEY,
+        session_key   TEXT NOT NULL,
+        message_hash  TEXT NOT NULL,
+        run_id        TEXT,
+        seq           INTEGER NOT NULL,
+        command_reply TEXT,
+        created_at    INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
+    "#,
 ];
 
 /// The migration that adds `sessions.name_key`.
