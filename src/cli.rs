@@ -699,7 +699,8 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         read_only_token: config.gateway.auth.read_only_token.clone(),
         max_payload: args.max_payload,
         max_connections,
-        max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections),
+        // Fewer than the connections, so connected clients keep places of their own.
+        max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections.div_ceil(2)),
         max_buffered_bytes: args.max_buffered_bytes,
         max_queued_bytes: args.max_queued_bytes,
         private_paths: server::PrivatePaths::new(private.into_iter().flatten()),

@@ -145,7 +145,7 @@ pub async fn serve(
     peer: Option<IpAddr>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
-    handshake_slot: tokio::sync::OwnedSemaphorePermit,
+    mut ticket: super::handshakes::Ticket,
 ) {
     let conn_id = uuid::Uuid::new_v4().to_string();
     let greeted = tokio::select! {
@@ -155,9 +155,13 @@ pub async fn serve(
             greet(&mut ws, &shared, &conn_id, peer),
         ) => r.unwrap_or_else(|_| Err(Closing(CloseCode::Policy, "handshake took too long".into()))),
         _ = stop.wait_for(|s| *s) => Err(Closing(CloseCode::Away, "gateway shutting down".into())),
+        () = ticket.given_way() => Err(Closing(
+            CloseCode::Again,
+            "too many handshakes in progress; this one was the oldest".into(),
+        )),
     };
     // Connected or not, this connection no longer counts against the handshakes in progress.
-    drop(handshake_slot);
+    drop(ticket);
     let conn = match greeted {
         Ok(Some(conn)) => conn,
         Ok(None) => {

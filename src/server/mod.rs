@@ -5,6 +5,7 @@ mod auth_limit;
 mod chat_deltas;
 mod connection;
 mod events;
+mod handshakes;
 mod memory;
 mod methods;
 mod outbox;
@@ -36,8 +37,9 @@ pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 50 * 1024 * 1024;
 pub const DEFAULT_TICK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 /// Connections open at once; past it a new one is turned away at accept.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-/// Connections still in their handshake (TLS, upgrade, `connect`) at once: unauthenticated
-/// peers can hold at most these, so the rest stay for clients that connected.
+/// Connections still in their handshake (TLS, upgrade, `connect`) at once; past it the oldest
+/// handshake gives way to the new connection (`handshakes.rs`), so peers that never finish
+/// theirs cannot keep real clients out.
 pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
 /// Encoded frames queued for all connections together (each also has its
 /// `max_buffered_bytes`).
@@ -140,7 +142,7 @@ pub async fn run_with_tls(
         private_paths: Arc::new(options.private_paths),
     });
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
-    let handshakes = Arc::new(Semaphore::new(options.max_handshakes.max(1)));
+    let handshakes = handshakes::Handshakes::new(options.max_handshakes);
     let mut backoff: Option<backon::ExponentialBackoff> = None;
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
     // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
@@ -180,11 +182,19 @@ pub async fn run_with_tls(
                         continue;
                     }
                 };
-                let permits = slots
-                    .clone()
-                    .try_acquire_owned()
-                    .and_then(|c| Ok((c, handshakes.clone().try_acquire_owned()?)));
-                let Ok((slot, handshake_slot)) = permits else {
+                let slot = match slots.clone().try_acquire_owned() {
+                    Ok(slot) => Some(slot),
+                    // Every place is taken: one still in its handshake gives way (it ends on
+                    // its next poll, well within the wait), a connected one never does.
+                    Err(_) if handshakes.give_way_oldest() => {
+                        tokio::time::timeout(GIVE_WAY_WAIT, slots.clone().acquire_owned())
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                    }
+                    Err(_) => None,
+                };
+                let Some(slot) = slot else {
                     if let Some(skipped) = shared.gates.accept.admit() {
                         tracing::warn!(%peer, skipped, "too many connections: turned away");
                     }
@@ -194,21 +204,27 @@ pub async fn run_with_tls(
                     }
                     continue;
                 };
+                let (mut ticket, evicted) = handshakes.admit();
+                if evicted && let Some(skipped) = shared.gates.accept.admit() {
+                    tracing::info!(%peer, skipped, "handshakes all in progress: the oldest gave way");
+                }
                 let shared = shared.clone();
                 let stop = stop_rx.clone();
                 let tls = tls.clone();
                 connections.spawn(async move {
                     let _slot = slot;
-                    // A peer that opens TCP and then stalls in TLS or the upgrade is dropped.
-                    let opened = tokio::time::timeout(
-                        handshake_timeout,
-                        open_websocket(stream, tls, ws_config),
-                    )
-                    .await;
+                    // A peer that opens TCP and then stalls in TLS or the upgrade is dropped,
+                    // after the handshake timeout or when a newer connection needs its place.
+                    let opened = tokio::select! {
+                        r = tokio::time::timeout(
+                            handshake_timeout,
+                            open_websocket(stream, tls, ws_config),
+                        ) => r,
+                        () = ticket.given_way() => return,
+                    };
                     match opened {
                         Ok(Ok(ws)) => {
-                            connection::serve(ws, Some(peer.ip()), shared, stop, handshake_slot)
-                                .await;
+                            connection::serve(ws, Some(peer.ip()), shared, stop, ticket).await;
                         }
                         Ok(Err(e)) => {
                             if let Some(skipped) = shared.gates.handshake.admit() {
@@ -242,6 +258,9 @@ pub async fn run_with_tls(
     }
     shared.gates.report_skipped();
 }
+
+/// How long a new connection waits at the cap for the place of a handshake that gave way.
+const GIVE_WAY_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The longest wait between two failed accepts.
 const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
