@@ -45,7 +45,8 @@ Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config
 Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
 NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
 --connect: the console, tool, inject and sessions list|show|patch|abort run on the gateway's engine; \
-the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else (for a loopback address) <state>/gateway-token."
+the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else <state>/gateway-token, offered only to a \
+loopback URL whose port this state folder's own running `serve` listens on (recorded in <state>/gateways/)."
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
@@ -57,8 +58,8 @@ pub struct Cli {
     /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
     #[arg(long, global = true, value_name = "URL")]
     pub connect: Option<String>,
-    /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else, for a
-    /// loopback address, the state folder's gateway-token file).
+    /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else the state
+    /// folder's gateway-token file, only for the port this folder's own `serve` listens on).
     #[arg(long, global = true, value_name = "TOKEN")]
     pub token: Option<String>,
     /// A CA certificate (PEM) to trust for a wss:// gateway.
@@ -157,7 +158,9 @@ database stops the import before anything is written.")]
 OpenClaw's gateway protocol v4 (connect.challenge, connect with the gateway token, hello-ok; \
 methods health, sessions.list, chat.history, chat.send, tools.invoke). The token is config \
 gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
-<state>/gateway-token (readable by you only); it is never printed. SIGINT or SIGTERM stops \
+<state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
+refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
+`--connect` on this machine offers that token only to it. SIGINT or SIGTERM stops \
 accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
@@ -436,28 +439,57 @@ impl Cli {
         Ok(Attached::Local(engine, api))
     }
 
-    /// The token `--connect` offers: `--token`, else the environment's, else, for a gateway
-    /// on this machine, the one `serve` generated into the state folder.
-    fn gateway_token(&self, target: &str) -> Option<String> {
+    /// The token `--connect` offers: `--token`, else the environment's, else the state
+    /// folder's `gateway-token`, but only to a loopback URL whose port this folder's own
+    /// running `serve` is listening on (its record in `<state>/gateways/`): whatever else
+    /// listens on a local port (another user's program, a tunnel to another gateway) never
+    /// gets it. Without a token the command stops here, before dialling, saying why.
+    fn gateway_token(&self, target: &str) -> Result<String> {
+        use switchboard::server::{listening, token};
         if let Some(t) = self
             .token
             .as_deref()
             .map(str::trim)
             .filter(|t| !t.is_empty())
         {
-            return Some(t.to_string());
+            return Ok(t.to_string());
         }
-        if let Ok(t) = std::env::var(switchboard::server::token::TOKEN_ENV) {
+        if let Ok(t) = std::env::var(token::TOKEN_ENV) {
             let t = t.trim();
             if !t.is_empty() {
-                return Some(t.to_string());
+                return Ok(t.to_string());
             }
         }
-        if !is_loopback_url(target) {
-            return None;
-        }
-        let text = std::fs::read_to_string(self.state_dir().join("gateway-token")).ok()?;
-        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+        let dir = self.state_dir();
+        let file = dir.join(token::TOKEN_FILE);
+        let why = match loopback_port(target) {
+            None => "it is not a loopback address (the state folder's token is offered only \
+to this machine's own gateway)"
+                .to_string(),
+            Some(port) => match listening::own_loopback(&dir, port) {
+                Some(r) if r.token_file => match token::read_private(&file)? {
+                    Some(t) => return Ok(t),
+                    None => format!("{} is missing or empty", file.display()),
+                },
+                Some(_) => format!(
+                    "the gateway of {} on port {port} takes its token from its config or \
+environment, not from {}",
+                    dir.display(),
+                    file.display()
+                ),
+                None => format!(
+                    "no `switchboard serve` of the state folder {} is listening on port \
+{port}, so {} is not offered to whatever listens there",
+                    dir.display(),
+                    file.display()
+                ),
+            },
+        };
+        Err(anyhow!(
+            "no gateway token for {}: {why}. Pass --token TOKEN or set ${}",
+            safe_line(target),
+            token::TOKEN_ENV
+        ))
     }
 
     /// `--connect`: dial the gateway now, so an unreachable or refusing one is reported at
@@ -472,13 +504,8 @@ impl Cli {
             .connect
             .clone()
             .ok_or_else(|| anyhow!("no --connect address"))?;
-        let token = self.gateway_token(&target);
-        let hint = if token.is_none() {
-            " (no token was given: pass --token or set $SWITCHBOARD_GATEWAY_TOKEN)"
-        } else {
-            ""
-        };
-        let mut options = LinkOptions::new(target.clone(), token);
+        let token = self.gateway_token(&target)?;
+        let mut options = LinkOptions::new(target.clone(), Some(token));
         options.tls_ca = self.tls_ca.clone();
         // OpenClaw grants an operator's scopes only to a signed device; ours checks one when
         // offered. One key per state folder, created on first use.
@@ -496,7 +523,7 @@ tunnel so it connects from loopback, which OpenClaw pairs by itself)"
                     ""
                 };
                 anyhow!(
-                    "cannot attach to {}: refused: {}{hint}{pairing}",
+                    "cannot attach to {}: refused: {}{pairing}",
                     safe_line(&target),
                     safe_line(&reason)
                 )
@@ -531,22 +558,22 @@ the gateway's machine"
     }
 }
 
-/// `ws://127.0.0.1:…`, `ws://localhost…`, `ws://[::1]…`: a gateway on this machine.
-fn is_loopback_url(target: &str) -> bool {
-    let rest = target
-        .strip_prefix("ws://")
-        .or_else(|| target.strip_prefix("wss://"))
-        .unwrap_or_default();
-    let host = rest.split(['/', '?']).next().unwrap_or_default();
-    let host = match host.rsplit_once(':') {
-        Some((h, port)) if !port.contains(']') => h,
-        _ => host,
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
+/// The port of a `ws://` or `wss://` URL on this machine (`127.0.0.1`, `localhost`,
+/// `[::1]`; the gateway's default port when none is given), else `None`.
+fn loopback_port(target: &str) -> Option<u16> {
+    let uri: tokio_tungstenite::tungstenite::http::Uri = target.parse().ok()?;
+    if !matches!(uri.scheme_str(), Some("ws" | "wss")) {
+        return None;
+    }
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let local = host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+            .is_ok_and(|ip| ip.is_loopback());
+    local.then(|| {
+        uri.port_u16()
+            .unwrap_or(switchboard::remote::link::DEFAULT_PORT)
+    })
 }
 
 /// What a command runs on.
@@ -665,6 +692,19 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         ),
     };
     say(&format!("gateway token: {from}"));
+    // `--connect` on this machine offers the folder's token only to a port recorded here.
+    let record = server::listening::Record {
+        addr: local,
+        scheme: scheme.to_string(),
+        pid: std::process::id(),
+        token_file: matches!(source, token::TokenSource::File(_)),
+    };
+    let _listening = server::listening::Listening::record(&dir, &record).with_context(|| {
+        format!(
+            "cannot record the listening address in {}",
+            dir.join(server::listening::DIR).display()
+        )
+    })?;
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     let options = server::Options {

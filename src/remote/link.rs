@@ -80,6 +80,9 @@ pub enum DialError {
     Refused(String),
 }
 
+/// The port a `ws://host` target without one dials (the gateway's default).
+pub const DEFAULT_PORT: u16 = 18789;
+
 /// The first backoff after a drop, and the most it grows to.
 const BACKOFF_FIRST: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -258,7 +261,7 @@ fn address(target: &str) -> Result<String, DialError> {
     Ok(if host.contains(':') && !host.ends_with(']') {
         host.to_string()
     } else {
-        format!("{host}:18789")
+        format!("{host}:{DEFAULT_PORT}")
     })
 }
 

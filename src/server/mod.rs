@@ -6,6 +6,7 @@ mod chat_deltas;
 mod connection;
 mod events;
 mod idempotency;
+pub mod listening;
 mod methods;
 mod outbox;
 mod requests;
