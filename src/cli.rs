@@ -528,6 +528,20 @@ tunnel so it connects from loopback, which OpenClaw pairs by itself)"
                     safe_line(&reason)
                 )
             }
+            DialError::Deferred {
+                reason,
+                retry_after,
+            } => {
+                let when = retry_after
+                    .map(|d| format!("in {} s", d.as_secs().max(1)))
+                    .unwrap_or_else(|| "later".into());
+                anyhow!(
+                    "cannot attach to {}: refused for now: {} (this passes by itself: try again \
+{when})",
+                    safe_line(&target),
+                    safe_line(&reason)
+                )
+            }
             DialError::Transient(_) => anyhow!(
                 "cannot attach to {}: {} (is `switchboard serve` running there?)",
                 safe_line(&target),

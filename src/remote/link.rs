@@ -2,7 +2,9 @@
 //! with `connect`, then one task owns the socket: requests come in on a channel and are
 //! matched to their `res` by id; events are checked for gaps and broadcast; a `health`
 //! request every few seconds measures the round trip. A dropped connection fails what was
-//! pending and is dialled again with backoff, forever; a refused handshake is final.
+//! pending and is dialled again with backoff, forever; a handshake refused for now (a
+//! lockout, a full gateway) is dialled again too, no sooner than the gateway asked; one
+//! refused for good (token, protocol) is final.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,6 +19,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::refusal::Refusal;
 use super::rpc::{Rpc, RpcError, WireEvent};
 use crate::api::LinkState;
 use crate::protocol::{
@@ -78,6 +81,13 @@ pub enum DialError {
     /// The gateway said no (token, protocol, pairing) or the address cannot work: final.
     #[error("{0}")]
     Refused(String),
+    /// The gateway said not now (a lockout, too many connections, shutting down): dial
+    /// again, no sooner than `retry_after` when it said how long.
+    #[error("{reason}")]
+    Deferred {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
 }
 
 /// The port a `ws://host` target without one dials (the gateway's default).
@@ -384,11 +394,17 @@ was issued for, and if it is self-signed pass --tls-ca FILE with it (PEM)"
         match next_frame(&mut ws).await? {
             Frame::Res(r) if r.id == id => {
                 if !r.ok {
-                    let message = r
-                        .error
-                        .map(|e| format!("{}: {}", e.code, e.message))
-                        .unwrap_or_else(|| "connect refused".into());
-                    return Err(DialError::Refused(message));
+                    let Some(error) = r.error else {
+                        return Err(DialError::Refused("connect refused".into()));
+                    };
+                    let reason = format!("{}: {}", error.code, error.message);
+                    return Err(match super::refusal::classify(&error) {
+                        Refusal::Final => DialError::Refused(reason),
+                        Refusal::Later { after } => DialError::Deferred {
+                            reason,
+                            retry_after: after,
+                        },
+                    });
                 }
                 let hello: HelloOk = r
                     .payload_as()
@@ -454,9 +470,11 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
         tracing::info!(target = %shared.options.target, %reason, "gateway connection lost");
         let mut attempt = 0u32;
         let mut reason = reason;
+        // How long the gateway asked us to stay away, when it refused for now.
+        let mut asked: Option<Duration> = None;
         ws = loop {
             attempt = attempt.saturating_add(1);
-            let wait = backoff(attempt);
+            let wait = backoff(attempt).max(asked.take().unwrap_or_default());
             shared.state.send_replace(LinkState::Reconnecting {
                 attempt,
                 retry_in_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
@@ -474,6 +492,14 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
                     break ws;
                 }
                 Err(DialError::Transient(r)) => reason = r,
+                Err(DialError::Deferred {
+                    reason: r,
+                    retry_after,
+                }) => {
+                    tracing::info!(target = %shared.options.target, reason = %r, ?retry_after, "gateway refused the reconnection for now");
+                    reason = r;
+                    asked = retry_after;
+                }
                 Err(DialError::Refused(r)) => {
                     tracing::warn!(target = %shared.options.target, reason = %r, "gateway refused the reconnection");
                     shared
