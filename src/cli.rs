@@ -184,10 +184,15 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// The largest frame accepted, in bytes (hello-ok's policy.maxPayload).
-    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD,
-          value_parser = clap::value_parser!(usize))]
-    pub max_payload: usize,
+    /// The largest frame accepted and sent, in bytes (hello-ok's policy.maxPayload; 65536 to
+    /// 67108864, the most a Switchboard client reads). Longer answers are paged, or their
+    /// texts cut with "…(truncated)…".
+    #[arg(long, value_name = "BYTES",
+          default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD as u64,
+          value_parser = clap::value_parser!(u64).range(
+              switchboard::protocol::MIN_MAX_PAYLOAD as u64
+                  ..=switchboard::protocol::MAX_PAYLOAD_CEILING as u64))]
+    pub max_payload: u64,
 }
 
 #[derive(Debug, Args)]
@@ -723,7 +728,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     tracing::info!(%local, "gateway listening");
     let options = server::Options {
         read_only_token: config.gateway.auth.read_only_token.clone(),
-        max_payload: args.max_payload,
+        // Within the range clap checked, so it fits any usize this runs on.
+        max_payload: usize::try_from(args.max_payload)
+            .unwrap_or(switchboard::server::DEFAULT_MAX_PAYLOAD),
         ..server::Options::new(secret)
     };
     server::run_with_tls(listener, api, options, tls, stop_signal()?).await;
@@ -1241,7 +1248,8 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             json,
         } => {
             let api = cli.reading_api().await?;
-            let (row, lines, policy) = show_session(api.as_ref(), key, *messages, *tools).await?;
+            let (row, lines, policy, left_out) =
+                show_session(api.as_ref(), key, *messages, *tools).await?;
             if *json {
                 let mut v = row;
                 v["sendPolicyEffective"] = policy.to_json();
@@ -1254,6 +1262,12 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
                 return print_json(&v);
             }
             print_show(&row, &lines, &policy);
+            if left_out > 0 {
+                println!(
+                    "({left_out} older messages left out to fit the gateway's frame limit; ask \
+for fewer with --messages)"
+                );
+            }
             Ok(())
         }
         SessionsCommand::Patch {
@@ -1356,14 +1370,14 @@ async fn show_session(
     raw: &str,
     messages: usize,
     tools: bool,
-) -> Result<(Value, Vec<TranscriptLine>, PolicyView)> {
+) -> Result<(Value, Vec<TranscriptLine>, PolicyView, usize)> {
     let key = existing_key(api, raw).await?;
     let detail = api
         .session(&key)
         .await?
         .ok_or_else(|| anyhow!("no session found: {key}"))?;
-    let lines = if messages == 0 {
-        Vec::new()
+    let (lines, left_out) = if messages == 0 {
+        (Vec::new(), 0)
     } else {
         let page = api
             .transcript(TranscriptQuery {
@@ -1377,9 +1391,9 @@ async fn show_session(
         if !page.exists {
             return Err(anyhow!("no session found: {key}"));
         }
-        page.lines
+        (page.lines, page.left_out)
     };
-    Ok((detail.entry, lines, detail.row.policy))
+    Ok((detail.entry, lines, detail.row.policy, left_out))
 }
 
 fn relative(ms: i64) -> String {

@@ -18,13 +18,15 @@ use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::refusal::Refusal;
 use super::rpc::{Rpc, RpcError, WireEvent};
 use crate::api::LinkState;
 use crate::protocol::{
-    AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, Frame, HelloOk,
-    MIN_CLIENT_PROTOCOL, PROTOCOL_VERSION, Request, Response, switchboard,
+    AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, ErrorShape, Frame,
+    HelloOk, INVALID_REQUEST, MAX_PAYLOAD_CEILING, MIN_CLIENT_PROTOCOL, PROTOCOL_VERSION, Request,
+    Response, switchboard,
 };
 
 /// Signs the `connect` with a device identity (Ed25519 over OpenClaw's v3 payload string).
@@ -316,10 +318,15 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
     } else {
         None
     };
+    // tungstenite's defaults (16 MiB frames) sit below what gateways advertise (OpenClaw's
+    // 25 MiB): a frame within the gateway's maxPayload must never be refused here.
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_PAYLOAD_CEILING))
+        .max_frame_size(Some(MAX_PAYLOAD_CEILING));
     let (mut ws, _) = tokio_tungstenite::client_async_tls_with_config(
         options.target.as_str(),
         tcp,
-        None,
+        Some(config),
         connector,
     )
     .await
@@ -554,13 +561,15 @@ async fn drive(
         format!("c{next_id}")
     };
     let mut last_seq: Option<u64> = None;
+    // What the gateway said it sends and accepts, within what this client reads at all.
     let max_payload = shared
         .hello
         .lock()
         .ok()
         .and_then(|h| h.as_ref().map(|h| h.policy.max_payload))
         .and_then(|m| usize::try_from(m).ok())
-        .unwrap_or(usize::MAX);
+        .unwrap_or(MAX_PAYLOAD_CEILING)
+        .min(MAX_PAYLOAD_CEILING);
 
     let ended = 'life: {
         if resynced_at.is_some() {
@@ -592,7 +601,24 @@ async fn drive(
                     {
                         subs.push((call.method.clone(), call.params.clone()));
                     }
-                    if let Err(e) = send(ws, &id, &call.method, call.params).await {
+                    let text = match encode(&id, &call.method, call.params) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let _ = call.reply.send(Err(refused(e)));
+                            continue;
+                        }
+                    };
+                    // The gateway would close the connection on a frame over its limit:
+                    // refuse it here, and the link stays up for everything else.
+                    if text.len() > max_payload {
+                        let _ = call.reply.send(Err(refused(format!(
+                            "the request is {} bytes; the gateway accepts at most {max_payload} \
+            (its maxPayload): send less at once",
+                            text.len()
+                        ))));
+                        continue;
+                    }
+                    if let Err(e) = ws.send(Message::text(text)).await.map_err(|e| e.to_string()) {
                         let _ = call.reply.send(Err(RpcError::Unavailable(e.clone())));
                         break 'life Ended::Dropped(e);
                     }
@@ -672,17 +698,31 @@ async fn drive(
     ended
 }
 
-async fn send(ws: &mut Ws, id: &str, method: &str, params: Value) -> Result<(), String> {
-    let frame = Frame::Req(Request {
+fn encode(id: &str, method: &str, params: Value) -> Result<String, String> {
+    Frame::Req(Request {
         id: id.to_string(),
         method: method.to_string(),
         params: Some(params),
         extra: serde_json::Map::new(),
-    });
-    let text = frame.encode().map_err(|e| e.to_string())?;
+    })
+    .encode()
+    .map_err(|e| e.to_string())
+}
+
+async fn send(ws: &mut Ws, id: &str, method: &str, params: Value) -> Result<(), String> {
+    let text = encode(id, method, params)?;
     ws.send(Message::text(text))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A request refused on this side, as the gateway would word a bad request.
+fn refused(message: String) -> RpcError {
+    RpcError::Refused(ErrorShape {
+        code: INVALID_REQUEST.to_string(),
+        message,
+        extra: serde_json::Map::new(),
+    })
 }
 
 fn answered(

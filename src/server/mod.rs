@@ -5,6 +5,7 @@ mod auth_limit;
 mod chat_deltas;
 mod connection;
 mod events;
+mod fit;
 mod idempotency;
 pub mod listening;
 mod methods;

@@ -1,7 +1,10 @@
 //! A connection's outbound side after `hello-ok`: one bounded queue (frames and bytes) and
 //! the one writer task that drains it onto the socket. Events are numbered (`seq` 1, 2, 3 …)
 //! in the order they enter the queue; a client that falls more than the queue behind is
-//! disconnected as lagged instead of growing the server's memory.
+//! disconnected as lagged instead of growing the server's memory. No frame larger than the
+//! `maxPayload` the gateway advertises is ever queued: one that would be has its texts cut
+//! (with the marker) until it fits, or, failing that, an answer becomes an error and an event
+//! is left out (its `seq` is skipped, so the client knows it missed one).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -48,6 +51,8 @@ struct Numbering {
 /// The sending half every task of a connection shares.
 pub struct Outbox {
     numbering: Mutex<Numbering>,
+    /// The largest frame this connection is sent: the gateway's `maxPayload`.
+    frame_limit: AtomicUsize,
     tx: mpsc::Sender<String>,
     queued_bytes: Arc<AtomicUsize>,
     max_bytes: usize,
@@ -71,6 +76,9 @@ pub fn outbox(max_bytes: usize) -> (Arc<Outbox>, Writer) {
             last_seq: 0,
             closed: false,
         }),
+        // The smallest `maxPayload` a gateway may advertise, until told its own: whatever
+        // it advertised, nothing sent is larger.
+        frame_limit: AtomicUsize::new(crate::protocol::MIN_MAX_PAYLOAD),
         tx,
         queued_bytes: queued_bytes.clone(),
         max_bytes,
@@ -85,6 +93,12 @@ pub fn outbox(max_bytes: usize) -> (Arc<Outbox>, Writer) {
 }
 
 impl Outbox {
+    /// Sets the largest frame this connection is sent (the `maxPayload` its `hello-ok`
+    /// advertised).
+    pub fn limit_frames(&self, max_payload: usize) {
+        self.frame_limit.store(max_payload, Ordering::Relaxed);
+    }
+
     /// Queues an event with the connection's next `seq`.
     pub fn event(&self, event: &str, payload: Value) -> Result<(), Gone> {
         let mut n = self.numbering.lock().unwrap_or_else(|p| p.into_inner());
@@ -126,14 +140,8 @@ impl Outbox {
     }
 
     fn queue(&self, n: &mut Numbering, frame: &Frame) -> Result<(), Gone> {
-        let text = match frame.encode() {
-            Ok(t) => t,
-            Err(e) => {
-                // Our own frames are plain JSON values; failing to encode one is a bug, but
-                // not one to take the connection down for.
-                tracing::error!(error = %e, "an outgoing frame could not be encoded");
-                return Ok(());
-            }
+        let Some(text) = self.encode_within_limit(frame) else {
+            return Ok(());
         };
         let len = text.len();
         let before = self.queued_bytes.fetch_add(len, Ordering::SeqCst);
@@ -160,6 +168,67 @@ impl Outbox {
             drain: false,
         }));
         Err(Gone)
+    }
+
+    /// `frame` encoded within the frame limit: as it is, or with its texts cut to fit, or
+    /// (an answer) as an error saying it was too large. `None`: nothing can be sent for it.
+    fn encode_within_limit(&self, frame: &Frame) -> Option<String> {
+        let text = match frame.encode() {
+            Ok(t) => t,
+            Err(e) => {
+                // Our own frames are plain JSON values; failing to encode one is a bug, but
+                // not one to take the connection down for.
+                tracing::error!(error = %e, "an outgoing frame could not be encoded");
+                return None;
+            }
+        };
+        let limit = self.frame_limit.load(Ordering::Relaxed);
+        if text.len() <= limit {
+            return Some(text);
+        }
+        let size = text.len();
+        drop(text);
+        let mut cut = frame.clone();
+        let payload = match &mut cut {
+            Frame::Res(r) => r.payload.as_mut(),
+            Frame::Event(e) => e.payload.as_mut(),
+            Frame::Req(_) => None,
+        };
+        let fits = payload.is_some_and(|p| super::fit::cut_to_fit(p, super::fit::budget(limit)));
+        if let Some(text) = fits
+            .then(|| cut.encode().ok())
+            .flatten()
+            .filter(|t| t.len() <= limit)
+        {
+            tracing::info!(
+                size,
+                limit,
+                "an outgoing frame's texts were cut to fit maxPayload"
+            );
+            return Some(text);
+        }
+        tracing::warn!(size, limit, "an outgoing frame does not fit maxPayload");
+        let Frame::Res(r) = frame else {
+            return None;
+        };
+        let error = ErrorShape {
+            code: crate::protocol::INVALID_REQUEST.to_string(),
+            message: format!(
+                "the answer ({size} bytes) does not fit this gateway's maxPayload ({limit} \
+bytes): ask for less"
+            ),
+            extra: serde_json::Map::new(),
+        };
+        Frame::Res(Response {
+            id: r.id.clone(),
+            ok: false,
+            payload: None,
+            error: Some(error),
+            extra: serde_json::Map::new(),
+        })
+        .encode()
+        .ok()
+        .filter(|t| t.len() <= limit)
     }
 
     /// Ends the connection: nothing more is queued; the writer sends what is queued (if

@@ -46,6 +46,8 @@ pub fn dispatch<'a>(
     method: String,
     raw: Option<Value>,
 ) -> Option<Work<'a>> {
+    // Until now the outbox held frames to the smallest limit any gateway advertises.
+    ctx.outbox.limit_frames(ctx.shared.max_payload);
     if !ctx.write && methods::is_write(&method) {
         let refused = error(
             switchboard::code::FORBIDDEN,
@@ -102,7 +104,8 @@ pub fn dispatch<'a>(
             }
         })),
         _ => Some(Box::pin(async move {
-            let outcome = methods::call(&ctx.shared.api, &method, raw).await;
+            let outcome =
+                methods::call(&ctx.shared.api, &method, raw, ctx.shared.max_payload).await;
             answer(id, outcome);
         })),
     }
