@@ -318,3 +318,51 @@ pub fn truncate(s: &str, max: usize) -> String {
     }
     s[..end].to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn no_frame_over_the_limit_is_queued() {
+        let (outbox, mut writer) = outbox(1 << 30);
+        outbox.limit_frames(64 * 1024);
+        let mut next = || {
+            let text = writer.rx.try_recv().expect("a frame was queued");
+            assert!(text.len() <= 64 * 1024, "{} bytes", text.len());
+            serde_json::from_str::<Value>(&text).expect("json")
+        };
+        // Text is cut, with the marker.
+        outbox
+            .response("a".into(), Ok(json!({"text": "\"".repeat(1_000_000)})))
+            .expect("queued");
+        let cut = next();
+        assert_eq!(cut["ok"], true);
+        let text = cut["payload"]["text"].as_str().expect("text");
+        assert!(text.ends_with(super::super::fit::TRUNCATION_MARKER));
+        // Bulk that is not text: the answer becomes an error saying so.
+        let numbers: Vec<u32> = (0..100_000).collect();
+        outbox
+            .response("b".into(), Ok(json!(numbers)))
+            .expect("queued");
+        let refused = next();
+        assert_eq!(
+            (refused["id"].as_str(), refused["ok"].as_bool()),
+            (Some("b"), Some(false))
+        );
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("maxPayload")
+        );
+        // An event that cannot fit is left out, and its `seq` skipped: the client resyncs.
+        outbox.event("small", json!({"n": 1})).expect("queued");
+        outbox.event("bulk", json!(numbers)).expect("not an error");
+        outbox.event("small", json!({"n": 2})).expect("queued");
+        assert_eq!(next()["seq"], 1);
+        assert_eq!(next()["seq"], 3);
+        assert!(writer.rx.try_recv().is_err());
+    }
+}
