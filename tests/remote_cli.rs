@@ -4,6 +4,7 @@
 //! error (exit 1), at once.
 
 mod common;
+mod gateway_process;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -12,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use gateway_process::bounded;
 use serde_json::Value;
 use switchboard::api::{
     AgentInfo, ApiError, EventStream, KeyPurpose, PatchRequest, PatchResult, PolicyChange,
@@ -122,27 +124,6 @@ impl Gateway {
             .expect("serve generated a token")
             .trim()
             .to_string()
-    }
-}
-
-/// Runs a command; more than `WAIT` is a hang and fails the test.
-fn bounded(mut c: Command) -> Output {
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let id = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(WAIT) {
-        Ok(out) => out.expect("output"),
-        Err(_) => {
-            let _ = Command::new("kill").arg(id.to_string()).status();
-            panic!("the command hung");
-        }
     }
 }
 

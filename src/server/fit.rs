@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+pub use crate::json_size::json_len;
+
 /// Appended to a cut text (`…` is U+2026), as `sessions_history` marks its cuts.
 pub const TRUNCATION_MARKER: &str = "\n…(truncated)…";
 
@@ -19,29 +21,6 @@ const MIN_CUT: usize = 256;
 /// The payload budget of a frame under `max_payload`.
 pub fn budget(max_payload: usize) -> usize {
     max_payload.saturating_sub(ENVELOPE)
-}
-
-/// Counts bytes without keeping them: sizing a value need not allocate its serialization.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 = self.0.saturating_add(buf.len());
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// UTF-8 length of the compact JSON of `value`; unbounded if it cannot be serialized.
-pub fn json_len(value: &Value) -> usize {
-    let mut counter = ByteCounter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    }
 }
 
 /// Cuts the longest strings in `value` (each keeps its head and gains the marker), halving
