@@ -76,6 +76,11 @@ async fn a_squatter_on_a_loopback_port_gets_no_token_and_our_serve_still_does() 
     let seen = squatter(listener);
 
     let out = client(&g.state(), &fake, &["sessions", "list"]);
+    let seen = seen.lock().expect("lock").clone();
+    assert!(
+        seen.iter().all(|f| !f.contains(&token)),
+        "the squatter received the token: {seen:?}"
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(
@@ -85,11 +90,6 @@ async fn a_squatter_on_a_loopback_port_gets_no_token_and_our_serve_still_does() 
     assert!(
         err.contains("no `switchboard serve` of the state folder"),
         "{err}"
-    );
-    let seen = seen.lock().expect("lock").clone();
-    assert!(
-        seen.iter().all(|f| !f.contains(&token)),
-        "the squatter received the token: {seen:?}"
     );
 
     // The folder's own gateway is still reached without --token.
@@ -112,9 +112,7 @@ async fn the_port_of_a_killed_serve_is_not_trusted() {
     let mut g = start_with_token(&[], None);
     let token = token_of(&g);
     g.kill_hard();
-    // The record of the dead gateway is still there; its port is free to take.
-    let records = std::fs::read_dir(g.state().join("gateways")).expect("records");
-    assert_eq!(records.count(), 1, "kill -9 leaves the record");
+    // Its port is free to take.
     let listener = TcpListener::bind(&g.addr)
         .await
         .expect("take the dead serve's port");
@@ -124,17 +122,20 @@ async fn the_port_of_a_killed_serve_is_not_trusted() {
         &format!("ws://{}", g.addr),
         &["sessions", "list"],
     );
+    let seen = seen.lock().expect("lock").clone();
+    assert!(
+        seen.iter().all(|f| !f.contains(&token)),
+        "the squatter received the token: {seen:?}"
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("Pass --token"),
         "{}",
         text(&out.stderr)
     );
-    let seen = seen.lock().expect("lock").clone();
-    assert!(
-        seen.iter().all(|f| !f.contains(&token)),
-        "the squatter received the token: {seen:?}"
-    );
+    // The dead gateway's record is still there: its free lock is what told.
+    let records = std::fs::read_dir(g.state().join("gateways")).expect("records");
+    assert_eq!(records.count(), 1, "kill -9 leaves the record");
 }
 
 /// `serve` on `state` (no token in config or environment) to its end.
