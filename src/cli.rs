@@ -467,25 +467,32 @@ impl Cli {
         }
         let dir = self.state_dir();
         let file = dir.join(token::TOKEN_FILE);
-        let why = match loopback_port(target) {
+        let why = match loopback_addrs(target) {
             None => "it is not a loopback address (the state folder's token is offered only \
 to this machine's own gateway)"
                 .to_string(),
-            Some(port) => match listening::own_loopback(&dir, port) {
-                Some(r) if r.token_file => match token::read_private(&file)? {
-                    Some(t) => return Ok(t),
-                    None => format!("{} is missing or empty", file.display()),
-                },
+            Some(addrs) => match listening::own_for_all(&dir, &addrs) {
+                Some(records) if records.iter().all(|r| r.token_file) => {
+                    match token::read_private(&file)? {
+                        Some(t) => return Ok(t),
+                        None => format!("{} is missing or empty", file.display()),
+                    }
+                }
                 Some(_) => format!(
-                    "the gateway of {} on port {port} takes its token from its config or \
-environment, not from {}",
+                    "the gateway of {} there takes its token from its config or environment, \
+not from {}",
                     dir.display(),
                     file.display()
                 ),
                 None => format!(
-                    "no `switchboard serve` of the state folder {} is listening on port \
-{port}, so {} is not offered to whatever listens there",
+                    "no `switchboard serve` of the state folder {} is listening there ({}), so \
+{} is not offered to whatever is",
                     dir.display(),
+                    addrs
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     file.display()
                 ),
             },
@@ -577,22 +584,27 @@ the gateway's machine"
     }
 }
 
-/// The port of a `ws://` or `wss://` URL on this machine (`127.0.0.1`, `localhost`,
-/// `[::1]`; the gateway's default port when none is given), else `None`.
-fn loopback_port(target: &str) -> Option<u16> {
+/// Every address a `ws://` or `wss://` URL on this machine may be dialled at (an IP literal,
+/// or all that `localhost` resolves to; the gateway's default port when none is given), or
+/// `None` when it is not on this machine (any address not loopback).
+fn loopback_addrs(target: &str) -> Option<Vec<std::net::SocketAddr>> {
+    use std::net::ToSocketAddrs;
     let uri: tokio_tungstenite::tungstenite::http::Uri = target.parse().ok()?;
     if !matches!(uri.scheme_str(), Some("ws" | "wss")) {
         return None;
     }
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
-    let local = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    local.then(|| {
-        uri.port_u16()
-            .unwrap_or(switchboard::remote::link::DEFAULT_PORT)
-    })
+    let port = uri
+        .port_u16()
+        .unwrap_or(switchboard::remote::link::DEFAULT_PORT);
+    let addrs: Vec<std::net::SocketAddr> = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => vec![(ip, port).into()],
+        Err(_) if host.eq_ignore_ascii_case("localhost") => {
+            (host, port).to_socket_addrs().ok()?.collect()
+        }
+        Err(_) => return None,
+    };
+    (!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())).then_some(addrs)
 }
 
 /// What a command runs on.

@@ -138,6 +138,16 @@ async fn the_port_of_a_killed_serve_is_not_trusted() {
     assert_eq!(records.count(), 1, "kill -9 leaves the record");
 }
 
+#[test]
+fn a_clean_exit_removes_the_record() {
+    let mut g = start_with_token(&[], None);
+    let dir = g.state().join("gateways");
+    let records = || std::fs::read_dir(&dir).expect("records").count();
+    assert_eq!(records(), 1);
+    assert!(g.terminate().success());
+    assert_eq!(records(), 0, "SIGTERM removes the record");
+}
+
 /// `serve` on `state` (no token in config or environment) to its end.
 fn serve(state: &std::path::Path) -> std::process::Output {
     let config = state.with_file_name("config.json5");

@@ -36,10 +36,15 @@ pub struct Record {
 }
 
 impl Record {
-    /// Whether a client dialling loopback port `port` reaches this gateway.
-    pub fn serves_loopback_port(&self, port: u16) -> bool {
+    /// Whether a client dialling `to` (a loopback address) reaches this gateway: the same
+    /// port, and the same address or the unspecified one of its family (nobody else can
+    /// bind a more specific address on that port then). Another user may well listen on
+    /// `[::1]:P` while we hold `127.0.0.1:P`, so the family counts.
+    pub fn serves(&self, to: SocketAddr) -> bool {
         let ip = self.addr.ip();
-        self.addr.port() == port && (ip.is_loopback() || ip.is_unspecified())
+        to.ip().is_loopback()
+            && self.addr.port() == to.port()
+            && (ip == to.ip() || (ip.is_unspecified() && ip.is_ipv4() == to.ip().is_ipv4()))
     }
 }
 
@@ -108,11 +113,19 @@ pub fn live(state_dir: &Path) -> Vec<Record> {
         .collect()
 }
 
-/// The live gateway of `state_dir` that a client dialling loopback `port` reaches.
-pub fn own_loopback(state_dir: &Path, port: u16) -> Option<Record> {
-    live(state_dir)
-        .into_iter()
-        .find(|r| r.serves_loopback_port(port))
+/// The live gateways of `state_dir` that a client dialling any of `addrs` reaches (a host
+/// name such as `localhost` may resolve to several; the dialler may take any): `None` unless
+/// every one of them is served by a live record, so the token never goes where we do not
+/// listen.
+pub fn own_for_all(state_dir: &Path, addrs: &[SocketAddr]) -> Option<Vec<Record>> {
+    if addrs.is_empty() {
+        return None;
+    }
+    let live = live(state_dir);
+    addrs
+        .iter()
+        .map(|a| live.iter().find(|r| r.serves(*a)).cloned())
+        .collect()
 }
 
 fn read_live(path: &Path) -> Option<Record> {
@@ -175,15 +188,19 @@ mod tests {
         }
     }
 
+    fn to(addr: &str) -> Vec<SocketAddr> {
+        vec![addr.parse().expect("addr")]
+    }
+
     #[test]
     fn a_held_record_is_live_and_a_dropped_or_stale_one_is_not() {
         let dir = tempfile::tempdir().expect("tempdir");
         let held = Listening::record(dir.path(), &record("127.0.0.1:4100")).expect("record");
         assert_eq!(
-            own_loopback(dir.path(), 4100),
-            Some(record("127.0.0.1:4100"))
+            own_for_all(dir.path(), &to("127.0.0.1:4100")),
+            Some(vec![record("127.0.0.1:4100")])
         );
-        assert_eq!(own_loopback(dir.path(), 4101), None);
+        assert_eq!(own_for_all(dir.path(), &to("127.0.0.1:4101")), None);
         // What `kill -9` leaves: the file, with nobody holding its lock.
         let stale = dir.path().join(DIR).join(format!("dead{SUFFIX}"));
         std::fs::write(
@@ -191,21 +208,29 @@ mod tests {
             serde_json::to_vec(&record("127.0.0.1:4102")).expect("json"),
         )
         .expect("write");
-        assert_eq!(own_loopback(dir.path(), 4102), None);
+        assert_eq!(own_for_all(dir.path(), &to("127.0.0.1:4102")), None);
         drop(held);
         assert_eq!(live(dir.path()), Vec::new());
         // The next gateway's start removes the stale file.
         let _next = Listening::record(dir.path(), &record("[::]:4103")).expect("record");
         assert!(!stale.exists());
-        assert!(
-            own_loopback(dir.path(), 4103).is_some(),
-            "[::] listens on loopback too"
-        );
+        assert!(own_for_all(dir.path(), &to("[::1]:4103")).is_some());
     }
 
     #[test]
-    fn a_gateway_bound_elsewhere_does_not_serve_loopback() {
-        assert!(!record("192.0.2.1:4100").serves_loopback_port(4100));
-        assert!(record("0.0.0.0:4100").serves_loopback_port(4100));
+    fn only_the_address_family_and_port_we_hold_count() {
+        assert!(!record("192.0.2.1:4100").serves("127.0.0.1:4100".parse().expect("a")));
+        assert!(record("0.0.0.0:4100").serves("127.0.0.1:4100".parse().expect("a")));
+        assert!(!record("0.0.0.0:4100").serves("192.0.2.1:4100".parse().expect("a")));
+        // Someone else may hold [::1]:4100 while we hold 127.0.0.1:4100.
+        assert!(!record("127.0.0.1:4100").serves("[::1]:4100".parse().expect("a")));
+        assert!(!record("127.0.0.1:4100").serves("127.0.0.2:4100".parse().expect("a")));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _held = Listening::record(dir.path(), &record("127.0.0.1:4100")).expect("record");
+        let localhost: Vec<SocketAddr> = vec![
+            "127.0.0.1:4100".parse().expect("a"),
+            "[::1]:4100".parse().expect("a"),
+        ];
+        assert_eq!(own_for_all(dir.path(), &localhost), None);
     }
 }

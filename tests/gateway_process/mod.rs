@@ -102,6 +102,21 @@ impl Gateway {
         self.dir.path().join("state")
     }
 
+    /// SIGTERM, then waits (bounded) for the clean exit; its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(std::time::Instant::now() < deadline, "serve did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// `kill -9`: no clean exit, nothing removed.
     pub fn kill_hard(&mut self) {
         let _ = self.child.kill();
