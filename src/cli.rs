@@ -736,6 +736,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
             dir.join(server::listening::DIR).display()
         )
     })?;
+    // Watched before the address is announced: a SIGTERM sent as soon as a supervisor (or a
+    // test) reads it must stop the gateway cleanly, not kill it with its record left behind.
+    let stop = stop_signal()?;
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     let options = server::Options {
@@ -745,7 +748,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
             .unwrap_or(switchboard::server::DEFAULT_MAX_PAYLOAD),
         ..server::Options::new(secret)
     };
-    server::run_with_tls(listener, api, options, tls, stop_signal()?).await;
+    server::run_with_tls(listener, api, options, tls, stop).await;
     tracing::info!("gateway stopped accepting; draining the engine");
     if tokio::time::timeout(Duration::from_secs(30), engine.idle())
         .await
