@@ -23,20 +23,30 @@ pub fn budget(max_payload: usize) -> usize {
     max_payload.saturating_sub(ENVELOPE)
 }
 
-/// Cuts the longest strings in `value` (each keeps its head and gains the marker), halving
-/// the longest allowed until the JSON fits in `budget`. True when it fits (it was cut if it
-/// had to be); false when even strings cut short leave it too big (its shape is the bulk).
+/// Cuts the longest strings in `value` (each keeps its head and gains the marker) until the
+/// JSON fits in `budget`: first by what is over (so a text just too long loses only its
+/// tail), then halving, so it ends in a few passes whatever the escaping. True when it fits
+/// (it was cut if it had to be); false when even strings cut short leave it too big (its
+/// shape is the bulk).
 pub fn cut_to_fit(value: &mut Value, budget: usize) -> bool {
     let mut len = json_len(value);
     if len <= budget {
         return true;
     }
     let mut cap = longest_string(value);
+    let mut passes = 0;
     while len > budget {
         if cap <= MIN_CUT {
             return false;
         }
-        cap = (cap / 2).max(MIN_CUT);
+        let over = len - budget + 2 * TRUNCATION_MARKER.len();
+        cap = if passes < 2 && over < cap / 2 {
+            cap - over
+        } else {
+            cap / 2
+        }
+        .max(MIN_CUT);
+        passes += 1;
         cut_strings(value, cap);
         len = json_len(value);
     }

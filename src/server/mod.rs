@@ -95,7 +95,9 @@ pub async fn run_with_tls(
         token: options.token,
         read_only_token: options.read_only_token,
         // Never more than a Switchboard client reads: what is advertised is what is sent.
-        max_payload: options.max_payload.min(crate::protocol::MAX_PAYLOAD_CEILING),
+        max_payload: options
+            .max_payload
+            .min(crate::protocol::MAX_PAYLOAD_CEILING),
         handshake_timeout: options.handshake_timeout,
         max_buffered_bytes: options.max_buffered_bytes,
         tick_interval: options.tick_interval,

@@ -141,3 +141,31 @@ async fn answer(
         other => Err(bad(format!("unknown method: {other}"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TranscriptPage;
+
+    #[test]
+    fn a_transcript_page_over_the_frame_leaves_its_oldest_lines_out() {
+        let line = |seq: i64| {
+            json!({"seq": seq, "role": "user", "timestamp": 0, "from": "a",
+                   "text": "x".repeat(250_000)})
+        };
+        let mut page = json!({"key": "k", "exists": true, "lines": (1..=6).map(line).collect::<Vec<_>>(),
+                              "lastSeq": 6});
+        fit_transcript(&mut page, 1 << 20);
+        assert!(fit::json_len(&page) <= fit::budget(1 << 20));
+        let read: TranscriptPage = serde_json::from_value(page).expect("a page");
+        assert_eq!(read.left_out, 2);
+        assert_eq!(
+            read.lines.iter().map(|l| l.seq).collect::<Vec<_>>(),
+            vec![3, 4, 5, 6]
+        );
+        // A page that fits is untouched and says nothing was left out.
+        let mut small = json!({"key": "k", "exists": true, "lines": [line(1)], "lastSeq": 1});
+        fit_transcript(&mut small, 1 << 20);
+        assert!(small.get("leftOut").is_none());
+    }
+}
