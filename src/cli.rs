@@ -45,7 +45,8 @@ Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config
 Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
 NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
 --connect: the console, tool, inject and sessions list|show|patch|abort run on the gateway's engine; \
-the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else (for a loopback address) <state>/gateway-token."
+the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else <state>/gateway-token, offered only to a \
+loopback URL whose port this state folder's own running `serve` listens on (recorded in <state>/gateways/)."
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
@@ -57,8 +58,8 @@ pub struct Cli {
     /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
     #[arg(long, global = true, value_name = "URL")]
     pub connect: Option<String>,
-    /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else, for a
-    /// loopback address, the state folder's gateway-token file).
+    /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else the state
+    /// folder's gateway-token file, only for the port this folder's own `serve` listens on).
     #[arg(long, global = true, value_name = "TOKEN")]
     pub token: Option<String>,
     /// A CA certificate (PEM) to trust for a wss:// gateway.
@@ -158,7 +159,9 @@ columns, or one a read of which takes over 2 minutes stops the import before any
 OpenClaw's gateway protocol v4 (connect.challenge, connect with the gateway token, hello-ok; \
 methods health, sessions.list, chat.history, chat.send, tools.invoke). The token is config \
 gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
-<state>/gateway-token (readable by you only); it is never printed. SIGINT or SIGTERM stops \
+<state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
+refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
+`--connect` on this machine offers that token only to it. SIGINT or SIGTERM stops \
 accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
@@ -182,10 +185,15 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// The largest frame accepted, in bytes (hello-ok's policy.maxPayload).
-    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD,
-          value_parser = clap::value_parser!(usize))]
-    pub max_payload: usize,
+    /// The largest frame accepted and sent, in bytes (hello-ok's policy.maxPayload; 65536 to
+    /// 67108864, the most a Switchboard client reads). Longer answers are paged, or their
+    /// texts cut with "…(truncated)…".
+    #[arg(long, value_name = "BYTES",
+          default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD as u64,
+          value_parser = clap::value_parser!(u64).range(
+              switchboard::protocol::MIN_MAX_PAYLOAD as u64
+                  ..=switchboard::protocol::MAX_PAYLOAD_CEILING as u64))]
+    pub max_payload: u64,
     /// Connections open at once; past it new ones are turned away (HTTP 503) until one
     /// closes. Lowered to fit the process's descriptor limit (`ulimit -n`) if needed.
     #[arg(long, value_name = "N", default_value_t = switchboard::server::DEFAULT_MAX_CONNECTIONS as u32,
@@ -452,28 +460,64 @@ impl Cli {
         Ok(Attached::Local(engine, api))
     }
 
-    /// The token `--connect` offers: `--token`, else the environment's, else, for a gateway
-    /// on this machine, the one `serve` generated into the state folder.
-    fn gateway_token(&self, target: &str) -> Option<String> {
+    /// The token `--connect` offers: `--token`, else the environment's, else the state
+    /// folder's `gateway-token`, but only to a loopback URL whose port this folder's own
+    /// running `serve` is listening on (its record in `<state>/gateways/`): whatever else
+    /// listens on a local port (another user's program, a tunnel to another gateway) never
+    /// gets it. Without a token the command stops here, before dialling, saying why.
+    fn gateway_token(&self, target: &str) -> Result<String> {
+        use switchboard::server::{listening, token};
         if let Some(t) = self
             .token
             .as_deref()
             .map(str::trim)
             .filter(|t| !t.is_empty())
         {
-            return Some(t.to_string());
+            return Ok(t.to_string());
         }
-        if let Ok(t) = std::env::var(switchboard::server::token::TOKEN_ENV) {
+        if let Ok(t) = std::env::var(token::TOKEN_ENV) {
             let t = t.trim();
             if !t.is_empty() {
-                return Some(t.to_string());
+                return Ok(t.to_string());
             }
         }
-        if !is_loopback_url(target) {
-            return None;
-        }
-        let text = std::fs::read_to_string(self.state_dir().join("gateway-token")).ok()?;
-        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+        let dir = self.state_dir();
+        let file = dir.join(token::TOKEN_FILE);
+        let why = match loopback_addrs(target) {
+            None => "it is not a loopback address (the state folder's token is offered only \
+to this machine's own gateway)"
+                .to_string(),
+            Some(addrs) => match listening::own_for_all(&dir, &addrs) {
+                Some(records) if records.iter().all(|r| r.token_file) => {
+                    match token::read_private(&file)? {
+                        Some(t) => return Ok(t),
+                        None => format!("{} is missing or empty", file.display()),
+                    }
+                }
+                Some(_) => format!(
+                    "the gateway of {} there takes its token from its config or environment, \
+not from {}",
+                    dir.display(),
+                    file.display()
+                ),
+                None => format!(
+                    "no `switchboard serve` of the state folder {} is listening there ({}), so \
+{} is not offered to whatever is",
+                    dir.display(),
+                    addrs
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    file.display()
+                ),
+            },
+        };
+        Err(anyhow!(
+            "no gateway token for {}: {why}. Pass --token TOKEN or set ${}",
+            safe_line(target),
+            token::TOKEN_ENV
+        ))
     }
 
     /// `--connect`: dial the gateway now, so an unreachable or refusing one is reported at
@@ -488,13 +532,8 @@ impl Cli {
             .connect
             .clone()
             .ok_or_else(|| anyhow!("no --connect address"))?;
-        let token = self.gateway_token(&target);
-        let hint = if token.is_none() {
-            " (no token was given: pass --token or set $SWITCHBOARD_GATEWAY_TOKEN)"
-        } else {
-            ""
-        };
-        let mut options = LinkOptions::new(target.clone(), token);
+        let token = self.gateway_token(&target)?;
+        let mut options = LinkOptions::new(target.clone(), Some(token));
         options.tls_ca = self.tls_ca.clone();
         // OpenClaw grants an operator's scopes only to a signed device; ours checks one when
         // offered. One key per state folder, created on first use.
@@ -512,7 +551,21 @@ tunnel so it connects from loopback, which OpenClaw pairs by itself)"
                     ""
                 };
                 anyhow!(
-                    "cannot attach to {}: refused: {}{hint}{pairing}",
+                    "cannot attach to {}: refused: {}{pairing}",
+                    safe_line(&target),
+                    safe_line(&reason)
+                )
+            }
+            DialError::Deferred {
+                reason,
+                retry_after,
+            } => {
+                let when = retry_after
+                    .map(|d| format!("in {} s", d.as_secs().max(1)))
+                    .unwrap_or_else(|| "later".into());
+                anyhow!(
+                    "cannot attach to {}: refused for now: {} (this passes by itself: try again \
+{when})",
                     safe_line(&target),
                     safe_line(&reason)
                 )
@@ -547,22 +600,27 @@ the gateway's machine"
     }
 }
 
-/// `ws://127.0.0.1:…`, `ws://localhost…`, `ws://[::1]…`: a gateway on this machine.
-fn is_loopback_url(target: &str) -> bool {
-    let rest = target
-        .strip_prefix("ws://")
-        .or_else(|| target.strip_prefix("wss://"))
-        .unwrap_or_default();
-    let host = rest.split(['/', '?']).next().unwrap_or_default();
-    let host = match host.rsplit_once(':') {
-        Some((h, port)) if !port.contains(']') => h,
-        _ => host,
+/// Every address a `ws://` or `wss://` URL on this machine may be dialled at (an IP literal,
+/// or all that `localhost` resolves to; the gateway's default port when none is given), or
+/// `None` when it is not on this machine (any address not loopback).
+fn loopback_addrs(target: &str) -> Option<Vec<std::net::SocketAddr>> {
+    use std::net::ToSocketAddrs;
+    let uri: tokio_tungstenite::tungstenite::http::Uri = target.parse().ok()?;
+    if !matches!(uri.scheme_str(), Some("ws" | "wss")) {
+        return None;
+    }
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let port = uri
+        .port_u16()
+        .unwrap_or(switchboard::remote::link::DEFAULT_PORT);
+    let addrs: Vec<std::net::SocketAddr> = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => vec![(ip, port).into()],
+        Err(_) if host.eq_ignore_ascii_case("localhost") => {
+            (host, port).to_socket_addrs().ok()?.collect()
+        }
+        Err(_) => return None,
     };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    (!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())).then_some(addrs)
 }
 
 /// What a command runs on.
@@ -681,6 +739,22 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         ),
     };
     say(&format!("gateway token: {from}"));
+    // `--connect` on this machine offers the folder's token only to a port recorded here.
+    let record = server::listening::Record {
+        addr: local,
+        scheme: scheme.to_string(),
+        pid: std::process::id(),
+        token_file: matches!(source, token::TokenSource::File(_)),
+    };
+    let _listening = server::listening::Listening::record(&dir, &record).with_context(|| {
+        format!(
+            "cannot record the listening address in {}",
+            dir.join(server::listening::DIR).display()
+        )
+    })?;
+    // Watched before the address is announced: a SIGTERM sent as soon as a supervisor (or a
+    // test) reads it must stop the gateway cleanly, not kill it with its record left behind.
+    let stop = stop_signal()?;
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     // What a read-only client must not learn of this machine (private_paths.rs).
@@ -697,7 +771,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     }
     let options = server::Options {
         read_only_token: config.gateway.auth.read_only_token.clone(),
-        max_payload: args.max_payload,
+        // Within the range clap checked, so it fits any usize this runs on.
+        max_payload: usize::try_from(args.max_payload)
+            .unwrap_or(switchboard::server::DEFAULT_MAX_PAYLOAD),
         max_connections,
         // Fewer than the connections, so connected clients keep places of their own.
         max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections.div_ceil(2)),
@@ -706,7 +782,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
         ..server::Options::new(secret)
     };
-    server::run_with_tls(listener, api, options, tls, stop_signal()?).await;
+    server::run_with_tls(listener, api, options, tls, stop).await;
     tracing::info!("gateway stopped accepting; draining the engine");
     if tokio::time::timeout(Duration::from_secs(30), engine.idle())
         .await
@@ -1222,7 +1298,8 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             json,
         } => {
             let api = cli.reading_api().await?;
-            let (row, lines, policy) = show_session(api.as_ref(), key, *messages, *tools).await?;
+            let (row, lines, policy, left_out) =
+                show_session(api.as_ref(), key, *messages, *tools).await?;
             if *json {
                 let mut v = row;
                 v["sendPolicyEffective"] = policy.to_json();
@@ -1235,6 +1312,12 @@ async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
                 return print_json(&v);
             }
             print_show(&row, &lines, &policy);
+            if left_out > 0 {
+                println!(
+                    "({left_out} older messages left out to fit the gateway's frame limit; ask \
+for fewer with --messages)"
+                );
+            }
             Ok(())
         }
         SessionsCommand::Patch {
@@ -1337,14 +1420,14 @@ async fn show_session(
     raw: &str,
     messages: usize,
     tools: bool,
-) -> Result<(Value, Vec<TranscriptLine>, PolicyView)> {
+) -> Result<(Value, Vec<TranscriptLine>, PolicyView, usize)> {
     let key = existing_key(api, raw).await?;
     let detail = api
         .session(&key)
         .await?
         .ok_or_else(|| anyhow!("no session found: {key}"))?;
-    let lines = if messages == 0 {
-        Vec::new()
+    let (lines, left_out) = if messages == 0 {
+        (Vec::new(), 0)
     } else {
         let page = api
             .transcript(TranscriptQuery {
@@ -1358,9 +1441,9 @@ async fn show_session(
         if !page.exists {
             return Err(anyhow!("no session found: {key}"));
         }
-        page.lines
+        (page.lines, page.left_out)
     };
-    Ok((detail.entry, lines, detail.row.policy))
+    Ok((detail.entry, lines, detail.row.policy, left_out))
 }
 
 fn relative(ms: i64) -> String {

@@ -50,6 +50,7 @@ pub mod api;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod json_size;
 pub mod protocol;
 pub mod remote;
 pub mod server;

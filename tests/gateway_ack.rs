@@ -1,4 +1,4 @@
-//! Acknowledgements that never lie (issue 16 items 5 and 6), against real `switchboard serve`
+//! Acknowledgements that never lie (issue 23 items 5 and 6), against real `switchboard serve`
 //! processes on one state folder: a send acknowledged before a `kill -9` has a run that the
 //! restarted gateway reports as ended (never NOT_FOUND) and that history shows; its
 //! `idempotencyKey` survives the restart, and a key reused for another session or message is

@@ -325,6 +325,14 @@ async fn wrong_tokens_cannot_lock_the_owner_out() {
         message.starts_with("too many failed attempts; retry in "),
         "past the limit: {message}"
     );
+    assert_eq!(
+        last["error"]["retryable"], true,
+        "a refusal that passes: {last}"
+    );
+    assert!(
+        last["error"]["retryAfterMs"].as_u64() >= Some(1000),
+        "{last}"
+    );
     // The owner, from the same address, right after.
     let mut ws = connected(&gw.addr).await;
     let res = call(&mut ws, "h", "health", json!({})).await;

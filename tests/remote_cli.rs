@@ -4,6 +4,7 @@
 //! error (exit 1), at once.
 
 mod common;
+mod gateway_process;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -12,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use gateway_process::bounded;
 use serde_json::Value;
 use switchboard::api::{
     AgentInfo, ApiError, EventStream, KeyPurpose, PatchRequest, PatchResult, PolicyChange,
@@ -125,27 +127,6 @@ impl Gateway {
     }
 }
 
-/// Runs a command; more than `WAIT` is a hang and fails the test.
-fn bounded(mut c: Command) -> Output {
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let id = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(WAIT) {
-        Ok(out) => out.expect("output"),
-        Err(_) => {
-            let _ = Command::new("kill").arg(id.to_string()).status();
-            panic!("the command hung");
-        }
-    }
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -252,7 +233,7 @@ fn a_refusing_or_missing_gateway_is_a_clear_error() {
     let none = g.client(None, &["sessions", "list"]);
     assert_eq!(none.status.code(), Some(1));
     assert!(
-        text(&none.stderr).contains("pass --token"),
+        text(&none.stderr).contains("Pass --token"),
         "{}",
         text(&none.stderr)
     );
@@ -264,7 +245,7 @@ fn a_refusing_or_missing_gateway_is_a_clear_error() {
         .expect("addr");
     let mut c = Command::new(BIN);
     c.args(["--connect", &format!("ws://{free}"), "sessions", "list"])
-        .env_remove("SWITCHBOARD_GATEWAY_TOKEN");
+        .env("SWITCHBOARD_GATEWAY_TOKEN", "some-token");
     let gone = bounded(c);
     assert_eq!(gone.status.code(), Some(1));
     assert!(

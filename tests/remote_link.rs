@@ -3,8 +3,9 @@
 //! the device signer's signature over the challenge's nonce), events passed on in order and
 //! a skipped `seq` reported as a resync, OpenClaw's two-answer `agent` request, a request
 //! nobody answers timing out, a pending call failing at once when the connection drops, a
-//! redial the gateway refuses being final, and a gateway that stops answering the health
-//! probe being treated as gone.
+//! redial the gateway refuses being final, one it refuses for now (a lockout) being tried
+//! again after the wait it names, and a gateway that stops answering the health probe being
+//! treated as gone.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -309,6 +310,61 @@ async fn a_drop_fails_pending_calls_and_a_refused_redial_is_final() {
         Err(RpcError::Unavailable(m)) => assert!(m.contains("token revoked"), "{m}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redial_refused_for_now_is_tried_again_after_the_wait_it_names() {
+    let (url, mut conns) = gateway().await;
+    let server = tokio::spawn(async move {
+        let mut ws = conns.recv().await.expect("a connection");
+        handshake(&mut ws, hello()).await;
+        drop(ws);
+        // Locked out (by someone else's failures) twice, as our gateway words it.
+        for _ in 0..2 {
+            let mut ws = conns.recv().await.expect("a redial");
+            handshake(
+                &mut ws,
+                json!({"type": "res", "id": "connect", "ok": false,
+                       "error": {"code": "INVALID_REQUEST",
+                                 "message": "too many failed attempts; retry in 1 s"}}),
+            )
+            .await;
+        }
+        let mut ws = conns.recv().await.expect("a third redial");
+        handshake(&mut ws, hello()).await;
+        answer_all(ws).await;
+    });
+    let link = Link::connect(options(&url)).await.expect("connected");
+    let mut state = link.state();
+    let mut seen = Vec::new();
+    let connected_again = tokio::time::timeout(HANG, async {
+        loop {
+            state.changed().await.expect("the link lives");
+            let s = state.borrow_and_update().clone();
+            seen.push(s.clone());
+            match s {
+                LinkState::Connected { resynced: true, .. } => return,
+                LinkState::Failed { reason } => panic!("gave up: {reason}"),
+                _ => {}
+            }
+        }
+    })
+    .await;
+    assert!(connected_again.is_ok(), "never connected again: {seen:?}");
+    // The wait the gateway named was honoured (shown in the header as the next retry).
+    assert!(
+        seen.iter().any(
+            |s| matches!(s, LinkState::Reconnecting { retry_in_ms, reason, .. }
+            if *retry_in_ms >= 1000 && reason.contains("too many failed attempts"))
+        ),
+        "{seen:?}"
+    );
+    assert_eq!(
+        link.request("health", json!({})).await.expect("served"),
+        json!({})
+    );
+    drop(link);
+    let _ = tokio::time::timeout(HANG, server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,6 +145,7 @@ impl Harness {
                 exists: true,
                 lines,
                 last_seq,
+                left_out: 0,
             })),
         });
     }
@@ -261,6 +262,7 @@ fn the_real_line_replaces_the_provisional_one_without_a_frame_of_both_or_neither
             exists: true,
             lines: vec![line(1, LineRole::User, "alice (owner)", "hi there")],
             last_seq: 1,
+            left_out: 0,
         })),
     });
     let stale = h.screen(100, 24);

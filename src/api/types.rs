@@ -167,6 +167,14 @@ pub struct TranscriptPage {
     pub lines: Vec<TranscriptLine>,
     /// The newest line's sequence number in the whole transcript (0: none).
     pub last_seq: i64,
+    /// Older lines a gateway left out of this page so that it fits the frame size it
+    /// advertises (`maxPayload`): page back with `before` for them. 0 from a local engine.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub left_out: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a transcript line says, as every front end shows it.

@@ -226,6 +226,7 @@ impl Engine {
                 .filter_map(|r| transcript_text::line_of(r.seq, &r.line, q.raw))
                 .collect(),
             last_seq,
+            left_out: 0,
         })
     }
 

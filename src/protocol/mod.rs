@@ -13,6 +13,14 @@ pub use handshake::{
     HelloOkTag, Policy, ServerInfo,
 };
 
+/// The largest `maxPayload` a Switchboard client accepts (its WebSocket frame and message
+/// limit), and so the largest `switchboard serve --max-payload` may advertise: one number
+/// both sides honour (docs/ARCHITECTURE.md, "Frames agree end to end").
+pub const MAX_PAYLOAD_CEILING: usize = 64 * 1024 * 1024;
+/// The smallest `maxPayload` `serve` may advertise: room for a `connect`, an answer's
+/// envelope and some text.
+pub const MIN_MAX_PAYLOAD: usize = 64 * 1024;
+
 /// The protocol version this side speaks.
 pub const PROTOCOL_VERSION: u32 = 4;
 /// The oldest protocol version a client may offer and still be accepted.

@@ -2,7 +2,9 @@
 //! with `connect`, then one task owns the socket: requests come in on a channel and are
 //! matched to their `res` by id; events are checked for gaps and broadcast; a `health`
 //! request every few seconds measures the round trip. A dropped connection fails what was
-//! pending and is dialled again with backoff, forever; a refused handshake is final.
+//! pending and is dialled again with backoff, forever; a handshake refused for now (a
+//! lockout, a full gateway) is dialled again too, no sooner than the gateway asked; one
+//! refused for good (token, protocol) is final.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,12 +18,15 @@ use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+use super::refusal::Refusal;
 use super::rpc::{Rpc, RpcError, WireEvent};
 use crate::api::LinkState;
 use crate::protocol::{
-    AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, Frame, HelloOk,
-    MIN_CLIENT_PROTOCOL, PROTOCOL_VERSION, Request, Response, switchboard,
+    AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, ErrorShape, Frame,
+    HelloOk, INVALID_REQUEST, MAX_PAYLOAD_CEILING, MIN_CLIENT_PROTOCOL, PROTOCOL_VERSION, Request,
+    Response, switchboard,
 };
 
 /// Signs the `connect` with a device identity (Ed25519 over OpenClaw's v3 payload string).
@@ -78,7 +83,17 @@ pub enum DialError {
     /// The gateway said no (token, protocol, pairing) or the address cannot work: final.
     #[error("{0}")]
     Refused(String),
+    /// The gateway said not now (a lockout, too many connections, shutting down): dial
+    /// again, no sooner than `retry_after` when it said how long.
+    #[error("{reason}")]
+    Deferred {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
 }
+
+/// The port a `ws://host` target without one dials (the gateway's default).
+pub const DEFAULT_PORT: u16 = 18789;
 
 /// The first backoff after a drop, and the most it grows to.
 const BACKOFF_FIRST: Duration = Duration::from_millis(250);
@@ -258,7 +273,7 @@ fn address(target: &str) -> Result<String, DialError> {
     Ok(if host.contains(':') && !host.ends_with(']') {
         host.to_string()
     } else {
-        format!("{host}:18789")
+        format!("{host}:{DEFAULT_PORT}")
     })
 }
 
@@ -303,10 +318,15 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
     } else {
         None
     };
+    // tungstenite's defaults (16 MiB frames) sit below what gateways advertise (OpenClaw's
+    // 25 MiB): a frame within the gateway's maxPayload must never be refused here.
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_PAYLOAD_CEILING))
+        .max_frame_size(Some(MAX_PAYLOAD_CEILING));
     let (mut ws, _) = tokio_tungstenite::client_async_tls_with_config(
         options.target.as_str(),
         tcp,
-        None,
+        Some(config),
         connector,
     )
     .await
@@ -381,11 +401,17 @@ was issued for, and if it is self-signed pass --tls-ca FILE with it (PEM)"
         match next_frame(&mut ws).await? {
             Frame::Res(r) if r.id == id => {
                 if !r.ok {
-                    let message = r
-                        .error
-                        .map(|e| format!("{}: {}", e.code, e.message))
-                        .unwrap_or_else(|| "connect refused".into());
-                    return Err(DialError::Refused(message));
+                    let Some(error) = r.error else {
+                        return Err(DialError::Refused("connect refused".into()));
+                    };
+                    let reason = format!("{}: {}", error.code, error.message);
+                    return Err(match super::refusal::classify(&error) {
+                        Refusal::Final => DialError::Refused(reason),
+                        Refusal::Later { after } => DialError::Deferred {
+                            reason,
+                            retry_after: after,
+                        },
+                    });
                 }
                 let hello: HelloOk = r
                     .payload_as()
@@ -451,9 +477,11 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
         tracing::info!(target = %shared.options.target, %reason, "gateway connection lost");
         let mut attempt = 0u32;
         let mut reason = reason;
+        // How long the gateway asked us to stay away, when it refused for now.
+        let mut asked: Option<Duration> = None;
         ws = loop {
             attempt = attempt.saturating_add(1);
-            let wait = backoff(attempt);
+            let wait = backoff(attempt).max(asked.take().unwrap_or_default());
             shared.state.send_replace(LinkState::Reconnecting {
                 attempt,
                 retry_in_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
@@ -471,6 +499,14 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
                     break ws;
                 }
                 Err(DialError::Transient(r)) => reason = r,
+                Err(DialError::Deferred {
+                    reason: r,
+                    retry_after,
+                }) => {
+                    tracing::info!(target = %shared.options.target, reason = %r, ?retry_after, "gateway refused the reconnection for now");
+                    reason = r;
+                    asked = retry_after;
+                }
                 Err(DialError::Refused(r)) => {
                     tracing::warn!(target = %shared.options.target, reason = %r, "gateway refused the reconnection");
                     shared
@@ -525,13 +561,15 @@ async fn drive(
         format!("c{next_id}")
     };
     let mut last_seq: Option<u64> = None;
+    // What the gateway said it sends and accepts, within what this client reads at all.
     let max_payload = shared
         .hello
         .lock()
         .ok()
         .and_then(|h| h.as_ref().map(|h| h.policy.max_payload))
         .and_then(|m| usize::try_from(m).ok())
-        .unwrap_or(usize::MAX);
+        .unwrap_or(MAX_PAYLOAD_CEILING)
+        .min(MAX_PAYLOAD_CEILING);
 
     let ended = 'life: {
         if resynced_at.is_some() {
@@ -563,7 +601,24 @@ async fn drive(
                     {
                         subs.push((call.method.clone(), call.params.clone()));
                     }
-                    if let Err(e) = send(ws, &id, &call.method, call.params).await {
+                    let text = match encode(&id, &call.method, call.params) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let _ = call.reply.send(Err(refused(e)));
+                            continue;
+                        }
+                    };
+                    // The gateway would close the connection on a frame over its limit:
+                    // refuse it here, and the link stays up for everything else.
+                    if text.len() > max_payload {
+                        let _ = call.reply.send(Err(refused(format!(
+                            "the request is {} bytes; the gateway accepts at most {max_payload} \
+            (its maxPayload): send less at once",
+                            text.len()
+                        ))));
+                        continue;
+                    }
+                    if let Err(e) = ws.send(Message::text(text)).await.map_err(|e| e.to_string()) {
                         let _ = call.reply.send(Err(RpcError::Unavailable(e.clone())));
                         break 'life Ended::Dropped(e);
                     }
@@ -643,17 +698,31 @@ async fn drive(
     ended
 }
 
-async fn send(ws: &mut Ws, id: &str, method: &str, params: Value) -> Result<(), String> {
-    let frame = Frame::Req(Request {
+fn encode(id: &str, method: &str, params: Value) -> Result<String, String> {
+    Frame::Req(Request {
         id: id.to_string(),
         method: method.to_string(),
         params: Some(params),
         extra: serde_json::Map::new(),
-    });
-    let text = frame.encode().map_err(|e| e.to_string())?;
+    })
+    .encode()
+    .map_err(|e| e.to_string())
+}
+
+async fn send(ws: &mut Ws, id: &str, method: &str, params: Value) -> Result<(), String> {
+    let text = encode(id, method, params)?;
     ws.send(Message::text(text))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A request refused on this side, as the gateway would word a bad request.
+fn refused(message: String) -> RpcError {
+    RpcError::Refused(ErrorShape {
+        code: INVALID_REQUEST.to_string(),
+        message,
+        extra: serde_json::Map::new(),
+    })
 }
 
 fn answered(

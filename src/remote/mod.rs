@@ -4,6 +4,7 @@
 pub mod device;
 pub mod link;
 pub mod openclaw;
+pub mod refusal;
 pub mod rpc;
 pub mod switchboard;
 pub mod tls;

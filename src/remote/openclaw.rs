@@ -380,6 +380,7 @@ impl SessionsApi for OpenClawApi {
                     exists: self.describe(&q.key).await?.is_some(),
                     lines: Vec::new(),
                     last_seq: 0,
+                    left_out: 0,
                 });
             }
             Some(before) => self.history_before(&q.key, before, limit).await?,
@@ -422,6 +423,7 @@ impl SessionsApi for OpenClawApi {
             exists,
             lines,
             last_seq: newest.max(total),
+            left_out: 0,
         })
     }
 

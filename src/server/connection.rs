@@ -187,7 +187,11 @@ pub async fn serve(
 
     // From here every frame goes through the outbox and its one writer.
     let (sink, stream) = ws.split();
-    let (outbox, writer) = outbox::outbox(shared.max_buffered_bytes, shared.budget.clone());
+    let (outbox, writer) = outbox::outbox(
+        shared.max_buffered_bytes,
+        shared.max_payload,
+        shared.budget.clone(),
+    );
     if !conn.write && !shared.private_paths.is_empty() {
         outbox.hide_paths(shared.private_paths.clone());
     }
@@ -292,22 +296,33 @@ async fn greet(
     let hello = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
         Err(message) => {
-            let message = match shared.auth_limit.failed(peer) {
-                Ok(()) => message,
+            let (message, retry_after) = match shared.auth_limit.failed(peer) {
+                Ok(()) => (message, None),
                 Err(wait) => {
                     // Past the failure rate: the answer is held back, so guesses cannot be
                     // tried at network speed (the handshake slot stays taken meanwhile).
                     tokio::time::sleep(TARPIT).await;
-                    format!(
-                        "too many failed attempts; retry in {} s",
-                        wait.as_secs().max(1)
+                    let secs = wait.as_secs().max(1);
+                    (
+                        format!("too many failed attempts; retry in {secs} s"),
+                        Some(wait),
                     )
                 }
             };
             if let Some(skipped) = shared.gates.refused.admit() {
                 tracing::info!(%conn_id, ?peer, %message, skipped, "connect refused");
             }
-            return refuse(ws, req.id, &message).await;
+            let mut shape = error(INVALID_REQUEST, &message);
+            if let Some(wait) = retry_after {
+                // OpenClaw's fields for a refusal that passes: clients retry, not give up.
+                let ms = u64::try_from(wait.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1000);
+                shape.extra.insert("retryable".into(), json!(true));
+                shape.extra.insert("retryAfterMs".into(), json!(ms));
+            }
+            send(ws, &response(req.id, Err(shape))).await?;
+            return Err(Closing(CloseCode::Policy, message));
         }
     };
     // The connection obeys exactly what hello-ok told the client it was granted.

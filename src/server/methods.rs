@@ -112,13 +112,15 @@ pub fn params<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Answers one request (other than `connect`) with its payload or error.
+/// Answers one request (other than `connect`) with its payload or error; an answer that
+/// lists history is paged to fit a frame of `max_payload` bytes.
 pub async fn call(
     api: &Arc<dyn SessionsApi>,
     method: &str,
     mut raw: Option<Value>,
+    max_payload: usize,
 ) -> Result<Value, ErrorShape> {
-    if let Some(r) = super::switchboard_methods::call(api, method, &mut raw).await {
+    if let Some(r) = super::switchboard_methods::call(api, method, &mut raw, max_payload).await {
         return r;
     }
     match method {
@@ -129,7 +131,7 @@ pub async fn call(
         "sessions.create" => sessions_create(api, params(method, raw)?).await,
         "sessions.patch" => sessions_patch(api, params(method, raw)?).await,
         "sessions.delete" => sessions_delete(api, params(method, raw)?).await,
-        "chat.history" => chat_history(api, params(method, raw)?).await,
+        "chat.history" => chat_history(api, params(method, raw)?, max_payload).await,
         "chat.abort" => chat_abort(api, params(method, raw)?).await,
         "agent.wait" => agent_wait(api, params(method, raw)?).await,
         "agents.list" => agents_list(api).await,
@@ -212,7 +214,14 @@ struct HistoryParams {
     limit: Option<usize>,
 }
 
-async fn chat_history(api: &Arc<dyn SessionsApi>, p: HistoryParams) -> Result<Value, ErrorShape> {
+/// OpenClaw's cap on a `chat.history` answer's messages (DEFAULT_MAX_CHAT_HISTORY_MESSAGES_BYTES).
+const HISTORY_MAX_BYTES: usize = 6 * 1024 * 1024;
+
+async fn chat_history(
+    api: &Arc<dyn SessionsApi>,
+    p: HistoryParams,
+    max_payload: usize,
+) -> Result<Value, ErrorShape> {
     let limit = p.limit.unwrap_or(HISTORY_DEFAULT).clamp(1, HISTORY_MAX);
     let key = api
         .resolve_key(&p.session_key, crate::api::KeyPurpose::Existing)
@@ -243,12 +252,26 @@ async fn chat_history(api: &Arc<dyn SessionsApi>, p: HistoryParams) -> Result<Va
         .skip(skip)
         .filter_map(|l| l.message)
         .collect();
-    Ok(json!({
+    let mut answer = json!({
         "sessionKey": key,
         "sessionId": session_id,
         "messages": messages,
         "hasMore": has_more,
-    }))
+    });
+    // As OpenClaw: the oldest messages go first, a message too large is replaced; unlike it,
+    // a long one is first cut (its head kept, with the marker) rather than dropped whole.
+    let budget = super::fit::budget(max_payload).min(HISTORY_MAX_BYTES);
+    let paged = super::fit::page_field(&mut answer, "messages", budget, |m| {
+        json!({
+            "role": m.get("role").cloned().unwrap_or_else(|| json!("assistant")),
+            "content": [{"type": "text", "text": "[chat.history omitted: message too large]"}],
+            "__openclaw": m.get("__openclaw").cloned().unwrap_or(Value::Null),
+        })
+    });
+    if paged.dropped > 0 {
+        answer["hasMore"] = json!(true);
+    }
+    Ok(answer)
 }
 
 #[derive(Deserialize)]

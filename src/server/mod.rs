@@ -5,7 +5,9 @@ mod auth_limit;
 mod chat_deltas;
 mod connection;
 mod events;
+mod fit;
 mod handshakes;
+pub mod listening;
 mod memory;
 mod methods;
 mod outbox;
@@ -53,7 +55,8 @@ pub struct Options {
     pub token: String,
     /// A second token that only ever gets `operator.read`.
     pub read_only_token: Option<String>,
-    /// The largest text frame accepted, in bytes.
+    /// The largest text frame accepted and sent, in bytes (`hello-ok.policy.maxPayload`; at
+    /// most `protocol::MAX_PAYLOAD_CEILING`, what a Switchboard client reads).
     pub max_payload: usize,
     /// How far (in encoded bytes) a client may fall behind the frames sent to it before it
     /// is disconnected as lagged.
@@ -129,7 +132,10 @@ pub async fn run_with_tls(
         api,
         token: options.token,
         read_only_token: options.read_only_token,
-        max_payload: options.max_payload,
+        // Never more than a Switchboard client reads: what is advertised is what is sent.
+        max_payload: options
+            .max_payload
+            .min(crate::protocol::MAX_PAYLOAD_CEILING),
         handshake_timeout: options.handshake_timeout,
         max_buffered_bytes: options.max_buffered_bytes,
         tick_interval: options.tick_interval,

@@ -3,7 +3,10 @@
 //! in the order they enter the queue; a client that falls more than the queue behind is
 //! disconnected as lagged instead of growing the server's memory. Every connection's queue
 //! also draws on one `Budget` shared by the whole gateway, so a thousand clients that stop
-//! reading cannot together hold more than it.
+//! reading cannot together hold more than it. No frame larger than the
+//! `maxPayload` the gateway advertises is ever queued: one that would be has its texts cut
+//! (with the marker) until it fits, or, failing that, an answer becomes an error and an event
+//! is left out (its `seq` is skipped, so the client knows it missed one).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -90,6 +93,8 @@ struct Numbering {
 /// The sending half every task of a connection shares.
 pub struct Outbox {
     numbering: Mutex<Numbering>,
+    /// The largest frame this connection is sent: the gateway's `maxPayload`.
+    frame_limit: AtomicUsize,
     tx: mpsc::Sender<String>,
     queued_bytes: Arc<AtomicUsize>,
     max_bytes: usize,
@@ -109,7 +114,7 @@ pub struct Writer {
 
 /// A queue holding at most `max_bytes` of encoded frames (and `MAX_QUEUED_FRAMES` frames),
 /// drawing on the gateway's `budget`.
-pub fn outbox(max_bytes: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
+pub fn outbox(max_bytes: usize, max_payload: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
     let (tx, rx) = mpsc::channel(MAX_QUEUED_FRAMES);
     let queued_bytes = Arc::new(AtomicUsize::new(0));
     let (ending_tx, ending_rx) = watch::channel(None);
@@ -119,6 +124,8 @@ pub fn outbox(max_bytes: usize, budget: Arc<Budget>) -> (Arc<Outbox>, Writer) {
             last_seq: 0,
             closed: false,
         }),
+        // The `maxPayload` this connection's `hello-ok` advertised: nothing sent is larger.
+        frame_limit: AtomicUsize::new(max_payload),
         tx,
         queued_bytes: queued_bytes.clone(),
         max_bytes,
@@ -182,14 +189,8 @@ impl Outbox {
     }
 
     fn queue(&self, n: &mut Numbering, frame: &Frame) -> Result<(), Gone> {
-        let text = match frame.encode() {
-            Ok(t) => t,
-            Err(e) => {
-                // Our own frames are plain JSON values; failing to encode one is a bug, but
-                // not one to take the connection down for.
-                tracing::error!(error = %e, "an outgoing frame could not be encoded");
-                return Ok(());
-            }
+        let Some(text) = self.encode_within_limit(frame) else {
+            return Ok(());
         };
         let text = match self.hidden.get() {
             Some(paths) => paths.scrub(text),
@@ -233,6 +234,67 @@ impl Outbox {
             drain: false,
         }));
         Err(Gone)
+    }
+
+    /// `frame` encoded within the frame limit: as it is, or with its texts cut to fit, or
+    /// (an answer) as an error saying it was too large. `None`: nothing can be sent for it.
+    fn encode_within_limit(&self, frame: &Frame) -> Option<String> {
+        let text = match frame.encode() {
+            Ok(t) => t,
+            Err(e) => {
+                // Our own frames are plain JSON values; failing to encode one is a bug, but
+                // not one to take the connection down for.
+                tracing::error!(error = %e, "an outgoing frame could not be encoded");
+                return None;
+            }
+        };
+        let limit = self.frame_limit.load(Ordering::Relaxed);
+        if text.len() <= limit {
+            return Some(text);
+        }
+        let size = text.len();
+        drop(text);
+        let mut cut = frame.clone();
+        let payload = match &mut cut {
+            Frame::Res(r) => r.payload.as_mut(),
+            Frame::Event(e) => e.payload.as_mut(),
+            Frame::Req(_) => None,
+        };
+        let fits = payload.is_some_and(|p| super::fit::cut_to_fit(p, super::fit::budget(limit)));
+        if let Some(text) = fits
+            .then(|| cut.encode().ok())
+            .flatten()
+            .filter(|t| t.len() <= limit)
+        {
+            tracing::info!(
+                size,
+                limit,
+                "an outgoing frame's texts were cut to fit maxPayload"
+            );
+            return Some(text);
+        }
+        tracing::warn!(size, limit, "an outgoing frame does not fit maxPayload");
+        let Frame::Res(r) = frame else {
+            return None;
+        };
+        let error = ErrorShape {
+            code: crate::protocol::INVALID_REQUEST.to_string(),
+            message: format!(
+                "the answer ({size} bytes) does not fit this gateway's maxPayload ({limit} \
+bytes): ask for less"
+            ),
+            extra: serde_json::Map::new(),
+        };
+        Frame::Res(Response {
+            id: r.id.clone(),
+            ok: false,
+            payload: None,
+            error: Some(error),
+            extra: serde_json::Map::new(),
+        })
+        .encode()
+        .ok()
+        .filter(|t| t.len() <= limit)
     }
 
     /// Ends the connection: nothing more is queued; the writer sends what is queued (if
@@ -346,4 +408,51 @@ pub fn truncate(s: &str, max: usize) -> String {
         end -= 1;
     }
     s[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn no_frame_over_the_limit_is_queued() {
+        let (outbox, mut writer) = outbox(1 << 30, 64 * 1024, Arc::new(Budget::new(1 << 30)));
+        let mut next = || {
+            let text = writer.rx.try_recv().expect("a frame was queued");
+            assert!(text.len() <= 64 * 1024, "{} bytes", text.len());
+            serde_json::from_str::<Value>(&text).expect("json")
+        };
+        // Text is cut, with the marker.
+        outbox
+            .response("a".into(), Ok(json!({"text": "\"".repeat(1_000_000)})))
+            .expect("queued");
+        let cut = next();
+        assert_eq!(cut["ok"], true);
+        let text = cut["payload"]["text"].as_str().expect("text");
+        assert!(text.ends_with(super::super::fit::TRUNCATION_MARKER));
+        // Bulk that is not text: the answer becomes an error saying so.
+        let numbers: Vec<u32> = (0..100_000).collect();
+        outbox
+            .response("b".into(), Ok(json!(numbers)))
+            .expect("queued");
+        let refused = next();
+        assert_eq!(
+            (refused["id"].as_str(), refused["ok"].as_bool()),
+            (Some("b"), Some(false))
+        );
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("maxPayload")
+        );
+        // An event that cannot fit is left out, and its `seq` skipped: the client resyncs.
+        outbox.event("small", json!({"n": 1})).expect("queued");
+        outbox.event("bulk", json!(numbers)).expect("not an error");
+        outbox.event("small", json!({"n": 2})).expect("queued");
+        assert_eq!(next()["seq"], 1);
+        assert_eq!(next()["seq"], 3);
+        assert!(writer.rx.try_recv().is_err());
+    }
 }

@@ -131,7 +131,7 @@ fn dispatch_inner<'a>(
             }
         })),
         "status" => Some(Box::pin(async move {
-            let outcome = methods::call(&ctx.shared.api, &method, raw)
+            let outcome = methods::call(&ctx.shared.api, &method, raw, ctx.shared.max_payload)
                 .await
                 .map(|mut v| {
                     v["gateway"] = gateway_status(&ctx.shared);
@@ -140,7 +140,8 @@ fn dispatch_inner<'a>(
             answer(id, outcome);
         })),
         _ => Some(Box::pin(async move {
-            let outcome = methods::call(&ctx.shared.api, &method, raw).await;
+            let outcome =
+                methods::call(&ctx.shared.api, &method, raw, ctx.shared.max_payload).await;
             answer(id, outcome);
         })),
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::fit;
 use crate::api::{
     ApiError, ExchangesQuery, PatchRequest, SendRequest, SessionsApi, SessionsQuery, ToolCall,
     TranscriptQuery,
@@ -29,6 +30,7 @@ pub async fn call(
     api: &Arc<dyn SessionsApi>,
     method: &str,
     params: &mut Option<Value>,
+    max_payload: usize,
 ) -> Option<Result<Value, ErrorShape>> {
     if !method::ALL.contains(&method) || method == method::SUBSCRIBE {
         return None;
@@ -38,7 +40,7 @@ pub async fn call(
         None | Some(Value::Null) => json!({}),
         Some(v) => v,
     };
-    Some(answer(api.as_ref(), method, params).await)
+    Some(answer(api.as_ref(), method, params, max_payload).await)
 }
 
 fn bad(message: String) -> ErrorShape {
@@ -54,16 +56,40 @@ fn p<T: serde::de::DeserializeOwned>(method: &str, v: Value) -> Result<T, ErrorS
     decode(&format!("{method} params"), v).map_err(bad)
 }
 
+/// A transcript page made to fit one frame: its oldest lines left out (`leftOut`, the
+/// client pages back for them), a line too long for a quarter of the frame cut with the
+/// marker.
+fn fit_transcript(page: &mut Value, max_payload: usize) {
+    let paged = fit::page_field(page, "lines", fit::budget(max_payload), |line| {
+        json!({
+            "seq": line["seq"], "role": line["role"], "timestamp": line["timestamp"],
+            "from": "", "text": "[omitted: message too large for the gateway's frame limit]",
+        })
+    });
+    if paged.dropped > 0 {
+        page["leftOut"] = json!(paged.dropped);
+    }
+}
+
 fn limit(ms: u64) -> Duration {
     Duration::from_millis(ms).min(MAX_WAIT)
 }
 
-async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, ErrorShape> {
+async fn answer(
+    api: &dyn SessionsApi,
+    m: &str,
+    v: Value,
+    max_payload: usize,
+) -> Result<Value, ErrorShape> {
     match m {
         method::STATUS => out(api.status().await),
         method::SESSIONS => out(api.sessions(p::<SessionsQuery>(m, v)?).await),
         method::SESSION => out(api.session(&p::<KeyParams>(m, v)?.key).await),
-        method::TRANSCRIPT => out(api.transcript(p::<TranscriptQuery>(m, v)?).await),
+        method::TRANSCRIPT => {
+            let mut page = out(api.transcript(p::<TranscriptQuery>(m, v)?).await)?;
+            fit_transcript(&mut page, max_payload);
+            Ok(page)
+        }
         method::RESOLVE_KEY => {
             let r: ResolveParams = p(m, v)?;
             out(api.resolve_key(&r.raw, r.purpose).await)
@@ -113,5 +139,33 @@ async fn answer(api: &dyn SessionsApi, m: &str, v: Value) -> Result<Value, Error
             .await
             .map(|counts| TrafficResult { counts })),
         other => Err(bad(format!("unknown method: {other}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TranscriptPage;
+
+    #[test]
+    fn a_transcript_page_over_the_frame_leaves_its_oldest_lines_out() {
+        let line = |seq: i64| {
+            json!({"seq": seq, "role": "user", "timestamp": 0, "from": "a",
+                   "text": "x".repeat(250_000)})
+        };
+        let mut page = json!({"key": "k", "exists": true, "lines": (1..=6).map(line).collect::<Vec<_>>(),
+                              "lastSeq": 6});
+        fit_transcript(&mut page, 1 << 20);
+        assert!(fit::json_len(&page) <= fit::budget(1 << 20));
+        let read: TranscriptPage = serde_json::from_value(page).expect("a page");
+        assert_eq!(read.left_out, 2);
+        assert_eq!(
+            read.lines.iter().map(|l| l.seq).collect::<Vec<_>>(),
+            vec![3, 4, 5, 6]
+        );
+        // A page that fits is untouched and says nothing was left out.
+        let mut small = json!({"key": "k", "exists": true, "lines": [line(1)], "lastSeq": 1});
+        fit_transcript(&mut small, 1 << 20);
+        assert!(small.get("leftOut").is_none());
     }
 }

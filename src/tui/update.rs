@@ -437,7 +437,10 @@ impl Console {
                 let total = page.last_seq;
                 // A paused view is anchored to a line (`transcript_view.anchor`), so neither
                 // new lines below it nor a longer window above it move what is on screen.
-                s.transcript_view.at_start = lines.len() < self.transcript_asked
+                // A gateway may leave older lines out to fit its frame limit: those are
+                // still there to page back to.
+                s.transcript_view.at_start = (page.left_out == 0
+                    && lines.len() < self.transcript_asked)
                     || lines.first().is_some_and(|l| l.seq <= 1);
                 // Paused on the newest window: it grows by what arrived, so the line the
                 // view is anchored to is not pushed out of it by newer ones.

@@ -312,6 +312,7 @@ impl FakeApi {
             exists: true,
             lines: older.into_iter().skip(skip).cloned().collect(),
             last_seq: lines.last().map(|l| l.seq).unwrap_or(0),
+            left_out: 0,
         }
     }
 }

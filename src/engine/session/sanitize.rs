@@ -21,6 +21,8 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
+use crate::json_size::json_len;
+
 /// Largest serialized size, in UTF-8 bytes, of the returned `messages` array.
 pub const HISTORY_MAX_BYTES: usize = 80 * 1024;
 /// Longest text kept, in UTF-16 code units (JavaScript string length, as OpenClaw counts).
@@ -472,31 +474,6 @@ fn truncate_text(text: &str) -> Option<String> {
     }
     let head = text.get(..end).unwrap_or_default();
     Some(format!("{head}{TRUNCATION_SUFFIX}"))
-}
-
-/// Counts bytes without keeping them: sizing a message need not allocate its serialization.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 = self.0.saturating_add(buf.len());
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// UTF-8 length of the compact JSON of `value` (same bytes as `serde_json::to_vec`). Serializing
-/// a `Value` into an infallible writer cannot fail; if it somehow did, the size counts as
-/// unbounded so the message is dropped rather than under-counted.
-fn json_len(value: &Value) -> usize {
-    let mut counter = ByteCounter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    }
 }
 
 #[cfg(test)]
