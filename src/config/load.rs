@@ -593,36 +593,12 @@ fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
     let name = name.to_ascii_lowercase();
     candidates
         .iter()
-        .map(|c| (edit_distance(&name, &c.to_ascii_lowercase()), c))
+        // Optimal string alignment: a swap of neighbours, the commonest typo in a key name,
+        // is one edit.
+        .map(|c| (strsim::osa_distance(&name, &c.to_ascii_lowercase()), c))
         .filter(|(d, c)| *d <= (c.len() / 3).max(1))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.as_str())
-}
-
-/// Edit distance counting a swap of neighbours as one edit, the commonest typo in a key name.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -238,15 +238,16 @@ fn is_subscription(method: &str) -> bool {
     method == switchboard::method::SUBSCRIBE || method.ends_with(".subscribe")
 }
 
-/// The delay before attempt `attempt` (1-based): 250 ms doubling to 5 s, ±20 % so clients
-/// dropped together do not all return at the same instant.
-pub fn backoff(attempt: u32) -> Duration {
-    let base = BACKOFF_FIRST
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
-        .min(BACKOFF_MAX);
-    let r = (uuid::Uuid::new_v4().as_u128() % 401) as u64; // 0..=400
-    let ms = u64::try_from(base.as_millis()).unwrap_or(5000);
-    Duration::from_millis(ms * (800 + r) / 1000)
+/// The delays between redials: 250 ms doubling to 5 s, each plus a random part of itself (up
+/// to as much again), so clients dropped together do not all return at the same instant.
+pub fn redial_delays() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(BACKOFF_FIRST)
+        .with_max_delay(BACKOFF_MAX)
+        .with_jitter()
+        .without_max_times()
+        .build()
 }
 
 fn text(frame: &Frame) -> Result<Message, DialError> {
@@ -476,12 +477,16 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
         drop(ws);
         tracing::info!(target = %shared.options.target, %reason, "gateway connection lost");
         let mut attempt = 0u32;
+        let mut delays = redial_delays();
         let mut reason = reason;
         // How long the gateway asked us to stay away, when it refused for now.
         let mut asked: Option<Duration> = None;
         ws = loop {
             attempt = attempt.saturating_add(1);
-            let wait = backoff(attempt).max(asked.take().unwrap_or_default());
+            let wait = delays
+                .next()
+                .unwrap_or(BACKOFF_MAX)
+                .max(asked.take().unwrap_or_default());
             shared.state.send_replace(LinkState::Reconnecting {
                 attempt,
                 retry_in_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
@@ -776,14 +781,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_to_five_seconds_with_jitter() {
+    fn redials_wait_longer_each_time_up_to_five_seconds_with_jitter() {
         for _ in 0..50 {
-            let first = backoff(1).as_millis();
-            assert!((200..=300).contains(&first), "{first}");
-            let third = backoff(3).as_millis();
-            assert!((800..=1200).contains(&third), "{third}");
-            let late = backoff(40).as_millis();
-            assert!((4000..=6000).contains(&late), "{late}");
+            let delays: Vec<u128> = redial_delays().take(40).map(|d| d.as_millis()).collect();
+            assert!((250..500).contains(&delays[0]), "{delays:?}");
+            assert!((1000..2000).contains(&delays[2]), "{delays:?}");
+            assert!((5000..10_000).contains(&delays[39]), "{delays:?}");
         }
     }
 

@@ -175,8 +175,10 @@ impl ProviderClient {
     }
 
     /// Sends the request until a success status, retrying as configured: the response with
-    /// its body unread.
+    /// its body unread. A retry waits what the server asked (`Retry-After`, up to a minute:
+    /// longer is not worth holding the turn for) or 250 ms doubling.
     async fn send(&self, body: &[u8]) -> Result<reqwest::Response, String> {
+        use backon::Retryable;
         let http = self
             .http
             .as_ref()
@@ -187,67 +189,103 @@ impl ProviderClient {
             .max_retries
             .unwrap_or(ModelProvider::DEFAULT_MAX_RETRIES)
             .min(ModelProvider::MAX_RETRIES);
-        let mut attempt = 0u32;
-        loop {
-            let mut request = http
-                .post(&self.url)
-                .header(CONTENT_TYPE, "application/json")
-                .body(body.to_vec());
-            if let Some(key) = &key {
-                request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        let delays = backon::ExponentialBuilder::default()
+            .with_min_delay(FIRST_BACKOFF)
+            .with_max_delay(FIRST_BACKOFF.saturating_mul(64))
+            .with_max_times(max_retries as usize);
+        // Counted for the messages; an atomic only because the future must be `Send`.
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let outcome = (|| {
+            tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.attempt(http, key.as_deref(), body)
+        })
+        .retry(delays)
+        .sleep(tokio::time::sleep)
+        .when(|f| match f {
+            Failure::Again { wait, .. } => wait.is_none_or(|w| w <= MAX_RETRY_AFTER),
+            Failure::Final(_) => false,
+        })
+        // The server's wait replaces ours, but never a retry ours does not allow (`None`:
+        // out of retries).
+        .adjust(|f, delay| match (f, delay) {
+            (Failure::Again { wait: Some(w), .. }, Some(_)) => Some(*w),
+            (_, delay) => delay,
+        })
+        .notify(|f, wait| {
+            let attempt = tries.load(std::sync::atomic::Ordering::Relaxed);
+            tracing::debug!(provider = %self.id, attempt, ?wait, "retrying model request: {f}");
+        })
+        .await;
+        outcome.map_err(|f| match f {
+            // Out of retries (not a wait too long to honour): say how many were made.
+            Failure::Again { problem, wait } if wait.is_none_or(|w| w <= MAX_RETRY_AFTER) => {
+                let tries = tries.load(std::sync::atomic::Ordering::Relaxed);
+                format!("{problem} (after {tries} attempts)")
             }
-            let (problem, wait) = match tokio::time::timeout(self.timeout, request.send()).await {
-                Err(_elapsed) => (
-                    format!(
-                        "provider \"{}\": timed out: no answer within {} s (timeoutSeconds)",
-                        self.id,
-                        self.timeout.as_secs()
-                    ),
-                    None,
+            Failure::Again { problem, .. } | Failure::Final(problem) => problem,
+        })
+    }
+
+    /// One request: the response on a success status, else what went wrong and whether
+    /// (and when) it is worth another try.
+    async fn attempt(
+        &self,
+        http: &reqwest::Client,
+        key: Option<&str>,
+        body: &[u8],
+    ) -> Result<reqwest::Response, Failure> {
+        let mut request = http
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = key {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        match tokio::time::timeout(self.timeout, request.send()).await {
+            Err(_elapsed) => Err(Failure::Again {
+                problem: format!(
+                    "provider \"{}\": timed out: no answer within {} s (timeoutSeconds)",
+                    self.id,
+                    self.timeout.as_secs()
                 ),
-                Ok(Ok(response)) => {
-                    let status = response.status();
-                    if status.is_success() {
-                        return Ok(response);
-                    }
-                    let retry_after = retry_after(response.headers());
-                    let text = self.read_body(response).await.unwrap_or_default();
-                    // A server may quote the request back (a debugging proxy, "invalid key
-                    // sk-…"): redacted here already, since the retry below logs it.
-                    let text = self.redact(&text, key.as_deref());
-                    let problem = format!(
-                        "provider \"{}\": HTTP {status} from {}: {}",
-                        self.id,
-                        self.url,
-                        excerpt(&text)
-                    );
-                    if !retryable(status) {
-                        return Err(problem);
-                    }
-                    (problem, retry_after)
+                wait: None,
+            }),
+            Ok(Ok(response)) => {
+                let status = response.status();
+                if status.is_success() {
+                    return Ok(response);
                 }
-                Ok(Err(e)) if e.is_connect() || e.is_timeout() || e.is_request() => {
-                    let what = if e.is_timeout() {
-                        "timed out"
-                    } else {
-                        "could not connect"
-                    };
-                    (format!("provider \"{}\": {what}: {e}", self.id), None)
+                let retry_after = retry_after(response.headers());
+                let text = self.read_body(response).await.unwrap_or_default();
+                // A server may quote the request back (a debugging proxy, "invalid key
+                // sk-…"): redacted here already, since the retry logs it.
+                let text = self.redact(&text, key);
+                let problem = format!(
+                    "provider \"{}\": HTTP {status} from {}: {}",
+                    self.id,
+                    self.url,
+                    excerpt(&text)
+                );
+                if !retryable(status) {
+                    return Err(Failure::Final(problem));
                 }
-                Ok(Err(e)) => return Err(format!("provider \"{}\": {e}", self.id)),
-            };
-            if attempt >= max_retries {
-                let tries = attempt + 1;
-                return Err(format!("{problem} (after {tries} attempts)"));
+                Err(Failure::Again {
+                    problem,
+                    wait: retry_after,
+                })
             }
-            let wait = match wait {
-                Some(w) if w > MAX_RETRY_AFTER => return Err(problem),
-                Some(w) => w,
-                None => FIRST_BACKOFF.saturating_mul(1 << attempt.min(6)),
-            };
-            tracing::debug!(provider = %self.id, attempt, ?wait, "retrying model request: {problem}");
-            tokio::time::sleep(wait).await;
-            attempt += 1;
+            Ok(Err(e)) if e.is_connect() || e.is_timeout() || e.is_request() => {
+                let what = if e.is_timeout() {
+                    "timed out"
+                } else {
+                    "could not connect"
+                };
+                Err(Failure::Again {
+                    problem: format!("provider \"{}\": {what}: {e}", self.id),
+                    wait: None,
+                })
+            }
+            Ok(Err(e)) => Err(Failure::Final(format!("provider \"{}\": {e}", self.id))),
         }
     }
 
@@ -315,6 +353,26 @@ pub(super) fn usage_of(response: &Value) -> Option<Usage> {
         input: input.unwrap_or(0),
         output: output.unwrap_or(0),
     })
+}
+
+/// Why one request failed.
+#[derive(Debug)]
+enum Failure {
+    /// Worth another try, after `wait` when the server said (`Retry-After`).
+    Again {
+        problem: String,
+        wait: Option<Duration>,
+    },
+    /// Another try would fail the same way.
+    Final(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Again { problem, .. } | Failure::Final(problem) => f.write_str(problem),
+        }
+    }
 }
 
 fn retryable(status: StatusCode) -> bool {

@@ -308,19 +308,18 @@ pub fn configure_read_only(conn: &Connection) -> Result<(), StorageError> {
 /// timeout. SQLite's busy handler covers most waits, but not all: switching the journal
 /// mode, and opening while another process recovers the log after a crash, report busy at
 /// once. Start-up steps go through here so processes started together all open.
-pub fn retry_busy<T>(mut op: impl FnMut() -> Result<T, StorageError>) -> Result<T, StorageError> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-    let mut pause = std::time::Duration::from_millis(2);
-    loop {
-        match op() {
-            Err(StorageError::Locked(detail)) if std::time::Instant::now() < deadline => {
-                tracing::debug!(%detail, "database busy while opening; retrying");
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(100));
-            }
-            other => return other,
-        }
-    }
+pub fn retry_busy<T>(op: impl FnMut() -> Result<T, StorageError>) -> Result<T, StorageError> {
+    use backon::BlockingRetryable;
+    let pauses = backon::ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(2))
+        .with_max_delay(std::time::Duration::from_millis(100))
+        .with_total_delay(Some(BUSY_TIMEOUT))
+        .without_max_times();
+    op.retry(pauses)
+        .sleep(std::thread::sleep)
+        .when(|e| matches!(e, StorageError::Locked(_)))
+        .notify(|e, _| tracing::debug!(detail = %e, "database busy while opening; retrying"))
+        .call()
 }
 
 /// Extra settings for the one write connection. A group-commit transaction touches
