@@ -55,4 +55,5 @@ pub mod protocol;
 pub mod remote;
 pub mod server;
 pub mod text_safety;
+pub mod tls_client;
 pub mod tui;

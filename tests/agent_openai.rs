@@ -449,3 +449,45 @@ fn config_check_explains_a_provider_that_cannot_be_used() {
     );
     assert!(err.contains("3 problem(s)"), "{err}");
 }
+
+/// The model client speaks TLS with the web roots (rustls with `ring`, set up by us since
+/// reqwest 0.13 brings no provider of its own): a server whose certificate no public root
+/// signed is refused at the handshake with a clear error, not a panic or a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_to_a_server_no_public_root_vouches_for_fails_at_the_handshake() {
+    let files = tempfile::tempdir().unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (files.path().join("cert.pem"), files.path().join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let acceptor = switchboard::server::tls::acceptor(&cert, &key).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handshakes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = handshakes.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let _ = acceptor.accept(tcp).await;
+            });
+        }
+    });
+    let b = common::bench(config(
+        &format!("https://localhost:{port}/v1"),
+        json!({ "maxRetries": 0 }),
+    ));
+    let run = send_and_settle(&b, "hi").await;
+    assert_eq!(run.status, "error", "{run:?}");
+    let error = run.error.unwrap();
+    assert!(error.contains("provider \"fake\""), "{error}");
+    assert!(
+        error.contains("certificate"),
+        "the reason is named: {error}"
+    );
+    assert!(
+        handshakes.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+        "the client reached the server: {error}"
+    );
+}

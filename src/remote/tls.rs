@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::{ClientConfig, RootCertStore};
 use tokio_tungstenite::Connector;
 
 use crate::server::tls::{TlsError, read_certs};
@@ -12,8 +11,7 @@ use crate::server::tls::{TlsError, read_certs};
 /// The connector for wss:// dials: webpki roots, plus every certificate in `ca` (PEM) when
 /// given. Uses the `ring` provider.
 pub fn connector(ca: Option<&Path>) -> Result<Connector, TlsError> {
-    let mut roots = RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut roots = crate::tls_client::web_roots();
     if let Some(path) = ca {
         for cert in read_certs("the CA file", path)? {
             roots
@@ -21,11 +19,6 @@ pub fn connector(ca: Option<&Path>) -> Result<Connector, TlsError> {
                 .map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
         }
     }
-    let config =
-        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::Config(e.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    let config = crate::tls_client::config(roots).map_err(|e| TlsError::Config(e.to_string()))?;
     Ok(Connector::Rustls(Arc::new(config)))
 }

@@ -86,9 +86,13 @@ impl ProviderClient {
                 .clamp(1, ModelProvider::MAX_TIMEOUT_SECONDS),
         );
         let http = extra_headers(config).and_then(|headers| {
+            // rustls with `ring` and the web roots, as every other TLS client here.
+            let tls = crate::tls_client::config(crate::tls_client::web_roots())
+                .map_err(|e| format!("cannot set up TLS: {e}"))?;
             reqwest::Client::builder()
                 .connect_timeout(timeout)
                 .default_headers(headers)
+                .tls_backend_preconfigured(tls)
                 .build()
                 .map_err(|e| format!("cannot build an HTTP client: {e}"))
         });
@@ -281,7 +285,7 @@ impl ProviderClient {
                     "could not connect"
                 };
                 Err(Failure::Again {
-                    problem: format!("provider \"{}\": {what}: {e}", self.id),
+                    problem: format!("provider \"{}\": {what}: {}", self.id, causes(&e)),
                     wait: None,
                 })
             }
@@ -353,6 +357,23 @@ pub(super) fn usage_of(response: &Value) -> Option<Usage> {
         input: input.unwrap_or(0),
         output: output.unwrap_or(0),
     })
+}
+
+/// An error and its causes on one line: reqwest's own message ("error sending request")
+/// leaves out the reason (refused, a certificate no root vouches for, …) that its sources
+/// hold.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Why one request failed.

@@ -176,7 +176,7 @@ struct ReadBudget {
 }
 
 impl ReadBudget {
-    fn install(conn: &Connection, limit: Duration) -> ReadBudget {
+    fn install(conn: &mut Connection, limit: Duration) -> rusqlite::Result<ReadBudget> {
         let start = Instant::now();
         let deadline_ms = Arc::new(AtomicU64::new(0));
         let seen = deadline_ms.clone();
@@ -187,14 +187,14 @@ impl ReadBudget {
                 // true interrupts the statement (SQLITE_INTERRUPT).
                 now > seen.load(Ordering::Relaxed)
             }),
-        );
+        )?;
         let budget = ReadBudget {
             limit,
             start,
             deadline_ms,
         };
         budget.renew();
-        budget
+        Ok(budget)
     }
 
     /// A new read begins: it has the whole `limit`.
@@ -243,9 +243,9 @@ impl AgentDb {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(ro_uri(&open_at), flags)?;
+        let mut conn = Connection::open_with_flags(ro_uri(&open_at), flags)?;
         conn.busy_timeout(LOCK_WAIT)?;
-        let budget = ReadBudget::install(&conn, read_deadline);
+        let budget = ReadBudget::install(&mut conn, read_deadline)?;
         let schema_version = check_schema(&conn).map_err(|e| match e {
             Checked::Sqlite(e) => budget.error(e),
             Checked::Refused(e) => e,
