@@ -527,7 +527,7 @@ not from {}",
         use switchboard::protocol::switchboard::method;
         use switchboard::remote::openclaw::OpenClawApi;
         use switchboard::remote::rpc::Rpc;
-        use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi, device};
+        use switchboard::remote::{DialError, LinkOptions, RemoteApi, device};
         let target = self
             .connect
             .clone()
@@ -541,7 +541,7 @@ not from {}",
             Ok(identity) => options.device = Some(Arc::new(identity)),
             Err(e) => tracing::warn!(error = %e, "no device identity; connecting without one"),
         }
-        let link = Link::connect(options).await.map_err(|e| match e {
+        let link = dial_patiently(&target, options).await.map_err(|e| match e {
             DialError::Refused(reason) => {
                 let pairing = if reason.to_ascii_lowercase().contains("pairing") {
                     " (the gateway does not know this device yet: approve it on the gateway's \
@@ -687,6 +687,45 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Serve(args)) => {
             cli.local_only("serve")?;
             serve(&cli, args, log).await
+        }
+    }
+}
+
+/// The longest the first dial keeps trying a gateway that refuses for now.
+const FIRST_DIAL_PATIENCE: Duration = Duration::from_secs(10 * 60);
+
+/// `Link::connect`, dialled again while the gateway refuses for now (a lockout, all its
+/// connections taken, shutting down), each wait said on stderr: the same backoff as the
+/// link's redials, never sooner than the gateway asked, for at most `FIRST_DIAL_PATIENCE`.
+/// Any other outcome is returned at once.
+async fn dial_patiently(
+    target: &str,
+    options: switchboard::remote::LinkOptions,
+) -> std::result::Result<switchboard::remote::Link, switchboard::remote::DialError> {
+    use switchboard::remote::{DialError, Link};
+    let give_up = std::time::Instant::now() + FIRST_DIAL_PATIENCE;
+    let mut delays = switchboard::remote::link::redial_delays();
+    loop {
+        match Link::connect(options.clone()).await {
+            Err(DialError::Deferred {
+                reason,
+                retry_after,
+            }) if std::time::Instant::now() < give_up => {
+                let left = give_up.saturating_duration_since(std::time::Instant::now());
+                let wait = delays
+                    .next()
+                    .unwrap_or(Duration::from_secs(5))
+                    .max(retry_after.unwrap_or_default())
+                    .min(left);
+                say(&format!(
+                    "{} refused for now: {}; trying again in {} s",
+                    safe_line(target),
+                    safe_line(&reason),
+                    wait.as_secs().max(1)
+                ));
+                tokio::time::sleep(wait).await;
+            }
+            other => return other,
         }
     }
 }

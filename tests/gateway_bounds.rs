@@ -338,3 +338,52 @@ async fn wrong_tokens_cannot_lock_the_owner_out() {
     let res = call(&mut ws, "h", "health", json!({})).await;
     assert_eq!(res["ok"], true, "{res}");
 }
+
+/// Item 7, the client's half: a `--connect` command that finds every connection taken (HTTP
+/// 503) says so on stderr and dials again until it gets in, instead of failing as if no
+/// gateway were there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_finding_the_gateway_full_waits_and_gets_in() {
+    let gw = start(&["--max-connections", "2"]);
+    let holders = vec![connected(&gw.addr).await, connected(&gw.addr).await];
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut child = std::process::Command::new(gateway_process::BIN)
+        .args(["--connect", &format!("ws://{}", gw.addr), "--token", TOKEN])
+        .args(["sessions", "list"])
+        .env("SWITCHBOARD_STATE_DIR", state.path())
+        .env_remove("SWITCHBOARD_GATEWAY_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the client");
+    let stderr = child.stderr.take().expect("stderr");
+    let (told, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("refused for now") {
+                let _ = told.send(line);
+            }
+        }
+    });
+    let line = heard
+        .recv_timeout(gateway_process::WAIT)
+        .expect("the client says it waits");
+    assert!(
+        line.contains("HTTP 503") && line.contains("trying again in"),
+        "{line}"
+    );
+    drop(holders);
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("the client ends");
+    assert!(
+        status.success(),
+        "the client got in once a place was free: {status:?}"
+    );
+}

@@ -302,6 +302,22 @@ fn untrusted_certificate(e: &tokio_tungstenite::tungstenite::Error) -> Option<St
     matches!(rustls_error, rustls::Error::InvalidCertificate(_)).then(|| rustls_error.to_string())
 }
 
+/// A gateway turning connections away for now (HTTP 503, as ours does at its connection
+/// cap), with the wait its `Retry-After` names.
+fn busy(e: &tokio_tungstenite::tungstenite::Error) -> Option<Option<Duration>> {
+    let tokio_tungstenite::tungstenite::Error::Http(response) = e else {
+        return None;
+    };
+    (response.status() == 503).then(|| {
+        response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|secs| Duration::from_secs(secs).min(super::refusal::MAX_RETRY_AFTER))
+    })
+}
+
 async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), DialError> {
     // Reasons leave the address out: the header and the CLI's message already name it.
     let transient =
@@ -336,7 +352,13 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
             "the gateway's TLS certificate is not accepted ({why}): use the host name it \
 was issued for, and if it is self-signed pass --tls-ca FILE with it (PEM)"
         )),
-        None => transient("WebSocket handshake failed", &e),
+        None => match busy(&e) {
+            Some(retry_after) => DialError::Deferred {
+                reason: "the gateway has all the connections it takes (HTTP 503)".into(),
+                retry_after,
+            },
+            None => transient("WebSocket handshake failed", &e),
+        },
     })?;
     let challenge = loop {
         match next_frame(&mut ws).await? {
