@@ -864,7 +864,7 @@ async fn a_transcript_read_while_subscribed_asks_once_for_its_messages() {
 }
 
 /// The same API against a running OpenClaw gateway (not in CI: it needs the reference
-/// peer). Run by hand: `OC_TOKEN=… cargo test --test remote_openclaw -- --ignored --nocapture`
+/// peer). Run by hand: `OC_TOKEN=… cargo test --test remote remote_openclaw:: -- --ignored --nocapture`
 /// (`OC_URL` defaults to ws://127.0.0.1:18789). The link here is a minimal stand-in for the
 /// real one (src/remote/link.rs): it connects as OpenClaw's reserved loopback backend client,
 /// which keeps its scopes without a device identity.

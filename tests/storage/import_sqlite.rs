@@ -694,7 +694,7 @@ async fn a_symlinked_database_is_not_read() {
 }
 
 // Re-importing a SQLite state after its owner kept using OpenClaw (issue 15, item 2): the
-// same merge as a legacy folder's (tests/import_merge.rs), on copies of the real fixture.
+// same merge as a legacy folder's (tests/storage/import_merge.rs), on copies of the real fixture.
 
 const S1: &str = "agent:work:s1";
 /// A time after every `updatedAt` of the fixture (and of anything done here while testing).

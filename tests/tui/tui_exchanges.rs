@@ -5,7 +5,7 @@
 //! Esc closes; an exchange that vanished or a session deleted meanwhile says so inline.
 //! Driven over the fake API (`tests/common/fake_api.rs`), and once over a real engine.
 //!
-//! Snapshots live in tests/snapshots/ (`INSTA_UPDATE=always cargo test --test tui_exchanges`,
+//! Snapshots live in tests/tui/snapshots/ (`INSTA_UPDATE=always cargo test --test tui tui_exchanges::`,
 //! then read every changed `.snap`). Times are fixed (UTC), nothing is timed.
 
 use crate::common;

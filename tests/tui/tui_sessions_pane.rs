@@ -5,7 +5,7 @@
 //! notices log (`M`), ASCII mode, and the help overlay at 60×16.
 //!
 //! Hand-built states are drawn with `view::draw` on a `TestBackend`; the driven ones go
-//! through `Console::update` over the fake API (tests/common). Snapshots: tests/snapshots/.
+//! through `Console::update` over the fake API (tests/common). Snapshots: tests/tui/snapshots/.
 
 use crate::common;
 use crate::common::screen::{render, screen, text};

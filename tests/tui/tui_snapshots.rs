@@ -4,14 +4,14 @@
 //! commands and their inline errors, a policy-denied send, a paste of 1 MB, escape sequences
 //! in agent text, a session deleted while selected, a resize to 10×5): the fake holds the
 //! rows and lines the engine would answer, and scripts its replies and events.
-//! (What the engine itself does, seen through the console, is in tests/tui_console.rs.)
+//! (What the engine itself does, seen through the console, is in tests/tui/tui_console.rs.)
 //!
 //! Everything is deterministic (fixed clock, fixed keys, fixed timestamps). The driven
 //! screens' clock times are blanked by `redact`, as they were when a real engine (wall-clock
 //! times) drew them, so those pictures are the same files.
 //!
-//! Snapshots live in tests/snapshots/; write new ones with
-//! `INSTA_UPDATE=always cargo test --test tui_snapshots`, then read every changed `.snap`.
+//! Snapshots live in tests/tui/snapshots/; write new ones with
+//! `INSTA_UPDATE=always cargo test --test tui tui_snapshots::`, then read every changed `.snap`.
 
 use crate::common;
 use crate::common::screen::{render, screen, text};
@@ -645,7 +645,7 @@ fn transcript_tools_shown() {
     s.tools = true;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("tools:on"), "{shown}");
-    // A tool call is a one-line card (its result folded into it: tests/tui_transcript.rs).
+    // A tool call is a one-line card (its result folded into it: tests/tui/tui_transcript.rs).
     assert!(
         shown.contains("▸ ⚙ sessions_send ok · sessionKey:"),
         "{shown}"

@@ -3,7 +3,7 @@
 //! `TestBackend`. Covers the provisional line growing under the transcript, its replacement
 //! by the real line (never both, never neither), a missed delta shown as a gap, hostile delta
 //! text, the per-run cap, the sessions-list marker, and a scrolled-up view that stays put.
-//! Snapshots live in tests/snapshots/ (`INSTA_UPDATE=always cargo test --test tui_streaming`).
+//! Snapshots live in tests/tui/snapshots/ (`INSTA_UPDATE=always cargo test --test tui tui_streaming::`).
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

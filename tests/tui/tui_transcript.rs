@@ -5,7 +5,7 @@
 //! cards, collapsed and opened with the message cursor; wrap off with `…` and sideways
 //! scrolling; the streaming spinner; copying the selected message (OSC 52).
 //!
-//! Pictures are insta snapshots of `view::draw` on a `TestBackend` (tests/snapshots/);
+//! Pictures are insta snapshots of `view::draw` on a `TestBackend` (tests/tui/snapshots/);
 //! behaviour is `Console::update` driven over the fake API (tests/common/fake_api.rs).
 //! Everything is deterministic: fixed clock, fixed timestamps, nothing timed.
 
