@@ -39,11 +39,11 @@ fn serve(root: &Path, failpoint: Option<&str>) -> Serve {
     if let Some(f) = failpoint {
         cmd.env("SWITCHBOARD_FAILPOINT", f);
     }
-    let (child, _, addr, stderr) = launch(cmd);
+    let launched = launch(cmd);
     Serve {
-        child,
-        addr,
-        _stderr: stderr,
+        child: launched.child,
+        addr: launched.addr,
+        _stderr: launched.stderr,
     }
 }
 

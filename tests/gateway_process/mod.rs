@@ -31,6 +31,8 @@ pub struct Gateway {
     pub addr: String,
     /// `ws` or `wss`, as printed.
     pub scheme: String,
+    /// What serve printed on stderr up to and including its listening line.
+    pub said: Vec<String>,
     _stderr: mpsc::Receiver<String>,
     pub dir: tempfile::TempDir,
 }
@@ -128,11 +130,18 @@ fn spawn(
             .stderr(Stdio::piped());
         cmd = sh;
     }
-    let (child, scheme, addr, stderr) = launch(cmd);
+    let Launched {
+        child,
+        scheme,
+        addr,
+        said,
+        stderr,
+    } = launch(cmd);
     Gateway {
         child,
         addr,
         scheme,
+        said,
         _stderr: stderr,
         dir,
     }
@@ -153,9 +162,21 @@ pub fn serve_command(root: &std::path::Path, config: &std::path::Path) -> Comman
     cmd
 }
 
-/// Spawn a `serve` command and wait for its listening line: the child, its scheme and
-/// `host:port` as printed, and its stderr lines (read on a thread so the pipe never fills).
-pub fn launch(mut cmd: Command) -> (Child, String, String, mpsc::Receiver<String>) {
+/// A `serve` process past its listening line.
+pub struct Launched {
+    pub child: Child,
+    /// `ws` or `wss`, as printed.
+    pub scheme: String,
+    /// `host:port` as printed.
+    pub addr: String,
+    /// What serve printed on stderr up to and including its listening line.
+    pub said: Vec<String>,
+    /// Its later stderr lines (read on a thread so the pipe never fills).
+    pub stderr: mpsc::Receiver<String>,
+}
+
+/// Spawn a `serve` command and wait for its listening line.
+pub fn launch(mut cmd: Command) -> Launched {
     let mut child = cmd.spawn().expect("spawn serve");
     let err = child.stderr.take().expect("stderr");
     let (tx, rx) = mpsc::channel();
@@ -166,19 +187,28 @@ pub fn launch(mut cmd: Command) -> (Child, String, String, mpsc::Receiver<String
             }
         }
     });
-    let mut seen = Vec::new();
+    let mut said = Vec::new();
     let (scheme, addr) = loop {
         let line = rx
             .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no listening line; stderr so far: {seen:?}"));
-        if let Some(rest) = line.split("listening on ").nth(1)
-            && let Some((scheme, addr)) = rest.trim().split_once("://")
-        {
-            break (scheme.to_string(), addr.to_string());
+            .unwrap_or_else(|_| panic!("no listening line; stderr so far: {said:?}"));
+        let listening = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.trim().split_once("://"))
+            .map(|(scheme, addr)| (scheme.to_string(), addr.to_string()));
+        said.push(line);
+        if let Some(found) = listening {
+            break found;
         }
-        seen.push(line);
     };
-    (child, scheme, addr, rx)
+    Launched {
+        child,
+        scheme,
+        addr,
+        said,
+        stderr: rx,
+    }
 }
 
 impl Gateway {
