@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
 
 use serde_json::Value;
 
@@ -84,7 +85,31 @@ pub fn bench(config: Value) -> Bench {
     Bench { engine, _dir: dir }
 }
 
+/// Runs a command to its end; more than `ws::WAIT` is a hang and fails the test.
+pub fn bounded(mut c: Command) -> std::process::Output {
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let id = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(ws::WAIT) {
+        Ok(out) => out.expect("output"),
+        Err(_) => {
+            let _ = Command::new("kill").arg(id.to_string()).status();
+            panic!("the command hung");
+        }
+    }
+}
+
 pub mod console_driver;
 pub mod fake_api;
 pub mod join;
+pub mod screen;
 pub mod tmux;
+pub mod ws;

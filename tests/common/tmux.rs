@@ -31,13 +31,31 @@ pub fn tmux_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Return early (passing) when tmux is missing, saying why.
+/// Whether this run is CI's: `CI` set to anything but empty, `0` or `false` (GitHub Actions,
+/// GitLab and most runners set `CI=true`).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "FALSE" | "False"))
+}
+
+/// What a test that needs tmux does without it: under CI it fails saying so; elsewhere it
+/// says it is skipped (the caller then returns, passing).
+#[track_caller]
+pub fn tmux_missing() {
+    assert!(
+        !under_ci(),
+        "tmux is not installed and CI is set: the end-to-end tests cannot run (install tmux)"
+    );
+    eprintln!("tmux is not installed: skipping this end-to-end test");
+}
+
+/// Return early (passing) when tmux is missing, saying why; under CI (`CI=true`) fail
+/// instead, so a runner without tmux cannot report the end-to-end tests green.
 // Test binaries without a tmux test include this module too (through `mod common`).
 #[allow(unused_macros)]
 macro_rules! require_tmux {
     () => {
         if !$crate::common::tmux::tmux_available() {
-            eprintln!("tmux is not installed: skipping this end-to-end test");
+            $crate::common::tmux::tmux_missing();
             return;
         }
     };

@@ -8,16 +8,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+
+// One client side for both harnesses (it was copied in each).
+#[allow(unused_imports)] // each binary uses a part
+pub use crate::common::{
+    bounded,
+    ws::{WAIT, recv, send},
+};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 pub const TOKEN: &str = "test-token-0123456789";
-pub const WAIT: Duration = Duration::from_secs(60);
 
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -28,6 +31,8 @@ pub struct Gateway {
     pub addr: String,
     /// `ws` or `wss`, as printed.
     pub scheme: String,
+    /// What serve printed on stderr up to and including its listening line.
+    pub said: Vec<String>,
     _stderr: mpsc::Receiver<String>,
     pub dir: tempfile::TempDir,
 }
@@ -125,11 +130,18 @@ fn spawn(
             .stderr(Stdio::piped());
         cmd = sh;
     }
-    let (child, scheme, addr, stderr) = launch(cmd);
+    let Launched {
+        child,
+        scheme,
+        addr,
+        said,
+        stderr,
+    } = launch(cmd);
     Gateway {
         child,
         addr,
         scheme,
+        said,
         _stderr: stderr,
         dir,
     }
@@ -150,9 +162,21 @@ pub fn serve_command(root: &std::path::Path, config: &std::path::Path) -> Comman
     cmd
 }
 
-/// Spawn a `serve` command and wait for its listening line: the child, its scheme and
-/// `host:port` as printed, and its stderr lines (read on a thread so the pipe never fills).
-pub fn launch(mut cmd: Command) -> (Child, String, String, mpsc::Receiver<String>) {
+/// A `serve` process past its listening line.
+pub struct Launched {
+    pub child: Child,
+    /// `ws` or `wss`, as printed.
+    pub scheme: String,
+    /// `host:port` as printed.
+    pub addr: String,
+    /// What serve printed on stderr up to and including its listening line.
+    pub said: Vec<String>,
+    /// Its later stderr lines (read on a thread so the pipe never fills).
+    pub stderr: mpsc::Receiver<String>,
+}
+
+/// Spawn a `serve` command and wait for its listening line.
+pub fn launch(mut cmd: Command) -> Launched {
     let mut child = cmd.spawn().expect("spawn serve");
     let err = child.stderr.take().expect("stderr");
     let (tx, rx) = mpsc::channel();
@@ -163,19 +187,28 @@ pub fn launch(mut cmd: Command) -> (Child, String, String, mpsc::Receiver<String
             }
         }
     });
-    let mut seen = Vec::new();
+    let mut said = Vec::new();
     let (scheme, addr) = loop {
         let line = rx
             .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no listening line; stderr so far: {seen:?}"));
-        if let Some(rest) = line.split("listening on ").nth(1)
-            && let Some((scheme, addr)) = rest.trim().split_once("://")
-        {
-            break (scheme.to_string(), addr.to_string());
+            .unwrap_or_else(|_| panic!("no listening line; stderr so far: {said:?}"));
+        let listening = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.trim().split_once("://"))
+            .map(|(scheme, addr)| (scheme.to_string(), addr.to_string()));
+        said.push(line);
+        if let Some(found) = listening {
+            break found;
         }
-        seen.push(line);
     };
-    (child, scheme, addr, rx)
+    Launched {
+        child,
+        scheme,
+        addr,
+        said,
+        stderr: rx,
+    }
 }
 
 impl Gateway {
@@ -228,29 +261,6 @@ pub async fn open(addr: &str) -> Ws {
         .expect("ws handshake")
 }
 
-/// The next text frame as JSON, or `Err` with the close frame when the server closed.
-pub async fn recv(ws: &mut Ws) -> Result<Value, Option<(CloseCode, String)>> {
-    loop {
-        let msg = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("server answers within the wait");
-        match msg {
-            Some(Ok(Message::Text(t))) => {
-                return Ok(serde_json::from_str(t.as_str()).expect("server sends JSON"));
-            }
-            Some(Ok(Message::Close(frame))) => {
-                return Err(frame.map(|f| (f.code, f.reason.to_string())));
-            }
-            Some(Ok(_)) => continue,
-            Some(Err(_)) | None => return Err(None),
-        }
-    }
-}
-
-pub async fn send(ws: &mut Ws, v: Value) {
-    ws.send(Message::text(v.to_string())).await.expect("send");
-}
-
 /// The `connect` request OpenClaw's Python client sends, `device` included when given.
 pub fn connect_req(token: &str, device: Option<Value>) -> Value {
     let mut params = json!({
@@ -277,26 +287,4 @@ pub async fn challenge(ws: &mut Ws) -> (String, u64) {
     let nonce = c["payload"]["nonce"].as_str().expect("nonce").to_string();
     let ts = c["payload"]["ts"].as_u64().expect("ts");
     (nonce, ts)
-}
-
-/// Runs a command to its end; more than `WAIT` is a hang and fails the test.
-pub fn bounded(mut c: Command) -> std::process::Output {
-    let child = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let id = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(WAIT) {
-        Ok(out) => out.expect("output"),
-        Err(_) => {
-            let _ = Command::new("kill").arg(id.to_string()).status();
-            panic!("the command hung");
-        }
-    }
 }

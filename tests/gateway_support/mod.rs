@@ -3,21 +3,19 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use switchboard::api::SessionsApi;
 use switchboard::server;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+// One client side for both harnesses (it was copied in each).
+#[allow(unused_imports)] // each binary uses a part
+pub use crate::common::ws::{WAIT, recv, send};
 
 pub const TOKEN: &str = "gateway-test-token-0123456789";
-/// A bound no healthy exchange comes near; hitting it means a hang.
-pub const WAIT: Duration = Duration::from_secs(60);
 
 pub type Ws = WebSocketStream<TcpStream>;
 
@@ -69,29 +67,6 @@ pub async fn open(addr: &str) -> Ws {
         .await
         .expect("ws handshake");
     ws
-}
-
-/// The next text frame as JSON, or `Err` with the close frame (if any) once the server closed.
-pub async fn recv(ws: &mut Ws) -> Result<Value, Option<(CloseCode, String)>> {
-    loop {
-        let msg = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("the server sends something within the wait");
-        match msg {
-            Some(Ok(Message::Text(t))) => {
-                return Ok(serde_json::from_str(t.as_str()).expect("server sends JSON"));
-            }
-            Some(Ok(Message::Close(frame))) => {
-                return Err(frame.map(|f| (f.code, f.reason.to_string())));
-            }
-            Some(Ok(_)) => continue,
-            Some(Err(_)) | None => return Err(None),
-        }
-    }
-}
-
-pub async fn send(ws: &mut Ws, v: Value) {
-    ws.send(Message::text(v.to_string())).await.expect("send");
 }
 
 pub fn connect_params(token: &str, caps: &[&str], scopes: &[&str]) -> Value {

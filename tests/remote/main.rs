@@ -1,0 +1,16 @@
+//! The console's remote client: the API over a link to a gateway, the CLI's `--connect`, and
+//! OpenClaw's RPC shapes.
+//!
+//! One test binary per area: each file below was its own binary, linking the whole library
+//! once per file. Shared helpers are declared once here and used as `crate::common::…`.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../gateway_process/mod.rs"]
+mod gateway_process;
+
+mod remote_api;
+mod remote_cli;
+mod remote_fake_rpc;
+mod remote_link;
+mod remote_openclaw;
