@@ -128,7 +128,11 @@ impl Driver {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        panic!("timed out waiting for {what}");
+        panic!(
+            "timed out waiting for {what} (condition holds: {}, loads pending: {})",
+            done(&self.console.state),
+            self.console.pending()
+        );
     }
 
     /// Wait for the next background report (a status-line flash) not yet handed out.
