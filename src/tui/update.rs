@@ -7,6 +7,7 @@
 mod commands;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::HashSet;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
@@ -39,6 +40,10 @@ pub struct Console {
     recount: bool,
     /// The generation of the sessions load under way (one at a time per generation).
     sessions_in_flight: Option<u64>,
+    /// Sessions whose running state an event changed since the load under way was asked
+    /// for: that page was read before the event, so for these keys the event is the newer
+    /// word (a page read just before a run started would otherwise hide the run).
+    running_since_request: HashSet<String>,
     /// Bumped whenever the transcript wanted changes (another session, a longer window).
     transcript_generation: u64,
     transcript_dirty: bool,
@@ -64,6 +69,7 @@ impl Console {
             sessions_dirty: true,
             recount: true,
             sessions_in_flight: None,
+            running_since_request: HashSet::new(),
             transcript_generation: 1,
             transcript_dirty: true,
             transcript_in_flight: None,
@@ -304,6 +310,7 @@ impl Console {
             order: s.order.mode.engine_order(),
         };
         self.sessions_in_flight = Some(self.sessions_generation);
+        self.running_since_request.clear();
         Effect::LoadSessions {
             generation: self.sessions_generation,
             query,
@@ -359,6 +366,9 @@ impl Console {
         // The page says what runs now, so a console opened while runs go (or one that
         // missed events) shows them; events keep it current between pages.
         for r in &page.rows {
+            if self.running_since_request.contains(&r.key) {
+                continue;
+            }
             if r.running {
                 s.running.insert(r.key.clone());
             } else {
@@ -900,6 +910,7 @@ impl Console {
                 self.transcript_dirty = true;
             }
             EngineEvent::RunStarted { key, .. } => {
+                self.running_since_request.insert(key.clone());
                 s.running.insert(key);
             }
             EngineEvent::RunEnded {
@@ -913,6 +924,7 @@ impl Console {
                 let reply = reply.filter(|r| status == "ok" && !r.is_empty());
                 s.streams
                     .run_ended(&run_id, shown, reply.as_deref(), s.transcript_total);
+                self.running_since_request.insert(key.clone());
                 s.running.remove(&key);
             }
             EngineEvent::ReplyDelta {

@@ -314,3 +314,44 @@ async fn the_runner_delivers_held_answers_and_the_newest_wins() {
     let selected = s.selected_key().expect("a selection").to_string();
     assert_eq!(s.transcript_key.as_deref(), Some(selected.as_str()));
 }
+
+/// A sessions page read just before a run started, and answered after the run's
+/// `RunStarted`, said the session was idle and took the run off the list: the console then
+/// showed nothing running until the run ended (`tui_composer::abort_says_what_it_stopped`
+/// failed about 1 run in 4 once a run's start was recorded with its message, so its event
+/// came sooner). An event newer than the page keeps its word.
+#[test]
+fn a_page_read_before_a_run_started_does_not_hide_the_run() {
+    let mut h = Harness::new();
+    let Some(Effect::LoadSessions { generation, query }) = h
+        .waiting
+        .iter()
+        .position(|e| matches!(e, Effect::LoadSessions { .. }))
+        .map(|i| h.waiting.remove(i))
+    else {
+        panic!("the first refresh asks for a page");
+    };
+    // The page is read now, before the run starts: every row idle.
+    let page = h.rt.block_on(h.api.sessions(query));
+    let key = page.as_ref().expect("a page").rows[0].key.clone();
+    let started = switchboard::api::EngineEvent::RunStarted {
+        run_id: "r1".into(),
+        key: key.clone(),
+        agent_id: "main".into(),
+        step: "message".into(),
+        round: 0,
+        flow_id: None,
+    };
+    let effects = h.console.update(Action::Engine(Box::new(started)));
+    h.take(effects);
+    assert!(h.console.state.running.contains(&key));
+    let effects = h.console.update(Action::SessionsLoaded {
+        generation,
+        result: Box::new(page),
+    });
+    h.take(effects);
+    assert!(
+        h.console.state.running.contains(&key),
+        "the older page hid the run"
+    );
+}
