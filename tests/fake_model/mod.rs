@@ -196,10 +196,10 @@ impl Fake {
                             s.front().cloned().unwrap()
                         }
                     };
-                    if !respond(&mut sock, &answer, &times).await {
+                    let mut finishing = Finishing::new(&in_flight);
+                    if !respond(&mut sock, &answer, &times, &mut finishing).await {
                         dropped.fetch_add(1, Ordering::SeqCst);
                     }
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
@@ -238,11 +238,40 @@ async fn pause(sock: &mut tokio::net::TcpStream, d: Duration) -> bool {
     }
 }
 
+/// Counts a request in flight until its answer's last bytes go out. Not after: a client
+/// may read them, free its place and send its next request before this task runs again, and
+/// the two would be counted at once though the client never had them both going.
+struct Finishing<'a> {
+    in_flight: Option<&'a AtomicUsize>,
+}
+
+impl<'a> Finishing<'a> {
+    fn new(in_flight: &'a AtomicUsize) -> Finishing<'a> {
+        Finishing {
+            in_flight: Some(in_flight),
+        }
+    }
+
+    /// The last write is next: the request no longer counts.
+    fn now(&mut self) {
+        if let Some(n) = self.in_flight.take() {
+            n.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.now();
+    }
+}
+
 /// Writes the answer; false when the client went away first.
 async fn respond(
     sock: &mut tokio::net::TcpStream,
     answer: &Answer,
     times: &Mutex<Vec<Instant>>,
+    finishing: &mut Finishing<'_>,
 ) -> bool {
     if !pause(sock, answer.delay).await {
         return false;
@@ -271,9 +300,12 @@ async fn respond(
         let n = answer.chunks.len();
         // `truncate` cuts a stream after half its chunks.
         let upto = if answer.truncate { n / 2 } else { n };
-        for (d, chunk) in &answer.chunks[..upto] {
+        for (i, (d, chunk)) in answer.chunks[..upto].iter().enumerate() {
             if !pause(sock, *d).await {
                 return false;
+            }
+            if i + 1 == upto {
+                finishing.now();
             }
             // Taken before the write, so a reader as fast as the write is not timed below 0.
             times.lock().unwrap().push(Instant::now());
@@ -289,6 +321,7 @@ async fn respond(
         } else {
             body
         };
+        finishing.now();
         if sock.write_all(sent).await.is_err() {
             return false;
         }
@@ -366,7 +399,9 @@ impl Fake {
                     };
                     let answer = respond_with(&req.body);
                     recorded.lock().unwrap().push(req);
-                    respond(&mut sock, &answer, &times).await;
+                    // This fake does not count requests in flight.
+                    let unused = AtomicUsize::new(1);
+                    respond(&mut sock, &answer, &times, &mut Finishing::new(&unused)).await;
                 });
             }
         });
