@@ -605,14 +605,8 @@ the gateway's machine"
 /// `None` when it is not on this machine (any address not loopback).
 fn loopback_addrs(target: &str) -> Option<Vec<std::net::SocketAddr>> {
     use std::net::ToSocketAddrs;
-    let uri: tokio_tungstenite::tungstenite::http::Uri = target.parse().ok()?;
-    if !matches!(uri.scheme_str(), Some("ws" | "wss")) {
-        return None;
-    }
-    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
-    let port = uri
-        .port_u16()
-        .unwrap_or(switchboard::remote::link::DEFAULT_PORT);
+    let (host, port) = switchboard::remote::link::host_port(target).ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<std::net::SocketAddr> = match host.parse::<std::net::IpAddr>() {
         Ok(ip) => vec![(ip, port).into()],
         Err(_) if host.eq_ignore_ascii_case("localhost") => {

@@ -257,25 +257,29 @@ fn text(frame: &Frame) -> Result<Message, DialError> {
         .map_err(|e| DialError::Refused(e.to_string()))
 }
 
-/// The host:port of a `ws://` or `wss://` target (the port defaults to the gateway's).
-fn address(target: &str) -> Result<String, DialError> {
-    let rest = target
-        .strip_prefix("ws://")
-        .or_else(|| target.strip_prefix("wss://"))
-        .ok_or_else(|| {
-            DialError::Refused(format!(
-                "{target}: the address must start with ws:// or wss://"
-            ))
-        })?;
-    let host = rest.split(['/', '?']).next().unwrap_or_default();
-    if host.is_empty() {
-        return Err(DialError::Refused(format!("{target}: no host")));
+/// The host (an IPv6 literal keeps its brackets) and port of a `ws://` or `wss://` target;
+/// the port defaults to the gateway's. The one parser of gateway URLs: the dial and the
+/// CLI's loopback check both read targets through it.
+pub fn host_port(target: &str) -> Result<(String, u16), String> {
+    let uri: tokio_tungstenite::tungstenite::http::Uri = target
+        .parse()
+        .map_err(|e| format!("{target}: not a URL ({e})"))?;
+    if !matches!(uri.scheme_str(), Some("ws" | "wss")) {
+        return Err(format!(
+            "{target}: the address must start with ws:// or wss://"
+        ));
     }
-    Ok(if host.contains(':') && !host.ends_with(']') {
-        host.to_string()
-    } else {
-        format!("{host}:{DEFAULT_PORT}")
-    })
+    let host = uri
+        .host()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("{target}: no host"))?;
+    Ok((host.to_string(), uri.port_u16().unwrap_or(DEFAULT_PORT)))
+}
+
+/// The host:port a target is dialled at.
+fn address(target: &str) -> Result<String, DialError> {
+    let (host, port) = host_port(target).map_err(DialError::Refused)?;
+    Ok(format!("{host}:{port}"))
 }
 
 /// Dial, challenge, connect, hello-ok.
@@ -819,5 +823,8 @@ mod tests {
         assert_eq!(address("ws://h:1/x").expect("ok"), "h:1");
         assert!(matches!(address("http://h"), Err(DialError::Refused(_))));
         assert_eq!(address("wss://h:1").expect("tls"), "h:1");
+        assert_eq!(address("ws://[::1]").expect("v6"), "[::1]:18789");
+        assert_eq!(address("ws://[::1]:7/").expect("v6"), "[::1]:7");
+        assert!(matches!(address("ws://"), Err(DialError::Refused(_))));
     }
 }
