@@ -293,7 +293,7 @@ async fn greet(
         }
     };
     // The token is looked at first: a correct one is admitted whatever others failed before.
-    let hello = match handshake(&req, shared, conn_id, &nonce) {
+    let granted = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
         Err(message) => {
             let (message, retry_after) = match shared.auth_limit.failed(peer) {
@@ -326,25 +326,14 @@ async fn greet(
         }
     };
     // The connection obeys exactly what hello-ok told the client it was granted.
-    let hello_scopes = hello["auth"]["scopes"].clone();
-    send(ws, &response(req.id.clone(), Ok(hello))).await?;
-    let caps = req
-        .params_as::<ConnectParams>()
-        .ok()
-        .and_then(|p| p.caps)
-        .unwrap_or_default();
+    let hello_scopes = granted.hello["auth"]["scopes"].clone();
+    send(ws, &response(req.id.clone(), Ok(granted.hello))).await?;
     let scopes: Vec<String> = serde_json::from_value(hello_scopes).unwrap_or_default();
-    let offered = req
-        .params_as::<ConnectParams>()
-        .ok()
-        .and_then(|p| p.auth)
-        .and_then(|a| a.token)
-        .unwrap_or_default();
     Ok(Some(Conn {
         id: conn_id.to_string(),
-        caps,
+        caps: granted.caps,
         write: can_write(&scopes),
-        read_only: !same_token(&offered, &shared.token),
+        read_only: granted.read_only,
     }))
 }
 
@@ -417,9 +406,23 @@ async fn refuse<T>(ws: &mut Ws, id: String, message: &str) -> Result<T, Closing>
     Err(Closing(CloseCode::Policy, message.to_string()))
 }
 
-/// The `hello-ok` payload, or why the `connect` is refused. `nonce` is this connection's
+/// What an accepted `connect` got: the `hello-ok` payload to send, and what the connection
+/// keeps of its params.
+struct Granted {
+    hello: Value,
+    caps: Vec<String>,
+    /// Admitted with the read-only token.
+    read_only: bool,
+}
+
+/// The `hello-ok` payload (with what the connection keeps), or why the `connect` is refused. `nonce` is this connection's
 /// challenge, which an offered device signature must cover.
-fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Result<Value, String> {
+fn handshake(
+    req: &Request,
+    shared: &Shared,
+    conn_id: &str,
+    nonce: &str,
+) -> Result<Granted, String> {
     let params: ConnectParams = req.params_as().map_err(|e| {
         format!(
             "invalid connect params: {}",
@@ -488,7 +491,12 @@ fn handshake(req: &Request, shared: &Shared, conn_id: &str, nonce: &str) -> Resu
         .into_iter()
         .collect(),
     };
-    serde_json::to_value(&hello).map_err(|e| e.to_string())
+    let hello = serde_json::to_value(&hello).map_err(|e| e.to_string())?;
+    Ok(Granted {
+        hello,
+        caps: params.caps.unwrap_or_default(),
+        read_only: !same_token(&offered, &shared.token),
+    })
 }
 
 /// The scopes a token and a request get: the gateway token grants what was asked

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Child;
 use std::sync::mpsc;
 
-use gateway_process::{TOKEN, WAIT, Ws, connect_req, launch, open, recv, send, serve_command};
+use gateway_process::{WAIT, Ws, connected, launch, recv, send, serve_command};
 use serde_json::{Value, json};
 
 /// `slow …` never answers within a test (the turn sleeps 10 min); anything else at once.
@@ -53,16 +53,6 @@ impl Serve {
         self.child.kill().expect("kill");
         self.child.wait().expect("wait");
     }
-}
-
-async fn connected(addr: &str) -> Ws {
-    let mut ws = open(addr).await;
-    let c = recv(&mut ws).await.expect("challenge");
-    assert_eq!(c["event"], "connect.challenge", "{c}");
-    send(&mut ws, connect_req(TOKEN, None)).await;
-    let hello = recv(&mut ws).await.expect("hello");
-    assert_eq!(hello["ok"], true, "{hello}");
-    ws
 }
 
 /// The `res` to a request (events on the way kept in `events`).

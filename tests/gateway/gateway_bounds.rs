@@ -9,7 +9,9 @@ use crate::gateway_process;
 use std::time::Duration;
 
 use futures_util::SinkExt;
-use gateway_process::{Gateway, TOKEN, connect_req, open, recv, send, start, start_with};
+use gateway_process::{
+    Gateway, TOKEN, call, connect_req, connected, open, recv, send, start, start_with,
+};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -20,30 +22,6 @@ const SCRIPTED: &str = r#"{ agents: { list: [ { id: "main", default: true, model
 
 fn log_size(gw: &Gateway) -> u64 {
     std::fs::metadata(gw.log()).map(|m| m.len()).unwrap_or(0)
-}
-
-/// Connect with the test token and the given scopes; the `hello-ok` payload.
-async fn connected(addr: &str) -> gateway_process::Ws {
-    let mut ws = open(addr).await;
-    recv(&mut ws).await.expect("challenge");
-    send(&mut ws, connect_req(TOKEN, None)).await;
-    let hello = recv(&mut ws).await.expect("hello");
-    assert_eq!(hello["ok"], true, "{hello}");
-    ws
-}
-
-async fn call(ws: &mut gateway_process::Ws, id: &str, method: &str, params: Value) -> Value {
-    send(
-        ws,
-        json!({"type": "req", "id": id, "method": method, "params": params}),
-    )
-    .await;
-    loop {
-        let frame = recv(ws).await.expect("an answer");
-        if frame["type"] == "res" && frame["id"] == id {
-            return frame;
-        }
-    }
 }
 
 /// `status`'s `gateway` counters, polled until `done` holds (a hang fails the test).

@@ -7,8 +7,8 @@
 
 use crate::gateway_process;
 
-use gateway_process::{TOKEN, Ws, challenge, open, recv, send, start_with_config};
-use serde_json::{Value, json};
+use gateway_process::{TOKEN, Ws, call, challenge, open, recv, send, start_with_config};
+use serde_json::json;
 
 const READ_ONLY: &str = "read-only-token-0123456789";
 
@@ -28,21 +28,6 @@ async fn connect(addr: &str, token: &str, scopes: &[&str]) -> Ws {
     let hello = recv(&mut ws).await.expect("hello");
     assert_eq!(hello["ok"], true, "{hello}");
     ws
-}
-
-/// The answer to one request (events in between are skipped).
-async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
-    send(
-        ws,
-        json!({"type": "req", "id": id, "method": method, "params": params}),
-    )
-    .await;
-    loop {
-        let frame = recv(ws).await.expect("an answer");
-        if frame["type"] == "res" && frame["id"] == id {
-            return frame;
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

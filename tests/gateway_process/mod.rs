@@ -288,3 +288,28 @@ pub async fn challenge(ws: &mut Ws) -> (String, u64) {
     let ts = c["payload"]["ts"].as_u64().expect("ts");
     (nonce, ts)
 }
+
+/// A connection past `hello-ok` with the test token (OpenClaw's Python client's `connect`).
+pub async fn connected(addr: &str) -> Ws {
+    let mut ws = open(addr).await;
+    challenge(&mut ws).await;
+    send(&mut ws, connect_req(TOKEN, None)).await;
+    let hello = recv(&mut ws).await.expect("hello");
+    assert_eq!(hello["ok"], true, "{hello}");
+    ws
+}
+
+/// The `res` to one request; the events on the way are skipped.
+pub async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
+    send(
+        ws,
+        json!({"type": "req", "id": id, "method": method, "params": params}),
+    )
+    .await;
+    loop {
+        let frame = recv(ws).await.expect("an answer");
+        if frame["type"] == "res" && frame["id"] == id {
+            return frame;
+        }
+    }
+}
