@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Agent, AgentError, BoxFuture, Reply, ToolRunner, Turn, Usage};
 use crate::config::ScriptRule;
-use crate::config::load::regex_body;
+use crate::config::regex_body;
 
 /// An agent that answers from a list of [`ScriptRule`]s.
 pub struct ScriptedAgent {

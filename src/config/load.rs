@@ -10,7 +10,7 @@ use serde::de::value::{MapDeserializer, SeqDeserializer, StrDeserializer};
 use serde::de::{self, Deserializer, Expected, IntoDeserializer, Unexpected, Visitor};
 use serde_json::Value;
 
-use super::model::{Config, ModelProvider, limits};
+use super::model::{Config, ModelProvider, limits, regex_body};
 use super::text_limits;
 use crate::engine::key;
 
@@ -956,15 +956,6 @@ fn environment_problems(config: &Config) -> Vec<(Vec<Seg>, String)> {
         }
     }
     out
-}
-
-/// The pattern of a `/…/` script text; any other text is a plain substring.
-pub(crate) fn regex_body(text: &str) -> Option<&str> {
-    if text.len() >= 2 && text.starts_with('/') && text.ends_with('/') {
-        Some(&text[1..text.len() - 1])
-    } else {
-        None
-    }
 }
 
 /// The regex crate's message is a multi-line excerpt; the `error:` line is what went wrong.

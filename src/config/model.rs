@@ -742,3 +742,12 @@ impl Config {
         self.agent(agent_id).is_some_and(|a| a.sandboxed)
     }
 }
+
+/// The pattern of a `/…/` script text; any other text is a plain substring.
+pub fn regex_body(text: &str) -> Option<&str> {
+    if text.len() >= 2 && text.starts_with('/') && text.ends_with('/') {
+        Some(&text[1..text.len() - 1])
+    } else {
+        None
+    }
+}
