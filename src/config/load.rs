@@ -11,6 +11,7 @@ use serde::de::{self, Deserializer, Expected, IntoDeserializer, Unexpected, Visi
 use serde_json::Value;
 
 use super::model::{Config, ModelProvider, limits, regex_body};
+use super::source::{self, Seg, Source, format_path};
 use super::text_limits;
 use crate::engine::key;
 
@@ -108,24 +109,24 @@ fn parse_with(
             message: limit.message,
         }]);
     }
-    let scan = scan_source(src);
-    if scan.tokens == 0 {
+    if source::is_blank(src) {
         return Ok(Config::default());
     }
-    let value: Value = match json5::from_str(src) {
-        Ok(v) => v,
-        Err(e) => return Err(vec![syntax_problem(&e, scan.missing_comma)]),
+    let source = match Source::parse(src) {
+        Ok(source) => source,
+        Err(e) => {
+            let (line, message) = source::syntax_error(src, &e);
+            return Err(vec![ConfigProblem {
+                line,
+                path: String::new(),
+                message,
+            }]);
+        }
     };
-    let SourceScan {
-        lines,
-        scalars,
-        first_line,
-        ..
-    } = scan;
     let mut problems = Vec::new();
     let mut reported = HashSet::new();
     let mut removals = Removals::default();
-    let mut work = value;
+    let mut work = source.value.clone();
 
     let mut rounds = 0;
     let mut config = loop {
@@ -146,7 +147,7 @@ fn parse_with(
         let message = err.inner().to_string();
         if working.is_empty() {
             problems.push(ConfigProblem {
-                line: first_line,
+                line: source.line_of(&[]),
                 path: String::new(),
                 message: root_message(&message),
             });
@@ -165,7 +166,7 @@ fn parse_with(
         if !echo {
             let mut text = humanize(&message);
             // serde_json has no NaN or Infinity, so JSON5's become null; name what was written.
-            if let Some(word) = scalars.get(&path).filter(|w| *w != "null")
+            if let Some(word) = source.non_finite.get(&path)
                 && let Some(head) = text.strip_suffix("got null")
             {
                 text = format!("{head}got {word} (only finite numbers are allowed)");
@@ -178,7 +179,7 @@ fn parse_with(
                 text = range.problem(got);
             }
             problems.push(ConfigProblem {
-                line: line_of(&lines, &original),
+                line: source.line_of(&original),
                 path: path.clone(),
                 message: text,
             });
@@ -205,7 +206,7 @@ fn parse_with(
             continue;
         }
         problems.push(ConfigProblem {
-            line: line_of(&lines, &segs),
+            line: source.line_of(&segs),
             path,
             message,
         });
@@ -252,13 +253,15 @@ pub fn check_file_warnings(path: &Path) -> Result<Vec<ConfigProblem>, ConfigErro
         return Ok(Vec::new());
     };
     let src = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let lines = scan_source(src).lines;
+    let Ok(source) = Source::parse(src) else {
+        return Ok(Vec::new());
+    };
     Ok(super::warnings::warnings(&config)
         .into_iter()
         .map(|w| {
             let segs: Vec<Seg> = w.path.split('.').map(|k| Seg::Key(k.to_string())).collect();
             ConfigProblem {
-                line: line_of(&lines, &segs),
+                line: source.line_of(&segs),
                 path: w.path,
                 message: w.message,
             }
@@ -322,37 +325,6 @@ fn sorted(mut problems: Vec<ConfigProblem>) -> Vec<ConfigProblem> {
 // ---------------------------------------------------------------------------------------------
 // Key paths
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-/// `agents.list[1].id`; a key that is not a plain name is quoted (`models.providers["a.b"]`) so
-/// the path stays unambiguous.
-fn format_path(segs: &[Seg]) -> String {
-    let mut out = String::new();
-    for seg in segs {
-        match seg {
-            Seg::Index(i) => out.push_str(&format!("[{i}]")),
-            Seg::Key(k) if is_plain_key(k) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(k);
-            }
-            Seg::Key(k) => out.push_str(&format!("[{k:?}]")),
-        }
-    }
-    out
-}
-
-fn is_plain_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
-}
-
 fn segments_of(path: &serde_path_to_error::Path) -> Vec<Seg> {
     let mut out = Vec::new();
     for seg in path.iter() {
@@ -365,14 +337,6 @@ fn segments_of(path: &serde_path_to_error::Path) -> Vec<Seg> {
         }
     }
     out
-}
-
-/// The source line of `segs`, or of its nearest ancestor present in the source (a missing key
-/// is reported where its object is).
-fn line_of(lines: &HashMap<String, usize>, segs: &[Seg]) -> Option<usize> {
-    (1..=segs.len())
-        .rev()
-        .find_map(|n| lines.get(&format_path(&segs[..n])).copied())
 }
 
 /// Which array elements were dropped while hunting for problems, so a path in the trimmed value
@@ -440,38 +404,6 @@ fn remove_node(value: &mut Value, segs: &[Seg]) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // Messages
-
-fn syntax_problem(e: &json5::Error, missing_comma: Option<usize>) -> ConfigProblem {
-    let json5::Error::Message { msg, location } = e;
-    // pest's message is a multi-line source excerpt; its `= …` line is the part that says what
-    // was wrong, and the line/column are reported on their own.
-    let what = msg
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("= "))
-        .unwrap_or(msg.trim())
-        .replace("char_literal", "a closing quote");
-    match location {
-        Some(loc) => {
-            // pest often stops a little before a missing comma, with a puzzling "expected …";
-            // the scanner knows where the comma should have been.
-            let hint = match missing_comma {
-                Some(l) if l == loc.line => " (is a comma missing?)".to_string(),
-                Some(l) if l > loc.line => format!(" (is a comma missing before line {l}?)"),
-                _ => String::new(),
-            };
-            ConfigProblem {
-                line: Some(loc.line),
-                path: String::new(),
-                message: format!("syntax error at column {}: {what}{hint}", loc.column),
-            }
-        }
-        None => ConfigProblem {
-            line: None,
-            path: String::new(),
-            message: format!("syntax error: {what}"),
-        },
-    }
-}
 
 fn root_message(serde_msg: &str) -> String {
     let got = serde_msg
@@ -1096,426 +1028,9 @@ impl<'de> Deserializer<'de> for StrictValue<'de> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Source scanner: key path → line
-
-/// What a lenient pass over the JSON5 source found.
-struct SourceScan {
-    /// formatted key path → 1-based line of the key (object members) or of the element's first
-    /// token (array elements); a repeated key keeps its last line, as the parser keeps its
-    /// last value.
-    lines: HashMap<String, usize>,
-    /// formatted path → the unquoted literal written there (`NaN`, `Infinity`, `true` …), which
-    /// the parsed value cannot always show (it turns `NaN` into null).
-    scalars: HashMap<String, String>,
-    /// tokens other than whitespace and comments; 0 means the file says nothing.
-    tokens: usize,
-    /// line of the first token, where the top-level value starts
-    first_line: Option<usize>,
-    /// line of the first key or element that follows a value without a comma between them
-    missing_comma: Option<usize>,
-}
-
-#[derive(Debug, PartialEq)]
-enum Tok {
-    Open(char),
-    Close,
-    Colon,
-    Comma,
-    Str(String),
-    Word(String),
-}
-
-struct Lexer<'a> {
-    chars: std::iter::Peekable<std::str::Chars<'a>>,
-    line: usize,
-}
-
-impl Lexer<'_> {
-    fn new(src: &str) -> Lexer<'_> {
-        Lexer {
-            chars: src.chars().peekable(),
-            line: 1,
-        }
-    }
-
-    fn bump(&mut self) -> Option<char> {
-        let c = self.chars.next()?;
-        if c == '\n' {
-            self.line += 1;
-        }
-        Some(c)
-    }
-
-    /// Skips whitespace and comments; false at the end of input.
-    fn skip_trivia(&mut self) -> bool {
-        loop {
-            let Some(&c) = self.chars.peek() else {
-                return false;
-            };
-            if c.is_whitespace() || c == '\u{feff}' {
-                self.bump();
-                continue;
-            }
-            if c != '/' {
-                return true;
-            }
-            let mut ahead = self.chars.clone();
-            ahead.next();
-            match ahead.peek() {
-                Some('/') => {
-                    while self.chars.peek().is_some_and(|&c| c != '\n') {
-                        self.bump();
-                    }
-                }
-                Some('*') => {
-                    self.bump();
-                    self.bump();
-                    let mut prev = '\0';
-                    while let Some(c) = self.bump() {
-                        if prev == '*' && c == '/' {
-                            break;
-                        }
-                        prev = c;
-                    }
-                }
-                _ => return true,
-            }
-        }
-    }
-
-    fn next_token(&mut self) -> Option<(Tok, usize)> {
-        if !self.skip_trivia() {
-            return None;
-        }
-        let line = self.line;
-        let c = self.bump()?;
-        let tok = match c {
-            '{' | '[' => Tok::Open(c),
-            '}' | ']' => Tok::Close,
-            ':' => Tok::Colon,
-            ',' => Tok::Comma,
-            '"' | '\'' => Tok::Str(self.string_body(c)),
-            _ => {
-                let mut word = String::from(c);
-                while let Some(&n) = self.chars.peek() {
-                    if n.is_whitespace() || "{}[]:,'\"/".contains(n) {
-                        break;
-                    }
-                    word.push(n);
-                    self.bump();
-                }
-                Tok::Word(decode_identifier(&word))
-            }
-        };
-        Some((tok, line))
-    }
-
-    fn string_body(&mut self, quote: char) -> String {
-        let mut out = String::new();
-        while let Some(c) = self.bump() {
-            if c == quote {
-                break;
-            }
-            if c != '\\' {
-                out.push(c);
-                continue;
-            }
-            let Some(e) = self.bump() else { break };
-            match e {
-                'n' => out.push('\n'),
-                't' => out.push('\t'),
-                'r' => out.push('\r'),
-                'b' => out.push('\u{8}'),
-                'f' => out.push('\u{c}'),
-                'v' => out.push('\u{b}'),
-                '0' => out.push('\0'),
-                'x' => {
-                    let code = self.hex(2);
-                    out.extend(code.and_then(char::from_u32));
-                }
-                'u' => {
-                    let code = self.hex(4).map(|hi| self.surrogate_pair(hi));
-                    out.extend(code.and_then(char::from_u32));
-                }
-                // A backslash before a line break continues the string on the next line.
-                '\n' | '\u{2028}' | '\u{2029}' => {}
-                '\r' => {
-                    if self.chars.peek() == Some(&'\n') {
-                        self.bump();
-                    }
-                }
-                other => out.push(other),
-            }
-        }
-        out
-    }
-
-    fn hex(&mut self, digits: usize) -> Option<u32> {
-        let mut v = 0;
-        for _ in 0..digits {
-            let d = self.chars.peek()?.to_digit(16)?;
-            self.bump();
-            v = v * 16 + d;
-        }
-        Some(v)
-    }
-
-    /// Joins `\uD83D\uDE00`-style pairs; a lone surrogate stays invalid (dropped by the caller).
-    fn surrogate_pair(&mut self, hi: u32) -> u32 {
-        if !(0xD800..0xDC00).contains(&hi) {
-            return hi;
-        }
-        let mut ahead = self.chars.clone();
-        if ahead.next() != Some('\\') || ahead.next() != Some('u') {
-            return hi;
-        }
-        self.bump();
-        self.bump();
-        match self.hex(4) {
-            Some(lo) if (0xDC00..0xE000).contains(&lo) => {
-                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
-            }
-            _ => hi,
-        }
-    }
-}
-
-/// Unquoted keys may spell characters as `\uXXXX`.
-fn decode_identifier(word: &str) -> String {
-    if !word.contains("\\u") {
-        return word.to_string();
-    }
-    let mut out = String::new();
-    let mut rest = word;
-    while let Some(pos) = rest.find("\\u") {
-        out.push_str(&rest[..pos]);
-        let hex = rest.get(pos + 2..pos + 6);
-        match hex
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .and_then(char::from_u32)
-        {
-            Some(c) => {
-                out.push(c);
-                rest = &rest[pos + 6..];
-            }
-            None => {
-                out.push_str("\\u");
-                rest = &rest[pos + 2..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-enum Frame {
-    Object {
-        key: Option<String>,
-        after_colon: bool,
-        has_value: bool,
-    },
-    Array {
-        index: usize,
-        started: bool,
-    },
-}
-
-fn frames_path(frames: &[Frame]) -> Vec<Seg> {
-    let mut out = Vec::with_capacity(frames.len());
-    for frame in frames {
-        match frame {
-            Frame::Object { key: Some(k), .. } => out.push(Seg::Key(k.clone())),
-            Frame::Array {
-                index,
-                started: true,
-            } => out.push(Seg::Index(*index)),
-            _ => break,
-        }
-    }
-    out
-}
-
-/// Paths deeper than this are not located. No setting lives that deep (the deepest is 7
-/// levels), a problem inside a free-form value is pinned to its nearest located ancestor, and
-/// the cost per token (building its path) stays small whatever the nesting.
-const MAX_LOCATED_DEPTH: usize = 16;
-
-/// Walks the source once with an explicit stack (no recursion, so deep nesting cannot overflow),
-/// recording where every key and array element starts. Lenient: it never fails, whatever the
-/// input, and reads a missing comma as if it were there.
-fn scan_source(src: &str) -> SourceScan {
-    let mut lexer = Lexer::new(src);
-    let mut scan = SourceScan {
-        lines: HashMap::new(),
-        scalars: HashMap::new(),
-        tokens: 0,
-        first_line: None,
-        missing_comma: None,
-    };
-    let mut frames: Vec<Frame> = Vec::new();
-
-    while let Some((tok, line)) = lexer.next_token() {
-        scan.tokens += 1;
-        scan.first_line.get_or_insert(line);
-        let (text, is_word, open) = match tok {
-            Tok::Colon => {
-                if let Some(Frame::Object { after_colon, .. }) = frames.last_mut() {
-                    *after_colon = true;
-                }
-                continue;
-            }
-            Tok::Comma => {
-                match frames.last_mut() {
-                    Some(Frame::Object {
-                        key,
-                        after_colon,
-                        has_value,
-                    }) => {
-                        *key = None;
-                        *after_colon = false;
-                        *has_value = false;
-                    }
-                    Some(Frame::Array { index, started }) => {
-                        if *started {
-                            *index += 1;
-                        }
-                        *started = false;
-                    }
-                    None => {}
-                }
-                continue;
-            }
-            Tok::Close => {
-                frames.pop();
-                continue;
-            }
-            Tok::Open(c) => (None, false, Some(c)),
-            Tok::Str(s) => (Some(s), false, None),
-            Tok::Word(s) => (Some(s), true, None),
-        };
-
-        // The token starts a key or a value; work out which, and where it lives.
-        let located = frames.len() <= MAX_LOCATED_DEPTH;
-        let mut value_path = None;
-        match frames.last_mut() {
-            Some(Frame::Object {
-                key,
-                after_colon,
-                has_value,
-            }) => {
-                if *has_value {
-                    scan.missing_comma.get_or_insert(line);
-                }
-                if let Some(name) = text.as_ref().filter(|_| !*after_colon || *has_value) {
-                    *key = Some(name.clone());
-                    *after_colon = false;
-                    *has_value = false;
-                    if located {
-                        scan.lines.insert(format_path(&frames_path(&frames)), line);
-                    }
-                    continue;
-                }
-                *has_value = true;
-                value_path = located.then(|| format_path(&frames_path(&frames)));
-            }
-            Some(Frame::Array { index, started }) => {
-                if *started {
-                    scan.missing_comma.get_or_insert(line);
-                    *index += 1;
-                }
-                *started = true;
-                if located {
-                    let path = format_path(&frames_path(&frames));
-                    scan.lines.insert(path.clone(), line);
-                    value_path = Some(path);
-                }
-            }
-            None => {}
-        }
-        match (open, text, value_path) {
-            (Some('{'), ..) => frames.push(Frame::Object {
-                key: None,
-                after_colon: false,
-                has_value: false,
-            }),
-            (Some(_), ..) => frames.push(Frame::Array {
-                index: 0,
-                started: false,
-            }),
-            (None, Some(word), Some(path)) if is_word => {
-                scan.scalars.insert(path, word);
-            }
-            _ => {}
-        }
-    }
-    scan
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn line(src: &str, path: &str) -> Option<usize> {
-        scan_source(src).lines.get(path).copied()
-    }
-
-    #[test]
-    fn scanner_finds_nested_keys_and_array_elements() {
-        let src = "{\n  agents: {\n    list: [\n      { id: 'main' },\n      {\n        id: \"work\",\n        subagents: { allowAgents: ['*'] },\n      },\n    ],\n  },\n}\n";
-        assert_eq!(line(src, "agents"), Some(2));
-        assert_eq!(line(src, "agents.list"), Some(3));
-        assert_eq!(line(src, "agents.list[0]"), Some(4));
-        assert_eq!(line(src, "agents.list[0].id"), Some(4));
-        assert_eq!(line(src, "agents.list[1]"), Some(5));
-        assert_eq!(line(src, "agents.list[1].id"), Some(6));
-        assert_eq!(line(src, "agents.list[1].subagents.allowAgents"), Some(7));
-        assert_eq!(
-            line(src, "agents.list[1].subagents.allowAgents[0]"),
-            Some(7)
-        );
-        assert_eq!(line(src, "agents.list[2]"), None);
-    }
-
-    #[test]
-    fn scanner_ignores_comments_and_braces_inside_strings() {
-        let src = "// top { comment\n{\n  /* block\n     key: { } */\n  a: \"}{ // not a comment\",\n  'b': 'it\\'s', // c: 1\n  c: [1, /* x */ 2,\n      3],\n}";
-        assert_eq!(line(src, "a"), Some(5));
-        assert_eq!(line(src, "b"), Some(6));
-        assert_eq!(line(src, "c"), Some(7));
-        assert_eq!(line(src, "c[1]"), Some(7));
-        assert_eq!(line(src, "c[2]"), Some(8));
-        assert_eq!(line(src, "key"), None);
-    }
-
-    #[test]
-    fn scanner_decodes_escaped_keys_and_counts_continued_lines() {
-        let src = "{\n  \"x\\u0041\": 'line one \\\nline two',\n  'q\"k': 1,\n  next: 2,\n}";
-        assert_eq!(line(src, "xA"), Some(2));
-        assert_eq!(line(src, "[\"q\\\"k\"]"), Some(4));
-        assert_eq!(line(src, "next"), Some(5));
-    }
-
-    #[test]
-    fn scanner_keeps_the_last_of_repeated_keys_and_survives_garbage() {
-        assert_eq!(line("{a: 1,\n a: 2}", "a"), Some(2));
-        let scan = scan_source("}}]] {[ 'unterminated");
-        assert!(scan.tokens > 0);
-        assert_eq!(
-            scan_source("  // only a comment\n/* and this */ ").tokens,
-            0
-        );
-    }
-
-    #[test]
-    fn scanner_locates_paths_down_to_its_depth_limit_only() {
-        let src = format!("{{ a:\n{}1{} }}", "[".repeat(20), "]".repeat(20));
-        let path = |depth: usize| format!("a{}", "[0]".repeat(depth));
-        // `a` is level 1; its elements are levels 2 and down.
-        assert_eq!(line(&src, &path(1)), Some(2));
-        assert_eq!(line(&src, &path(MAX_LOCATED_DEPTH - 1)), Some(2));
-        assert_eq!(line(&src, &path(MAX_LOCATED_DEPTH)), None);
-    }
 
     #[test]
     fn removed_array_elements_map_back_to_the_written_index() {

@@ -3,6 +3,7 @@
 
 pub mod load;
 pub mod model;
+mod source;
 pub mod text_limits;
 pub mod warnings;
 

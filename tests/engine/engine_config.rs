@@ -325,7 +325,9 @@ const INVALID: &[(&str, &[Expected])] = &[
     ),
     (
         "syntax-error.json5",
-        &[(3, "", "syntax error at column 14")],
+        // Column 20: just after `"main"`, where the comma belongs (json5 0.4's pest stopped
+        // at the start of `"main"`, column 14).
+        &[(3, "", "syntax error at column 20")],
     ),
     (
         "unterminated-string.json5",
