@@ -2,8 +2,7 @@
 //! `sessions …`, `import-openclaw`, `config …`). Output for scripts goes to stdout; every
 //! problem goes to stderr with what to do about it.
 
-#[path = "cli_exchanges.rs"]
-mod exchanges_cmd;
+mod exchanges;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -119,7 +118,7 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     #[command(
         after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json"
     )]
-    Exchanges(exchanges_cmd::ExchangesArgs),
+    Exchanges(exchanges::ExchangesArgs),
     /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
     /// or older (agents/<id>/sessions/sessions.json + <sessionId>.jsonl), or both.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
@@ -668,7 +667,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Tool(args)) => tool(&cli, args).await,
         Some(Command::Inject(args)) => inject(&cli, args).await,
         Some(Command::Sessions(cmd)) => sessions(&cli, cmd).await,
-        Some(Command::Exchanges(args)) => exchanges_cmd::run(&cli, args).await,
+        Some(Command::Exchanges(args)) => exchanges::run(&cli, args).await,
         Some(Command::ImportOpenclaw { dir }) => {
             cli.local_only("import-openclaw")?;
             import(&cli, dir).await
