@@ -162,18 +162,6 @@ fn border(state: &State, pane: Focus) -> Style {
     }
 }
 
-/// `now`, `5m`, `3h`, `2d` ago. Minute granularity on purpose: a second counter would
-/// redraw an idle console every second (an idle console writes nothing).
-pub(crate) fn ago(now: i64, then: i64) -> String {
-    let s = ((now - then).max(0) / 1000) as u64;
-    match s {
-        0..60 => "now".to_string(),
-        60..3600 => format!("{}m", s / 60),
-        3600..86400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86400),
-    }
-}
-
 /// Truncate to `width` columns (display width, so CJK and emoji keep columns aligned). One
 /// line of text, escaped on the way (`text_safety::safe_line`): most of what the panes show
 /// (names, channels, rounds, announces, flashes) passes here, so nothing a terminal would act

@@ -9,7 +9,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use super::{ago, border, middle_ellipsis, pad};
+use super::{border, middle_ellipsis, pad};
+use crate::api::time::{AgoStyle, ago};
 use crate::tui::sessions_order::SortMode;
 use crate::tui::state::{Focus, State};
 
@@ -182,7 +183,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         }
         text.push_str(&format!(
             "{:>4} {}",
-            ago(state.now_ms, row.updated_at),
+            ago(state.now_ms, row.updated_at, AgoStyle::Terse),
             pad(&policy, 6)
         ));
         if show_unread {
