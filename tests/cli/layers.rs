@@ -16,7 +16,7 @@ const FORBIDDEN: &[&str] = &[
     "crate::engine",
 ];
 
-/// What the composition root (`cli.rs`) may name on the engine: opening it, starting it,
+/// What the composition root (`cli/`) may name on the engine: opening it, starting it,
 /// draining it before exit, and the state-folder file operations (docs/ARCHITECTURE.md).
 const ROOT_MAY_NAME: &[&str] = &[
     "switchboard::engine::Engine;",
@@ -41,7 +41,8 @@ fn front_end_files() -> Vec<PathBuf> {
     rust_files(&src.join("server"), &mut files);
     rust_files(&src.join("remote"), &mut files);
     rust_files(&src.join("protocol"), &mut files);
-    for f in ["cli.rs", "main.rs", "progress.rs", "demo.rs"] {
+    rust_files(&src.join("cli"), &mut files);
+    for f in ["main.rs", "progress.rs", "demo.rs"] {
         files.push(src.join(f));
     }
     files
@@ -85,6 +86,7 @@ fn the_check_sees_every_front_end_file() {
     let files = front_end_files();
     assert!(files.iter().any(|f| f.ends_with("tui/update.rs")));
     assert!(files.iter().any(|f| f.ends_with("server/methods.rs")));
+    assert!(files.iter().any(|f| f.ends_with("cli/attach.rs")));
     assert!(files.iter().all(|f| f.exists()), "{files:?}");
     assert!(files.len() >= 10, "{files:?}");
 }
