@@ -13,7 +13,9 @@ pub mod effects;
 pub mod exchanges;
 pub mod keymap;
 pub mod keys_doc;
+pub mod rounds;
 pub mod search;
+pub mod sessions;
 pub mod sessions_order;
 pub mod sgr;
 pub mod state;
@@ -445,7 +447,7 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                 return traffic_keys(k, state, keymap);
             }
             // The exchange view's own keys (close, go to either session); the rest as usual.
-            if state.exchange_view.is_some()
+            if state.rounds.exchange_view.is_some()
                 && let Some(i @ (Intent::Close | Intent::JumpRequester | Intent::JumpTarget)) =
                     keymap.intent(&k)
             {

@@ -1,8 +1,6 @@
 //! The console's model: what is on screen and why (sessions window, selected transcript,
 //! exchange timeline, composer, toggles). Plain data, filled by `update`, read by `view`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
 use crate::api::{self, SessionKind};
 use crate::text_safety::{safe_line, safe_text};
 
@@ -182,51 +180,13 @@ pub struct State {
     pub notices_open: bool,
     /// The newest background notice, in its own line (never over the owner's answer).
     pub notice: Option<Flash>,
-    /// How the sessions pane is ordered, and the rows marked with new activity.
-    pub order: crate::tui::sessions_order::Order,
 
-    /// A window of the sessions matching the filters, starting at `sessions_offset` in that
-    /// (newest-first) order; `selected` is a position in the whole order, not the window.
-    pub sessions: Vec<SessionRow>,
-    pub total_sessions: u64,
-    /// How many sessions match the filters (0 = not known: the window is all there is).
-    pub matching_sessions: u64,
-    pub selected: usize,
-    pub sessions_offset: usize,
-    pub filter: String,
-    pub kind_filter: Option<SessionKind>,
-    /// Only sessions active within this many minutes.
-    pub active_within: Option<i64>,
-    pub show_archived: bool,
-    pub running: HashSet<String>,
-    pub unread: HashMap<String, u32>,
-
-    pub transcript: Vec<TranscriptLine>,
-    /// The session `transcript` was read from: whenever the selection names another, the
-    /// transcript is reloaded before the next frame, so the pane never shows one session's
-    /// lines under another's title.
-    pub transcript_key: Option<String>,
-    /// Lines the selected session has in all (the pane holds only the newest window).
-    pub transcript_total: i64,
-    /// Where the paused view sits, its message cursor, open tool cards, horizontal scroll,
-    /// the loaded window's place and the search (`tui::transcript`).
-    pub transcript_view: crate::tui::transcript::TranscriptView,
-    /// How many of the newest lines are loaded (grows as the user scrolls back).
-    pub transcript_window: usize,
-    pub tools: bool,
-    pub timestamps: bool,
-    pub wrap: bool,
-    pub follow: bool,
-    /// Replies being streamed, shown provisionally under their session's transcript.
-    pub streams: crate::tui::streams::Streams,
-
-    pub flows: BTreeMap<String, FlowView>,
-    pub spawns: BTreeMap<String, SpawnView>,
-    pub rounds_all: bool,
-    pub rounds_scroll: usize,
-    /// The rounds pane's list of exchanges (paged from the engine) and the open exchange.
-    pub exchanges: crate::tui::exchanges::Exchanges,
-    pub exchange_view: Option<crate::tui::exchanges::ExchangeView>,
+    /// The sessions pane: the window of rows, the selection, filters and marks.
+    pub sessions: crate::tui::sessions::SessionsPane,
+    /// The transcript pane: the selected session's loaded lines, its view and toggles.
+    pub transcript: crate::tui::transcript::TranscriptPane,
+    /// The rounds pane: exchanges and spawns as they happen, the paged list, the open one.
+    pub rounds: crate::tui::rounds::RoundsPane,
 
     pub composer: Composer,
     /// The configured agents, once loaded (`None`: not yet).
@@ -234,8 +194,6 @@ pub struct State {
     /// The overlay a slash command opened (`/status`, `/agents`).
     pub card: Option<super::cards::Card>,
     pub flash: Option<Flash>,
-    /// Effective policy of the selected session and where it comes from (status line).
-    pub selected_policy: Option<String>,
     /// The traffic view: per-pair counts over the last hour, and the view's own state.
     pub traffic: crate::tui::traffic::Traffic,
 }
@@ -258,51 +216,15 @@ impl State {
             notices: Default::default(),
             notices_open: false,
             notice: None,
-            order: Default::default(),
-            sessions: Vec::new(),
-            total_sessions: 0,
-            matching_sessions: 0,
-            selected: 0,
-            sessions_offset: 0,
-            filter: String::new(),
-            kind_filter: None,
-            active_within: None,
-            show_archived: false,
-            running: HashSet::new(),
-            unread: HashMap::new(),
-            transcript: Vec::new(),
-            transcript_key: None,
-            transcript_total: 0,
-            transcript_view: Default::default(),
-            transcript_window: TRANSCRIPT_WINDOW,
-            tools: false,
-            timestamps: true,
-            wrap: true,
-            follow: true,
-            streams: Default::default(),
-            flows: BTreeMap::new(),
-            spawns: BTreeMap::new(),
-            rounds_all: false,
-            rounds_scroll: 0,
-            exchanges: Default::default(),
-            exchange_view: None,
+            sessions: Default::default(),
+            transcript: Default::default(),
+            rounds: Default::default(),
             composer: Composer::default(),
             agents: None,
             card: None,
             flash: None,
-            selected_policy: None,
             traffic: Default::default(),
         }
-    }
-
-    pub fn selected_key(&self) -> Option<&str> {
-        let i = self.selected.checked_sub(self.sessions_offset)?;
-        self.sessions.get(i).map(|r| r.key.as_str())
-    }
-
-    /// How many sessions the pane can scroll through.
-    pub fn session_count(&self) -> usize {
-        (self.matching_sessions as usize).max(self.sessions_offset + self.sessions.len())
     }
 
     /// Show `text` in the status line for a few seconds.
@@ -338,15 +260,4 @@ impl State {
             owner,
         });
     }
-}
-
-/// Exchanges touching `key` (or all), newest last.
-pub fn flows_for<'a>(s: &'a State, key: Option<&str>) -> Vec<&'a FlowView> {
-    let mut v: Vec<&FlowView> = s
-        .flows
-        .values()
-        .filter(|f| s.rounds_all || key.is_none_or(|k| f.requester == k || f.target == k))
-        .collect();
-    v.sort_by_key(|f| f.started);
-    v
 }

@@ -12,6 +12,47 @@ use std::collections::BTreeSet;
 use super::search::Search;
 use super::state::{State, TranscriptLine};
 
+/// The transcript pane's state: the selected session's loaded lines, where they came from,
+/// the view over them (`TranscriptView`), the toggles, and the replies being streamed.
+#[derive(Debug, Clone)]
+pub struct TranscriptPane {
+    pub lines: Vec<TranscriptLine>,
+    /// The session `lines` were read from: whenever the selection names another, the
+    /// transcript is reloaded before the next frame, so the pane never shows one session's
+    /// lines under another's title.
+    pub key: Option<String>,
+    /// Lines the selected session has in all (the pane holds only the newest window).
+    pub total: i64,
+    /// Where the paused view sits, its message cursor, open tool cards, horizontal scroll,
+    /// the loaded window's place and the search.
+    pub view: TranscriptView,
+    /// How many of the newest lines are loaded (grows as the user scrolls back).
+    pub window: usize,
+    pub tools: bool,
+    pub timestamps: bool,
+    pub wrap: bool,
+    pub follow: bool,
+    /// Replies being streamed, shown provisionally under their session's transcript.
+    pub streams: crate::tui::streams::Streams,
+}
+
+impl Default for TranscriptPane {
+    fn default() -> TranscriptPane {
+        TranscriptPane {
+            lines: Vec::new(),
+            key: None,
+            total: 0,
+            view: TranscriptView::default(),
+            window: super::state::TRANSCRIPT_WINDOW,
+            tools: false,
+            timestamps: true,
+            wrap: true,
+            follow: true,
+            streams: Default::default(),
+        }
+    }
+}
+
 /// The top of a paused view: `skip` rows into the first shown line at or after `seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Anchor {
@@ -22,7 +63,7 @@ pub struct Anchor {
 /// See the module comment.
 #[derive(Debug, Clone, Default)]
 pub struct TranscriptView {
-    /// The paused view's top (used while `State::follow` is off).
+    /// The paused view's top (used while `TranscriptPane::follow` is off).
     pub anchor: Option<Anchor>,
     /// The selected message (its seq): what `y` copies and Enter opens.
     pub cursor: Option<i64>,
@@ -62,20 +103,22 @@ pub fn shown(tools: bool, l: &TranscriptLine) -> bool {
 
 /// The index of the first shown line at or after `seq`.
 pub fn index_at(s: &State, seq: i64) -> Option<usize> {
-    let from = s.transcript.partition_point(|l| l.seq < seq);
-    (from..s.transcript.len()).find(|&i| shown(s.tools, &s.transcript[i]))
+    let from = s.transcript.lines.partition_point(|l| l.seq < seq);
+    (from..s.transcript.lines.len()).find(|&i| shown(s.transcript.tools, &s.transcript.lines[i]))
 }
 
 fn prev_shown(s: &State, i: usize) -> Option<usize> {
-    (0..i).rev().find(|&j| shown(s.tools, &s.transcript[j]))
+    (0..i)
+        .rev()
+        .find(|&j| shown(s.transcript.tools, &s.transcript.lines[j]))
 }
 
 fn next_shown(s: &State, i: usize) -> Option<usize> {
-    (i + 1..s.transcript.len()).find(|&j| shown(s.tools, &s.transcript[j]))
+    (i + 1..s.transcript.lines.len()).find(|&j| shown(s.transcript.tools, &s.transcript.lines[j]))
 }
 
 fn last_shown(s: &State) -> Option<usize> {
-    prev_shown(s, s.transcript.len())
+    prev_shown(s, s.transcript.lines.len())
 }
 
 /// The top of the view when it follows the end: the last `body_h` rows of the shown lines
@@ -89,7 +132,7 @@ pub fn end_anchor(s: &State, body_h: usize, extra: usize, rows: &dyn Fn(usize) -
         let r = rows(i);
         if r >= need {
             return Anchor {
-                seq: s.transcript[i].seq,
+                seq: s.transcript.lines[i].seq,
                 skip: r - need,
             };
         }
@@ -98,7 +141,7 @@ pub fn end_anchor(s: &State, body_h: usize, extra: usize, rows: &dyn Fn(usize) -
             Some(p) => i = p,
             None => {
                 return Anchor {
-                    seq: s.transcript[i].seq,
+                    seq: s.transcript.lines[i].seq,
                     skip: 0,
                 };
             }
@@ -136,7 +179,7 @@ pub fn clamp(
         return end_anchor(s, body_h, extra, rows);
     };
     let a = Anchor {
-        seq: s.transcript[i].seq,
+        seq: s.transcript.lines[i].seq,
         skip: a.skip.min(rows(i).saturating_sub(1)),
     };
     if rows_below(s, a, body_h, rows) + extra < body_h {
@@ -188,7 +231,7 @@ pub fn scroll(s: &State, a: Anchor, delta: isize, rows: &dyn Fn(usize) -> usize)
         }
     }
     Anchor {
-        seq: s.transcript[i].seq,
+        seq: s.transcript.lines[i].seq,
         skip,
     }
 }
@@ -225,7 +268,7 @@ pub fn reveal(
     }
     if used > body_h {
         Anchor {
-            seq: s.transcript[target].seq,
+            seq: s.transcript.lines[target].seq,
             skip: 0,
         }
     } else {
@@ -236,13 +279,13 @@ pub fn reveal(
 /// The cursor moved one shown message down (`forward`) or up; without a cursor yet, the
 /// message at `bottom` (the last one on screen) is selected first.
 pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64> {
-    let i = match s.transcript_view.cursor {
+    let i = match s.transcript.view.cursor {
         None => bottom
             .and_then(|b| index_at(s, b))
             .or_else(|| last_shown(s))?,
         Some(seq) => {
-            let at = s.transcript.partition_point(|l| l.seq < seq);
-            let exact = s.transcript.get(at).is_some_and(|l| l.seq == seq);
+            let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+            let exact = s.transcript.lines.get(at).is_some_and(|l| l.seq == seq);
             let moved = if forward && exact {
                 next_shown(s, at)
             } else if forward {
@@ -255,11 +298,11 @@ pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64>
                 .or_else(|| last_shown(s))?
         }
     };
-    Some(s.transcript.get(i)?.seq)
+    Some(s.transcript.lines.get(i)?.seq)
 }
 
 /// The line with seq `seq`, when loaded.
 pub fn line(s: &State, seq: i64) -> Option<&TranscriptLine> {
-    let at = s.transcript.partition_point(|l| l.seq < seq);
-    s.transcript.get(at).filter(|l| l.seq == seq)
+    let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+    s.transcript.lines.get(at).filter(|l| l.seq == seq)
 }

@@ -102,7 +102,7 @@ impl Console {
             }
             Action::Lagged => {
                 self.state.traffic.lagged();
-                self.state.streams.events_missed();
+                self.state.transcript.streams.events_missed();
                 self.reload_all()
             }
             Action::Tick => self.tick(),
@@ -125,13 +125,17 @@ impl Console {
                 generation,
                 before,
                 result,
-            } => self.state.exchanges.loaded(generation, before, *result),
+            } => self
+                .state
+                .rounds
+                .exchanges
+                .loaded(generation, before, *result),
             Action::ExchangeLoaded {
                 generation,
                 id,
                 result,
             } => {
-                if let Some(v) = &mut self.state.exchange_view {
+                if let Some(v) = &mut self.state.rounds.exchange_view {
                     v.loaded(generation, &id, *result);
                 }
             }
@@ -149,10 +153,11 @@ impl Console {
             || self.transcript_in_flight.is_some()
             || self.sessions_dirty
             || self.transcript_dirty
-            || self.state.selected_key() != self.state.transcript_key.as_deref()
-            || self.state.exchanges.pending()
+            || self.state.sessions.selected_key() != self.state.transcript.key.as_deref()
+            || self.state.rounds.exchanges.pending()
             || self
                 .state
+                .rounds
                 .exchange_view
                 .as_ref()
                 .is_some_and(|v| v.pending())
@@ -163,7 +168,7 @@ impl Console {
         self.sessions_dirty = true;
         self.recount = true;
         self.transcript_dirty = true;
-        self.state.exchanges.reload();
+        self.state.rounds.exchanges.reload();
     }
 
     /// The loads the state needs now (plus anything `update` queued). Called once per batch
@@ -178,17 +183,17 @@ impl Console {
         }
         // Whatever moved the selection (a filter edit, a reload, a deletion), the transcript
         // follows it: checked here, once, rather than at every place that can move it.
-        let selected = self.state.selected_key().map(str::to_string);
-        if selected != self.state.transcript_key {
-            if self.state.transcript_key.is_some() {
+        let selected = self.state.sessions.selected_key().map(str::to_string);
+        if selected != self.state.transcript.key {
+            if self.state.transcript.key.is_some() {
                 // Nothing of another session stays on screen under this one's title.
                 let s = &mut self.state;
-                s.transcript.clear();
-                s.transcript_key = None;
-                s.transcript_total = 0;
-                s.transcript_view.reset();
-                s.transcript_window = TRANSCRIPT_WINDOW;
-                s.follow = true;
+                s.transcript.lines.clear();
+                s.transcript.key = None;
+                s.transcript.total = 0;
+                s.transcript.view.reset();
+                s.transcript.window = TRANSCRIPT_WINDOW;
+                s.transcript.follow = true;
                 self.rescan_search();
             }
             let asked = self.transcript_in_flight.as_ref().map(|(_, k)| k);
@@ -197,7 +202,7 @@ impl Console {
                 self.transcript_dirty = true;
             }
         }
-        self.state.selected_policy = self.selected_row().map(|r| r.policy_line());
+        self.state.sessions.selected_policy = self.selected_row().map(|r| r.policy_line());
         effects.extend(self.exchanges_refresh());
         if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {
             effects.push(Effect::LoadTraffic { generation, since });
@@ -215,14 +220,14 @@ impl Console {
                 if self.transcript_dirty && !in_flight_now {
                     self.transcript_dirty = false;
                     self.transcript_in_flight = Some((self.transcript_generation, key.clone()));
-                    let limit = self.state.transcript_window.clamp(1, TRANSCRIPT_MAX);
+                    let limit = self.state.transcript.window.clamp(1, TRANSCRIPT_MAX);
                     self.transcript_asked = limit;
                     effects.push(Effect::LoadTranscript {
                         generation: self.transcript_generation,
                         query: TranscriptQuery {
                             key,
                             // The newest lines, or the window `g` and scrolling moved to.
-                            before: self.state.transcript_view.window_end,
+                            before: self.state.transcript.view.window_end,
                             limit,
                             // Tool lines are loaded always; the pane hides them unless asked.
                             tools: true,
@@ -239,12 +244,12 @@ impl Console {
     fn exchanges_refresh(&mut self) -> Vec<Effect> {
         let s = &mut self.state;
         // With no session selected, "this session" has nothing to narrow to: all.
-        let wanted = match (s.rounds_all, s.selected_key()) {
+        let wanted = match (s.rounds.all, s.sessions.selected_key()) {
             (false, Some(k)) => Scope::Session(k.to_string()),
             _ => Scope::All,
         };
-        let mut effects: Vec<Effect> = s.exchanges.refresh(wanted).into_iter().collect();
-        if let Some(v) = &mut s.exchange_view {
+        let mut effects: Vec<Effect> = s.rounds.exchanges.refresh(wanted).into_iter().collect();
+        if let Some(v) = &mut s.rounds.exchange_view {
             effects.extend(v.refresh());
         }
         effects
@@ -253,23 +258,23 @@ impl Console {
     /// Enter on the rounds pane: open the exchange under the cursor.
     fn open_exchange(&mut self) {
         let s = &mut self.state;
-        let Some(summary) = s.exchanges.selected().cloned() else {
+        let Some(summary) = s.rounds.exchanges.selected().cloned() else {
             s.flash("No exchange here to open.", false);
             return;
         };
-        let generation = s.exchanges.next_view_generation();
-        s.exchange_view = Some(ExchangeView::new(summary, generation));
+        let generation = s.rounds.exchanges.next_view_generation();
+        s.rounds.exchange_view = Some(ExchangeView::new(summary, generation));
     }
 
     /// `1`/`2` in the exchange view: select the requester/target in the sessions pane. A
     /// session outside the loaded window is found by filtering for its key; the selection
     /// lands once the page shows it.
     fn jump_to(&mut self, key: String) {
-        self.state.exchange_view = None;
+        self.state.rounds.exchange_view = None;
         self.state.focus = Focus::Sessions;
         let s = &self.state;
-        if let Some(i) = s.sessions.iter().position(|r| r.key == key) {
-            let at = s.sessions_offset + i;
+        if let Some(i) = s.sessions.rows.iter().position(|r| r.key == key) {
+            let at = s.sessions.offset + i;
             self.select(at);
             return;
         }
@@ -277,29 +282,31 @@ impl Console {
             format!("finding {key} (filter; Esc in the filter clears it)"),
             false,
         );
-        self.state.filter = key.clone();
-        self.state.selected = 0;
-        self.state.exchanges.jump = Some(key);
+        self.state.sessions.filter = key.clone();
+        self.state.sessions.selected = 0;
+        self.state.rounds.exchanges.jump = Some(key);
         self.new_sessions_query();
     }
 
     fn selected_row(&self) -> Option<&super::state::SessionRow> {
         let s = &self.state;
-        s.sessions.get(s.selected.checked_sub(s.sessions_offset)?)
+        s.sessions
+            .rows
+            .get(s.sessions.selected.checked_sub(s.sessions.offset)?)
     }
 
     fn sessions_request(&mut self) -> Effect {
         let s = &self.state;
         // The window is centred on the selection, so moving within it needs no reload.
-        let start = s.selected.saturating_sub(SESSION_WINDOW / 2);
+        let start = s.sessions.selected.saturating_sub(SESSION_WINDOW / 2);
         // Counting walks every matching index entry: only when the set may have changed
         // size (sessions created or removed, filters changed), not on every new message.
         let count = std::mem::take(&mut self.recount);
         let query = SessionsQuery {
-            kinds: s.kind_filter.into_iter().collect(),
-            text: s.filter.clone(),
-            archived: s.show_archived,
-            active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
+            kinds: s.sessions.kind_filter.into_iter().collect(),
+            text: s.sessions.filter.clone(),
+            archived: s.sessions.show_archived,
+            active_since: s.sessions.active_within.map(|m| s.now_ms - m * 60_000),
             offset: start,
             limit: SESSION_WINDOW,
             count,
@@ -307,7 +314,7 @@ impl Console {
             entries: false,
             // Only a pane wide enough for the column pays for the last messages.
             previews: super::view::shows_previews(s.width),
-            order: s.order.mode.engine_order(),
+            order: s.sessions.order.mode.engine_order(),
         };
         self.sessions_in_flight = Some(self.sessions_generation);
         self.running_since_request.clear();
@@ -342,26 +349,34 @@ impl Console {
             }
         };
         let s = &mut self.state;
-        let keep = s.selected_key().map(str::to_string);
-        let had_rows = !s.sessions.is_empty();
+        let keep = s.sessions.selected_key().map(str::to_string);
+        let had_rows = !s.sessions.rows.is_empty();
         let fresh: Vec<_> = page
             .rows
             .iter()
             .map(super::state::SessionRow::from_api)
             .collect();
         if had_rows
-            && page.offset == s.sessions_offset
-            && s.order.holding(s.ticks)
-            && super::sessions_order::merge_held(&mut s.sessions, &fresh, &mut s.order.marked)
+            && page.offset == s.sessions.offset
+            && s.sessions.order.holding(s.ticks)
+            && super::sessions_order::merge_held(
+                &mut s.sessions.rows,
+                &fresh,
+                &mut s.sessions.order.marked,
+            )
         {
             // The owner is moving through the list: rows keep their places (marked when
             // active) until a pause re-sorts them.
-            s.order.held = true;
+            s.sessions.order.held = true;
         } else {
-            s.sessions = fresh;
-            s.order.page_order(page.order);
-            super::sessions_order::sort_window(&mut s.sessions, &s.order, &s.unread);
-            s.order.settled();
+            s.sessions.rows = fresh;
+            s.sessions.order.page_order(page.order);
+            super::sessions_order::sort_window(
+                &mut s.sessions.rows,
+                &s.sessions.order,
+                &s.sessions.unread,
+            );
+            s.sessions.order.settled();
         }
         // The page says what runs now, so a console opened while runs go (or one that
         // missed events) shows them; events keep it current between pages.
@@ -370,42 +385,42 @@ impl Console {
                 continue;
             }
             if r.running {
-                s.running.insert(r.key.clone());
+                s.sessions.running.insert(r.key.clone());
             } else {
-                s.running.remove(&r.key);
+                s.sessions.running.remove(&r.key);
                 // Its run ended while the console was not looking (events were missed).
-                s.streams.not_running(&r.key);
+                s.transcript.streams.not_running(&r.key);
             }
         }
         if let Some(m) = page.matching {
-            s.matching_sessions = m;
+            s.sessions.matching = m;
         }
-        s.total_sessions = page.total;
-        let matching = s.matching_sessions;
-        s.sessions_offset = page.offset.min(matching as usize);
-        if !had_rows && !s.sessions.is_empty() {
+        s.sessions.total = page.total;
+        let matching = s.sessions.matching;
+        s.sessions.offset = page.offset.min(matching as usize);
+        if !had_rows && !s.sessions.rows.is_empty() {
             // The first session to appear becomes the selection: show it.
-            s.selected = s.sessions_offset;
+            s.sessions.selected = s.sessions.offset;
         }
-        if let Some(k) = s.exchanges.jump.take() {
-            match s.sessions.iter().position(|r| r.key == k) {
-                Some(i) => s.selected = s.sessions_offset + i,
+        if let Some(k) = s.rounds.exchanges.jump.take() {
+            match s.sessions.rows.iter().position(|r| r.key == k) {
+                Some(i) => s.sessions.selected = s.sessions.offset + i,
                 None => {
                     // The filter was set to find it: nothing to find, so it goes again.
                     s.flash(format!("{k} no longer exists"), true);
-                    s.filter.clear();
+                    s.sessions.filter.clear();
                     self.new_sessions_query();
                 }
             }
             return;
         }
         if let Some(k) = keep {
-            if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
-                s.selected = s.sessions_offset + i;
+            if let Some(i) = s.sessions.rows.iter().position(|r| r.key == k) {
+                s.sessions.selected = s.sessions.offset + i;
             } else {
                 // The selected session is gone (deleted, filtered out).
-                let last = s.session_count().saturating_sub(1);
-                s.selected = s.selected.min(last);
+                let last = s.sessions.session_count().saturating_sub(1);
+                s.sessions.selected = s.sessions.selected.min(last);
             }
         }
         self.select_pending();
@@ -425,17 +440,17 @@ impl Console {
             self.transcript_in_flight = None;
         }
         if generation != self.transcript_generation
-            || self.state.selected_key() != Some(key.as_str())
+            || self.state.sessions.selected_key() != Some(key.as_str())
         {
             return;
         }
         let s = &mut self.state;
-        if s.transcript_key.as_deref() != Some(key.as_str()) {
+        if s.transcript.key.as_deref() != Some(key.as_str()) {
             // Another session: start at its end, not at the last one's scroll position.
-            s.transcript.clear();
-            s.transcript_total = 0;
-            s.transcript_view.reset();
-            s.follow = true;
+            s.transcript.lines.clear();
+            s.transcript.total = 0;
+            s.transcript.view.reset();
+            s.transcript.follow = true;
         }
         match result {
             Ok(page) => {
@@ -449,50 +464,53 @@ impl Console {
                 // new lines below it nor a longer window above it move what is on screen.
                 // A gateway may leave older lines out to fit its frame limit: those are
                 // still there to page back to.
-                s.transcript_view.at_start = (page.left_out == 0
+                s.transcript.view.at_start = (page.left_out == 0
                     && lines.len() < self.transcript_asked)
                     || lines.first().is_some_and(|l| l.seq <= 1);
                 // Paused on the newest window: it grows by what arrived, so the line the
                 // view is anchored to is not pushed out of it by newer ones.
-                if !s.follow && s.transcript_view.window_end.is_none() && s.transcript_total > 0 {
-                    let arrived = (total - s.transcript_total).max(0) as usize;
-                    s.transcript_window = (s.transcript_window + arrived).min(TRANSCRIPT_MAX);
+                if !s.transcript.follow
+                    && s.transcript.view.window_end.is_none()
+                    && s.transcript.total > 0
+                {
+                    let arrived = (total - s.transcript.total).max(0) as usize;
+                    s.transcript.window = (s.transcript.window + arrived).min(TRANSCRIPT_MAX);
                 }
-                s.transcript = lines;
-                s.transcript_total = total;
+                s.transcript.lines = lines;
+                s.transcript.total = total;
                 // The real reply lines are on screen now: their provisional text goes in
                 // the same frame, so neither both nor none are ever drawn.
-                s.streams.transcript_loaded(&key, total);
+                s.transcript.streams.transcript_loaded(&key, total);
                 self.rescan_search();
             }
             Err(e) => {
-                s.transcript.clear();
-                s.transcript_total = 0;
+                s.transcript.lines.clear();
+                s.transcript.total = 0;
                 s.flash(format!("cannot read the transcript: {e}"), true);
                 self.rescan_search();
             }
         }
         let s = &mut self.state;
-        s.transcript_key = Some(key.clone());
-        s.unread.remove(&key);
+        s.transcript.key = Some(key.clone());
+        s.sessions.unread.remove(&key);
     }
 
     fn select(&mut self, index: usize) {
         let s = &mut self.state;
-        let last = s.session_count().saturating_sub(1);
+        let last = s.sessions.session_count().saturating_sub(1);
         let index = index.min(last);
-        if index != s.selected {
+        if index != s.sessions.selected {
             // Picking another session ends writing to the one `/new` named.
             s.composer.target = None;
-            s.selected = index;
-            s.transcript_view.reset();
-            s.transcript_window = TRANSCRIPT_WINDOW;
-            s.follow = true;
+            s.sessions.selected = index;
+            s.transcript.view.reset();
+            s.transcript.window = TRANSCRIPT_WINDOW;
+            s.transcript.follow = true;
         }
         // Close to either edge of the loaded window (with more beyond): move the window.
-        let (lo, hi) = (s.sessions_offset, s.sessions_offset + s.sessions.len());
+        let (lo, hi) = (s.sessions.offset, s.sessions.offset + s.sessions.rows.len());
         let more_above = lo > 0;
-        let more_below = (hi as u64) < s.matching_sessions;
+        let more_below = (hi as u64) < s.sessions.matching;
         if (more_above && index < lo + SESSION_MARGIN)
             || (more_below && index + SESSION_MARGIN >= hi)
             || index < lo
@@ -518,7 +536,7 @@ impl Console {
             }
             Intent::Close => self.close_view(),
             Intent::JumpRequester | Intent::JumpTarget => {
-                if let Some(v) = &s.exchange_view {
+                if let Some(v) = &s.rounds.exchange_view {
                     let key = if intent == Intent::JumpRequester {
                         v.summary.requester.clone()
                     } else {
@@ -557,7 +575,7 @@ impl Console {
             Intent::Filter => s.focus = Focus::Filter,
             Intent::Compose => s.focus = Focus::Composer,
             // Enter: what it opens depends on the pane (each pane's own branch).
-            Intent::Open if s.exchange_view.is_some() => {}
+            Intent::Open if s.rounds.exchange_view.is_some() => {}
             Intent::Open if s.focus == Focus::Rounds => self.open_exchange(),
             Intent::Open => s.focus = Focus::Composer,
             Intent::SearchNext
@@ -568,24 +586,28 @@ impl Console {
             | Intent::SelectNext
             | Intent::Copy => self.transcript_intent(intent),
             Intent::ToggleTools => {
-                s.tools = !s.tools;
-                let on = if s.tools { "shown" } else { "hidden" };
+                s.transcript.tools = !s.transcript.tools;
+                let on = if s.transcript.tools {
+                    "shown"
+                } else {
+                    "hidden"
+                };
                 s.flash(format!("tool calls {on}"), false);
                 self.rescan_search();
             }
-            Intent::ToggleTimestamps => s.timestamps = !s.timestamps,
-            Intent::ToggleWrap => s.wrap = !s.wrap,
+            Intent::ToggleTimestamps => s.transcript.timestamps = !s.transcript.timestamps,
+            Intent::ToggleWrap => s.transcript.wrap = !s.transcript.wrap,
             Intent::ToggleFollow => {
-                if s.follow {
+                if s.transcript.follow {
                     // Paused where it is now.
                     let top = super::view::transcript::top(s);
-                    s.transcript_view.anchor = Some(top);
-                    s.follow = false;
+                    s.transcript.view.anchor = Some(top);
+                    s.transcript.follow = false;
                 } else {
                     self.transcript_move(Intent::Bottom, page);
                 }
             }
-            Intent::ToggleRoundsScope => s.rounds_all = !s.rounds_all,
+            Intent::ToggleRoundsScope => s.rounds.all = !s.rounds.all,
             Intent::CycleKind => {
                 const ORDER: [Option<SessionKind>; 7] = [
                     None,
@@ -596,23 +618,26 @@ impl Console {
                     Some(SessionKind::Node),
                     Some(SessionKind::Other),
                 ];
-                let i = ORDER.iter().position(|k| *k == s.kind_filter).unwrap_or(0);
-                s.kind_filter = ORDER[(i + 1) % ORDER.len()];
-                s.selected = 0;
+                let i = ORDER
+                    .iter()
+                    .position(|k| *k == s.sessions.kind_filter)
+                    .unwrap_or(0);
+                s.sessions.kind_filter = ORDER[(i + 1) % ORDER.len()];
+                s.sessions.selected = 0;
                 self.new_sessions_query();
             }
             Intent::CycleActive => {
                 const ORDER: [Option<i64>; 4] = [None, Some(5), Some(60), Some(24 * 60)];
                 let i = ORDER
                     .iter()
-                    .position(|m| *m == s.active_within)
+                    .position(|m| *m == s.sessions.active_within)
                     .unwrap_or(0);
-                s.active_within = ORDER[(i + 1) % ORDER.len()];
-                s.selected = 0;
+                s.sessions.active_within = ORDER[(i + 1) % ORDER.len()];
+                s.sessions.selected = 0;
                 self.new_sessions_query();
             }
             Intent::ToggleArchived => {
-                s.show_archived = !s.show_archived;
+                s.sessions.show_archived = !s.sessions.show_archived;
                 self.new_sessions_query();
             }
             Intent::ToggleTraffic => s.traffic.toggle(),
@@ -626,14 +651,14 @@ impl Console {
                 s.flash(format!("mouse capture {on}"), false);
             }
             Intent::CycleSort => {
-                let before = s.order.mode.engine_order();
-                s.order.mode = s.order.mode.next();
-                if s.order.mode.engine_order() != before {
+                let before = s.sessions.order.mode.engine_order();
+                s.sessions.order.mode = s.sessions.order.mode.next();
+                if s.sessions.order.mode.engine_order() != before {
                     // Another order of every session: its top, not the old position.
-                    s.selected = 0;
+                    s.sessions.selected = 0;
                 }
                 // A sort asked for applies now, held or not.
-                s.order.moved_never();
+                s.sessions.order.moved_never();
                 self.sessions_generation += 1;
                 self.sessions_dirty = true;
             }
@@ -684,10 +709,10 @@ impl Console {
             | Intent::PageUp
             | Intent::Top
             | Intent::Bottom
-                if s.exchange_view.is_some() =>
+                if s.rounds.exchange_view.is_some() =>
             {
                 let max = super::view::exchange_max_scroll(s);
-                if let Some(v) = &mut s.exchange_view {
+                if let Some(v) = &mut s.rounds.exchange_view {
                     v.scroll_by(intent, page, max);
                 }
             }
@@ -698,7 +723,7 @@ impl Console {
             | Intent::Top
             | Intent::Bottom => {
                 if matches!(s.focus, Focus::Sessions) {
-                    s.order.moved(s.ticks);
+                    s.sessions.order.moved(s.ticks);
                 }
                 self.move_in_focus(intent, page);
             }
@@ -709,8 +734,8 @@ impl Console {
         let focus = self.state.focus;
         match focus {
             Focus::Sessions | Focus::Filter | Focus::Composer => {
-                let cur = self.state.selected;
-                let last = self.state.session_count().saturating_sub(1);
+                let cur = self.state.sessions.selected;
+                let last = self.state.sessions.session_count().saturating_sub(1);
                 let to = match intent {
                     Intent::Down => cur + 1,
                     Intent::Up => cur.saturating_sub(1),
@@ -722,7 +747,7 @@ impl Console {
                 self.select(to);
             }
             Focus::Transcript | Focus::Search => self.transcript_move(intent, page),
-            Focus::Rounds => self.state.exchanges.move_cursor(intent, page),
+            Focus::Rounds => self.state.rounds.exchanges.move_cursor(intent, page),
         }
     }
 
@@ -739,19 +764,19 @@ impl Console {
             Focus::Search => self.search_key(k),
             Focus::Filter => match k.code {
                 KeyCode::Esc => {
-                    self.state.filter.clear();
+                    self.state.sessions.filter.clear();
                     self.state.focus = Focus::Sessions;
                     self.new_sessions_query();
                 }
                 KeyCode::Enter => self.state.focus = Focus::Sessions,
                 KeyCode::Backspace => {
-                    self.state.filter.pop();
-                    self.state.selected = 0;
+                    self.state.sessions.filter.pop();
+                    self.state.sessions.selected = 0;
                     self.new_sessions_query();
                 }
                 KeyCode::Char(c) if !ctrl => {
-                    self.state.filter.push(c);
-                    self.state.selected = 0;
+                    self.state.sessions.filter.push(c);
+                    self.state.sessions.selected = 0;
                     self.new_sessions_query();
                 }
                 _ => {}
@@ -790,8 +815,8 @@ impl Console {
         if s.traffic.open {
             let command = s.traffic.escape();
             self.traffic_command(command);
-        } else if s.exchange_view.is_some() {
-            s.exchange_view = None;
+        } else if s.rounds.exchange_view.is_some() {
+            s.rounds.exchange_view = None;
         } else if s.notices_open {
             s.notices_open = false;
         } else if s.help {
@@ -808,6 +833,7 @@ impl Console {
             Focus::Search => self.search_paste(text),
             Focus::Filter => {
                 self.state
+                    .sessions
                     .filter
                     .push_str(text.lines().next().unwrap_or(""));
                 self.new_sessions_query();
@@ -834,9 +860,9 @@ impl Console {
             if y >= first_row_y {
                 let row = (y - first_row_y) as usize
                     + super::view::sessions_top(&self.state, regions.sessions);
-                if row < self.state.session_count() {
+                if row < self.state.sessions.session_count() {
                     // A click moves through the list as a key does: the rows hold still.
-                    self.state.order.moved(self.state.ticks);
+                    self.state.sessions.order.moved(self.state.ticks);
                     self.select(row);
                 }
             }
@@ -865,11 +891,11 @@ impl Console {
     }
 
     fn engine_event(&mut self, e: EngineEvent) {
-        self.state.exchanges.event(&e);
-        if let Some(v) = &mut self.state.exchange_view {
+        self.state.rounds.exchanges.event(&e);
+        if let Some(v) = &mut self.state.rounds.exchange_view {
             v.event(&e);
         }
-        let selected = self.state.selected_key().map(str::to_string);
+        let selected = self.state.sessions.selected_key().map(str::to_string);
         let now = self.state.now_ms;
         let s = &mut self.state;
         match e {
@@ -890,28 +916,28 @@ impl Console {
                 self.sessions_dirty = true;
                 let shown = selected.as_deref() == Some(key.as_str());
                 if let Some(run_id) = reply_line_run(&line) {
-                    s.streams.reply_appended(run_id, seq, shown);
+                    s.transcript.streams.reply_appended(run_id, seq, shown);
                 }
-                if s.order.holding(s.ticks) {
+                if s.sessions.order.holding(s.ticks) {
                     // The row will not move while the owner moves: mark it instead.
-                    s.order.marked.insert(key.clone());
+                    s.sessions.order.marked.insert(key.clone());
                 }
                 if shown {
                     self.transcript_dirty = true;
                 } else {
-                    *s.unread.entry(key).or_default() += 1;
+                    *s.sessions.unread.entry(key).or_default() += 1;
                 }
             }
             // Another process wrote to the state folder: what is not known, so reload.
             EngineEvent::ExternalChange => {
-                s.streams.events_missed();
+                s.transcript.streams.events_missed();
                 self.sessions_dirty = true;
                 self.recount = true;
                 self.transcript_dirty = true;
             }
             EngineEvent::RunStarted { key, .. } => {
                 self.running_since_request.insert(key.clone());
-                s.running.insert(key);
+                s.sessions.running.insert(key);
             }
             EngineEvent::RunEnded {
                 key,
@@ -922,10 +948,14 @@ impl Console {
             } => {
                 let shown = selected.as_deref() == Some(key.as_str());
                 let reply = reply.filter(|r| status == "ok" && !r.is_empty());
-                s.streams
-                    .run_ended(&run_id, shown, reply.as_deref(), s.transcript_total);
+                s.transcript.streams.run_ended(
+                    &run_id,
+                    shown,
+                    reply.as_deref(),
+                    s.transcript.total,
+                );
                 self.running_since_request.insert(key.clone());
-                s.running.remove(&key);
+                s.sessions.running.remove(&key);
             }
             EngineEvent::ReplyDelta {
                 run_id,
@@ -935,7 +965,7 @@ impl Console {
                 offset,
                 delta,
             } => {
-                s.streams.delta(
+                s.transcript.streams.delta(
                     Delta {
                         run_id: &run_id,
                         key: &key,
@@ -948,7 +978,7 @@ impl Console {
                 );
                 // A delta proves a run: the sessions list marks it even if RunStarted was
                 // missed.
-                s.running.insert(key);
+                s.sessions.running.insert(key);
             }
             EngineEvent::FlowStarted {
                 flow_id,
@@ -957,7 +987,7 @@ impl Console {
                 message,
                 ..
             } => {
-                let f = s.flows.entry(flow_id.clone()).or_default();
+                let f = s.rounds.flows.entry(flow_id.clone()).or_default();
                 f.flow_id = flow_id;
                 f.requester = requester;
                 f.target = target;
@@ -973,7 +1003,7 @@ impl Console {
                 status,
                 ..
             } => {
-                let f = s.flows.entry(flow_id).or_default();
+                let f = s.rounds.flows.entry(flow_id).or_default();
                 f.rounds.push(RoundView {
                     round,
                     speaker,
@@ -987,7 +1017,7 @@ impl Console {
                 detail,
                 ..
             } => {
-                s.flows.entry(flow_id).or_default().loop_end = Some((reason, detail));
+                s.rounds.flows.entry(flow_id).or_default().loop_end = Some((reason, detail));
             }
             EngineEvent::Announce {
                 flow_id,
@@ -995,12 +1025,12 @@ impl Console {
                 detail,
                 ..
             } => {
-                s.flows.entry(flow_id).or_default().announce = Some((outcome, detail));
+                s.rounds.flows.entry(flow_id).or_default().announce = Some((outcome, detail));
             }
             EngineEvent::FlowEnded {
                 flow_id, reason, ..
             } => {
-                let f = s.flows.entry(flow_id).or_default();
+                let f = s.rounds.flows.entry(flow_id).or_default();
                 f.done = true;
                 if f.loop_end.is_none() {
                     f.loop_end = Some((reason, String::new()));
@@ -1013,7 +1043,7 @@ impl Console {
                 task,
                 ..
             } => {
-                s.spawns.insert(
+                s.rounds.spawns.insert(
                     child.clone(),
                     SpawnView {
                         requester,
@@ -1033,14 +1063,14 @@ impl Console {
                 tokens_out,
                 ..
             } => {
-                if let Some(v) = s.spawns.get_mut(&child) {
+                if let Some(v) = s.rounds.spawns.get_mut(&child) {
                     v.status = outcome;
                     v.runtime_ms = Some(runtime_ms);
                     v.tokens = Some((tokens_in, tokens_out));
                 }
             }
             EngineEvent::SpawnAnnounce { child, outcome, .. } => {
-                if let Some(v) = s.spawns.get_mut(&child) {
+                if let Some(v) = s.rounds.spawns.get_mut(&child) {
                     v.announce = Some(outcome);
                 }
             }
@@ -1078,7 +1108,7 @@ impl Console {
                 );
                 // The refused send shows in the timeline too, with why it never ran.
                 let id = format!("chain-{chain_id}-{hops}");
-                s.flows.insert(
+                s.rounds.flows.insert(
                     id.clone(),
                     FlowView {
                         flow_id: id,
@@ -1113,7 +1143,7 @@ impl Console {
         if s.notice.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
             s.notice = None;
         }
-        if s.order.held && !s.order.holding(s.ticks) {
+        if s.sessions.order.held && !s.sessions.order.holding(s.ticks) {
             // The owner paused: the held rows take their order now.
             self.sessions_dirty = true;
         }
@@ -1134,20 +1164,18 @@ fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
 
 /// Keep the timeline bounded: the newest 200 exchanges.
 fn trim_flows(s: &mut State) {
-    while s.flows.len() > 200 {
+    while s.rounds.flows.len() > 200 {
         let oldest = s
+            .rounds
             .flows
             .iter()
             .min_by_key(|(_, f)| f.started)
             .map(|(k, _)| k.clone());
         match oldest {
             Some(k) => {
-                s.flows.remove(&k);
+                s.rounds.flows.remove(&k);
             }
             None => break,
         }
     }
 }
-
-/// Exchanges touching `key` (or all), newest last (kept here for callers of the old path).
-pub use super::state::flows_for;

@@ -47,14 +47,14 @@ impl Console {
             )
         };
         let s = &mut self.state;
-        let newest = s.transcript_view.window_end.is_none();
+        let newest = s.transcript.view.window_end.is_none();
         if delta > 0 && at_end && newest {
             // Reaching the end resumes following.
-            s.follow = true;
-            s.transcript_view.anchor = None;
-        } else if delta < 0 || to != from || !s.follow {
-            s.follow = false;
-            s.transcript_view.anchor = Some(to);
+            s.transcript.follow = true;
+            s.transcript.view.anchor = None;
+        } else if delta < 0 || to != from || !s.transcript.follow {
+            s.transcript.follow = false;
+            s.transcript.view.anchor = Some(to);
         }
         self.transcript_load_around(to, body_h, page);
     }
@@ -63,29 +63,32 @@ impl Console {
     /// The view is anchored to a seq, so what is on screen stays put when the page lands.
     fn transcript_load_around(&mut self, a: Anchor, body_h: usize, page: usize) {
         let s = &self.state;
-        let (Some(first), Some(last)) = (s.transcript.first(), s.transcript.last()) else {
+        let (Some(first), Some(last)) = (s.transcript.lines.first(), s.transcript.lines.last())
+        else {
             return;
         };
         let (lo, hi) = (first.seq, last.seq);
-        let i = s.transcript.partition_point(|l| l.seq < a.seq);
+        let i = s.transcript.lines.partition_point(|l| l.seq < a.seq);
         let margin = body_h + page;
-        let v = &s.transcript_view;
+        let v = &s.transcript.view;
         if i <= margin && !v.at_start {
             let s = &mut self.state;
-            if s.transcript_window < TRANSCRIPT_MAX {
-                s.transcript_window = (s.transcript_window + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
+            if s.transcript.window < TRANSCRIPT_MAX {
+                s.transcript.window = (s.transcript.window + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
             } else {
                 // At the most the pane holds: the window moves back instead of growing.
-                s.transcript_view.window_end =
+                s.transcript.view.window_end =
                     Some(lo + (TRANSCRIPT_MAX - TRANSCRIPT_WINDOW) as i64);
             }
             self.transcript_dirty = true;
-        } else if v.window_end.is_some() && s.transcript.len().saturating_sub(i) <= margin + body_h
+        } else if v.window_end.is_some()
+            && s.transcript.lines.len().saturating_sub(i) <= margin + body_h
         {
             let s = &mut self.state;
             let next = hi + 1 + TRANSCRIPT_WINDOW as i64;
-            s.transcript_view.window_end = (next <= s.transcript_total).then_some(next);
-            s.transcript_window = (s.transcript.len() + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
+            s.transcript.view.window_end = (next <= s.transcript.total).then_some(next);
+            s.transcript.window =
+                (s.transcript.lines.len() + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
             self.transcript_dirty = true;
         }
     }
@@ -94,14 +97,14 @@ impl Console {
     /// (one load), and the view waits at its top.
     fn transcript_to_start(&mut self) {
         let s = &mut self.state;
-        s.follow = false;
-        s.transcript_view.anchor = Some(Anchor {
+        s.transcript.follow = false;
+        s.transcript.view.anchor = Some(Anchor {
             seq: i64::MIN,
             skip: 0,
         });
-        if !s.transcript_view.at_start {
-            s.transcript_view.window_end = Some(TRANSCRIPT_WINDOW as i64 + 1);
-            s.transcript_window = TRANSCRIPT_WINDOW;
+        if !s.transcript.view.at_start {
+            s.transcript.view.window_end = Some(TRANSCRIPT_WINDOW as i64 + 1);
+            s.transcript.window = TRANSCRIPT_WINDOW;
             // What is under way asks for another window: its answer is not this one.
             self.transcript_generation += 1;
             self.transcript_dirty = true;
@@ -111,11 +114,11 @@ impl Console {
     /// `G`: the newest lines, following again.
     fn transcript_to_end(&mut self) {
         let s = &mut self.state;
-        s.follow = true;
-        s.transcript_view.anchor = None;
-        if s.transcript_view.window_end.take().is_some() {
-            s.transcript_window = TRANSCRIPT_WINDOW;
-            s.transcript_view.at_start = false;
+        s.transcript.follow = true;
+        s.transcript.view.anchor = None;
+        if s.transcript.view.window_end.take().is_some() {
+            s.transcript.window = TRANSCRIPT_WINDOW;
+            s.transcript.view.at_start = false;
             self.transcript_generation += 1;
             self.transcript_dirty = true;
         }
@@ -131,7 +134,7 @@ impl Console {
                 self.state.focus = Focus::Search;
             }
             Intent::SearchNext | Intent::SearchPrev => {
-                let search = &mut self.state.transcript_view.search;
+                let search = &mut self.state.transcript.view.search;
                 if !search.active() {
                     self.state
                         .flash("no search: press / to search the transcript", false);
@@ -143,11 +146,11 @@ impl Console {
             }
             Intent::ScrollLeft | Intent::ScrollRight => {
                 let s = &mut self.state;
-                if s.wrap {
+                if s.transcript.wrap {
                     s.flash("wrap is on: w turns it off to scroll sideways", false);
                     return;
                 }
-                let v = &mut s.transcript_view;
+                let v = &mut s.transcript.view;
                 v.hscroll = if intent == Intent::ScrollLeft {
                     v.hscroll.saturating_sub(SIDEWAYS_STEP)
                 } else {
@@ -158,7 +161,7 @@ impl Console {
             Intent::SelectPrev | Intent::SelectNext => {
                 let bottom = pane::bottom_seq(&self.state);
                 let to = nav::step_cursor(&self.state, bottom, intent == Intent::SelectNext);
-                self.state.transcript_view.cursor = to;
+                self.state.transcript.view.cursor = to;
                 if let Some(seq) = to {
                     self.show_line(seq);
                 }
@@ -179,14 +182,14 @@ impl Console {
             nav::clamp(&self.state, to, body_h, 0, &rows)
         };
         if to != from {
-            self.state.follow = false;
-            self.state.transcript_view.anchor = Some(to);
+            self.state.transcript.follow = false;
+            self.state.transcript.view.anchor = Some(to);
         }
     }
 
     fn toggle_card(&mut self) {
         let s = &mut self.state;
-        let Some(seq) = s.transcript_view.cursor else {
+        let Some(seq) = s.transcript.view.cursor else {
             s.flash("select a message with [ or ] first", false);
             return;
         };
@@ -194,7 +197,7 @@ impl Console {
             s.flash("the selected message is not a tool call", false);
             return;
         }
-        let v = &mut s.transcript_view;
+        let v = &mut s.transcript.view;
         if !v.expanded.remove(&seq) {
             v.expanded.insert(seq);
         }
@@ -202,7 +205,7 @@ impl Console {
 
     fn copy_selected(&mut self) {
         let s = &mut self.state;
-        let Some(line) = s.transcript_view.cursor.and_then(|seq| nav::line(s, seq)) else {
+        let Some(line) = s.transcript.view.cursor.and_then(|seq| nav::line(s, seq)) else {
             s.flash(
                 "select a message with [ or ] first, then y copies it",
                 false,
@@ -229,7 +232,7 @@ impl Console {
     /// A key while the search box has focus.
     pub(super) fn search_key(&mut self, k: KeyEvent) {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-        let mut query = self.state.transcript_view.search.query.clone();
+        let mut query = self.state.transcript.view.search.query.clone();
         match k.code {
             KeyCode::Esc => {
                 query.clear();
@@ -251,7 +254,7 @@ impl Console {
 
     /// Text pasted into the search box: its first line.
     pub(super) fn search_paste(&mut self, text: &str) {
-        let mut query = self.state.transcript_view.search.query.clone();
+        let mut query = self.state.transcript.view.search.query.clone();
         query.push_str(text.lines().next().unwrap_or(""));
         self.set_search(&query);
     }
@@ -259,11 +262,11 @@ impl Console {
     /// A new query: its hits found once, the newest made current and shown.
     fn set_search(&mut self, query: &str) {
         let s = &mut self.state;
-        let tools = s.tools;
-        let search = &mut s.transcript_view.search;
+        let tools = s.transcript.tools;
+        let search = &mut s.transcript.view.search;
         search.set_query(query);
         search.current = None;
-        search.rescan(&s.transcript, |l| nav::shown(tools, l));
+        search.rescan(&s.transcript.lines, |l| nav::shown(tools, l));
         if let Some(hit) = search.to_last() {
             self.show_line(hit.seq);
         }
@@ -272,11 +275,12 @@ impl Console {
     /// The lines or what is shown of them changed: find the hits again.
     pub(super) fn rescan_search(&mut self) {
         let s = &mut self.state;
-        if s.transcript_view.search.active() {
-            let tools = s.tools;
-            s.transcript_view
+        if s.transcript.view.search.active() {
+            let tools = s.transcript.tools;
+            s.transcript
+                .view
                 .search
-                .rescan(&s.transcript, |l| nav::shown(tools, l));
+                .rescan(&s.transcript.lines, |l| nav::shown(tools, l));
         }
     }
 }

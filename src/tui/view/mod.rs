@@ -127,7 +127,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         rounds::draw(frame, r.rounds, state);
         composer::draw(frame, r.composer, state);
         chrome::hints(frame, r.hints, state, keymap);
-        if state.exchange_view.is_some() {
+        if state.rounds.exchange_view.is_some() {
             exchange::draw(frame, state, keymap);
         }
         if let Some(card) = &state.card {

@@ -17,32 +17,32 @@ use crate::tui::state::{Focus, State};
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let mut title = format!(
         " Sessions {}/{} ",
-        state.session_count(),
-        state.total_sessions
+        state.sessions.session_count(),
+        state.sessions.total
     );
-    if let Some(k) = state.kind_filter {
+    if let Some(k) = state.sessions.kind_filter {
         title.push_str(&format!("[{}] ", k.as_str()));
     }
-    if let Some(m) = state.active_within {
+    if let Some(m) = state.sessions.active_within {
         title.push_str(&if m >= 60 {
             format!("[<{}h] ", m / 60)
         } else {
             format!("[<{m}m] ")
         });
     }
-    if state.show_archived {
+    if state.sessions.show_archived {
         title.push_str("[+archived] ");
     }
-    let mode = state.order.mode;
+    let mode = state.sessions.order.mode;
     if mode != SortMode::Activity {
         // Sorted by the console over what it loaded: say so when that is not everything.
-        if state.order.sorts_loaded()
-            && (state.sessions.len() as u64) < state.session_count() as u64
+        if state.sessions.order.sorts_loaded()
+            && (state.sessions.rows.len() as u64) < state.sessions.session_count() as u64
         {
             title.push_str(&format!(
                 "[by {}, {} loaded] ",
                 mode.label(),
-                state.sessions.len()
+                state.sessions.rows.len()
             ));
         } else {
             title.push_str(&format!("[by {}] ", mode.label()));
@@ -59,7 +59,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     }
     let mut lines: Vec<Line> = Vec::new();
     // The filter box takes the first line while it is in use.
-    let filter_active = state.focus == Focus::Filter || !state.filter.is_empty();
+    let filter_active = state.focus == Focus::Filter || !state.sessions.filter.is_empty();
     if filter_active {
         let cursor = if state.focus == Focus::Filter {
             "▏"
@@ -70,7 +70,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             Span::styled("/", Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(format!(
                 "{}{cursor}",
-                crate::text_safety::safe_line(&state.filter)
+                crate::text_safety::safe_line(&state.sessions.filter)
             )),
         ]));
     }
@@ -90,7 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         width.saturating_sub(fixed).max(6)
     };
     let preview_w = width.saturating_sub(fixed + name_w + 1);
-    if !state.sessions.is_empty() && (inner.height as usize) > lines.len() + 1 {
+    if !state.sessions.rows.is_empty() && (inner.height as usize) > lines.len() + 1 {
         let mut head = "  ".to_string();
         if show_kind {
             head.push_str(&format!("{} ", pad("kind", 5)));
@@ -113,10 +113,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         ));
     }
     let rows_room = inner.height as usize - lines.len();
-    if state.sessions.is_empty() {
-        let msg = if state.filter.is_empty()
-            && state.kind_filter.is_none()
-            && state.active_within.is_none()
+    if state.sessions.rows.is_empty() {
+        let msg = if state.sessions.filter.is_empty()
+            && state.sessions.kind_filter.is_none()
+            && state.sessions.active_within.is_none()
         {
             "No sessions yet. They appear as messages arrive."
         } else {
@@ -126,28 +126,30 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     }
     let top = top_row(state, rows_room);
     let g = state.theme.glyphs();
-    let first = top.saturating_sub(state.sessions_offset);
+    let first = top.saturating_sub(state.sessions.offset);
     for (j, row) in state
         .sessions
+        .rows
         .iter()
         .enumerate()
         .skip(first)
         .take(rows_room)
     {
-        let i = state.sessions_offset + j;
-        let running = if state.streams.streaming_in(&row.key) {
+        let i = state.sessions.offset + j;
+        let running = if state.transcript.streams.streaming_in(&row.key) {
             g.streaming
-        } else if state.running.contains(&row.key) {
+        } else if state.sessions.running.contains(&row.key) {
             g.running
         } else {
             " "
         };
-        let mark = if state.order.marked.contains(&row.key) {
+        let mark = if state.sessions.order.marked.contains(&row.key) {
             g.activity
         } else {
             " "
         };
         let unread = state
+            .sessions
             .unread
             .get(&row.key)
             .filter(|n| **n > 0)
@@ -198,7 +200,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         if row.policy == "deny" {
             style = style.add_modifier(Modifier::DIM);
         }
-        if i == state.selected {
+        if i == state.sessions.selected {
             style = style.add_modifier(Modifier::REVERSED);
         }
         lines.push(Line::styled(pad(&text, width), style));
@@ -244,10 +246,10 @@ pub fn shows_preview(width: usize) -> bool {
 /// The first session (position in the whole order) shown in a pane with `rows_room` rows:
 /// the selection stays in view, with the newest at the top while it fits.
 fn top_row(state: &State, rows_room: usize) -> usize {
-    if rows_room == 0 || state.selected < rows_room {
+    if rows_room == 0 || state.sessions.selected < rows_room {
         0
     } else {
-        state.selected + 1 - rows_room
+        state.sessions.selected + 1 - rows_room
     }
 }
 
@@ -259,7 +261,8 @@ pub fn top_for(state: &State, area: Rect) -> usize {
 
 /// Lines above the first row: the filter box while in use, then the column headers.
 pub fn rows_above(state: &State, inner_h: usize) -> usize {
-    let filter_line = usize::from(state.focus == Focus::Filter || !state.filter.is_empty());
-    let header = usize::from(!state.sessions.is_empty() && inner_h > filter_line + 1);
+    let filter_line =
+        usize::from(state.focus == Focus::Filter || !state.sessions.filter.is_empty());
+    let header = usize::from(!state.sessions.rows.is_empty() && inner_h > filter_line + 1);
     filter_line + header
 }
