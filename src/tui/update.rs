@@ -17,7 +17,7 @@ use super::state::{
 };
 use super::streams::Delta;
 
-mod transcript_keys;
+mod transcript;
 use crate::api::{
     ApiError, EngineEvent, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
     TranscriptQuery,
