@@ -11,6 +11,8 @@ use std::collections::BTreeSet;
 
 use super::search::Search;
 use super::state::{State, TranscriptLine};
+use super::streams::Delta;
+use crate::api::EngineEvent;
 
 /// The transcript pane's state: the selected session's loaded lines, where they came from,
 /// the view over them (`TranscriptView`), the toggles, and the replies being streamed.
@@ -51,6 +53,65 @@ impl Default for TranscriptPane {
             streams: Default::default(),
         }
     }
+}
+
+impl TranscriptPane {
+    /// An engine event, as far as the replies being streamed go: deltas build them, the
+    /// reply's line or the run's end settles them, missed events drop them. `selected` is
+    /// the session the pane shows.
+    pub fn event(&mut self, e: &EngineEvent, selected: Option<&str>, now: i64) {
+        let shown = |key: &str| selected == Some(key);
+        match e {
+            EngineEvent::MessageAppended { key, seq, line, .. } => {
+                if let Some(run_id) = reply_line_run(line) {
+                    self.streams.reply_appended(run_id, *seq, shown(key));
+                }
+            }
+            EngineEvent::ExternalChange => self.streams.events_missed(),
+            EngineEvent::RunEnded {
+                key,
+                run_id,
+                status,
+                reply,
+                ..
+            } => {
+                let reply = reply.as_deref().filter(|r| status == "ok" && !r.is_empty());
+                self.streams
+                    .run_ended(run_id, shown(key), reply, self.total);
+            }
+            EngineEvent::ReplyDelta {
+                run_id,
+                key,
+                agent_id,
+                step,
+                offset,
+                delta,
+            } => self.streams.delta(
+                Delta {
+                    run_id,
+                    key,
+                    agent_id,
+                    step: *step,
+                    offset: *offset,
+                    text: delta,
+                },
+                now,
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// The run whose reply the transcript line (`{type, id, message}`) is: an assistant message
+/// with `__switchboard.runId` that is not a tool call (those come mid-run, before the reply).
+fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
+    let m = line.get("message")?;
+    if m.get("role").and_then(|r| r.as_str()) != Some("assistant")
+        || m.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
+    {
+        return None;
+    }
+    m.get("__switchboard")?.get("runId")?.as_str()
 }
 
 /// The top of a paused view: `skip` rows into the first shown line at or after `seq`.

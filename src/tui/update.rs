@@ -11,17 +11,12 @@ use std::collections::HashSet;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
-use super::exchanges::{ExchangeView, Scope};
-use super::state::{
-    FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
-};
-use super::streams::Delta;
+use super::state::{Focus, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
 
+mod rounds;
+mod sessions;
 mod transcript;
-use crate::api::{
-    ApiError, EngineEvent, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
-    TranscriptQuery,
-};
+use crate::api::{EngineEvent, TranscriptQuery};
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
 const SESSION_WINDOW: usize = 400;
@@ -240,287 +235,6 @@ impl Console {
         effects
     }
 
-    /// The exchanges the rounds pane and the exchange view need loaded.
-    fn exchanges_refresh(&mut self) -> Vec<Effect> {
-        let s = &mut self.state;
-        // With no session selected, "this session" has nothing to narrow to: all.
-        let wanted = match (s.rounds.all, s.sessions.selected_key()) {
-            (false, Some(k)) => Scope::Session(k.to_string()),
-            _ => Scope::All,
-        };
-        let mut effects: Vec<Effect> = s.rounds.exchanges.refresh(wanted).into_iter().collect();
-        if let Some(v) = &mut s.rounds.exchange_view {
-            effects.extend(v.refresh());
-        }
-        effects
-    }
-
-    /// Enter on the rounds pane: open the exchange under the cursor.
-    fn open_exchange(&mut self) {
-        let s = &mut self.state;
-        let Some(summary) = s.rounds.exchanges.selected().cloned() else {
-            s.flash("No exchange here to open.", false);
-            return;
-        };
-        let generation = s.rounds.exchanges.next_view_generation();
-        s.rounds.exchange_view = Some(ExchangeView::new(summary, generation));
-    }
-
-    /// `1`/`2` in the exchange view: select the requester/target in the sessions pane. A
-    /// session outside the loaded window is found by filtering for its key; the selection
-    /// lands once the page shows it.
-    fn jump_to(&mut self, key: String) {
-        self.state.rounds.exchange_view = None;
-        self.state.focus = Focus::Sessions;
-        let s = &self.state;
-        if let Some(i) = s.sessions.rows.iter().position(|r| r.key == key) {
-            let at = s.sessions.offset + i;
-            self.select(at);
-            return;
-        }
-        self.state.flash(
-            format!("finding {key} (filter; Esc in the filter clears it)"),
-            false,
-        );
-        self.state.sessions.filter = key.clone();
-        self.state.sessions.selected = 0;
-        self.state.rounds.exchanges.jump = Some(key);
-        self.new_sessions_query();
-    }
-
-    fn selected_row(&self) -> Option<&super::state::SessionRow> {
-        let s = &self.state;
-        s.sessions
-            .rows
-            .get(s.sessions.selected.checked_sub(s.sessions.offset)?)
-    }
-
-    fn sessions_request(&mut self) -> Effect {
-        let s = &self.state;
-        // The window is centred on the selection, so moving within it needs no reload.
-        let start = s.sessions.selected.saturating_sub(SESSION_WINDOW / 2);
-        // Counting walks every matching index entry: only when the set may have changed
-        // size (sessions created or removed, filters changed), not on every new message.
-        let count = std::mem::take(&mut self.recount);
-        let query = SessionsQuery {
-            kinds: s.sessions.kind_filter.into_iter().collect(),
-            text: s.sessions.filter.clone(),
-            archived: s.sessions.show_archived,
-            active_since: s.sessions.active_within.map(|m| s.now_ms - m * 60_000),
-            offset: start,
-            limit: SESSION_WINDOW,
-            count,
-            // The list shows the row's own fields; entries would only weigh on every page.
-            entries: false,
-            // Only a pane wide enough for the column pays for the last messages.
-            previews: super::view::shows_previews(s.width),
-            order: s.sessions.order.mode.engine_order(),
-        };
-        self.sessions_in_flight = Some(self.sessions_generation);
-        self.running_since_request.clear();
-        Effect::LoadSessions {
-            generation: self.sessions_generation,
-            query,
-        }
-    }
-
-    /// The sessions query changed: what is under way answers an old question.
-    fn new_sessions_query(&mut self) {
-        self.sessions_generation += 1;
-        self.sessions_dirty = true;
-        self.recount = true;
-    }
-
-    fn sessions_loaded(&mut self, generation: u64, result: Result<SessionsPage, ApiError>) {
-        if self.sessions_in_flight == Some(generation) {
-            self.sessions_in_flight = None;
-        }
-        if generation != self.sessions_generation {
-            return;
-        }
-        let page = match result {
-            Ok(page) => page,
-            Err(e) => {
-                // The count asked for was not given: ask again with the next load (which
-                // comes with the next event or key, not in a loop).
-                self.recount = true;
-                self.state.flash(format!("cannot read sessions: {e}"), true);
-                return;
-            }
-        };
-        let s = &mut self.state;
-        let keep = s.sessions.selected_key().map(str::to_string);
-        let had_rows = !s.sessions.rows.is_empty();
-        let fresh: Vec<_> = page
-            .rows
-            .iter()
-            .map(super::state::SessionRow::from_api)
-            .collect();
-        if had_rows
-            && page.offset == s.sessions.offset
-            && s.sessions.order.holding(s.ticks)
-            && super::sessions_order::merge_held(
-                &mut s.sessions.rows,
-                &fresh,
-                &mut s.sessions.order.marked,
-            )
-        {
-            // The owner is moving through the list: rows keep their places (marked when
-            // active) until a pause re-sorts them.
-            s.sessions.order.held = true;
-        } else {
-            s.sessions.rows = fresh;
-            s.sessions.order.page_order(page.order);
-            super::sessions_order::sort_window(
-                &mut s.sessions.rows,
-                &s.sessions.order,
-                &s.sessions.unread,
-            );
-            s.sessions.order.settled();
-        }
-        // The page says what runs now, so a console opened while runs go (or one that
-        // missed events) shows them; events keep it current between pages.
-        for r in &page.rows {
-            if self.running_since_request.contains(&r.key) {
-                continue;
-            }
-            if r.running {
-                s.sessions.running.insert(r.key.clone());
-            } else {
-                s.sessions.running.remove(&r.key);
-                // Its run ended while the console was not looking (events were missed).
-                s.transcript.streams.not_running(&r.key);
-            }
-        }
-        if let Some(m) = page.matching {
-            s.sessions.matching = m;
-        }
-        s.sessions.total = page.total;
-        let matching = s.sessions.matching;
-        s.sessions.offset = page.offset.min(matching as usize);
-        if !had_rows && !s.sessions.rows.is_empty() {
-            // The first session to appear becomes the selection: show it.
-            s.sessions.selected = s.sessions.offset;
-        }
-        if let Some(k) = s.rounds.exchanges.jump.take() {
-            match s.sessions.rows.iter().position(|r| r.key == k) {
-                Some(i) => s.sessions.selected = s.sessions.offset + i,
-                None => {
-                    // The filter was set to find it: nothing to find, so it goes again.
-                    s.flash(format!("{k} no longer exists"), true);
-                    s.sessions.filter.clear();
-                    self.new_sessions_query();
-                }
-            }
-            return;
-        }
-        if let Some(k) = keep {
-            if let Some(i) = s.sessions.rows.iter().position(|r| r.key == k) {
-                s.sessions.selected = s.sessions.offset + i;
-            } else {
-                // The selected session is gone (deleted, filtered out).
-                let last = s.sessions.session_count().saturating_sub(1);
-                s.sessions.selected = s.sessions.selected.min(last);
-            }
-        }
-        self.select_pending();
-    }
-
-    fn transcript_loaded(
-        &mut self,
-        generation: u64,
-        key: String,
-        result: Result<TranscriptPage, ApiError>,
-    ) {
-        if self
-            .transcript_in_flight
-            .as_ref()
-            .is_some_and(|(g, k)| *g == generation && *k == key)
-        {
-            self.transcript_in_flight = None;
-        }
-        if generation != self.transcript_generation
-            || self.state.sessions.selected_key() != Some(key.as_str())
-        {
-            return;
-        }
-        let s = &mut self.state;
-        if s.transcript.key.as_deref() != Some(key.as_str()) {
-            // Another session: start at its end, not at the last one's scroll position.
-            s.transcript.lines.clear();
-            s.transcript.total = 0;
-            s.transcript.view.reset();
-            s.transcript.follow = true;
-        }
-        match result {
-            Ok(page) => {
-                let lines: Vec<_> = page
-                    .lines
-                    .iter()
-                    .map(super::state::TranscriptLine::from_api)
-                    .collect();
-                let total = page.last_seq;
-                // A paused view is anchored to a line (`transcript_view.anchor`), so neither
-                // new lines below it nor a longer window above it move what is on screen.
-                // A gateway may leave older lines out to fit its frame limit: those are
-                // still there to page back to.
-                s.transcript.view.at_start = (page.left_out == 0
-                    && lines.len() < self.transcript_asked)
-                    || lines.first().is_some_and(|l| l.seq <= 1);
-                // Paused on the newest window: it grows by what arrived, so the line the
-                // view is anchored to is not pushed out of it by newer ones.
-                if !s.transcript.follow
-                    && s.transcript.view.window_end.is_none()
-                    && s.transcript.total > 0
-                {
-                    let arrived = (total - s.transcript.total).max(0) as usize;
-                    s.transcript.window = (s.transcript.window + arrived).min(TRANSCRIPT_MAX);
-                }
-                s.transcript.lines = lines;
-                s.transcript.total = total;
-                // The real reply lines are on screen now: their provisional text goes in
-                // the same frame, so neither both nor none are ever drawn.
-                s.transcript.streams.transcript_loaded(&key, total);
-                self.rescan_search();
-            }
-            Err(e) => {
-                s.transcript.lines.clear();
-                s.transcript.total = 0;
-                s.flash(format!("cannot read the transcript: {e}"), true);
-                self.rescan_search();
-            }
-        }
-        let s = &mut self.state;
-        s.transcript.key = Some(key.clone());
-        s.sessions.unread.remove(&key);
-    }
-
-    fn select(&mut self, index: usize) {
-        let s = &mut self.state;
-        let last = s.sessions.session_count().saturating_sub(1);
-        let index = index.min(last);
-        if index != s.sessions.selected {
-            // Picking another session ends writing to the one `/new` named.
-            s.composer.target = None;
-            s.sessions.selected = index;
-            s.transcript.view.reset();
-            s.transcript.window = TRANSCRIPT_WINDOW;
-            s.transcript.follow = true;
-        }
-        // Close to either edge of the loaded window (with more beyond): move the window.
-        let (lo, hi) = (s.sessions.offset, s.sessions.offset + s.sessions.rows.len());
-        let more_above = lo > 0;
-        let more_below = (hi as u64) < s.sessions.matching;
-        if (more_above && index < lo + SESSION_MARGIN)
-            || (more_below && index + SESSION_MARGIN >= hi)
-            || index < lo
-            || index >= hi
-        {
-            self.sessions_generation += 1;
-            self.sessions_dirty = true;
-        }
-    }
-
     fn page(&self) -> usize {
         (self.state.height as usize).saturating_sub(10).max(1)
     }
@@ -585,61 +299,15 @@ impl Console {
             | Intent::SelectPrev
             | Intent::SelectNext
             | Intent::Copy => self.transcript_intent(intent),
-            Intent::ToggleTools => {
-                s.transcript.tools = !s.transcript.tools;
-                let on = if s.transcript.tools {
-                    "shown"
-                } else {
-                    "hidden"
-                };
-                s.flash(format!("tool calls {on}"), false);
-                self.rescan_search();
-            }
-            Intent::ToggleTimestamps => s.transcript.timestamps = !s.transcript.timestamps,
-            Intent::ToggleWrap => s.transcript.wrap = !s.transcript.wrap,
-            Intent::ToggleFollow => {
-                if s.transcript.follow {
-                    // Paused where it is now.
-                    let top = super::view::transcript::top(s);
-                    s.transcript.view.anchor = Some(top);
-                    s.transcript.follow = false;
-                } else {
-                    self.transcript_move(Intent::Bottom, page);
-                }
-            }
+            Intent::ToggleTools
+            | Intent::ToggleTimestamps
+            | Intent::ToggleWrap
+            | Intent::ToggleFollow => self.transcript_toggle(intent, page),
             Intent::ToggleRoundsScope => s.rounds.all = !s.rounds.all,
-            Intent::CycleKind => {
-                const ORDER: [Option<SessionKind>; 7] = [
-                    None,
-                    Some(SessionKind::Main),
-                    Some(SessionKind::Group),
-                    Some(SessionKind::Cron),
-                    Some(SessionKind::Hook),
-                    Some(SessionKind::Node),
-                    Some(SessionKind::Other),
-                ];
-                let i = ORDER
-                    .iter()
-                    .position(|k| *k == s.sessions.kind_filter)
-                    .unwrap_or(0);
-                s.sessions.kind_filter = ORDER[(i + 1) % ORDER.len()];
-                s.sessions.selected = 0;
-                self.new_sessions_query();
-            }
-            Intent::CycleActive => {
-                const ORDER: [Option<i64>; 4] = [None, Some(5), Some(60), Some(24 * 60)];
-                let i = ORDER
-                    .iter()
-                    .position(|m| *m == s.sessions.active_within)
-                    .unwrap_or(0);
-                s.sessions.active_within = ORDER[(i + 1) % ORDER.len()];
-                s.sessions.selected = 0;
-                self.new_sessions_query();
-            }
-            Intent::ToggleArchived => {
-                s.sessions.show_archived = !s.sessions.show_archived;
-                self.new_sessions_query();
-            }
+            Intent::CycleKind
+            | Intent::CycleActive
+            | Intent::ToggleArchived
+            | Intent::CycleSort => self.sessions_intent(intent),
             Intent::ToggleTraffic => s.traffic.toggle(),
             Intent::ToggleMouse => {
                 s.mouse = !s.mouse;
@@ -650,18 +318,6 @@ impl Console {
                 };
                 s.flash(format!("mouse capture {on}"), false);
             }
-            Intent::CycleSort => {
-                let before = s.sessions.order.mode.engine_order();
-                s.sessions.order.mode = s.sessions.order.mode.next();
-                if s.sessions.order.mode.engine_order() != before {
-                    // Another order of every session: its top, not the old position.
-                    s.sessions.selected = 0;
-                }
-                // A sort asked for applies now, held or not.
-                s.sessions.order.moved_never();
-                self.sessions_generation += 1;
-                self.sessions_dirty = true;
-            }
             Intent::Notices => s.notices_open = !s.notices_open,
             // The loop repaints the terminal itself; nothing in the state changes.
             Intent::Repaint => {}
@@ -670,63 +326,45 @@ impl Console {
             | Intent::PageDown
             | Intent::PageUp
             | Intent::Top
-            | Intent::Bottom
-                if s.traffic.open =>
-            {
-                let delta = match intent {
-                    Intent::Down => 1,
-                    Intent::Up => -1,
-                    Intent::PageDown => page as isize,
-                    Intent::PageUp => -(page as isize),
-                    Intent::Top => isize::MIN / 2,
-                    _ => isize::MAX / 2,
-                };
-                s.traffic.move_cursor(delta);
+            | Intent::Bottom => self.scroll(intent, page),
+        }
+    }
+
+    /// A move: in the overlay that is open (traffic, help, exchange), else in the focused pane.
+    fn scroll(&mut self, intent: Intent, page: usize) {
+        let s = &mut self.state;
+        if s.traffic.open {
+            let delta = match intent {
+                Intent::Down => 1,
+                Intent::Up => -1,
+                Intent::PageDown => page as isize,
+                Intent::PageUp => -(page as isize),
+                Intent::Top => isize::MIN / 2,
+                _ => isize::MAX / 2,
+            };
+            s.traffic.move_cursor(delta);
+        } else if s.help {
+            let max = super::view::help_max_scroll(s);
+            let at = s.help_scroll.min(max);
+            s.help_scroll = match intent {
+                Intent::Down => at + 1,
+                Intent::Up => at.saturating_sub(1),
+                Intent::PageDown => at + page,
+                Intent::PageUp => at.saturating_sub(page),
+                Intent::Top => 0,
+                _ => max,
             }
-            Intent::Down
-            | Intent::Up
-            | Intent::PageDown
-            | Intent::PageUp
-            | Intent::Top
-            | Intent::Bottom
-                if s.help =>
-            {
-                let max = super::view::help_max_scroll(s);
-                let at = s.help_scroll.min(max);
-                s.help_scroll = match intent {
-                    Intent::Down => at + 1,
-                    Intent::Up => at.saturating_sub(1),
-                    Intent::PageDown => at + page,
-                    Intent::PageUp => at.saturating_sub(page),
-                    Intent::Top => 0,
-                    _ => max,
-                }
-                .min(max);
+            .min(max);
+        } else if s.rounds.exchange_view.is_some() {
+            let max = super::view::exchange_max_scroll(s);
+            if let Some(v) = &mut s.rounds.exchange_view {
+                v.scroll_by(intent, page, max);
             }
-            Intent::Down
-            | Intent::Up
-            | Intent::PageDown
-            | Intent::PageUp
-            | Intent::Top
-            | Intent::Bottom
-                if s.rounds.exchange_view.is_some() =>
-            {
-                let max = super::view::exchange_max_scroll(s);
-                if let Some(v) = &mut s.rounds.exchange_view {
-                    v.scroll_by(intent, page, max);
-                }
+        } else {
+            if matches!(s.focus, Focus::Sessions) {
+                s.sessions.order.moved(s.ticks);
             }
-            Intent::Down
-            | Intent::Up
-            | Intent::PageDown
-            | Intent::PageUp
-            | Intent::Top
-            | Intent::Bottom => {
-                if matches!(s.focus, Focus::Sessions) {
-                    s.sessions.order.moved(s.ticks);
-                }
-                self.move_in_focus(intent, page);
-            }
+            self.move_in_focus(intent, page);
         }
     }
 
@@ -891,12 +529,12 @@ impl Console {
     }
 
     fn engine_event(&mut self, e: EngineEvent) {
-        self.state.rounds.exchanges.event(&e);
-        if let Some(v) = &mut self.state.rounds.exchange_view {
-            v.event(&e);
-        }
         let selected = self.state.sessions.selected_key().map(str::to_string);
         let now = self.state.now_ms;
+        // Each pane's own state first (the rounds pane's exchanges and spawns, the replies
+        // being streamed), then what the console decides: loads, marks, the status line.
+        self.state.rounds.event(&e, now);
+        self.state.transcript.event(&e, selected.as_deref(), now);
         let s = &mut self.state;
         match e {
             EngineEvent::SessionUpdated { .. } => self.sessions_dirty = true,
@@ -912,17 +550,13 @@ impl Console {
                     self.transcript_dirty = true;
                 }
             }
-            EngineEvent::MessageAppended { key, seq, line, .. } => {
+            EngineEvent::MessageAppended { key, .. } => {
                 self.sessions_dirty = true;
-                let shown = selected.as_deref() == Some(key.as_str());
-                if let Some(run_id) = reply_line_run(&line) {
-                    s.transcript.streams.reply_appended(run_id, seq, shown);
-                }
                 if s.sessions.order.holding(s.ticks) {
                     // The row will not move while the owner moves: mark it instead.
                     s.sessions.order.marked.insert(key.clone());
                 }
-                if shown {
+                if selected.as_deref() == Some(key.as_str()) {
                     self.transcript_dirty = true;
                 } else {
                     *s.sessions.unread.entry(key).or_default() += 1;
@@ -930,7 +564,6 @@ impl Console {
             }
             // Another process wrote to the state folder: what is not known, so reload.
             EngineEvent::ExternalChange => {
-                s.transcript.streams.events_missed();
                 self.sessions_dirty = true;
                 self.recount = true;
                 self.transcript_dirty = true;
@@ -939,140 +572,13 @@ impl Console {
                 self.running_since_request.insert(key.clone());
                 s.sessions.running.insert(key);
             }
-            EngineEvent::RunEnded {
-                key,
-                run_id,
-                status,
-                reply,
-                ..
-            } => {
-                let shown = selected.as_deref() == Some(key.as_str());
-                let reply = reply.filter(|r| status == "ok" && !r.is_empty());
-                s.transcript.streams.run_ended(
-                    &run_id,
-                    shown,
-                    reply.as_deref(),
-                    s.transcript.total,
-                );
+            EngineEvent::RunEnded { key, .. } => {
                 self.running_since_request.insert(key.clone());
                 s.sessions.running.remove(&key);
             }
-            EngineEvent::ReplyDelta {
-                run_id,
-                key,
-                agent_id,
-                step,
-                offset,
-                delta,
-            } => {
-                s.transcript.streams.delta(
-                    Delta {
-                        run_id: &run_id,
-                        key: &key,
-                        agent_id: &agent_id,
-                        step,
-                        offset,
-                        text: &delta,
-                    },
-                    now,
-                );
-                // A delta proves a run: the sessions list marks it even if RunStarted was
-                // missed.
+            // A delta proves a run: the sessions list marks it even if RunStarted was missed.
+            EngineEvent::ReplyDelta { key, .. } => {
                 s.sessions.running.insert(key);
-            }
-            EngineEvent::FlowStarted {
-                flow_id,
-                requester,
-                target,
-                message,
-                ..
-            } => {
-                let f = s.rounds.flows.entry(flow_id.clone()).or_default();
-                f.flow_id = flow_id;
-                f.requester = requester;
-                f.target = target;
-                f.message = message;
-                f.started = now;
-                trim_flows(s);
-            }
-            EngineEvent::FlowRound {
-                flow_id,
-                round,
-                speaker,
-                text,
-                status,
-                ..
-            } => {
-                let f = s.rounds.flows.entry(flow_id).or_default();
-                f.rounds.push(RoundView {
-                    round,
-                    speaker,
-                    text: crate::text_safety::safe_text(&text).into_owned(),
-                    status,
-                });
-            }
-            EngineEvent::FlowLoopEnded {
-                flow_id,
-                reason,
-                detail,
-                ..
-            } => {
-                s.rounds.flows.entry(flow_id).or_default().loop_end = Some((reason, detail));
-            }
-            EngineEvent::Announce {
-                flow_id,
-                outcome,
-                detail,
-                ..
-            } => {
-                s.rounds.flows.entry(flow_id).or_default().announce = Some((outcome, detail));
-            }
-            EngineEvent::FlowEnded {
-                flow_id, reason, ..
-            } => {
-                let f = s.rounds.flows.entry(flow_id).or_default();
-                f.done = true;
-                if f.loop_end.is_none() {
-                    f.loop_end = Some((reason, String::new()));
-                }
-            }
-            EngineEvent::Spawned {
-                requester,
-                child,
-                label,
-                task,
-                ..
-            } => {
-                s.rounds.spawns.insert(
-                    child.clone(),
-                    SpawnView {
-                        requester,
-                        child,
-                        label: label.unwrap_or(task),
-                        status: "running".into(),
-                        started: now,
-                        ..SpawnView::default()
-                    },
-                );
-            }
-            EngineEvent::SpawnEnded {
-                child,
-                outcome,
-                runtime_ms,
-                tokens_in,
-                tokens_out,
-                ..
-            } => {
-                if let Some(v) = s.rounds.spawns.get_mut(&child) {
-                    v.status = outcome;
-                    v.runtime_ms = Some(runtime_ms);
-                    v.tokens = Some((tokens_in, tokens_out));
-                }
-            }
-            EngineEvent::SpawnAnnounce { child, outcome, .. } => {
-                if let Some(v) = s.rounds.spawns.get_mut(&child) {
-                    v.announce = Some(outcome);
-                }
             }
             EngineEvent::PolicyChanged { key, policy, by } => {
                 s.flash(
@@ -1096,36 +602,15 @@ impl Console {
                 );
             }
             EngineEvent::ChainStopped {
-                chain_id,
                 hops,
                 max_hops,
-                requester,
                 target,
+                ..
             } => {
                 s.notice(
                     format!("agent chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
                     true,
                 );
-                // The refused send shows in the timeline too, with why it never ran.
-                let id = format!("chain-{chain_id}-{hops}");
-                s.rounds.flows.insert(
-                    id.clone(),
-                    FlowView {
-                        flow_id: id,
-                        requester,
-                        target,
-                        message: String::new(),
-                        rounds: Vec::new(),
-                        loop_end: Some((
-                            "chain".into(),
-                            format!("{hops} sends > session.agentToAgent.maxChainHops {max_hops}"),
-                        )),
-                        announce: None,
-                        done: true,
-                        started: now,
-                    },
-                );
-                trim_flows(s);
             }
             _ => {}
         }
@@ -1146,36 +631,6 @@ impl Console {
         if s.sessions.order.held && !s.sessions.order.holding(s.ticks) {
             // The owner paused: the held rows take their order now.
             self.sessions_dirty = true;
-        }
-    }
-}
-
-/// The run whose reply the transcript line (`{type, id, message}`) is: an assistant message
-/// with `__switchboard.runId` that is not a tool call (those come mid-run, before the reply).
-fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
-    let m = line.get("message")?;
-    if m.get("role").and_then(|r| r.as_str()) != Some("assistant")
-        || m.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
-    {
-        return None;
-    }
-    m.get("__switchboard")?.get("runId")?.as_str()
-}
-
-/// Keep the timeline bounded: the newest 200 exchanges.
-fn trim_flows(s: &mut State) {
-    while s.rounds.flows.len() > 200 {
-        let oldest = s
-            .rounds
-            .flows
-            .iter()
-            .min_by_key(|(_, f)| f.started)
-            .map(|(k, _)| k.clone());
-        match oldest {
-            Some(k) => {
-                s.rounds.flows.remove(&k);
-            }
-            None => break,
         }
     }
 }

@@ -5,6 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::Console;
+use crate::api::{ApiError, TranscriptPage};
 use crate::tui::action::Intent;
 use crate::tui::clipboard;
 use crate::tui::effects::Effect;
@@ -16,6 +17,105 @@ use crate::tui::view::transcript as pane;
 const SIDEWAYS_STEP: usize = 8;
 
 impl Console {
+    /// The transcript pane's toggles: tool lines, timestamps, wrapping, following the end.
+    pub(super) fn transcript_toggle(&mut self, intent: Intent, page: usize) {
+        let s = &mut self.state;
+        match intent {
+            Intent::ToggleTools => {
+                s.transcript.tools = !s.transcript.tools;
+                let on = if s.transcript.tools {
+                    "shown"
+                } else {
+                    "hidden"
+                };
+                s.flash(format!("tool calls {on}"), false);
+                self.rescan_search();
+            }
+            Intent::ToggleTimestamps => s.transcript.timestamps = !s.transcript.timestamps,
+            Intent::ToggleWrap => s.transcript.wrap = !s.transcript.wrap,
+            Intent::ToggleFollow => {
+                if s.transcript.follow {
+                    // Paused where it is now.
+                    let top = pane::top(s);
+                    s.transcript.view.anchor = Some(top);
+                    s.transcript.follow = false;
+                } else {
+                    self.transcript_move(Intent::Bottom, page);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn transcript_loaded(
+        &mut self,
+        generation: u64,
+        key: String,
+        result: Result<TranscriptPage, ApiError>,
+    ) {
+        if self
+            .transcript_in_flight
+            .as_ref()
+            .is_some_and(|(g, k)| *g == generation && *k == key)
+        {
+            self.transcript_in_flight = None;
+        }
+        if generation != self.transcript_generation
+            || self.state.sessions.selected_key() != Some(key.as_str())
+        {
+            return;
+        }
+        let s = &mut self.state;
+        if s.transcript.key.as_deref() != Some(key.as_str()) {
+            // Another session: start at its end, not at the last one's scroll position.
+            s.transcript.lines.clear();
+            s.transcript.total = 0;
+            s.transcript.view.reset();
+            s.transcript.follow = true;
+        }
+        match result {
+            Ok(page) => {
+                let lines: Vec<_> = page
+                    .lines
+                    .iter()
+                    .map(crate::tui::state::TranscriptLine::from_api)
+                    .collect();
+                let total = page.last_seq;
+                // A paused view is anchored to a line (`transcript_view.anchor`), so neither
+                // new lines below it nor a longer window above it move what is on screen.
+                // A gateway may leave older lines out to fit its frame limit: those are
+                // still there to page back to.
+                s.transcript.view.at_start = (page.left_out == 0
+                    && lines.len() < self.transcript_asked)
+                    || lines.first().is_some_and(|l| l.seq <= 1);
+                // Paused on the newest window: it grows by what arrived, so the line the
+                // view is anchored to is not pushed out of it by newer ones.
+                if !s.transcript.follow
+                    && s.transcript.view.window_end.is_none()
+                    && s.transcript.total > 0
+                {
+                    let arrived = (total - s.transcript.total).max(0) as usize;
+                    s.transcript.window = (s.transcript.window + arrived).min(TRANSCRIPT_MAX);
+                }
+                s.transcript.lines = lines;
+                s.transcript.total = total;
+                // The real reply lines are on screen now: their provisional text goes in
+                // the same frame, so neither both nor none are ever drawn.
+                s.transcript.streams.transcript_loaded(&key, total);
+                self.rescan_search();
+            }
+            Err(e) => {
+                s.transcript.lines.clear();
+                s.transcript.total = 0;
+                s.flash(format!("cannot read the transcript: {e}"), true);
+                self.rescan_search();
+            }
+        }
+        let s = &mut self.state;
+        s.transcript.key = Some(key.clone());
+        s.sessions.unread.remove(&key);
+    }
+
     /// Rows of message `i` as the pane draws it now.
     fn rows_fn(&self) -> impl Fn(usize) -> usize + '_ {
         let (width, _) = pane::body_size(&self.state);
