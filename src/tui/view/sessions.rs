@@ -12,9 +12,73 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::{border, middle_ellipsis, pad};
 use crate::api::time::{AgoStyle, ago};
 use crate::tui::sessions_order::SortMode;
-use crate::tui::state::{Focus, State};
+use crate::tui::state::{Focus, SessionRow, State};
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title(state))
+        .border_style(border(state, Focus::Sessions));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height == 0 {
+        return;
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    // The filter box takes the first line while it is in use.
+    let filter_active = state.focus == Focus::Filter || !state.sessions.filter.is_empty();
+    if filter_active {
+        let cursor = if state.focus == Focus::Filter {
+            "▏"
+        } else {
+            ""
+        };
+        lines.push(Line::from(vec![
+            Span::styled("/", Style::default().add_modifier(Modifier::BOLD)),
+            Span::raw(format!(
+                "{}{cursor}",
+                crate::text_safety::safe_line(&state.sessions.filter)
+            )),
+        ]));
+    }
+    let width = inner.width as usize;
+    let layout = RowLayout::new(width);
+    if !state.sessions.rows.is_empty() && (inner.height as usize) > lines.len() + 1 {
+        lines.push(Line::styled(
+            pad(&layout.head(), width),
+            Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+        ));
+    }
+    let rows_room = inner.height as usize - lines.len();
+    if state.sessions.rows.is_empty() {
+        let msg = if state.sessions.filter.is_empty()
+            && state.sessions.kind_filter.is_none()
+            && state.sessions.active_within.is_none()
+        {
+            "No sessions yet. They appear as messages arrive."
+        } else {
+            "No session matches the filter (Esc clears it)."
+        };
+        lines.push(Line::from(msg));
+    }
+    let top = top_row(state, rows_room);
+    let first = top.saturating_sub(state.sessions.offset);
+    for (j, row) in state
+        .sessions
+        .rows
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows_room)
+    {
+        let i = state.sessions.offset + j;
+        lines.push(row_line(state, row, i == state.sessions.selected, &layout));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The pane's title: counts, the filters in force, and the order when it is not activity.
+fn title(state: &State) -> String {
     let mut title = format!(
         " Sessions {}/{} ",
         state.sessions.session_count(),
@@ -48,164 +112,151 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             title.push_str(&format!("[by {}] ", mode.label()));
         }
     }
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .border_style(border(state, Focus::Sessions));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.height == 0 {
-        return;
-    }
-    let mut lines: Vec<Line> = Vec::new();
-    // The filter box takes the first line while it is in use.
-    let filter_active = state.focus == Focus::Filter || !state.sessions.filter.is_empty();
-    if filter_active {
-        let cursor = if state.focus == Focus::Filter {
-            "▏"
+    title
+}
+
+/// Which columns a pane `width` wide shows, and how wide the name and preview are.
+#[derive(Clone, Copy)]
+struct RowLayout {
+    width: usize,
+    kind: bool,
+    channel: bool,
+    unread: bool,
+    preview: bool,
+    name_w: usize,
+    preview_w: usize,
+}
+
+impl RowLayout {
+    fn new(width: usize) -> RowLayout {
+        // Columns give way as the pane narrows: channel first, then unread counts; the name
+        // takes whatever is left, and the last message what is left beyond a comfortable name.
+        let Columns {
+            kind,
+            channel,
+            unread,
+            fixed,
+        } = columns(width);
+        let preview = shows_preview(width);
+        let name_w = if preview {
+            24.max((width - fixed) * 2 / 5)
         } else {
-            ""
+            width.saturating_sub(fixed).max(6)
         };
-        lines.push(Line::from(vec![
-            Span::styled("/", Style::default().add_modifier(Modifier::BOLD)),
-            Span::raw(format!(
-                "{}{cursor}",
-                crate::text_safety::safe_line(&state.sessions.filter)
-            )),
-        ]));
+        let preview_w = width.saturating_sub(fixed + name_w + 1);
+        RowLayout {
+            width,
+            kind,
+            channel,
+            unread,
+            preview,
+            name_w,
+            preview_w,
+        }
     }
-    let width = inner.width as usize;
-    // Columns give way as the pane narrows: channel first, then unread counts; the name
-    // takes whatever is left, and the last message what is left beyond a comfortable name.
-    let Columns {
-        kind: show_kind,
-        channel: show_channel,
-        unread: show_unread,
-        fixed,
-    } = columns(width);
-    let show_preview = shows_preview(width);
-    let name_w = if show_preview {
-        24.max((width - fixed) * 2 / 5)
-    } else {
-        width.saturating_sub(fixed).max(6)
-    };
-    let preview_w = width.saturating_sub(fixed + name_w + 1);
-    if !state.sessions.rows.is_empty() && (inner.height as usize) > lines.len() + 1 {
+
+    /// The column headers.
+    fn head(&self) -> String {
         let mut head = "  ".to_string();
-        if show_kind {
+        if self.kind {
             head.push_str(&format!("{} ", pad("kind", 5)));
         }
-        head.push_str(&format!("{} ", pad("name", name_w)));
-        if show_channel {
+        head.push_str(&format!("{} ", pad("name", self.name_w)));
+        if self.channel {
             head.push_str(&pad("channel", 8));
             head.push(' ');
         }
         head.push_str(&format!("{:>4} {}", "age", pad("policy", 6)));
-        if show_unread {
+        if self.unread {
             head.push_str(" new");
         }
-        if show_preview {
+        if self.preview {
             head.push_str("  last message");
         }
-        lines.push(Line::styled(
-            pad(&head, width),
-            Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
-        ));
+        head
     }
-    let rows_room = inner.height as usize - lines.len();
-    if state.sessions.rows.is_empty() {
-        let msg = if state.sessions.filter.is_empty()
-            && state.sessions.kind_filter.is_none()
-            && state.sessions.active_within.is_none()
-        {
-            "No sessions yet. They appear as messages arrive."
-        } else {
-            "No session matches the filter (Esc clears it)."
-        };
-        lines.push(Line::from(msg));
-    }
-    let top = top_row(state, rows_room);
+}
+
+/// One session's row: marks (running or streaming, new activity), then the columns.
+fn row_line(state: &State, row: &SessionRow, selected: bool, layout: &RowLayout) -> Line<'static> {
+    let RowLayout {
+        width,
+        kind: show_kind,
+        channel: show_channel,
+        unread: show_unread,
+        preview: show_preview,
+        name_w,
+        preview_w,
+    } = *layout;
     let g = state.theme.glyphs();
-    let first = top.saturating_sub(state.sessions.offset);
-    for (j, row) in state
+    let running = if state.transcript.streams.streaming_in(&row.key) {
+        g.streaming
+    } else if state.sessions.running.contains(&row.key) {
+        g.running
+    } else {
+        " "
+    };
+    let mark = if state.sessions.order.marked.contains(&row.key) {
+        g.activity
+    } else {
+        " "
+    };
+    let unread = state
         .sessions
-        .rows
-        .iter()
-        .enumerate()
-        .skip(first)
-        .take(rows_room)
-    {
-        let i = state.sessions.offset + j;
-        let running = if state.transcript.streams.streaming_in(&row.key) {
-            g.streaming
-        } else if state.sessions.running.contains(&row.key) {
-            g.running
-        } else {
-            " "
-        };
-        let mark = if state.sessions.order.marked.contains(&row.key) {
-            g.activity
-        } else {
-            " "
-        };
-        let unread = state
-            .sessions
-            .unread
-            .get(&row.key)
-            .filter(|n| **n > 0)
-            .map(|n| {
-                if *n > 999 {
-                    "999+".to_string()
-                } else {
-                    format!("{n:>3}")
-                }
-            })
-            .unwrap_or_else(|| "   ".into());
-        let policy = format!(
-            "{}{}",
-            row.policy,
-            if row.policy_override { "*" } else { " " }
-        );
-        let prefix = if row.archived { "[a] " } else { "" };
-        let room = name_w.saturating_sub(prefix.len());
-        // A display name is kept from its start; a bare key keeps its distinguishing end.
-        let name = if row.named {
-            super::fit(&row.name, room)
-        } else {
-            middle_ellipsis(&row.name, room)
-        };
-        let mut text = format!("{running}{mark}");
-        if show_kind {
-            text.push_str(&format!("{} ", pad(row.kind.as_str(), 5)));
-        }
-        text.push_str(&format!("{} ", pad(&format!("{prefix}{name}"), name_w)));
-        if show_channel {
-            text.push_str(&pad(&row.channel, 8));
-            text.push(' ');
-        }
-        text.push_str(&format!(
-            "{:>4} {}",
-            ago(state.now_ms, row.updated_at, AgoStyle::Terse),
-            pad(&policy, 6)
-        ));
-        if show_unread {
-            text.push(' ');
-            text.push_str(&unread);
-        }
-        if show_preview && let Some(p) = &row.preview {
-            text.push_str("  ");
-            text.push_str(&super::fit(p, preview_w.saturating_sub(1)));
-        }
-        let mut style = Style::default();
-        if row.policy == "deny" {
-            style = style.add_modifier(Modifier::DIM);
-        }
-        if i == state.sessions.selected {
-            style = style.add_modifier(Modifier::REVERSED);
-        }
-        lines.push(Line::styled(pad(&text, width), style));
+        .unread
+        .get(&row.key)
+        .filter(|n| **n > 0)
+        .map(|n| {
+            if *n > 999 {
+                "999+".to_string()
+            } else {
+                format!("{n:>3}")
+            }
+        })
+        .unwrap_or_else(|| "   ".into());
+    let policy = format!(
+        "{}{}",
+        row.policy,
+        if row.policy_override { "*" } else { " " }
+    );
+    let prefix = if row.archived { "[a] " } else { "" };
+    let room = name_w.saturating_sub(prefix.len());
+    // A display name is kept from its start; a bare key keeps its distinguishing end.
+    let name = if row.named {
+        super::fit(&row.name, room)
+    } else {
+        middle_ellipsis(&row.name, room)
+    };
+    let mut text = format!("{running}{mark}");
+    if show_kind {
+        text.push_str(&format!("{} ", pad(row.kind.as_str(), 5)));
     }
-    frame.render_widget(Paragraph::new(lines), inner);
+    text.push_str(&format!("{} ", pad(&format!("{prefix}{name}"), name_w)));
+    if show_channel {
+        text.push_str(&pad(&row.channel, 8));
+        text.push(' ');
+    }
+    text.push_str(&format!(
+        "{:>4} {}",
+        ago(state.now_ms, row.updated_at, AgoStyle::Terse),
+        pad(&policy, 6)
+    ));
+    if show_unread {
+        text.push(' ');
+        text.push_str(&unread);
+    }
+    if show_preview && let Some(p) = &row.preview {
+        text.push_str("  ");
+        text.push_str(&super::fit(p, preview_w.saturating_sub(1)));
+    }
+    let mut style = Style::default();
+    if row.policy == "deny" {
+        style = style.add_modifier(Modifier::DIM);
+    }
+    if selected {
+        style = style.add_modifier(Modifier::REVERSED);
+    }
+    Line::styled(pad(&text, width), style)
 }
 
 /// Which of channel and unread fit in a pane `width` wide, and the width of the columns
