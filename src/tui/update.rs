@@ -26,26 +26,10 @@ const SESSION_MARGIN: usize = 50;
 /// The console: its state plus what it has asked for and not yet received.
 pub struct Console {
     pub state: State,
-    /// Bumped whenever the sessions query changes (filters, window position): a page for an
-    /// older generation answers a question nobody asks any more.
-    sessions_generation: u64,
-    /// What is shown may be out of date: load the page again.
-    sessions_dirty: bool,
-    /// The number of matching sessions must be counted again on the next load.
-    recount: bool,
-    /// The generation of the sessions load under way (one at a time per generation).
-    sessions_in_flight: Option<u64>,
-    /// Sessions whose running state an event changed since the load under way was asked
-    /// for: that page was read before the event, so for these keys the event is the newer
-    /// word (a page read just before a run started would otherwise hide the run).
-    running_since_request: HashSet<String>,
-    /// Bumped whenever the transcript wanted changes (another session, a longer window).
-    transcript_generation: u64,
-    transcript_dirty: bool,
-    /// The transcript load under way: its generation and key.
-    transcript_in_flight: Option<(u64, String)>,
-    /// How many lines that load asked for (fewer back: the window reaches line 1).
-    transcript_asked: usize,
+    /// The sessions pane's loads.
+    sessions_load: SessionsLoad,
+    /// The transcript pane's loads.
+    transcript_load: TranscriptLoad,
     /// Effects decided by `update` that are not loads (sends, tool calls), handed out by the
     /// next call that returns effects.
     queued: Vec<Effect>,
@@ -55,20 +39,52 @@ pub struct Console {
     agents_asked: bool,
 }
 
+/// What the sessions pane asked for and whether it must ask again.
+struct SessionsLoad {
+    /// Bumped whenever the sessions query changes (filters, window position): a page for an
+    /// older generation answers a question nobody asks any more.
+    generation: u64,
+    /// What is shown may be out of date: load the page again.
+    dirty: bool,
+    /// The number of matching sessions must be counted again on the next load.
+    recount: bool,
+    /// The generation of the sessions load under way (one at a time per generation).
+    in_flight: Option<u64>,
+    /// Sessions whose running state an event changed since the load under way was asked
+    /// for: that page was read before the event, so for these keys the event is the newer
+    /// word (a page read just before a run started would otherwise hide the run).
+    running_since_request: HashSet<String>,
+}
+
+/// What the transcript pane asked for and whether it must ask again.
+struct TranscriptLoad {
+    /// Bumped whenever the transcript wanted changes (another session, a longer window).
+    generation: u64,
+    dirty: bool,
+    /// The transcript load under way: its generation and key.
+    in_flight: Option<(u64, String)>,
+    /// How many lines that load asked for (fewer back: the window reaches line 1).
+    asked: usize,
+}
+
 impl Console {
     /// A console over `state`; the first `refresh` asks for everything it shows.
     pub fn new(state: State) -> Console {
         Console {
             state,
-            sessions_generation: 1,
-            sessions_dirty: true,
-            recount: true,
-            sessions_in_flight: None,
-            running_since_request: HashSet::new(),
-            transcript_generation: 1,
-            transcript_dirty: true,
-            transcript_in_flight: None,
-            transcript_asked: 0,
+            sessions_load: SessionsLoad {
+                generation: 1,
+                dirty: true,
+                recount: true,
+                in_flight: None,
+                running_since_request: HashSet::new(),
+            },
+            transcript_load: TranscriptLoad {
+                generation: 1,
+                dirty: true,
+                in_flight: None,
+                asked: 0,
+            },
             queued: Vec::new(),
             select_when_loaded: None,
             agents_asked: false,
@@ -85,7 +101,7 @@ impl Console {
             Action::Resize(w, h) => {
                 if super::view::shows_previews(w) != super::view::shows_previews(self.state.width) {
                     // The last-message column comes or goes: rows with or without it.
-                    self.sessions_dirty = true;
+                    self.sessions_load.dirty = true;
                 }
                 self.state.width = w;
                 self.state.height = h;
@@ -144,10 +160,10 @@ impl Console {
     /// Some loads are under way or wanted: results are still to come before the screen is
     /// settled.
     pub fn pending(&self) -> bool {
-        self.sessions_in_flight.is_some()
-            || self.transcript_in_flight.is_some()
-            || self.sessions_dirty
-            || self.transcript_dirty
+        self.sessions_load.in_flight.is_some()
+            || self.transcript_load.in_flight.is_some()
+            || self.sessions_load.dirty
+            || self.transcript_load.dirty
             || self.state.sessions.selected_key() != self.state.transcript.key.as_deref()
             || self.state.rounds.exchanges.pending()
             || self
@@ -160,9 +176,9 @@ impl Console {
 
     /// Everything shown may be stale (events were missed, another process wrote).
     fn reload_all(&mut self) {
-        self.sessions_dirty = true;
-        self.recount = true;
-        self.transcript_dirty = true;
+        self.sessions_load.dirty = true;
+        self.sessions_load.recount = true;
+        self.transcript_load.dirty = true;
         self.state.rounds.exchanges.reload();
     }
 
@@ -172,8 +188,10 @@ impl Console {
         let mut effects = std::mem::take(&mut self.queued);
         // A load for this generation already under way is waited for (its result is fresh
         // enough to show; the next one follows it); one for an older generation is not.
-        if self.sessions_dirty && self.sessions_in_flight != Some(self.sessions_generation) {
-            self.sessions_dirty = false;
+        if self.sessions_load.dirty
+            && self.sessions_load.in_flight != Some(self.sessions_load.generation)
+        {
+            self.sessions_load.dirty = false;
             effects.push(self.sessions_request());
         }
         // Whatever moved the selection (a filter edit, a reload, a deletion), the transcript
@@ -191,10 +209,10 @@ impl Console {
                 s.transcript.follow = true;
                 self.rescan_search();
             }
-            let asked = self.transcript_in_flight.as_ref().map(|(_, k)| k);
+            let asked = self.transcript_load.in_flight.as_ref().map(|(_, k)| k);
             if selected.is_some() && asked != selected.as_ref() {
-                self.transcript_generation += 1;
-                self.transcript_dirty = true;
+                self.transcript_load.generation += 1;
+                self.transcript_load.dirty = true;
             }
         }
         self.state.sessions.selected_policy = self.selected_row().map(|r| r.policy_line());
@@ -205,20 +223,22 @@ impl Console {
         self.state.traffic.prepare(self.state.height as usize);
         match selected {
             None => {
-                self.transcript_dirty = false;
+                self.transcript_load.dirty = false;
             }
             Some(key) => {
                 let in_flight_now = self
-                    .transcript_in_flight
+                    .transcript_load
+                    .in_flight
                     .as_ref()
-                    .is_some_and(|(g, _)| *g == self.transcript_generation);
-                if self.transcript_dirty && !in_flight_now {
-                    self.transcript_dirty = false;
-                    self.transcript_in_flight = Some((self.transcript_generation, key.clone()));
+                    .is_some_and(|(g, _)| *g == self.transcript_load.generation);
+                if self.transcript_load.dirty && !in_flight_now {
+                    self.transcript_load.dirty = false;
+                    self.transcript_load.in_flight =
+                        Some((self.transcript_load.generation, key.clone()));
                     let limit = self.state.transcript.window.clamp(1, TRANSCRIPT_MAX);
-                    self.transcript_asked = limit;
+                    self.transcript_load.asked = limit;
                     effects.push(Effect::LoadTranscript {
-                        generation: self.transcript_generation,
+                        generation: self.transcript_load.generation,
                         query: TranscriptQuery {
                             key,
                             // The newest lines, or the window `g` and scrolling moved to.
@@ -537,43 +557,43 @@ impl Console {
         self.state.transcript.event(&e, selected.as_deref(), now);
         let s = &mut self.state;
         match e {
-            EngineEvent::SessionUpdated { .. } => self.sessions_dirty = true,
+            EngineEvent::SessionUpdated { .. } => self.sessions_load.dirty = true,
             EngineEvent::SessionCreated { .. } | EngineEvent::SessionArchived { .. } => {
-                self.sessions_dirty = true;
-                self.recount = true;
+                self.sessions_load.dirty = true;
+                self.sessions_load.recount = true;
             }
             EngineEvent::SessionDeleted { key } => {
-                self.sessions_dirty = true;
-                self.recount = true;
+                self.sessions_load.dirty = true;
+                self.sessions_load.recount = true;
                 if selected.as_deref() == Some(key.as_str()) {
                     s.flash(format!("{key} was deleted"), false);
-                    self.transcript_dirty = true;
+                    self.transcript_load.dirty = true;
                 }
             }
             EngineEvent::MessageAppended { key, .. } => {
-                self.sessions_dirty = true;
+                self.sessions_load.dirty = true;
                 if s.sessions.order.holding(s.ticks) {
                     // The row will not move while the owner moves: mark it instead.
                     s.sessions.order.marked.insert(key.clone());
                 }
                 if selected.as_deref() == Some(key.as_str()) {
-                    self.transcript_dirty = true;
+                    self.transcript_load.dirty = true;
                 } else {
                     *s.sessions.unread.entry(key).or_default() += 1;
                 }
             }
             // Another process wrote to the state folder: what is not known, so reload.
             EngineEvent::ExternalChange => {
-                self.sessions_dirty = true;
-                self.recount = true;
-                self.transcript_dirty = true;
+                self.sessions_load.dirty = true;
+                self.sessions_load.recount = true;
+                self.transcript_load.dirty = true;
             }
             EngineEvent::RunStarted { key, .. } => {
-                self.running_since_request.insert(key.clone());
+                self.sessions_load.running_since_request.insert(key.clone());
                 s.sessions.running.insert(key);
             }
             EngineEvent::RunEnded { key, .. } => {
-                self.running_since_request.insert(key.clone());
+                self.sessions_load.running_since_request.insert(key.clone());
                 s.sessions.running.remove(&key);
             }
             // A delta proves a run: the sessions list marks it even if RunStarted was missed.
@@ -585,8 +605,8 @@ impl Console {
                     format!("send policy of {key} set to {policy} (by {by})"),
                     false,
                 );
-                self.sessions_dirty = true;
-                self.transcript_dirty = true;
+                self.sessions_load.dirty = true;
+                self.transcript_load.dirty = true;
             }
             EngineEvent::PolicyDecision {
                 key,
@@ -630,7 +650,7 @@ impl Console {
         }
         if s.sessions.order.held && !s.sessions.order.holding(s.ticks) {
             // The owner paused: the held rows take their order now.
-            self.sessions_dirty = true;
+            self.sessions_load.dirty = true;
         }
     }
 }

@@ -154,8 +154,8 @@ impl Console {
         if let Some(new) = c.target.take() {
             // The message starts the session: show it once a page lists it.
             self.select_when_loaded = Some(new);
-            self.sessions_dirty = true;
-            self.recount = true;
+            self.sessions_load.dirty = true;
+            self.sessions_load.recount = true;
         }
         self.send_message(key, text);
     }
@@ -341,8 +341,8 @@ impl Console {
             }
         };
         self.select_when_loaded = Some(n.key.clone());
-        self.sessions_dirty = true;
-        self.recount = true;
+        self.sessions_load.dirty = true;
+        self.sessions_load.recount = true;
         let s = &mut self.state;
         s.focus = Focus::Composer;
         if n.sent {

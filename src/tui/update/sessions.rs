@@ -54,8 +54,8 @@ impl Console {
                 }
                 // A sort asked for applies now, held or not.
                 s.sessions.order.moved_never();
-                self.sessions_generation += 1;
-                self.sessions_dirty = true;
+                self.sessions_load.generation += 1;
+                self.sessions_load.dirty = true;
             }
             _ => {}
         }
@@ -96,7 +96,7 @@ impl Console {
         let start = s.sessions.selected.saturating_sub(SESSION_WINDOW / 2);
         // Counting walks every matching index entry: only when the set may have changed
         // size (sessions created or removed, filters changed), not on every new message.
-        let count = std::mem::take(&mut self.recount);
+        let count = std::mem::take(&mut self.sessions_load.recount);
         let query = SessionsQuery {
             kinds: s.sessions.kind_filter.into_iter().collect(),
             text: s.sessions.filter.clone(),
@@ -111,19 +111,19 @@ impl Console {
             previews: crate::tui::view::shows_previews(s.width),
             order: s.sessions.order.mode.engine_order(),
         };
-        self.sessions_in_flight = Some(self.sessions_generation);
-        self.running_since_request.clear();
+        self.sessions_load.in_flight = Some(self.sessions_load.generation);
+        self.sessions_load.running_since_request.clear();
         Effect::LoadSessions {
-            generation: self.sessions_generation,
+            generation: self.sessions_load.generation,
             query,
         }
     }
 
     /// The sessions query changed: what is under way answers an old question.
     pub(super) fn new_sessions_query(&mut self) {
-        self.sessions_generation += 1;
-        self.sessions_dirty = true;
-        self.recount = true;
+        self.sessions_load.generation += 1;
+        self.sessions_load.dirty = true;
+        self.sessions_load.recount = true;
     }
 
     pub(super) fn sessions_loaded(
@@ -131,10 +131,10 @@ impl Console {
         generation: u64,
         result: Result<SessionsPage, ApiError>,
     ) {
-        if self.sessions_in_flight == Some(generation) {
-            self.sessions_in_flight = None;
+        if self.sessions_load.in_flight == Some(generation) {
+            self.sessions_load.in_flight = None;
         }
-        if generation != self.sessions_generation {
+        if generation != self.sessions_load.generation {
             return;
         }
         let page = match result {
@@ -142,7 +142,7 @@ impl Console {
             Err(e) => {
                 // The count asked for was not given: ask again with the next load (which
                 // comes with the next event or key, not in a loop).
-                self.recount = true;
+                self.sessions_load.recount = true;
                 self.state.flash(format!("cannot read sessions: {e}"), true);
                 return;
             }
@@ -176,7 +176,7 @@ impl Console {
         // The page says what runs now, so a console opened while runs go (or one that
         // missed events) shows them; events keep it current between pages.
         for r in &page.rows {
-            if self.running_since_request.contains(&r.key) {
+            if self.sessions_load.running_since_request.contains(&r.key) {
                 continue;
             }
             if r.running {
@@ -242,8 +242,8 @@ impl Console {
             || index < lo
             || index >= hi
         {
-            self.sessions_generation += 1;
-            self.sessions_dirty = true;
+            self.sessions_load.generation += 1;
+            self.sessions_load.dirty = true;
         }
     }
 }

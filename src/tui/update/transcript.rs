@@ -54,13 +54,14 @@ impl Console {
         result: Result<TranscriptPage, ApiError>,
     ) {
         if self
-            .transcript_in_flight
+            .transcript_load
+            .in_flight
             .as_ref()
             .is_some_and(|(g, k)| *g == generation && *k == key)
         {
-            self.transcript_in_flight = None;
+            self.transcript_load.in_flight = None;
         }
-        if generation != self.transcript_generation
+        if generation != self.transcript_load.generation
             || self.state.sessions.selected_key() != Some(key.as_str())
         {
             return;
@@ -86,7 +87,7 @@ impl Console {
                 // A gateway may leave older lines out to fit its frame limit: those are
                 // still there to page back to.
                 s.transcript.view.at_start = (page.left_out == 0
-                    && lines.len() < self.transcript_asked)
+                    && lines.len() < self.transcript_load.asked)
                     || lines.first().is_some_and(|l| l.seq <= 1);
                 // Paused on the newest window: it grows by what arrived, so the line the
                 // view is anchored to is not pushed out of it by newer ones.
@@ -180,7 +181,7 @@ impl Console {
                 s.transcript.view.window_end =
                     Some(lo + (TRANSCRIPT_MAX - TRANSCRIPT_WINDOW) as i64);
             }
-            self.transcript_dirty = true;
+            self.transcript_load.dirty = true;
         } else if v.window_end.is_some()
             && s.transcript.lines.len().saturating_sub(i) <= margin + body_h
         {
@@ -189,7 +190,7 @@ impl Console {
             s.transcript.view.window_end = (next <= s.transcript.total).then_some(next);
             s.transcript.window =
                 (s.transcript.lines.len() + TRANSCRIPT_WINDOW).min(TRANSCRIPT_MAX);
-            self.transcript_dirty = true;
+            self.transcript_load.dirty = true;
         }
     }
 
@@ -206,8 +207,8 @@ impl Console {
             s.transcript.view.window_end = Some(TRANSCRIPT_WINDOW as i64 + 1);
             s.transcript.window = TRANSCRIPT_WINDOW;
             // What is under way asks for another window: its answer is not this one.
-            self.transcript_generation += 1;
-            self.transcript_dirty = true;
+            self.transcript_load.generation += 1;
+            self.transcript_load.dirty = true;
         }
     }
 
@@ -219,8 +220,8 @@ impl Console {
         if s.transcript.view.window_end.take().is_some() {
             s.transcript.window = TRANSCRIPT_WINDOW;
             s.transcript.view.at_start = false;
-            self.transcript_generation += 1;
-            self.transcript_dirty = true;
+            self.transcript_load.generation += 1;
+            self.transcript_load.dirty = true;
         }
     }
 
