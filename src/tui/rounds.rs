@@ -3,8 +3,45 @@
 
 use std::collections::BTreeMap;
 
-use super::state::{FlowView, RoundView, SpawnView};
 use crate::api::EngineEvent;
+
+/// One round of an exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundView {
+    pub round: u32,
+    pub speaker: String,
+    pub text: String,
+    pub status: String,
+}
+
+/// A `sessions_send` exchange as the rounds pane draws it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FlowView {
+    pub flow_id: String,
+    pub requester: String,
+    pub target: String,
+    pub message: String,
+    pub rounds: Vec<RoundView>,
+    /// How the loop ended (`cap`, `reply_skip`, …) with detail.
+    pub loop_end: Option<(String, String)>,
+    /// The announce's outcome and detail.
+    pub announce: Option<(String, String)>,
+    pub done: bool,
+    pub started: i64,
+}
+
+/// A spawned sub-agent as the rounds pane draws it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SpawnView {
+    pub requester: String,
+    pub child: String,
+    pub label: String,
+    pub status: String,
+    pub runtime_ms: Option<i64>,
+    pub tokens: Option<(u64, u64)>,
+    pub announce: Option<String>,
+    pub started: i64,
+}
 
 /// See the module comment.
 #[derive(Debug, Clone, Default)]

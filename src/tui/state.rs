@@ -1,126 +1,14 @@
-//! The console's model: what is on screen and why (sessions window, selected transcript,
-//! exchange timeline, composer, toggles). Plain data, filled by `update`, read by `view`.
+//! The console's model: one struct per pane (sessions, transcript, rounds, composer,
+//! traffic) and what they share (screen, focus, overlays, status line). Plain data, filled by
+//! `update`, read by `view`.
 
-use crate::api::{self, SessionKind};
-use crate::text_safety::{safe_line, safe_text};
+use crate::api;
 
 /// How many transcript lines the pane loads at first (the newest ones), and how many more
 /// each time the user scrolls to the top of what is loaded.
 pub const TRANSCRIPT_WINDOW: usize = 400;
 /// The most the pane ever holds; `switchboard sessions export` is the way to read more.
 pub const TRANSCRIPT_MAX: usize = 20_000;
-
-/// One row of the sessions pane.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionRow {
-    pub key: String,
-    pub kind: SessionKind,
-    /// Display name, or the key when there is none.
-    pub name: String,
-    pub channel: String,
-    pub updated_at: i64,
-    /// `allow` / `deny`, and whether it is this session's own override.
-    pub policy: String,
-    pub policy_override: bool,
-    /// Where the policy comes from, in words (the status line shows it).
-    pub policy_detail: String,
-    /// The policy in plain words, for the status line's policy slot.
-    pub policy_words: String,
-    pub archived: bool,
-    /// It has a display name or label (else `name` is its key, shortened in the middle).
-    pub named: bool,
-    /// The start of its last message, escaped (the preview column).
-    pub preview: Option<String>,
-}
-
-impl SessionRow {
-    /// A row as the API lists it, made safe for the screen: names are labels stored as
-    /// given, so they are escaped here, where they enter the console.
-    pub fn from_api(r: &api::SessionRow) -> SessionRow {
-        SessionRow {
-            key: r.key.clone(),
-            kind: r.kind,
-            name: safe_line(&r.name).into_owned(),
-            channel: safe_line(&r.channel).into_owned(),
-            updated_at: r.updated_at,
-            policy: r.policy.policy.clone(),
-            policy_override: r.policy.is_override(),
-            policy_detail: safe_line(&r.policy.detail).into_owned(),
-            policy_words: safe_line(&crate::tui::status::policy_words(&r.policy)).into_owned(),
-            archived: r.archived,
-            named: r.display_name.is_some() || r.label.is_some(),
-            preview: r.last_message.as_deref().map(|m| safe_line(m).into_owned()),
-        }
-    }
-
-    /// What the status line's policy slot says about this session's send policy.
-    pub fn policy_line(&self) -> String {
-        self.policy_words.clone()
-    }
-}
-
-/// One transcript line as the pane shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TranscriptLine {
-    pub seq: i64,
-    /// `user`, `assistant`, `tool`, `result`, `error`, `note`.
-    pub role: &'static str,
-    pub timestamp: i64,
-    /// Who: the sender label, `inter-session from <key> via <tool>`, or the agent.
-    pub from: String,
-    pub text: String,
-}
-
-impl TranscriptLine {
-    /// A line as the API returns it (raw agent text), escaped for the screen.
-    pub fn from_api(l: &api::TranscriptLine) -> TranscriptLine {
-        TranscriptLine {
-            seq: l.seq,
-            role: l.role.as_str(),
-            timestamp: l.timestamp,
-            from: safe_line(&l.from).into_owned(),
-            text: crate::tui::cells::stable(&safe_text(&l.text)).into_owned(),
-        }
-    }
-}
-
-/// One round of an exchange.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoundView {
-    pub round: u32,
-    pub speaker: String,
-    pub text: String,
-    pub status: String,
-}
-
-/// A `sessions_send` exchange as the rounds pane draws it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FlowView {
-    pub flow_id: String,
-    pub requester: String,
-    pub target: String,
-    pub message: String,
-    pub rounds: Vec<RoundView>,
-    /// How the loop ended (`cap`, `reply_skip`, …) with detail.
-    pub loop_end: Option<(String, String)>,
-    /// The announce's outcome and detail.
-    pub announce: Option<(String, String)>,
-    pub done: bool,
-    pub started: i64,
-}
-
-/// A spawned sub-agent as the rounds pane draws it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SpawnView {
-    pub requester: String,
-    pub child: String,
-    pub label: String,
-    pub status: String,
-    pub runtime_ms: Option<i64>,
-    pub tokens: Option<(u64, u64)>,
-    pub announce: Option<String>,
-    pub started: i64,
-}
 
 /// Which pane has the keyboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +32,10 @@ impl Focus {
 }
 
 pub use super::composer::Composer;
+// The panes' row types live with their panes; named here too, beside the state that holds them.
+pub use super::rounds::{FlowView, RoundView, SpawnView};
+pub use super::sessions::SessionRow;
+pub use super::transcript::TranscriptLine;
 
 /// The status line's message.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,9 +10,36 @@
 use std::collections::BTreeSet;
 
 use super::search::Search;
-use super::state::{State, TranscriptLine};
+use super::state::State;
 use super::streams::Delta;
+use crate::api;
 use crate::api::EngineEvent;
+use crate::text_safety::{safe_line, safe_text};
+
+/// One transcript line as the pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptLine {
+    pub seq: i64,
+    /// `user`, `assistant`, `tool`, `result`, `error`, `note`.
+    pub role: &'static str,
+    pub timestamp: i64,
+    /// Who: the sender label, `inter-session from <key> via <tool>`, or the agent.
+    pub from: String,
+    pub text: String,
+}
+
+impl TranscriptLine {
+    /// A line as the API returns it (raw agent text), escaped for the screen.
+    pub fn from_api(l: &api::TranscriptLine) -> TranscriptLine {
+        TranscriptLine {
+            seq: l.seq,
+            role: l.role.as_str(),
+            timestamp: l.timestamp,
+            from: safe_line(&l.from).into_owned(),
+            text: crate::tui::cells::stable(&safe_text(&l.text)).into_owned(),
+        }
+    }
+}
 
 /// The transcript pane's state: the selected session's loaded lines, where they came from,
 /// the view over them (`TranscriptView`), the toggles, and the replies being streamed.
