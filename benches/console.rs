@@ -84,6 +84,7 @@ fn main() {
     if let Some(i) = console
         .state
         .sessions
+        .rows
         .iter()
         .position(|r| r.key == "agent:main:main")
     {
@@ -92,9 +93,12 @@ fn main() {
             settle(&rt, &api, &mut console, effects);
         }
     }
-    assert_eq!(console.state.selected_key(), Some("agent:main:main"));
     assert_eq!(
-        console.state.transcript_key.as_deref(),
+        console.state.sessions.selected_key(),
+        Some("agent:main:main")
+    );
+    assert_eq!(
+        console.state.transcript.key.as_deref(),
         Some("agent:main:main")
     );
     let keymap = Keymap::defaults();

@@ -288,6 +288,7 @@ fn main() {
         .console
         .state
         .sessions
+        .rows
         .iter()
         .position(|r| r.key == BIG_KEY)
     {
@@ -296,7 +297,7 @@ fn main() {
         }
     }
     lp.settle();
-    assert_eq!(lp.console.state.transcript_key.as_deref(), Some(BIG_KEY));
+    assert_eq!(lp.console.state.transcript.key.as_deref(), Some(BIG_KEY));
 
     // Held arrow keys: 20 down, 20 up, …, one every KEY_GAP; the transcript load each asks
     // for is in flight over the 100 ms link while the next keys are handled.

@@ -82,7 +82,7 @@ fn main() {
     let mut state = State::new("/bench".into(), 1_750_000_000_000);
     state.width = 120;
     state.height = 40;
-    state.sessions = vec![SessionRow {
+    state.sessions.rows = vec![SessionRow {
         key: KEY.into(),
         kind: SessionKind::Main,
         name: "main".into(),
@@ -96,18 +96,19 @@ fn main() {
         named: false,
         preview: None,
     }];
-    state.matching_sessions = 1;
-    state.transcript_total = lines.len() as i64;
-    state.transcript = lines;
-    state.transcript_key = Some(KEY.into());
-    state.tools = true;
+    state.sessions.matching = 1;
+    state.transcript.total = lines.len() as i64;
+    state.transcript.lines = lines;
+    state.transcript.key = Some(KEY.into());
+    state.transcript.tools = true;
     state.focus = Focus::Transcript;
-    state.transcript_view.search.set_query("timeout");
+    state.transcript.view.search.set_query("timeout");
     state
-        .transcript_view
+        .transcript
+        .view
         .search
-        .rescan(&state.transcript, |l| shown(true, l));
-    state.transcript_view.search.to_last();
+        .rescan(&state.transcript.lines, |l| shown(true, l));
+    state.transcript.view.search.to_last();
     let keymap = Keymap::defaults();
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     c.bench_function("transcript/frame_120x40_20k_lines_search_on", |b| {

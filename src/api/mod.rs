@@ -4,6 +4,7 @@
 
 mod message;
 mod stream;
+pub mod time;
 mod types;
 
 use std::time::Duration;

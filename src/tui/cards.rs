@@ -92,7 +92,7 @@ pub fn status_rows(
     let mut runtime = if running { "running now" } else { "idle" }.to_string();
     runtime.push_str(&format!(
         " · updated {} ago",
-        crate::tui::view::ago(now_ms, row.updated_at)
+        crate::api::time::ago(now_ms, row.updated_at, crate::api::time::AgoStyle::Terse)
     ));
     if e.get("abortedLastRun").and_then(Value::as_bool) == Some(true) {
         runtime.push_str(" · last run aborted");

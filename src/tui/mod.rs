@@ -13,7 +13,10 @@ pub mod effects;
 pub mod exchanges;
 pub mod keymap;
 pub mod keys_doc;
+pub mod rounds;
+pub(crate) mod screen;
 pub mod search;
+pub mod sessions;
 pub mod sessions_order;
 pub mod sgr;
 pub mod state;
@@ -32,8 +35,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind};
-use ratatui::Terminal;
-use ratatui::backend::{CrosstermBackend, TestBackend};
 use ratatui::buffer::Buffer;
 use tokio::sync::mpsc;
 
@@ -81,7 +82,7 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     // installed the default action (ending the process) no longer happens either.
     let mut quit_signals = QuitSignals::new();
     // Engine events first, so nothing that happens while the screen is set up is missed.
-    let mut events = api.subscribe();
+    let events = api.subscribe();
     let api_link = api.link();
     let runner = Runner::new(api, tx.clone());
     let mut guard = terminal::TerminalGuard::enter()?;
@@ -92,151 +93,33 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     state.height = h;
     let mut console = Console::new(state);
     runner.run(console.refresh());
-    // Before the input thread starts: setting up may query the terminal (cursor position),
-    // and the thread would swallow the answer.
-    // Colours go out in the form the terminal takes (crossterm writes 256-colour codes).
-    let mut term = Terminal::new(CrosstermBackend::new(sgr::ColorWriter::new(
-        stdout(),
-        options.theme.colors,
-    )))?;
-    term.clear()?;
-
-    // Terminal input on a thread of its own (crossterm's read blocks). `None` means the
-    // terminal is gone (an SSH drop): quit instead of spinning.
-    std::thread::Builder::new()
-        .name("switchboard-input".into())
-        .spawn(move || {
-            loop {
-                match crossterm::event::read() {
-                    Ok(e) => {
-                        if term_tx.send(Some(e)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => {
-                        let _ = term_tx.send(None);
-                        return;
-                    }
-                }
-            }
-        })?;
-    let forward = tx.clone();
-    let events_task = tokio::spawn(async move {
-        loop {
-            let action = match events.next().await {
-                StreamItem::Event(e) => Action::Engine(Box::new(e.event)),
-                // Some were lost: what they would have told is reloaded instead.
-                StreamItem::Missed(_) => Action::Lagged,
-                StreamItem::Closed => return,
-            };
-            if forward.send(action).is_err() {
-                return;
-            }
-        }
-    });
+    let mut screen = screen::Screen::new(w, h, &options.theme, options.no_color)?;
+    read_terminal(term_tx)?;
+    let events_task = forward_events(events, tx.clone());
     // The link's state changes (dropped, reconnecting, resynced) redraw the header at once.
     let link_task = state_watch(api_link, tx.clone());
-    let ticker = tx.clone();
-    let tick_task = tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            every.tick().await;
-            if ticker.send(Action::Tick).is_err() {
-                return;
-            }
-        }
-    });
+    let tick_task = tick(tx.clone());
 
-    let mut shadow = Terminal::new(TestBackend::new(w, h))?;
-    let mut last: Option<(Buffer, Option<ratatui::layout::Position>)> = None;
     // Set when the terminal vanished: nothing may be written to it any more.
     let mut gone = false;
     let result: anyhow::Result<()> = async {
         loop {
-            let no_color = options.no_color;
             // Draw only when the picture changed: an idle console writes nothing.
-            let st = &console.state;
-            if shadow.backend().buffer().area.width != st.width
-                || shadow.backend().buffer().area.height != st.height
-            {
-                shadow = Terminal::new(TestBackend::new(st.width, st.height))?;
-                last = None;
-                term.autoresize()?;
-            }
-            shadow.draw(|f| {
-                view::draw(f, st, &options.keymap);
-                if no_color {
-                    strip_colors(f.buffer_mut());
-                }
-            })?;
-            let picture = shadow.backend().buffer().clone();
-            // The composer's cursor is the terminal's: where the frame put it, if it did.
-            let cursor = shadow
-                .backend()
-                .cursor_visible()
-                .then(|| shadow.backend().cursor_position());
-            if last.as_ref() != Some(&(picture.clone(), cursor)) {
-                let drawn: std::io::Result<()> = (|| {
-                    crossterm::execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate)?;
-                    // The picture is already rendered: hand it over instead of drawing again
-                    // (unless the terminal's size moved on since: then draw it fresh).
-                    term.draw(|f| {
-                        if f.area() == picture.area {
-                            f.buffer_mut().clone_from(&picture);
-                            if let Some(at) = cursor {
-                                f.set_cursor_position(at);
-                            }
-                        } else {
-                            view::draw(f, st, &options.keymap);
-                            if no_color {
-                                strip_colors(f.buffer_mut());
-                            }
-                        }
-                    })?;
-                    crossterm::execute!(stdout(), crossterm::terminal::EndSynchronizedUpdate)?;
-                    stdout().flush()
-                })();
-                if let Err(e) = drawn {
-                    // The terminal is gone (EIO after an SSH drop): stop, quietly.
-                    tracing::info!(error = %e, "the terminal cannot be written; quitting");
-                    gone = true;
-                    return Ok(());
-                }
-                last = Some((picture, cursor));
+            if !screen.draw(&console.state, &options.keymap)? {
+                gone = true;
+                return Ok(());
             }
             if console.state.quit {
                 return Ok(());
             }
-            // Wait for something, then take everything queued (coalescing bursts).
-            // Take everything queued (coalescing bursts). Terminal events stay events until
-            // their turn: a key's meaning depends on the focus the keys before it left.
-            let mut queue: Vec<Queued> = Vec::new();
-            tokio::select! {
-                a = rx.recv() => match a {
-                    Some(a) => queue.push(Queued::Action(a)),
-                    None => return Ok(()),
-                },
-                e = term_rx.recv() => match e {
-                    Some(Some(e)) => queue.push(Queued::Event(e)),
-                    _ => {
-                        gone = true; // the terminal went away
-                        return Ok(());
-                    }
-                },
-                _ = quit_signals.recv() => return Ok(()),
-            }
-            while let Ok(a) = rx.try_recv() {
-                queue.push(Queued::Action(a));
-            }
-            while let Ok(e) = term_rx.try_recv() {
-                match e {
-                    Some(e) => queue.push(Queued::Event(e)),
-                    None => {
-                        gone = true;
-                        return Ok(());
-                    }
+            let queue = match next_batch(&mut rx, &mut term_rx, &mut quit_signals).await {
+                Batch::Queued(queue) => queue,
+                Batch::Quit => return Ok(()),
+                Batch::Gone => {
+                    gone = true;
+                    return Ok(());
                 }
-            }
+            };
             for item in queue {
                 if matches!(item, Queued::Event(Event::Key(_))) {
                     panic_failpoint("console-panic-on-input");
@@ -247,32 +130,15 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
                 };
                 for a in actions {
                     if matches!(a, Action::Intent(Intent::Repaint)) {
-                        // Ctrl+L: whatever the terminal shows now (another program's output,
-                        // a cell it drew wider than we meant) is wiped and every cell drawn
-                        // again. Cleared by hand, not with `term.clear()`: that asks the
-                        // terminal for the cursor position, and the input thread would
-                        // swallow the answer.
-                        crossterm::execute!(
-                            stdout(),
-                            crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
-                        )?;
-                        term.swap_buffers();
-                        last = None;
+                        // Ctrl+L: every cell drawn again.
+                        screen.wipe()?;
                         continue;
                     }
                     if is_suspend(&a) {
                         #[cfg(unix)]
                         {
                             guard.suspend()?;
-                            // Not `term.clear()`: it asks the terminal for the cursor
-                            // position, and the input thread would swallow the answer.
-                            // Clear by hand and make the next frame a full one.
-                            crossterm::execute!(
-                                stdout(),
-                                crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
-                            )?;
-                            term.swap_buffers();
-                            last = None;
+                            screen.wipe()?;
                         }
                         continue;
                     }
@@ -291,16 +157,106 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     if let Some(t) = link_task {
         t.abort();
     }
-    // ratatui's Terminal shows the cursor when dropped and reports a failure with
-    // `eprintln!`, which panics on a dead terminal (an SSH drop, SIGHUP). Show it ourselves
-    // first; if that fails, the terminal is gone and the Terminal is not dropped at all.
-    if gone || term.show_cursor().is_err() {
-        std::mem::forget(term);
-    } else {
-        drop(term);
-    }
+    screen.close(gone);
     drop(guard);
     result
+}
+
+/// Terminal input on a thread of its own (crossterm's read blocks). `None` means the
+/// terminal is gone (an SSH drop): the console quits instead of spinning.
+fn read_terminal(term_tx: mpsc::UnboundedSender<Option<Event>>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("switchboard-input".into())
+        .spawn(move || {
+            loop {
+                match crossterm::event::read() {
+                    Ok(e) => {
+                        if term_tx.send(Some(e)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = term_tx.send(None);
+                        return;
+                    }
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// The engine's events as actions; missed ones as `Lagged` (what they would have told is
+/// reloaded instead).
+fn forward_events(
+    mut events: crate::api::EventStream,
+    forward: mpsc::UnboundedSender<Action>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let action = match events.next().await {
+                StreamItem::Event(e) => Action::Engine(Box::new(e.event)),
+                StreamItem::Missed(_) => Action::Lagged,
+                StreamItem::Closed => return,
+            };
+            if forward.send(action).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// `Action::Tick` every second (the clock on screen, the status line's expiry).
+fn tick(ticker: mpsc::UnboundedSender<Action>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            every.tick().await;
+            if ticker.send(Action::Tick).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// What the loop does next.
+enum Batch {
+    /// Everything queued (a burst coalesced into one frame).
+    Queued(Vec<Queued>),
+    /// Stop: the action queue closed or a quit signal came.
+    Quit,
+    /// Stop: the terminal went away; nothing may be written to it.
+    Gone,
+}
+
+/// Waits for something, then takes everything queued. Terminal events stay events until
+/// their turn: a key's meaning depends on the focus the keys before it left.
+async fn next_batch(
+    rx: &mut mpsc::UnboundedReceiver<Action>,
+    term_rx: &mut mpsc::UnboundedReceiver<Option<Event>>,
+    quit_signals: &mut QuitSignals,
+) -> Batch {
+    let mut queue: Vec<Queued> = Vec::new();
+    tokio::select! {
+        a = rx.recv() => match a {
+            Some(a) => queue.push(Queued::Action(a)),
+            None => return Batch::Quit,
+        },
+        e = term_rx.recv() => match e {
+            Some(Some(e)) => queue.push(Queued::Event(e)),
+            _ => return Batch::Gone,
+        },
+        _ = quit_signals.recv() => return Batch::Quit,
+    }
+    while let Ok(a) = rx.try_recv() {
+        queue.push(Queued::Action(a));
+    }
+    while let Ok(e) = term_rx.try_recv() {
+        match e {
+            Some(e) => queue.push(Queued::Event(e)),
+            None => return Batch::Gone,
+        }
+    }
+    Batch::Queued(queue)
 }
 
 /// Copies asked for by `update` go to the terminal as OSC 52 (the loop owns the terminal).
@@ -445,7 +401,7 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                 return traffic_keys(k, state, keymap);
             }
             // The exchange view's own keys (close, go to either session); the rest as usual.
-            if state.exchange_view.is_some()
+            if state.rounds.exchange_view.is_some()
                 && let Some(i @ (Intent::Close | Intent::JumpRequester | Intent::JumpTarget)) =
                     keymap.intent(&k)
             {

@@ -10,7 +10,136 @@
 use std::collections::BTreeSet;
 
 use super::search::Search;
-use super::state::{State, TranscriptLine};
+use super::state::State;
+use super::streams::Delta;
+use crate::api;
+use crate::api::EngineEvent;
+use crate::text_safety::{safe_line, safe_text};
+
+/// One transcript line as the pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptLine {
+    pub seq: i64,
+    /// `user`, `assistant`, `tool`, `result`, `error`, `note`.
+    pub role: &'static str,
+    pub timestamp: i64,
+    /// Who: the sender label, `inter-session from <key> via <tool>`, or the agent.
+    pub from: String,
+    pub text: String,
+}
+
+impl TranscriptLine {
+    /// A line as the API returns it (raw agent text), escaped for the screen.
+    pub fn from_api(l: &api::TranscriptLine) -> TranscriptLine {
+        TranscriptLine {
+            seq: l.seq,
+            role: l.role.as_str(),
+            timestamp: l.timestamp,
+            from: safe_line(&l.from).into_owned(),
+            text: crate::tui::cells::stable(&safe_text(&l.text)).into_owned(),
+        }
+    }
+}
+
+/// The transcript pane's state: the selected session's loaded lines, where they came from,
+/// the view over them (`TranscriptView`), the toggles, and the replies being streamed.
+#[derive(Debug, Clone)]
+pub struct TranscriptPane {
+    pub lines: Vec<TranscriptLine>,
+    /// The session `lines` were read from: whenever the selection names another, the
+    /// transcript is reloaded before the next frame, so the pane never shows one session's
+    /// lines under another's title.
+    pub key: Option<String>,
+    /// Lines the selected session has in all (the pane holds only the newest window).
+    pub total: i64,
+    /// Where the paused view sits, its message cursor, open tool cards, horizontal scroll,
+    /// the loaded window's place and the search.
+    pub view: TranscriptView,
+    /// How many of the newest lines are loaded (grows as the user scrolls back).
+    pub window: usize,
+    pub tools: bool,
+    pub timestamps: bool,
+    pub wrap: bool,
+    pub follow: bool,
+    /// Replies being streamed, shown provisionally under their session's transcript.
+    pub streams: crate::tui::streams::Streams,
+}
+
+impl Default for TranscriptPane {
+    fn default() -> TranscriptPane {
+        TranscriptPane {
+            lines: Vec::new(),
+            key: None,
+            total: 0,
+            view: TranscriptView::default(),
+            window: super::state::TRANSCRIPT_WINDOW,
+            tools: false,
+            timestamps: true,
+            wrap: true,
+            follow: true,
+            streams: Default::default(),
+        }
+    }
+}
+
+impl TranscriptPane {
+    /// An engine event, as far as the replies being streamed go: deltas build them, the
+    /// reply's line or the run's end settles them, missed events drop them. `selected` is
+    /// the session the pane shows.
+    pub fn event(&mut self, e: &EngineEvent, selected: Option<&str>, now: i64) {
+        let shown = |key: &str| selected == Some(key);
+        match e {
+            EngineEvent::MessageAppended { key, seq, line, .. } => {
+                if let Some(run_id) = reply_line_run(line) {
+                    self.streams.reply_appended(run_id, *seq, shown(key));
+                }
+            }
+            EngineEvent::ExternalChange => self.streams.events_missed(),
+            EngineEvent::RunEnded {
+                key,
+                run_id,
+                status,
+                reply,
+                ..
+            } => {
+                let reply = reply.as_deref().filter(|r| status == "ok" && !r.is_empty());
+                self.streams
+                    .run_ended(run_id, shown(key), reply, self.total);
+            }
+            EngineEvent::ReplyDelta {
+                run_id,
+                key,
+                agent_id,
+                step,
+                offset,
+                delta,
+            } => self.streams.delta(
+                Delta {
+                    run_id,
+                    key,
+                    agent_id,
+                    step: *step,
+                    offset: *offset,
+                    text: delta,
+                },
+                now,
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// The run whose reply the transcript line (`{type, id, message}`) is: an assistant message
+/// with `__switchboard.runId` that is not a tool call (those come mid-run, before the reply).
+fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
+    let m = line.get("message")?;
+    if m.get("role").and_then(|r| r.as_str()) != Some("assistant")
+        || m.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
+    {
+        return None;
+    }
+    m.get("__switchboard")?.get("runId")?.as_str()
+}
 
 /// The top of a paused view: `skip` rows into the first shown line at or after `seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +151,7 @@ pub struct Anchor {
 /// See the module comment.
 #[derive(Debug, Clone, Default)]
 pub struct TranscriptView {
-    /// The paused view's top (used while `State::follow` is off).
+    /// The paused view's top (used while `TranscriptPane::follow` is off).
     pub anchor: Option<Anchor>,
     /// The selected message (its seq): what `y` copies and Enter opens.
     pub cursor: Option<i64>,
@@ -62,20 +191,22 @@ pub fn shown(tools: bool, l: &TranscriptLine) -> bool {
 
 /// The index of the first shown line at or after `seq`.
 pub fn index_at(s: &State, seq: i64) -> Option<usize> {
-    let from = s.transcript.partition_point(|l| l.seq < seq);
-    (from..s.transcript.len()).find(|&i| shown(s.tools, &s.transcript[i]))
+    let from = s.transcript.lines.partition_point(|l| l.seq < seq);
+    (from..s.transcript.lines.len()).find(|&i| shown(s.transcript.tools, &s.transcript.lines[i]))
 }
 
 fn prev_shown(s: &State, i: usize) -> Option<usize> {
-    (0..i).rev().find(|&j| shown(s.tools, &s.transcript[j]))
+    (0..i)
+        .rev()
+        .find(|&j| shown(s.transcript.tools, &s.transcript.lines[j]))
 }
 
 fn next_shown(s: &State, i: usize) -> Option<usize> {
-    (i + 1..s.transcript.len()).find(|&j| shown(s.tools, &s.transcript[j]))
+    (i + 1..s.transcript.lines.len()).find(|&j| shown(s.transcript.tools, &s.transcript.lines[j]))
 }
 
 fn last_shown(s: &State) -> Option<usize> {
-    prev_shown(s, s.transcript.len())
+    prev_shown(s, s.transcript.lines.len())
 }
 
 /// The top of the view when it follows the end: the last `body_h` rows of the shown lines
@@ -89,7 +220,7 @@ pub fn end_anchor(s: &State, body_h: usize, extra: usize, rows: &dyn Fn(usize) -
         let r = rows(i);
         if r >= need {
             return Anchor {
-                seq: s.transcript[i].seq,
+                seq: s.transcript.lines[i].seq,
                 skip: r - need,
             };
         }
@@ -98,7 +229,7 @@ pub fn end_anchor(s: &State, body_h: usize, extra: usize, rows: &dyn Fn(usize) -
             Some(p) => i = p,
             None => {
                 return Anchor {
-                    seq: s.transcript[i].seq,
+                    seq: s.transcript.lines[i].seq,
                     skip: 0,
                 };
             }
@@ -136,7 +267,7 @@ pub fn clamp(
         return end_anchor(s, body_h, extra, rows);
     };
     let a = Anchor {
-        seq: s.transcript[i].seq,
+        seq: s.transcript.lines[i].seq,
         skip: a.skip.min(rows(i).saturating_sub(1)),
     };
     if rows_below(s, a, body_h, rows) + extra < body_h {
@@ -188,7 +319,7 @@ pub fn scroll(s: &State, a: Anchor, delta: isize, rows: &dyn Fn(usize) -> usize)
         }
     }
     Anchor {
-        seq: s.transcript[i].seq,
+        seq: s.transcript.lines[i].seq,
         skip,
     }
 }
@@ -225,7 +356,7 @@ pub fn reveal(
     }
     if used > body_h {
         Anchor {
-            seq: s.transcript[target].seq,
+            seq: s.transcript.lines[target].seq,
             skip: 0,
         }
     } else {
@@ -236,13 +367,13 @@ pub fn reveal(
 /// The cursor moved one shown message down (`forward`) or up; without a cursor yet, the
 /// message at `bottom` (the last one on screen) is selected first.
 pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64> {
-    let i = match s.transcript_view.cursor {
+    let i = match s.transcript.view.cursor {
         None => bottom
             .and_then(|b| index_at(s, b))
             .or_else(|| last_shown(s))?,
         Some(seq) => {
-            let at = s.transcript.partition_point(|l| l.seq < seq);
-            let exact = s.transcript.get(at).is_some_and(|l| l.seq == seq);
+            let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+            let exact = s.transcript.lines.get(at).is_some_and(|l| l.seq == seq);
             let moved = if forward && exact {
                 next_shown(s, at)
             } else if forward {
@@ -255,11 +386,11 @@ pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64>
                 .or_else(|| last_shown(s))?
         }
     };
-    Some(s.transcript.get(i)?.seq)
+    Some(s.transcript.lines.get(i)?.seq)
 }
 
 /// The line with seq `seq`, when loaded.
 pub fn line(s: &State, seq: i64) -> Option<&TranscriptLine> {
-    let at = s.transcript.partition_point(|l| l.seq < seq);
-    s.transcript.get(at).filter(|l| l.seq == seq)
+    let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+    s.transcript.lines.get(at).filter(|l| l.seq == seq)
 }

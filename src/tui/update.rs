@@ -11,17 +11,12 @@ use std::collections::HashSet;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
-use super::exchanges::{ExchangeView, Scope};
-use super::state::{
-    FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
-};
-use super::streams::Delta;
+use super::state::{Focus, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
 
-mod transcript_keys;
-use crate::api::{
-    ApiError, EngineEvent, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
-    TranscriptQuery,
-};
+mod rounds;
+mod sessions;
+mod transcript;
+use crate::api::{EngineEvent, TranscriptQuery};
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
 const SESSION_WINDOW: usize = 400;
@@ -31,26 +26,10 @@ const SESSION_MARGIN: usize = 50;
 /// The console: its state plus what it has asked for and not yet received.
 pub struct Console {
     pub state: State,
-    /// Bumped whenever the sessions query changes (filters, window position): a page for an
-    /// older generation answers a question nobody asks any more.
-    sessions_generation: u64,
-    /// What is shown may be out of date: load the page again.
-    sessions_dirty: bool,
-    /// The number of matching sessions must be counted again on the next load.
-    recount: bool,
-    /// The generation of the sessions load under way (one at a time per generation).
-    sessions_in_flight: Option<u64>,
-    /// Sessions whose running state an event changed since the load under way was asked
-    /// for: that page was read before the event, so for these keys the event is the newer
-    /// word (a page read just before a run started would otherwise hide the run).
-    running_since_request: HashSet<String>,
-    /// Bumped whenever the transcript wanted changes (another session, a longer window).
-    transcript_generation: u64,
-    transcript_dirty: bool,
-    /// The transcript load under way: its generation and key.
-    transcript_in_flight: Option<(u64, String)>,
-    /// How many lines that load asked for (fewer back: the window reaches line 1).
-    transcript_asked: usize,
+    /// The sessions pane's loads.
+    sessions_load: SessionsLoad,
+    /// The transcript pane's loads.
+    transcript_load: TranscriptLoad,
     /// Effects decided by `update` that are not loads (sends, tool calls), handed out by the
     /// next call that returns effects.
     queued: Vec<Effect>,
@@ -60,20 +39,52 @@ pub struct Console {
     agents_asked: bool,
 }
 
+/// What the sessions pane asked for and whether it must ask again.
+struct SessionsLoad {
+    /// Bumped whenever the sessions query changes (filters, window position): a page for an
+    /// older generation answers a question nobody asks any more.
+    generation: u64,
+    /// What is shown may be out of date: load the page again.
+    dirty: bool,
+    /// The number of matching sessions must be counted again on the next load.
+    recount: bool,
+    /// The generation of the sessions load under way (one at a time per generation).
+    in_flight: Option<u64>,
+    /// Sessions whose running state an event changed since the load under way was asked
+    /// for: that page was read before the event, so for these keys the event is the newer
+    /// word (a page read just before a run started would otherwise hide the run).
+    running_since_request: HashSet<String>,
+}
+
+/// What the transcript pane asked for and whether it must ask again.
+struct TranscriptLoad {
+    /// Bumped whenever the transcript wanted changes (another session, a longer window).
+    generation: u64,
+    dirty: bool,
+    /// The transcript load under way: its generation and key.
+    in_flight: Option<(u64, String)>,
+    /// How many lines that load asked for (fewer back: the window reaches line 1).
+    asked: usize,
+}
+
 impl Console {
     /// A console over `state`; the first `refresh` asks for everything it shows.
     pub fn new(state: State) -> Console {
         Console {
             state,
-            sessions_generation: 1,
-            sessions_dirty: true,
-            recount: true,
-            sessions_in_flight: None,
-            running_since_request: HashSet::new(),
-            transcript_generation: 1,
-            transcript_dirty: true,
-            transcript_in_flight: None,
-            transcript_asked: 0,
+            sessions_load: SessionsLoad {
+                generation: 1,
+                dirty: true,
+                recount: true,
+                in_flight: None,
+                running_since_request: HashSet::new(),
+            },
+            transcript_load: TranscriptLoad {
+                generation: 1,
+                dirty: true,
+                in_flight: None,
+                asked: 0,
+            },
             queued: Vec::new(),
             select_when_loaded: None,
             agents_asked: false,
@@ -90,7 +101,7 @@ impl Console {
             Action::Resize(w, h) => {
                 if super::view::shows_previews(w) != super::view::shows_previews(self.state.width) {
                     // The last-message column comes or goes: rows with or without it.
-                    self.sessions_dirty = true;
+                    self.sessions_load.dirty = true;
                 }
                 self.state.width = w;
                 self.state.height = h;
@@ -102,7 +113,7 @@ impl Console {
             }
             Action::Lagged => {
                 self.state.traffic.lagged();
-                self.state.streams.events_missed();
+                self.state.transcript.streams.events_missed();
                 self.reload_all()
             }
             Action::Tick => self.tick(),
@@ -125,13 +136,17 @@ impl Console {
                 generation,
                 before,
                 result,
-            } => self.state.exchanges.loaded(generation, before, *result),
+            } => self
+                .state
+                .rounds
+                .exchanges
+                .loaded(generation, before, *result),
             Action::ExchangeLoaded {
                 generation,
                 id,
                 result,
             } => {
-                if let Some(v) = &mut self.state.exchange_view {
+                if let Some(v) = &mut self.state.rounds.exchange_view {
                     v.loaded(generation, &id, *result);
                 }
             }
@@ -145,14 +160,15 @@ impl Console {
     /// Some loads are under way or wanted: results are still to come before the screen is
     /// settled.
     pub fn pending(&self) -> bool {
-        self.sessions_in_flight.is_some()
-            || self.transcript_in_flight.is_some()
-            || self.sessions_dirty
-            || self.transcript_dirty
-            || self.state.selected_key() != self.state.transcript_key.as_deref()
-            || self.state.exchanges.pending()
+        self.sessions_load.in_flight.is_some()
+            || self.transcript_load.in_flight.is_some()
+            || self.sessions_load.dirty
+            || self.transcript_load.dirty
+            || self.state.sessions.selected_key() != self.state.transcript.key.as_deref()
+            || self.state.rounds.exchanges.pending()
             || self
                 .state
+                .rounds
                 .exchange_view
                 .as_ref()
                 .is_some_and(|v| v.pending())
@@ -160,10 +176,10 @@ impl Console {
 
     /// Everything shown may be stale (events were missed, another process wrote).
     fn reload_all(&mut self) {
-        self.sessions_dirty = true;
-        self.recount = true;
-        self.transcript_dirty = true;
-        self.state.exchanges.reload();
+        self.sessions_load.dirty = true;
+        self.sessions_load.recount = true;
+        self.transcript_load.dirty = true;
+        self.state.rounds.exchanges.reload();
     }
 
     /// The loads the state needs now (plus anything `update` queued). Called once per batch
@@ -172,32 +188,34 @@ impl Console {
         let mut effects = std::mem::take(&mut self.queued);
         // A load for this generation already under way is waited for (its result is fresh
         // enough to show; the next one follows it); one for an older generation is not.
-        if self.sessions_dirty && self.sessions_in_flight != Some(self.sessions_generation) {
-            self.sessions_dirty = false;
+        if self.sessions_load.dirty
+            && self.sessions_load.in_flight != Some(self.sessions_load.generation)
+        {
+            self.sessions_load.dirty = false;
             effects.push(self.sessions_request());
         }
         // Whatever moved the selection (a filter edit, a reload, a deletion), the transcript
         // follows it: checked here, once, rather than at every place that can move it.
-        let selected = self.state.selected_key().map(str::to_string);
-        if selected != self.state.transcript_key {
-            if self.state.transcript_key.is_some() {
+        let selected = self.state.sessions.selected_key().map(str::to_string);
+        if selected != self.state.transcript.key {
+            if self.state.transcript.key.is_some() {
                 // Nothing of another session stays on screen under this one's title.
                 let s = &mut self.state;
-                s.transcript.clear();
-                s.transcript_key = None;
-                s.transcript_total = 0;
-                s.transcript_view.reset();
-                s.transcript_window = TRANSCRIPT_WINDOW;
-                s.follow = true;
+                s.transcript.lines.clear();
+                s.transcript.key = None;
+                s.transcript.total = 0;
+                s.transcript.view.reset();
+                s.transcript.window = TRANSCRIPT_WINDOW;
+                s.transcript.follow = true;
                 self.rescan_search();
             }
-            let asked = self.transcript_in_flight.as_ref().map(|(_, k)| k);
+            let asked = self.transcript_load.in_flight.as_ref().map(|(_, k)| k);
             if selected.is_some() && asked != selected.as_ref() {
-                self.transcript_generation += 1;
-                self.transcript_dirty = true;
+                self.transcript_load.generation += 1;
+                self.transcript_load.dirty = true;
             }
         }
-        self.state.selected_policy = self.selected_row().map(|r| r.policy_line());
+        self.state.sessions.selected_policy = self.selected_row().map(|r| r.policy_line());
         effects.extend(self.exchanges_refresh());
         if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {
             effects.push(Effect::LoadTraffic { generation, since });
@@ -205,24 +223,26 @@ impl Console {
         self.state.traffic.prepare(self.state.height as usize);
         match selected {
             None => {
-                self.transcript_dirty = false;
+                self.transcript_load.dirty = false;
             }
             Some(key) => {
                 let in_flight_now = self
-                    .transcript_in_flight
+                    .transcript_load
+                    .in_flight
                     .as_ref()
-                    .is_some_and(|(g, _)| *g == self.transcript_generation);
-                if self.transcript_dirty && !in_flight_now {
-                    self.transcript_dirty = false;
-                    self.transcript_in_flight = Some((self.transcript_generation, key.clone()));
-                    let limit = self.state.transcript_window.clamp(1, TRANSCRIPT_MAX);
-                    self.transcript_asked = limit;
+                    .is_some_and(|(g, _)| *g == self.transcript_load.generation);
+                if self.transcript_load.dirty && !in_flight_now {
+                    self.transcript_load.dirty = false;
+                    self.transcript_load.in_flight =
+                        Some((self.transcript_load.generation, key.clone()));
+                    let limit = self.state.transcript.window.clamp(1, TRANSCRIPT_MAX);
+                    self.transcript_load.asked = limit;
                     effects.push(Effect::LoadTranscript {
-                        generation: self.transcript_generation,
+                        generation: self.transcript_load.generation,
                         query: TranscriptQuery {
                             key,
                             // The newest lines, or the window `g` and scrolling moved to.
-                            before: self.state.transcript_view.window_end,
+                            before: self.state.transcript.view.window_end,
                             limit,
                             // Tool lines are loaded always; the pane hides them unless asked.
                             tools: true,
@@ -233,274 +253,6 @@ impl Console {
             }
         }
         effects
-    }
-
-    /// The exchanges the rounds pane and the exchange view need loaded.
-    fn exchanges_refresh(&mut self) -> Vec<Effect> {
-        let s = &mut self.state;
-        // With no session selected, "this session" has nothing to narrow to: all.
-        let wanted = match (s.rounds_all, s.selected_key()) {
-            (false, Some(k)) => Scope::Session(k.to_string()),
-            _ => Scope::All,
-        };
-        let mut effects: Vec<Effect> = s.exchanges.refresh(wanted).into_iter().collect();
-        if let Some(v) = &mut s.exchange_view {
-            effects.extend(v.refresh());
-        }
-        effects
-    }
-
-    /// Enter on the rounds pane: open the exchange under the cursor.
-    fn open_exchange(&mut self) {
-        let s = &mut self.state;
-        let Some(summary) = s.exchanges.selected().cloned() else {
-            s.flash("No exchange here to open.", false);
-            return;
-        };
-        let generation = s.exchanges.next_view_generation();
-        s.exchange_view = Some(ExchangeView::new(summary, generation));
-    }
-
-    /// `1`/`2` in the exchange view: select the requester/target in the sessions pane. A
-    /// session outside the loaded window is found by filtering for its key; the selection
-    /// lands once the page shows it.
-    fn jump_to(&mut self, key: String) {
-        self.state.exchange_view = None;
-        self.state.focus = Focus::Sessions;
-        let s = &self.state;
-        if let Some(i) = s.sessions.iter().position(|r| r.key == key) {
-            let at = s.sessions_offset + i;
-            self.select(at);
-            return;
-        }
-        self.state.flash(
-            format!("finding {key} (filter; Esc in the filter clears it)"),
-            false,
-        );
-        self.state.filter = key.clone();
-        self.state.selected = 0;
-        self.state.exchanges.jump = Some(key);
-        self.new_sessions_query();
-    }
-
-    fn selected_row(&self) -> Option<&super::state::SessionRow> {
-        let s = &self.state;
-        s.sessions.get(s.selected.checked_sub(s.sessions_offset)?)
-    }
-
-    fn sessions_request(&mut self) -> Effect {
-        let s = &self.state;
-        // The window is centred on the selection, so moving within it needs no reload.
-        let start = s.selected.saturating_sub(SESSION_WINDOW / 2);
-        // Counting walks every matching index entry: only when the set may have changed
-        // size (sessions created or removed, filters changed), not on every new message.
-        let count = std::mem::take(&mut self.recount);
-        let query = SessionsQuery {
-            kinds: s.kind_filter.into_iter().collect(),
-            text: s.filter.clone(),
-            archived: s.show_archived,
-            active_since: s.active_within.map(|m| s.now_ms - m * 60_000),
-            offset: start,
-            limit: SESSION_WINDOW,
-            count,
-            // The list shows the row's own fields; entries would only weigh on every page.
-            entries: false,
-            // Only a pane wide enough for the column pays for the last messages.
-            previews: super::view::shows_previews(s.width),
-            order: s.order.mode.engine_order(),
-        };
-        self.sessions_in_flight = Some(self.sessions_generation);
-        self.running_since_request.clear();
-        Effect::LoadSessions {
-            generation: self.sessions_generation,
-            query,
-        }
-    }
-
-    /// The sessions query changed: what is under way answers an old question.
-    fn new_sessions_query(&mut self) {
-        self.sessions_generation += 1;
-        self.sessions_dirty = true;
-        self.recount = true;
-    }
-
-    fn sessions_loaded(&mut self, generation: u64, result: Result<SessionsPage, ApiError>) {
-        if self.sessions_in_flight == Some(generation) {
-            self.sessions_in_flight = None;
-        }
-        if generation != self.sessions_generation {
-            return;
-        }
-        let page = match result {
-            Ok(page) => page,
-            Err(e) => {
-                // The count asked for was not given: ask again with the next load (which
-                // comes with the next event or key, not in a loop).
-                self.recount = true;
-                self.state.flash(format!("cannot read sessions: {e}"), true);
-                return;
-            }
-        };
-        let s = &mut self.state;
-        let keep = s.selected_key().map(str::to_string);
-        let had_rows = !s.sessions.is_empty();
-        let fresh: Vec<_> = page
-            .rows
-            .iter()
-            .map(super::state::SessionRow::from_api)
-            .collect();
-        if had_rows
-            && page.offset == s.sessions_offset
-            && s.order.holding(s.ticks)
-            && super::sessions_order::merge_held(&mut s.sessions, &fresh, &mut s.order.marked)
-        {
-            // The owner is moving through the list: rows keep their places (marked when
-            // active) until a pause re-sorts them.
-            s.order.held = true;
-        } else {
-            s.sessions = fresh;
-            s.order.page_order(page.order);
-            super::sessions_order::sort_window(&mut s.sessions, &s.order, &s.unread);
-            s.order.settled();
-        }
-        // The page says what runs now, so a console opened while runs go (or one that
-        // missed events) shows them; events keep it current between pages.
-        for r in &page.rows {
-            if self.running_since_request.contains(&r.key) {
-                continue;
-            }
-            if r.running {
-                s.running.insert(r.key.clone());
-            } else {
-                s.running.remove(&r.key);
-                // Its run ended while the console was not looking (events were missed).
-                s.streams.not_running(&r.key);
-            }
-        }
-        if let Some(m) = page.matching {
-            s.matching_sessions = m;
-        }
-        s.total_sessions = page.total;
-        let matching = s.matching_sessions;
-        s.sessions_offset = page.offset.min(matching as usize);
-        if !had_rows && !s.sessions.is_empty() {
-            // The first session to appear becomes the selection: show it.
-            s.selected = s.sessions_offset;
-        }
-        if let Some(k) = s.exchanges.jump.take() {
-            match s.sessions.iter().position(|r| r.key == k) {
-                Some(i) => s.selected = s.sessions_offset + i,
-                None => {
-                    // The filter was set to find it: nothing to find, so it goes again.
-                    s.flash(format!("{k} no longer exists"), true);
-                    s.filter.clear();
-                    self.new_sessions_query();
-                }
-            }
-            return;
-        }
-        if let Some(k) = keep {
-            if let Some(i) = s.sessions.iter().position(|r| r.key == k) {
-                s.selected = s.sessions_offset + i;
-            } else {
-                // The selected session is gone (deleted, filtered out).
-                let last = s.session_count().saturating_sub(1);
-                s.selected = s.selected.min(last);
-            }
-        }
-        self.select_pending();
-    }
-
-    fn transcript_loaded(
-        &mut self,
-        generation: u64,
-        key: String,
-        result: Result<TranscriptPage, ApiError>,
-    ) {
-        if self
-            .transcript_in_flight
-            .as_ref()
-            .is_some_and(|(g, k)| *g == generation && *k == key)
-        {
-            self.transcript_in_flight = None;
-        }
-        if generation != self.transcript_generation
-            || self.state.selected_key() != Some(key.as_str())
-        {
-            return;
-        }
-        let s = &mut self.state;
-        if s.transcript_key.as_deref() != Some(key.as_str()) {
-            // Another session: start at its end, not at the last one's scroll position.
-            s.transcript.clear();
-            s.transcript_total = 0;
-            s.transcript_view.reset();
-            s.follow = true;
-        }
-        match result {
-            Ok(page) => {
-                let lines: Vec<_> = page
-                    .lines
-                    .iter()
-                    .map(super::state::TranscriptLine::from_api)
-                    .collect();
-                let total = page.last_seq;
-                // A paused view is anchored to a line (`transcript_view.anchor`), so neither
-                // new lines below it nor a longer window above it move what is on screen.
-                // A gateway may leave older lines out to fit its frame limit: those are
-                // still there to page back to.
-                s.transcript_view.at_start = (page.left_out == 0
-                    && lines.len() < self.transcript_asked)
-                    || lines.first().is_some_and(|l| l.seq <= 1);
-                // Paused on the newest window: it grows by what arrived, so the line the
-                // view is anchored to is not pushed out of it by newer ones.
-                if !s.follow && s.transcript_view.window_end.is_none() && s.transcript_total > 0 {
-                    let arrived = (total - s.transcript_total).max(0) as usize;
-                    s.transcript_window = (s.transcript_window + arrived).min(TRANSCRIPT_MAX);
-                }
-                s.transcript = lines;
-                s.transcript_total = total;
-                // The real reply lines are on screen now: their provisional text goes in
-                // the same frame, so neither both nor none are ever drawn.
-                s.streams.transcript_loaded(&key, total);
-                self.rescan_search();
-            }
-            Err(e) => {
-                s.transcript.clear();
-                s.transcript_total = 0;
-                s.flash(format!("cannot read the transcript: {e}"), true);
-                self.rescan_search();
-            }
-        }
-        let s = &mut self.state;
-        s.transcript_key = Some(key.clone());
-        s.unread.remove(&key);
-    }
-
-    fn select(&mut self, index: usize) {
-        let s = &mut self.state;
-        let last = s.session_count().saturating_sub(1);
-        let index = index.min(last);
-        if index != s.selected {
-            // Picking another session ends writing to the one `/new` named.
-            s.composer.target = None;
-            s.selected = index;
-            s.transcript_view.reset();
-            s.transcript_window = TRANSCRIPT_WINDOW;
-            s.follow = true;
-        }
-        // Close to either edge of the loaded window (with more beyond): move the window.
-        let (lo, hi) = (s.sessions_offset, s.sessions_offset + s.sessions.len());
-        let more_above = lo > 0;
-        let more_below = (hi as u64) < s.matching_sessions;
-        if (more_above && index < lo + SESSION_MARGIN)
-            || (more_below && index + SESSION_MARGIN >= hi)
-            || index < lo
-            || index >= hi
-        {
-            self.sessions_generation += 1;
-            self.sessions_dirty = true;
-        }
     }
 
     fn page(&self) -> usize {
@@ -518,7 +270,7 @@ impl Console {
             }
             Intent::Close => self.close_view(),
             Intent::JumpRequester | Intent::JumpTarget => {
-                if let Some(v) = &s.exchange_view {
+                if let Some(v) = &s.rounds.exchange_view {
                     let key = if intent == Intent::JumpRequester {
                         v.summary.requester.clone()
                     } else {
@@ -557,7 +309,7 @@ impl Console {
             Intent::Filter => s.focus = Focus::Filter,
             Intent::Compose => s.focus = Focus::Composer,
             // Enter: what it opens depends on the pane (each pane's own branch).
-            Intent::Open if s.exchange_view.is_some() => {}
+            Intent::Open if s.rounds.exchange_view.is_some() => {}
             Intent::Open if s.focus == Focus::Rounds => self.open_exchange(),
             Intent::Open => s.focus = Focus::Composer,
             Intent::SearchNext
@@ -567,54 +319,15 @@ impl Console {
             | Intent::SelectPrev
             | Intent::SelectNext
             | Intent::Copy => self.transcript_intent(intent),
-            Intent::ToggleTools => {
-                s.tools = !s.tools;
-                let on = if s.tools { "shown" } else { "hidden" };
-                s.flash(format!("tool calls {on}"), false);
-                self.rescan_search();
-            }
-            Intent::ToggleTimestamps => s.timestamps = !s.timestamps,
-            Intent::ToggleWrap => s.wrap = !s.wrap,
-            Intent::ToggleFollow => {
-                if s.follow {
-                    // Paused where it is now.
-                    let top = super::view::transcript::top(s);
-                    s.transcript_view.anchor = Some(top);
-                    s.follow = false;
-                } else {
-                    self.transcript_move(Intent::Bottom, page);
-                }
-            }
-            Intent::ToggleRoundsScope => s.rounds_all = !s.rounds_all,
-            Intent::CycleKind => {
-                const ORDER: [Option<SessionKind>; 7] = [
-                    None,
-                    Some(SessionKind::Main),
-                    Some(SessionKind::Group),
-                    Some(SessionKind::Cron),
-                    Some(SessionKind::Hook),
-                    Some(SessionKind::Node),
-                    Some(SessionKind::Other),
-                ];
-                let i = ORDER.iter().position(|k| *k == s.kind_filter).unwrap_or(0);
-                s.kind_filter = ORDER[(i + 1) % ORDER.len()];
-                s.selected = 0;
-                self.new_sessions_query();
-            }
-            Intent::CycleActive => {
-                const ORDER: [Option<i64>; 4] = [None, Some(5), Some(60), Some(24 * 60)];
-                let i = ORDER
-                    .iter()
-                    .position(|m| *m == s.active_within)
-                    .unwrap_or(0);
-                s.active_within = ORDER[(i + 1) % ORDER.len()];
-                s.selected = 0;
-                self.new_sessions_query();
-            }
-            Intent::ToggleArchived => {
-                s.show_archived = !s.show_archived;
-                self.new_sessions_query();
-            }
+            Intent::ToggleTools
+            | Intent::ToggleTimestamps
+            | Intent::ToggleWrap
+            | Intent::ToggleFollow => self.transcript_toggle(intent, page),
+            Intent::ToggleRoundsScope => s.rounds.all = !s.rounds.all,
+            Intent::CycleKind
+            | Intent::CycleActive
+            | Intent::ToggleArchived
+            | Intent::CycleSort => self.sessions_intent(intent),
             Intent::ToggleTraffic => s.traffic.toggle(),
             Intent::ToggleMouse => {
                 s.mouse = !s.mouse;
@@ -625,18 +338,6 @@ impl Console {
                 };
                 s.flash(format!("mouse capture {on}"), false);
             }
-            Intent::CycleSort => {
-                let before = s.order.mode.engine_order();
-                s.order.mode = s.order.mode.next();
-                if s.order.mode.engine_order() != before {
-                    // Another order of every session: its top, not the old position.
-                    s.selected = 0;
-                }
-                // A sort asked for applies now, held or not.
-                s.order.moved_never();
-                self.sessions_generation += 1;
-                self.sessions_dirty = true;
-            }
             Intent::Notices => s.notices_open = !s.notices_open,
             // The loop repaints the terminal itself; nothing in the state changes.
             Intent::Repaint => {}
@@ -645,63 +346,45 @@ impl Console {
             | Intent::PageDown
             | Intent::PageUp
             | Intent::Top
-            | Intent::Bottom
-                if s.traffic.open =>
-            {
-                let delta = match intent {
-                    Intent::Down => 1,
-                    Intent::Up => -1,
-                    Intent::PageDown => page as isize,
-                    Intent::PageUp => -(page as isize),
-                    Intent::Top => isize::MIN / 2,
-                    _ => isize::MAX / 2,
-                };
-                s.traffic.move_cursor(delta);
+            | Intent::Bottom => self.scroll(intent, page),
+        }
+    }
+
+    /// A move: in the overlay that is open (traffic, help, exchange), else in the focused pane.
+    fn scroll(&mut self, intent: Intent, page: usize) {
+        let s = &mut self.state;
+        if s.traffic.open {
+            let delta = match intent {
+                Intent::Down => 1,
+                Intent::Up => -1,
+                Intent::PageDown => page as isize,
+                Intent::PageUp => -(page as isize),
+                Intent::Top => isize::MIN / 2,
+                _ => isize::MAX / 2,
+            };
+            s.traffic.move_cursor(delta);
+        } else if s.help {
+            let max = super::view::help_max_scroll(s);
+            let at = s.help_scroll.min(max);
+            s.help_scroll = match intent {
+                Intent::Down => at + 1,
+                Intent::Up => at.saturating_sub(1),
+                Intent::PageDown => at + page,
+                Intent::PageUp => at.saturating_sub(page),
+                Intent::Top => 0,
+                _ => max,
             }
-            Intent::Down
-            | Intent::Up
-            | Intent::PageDown
-            | Intent::PageUp
-            | Intent::Top
-            | Intent::Bottom
-                if s.help =>
-            {
-                let max = super::view::help_max_scroll(s);
-                let at = s.help_scroll.min(max);
-                s.help_scroll = match intent {
-                    Intent::Down => at + 1,
-                    Intent::Up => at.saturating_sub(1),
-                    Intent::PageDown => at + page,
-                    Intent::PageUp => at.saturating_sub(page),
-                    Intent::Top => 0,
-                    _ => max,
-                }
-                .min(max);
+            .min(max);
+        } else if s.rounds.exchange_view.is_some() {
+            let max = super::view::exchange_max_scroll(s);
+            if let Some(v) = &mut s.rounds.exchange_view {
+                v.scroll_by(intent, page, max);
             }
-            Intent::Down
-            | Intent::Up
-            | Intent::PageDown
-            | Intent::PageUp
-            | Intent::Top
-            | Intent::Bottom
-                if s.exchange_view.is_some() =>
-            {
-                let max = super::view::exchange_max_scroll(s);
-                if let Some(v) = &mut s.exchange_view {
-                    v.scroll_by(intent, page, max);
-                }
+        } else {
+            if matches!(s.focus, Focus::Sessions) {
+                s.sessions.order.moved(s.ticks);
             }
-            Intent::Down
-            | Intent::Up
-            | Intent::PageDown
-            | Intent::PageUp
-            | Intent::Top
-            | Intent::Bottom => {
-                if matches!(s.focus, Focus::Sessions) {
-                    s.order.moved(s.ticks);
-                }
-                self.move_in_focus(intent, page);
-            }
+            self.move_in_focus(intent, page);
         }
     }
 
@@ -709,8 +392,8 @@ impl Console {
         let focus = self.state.focus;
         match focus {
             Focus::Sessions | Focus::Filter | Focus::Composer => {
-                let cur = self.state.selected;
-                let last = self.state.session_count().saturating_sub(1);
+                let cur = self.state.sessions.selected;
+                let last = self.state.sessions.session_count().saturating_sub(1);
                 let to = match intent {
                     Intent::Down => cur + 1,
                     Intent::Up => cur.saturating_sub(1),
@@ -722,7 +405,7 @@ impl Console {
                 self.select(to);
             }
             Focus::Transcript | Focus::Search => self.transcript_move(intent, page),
-            Focus::Rounds => self.state.exchanges.move_cursor(intent, page),
+            Focus::Rounds => self.state.rounds.exchanges.move_cursor(intent, page),
         }
     }
 
@@ -739,19 +422,19 @@ impl Console {
             Focus::Search => self.search_key(k),
             Focus::Filter => match k.code {
                 KeyCode::Esc => {
-                    self.state.filter.clear();
+                    self.state.sessions.filter.clear();
                     self.state.focus = Focus::Sessions;
                     self.new_sessions_query();
                 }
                 KeyCode::Enter => self.state.focus = Focus::Sessions,
                 KeyCode::Backspace => {
-                    self.state.filter.pop();
-                    self.state.selected = 0;
+                    self.state.sessions.filter.pop();
+                    self.state.sessions.selected = 0;
                     self.new_sessions_query();
                 }
                 KeyCode::Char(c) if !ctrl => {
-                    self.state.filter.push(c);
-                    self.state.selected = 0;
+                    self.state.sessions.filter.push(c);
+                    self.state.sessions.selected = 0;
                     self.new_sessions_query();
                 }
                 _ => {}
@@ -790,8 +473,8 @@ impl Console {
         if s.traffic.open {
             let command = s.traffic.escape();
             self.traffic_command(command);
-        } else if s.exchange_view.is_some() {
-            s.exchange_view = None;
+        } else if s.rounds.exchange_view.is_some() {
+            s.rounds.exchange_view = None;
         } else if s.notices_open {
             s.notices_open = false;
         } else if s.help {
@@ -808,6 +491,7 @@ impl Console {
             Focus::Search => self.search_paste(text),
             Focus::Filter => {
                 self.state
+                    .sessions
                     .filter
                     .push_str(text.lines().next().unwrap_or(""));
                 self.new_sessions_query();
@@ -834,9 +518,9 @@ impl Console {
             if y >= first_row_y {
                 let row = (y - first_row_y) as usize
                     + super::view::sessions_top(&self.state, regions.sessions);
-                if row < self.state.session_count() {
+                if row < self.state.sessions.session_count() {
                     // A click moves through the list as a key does: the rows hold still.
-                    self.state.order.moved(self.state.ticks);
+                    self.state.sessions.order.moved(self.state.ticks);
                     self.select(row);
                 }
             }
@@ -865,192 +549,64 @@ impl Console {
     }
 
     fn engine_event(&mut self, e: EngineEvent) {
-        self.state.exchanges.event(&e);
-        if let Some(v) = &mut self.state.exchange_view {
-            v.event(&e);
-        }
-        let selected = self.state.selected_key().map(str::to_string);
+        let selected = self.state.sessions.selected_key().map(str::to_string);
         let now = self.state.now_ms;
+        // Each pane's own state first (the rounds pane's exchanges and spawns, the replies
+        // being streamed), then what the console decides: loads, marks, the status line.
+        self.state.rounds.event(&e, now);
+        self.state.transcript.event(&e, selected.as_deref(), now);
         let s = &mut self.state;
         match e {
-            EngineEvent::SessionUpdated { .. } => self.sessions_dirty = true,
+            EngineEvent::SessionUpdated { .. } => self.sessions_load.dirty = true,
             EngineEvent::SessionCreated { .. } | EngineEvent::SessionArchived { .. } => {
-                self.sessions_dirty = true;
-                self.recount = true;
+                self.sessions_load.dirty = true;
+                self.sessions_load.recount = true;
             }
             EngineEvent::SessionDeleted { key } => {
-                self.sessions_dirty = true;
-                self.recount = true;
+                self.sessions_load.dirty = true;
+                self.sessions_load.recount = true;
                 if selected.as_deref() == Some(key.as_str()) {
                     s.flash(format!("{key} was deleted"), false);
-                    self.transcript_dirty = true;
+                    self.transcript_load.dirty = true;
                 }
             }
-            EngineEvent::MessageAppended { key, seq, line, .. } => {
-                self.sessions_dirty = true;
-                let shown = selected.as_deref() == Some(key.as_str());
-                if let Some(run_id) = reply_line_run(&line) {
-                    s.streams.reply_appended(run_id, seq, shown);
-                }
-                if s.order.holding(s.ticks) {
+            EngineEvent::MessageAppended { key, .. } => {
+                self.sessions_load.dirty = true;
+                if s.sessions.order.holding(s.ticks) {
                     // The row will not move while the owner moves: mark it instead.
-                    s.order.marked.insert(key.clone());
+                    s.sessions.order.marked.insert(key.clone());
                 }
-                if shown {
-                    self.transcript_dirty = true;
+                if selected.as_deref() == Some(key.as_str()) {
+                    self.transcript_load.dirty = true;
                 } else {
-                    *s.unread.entry(key).or_default() += 1;
+                    *s.sessions.unread.entry(key).or_default() += 1;
                 }
             }
             // Another process wrote to the state folder: what is not known, so reload.
             EngineEvent::ExternalChange => {
-                s.streams.events_missed();
-                self.sessions_dirty = true;
-                self.recount = true;
-                self.transcript_dirty = true;
+                self.sessions_load.dirty = true;
+                self.sessions_load.recount = true;
+                self.transcript_load.dirty = true;
             }
             EngineEvent::RunStarted { key, .. } => {
-                self.running_since_request.insert(key.clone());
-                s.running.insert(key);
+                self.sessions_load.running_since_request.insert(key.clone());
+                s.sessions.running.insert(key);
             }
-            EngineEvent::RunEnded {
-                key,
-                run_id,
-                status,
-                reply,
-                ..
-            } => {
-                let shown = selected.as_deref() == Some(key.as_str());
-                let reply = reply.filter(|r| status == "ok" && !r.is_empty());
-                s.streams
-                    .run_ended(&run_id, shown, reply.as_deref(), s.transcript_total);
-                self.running_since_request.insert(key.clone());
-                s.running.remove(&key);
+            EngineEvent::RunEnded { key, .. } => {
+                self.sessions_load.running_since_request.insert(key.clone());
+                s.sessions.running.remove(&key);
             }
-            EngineEvent::ReplyDelta {
-                run_id,
-                key,
-                agent_id,
-                step,
-                offset,
-                delta,
-            } => {
-                s.streams.delta(
-                    Delta {
-                        run_id: &run_id,
-                        key: &key,
-                        agent_id: &agent_id,
-                        step,
-                        offset,
-                        text: &delta,
-                    },
-                    now,
-                );
-                // A delta proves a run: the sessions list marks it even if RunStarted was
-                // missed.
-                s.running.insert(key);
-            }
-            EngineEvent::FlowStarted {
-                flow_id,
-                requester,
-                target,
-                message,
-                ..
-            } => {
-                let f = s.flows.entry(flow_id.clone()).or_default();
-                f.flow_id = flow_id;
-                f.requester = requester;
-                f.target = target;
-                f.message = message;
-                f.started = now;
-                trim_flows(s);
-            }
-            EngineEvent::FlowRound {
-                flow_id,
-                round,
-                speaker,
-                text,
-                status,
-                ..
-            } => {
-                let f = s.flows.entry(flow_id).or_default();
-                f.rounds.push(RoundView {
-                    round,
-                    speaker,
-                    text: crate::text_safety::safe_text(&text).into_owned(),
-                    status,
-                });
-            }
-            EngineEvent::FlowLoopEnded {
-                flow_id,
-                reason,
-                detail,
-                ..
-            } => {
-                s.flows.entry(flow_id).or_default().loop_end = Some((reason, detail));
-            }
-            EngineEvent::Announce {
-                flow_id,
-                outcome,
-                detail,
-                ..
-            } => {
-                s.flows.entry(flow_id).or_default().announce = Some((outcome, detail));
-            }
-            EngineEvent::FlowEnded {
-                flow_id, reason, ..
-            } => {
-                let f = s.flows.entry(flow_id).or_default();
-                f.done = true;
-                if f.loop_end.is_none() {
-                    f.loop_end = Some((reason, String::new()));
-                }
-            }
-            EngineEvent::Spawned {
-                requester,
-                child,
-                label,
-                task,
-                ..
-            } => {
-                s.spawns.insert(
-                    child.clone(),
-                    SpawnView {
-                        requester,
-                        child,
-                        label: label.unwrap_or(task),
-                        status: "running".into(),
-                        started: now,
-                        ..SpawnView::default()
-                    },
-                );
-            }
-            EngineEvent::SpawnEnded {
-                child,
-                outcome,
-                runtime_ms,
-                tokens_in,
-                tokens_out,
-                ..
-            } => {
-                if let Some(v) = s.spawns.get_mut(&child) {
-                    v.status = outcome;
-                    v.runtime_ms = Some(runtime_ms);
-                    v.tokens = Some((tokens_in, tokens_out));
-                }
-            }
-            EngineEvent::SpawnAnnounce { child, outcome, .. } => {
-                if let Some(v) = s.spawns.get_mut(&child) {
-                    v.announce = Some(outcome);
-                }
+            // A delta proves a run: the sessions list marks it even if RunStarted was missed.
+            EngineEvent::ReplyDelta { key, .. } => {
+                s.sessions.running.insert(key);
             }
             EngineEvent::PolicyChanged { key, policy, by } => {
                 s.flash(
                     format!("send policy of {key} set to {policy} (by {by})"),
                     false,
                 );
-                self.sessions_dirty = true;
-                self.transcript_dirty = true;
+                self.sessions_load.dirty = true;
+                self.transcript_load.dirty = true;
             }
             EngineEvent::PolicyDecision {
                 key,
@@ -1066,36 +622,15 @@ impl Console {
                 );
             }
             EngineEvent::ChainStopped {
-                chain_id,
                 hops,
                 max_hops,
-                requester,
                 target,
+                ..
             } => {
                 s.notice(
                     format!("agent chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
                     true,
                 );
-                // The refused send shows in the timeline too, with why it never ran.
-                let id = format!("chain-{chain_id}-{hops}");
-                s.flows.insert(
-                    id.clone(),
-                    FlowView {
-                        flow_id: id,
-                        requester,
-                        target,
-                        message: String::new(),
-                        rounds: Vec::new(),
-                        loop_end: Some((
-                            "chain".into(),
-                            format!("{hops} sends > session.agentToAgent.maxChainHops {max_hops}"),
-                        )),
-                        announce: None,
-                        done: true,
-                        started: now,
-                    },
-                );
-                trim_flows(s);
             }
             _ => {}
         }
@@ -1113,41 +648,9 @@ impl Console {
         if s.notice.as_ref().is_some_and(|f| f.until_tick <= s.ticks) {
             s.notice = None;
         }
-        if s.order.held && !s.order.holding(s.ticks) {
+        if s.sessions.order.held && !s.sessions.order.holding(s.ticks) {
             // The owner paused: the held rows take their order now.
-            self.sessions_dirty = true;
+            self.sessions_load.dirty = true;
         }
     }
 }
-
-/// The run whose reply the transcript line (`{type, id, message}`) is: an assistant message
-/// with `__switchboard.runId` that is not a tool call (those come mid-run, before the reply).
-fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
-    let m = line.get("message")?;
-    if m.get("role").and_then(|r| r.as_str()) != Some("assistant")
-        || m.get("stopReason").and_then(|r| r.as_str()) == Some("toolUse")
-    {
-        return None;
-    }
-    m.get("__switchboard")?.get("runId")?.as_str()
-}
-
-/// Keep the timeline bounded: the newest 200 exchanges.
-fn trim_flows(s: &mut State) {
-    while s.flows.len() > 200 {
-        let oldest = s
-            .flows
-            .iter()
-            .min_by_key(|(_, f)| f.started)
-            .map(|(k, _)| k.clone());
-        match oldest {
-            Some(k) => {
-                s.flows.remove(&k);
-            }
-            None => break,
-        }
-    }
-}
-
-/// Exchanges touching `key` (or all), newest last (kept here for callers of the old path).
-pub use super::state::flows_for;

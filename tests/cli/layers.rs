@@ -2,7 +2,8 @@
 //! demo's traffic, `inject`'s progress) use `api::SessionsApi` and its types, never the
 //! engine's internals. The compiler enforces it for the binary (the engine's modules are
 //! `pub(crate)` without the `internals` feature); the console and the demo live in the same
-//! crate as the engine, so for them this test is the check.
+//! crate as the engine, so for them this test is the check. The front ends' functions are
+//! also held to a length (`front_end_functions_stay_short`, issue 24 item 4).
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,7 @@ const FORBIDDEN: &[&str] = &[
     "crate::engine",
 ];
 
-/// What the composition root (`cli.rs`) may name on the engine: opening it, starting it,
+/// What the composition root (`cli/`) may name on the engine: opening it, starting it,
 /// draining it before exit, and the state-folder file operations (docs/ARCHITECTURE.md).
 const ROOT_MAY_NAME: &[&str] = &[
     "switchboard::engine::Engine;",
@@ -41,7 +42,8 @@ fn front_end_files() -> Vec<PathBuf> {
     rust_files(&src.join("server"), &mut files);
     rust_files(&src.join("remote"), &mut files);
     rust_files(&src.join("protocol"), &mut files);
-    for f in ["cli.rs", "main.rs", "progress.rs", "demo.rs"] {
+    rust_files(&src.join("cli"), &mut files);
+    for f in ["main.rs", "progress.rs", "demo.rs"] {
         files.push(src.join(f));
     }
     files
@@ -85,6 +87,90 @@ fn the_check_sees_every_front_end_file() {
     let files = front_end_files();
     assert!(files.iter().any(|f| f.ends_with("tui/update.rs")));
     assert!(files.iter().any(|f| f.ends_with("server/methods.rs")));
+    assert!(files.iter().any(|f| f.ends_with("cli/attach.rs")));
     assert!(files.iter().all(|f| f.exists()), "{files:?}");
     assert!(files.len() >= 10, "{files:?}");
+}
+
+/// The longest a function in the front ends (`src/tui/`, `src/cli/`) may be without saying
+/// why: a comment line starting `// Long:` (or a doc line `/// Long:`) just above it.
+const MAX_FN_LINES: usize = 120;
+
+/// Functions of `text` longer than `MAX_FN_LINES`, as `name (n lines)`: from the `fn` line to
+/// the closing brace at the same indentation (rustfmt's layout).
+fn long_functions(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(at) = code.find("fn ") else { continue };
+        let head = &code[..at];
+        if !head.split_whitespace().all(|w| {
+            [
+                "pub",
+                "pub(crate)",
+                "pub(super)",
+                "async",
+                "const",
+                "unsafe",
+            ]
+            .contains(&w)
+        }) {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        let Some(end) = lines[i..].iter().position(|l| *l == close) else {
+            continue;
+        };
+        let explained = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.trim_start().starts_with("//") || l.trim_start().starts_with("#["))
+            .any(|l| l.contains("Long:"));
+        if end + 1 > MAX_FN_LINES && !explained {
+            found.push(format!("{name} ({} lines)", end + 1));
+        }
+    }
+    found
+}
+
+#[test]
+fn front_end_functions_stay_short() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("tui"), &mut files);
+    rust_files(&src.join("cli"), &mut files);
+    let mut long = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        for f in long_functions(&text) {
+            long.push(format!("{}: {f}", file.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them, or say why in a `// Long:` comment \
+         above):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_check_counts_a_long_function() {
+    // A check that never finds one would pass forever.
+    let body = "    let x = 1;\n".repeat(MAX_FN_LINES);
+    let long = format!("pub(crate) async fn big() {{\n{body}}}\n");
+    assert_eq!(
+        long_functions(&long),
+        vec![format!("big ({} lines)", MAX_FN_LINES + 2)]
+    );
+    let explained = format!("// Long: one table of every key, read top to bottom.\n{long}");
+    assert!(long_functions(&explained).is_empty());
+    let short = "fn small() {\n    let x = 1;\n}\n";
+    assert!(long_functions(short).is_empty());
 }

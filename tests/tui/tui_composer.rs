@@ -75,14 +75,14 @@ fn row(key: &str, name: &str, kind: SessionKind) -> SessionRow {
 fn state(w: u16, h: u16) -> State {
     let mut s = State::new("/srv/switchboard/state".into(), NOW);
     (s.width, s.height) = (w, h);
-    s.sessions = vec![
+    s.sessions.rows = vec![
         row(ME, "main", SessionKind::Main),
         row(TG1, "Alice", SessionKind::Other),
         row(TG2, "Bob", SessionKind::Other),
         row(DEV, "#dev", SessionKind::Group),
     ];
-    s.total_sessions = 4;
-    s.selected_policy = Some("allow · default".into());
+    s.sessions.total = 4;
+    s.sessions.selected_policy = Some("allow · default".into());
     s.focus = Focus::Composer;
     s
 }
@@ -200,7 +200,7 @@ fn detail(key: &str, entry: Value) -> SessionDetail {
 fn the_status_card() {
     for (w, h) in [(80, 24), (60, 16)] {
         let mut c = Console::new(state(w, h));
-        c.state.running.insert(ME.into());
+        c.state.sessions.running.insert(ME.into());
         type_into(&mut c, "/status");
         let effects = c.update(plain(KeyCode::Enter));
         assert!(
@@ -596,7 +596,7 @@ async fn a_fixed_multi_line_message_is_stored_as_fixed() {
     let (mut d, api) = console(&b).await;
     type_keys(&mut d, "/new main first");
     d.key(KeyCode::Enter);
-    d.until("main selected", |s| s.selected_key() == Some(ME))
+    d.until("main selected", |s| s.sessions.selected_key() == Some(ME))
         .await;
     d.intent(Intent::Compose);
     d.type_text("the deploy is fixde");
@@ -610,6 +610,7 @@ async fn a_fixed_multi_line_message_is_stored_as_fixed() {
     d.key(KeyCode::Enter);
     d.until("the message in the pane", |s| {
         s.transcript
+            .lines
             .iter()
             .any(|l| l.text == "the deploy is fixed\nthanks")
     })
@@ -626,7 +627,7 @@ async fn new_starts_a_session_from_an_empty_console() {
     let b = common::bench(config());
     let (mut d, api) = console(&b).await;
     assert_eq!(
-        d.console.state.selected_key(),
+        d.console.state.sessions.selected_key(),
         None,
         "nothing to select yet"
     );
@@ -645,11 +646,11 @@ async fn new_starts_a_session_from_an_empty_console() {
     d.type_text("/new telegram:direct:42 hi there");
     d.key(KeyCode::Enter);
     d.until("the new session selected", |s| {
-        s.selected_key() == Some(tg.as_str())
+        s.sessions.selected_key() == Some(tg.as_str())
     })
     .await;
     d.until("its first message", |s| {
-        s.transcript.iter().any(|l| l.text == "hi there")
+        s.transcript.lines.iter().any(|l| l.text == "hi there")
     })
     .await;
 
@@ -671,7 +672,7 @@ async fn new_starts_a_session_from_an_empty_console() {
     d.type_text("first words");
     d.key(KeyCode::Enter);
     d.until("the started session selected", |s| {
-        s.selected_key() == Some(later.as_str()) && s.composer.target.is_none()
+        s.sessions.selected_key() == Some(later.as_str()) && s.composer.target.is_none()
     })
     .await;
     assert!(
@@ -688,7 +689,7 @@ async fn abort_says_what_it_stopped() {
     type_keys(&mut d, "/new main hello");
     d.key(KeyCode::Enter);
     d.until("main selected and idle", |s| {
-        s.selected_key() == Some(ME) && !s.running.contains(ME)
+        s.sessions.selected_key() == Some(ME) && !s.sessions.running.contains(ME)
     })
     .await;
     d.intent(Intent::Compose);
@@ -707,7 +708,7 @@ async fn abort_says_what_it_stopped() {
     })
     .await
     .expect("sent");
-    d.until("the slow run going", |s| s.running.contains(ME))
+    d.until("the slow run going", |s| s.sessions.running.contains(ME))
         .await;
     d.type_text("/abort");
     d.key(KeyCode::Enter);
@@ -717,7 +718,8 @@ async fn abort_says_what_it_stopped() {
         flash.starts_with(&format!("/abort: stopped 1 run(s) in {ME}")),
         "{flash}"
     );
-    d.until("the run ended", |s| !s.running.contains(ME)).await;
+    d.until("the run ended", |s| !s.sessions.running.contains(ME))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -726,7 +728,7 @@ async fn status_shows_parent_and_children_and_agents_pick() {
     let (mut d, api) = console(&b).await;
     type_keys(&mut d, "/new main hello");
     d.key(KeyCode::Enter);
-    d.until("main selected", |s| s.selected_key() == Some(ME))
+    d.until("main selected", |s| s.sessions.selected_key() == Some(ME))
         .await;
     let spawned = api
         .call_tool(ToolCall {

@@ -83,6 +83,7 @@ async fn select(d: &mut Driver, k: &str) {
         .console
         .state
         .sessions
+        .rows
         .iter()
         .position(|r| r.key == k)
         .unwrap();
@@ -91,7 +92,7 @@ async fn select(d: &mut Driver, k: &str) {
         d.intent(Intent::Down);
     }
     d.settle().await;
-    assert_eq!(d.console.state.selected_key(), Some(k));
+    assert_eq!(d.console.state.sessions.selected_key(), Some(k));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +101,7 @@ async fn the_top_of_a_long_transcript_is_its_first_line_loaded_as_one_page() {
     session_with(&b, ME, (0..1000).map(|n| format!("line {n}"))).await;
     let (mut c, _api) = console(&b).await;
     assert_eq!(
-        c.console.state.transcript.len(),
+        c.console.state.transcript.lines.len(),
         400,
         "only the newest window at first"
     );
@@ -110,14 +111,17 @@ async fn the_top_of_a_long_transcript_is_its_first_line_loaded_as_one_page() {
     c.settle().await;
     // The top loads the oldest page (not everything in between) and shows its first line.
     assert_eq!(
-        c.console.state.transcript.len(),
+        c.console.state.transcript.lines.len(),
         400,
         "the oldest window, not the whole transcript"
     );
-    assert!(!c.console.state.follow);
+    assert!(!c.console.state.transcript.follow);
     assert!(screen(&c.console.state, &Keymap::defaults()).contains("line 0"));
     c.intent(Intent::Bottom);
-    assert!(c.console.state.follow, "back at the end, following again");
+    assert!(
+        c.console.state.transcript.follow,
+        "back at the end, following again"
+    );
     c.settle().await;
     assert!(screen(&c.console.state, &Keymap::defaults()).contains("line 999"));
 }
@@ -185,7 +189,7 @@ async fn a_remapped_key_shows_in_the_help_and_the_hint_bar() {
 async fn after_a_lag_the_console_reloads_what_it_missed() {
     let b = common::bench(config());
     let (mut c, _api) = console(&b).await;
-    assert!(c.console.state.sessions.is_empty());
+    assert!(c.console.state.sessions.rows.is_empty());
     b.engine
         .store()
         .ensure(&SessionKey::from_canonical(ME), SessionInit::default())
@@ -194,7 +198,7 @@ async fn after_a_lag_the_console_reloads_what_it_missed() {
     // The events were dropped (the console fell behind); Lagged makes it catch up.
     c.act(Action::Lagged);
     c.settle().await;
-    assert_eq!(c.console.state.selected_key(), Some(ME));
+    assert_eq!(c.console.state.sessions.selected_key(), Some(ME));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,21 +238,22 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
     }
     while set.join_next().await.is_some() {}
     let (mut c, _api) = console(&b).await;
-    assert_eq!(c.console.state.session_count(), 2000);
+    assert_eq!(c.console.state.sessions.session_count(), 2000);
     assert!(
-        c.console.state.sessions.len() <= 400,
+        c.console.state.sessions.rows.len() <= 400,
         "only a window is loaded"
     );
     c.intent(Intent::Bottom);
     c.settle().await;
-    assert_eq!(c.console.state.selected, 1999);
+    assert_eq!(c.console.state.sessions.selected, 1999);
     let oldest = c
         .console
         .state
+        .sessions
         .selected_key()
         .expect("a selection")
         .to_string();
-    assert!(c.console.state.sessions_offset > 0, "the window moved down");
+    assert!(c.console.state.sessions.offset > 0, "the window moved down");
     // The oldest really is the last one in newest-first order.
     let newest_first = {
         let mut all: Vec<(i64, String)> = Vec::new();
@@ -273,19 +278,22 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
         c.settle().await;
     }
     assert!(
-        c.console.state.selected < 1999 - 400,
+        c.console.state.sessions.selected < 1999 - 400,
         "{}",
-        c.console.state.selected
+        c.console.state.sessions.selected
     );
-    assert!(c.console.state.selected_key().is_some());
+    assert!(c.console.state.sessions.selected_key().is_some());
     c.intent(Intent::Top);
     c.settle().await;
     assert_eq!(
-        (c.console.state.selected, c.console.state.sessions_offset),
+        (
+            c.console.state.sessions.selected,
+            c.console.state.sessions.offset
+        ),
         (0, 0)
     );
     assert_eq!(
-        c.console.state.selected_key(),
+        c.console.state.sessions.selected_key(),
         Some(newest_first[0].1.as_str())
     );
 }
@@ -327,7 +335,8 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
     .unwrap();
     b.engine.idle().await;
     c.until("the stopped send", |s| {
-        s.exchanges
+        s.rounds
+            .exchanges
             .entries
             .first()
             .is_some_and(|e| e.kind == "chain")
@@ -426,13 +435,14 @@ async fn a_hundred_owner_messages_sent_quickly_are_stored_in_the_order_typed() {
     assert_eq!(stored, sent);
     // And the console shows them in that order too.
     c.until("the last line on screen", |s| {
-        s.transcript.last().is_some_and(|l| l.text == "L100")
+        s.transcript.lines.last().is_some_and(|l| l.text == "L100")
     })
     .await;
     let shown: Vec<&str> = c
         .console
         .state
         .transcript
+        .lines
         .iter()
         .filter(|l| l.role == "user")
         .map(|l| l.text.as_str())
@@ -455,15 +465,22 @@ async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() 
     }
     let (mut c, _api) = console(&b).await;
     let shown_matches_selection = |c: &Driver| {
-        let selected = c.console.state.selected_key().unwrap_or("").to_string();
+        let selected = c
+            .console
+            .state
+            .sessions
+            .selected_key()
+            .unwrap_or("")
+            .to_string();
         assert_eq!(
-            c.console.state.transcript_key.as_deref(),
+            c.console.state.transcript.key.as_deref(),
             Some(selected.as_str())
         );
         let last = c
             .console
             .state
             .transcript
+            .lines
             .last()
             .map(|l| l.text.clone())
             .unwrap_or_default();
@@ -477,12 +494,12 @@ async fn clearing_a_filter_never_leaves_another_sessions_transcript_on_screen() 
     c.key(KeyCode::Enter);
     c.settle().await;
     assert_eq!(
-        c.console.state.selected_key(),
+        c.console.state.sessions.selected_key(),
         Some("agent:main:visitor-8805")
     );
     shown_matches_selection(&c);
     c.intent(Intent::Filter);
-    while !c.console.state.filter.is_empty() {
+    while !c.console.state.sessions.filter.is_empty() {
         c.key(KeyCode::Backspace);
         c.settle().await;
         shown_matches_selection(&c);
@@ -536,6 +553,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
     );
     c.until("the override to show", |s| {
         s.sessions
+            .rows
             .iter()
             .any(|r| r.key == ME && r.policy == "deny" && r.policy_override)
     })
@@ -547,6 +565,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
     assert!(!error, "{reply}");
     c.until("the override to go", |s| {
         s.sessions
+            .rows
             .iter()
             .any(|r| r.key == ME && r.policy == "allow" && !r.policy_override)
     })
@@ -558,24 +577,24 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
 async fn the_first_session_to_arrive_in_an_empty_console_shows_its_transcript() {
     let b = common::bench(config());
     let (mut c, _api) = console(&b).await;
-    assert!(c.console.state.sessions.is_empty());
+    assert!(c.console.state.sessions.rows.is_empty());
     from_alice(&b, ME, "hello").await;
-    c.until("the session to be listed", |s| !s.sessions.is_empty())
+    c.until("the session to be listed", |s| !s.sessions.rows.is_empty())
         .await;
     c.settle().await;
     let s = &c.console.state;
-    assert_eq!(s.selected_key(), Some(ME));
+    assert_eq!(s.sessions.selected_key(), Some(ME));
     assert!(
-        s.transcript.iter().any(|l| l.text == "hello"),
+        s.transcript.lines.iter().any(|l| l.text == "hello"),
         "the transcript pane shows the selected session's messages:\n{}",
         screen(s, &Keymap::defaults())
     );
     assert!(
-        s.selected_policy.is_some(),
+        s.sessions.selected_policy.is_some(),
         "the status line shows its policy"
     );
     assert!(
-        s.unread.get(ME).is_none_or(|n| *n == 0),
+        s.sessions.unread.get(ME).is_none_or(|n| *n == 0),
         "the selected session has no unread count"
     );
 }
@@ -599,8 +618,8 @@ async fn a_deletion_by_another_process_is_noticed() {
         "it was there"
     );
     c.until("the deletion noticed", |s| {
-        s.sessions.iter().all(|r| r.key != OTHER)
+        s.sessions.rows.iter().all(|r| r.key != OTHER)
     })
     .await;
-    assert_eq!(c.console.state.selected_key(), Some(ME));
+    assert_eq!(c.console.state.sessions.selected_key(), Some(ME));
 }

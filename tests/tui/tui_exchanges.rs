@@ -192,8 +192,8 @@ async fn rounds_pane_has_a_cursor_times_and_refused_and_chain_entries() {
     d.intent(Intent::Down);
     d.settle().await;
     let s = &d.console.state;
-    assert_eq!(s.exchanges.entries.len(), 4);
-    assert_eq!(s.exchanges.cursor, 1);
+    assert_eq!(s.rounds.exchanges.entries.len(), 4);
+    assert_eq!(s.rounds.exchanges.cursor, 1);
     let shown = screen(s, 120, 40);
     assert!(shown.contains("4 exchanges"), "{shown}");
     assert!(
@@ -225,10 +225,11 @@ async fn this_session_shows_only_its_exchanges_and_a_toggles_all() {
     let mut d = Driver::new(api, state(120, 40));
     d.settle().await;
     // Alice (newest) is selected: three of the four exchanges involve her.
-    assert_eq!(d.console.state.selected_key(), Some(ALICE));
+    assert_eq!(d.console.state.sessions.selected_key(), Some(ALICE));
     let ids: Vec<&str> = d
         .console
         .state
+        .rounds
         .exchanges
         .entries
         .iter()
@@ -237,7 +238,7 @@ async fn this_session_shows_only_its_exchanges_and_a_toggles_all() {
     assert_eq!(ids, ["x4", "x2", "x1"]);
     d.intent(Intent::ToggleRoundsScope);
     d.settle().await;
-    assert_eq!(d.console.state.exchanges.entries.len(), 4);
+    assert_eq!(d.console.state.rounds.exchanges.entries.len(), 4);
     assert!(screen(&d.console.state, 120, 40).contains(" Rounds (all) · 4 "));
 }
 
@@ -262,22 +263,28 @@ async fn scrolling_to_the_end_loads_the_next_page_and_each_exchange_comes_once()
         })
         .collect();
     let mut d = console(Arc::new(FakeApi::new(data)), 120, 40).await;
-    assert_eq!(d.console.state.exchanges.entries.len(), 100);
+    assert_eq!(d.console.state.rounds.exchanges.entries.len(), 100);
     assert!(screen(&d.console.state, 120, 40).contains("100+ exchanges"));
     for _ in 0..3 {
         d.intent(Intent::Bottom);
         d.settle().await;
     }
     let s = &d.console.state;
-    assert_eq!(s.exchanges.entries.len(), n);
-    assert!(!s.exchanges.more);
-    let ids: Vec<&str> = s.exchanges.entries.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(s.rounds.exchanges.entries.len(), n);
+    assert!(!s.rounds.exchanges.more);
+    let ids: Vec<&str> = s
+        .rounds
+        .exchanges
+        .entries
+        .iter()
+        .map(|e| e.id.as_str())
+        .collect();
     let unique: HashSet<&&str> = ids.iter().collect();
     assert_eq!(unique.len(), n);
     let mut sorted = ids.clone();
     sorted.sort();
     assert_eq!(ids, sorted, "newest first, in order");
-    assert_eq!(s.exchanges.cursor, n - 1);
+    assert_eq!(s.rounds.exchanges.cursor, n - 1);
     let shown = screen(s, 120, 40);
     assert!(shown.contains("250 exchanges"), "{shown}");
     assert!(shown.contains("“message 249”"), "{shown}");
@@ -305,11 +312,16 @@ async fn events_bring_new_exchanges_in_and_the_cursor_stays_on_its_exchange() {
         message: "new one".into(),
         run_id: "r".into(),
     });
-    d.until("the new exchange", |s| s.exchanges.entries.len() == 5)
-        .await;
+    d.until("the new exchange", |s| {
+        s.rounds.exchanges.entries.len() == 5
+    })
+    .await;
     let s = &d.console.state;
-    assert_eq!(s.exchanges.entries[0].id, "x5");
-    assert_eq!(s.exchanges.selected().map(|e| e.id.as_str()), Some("x3"));
+    assert_eq!(s.rounds.exchanges.entries[0].id, "x5");
+    assert_eq!(
+        s.rounds.exchanges.selected().map(|e| e.id.as_str()),
+        Some("x3")
+    );
     assert!(screen(s, 120, 40).contains("· 0 rounds · running"));
 }
 
@@ -321,6 +333,7 @@ async fn opened(w: u16, h: u16) -> Driver {
     let v = d
         .console
         .state
+        .rounds
         .exchange_view
         .as_ref()
         .expect("the view is open");
@@ -375,15 +388,34 @@ async fn a_long_exchange_scrolls_to_its_end() {
         "{shown}"
     );
     // At the end, down goes no further; up moves back one line at once.
-    let at_end = d.console.state.exchange_view.as_ref().expect("open").scroll;
+    let at_end = d
+        .console
+        .state
+        .rounds
+        .exchange_view
+        .as_ref()
+        .expect("open")
+        .scroll;
     d.intent(Intent::Down);
     assert_eq!(
-        d.console.state.exchange_view.as_ref().expect("open").scroll,
+        d.console
+            .state
+            .rounds
+            .exchange_view
+            .as_ref()
+            .expect("open")
+            .scroll,
         at_end
     );
     d.intent(Intent::Up);
     assert_eq!(
-        d.console.state.exchange_view.as_ref().expect("open").scroll,
+        d.console
+            .state
+            .rounds
+            .exchange_view
+            .as_ref()
+            .expect("open")
+            .scroll,
         at_end - 1
     );
     d.intent(Intent::Down);
@@ -396,22 +428,22 @@ async fn one_and_two_jump_to_either_session_and_esc_closes() {
     d.press(KeyCode::Char('2'));
     d.settle().await;
     let s = &d.console.state;
-    assert!(s.exchange_view.is_none());
+    assert!(s.rounds.exchange_view.is_none());
     assert_eq!(s.focus, Focus::Sessions);
-    assert_eq!(s.selected_key(), Some(OPS));
+    assert_eq!(s.sessions.selected_key(), Some(OPS));
     d.console.state.focus = Focus::Rounds;
     d.intent(Intent::Top);
     d.intent(Intent::Open);
     d.settle().await;
     d.press(KeyCode::Char('1'));
     d.settle().await;
-    assert_eq!(d.console.state.selected_key(), Some(ALICE));
+    assert_eq!(d.console.state.sessions.selected_key(), Some(ALICE));
     d.console.state.focus = Focus::Rounds;
     d.intent(Intent::Open);
     d.settle().await;
-    assert!(d.console.state.exchange_view.is_some());
+    assert!(d.console.state.rounds.exchange_view.is_some());
     d.press(KeyCode::Esc);
-    assert!(d.console.state.exchange_view.is_none());
+    assert!(d.console.state.rounds.exchange_view.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,8 +476,8 @@ async fn a_vanished_exchange_or_a_deleted_session_is_said_inline() {
         d.flashes
     );
     // The filter set to find it went again: the other sessions are listed.
-    assert_eq!(d.console.state.filter, "");
-    assert_eq!(d.console.state.selected_key(), Some(OPS));
+    assert_eq!(d.console.state.sessions.filter, "");
+    assert_eq!(d.console.state.sessions.selected_key(), Some(OPS));
     // The exchange itself vanishes while open.
     d.console.state.focus = Focus::Rounds;
     d.act(Action::Intent(Intent::ToggleRoundsScope));
@@ -510,11 +542,14 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
         .await
         .expect("send");
     assert_eq!(r.result["status"], "forbidden", "{}", r.result);
-    d.until("the refused send", |s| s.exchanges.entries.len() == 2)
-        .await;
+    d.until("the refused send", |s| {
+        s.rounds.exchanges.entries.len() == 2
+    })
+    .await;
     let kinds: Vec<&str> = d
         .console
         .state
+        .rounds
         .exchanges
         .entries
         .iter()
@@ -524,7 +559,10 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
     d.intent(Intent::Down);
     d.intent(Intent::Open);
     d.until("the exchange in full", |s| {
-        s.exchange_view.as_ref().is_some_and(|v| v.detail.is_some())
+        s.rounds
+            .exchange_view
+            .as_ref()
+            .is_some_and(|v| v.detail.is_some())
     })
     .await;
     let shown = screen(&d.console.state, 120, 40);

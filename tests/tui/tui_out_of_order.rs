@@ -111,11 +111,12 @@ impl Harness {
         }
         let effect = self.waiting.remove(i % self.waiting.len());
         let state = &self.console.state;
-        let (before_rows, before_lines) = (state.sessions.clone(), state.transcript.clone());
+        let (before_rows, before_lines) =
+            (state.sessions.rows.clone(), state.transcript.lines.clone());
         let (action, stale_rows, stale_lines) = match effect {
             Effect::LoadSessions { generation, query } => {
-                let stale = query.text != state.filter
-                    || query.kinds != state.kind_filter.into_iter().collect::<Vec<_>>();
+                let stale = query.text != state.sessions.filter
+                    || query.kinds != state.sessions.kind_filter.into_iter().collect::<Vec<_>>();
                 let result = self.rt.block_on(self.api.sessions(query));
                 let action = Action::SessionsLoaded {
                     generation,
@@ -124,7 +125,7 @@ impl Harness {
                 (action, stale, false)
             }
             Effect::LoadTranscript { generation, query } => {
-                let stale = state.selected_key() != Some(query.key.as_str());
+                let stale = state.sessions.selected_key() != Some(query.key.as_str());
                 let key = query.key.clone();
                 let result = self.rt.block_on(self.api.transcript(query));
                 let action = Action::TranscriptLoaded {
@@ -151,13 +152,13 @@ impl Harness {
         let state = &self.console.state;
         if stale_rows {
             assert_eq!(
-                state.sessions, before_rows,
+                state.sessions.rows, before_rows,
                 "an answer for another filter replaced the rows"
             );
         }
         if stale_lines {
             assert_eq!(
-                state.transcript, before_lines,
+                state.transcript.lines, before_lines,
                 "an answer for another session replaced the transcript"
             );
         }
@@ -170,15 +171,15 @@ impl Harness {
     /// True at every step: the lines shown are the selected session's, or none are shown.
     fn check_always(&self) {
         let s = &self.console.state;
-        if let Some(k) = &s.transcript_key {
+        if let Some(k) = &s.transcript.key {
             assert_eq!(
                 Some(k.as_str()),
-                s.selected_key(),
+                s.sessions.selected_key(),
                 "the transcript of {k} is shown while another session is selected"
             );
         }
-        for l in &s.transcript {
-            let owner = s.transcript_key.as_deref().unwrap_or("(none)");
+        for l in &s.transcript.lines {
+            let owner = s.transcript.key.as_deref().unwrap_or("(none)");
             assert!(
                 l.text.starts_with(&format!("{owner} says")),
                 "line {:?} under {owner}",
@@ -202,20 +203,24 @@ impl Harness {
         assert!(self.waiting.is_empty(), "loads keep coming");
         assert!(!self.console.pending(), "settled, yet a load is wanted");
         assert_eq!(
-            s.transcript_key.as_deref(),
-            s.selected_key(),
+            s.transcript.key.as_deref(),
+            s.sessions.selected_key(),
             "settled on a transcript that is not the selection's"
         );
-        if s.selected_key().is_some() {
-            assert_eq!(s.transcript.len() as i64, LINES, "the whole transcript");
+        if s.sessions.selected_key().is_some() {
+            assert_eq!(
+                s.transcript.lines.len() as i64,
+                LINES,
+                "the whole transcript"
+            );
         }
-        let needle = s.filter.to_lowercase();
-        for r in &s.sessions {
+        let needle = s.sessions.filter.to_lowercase();
+        for r in &s.sessions.rows {
             assert!(
                 r.key.to_lowercase().contains(&needle) || r.name.to_lowercase().contains(&needle),
                 "{} is listed under the filter {:?}",
                 r.key,
-                s.filter
+                s.sessions.filter
             );
         }
     }
@@ -254,9 +259,12 @@ fn clearing_a_filter_with_answers_arriving_newest_first() {
     }
     h.key(KeyCode::Enter);
     h.settle(2);
-    assert_eq!(h.console.state.selected_key(), Some("agent:main:s012"));
+    assert_eq!(
+        h.console.state.sessions.selected_key(),
+        Some("agent:main:s012")
+    );
     h.key(KeyCode::Char('/'));
-    while !h.console.state.filter.is_empty() {
+    while !h.console.state.sessions.filter.is_empty() {
         h.key(KeyCode::Backspace);
     }
     h.key(KeyCode::Enter);
@@ -267,11 +275,11 @@ fn clearing_a_filter_with_answers_arriving_newest_first() {
     }
     h.settle(3);
     let s = &h.console.state;
-    assert_eq!(s.filter, "");
-    assert_eq!(s.sessions.len(), SESSIONS);
-    let selected = s.selected_key().expect("a selection").to_string();
-    assert_eq!(s.transcript_key.as_deref(), Some(selected.as_str()));
-    assert!(s.transcript[0].text.starts_with(&selected));
+    assert_eq!(s.sessions.filter, "");
+    assert_eq!(s.sessions.rows.len(), SESSIONS);
+    let selected = s.sessions.selected_key().expect("a selection").to_string();
+    assert_eq!(s.transcript.key.as_deref(), Some(selected.as_str()));
+    assert!(s.transcript.lines[0].text.starts_with(&selected));
 }
 
 /// Through the real runner: a load held by the API does not hold up keys or drawing, and
@@ -297,7 +305,7 @@ async fn the_runner_delivers_held_answers_and_the_newest_wins() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(api.held(), 3);
-    assert_eq!(d.console.state.filter, "s03");
+    assert_eq!(d.console.state.sessions.filter, "s03");
     api.set_answer(Answer::Now);
     // Newest first: the older answers arrive last and must not replace it.
     for i in (0..3).rev() {
@@ -306,13 +314,13 @@ async fn the_runner_delivers_held_answers_and_the_newest_wins() {
     d.settle().await;
     let s = &d.console.state;
     assert!(
-        s.sessions.iter().all(|r| r.key.contains("s03")),
+        s.sessions.rows.iter().all(|r| r.key.contains("s03")),
         "{:?}",
-        s.sessions.iter().map(|r| &r.key).collect::<Vec<_>>()
+        s.sessions.rows.iter().map(|r| &r.key).collect::<Vec<_>>()
     );
-    assert_eq!(s.sessions.len(), 10);
-    let selected = s.selected_key().expect("a selection").to_string();
-    assert_eq!(s.transcript_key.as_deref(), Some(selected.as_str()));
+    assert_eq!(s.sessions.rows.len(), 10);
+    let selected = s.sessions.selected_key().expect("a selection").to_string();
+    assert_eq!(s.transcript.key.as_deref(), Some(selected.as_str()));
 }
 
 /// A sessions page read just before a run started, and answered after the run's
@@ -344,14 +352,14 @@ fn a_page_read_before_a_run_started_does_not_hide_the_run() {
     };
     let effects = h.console.update(Action::Engine(Box::new(started)));
     h.take(effects);
-    assert!(h.console.state.running.contains(&key));
+    assert!(h.console.state.sessions.running.contains(&key));
     let effects = h.console.update(Action::SessionsLoaded {
         generation,
         result: Box::new(page),
     });
     h.take(effects);
     assert!(
-        h.console.state.running.contains(&key),
+        h.console.state.sessions.running.contains(&key),
         "the older page hid the run"
     );
 }

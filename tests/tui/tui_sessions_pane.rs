@@ -87,10 +87,10 @@ fn telegram_rows() -> Vec<SessionRow> {
 
 fn state_with(rows: Vec<SessionRow>) -> State {
     let mut s = State::new("/home/owner/.local/share/switchboard".into(), NOW);
-    s.total_sessions = rows.len() as u64;
-    s.matching_sessions = rows.len() as u64;
-    s.selected_policy = rows.first().map(|r| r.policy_line());
-    s.sessions = rows;
+    s.sessions.total = rows.len() as u64;
+    s.sessions.matching = rows.len() as u64;
+    s.sessions.selected_policy = rows.first().map(|r| r.policy_line());
+    s.sessions.rows = rows;
     s
 }
 
@@ -282,6 +282,7 @@ fn order(d: &Driver) -> Vec<String> {
     d.console
         .state
         .sessions
+        .rows
         .iter()
         .map(|r| r.key.clone())
         .collect()
@@ -299,8 +300,18 @@ async fn the_order_holds_while_the_owner_moves_and_resorts_after_a_pause() {
     api.append("agent:main:s005", LineRole::User, "owner", "hello");
     d.settle().await;
     assert_eq!(order(&d), before, "rows moved under the owner's cursor");
-    assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
-    assert!(d.console.state.order.marked.contains("agent:main:s005"));
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("agent:main:s002")
+    );
+    assert!(
+        d.console
+            .state
+            .sessions
+            .order
+            .marked
+            .contains("agent:main:s005")
+    );
     let pane = sessions_pane(&d.console.state, 120, 40).join("\n");
     assert!(pane.contains("+other") || pane.contains(" +"), "{pane}");
     insta::assert_snapshot!("held_order_marked", pane);
@@ -310,8 +321,11 @@ async fn the_order_holds_while_the_owner_moves_and_resorts_after_a_pause() {
     d.act(Action::Tick);
     d.settle().await;
     assert_eq!(order(&d)[0], "agent:main:s005");
-    assert!(d.console.state.order.marked.is_empty());
-    assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
+    assert!(d.console.state.sessions.order.marked.is_empty());
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("agent:main:s002")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,6 +348,7 @@ async fn s_cycles_the_sort_activity_name_unread() {
         d.console
             .state
             .sessions
+            .rows
             .iter()
             .map(|r| r.name.clone())
             .collect()
@@ -370,6 +385,7 @@ fn ascii_mode_draws_no_box_drawing_or_unicode_marks() {
     let mut state = state_with(telegram_rows());
     state.theme = Theme::detect(Some("vt100"), None).expect("vt100");
     state
+        .sessions
         .running
         .insert("agent:main:telegram:direct:1234".into());
     let s = screen(&state, 80, 24);
@@ -469,11 +485,17 @@ async fn a_click_selects_the_row_under_it_below_the_column_headers() {
     // Border, then the headers, then the rows: the third row is at y + 4.
     d.act(Action::Click(r.x + 5, r.y + 4));
     d.settle().await;
-    assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("agent:main:s002")
+    );
     // A click on the headers selects nothing new.
     d.act(Action::Click(r.x + 5, r.y + 1));
     d.settle().await;
-    assert_eq!(d.console.state.selected_key(), Some("agent:main:s002"));
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("agent:main:s002")
+    );
 }
 
 #[test]
@@ -502,7 +524,7 @@ fn keys_scroll_a_help_taller_than_the_screen_and_closing_starts_it_over() {
     press(&mut c, KeyCode::Char('k'));
     assert_eq!(c.state.help_scroll, max - 1);
     // The selection under the help did not move meanwhile.
-    assert_eq!(c.state.selected, 0);
+    assert_eq!(c.state.sessions.selected, 0);
     press(&mut c, KeyCode::Esc);
     assert!(!c.state.help);
     press(&mut c, KeyCode::Char('?'));
@@ -514,6 +536,7 @@ fn names(d: &Driver) -> Vec<String> {
     d.console
         .state
         .sessions
+        .rows
         .iter()
         .map(|r| r.name.clone())
         .collect()
@@ -551,7 +574,7 @@ async fn sorting_by_name_shows_the_first_names_of_every_session_not_of_the_loade
     let mut d = Driver::new(api, state);
     d.settle().await;
     assert_eq!(
-        d.console.state.sessions.len(),
+        d.console.state.sessions.rows.len(),
         400,
         "a window, not everything"
     );
@@ -561,7 +584,10 @@ async fn sorting_by_name_shows_the_first_names_of_every_session_not_of_the_loade
         &names(&d)[..4],
         ["Name 0000", "name 0001", "Name 0002", "name 0003"]
     );
-    assert_eq!(d.console.state.selected_key(), Some("agent:main:dm-0"));
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("agent:main:dm-0")
+    );
     let pane = sessions_pane(&d.console.state, 120, 40);
     assert!(pane[0].contains("[by name]"), "{}", pane[0]);
     assert!(!pane[0].contains("loaded"), "{}", pane[0]);
@@ -569,7 +595,10 @@ async fn sorting_by_name_shows_the_first_names_of_every_session_not_of_the_loade
     // The end of the list is the end of every name (the window moves as for activity).
     d.intent(Intent::Bottom);
     d.settle().await;
-    assert_eq!(d.console.state.selected_key(), Some("agent:main:dm-999"));
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("agent:main:dm-999")
+    );
     assert_eq!(names(&d).last().map(String::as_str), Some("name 0999"));
     // Unread stays the console's order of the loaded (newest-first) window.
     d.intent(Intent::CycleSort);

@@ -467,8 +467,8 @@ fn spawns() -> BTreeMap<String, SpawnView> {
 
 /// The selected session has no messages (yet).
 fn no_transcript(s: &mut State) {
-    s.transcript.clear();
-    s.transcript_total = 0;
+    s.transcript.lines.clear();
+    s.transcript.total = 0;
 }
 
 /// An empty console attached to a fixed folder.
@@ -479,19 +479,19 @@ fn empty() -> State {
 /// A busy console: every kind of session, main's DM selected, exchanges and sub-agents.
 fn busy() -> State {
     let mut s = empty();
-    s.sessions = sessions();
-    s.total_sessions = 10;
-    s.running.insert(MAIN.to_string());
-    s.running.insert(INCIDENTS.to_string());
-    s.unread.insert(INCIDENTS.to_string(), 3);
-    s.unread.insert(RANDOM.to_string(), 12);
-    s.unread.insert(VISITOR.to_string(), 1);
-    s.transcript = main_transcript();
-    s.transcript_total = 10;
-    s.flows = flows();
-    s.exchanges = exchanges_of(s.selected_key());
-    s.spawns = spawns();
-    s.selected_policy = Some("allow · default".to_string());
+    s.sessions.rows = sessions();
+    s.sessions.total = 10;
+    s.sessions.running.insert(MAIN.to_string());
+    s.sessions.running.insert(INCIDENTS.to_string());
+    s.sessions.unread.insert(INCIDENTS.to_string(), 3);
+    s.sessions.unread.insert(RANDOM.to_string(), 12);
+    s.sessions.unread.insert(VISITOR.to_string(), 1);
+    s.transcript.lines = main_transcript();
+    s.transcript.total = 10;
+    s.rounds.flows = flows();
+    s.rounds.exchanges = exchanges_of(s.sessions.selected_key());
+    s.rounds.spawns = spawns();
+    s.sessions.selected_policy = Some("allow · default".to_string());
     s
 }
 
@@ -528,11 +528,11 @@ fn busy_console_120x40() {
 #[test]
 fn sessions_with_a_selection_further_down() {
     let mut s = busy();
-    s.selected = 4;
+    s.sessions.selected = 4;
     no_transcript(&mut s);
-    s.flows.clear();
-    s.spawns.clear();
-    s.selected_policy = Some("deny · set here with /send off".to_string());
+    s.rounds.flows.clear();
+    s.rounds.spawns.clear();
+    s.sessions.selected_policy = Some("deny · set here with /send off".to_string());
     let buf = render(&s, 120, 40);
     // The selected row (here the denied #eng-standup) is drawn reversed.
     let r = view::regions(120, 40);
@@ -549,7 +549,7 @@ fn sessions_with_a_selection_further_down() {
 #[test]
 fn sessions_scrolled_to_keep_the_selection_in_view() {
     let mut s = busy();
-    s.selected = 9;
+    s.sessions.selected = 9;
     no_transcript(&mut s);
     // 80×24 leaves 8 rows in the sessions pane: the last session must still be visible.
     let shown = screen(&s, 80, 24);
@@ -561,8 +561,9 @@ fn sessions_scrolled_to_keep_the_selection_in_view() {
 fn filter_box_in_use() {
     let mut s = busy();
     s.focus = Focus::Filter;
-    s.filter = "inc".to_string();
+    s.sessions.filter = "inc".to_string();
     s.sessions
+        .rows
         .retain(|r| r.key.contains("inc") || r.name.contains("inc"));
     no_transcript(&mut s);
     insta::assert_snapshot!(screen(&s, 120, 40));
@@ -572,9 +573,9 @@ fn filter_box_in_use() {
 fn filter_kept_after_enter() {
     let mut s = busy();
     s.focus = Focus::Sessions;
-    s.filter = "discord".to_string();
-    s.sessions.retain(|r| r.key.contains("discord"));
-    s.selected_policy = Some("deny · set here with /send off".to_string());
+    s.sessions.filter = "discord".to_string();
+    s.sessions.rows.retain(|r| r.key.contains("discord"));
+    s.sessions.selected_policy = Some("deny · set here with /send off".to_string());
     no_transcript(&mut s);
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
@@ -583,10 +584,10 @@ fn filter_kept_after_enter() {
 fn filter_without_matches() {
     let mut s = busy();
     s.focus = Focus::Filter;
-    s.filter = "nothing-like-this".to_string();
-    s.sessions.clear();
+    s.sessions.filter = "nothing-like-this".to_string();
+    s.sessions.rows.clear();
     no_transcript(&mut s);
-    s.selected_policy = None;
+    s.sessions.selected_policy = None;
     let shown = screen(&s, 80, 24);
     assert!(shown.contains("No session matches the filter"), "{shown}");
     insta::assert_snapshot!(shown);
@@ -595,8 +596,8 @@ fn filter_without_matches() {
 #[test]
 fn kind_filter_groups() {
     let mut s = busy();
-    s.kind_filter = Some(SessionKind::Group);
-    s.sessions.retain(|r| r.kind == SessionKind::Group);
+    s.sessions.kind_filter = Some(SessionKind::Group);
+    s.sessions.rows.retain(|r| r.kind == SessionKind::Group);
     no_transcript(&mut s);
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("[group]"), "{shown}");
@@ -606,7 +607,7 @@ fn kind_filter_groups() {
 #[test]
 fn archived_sessions_shown_on_request() {
     let mut s = busy();
-    s.show_archived = true;
+    s.sessions.show_archived = true;
     let mut old = session(
         "agent:main:telegram:group:old-project",
         SessionKind::Group,
@@ -617,8 +618,8 @@ fn archived_sessions_shown_on_request() {
         false,
     );
     old.archived = true;
-    s.sessions.push(old);
-    s.total_sessions = 11;
+    s.sessions.rows.push(old);
+    s.sessions.total = 11;
     no_transcript(&mut s);
     insta::assert_snapshot!(screen(&s, 120, 40));
 }
@@ -642,7 +643,7 @@ fn transcript_tools_hidden() {
 fn transcript_tools_shown() {
     let mut s = busy();
     s.focus = Focus::Transcript;
-    s.tools = true;
+    s.transcript.tools = true;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("tools:on"), "{shown}");
     // A tool call is a one-line card (its result folded into it: tests/tui/tui_transcript.rs).
@@ -658,8 +659,8 @@ fn transcript_tools_shown() {
 fn transcript_without_timestamps_or_wrap() {
     let mut s = busy();
     s.focus = Focus::Transcript;
-    s.timestamps = false;
-    s.wrap = false;
+    s.transcript.timestamps = false;
+    s.transcript.wrap = false;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("times:off wrap:off"), "{shown}");
     // (The rounds pane below keeps its exchanges' times.)
@@ -672,7 +673,7 @@ fn transcript_scrolled_up_pauses_follow_and_shows_the_window() {
     let mut s = busy();
     s.focus = Focus::Transcript;
     // Only the newest lines are loaded: the indicator says how many of how many.
-    s.transcript_total = 1_000_000;
+    s.transcript.total = 1_000_000;
     s.width = 80;
     s.height = 24;
     // Six rows up, as the owner scrolls.
@@ -681,14 +682,14 @@ fn transcript_scrolled_up_pauses_follow_and_shows_the_window() {
         c.update(Action::Intent(Intent::Up));
     }
     let s = c.state;
-    assert!(!s.follow);
+    assert!(!s.transcript.follow);
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
 
 #[test]
 fn transcript_of_a_session_without_messages() {
     let mut s = busy();
-    s.selected = 3;
+    s.sessions.selected = 3;
     no_transcript(&mut s);
     let shown = screen(&s, 80, 24);
     assert!(shown.contains("No messages yet."), "{shown}");
@@ -709,8 +710,8 @@ fn rounds_of_the_selected_session() {
 fn rounds_of_all_sessions() {
     let mut s = busy();
     s.focus = Focus::Rounds;
-    s.rounds_all = true;
-    s.exchanges = exchanges_of(None);
+    s.rounds.all = true;
+    s.rounds.exchanges = exchanges_of(None);
     // Tall enough to show every exchange and sub-agent at once.
     let shown = screen(&s, 120, 80);
     // Long keys give way, keeping their ends; how it ended stays whole.
@@ -728,9 +729,9 @@ fn rounds_of_all_sessions() {
 #[test]
 fn rounds_pane_without_traffic() {
     let mut s = busy();
-    s.flows.clear();
-    s.exchanges = Exchanges::shown(Scope::Session(MAIN.into()), Vec::new(), false);
-    s.spawns.clear();
+    s.rounds.flows.clear();
+    s.rounds.exchanges = Exchanges::shown(Scope::Session(MAIN.into()), Vec::new(), false);
+    s.rounds.spawns.clear();
     s.focus = Focus::Rounds;
     insta::assert_snapshot!(screen(&s, 80, 24));
 }
@@ -738,9 +739,9 @@ fn rounds_pane_without_traffic() {
 #[test]
 fn spawned_tree_under_its_requester() {
     let mut s = busy();
-    s.flows.clear();
-    s.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
-    s.rounds_all = true;
+    s.rounds.flows.clear();
+    s.rounds.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
+    s.rounds.all = true;
     s.focus = Focus::Rounds;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("agent:main:main spawned:"), "{shown}");
@@ -754,11 +755,11 @@ fn spawned_tree_under_its_requester() {
 #[test]
 fn spawned_tree_groups_children_under_one_header_per_requester() {
     let mut s = busy();
-    s.flows.clear();
-    s.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
-    s.rounds_all = true;
+    s.rounds.flows.clear();
+    s.rounds.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
+    s.rounds.all = true;
     // main's second child starts after the cron session's child.
-    let late = s.spawns.get_mut(CHILD2).expect("child 2");
+    let late = s.rounds.spawns.get_mut(CHILD2).expect("child 2");
     late.started = NOW - MIN;
     let shown = screen(&s, 120, 40);
     assert_eq!(
@@ -886,7 +887,7 @@ fn help_overlay_at_80x24_lists_every_key() {
 fn filter_box_hints_are_about_the_filter() {
     let mut s = busy();
     s.focus = Focus::Filter;
-    s.filter = "inc".to_string();
+    s.sessions.filter = "inc".to_string();
     let shown = screen(&s, 120, 40);
     let hints = row(&shown, 39);
     assert!(!hints.contains("enter send"), "{hints}");
@@ -1217,6 +1218,7 @@ impl Harness {
             .console
             .state
             .sessions
+            .rows
             .iter()
             .position(|r| r.key == key)
             .unwrap_or_else(|| panic!("{key} is not listed"));
@@ -1224,7 +1226,7 @@ impl Harness {
         for _ in 0..i {
             self.intent(Intent::Down);
         }
-        assert_eq!(self.d.console.state.selected_key(), Some(key));
+        assert_eq!(self.d.console.state.sessions.selected_key(), Some(key));
     }
 
     fn screen(&self) -> String {
@@ -1286,9 +1288,10 @@ async fn enter_sends_into_the_selected_session_as_the_owner() {
     assert_eq!(h.d.console.state.composer.error, None);
     h.until("the owner's message, the reply and the receipt", |s| {
         s.transcript
+            .lines
             .iter()
             .any(|l| l.text == "status?" && l.from == "owner")
-            && s.transcript.iter().any(|l| l.text == "pong: status?")
+            && s.transcript.lines.iter().any(|l| l.text == "pong: status?")
             && s.flash
                 .as_ref()
                 .is_some_and(|f| f.text.starts_with("sent to"))
@@ -1310,11 +1313,12 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     assert!(
         h.d.console
             .state
+            .sessions
             .selected_policy
             .as_deref()
             .is_some_and(|p| p.starts_with("allow")),
         "{:?}",
-        h.d.console.state.selected_policy
+        h.d.console.state.sessions.selected_policy
     );
     h.intent(Intent::Compose);
     h.type_text("/send off");
@@ -1322,6 +1326,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     assert_eq!(h.d.console.state.composer.error, None);
     h.until("the override to show", |s| {
         s.sessions
+            .rows
             .iter()
             .any(|r| r.key == MAIN && r.policy == "deny" && r.policy_override)
     })
@@ -1340,6 +1345,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     let policy =
         h.d.console
             .state
+            .sessions
             .selected_policy
             .clone()
             .unwrap_or_default();
@@ -1362,6 +1368,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     h.key(KeyCode::Enter);
     h.until("the override to go", |s| {
         s.sessions
+            .rows
             .iter()
             .any(|r| r.key == MAIN && r.policy == "allow" && !r.policy_override)
     })
@@ -1493,7 +1500,10 @@ async fn a_send_refused_by_policy_says_why_and_the_console_goes_on() {
     h.type_text("still here");
     h.key(KeyCode::Enter);
     h.until("the next message's reply", |s| {
-        s.transcript.iter().any(|l| l.text == "pong: still here")
+        s.transcript
+            .lines
+            .iter()
+            .any(|l| l.text == "pong: still here")
     })
     .await;
 }
@@ -1523,7 +1533,10 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
     }
     h.key(KeyCode::Enter);
     h.until("the three-line message", |s| {
-        s.transcript.iter().any(|l| l.text == "one\ntwo\nthree")
+        s.transcript
+            .lines
+            .iter()
+            .any(|l| l.text == "one\ntwo\nthree")
     })
     .await;
     assert_eq!(
@@ -1543,11 +1556,12 @@ async fn composer_newlines_history_and_paste_into_the_filter() {
     h.intent(Intent::Filter);
     h.d.act(Action::Paste("Alice\nsecond line".to_string()));
     h.pump();
-    assert_eq!(h.d.console.state.filter, "Alice");
+    assert_eq!(h.d.console.state.sessions.filter, "Alice");
     let keys: Vec<&str> =
         h.d.console
             .state
             .sessions
+            .rows
             .iter()
             .map(|r| r.key.as_str())
             .collect();
@@ -1578,23 +1592,32 @@ async fn scrolling_up_pauses_follow_and_the_end_resumes_it() {
     let mut h = Harness::new(thirty_messages());
     h.intent(Intent::FocusNext);
     assert_eq!(h.d.console.state.focus, Focus::Transcript);
-    assert!(h.d.console.state.follow);
+    assert!(h.d.console.state.transcript.follow);
     assert!(h.screen().contains("pong: message 29"));
     h.intent(Intent::PageUp);
-    assert!(!h.d.console.state.follow, "scrolling up pauses follow");
+    assert!(
+        !h.d.console.state.transcript.follow,
+        "scrolling up pauses follow"
+    );
     let shown = h.screen();
     assert!(shown.contains("follow:off"), "{shown}");
     assert!(!shown.contains("pong: message 29"), "{shown}");
     // New messages do not take the paused view to the end.
     alice_says(&h.api, "message 30");
     h.until("the new message loaded", |s| {
-        s.transcript.iter().any(|l| l.text == "pong: message 30")
+        s.transcript
+            .lines
+            .iter()
+            .any(|l| l.text == "pong: message 30")
     })
     .await;
-    assert!(!h.d.console.state.follow);
+    assert!(!h.d.console.state.transcript.follow);
     assert!(!h.screen().contains("pong: message 30"));
     h.intent(Intent::Bottom);
-    assert!(h.d.console.state.follow, "the end resumes follow");
+    assert!(
+        h.d.console.state.transcript.follow,
+        "the end resumes follow"
+    );
     assert!(h.screen().contains("pong: message 30"));
     // Focus cycles through every pane and back.
     for expected in [Focus::Rounds, Focus::Composer, Focus::Sessions] {
@@ -1610,11 +1633,14 @@ async fn a_paused_transcript_stays_put_when_messages_arrive() {
     let mut h = Harness::new(thirty_messages());
     h.intent(Intent::FocusNext);
     h.intent(Intent::PageUp);
-    assert!(!h.d.console.state.follow);
+    assert!(!h.d.console.state.transcript.follow);
     let before = transcript_pane(&h.screen());
     alice_says(&h.api, "message 30");
     h.until("the new message loaded", |s| {
-        s.transcript.iter().any(|l| l.text == "pong: message 30")
+        s.transcript
+            .lines
+            .iter()
+            .any(|l| l.text == "pong: message 30")
     })
     .await;
     let after = transcript_pane(&h.screen());
@@ -1650,6 +1676,7 @@ async fn a_paste_of_one_megabyte_is_one_composer_text() {
     h.key(KeyCode::Enter);
     h.until("the pasted message in the transcript", |s| {
         s.transcript
+            .lines
             .iter()
             .any(|l| l.role == "user" && l.from == "owner" && l.text.len() > 900_000)
     })
@@ -1740,12 +1767,12 @@ async fn a_selected_session_deleted_meanwhile_does_not_panic() {
     h.select(MAIN);
     h.api.remove(MAIN);
     h.until("the deleted session to leave the list", |s| {
-        s.sessions.iter().all(|r| r.key != MAIN)
+        s.sessions.rows.iter().all(|r| r.key != MAIN)
     })
     .await;
     let s = &h.d.console.state;
-    assert!(s.selected < s.sessions.len().max(1));
-    assert_ne!(s.selected_key(), Some(MAIN));
+    assert!(s.sessions.selected < s.sessions.rows.len().max(1));
+    assert_ne!(s.sessions.selected_key(), Some(MAIN));
     let shown = h.screen();
     assert!(!shown.contains("pong: hello"), "{shown}");
     // Moving around and sending still work: the message goes to the session now selected.
@@ -1755,7 +1782,7 @@ async fn a_selected_session_deleted_meanwhile_does_not_panic() {
     h.type_text("anyone?");
     h.key(KeyCode::Enter);
     h.until("the message in #incidents", |s| {
-        s.transcript.iter().any(|l| l.text == "anyone?")
+        s.transcript.lines.iter().any(|l| l.text == "anyone?")
     })
     .await;
     assert_eq!(
@@ -1766,7 +1793,8 @@ async fn a_selected_session_deleted_meanwhile_does_not_panic() {
 
     // The last session deleted too: an empty console, no panic.
     h.api.remove(INCIDENTS);
-    h.until("an empty list", |s| s.sessions.is_empty()).await;
+    h.until("an empty list", |s| s.sessions.rows.is_empty())
+        .await;
     let _ = h.screen();
     h.key(KeyCode::Enter);
     assert_eq!(h.sent().len(), 1, "nothing more was sent");
@@ -1786,13 +1814,13 @@ async fn an_external_change_reloads_the_list() {
         data.lines.remove(INCIDENTS);
     }
     h.pump();
-    assert_eq!(h.d.console.state.sessions.len(), 2, "nothing said yet");
+    assert_eq!(h.d.console.state.sessions.rows.len(), 2, "nothing said yet");
     h.api.emit(EngineEvent::ExternalChange);
     h.until("the deletion noticed", |s| {
-        s.sessions.iter().all(|r| r.key != INCIDENTS)
+        s.sessions.rows.iter().all(|r| r.key != INCIDENTS)
     })
     .await;
-    assert_eq!(h.d.console.state.selected_key(), Some(MAIN));
+    assert_eq!(h.d.console.state.sessions.selected_key(), Some(MAIN));
     assert!(h.screen().contains("pong: hello"));
 }
 
@@ -1803,7 +1831,7 @@ async fn runs_already_going_when_the_console_opens_show_as_running() {
     busy.running = true;
     let mut h = Harness::new(fake(vec![alice(), busy], &hello()));
     h.pump();
-    assert!(h.d.console.state.running.contains(INCIDENTS));
+    assert!(h.d.console.state.sessions.running.contains(INCIDENTS));
     assert!(h.screen().contains("1 running"), "{}", h.screen());
     // And a page saying it ended clears it, events or not.
     {
@@ -1813,7 +1841,7 @@ async fn runs_already_going_when_the_console_opens_show_as_running() {
         }
     }
     h.api.emit(EngineEvent::ExternalChange);
-    h.until("the run seen ended", |s| s.running.is_empty())
+    h.until("the run seen ended", |s| s.sessions.running.is_empty())
         .await;
 }
 
@@ -1839,10 +1867,10 @@ async fn toggles_and_filters_through_update() {
     let mut said = hello();
     said.push((RANDOM, "dev_kim", "lunch?"));
     let mut h = Harness::new(fake(vec![random(), alice()], &said));
-    assert_eq!(h.d.console.state.sessions.len(), 2);
+    assert_eq!(h.d.console.state.sessions.rows.len(), 2);
 
     h.intent(Intent::ToggleTools);
-    assert!(h.d.console.state.tools);
+    assert!(h.d.console.state.transcript.tools);
     assert!(h.screen().contains("tools:on"));
 
     h.intent(Intent::Filter);
@@ -1852,19 +1880,34 @@ async fn toggles_and_filters_through_update() {
         h.d.console
             .state
             .sessions
+            .rows
             .iter()
             .map(|r| r.key.as_str())
             .collect();
     assert_eq!(keys, [RANDOM]);
     h.key(KeyCode::Esc);
-    assert_eq!(h.d.console.state.filter, "");
-    assert_eq!(h.d.console.state.sessions.len(), 2);
+    assert_eq!(h.d.console.state.sessions.filter, "");
+    assert_eq!(h.d.console.state.sessions.rows.len(), 2);
 
     h.intent(Intent::CycleKind); // main
-    let kinds: Vec<SessionKind> = h.d.console.state.sessions.iter().map(|r| r.kind).collect();
+    let kinds: Vec<SessionKind> =
+        h.d.console
+            .state
+            .sessions
+            .rows
+            .iter()
+            .map(|r| r.kind)
+            .collect();
     assert_eq!(kinds, [SessionKind::Main]);
     h.intent(Intent::CycleKind); // group
-    let kinds: Vec<SessionKind> = h.d.console.state.sessions.iter().map(|r| r.kind).collect();
+    let kinds: Vec<SessionKind> =
+        h.d.console
+            .state
+            .sessions
+            .rows
+            .iter()
+            .map(|r| r.kind)
+            .collect();
     assert_eq!(kinds, [SessionKind::Group]);
     assert!(h.screen().contains("[group]"));
 }

@@ -279,7 +279,7 @@ fn the_real_line_replaces_the_provisional_one_without_a_frame_of_both_or_neither
     let done = h.screen(100, 24);
     assert_eq!(done.matches("Hello world").count(), 1, "{done}");
     assert!(!done.contains('▍'), "{done}");
-    assert!(h.console.state.streams.runs.is_empty());
+    assert!(h.console.state.transcript.streams.runs.is_empty());
     insta::assert_snapshot!(done);
 }
 
@@ -289,7 +289,7 @@ fn a_missed_delta_shows_a_gap_marker_never_joined_text() {
     h.delta(MAIN, RUN, 1, 0, "The answer ");
     // 11..20 never arrived.
     h.delta(MAIN, RUN, 1, 20, "forty-two");
-    let text = &h.console.state.streams.runs[RUN].text;
+    let text = &h.console.state.transcript.streams.runs[RUN].text;
     assert_eq!(text, &format!("The answer {GAP_MARKER}forty-two"));
     let shown = h.screen(100, 24);
     assert!(shown.contains("text missed"), "{shown}");
@@ -303,7 +303,7 @@ fn a_stream_joined_mid_way_starts_with_a_gap_and_repeats_are_not_doubled() {
     h.delta(MAIN, RUN, 1, 40, "end of it");
     h.delta(MAIN, RUN, 1, 40, "end of it");
     h.delta(MAIN, RUN, 1, 44, "of it, and more");
-    let s = &h.console.state.streams.runs[RUN];
+    let s = &h.console.state.transcript.streams.runs[RUN];
     assert_eq!(s.text, format!("{GAP_MARKER}end of it, and more"));
     assert_eq!(s.end, 59);
 }
@@ -316,14 +316,17 @@ fn a_new_model_call_in_the_same_run_starts_its_text_afresh() {
     h.delta(MAIN, RUN, 2, 9, "fine");
     // A late delta of the first call is ignored.
     h.delta(MAIN, RUN, 1, 13, " more");
-    assert_eq!(h.console.state.streams.runs[RUN].text, "Checked: fine");
+    assert_eq!(
+        h.console.state.transcript.streams.runs[RUN].text,
+        "Checked: fine"
+    );
 }
 
 #[test]
 fn delta_text_is_made_safe_before_it_reaches_the_screen() {
     let mut h = Harness::new();
     h.delta(MAIN, RUN, 1, 0, "red\u{1b}]0;pwned\u{7}\u{202e}txt");
-    let text = h.console.state.streams.runs[RUN].text.clone();
+    let text = h.console.state.transcript.streams.runs[RUN].text.clone();
     assert_eq!(text, "red^[]0;pwned^G\\u{202e}txt");
     let shown = h.screen(100, 24);
     assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'));
@@ -338,7 +341,7 @@ fn provisional_text_is_capped_to_its_newest_part() {
         h.delta(MAIN, RUN, 1, i * chunk.len(), &chunk);
     }
     h.delta(MAIN, RUN, 1, 100 * chunk.len(), "THE END");
-    let s = &h.console.state.streams.runs[RUN];
+    let s = &h.console.state.transcript.streams.runs[RUN];
     assert!(s.text.len() <= STREAM_MAX_BYTES, "{}", s.text.len());
     assert!(s.cut);
     assert!(s.text.ends_with("THE END"));
@@ -352,7 +355,7 @@ fn a_run_that_ends_without_a_line_leaves_nothing_behind() {
     let mut h = Harness::new();
     h.delta(MAIN, RUN, 1, 0, "REPLY_SK");
     h.run_ended(MAIN, RUN);
-    assert!(h.console.state.streams.runs.is_empty());
+    assert!(h.console.state.transcript.streams.runs.is_empty());
     let shown = h.screen(100, 24);
     assert!(!shown.contains("REPLY_SK"), "{shown}");
 }
@@ -366,8 +369,8 @@ fn another_sessions_stream_is_marked_in_the_list_only_and_freed_on_its_line() {
     assert!(shown.contains("▍ main  agent:ops:main"), "{shown}");
     // Its line arrives while it is not shown: nothing is kept waiting for a load.
     h.reply_appended(OPS, "run-ops", 1, "ops talking");
-    assert!(h.console.state.streams.runs.is_empty());
-    assert_eq!(h.console.state.unread.get(OPS), Some(&1));
+    assert!(h.console.state.transcript.streams.runs.is_empty());
+    assert_eq!(h.console.state.sessions.unread.get(OPS), Some(&1));
 }
 
 #[test]
@@ -377,7 +380,7 @@ fn a_sessions_page_saying_a_run_is_over_drops_its_stale_stream() {
     // Its end was missed (the console lagged); the next page says ops is idle.
     h.act(Action::Lagged);
     h.answer_sessions(vec![row(MAIN, true), row(OPS, false)]);
-    assert!(h.console.state.streams.runs.is_empty());
+    assert!(h.console.state.transcript.streams.runs.is_empty());
 }
 
 /// A page read before the run began says "not running": the live stream stays (dropping it
@@ -389,7 +392,10 @@ fn a_sessions_page_older_than_the_run_does_not_cut_its_stream() {
     h.event(EngineEvent::SessionUpdated { key: OPS.into() });
     h.answer_sessions(vec![row(MAIN, true), row(OPS, false)]);
     h.delta(OPS, "run-ops", 1, 6, "second");
-    assert_eq!(h.console.state.streams.runs["run-ops"].text, "first second");
+    assert_eq!(
+        h.console.state.transcript.streams.runs["run-ops"].text,
+        "first second"
+    );
 }
 
 #[test]
@@ -413,7 +419,7 @@ fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     for _ in 0..10 {
         h.console.update(Action::Intent(Intent::Up));
     }
-    assert!(!h.console.state.follow);
+    assert!(!h.console.state.transcript.follow);
     let before = h.screen(100, 24);
     h.delta(MAIN, RUN, 1, 0, "one\ntwo\nthree\n");
     let after = h.screen(100, 24);
@@ -428,7 +434,7 @@ fn a_scrolled_up_view_stays_on_its_rows_while_a_reply_grows() {
     assert_eq!(pane(&before), pane(&after));
     // Following, the reply is at the bottom.
     h.console.update(Action::Intent(Intent::Bottom));
-    assert!(h.console.state.follow);
+    assert!(h.console.state.transcript.follow);
     let following = h.screen(100, 24);
     assert!(following.contains("three"), "{following}");
 }
@@ -461,5 +467,5 @@ fn a_run_ending_before_its_untagged_line_keeps_the_whole_reply_until_the_line_lo
     );
     let done = h.screen(100, 24);
     assert_eq!(done.matches("Hello world").count(), 1, "{done}");
-    assert!(h.console.state.streams.runs.is_empty());
+    assert!(h.console.state.transcript.streams.runs.is_empty());
 }

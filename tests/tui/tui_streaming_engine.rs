@@ -38,13 +38,14 @@ async fn a_streamed_reply_grows_in_the_console_and_is_replaced_by_its_line() {
     state.height = 30;
     let mut d = Driver::new(api.clone(), state);
     d.until("the session and its first reply", |s| {
-        s.transcript.iter().any(|l| l.text == "ok")
+        s.transcript.lines.iter().any(|l| l.text == "ok")
     })
     .await;
 
     api.send(send("stream please")).await.expect("second send");
     d.until("part of the reply, streaming", |s| {
-        s.streams
+        s.transcript
+            .streams
             .runs
             .values()
             .any(|r| r.live() && r.text.starts_with("one two") && r.text.len() < REPLY.len())
@@ -64,8 +65,15 @@ async fn a_streamed_reply_grows_in_the_console_and_is_replaced_by_its_line() {
         .expect("the run ends");
     d.settle().await;
     let s = &d.console.state;
-    assert!(s.streams.runs.is_empty(), "{:?}", s.streams.runs);
-    assert_eq!(s.transcript.last().map(|l| l.text.as_str()), Some(REPLY));
+    assert!(
+        s.transcript.streams.runs.is_empty(),
+        "{:?}",
+        s.transcript.streams.runs
+    );
+    assert_eq!(
+        s.transcript.lines.last().map(|l| l.text.as_str()),
+        Some(REPLY)
+    );
     let done = cells(s, &Keymap::defaults());
     assert_eq!(done.matches(REPLY).count(), 1, "{done}");
     assert!(!done.contains("streaming…"), "{done}");

@@ -484,18 +484,23 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
     let flow = d
         .console
         .state
+        .rounds
         .flows
         .values()
         .find(|f| f.requester == PING && f.target == PONG)
         .map(|f| f.flow_id.clone())
         .expect("the exchange in the console");
-    assert!(!d.console.state.flows[&flow].done, "stopped mid-exchange");
+    assert!(
+        !d.console.state.rounds.flows[&flow].done,
+        "stopped mid-exchange"
+    );
 
     // The cursor is on the only pair: S, then y.
     press(&mut d, 'S');
     press(&mut d, 'y');
     d.until("the engine to store the stop", |s| {
         s.sessions
+            .rows
             .iter()
             .any(|r| r.key == PONG && r.policy == "deny" && r.policy_override)
     })
@@ -504,10 +509,10 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
 
     // The exchange under way ends at the next turn into pong: refused by its policy.
     d.until("the exchange to end", |s| {
-        s.flows.get(&flow).is_some_and(|f| f.done)
+        s.rounds.flows.get(&flow).is_some_and(|f| f.done)
     })
     .await;
-    let end = d.console.state.flows[&flow]
+    let end = d.console.state.rounds.flows[&flow]
         .loop_end
         .clone()
         .expect("an end");

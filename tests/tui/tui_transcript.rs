@@ -97,17 +97,17 @@ fn state_with(lines: Vec<TranscriptLine>) -> State {
     let mut s = State::new("/srv/switchboard/state".into(), NOW);
     s.width = 120;
     s.height = 40;
-    s.sessions = vec![SessionRow::from_api(&fake_api::row(
+    s.sessions.rows = vec![SessionRow::from_api(&fake_api::row(
         MAIN,
         "main",
         SessionKind::Main,
         NOW,
     ))];
-    s.total_sessions = 1;
-    s.matching_sessions = 1;
-    s.transcript_total = lines.last().map(|l| l.seq).unwrap_or(0);
-    s.transcript = lines;
-    s.transcript_key = Some(MAIN.into());
+    s.sessions.total = 1;
+    s.sessions.matching = 1;
+    s.transcript.total = lines.last().map(|l| l.seq).unwrap_or(0);
+    s.transcript.lines = lines;
+    s.transcript.key = Some(MAIN.into());
     s.focus = Focus::Transcript;
     s
 }
@@ -194,7 +194,10 @@ async fn a_paused_view_does_not_move_as_fifty_wrapped_and_hidden_lines_arrive() 
     let mut d = driver(api.clone()).await;
     d.intent(Intent::PageUp);
     d.settle().await;
-    assert!(!d.console.state.follow, "scrolling up pauses follow");
+    assert!(
+        !d.console.state.transcript.follow,
+        "scrolling up pauses follow"
+    );
     let before = transcript_pane(&d.console.state);
     assert!(before.contains("says #"), "{before}");
     // Replies long enough to wrap over several rows, and tool calls and results (hidden
@@ -222,15 +225,15 @@ async fn a_paused_view_does_not_move_as_fifty_wrapped_and_hidden_lines_arrive() 
             );
         }
     }
-    d.until("the 50 new lines loaded", |s| s.transcript_total == 110)
+    d.until("the 50 new lines loaded", |s| s.transcript.total == 110)
         .await;
     let after = transcript_pane(&d.console.state);
     assert_eq!(before, after, "the paused view stays where it was");
-    assert!(!d.console.state.follow);
+    assert!(!d.console.state.transcript.follow);
     // `G` goes to the newest, following again.
     d.intent(Intent::Bottom);
     d.settle().await;
-    assert!(d.console.state.follow);
+    assert!(d.console.state.transcript.follow);
     assert!(transcript_pane(&d.console.state).contains("reply 24"));
 }
 
@@ -247,11 +250,11 @@ async fn a_paused_view_stays_put_when_more_lines_arrive_than_a_window_holds() {
             api.append(MAIN, LineRole::User, "owner", "more");
         }
         let total = 60 + 50 * (burst + 1);
-        d.until("the burst loaded", |s| s.transcript_total == total)
+        d.until("the burst loaded", |s| s.transcript.total == total)
             .await;
     }
     assert_eq!(before, transcript_pane(&d.console.state));
-    assert!(!d.console.state.follow);
+    assert!(!d.console.state.transcript.follow);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,9 +277,9 @@ async fn g_reaches_line_one_of_5000_in_one_load_without_holding_them_all() {
         "a few loads, not one per page"
     );
     assert!(
-        d.console.state.transcript.len() <= 400,
+        d.console.state.transcript.lines.len() <= 400,
         "only a window is held ({} lines)",
-        d.console.state.transcript.len()
+        d.console.state.transcript.lines.len()
     );
     assert!(indicator(&d.console.state).contains("(lines 1–400 of 5000)"));
     // Paging down from the start moves the window along: line 1000 is reached.
@@ -291,11 +294,11 @@ async fn g_reaches_line_one_of_5000_in_one_load_without_holding_them_all() {
         transcript_pane(&d.console.state).contains("says #1000"),
         "paged down to line 1000"
     );
-    assert!(d.console.state.transcript.len() <= 20_000);
+    assert!(d.console.state.transcript.lines.len() <= 20_000);
     // `G`: the newest lines, following again.
     d.intent(Intent::Bottom);
     d.settle().await;
-    assert!(d.console.state.follow);
+    assert!(d.console.state.transcript.follow);
     assert!(transcript_pane(&d.console.state).contains("says #5000"));
     assert!(indicator(&d.console.state).contains("(newest 400 of 5000 lines)"));
 }
@@ -351,7 +354,7 @@ async fn search_counts_hits_and_n_and_shift_n_wrap_around() {
     // Esc in the box ends the search: nothing highlighted, the toggles are back.
     d.intent(Intent::Filter);
     d.key(KeyCode::Esc);
-    assert!(!d.console.state.transcript_view.search.active());
+    assert!(!d.console.state.transcript.view.search.active());
     assert!(indicator(&d.console.state).starts_with("tools:off"));
 }
 
@@ -360,11 +363,11 @@ async fn n_outside_the_transcript_does_nothing() {
     let api = fake_with(numbered(30));
     let mut d = driver(api).await;
     search(&mut d, "#1").await;
-    let current = d.console.state.transcript_view.search.current;
+    let current = d.console.state.transcript.view.search.current;
     d.intent(Intent::FocusNext);
     d.intent(Intent::SearchNext);
     d.intent(Intent::SearchPrev);
-    assert_eq!(d.console.state.transcript_view.search.current, current);
+    assert_eq!(d.console.state.transcript.view.search.current, current);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -401,7 +404,7 @@ async fn searching_while_lines_arrive_keeps_the_current_hit_and_counts_new_ones(
     for _ in 0..5 {
         api.append(MAIN, LineRole::User, "owner", "again says #1 here");
     }
-    d.until("the new lines loaded", |s| s.transcript_total == 35)
+    d.until("the new lines loaded", |s| s.transcript.total == 35)
         .await;
     assert!(
         indicator(&d.console.state).starts_with("/says #1  1/16"),
@@ -420,7 +423,7 @@ async fn a_session_deleted_while_searching_leaves_an_empty_search_not_a_panic() 
     api.remove(MAIN);
     d.settle().await;
     let s = &d.console.state;
-    assert!(s.transcript.is_empty());
+    assert!(s.transcript.lines.is_empty());
     assert!(
         indicator(s).contains("-/0"),
         "no hits in lines no longer shown: {}",
@@ -444,7 +447,7 @@ async fn a_session_deleted_while_searching_leaves_an_empty_search_not_a_panic() 
 #[test]
 fn tool_cards_collapsed() {
     let mut s = state_with(tool_transcript());
-    s.tools = true;
+    s.transcript.tools = true;
     let shown = transcript_pane(&s);
     assert!(
         shown.contains("⚙ sessions_send ok · sessionKey: \"agent:ops:main\""),
@@ -460,21 +463,21 @@ fn tool_cards_collapsed() {
     );
     insta::assert_snapshot!(shown);
     // `t` hides them all.
-    s.tools = false;
+    s.transcript.tools = false;
     assert!(!transcript_pane(&s).contains("⚙"));
 }
 
 #[test]
 fn a_selected_tool_card_opens_with_enter() {
     let mut c = Console::new(state_with(tool_transcript()));
-    c.state.tools = true;
+    c.state.transcript.tools = true;
     // `[` selects the newest message on screen, then the card above it.
     c.update(Action::Intent(Intent::SelectPrev));
-    assert_eq!(c.state.transcript_view.cursor, Some(6));
+    assert_eq!(c.state.transcript.view.cursor, Some(6));
     c.update(Action::Intent(Intent::SelectPrev));
     c.update(Action::Intent(Intent::SelectPrev));
     assert_eq!(
-        c.state.transcript_view.cursor,
+        c.state.transcript.view.cursor,
         Some(2),
         "results are inside cards, skipped"
     );
@@ -505,8 +508,8 @@ fn an_open_card_is_bounded_in_height() {
     let mut lines = tool_transcript();
     lines[2].text = big;
     let mut c = Console::new(state_with(lines));
-    c.state.tools = true;
-    c.state.transcript_view.cursor = Some(2);
+    c.state.transcript.tools = true;
+    c.state.transcript.view.cursor = Some(2);
     c.update(Action::Intent(Intent::Open));
     let shown = transcript_pane(&c.state);
     assert!(shown.contains("… 190 more lines"), "{shown}");
@@ -532,7 +535,7 @@ fn y_copies_the_selected_message_through_an_effect() {
     let mut lines = tool_transcript();
     lines[5].text = "x".repeat(300_000);
     let mut c = Console::new(state_with(lines));
-    c.state.transcript_view.cursor = Some(6);
+    c.state.transcript.view.cursor = Some(6);
     let effects = c.update(Action::Intent(Intent::Copy));
     match effects.as_slice() {
         [Effect::Copy { text }] => assert_eq!(text.len(), 100 * 1024),
@@ -577,7 +580,7 @@ fn long_lines() -> Vec<TranscriptLine> {
 #[test]
 fn wrap_off_cuts_with_an_ellipsis_and_scrolls_sideways() {
     let mut c = Console::new(state_with(long_lines()));
-    c.state.wrap = false;
+    c.state.transcript.wrap = false;
     let shown = transcript_pane(&c.state);
     assert!(
         shown.lines().any(|l| l.trim_end().ends_with('…')),
@@ -603,17 +606,17 @@ fn wrap_off_cuts_with_an_ellipsis_and_scrolls_sideways() {
     for _ in 0..20 {
         c.update(Action::Intent(Intent::ScrollLeft));
     }
-    assert_eq!(c.state.transcript_view.hscroll, 0);
+    assert_eq!(c.state.transcript.view.hscroll, 0);
     // With wrap on, sideways keys only say how to use them.
-    c.state.wrap = true;
+    c.state.transcript.wrap = true;
     c.update(Action::Intent(Intent::ScrollRight));
-    assert_eq!(c.state.transcript_view.hscroll, 0);
+    assert_eq!(c.state.transcript.view.hscroll, 0);
 }
 
 #[test]
 fn a_streaming_reply_has_a_spinner_that_moves_only_while_it_streams() {
     let mut s = state_with(long_lines());
-    s.streams.delta(
+    s.transcript.streams.delta(
         Delta {
             run_id: "run-1",
             key: MAIN,
@@ -634,7 +637,7 @@ fn a_streaming_reply_has_a_spinner_that_moves_only_while_it_streams() {
     s.ticks += 1;
     assert!(transcript_pane(&s).contains("▍ streaming… ⠹"));
     // So does a delta.
-    s.streams.delta(
+    s.transcript.streams.delta(
         Delta {
             run_id: "run-1",
             key: MAIN,
@@ -647,7 +650,7 @@ fn a_streaming_reply_has_a_spinner_that_moves_only_while_it_streams() {
     );
     assert!(transcript_pane(&s).contains("Working on the deploy▍ streaming… ⠸"));
     // Done: no spinner, and ticks change nothing on screen (an idle console writes nothing).
-    s.streams.reply_appended("run-1", 4, true);
+    s.transcript.streams.reply_appended("run-1", 4, true);
     let done = transcript_pane(&s);
     assert!(!done.contains("streaming"), "{done}");
     s.ticks += 1;

@@ -79,7 +79,7 @@ impl Console {
     fn tab(&mut self) {
         let s = &mut self.state;
         let before = s.composer.before_cursor();
-        let keys: Vec<&str> = s.sessions.iter().map(|r| r.key.as_str()).collect();
+        let keys: Vec<&str> = s.sessions.rows.iter().map(|r| r.key.as_str()).collect();
         let agents: Vec<&str> = s.agents.iter().flatten().map(|a| a.id.as_str()).collect();
         match complete(&before, &keys, &agents) {
             None => {
@@ -111,7 +111,7 @@ impl Console {
         s.composer
             .target
             .clone()
-            .or_else(|| s.selected_key().map(str::to_string))
+            .or_else(|| s.sessions.selected_key().map(str::to_string))
     }
 
     /// Enter in the composer: a slash command, or a message to the session.
@@ -154,8 +154,8 @@ impl Console {
         if let Some(new) = c.target.take() {
             // The message starts the session: show it once a page lists it.
             self.select_when_loaded = Some(new);
-            self.sessions_dirty = true;
-            self.recount = true;
+            self.sessions_load.dirty = true;
+            self.sessions_load.recount = true;
         }
         self.send_message(key, text);
     }
@@ -303,7 +303,7 @@ impl Console {
 
     pub(super) fn status_loaded(&mut self, key: String, result: Result<StatusInfo, ApiError>) {
         let s = &mut self.state;
-        let running = s.running.contains(&key);
+        let running = s.sessions.running.contains(&key);
         let new_rows = match &result {
             Ok(info) => status_rows(info, running, s.now_ms, s.agents.as_deref()),
             Err(e) => vec![("error".into(), format!("cannot read {key}: {e}"))],
@@ -341,8 +341,8 @@ impl Console {
             }
         };
         self.select_when_loaded = Some(n.key.clone());
-        self.sessions_dirty = true;
-        self.recount = true;
+        self.sessions_load.dirty = true;
+        self.sessions_load.recount = true;
         let s = &mut self.state;
         s.focus = Focus::Composer;
         if n.sent {
@@ -369,8 +369,8 @@ impl Console {
             return;
         };
         let s = &self.state;
-        if let Some(i) = s.sessions.iter().position(|r| &r.key == key) {
-            let index = s.sessions_offset + i;
+        if let Some(i) = s.sessions.rows.iter().position(|r| &r.key == key) {
+            let index = s.sessions.offset + i;
             if s.composer.target.as_ref() == Some(key) {
                 self.state.composer.target = None;
             }

@@ -68,16 +68,16 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     } else {
         format!(
             "{} · {} sub-agents",
-            state.exchanges.count_label(),
-            state.spawns.len()
+            state.rounds.exchanges.count_label(),
+            state.rounds.spawns.len()
         )
     };
     // The counts are what the header is for: the path gives way first (cut in the middle,
     // so both its root and its last folder stay).
     let counts = format!(
         " · {} sessions · {} running · {rounds}",
-        state.total_sessions,
-        state.running.len(),
+        state.sessions.total,
+        state.sessions.running.len(),
     );
     // What gives way when the line is short, first to last: the path (cut in the middle),
     // the link's reason (cut at its end), the counts' long words.
@@ -123,6 +123,7 @@ pub fn status(frame: &mut Frame, area: Rect, state: &State) {
     let width = area.width as usize;
     let g = state.theme.glyphs();
     let policy = state
+        .sessions
         .selected_policy
         .as_deref()
         .unwrap_or("no session selected");

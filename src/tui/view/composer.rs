@@ -27,7 +27,7 @@ pub fn height(state: &State, height: u16) -> u16 {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let c = &state.composer;
-    let target = match (&c.target, state.selected_key()) {
+    let target = match (&c.target, state.sessions.selected_key()) {
         // `/new` named it: written to until another session is picked (the status line said
         // whether it is new).
         (Some(t), _) => safe_line(t).into_owned(),
@@ -102,7 +102,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let covered = state.help
         || state.notices_open
         || state.card.is_some()
-        || state.exchange_view.is_some()
+        || state.rounds.exchange_view.is_some()
         || state.traffic.open;
     if state.focus == Focus::Composer && !covered {
         let x = inner.x + (cursor_x - left) as u16;

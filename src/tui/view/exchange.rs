@@ -196,7 +196,7 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
 
 /// The first line of the last screenful, for scrolling.
 pub fn max_scroll(state: &State) -> usize {
-    let Some(v) = &state.exchange_view else {
+    let Some(v) = &state.rounds.exchange_view else {
         return 0;
     };
     let a = area(state.width, state.height);
@@ -213,7 +213,7 @@ fn inner_size(a: Rect) -> (usize, usize) {
 }
 
 pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
-    let Some(v) = &state.exchange_view else {
+    let Some(v) = &state.rounds.exchange_view else {
         return;
     };
     let full = frame.area();

@@ -127,7 +127,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         rounds::draw(frame, r.rounds, state);
         composer::draw(frame, r.composer, state);
         chrome::hints(frame, r.hints, state, keymap);
-        if state.exchange_view.is_some() {
+        if state.rounds.exchange_view.is_some() {
             exchange::draw(frame, state, keymap);
         }
         if let Some(card) = &state.card {
@@ -159,18 +159,6 @@ fn border(state: &State, pane: Focus) -> Style {
             .fg(ratatui::style::Color::Cyan)
     } else {
         Style::default()
-    }
-}
-
-/// `now`, `5m`, `3h`, `2d` ago. Minute granularity on purpose: a second counter would
-/// redraw an idle console every second (an idle console writes nothing).
-pub(crate) fn ago(now: i64, then: i64) -> String {
-    let s = ((now - then).max(0) / 1000) as u64;
-    match s {
-        0..60 => "now".to_string(),
-        60..3600 => format!("{}m", s / 60),
-        3600..86400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86400),
     }
 }
 

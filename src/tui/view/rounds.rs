@@ -95,8 +95,8 @@ fn second(e: &ExchangeSummary) -> String {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
-    let x = &state.exchanges;
-    let scope = if state.rounds_all {
+    let x = &state.rounds.exchanges;
+    let scope = if state.rounds.all {
         "all"
     } else {
         "this session"
@@ -193,11 +193,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 
 /// Spawned sub-agents, grouped under their parent, each group in spawn order.
 fn spawn_lines(state: &State, width: usize) -> Vec<Line<'static>> {
-    let selected = state.selected_key();
+    let selected = state.sessions.selected_key();
     let mut spawns: Vec<_> = state
+        .rounds
         .spawns
         .values()
-        .filter(|s| state.rounds_all || selected.is_none_or(|k| s.requester == k || s.child == k))
+        .filter(|s| state.rounds.all || selected.is_none_or(|k| s.requester == k || s.child == k))
         .collect();
     spawns
         .sort_by(|a, b| (a.requester.as_str(), a.started).cmp(&(b.requester.as_str(), b.started)));

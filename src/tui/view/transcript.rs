@@ -42,17 +42,17 @@ pub(crate) fn body_size(state: &State) -> (u16, usize) {
 
 /// How many rows message `index` takes on screen (0 when hidden).
 pub(crate) fn message_rows(state: &State, index: usize, width: u16) -> usize {
-    let Some(l) = state.transcript.get(index) else {
+    let Some(l) = state.transcript.lines.get(index) else {
         return 0;
     };
-    if !nav::shown(state.tools, l) {
+    if !nav::shown(state.transcript.tools, l) {
         return 0;
     }
     rows_of(state, message_lines(state, index, width), width)
 }
 
 fn rows_of(state: &State, lines: Vec<Line<'static>>, width: u16) -> usize {
-    if state.wrap {
+    if state.transcript.wrap {
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
             .line_count(width.max(1))
@@ -63,7 +63,7 @@ fn rows_of(state: &State, lines: Vec<Line<'static>>, width: u16) -> usize {
 
 /// Rows the streamed replies take below the messages (when the newest lines are loaded).
 fn provisional(state: &State, body_h: usize) -> Vec<Line<'static>> {
-    if state.transcript_view.window_end.is_some() {
+    if state.transcript.view.window_end.is_some() {
         return Vec::new();
     }
     provisional_lines(state, body_h)
@@ -74,8 +74,8 @@ pub(crate) fn top(state: &State) -> Anchor {
     let (width, body_h) = body_size(state);
     let extra = rows_of(state, provisional(state, body_h), width);
     let rows = |i: usize| message_rows(state, i, width);
-    match state.transcript_view.anchor {
-        Some(a) if !state.follow => nav::clamp(state, a, body_h, extra, &rows),
+    match state.transcript.view.anchor {
+        Some(a) if !state.transcript.follow => nav::clamp(state, a, body_h, extra, &rows),
         _ => nav::end_anchor(state, body_h, extra, &rows),
     }
 }
@@ -87,19 +87,19 @@ pub(crate) fn bottom_seq(state: &State) -> Option<i64> {
     let mut i = nav::index_at(state, a.seq)?;
     let mut used = message_rows(state, i, width).saturating_sub(a.skip);
     while used < body_h {
-        let Some(n) = (i + 1..state.transcript.len())
-            .find(|&j| nav::shown(state.tools, &state.transcript[j]))
+        let Some(n) = (i + 1..state.transcript.lines.len())
+            .find(|&j| nav::shown(state.transcript.tools, &state.transcript.lines[j]))
         else {
             break;
         };
         i = n;
         used += message_rows(state, i, width);
     }
-    Some(state.transcript[i].seq)
+    Some(state.transcript.lines[i].seq)
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
-    let title = match state.selected_key() {
+    let title = match state.sessions.selected_key() {
         Some(k) => format!(" {} ", crate::text_safety::safe_line(k)),
         None => " Transcript ".to_string(),
     };
@@ -122,20 +122,20 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let rows = |i: usize| message_rows(state, i, body.width);
     let prov = provisional(state, body_h);
     let extra = rows_of(state, prov.clone(), body.width);
-    let anchor = match state.transcript_view.anchor {
-        Some(a) if !state.follow => nav::clamp(state, a, body_h, extra, &rows),
+    let anchor = match state.transcript.view.anchor {
+        Some(a) if !state.transcript.follow => nav::clamp(state, a, body_h, extra, &rows),
         _ => nav::end_anchor(state, body_h, extra, &rows),
     };
     let mut lines: Vec<Line<'static>> = Vec::new();
     let mut reached_end = true;
     if let Some(first) = nav::index_at(state, anchor.seq) {
         let mut used = 0usize;
-        for i in first..state.transcript.len() {
+        for i in first..state.transcript.lines.len() {
             if used >= anchor.skip + body_h {
                 reached_end = false;
                 break;
             }
-            if !nav::shown(state.tools, &state.transcript[i]) {
+            if !nav::shown(state.transcript.tools, &state.transcript.lines[i]) {
                 continue;
             }
             let more = message_lines(state, i, body.width);
@@ -148,22 +148,22 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         lines.extend(prov);
     }
     if no_messages && lines.is_empty() {
-        lines.push(Line::from(if state.selected_key().is_some() {
+        lines.push(Line::from(if state.sessions.selected_key().is_some() {
             "No messages yet."
         } else {
             "Select a session."
         }));
     }
-    let para = if state.wrap {
+    let para = if state.transcript.wrap {
         Paragraph::new(lines).wrap(Wrap { trim: false })
     } else {
-        let hs = state.transcript_view.hscroll;
+        let hs = state.transcript.view.hscroll;
         let w = body.width as usize;
         Paragraph::new(lines.into_iter().map(|l| cut(l, hs, w)).collect::<Vec<_>>())
     };
     // Following, the end sits at the bottom (a streamed reply taller than the pane shows
     // its newest rows); paused, the anchor's row is at the top.
-    let top = if state.follow || state.transcript_view.anchor.is_none() {
+    let top = if state.transcript.follow || state.transcript.view.anchor.is_none() {
         para.line_count(body.width).saturating_sub(body_h)
     } else {
         anchor.skip
@@ -177,7 +177,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 /// The bottom line: the search box and its counter while searching, else the toggles.
 fn indicator(state: &State) -> Line<'static> {
     let dim = Style::default().add_modifier(Modifier::DIM);
-    let search = &state.transcript_view.search;
+    let search = &state.transcript.view.search;
     if state.focus == Focus::Search || search.active() {
         let mut spans = vec![Span::styled(
             format!("/{}", crate::text_safety::safe_line(&search.query)),
@@ -200,26 +200,26 @@ fn indicator(state: &State) -> Line<'static> {
         return Line::from(spans);
     }
     let on = |b: bool| if b { "on" } else { "off" };
-    let v = &state.transcript_view;
+    let v = &state.transcript.view;
     let window = match (
         v.window_end,
-        state.transcript.first(),
-        state.transcript.last(),
+        state.transcript.lines.first(),
+        state.transcript.lines.last(),
     ) {
         (Some(_), Some(first), Some(last)) => {
             format!(
                 "  (lines {}–{} of {})",
-                first.seq, last.seq, state.transcript_total
+                first.seq, last.seq, state.transcript.total
             )
         }
-        _ if state.transcript_total > state.transcript.len() as i64 => format!(
+        _ if state.transcript.total > state.transcript.lines.len() as i64 => format!(
             "  (newest {} of {} lines)",
-            state.transcript.len(),
-            state.transcript_total
+            state.transcript.lines.len(),
+            state.transcript.total
         ),
         _ => String::new(),
     };
-    let sideways = if !state.wrap && v.hscroll > 0 {
+    let sideways = if !state.transcript.wrap && v.hscroll > 0 {
         format!("  →col {}", v.hscroll + 1)
     } else {
         String::new()
@@ -227,10 +227,10 @@ fn indicator(state: &State) -> Line<'static> {
     Line::styled(
         format!(
             "tools:{} times:{} wrap:{} follow:{}{window}{sideways}",
-            on(state.tools),
-            on(state.timestamps),
-            on(state.wrap),
-            on(state.follow),
+            on(state.transcript.tools),
+            on(state.transcript.timestamps),
+            on(state.transcript.wrap),
+            on(state.transcript.follow),
         ),
         dim,
     )
@@ -239,8 +239,8 @@ fn indicator(state: &State) -> Line<'static> {
 /// The lines of message `index` as drawn (before wrapping or cutting).
 /// `width`: the pane's, so a collapsed tool card stays one row.
 fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> {
-    let l = &state.transcript[index];
-    let selected = state.transcript_view.cursor == Some(l.seq);
+    let l = &state.transcript.lines[index];
+    let selected = state.transcript.view.cursor == Some(l.seq);
     let mut out = if l.role == "tool" {
         // The cursor's mark takes a column.
         card_lines(
@@ -264,7 +264,7 @@ fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> 
 }
 
 fn time_span(state: &State, ms: i64) -> Option<Span<'static>> {
-    state.timestamps.then(|| {
+    state.transcript.timestamps.then(|| {
         Span::styled(
             format!("{} ", clock(ms)),
             Style::default().add_modifier(Modifier::DIM),
@@ -288,7 +288,8 @@ fn text_lines(state: &State, l: &TranscriptLine) -> Vec<Line<'static>> {
         _ => ("· ".to_string(), Style::default()),
     };
     let hits: Vec<(usize, usize, bool)> = state
-        .transcript_view
+        .transcript
+        .view
         .search
         .hits_in(l.seq)
         .map(|(h, cur)| (h.start, h.end, cur))
@@ -346,11 +347,11 @@ fn highlighted(segment: &str, offset: usize, hits: &[(usize, usize, bool)]) -> V
 /// A tool line as cards: one line per call (name, status, argument summary); an open card
 /// adds its arguments pretty-printed and its result, each at most `CARD_SECTION_ROWS` rows.
 fn card_lines(state: &State, index: usize, width: usize) -> Vec<Line<'static>> {
-    let l = &state.transcript[index];
+    let l = &state.transcript.lines[index];
     let parsed = tool_cards::parse(&l.text);
-    let results = tool_cards::results_of(&state.transcript, index);
-    let open = state.transcript_view.expanded.contains(&l.seq);
-    let hit = state.transcript_view.search.hits_in(l.seq).next();
+    let results = tool_cards::results_of(&state.transcript.lines, index);
+    let open = state.transcript.view.expanded.contains(&l.seq);
+    let hit = state.transcript.view.search.hits_in(l.seq).next();
     let dim = Style::default().add_modifier(Modifier::DIM);
     let mut out = Vec::new();
     if !parsed.said.is_empty() {
@@ -468,14 +469,15 @@ fn cut(line: Line<'static>, from: usize, width: usize) -> Line<'static> {
 /// Only the last `room` lines of each can be on screen, so only those are built.
 fn provisional_lines(state: &State, room: usize) -> Vec<Line<'static>> {
     let Some(key) = state
-        .transcript_key
+        .transcript
+        .key
         .as_deref()
-        .filter(|k| state.selected_key() == Some(*k))
+        .filter(|k| state.sessions.selected_key() == Some(*k))
     else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for reply in state.streams.of(key) {
+    for reply in state.transcript.streams.of(key) {
         let mut text_lines: Vec<&str> = reply.text.split('\n').collect();
         let skipped = text_lines.len().saturating_sub(room.max(1));
         text_lines.drain(..skipped);

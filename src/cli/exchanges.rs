@@ -3,39 +3,12 @@
 //! announce; `--json` prints the API's own shapes.
 
 use anyhow::{Result, anyhow};
-use clap::{Args, Subcommand};
 use switchboard::api::{ExchangeSummary, ExchangesQuery, SessionsApi};
 use switchboard::text_safety::safe_line;
 
-use super::{Cli, api_error, existing_key, print_json};
-
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct ExchangesArgs {
-    #[command(subcommand)]
-    pub show: Option<ExchangesCommand>,
-    /// Only exchanges with this session (key or session id) as requester or target.
-    #[arg(long, value_name = "KEY")]
-    pub session: Option<String>,
-    /// At most this many (newest first).
-    #[arg(long, default_value_t = 20,
-          value_parser = clap::value_parser!(u64).range(1..=1000))]
-    pub limit: u64,
-    /// Print the API's JSON page instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ExchangesCommand {
-    /// One exchange in full: every turn, how it ended, the announce.
-    Show {
-        /// The exchange's id (the last column of `switchboard exchanges`).
-        id: String,
-        #[arg(long)]
-        json: bool,
-    },
-}
+use super::args::{Cli, ExchangesArgs, ExchangesCommand};
+use super::print::print_json;
+use super::{api_error, existing_key};
 
 fn clock(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)

@@ -1,0 +1,54 @@
+//! How long ago a moment was, in the words each front end shows: one formatter, so the
+//! console's and the command line's buckets (seconds, minutes, hours, days) cannot drift.
+
+/// How an age is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgoStyle {
+    /// The console's narrow column: `now` under a minute, then `5m`, `2h`, `3d`. Minute
+    /// granularity on purpose: a second counter would redraw an idle console every second
+    /// (an idle console writes nothing).
+    Terse,
+    /// The command line's table: `12s ago`, `5m ago`, `2h ago`, `3d ago`.
+    Words,
+}
+
+/// The age of `then_ms` at `now_ms` (milliseconds since the epoch), rounded down to its
+/// largest whole unit; a moment in the future (clocks disagree) is "now" (0 s).
+pub fn ago(now_ms: i64, then_ms: i64, style: AgoStyle) -> String {
+    let secs = (now_ms.saturating_sub(then_ms) / 1000).max(0);
+    let (n, unit) = match secs {
+        0..60 => (secs, "s"),
+        60..3600 => (secs / 60, "m"),
+        3600..86400 => (secs / 3600, "h"),
+        _ => (secs / 86400, "d"),
+    };
+    match style {
+        AgoStyle::Terse if unit == "s" => "now".to_string(),
+        AgoStyle::Terse => format!("{n}{unit}"),
+        AgoStyle::Words => format!("{n}{unit} ago"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_styles_share_the_buckets() {
+        let now = 10_000_000_000;
+        let cases = [
+            (0, "now", "0s ago"),
+            (59_999, "now", "59s ago"),
+            (60_000, "1m", "1m ago"),
+            (3_599_999, "59m", "59m ago"),
+            (3_600_000, "1h", "1h ago"),
+            (86_399_999, "23h", "23h ago"),
+            (86_400_000, "1d", "1d ago"),
+            (-5_000, "now", "0s ago"),
+        ];
+        for (age, terse, words) in cases {
+            assert_eq!(ago(now, now - age, AgoStyle::Terse), terse, "age {age}");
+            assert_eq!(ago(now, now - age, AgoStyle::Words), words, "age {age}");
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The command line's clap definitions: every command, option and `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use switchboard::api::PolicyChange;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "A console and session engine for AI agents that talk to each other",
+    long_about = "Switchboard keeps agent sessions (OpenClaw's session tools: sessions_list, \
+sessions_history, sessions_send, sessions_spawn) in a local SQLite state folder, runs their agents, \
+and lets you watch and drive them. With no command it opens the console on that state (on a \
+terminal; otherwise it prints an overview).\n\nExamples:\n  switchboard demo\n  switchboard\n  \
+switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+switchboard tool sessions_list '{\"limit\": 5}'\n  switchboard sessions list\n\n\
+Remote (a gateway started with `switchboard serve` on another machine, through an SSH tunnel):\n  \
+ssh -L 18789:127.0.0.1:18789 server\n  switchboard --connect ws://127.0.0.1:18789\n  \
+switchboard --connect ws://127.0.0.1:18789 sessions list",
+    after_help = "State: --state-dir, else $SWITCHBOARD_STATE_DIR, else the platform data folder.\n\
+Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults).\n\
+Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
+NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
+--connect: the console, tool, inject and sessions list|show|patch|abort run on the gateway's engine; \
+the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else <state>/gateway-token, offered only to a \
+loopback URL whose port this state folder's own running `serve` listens on (recorded in <state>/gateways/)."
+)]
+pub struct Cli {
+    /// The state folder (holds switchboard.db and logs/).
+    #[arg(long, global = true, env = "SWITCHBOARD_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The JSON5 config file.
+    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
+    #[arg(long, global = true, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else the state
+    /// folder's gateway-token file, only for the port this folder's own `serve` listens on).
+    #[arg(long, global = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// A CA certificate (PEM) to trust for a wss:// gateway.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one session tool as an agent would and print its JSON result.
+    #[command(
+        long_about = "Run one session tool exactly as the agent of session KEY (default \"main\") \
+would, and print the tool's result JSON on stdout. The exit code is 0 even when the result says \
+status \"error\" or \"forbidden\" (that is the tool's answer); it is 2 for input the tool cannot \
+use: an unknown tool, invalid JSON, a missing required parameter. A call that sets work off \
+(sessions_send's reply-back loop and announce) waits for it to finish before exiting.",
+        after_help = "Examples:\n  switchboard tool sessions_list '{\"kinds\": [\"group\"], \"limit\": 10}'\n  \
+switchboard tool sessions_send '{\"sessionKey\": \"agent:work:main\", \"message\": \"status?\"}' --as agent:main:main\n  \
+switchboard tool sessions_history '{\"sessionKey\": \"agent:main:main\", \"limit\": 20}' --as agent:main:main\n  \
+echo '{\"sessionKey\": \"main\"}' | switchboard tool sessions_history -"
+    )]
+    Tool(ToolArgs),
+    /// Send a message into a session as if it arrived from outside; its agent answers.
+    #[command(
+        long_about = "Record an inbound message in session KEY (created if new) and run the session's \
+agent on it: the reply is printed on stdout, and what the run sets off (sends to other sessions, \
+their reply-back rounds and announces) is shown on stderr as it happens. The command exits when \
+all of it has finished. From the owner (--owner), a message \"/send on|off|inherit\" sets the \
+session's send policy instead.",
+        after_help = "Examples:\n  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n  \
+switchboard inject agent:main:main \"/send off\" --owner\n  \
+switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discord --chat-type group --display-name \"#standup\""
+    )]
+    Inject(InjectArgs),
+    /// The console on a fresh temporary state with demo agents that keep talking.
+    #[command(
+        long_about = "Open the console on a fresh temporary state folder with the demo agents \
+(assets/demo-config.json5): messages arrive on several channels, agents send to each other \
+with ping-pong rounds, announces are delivered or skipped, sub-agents are spawned, and one group's \
+send policy denies sends. Your own sessions are not touched: the demo runs on a temporary folder \
+that is removed on quit (only its log goes to the usual state folder's logs/). Press ? for keys, q to quit.",
+        after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
+    )]
+    Demo {
+        /// Milliseconds between two demo messages (at most 600000: the ticker's deadline
+        /// arithmetic panics on a huge period).
+        #[arg(long, default_value_t = 1500, value_name = "MS",
+              value_parser = clap::value_parser!(u64).range(0..=600_000))]
+        pace_ms: u64,
+    },
+    /// List, show, patch and export sessions (the owner's view: every session).
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
+    #[command(
+        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json"
+    )]
+    Exchanges(ExchangesArgs),
+    /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
+    /// or older (agents/<id>/sessions/sessions.json + <sessionId>.jsonl), or both.
+    #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
+Importing the same folder again merges: lines not yet here are appended (by line id), newer \
+entries replace unchanged ones, a session continued on both sides is reported as a conflict and \
+left as it is, and a second run changes nothing. Each transcript is read from DIR's own \
+<sessionId>.jsonl first (a sessionFile inside DIR only when that is missing). Only files \
+inside DIR are read (no symlinks, FIFOs or devices: each one skipped is named with its reason); \
+lines over 16 MiB and message lines of the wrong shape are skipped, and the summary counts every \
+skip by reason. OpenClaw's SQLite databases are opened read-only and may be imported while its \
+gateway runs; a locked, damaged or newer-schema database, one whose tables are views or computed \
+columns, or one a read of which takes over 2 minutes stops the import before anything is written.")]
+    ImportOpenclaw {
+        /// The OpenClaw state folder (the one holding agents/), or one agents/<id>/agent or
+        /// agents/<id>/sessions folder.
+        dir: PathBuf,
+    },
+    /// Write the documented default config, or validate one.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// The console's keys: every action, the keys bound to it (your keymap file applied) and
+    /// what it does.
+    #[command(
+        after_help = "Examples:\n  switchboard keys\n  switchboard keys --markdown     # the table README.md carries\n  switchboard keys --defaults     # without <config dir>/switchboard/keymap.json5"
+    )]
+    Keys {
+        /// A Markdown table instead of columns.
+        #[arg(long)]
+        markdown: bool,
+        /// The built-in keys, without your keymap file.
+        #[arg(long)]
+        defaults: bool,
+    },
+    /// Run the engine headless behind a WebSocket gateway (OpenClaw's protocol v4).
+    #[command(
+        long_about = "Run the engine without a console, behind a WebSocket gateway speaking \
+OpenClaw's gateway protocol v4 (connect.challenge, connect with the gateway token, hello-ok; \
+methods health, sessions.list, chat.history, chat.send, tools.invoke). The token is config \
+gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
+<state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
+refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
+`--connect` on this machine offers that token only to it. SIGINT or SIGTERM stops \
+accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
+        after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
+SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
+switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://"
+    )]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (default 127.0.0.1 and the config's gateway.port, 18789).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// Allow a non-loopback address without TLS: the token and every message cross the
+    /// network in clear text.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Speak TLS (wss://) with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The largest frame accepted and sent, in bytes (hello-ok's policy.maxPayload; 65536 to
+    /// 67108864, the most a Switchboard client reads). Longer answers are paged, or their
+    /// texts cut with "…(truncated)…".
+    #[arg(long, value_name = "BYTES",
+          default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD as u64,
+          value_parser = clap::value_parser!(u64).range(
+              switchboard::protocol::MIN_MAX_PAYLOAD as u64
+                  ..=switchboard::protocol::MAX_PAYLOAD_CEILING as u64))]
+    pub max_payload: u64,
+    /// Connections open at once; past it new ones are turned away (HTTP 503) until one
+    /// closes. Lowered to fit the process's descriptor limit (`ulimit -n`) if needed.
+    #[arg(long, value_name = "N", default_value_t = switchboard::server::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// How far one client may fall behind, in bytes of frames queued for it, before it is
+    /// disconnected as lagged (hello-ok's policy.maxBufferedBytes).
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_BUFFERED_BYTES,
+          value_parser = clap::value_parser!(usize))]
+    pub max_buffered_bytes: usize,
+    /// Bytes of frames queued for all clients together; past it, the clients furthest
+    /// behind are disconnected as lagged.
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_QUEUED_BYTES,
+          value_parser = clap::value_parser!(usize))]
+    pub max_queued_bytes: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// sessions_list | sessions_history | sessions_send
+    pub name: String,
+    /// The parameters as a JSON object; `-` reads them from stdin; omitted means `{}`.
+    pub json: Option<String>,
+    /// The requester: the session whose agent calls the tool.
+    #[arg(long = "as", value_name = "KEY", default_value = "main")]
+    pub as_key: String,
+    /// Call as a sandboxed session (visibility is clamped to what it spawned).
+    #[arg(long)]
+    pub sandboxed: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ChatTypeArg {
+    Direct,
+    Group,
+    Channel,
+}
+
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// The session key (e.g. agent:main:main, agent:main:telegram:group:42, cron:nightly).
+    pub key: String,
+    /// The message text.
+    pub text: String,
+    /// The channel it arrived on (telegram, discord, webchat, …).
+    #[arg(long)]
+    pub channel: Option<String>,
+    #[arg(long, value_enum)]
+    pub chat_type: Option<ChatTypeArg>,
+    /// A label for the chat (e.g. a group's name).
+    #[arg(long)]
+    pub display_name: Option<String>,
+    /// Who sent it (a user or chat id on that channel).
+    #[arg(long)]
+    pub sender: Option<String>,
+    /// The sender is the owner (needed for owner-only commands such as /send).
+    #[arg(long)]
+    pub owner: bool,
+    /// Print only the reply, not the progress of the exchanges it sets off.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Sessions, newest activity first.
+    #[command(
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --archived\n  switchboard sessions list --json | jq '.[].key'"
+    )]
+    List {
+        /// Only these kinds (main, group, cron, hook, node, other); repeatable.
+        #[arg(long = "kind", value_name = "KIND")]
+        kinds: Vec<String>,
+        /// Only sessions active within this many minutes.
+        #[arg(long, value_name = "MINUTES")]
+        active: Option<u64>,
+        /// At most this many rows.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON rows instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Include archived sessions (marked "(archived)" in the table, `archived: true` in JSON).
+        #[arg(long)]
+        archived: bool,
+    },
+    /// One session's entry and its latest messages.
+    #[command(after_help = "Example:\n  switchboard sessions show agent:main:main --messages 20")]
+    Show {
+        key: String,
+        /// How many recent messages to print.
+        #[arg(long, default_value_t = 10)]
+        messages: usize,
+        /// Include tool results.
+        #[arg(long)]
+        tools: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a session's settings: today, its send-policy override.
+    #[command(
+        long_about = "Change a session's settings. --send-policy sets the session's own send \
+policy, which wins over every session.sendPolicy rule and the default: deny blocks outbound \
+delivery from it and sends into it; allow lets them through; inherit removes the override so \
+the config decides again. The owner's console and /send keep working on a denied session.",
+        after_help = "Examples:\n  switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  \
+switchboard sessions patch agent:main:discord:group:42 --send-policy inherit\n  \
+switchboard sessions show agent:main:discord:group:42    # shows the effective policy and why"
+    )]
+    Patch {
+        key: String,
+        /// The session's send-policy override: allow (or on), deny (or off), or inherit to
+        /// remove it and follow session.sendPolicy.
+        #[arg(long, value_name = "allow|deny|inherit", value_parser = PolicyChange::parse)]
+        send_policy: Option<PolicyChange>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the run executing on a session now (queued runs are left alone).
+    #[command(
+        long_about = "Stop the run executing on a session now, as a run timeout stops it: its \
+model request is dropped, the run ends `aborted`, an agent-to-agent exchange it belongs to ends, \
+and the session stays usable. Runs queued behind it still run. Runs execute in the process that \
+started them, so abort on that engine: with --connect for a gateway's (`switchboard serve`).",
+        after_help = "Examples:\n  switchboard --connect ws://127.0.0.1:18789 sessions abort agent:main:main\n  \
+switchboard sessions abort agent:main:main --run 0190f5d2-…"
+    )]
+    Abort {
+        key: String,
+        /// Only this run.
+        #[arg(long = "run", value_name = "RUN_ID")]
+        run_id: Option<String>,
+        /// Print `{key, runIds}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a session's transcript as OpenClaw-compatible JSONL, or every session as an
+    /// OpenClaw state folder.
+    #[command(
+        after_help = "Examples:\n  switchboard sessions export agent:main:main > main.jsonl\n  \
+switchboard sessions export agent:main:main --out main.jsonl\n  switchboard sessions export --all --out ./openclaw-state\n\n\
+An existing file is never replaced without --force; a folder, device or FIFO never is."
+    )]
+    Export {
+        /// The session (omit with --all).
+        key: Option<String>,
+        /// Export every session as agents/<id>/sessions/{sessions.json,<sessionId>.jsonl}.
+        #[arg(long)]
+        all: bool,
+        /// Output file (one session) or folder (--all). One session defaults to stdout.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// Replace existing files (regular files or symlinks, never a device or folder).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Write the documented default config.
+    #[command(
+        after_help = "Example:\n  switchboard config init            # to the default config path\n  switchboard config init ./config.json5 --force"
+    )]
+    Init {
+        /// Where to write (default: the config path in use).
+        file: Option<PathBuf>,
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Validate a config: prints every problem with its line, exits 1 if there are any.
+    #[command(after_help = "Example:\n  switchboard config check ./config.json5")]
+    Check { file: Option<PathBuf> },
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ExchangesArgs {
+    #[command(subcommand)]
+    pub show: Option<ExchangesCommand>,
+    /// Only exchanges with this session (key or session id) as requester or target.
+    #[arg(long, value_name = "KEY")]
+    pub session: Option<String>,
+    /// At most this many (newest first).
+    #[arg(long, default_value_t = 20,
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub limit: u64,
+    /// Print the API's JSON page instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExchangesCommand {
+    /// One exchange in full: every turn, how it ended, the announce.
+    Show {
+        /// The exchange's id (the last column of `switchboard exchanges`).
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}

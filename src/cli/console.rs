@@ -1,0 +1,146 @@
+//! The console front end (`switchboard`, `switchboard demo`), the overview printed when
+//! there is no terminal, and `switchboard keys`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use switchboard::config::{self};
+use switchboard::engine::Engine;
+use switchboard::text_safety::safe_line;
+
+use super::args::Cli;
+use super::print::say_log;
+use super::usage;
+
+/// The terminal the console would draw on, checked before anything is started: none at
+/// all (stdin or stdout not a tty, `ssh host switchboard demo` without -t) or `TERM=dumb`
+/// is refused with exit 2, before raw mode could fail with an OS error.
+fn console_terminal() -> Result<switchboard::tui::theme::Theme> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(usage("the console needs a terminal (with ssh, use ssh -t)"));
+    }
+    switchboard::tui::theme::Theme::from_env().map_err(|e| usage(e.to_string()))
+}
+
+/// The keymap the console uses: the defaults plus `<config dir>/switchboard/keymap.json5`.
+fn load_keymap() -> Result<switchboard::tui::keymap::Keymap> {
+    use switchboard::tui::keymap::Keymap;
+    Ok(
+        match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
+            Some(path) if path.exists() => {
+                let text = switchboard::config::text_limits::read_capped(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                    .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+                Keymap::with_overrides(&text)
+                    .map_err(|e| usage(format!("{}: {e}", path.display())))?
+            }
+            _ => Keymap::defaults(),
+        },
+    )
+}
+
+/// `keys`: the key reference, from the same keymap the console loads.
+pub(crate) fn keys(markdown: bool, defaults: bool) -> Result<()> {
+    use switchboard::tui::{keymap::Keymap, keys_doc};
+    let keymap = if defaults {
+        Keymap::defaults()
+    } else {
+        load_keymap()?
+    };
+    let out = if markdown {
+        keys_doc::markdown(&keymap)
+    } else {
+        keys_doc::text(&keymap)
+    };
+    print!("{out}");
+    Ok(())
+}
+
+/// The console's options: the keymap (defaults plus `<config dir>/switchboard/keymap.json5`)
+/// and NO_COLOR.
+fn console_options(attached: String) -> Result<switchboard::tui::Options> {
+    let keymap = load_keymap()?;
+    Ok(switchboard::tui::Options {
+        attached,
+        keymap,
+        no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        theme: console_terminal()?,
+        notices: Vec::new(),
+    })
+}
+
+/// No command: the console on the embedded engine, or an overview when not on a terminal.
+pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return overview(cli).await;
+    }
+    if let Some(target) = &cli.connect {
+        let api = cli.remote_api().await?;
+        let options = console_options(safe_line(target).into_owned())?;
+        say_log(&log);
+        return switchboard::tui::run(api, options).await;
+    }
+    let config = cli.load_config()?;
+    let notices = config::warnings(&config)
+        .iter()
+        .map(|w| format!("config: {w}"))
+        .collect();
+    let dir = cli.state_dir();
+    let engine = Engine::open(&dir, config)
+        .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
+    let mut options = console_options(dir.display().to_string())?;
+    options.notices = notices;
+    say_log(&log);
+    switchboard::tui::run(engine.start(), options).await
+}
+
+/// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.
+pub(crate) async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
+    // Refused before a state folder is made or traffic started.
+    console_terminal()?;
+    let dir = tempfile_dir()?;
+    let config = switchboard::demo::demo_config()?;
+    let engine = Engine::open(&dir, config)
+        .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
+    // Seeding runs beside the console, which draws at once and fills in as it lands.
+    let traffic = switchboard::demo::start(
+        engine.start(),
+        // Below about 200 ms the demo's agents cannot keep up and the queues only grow.
+        std::time::Duration::from_millis(pace_ms.max(200)),
+    );
+    let options = console_options(format!("demo {}", dir.display()))?;
+    say_log(&log);
+    let result = switchboard::tui::run(engine.start(), options).await;
+    traffic.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A fresh folder under the system temp dir for the demo's state.
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "switchboard-demo-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+pub(crate) async fn overview(cli: &Cli) -> Result<()> {
+    let status = cli.reading_api().await?.status().await?;
+    match &cli.connect {
+        Some(target) => println!("Switchboard gateway: {}", safe_line(target)),
+        None => println!("Switchboard state: {}", status.attached),
+    }
+    println!("Sessions: {}", status.sessions);
+    println!();
+    println!("Try:");
+    println!("  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice");
+    println!("  switchboard sessions list");
+    println!("  switchboard tool sessions_history '{{\"sessionKey\": \"main\"}}'");
+    println!("  switchboard --help");
+    Ok(())
+}

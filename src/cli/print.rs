@@ -1,0 +1,41 @@
+//! Output shared by the commands: stderr lines for long-running commands, JSON for
+//! scripts, table cells escaped for the terminal.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde_json::Value;
+
+use switchboard::text_safety::{self, safe_line};
+
+/// A line on stderr for a long-running command: a reader that went away must not stop it
+/// (`eprintln!` would panic).
+pub(crate) fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "switchboard: {line}");
+}
+
+pub(crate) fn say_log(log: &Option<PathBuf>) {
+    // Printed before the screen is taken, so it is still there after quitting.
+    if let Some(path) = log {
+        eprintln!("switchboard: logging to {}", path.display());
+    }
+}
+
+/// JSON for scripts, with every character a terminal could act on escaped (`\uXXXX`), so
+/// `--json` piped to a screen is as safe as the tables; parsed, the strings are unchanged.
+pub(crate) fn print_json(v: &Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    text_safety::write_json(&mut out, v, true)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub(crate) fn field<'a>(row: &'a Value, name: &str) -> &'a str {
+    row.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A row's field as a table cell shows it: one line, nothing the terminal would act on.
+pub(crate) fn cell(row: &Value, name: &str) -> String {
+    safe_line(field(row, name)).into_owned()
+}

@@ -1,0 +1,135 @@
+//! `switchboard serve`: the engine headless behind the WebSocket gateway until a signal.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::args::{Cli, ServeArgs};
+use super::print::{say, say_log};
+use super::usage;
+
+/// `serve`: the engine headless behind the gateway until SIGINT or SIGTERM.
+pub(crate) async fn serve(cli: &Cli, args: &ServeArgs, log: Option<PathBuf>) -> Result<()> {
+    use switchboard::server::{self, token};
+    let config = cli.load_config()?;
+    let bind = args
+        .bind
+        .clone()
+        .unwrap_or_else(|| format!("127.0.0.1:{}", config.gateway.port));
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(&bind)
+        .await
+        .map_err(|e| usage(format!("--bind {bind}: {e}")))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(usage(format!("--bind {bind}: no address")));
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(server::tls::acceptor(cert, key).map_err(|e| usage(format!("TLS: {e}")))?)
+        }
+        _ => None,
+    };
+    if tls.is_none() && !args.insecure && addrs.iter().any(|a| !a.ip().is_loopback()) {
+        return Err(usage(format!(
+            "--bind {bind} is not a loopback address and no TLS is set: the token and every \
+message would cross the network in clear text. Give --tls-cert FILE --tls-key FILE (wss://), \
+use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
+        )));
+    }
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    let dir = cli.state_dir();
+    let (secret, source) = token::resolve(config.gateway.auth.token.as_deref(), &dir)?;
+    let engine = cli.open_engine()?;
+    let listener = tokio::net::TcpListener::bind(addrs.as_slice())
+        .await
+        .with_context(|| format!("cannot listen on {bind}"))?;
+    let local = listener.local_addr()?;
+    let api = engine.start();
+    say_log(&log);
+    let from = match &source {
+        token::TokenSource::Config => "the config's gateway.auth.token".to_string(),
+        token::TokenSource::Env => format!("${}", token::TOKEN_ENV),
+        token::TokenSource::File(path) => format!(
+            "in {} (read it with: cat {})",
+            path.display(),
+            path.display()
+        ),
+    };
+    say(&format!("gateway token: {from}"));
+    // `--connect` on this machine offers the folder's token only to a port recorded here.
+    let record = server::listening::Record {
+        addr: local,
+        scheme: scheme.to_string(),
+        pid: std::process::id(),
+        token_file: matches!(source, token::TokenSource::File(_)),
+    };
+    let _listening = server::listening::Listening::record(&dir, &record).with_context(|| {
+        format!(
+            "cannot record the listening address in {}",
+            dir.join(server::listening::DIR).display()
+        )
+    })?;
+    // Watched before the address is announced: a SIGTERM sent as soon as a supervisor (or a
+    // test) reads it must stop the gateway cleanly, not kill it with its record left behind.
+    let stop = stop_signal()?;
+    say(&format!("gateway listening on {scheme}://{local}"));
+    tracing::info!(%local, "gateway listening");
+    // What a read-only client must not learn of this machine (private_paths.rs).
+    let private = [Some(dir.clone()), cli.config_path().ok(), log.clone()];
+    let mut max_connections = args.max_connections as usize;
+    if let Some(cap) = server::descriptor_cap()
+        && cap < max_connections
+    {
+        say(&format!(
+            "at most {cap} connections: the descriptor limit (ulimit -n) leaves no room for \
+{max_connections}"
+        ));
+        max_connections = cap;
+    }
+    let options = server::Options {
+        read_only_token: config.gateway.auth.read_only_token.clone(),
+        // Within the range clap checked, so it fits any usize this runs on.
+        max_payload: usize::try_from(args.max_payload)
+            .unwrap_or(switchboard::server::DEFAULT_MAX_PAYLOAD),
+        max_connections,
+        // Fewer than the connections, so connected clients keep places of their own.
+        max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections.div_ceil(2)),
+        max_buffered_bytes: args.max_buffered_bytes,
+        max_queued_bytes: args.max_queued_bytes,
+        private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
+        ..server::Options::new(secret)
+    };
+    server::run_with_tls(listener, api, options, tls, stop).await;
+    tracing::info!("gateway stopped accepting; draining the engine");
+    if tokio::time::timeout(Duration::from_secs(30), engine.idle())
+        .await
+        .is_err()
+    {
+        tracing::warn!(running = ?engine.still_running(), "work still running at exit; it resumes at the next start");
+    }
+    say("gateway stopped");
+    Ok(())
+}
+
+/// Completes on the first SIGINT or SIGTERM (Ctrl-C elsewhere).
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
+}

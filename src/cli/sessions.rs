@@ -1,0 +1,378 @@
+//! `switchboard sessions list|show|patch|abort|export`: the owner's view of sessions.
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::Value;
+
+use switchboard::api::time::{AgoStyle, ago};
+use switchboard::api::{
+    PatchRequest, PolicyChange, PolicyView, SessionKind, SessionsApi, SessionsQuery,
+    TranscriptLine, TranscriptQuery,
+};
+use switchboard::engine::Overwrite;
+use switchboard::text_safety::{self, safe_line, safe_text};
+
+use super::args::{Cli, SessionsCommand};
+use super::attach::Attached;
+use super::print::{cell, field, print_json};
+use super::transfer::export;
+use super::waiting::Waiting;
+use super::{api_error, existing_key, usage};
+
+fn parse_kinds(names: &[String]) -> Result<Vec<SessionKind>> {
+    names
+        .iter()
+        .map(|n| {
+            SessionKind::parse(n).ok_or_else(|| {
+                usage(format!(
+                    "unknown kind {n:?} (kinds: main, group, cron, hook, node, other)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `sessions list --json`'s rows: the owner's `sessions_list`-shaped object of each session,
+/// with its effective send policy (`sendPolicyEffective`). The page carries them (`entries`):
+/// one request, however many rows (over `--connect`, each request is a round trip). A
+/// gateway too old to fill them is asked row by row; a session deleted meanwhile is left out.
+async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<Value>> {
+    let page = api
+        .sessions(SessionsQuery {
+            entries: true,
+            ..query
+        })
+        .await?;
+    let mut rows = Vec::with_capacity(page.rows.len());
+    for row in page.rows {
+        let (mut v, policy) = match row.entry {
+            Some(entry) => (entry, row.policy),
+            None => match api.session(&row.key).await? {
+                Some(detail) => (detail.entry, detail.row.policy),
+                None => continue,
+            },
+        };
+        if v.is_object() {
+            v["sendPolicyEffective"] = policy.to_json();
+            rows.push(v);
+        }
+    }
+    Ok(rows)
+}
+
+pub(crate) async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
+    match cmd {
+        SessionsCommand::List {
+            kinds,
+            active,
+            limit,
+            json,
+            archived,
+        } => {
+            let kinds = parse_kinds(kinds)?;
+            let api = cli.reading_api().await?;
+            let query = SessionsQuery {
+                kinds,
+                active_since: active.map(|m| {
+                    let minutes = i64::try_from(m).unwrap_or(i64::MAX).max(1);
+                    chrono::Utc::now()
+                        .timestamp_millis()
+                        .saturating_sub(minutes.saturating_mul(60_000))
+                }),
+                archived: *archived,
+                limit: *limit,
+                ..SessionsQuery::default()
+            };
+            let rows = owner_rows(api.as_ref(), query.clone()).await?;
+            if *json {
+                return print_json(&Value::Array(rows));
+            }
+            // "No sessions yet" would be wrong when only archived ones matched; one more
+            // page, on the empty path only, tells the two apart.
+            if rows.is_empty()
+                && !*archived
+                && !api
+                    .sessions(SessionsQuery {
+                        archived: true,
+                        limit: 1,
+                        ..query
+                    })
+                    .await?
+                    .rows
+                    .is_empty()
+            {
+                println!("No sessions to show; archived ones are hidden (add --archived).");
+                return Ok(());
+            }
+            print_table(&rows);
+            Ok(())
+        }
+        SessionsCommand::Show {
+            key,
+            messages,
+            tools,
+            json,
+        } => {
+            let api = cli.reading_api().await?;
+            let (row, lines, policy, left_out) =
+                show_session(api.as_ref(), key, *messages, *tools).await?;
+            if *json {
+                let mut v = row;
+                v["sendPolicyEffective"] = policy.to_json();
+                v["messages"] = Value::Array(
+                    lines
+                        .iter()
+                        .filter_map(|l| l.message.clone())
+                        .collect::<Vec<_>>(),
+                );
+                return print_json(&v);
+            }
+            print_show(&row, &lines, &policy);
+            if left_out > 0 {
+                println!(
+                    "({left_out} older messages left out to fit the gateway's frame limit; ask \
+for fewer with --messages)"
+                );
+            }
+            Ok(())
+        }
+        SessionsCommand::Patch {
+            key,
+            send_policy,
+            json,
+        } => patch(cli, key, *send_policy, *json).await,
+        SessionsCommand::Abort { key, run_id, json } => {
+            abort(cli, key, run_id.as_deref(), *json).await
+        }
+        SessionsCommand::Export {
+            key,
+            all,
+            out,
+            force,
+        } => {
+            cli.local_only("sessions export")?;
+            let overwrite = if *force {
+                Overwrite::Replace
+            } else {
+                Overwrite::Refuse
+            };
+            export(cli, key.as_deref(), *all, out.as_deref(), overwrite).await
+        }
+    }
+}
+
+/// `sessions abort`: stop what runs on a session, then say what was stopped.
+pub(crate) async fn abort(cli: &Cli, raw: &str, run_id: Option<&str>, json: bool) -> Result<()> {
+    let attached = cli.attach().await?;
+    let api = attached.api();
+    let key = existing_key(api.as_ref(), raw).await?;
+    let done = api
+        .abort(&key, run_id)
+        .await
+        .map_err(api_error)
+        .with_context(|| format!("cannot abort runs of {key}"))?;
+    attached.drain(&Waiting::new()).await;
+    if json {
+        return print_json(&serde_json::json!({ "key": key, "runIds": done.run_ids }));
+    }
+    if done.run_ids.is_empty() {
+        let where_ = match attached {
+            Attached::Local(..) => {
+                " in this process (runs execute in the process that started them: abort in the \
+                 console, or with --connect on the gateway's engine)"
+            }
+            Attached::Remote(_) => "",
+        };
+        println!("{key}: nothing was running{where_}");
+    } else {
+        for id in &done.run_ids {
+            println!("{key}: aborted run {id}");
+        }
+    }
+    Ok(())
+}
+
+/// `sessions patch`: set or remove the send-policy override, then report the effective policy.
+pub(crate) async fn patch(
+    cli: &Cli,
+    raw: &str,
+    change: Option<PolicyChange>,
+    json: bool,
+) -> Result<()> {
+    let Some(change) = change else {
+        return Err(usage(
+            "nothing to change: pass --send-policy allow|deny|inherit",
+        ));
+    };
+    let attached = cli.attach().await?;
+    let api = attached.api();
+    let key = existing_key(api.as_ref(), raw).await?;
+    let patched = api
+        .patch(PatchRequest {
+            key: key.clone(),
+            send_policy: Some(change),
+        })
+        .await
+        .map_err(api_error)
+        .with_context(|| format!("cannot patch {key}"))?;
+    attached.drain(&Waiting::new()).await;
+    if json {
+        return print_json(&serde_json::json!({
+            "key": patched.display_key,
+            "sendPolicy": patched.send_policy,
+            "sendPolicyEffective": patched.effective.to_json(),
+        }));
+    }
+    let change = match change.stored() {
+        Some(p) => format!("set to {p}"),
+        None => "removed (the config decides)".to_string(),
+    };
+    println!(
+        "{}: send policy override {change}; effective: {}",
+        patched.display_key, patched.effective.summary
+    );
+    Ok(())
+}
+
+/// One session's owner row, its latest transcript lines (each with its stored message) and
+/// its effective send policy.
+async fn show_session(
+    api: &dyn SessionsApi,
+    raw: &str,
+    messages: usize,
+    tools: bool,
+) -> Result<(Value, Vec<TranscriptLine>, PolicyView, usize)> {
+    let key = existing_key(api, raw).await?;
+    let detail = api
+        .session(&key)
+        .await?
+        .ok_or_else(|| anyhow!("no session found: {key}"))?;
+    let (lines, left_out) = if messages == 0 {
+        (Vec::new(), 0)
+    } else {
+        let page = api
+            .transcript(TranscriptQuery {
+                key: key.clone(),
+                before: None,
+                limit: messages,
+                tools,
+                raw: true,
+            })
+            .await?;
+        if !page.exists {
+            return Err(anyhow!("no session found: {key}"));
+        }
+        (page.lines, page.left_out)
+    };
+    Ok((detail.entry, lines, detail.row.policy, left_out))
+}
+
+fn print_table(rows: &[Value]) {
+    if rows.is_empty() {
+        println!("No sessions yet. Record one with: switchboard inject agent:main:main \"hello\"");
+        return;
+    }
+    let key_w = rows
+        .iter()
+        .map(|r| cell(r, "key").chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(3, 60);
+    println!(
+        "{:<6} {:<key_w$} {:<10} {:<9} {:<6} NAME",
+        "KIND", "KEY", "CHANNEL", "UPDATED", "POLICY"
+    );
+    for r in rows {
+        let updated = r
+            .get("updatedAt")
+            .and_then(Value::as_i64)
+            .map(|ms| ago(chrono::Utc::now().timestamp_millis(), ms, AgoStyle::Words))
+            .unwrap_or_default();
+        // Names are stored as given (they are labels, not identities) and escaped here.
+        let mut name = safe_line(
+            r.get("displayName")
+                .or_else(|| r.get("label"))
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        )
+        .into_owned();
+        // Marked in the last column so the fixed-width columns scripts may cut stay put.
+        if r.get("archived").and_then(Value::as_bool) == Some(true) {
+            name = if name.is_empty() {
+                "(archived)".to_string()
+            } else {
+                format!("{name} (archived)")
+            };
+        }
+        println!(
+            "{:<6} {:<key_w$} {:<10} {:<9} {:<6} {}",
+            cell(r, "kind"),
+            cell(r, "key"),
+            cell(r, "channel"),
+            updated,
+            policy_cell(r),
+            name
+        );
+    }
+}
+
+/// `allow`, `deny`, or `deny*`/`allow*` when the session's own override decides.
+fn policy_cell(row: &Value) -> String {
+    let Some(eff) = row.get("sendPolicyEffective") else {
+        return String::new();
+    };
+    let marker = if field(eff, "source") == "override" {
+        "*"
+    } else {
+        ""
+    };
+    format!("{}{marker}", field(eff, "policy"))
+}
+
+/// How many characters of one message `sessions show` prints; a 10 MB message would bury
+/// the terminal (and everything after it). `sessions export` and `--json` have the whole text.
+const SHOW_MESSAGE_CHARS: usize = 4_000;
+
+/// The first `max` characters of `text`, and how many characters were left out.
+fn cap_chars(text: &str, max: usize) -> (&str, usize) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => (&text[..at], text[at..].chars().count()),
+        None => (text, 0),
+    }
+}
+
+fn print_show(row: &Value, lines: &[TranscriptLine], policy: &PolicyView) {
+    let width = 16;
+    if let Some(obj) = row.as_object() {
+        for (k, v) in obj {
+            let text = match v {
+                Value::String(s) => safe_line(s).into_owned(),
+                other => text_safety::to_json_string(other, false)
+                    .unwrap_or_else(|_| safe_line(&other.to_string()).into_owned()),
+            };
+            println!("{:<width$} {text}", safe_line(k));
+        }
+    }
+    println!("{:<width$} {}", "send policy", policy.summary);
+    println!();
+    if lines.is_empty() {
+        println!("(no messages)");
+    }
+    for line in lines {
+        let m = line.message.as_ref();
+        let role = m
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let from = m
+            .and_then(|m| m.get("provenance"))
+            .filter(|p| p.get("kind").and_then(Value::as_str) == Some("inter_session"))
+            .and_then(|p| p.get("sourceSessionKey").and_then(Value::as_str))
+            .map(|s| format!(" (from {})", safe_line(s)))
+            .unwrap_or_default();
+        let (shown, more) = cap_chars(&line.text, SHOW_MESSAGE_CHARS);
+        println!("{}{from}: {}", safe_line(role), safe_text(shown));
+        if more > 0 {
+            println!("  … ({more} more characters; `sessions export` has all)");
+        }
+    }
+}

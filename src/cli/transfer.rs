@@ -1,0 +1,99 @@
+//! `sessions export` and `import-openclaw`: sessions out to and in from OpenClaw's files.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use switchboard::api::SessionsApi;
+use switchboard::engine::Overwrite;
+use switchboard::text_safety::{self, safe_line};
+
+use super::args::Cli;
+use super::{existing_key, usage};
+
+pub(crate) async fn export(
+    cli: &Cli,
+    key: Option<&str>,
+    all: bool,
+    out: Option<&Path>,
+    overwrite: Overwrite,
+) -> Result<()> {
+    let engine = cli.open_engine_for_reading()?;
+    if all {
+        if key.is_some() {
+            return Err(usage("give either a session key or --all, not both"));
+        }
+        let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
+        let report = engine.export_openclaw(dir, overwrite)?;
+        eprintln!(
+            "exported {} sessions ({} lines) to {}",
+            report.sessions,
+            report.lines,
+            dir.display()
+        );
+        return Ok(());
+    }
+    let raw = key.ok_or_else(|| usage("name a session key, or pass --all --out FOLDER"))?;
+    let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    // The file operations stay engine calls (they work on this machine's state folder).
+    let key = existing_key(api.as_ref(), raw).await?;
+    let lines = match out {
+        Some(path) => engine.export_session_to_file(&key, path, overwrite)?,
+        None => {
+            // Lines are stored as their agents wrote them; on the way to a terminal (or a
+            // pipe) the characters that could drive one are escaped, the values unchanged.
+            let mut w =
+                text_safety::SafeJsonText::new(std::io::BufWriter::new(std::io::stdout().lock()));
+            let n = engine.export_session_jsonl(&key, &mut w)?;
+            w.flush()?;
+            n
+        }
+    };
+    eprintln!("exported {key}: {lines} lines");
+    Ok(())
+}
+
+pub(crate) async fn import(cli: &Cli, dir: &Path) -> Result<()> {
+    let engine = cli.open_engine()?;
+    let report = engine.import_openclaw(dir).await?;
+    for w in &report.warnings {
+        eprintln!("warning: {}", safe_line(w));
+    }
+    for n in &report.source_notes {
+        eprintln!("transcript: {}", safe_line(n));
+    }
+    if report.source_notes_total > report.source_notes.len() {
+        eprintln!(
+            "transcript: … and {} more sessions like these",
+            report.source_notes_total - report.source_notes.len()
+        );
+    }
+    for c in &report.conflicts {
+        println!("conflict: {}", safe_line(c));
+    }
+    let mut summary = format!(
+        "imported {} new sessions ({} lines); updated {} ({} lines appended, {} entries replaced); {} unchanged; {} conflicts",
+        report.sessions_imported,
+        report.lines_imported,
+        report.sessions_updated,
+        report.lines_appended,
+        report.entries_updated,
+        report.sessions_present,
+        report.conflicts.len()
+    );
+    if !report.skipped.is_empty() {
+        let skips: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|(reason, n)| reason.describe(*n))
+            .collect();
+        summary.push_str(&format!("; skipped {}", skips.join(", ")));
+    }
+    println!("{summary}");
+    if report.changed_nothing() {
+        println!("nothing changed");
+    }
+    Ok(())
+}
