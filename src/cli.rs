@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
 use switchboard::api::{
-    ApiError, KeyPurpose, PatchRequest, PolicyChange, PolicyView, RunResult, SendRequest, Sender,
+    ApiError, KeyPurpose, PatchRequest, PolicySetting, PolicyView, RunResult, SendRequest, Sender,
     SessionKind, SessionsApi, SessionsQuery, ToolCall, TranscriptLine, TranscriptQuery, WorkId,
 };
 use switchboard::config::{self, Config};
@@ -307,8 +307,8 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
         key: String,
         /// The session's send-policy override: allow (or on), deny (or off), or inherit to
         /// remove it and follow session.sendPolicy.
-        #[arg(long, value_name = "allow|deny|inherit", value_parser = PolicyChange::parse)]
-        send_policy: Option<PolicyChange>,
+        #[arg(long, value_name = "allow|deny|inherit", value_parser = str::parse::<PolicySetting>)]
+        send_policy: Option<PolicySetting>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -1410,7 +1410,7 @@ async fn abort(cli: &Cli, raw: &str, run_id: Option<&str>, json: bool) -> Result
 }
 
 /// `sessions patch`: set or remove the send-policy override, then report the effective policy.
-async fn patch(cli: &Cli, raw: &str, change: Option<PolicyChange>, json: bool) -> Result<()> {
+async fn patch(cli: &Cli, raw: &str, change: Option<PolicySetting>, json: bool) -> Result<()> {
     let Some(change) = change else {
         return Err(usage(
             "nothing to change: pass --send-policy allow|deny|inherit",

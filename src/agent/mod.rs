@@ -10,13 +10,13 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use crate::config::{Config, ModelProvider, ScriptStep, ThinkingLevel};
+use crate::config::{Config, ModelProvider, ThinkingLevel};
 
 /// A boxed future, so backends can be used as `dyn Agent`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Which part of a flow a turn belongs to (DESIGN §3.3 `when.step`).
-pub type Step = ScriptStep;
+pub use crate::api::Step;
 
 /// One turn as the agent sees it.
 #[derive(Debug, Clone, PartialEq)]

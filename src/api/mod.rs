@@ -2,18 +2,31 @@
 //! embedded `Engine` implements it; a gateway client will too, so every front end runs
 //! unchanged on a local or a remote engine. Front ends import this module, never the engine.
 
+mod events;
 mod message;
+mod policy;
+mod session_kind;
 mod stream;
 mod types;
+pub(crate) mod wire;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use events::EngineEvent;
 pub use message::{message_text, role_and_text};
+pub use policy::{
+    PolicyDecision, PolicySetting, PolicySource, PolicySourceKind, PolicyView, SendPolicy,
+};
+pub use session_kind::{SessionKind, group_channel_of};
 pub use stream::{EventStream, Fed, StreamItem};
 pub use types::*;
+pub use wire::{
+    AnnounceOutcome, Cleanup, ExchangeEnd, ExchangeKind, ExchangeStatus, RunStatus, SendKind,
+    SpawnOutcome, Step, UnknownWord,
+};
 
 /// Why a call failed. The kinds map to what a user does next: fix the input (exit 2),
 /// look for another session, or retry later.

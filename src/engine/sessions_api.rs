@@ -14,7 +14,7 @@ use super::tools::{TOOL_NAMES, ToolContext, ToolError};
 use crate::api::*;
 use crate::engine::flows::inbound::{Inbound, Intake};
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
-use crate::engine::session::policy::{self, PolicyDecision, PolicySource};
+use crate::engine::session::policy;
 use crate::engine::session::transcript_text;
 
 /// The most transcript lines one page returns.
@@ -48,18 +48,7 @@ impl From<ToolError> for ApiError {
 
 /// The policy decision as front ends show it.
 pub(crate) fn policy_view(d: &PolicyDecision) -> PolicyView {
-    let (rule, matched) = match &d.source {
-        PolicySource::Rule { index, description } => (Some(*index), Some(description.clone())),
-        _ => (None, None),
-    };
-    PolicyView {
-        policy: d.policy.as_str().to_string(),
-        source: d.source.kind().to_string(),
-        rule,
-        matched,
-        detail: d.source.to_string(),
-        summary: d.to_string(),
-    }
+    PolicyView::from(d)
 }
 
 impl Engine {
@@ -363,7 +352,7 @@ impl Engine {
             return Ok(match h.wait_for(limit).await {
                 Some(o) => RunResult {
                     run_id: run_id.to_string(),
-                    status: o.status.as_str().to_string(),
+                    status: o.status,
                     reply: o.reply,
                     error: o.error,
                 },
@@ -374,7 +363,7 @@ impl Engine {
         let Some(row) = self.run(run_id)? else {
             return Err(ApiError::NotFound(format!("no run {run_id}")));
         };
-        if row.status == "running" {
+        if row.status == RunStatus::Running {
             return Ok(still_running(run_id));
         }
         Ok(RunResult {
@@ -433,7 +422,7 @@ impl Engine {
         self.events()
             .emit(super::events::EngineEvent::PolicyChanged {
                 key: key.to_string(),
-                policy: change.stored().unwrap_or("inherit").to_string(),
+                policy: change,
                 by: "patch".into(),
             });
         let decision = policy::evaluate(self.config(), &stored.key, &stored.entry);
@@ -484,7 +473,7 @@ fn repeat_matches(
 fn still_running(run_id: &str) -> RunResult {
     RunResult {
         run_id: run_id.to_string(),
-        status: "running".into(),
+        status: RunStatus::Running,
         reply: String::new(),
         error: None,
     }

@@ -155,9 +155,9 @@ mod tests {
         EngineEvent::RunEnded {
             run_id: run.into(),
             key: "agent:main:main".into(),
-            step: "message".into(),
+            step: crate::api::Step::Message,
             round: 0,
-            status: "ok".into(),
+            status: crate::api::RunStatus::Ok,
             reply: None,
             error: None,
             duration_ms: 1,

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::api::{self, SessionKind};
+use crate::api::{self, AnnounceOutcome, ExchangeEnd, PolicySetting, RunStatus, SessionKind};
 use crate::text_safety::{safe_line, safe_text};
 
 /// How many transcript lines the pane loads at first (the newest ones), and how many more
@@ -22,7 +22,7 @@ pub struct SessionRow {
     pub channel: String,
     pub updated_at: i64,
     /// `allow` / `deny`, and whether it is this session's own override.
-    pub policy: String,
+    pub policy: PolicySetting,
     pub policy_override: bool,
     /// Where the policy comes from, in words (the status line shows it).
     pub policy_detail: String,
@@ -45,7 +45,7 @@ impl SessionRow {
             name: safe_line(&r.name).into_owned(),
             channel: safe_line(&r.channel).into_owned(),
             updated_at: r.updated_at,
-            policy: r.policy.policy.clone(),
+            policy: r.policy.policy,
             policy_override: r.policy.is_override(),
             policy_detail: safe_line(&r.policy.detail).into_owned(),
             policy_words: safe_line(&crate::tui::status::policy_words(&r.policy)).into_owned(),
@@ -92,7 +92,7 @@ pub struct RoundView {
     pub round: u32,
     pub speaker: String,
     pub text: String,
-    pub status: String,
+    pub status: RunStatus,
 }
 
 /// A `sessions_send` exchange as the rounds pane draws it.
@@ -103,10 +103,10 @@ pub struct FlowView {
     pub target: String,
     pub message: String,
     pub rounds: Vec<RoundView>,
-    /// How the loop ended (`cap`, `reply_skip`, …) with detail.
-    pub loop_end: Option<(String, String)>,
+    /// How the loop ended, with detail.
+    pub loop_end: Option<(ExchangeEnd, String)>,
     /// The announce's outcome and detail.
-    pub announce: Option<(String, String)>,
+    pub announce: Option<(AnnounceOutcome, String)>,
     pub done: bool,
     pub started: i64,
 }

@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::api::{ApiError, EngineEvent, TrafficCount};
+use crate::api::{ApiError, EngineEvent, ExchangeEnd, PolicySetting, SendKind, TrafficCount};
 
 /// Minutes of history kept (the ring's length).
 pub const MINUTES: usize = 60;
@@ -506,8 +506,10 @@ impl Traffic {
                 self.count(&requester, &target, now_ms, c, false);
             }
             EngineEvent::FlowLoopEnded {
-                flow_id, reason, ..
-            } if reason == "cap" => {
+                flow_id,
+                reason: ExchangeEnd::Cap,
+                ..
+            } => {
                 if let Some((r, t)) = self.flows.get(flow_id).cloned() {
                     let c = Counts {
                         capped: 1,
@@ -535,7 +537,7 @@ impl Traffic {
                 allowed: false,
                 requester,
                 ..
-            } if action == "send" => {
+            } if *action == SendKind::Send => {
                 let requester = requester.clone().unwrap_or_else(|| {
                     self.sessions
                         .pairs
@@ -551,7 +553,7 @@ impl Traffic {
                 self.count(&requester, key, now_ms, c, false);
             }
             EngineEvent::PolicyChanged { key, policy, .. } => {
-                if policy == "deny" {
+                if *policy == PolicySetting::Deny {
                     self.stopped.insert(key.clone());
                 } else {
                     self.stopped.remove(key);
@@ -828,7 +830,7 @@ mod tests {
             listener: listener.into(),
             run_id: "r".into(),
             text: "t".into(),
-            status: "ok".into(),
+            status: crate::api::RunStatus::Ok,
         }
     }
 

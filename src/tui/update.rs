@@ -19,8 +19,8 @@ use super::streams::Delta;
 
 mod transcript_keys;
 use crate::api::{
-    ApiError, EngineEvent, SessionKind, SessionsPage, SessionsQuery, TranscriptPage,
-    TranscriptQuery,
+    ApiError, EngineEvent, ExchangeEnd, RunStatus, SessionKind, SessionsPage, SessionsQuery,
+    TranscriptPage, TranscriptQuery,
 };
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
@@ -921,7 +921,7 @@ impl Console {
                 ..
             } => {
                 let shown = selected.as_deref() == Some(key.as_str());
-                let reply = reply.filter(|r| status == "ok" && !r.is_empty());
+                let reply = reply.filter(|r| status == RunStatus::Ok && !r.is_empty());
                 s.streams
                     .run_ended(&run_id, shown, reply.as_deref(), s.transcript_total);
                 self.running_since_request.insert(key.clone());
@@ -1034,14 +1034,14 @@ impl Console {
                 ..
             } => {
                 if let Some(v) = s.spawns.get_mut(&child) {
-                    v.status = outcome;
+                    v.status = outcome.to_string();
                     v.runtime_ms = Some(runtime_ms);
                     v.tokens = Some((tokens_in, tokens_out));
                 }
             }
             EngineEvent::SpawnAnnounce { child, outcome, .. } => {
                 if let Some(v) = s.spawns.get_mut(&child) {
-                    v.announce = Some(outcome);
+                    v.announce = Some(outcome.to_string());
                 }
             }
             EngineEvent::PolicyChanged { key, policy, by } => {
@@ -1087,7 +1087,7 @@ impl Console {
                         message: String::new(),
                         rounds: Vec::new(),
                         loop_end: Some((
-                            "chain".into(),
+                            ExchangeEnd::Chain,
                             format!("{hops} sends > session.agentToAgent.maxChainHops {max_hops}"),
                         )),
                         announce: None,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard::api::{
-    ExchangesQuery, PatchRequest, PolicyChange, SendRequest, Sender, SessionsApi, ToolCall,
+    ExchangesQuery, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi, ToolCall,
 };
 use switchboard::config::Config;
 use switchboard::engine::Engine;
@@ -105,7 +105,7 @@ async fn a_send_refused_by_the_targets_policy_is_an_entry_of_its_own() {
     b.api
         .patch(PatchRequest {
             key: WORK.into(),
-            send_policy: Some(PolicyChange::Deny),
+            send_policy: Some(PolicySetting::Deny),
         })
         .await
         .expect("patch");

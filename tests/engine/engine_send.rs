@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard::api::{
-    ApiError, PatchRequest, PolicyChange, SendRequest, Sender, SessionsApi, ToolCall,
+    ApiError, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi, ToolCall,
 };
 use switchboard::config::Config;
 use switchboard::engine::Engine;
@@ -687,7 +687,7 @@ async fn a_send_into_a_session_whose_policy_denies_is_refused_and_says_how_to_ch
     b.api
         .patch(PatchRequest {
             key: WORK.into(),
-            send_policy: Some(PolicyChange::Deny),
+            send_policy: Some(PolicySetting::Deny),
         })
         .await
         .unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard::api::{
-    ApiError, KeyPurpose, LinkState, PatchRequest, PolicyChange, SendRequest, Sender, SessionsApi,
+    ApiError, KeyPurpose, LinkState, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi,
     SessionsQuery, StreamItem, ToolCall, TranscriptQuery,
 };
 use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi};
@@ -185,7 +185,7 @@ async fn every_method_answers_as_the_engine_does() {
 
     let deny = PatchRequest {
         key: "agent:work:main".into(),
-        send_policy: Some(PolicyChange::Deny),
+        send_policy: Some(PolicySetting::Deny),
     };
     let patched = remote.patch(deny.clone()).await.expect("patch");
     assert_eq!(patched.send_policy.as_deref(), Some("deny"));

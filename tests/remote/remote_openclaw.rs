@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard::api::{
-    ApiError, EngineEvent, KeyPurpose, LineRole, LinkState, PatchRequest, PolicyChange,
+    ApiError, EngineEvent, KeyPurpose, LineRole, LinkState, PatchRequest, PolicySetting,
     SendRequest, Sender, SessionKind, SessionsApi, SessionsQuery, StreamItem, ToolCall,
     TranscriptQuery,
 };
@@ -558,7 +558,7 @@ async fn send_off_on_inherit_patch_the_exact_send_policy() {
     let on = api
         .patch(PatchRequest {
             key: T.into(),
-            send_policy: Some(PolicyChange::Allow),
+            send_policy: Some(PolicySetting::Allow),
         })
         .await
         .unwrap();
@@ -567,7 +567,7 @@ async fn send_off_on_inherit_patch_the_exact_send_policy() {
     let back = api
         .patch(PatchRequest {
             key: T.into(),
-            send_policy: Some(PolicyChange::Inherit),
+            send_policy: Some(PolicySetting::Inherit),
         })
         .await
         .unwrap();

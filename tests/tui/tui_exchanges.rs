@@ -500,7 +500,7 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
     b.engine.idle().await;
     api.patch(switchboard::api::PatchRequest {
         key: "agent:ops:main".into(),
-        send_policy: Some(switchboard::api::PolicyChange::Deny),
+        send_policy: Some(switchboard::api::PolicySetting::Deny),
     })
     .await
     .expect("deny");

@@ -13,6 +13,9 @@ use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
 
 use crate::engine::flows::chain::Chain;
+use crate::api::{
+    AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
+};
 use crate::engine::flows::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
 use crate::engine::storage::StorageError;
 use crate::engine::session::store::now_ms;
@@ -220,15 +223,15 @@ impl Engine {
         }
         let reason = match first {
             None => Ended::new(
-                "timeout",
+                ExchangeEnd::Timeout,
                 "the target did not reply in time; no reply-back loop and no announce",
             ),
             Some(o) if o.status == RunStatus::Aborted => Ended::new(
-                "aborted",
+                ExchangeEnd::Aborted,
                 "the owner aborted the target's run; no reply-back loop and no announce",
             ),
             Some(o) if o.status != RunStatus::Ok => Ended::new(
-                "error",
+                ExchangeEnd::Error,
                 format!(
                     "the target's run ended {}: {}; no reply-back loop and no announce",
                     o.status.as_str(),
@@ -236,7 +239,7 @@ impl Engine {
                 ),
             ),
             Some(o) if o.reply.trim().is_empty() => Ended::new(
-                "no_reply",
+                ExchangeEnd::NoReply,
                 "the target did not reply; no reply-back loop and no announce",
             ),
             Some(o) => {
@@ -248,7 +251,7 @@ impl Engine {
         let now = now_ms();
         let (f, r, d) = (
             flow_id.clone(),
-            reason.reason.clone(),
+            reason.reason.as_str(),
             reason.detail.clone(),
         );
         if !closed
@@ -262,7 +265,7 @@ impl Engine {
         }
         self.events().emit(EngineEvent::FlowEnded {
             flow_id,
-            status: "done".into(),
+            status: ExchangeStatus::Done,
             reason: reason.reason,
         });
     }
@@ -284,11 +287,11 @@ impl Engine {
         let mut turns_done = 0;
         let loop_end = if parties.requester == parties.target {
             Ended::new(
-                "self",
+                ExchangeEnd::SameSession,
                 "requester and target are the same session: no reply-back loop",
             )
         } else if max_turns == 0 {
-            Ended::new("disabled", "session.agentToAgent.maxPingPongTurns is 0")
+            Ended::new(ExchangeEnd::Disabled, "session.agentToAgent.maxPingPongTurns is 0")
         } else {
             let mut end = None;
             for turn in 1..=max_turns {
@@ -303,7 +306,7 @@ impl Engine {
                     )
                 };
                 if let Some(reason) = self.policy_refuses(speaker, listener) {
-                    end = Some(Ended::new("policy", reason));
+                    end = Some(Ended::new(ExchangeEnd::Policy, reason));
                     break;
                 }
                 let req = RunRequest {
@@ -349,35 +352,35 @@ impl Engine {
                 match outcome {
                     None => {
                         end = Some(Ended::new(
-                            "timeout",
+                            ExchangeEnd::Timeout,
                             format!("round {} timed out", turn + 1),
                         ));
                         break;
                     }
                     Some(o) if o.status == RunStatus::Aborted => {
                         end = Some(Ended::new(
-                            "aborted",
+                            ExchangeEnd::Aborted,
                             format!("the owner aborted round {}", turn + 1),
                         ));
                         break;
                     }
                     Some(o) if o.status != RunStatus::Ok => {
                         end = Some(Ended::new(
-                            "error",
+                            ExchangeEnd::Error,
                             format!("round {} failed: {}", turn + 1, o.error.unwrap_or_default()),
                         ));
                         break;
                     }
                     Some(o) if o.reply.trim() == REPLY_SKIP => {
                         end = Some(Ended::new(
-                            "reply_skip",
+                            ExchangeEnd::ReplySkip,
                             format!("{speaker} replied REPLY_SKIP in round {}", turn + 1),
                         ));
                         break;
                     }
                     Some(o) if o.reply.trim().is_empty() => {
                         end = Some(Ended::new(
-                            "empty",
+                            ExchangeEnd::Empty,
                             format!("{speaker} did not reply in round {}", turn + 1),
                         ));
                         break;
@@ -387,7 +390,7 @@ impl Engine {
             }
             end.unwrap_or_else(|| {
                 Ended::new(
-                    "cap",
+                    ExchangeEnd::Cap,
                     format!("maxPingPongTurns reached ({max_turns} turns after the first reply)"),
                 )
             })
@@ -397,7 +400,7 @@ impl Engine {
         }
         self.events().emit(EngineEvent::FlowLoopEnded {
             flow_id: flow_id.to_string(),
-            reason: loop_end.reason.clone(),
+            reason: loop_end.reason,
             rounds: turns_done + 1,
             detail: loop_end.detail.clone(),
         });
@@ -454,7 +457,7 @@ impl Engine {
     /// why, if so.
     pub(crate) fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
         let entry = self.store().get(key).ok().flatten()?.entry;
-        let decision = self.judge_policy(key, &entry, "send", Some(requester));
+        let decision = self.judge_policy(key, &entry, SendKind::Send, Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
                 "send policy of {key} denies sends into it: {}",
@@ -474,7 +477,6 @@ impl Engine {
         turns_done: u32,
         loop_end: &Ended,
     ) {
-        let reason = loop_end.reason.as_str();
         let req = RunRequest {
             key: parties.target.clone(),
             step: Step::Announce,
@@ -492,7 +494,7 @@ impl Engine {
                 .config()
                 .agent_sandboxed(self.agent_of(&parties.target)),
             flow_start: None,
-            flow_end: Some(reason.to_string()),
+            flow_end: Some(loop_end.reason),
             timeout: None,
             start_recorded: false,
         };
@@ -500,7 +502,7 @@ impl Engine {
         // Committed, not just known: the exchange is closed in the same commit.
         let outcome = run.wait_for(STEP_WAIT).await;
         let target = parties.target.to_string();
-        let event = |outcome: &str,
+        let event = |outcome: AnnounceOutcome,
                      text: Option<String>,
                      channel: Option<String>,
                      to: Option<String>,
@@ -508,7 +510,7 @@ impl Engine {
             EngineEvent::Announce {
                 flow_id: flow_id.to_string(),
                 target: target.clone(),
-                outcome: outcome.to_string(),
+                outcome,
                 text,
                 channel,
                 to,
@@ -519,7 +521,7 @@ impl Engine {
             None => {
                 tracing::warn!(flow_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
                 event(
-                    "failed",
+                    AnnounceOutcome::Failed,
                     None,
                     None,
                     None,
@@ -531,14 +533,14 @@ impl Engine {
                 )
             }
             Some(o) if o.status != RunStatus::Ok => event(
-                "failed",
+                AnnounceOutcome::Failed,
                 None,
                 None,
                 None,
                 format!("the announce step failed: {}", o.error.unwrap_or_default()),
             ),
             Some(o) if o.reply.trim().is_empty() || o.reply.trim() == ANNOUNCE_SKIP => event(
-                "skipped",
+                AnnounceOutcome::Skipped,
                 Some(o.reply.trim().to_string()),
                 None,
                 None,
@@ -549,7 +551,7 @@ impl Engine {
                 match self
                     .deliver(
                         &parties.target,
-                        "announce",
+                        SendKind::Announce,
                         &text,
                         Some(&run.run_id),
                         Some(flow_id),
@@ -557,17 +559,17 @@ impl Engine {
                     .await
                 {
                     Ok(Delivered::Queued { route, .. }) => event(
-                        "delivered",
+                        AnnounceOutcome::Delivered,
                         Some(text),
                         Some(route.channel.clone()),
                         Some(route.to.clone()),
                         format!("queued for {} {}", route.channel, route.to),
                     ),
                     Ok(Delivered::Blocked { reason }) => {
-                        event("blocked", Some(text), None, None, reason)
+                        event(AnnounceOutcome::Blocked, Some(text), None, None, reason)
                     }
                     Ok(Delivered::NoRoute) => event(
-                        "no_route",
+                        AnnounceOutcome::NoRoute,
                         Some(text),
                         None,
                         None,
@@ -577,7 +579,7 @@ impl Engine {
                         ),
                     ),
                     Err(e) => event(
-                        "failed",
+                        AnnounceOutcome::Failed,
                         Some(text),
                         None,
                         None,
@@ -598,7 +600,7 @@ impl Engine {
         } = &ev
         {
             let record = storage::flows::AnnounceRecord {
-                outcome: outcome.clone(),
+                outcome: *outcome,
                 text: text.clone(),
                 channel: channel.clone(),
                 to: to.clone(),
@@ -623,7 +625,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record_refused_send(
         &self,
-        kind: &str,
+        kind: ExchangeKind,
         requester: &SessionKey,
         target: &str,
         message: &str,
@@ -632,11 +634,14 @@ impl Engine {
         detail: &str,
     ) -> Result<(), StorageError> {
         let flow_id = uuid::Uuid::now_v7().to_string();
-        let reason = if kind == "chain" { "chain" } else { "policy" };
+        let reason = match kind {
+            ExchangeKind::Chain => ExchangeEnd::Chain,
+            ExchangeKind::Refused | ExchangeKind::Send => ExchangeEnd::Policy,
+        };
         let owner = self.instance_id().to_string();
         let (f, k, ch, req, t, m, rid, d) = (
             flow_id.clone(),
-            kind.to_string(),
+            kind.as_str(),
             chain.id.clone(),
             requester.to_string(),
             target.to_string(),
@@ -652,7 +657,7 @@ impl Engine {
                     c,
                     &storage::flows::RefusedSend {
                         flow_id: &f,
-                        kind: &k,
+                        kind: k,
                         chain_id: &ch,
                         requester: &req,
                         target: &t,
@@ -660,7 +665,7 @@ impl Engine {
                         run_id: &rid,
                         owner: &owner,
                         at,
-                        reason,
+                        reason: reason.as_str(),
                         detail: &d,
                     },
                 )
@@ -668,8 +673,8 @@ impl Engine {
             .await?;
         self.events().emit(EngineEvent::FlowEnded {
             flow_id,
-            status: "refused".into(),
-            reason: reason.into(),
+            status: ExchangeStatus::Refused,
+            reason,
         });
         Ok(())
     }
@@ -688,7 +693,7 @@ impl Engine {
     /// Wait for a round's record to commit, then announce it (`FlowRound`).
     async fn announce_round(&self, flow_id: &str, mut r: Round) {
         match r.run.wait_for(STEP_WAIT).await {
-            Some(o) => self.emit_round(flow_id, &r, o.reply, o.status.as_str()),
+            Some(o) => self.emit_round(flow_id, &r, o.reply, o.status),
             None => self.emit_round_timeout(flow_id, &r),
         }
     }
@@ -702,10 +707,10 @@ impl Engine {
             speaker = %r.speaker,
             "an exchange stopped waiting for a round's run; the run goes on"
         );
-        self.emit_round(flow_id, r, String::new(), "timeout");
+        self.emit_round(flow_id, r, String::new(), RunStatus::Timeout);
     }
 
-    fn emit_round(&self, flow_id: &str, r: &Round, text: String, status: &str) {
+    fn emit_round(&self, flow_id: &str, r: &Round, text: String, status: RunStatus) {
         self.events().emit(EngineEvent::FlowRound {
             flow_id: flow_id.to_string(),
             round: r.round,
@@ -713,7 +718,7 @@ impl Engine {
             listener: r.listener.to_string(),
             run_id: r.run.run_id.clone(),
             text,
-            status: status.to_string(),
+            status,
         });
     }
 }
@@ -721,14 +726,14 @@ impl Engine {
 /// Why an exchange (or its loop) ended.
 #[derive(Debug, Clone)]
 struct Ended {
-    reason: String,
+    reason: ExchangeEnd,
     detail: String,
 }
 
 impl Ended {
-    fn new(reason: &str, detail: impl Into<String>) -> Ended {
+    fn new(reason: ExchangeEnd, detail: impl Into<String>) -> Ended {
         Ended {
-            reason: reason.to_string(),
+            reason,
             detail: detail.into(),
         }
     }

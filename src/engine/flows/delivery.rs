@@ -7,6 +7,7 @@ use crate::engine::storage::outbox::OutboxRow;
 use crate::engine::Engine;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
+use crate::api::SendKind;
 use crate::engine::session::key::{SessionKey, group_channel_of};
 
 use crate::engine::storage::StorageError;
@@ -81,7 +82,7 @@ impl Engine {
         async fn deliver(
             &self,
             key: &SessionKey,
-            kind: &str,
+            kind: SendKind,
             text: &str,
             run_id: Option<&str>,
             flow_id: Option<&str>,
@@ -105,7 +106,7 @@ impl Engine {
                 id: 0,
                 created_at: now_ms(),
                 session_key: key.to_string(),
-                kind: kind.to_string(),
+                kind: kind.as_str().to_string(),
                 channel: route.channel.clone(),
                 to: route.to.clone(),
                 account_id: route.account_id.clone(),
@@ -123,7 +124,7 @@ impl Engine {
                 .await?;
             self.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
-                kind: kind.to_string(),
+                kind,
                 channel: route.channel.clone(),
                 to: route.to.clone(),
                 account_id: route.account_id.clone(),

@@ -25,26 +25,8 @@ use crate::agent::{
     self, Agent, AgentError, BoxFuture, ModelRef, Provenance, Reply, Step, ToolRunner, Turn,
 };
 use crate::config::ThinkingLevel;
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Ok,
-    Error,
-    Timeout,
-    Aborted,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Ok => "ok",
-            RunStatus::Error => "error",
-            RunStatus::Timeout => "timeout",
-            RunStatus::Aborted => "aborted",
-        }
-    }
-}
+pub use crate::api::RunStatus;
+use crate::api::{ExchangeEnd, SendKind};
 
 /// A finished run: its status, the reply text (empty when none) and, on failure, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +75,7 @@ pub struct RunRequest {
     pub flow_start: Option<FlowStart>,
     /// For an exchange's last run (the announce): why the exchange ended, recorded with
     /// the run's end.
-    pub flow_end: Option<String>,
+    pub flow_end: Option<ExchangeEnd>,
     /// Stop the turn (outcome `timeout`) when it runs longer than this.
     pub timeout: Option<Duration>,
     /// The caller already committed the run row (`running`, this instance) and the inbound
@@ -362,7 +344,7 @@ impl Engine {
             let (known_tx, known) = watch::channel(None);
             let engine = self.clone();
             let id = run_id.clone();
-            let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
+            let what = format!("run {run_id} on {} ({})", req.key, req.step.as_str());
             // The place in the session's line is taken now, so runs started one after another
             // run in that order whatever order their tasks get going in.
             let place = match req.lane {
@@ -433,7 +415,7 @@ impl Engine {
         let default_agent = self.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
-        let step = step_name(req.step);
+        let step = req.step.as_str();
         let record = Arc::new(StartRecord::new(
             self.clone(),
             run_id,
@@ -594,7 +576,10 @@ impl Engine {
             reply: reply.clone(),
             error: error.clone(),
         };
-        let flow_end: Option<(String, String)> = req.flow_id.clone().zip(req.flow_end.clone());
+        let flow_end: Option<(String, String)> = req
+            .flow_id
+            .clone()
+            .zip(req.flow_end.map(|r| r.as_str().to_string()));
         // The turn is over, so nothing else writes the start now; one still on its way
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;
@@ -652,7 +637,7 @@ impl Engine {
             && status == RunStatus::Ok
             && !reply.trim().is_empty()
             && let Err(e) = self
-                .deliver(&req.key, "reply", reply.trim(), Some(run_id), None)
+                .deliver(&req.key, SendKind::Reply, reply.trim(), Some(run_id), None)
                 .await
         {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
@@ -674,9 +659,9 @@ impl Engine {
         self.events().emit(EngineEvent::RunEnded {
             run_id: run_id.to_string(),
             key: req.key.to_string(),
-            step: step_name(req.step).to_string(),
+            step: req.step,
             round: req.round,
-            status: status.as_str().to_string(),
+            status,
             reply: (!reply.is_empty()).then(|| reply.to_string()),
             error: error.map(str::to_string),
             duration_ms,
@@ -694,7 +679,7 @@ impl Engine {
         let ended = now_ms();
         let (run, error) = (run_id.to_string(), message.to_string());
         let meta = json!({
-            "runId": run_id, "step": step_name(req.step), "round": req.round, "flowId": req.flow_id,
+            "runId": run_id, "step": req.step.as_str(), "round": req.round, "flowId": req.flow_id,
         });
         let line = json!({
             "role": "assistant", "content": [], "stopReason": "error", "errorMessage": message,
@@ -743,15 +728,6 @@ fn storage_failpoint() -> Result<(), StorageError> {
     Ok(())
 }
 
-pub(crate) fn step_name(step: Step) -> &'static str {
-    match step {
-        Step::Message => "message",
-        Step::Reply => "reply",
-        Step::Announce => "announce",
-        Step::Subagent => "subagent",
-        Step::SubagentAnnounce => "subagent-announce",
-    }
-}
 
 /// The origin of a run's incoming text when another session sent it: the provenance its
 /// recorded message carries, or, for the steps whose message the run does not record
@@ -964,7 +940,7 @@ impl StartRecord {
         );
         let flow_start = self.req.flow_start.clone();
         let owner = self.engine.instance_id().to_string();
-        let (step, round, started) = (step_name(self.req.step), self.req.round, self.started_at);
+        let (step, round, started) = (self.req.step.as_str(), self.req.round, self.started_at);
         move |c| {
             if let Some(f) = &flow_start {
                 storage::flows::insert_flow(
@@ -1109,7 +1085,7 @@ impl StartRecord {
             run_id: self.run_id.clone(),
             key: self.req.key.to_string(),
             agent_id: self.agent_id.clone(),
-            step: step_name(self.req.step).to_string(),
+            step: self.req.step,
             round: self.req.round,
             flow_id: self.req.flow_id.clone(),
         });

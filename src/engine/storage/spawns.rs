@@ -1,5 +1,7 @@
 //! SQL for the `spawns` table: sub-agents, their outcome, announce and archive timer.
 
+use super::words::word;
+use crate::api::Cleanup;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
@@ -15,7 +17,7 @@ pub struct SpawnRow {
     pub agent_id: String,
     pub task: String,
     pub label: Option<String>,
-    pub cleanup: String,
+    pub cleanup: Cleanup,
     pub mode: String,
     pub status: String,
     pub outcome: Option<String>,
@@ -39,7 +41,7 @@ fn spawn_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SpawnRow> {
         agent_id: r.get(3)?,
         task: r.get(4)?,
         label: r.get(5)?,
-        cleanup: r.get(6)?,
+        cleanup: word(r, 6)?,
         mode: r.get(7)?,
         status: r.get(8)?,
         outcome: r.get(9)?,
@@ -65,7 +67,7 @@ pub fn insert_spawn(conn: &Connection, s: &SpawnRow) -> Result<(), StorageError>
         s.agent_id,
         s.task,
         s.label,
-        s.cleanup,
+        s.cleanup.as_str(),
         s.mode,
         s.status,
         s.outcome,

@@ -16,6 +16,7 @@ use crate::engine::session::entry::SessionEntry;
 use crate::engine::session::key::{SessionKey, normalize_agent_id};
 
 use crate::engine::flows::chain::Chain;
+use crate::api::{ExchangeKind, SendKind};
 use crate::engine::flows::runs::RunStatus;
 use crate::engine::session::store::SessionInit;
 use crate::engine::session::visibility::{Action, Denied, Guard};
@@ -158,7 +159,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     ) {
         engine
             .record_refused_send(
-                "refused",
+                ExchangeKind::Refused,
                 &ctx.requester,
                 target.as_str(),
                 message,
@@ -172,7 +173,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Some(max_hops) = engine.chain_limit_passed(&chain) {
         engine
             .record_refused_send(
-                "chain",
+                ExchangeKind::Chain,
                 &ctx.requester,
                 target.as_str(),
                 message,
@@ -310,7 +311,7 @@ fn refused_by_policy(
     display: &str,
     requester: &SessionKey,
 ) -> Option<String> {
-    let decision = engine.judge_policy(target, entry, "send", Some(requester));
+    let decision = engine.judge_policy(target, entry, SendKind::Send, Some(requester));
     (!decision.is_allowed()).then(|| {
         format!(
             "send blocked by session policy: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use crate::api::{
-    AgentInfo, ApiError, PolicyView, RunResult, SessionKind, SessionRow, TranscriptLine,
-    role_and_text,
+    AgentInfo, ApiError, PolicySetting, PolicySourceKind, PolicyView, RunResult, RunStatus,
+    SessionKind, SessionRow, TranscriptLine, role_and_text,
 };
 
 /// The gateway's key settings (`agents.list`: `defaultId`, `mainKey`).
@@ -98,24 +98,11 @@ impl KeyRules {
     /// `chatType` marking groups whose key does not say so.
     pub fn kind(&self, key: &str, chat_type: Option<&str>) -> SessionKind {
         let rest = rest_of(key);
-        if key.starts_with("agent:") && rest == self.main_key {
-            return SessionKind::Main;
-        }
-        if rest.starts_with("cron:") {
-            return SessionKind::Cron;
-        }
-        if rest.starts_with("hook:") {
-            return SessionKind::Hook;
-        }
-        if rest.starts_with("node-") || rest.starts_with("node:") {
-            return SessionKind::Node;
-        }
-        let tokens: Vec<&str> = rest.split(':').collect();
-        let group_shape = tokens.len() >= 3 && (tokens[1] == "group" || tokens[1] == "channel");
-        if group_shape || matches!(chat_type, Some("group" | "channel")) {
-            return SessionKind::Group;
-        }
-        SessionKind::Other
+        SessionKind::of_key(
+            rest,
+            key.starts_with("agent:") && rest == self.main_key,
+            chat_type,
+        )
     }
 }
 
@@ -139,16 +126,16 @@ fn text_of<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
 pub fn policy_view(send_policy: Option<&str>) -> PolicyView {
     match send_policy {
         Some(p @ ("allow" | "deny")) => PolicyView {
-            policy: p.to_string(),
-            source: "override".into(),
+            policy: p.parse().unwrap_or(PolicySetting::Inherit),
+            source: PolicySourceKind::Override,
             rule: None,
             matched: None,
             detail: "this session's override (sessions.patch sendPolicy)".into(),
             summary: format!("{p}, from this session's override"),
         },
         _ => PolicyView {
-            policy: "inherit".into(),
-            source: "default".into(),
+            policy: PolicySetting::Inherit,
+            source: PolicySourceKind::Default,
             rule: None,
             matched: None,
             detail: "the OpenClaw gateway's config decides (it does not report the outcome)".into(),
@@ -301,16 +288,23 @@ pub fn agents(payload: &Value) -> (Vec<AgentInfo>, KeyRules) {
 /// An `agent.wait` answer. OpenClaw says `timeout` when the wait ran out with the run still
 /// going (or unknown to it): that is the API's `running`.
 pub fn run_result(run_id: &str, payload: &Value) -> RunResult {
-    let status = match text_of(payload, "status") {
-        Some("timeout") | None => "running",
-        Some(s) => s,
+    let said = text_of(payload, "status");
+    let status = match said {
+        Some("timeout") | None => RunStatus::Running,
+        // A status this build does not know is not success: reported as an error that
+        // names it.
+        Some(s) => s.parse().unwrap_or(RunStatus::Error),
     };
     let error = text_of(payload, "error")
         .or_else(|| text_of(payload, "errorMessage"))
-        .map(str::to_string);
+        .map(str::to_string)
+        .or_else(|| {
+            said.filter(|s| s.parse::<RunStatus>().is_err())
+                .map(|s| format!("the gateway reported run status {s:?}"))
+        });
     RunResult {
         run_id: text_of(payload, "runId").unwrap_or(run_id).to_string(),
-        status: status.to_string(),
+        status,
         reply: payload
             .get("terminalReply")
             .and_then(|r| text_of(r, "text"))

@@ -194,7 +194,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
             text.push_str(&super::fit(p, preview_w.saturating_sub(1)));
         }
         let mut style = Style::default();
-        if row.policy == "deny" {
+        if row.policy == crate::api::PolicySetting::Deny {
             style = style.add_modifier(Modifier::DIM);
         }
         if i == state.selected {
