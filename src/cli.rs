@@ -15,8 +15,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
 use switchboard::api::{
-    ApiError, KeyPurpose, PatchRequest, PolicySetting, PolicyView, RunResult, SendRequest, Sender,
-    SessionKind, SessionsApi, SessionsQuery, ToolCall, TranscriptLine, TranscriptQuery, WorkId,
+    ApiError, KeyPurpose, PatchRequest, PolicySetting, PolicyView, RunResult, RunStatus,
+    SendRequest, Sender, SessionKind, SessionsApi, SessionsQuery, ToolCall, TranscriptLine,
+    TranscriptQuery, WorkId,
 };
 use switchboard::config::{self, Config};
 use switchboard::engine::Engine;
@@ -1109,7 +1110,7 @@ impl Waiting {
         loop {
             let asked = Instant::now();
             let result = api.wait_run(run_id, self.every).await?;
-            if result.status != "running" {
+            if result.status.is_over() {
                 return Ok(result);
             }
             // A run this engine does not execute is answered from its record at once:
@@ -1220,7 +1221,7 @@ async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     let _ = stop.send(());
     let _ = printer.await;
     match reply {
-        Some(o) if o.status == "ok" => {
+        Some(o) if o.status == RunStatus::Ok => {
             if !o.reply.is_empty() {
                 // The agent's words: shown, never obeyed by the terminal.
                 println!("{}", safe_text(&o.reply));

@@ -12,6 +12,17 @@ use serde_json::{Value, json};
 
 use super::wire::{UnknownWord, wire_enum};
 
+/// How a `sessions_send` refused by the target's send policy starts its `error` (the tool
+/// result is OpenClaw's shape, `status: "forbidden"` with a message, and has no field of
+/// its own for the reason): the engine writes it and front ends recognise it here, so the
+/// wording lives in one place.
+pub const SEND_POLICY_REFUSAL: &str = "send blocked by session policy";
+
+/// Whether a tool result's `error` is a send-policy refusal (see `SEND_POLICY_REFUSAL`).
+pub fn is_send_policy_refusal(error: &str) -> bool {
+    error.starts_with(SEND_POLICY_REFUSAL)
+}
+
 /// Whether sends to a session are allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

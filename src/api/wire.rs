@@ -196,6 +196,26 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// Which storage condition a call met, by what the user does next.
+    "storage failure"
+    pub enum StorageKind {
+        /// Another process holds the database locked: retry once it is done.
+        Busy = "busy",
+        /// The disk is full: free space, then retry.
+        DiskFull = "disk_full",
+        /// The state folder cannot be written by this user.
+        ReadOnly = "read_only",
+        /// Stored data is damaged: restore or move the database aside.
+        Corrupt = "corrupt",
+        /// A newer Switchboard wrote the database: upgrade.
+        NewerSchema = "newer_schema",
+        /// Anything else (or a kind this build does not know).
+        #[serde(other)]
+        Other = "other",
+    }
+}
+
+wire_enum! {
     /// What happens to a sub-agent's session once its run is over.
     "cleanup"
     pub enum Cleanup {
@@ -250,6 +270,7 @@ mod tests {
         round_trips(SendKind::ALL);
         round_trips(Step::ALL);
         round_trips(Cleanup::ALL);
+        round_trips(StorageKind::ALL);
     }
 
     /// The words the wire carried before these were enums (strings in the engine), each

@@ -27,7 +27,24 @@ const ABORT_SETTLE: Duration = Duration::from_secs(10);
 
 impl From<StorageError> for ApiError {
     fn from(e: StorageError) -> ApiError {
-        ApiError::Storage(e.to_string())
+        let kind = match &e {
+            StorageError::Locked(_) => StorageKind::Busy,
+            StorageError::DiskFull(_) => StorageKind::DiskFull,
+            StorageError::ReadOnly(_) => StorageKind::ReadOnly,
+            StorageError::Corrupt(_) => StorageKind::Corrupt,
+            StorageError::NewerSchema { .. } => StorageKind::NewerSchema,
+            StorageError::Sqlite(_)
+            | StorageError::StateDir { .. }
+            | StorageError::Open { .. }
+            | StorageError::Thread(_)
+            | StorageError::WriterGone
+            | StorageError::NoSession(_)
+            | StorageError::Rejected(_) => StorageKind::Other,
+        };
+        ApiError::Storage {
+            kind,
+            message: e.to_string(),
+        }
     }
 }
 

@@ -89,7 +89,7 @@ pub fn api_failure(e: ApiError) -> ErrorShape {
     match e {
         ApiError::BadInput(m) => invalid(m),
         ApiError::NotFound(m) => error("NOT_FOUND", m),
-        ApiError::Storage(m) => error("UNAVAILABLE", m),
+        ApiError::Storage { message, .. } => error("UNAVAILABLE", message),
         ApiError::Unavailable(m) => error("UNAVAILABLE", m),
     }
 }

@@ -19,8 +19,8 @@ use super::streams::Delta;
 
 mod transcript_keys;
 use crate::api::{
-    ApiError, EngineEvent, ExchangeEnd, RunStatus, SessionKind, SessionsPage, SessionsQuery,
-    TranscriptPage, TranscriptQuery,
+    ApiError, EngineEvent, ExchangeEnd, RunStatus, SendKind, SessionKind, SessionsPage,
+    SessionsQuery, TranscriptPage, TranscriptQuery,
 };
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
@@ -1059,6 +1059,12 @@ impl Console {
                 source,
                 ..
             } => {
+                // Named as the owner knows it: an agent's `sessions_send`, an announce, a reply.
+                let action = match action {
+                    SendKind::Send => "sessions_send",
+                    SendKind::Announce => "announce",
+                    SendKind::Reply => "reply",
+                };
                 // The remedy first: a long rule description may be cut at the screen's edge.
                 s.notice(
                     format!("{key}: {action} refused by its send policy; `/send on` there allows it ({source})"),

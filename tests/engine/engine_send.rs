@@ -151,7 +151,7 @@ impl Bench {
 
 fn loop_end(events: &[EngineEvent]) -> Option<(String, u32)> {
     events.iter().find_map(|e| match e {
-        EngineEvent::FlowLoopEnded { reason, rounds, .. } => Some((reason.clone(), *rounds)),
+        EngineEvent::FlowLoopEnded { reason, rounds, .. } => Some((reason.to_string(), *rounds)),
         _ => None,
     })
 }
@@ -163,7 +163,7 @@ fn announce(events: &[EngineEvent]) -> Option<(String, Option<String>, Option<St
             text,
             channel,
             ..
-        } => Some((outcome.clone(), text.clone(), channel.clone())),
+        } => Some((outcome.to_string(), text.clone(), channel.clone())),
         _ => None,
     })
 }
@@ -244,10 +244,13 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
     assert_eq!(runs.len(), 4);
     assert!(
         runs.iter()
-            .all(|r| r.status == "ok" && r.ended_at.is_some())
+            .all(|r| r.status.as_str() == "ok" && r.ended_at.is_some())
     );
     // The primary run's row carries its reply and token usage (written in one insert).
-    let primary = runs.iter().find(|r| r.step == "message").expect("primary");
+    let primary = runs
+        .iter()
+        .find(|r| r.step.as_str() == "message")
+        .expect("primary");
     assert_eq!(primary.reply.as_deref(), Some("WORK_REPLY: PING from main"));
     assert_eq!((primary.tokens_in, primary.tokens_out), (Some(30), Some(5)));
 }
@@ -357,7 +360,7 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
         1,
         "no ping-pong and no announce after a failure"
     );
-    assert_eq!(runs[0].status, "error");
+    assert_eq!(runs[0].status.as_str(), "error");
     assert_eq!(runs[0].error.as_deref(), Some("work exploded on boom"));
     // The inbound message stays, and the failure is visible in the transcript.
     let stored = b.engine.store().get(&key(WORK)).unwrap().unwrap();
@@ -371,9 +374,9 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
     assert_eq!(last["errorMessage"], "work exploded on boom");
     let events = b.drain();
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, EngineEvent::FlowEnded { reason, .. } if reason == "error"))
+        events.iter().any(
+            |e| matches!(e, EngineEvent::FlowEnded { reason, .. } if reason.as_str() == "error")
+        )
     );
 }
 
@@ -814,7 +817,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
         .runs_of(&key("agent:c:main"), 10)
         .unwrap()
         .into_iter()
-        .filter(|r| r.step == "message")
+        .filter(|r| r.step.as_str() == "message")
         .count();
     assert_eq!(
         c_messages, 1,
@@ -852,7 +855,7 @@ async fn exchange_events_arrive_in_the_order_things_happened() {
             EngineEvent::FlowLoopEnded { .. } => Some("loop ended".to_string()),
             EngineEvent::Announce { .. } => Some("announce".to_string()),
             EngineEvent::FlowEnded { .. } => Some("ended".to_string()),
-            EngineEvent::RunEnded { step, .. } if step == "announce" => {
+            EngineEvent::RunEnded { step, .. } if step.as_str() == "announce" => {
                 Some("announce run".to_string())
             }
             _ => None,

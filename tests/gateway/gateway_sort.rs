@@ -187,7 +187,7 @@ async fn each_refused_send_counts_on_its_own_pair_in_the_remote_console() {
                 ..
             } = s.event
             && key == TARGET
-            && action == "send"
+            && action.as_str() == "send"
         {
             requesters.push(requester);
         }

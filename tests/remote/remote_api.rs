@@ -95,7 +95,7 @@ async fn every_method_answers_as_the_engine_does() {
     assert!(receipt.created);
     let run_id = receipt.run_id.clone().expect("a run answers");
     let remote_run = remote.wait_run(&run_id, HANG).await.expect("wait_run");
-    assert_eq!(remote_run.status, "ok");
+    assert_eq!(remote_run.status.as_str(), "ok");
     assert_eq!(remote_run.reply, "re: hello");
     assert_eq!(
         remote_run,
@@ -195,7 +195,7 @@ async fn every_method_answers_as_the_engine_does() {
         .await
         .expect("session")
         .expect("exists");
-    assert_eq!(row.row.policy.policy, "deny");
+    assert_eq!(row.row.policy.policy.as_str(), "deny");
 
     assert!(remote.delete("agent:work:main").await.expect("delete"));
     assert!(!local.delete("agent:work:main").await.expect("delete"));

@@ -107,7 +107,7 @@ fn session(
         name: name.to_string(),
         channel: channel.to_string(),
         updated_at: NOW - age,
-        policy: policy.to_string(),
+        policy: policy.parse().unwrap(),
         policy_override,
         policy_detail: if policy_override {
             "override".to_string()
@@ -323,12 +323,15 @@ fn round(round: u32, speaker: &str, text: &str) -> RoundView {
         round,
         speaker: speaker.to_string(),
         text: text.to_string(),
-        status: "ok".to_string(),
+        status: "ok".parse().unwrap(),
     }
 }
 
-fn pair(a: &str, b: &str) -> Option<(String, String)> {
-    Some((a.to_string(), b.to_string()))
+fn pair<T: std::str::FromStr>(a: &str, b: &str) -> Option<(T, String)>
+where
+    T::Err: std::fmt::Debug,
+{
+    Some((a.parse().unwrap(), b.to_string()))
 }
 
 /// Finished exchanges (cap reached with a delivered announce, REPLY_SKIP with a skipped one,
@@ -375,7 +378,7 @@ fn flows() -> BTreeMap<String, FlowView> {
                 round: 1,
                 speaker: "agent:support:main".into(),
                 text: String::new(),
-                status: "timeout".into(),
+                status: "timeout".parse().unwrap(),
             }],
             loop_end: pair("timeout", "no reply within 30 s"),
             announce: pair("no_route", "agent:support:main has no channel route"),
@@ -409,13 +412,13 @@ fn exchanges_of(key: Option<&str>) -> Exchanges {
         .filter(|f| key.is_none_or(|k| f.requester == k || f.target == k))
         .map(|f| ExchangeSummary {
             id: f.flow_id,
-            kind: "send".into(),
+            kind: "send".parse().unwrap(),
             requester: f.requester,
             target: f.target,
             message: f.message,
             started_at: f.started,
             ended_at: None,
-            status: if f.done { "done" } else { "running" }.into(),
+            status: if f.done { "done" } else { "running" }.parse().unwrap(),
             rounds: f.rounds.len() as u32,
             ended_reason: f.loop_end.as_ref().map(|l| l.0.clone()),
             detail: f.loop_end.map(|l| l.1).unwrap_or_default(),
@@ -1034,8 +1037,8 @@ fn no_color_focus_elsewhere_keeps_the_selection_reversed() {
 /// The policy a row shows, as the engine words it.
 fn policy(policy: &str, source: &str, detail: &str) -> PolicyView {
     PolicyView {
-        policy: policy.into(),
-        source: source.into(),
+        policy: policy.parse().unwrap(),
+        source: source.parse().unwrap(),
         rule: None,
         matched: None,
         detail: detail.into(),
@@ -1252,7 +1255,7 @@ async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
     // The event the engine sends when the demo's #random refuses a send.
     h.api.emit(EngineEvent::PolicyDecision {
         key: RANDOM.to_string(),
-        action: "send".to_string(),
+        action: "send".parse().unwrap(),
         allowed: false,
         source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
             .to_string(),
@@ -1323,7 +1326,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     h.until("the override to show", |s| {
         s.sessions
             .iter()
-            .any(|r| r.key == MAIN && r.policy == "deny" && r.policy_override)
+            .any(|r| r.key == MAIN && r.policy.as_str() == "deny" && r.policy_override)
     })
     .await;
     h.until("the command's reply in the status line", |s| {
@@ -1363,7 +1366,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
     h.until("the override to go", |s| {
         s.sessions
             .iter()
-            .any(|r| r.key == MAIN && r.policy == "allow" && !r.policy_override)
+            .any(|r| r.key == MAIN && r.policy.as_str() == "allow" && !r.policy_override)
     })
     .await;
 }

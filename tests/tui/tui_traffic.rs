@@ -116,19 +116,19 @@ fn live_loop(api: &FakeApi, flow: &str) {
             listener: listener.into(),
             run_id: format!("run-{}", round + 1),
             text: "ack".into(),
-            status: "ok".into(),
+            status: "ok".parse().unwrap(),
         });
     }
     api.emit(EngineEvent::FlowLoopEnded {
         flow_id: flow.into(),
-        reason: "cap".into(),
+        reason: "cap".parse().unwrap(),
         rounds: 5,
         detail: "maxPingPongTurns reached".into(),
     });
     api.emit(EngineEvent::FlowEnded {
         flow_id: flow.into(),
-        status: "done".into(),
-        reason: "cap".into(),
+        status: "done".parse().unwrap(),
+        reason: "cap".parse().unwrap(),
     });
 }
 
@@ -285,7 +285,7 @@ async fn stop_asks_first_then_sends_send_off_into_the_target_and_u_undoes_it() {
     api.set_policy(
         OPS,
         switchboard::api::PolicyView {
-            policy: "deny".into(),
+            policy: "deny".parse().unwrap(),
             ..fake_api::row(OPS, OPS, SessionKind::Main, NOW).policy
         },
         "owner",
@@ -497,7 +497,7 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
     d.until("the engine to store the stop", |s| {
         s.sessions
             .iter()
-            .any(|r| r.key == PONG && r.policy == "deny" && r.policy_override)
+            .any(|r| r.key == PONG && r.policy.as_str() == "deny" && r.policy_override)
     })
     .await;
     let at_stop = into_pong(api.as_ref()).await;
@@ -511,7 +511,7 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
         .loop_end
         .clone()
         .expect("an end");
-    assert_eq!(end.0, "policy", "{end:?}");
+    assert_eq!(end.0.as_str(), "policy", "{end:?}");
 
     // A new attempt is refused too.
     owner_says(&b, PING, "start").await;

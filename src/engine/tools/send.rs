@@ -16,7 +16,7 @@ use crate::engine::session::entry::SessionEntry;
 use crate::engine::session::key::{SessionKey, normalize_agent_id};
 
 use crate::engine::flows::chain::Chain;
-use crate::api::{ExchangeKind, SendKind};
+use crate::api::{ExchangeKind, SEND_POLICY_REFUSAL, SendKind};
 use crate::engine::flows::runs::RunStatus;
 use crate::engine::session::store::SessionInit;
 use crate::engine::session::visibility::{Action, Denied, Guard};
@@ -314,7 +314,7 @@ fn refused_by_policy(
     let decision = engine.judge_policy(target, entry, SendKind::Send, Some(requester));
     (!decision.is_allowed()).then(|| {
         format!(
-            "send blocked by session policy: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
+            "{SEND_POLICY_REFUSAL}: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
             decision.source
         )
     })
