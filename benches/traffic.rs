@@ -55,7 +55,7 @@ fn round(i: usize, pairs: usize) -> EngineEvent {
         listener: requester,
         run_id: format!("run-{i}-1"),
         text: "hi".into(),
-        status: "ok".into(),
+        status: switchboard::api::RunStatus::Ok,
     }
 }
 
@@ -73,15 +73,15 @@ fn fed(pairs: usize) -> Console {
         if i % 10 == 0 {
             c.update(Action::Engine(Box::new(EngineEvent::FlowLoopEnded {
                 flow_id: format!("flow-{i}"),
-                reason: "cap".into(),
+                reason: switchboard::api::ExchangeEnd::Cap,
                 rounds: 5,
                 detail: String::new(),
             })));
         }
         c.update(Action::Engine(Box::new(EngineEvent::FlowEnded {
             flow_id: format!("flow-{i}"),
-            status: "done".into(),
-            reason: "cap".into(),
+            status: switchboard::api::ExchangeStatus::Done,
+            reason: switchboard::api::ExchangeEnd::Cap,
         })));
     }
     c.state.now_ms = START;

@@ -1554,7 +1554,8 @@ fn policy_cell(row: &Value) -> String {
     let Some(eff) = row.get("sendPolicyEffective") else {
         return String::new();
     };
-    let marker = if field(eff, "source") == "override" {
+    let source = field(eff, "source").parse::<switchboard::api::PolicySourceKind>();
+    let marker = if source == Ok(switchboard::api::PolicySourceKind::Override) {
         "*"
     } else {
         ""

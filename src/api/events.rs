@@ -209,3 +209,35 @@ pub enum EngineEvent {
         flows: Vec<String>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each event that carries a status, kind, reason, outcome or policy word, as the JSON
+    /// the engine sent when those fields were strings (written out by hand from the old
+    /// types' serde): read into the typed event and written back, byte for byte the same.
+    #[test]
+    fn typed_events_keep_the_wire_bytes() {
+        let frames = [
+            r#"{"type":"runStarted","runId":"r1","key":"agent:main:main","agentId":"main","step":"subagent-announce","round":2,"flowId":null}"#,
+            r#"{"type":"runEnded","runId":"r1","key":"agent:main:main","step":"reply","round":3,"status":"timeout","reply":null,"error":"slow","durationMs":5,"tokensIn":null,"tokensOut":2,"flowId":"f1"}"#,
+            r#"{"type":"flowRound","flowId":"f1","round":2,"speaker":"a","listener":"b","runId":"r2","text":"","status":"aborted"}"#,
+            r#"{"type":"flowLoopEnded","flowId":"f1","reason":"self","rounds":1,"detail":"same session"}"#,
+            r#"{"type":"flowLoopEnded","flowId":"f1","reason":"reply_skip","rounds":2,"detail":"d"}"#,
+            r#"{"type":"announce","flowId":"f1","target":"b","outcome":"no_route","text":"t","channel":null,"to":null,"detail":"d"}"#,
+            r#"{"type":"flowEnded","flowId":"f1","status":"interrupted","reason":"the engine stopped during the exchange"}"#,
+            r#"{"type":"flowEnded","flowId":"f2","status":"refused","reason":"chain"}"#,
+            r#"{"type":"delivery","key":"k","kind":"reply","channel":"slack","to":"c","accountId":null,"text":"t","outboxId":4}"#,
+            r#"{"type":"policyDecision","key":"k","action":"announce","allowed":false,"source":"rule 1 (channel=discord)"}"#,
+            r#"{"type":"policyChanged","key":"k","policy":"inherit","by":"/send"}"#,
+            r#"{"type":"spawned","requester":"a","child":"c","runId":"r","agentId":"main","label":null,"task":"t","cleanup":"delete"}"#,
+            r#"{"type":"spawnEnded","requester":"a","child":"c","outcome":"timed out","error":null,"runtimeMs":7,"tokensIn":1,"tokensOut":2}"#,
+            r#"{"type":"spawnAnnounce","requester":"a","child":"c","outcome":"blocked","text":null,"channel":null,"to":null,"detail":"d"}"#,
+        ];
+        for frame in frames {
+            let event: EngineEvent = serde_json::from_str(frame).expect(frame);
+            assert_eq!(serde_json::to_string(&event).expect("serialise"), frame);
+        }
+    }
+}
