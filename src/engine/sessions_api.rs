@@ -12,7 +12,7 @@ use super::storage::idempotency;
 use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
 use crate::api::*;
-use crate::engine::flows::inbound::{Inbound, Intake};
+use crate::engine::inbound::{Inbound, Intake};
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
 use crate::engine::session::policy;
 use crate::engine::session::transcript_text;

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::engine::flows::chain::Chain;
+use crate::engine::chain::Chain;
 use crate::engine::session::key::SessionKey;
 use crate::engine::storage::StorageError;
 

@@ -11,13 +11,13 @@ use super::resolve::resolve_reference;
 use super::row::channel_of;
 use super::context::{ToolContext, ToolError};
 use crate::engine::Engine;
-use crate::engine::flows::a2a::Send;
+use crate::engine::exchange::Send;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::session::key::{SessionKey, normalize_agent_id};
 
-use crate::engine::flows::chain::Chain;
+use crate::engine::chain::Chain;
 use crate::api::{ExchangeKind, SEND_POLICY_REFUSAL, SendKind};
-use crate::engine::flows::runs::RunStatus;
+use crate::engine::runs::RunStatus;
 use crate::engine::session::store::SessionInit;
 use crate::engine::session::visibility::{Action, Denied, Guard};
 

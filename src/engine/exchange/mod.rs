@@ -2,21 +2,24 @@
 //! the target, the reply-back ping-pong between requester and target, and the target's
 //! announce step, each reply taken from its run's own result (never re-read from history).
 
+// The stored exchanges as the API's pages (`SessionsApi::exchanges`, `exchange`, `traffic`).
+mod pages;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::engine::storage;
 use crate::engine::Engine;
-use crate::engine::flows::delivery::Delivered;
+use crate::engine::delivery::Delivered;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
 
-use crate::engine::flows::chain::Chain;
+use crate::engine::chain::Chain;
 use crate::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
 };
-use crate::engine::flows::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use crate::engine::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
 use crate::engine::storage::StorageError;
 use crate::engine::session::store::now_ms;
 use crate::agent::Step;

@@ -1,10 +1,10 @@
 //! The engine's answers about agent-to-agent exchanges (`SessionsApi::exchanges`,
 //! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
 
-use super::Engine;
-use super::storage::StorageError;
-use super::storage::flows::{self, FlowPageQuery, FlowRow};
-use super::storage::runs::{self, RunRow};
+use crate::engine::Engine;
+use crate::engine::storage::StorageError;
+use crate::engine::storage::flows::{self, FlowPageQuery, FlowRow};
+use crate::engine::storage::runs::{self, RunRow};
 use crate::api::{
     AnnounceOutcome, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
     ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus, Step, TrafficCount,

@@ -20,7 +20,13 @@ use crate::engine::storage::queries::{self, NewLine};
 use crate::engine::session::store::now_ms;
 use crate::engine::tools::context::{ToolContext, ToolError};
 // Kept at its old path: callers name `runs::Chain`.
-pub use super::chain::Chain;
+pub use crate::engine::chain::Chain;
+
+// A session's lanes and its history windows: parts of executing runs.
+internal! {
+    mod history_cache;
+    mod lane;
+}
 use crate::agent::{
     self, Agent, AgentError, BoxFuture, ModelRef, Provenance, Reply, Step, ToolRunner, Turn,
 };
@@ -213,7 +219,7 @@ impl Unrecorded {
 /// Per-engine run machinery: lanes, agent backends, and which sessions have a run going.
 #[derive(Default)]
 pub(crate) struct Runner {
-    lanes: crate::engine::flows::lane::Lanes,
+    lanes: crate::engine::runs::lane::Lanes,
     agents: std::sync::Mutex<HashMap<String, Arc<dyn Agent>>>,
     /// One HTTP client and request limiter per model provider, shared by every agent and
     /// model override on it (`models.providers.<id>.maxConcurrent`).
@@ -222,7 +228,7 @@ pub(crate) struct Runner {
     /// Runs whose turn is under way, by run id: their session and the way to abort them.
     turns: std::sync::Mutex<HashMap<String, (String, oneshot::Sender<()>)>>,
     /// Model turns' history windows, read incrementally.
-    history: crate::engine::flows::history_cache::HistoryCache,
+    history: crate::engine::runs::history_cache::HistoryCache,
     /// Ended runs whose end is not recorded yet, kept answerable.
     unrecorded: Unrecorded,
 }
@@ -379,7 +385,7 @@ impl Engine {
         &self,
         run_id: &str,
         req: RunRequest,
-        place: Option<crate::engine::flows::lane::Place>,
+        place: Option<crate::engine::runs::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
     ) -> (RunOutcome, bool) {
         let turn = match place {

@@ -9,7 +9,7 @@ use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, PolicySetting, SendCommand};
 use crate::agent::Step;
-use crate::engine::flows::runs::{RunHandle, RunRequest};
+use crate::engine::runs::{RunHandle, RunRequest};
 use crate::engine::storage::{self, StorageError};
 use crate::engine::storage::idempotency::KeyRow;
 use crate::engine::storage::queries::{NewLine, TranscriptRow};
