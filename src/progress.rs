@@ -1,4 +1,4 @@
-//! What `switchboard inject` shows on stderr while the flows it set off run: runs ending,
+//! What `switchboard inject` shows on stderr while the work it set off runs: runs ending,
 //! exchange rounds, how loops ended, announces, policy refusals and chain stops, one line
 //! each, from the engine's event stream.
 
@@ -71,7 +71,7 @@ fn short(text: &str) -> String {
 
 fn describe(e: &EngineEvent) -> Option<String> {
     Some(match e {
-        EngineEvent::FlowStarted {
+        EngineEvent::ExchangeStarted {
             requester,
             target,
             message,
@@ -81,7 +81,7 @@ fn describe(e: &EngineEvent) -> Option<String> {
             "→ {requester} sends to {target} (hop {hop}): {}",
             short(message)
         ),
-        EngineEvent::FlowRound {
+        EngineEvent::ExchangeRound {
             round,
             speaker,
             text,
@@ -94,7 +94,7 @@ fn describe(e: &EngineEvent) -> Option<String> {
                 format!("  round {round} · {speaker}: ({status})")
             }
         }
-        EngineEvent::FlowLoopEnded { reason, detail, .. } => {
+        EngineEvent::ExchangeLoopEnded { reason, detail, .. } => {
             format!("  reply-back loop ended: {reason} ({detail})")
         }
         EngineEvent::Announce {

@@ -10,6 +10,10 @@ use super::wire::{
     AnnounceOutcome, Cleanup, ExchangeEnd, ExchangeStatus, RunStatus, SendKind, SpawnOutcome, Step,
 };
 
+/// Wire names: the exchange events and fields keep the names they were published under
+/// (`flowStarted`, `flowRound`, `flowLoopEnded`, `flowEnded`, `flowId`, `Recovered.flows`):
+/// OpenClaw clients read this JSON as the gateway's `a2a` event, so the code's word
+/// ("exchange") is not the wire's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum EngineEvent {
@@ -38,7 +42,8 @@ pub enum EngineEvent {
         agent_id: String,
         step: Step,
         round: u32,
-        flow_id: Option<String>,
+        #[serde(rename = "flowId")]
+        exchange_id: Option<String>,
     },
     /// Part of a reply while a model streams it. Not stored: the transcript line is written
     /// once, when the reply is complete (`MessageAppended`, then `RunEnded`). `step` is the
@@ -67,12 +72,14 @@ pub enum EngineEvent {
         duration_ms: i64,
         tokens_in: Option<u64>,
         tokens_out: Option<u64>,
-        flow_id: Option<String>,
+        #[serde(rename = "flowId")]
+        exchange_id: Option<String>,
     },
     /// A `sessions_send` exchange began (its primary run is `run_id`).
-    #[serde(rename_all = "camelCase")]
-    FlowStarted {
-        flow_id: String,
+    #[serde(rename = "flowStarted", rename_all = "camelCase")]
+    ExchangeStarted {
+        #[serde(rename = "flowId")]
+        exchange_id: String,
         chain_id: String,
         hop: u32,
         requester: String,
@@ -82,9 +89,10 @@ pub enum EngineEvent {
     },
     /// One reply of an exchange: round 1 is the target's reply to the original message,
     /// then the speakers alternate requester, target, …
-    #[serde(rename_all = "camelCase")]
-    FlowRound {
-        flow_id: String,
+    #[serde(rename = "flowRound", rename_all = "camelCase")]
+    ExchangeRound {
+        #[serde(rename = "flowId")]
+        exchange_id: String,
         round: u32,
         speaker: String,
         listener: String,
@@ -96,9 +104,10 @@ pub enum EngineEvent {
     /// The reply-back loop stopped: `reason` is `cap` | `reply_skip` | `empty` | `error` |
     /// `timeout` | `aborted` (the owner stopped a round) | `self` | `disabled` | `policy` |
     /// `no_reply`.
-    #[serde(rename_all = "camelCase")]
-    FlowLoopEnded {
-        flow_id: String,
+    #[serde(rename = "flowLoopEnded", rename_all = "camelCase")]
+    ExchangeLoopEnded {
+        #[serde(rename = "flowId")]
+        exchange_id: String,
         reason: ExchangeEnd,
         rounds: u32,
         detail: String,
@@ -107,7 +116,8 @@ pub enum EngineEvent {
     /// `failed` | `not_run`.
     #[serde(rename_all = "camelCase")]
     Announce {
-        flow_id: String,
+        #[serde(rename = "flowId")]
+        exchange_id: String,
         target: String,
         outcome: AnnounceOutcome,
         text: Option<String>,
@@ -116,9 +126,10 @@ pub enum EngineEvent {
         detail: String,
     },
     /// The exchange is over (`status`: `done` | `interrupted`).
-    #[serde(rename_all = "camelCase")]
-    FlowEnded {
-        flow_id: String,
+    #[serde(rename = "flowEnded", rename_all = "camelCase")]
+    ExchangeEnded {
+        #[serde(rename = "flowId")]
+        exchange_id: String,
         status: ExchangeStatus,
         reason: ExchangeEnd,
     },
@@ -206,7 +217,8 @@ pub enum EngineEvent {
     #[serde(rename_all = "camelCase")]
     Recovered {
         runs: Vec<String>,
-        flows: Vec<String>,
+        #[serde(rename = "flows")]
+        exchanges: Vec<String>,
     },
 }
 

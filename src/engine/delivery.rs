@@ -85,7 +85,7 @@ impl Engine {
             kind: SendKind,
             text: &str,
             run_id: Option<&str>,
-            flow_id: Option<&str>,
+            exchange_id: Option<&str>,
         ) -> Result<Delivered, StorageError> {
             let Some(stored) = self.store().get(key)? else {
                 return Ok(Delivered::NoRoute);
@@ -114,7 +114,7 @@ impl Engine {
                 text: text.to_string(),
                 status: "queued".into(),
                 run_id: run_id.map(str::to_string),
-                flow_id: flow_id.map(str::to_string),
+                flow_id: exchange_id.map(str::to_string),
             };
             let for_writer = row.clone();
             let outbox_id = self

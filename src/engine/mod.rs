@@ -100,7 +100,7 @@ impl Engine {
             );
             events.emit(EngineEvent::Recovered {
                 runs: recovered.runs.iter().map(|r| r.run_id.clone()).collect(),
-                flows: recovered.flows.clone(),
+                exchanges: recovered.flows.clone(),
             });
         }
         Ok(Engine::assemble(config, store, events, state_dir, instance))

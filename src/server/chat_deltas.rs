@@ -163,7 +163,7 @@ mod tests {
             duration_ms: 1,
             tokens_in: None,
             tokens_out: None,
-            flow_id: None,
+            exchange_id: None,
         }
     }
 

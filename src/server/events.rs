@@ -37,7 +37,7 @@ pub struct Interest {
     messages: HashSet<String>,
     /// Sessions this connection sent into: `chat`/`agent` events of their runs.
     sent: HashSet<String>,
-    /// `switchboard.subscribe`: the flow events already reach it as `switchboard.event`, so
+    /// `switchboard.subscribe`: the exchange events already reach it as `switchboard.event`, so
     /// `a2a` would only send them twice.
     switchboard: bool,
 }
@@ -250,10 +250,10 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
     };
     let mut out = Vec::new();
     match event {
-        EngineEvent::FlowStarted { .. }
-        | EngineEvent::FlowRound { .. }
-        | EngineEvent::FlowLoopEnded { .. }
-        | EngineEvent::FlowEnded { .. }
+        EngineEvent::ExchangeStarted { .. }
+        | EngineEvent::ExchangeRound { .. }
+        | EngineEvent::ExchangeLoopEnded { .. }
+        | EngineEvent::ExchangeEnded { .. }
         | EngineEvent::Announce { .. }
         | EngineEvent::ChainStopped { .. }
         | EngineEvent::Spawned { .. }

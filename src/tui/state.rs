@@ -97,8 +97,8 @@ pub struct RoundView {
 
 /// A `sessions_send` exchange as the rounds pane draws it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FlowView {
-    pub flow_id: String,
+pub struct ExchangeRounds {
+    pub exchange_id: String,
     pub requester: String,
     pub target: String,
     pub message: String,
@@ -220,7 +220,7 @@ pub struct State {
     /// Replies being streamed, shown provisionally under their session's transcript.
     pub streams: crate::tui::streams::Streams,
 
-    pub flows: BTreeMap<String, FlowView>,
+    pub exchange_rounds: BTreeMap<String, ExchangeRounds>,
     pub spawns: BTreeMap<String, SpawnView>,
     pub rounds_all: bool,
     pub rounds_scroll: usize,
@@ -280,7 +280,7 @@ impl State {
             wrap: true,
             follow: true,
             streams: Default::default(),
-            flows: BTreeMap::new(),
+            exchange_rounds: BTreeMap::new(),
             spawns: BTreeMap::new(),
             rounds_all: false,
             rounds_scroll: 0,
@@ -341,9 +341,9 @@ impl State {
 }
 
 /// Exchanges touching `key` (or all), newest last.
-pub fn flows_for<'a>(s: &'a State, key: Option<&str>) -> Vec<&'a FlowView> {
-    let mut v: Vec<&FlowView> = s
-        .flows
+pub fn exchanges_for<'a>(s: &'a State, key: Option<&str>) -> Vec<&'a ExchangeRounds> {
+    let mut v: Vec<&ExchangeRounds> = s
+        .exchange_rounds
         .values()
         .filter(|f| s.rounds_all || key.is_none_or(|k| f.requester == k || f.target == k))
         .collect();

@@ -13,7 +13,7 @@ use super::action::{Action, Intent};
 use super::effects::Effect;
 use super::exchanges::{ExchangeView, Scope};
 use super::state::{
-    FlowView, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
+    ExchangeRounds, Focus, RoundView, SpawnView, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW,
 };
 use super::streams::Delta;
 
@@ -950,30 +950,30 @@ impl Console {
                 // missed.
                 s.running.insert(key);
             }
-            EngineEvent::FlowStarted {
-                flow_id,
+            EngineEvent::ExchangeStarted {
+                exchange_id,
                 requester,
                 target,
                 message,
                 ..
             } => {
-                let f = s.flows.entry(flow_id.clone()).or_default();
-                f.flow_id = flow_id;
+                let f = s.exchange_rounds.entry(exchange_id.clone()).or_default();
+                f.exchange_id = exchange_id;
                 f.requester = requester;
                 f.target = target;
                 f.message = message;
                 f.started = now;
-                trim_flows(s);
+                trim_exchanges(s);
             }
-            EngineEvent::FlowRound {
-                flow_id,
+            EngineEvent::ExchangeRound {
+                exchange_id,
                 round,
                 speaker,
                 text,
                 status,
                 ..
             } => {
-                let f = s.flows.entry(flow_id).or_default();
+                let f = s.exchange_rounds.entry(exchange_id).or_default();
                 f.rounds.push(RoundView {
                     round,
                     speaker,
@@ -981,26 +981,29 @@ impl Console {
                     status,
                 });
             }
-            EngineEvent::FlowLoopEnded {
-                flow_id,
+            EngineEvent::ExchangeLoopEnded {
+                exchange_id,
                 reason,
                 detail,
                 ..
             } => {
-                s.flows.entry(flow_id).or_default().loop_end = Some((reason, detail));
+                s.exchange_rounds.entry(exchange_id).or_default().loop_end = Some((reason, detail));
             }
             EngineEvent::Announce {
-                flow_id,
+                exchange_id,
                 outcome,
                 detail,
                 ..
             } => {
-                s.flows.entry(flow_id).or_default().announce = Some((outcome, detail));
+                s.exchange_rounds.entry(exchange_id).or_default().announce =
+                    Some((outcome, detail));
             }
-            EngineEvent::FlowEnded {
-                flow_id, reason, ..
+            EngineEvent::ExchangeEnded {
+                exchange_id,
+                reason,
+                ..
             } => {
-                let f = s.flows.entry(flow_id).or_default();
+                let f = s.exchange_rounds.entry(exchange_id).or_default();
                 f.done = true;
                 if f.loop_end.is_none() {
                     f.loop_end = Some((reason, String::new()));
@@ -1084,10 +1087,10 @@ impl Console {
                 );
                 // The refused send shows in the timeline too, with why it never ran.
                 let id = format!("chain-{chain_id}-{hops}");
-                s.flows.insert(
+                s.exchange_rounds.insert(
                     id.clone(),
-                    FlowView {
-                        flow_id: id,
+                    ExchangeRounds {
+                        exchange_id: id,
                         requester,
                         target,
                         message: String::new(),
@@ -1101,7 +1104,7 @@ impl Console {
                         started: now,
                     },
                 );
-                trim_flows(s);
+                trim_exchanges(s);
             }
             _ => {}
         }
@@ -1139,16 +1142,16 @@ fn reply_line_run(line: &serde_json::Value) -> Option<&str> {
 }
 
 /// Keep the timeline bounded: the newest 200 exchanges.
-fn trim_flows(s: &mut State) {
-    while s.flows.len() > 200 {
+fn trim_exchanges(s: &mut State) {
+    while s.exchange_rounds.len() > 200 {
         let oldest = s
-            .flows
+            .exchange_rounds
             .iter()
             .min_by_key(|(_, f)| f.started)
             .map(|(k, _)| k.clone());
         match oldest {
             Some(k) => {
-                s.flows.remove(&k);
+                s.exchange_rounds.remove(&k);
             }
             None => break,
         }
@@ -1156,4 +1159,4 @@ fn trim_flows(s: &mut State) {
 }
 
 /// Exchanges touching `key` (or all), newest last (kept here for callers of the old path).
-pub use super::state::flows_for;
+pub use super::state::exchanges_for;

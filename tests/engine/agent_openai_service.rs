@@ -221,7 +221,7 @@ async fn aborting_the_target_of_a_send_ends_the_exchange_as_aborted() {
     settle(&b).await;
     let mut ended = None;
     while let Ok(e) = events.try_recv() {
-        if let EngineEvent::FlowEnded { reason, .. } = e {
+        if let EngineEvent::ExchangeEnded { reason, .. } = e {
             ended = Some(reason);
         }
     }

@@ -147,7 +147,7 @@ async fn wait_work_waits_for_the_calls_own_exchange_but_not_for_another_calls_ru
     }
     assert!(
         seen.iter()
-            .any(|e| matches!(e, EngineEvent::FlowLoopEnded { .. })),
+            .any(|e| matches!(e, EngineEvent::ExchangeLoopEnded { .. })),
         "{seen:?}"
     );
     assert!(

@@ -119,7 +119,7 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
 
     let loop_ended = |want: &str| {
         events.iter().any(
-            |e| matches!(e, EngineEvent::FlowLoopEnded { reason, .. } if reason.as_str() == want),
+            |e| matches!(e, EngineEvent::ExchangeLoopEnded { reason, .. } if reason.as_str() == want),
         )
     };
     assert!(loop_ended("cap"), "no exchange ended by the cap");

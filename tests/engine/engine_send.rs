@@ -151,7 +151,9 @@ impl Bench {
 
 fn loop_end(events: &[EngineEvent]) -> Option<(String, u32)> {
     events.iter().find_map(|e| match e {
-        EngineEvent::FlowLoopEnded { reason, rounds, .. } => Some((reason.to_string(), *rounds)),
+        EngineEvent::ExchangeLoopEnded { reason, rounds, .. } => {
+            Some((reason.to_string(), *rounds))
+        }
         _ => None,
     })
 }
@@ -373,11 +375,9 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
     assert_eq!(last["stopReason"], "error");
     assert_eq!(last["errorMessage"], "work exploded on boom");
     let events = b.drain();
-    assert!(
-        events.iter().any(
-            |e| matches!(e, EngineEvent::FlowEnded { reason, .. } if reason.as_str() == "error")
-        )
-    );
+    assert!(events.iter().any(
+        |e| matches!(e, EngineEvent::ExchangeEnded { reason, .. } if reason.as_str() == "error")
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -402,7 +402,7 @@ async fn reply_skip_stops_the_loop_but_reply_skip_with_a_dot_does_not() {
     let rounds: Vec<u32> = events
         .iter()
         .filter_map(|e| match e {
-            EngineEvent::FlowRound { round, .. } => Some(*round),
+            EngineEvent::ExchangeRound { round, .. } => Some(*round),
             _ => None,
         })
         .collect();
@@ -850,11 +850,11 @@ async fn exchange_events_arrive_in_the_order_things_happened() {
         .drain()
         .into_iter()
         .filter_map(|e| match e {
-            EngineEvent::FlowStarted { .. } => Some("started".to_string()),
-            EngineEvent::FlowRound { round, .. } => Some(format!("round {round}")),
-            EngineEvent::FlowLoopEnded { .. } => Some("loop ended".to_string()),
+            EngineEvent::ExchangeStarted { .. } => Some("started".to_string()),
+            EngineEvent::ExchangeRound { round, .. } => Some(format!("round {round}")),
+            EngineEvent::ExchangeLoopEnded { .. } => Some("loop ended".to_string()),
             EngineEvent::Announce { .. } => Some("announce".to_string()),
-            EngineEvent::FlowEnded { .. } => Some("ended".to_string()),
+            EngineEvent::ExchangeEnded { .. } => Some("ended".to_string()),
             EngineEvent::RunEnded { step, .. } if step.as_str() == "announce" => {
                 Some("announce run".to_string())
             }

@@ -296,8 +296,8 @@ async fn events_bring_new_exchanges_in_and_the_cursor_stays_on_its_exchange() {
             ..summary("x5", "send", OPS, ALICE, NOW - SEC)
         },
     );
-    api.emit(EngineEvent::FlowStarted {
-        flow_id: "x5".into(),
+    api.emit(EngineEvent::ExchangeStarted {
+        exchange_id: "x5".into(),
         chain_id: "c".into(),
         hop: 1,
         requester: OPS.into(),
@@ -455,8 +455,8 @@ async fn a_vanished_exchange_or_a_deleted_session_is_said_inline() {
     d.intent(Intent::Open);
     d.settle().await;
     api.data.lock().expect("fake").exchange_details.clear();
-    api.emit(EngineEvent::FlowEnded {
-        flow_id: "x4".into(),
+    api.emit(EngineEvent::ExchangeEnded {
+        exchange_id: "x4".into(),
         status: "done".parse().unwrap(),
         reason: "cap".parse().unwrap(),
     });

@@ -340,7 +340,7 @@ fn a_page_read_before_a_run_started_does_not_hide_the_run() {
         agent_id: "main".into(),
         step: "message".parse().unwrap(),
         round: 0,
-        flow_id: None,
+        exchange_id: None,
     };
     let effects = h.console.update(Action::Engine(Box::new(started)));
     h.take(effects);

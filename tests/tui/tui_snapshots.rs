@@ -31,7 +31,7 @@ use switchboard::api::{
 };
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::exchanges::{Exchanges, Scope};
-use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
+use switchboard::tui::state::{ExchangeRounds, Focus, RoundView, SessionRow, SpawnView, State};
 use switchboard::tui::{strip_colors, view};
 
 use common::console_driver::Driver;
@@ -336,10 +336,10 @@ where
 
 /// Finished exchanges (cap reached with a delivered announce, REPLY_SKIP with a skipped one,
 /// a timeout without a route) and one still running.
-fn flows() -> BTreeMap<String, FlowView> {
+fn flows() -> BTreeMap<String, ExchangeRounds> {
     let list = vec![
-        FlowView {
-            flow_id: "flow-1".into(),
+        ExchangeRounds {
+            exchange_id: "flow-1".into(),
             requester: MAIN.into(),
             target: INCIDENTS.into(),
             message: "is INC-4821 under control?".into(),
@@ -354,8 +354,8 @@ fn flows() -> BTreeMap<String, FlowView> {
             done: true,
             started: NOW - 8 * MIN,
         },
-        FlowView {
-            flow_id: "flow-2".into(),
+        ExchangeRounds {
+            exchange_id: "flow-2".into(),
             requester: JONAS.into(),
             target: RESEARCH.into(),
             message: "what did last week's churn cohort look like?".into(),
@@ -369,8 +369,8 @@ fn flows() -> BTreeMap<String, FlowView> {
             done: true,
             started: NOW - 6 * MIN,
         },
-        FlowView {
-            flow_id: "flow-3".into(),
+        ExchangeRounds {
+            exchange_id: "flow-3".into(),
             requester: MAIN.into(),
             target: "agent:support:main".into(),
             message: "Payment failed for acme-corp: please reach out.".into(),
@@ -385,8 +385,8 @@ fn flows() -> BTreeMap<String, FlowView> {
             done: true,
             started: NOW - 4 * MIN,
         },
-        FlowView {
-            flow_id: "flow-4".into(),
+        ExchangeRounds {
+            exchange_id: "flow-4".into(),
             requester: VISITOR.into(),
             target: INCIDENTS.into(),
             message: "Checkout failing with 502s. Known issue?".into(),
@@ -401,7 +401,9 @@ fn flows() -> BTreeMap<String, FlowView> {
             started: NOW - 30 * SEC,
         },
     ];
-    list.into_iter().map(|f| (f.flow_id.clone(), f)).collect()
+    list.into_iter()
+        .map(|f| (f.exchange_id.clone(), f))
+        .collect()
 }
 
 /// The exchanges of `flows()` as the engine lists them (newest first), those touching `key`
@@ -411,7 +413,7 @@ fn exchanges_of(key: Option<&str>) -> Exchanges {
         .into_values()
         .filter(|f| key.is_none_or(|k| f.requester == k || f.target == k))
         .map(|f| ExchangeSummary {
-            id: f.flow_id,
+            id: f.exchange_id,
             kind: "send".parse().unwrap(),
             requester: f.requester,
             target: f.target,
@@ -491,7 +493,7 @@ fn busy() -> State {
     s.unread.insert(VISITOR.to_string(), 1);
     s.transcript = main_transcript();
     s.transcript_total = 10;
-    s.flows = flows();
+    s.exchange_rounds = flows();
     s.exchanges = exchanges_of(s.selected_key());
     s.spawns = spawns();
     s.selected_policy = Some("allow · default".to_string());
@@ -533,7 +535,7 @@ fn sessions_with_a_selection_further_down() {
     let mut s = busy();
     s.selected = 4;
     no_transcript(&mut s);
-    s.flows.clear();
+    s.exchange_rounds.clear();
     s.spawns.clear();
     s.selected_policy = Some("deny · set here with /send off".to_string());
     let buf = render(&s, 120, 40);
@@ -731,7 +733,7 @@ fn rounds_of_all_sessions() {
 #[test]
 fn rounds_pane_without_traffic() {
     let mut s = busy();
-    s.flows.clear();
+    s.exchange_rounds.clear();
     s.exchanges = Exchanges::shown(Scope::Session(MAIN.into()), Vec::new(), false);
     s.spawns.clear();
     s.focus = Focus::Rounds;
@@ -741,7 +743,7 @@ fn rounds_pane_without_traffic() {
 #[test]
 fn spawned_tree_under_its_requester() {
     let mut s = busy();
-    s.flows.clear();
+    s.exchange_rounds.clear();
     s.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
     s.rounds_all = true;
     s.focus = Focus::Rounds;
@@ -757,7 +759,7 @@ fn spawned_tree_under_its_requester() {
 #[test]
 fn spawned_tree_groups_children_under_one_header_per_requester() {
     let mut s = busy();
-    s.flows.clear();
+    s.exchange_rounds.clear();
     s.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
     s.rounds_all = true;
     // main's second child starts after the cron session's child.

@@ -197,7 +197,7 @@ impl Harness {
             duration_ms: 10,
             tokens_in: None,
             tokens_out: None,
-            flow_id: None,
+            exchange_id: None,
         });
     }
 

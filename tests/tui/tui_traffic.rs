@@ -94,8 +94,8 @@ fn state(w: u16, h: u16) -> State {
 
 /// A live ping-pong exchange main → ops that hits the cap: the message, five replies.
 fn live_loop(api: &FakeApi, flow: &str) {
-    api.emit(EngineEvent::FlowStarted {
-        flow_id: flow.into(),
+    api.emit(EngineEvent::ExchangeStarted {
+        exchange_id: flow.into(),
         chain_id: "chain-1".into(),
         hop: 1,
         requester: MAIN.into(),
@@ -109,8 +109,8 @@ fn live_loop(api: &FakeApi, flow: &str) {
         } else {
             (MAIN, OPS)
         };
-        api.emit(EngineEvent::FlowRound {
-            flow_id: flow.into(),
+        api.emit(EngineEvent::ExchangeRound {
+            exchange_id: flow.into(),
             round,
             speaker: speaker.into(),
             listener: listener.into(),
@@ -119,14 +119,14 @@ fn live_loop(api: &FakeApi, flow: &str) {
             status: "ok".parse().unwrap(),
         });
     }
-    api.emit(EngineEvent::FlowLoopEnded {
-        flow_id: flow.into(),
+    api.emit(EngineEvent::ExchangeLoopEnded {
+        exchange_id: flow.into(),
         reason: "cap".parse().unwrap(),
         rounds: 5,
         detail: "maxPingPongTurns reached".into(),
     });
-    api.emit(EngineEvent::FlowEnded {
-        flow_id: flow.into(),
+    api.emit(EngineEvent::ExchangeEnded {
+        exchange_id: flow.into(),
         status: "done".parse().unwrap(),
         reason: "cap".parse().unwrap(),
     });
@@ -329,8 +329,8 @@ async fn j_and_k_move_over_pairs_and_the_cursor_stays_on_its_pair_as_counts_chan
     assert_ne!(chosen, (MAIN.to_string(), OPS.to_string()));
     // A burst on another pair re-sorts the table; the cursor follows its pair.
     for i in 0..30 {
-        api.emit(EngineEvent::FlowStarted {
-            flow_id: format!("burst-{i}"),
+        api.emit(EngineEvent::ExchangeStarted {
+            exchange_id: format!("burst-{i}"),
             chain_id: "c".into(),
             hop: 1,
             requester: RESEARCH.into(),
@@ -484,12 +484,15 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
     let flow = d
         .console
         .state
-        .flows
+        .exchange_rounds
         .values()
         .find(|f| f.requester == PING && f.target == PONG)
-        .map(|f| f.flow_id.clone())
+        .map(|f| f.exchange_id.clone())
         .expect("the exchange in the console");
-    assert!(!d.console.state.flows[&flow].done, "stopped mid-exchange");
+    assert!(
+        !d.console.state.exchange_rounds[&flow].done,
+        "stopped mid-exchange"
+    );
 
     // The cursor is on the only pair: S, then y.
     press(&mut d, 'S');
@@ -504,10 +507,10 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
 
     // The exchange under way ends at the next turn into pong: refused by its policy.
     d.until("the exchange to end", |s| {
-        s.flows.get(&flow).is_some_and(|f| f.done)
+        s.exchange_rounds.get(&flow).is_some_and(|f| f.done)
     })
     .await;
-    let end = d.console.state.flows[&flow]
+    let end = d.console.state.exchange_rounds[&flow]
         .loop_end
         .clone()
         .expect("an end");

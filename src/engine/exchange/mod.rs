@@ -19,7 +19,7 @@ use crate::engine::chain::Chain;
 use crate::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
 };
-use crate::engine::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use crate::engine::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
 use crate::engine::storage::StorageError;
 use crate::engine::session::store::now_ms;
 use crate::agent::Step;
@@ -49,10 +49,10 @@ pub struct Send {
     pub target_channel: String,
 }
 
-/// A started exchange: the flow id and the primary run.
+/// A started exchange: the exchange id and the primary run.
 pub struct Started {
     #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-    pub flow_id: String,
+    pub exchange_id: String,
     pub run: RunHandle,
 }
 
@@ -69,7 +69,7 @@ struct Parties {
 
 impl Engine {
     internal_fn! {
-        /// Start the exchange: record the flow, start the primary run in the target, and hand
+        /// Start the exchange: record the exchange, start the primary run in the target, and hand
         /// the rest (ping-pong, announce) to a tracked background task.
         async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
             let scheme = self.store().scheme();
@@ -81,7 +81,7 @@ impl Engine {
                 target_display: scheme.display(&send.target),
                 target_channel: send.target_channel.clone(),
             };
-            let flow_id = uuid::Uuid::now_v7().to_string();
+            let exchange_id = uuid::Uuid::now_v7().to_string();
             // Sending to itself, or to a session that is waiting on this very call: its lane
             // is held by the caller, so the run goes in beside it instead of deadlocking.
             let lane = if !send.wait.is_zero()
@@ -97,8 +97,8 @@ impl Engine {
                 waiting.push(send.requester.clone());
             }
             let run_id = uuid::Uuid::now_v7().to_string();
-            let flow = FlowStart {
-                flow_id: flow_id.clone(),
+            let exchange = ExchangeStart {
+                exchange_id: exchange_id.clone(),
                 chain_id: send.chain.id.clone(),
                 hop: send.chain.hop,
                 requester: send.requester.to_string(),
@@ -107,11 +107,11 @@ impl Engine {
             // A fire-and-forget caller is answered at once, so the exchange (with its message)
             // must be on disk first; a waiting caller's exchange is recorded with the primary
             // run, in the same commit.
-            let flow_start = if send.wait.is_zero() {
-                self.record_flow(&flow, &send.target, &run_id).await?;
+            let exchange_start = if send.wait.is_zero() {
+                self.record_exchange(&exchange, &send.target, &run_id).await?;
                 None
             } else {
-                Some(flow)
+                Some(exchange)
             };
             let req = RunRequest {
                 key: send.target.clone(),
@@ -126,45 +126,45 @@ impl Engine {
                     &parties.requester_channel,
                     &send.chain,
                 )),
-                flow_id: Some(flow_id.clone()),
+                exchange_id: Some(exchange_id.clone()),
                 chain: Some(send.chain.clone()),
                 lane,
                 deliver: false,
                 waiting,
                 sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
                 // Recorded with the primary run's start, in the same commit.
-                flow_start: flow_start.clone(),
-                flow_end: None,
+                exchange_start: exchange_start.clone(),
+                exchange_end: None,
                 timeout: None,
                 start_recorded: false,
             };
             let run = self.start_run_with_id(run_id, req);
             let engine = self.clone();
-            let (flow, primary) = (flow_id.clone(), run.clone());
-            // Saturating: a caller's wait is bounded, but a panic here would strand the flow.
+            let (exchange, primary) = (exchange_id.clone(), run.clone());
+            // Saturating: a caller's wait is bounded, but a panic here would strand the exchange.
             let limit = send.wait.saturating_add(STEP_WAIT);
             let what = format!(
-                "exchange {flow_id} from {} to {}",
+                "exchange {exchange_id} from {} to {}",
                 send.requester, send.target
             );
             self.tracker().spawn(what, async move {
                 engine
-                    .continue_flow(flow, send, parties, primary, limit)
+                    .continue_exchange(exchange, send, parties, primary, limit)
                     .await;
             });
-            Ok(Started { flow_id, run })
+            Ok(Started { exchange_id, run })
         }
     }
 
     /// Record an exchange on its own (see `start_send`), and announce it.
-    async fn record_flow(
+    async fn record_exchange(
         &self,
-        f: &FlowStart,
+        f: &ExchangeStart,
         target: &SessionKey,
         run_id: &str,
     ) -> Result<(), StorageError> {
         let owner = self.instance_id().to_string();
-        let (flow, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
+        let (exchange, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
         let started = now_ms();
         self.store()
             .storage()
@@ -172,11 +172,11 @@ impl Engine {
                 storage::flows::insert_flow(
                     c,
                     &storage::flows::NewFlow {
-                        flow_id: &flow.flow_id,
-                        chain_id: &flow.chain_id,
-                        requester: &flow.requester,
+                        flow_id: &exchange.exchange_id,
+                        chain_id: &exchange.chain_id,
+                        requester: &exchange.requester,
                         target: &t,
-                        message: &flow.message,
+                        message: &exchange.message,
                         run_id: &rid,
                         owner: &owner,
                         started_at: started,
@@ -184,8 +184,8 @@ impl Engine {
                 )
             })
             .await?;
-        self.events().emit(EngineEvent::FlowStarted {
-            flow_id: f.flow_id.clone(),
+        self.events().emit(EngineEvent::ExchangeStarted {
+            exchange_id: f.exchange_id.clone(),
             chain_id: f.chain_id.clone(),
             hop: f.hop,
             requester: f.requester.clone(),
@@ -202,9 +202,9 @@ impl Engine {
 
     /// Everything after the primary run: ping-pong, then the announce. Never fails the
     /// tool call; problems end the exchange with a reason and an event.
-    async fn continue_flow(
+    async fn continue_exchange(
         &self,
-        flow_id: String,
+        exchange_id: String,
         send: Send,
         parties: Parties,
         mut primary: RunHandle,
@@ -221,8 +221,8 @@ impl Engine {
         match &first {
             // The exchange announces its rounds itself, in order.
             Some(o) if o.status == RunStatus::Ok && !o.reply.trim().is_empty() => {}
-            Some(_) => self.announce_round(&flow_id, round_one.clone()).await,
-            None => self.emit_round_timeout(&flow_id, &round_one),
+            Some(_) => self.announce_round(&exchange_id, round_one.clone()).await,
+            None => self.emit_round_timeout(&exchange_id, &round_one),
         }
         let reason = match first {
             None => Ended::new(
@@ -248,12 +248,12 @@ impl Engine {
             Some(o) => {
                 // The announce run closes the exchange with its own record.
                 closed = true;
-                self.exchange(&flow_id, &send, &parties, o, round_one).await
+                self.exchange(&exchange_id, &send, &parties, o, round_one).await
             }
         };
         let now = now_ms();
         let (f, r, d) = (
-            flow_id.clone(),
+            exchange_id.clone(),
             reason.reason.as_str(),
             reason.detail.clone(),
         );
@@ -264,10 +264,10 @@ impl Engine {
                 .write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
                 .await
         {
-            tracing::warn!(flow_id, error = %e, "could not close an exchange");
+            tracing::warn!(exchange_id, error = %e, "could not close an exchange");
         }
-        self.events().emit(EngineEvent::FlowEnded {
-            flow_id,
+        self.events().emit(EngineEvent::ExchangeEnded {
+            exchange_id,
             status: ExchangeStatus::Done,
             reason: reason.reason,
         });
@@ -276,7 +276,7 @@ impl Engine {
     /// Ping-pong then announce, after a non-empty round-1 reply.
     async fn exchange(
         &self,
-        flow_id: &str,
+        exchange_id: &str,
         send: &Send,
         parties: &Parties,
         round_one: RunOutcome,
@@ -325,20 +325,20 @@ impl Engine {
                         listener_channel,
                         &send.chain,
                     )),
-                    flow_id: Some(flow_id.to_string()),
+                    exchange_id: Some(exchange_id.to_string()),
                     chain: Some(send.chain.clone()),
                     lane: Lane::Own,
                     deliver: false,
                     waiting: Vec::new(),
                     sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
-                    flow_start: None,
-                    flow_end: None,
+                    exchange_start: None,
+                    exchange_end: None,
                     timeout: None,
                     start_recorded: false,
                 };
                 let mut run = self.start_run(req);
                 if let Some(done) = pending.take() {
-                    self.announce_round(flow_id, done).await;
+                    self.announce_round(exchange_id, done).await;
                 }
                 let outcome = run.wait_known(STEP_WAIT).await;
                 turns_done = turn;
@@ -350,7 +350,7 @@ impl Engine {
                 };
                 match &outcome {
                     Some(_) => pending = Some(this),
-                    None => self.emit_round_timeout(flow_id, &this),
+                    None => self.emit_round_timeout(exchange_id, &this),
                 }
                 match outcome {
                     None => {
@@ -399,17 +399,17 @@ impl Engine {
             })
         };
         if let Some(done) = pending.take() {
-            self.announce_round(flow_id, done).await;
+            self.announce_round(exchange_id, done).await;
         }
-        self.events().emit(EngineEvent::FlowLoopEnded {
-            flow_id: flow_id.to_string(),
+        self.events().emit(EngineEvent::ExchangeLoopEnded {
+            exchange_id: exchange_id.to_string(),
             reason: loop_end.reason,
             rounds: turns_done + 1,
             detail: loop_end.detail.clone(),
         });
         let latest_reply = (turns_done > 0 || latest != round_one.reply).then_some(latest);
         self.announce(
-            flow_id,
+            exchange_id,
             send,
             parties,
             &round_one.reply,
@@ -472,7 +472,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     async fn announce(
         &self,
-        flow_id: &str,
+        exchange_id: &str,
         send: &Send,
         parties: &Parties,
         round_one: &str,
@@ -488,7 +488,7 @@ impl Engine {
             text: ANNOUNCE_MESSAGE.to_string(),
             context: Some(announce_context(parties, &send.message, round_one, latest)),
             inbound: None,
-            flow_id: Some(flow_id.to_string()),
+            exchange_id: Some(exchange_id.to_string()),
             chain: Some(send.chain.clone()),
             lane: Lane::Own,
             deliver: false,
@@ -496,8 +496,8 @@ impl Engine {
             sandboxed: self
                 .config()
                 .agent_sandboxed(self.agent_of(&parties.target)),
-            flow_start: None,
-            flow_end: Some(loop_end.reason),
+            exchange_start: None,
+            exchange_end: Some(loop_end.reason),
             timeout: None,
             start_recorded: false,
         };
@@ -511,7 +511,7 @@ impl Engine {
                      to: Option<String>,
                      detail: String| {
             EngineEvent::Announce {
-                flow_id: flow_id.to_string(),
+                exchange_id: exchange_id.to_string(),
                 target: target.clone(),
                 outcome,
                 text,
@@ -522,7 +522,7 @@ impl Engine {
         };
         let ev = match outcome {
             None => {
-                tracing::warn!(flow_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
+                tracing::warn!(exchange_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
                 event(
                     AnnounceOutcome::Failed,
                     None,
@@ -557,7 +557,7 @@ impl Engine {
                         SendKind::Announce,
                         &text,
                         Some(&run.run_id),
-                        Some(flow_id),
+                        Some(exchange_id),
                     )
                     .await
                 {
@@ -609,14 +609,14 @@ impl Engine {
                 to: to.clone(),
                 detail: detail.clone(),
             };
-            let (f, loop_detail) = (flow_id.to_string(), loop_end.detail.clone());
+            let (f, loop_detail) = (exchange_id.to_string(), loop_end.detail.clone());
             if let Err(e) = self
                 .store()
                 .storage()
                 .write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
                 .await
             {
-                tracing::warn!(flow_id, error = %e, "could not record an exchange's announce");
+                tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
             }
         }
         self.events().emit(ev);
@@ -624,7 +624,7 @@ impl Engine {
 
     /// Keep a send that never started an exchange as an entry of its own (`kind`: `refused`
     /// by the target's send policy, or stopped by the `chain` limit), then say so with a
-    /// `FlowEnded` (status `refused`), after the commit, so a reader woken by it finds it.
+    /// `ExchangeEnded` (status `refused`), after the commit, so a reader woken by it finds it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record_refused_send(
         &self,
@@ -636,14 +636,14 @@ impl Engine {
         run_id: &str,
         detail: &str,
     ) -> Result<(), StorageError> {
-        let flow_id = uuid::Uuid::now_v7().to_string();
+        let exchange_id = uuid::Uuid::now_v7().to_string();
         let reason = match kind {
             ExchangeKind::Chain => ExchangeEnd::Chain,
             ExchangeKind::Refused | ExchangeKind::Send => ExchangeEnd::Policy,
         };
         let owner = self.instance_id().to_string();
         let (f, k, ch, req, t, m, rid, d) = (
-            flow_id.clone(),
+            exchange_id.clone(),
             kind.as_str(),
             chain.id.clone(),
             requester.to_string(),
@@ -674,8 +674,8 @@ impl Engine {
                 )
             })
             .await?;
-        self.events().emit(EngineEvent::FlowEnded {
-            flow_id,
+        self.events().emit(EngineEvent::ExchangeEnded {
+            exchange_id,
             status: ExchangeStatus::Refused,
             reason,
         });
@@ -693,29 +693,29 @@ pub(crate) struct Round {
 }
 
 impl Engine {
-    /// Wait for a round's record to commit, then announce it (`FlowRound`).
-    async fn announce_round(&self, flow_id: &str, mut r: Round) {
+    /// Wait for a round's record to commit, then announce it (`ExchangeRound`).
+    async fn announce_round(&self, exchange_id: &str, mut r: Round) {
         match r.run.wait_for(STEP_WAIT).await {
-            Some(o) => self.emit_round(flow_id, &r, o.reply, o.status),
-            None => self.emit_round_timeout(flow_id, &r),
+            Some(o) => self.emit_round(exchange_id, &r, o.reply, o.status),
+            None => self.emit_round_timeout(exchange_id, &r),
         }
     }
 
     /// A round that did not finish in time (its run goes on).
-    fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
+    fn emit_round_timeout(&self, exchange_id: &str, r: &Round) {
         tracing::warn!(
-            flow_id,
+            exchange_id,
             round = r.round,
             run_id = %r.run.run_id,
             speaker = %r.speaker,
             "an exchange stopped waiting for a round's run; the run goes on"
         );
-        self.emit_round(flow_id, r, String::new(), RunStatus::Timeout);
+        self.emit_round(exchange_id, r, String::new(), RunStatus::Timeout);
     }
 
-    fn emit_round(&self, flow_id: &str, r: &Round, text: String, status: RunStatus) {
-        self.events().emit(EngineEvent::FlowRound {
-            flow_id: flow_id.to_string(),
+    fn emit_round(&self, exchange_id: &str, r: &Round, text: String, status: RunStatus) {
+        self.events().emit(EngineEvent::ExchangeRound {
+            exchange_id: exchange_id.to_string(),
             round: r.round,
             speaker: r.speaker.to_string(),
             listener: r.listener.to_string(),

@@ -275,11 +275,11 @@ fn by_label(
                 "Sandboxed sessions_send label lookup is limited to this agent".into(),
             )));
         }
-        if !guard.a2a.enabled {
-            return Ok(Err(("forbidden", Action::Send.a2a_disabled().into())));
+        if !guard.agent_to_agent.enabled {
+            return Ok(Err(("forbidden", Action::Send.agent_to_agent_disabled().into())));
         }
-        if !guard.a2a.allows(&guard.requester_agent, agent) {
-            return Ok(Err(("forbidden", Action::Send.a2a_denied().into())));
+        if !guard.agent_to_agent.allows(&guard.requester_agent, agent) {
+            return Ok(Err(("forbidden", Action::Send.agent_to_agent_denied().into())));
         }
     }
     let default_agent = engine.store().scheme().default_agent.clone();

@@ -126,7 +126,7 @@ impl Mapper {
                     // announce): every run is shown as answering a message.
                     step: Step::Message,
                     round: 0,
-                    flow_id: None,
+                    exchange_id: None,
                 }]
             }
             ("chat", Some(key)) if text_of(p, "state") == Some("delta") => {
@@ -171,7 +171,7 @@ impl Mapper {
                     duration_ms,
                     tokens_in: None,
                     tokens_out: None,
-                    flow_id: None,
+                    exchange_id: None,
                 }]
             }
             _ => Vec::new(),
