@@ -385,7 +385,7 @@ impl Engine {
         }
         Ok(RunResult {
             run_id: run_id.to_string(),
-            status: row.status.clone(),
+            status: row.status,
             reply: row.reply.clone().unwrap_or_default(),
             error: row.error.clone(),
         })

@@ -191,7 +191,7 @@ impl FakeApi {
     /// `key`'s effective policy changed (`by` as the engine names it), announced as
     /// `PolicyChanged`.
     pub fn set_policy(&self, key: &str, policy: PolicyView, by: &str) {
-        let name = policy.policy.clone();
+        let name = policy.policy;
         if let Some(r) = self
             .data
             .lock()

@@ -393,7 +393,7 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
         .iter()
         .find_map(|e| match e {
             EngineEvent::ExchangeLoopEnded { reason, rounds, .. } => {
-                Some((reason.clone(), *rounds))
+                Some((*reason, *rounds))
             }
             _ => None,
         })

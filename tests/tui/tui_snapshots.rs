@@ -422,7 +422,7 @@ fn exchanges_of(key: Option<&str>) -> Exchanges {
             ended_at: None,
             status: if f.done { "done" } else { "running" }.parse().unwrap(),
             rounds: f.rounds.len() as u32,
-            ended_reason: f.loop_end.as_ref().map(|l| l.0.clone()),
+            ended_reason: f.loop_end.as_ref().map(|l| l.0),
             detail: f.loop_end.map(|l| l.1).unwrap_or_default(),
             announce: f.announce.map(|a| a.0),
         })

@@ -261,7 +261,7 @@ impl Engine {
             && let Err(e) = self
                 .store()
                 .storage()
-                .write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
+                .write(move |c| storage::flows::finish_flow(c, &f, r, Some(&d), now))
                 .await
         {
             tracing::warn!(exchange_id, error = %e, "could not close an exchange");
