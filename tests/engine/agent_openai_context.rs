@@ -392,9 +392,7 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
     let ended = seen
         .iter()
         .find_map(|e| match e {
-            EngineEvent::ExchangeLoopEnded { reason, rounds, .. } => {
-                Some((*reason, *rounds))
-            }
+            EngineEvent::ExchangeLoopEnded { reason, rounds, .. } => Some((*reason, *rounds)),
             _ => None,
         })
         .expect("the loop ended");
