@@ -294,7 +294,7 @@ async fn paging_over_many_exchanges_returns_each_once_in_order() {
         {
             let mut ins = tx
                 .prepare(
-                    "INSERT INTO flows (exchange_id, chain_id, requester, target, message, run_id,
+                    "INSERT INTO flows (flow_id, chain_id, requester, target, message, run_id,
                                         status, owner, started_at, kind)
                      VALUES (?1, 'c', ?2, ?3, 'm', 'r', 'done', 'o', ?4, 'send')",
                 )
