@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::engine::storage;
 use crate::engine::storage::outbox::OutboxRow;
-use crate::engine::storage::spawns::SpawnRow;
+use crate::engine::storage::spawns::{SpawnRow, SpawnState};
 use crate::engine::Engine;
 use crate::engine::delivery::route_for;
 use crate::engine::events::EngineEvent;
@@ -135,7 +135,7 @@ impl Engine {
                 label: req.label.clone(),
                 cleanup: req.cleanup,
                 mode: req.mode.clone(),
-                status: "running".into(),
+                status: SpawnState::Running,
                 outcome: None,
                 error: None,
                 started_at: now,
@@ -253,7 +253,7 @@ impl Engine {
         let Some(spawn) = self.spawn_record(child)? else {
             return Ok(());
         };
-        if spawn.status == "running" {
+        if spawn.status == SpawnState::Running {
             let Some(run) = self.run(&spawn.run_id)? else {
                 return Ok(());
             };
@@ -352,7 +352,7 @@ impl Engine {
         let Some(spawn) = self.spawn_record(child)? else {
             return Ok(());
         };
-        if spawn.status != "ended" {
+        if spawn.status != SpawnState::Ended {
             return Ok(());
         }
         let requester = SessionKey::from_canonical(spawn.requester.clone());
@@ -411,7 +411,7 @@ impl Engine {
                 let Some(s) = storage::spawns::get_spawn(c, &k)? else {
                     return Ok(None);
                 };
-                if s.status != "ended" {
+                if s.status != SpawnState::Ended {
                     return Ok(None);
                 }
                 let mut appended = None;

@@ -835,7 +835,8 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
     assert_eq!(
-        spawn.status, "ended",
+        spawn.status.as_str(),
+        "ended",
         "another live engine's announce was taken over"
     );
     // The owner is gone: now it is anyone's.
@@ -843,5 +844,5 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
-    assert_eq!(spawn.status, "done");
+    assert_eq!(spawn.status.as_str(), "done");
 }

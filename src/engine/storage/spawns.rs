@@ -7,6 +7,17 @@ use serde::Serialize;
 
 use super::error::StorageError;
 
+crate::api::wire::wire_enum! {
+    /// Where a spawn's record is: its child's run going on, its announce decided, delivered.
+    "spawn state"
+    pub enum SpawnState {
+        Running = "running",
+        /// The outcome and the announce are decided; the delivery is not done yet.
+        Ended = "ended",
+        Done = "done",
+    }
+}
+
 /// A spawned sub-agent as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -19,7 +30,7 @@ pub struct SpawnRow {
     pub label: Option<String>,
     pub cleanup: Cleanup,
     pub mode: String,
-    pub status: String,
+    pub status: SpawnState,
     pub outcome: Option<String>,
     pub error: Option<String>,
     pub started_at: i64,
@@ -43,7 +54,7 @@ fn spawn_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SpawnRow> {
         label: r.get(5)?,
         cleanup: word(r, 6)?,
         mode: r.get(7)?,
-        status: r.get(8)?,
+        status: word(r, 8)?,
         outcome: r.get(9)?,
         error: r.get(10)?,
         started_at: r.get(11)?,
@@ -69,7 +80,7 @@ pub fn insert_spawn(conn: &Connection, s: &SpawnRow) -> Result<(), StorageError>
         s.label,
         s.cleanup.as_str(),
         s.mode,
-        s.status,
+        s.status.as_str(),
         s.outcome,
         s.error,
         s.started_at,
