@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::events::EngineEvent;
-use super::policy::{PolicySetting, PolicyView};
+use super::policy::{PolicySetting, PolicyView, SendPolicy};
 use super::session_kind::SessionKind;
 use super::wire::{AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, RunStatus};
 
@@ -317,7 +317,7 @@ pub struct PatchResult {
     pub key: String,
     pub display_key: String,
     /// The override now stored (`None`: the config decides).
-    pub send_policy: Option<String>,
+    pub send_policy: Option<SendPolicy>,
     pub effective: PolicyView,
 }
 

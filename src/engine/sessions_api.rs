@@ -446,7 +446,12 @@ impl Engine {
         Ok(PatchResult {
             key: stored.key.to_string(),
             display_key: self.store().scheme().display(&stored.key),
-            send_policy: stored.entry.send_policy.clone(),
+            // As evaluation reads it: a stored word that is not allow/deny is no override.
+            send_policy: stored
+                .entry
+                .send_policy
+                .as_deref()
+                .and_then(|p| p.parse().ok()),
             effective: policy_view(&decision),
         })
     }

@@ -552,15 +552,11 @@ impl SessionsApi for OpenClawApi {
                 .await?
                 .ok_or_else(|| ApiError::NotFound(format!("no session found: {}", request.key)))?,
         };
-        let stored = entry
-            .get("sendPolicy")
-            .and_then(Value::as_str)
-            .filter(|p| matches!(*p, "allow" | "deny"))
-            .map(str::to_string);
+        let stored = map::send_policy_of(&entry);
         Ok(PatchResult {
             display_key: request.key.clone(),
             key: request.key,
-            effective: map::policy_view(stored.as_deref()),
+            effective: map::policy_view(stored),
             send_policy: stored,
         })
     }

@@ -188,7 +188,7 @@ async fn every_method_answers_as_the_engine_does() {
         send_policy: Some(PolicySetting::Deny),
     };
     let patched = remote.patch(deny.clone()).await.expect("patch");
-    assert_eq!(patched.send_policy.as_deref(), Some("deny"));
+    assert_eq!(patched.send_policy.map(|p| p.as_str()), Some("deny"));
     assert_eq!(patched, local.patch(deny).await.expect("patch"));
     let row = local
         .session("agent:work:main")

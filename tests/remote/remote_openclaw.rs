@@ -562,7 +562,7 @@ async fn send_off_on_inherit_patch_the_exact_send_policy() {
         })
         .await
         .unwrap();
-    assert_eq!(on.send_policy.as_deref(), Some("allow"));
+    assert_eq!(on.send_policy.map(|p| p.as_str()), Some("allow"));
     assert!(on.effective.is_override());
     let back = api
         .patch(PatchRequest {

@@ -3,11 +3,12 @@
 //! each mapping is checked against frames captured from a real 2026.9.6 gateway. What a
 //! payload does not say is left unknown (`unknown`, `None`), never guessed.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::api::{
     AgentInfo, ApiError, PolicySetting, PolicySourceKind, PolicyView, RunResult, RunStatus,
-    SessionKind, SessionRow, TranscriptLine, role_and_text,
+    SendPolicy, SessionKind, SessionRow, TranscriptLine, role_and_text,
 };
 
 /// The gateway's key settings (`agents.list`: `defaultId`, `mainKey`).
@@ -120,20 +121,27 @@ fn text_of<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
+/// A row's or entry's `sendPolicy` override: exactly `allow` or `deny` (as the gateway writes
+/// it); anything else is no override.
+pub fn send_policy_of(row: &Value) -> Option<SendPolicy> {
+    row.get("sendPolicy")
+        .and_then(|p| SendPolicy::deserialize(p).ok())
+}
+
 /// The send policy a row's `sendPolicy` stands for. OpenClaw reports only the session's
 /// own override; without one its config rules decide and the gateway does not say how, so
 /// the view says "inherit" rather than claim allow or deny.
-pub fn policy_view(send_policy: Option<&str>) -> PolicyView {
+pub fn policy_view(send_policy: Option<SendPolicy>) -> PolicyView {
     match send_policy {
-        Some(p @ ("allow" | "deny")) => PolicyView {
-            policy: p.parse().unwrap_or(PolicySetting::Inherit),
+        Some(p) => PolicyView {
+            policy: PolicySetting::from_policy(Some(p)),
             source: PolicySourceKind::Override,
             rule: None,
             matched: None,
             detail: "this session's override (sessions.patch sendPolicy)".into(),
             summary: format!("{p}, from this session's override"),
         },
-        _ => PolicyView {
+        None => PolicyView {
             policy: PolicySetting::Inherit,
             source: PolicySourceKind::Default,
             rule: None,
@@ -180,7 +188,7 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
         display_name,
         session_id: text_of(row, "sessionId").unwrap_or("").to_string(),
         updated_at: row.get("updatedAt").and_then(Value::as_i64).unwrap_or(0),
-        policy: policy_view(text_of(row, "sendPolicy")),
+        policy: policy_view(send_policy_of(row)),
         running: row.get("hasActiveRun").and_then(Value::as_bool) == Some(true),
         archived: row.get("archived").and_then(Value::as_bool) == Some(true),
         // OpenClaw's list row is not our owner entry; `sessions list` asks `session()` for it.
