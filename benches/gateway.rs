@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, PatchRequest, PolicyChange, SessionsApi, StreamItem};
+use switchboard::api::{EngineEvent, PatchRequest, PolicySetting, SessionsApi, StreamItem};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use tokio::net::TcpStream;
@@ -179,9 +179,9 @@ fn fan_out(rt: &Runtime, addr: &str, api: &Arc<dyn SessionsApi>) {
     let mut times = Vec::new();
     for round in 0..ROUNDS {
         let policy = if round % 2 == 0 {
-            PolicyChange::Deny
+            PolicySetting::Deny
         } else {
-            PolicyChange::Inherit
+            PolicySetting::Inherit
         };
         rt.block_on(async {
             while engine_events.try_next().is_some() {}

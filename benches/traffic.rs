@@ -1,5 +1,5 @@
 //! The traffic view's frame cost (issue 14: < 2 ms per frame over 100,000 exchanges in the
-//! last hour): the console is fed 100,000 exchanges (each a `FlowStarted` and a `FlowRound`,
+//! last hour): the console is fed 100,000 exchanges (each a `ExchangeStarted` and a `ExchangeRound`,
 //! every tenth ending at the ping-pong cap) spread over the last hour, with the view open;
 //! then one frame is timed: one more event through `Console::update`, `refresh` (which orders
 //! the pairs) and `view::draw` at 120×40. With 1,000 and with 10,000 pairs of sessions.
@@ -35,8 +35,8 @@ fn pair(i: usize, pairs: usize) -> (String, String) {
 
 fn started(i: usize, pairs: usize) -> EngineEvent {
     let (requester, target) = pair(i, pairs);
-    EngineEvent::FlowStarted {
-        flow_id: format!("flow-{i}"),
+    EngineEvent::ExchangeStarted {
+        exchange_id: format!("flow-{i}"),
         chain_id: format!("chain-{i}"),
         hop: 1,
         requester,
@@ -48,14 +48,14 @@ fn started(i: usize, pairs: usize) -> EngineEvent {
 
 fn round(i: usize, pairs: usize) -> EngineEvent {
     let (requester, target) = pair(i, pairs);
-    EngineEvent::FlowRound {
-        flow_id: format!("flow-{i}"),
+    EngineEvent::ExchangeRound {
+        exchange_id: format!("flow-{i}"),
         round: 1,
         speaker: target,
         listener: requester,
         run_id: format!("run-{i}-1"),
         text: "hi".into(),
-        status: "ok".into(),
+        status: switchboard::api::RunStatus::Ok,
     }
 }
 
@@ -71,17 +71,17 @@ fn fed(pairs: usize) -> Console {
         c.update(Action::Engine(Box::new(started(i, pairs))));
         c.update(Action::Engine(Box::new(round(i, pairs))));
         if i % 10 == 0 {
-            c.update(Action::Engine(Box::new(EngineEvent::FlowLoopEnded {
-                flow_id: format!("flow-{i}"),
-                reason: "cap".into(),
+            c.update(Action::Engine(Box::new(EngineEvent::ExchangeLoopEnded {
+                exchange_id: format!("flow-{i}"),
+                reason: switchboard::api::ExchangeEnd::Cap,
                 rounds: 5,
                 detail: String::new(),
             })));
         }
-        c.update(Action::Engine(Box::new(EngineEvent::FlowEnded {
-            flow_id: format!("flow-{i}"),
-            status: "done".into(),
-            reason: "cap".into(),
+        c.update(Action::Engine(Box::new(EngineEvent::ExchangeEnded {
+            exchange_id: format!("flow-{i}"),
+            status: switchboard::api::ExchangeStatus::Done,
+            reason: switchboard::api::ExchangeEnd::Cap,
         })));
     }
     c.state.now_ms = START;

@@ -88,7 +88,7 @@ fn main() {
         name: "main".into(),
         channel: "internal".into(),
         updated_at: 0,
-        policy: "allow".into(),
+        policy: switchboard::api::PolicySetting::Allow,
         policy_override: false,
         policy_detail: "default".into(),
         policy_words: "allow · default".into(),

@@ -1,8 +1,8 @@
-//! What `switchboard inject` shows on stderr while the flows it set off run: runs ending,
+//! What `switchboard inject` shows on stderr while the work it set off runs: runs ending,
 //! exchange rounds, how loops ended, announces, policy refusals and chain stops, one line
 //! each, from the engine's event stream.
 
-use switchboard::api::{EngineEvent, EventStream, StreamItem};
+use switchboard::api::{AnnounceOutcome, EngineEvent, EventStream, RunStatus, StreamItem};
 
 /// Print events as they come until `stop` fires, then whatever is still queued.
 pub async fn print(
@@ -71,7 +71,7 @@ fn short(text: &str) -> String {
 
 fn describe(e: &EngineEvent) -> Option<String> {
     Some(match e {
-        EngineEvent::FlowStarted {
+        EngineEvent::ExchangeStarted {
             requester,
             target,
             message,
@@ -81,20 +81,20 @@ fn describe(e: &EngineEvent) -> Option<String> {
             "→ {requester} sends to {target} (hop {hop}): {}",
             short(message)
         ),
-        EngineEvent::FlowRound {
+        EngineEvent::ExchangeRound {
             round,
             speaker,
             text,
             status,
             ..
         } => {
-            if status == "ok" {
+            if *status == RunStatus::Ok {
                 format!("  round {round} · {speaker}: {}", short(text))
             } else {
                 format!("  round {round} · {speaker}: ({status})")
             }
         }
-        EngineEvent::FlowLoopEnded { reason, detail, .. } => {
+        EngineEvent::ExchangeLoopEnded { reason, detail, .. } => {
             format!("  reply-back loop ended: {reason} ({detail})")
         }
         EngineEvent::Announce {
@@ -103,14 +103,14 @@ fn describe(e: &EngineEvent) -> Option<String> {
             detail,
             ..
         } => match text {
-            Some(t) if outcome == "delivered" => {
+            Some(t) if *outcome == AnnounceOutcome::Delivered => {
                 format!("  announce delivered: {} ({detail})", short(t))
             }
             _ => format!("  announce {outcome}: {detail}"),
         },
         EngineEvent::RunEnded {
             key, status, error, ..
-        } if status != "ok" => format!(
+        } if *status != RunStatus::Ok => format!(
             "  run in {key} ended {status}: {}",
             error.as_deref().unwrap_or("")
         ),
@@ -129,7 +129,9 @@ fn describe(e: &EngineEvent) -> Option<String> {
         } => format!("  chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
         EngineEvent::Delivery {
             channel, to, kind, ..
-        } if kind == "reply" => format!("  reply queued for {channel} {to}"),
+        } if *kind == switchboard::api::SendKind::Reply => {
+            format!("  reply queued for {channel} {to}")
+        }
         EngineEvent::Spawned {
             requester,
             child,

@@ -10,13 +10,13 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use crate::config::{Config, ModelProvider, ScriptStep, ThinkingLevel};
+use crate::config::{Config, ModelProvider, ThinkingLevel};
 
 /// A boxed future, so backends can be used as `dyn Agent`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Which part of a flow a turn belongs to (DESIGN §3.3 `when.step`).
-pub type Step = ScriptStep;
+/// Which part of the work a turn belongs to (DESIGN §3.3 `when.step`).
+pub use crate::api::Step;
 
 /// One turn as the agent sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,9 +27,9 @@ pub struct Turn {
     pub agent_id: String,
     pub step: Step,
     /// Ping-pong round as the spec numbers them: 1 is the target's reply to the original
-    /// send, 2 the requester's answer to that, and so on. 0 outside agent-to-agent flows.
+    /// send, 2 the requester's answer to that, and so on. 0 outside exchanges.
     pub round: u32,
-    /// The other party's session key in an agent-to-agent flow (the requester of a send for
+    /// The other party's session key in an exchange (the requester of a send for
     /// the target, the target for the requester); `None` for an inbound user message.
     pub from: Option<String>,
     /// The incoming message text.

@@ -2,19 +2,43 @@
 //! embedded `Engine` implements it; a gateway client will too, so every front end runs
 //! unchanged on a local or a remote engine. Front ends import this module, never the engine.
 
+mod events;
 mod message;
+mod policy;
+mod session_kind;
 mod stream;
 pub mod time;
 mod types;
+pub(crate) mod wire;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use events::EngineEvent;
 pub use message::{message_text, role_and_text};
+pub use policy::{
+    PolicyDecision, PolicySetting, PolicySource, PolicySourceKind, PolicyView, SEND_POLICY_REFUSAL,
+    SendPolicy, is_send_policy_refusal,
+};
+pub use session_kind::{SessionKind, group_channel_of};
 pub use stream::{EventStream, Fed, StreamItem};
 pub use types::*;
+pub use wire::{
+    AnnounceOutcome, Cleanup, ExchangeEnd, ExchangeKind, ExchangeStatus, RunStatus, SendKind,
+    SpawnOutcome, Step, StorageKind, UnknownWord,
+};
+
+impl ApiError {
+    /// A storage failure of a kind this layer cannot name more precisely.
+    pub fn storage(message: impl Into<String>) -> ApiError {
+        ApiError::Storage {
+            kind: StorageKind::Other,
+            message: message.into(),
+        }
+    }
+}
 
 /// Why a call failed. The kinds map to what a user does next: fix the input (exit 2),
 /// look for another session, or retry later.
@@ -27,9 +51,10 @@ pub enum ApiError {
     /// No such session.
     #[error("{0}")]
     NotFound(String),
-    /// The state could not be read or written (locked, full disk, read-only, corrupt …).
-    #[error("{0}")]
-    Storage(String),
+    /// The state could not be read or written; `kind` says which condition (busy, full disk,
+    /// read-only, damaged …) so a caller can tell "retry later" from "repair".
+    #[error("{message}")]
+    Storage { kind: StorageKind, message: String },
     /// The engine cannot be reached (a gateway connection dropped).
     #[error("{0}")]
     Unavailable(String),

@@ -5,8 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::engine::events::EngineEvent;
-pub use crate::engine::key::SessionKind;
+use super::events::EngineEvent;
+use super::policy::{PolicySetting, PolicyView, SendPolicy};
+use super::session_kind::SessionKind;
+use super::wire::{AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, RunStatus};
 
 /// A page of sessions, newest activity first unless `order` says otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,45 +94,6 @@ pub struct SessionRow {
     /// the query asked for `previews`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_message: Option<String>,
-}
-
-/// An effective send policy and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyView {
-    /// `allow` | `deny`.
-    pub policy: String,
-    /// `override` | `rule` | `default` | `unconfigured`.
-    pub source: String,
-    /// The 1-based rule number, for `source: "rule"`.
-    pub rule: Option<usize>,
-    /// The rule's match, for `source: "rule"`.
-    #[serde(rename = "match")]
-    pub matched: Option<String>,
-    /// Where it comes from, in words (`rule 1 (channel=discord chatType=group)`).
-    pub detail: String,
-    /// The whole decision in words (`deny, from rule 1 (…)`).
-    pub summary: String,
-}
-
-impl PolicyView {
-    /// The session's own override decides.
-    pub fn is_override(&self) -> bool {
-        self.source == "override"
-    }
-
-    /// The documented `sendPolicyEffective` JSON (`{policy, source, rule?, match?, detail}`).
-    pub fn to_json(&self) -> Value {
-        let mut v = serde_json::json!({ "policy": self.policy, "source": self.source });
-        if let Some(rule) = self.rule {
-            v["rule"] = rule.into();
-        }
-        if let Some(m) = &self.matched {
-            v["match"] = m.clone().into();
-        }
-        v["detail"] = self.detail.clone().into();
-        v
-    }
 }
 
 /// One session in full.
@@ -307,8 +270,8 @@ pub struct WorkId(pub u64);
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     pub run_id: String,
-    /// `ok` | `error` | `timeout` | `aborted` | `running` (still going when the wait ended).
-    pub status: String,
+    /// `running`: still going when the wait ended.
+    pub status: RunStatus,
     pub reply: String,
     pub error: Option<String>,
 }
@@ -340,41 +303,12 @@ pub struct ToolResult {
     pub work: WorkId,
 }
 
-/// A session's send-policy override: set, or removed so the config decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyChange {
-    Allow,
-    Deny,
-    Inherit,
-}
-
-impl PolicyChange {
-    /// `allow`/`on`, `deny`/`off`, `inherit` (any case).
-    pub fn parse(raw: &str) -> Result<PolicyChange, String> {
-        match crate::engine::policy::parse_override_arg(raw)? {
-            Some(p) if p.as_str() == "allow" => Ok(PolicyChange::Allow),
-            Some(_) => Ok(PolicyChange::Deny),
-            None => Ok(PolicyChange::Inherit),
-        }
-    }
-
-    /// The override it stores (`None`: no override).
-    pub fn stored(self) -> Option<&'static str> {
-        match self {
-            PolicyChange::Allow => Some("allow"),
-            PolicyChange::Deny => Some("deny"),
-            PolicyChange::Inherit => None,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PatchRequest {
     /// A canonical key (see `resolve_key`).
     pub key: String,
-    pub send_policy: Option<PolicyChange>,
+    pub send_policy: Option<PolicySetting>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -383,7 +317,7 @@ pub struct PatchResult {
     pub key: String,
     pub display_key: String,
     /// The override now stored (`None`: the config decides).
-    pub send_policy: Option<String>,
+    pub send_policy: Option<SendPolicy>,
     pub effective: PolicyView,
 }
 
@@ -482,33 +416,30 @@ pub struct ExchangesPage {
 }
 
 /// One exchange as a list shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeSummary {
     pub id: String,
-    /// `send` (a `sessions_send` exchange), `refused` (the target's send policy refused
-    /// it), `chain` (the chain limit stopped it before it started).
-    pub kind: String,
+    pub kind: ExchangeKind,
     pub requester: String,
     pub target: String,
     /// The message the requester sent (empty for a `chain` entry).
     pub message: String,
     pub started_at: i64,
     pub ended_at: Option<i64>,
-    /// `running` | `done` | `interrupted` | `refused`.
-    pub status: String,
+    pub status: ExchangeStatus,
     /// Replies recorded (round 1 is the target's answer to the message).
     pub rounds: u32,
-    /// How the reply-back loop ended (`cap`, `reply_skip`, `timeout`, `policy`, `chain`, …).
-    pub ended_reason: Option<String>,
+    /// How the reply-back loop ended.
+    pub ended_reason: Option<ExchangeEnd>,
     /// Why, in words (the policy's source, the hop counts).
     pub detail: String,
-    /// The announce step's outcome, when it ran (`delivered`, `skipped`, `blocked`, …).
-    pub announce: Option<String>,
+    /// The announce step's outcome, when it ran.
+    pub announce: Option<AnnounceOutcome>,
 }
 
 /// One exchange in full: every turn and the announce.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeDetail {
     pub summary: ExchangeSummary,
@@ -518,7 +449,7 @@ pub struct ExchangeDetail {
 }
 
 /// One run of an exchange: who spoke, when, for how long, and what it said.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeTurn {
     pub round: u32,
@@ -526,8 +457,7 @@ pub struct ExchangeTurn {
     pub speaker: String,
     pub listener: String,
     pub run_id: String,
-    /// `ok` | `error` | `timeout` | `aborted` | `running`.
-    pub status: String,
+    pub status: RunStatus,
     /// The reply as stored (agents' words: escape before showing).
     pub text: String,
     pub error: Option<String>,
@@ -538,11 +468,10 @@ pub struct ExchangeTurn {
 }
 
 /// The announce step of an exchange.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeAnnounce {
-    /// `delivered` | `skipped` | `blocked` | `no_route` | `failed` | `not_run`.
-    pub outcome: String,
+    pub outcome: AnnounceOutcome,
     pub text: Option<String>,
     pub channel: Option<String>,
     pub to: Option<String>,

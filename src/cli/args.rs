@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use switchboard::api::PolicyChange;
+use switchboard::api::PolicySetting;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -287,8 +287,8 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
         key: String,
         /// The session's send-policy override: allow (or on), deny (or off), or inherit to
         /// remove it and follow session.sendPolicy.
-        #[arg(long, value_name = "allow|deny|inherit", value_parser = PolicyChange::parse)]
-        send_policy: Option<PolicyChange>,
+        #[arg(long, value_name = "allow|deny|inherit", value_parser = str::parse::<PolicySetting>)]
+        send_policy: Option<PolicySetting>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,

@@ -3,7 +3,9 @@
 //! announce; `--json` prints the API's own shapes.
 
 use anyhow::{Result, anyhow};
-use switchboard::api::{ExchangeSummary, ExchangesQuery, SessionsApi};
+use switchboard::api::{
+    AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeSummary, ExchangesQuery, SessionsApi,
+};
 use switchboard::text_safety::safe_line;
 
 use super::args::{Cli, ExchangesArgs, ExchangesCommand};
@@ -18,10 +20,13 @@ fn clock(ms: i64) -> String {
 
 /// How an exchange ended, in one word or two.
 fn how(e: &ExchangeSummary) -> String {
-    match e.kind.as_str() {
-        "refused" => "refused by policy".into(),
-        "chain" => "chain limit".into(),
-        _ => e.ended_reason.clone().unwrap_or_else(|| e.status.clone()),
+    match e.kind {
+        ExchangeKind::Refused => "refused by policy".into(),
+        ExchangeKind::Chain => "chain limit".into(),
+        ExchangeKind::Send => e
+            .ended_reason
+            .map_or(e.status.as_str(), ExchangeEnd::as_str)
+            .to_string(),
     }
 }
 
@@ -62,7 +67,7 @@ async fn list(api: &dyn SessionsApi, args: &ExchangesArgs) -> Result<()> {
             safe_line(&e.target),
             e.rounds,
             safe_line(&how(e)),
-            safe_line(e.announce.as_deref().unwrap_or("-")),
+            e.announce.map_or("-", AnnounceOutcome::as_str),
             safe_line(&e.id)
         );
     }
@@ -86,8 +91,8 @@ async fn show(api: &dyn SessionsApi, id: &str, json: bool) -> Result<()> {
     println!("{} → {}", safe_line(&s.requester), safe_line(&s.target));
     println!(
         "{} · {} · {} round(s) · started {}",
-        safe_line(&s.kind),
-        safe_line(&s.status),
+        s.kind,
+        s.status,
         s.rounds,
         clock(s.started_at)
     );
@@ -107,7 +112,7 @@ async fn show(api: &dyn SessionsApi, id: &str, json: bool) -> Result<()> {
             safe_line(&t.speaker),
             safe_line(&t.listener),
             clock(t.started_at),
-            safe_line(&t.status)
+            t.status
         );
         let text = if t.text.is_empty() {
             t.error.clone().unwrap_or_default()
@@ -128,11 +133,7 @@ async fn show(api: &dyn SessionsApi, id: &str, json: bool) -> Result<()> {
         }
     );
     if let Some(a) = &d.announce {
-        println!(
-            "Announce: {} · {}",
-            safe_line(&a.outcome),
-            safe_line(&a.detail)
-        );
+        println!("Announce: {} · {}", a.outcome, safe_line(&a.detail));
         if let Some(t) = &a.text {
             for l in t.lines() {
                 println!("  {}", safe_line(l));

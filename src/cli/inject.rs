@@ -2,7 +2,7 @@
 
 use anyhow::{Result, anyhow};
 
-use switchboard::api::{SendRequest, Sender};
+use switchboard::api::{RunStatus, SendRequest, Sender};
 use switchboard::text_safety::safe_text;
 
 use super::args::{ChatTypeArg, Cli, InjectArgs};
@@ -78,7 +78,7 @@ pub(crate) async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     let _ = stop.send(());
     let _ = printer.await;
     match reply {
-        Some(o) if o.status == "ok" => {
+        Some(o) if o.status == RunStatus::Ok => {
             if !o.reply.is_empty() {
                 // The agent's words: shown, never obeyed by the terminal.
                 println!("{}", safe_text(&o.reply));

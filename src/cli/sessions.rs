@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use switchboard::api::time::{AgoStyle, ago};
 use switchboard::api::{
-    PatchRequest, PolicyChange, PolicyView, SessionKind, SessionsApi, SessionsQuery,
+    PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
     TranscriptLine, TranscriptQuery,
 };
 use switchboard::engine::Overwrite;
@@ -195,7 +195,7 @@ pub(crate) async fn abort(cli: &Cli, raw: &str, run_id: Option<&str>, json: bool
 pub(crate) async fn patch(
     cli: &Cli,
     raw: &str,
-    change: Option<PolicyChange>,
+    change: Option<PolicySetting>,
     json: bool,
 ) -> Result<()> {
     let Some(change) = change else {
@@ -320,7 +320,8 @@ fn policy_cell(row: &Value) -> String {
     let Some(eff) = row.get("sendPolicyEffective") else {
         return String::new();
     };
-    let marker = if field(eff, "source") == "override" {
+    let source = field(eff, "source").parse::<switchboard::api::PolicySourceKind>();
+    let marker = if source == Ok(switchboard::api::PolicySourceKind::Override) {
         "*"
     } else {
         ""

@@ -57,7 +57,7 @@ impl Waiting {
         loop {
             let asked = Instant::now();
             let result = api.wait_run(run_id, self.every).await?;
-            if result.status != "running" {
+            if result.status.is_over() {
                 return Ok(result);
             }
             // A run this engine does not execute is answered from its record at once:

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::{SendPolicy, Step};
+
 use crate::engine::key::{self, KeyScheme};
 
 /// The range of every numeric setting, in one table: `config check` reports a value outside
@@ -213,34 +215,18 @@ impl SessionAgentToAgent {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyAction {
-    Allow,
-    Deny,
-}
-
-impl PolicyAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PolicyAction::Allow => "allow",
-            PolicyAction::Deny => "deny",
-        }
-    }
-}
-
 /// `session.sendPolicy`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SendPolicyConfig {
     pub rules: Vec<SendPolicyRule>,
-    pub default: Option<PolicyAction>,
+    pub default: Option<SendPolicy>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SendPolicyRule {
-    pub action: PolicyAction,
+    pub action: SendPolicy,
     #[serde(default, rename = "match")]
     pub match_: PolicyMatch,
 }
@@ -499,21 +485,11 @@ pub struct ScriptRule {
     pub tokens: Option<ScriptTokens>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScriptStep {
-    Message,
-    Reply,
-    Announce,
-    Subagent,
-    SubagentAnnounce,
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ScriptWhen {
     pub text: Option<String>,
-    pub step: Option<ScriptStep>,
+    pub step: Option<Step>,
     pub round: Option<u32>,
     pub from: Option<String>,
 }

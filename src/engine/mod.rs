@@ -3,22 +3,25 @@
 //! `Engine` implements (docs/ARCHITECTURE.md, "Layers").
 
 internal! {
+    mod chain;
+    mod delivery;
     mod events;
+    mod exchange;
     mod failpoint;
-    mod flows;
+    mod inbound;
     mod instance;
+    mod runs;
     mod session;
+    mod spawn;
     mod storage;
     mod tools;
     mod tracker;
     mod transfer;
 }
-mod exchanges;
 mod sessions_api;
 
 // The paths tests, benches and (until issue 11 lands everywhere) front ends name, kept
-// across the move into `session/` and `flows/`.
-internal_use!(flows::{inbound, runs});
+// across the move into `session/`.
 internal_use!(session::{entry, key, policy, store, transcript_text});
 
 // What the composition root (cli.rs) names besides `Engine`: the errors its calls return,
@@ -33,9 +36,9 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use events::{EngineEvent, EventBus};
-use flows::lane;
-use flows::runs::Runner;
 use instance::Instance;
+use runs::Runner;
+use runs::lane;
 use session::key::SessionKey;
 use session::store::SessionStore;
 use storage::Storage;
@@ -97,7 +100,7 @@ impl Engine {
             );
             events.emit(EngineEvent::Recovered {
                 runs: recovered.runs.iter().map(|r| r.run_id.clone()).collect(),
-                flows: recovered.flows.clone(),
+                exchanges: recovered.flows.clone(),
             });
         }
         Ok(Engine::assemble(config, store, events, state_dir, instance))

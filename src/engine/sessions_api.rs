@@ -12,9 +12,9 @@ use super::storage::idempotency;
 use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
 use crate::api::*;
-use crate::engine::flows::inbound::{Inbound, Intake};
+use crate::engine::inbound::{Inbound, Intake};
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
-use crate::engine::session::policy::{self, PolicyDecision, PolicySource};
+use crate::engine::session::policy;
 use crate::engine::session::transcript_text;
 
 /// The most transcript lines one page returns.
@@ -27,7 +27,24 @@ const ABORT_SETTLE: Duration = Duration::from_secs(10);
 
 impl From<StorageError> for ApiError {
     fn from(e: StorageError) -> ApiError {
-        ApiError::Storage(e.to_string())
+        let kind = match &e {
+            StorageError::Locked(_) => StorageKind::Busy,
+            StorageError::DiskFull(_) => StorageKind::DiskFull,
+            StorageError::ReadOnly(_) => StorageKind::ReadOnly,
+            StorageError::Corrupt(_) => StorageKind::Corrupt,
+            StorageError::NewerSchema { .. } => StorageKind::NewerSchema,
+            StorageError::Sqlite(_)
+            | StorageError::StateDir { .. }
+            | StorageError::Open { .. }
+            | StorageError::Thread(_)
+            | StorageError::WriterGone
+            | StorageError::NoSession(_)
+            | StorageError::Rejected(_) => StorageKind::Other,
+        };
+        ApiError::Storage {
+            kind,
+            message: e.to_string(),
+        }
     }
 }
 
@@ -48,18 +65,7 @@ impl From<ToolError> for ApiError {
 
 /// The policy decision as front ends show it.
 pub(crate) fn policy_view(d: &PolicyDecision) -> PolicyView {
-    let (rule, matched) = match &d.source {
-        PolicySource::Rule { index, description } => (Some(*index), Some(description.clone())),
-        _ => (None, None),
-    };
-    PolicyView {
-        policy: d.policy.as_str().to_string(),
-        source: d.source.kind().to_string(),
-        rule,
-        matched,
-        detail: d.source.to_string(),
-        summary: d.to_string(),
-    }
+    PolicyView::from(d)
 }
 
 impl Engine {
@@ -363,7 +369,7 @@ impl Engine {
             return Ok(match h.wait_for(limit).await {
                 Some(o) => RunResult {
                     run_id: run_id.to_string(),
-                    status: o.status.as_str().to_string(),
+                    status: o.status,
                     reply: o.reply,
                     error: o.error,
                 },
@@ -374,12 +380,12 @@ impl Engine {
         let Some(row) = self.run(run_id)? else {
             return Err(ApiError::NotFound(format!("no run {run_id}")));
         };
-        if row.status == "running" {
+        if row.status == RunStatus::Running {
             return Ok(still_running(run_id));
         }
         Ok(RunResult {
             run_id: run_id.to_string(),
-            status: row.status.clone(),
+            status: row.status,
             reply: row.reply.clone().unwrap_or_default(),
             error: row.error.clone(),
         })
@@ -433,14 +439,19 @@ impl Engine {
         self.events()
             .emit(super::events::EngineEvent::PolicyChanged {
                 key: key.to_string(),
-                policy: change.stored().unwrap_or("inherit").to_string(),
+                policy: change,
                 by: "patch".into(),
             });
         let decision = policy::evaluate(self.config(), &stored.key, &stored.entry);
         Ok(PatchResult {
             key: stored.key.to_string(),
             display_key: self.store().scheme().display(&stored.key),
-            send_policy: stored.entry.send_policy.clone(),
+            // As evaluation reads it: a stored word that is not allow/deny is no override.
+            send_policy: stored
+                .entry
+                .send_policy
+                .as_deref()
+                .and_then(|p| p.parse().ok()),
             effective: policy_view(&decision),
         })
     }
@@ -484,7 +495,7 @@ fn repeat_matches(
 fn still_running(run_id: &str) -> RunResult {
     RunResult {
         run_id: run_id.to_string(),
-        status: "running".into(),
+        status: RunStatus::Running,
         reply: String::new(),
         error: None,
     }

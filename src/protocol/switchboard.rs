@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::ErrorShape;
-use crate::api::{AgentInfo, ApiError, KeyPurpose, WorkId};
+use crate::api::{AgentInfo, ApiError, KeyPurpose, StorageKind, WorkId};
 
 /// Offered in `connect.caps` by a client that wants `switchboard.event` frames (every
 /// engine event, numbered) once it calls `switchboard.subscribe`.
@@ -204,18 +204,29 @@ pub mod code {
     pub const FORBIDDEN: &str = "FORBIDDEN";
 }
 
+/// The `error` field carrying an `ApiError::Storage`'s kind.
+const STORAGE_KIND: &str = "storageKind";
+
 /// An API failure as the `error` of a `res`.
 pub fn error_shape(e: &ApiError) -> ErrorShape {
+    let mut extra = Map::new();
     let (c, m) = match e {
         ApiError::BadInput(m) => (code::INVALID_REQUEST, m),
         ApiError::NotFound(m) => (code::NOT_FOUND, m),
-        ApiError::Storage(m) => (code::STORAGE, m),
+        ApiError::Storage { kind, message } => {
+            // Our own protocol only: the kind rides beside the message so a client rebuilds
+            // it (an older client ignores the field; an older server leaves it out: `other`).
+            if *kind != StorageKind::Other {
+                extra.insert(STORAGE_KIND.into(), Value::from(kind.as_str()));
+            }
+            (code::STORAGE, message)
+        }
         ApiError::Unavailable(m) => (code::UNAVAILABLE, m),
     };
     ErrorShape {
         code: c.to_string(),
         message: m.clone(),
-        extra: Map::new(),
+        extra,
     }
 }
 
@@ -225,7 +236,15 @@ pub fn api_error(e: &ErrorShape) -> ApiError {
     let m = e.message.clone();
     match e.code.as_str() {
         code::NOT_FOUND => ApiError::NotFound(m),
-        code::STORAGE => ApiError::Storage(m),
+        code::STORAGE => ApiError::Storage {
+            kind: e
+                .extra
+                .get(STORAGE_KIND)
+                .and_then(Value::as_str)
+                .and_then(|k| k.parse().ok())
+                .unwrap_or(StorageKind::Other),
+            message: m,
+        },
         code::UNAVAILABLE => ApiError::Unavailable(m),
         _ => ApiError::BadInput(m),
     }
@@ -248,7 +267,11 @@ mod tests {
         for e in [
             ApiError::BadInput("b".into()),
             ApiError::NotFound("n".into()),
-            ApiError::Storage("s".into()),
+            ApiError::storage("s"),
+            ApiError::Storage {
+                kind: StorageKind::DiskFull,
+                message: "full".into(),
+            },
             ApiError::Unavailable("u".into()),
         ] {
             assert_eq!(api_error(&error_shape(&e)), e);

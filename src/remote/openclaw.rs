@@ -18,9 +18,9 @@ use tokio::sync::broadcast;
 
 use crate::api::{
     AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest,
-    PatchResult, PolicyChange, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced,
-    SessionDetail, SessionsApi, SessionsOrder, SessionsPage, SessionsQuery, Status, ToolCall,
-    ToolResult, TranscriptPage, TranscriptQuery, WorkId,
+    PatchResult, PolicySetting, ResolvedKey, RunResult, RunStatus, SendReceipt, SendRequest,
+    Sequenced, SessionDetail, SessionsApi, SessionsOrder, SessionsPage, SessionsQuery, Status,
+    ToolCall, ToolResult, TranscriptPage, TranscriptQuery, WorkId,
 };
 use crate::remote::rpc::{Rpc, RpcError};
 use map::KeyRules;
@@ -170,7 +170,7 @@ impl OpenClawApi {
             .await?;
         let mut result = map::run_result(run_id, &p);
         // OpenClaw 2026.5.28 ends a wait without the reply: the transcript has it.
-        if result.status == "ok" && p.get("terminalReply").is_none() {
+        if result.status == RunStatus::Ok && p.get("terminalReply").is_none() {
             let key = locked(&self.works)
                 .values()
                 .rev()
@@ -267,7 +267,7 @@ impl OpenClawApi {
     async fn send_command(
         &self,
         key: String,
-        change: PolicyChange,
+        change: PolicySetting,
     ) -> Result<SendReceipt, ApiError> {
         let existed = self.describe(&key).await?.is_some();
         self.patch(PatchRequest {
@@ -276,9 +276,9 @@ impl OpenClawApi {
         })
         .await?;
         let word = match change {
-            PolicyChange::Allow => "on",
-            PolicyChange::Deny => "off",
-            PolicyChange::Inherit => "inherit",
+            PolicySetting::Allow => "on",
+            PolicySetting::Deny => "off",
+            PolicySetting::Inherit => "inherit",
         };
         Ok(SendReceipt {
             display_key: key.clone(),
@@ -293,7 +293,7 @@ impl OpenClawApi {
 }
 
 /// The policy change a message is, when it is the owner's `/send <word>` command.
-fn send_command(request: &SendRequest) -> Option<PolicyChange> {
+fn send_command(request: &SendRequest) -> Option<PolicySetting> {
     if !request.from.owner {
         return None;
     }
@@ -301,7 +301,7 @@ fn send_command(request: &SendRequest) -> Option<PolicyChange> {
     if !arg.starts_with(char::is_whitespace) {
         return None;
     }
-    PolicyChange::parse(arg).ok()
+    arg.parse::<PolicySetting>().ok()
 }
 
 #[async_trait]
@@ -513,7 +513,7 @@ impl SessionsApi for OpenClawApi {
         let run = locked(&self.works).get(&work.0).map(|w| w.run_id.clone());
         match run {
             None => Ok(true),
-            Some(run_id) => Ok(self.wait(&run_id, limit).await?.status != "running"),
+            Some(run_id) => Ok(self.wait(&run_id, limit).await?.status.is_over()),
         }
     }
 
@@ -524,7 +524,7 @@ impl SessionsApi for OpenClawApi {
         let Some((run_id, key, age)) = run else {
             return Ok(Vec::new());
         };
-        if self.wait(&run_id, Duration::ZERO).await?.status == "running" {
+        if self.wait(&run_id, Duration::ZERO).await?.status == RunStatus::Running {
             Ok(vec![(format!("run {run_id} in {key}"), age)])
         } else {
             Ok(Vec::new())
@@ -552,15 +552,11 @@ impl SessionsApi for OpenClawApi {
                 .await?
                 .ok_or_else(|| ApiError::NotFound(format!("no session found: {}", request.key)))?,
         };
-        let stored = entry
-            .get("sendPolicy")
-            .and_then(Value::as_str)
-            .filter(|p| matches!(*p, "allow" | "deny"))
-            .map(str::to_string);
+        let stored = map::send_policy_of(&entry);
         Ok(PatchResult {
             display_key: request.key.clone(),
             key: request.key,
-            effective: map::policy_view(stored.as_deref()),
+            effective: map::policy_view(stored),
             send_policy: stored,
         })
     }

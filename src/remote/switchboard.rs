@@ -176,7 +176,7 @@ impl SessionsApi for RemoteApi {
                 .await?;
             // Asked again only when the server waited the whole slice: one that answers
             // `running` at once (a run it does not execute) is not asked in a busy loop.
-            if r.status != "running" || Instant::now() >= until || asked.elapsed() < slice {
+            if r.status.is_over() || Instant::now() >= until || asked.elapsed() < slice {
                 return Ok(r);
             }
         }

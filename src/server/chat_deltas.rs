@@ -155,15 +155,15 @@ mod tests {
         EngineEvent::RunEnded {
             run_id: run.into(),
             key: "agent:main:main".into(),
-            step: "message".into(),
+            step: crate::api::Step::Message,
             round: 0,
-            status: "ok".into(),
+            status: crate::api::RunStatus::Ok,
             reply: None,
             error: None,
             duration_ms: 1,
             tokens_in: None,
             tokens_out: None,
-            flow_id: None,
+            exchange_id: None,
         }
     }
 

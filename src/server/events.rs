@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::outbox::Outbox;
-use crate::api::{EngineEvent, EventStream, SessionsApi, StreamItem};
+use crate::api::{EngineEvent, EventStream, RunStatus, SessionsApi, StreamItem};
 use crate::protocol::switchboard::{self, GapPayload, SubscribeResult};
 
 /// OpenClaw's event names, as `hello-ok` lists them.
@@ -37,7 +37,7 @@ pub struct Interest {
     messages: HashSet<String>,
     /// Sessions this connection sent into: `chat`/`agent` events of their runs.
     sent: HashSet<String>,
-    /// `switchboard.subscribe`: the flow events already reach it as `switchboard.event`, so
+    /// `switchboard.subscribe`: the exchange events already reach it as `switchboard.event`, so
     /// `a2a` would only send them twice.
     switchboard: bool,
 }
@@ -250,10 +250,10 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
     };
     let mut out = Vec::new();
     match event {
-        EngineEvent::FlowStarted { .. }
-        | EngineEvent::FlowRound { .. }
-        | EngineEvent::FlowLoopEnded { .. }
-        | EngineEvent::FlowEnded { .. }
+        EngineEvent::ExchangeStarted { .. }
+        | EngineEvent::ExchangeRound { .. }
+        | EngineEvent::ExchangeLoopEnded { .. }
+        | EngineEvent::ExchangeEnded { .. }
         | EngineEvent::Announce { .. }
         | EngineEvent::ChainStopped { .. }
         | EngineEvent::Spawned { .. }
@@ -346,18 +346,18 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
             ..
         } => {
             if interest.runs_of(key) {
-                let ok = status == "ok";
+                let ok = *status == RunStatus::Ok;
                 let data = if ok {
                     json!({"phase": "end", "endedAt": ts, "stopReason": "stop"})
                 } else {
                     json!({"phase": "error", "endedAt": ts, "status": status,
-                           "error": error.clone().unwrap_or_else(|| status.clone())})
+                           "error": error.clone().unwrap_or_else(|| status.to_string())})
                 };
                 let v = json!({"runId": run_id, "sessionKey": key, "stream": "lifecycle",
                                "data": data, "ts": ts});
                 out.push((AGENT, with_agent(v, key)));
-                let chat = match status.as_str() {
-                    "ok" => json!({
+                let chat = match status {
+                    RunStatus::Ok => json!({
                         "runId": run_id, "sessionKey": key, "state": "final",
                         "stopReason": "stop",
                         "message": {"role": "assistant",
@@ -365,10 +365,12 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
                                                  "text": reply.clone().unwrap_or_default()}],
                                     "timestamp": ts},
                     }),
-                    "aborted" => json!({"runId": run_id, "sessionKey": key, "state": "aborted"}),
+                    RunStatus::Aborted => {
+                        json!({"runId": run_id, "sessionKey": key, "state": "aborted"})
+                    }
                     _ => json!({
                         "runId": run_id, "sessionKey": key, "state": "error",
-                        "errorMessage": error.clone().unwrap_or_else(|| status.clone()),
+                        "errorMessage": error.clone().unwrap_or_else(|| status.to_string()),
                     }),
                 };
                 out.push((CHAT, with_agent(chat, key)));

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::api::{
-    ApiError, KeyPurpose, PatchRequest, PolicyChange, SendRequest, Sender, SessionRow, SessionsApi,
-    SessionsQuery, ToolCall, TranscriptQuery,
+    ApiError, KeyPurpose, PatchRequest, PolicySetting, RunStatus, SendPolicy, SendRequest, Sender,
+    SessionRow, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
 };
 use crate::protocol::{ErrorShape, INVALID_REQUEST};
 
@@ -89,7 +89,7 @@ pub fn api_failure(e: ApiError) -> ErrorShape {
     match e {
         ApiError::BadInput(m) => invalid(m),
         ApiError::NotFound(m) => error("NOT_FOUND", m),
-        ApiError::Storage(m) => error("UNAVAILABLE", m),
+        ApiError::Storage { message, .. } => error("UNAVAILABLE", message),
         ApiError::Unavailable(m) => error("UNAVAILABLE", m),
     }
 }
@@ -467,14 +467,16 @@ async fn sessions_patch(api: &Arc<dyn SessionsApi>, p: PatchParams) -> Result<Va
                 )
             }));
         }
-        Some(Value::Null) => PolicyChange::Inherit,
-        Some(Value::String(s)) if s == "allow" => PolicyChange::Allow,
-        Some(Value::String(s)) if s == "deny" => PolicyChange::Deny,
-        Some(other) => {
-            return Err(invalid(format!(
-                "invalid sessions.patch params at `sendPolicy`: expected \"allow\", \"deny\" or null, got {other}"
-            )));
-        }
+        Some(Value::Null) => PolicySetting::Inherit,
+        // The wire's exact words (serde's), not the lenient words people type.
+        Some(v) => match SendPolicy::deserialize(v) {
+            Ok(policy) => PolicySetting::from_policy(Some(policy)),
+            Err(_) => {
+                return Err(invalid(format!(
+                    "invalid sessions.patch params at `sendPolicy`: expected \"allow\", \"deny\" or null, got {v}"
+                )));
+            }
+        },
     };
     let key = api
         .resolve_key(&p.key, KeyPurpose::Existing)
@@ -566,13 +568,13 @@ async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, 
 /// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error); as in OpenClaw,
 /// `timeout` also stands for a run that was aborted.
 pub fn wait_payload(r: &crate::api::RunResult) -> Value {
-    let status = match r.status.as_str() {
-        "ok" => "ok",
-        "running" | "timeout" | "aborted" => "timeout",
-        _ => "error",
+    let status = match r.status {
+        RunStatus::Ok => "ok",
+        RunStatus::Running | RunStatus::Timeout | RunStatus::Aborted => "timeout",
+        RunStatus::Error => "error",
     };
     let mut v = json!({"runId": r.run_id, "status": status});
-    if r.status == "ok" {
+    if r.status == RunStatus::Ok {
         v["stopReason"] = json!("stop");
         v["terminalReply"] = json!({"disposition": "visible", "text": r.reply});
     }

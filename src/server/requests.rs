@@ -15,7 +15,7 @@ use super::connection::Shared;
 use super::events::{Interest, Subscriptions};
 use super::methods::{self, api_failure, error, invalid, params, webchat};
 use super::outbox::Outbox;
-use crate::api::{KeyPurpose, SendRequest};
+use crate::api::{KeyPurpose, RunStatus, SendRequest};
 use crate::protocol::ErrorShape;
 use crate::protocol::switchboard;
 
@@ -313,19 +313,19 @@ async fn agent(ctx: &Ctx, id: String, p: AgentParams) {
         return;
     }
     let second = match ctx.shared.api.wait_run(&run_id, AGENT_WAIT).await {
-        Ok(r) if r.status == "ok" => Ok(json!({
+        Ok(r) if r.status == RunStatus::Ok => Ok(json!({
             "runId": run_id, "status": "ok", "summary": "completed",
             "result": {"payloads": [{"text": r.reply}]},
         })),
         Ok(r) => {
-            let status = if r.status == "running" {
+            let status = if r.status == RunStatus::Running {
                 "timeout"
             } else {
                 "error"
             };
             Ok(json!({
                 "runId": run_id, "status": status,
-                "summary": r.error.unwrap_or_else(|| r.status.clone()),
+                "summary": r.error.unwrap_or_else(|| r.status.to_string()),
             }))
         }
         Err(e) => Err(api_failure(e)),

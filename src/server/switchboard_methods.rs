@@ -49,7 +49,7 @@ fn bad(message: String) -> ErrorShape {
 
 fn out<T: Serialize>(r: Result<T, ApiError>) -> Result<Value, ErrorShape> {
     let v = r.map_err(|e| error_shape(&e))?;
-    serde_json::to_value(v).map_err(|e| error_shape(&ApiError::Storage(e.to_string())))
+    serde_json::to_value(v).map_err(|e| error_shape(&ApiError::storage(e.to_string())))
 }
 
 fn p<T: serde::de::DeserializeOwned>(method: &str, v: Value) -> Result<T, ErrorShape> {

@@ -187,7 +187,7 @@ impl Runner {
 fn tool_report(tool: &str, r: &Value) -> Action {
     let status = r["status"].as_str().unwrap_or("?");
     match r["error"].as_str() {
-        Some(e) if e.starts_with("send blocked by session policy") => Action::Flash(
+        Some(e) if crate::api::is_send_policy_refusal(e) => Action::Flash(
             format!(
                 "{tool}: refused by the target's send policy; `/send on` in that session allows it. {e}"
             ),

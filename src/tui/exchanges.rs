@@ -217,11 +217,11 @@ impl Exchanges {
     pub fn event(&mut self, e: &EngineEvent) {
         if matches!(
             e,
-            EngineEvent::FlowStarted { .. }
-                | EngineEvent::FlowRound { .. }
-                | EngineEvent::FlowLoopEnded { .. }
+            EngineEvent::ExchangeStarted { .. }
+                | EngineEvent::ExchangeRound { .. }
+                | EngineEvent::ExchangeLoopEnded { .. }
                 | EngineEvent::Announce { .. }
-                | EngineEvent::FlowEnded { .. }
+                | EngineEvent::ExchangeEnded { .. }
                 | EngineEvent::ChainStopped { .. }
                 | EngineEvent::PolicyDecision { allowed: false, .. }
                 | EngineEvent::ExternalChange
@@ -341,10 +341,10 @@ impl ExchangeView {
     /// sessions is deleted.
     pub fn event(&mut self, e: &EngineEvent) {
         let about_this = match e {
-            EngineEvent::FlowRound { flow_id, .. }
-            | EngineEvent::FlowLoopEnded { flow_id, .. }
-            | EngineEvent::Announce { flow_id, .. }
-            | EngineEvent::FlowEnded { flow_id, .. } => flow_id == &self.summary.id,
+            EngineEvent::ExchangeRound { exchange_id, .. }
+            | EngineEvent::ExchangeLoopEnded { exchange_id, .. }
+            | EngineEvent::Announce { exchange_id, .. }
+            | EngineEvent::ExchangeEnded { exchange_id, .. } => exchange_id == &self.summary.id,
             EngineEvent::ExternalChange => true,
             EngineEvent::SessionDeleted { key } => {
                 if key == &self.summary.requester || key == &self.summary.target {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::EngineEvent;
+use crate::api::{AnnounceOutcome, EngineEvent, ExchangeEnd, RunStatus};
 
 /// One round of an exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,21 +11,21 @@ pub struct RoundView {
     pub round: u32,
     pub speaker: String,
     pub text: String,
-    pub status: String,
+    pub status: RunStatus,
 }
 
 /// A `sessions_send` exchange as the rounds pane draws it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FlowView {
-    pub flow_id: String,
+pub struct ExchangeRounds {
+    pub exchange_id: String,
     pub requester: String,
     pub target: String,
     pub message: String,
     pub rounds: Vec<RoundView>,
-    /// How the loop ended (`cap`, `reply_skip`, …) with detail.
-    pub loop_end: Option<(String, String)>,
+    /// How the loop ended, with detail.
+    pub loop_end: Option<(ExchangeEnd, String)>,
     /// The announce's outcome and detail.
-    pub announce: Option<(String, String)>,
+    pub announce: Option<(AnnounceOutcome, String)>,
     pub done: bool,
     pub started: i64,
 }
@@ -46,7 +46,7 @@ pub struct SpawnView {
 /// See the module comment.
 #[derive(Debug, Clone, Default)]
 pub struct RoundsPane {
-    pub flows: BTreeMap<String, FlowView>,
+    pub exchange_rounds: BTreeMap<String, ExchangeRounds>,
     pub spawns: BTreeMap<String, SpawnView>,
     /// Every session's exchanges, not only the selected one's.
     pub all: bool,
@@ -64,69 +64,75 @@ impl RoundsPane {
         if let Some(v) = &mut self.exchange_view {
             v.event(e);
         }
-        self.flow_event(e, now);
+        self.exchange_event(e, now);
         self.spawn_event(e, now);
     }
 
-    /// The timeline of exchanges (`FlowView`), and the sends a chain limit refused.
-    fn flow_event(&mut self, e: &EngineEvent, now: i64) {
+    /// The timeline of exchanges (`ExchangeRounds`), and the sends a chain limit refused.
+    fn exchange_event(&mut self, e: &EngineEvent, now: i64) {
         match e {
-            EngineEvent::FlowStarted {
-                flow_id,
+            EngineEvent::ExchangeStarted {
+                exchange_id,
                 requester,
                 target,
                 message,
                 ..
             } => {
-                let f = self.flows.entry(flow_id.clone()).or_default();
-                f.flow_id = flow_id.clone();
+                let f = self.exchange_rounds.entry(exchange_id.clone()).or_default();
+                f.exchange_id = exchange_id.clone();
                 f.requester = requester.clone();
                 f.target = target.clone();
                 f.message = message.clone();
                 f.started = now;
                 self.trim();
             }
-            EngineEvent::FlowRound {
-                flow_id,
+            EngineEvent::ExchangeRound {
+                exchange_id,
                 round,
                 speaker,
                 text,
                 status,
                 ..
             } => {
-                let f = self.flows.entry(flow_id.clone()).or_default();
+                let f = self.exchange_rounds.entry(exchange_id.clone()).or_default();
                 f.rounds.push(RoundView {
                     round: *round,
                     speaker: speaker.clone(),
                     text: crate::text_safety::safe_text(text).into_owned(),
-                    status: status.clone(),
+                    status: *status,
                 });
             }
-            EngineEvent::FlowLoopEnded {
-                flow_id,
+            EngineEvent::ExchangeLoopEnded {
+                exchange_id,
                 reason,
                 detail,
                 ..
             } => {
-                self.flows.entry(flow_id.clone()).or_default().loop_end =
-                    Some((reason.clone(), detail.clone()));
+                self.exchange_rounds
+                    .entry(exchange_id.clone())
+                    .or_default()
+                    .loop_end = Some((*reason, detail.clone()));
             }
             EngineEvent::Announce {
-                flow_id,
+                exchange_id,
                 outcome,
                 detail,
                 ..
             } => {
-                self.flows.entry(flow_id.clone()).or_default().announce =
-                    Some((outcome.clone(), detail.clone()));
+                self.exchange_rounds
+                    .entry(exchange_id.clone())
+                    .or_default()
+                    .announce = Some((*outcome, detail.clone()));
             }
-            EngineEvent::FlowEnded {
-                flow_id, reason, ..
+            EngineEvent::ExchangeEnded {
+                exchange_id,
+                reason,
+                ..
             } => {
-                let f = self.flows.entry(flow_id.clone()).or_default();
+                let f = self.exchange_rounds.entry(exchange_id.clone()).or_default();
                 f.done = true;
                 if f.loop_end.is_none() {
-                    f.loop_end = Some((reason.clone(), String::new()));
+                    f.loop_end = Some((*reason, String::new()));
                 }
             }
             EngineEvent::ChainStopped {
@@ -138,16 +144,16 @@ impl RoundsPane {
             } => {
                 // The refused send shows in the timeline too, with why it never ran.
                 let id = format!("chain-{chain_id}-{hops}");
-                self.flows.insert(
+                self.exchange_rounds.insert(
                     id.clone(),
-                    FlowView {
-                        flow_id: id,
+                    ExchangeRounds {
+                        exchange_id: id,
                         requester: requester.clone(),
                         target: target.clone(),
                         message: String::new(),
                         rounds: Vec::new(),
                         loop_end: Some((
-                            "chain".into(),
+                            ExchangeEnd::Chain,
                             format!("{hops} sends > session.agentToAgent.maxChainHops {max_hops}"),
                         )),
                         announce: None,
@@ -192,14 +198,14 @@ impl RoundsPane {
                 ..
             } => {
                 if let Some(v) = self.spawns.get_mut(child) {
-                    v.status = outcome.clone();
+                    v.status = outcome.to_string();
                     v.runtime_ms = Some(*runtime_ms);
                     v.tokens = Some((*tokens_in, *tokens_out));
                 }
             }
             EngineEvent::SpawnAnnounce { child, outcome, .. } => {
                 if let Some(v) = self.spawns.get_mut(child) {
-                    v.announce = Some(outcome.clone());
+                    v.announce = Some(outcome.to_string());
                 }
             }
             _ => {}
@@ -208,15 +214,15 @@ impl RoundsPane {
 
     /// Keep the timeline bounded: the newest 200 exchanges.
     fn trim(&mut self) {
-        while self.flows.len() > 200 {
+        while self.exchange_rounds.len() > 200 {
             let oldest = self
-                .flows
+                .exchange_rounds
                 .iter()
                 .min_by_key(|(_, f)| f.started)
                 .map(|(k, _)| k.clone());
             match oldest {
                 Some(k) => {
-                    self.flows.remove(&k);
+                    self.exchange_rounds.remove(&k);
                 }
                 None => break,
             }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::api::{self, SessionKind};
+use crate::api::{self, PolicySetting, SessionKind};
 use crate::text_safety::safe_line;
 
 /// See the module comment.
@@ -52,7 +52,7 @@ pub struct SessionRow {
     pub channel: String,
     pub updated_at: i64,
     /// `allow` / `deny`, and whether it is this session's own override.
-    pub policy: String,
+    pub policy: PolicySetting,
     pub policy_override: bool,
     /// Where the policy comes from, in words (the status line shows it).
     pub policy_detail: String,
@@ -75,7 +75,7 @@ impl SessionRow {
             name: safe_line(&r.name).into_owned(),
             channel: safe_line(&r.channel).into_owned(),
             updated_at: r.updated_at,
-            policy: r.policy.policy.clone(),
+            policy: r.policy.policy,
             policy_override: r.policy.is_override(),
             policy_detail: safe_line(&r.policy.detail).into_owned(),
             policy_words: safe_line(&crate::tui::status::policy_words(&r.policy)).into_owned(),

@@ -33,7 +33,7 @@ impl Focus {
 
 pub use super::composer::Composer;
 // The panes' row types live with their panes; named here too, beside the state that holds them.
-pub use super::rounds::{FlowView, RoundView, SpawnView};
+pub use super::rounds::{ExchangeRounds, RoundView, SpawnView};
 pub use super::sessions::SessionRow;
 pub use super::transcript::TranscriptLine;
 

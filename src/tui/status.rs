@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::api::PolicyView;
+use crate::api::{PolicySetting, PolicySourceKind, PolicyView};
 
 /// How many notices the log keeps.
 pub const NOTICES_MAX: usize = 200;
@@ -13,12 +13,16 @@ pub const NOTICES_MAX: usize = 200;
 /// `allow · default`, `deny · set here with /send off`,
 /// `deny · rule 1: channel=discord, chatType=group`, `allow · no session.sendPolicy configured`.
 pub fn policy_words(p: &PolicyView) -> String {
-    let why = match p.source.as_str() {
-        "override" => format!(
+    let why = match p.source {
+        PolicySourceKind::Override => format!(
             "set here with /send {}",
-            if p.policy == "deny" { "off" } else { "on" }
+            if p.policy == PolicySetting::Deny {
+                "off"
+            } else {
+                "on"
+            }
         ),
-        "rule" => {
+        PolicySourceKind::Rule => {
             let matched = p
                 .matched
                 .as_deref()
@@ -30,10 +34,10 @@ pub fn policy_words(p: &PolicyView) -> String {
                 (None, _) => format!("a rule: {matched}"),
             }
         }
-        "default" => "default".to_string(),
-        "unconfigured" => "no session.sendPolicy configured".to_string(),
+        PolicySourceKind::Default => "default".to_string(),
+        PolicySourceKind::Unconfigured => "no session.sendPolicy configured".to_string(),
         // A source this console does not know (a newer engine): its own words.
-        _ => p.detail.clone(),
+        PolicySourceKind::Unknown => p.detail.clone(),
     };
     format!("{} · {why}", p.policy)
 }
@@ -83,8 +87,8 @@ mod tests {
 
     fn view(policy: &str, source: &str, rule: Option<usize>, matched: Option<&str>) -> PolicyView {
         PolicyView {
-            policy: policy.into(),
-            source: source.into(),
+            policy: policy.parse().expect("policy"),
+            source: source.parse().expect("source"),
             rule,
             matched: matched.map(str::to_string),
             detail: String::new(),

@@ -20,18 +20,18 @@
 //!   both are lower bounds of the truth (live counting began when the console started; the
 //!   seed misses what happened after it was read), so nothing is counted twice.
 //! - Memory is bounded: at most `MAX_PAIRS` pairs per table (the quietest are dropped, and
-//!   the view says how many), at most `MAX_OPEN_FLOWS` exchanges remembered for their pair.
+//!   the view says how many), at most `MAX_OPEN_EXCHANGES` exchanges remembered for their pair.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::api::{ApiError, EngineEvent, TrafficCount};
+use crate::api::{ApiError, EngineEvent, ExchangeEnd, PolicySetting, SendKind, TrafficCount};
 
 /// Minutes of history kept (the ring's length).
 pub const MINUTES: usize = 60;
 /// Pairs kept per table; beyond this the quietest are dropped.
 pub const MAX_PAIRS: usize = 10_000;
-/// Exchanges remembered (flow id → pair) until they end, for events that carry only the id.
-const MAX_OPEN_FLOWS: usize = 20_000;
+/// Exchanges remembered (exchange id → pair) until they end, for events that carry only the id.
+const MAX_OPEN_EXCHANGES: usize = 20_000;
 /// Target sessions remembered per agent pair (what stopping an agent pair acts on).
 const MAX_TARGETS: usize = 1_000;
 const MINUTE_MS: i64 = 60_000;
@@ -405,8 +405,8 @@ pub struct Traffic {
     pub now_ms: i64,
     pub sessions: Table,
     pub agents: Table,
-    flows: HashMap<String, (String, String)>,
-    flow_order: VecDeque<String>,
+    open_exchanges: HashMap<String, (String, String)>,
+    exchange_order: VecDeque<String>,
     /// Sessions whose `/send` is off (set from this view or seen in a policy change).
     pub stopped: BTreeSet<String>,
     pub confirm: Option<StopPlan>,
@@ -472,13 +472,13 @@ impl Traffic {
     pub fn event(&mut self, e: &EngineEvent, now_ms: i64) {
         self.now_ms = self.now_ms.max(now_ms);
         match e {
-            EngineEvent::FlowStarted {
-                flow_id,
+            EngineEvent::ExchangeStarted {
+                exchange_id,
                 requester,
                 target,
                 ..
             } => {
-                self.remember(flow_id, requester, target);
+                self.remember(exchange_id, requester, target);
                 let c = Counts {
                     messages: 1,
                     exchanges: 1,
@@ -486,15 +486,15 @@ impl Traffic {
                 };
                 self.count(requester, target, now_ms, c, false);
             }
-            EngineEvent::FlowRound {
-                flow_id,
+            EngineEvent::ExchangeRound {
+                exchange_id,
                 round,
                 speaker,
                 listener,
                 ..
             } => {
                 // Round 1 is the target's reply; then requester and target alternate.
-                let (requester, target) = match self.flows.get(flow_id) {
+                let (requester, target) = match self.open_exchanges.get(exchange_id) {
                     Some((r, t)) => (r.clone(), t.clone()),
                     None if round % 2 == 1 => (listener.clone(), speaker.clone()),
                     None => (speaker.clone(), listener.clone()),
@@ -505,10 +505,12 @@ impl Traffic {
                 };
                 self.count(&requester, &target, now_ms, c, false);
             }
-            EngineEvent::FlowLoopEnded {
-                flow_id, reason, ..
-            } if reason == "cap" => {
-                if let Some((r, t)) = self.flows.get(flow_id).cloned() {
+            EngineEvent::ExchangeLoopEnded {
+                exchange_id,
+                reason: ExchangeEnd::Cap,
+                ..
+            } => {
+                if let Some((r, t)) = self.open_exchanges.get(exchange_id).cloned() {
                     let c = Counts {
                         capped: 1,
                         ..Counts::default()
@@ -516,8 +518,8 @@ impl Traffic {
                     self.count(&r, &t, now_ms, c, false);
                 }
             }
-            EngineEvent::FlowEnded { flow_id, .. } => {
-                self.flows.remove(flow_id);
+            EngineEvent::ExchangeEnded { exchange_id, .. } => {
+                self.open_exchanges.remove(exchange_id);
             }
             EngineEvent::ChainStopped {
                 requester, target, ..
@@ -535,7 +537,7 @@ impl Traffic {
                 allowed: false,
                 requester,
                 ..
-            } if action == "send" => {
+            } if *action == SendKind::Send => {
                 let requester = requester.clone().unwrap_or_else(|| {
                     self.sessions
                         .pairs
@@ -551,7 +553,7 @@ impl Traffic {
                 self.count(&requester, key, now_ms, c, false);
             }
             EngineEvent::PolicyChanged { key, policy, .. } => {
-                if policy == "deny" {
+                if *policy == PolicySetting::Deny {
                     self.stopped.insert(key.clone());
                 } else {
                     self.stopped.remove(key);
@@ -561,24 +563,25 @@ impl Traffic {
         }
     }
 
-    fn remember(&mut self, flow_id: &str, requester: &str, target: &str) {
-        if self.flows.len() >= MAX_OPEN_FLOWS {
-            while let Some(old) = self.flow_order.pop_front() {
-                if self.flows.remove(&old).is_some() {
+    fn remember(&mut self, exchange_id: &str, requester: &str, target: &str) {
+        if self.open_exchanges.len() >= MAX_OPEN_EXCHANGES {
+            while let Some(old) = self.exchange_order.pop_front() {
+                if self.open_exchanges.remove(&old).is_some() {
                     break;
                 }
             }
         }
-        self.flows.insert(
-            flow_id.to_string(),
+        self.open_exchanges.insert(
+            exchange_id.to_string(),
             (requester.to_string(), target.to_string()),
         );
-        self.flow_order.push_back(flow_id.to_string());
-        // Ended flows leave their ids in the queue: drop those when it grows past twice
+        self.exchange_order.push_back(exchange_id.to_string());
+        // Ended open_exchanges leave their ids in the queue: drop those when it grows past twice
         // the map, so it stays bounded too.
-        if self.flow_order.len() > 2 * MAX_OPEN_FLOWS {
-            let flows = &self.flows;
-            self.flow_order.retain(|id| flows.contains_key(id));
+        if self.exchange_order.len() > 2 * MAX_OPEN_EXCHANGES {
+            let open_exchanges = &self.open_exchanges;
+            self.exchange_order
+                .retain(|id| open_exchanges.contains_key(id));
         }
     }
 
@@ -809,8 +812,8 @@ mod tests {
     const T0: i64 = 1_750_000_000_000 - 1_750_000_000_000 % MINUTE_MS;
 
     fn started(id: &str, r: &str, t: &str) -> EngineEvent {
-        EngineEvent::FlowStarted {
-            flow_id: id.into(),
+        EngineEvent::ExchangeStarted {
+            exchange_id: id.into(),
             chain_id: "c".into(),
             hop: 1,
             requester: r.into(),
@@ -821,14 +824,14 @@ mod tests {
     }
 
     fn round(id: &str, n: u32, speaker: &str, listener: &str) -> EngineEvent {
-        EngineEvent::FlowRound {
-            flow_id: id.into(),
+        EngineEvent::ExchangeRound {
+            exchange_id: id.into(),
             round: n,
             speaker: speaker.into(),
             listener: listener.into(),
             run_id: "r".into(),
             text: "t".into(),
-            status: "ok".into(),
+            status: crate::api::RunStatus::Ok,
         }
     }
 
@@ -863,7 +866,7 @@ mod tests {
         let (a, b) = ("agent:a:main", "agent:b:x");
         t.event(&started("f", a, b), T0);
         t.event(&round("f", 2, a, b), T0);
-        t.event(&round("g", 2, a, b), T0); // unknown flow: even round, the requester speaks
+        t.event(&round("g", 2, a, b), T0); // unknown exchange: even round, the requester speaks
         t.event(&round("h", 3, b, a), T0); // odd round: the target speaks
         assert_eq!(t.sessions.pairs.len(), 1);
         assert_eq!(t.sessions.get(a, b).expect("pair").hour.messages, 4);
@@ -958,6 +961,6 @@ mod tests {
         }
         assert!(t.sessions.pairs.len() <= MAX_PAIRS + MAX_PAIRS / 10);
         assert_eq!(t.sessions.dropped, (MAX_PAIRS / 10) as u64);
-        assert!(t.flows.len() <= MAX_OPEN_FLOWS);
+        assert!(t.open_exchanges.len() <= MAX_OPEN_EXCHANGES);
     }
 }

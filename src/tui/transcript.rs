@@ -102,7 +102,9 @@ impl TranscriptPane {
                 reply,
                 ..
             } => {
-                let reply = reply.as_deref().filter(|r| status == "ok" && !r.is_empty());
+                let reply = reply
+                    .as_deref()
+                    .filter(|r| *status == api::RunStatus::Ok && !r.is_empty());
                 self.streams
                     .run_ended(run_id, shown(key), reply, self.total);
             }

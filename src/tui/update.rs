@@ -16,7 +16,7 @@ use super::state::{Focus, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
 mod rounds;
 mod sessions;
 mod transcript;
-use crate::api::{EngineEvent, TranscriptQuery};
+use crate::api::{EngineEvent, SendKind, TranscriptQuery};
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
 const SESSION_WINDOW: usize = 400;
@@ -615,6 +615,12 @@ impl Console {
                 source,
                 ..
             } => {
+                // Named as the owner knows it: an agent's `sessions_send`, an announce, a reply.
+                let action = match action {
+                    SendKind::Send => "sessions_send",
+                    SendKind::Announce => "announce",
+                    SendKind::Reply => "reply",
+                };
                 // The remedy first: a long rule description may be cut at the screen's edge.
                 s.notice(
                     format!("{key}: {action} refused by its send policy; `/send on` there allows it ({source})"),

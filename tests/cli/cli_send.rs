@@ -278,11 +278,17 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
         let engine = Engine::open(&b.state, config).unwrap();
         let work = SessionKey::from_canonical("agent:work:main");
         let runs = engine.runs_of(&work, 10).unwrap();
-        assert!(runs.iter().all(|r| r.status != "running"), "{runs:?}");
+        assert!(
+            runs.iter().all(|r| r.status.as_str() != "running"),
+            "{runs:?}"
+        );
         // Interrupted by the crash: a failure (nobody aborted it), with why.
-        let interrupted: Vec<_> = runs.iter().filter(|r| r.status == "error").collect();
+        let interrupted: Vec<_> = runs
+            .iter()
+            .filter(|r| r.status.as_str() == "error")
+            .collect();
         assert_eq!(interrupted.len(), 1, "{runs:?}");
-        assert_eq!(interrupted[0].step, "reply");
+        assert_eq!(interrupted[0].step.as_str(), "reply");
         assert!(
             interrupted[0]
                 .error
@@ -294,7 +300,7 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
             .runs_of(&SessionKey::from_canonical("agent:main:main"), 10)
             .unwrap();
         assert!(
-            main_runs.iter().all(|r| r.status != "running"),
+            main_runs.iter().all(|r| r.status.as_str() != "running"),
             "{main_runs:?}"
         );
     });

@@ -174,3 +174,36 @@ fn the_length_check_counts_a_long_function() {
     let short = "fn small() {\n    let x = 1;\n}\n";
     assert!(long_functions(short).is_empty());
 }
+
+/// `api` is the bottom layer (issue 24 item 3): it names nothing else of the crate, so it can
+/// become the workspace's bottom crate as it is. Until the split, this is the check.
+#[test]
+fn the_api_imports_nothing_above_it() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api"),
+        &mut files,
+    );
+    assert!(
+        files.iter().any(|f| f.ends_with("api/types.rs")),
+        "{files:?}"
+    );
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let outside = code
+                .match_indices("crate::")
+                .any(|(i, _)| !code[i..].starts_with("crate::api"));
+            if outside {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "api must not import the rest of the crate:\n{}",
+        found.join("\n")
+    );
+}

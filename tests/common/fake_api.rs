@@ -78,8 +78,8 @@ pub fn row(key: &str, name: &str, kind: SessionKind, updated_at: i64) -> Session
         session_id: format!("sid-{key}"),
         updated_at,
         policy: PolicyView {
-            policy: "allow".into(),
-            source: "default".into(),
+            policy: "allow".parse().unwrap(),
+            source: "default".parse().unwrap(),
             rule: None,
             matched: None,
             detail: "default (session.sendPolicy.default)".into(),
@@ -191,7 +191,7 @@ impl FakeApi {
     /// `key`'s effective policy changed (`by` as the engine names it), announced as
     /// `PolicyChanged`.
     pub fn set_policy(&self, key: &str, policy: PolicyView, by: &str) {
-        let name = policy.policy.clone();
+        let name = policy.policy;
         if let Some(r) = self
             .data
             .lock()

@@ -64,7 +64,7 @@ async fn a_plain_reply_is_recorded_with_its_usage() {
     let fake = Fake::start(vec![text_reply("Hello from the model.", 21, 7)]).await;
     let b = common::bench(config(&fake.base_url, json!({})));
     let run = send_and_settle(&b, "hi there").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("Hello from the model."));
     assert_eq!((run.tokens_in, run.tokens_out), (Some(21), Some(7)));
     let lines = lines(&b).await;
@@ -118,7 +118,7 @@ async fn a_tool_call_round_trip_runs_sessions_list_through_the_engine() {
     .await;
     let b = common::bench(config(&fake.base_url, json!({})));
     let run = send_and_settle(&b, "how many sessions?").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("There is one session."));
     // Usage adds up over both model calls.
     assert_eq!((run.tokens_in, run.tokens_out), (Some(40), Some(11)));
@@ -164,7 +164,7 @@ async fn malformed_arguments_and_unknown_tools_come_back_to_the_model_as_errors(
     .await;
     let b = common::bench(config(&fake.base_url, json!({})));
     let run = send_and_settle(&b, "read history").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("Sorry, I will try again later."));
     let seen = fake.seen();
     let messages = seen[1].body["messages"].as_array().unwrap();
@@ -199,7 +199,7 @@ async fn a_model_that_never_stops_calling_tools_hits_the_step_limit() {
     let fake = Fake::start(vec![tool_reply(json!([call("c", "agents_list", "{}")]))]).await;
     let b = common::bench(config(&fake.base_url, json!({ "maxSteps": 3 })));
     let run = send_and_settle(&b, "loop forever").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     let error = run.error.unwrap();
     assert!(error.contains("step limit"), "{error}");
     let seen = fake.seen();
@@ -220,7 +220,7 @@ async fn a_500_is_retried_then_the_reply_lands() {
     .await;
     let b = common::bench(config(&fake.base_url, json!({})));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("after a retry"));
     assert_eq!(fake.seen().len(), 2);
 }
@@ -237,7 +237,7 @@ async fn a_429_with_retry_after_is_honoured_and_retries_run_out_with_a_clear_err
         json!({ "maxRetries": 3, "apiKey": "sk-secret-123" }),
     ));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     let error = run.error.unwrap();
     assert!(error.contains("429"), "{error}");
     assert!(error.contains("rate limited, slow down"), "{error}");
@@ -261,7 +261,7 @@ async fn a_server_that_is_down_fails_the_run_clearly_and_the_session_stays_usabl
         json!({ "maxRetries": 1 }),
     ));
     let run = send_and_settle(&b, "anyone?").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     let error = run.error.unwrap();
     assert!(error.contains("could not connect"), "{error}");
     assert!(error.contains("provider \"fake\""), "{error}");
@@ -314,7 +314,7 @@ async fn the_api_key_goes_in_a_bearer_header_from_config_or_the_environment() {
     let fake = Fake::start(vec![text_reply("ok", 1, 1)]).await;
     let b = common::bench(config(&fake.base_url, json!({ "apiKeyEnv": unset })));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     assert!(run.error.as_deref().unwrap().contains(unset), "{run:?}");
     assert!(fake.seen().is_empty(), "no request without the key");
 
@@ -323,7 +323,7 @@ async fn the_api_key_goes_in_a_bearer_header_from_config_or_the_environment() {
         .expect("the test process has some environment variable");
     let b = common::bench(config(&fake.base_url, json!({ "apiKeyEnv": var })));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(
         fake.seen()[0].headers["authorization"],
         format!("Bearer {value}")
@@ -345,7 +345,7 @@ async fn a_server_quoting_the_key_back_does_not_put_it_in_the_error_or_the_trans
     .await;
     let b = common::bench(config(&fake.base_url, json!({ "apiKey": KEY_TEXT })));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     let error = run.error.unwrap_or_default();
     assert!(error.contains("HTTP 401"), "{error}");
     assert!(
@@ -370,7 +370,7 @@ async fn a_server_slower_than_timeout_seconds_fails_the_run_as_timed_out() {
         json!({ "timeoutSeconds": 1, "maxRetries": 0 }),
     ));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     assert!(
         run.error.as_deref().unwrap().contains("timed out"),
         "{run:?}"
@@ -386,7 +386,7 @@ async fn a_cut_or_garbled_response_fails_the_run_with_what_was_wrong() {
     .await;
     let b = common::bench(config(&fake.base_url, json!({ "maxRetries": 0 })));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     assert!(
         run.error
             .as_deref()
@@ -398,7 +398,7 @@ async fn a_cut_or_garbled_response_fails_the_run_with_what_was_wrong() {
     let fake = Fake::start(vec![answer(200, "<html>proxy login</html>")]).await;
     let b = common::bench(config(&fake.base_url, json!({ "maxRetries": 0 })));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     let error = run.error.unwrap();
     assert!(error.contains("not JSON"), "{error}");
     assert!(error.contains("<html>proxy login</html>"), "{error}");
@@ -410,7 +410,7 @@ async fn a_one_megabyte_reply_is_recorded_whole() {
     let fake = Fake::start(vec![text_reply(&big, 1, 1)]).await;
     let b = common::bench(config(&fake.base_url, json!({})));
     let run = send_and_settle(&b, "write a lot").await;
-    assert_eq!(run.status, "ok", "{:?}", run.error);
+    assert_eq!(run.status.as_str(), "ok", "{:?}", run.error);
     assert_eq!(run.reply.map(|r| r.len()), Some(big.len()));
 }
 
@@ -479,7 +479,7 @@ async fn https_to_a_server_no_public_root_vouches_for_fails_at_the_handshake() {
         json!({ "maxRetries": 0 }),
     ));
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     let error = run.error.unwrap();
     assert!(error.contains("provider \"fake\""), "{error}");
     assert!(

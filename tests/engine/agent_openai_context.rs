@@ -280,7 +280,7 @@ async fn sessions_spawn_round_trip_accepts_and_the_child_runs_as_its_agent() {
         .unwrap();
     assert!(
         runs.iter()
-            .any(|r| r.step == "subagent" && r.status == "ok"),
+            .any(|r| r.step.as_str() == "subagent" && r.status.as_str() == "ok"),
         "{runs:?}"
     );
     // The requester's model then read the completion once, marked as coming from the child.
@@ -392,15 +392,17 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
     let ended = seen
         .iter()
         .find_map(|e| match e {
-            EngineEvent::FlowLoopEnded { reason, rounds, .. } => Some((reason.clone(), *rounds)),
+            EngineEvent::ExchangeLoopEnded { reason, rounds, .. } => Some((*reason, *rounds)),
             _ => None,
         })
         .expect("the loop ended");
-    assert_eq!(ended.0, "reply_skip", "{seen:#?}");
+    assert_eq!(ended.0.as_str(), "reply_skip", "{seen:#?}");
     let announce = seen
         .iter()
         .find_map(|e| match e {
-            EngineEvent::Announce { outcome, text, .. } => Some((outcome.clone(), text.clone())),
+            EngineEvent::Announce { outcome, text, .. } => {
+                Some((outcome.to_string(), text.clone()))
+            }
             _ => None,
         })
         .expect("the announce ran");
@@ -418,7 +420,7 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
             .unwrap();
         runs.sort_by_key(|r| r.round);
         runs.into_iter()
-            .map(|r| (r.step, r.round, r.reply.unwrap_or_default()))
+            .map(|r| (r.step.to_string(), r.round, r.reply.unwrap_or_default()))
             .collect()
     };
     assert_eq!(

@@ -126,17 +126,17 @@ async fn the_owner_aborts_a_slow_run_its_request_is_dropped_and_the_session_goes
     assert_eq!(done.run_ids, vec![run_id.clone()]);
     // `abort` resolves once the end is recorded.
     let run = b.engine.run(&run_id).unwrap().expect("the run is recorded");
-    assert_eq!(run.status, "aborted", "{run:?}");
+    assert_eq!(run.status.as_str(), "aborted", "{run:?}");
     assert_eq!(run.error.as_deref(), Some("aborted by the owner"));
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
     let waited = api.wait_run(&run_id, HANG).await.unwrap();
-    assert_eq!(waited.status, "aborted");
+    assert_eq!(waited.status.as_str(), "aborted");
 
     // The session stays usable: the next message gets the model's answer.
     let next = send(&api, KEY, "now quickly").await;
     settle(&b).await;
     let run = b.engine.run(&next).unwrap().unwrap();
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("Second answer."));
     assert_eq!(fake.seen().len(), 2);
     let lines = assistant_lines(&api, KEY).await;
@@ -157,7 +157,10 @@ async fn aborting_with_nothing_running_aborts_nothing() {
     let run_id = send(&api, KEY, "hi").await;
     settle(&b).await;
     assert!(api.abort(KEY, None).await.unwrap().run_ids.is_empty());
-    assert_eq!(b.engine.run(&run_id).unwrap().unwrap().status, "ok");
+    assert_eq!(
+        b.engine.run(&run_id).unwrap().unwrap().status.as_str(),
+        "ok"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,7 +176,10 @@ async fn abort_with_a_run_id_stops_only_that_run() {
     assert!(elsewhere.run_ids.is_empty());
     let done = api.abort(KEY, Some(&run_id)).await.unwrap();
     assert_eq!(done.run_ids, vec![run_id.clone()]);
-    assert_eq!(b.engine.run(&run_id).unwrap().unwrap().status, "aborted");
+    assert_eq!(
+        b.engine.run(&run_id).unwrap().unwrap().status.as_str(),
+        "aborted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,11 +221,11 @@ async fn aborting_the_target_of_a_send_ends_the_exchange_as_aborted() {
     settle(&b).await;
     let mut ended = None;
     while let Ok(e) = events.try_recv() {
-        if let EngineEvent::FlowEnded { reason, .. } = e {
+        if let EngineEvent::ExchangeEnded { reason, .. } = e {
             ended = Some(reason);
         }
     }
-    assert_eq!(ended.as_deref(), Some("aborted"));
+    assert_eq!(ended.map(|e| e.as_str()), Some("aborted"));
     assert_eq!(
         fake.seen().len(),
         1,
@@ -244,7 +250,7 @@ async fn max_concurrent_caps_requests_in_flight_across_sessions() {
     assert_eq!(fake.max_in_flight(), 2);
     for id in &runs {
         let run = b.engine.run(id).unwrap().unwrap();
-        assert_eq!(run.status, "ok", "{run:?}");
+        assert_eq!(run.status.as_str(), "ok", "{run:?}");
         assert_eq!(run.reply.as_deref(), Some("Pong."));
     }
 }
@@ -301,7 +307,7 @@ async fn a_spawn_model_override_shares_the_providers_cap() {
     );
     assert_eq!(fake.max_in_flight(), 1, "{models:?}");
     for id in &runs {
-        assert_eq!(b.engine.run(id).unwrap().unwrap().status, "ok");
+        assert_eq!(b.engine.run(id).unwrap().unwrap().status.as_str(), "ok");
     }
 }
 
@@ -330,7 +336,7 @@ async fn a_run_timeout_drops_the_model_request() {
     let run_id = r["runId"].as_str().unwrap().to_string();
     settle(&b).await;
     let run = b.engine.run(&run_id).unwrap().unwrap();
-    assert_eq!(run.status, "timeout", "{run:?}");
+    assert_eq!(run.status.as_str(), "timeout", "{run:?}");
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
 }
 
@@ -397,7 +403,7 @@ async fn waiting_for_a_slot_counts_against_the_run_timeout_and_an_abort_frees_th
         .result;
     let child = r["runId"].as_str().expect("a child run").to_string();
     let waited = api.wait_run(&child, HANG).await.unwrap();
-    assert_eq!(waited.status, "timeout", "{waited:?}");
+    assert_eq!(waited.status.as_str(), "timeout", "{waited:?}");
     assert_eq!(fake.seen().len(), 1, "the child never got a slot");
 
     let done = api.abort("agent:main:holder", None).await.unwrap();
@@ -412,7 +418,7 @@ async fn waiting_for_a_slot_counts_against_the_run_timeout_and_an_abort_frees_th
     assert!(
         parent
             .iter()
-            .any(|r| r.status == "ok" && r.reply.as_deref() == Some("Noted.")),
+            .any(|r| r.status.as_str() == "ok" && r.reply.as_deref() == Some("Noted.")),
         "{parent:?}"
     );
 }

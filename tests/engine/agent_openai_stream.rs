@@ -104,7 +104,7 @@ fn deltas_of(events: &[EngineEvent], run_id: &str) -> Vec<(u32, usize, String)> 
 
 /// Asserts the run failed and returns its error as the user reads it.
 fn failed(run: &RunRow) -> String {
-    assert_eq!(run.status, "error", "{run:?}");
+    assert_eq!(run.status.as_str(), "error", "{run:?}");
     run.error.clone().expect("an error text")
 }
 
@@ -124,7 +124,7 @@ async fn a_streamed_reply_arrives_as_deltas_in_order_and_is_written_once_whole()
     let b = common::bench(config(&fake.base_url, json!({})));
     let mut rx = b.engine.events().subscribe();
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     let whole: String = pieces.concat();
     assert_eq!(run.reply.as_deref(), Some(whole.as_str()));
     assert_eq!((run.tokens_in, run.tokens_out), (Some(12), Some(4)));
@@ -197,7 +197,7 @@ async fn streamed_tool_calls_with_arguments_in_pieces_run_through_the_engine() {
     let b = common::bench(config(&fake.base_url, json!({})));
     let mut rx = b.engine.events().subscribe();
     let run = send_and_settle(&b, "look around").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("Two tools ran."));
     // Step 1 counted (4 argument pieces, input unknown), step 2 from its usage chunk.
     assert_eq!((run.tokens_in, run.tokens_out), (Some(30), Some(10)));
@@ -272,7 +272,7 @@ async fn events_split_across_writes_crlf_lines_and_keep_alives_are_read_as_one_r
     let b = common::bench(config(&fake.base_url, json!({})));
     let mut rx = b.engine.events().subscribe();
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("Grüße, world"));
     let deltas = deltas_of(&drain(&mut rx), &run.run_id);
     let offset = "Grüße, ".len();
@@ -295,7 +295,7 @@ async fn without_a_usage_chunk_output_tokens_are_counted_from_the_chunks() {
     .await;
     let b = common::bench(config(&fake.base_url, json!({})));
     let run = send_and_settle(&b, "count").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("one two three"));
     assert_eq!((run.tokens_in, run.tokens_out), (Some(0), Some(3)));
 }
@@ -328,7 +328,7 @@ async fn a_stream_cut_in_the_middle_fails_the_run_is_not_retried_and_the_session
     assert_eq!(fake.seen().len(), 1, "a stream that began is not retried");
 
     let run = send_and_settle(&b, "still there?").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("back again"));
 }
 
@@ -388,7 +388,7 @@ async fn a_one_megabyte_streamed_reply_is_recorded_whole() {
     let b = common::bench(config(&fake.base_url, json!({})));
     let mut rx = b.engine.events().subscribe();
     let run = send_and_settle(&b, "write a lot").await;
-    assert_eq!(run.status, "ok", "{:?}", run.error);
+    assert_eq!(run.status.as_str(), "ok", "{:?}", run.error);
     let whole = pieces.concat();
     assert_eq!(whole.len(), 1 << 20);
     assert!(
@@ -441,7 +441,7 @@ async fn timeout_seconds_bounds_gaps_between_chunks_not_a_long_healthy_stream() 
         json!({ "timeoutSeconds": 1, "maxRetries": 0 }),
     ));
     let run = send_and_settle(&b, "take your time").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("slowly"));
 
     let error = failed(&send_and_settle(&b, "and now?").await);
@@ -458,7 +458,7 @@ async fn stream_false_sends_a_plain_request_and_takes_a_plain_answer() {
     let b = common::bench(config(&fake.base_url, json!({ "stream": false })));
     let mut rx = b.engine.events().subscribe();
     let run = send_and_settle(&b, "hi").await;
-    assert_eq!(run.status, "ok", "{run:?}");
+    assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("plain and whole"));
     assert_eq!((run.tokens_in, run.tokens_out), (Some(5), Some(3)));
     let body = &fake.seen()[0].body;

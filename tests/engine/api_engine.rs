@@ -81,7 +81,7 @@ async fn a_hundred_sends_land_in_call_order_and_are_answered_in_order() {
     for r in &receipts {
         let run = r.run_id.as_deref().expect("a run answers");
         let done = api.wait_run(run, HANG).await.expect("wait_run");
-        assert_eq!(done.status, "ok", "{done:?}");
+        assert_eq!(done.status.as_str(), "ok", "{done:?}");
         assert!(api.wait_work(r.work, HANG).await.expect("wait_work"));
     }
     let page = transcript(api.as_ref(), key).await;
@@ -147,7 +147,7 @@ async fn wait_work_waits_for_the_calls_own_exchange_but_not_for_another_calls_ru
     }
     assert!(
         seen.iter()
-            .any(|e| matches!(e, EngineEvent::FlowLoopEnded { .. })),
+            .any(|e| matches!(e, EngineEvent::ExchangeLoopEnded { .. })),
         "{seen:?}"
     );
     assert!(
@@ -170,7 +170,7 @@ async fn wait_work_waits_for_the_calls_own_exchange_but_not_for_another_calls_ru
     // The other call's run was not waited for.
     let run = slow.run_id.as_deref().expect("slow run");
     let now = api.wait_run(run, Duration::ZERO).await.expect("wait_run");
-    assert_eq!(now.status, "running", "{now:?}");
+    assert_eq!(now.status.as_str(), "running", "{now:?}");
     assert!(
         !api.still_running(slow.work)
             .await
@@ -365,7 +365,7 @@ async fn a_caller_that_goes_away_leaves_the_run_going_and_its_result_kept() {
     let r = api.send(send(key, "first")).await.expect("send");
     let run = r.run_id.clone().expect("a run");
     let early = api.wait_run(&run, Duration::ZERO).await.expect("wait_run");
-    assert_eq!(early.status, "running");
+    assert_eq!(early.status.as_str(), "running");
     drop(early);
 
     // Drops its send after the call began (one poll), before it returned.
@@ -421,7 +421,7 @@ async fn a_send_is_acknowledged_with_its_run_recorded() {
         .run(&run_id)
         .expect("read")
         .expect("the acknowledged run is recorded");
-    assert_eq!(run.status, "running", "{run:?}");
+    assert_eq!(run.status.as_str(), "running", "{run:?}");
     assert_eq!(run.session_key, "agent:slow:main");
 }
 

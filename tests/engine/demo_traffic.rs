@@ -113,14 +113,14 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
     // Every turn of every script ran without failing.
     let failed: Vec<&EngineEvent> = events
         .iter()
-        .filter(|e| matches!(e, EngineEvent::RunEnded { status, .. } if status != "ok"))
+        .filter(|e| matches!(e, EngineEvent::RunEnded { status, .. } if status.as_str() != "ok"))
         .collect();
     assert!(failed.is_empty(), "{failed:#?}");
 
     let loop_ended = |want: &str| {
-        events
-            .iter()
-            .any(|e| matches!(e, EngineEvent::FlowLoopEnded { reason, .. } if reason == want))
+        events.iter().any(
+            |e| matches!(e, EngineEvent::ExchangeLoopEnded { reason, .. } if reason.as_str() == want),
+        )
     };
     assert!(loop_ended("cap"), "no exchange ended by the cap");
     assert!(loop_ended("reply_skip"), "no exchange ended by REPLY_SKIP");
@@ -128,13 +128,13 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
     let announced = |want: &str| {
         events
             .iter()
-            .any(|e| matches!(e, EngineEvent::Announce { outcome, .. } if outcome == want))
+            .any(|e| matches!(e, EngineEvent::Announce { outcome, .. } if outcome.as_str() == want))
     };
     assert!(announced("delivered"), "no announce delivered");
     assert!(announced("skipped"), "no announce skipped");
     let delivered_to_incidents = events.iter().any(|e| {
         matches!(e, EngineEvent::Announce { outcome, target, channel, .. }
-            if outcome == "delivered" && target == "agent:ops:slack:group:incidents"
+            if outcome.as_str() == "delivered" && target.as_str() == "agent:ops:slack:group:incidents"
                 && channel.as_deref() == Some("slack"))
     });
     assert!(delivered_to_incidents);
@@ -156,7 +156,7 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
     // The send into #random was refused, and main told the owner why.
     assert!(events.iter().any(|e| matches!(e,
         EngineEvent::PolicyDecision { key, action, allowed: false, .. }
-            if key == DENIED_GROUP && action == "send")));
+            if key == DENIED_GROUP && action.as_str() == "send")));
     let forbidden_reply = events.iter().any(|e| {
         matches!(e, EngineEvent::RunEnded { key, reply: Some(r), .. }
             if key == "agent:main:main" && r.contains("(forbidden): send blocked by session policy"))

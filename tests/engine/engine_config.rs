@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use switchboard::api::SendPolicy;
 use switchboard::config::{
-    ChatType, Config, ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, GatewayBind, PolicyAction,
+    ChatType, Config, ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, GatewayBind,
     SandboxVisibility, SessionScope, Visibility, check_file, load_file, parse_str, write_default,
 };
 
@@ -73,7 +74,7 @@ fn default_config_states_the_built_in_defaults() {
     // else it writes out must be exactly what an absent key means.
     let policy = config.session.send_policy.take().unwrap();
     assert!(policy.rules.is_empty());
-    assert_eq!(policy.default, Some(PolicyAction::Allow));
+    assert_eq!(policy.default, Some(SendPolicy::Allow));
     config.agents.list.clear();
     assert_eq!(config, Config::default());
 }
@@ -462,7 +463,7 @@ fn surface_is_an_alias_of_channel() {
     let rule = &config.session.send_policy.as_ref().unwrap().rules[0];
     assert_eq!(rule.match_.channel.as_deref(), Some("discord"));
     assert_eq!(rule.match_.chat_type, Some(ChatType::Group));
-    assert_eq!(rule.action, PolicyAction::Deny);
+    assert_eq!(rule.action, SendPolicy::Deny);
 
     let config = load_file(&fixture("valid", "send-policy.json5")).unwrap();
     let policy = config.session.send_policy.unwrap();
@@ -471,7 +472,7 @@ fn surface_is_an_alias_of_channel() {
         policy.rules[1].match_.chat_type.map(ChatType::normalized),
         Some("direct")
     );
-    assert_eq!(policy.default, Some(PolicyAction::Deny));
+    assert_eq!(policy.default, Some(SendPolicy::Deny));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard::api::{
-    ApiError, PatchRequest, PolicyChange, SendRequest, Sender, SessionsApi, ToolCall,
+    ApiError, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi, ToolCall,
 };
 use switchboard::config::Config;
 use switchboard::engine::Engine;
@@ -151,7 +151,9 @@ impl Bench {
 
 fn loop_end(events: &[EngineEvent]) -> Option<(String, u32)> {
     events.iter().find_map(|e| match e {
-        EngineEvent::FlowLoopEnded { reason, rounds, .. } => Some((reason.clone(), *rounds)),
+        EngineEvent::ExchangeLoopEnded { reason, rounds, .. } => {
+            Some((reason.to_string(), *rounds))
+        }
         _ => None,
     })
 }
@@ -163,7 +165,7 @@ fn announce(events: &[EngineEvent]) -> Option<(String, Option<String>, Option<St
             text,
             channel,
             ..
-        } => Some((outcome.clone(), text.clone(), channel.clone())),
+        } => Some((outcome.to_string(), text.clone(), channel.clone())),
         _ => None,
     })
 }
@@ -244,10 +246,13 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
     assert_eq!(runs.len(), 4);
     assert!(
         runs.iter()
-            .all(|r| r.status == "ok" && r.ended_at.is_some())
+            .all(|r| r.status.as_str() == "ok" && r.ended_at.is_some())
     );
     // The primary run's row carries its reply and token usage (written in one insert).
-    let primary = runs.iter().find(|r| r.step == "message").expect("primary");
+    let primary = runs
+        .iter()
+        .find(|r| r.step.as_str() == "message")
+        .expect("primary");
     assert_eq!(primary.reply.as_deref(), Some("WORK_REPLY: PING from main"));
     assert_eq!((primary.tokens_in, primary.tokens_out), (Some(30), Some(5)));
 }
@@ -357,7 +362,7 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
         1,
         "no ping-pong and no announce after a failure"
     );
-    assert_eq!(runs[0].status, "error");
+    assert_eq!(runs[0].status.as_str(), "error");
     assert_eq!(runs[0].error.as_deref(), Some("work exploded on boom"));
     // The inbound message stays, and the failure is visible in the transcript.
     let stored = b.engine.store().get(&key(WORK)).unwrap().unwrap();
@@ -370,11 +375,9 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
     assert_eq!(last["stopReason"], "error");
     assert_eq!(last["errorMessage"], "work exploded on boom");
     let events = b.drain();
-    assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, EngineEvent::FlowEnded { reason, .. } if reason == "error"))
-    );
+    assert!(events.iter().any(
+        |e| matches!(e, EngineEvent::ExchangeEnded { reason, .. } if reason.as_str() == "error")
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -399,7 +402,7 @@ async fn reply_skip_stops_the_loop_but_reply_skip_with_a_dot_does_not() {
     let rounds: Vec<u32> = events
         .iter()
         .filter_map(|e| match e {
-            EngineEvent::FlowRound { round, .. } => Some(*round),
+            EngineEvent::ExchangeRound { round, .. } => Some(*round),
             _ => None,
         })
         .collect();
@@ -687,7 +690,7 @@ async fn a_send_into_a_session_whose_policy_denies_is_refused_and_says_how_to_ch
     b.api
         .patch(PatchRequest {
             key: WORK.into(),
-            send_policy: Some(PolicyChange::Deny),
+            send_policy: Some(PolicySetting::Deny),
         })
         .await
         .unwrap();
@@ -814,7 +817,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
         .runs_of(&key("agent:c:main"), 10)
         .unwrap()
         .into_iter()
-        .filter(|r| r.step == "message")
+        .filter(|r| r.step.as_str() == "message")
         .count();
     assert_eq!(
         c_messages, 1,
@@ -847,12 +850,12 @@ async fn exchange_events_arrive_in_the_order_things_happened() {
         .drain()
         .into_iter()
         .filter_map(|e| match e {
-            EngineEvent::FlowStarted { .. } => Some("started".to_string()),
-            EngineEvent::FlowRound { round, .. } => Some(format!("round {round}")),
-            EngineEvent::FlowLoopEnded { .. } => Some("loop ended".to_string()),
+            EngineEvent::ExchangeStarted { .. } => Some("started".to_string()),
+            EngineEvent::ExchangeRound { round, .. } => Some(format!("round {round}")),
+            EngineEvent::ExchangeLoopEnded { .. } => Some("loop ended".to_string()),
             EngineEvent::Announce { .. } => Some("announce".to_string()),
-            EngineEvent::FlowEnded { .. } => Some("ended".to_string()),
-            EngineEvent::RunEnded { step, .. } if step == "announce" => {
+            EngineEvent::ExchangeEnded { .. } => Some("ended".to_string()),
+            EngineEvent::RunEnded { step, .. } if step.as_str() == "announce" => {
                 Some("announce run".to_string())
             }
             _ => None,

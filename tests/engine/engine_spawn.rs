@@ -229,9 +229,9 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
             .iter()
             .any(|e| matches!(e, EngineEvent::Spawned { child: c, .. } if *c == child))
     );
-    assert!(events.iter().any(|e| matches!(e, EngineEvent::SpawnEnded { outcome, tokens_in: 30, .. } if outcome == "completed")));
+    assert!(events.iter().any(|e| matches!(e, EngineEvent::SpawnEnded { outcome, tokens_in: 30, .. } if outcome.as_str() == "completed")));
     assert!(events.iter().any(
-        |e| matches!(e, EngineEvent::SpawnAnnounce { outcome, .. } if outcome == "delivered")
+        |e| matches!(e, EngineEvent::SpawnAnnounce { outcome, .. } if outcome.as_str() == "delivered")
     ));
     let record = b.engine.spawn_record(&key(&child)).unwrap().unwrap();
     assert_eq!(
@@ -298,7 +298,7 @@ async fn a_child_over_its_run_timeout_is_stopped_and_announced_as_timed_out() {
     let a = &b.announces()[0];
     assert!(a.contains("\nStatus: timed out\n"), "{a}");
     let run = b.engine.run(r["runId"].as_str().unwrap()).unwrap().unwrap();
-    assert_eq!(run.status, "timeout");
+    assert_eq!(run.status.as_str(), "timeout");
     assert!(!b.texts(&child_of(&r)).iter().any(|t| t.1 == "too late"));
 }
 
@@ -336,11 +336,9 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
         "kept"
     );
     let events = b.drain();
-    assert!(
-        events.iter().any(
-            |e| matches!(e, EngineEvent::SpawnAnnounce { outcome, .. } if outcome == "skipped")
-        )
-    );
+    assert!(events.iter().any(
+        |e| matches!(e, EngineEvent::SpawnAnnounce { outcome, .. } if outcome.as_str() == "skipped")
+    ));
     assert!(
         events
             .iter()
@@ -837,7 +835,8 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
     assert_eq!(
-        spawn.status, "ended",
+        spawn.status.as_str(),
+        "ended",
         "another live engine's announce was taken over"
     );
     // The owner is gone: now it is anyone's.
@@ -845,5 +844,5 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
-    assert_eq!(spawn.status, "done");
+    assert_eq!(spawn.status.as_str(), "done");
 }

@@ -63,7 +63,7 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
         .await
         .expect("the engine went idle");
     let row = b.engine.run(&run.run_id).expect("read").expect("run row");
-    assert_eq!(row.status, "ok");
+    assert_eq!(row.status.as_str(), "ok");
 }
 
 /// The two-agents example (assets/examples/two-agents.json5) with `delayMs` on the rules a

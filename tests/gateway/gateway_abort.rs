@@ -181,7 +181,7 @@ async fn remote_api_aborts_over_the_gateway() {
     let done = remote.abort(key, None).await.expect("abort");
     assert_eq!(done.run_ids, vec![run.clone()]);
     let waited = remote.wait_run(&run, WAIT).await.expect("wait");
-    assert_eq!(waited.status, "aborted");
+    assert_eq!(waited.status.as_str(), "aborted");
     assert_eq!(waited.error.as_deref(), Some("aborted by the owner"));
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
     let again = remote.abort(key, None).await.expect("abort again");
@@ -221,7 +221,7 @@ async fn openclaw_api_aborts_with_chat_abort() {
     let done = openclaw.abort(key, Some(&run)).await.expect("abort");
     assert_eq!(done.run_ids, vec![run.clone()]);
     let waited = local.wait_run(&run, WAIT).await.expect("wait");
-    assert_eq!(waited.status, "aborted");
+    assert_eq!(waited.status.as_str(), "aborted");
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
     gw.stop().await;
 }

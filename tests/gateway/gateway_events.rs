@@ -104,7 +104,7 @@ async fn subscribed_events_arrive_in_order_with_increasing_frame_seq() {
             if line.to_string().contains("re: hello there"))
     });
     let ended = pos(
-        &|e| matches!(e, EngineEvent::RunEnded { run_id: r, status, .. } if *r == run_id && status == "ok"),
+        &|e| matches!(e, EngineEvent::RunEnded { run_id: r, status, .. } if *r == run_id && status.as_str() == "ok"),
     );
     // (The engine announces a scripted run's start after its reply line: both are
     // committed together; the gateway keeps the engine's order, checked above.)

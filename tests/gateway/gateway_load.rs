@@ -203,7 +203,7 @@ async fn a_client_vanishing_mid_run_does_not_stop_the_run() {
         (&agent_run, "agent:main:gone2", "re: still there"),
     ] {
         let r = api.wait_run(run, WAIT).await.expect("wait");
-        assert_eq!(r.status, "ok", "{r:?}");
+        assert_eq!(r.status.as_str(), "ok", "{r:?}");
         let page = api
             .transcript(TranscriptQuery {
                 key: key.into(),

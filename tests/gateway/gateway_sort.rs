@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard::api::{
-    EngineEvent, PatchRequest, PolicyChange, SessionKind, SessionsApi, SessionsOrder,
+    EngineEvent, PatchRequest, PolicySetting, SessionKind, SessionsApi, SessionsOrder,
     SessionsQuery, StreamItem, ToolCall,
 };
 use switchboard::engine::key::SessionKey;
@@ -150,7 +150,7 @@ async fn each_refused_send_counts_on_its_own_pair_in_the_remote_console() {
     local
         .patch(PatchRequest {
             key: TARGET.into(),
-            send_policy: Some(PolicyChange::Deny),
+            send_policy: Some(PolicySetting::Deny),
         })
         .await
         .expect("deny sends into the target");
@@ -187,7 +187,7 @@ async fn each_refused_send_counts_on_its_own_pair_in_the_remote_console() {
                 ..
             } = s.event
             && key == TARGET
-            && action == "send"
+            && action.as_str() == "send"
         {
             requesters.push(requester);
         }

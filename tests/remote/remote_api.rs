@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard::api::{
-    ApiError, KeyPurpose, LinkState, PatchRequest, PolicyChange, SendRequest, Sender, SessionsApi,
+    ApiError, KeyPurpose, LinkState, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi,
     SessionsQuery, StreamItem, ToolCall, TranscriptQuery,
 };
 use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi};
@@ -95,7 +95,7 @@ async fn every_method_answers_as_the_engine_does() {
     assert!(receipt.created);
     let run_id = receipt.run_id.clone().expect("a run answers");
     let remote_run = remote.wait_run(&run_id, HANG).await.expect("wait_run");
-    assert_eq!(remote_run.status, "ok");
+    assert_eq!(remote_run.status.as_str(), "ok");
     assert_eq!(remote_run.reply, "re: hello");
     assert_eq!(
         remote_run,
@@ -185,17 +185,17 @@ async fn every_method_answers_as_the_engine_does() {
 
     let deny = PatchRequest {
         key: "agent:work:main".into(),
-        send_policy: Some(PolicyChange::Deny),
+        send_policy: Some(PolicySetting::Deny),
     };
     let patched = remote.patch(deny.clone()).await.expect("patch");
-    assert_eq!(patched.send_policy.as_deref(), Some("deny"));
+    assert_eq!(patched.send_policy.map(|p| p.as_str()), Some("deny"));
     assert_eq!(patched, local.patch(deny).await.expect("patch"));
     let row = local
         .session("agent:work:main")
         .await
         .expect("session")
         .expect("exists");
-    assert_eq!(row.row.policy.policy, "deny");
+    assert_eq!(row.row.policy.policy.as_str(), "deny");
 
     assert!(remote.delete("agent:work:main").await.expect("delete"));
     assert!(!local.delete("agent:work:main").await.expect("delete"));

@@ -16,7 +16,7 @@ use std::time::Duration;
 use gateway_process::bounded;
 use serde_json::Value;
 use switchboard::api::{
-    AgentInfo, ApiError, EventStream, KeyPurpose, PatchRequest, PatchResult, PolicyChange,
+    AgentInfo, ApiError, EventStream, KeyPurpose, PatchRequest, PatchResult, PolicySetting,
     ResolvedKey, RunResult, SendReceipt, SendRequest, Sender, SessionDetail, SessionsApi,
     SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage, TranscriptQuery,
     WorkId,
@@ -355,7 +355,7 @@ async fn sessions_list_is_one_request_per_page() {
     local
         .patch(PatchRequest {
             key: "agent:main:dm-1".into(),
-            send_policy: Some(PolicyChange::Deny),
+            send_policy: Some(PolicySetting::Deny),
         })
         .await
         .expect("patch");

@@ -243,7 +243,7 @@ async fn long_waits_are_asked_in_slices_and_an_early_answer_ends_them() {
         .wait_run("r", Duration::from_secs(50))
         .await
         .expect("wait");
-    assert_eq!(r.status, "running");
+    assert_eq!(r.status.as_str(), "running");
     let asked: Vec<u64> = rpc
         .log
         .lock()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard::api::{
-    ApiError, EngineEvent, KeyPurpose, LineRole, LinkState, PatchRequest, PolicyChange,
+    ApiError, EngineEvent, KeyPurpose, LineRole, LinkState, PatchRequest, PolicySetting,
     SendRequest, Sender, SessionKind, SessionsApi, SessionsQuery, StreamItem, ToolCall,
     TranscriptQuery,
 };
@@ -263,7 +263,7 @@ async fn sessions_list_rows_map_key_kind_channel_names_and_policy() {
     assert_eq!(t.session_id, "f744eb6e-ac3e-4c42-bc9a-b746ca705c05");
     assert!(t.updated_at > 0);
     // No override: the gateway's config decides, and OpenClaw does not say how.
-    assert_eq!(t.policy.policy, "inherit");
+    assert_eq!(t.policy.policy.as_str(), "inherit");
     assert!(!t.policy.is_override());
     assert_eq!(t.policy.summary, "inherit (gateway default)");
     // What OpenClaw did not report is shown as not known.
@@ -476,7 +476,7 @@ async fn a_message_goes_out_by_chat_send_and_its_run_is_waited_for() {
         .wait_run(&run_id, Duration::from_secs(30))
         .await
         .unwrap();
-    assert_eq!(done.status, "ok");
+    assert_eq!(done.status.as_str(), "ok");
     assert_eq!(done.reply, "live reply");
     assert!(
         api.wait_work(receipt.work, Duration::from_secs(30))
@@ -523,7 +523,7 @@ async fn a_wait_that_runs_out_reports_the_run_as_still_running() {
         )
         .await
         .unwrap();
-    assert_eq!(r.status, "running");
+    assert_eq!(r.status.as_str(), "running");
     gw.assert_all_answered();
 }
 
@@ -558,21 +558,21 @@ async fn send_off_on_inherit_patch_the_exact_send_policy() {
     let on = api
         .patch(PatchRequest {
             key: T.into(),
-            send_policy: Some(PolicyChange::Allow),
+            send_policy: Some(PolicySetting::Allow),
         })
         .await
         .unwrap();
-    assert_eq!(on.send_policy.as_deref(), Some("allow"));
+    assert_eq!(on.send_policy.map(|p| p.as_str()), Some("allow"));
     assert!(on.effective.is_override());
     let back = api
         .patch(PatchRequest {
             key: T.into(),
-            send_policy: Some(PolicyChange::Inherit),
+            send_policy: Some(PolicySetting::Inherit),
         })
         .await
         .unwrap();
     assert_eq!(back.send_policy, None);
-    assert_eq!(back.effective.policy, "inherit");
+    assert_eq!(back.effective.policy.as_str(), "inherit");
     // `null` itself, not an absent field: OpenClaw removes the override only for null.
     assert_eq!(
         gw.requests("sessions.patch"),
@@ -1174,7 +1174,7 @@ mod live {
         );
         api.send(owner_says(&key, "/send inherit")).await.unwrap();
         let row = api.session(&key).await.unwrap().unwrap().row;
-        assert_eq!(row.policy.policy, "inherit");
+        assert_eq!(row.policy.policy.as_str(), "inherit");
 
         let e = api
             .call_tool(ToolCall {

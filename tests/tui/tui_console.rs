@@ -339,7 +339,7 @@ async fn a_send_stopped_by_the_chain_limit_shows_in_the_rounds_pane() {
             .exchanges
             .entries
             .first()
-            .is_some_and(|e| e.kind == "chain")
+            .is_some_and(|e| e.kind.as_str() == "chain")
     })
     .await;
     let shown = screen(&c.console.state, &Keymap::defaults());
@@ -361,7 +361,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
     c.act(Action::Engine(Box::new(
         switchboard::engine::events::EngineEvent::PolicyDecision {
             key: "agent:support:discord:group:random".into(),
-            action: "reply".into(),
+            action: "reply".parse().unwrap(),
             allowed: false,
             source: "rule 1".into(),
             requester: None,
@@ -387,7 +387,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
     c.act(Action::Engine(Box::new(
         switchboard::engine::events::EngineEvent::PolicyDecision {
             key: "agent:support:discord:group:random".into(),
-            action: "reply".into(),
+            action: "reply".parse().unwrap(),
             allowed: false,
             source: "rule 1".into(),
             requester: None,
@@ -555,7 +555,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
         s.sessions
             .rows
             .iter()
-            .any(|r| r.key == ME && r.policy == "deny" && r.policy_override)
+            .any(|r| r.key == ME && r.policy.as_str() == "deny" && r.policy_override)
     })
     .await;
     assert_eq!(stored_policy(&b, ME).as_deref(), Some("deny"));
@@ -567,7 +567,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
         s.sessions
             .rows
             .iter()
-            .any(|r| r.key == ME && r.policy == "allow" && !r.policy_override)
+            .any(|r| r.key == ME && r.policy.as_str() == "allow" && !r.policy_override)
     })
     .await;
     assert_eq!(stored_policy(&b, ME), None);

@@ -38,13 +38,13 @@ const RESEARCH: &str = "agent:research:main";
 fn summary(id: &str, kind: &str, requester: &str, target: &str, at: i64) -> ExchangeSummary {
     ExchangeSummary {
         id: id.into(),
-        kind: kind.into(),
+        kind: kind.parse().unwrap(),
         requester: requester.into(),
         target: target.into(),
         message: String::new(),
         started_at: at,
         ended_at: Some(at + 4 * SEC),
-        status: "done".into(),
+        status: "done".parse().unwrap(),
         rounds: 0,
         ended_reason: None,
         detail: String::new(),
@@ -58,31 +58,31 @@ fn exchanges() -> Vec<ExchangeSummary> {
         ExchangeSummary {
             message: "is INC-4821 under control?".into(),
             rounds: 5,
-            ended_reason: Some("cap".into()),
+            ended_reason: Some("cap".parse().unwrap()),
             detail: "maxPingPongTurns reached (4 turns after the first reply)".into(),
-            announce: Some("delivered".into()),
+            announce: Some("delivered".parse().unwrap()),
             ..summary("x4", "send", ALICE, OPS, NOW - 2 * MIN)
         },
         ExchangeSummary {
             message: "let me in".into(),
-            status: "refused".into(),
-            ended_reason: Some("policy".into()),
+            status: "refused".parse().unwrap(),
+            ended_reason: Some("policy".parse().unwrap()),
             detail: "send blocked by session policy: agent:research:main does not accept sends: set here with /send off".into(),
             ..summary("x3", "refused", OPS, RESEARCH, NOW - 3 * MIN)
         },
         ExchangeSummary {
             message: "pass it on".into(),
-            status: "refused".into(),
-            ended_reason: Some("chain".into()),
+            status: "refused".parse().unwrap(),
+            ended_reason: Some("chain".parse().unwrap()),
             detail: "13 sends > session.agentToAgent.maxChainHops 12 (chain c-1)".into(),
             ..summary("x2", "chain", RESEARCH, ALICE, NOW - 4 * MIN)
         },
         ExchangeSummary {
             message: "churn for last week?".into(),
             rounds: 3,
-            ended_reason: Some("reply_skip".into()),
+            ended_reason: Some("reply_skip".parse().unwrap()),
             detail: "agent:research:main replied REPLY_SKIP in round 3".into(),
-            announce: Some("skipped".into()),
+            announce: Some("skipped".parse().unwrap()),
             ..summary("x1", "send", ALICE, RESEARCH, NOW - 9 * MIN)
         },
     ]
@@ -94,7 +94,7 @@ fn turn(round: u32, speaker: &str, listener: &str, text: &str, at: i64) -> Excha
         speaker: speaker.into(),
         listener: listener.into(),
         run_id: format!("run-{round}"),
-        status: "ok".into(),
+        status: "ok".parse().unwrap(),
         text: text.into(),
         error: None,
         started_at: at,
@@ -141,7 +141,7 @@ fn detail_x4() -> ExchangeDetail {
             ),
         ],
         announce: Some(ExchangeAnnounce {
-            outcome: "delivered".into(),
+            outcome: "delivered".parse().unwrap(),
             text: Some("INC-4821 is mitigated; rollback staged.".into()),
             channel: Some("slack".into()),
             to: Some("group:incidents".into()),
@@ -252,7 +252,7 @@ async fn scrolling_to_the_end_loads_the_next_page_and_each_exchange_comes_once()
         .map(|i| ExchangeSummary {
             message: format!("message {i}"),
             rounds: 1,
-            ended_reason: Some("reply_skip".into()),
+            ended_reason: Some("reply_skip".parse().unwrap()),
             ..summary(
                 &format!("e{i:03}"),
                 "send",
@@ -299,12 +299,12 @@ async fn events_bring_new_exchanges_in_and_the_cursor_stays_on_its_exchange() {
         0,
         ExchangeSummary {
             message: "new one".into(),
-            status: "running".into(),
+            status: "running".parse().unwrap(),
             ..summary("x5", "send", OPS, ALICE, NOW - SEC)
         },
     );
-    api.emit(EngineEvent::FlowStarted {
-        flow_id: "x5".into(),
+    api.emit(EngineEvent::ExchangeStarted {
+        exchange_id: "x5".into(),
         chain_id: "c".into(),
         hop: 1,
         requester: OPS.into(),
@@ -487,10 +487,10 @@ async fn a_vanished_exchange_or_a_deleted_session_is_said_inline() {
     d.intent(Intent::Open);
     d.settle().await;
     api.data.lock().expect("fake").exchange_details.clear();
-    api.emit(EngineEvent::FlowEnded {
-        flow_id: "x4".into(),
-        status: "done".into(),
-        reason: "cap".into(),
+    api.emit(EngineEvent::ExchangeEnded {
+        exchange_id: "x4".into(),
+        status: "done".parse().unwrap(),
+        reason: "cap".parse().unwrap(),
     });
     d.settle().await;
     let shown = screen(&d.console.state, 60, 16);
@@ -532,7 +532,7 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
     b.engine.idle().await;
     api.patch(switchboard::api::PatchRequest {
         key: "agent:ops:main".into(),
-        send_policy: Some(switchboard::api::PolicyChange::Deny),
+        send_policy: Some(switchboard::api::PolicySetting::Deny),
     })
     .await
     .expect("deny");

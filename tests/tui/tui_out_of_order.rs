@@ -346,9 +346,9 @@ fn a_page_read_before_a_run_started_does_not_hide_the_run() {
         run_id: "r1".into(),
         key: key.clone(),
         agent_id: "main".into(),
-        step: "message".into(),
+        step: "message".parse().unwrap(),
         round: 0,
-        flow_id: None,
+        exchange_id: None,
     };
     let effects = h.console.update(Action::Engine(Box::new(started)));
     h.take(effects);

@@ -34,8 +34,8 @@ fn redact(screen: &str) -> String {
 
 fn policy(policy: &str, source: &str, rule: Option<usize>, matched: Option<&str>) -> PolicyView {
     PolicyView {
-        policy: policy.into(),
-        source: source.into(),
+        policy: policy.parse().unwrap(),
+        source: source.parse().unwrap(),
         rule,
         matched: matched.map(str::to_string),
         detail: "unused by the console".into(),
@@ -235,7 +235,7 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     for _ in 0..3 {
         api.emit(EngineEvent::PolicyDecision {
             key: "agent:main:s002".into(),
-            action: "sessions_send".into(),
+            action: switchboard::api::SendKind::Send,
             allowed: false,
             source: "rule 1 (channel=discord chatType=group)".into(),
             requester: None,

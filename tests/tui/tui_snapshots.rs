@@ -31,7 +31,7 @@ use switchboard::api::{
 };
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::exchanges::{Exchanges, Scope};
-use switchboard::tui::state::{FlowView, Focus, RoundView, SessionRow, SpawnView, State};
+use switchboard::tui::state::{ExchangeRounds, Focus, RoundView, SessionRow, SpawnView, State};
 use switchboard::tui::{strip_colors, view};
 
 use common::console_driver::Driver;
@@ -107,7 +107,7 @@ fn session(
         name: name.to_string(),
         channel: channel.to_string(),
         updated_at: NOW - age,
-        policy: policy.to_string(),
+        policy: policy.parse().unwrap(),
         policy_override,
         policy_detail: if policy_override {
             "override".to_string()
@@ -323,20 +323,23 @@ fn round(round: u32, speaker: &str, text: &str) -> RoundView {
         round,
         speaker: speaker.to_string(),
         text: text.to_string(),
-        status: "ok".to_string(),
+        status: "ok".parse().unwrap(),
     }
 }
 
-fn pair(a: &str, b: &str) -> Option<(String, String)> {
-    Some((a.to_string(), b.to_string()))
+fn pair<T: std::str::FromStr>(a: &str, b: &str) -> Option<(T, String)>
+where
+    T::Err: std::fmt::Debug,
+{
+    Some((a.parse().unwrap(), b.to_string()))
 }
 
 /// Finished exchanges (cap reached with a delivered announce, REPLY_SKIP with a skipped one,
 /// a timeout without a route) and one still running.
-fn flows() -> BTreeMap<String, FlowView> {
+fn flows() -> BTreeMap<String, ExchangeRounds> {
     let list = vec![
-        FlowView {
-            flow_id: "flow-1".into(),
+        ExchangeRounds {
+            exchange_id: "flow-1".into(),
             requester: MAIN.into(),
             target: INCIDENTS.into(),
             message: "is INC-4821 under control?".into(),
@@ -351,8 +354,8 @@ fn flows() -> BTreeMap<String, FlowView> {
             done: true,
             started: NOW - 8 * MIN,
         },
-        FlowView {
-            flow_id: "flow-2".into(),
+        ExchangeRounds {
+            exchange_id: "flow-2".into(),
             requester: JONAS.into(),
             target: RESEARCH.into(),
             message: "what did last week's churn cohort look like?".into(),
@@ -366,8 +369,8 @@ fn flows() -> BTreeMap<String, FlowView> {
             done: true,
             started: NOW - 6 * MIN,
         },
-        FlowView {
-            flow_id: "flow-3".into(),
+        ExchangeRounds {
+            exchange_id: "flow-3".into(),
             requester: MAIN.into(),
             target: "agent:support:main".into(),
             message: "Payment failed for acme-corp: please reach out.".into(),
@@ -375,15 +378,15 @@ fn flows() -> BTreeMap<String, FlowView> {
                 round: 1,
                 speaker: "agent:support:main".into(),
                 text: String::new(),
-                status: "timeout".into(),
+                status: "timeout".parse().unwrap(),
             }],
             loop_end: pair("timeout", "no reply within 30 s"),
             announce: pair("no_route", "agent:support:main has no channel route"),
             done: true,
             started: NOW - 4 * MIN,
         },
-        FlowView {
-            flow_id: "flow-4".into(),
+        ExchangeRounds {
+            exchange_id: "flow-4".into(),
             requester: VISITOR.into(),
             target: INCIDENTS.into(),
             message: "Checkout failing with 502s. Known issue?".into(),
@@ -398,7 +401,9 @@ fn flows() -> BTreeMap<String, FlowView> {
             started: NOW - 30 * SEC,
         },
     ];
-    list.into_iter().map(|f| (f.flow_id.clone(), f)).collect()
+    list.into_iter()
+        .map(|f| (f.exchange_id.clone(), f))
+        .collect()
 }
 
 /// The exchanges of `flows()` as the engine lists them (newest first), those touching `key`
@@ -408,16 +413,16 @@ fn exchanges_of(key: Option<&str>) -> Exchanges {
         .into_values()
         .filter(|f| key.is_none_or(|k| f.requester == k || f.target == k))
         .map(|f| ExchangeSummary {
-            id: f.flow_id,
-            kind: "send".into(),
+            id: f.exchange_id,
+            kind: "send".parse().unwrap(),
             requester: f.requester,
             target: f.target,
             message: f.message,
             started_at: f.started,
             ended_at: None,
-            status: if f.done { "done" } else { "running" }.into(),
+            status: if f.done { "done" } else { "running" }.parse().unwrap(),
             rounds: f.rounds.len() as u32,
-            ended_reason: f.loop_end.as_ref().map(|l| l.0.clone()),
+            ended_reason: f.loop_end.as_ref().map(|l| l.0),
             detail: f.loop_end.map(|l| l.1).unwrap_or_default(),
             announce: f.announce.map(|a| a.0),
         })
@@ -488,7 +493,7 @@ fn busy() -> State {
     s.sessions.unread.insert(VISITOR.to_string(), 1);
     s.transcript.lines = main_transcript();
     s.transcript.total = 10;
-    s.rounds.flows = flows();
+    s.rounds.exchange_rounds = flows();
     s.rounds.exchanges = exchanges_of(s.sessions.selected_key());
     s.rounds.spawns = spawns();
     s.sessions.selected_policy = Some("allow · default".to_string());
@@ -530,7 +535,7 @@ fn sessions_with_a_selection_further_down() {
     let mut s = busy();
     s.sessions.selected = 4;
     no_transcript(&mut s);
-    s.rounds.flows.clear();
+    s.rounds.exchange_rounds.clear();
     s.rounds.spawns.clear();
     s.sessions.selected_policy = Some("deny · set here with /send off".to_string());
     let buf = render(&s, 120, 40);
@@ -729,7 +734,7 @@ fn rounds_of_all_sessions() {
 #[test]
 fn rounds_pane_without_traffic() {
     let mut s = busy();
-    s.rounds.flows.clear();
+    s.rounds.exchange_rounds.clear();
     s.rounds.exchanges = Exchanges::shown(Scope::Session(MAIN.into()), Vec::new(), false);
     s.rounds.spawns.clear();
     s.focus = Focus::Rounds;
@@ -739,7 +744,7 @@ fn rounds_pane_without_traffic() {
 #[test]
 fn spawned_tree_under_its_requester() {
     let mut s = busy();
-    s.rounds.flows.clear();
+    s.rounds.exchange_rounds.clear();
     s.rounds.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
     s.rounds.all = true;
     s.focus = Focus::Rounds;
@@ -755,7 +760,7 @@ fn spawned_tree_under_its_requester() {
 #[test]
 fn spawned_tree_groups_children_under_one_header_per_requester() {
     let mut s = busy();
-    s.rounds.flows.clear();
+    s.rounds.exchange_rounds.clear();
     s.rounds.exchanges = Exchanges::shown(Scope::All, Vec::new(), false);
     s.rounds.all = true;
     // main's second child starts after the cron session's child.
@@ -1035,8 +1040,8 @@ fn no_color_focus_elsewhere_keeps_the_selection_reversed() {
 /// The policy a row shows, as the engine words it.
 fn policy(policy: &str, source: &str, detail: &str) -> PolicyView {
     PolicyView {
-        policy: policy.into(),
-        source: source.into(),
+        policy: policy.parse().unwrap(),
+        source: source.parse().unwrap(),
         rule: None,
         matched: None,
         detail: detail.into(),
@@ -1254,7 +1259,7 @@ async fn a_policy_refusal_says_how_to_change_it_at_120_columns() {
     // The event the engine sends when the demo's #random refuses a send.
     h.api.emit(EngineEvent::PolicyDecision {
         key: RANDOM.to_string(),
-        action: "send".to_string(),
+        action: "send".parse().unwrap(),
         allowed: false,
         source: "rule 1 (channel=discord chatType=group keyPrefix=discord:group:random)"
             .to_string(),
@@ -1328,7 +1333,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
         s.sessions
             .rows
             .iter()
-            .any(|r| r.key == MAIN && r.policy == "deny" && r.policy_override)
+            .any(|r| r.key == MAIN && r.policy.as_str() == "deny" && r.policy_override)
     })
     .await;
     h.until("the command's reply in the status line", |s| {
@@ -1370,7 +1375,7 @@ async fn slash_send_off_changes_the_policy_and_the_status_line() {
         s.sessions
             .rows
             .iter()
-            .any(|r| r.key == MAIN && r.policy == "allow" && !r.policy_override)
+            .any(|r| r.key == MAIN && r.policy.as_str() == "allow" && !r.policy_override)
     })
     .await;
 }

@@ -39,8 +39,8 @@ fn row(key: &str, running: bool) -> SessionRow {
         session_id: format!("sid-{key}"),
         updated_at: NOW - 60_000,
         policy: PolicyView {
-            policy: "allow".into(),
-            source: "default".into(),
+            policy: "allow".parse().unwrap(),
+            source: "default".parse().unwrap(),
             rule: None,
             matched: None,
             detail: "default".into(),
@@ -189,15 +189,15 @@ impl Harness {
         self.event(EngineEvent::RunEnded {
             run_id: run.into(),
             key: key.into(),
-            step: "message".into(),
+            step: "message".parse().unwrap(),
             round: 0,
-            status: "ok".into(),
+            status: "ok".parse().unwrap(),
             reply: reply.map(str::to_string),
             error: None,
             duration_ms: 10,
             tokens_in: None,
             tokens_out: None,
-            flow_id: None,
+            exchange_id: None,
         });
     }
 

@@ -94,8 +94,8 @@ fn state(w: u16, h: u16) -> State {
 
 /// A live ping-pong exchange main → ops that hits the cap: the message, five replies.
 fn live_loop(api: &FakeApi, flow: &str) {
-    api.emit(EngineEvent::FlowStarted {
-        flow_id: flow.into(),
+    api.emit(EngineEvent::ExchangeStarted {
+        exchange_id: flow.into(),
         chain_id: "chain-1".into(),
         hop: 1,
         requester: MAIN.into(),
@@ -109,26 +109,26 @@ fn live_loop(api: &FakeApi, flow: &str) {
         } else {
             (MAIN, OPS)
         };
-        api.emit(EngineEvent::FlowRound {
-            flow_id: flow.into(),
+        api.emit(EngineEvent::ExchangeRound {
+            exchange_id: flow.into(),
             round,
             speaker: speaker.into(),
             listener: listener.into(),
             run_id: format!("run-{}", round + 1),
             text: "ack".into(),
-            status: "ok".into(),
+            status: "ok".parse().unwrap(),
         });
     }
-    api.emit(EngineEvent::FlowLoopEnded {
-        flow_id: flow.into(),
-        reason: "cap".into(),
+    api.emit(EngineEvent::ExchangeLoopEnded {
+        exchange_id: flow.into(),
+        reason: "cap".parse().unwrap(),
         rounds: 5,
         detail: "maxPingPongTurns reached".into(),
     });
-    api.emit(EngineEvent::FlowEnded {
-        flow_id: flow.into(),
-        status: "done".into(),
-        reason: "cap".into(),
+    api.emit(EngineEvent::ExchangeEnded {
+        exchange_id: flow.into(),
+        status: "done".parse().unwrap(),
+        reason: "cap".parse().unwrap(),
     });
 }
 
@@ -285,7 +285,7 @@ async fn stop_asks_first_then_sends_send_off_into_the_target_and_u_undoes_it() {
     api.set_policy(
         OPS,
         switchboard::api::PolicyView {
-            policy: "deny".into(),
+            policy: "deny".parse().unwrap(),
             ..fake_api::row(OPS, OPS, SessionKind::Main, NOW).policy
         },
         "owner",
@@ -329,8 +329,8 @@ async fn j_and_k_move_over_pairs_and_the_cursor_stays_on_its_pair_as_counts_chan
     assert_ne!(chosen, (MAIN.to_string(), OPS.to_string()));
     // A burst on another pair re-sorts the table; the cursor follows its pair.
     for i in 0..30 {
-        api.emit(EngineEvent::FlowStarted {
-            flow_id: format!("burst-{i}"),
+        api.emit(EngineEvent::ExchangeStarted {
+            exchange_id: format!("burst-{i}"),
             chain_id: "c".into(),
             hop: 1,
             requester: RESEARCH.into(),
@@ -485,13 +485,13 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
         .console
         .state
         .rounds
-        .flows
+        .exchange_rounds
         .values()
         .find(|f| f.requester == PING && f.target == PONG)
-        .map(|f| f.flow_id.clone())
+        .map(|f| f.exchange_id.clone())
         .expect("the exchange in the console");
     assert!(
-        !d.console.state.rounds.flows[&flow].done,
+        !d.console.state.rounds.exchange_rounds[&flow].done,
         "stopped mid-exchange"
     );
 
@@ -502,21 +502,21 @@ async fn a_loop_stopped_from_the_view_mid_exchange_sends_nothing_more_into_its_t
         s.sessions
             .rows
             .iter()
-            .any(|r| r.key == PONG && r.policy == "deny" && r.policy_override)
+            .any(|r| r.key == PONG && r.policy.as_str() == "deny" && r.policy_override)
     })
     .await;
     let at_stop = into_pong(api.as_ref()).await;
 
     // The exchange under way ends at the next turn into pong: refused by its policy.
     d.until("the exchange to end", |s| {
-        s.rounds.flows.get(&flow).is_some_and(|f| f.done)
+        s.rounds.exchange_rounds.get(&flow).is_some_and(|f| f.done)
     })
     .await;
-    let end = d.console.state.rounds.flows[&flow]
+    let end = d.console.state.rounds.exchange_rounds[&flow]
         .loop_end
         .clone()
         .expect("an end");
-    assert_eq!(end.0, "policy", "{end:?}");
+    assert_eq!(end.0.as_str(), "policy", "{end:?}");
 
     // A new attempt is refused too.
     owner_says(&b, PING, "start").await;

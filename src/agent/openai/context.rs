@@ -13,7 +13,7 @@ pub const HISTORY_MESSAGES: usize = 40;
 /// Transcript lines read for the history: a few more than are sent (lines that carry
 /// nothing for the model, such as failed turns, are dropped on the way). Not many more:
 /// each model turn goes through them all (the engine keeps them in memory between turns,
-/// `engine/flows/history_cache.rs`, but still copies and converts them).
+/// `engine/runs/history_cache.rs`, but still copies and converts them).
 pub const HISTORY_READ: usize = HISTORY_MESSAGES + 8;
 /// The most characters of history content sent (roughly 8k tokens), so a long session does
 /// not push the turn out of a small model's context window.

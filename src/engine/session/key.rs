@@ -66,53 +66,7 @@ pub fn looks_like_session_id(raw: &str) -> bool {
     })
 }
 
-/// The kind of a session, as `sessions_list` reports and filters it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionKind {
-    Main,
-    Group,
-    Cron,
-    Hook,
-    Node,
-    Other,
-}
-
-impl SessionKind {
-    pub const ALL: [SessionKind; 6] = [
-        SessionKind::Main,
-        SessionKind::Group,
-        SessionKind::Cron,
-        SessionKind::Hook,
-        SessionKind::Node,
-        SessionKind::Other,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionKind::Main => "main",
-            SessionKind::Group => "group",
-            SessionKind::Cron => "cron",
-            SessionKind::Hook => "hook",
-            SessionKind::Node => "node",
-            SessionKind::Other => "other",
-        }
-    }
-
-    /// Case-insensitive parse; unknown names give `None` (callers drop them, as OpenClaw does).
-    pub fn parse(raw: &str) -> Option<SessionKind> {
-        let lower = raw.trim().to_ascii_lowercase();
-        SessionKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == lower.as_str())
-    }
-}
-
-impl fmt::Display for SessionKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::api::{SessionKind, group_channel_of};
 
 /// A canonical (internal) session key: lowercase, agent-scoped (`agent:<id>:<rest>`) or one
 /// of the reserved literals `global` / `unknown`.
@@ -340,39 +294,8 @@ impl KeyScheme {
     /// Kind by the key's rest (so canonical `agent:main:cron:x` is `cron`, not `other`);
     /// `chat_type` from the entry marks groups whose key does not say so.
     pub fn kind(&self, key: &SessionKey, chat_type: Option<&str>) -> SessionKind {
-        if key.is_global() {
-            return SessionKind::Main;
-        }
-        let rest = key.rest();
-        if key.agent_parts().is_some() && rest == self.main_key {
-            return SessionKind::Main;
-        }
-        if rest.starts_with("cron:") {
-            return SessionKind::Cron;
-        }
-        if rest.starts_with("hook:") {
-            return SessionKind::Hook;
-        }
-        if rest.starts_with("node-") || rest.starts_with("node:") {
-            return SessionKind::Node;
-        }
-        if matches!(chat_type, Some("group" | "channel")) || group_channel_of(rest).is_some() {
-            return SessionKind::Group;
-        }
-        SessionKind::Other
-    }
-}
-
-/// For a group/channel rest `<channel>:group:<id>` or `<channel>:channel:<id>`, the channel.
-pub fn group_channel_of(rest: &str) -> Option<&str> {
-    let mut parts = rest.splitn(3, ':');
-    let channel = parts.next()?;
-    let marker = parts.next()?;
-    let id = parts.next()?;
-    if (marker == "group" || marker == "channel") && !channel.is_empty() && !id.is_empty() {
-        Some(channel)
-    } else {
-        None
+        let is_main = key.is_global() || (key.agent_parts().is_some() && key.rest() == self.main_key);
+        SessionKind::of_key(key.rest(), is_main, chat_type)
     }
 }
 

@@ -5,163 +5,11 @@
 //! Evaluation follows OpenClaw's `resolveSendPolicy` (reference §6.2) step for step, and every
 //! decision says where it came from, so the owner can see *why* a session is blocked.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize, Serializer};
-use serde_json::{Value, json};
-
-use crate::config::{Config, PolicyAction, PolicyMatch};
+pub use crate::api::{PolicyDecision, PolicySetting, PolicySource, SendPolicy};
+use crate::api::SendKind;
+use crate::config::{Config, PolicyMatch};
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::session::key::{SessionKey, chat_type_of, group_channel_of};
-
-/// Whether sends to a session are allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SendPolicy {
-    Allow,
-    Deny,
-}
-
-impl SendPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SendPolicy::Allow => "allow",
-            SendPolicy::Deny => "deny",
-        }
-    }
-
-    /// OpenClaw's `normalizeSendPolicy`: trimmed, case-insensitive `allow`/`deny`; anything
-    /// else (including an empty string) is no policy at all, i.e. "inherit".
-    pub fn parse(raw: &str) -> Option<SendPolicy> {
-        let s = raw.trim();
-        if s.eq_ignore_ascii_case("allow") {
-            Some(SendPolicy::Allow)
-        } else if s.eq_ignore_ascii_case("deny") {
-            Some(SendPolicy::Deny)
-        } else {
-            None
-        }
-    }
-
-    /// The word the `/send` command uses for this policy (`on`/`off`).
-    pub fn command_word(self) -> &'static str {
-        match self {
-            SendPolicy::Allow => "on",
-            SendPolicy::Deny => "off",
-        }
-    }
-}
-
-impl From<PolicyAction> for SendPolicy {
-    fn from(a: PolicyAction) -> SendPolicy {
-        match a {
-            PolicyAction::Allow => SendPolicy::Allow,
-            PolicyAction::Deny => SendPolicy::Deny,
-        }
-    }
-}
-
-impl fmt::Display for SendPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where a decision came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicySource {
-    /// The session entry's own `sendPolicy`.
-    Override,
-    /// `session.sendPolicy.rules[index - 1]`; `index` is 1-based because people count rules
-    /// that way, and `description` is the rule's match (e.g. `channel=discord chatType=group`).
-    Rule { index: usize, description: String },
-    /// No rule decided: `session.sendPolicy.default` (allow when that is unset).
-    Default,
-    /// There is no `session.sendPolicy` at all: everything is allowed.
-    Unconfigured,
-}
-
-impl PolicySource {
-    /// The machine name used in JSON: `override` | `rule` | `default` | `unconfigured`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            PolicySource::Override => "override",
-            PolicySource::Rule { .. } => "rule",
-            PolicySource::Default => "default",
-            PolicySource::Unconfigured => "unconfigured",
-        }
-    }
-}
-
-impl fmt::Display for PolicySource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PolicySource::Override => f.write_str("override (set on this session)"),
-            PolicySource::Rule { index, description } => {
-                write!(f, "rule {index} ({description})")
-            }
-            PolicySource::Default => f.write_str("default (session.sendPolicy.default)"),
-            PolicySource::Unconfigured => f.write_str("no session.sendPolicy configured"),
-        }
-    }
-}
-
-/// A send-policy decision and its reason.
-///
-/// JSON (camelCase; `rule` and `match` only for `source: "rule"`):
-/// ```json
-/// {"policy": "deny", "source": "rule", "rule": 1, "match": "channel=discord chatType=group",
-///  "detail": "rule 1 (channel=discord chatType=group)"}
-/// ```
-/// `source` is `override` | `rule` | `default` | `unconfigured`; `detail` is the one-line
-/// human explanation (the `Display` of the source).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyDecision {
-    pub policy: SendPolicy,
-    pub source: PolicySource,
-}
-
-impl PolicyDecision {
-    pub fn is_allowed(&self) -> bool {
-        self.policy == SendPolicy::Allow
-    }
-
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-    pub fn is_override(&self) -> bool {
-        self.source == PolicySource::Override
-    }
-
-    /// The JSON shape documented on the type (built directly, so it cannot fail).
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "policy": self.policy.as_str(),
-            "source": self.source.kind(),
-        });
-        if let PolicySource::Rule { index, description } = &self.source {
-            v["rule"] = json!(index);
-            v["match"] = json!(description);
-        }
-        v["detail"] = json!(self.source.to_string());
-        v
-    }
-}
-
-impl Serialize for PolicyDecision {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(serializer)
-    }
-}
-
-impl fmt::Display for PolicyDecision {
-    /// `deny, from rule 1 (channel=discord chatType=group)`; `allow, no session.sendPolicy
-    /// configured` (that source is not something a decision comes "from").
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.source {
-            PolicySource::Unconfigured => write!(f, "{}, {}", self.policy, self.source),
-            _ => write!(f, "{}, from {}", self.policy, self.source),
-        }
-    }
-}
 
 /// OpenClaw's `normalizeMatchValue`: trimmed and lowercased; empty means "not given".
 fn norm(raw: Option<&str>) -> Option<String> {
@@ -302,7 +150,7 @@ pub fn describe_match(m: &PolicyMatch) -> String {
 ///    remembered (the first one is reported);
 /// 4. a remembered allow, else `session.sendPolicy.default`, else allow.
 pub fn evaluate(config: &Config, key: &SessionKey, entry: &SessionEntry) -> PolicyDecision {
-    if let Some(policy) = entry.send_policy.as_deref().and_then(SendPolicy::parse) {
+    if let Some(policy) = entry.send_policy.as_deref().and_then(|p| p.parse::<SendPolicy>().ok()) {
         return PolicyDecision {
             policy,
             source: PolicySource::Override,
@@ -326,13 +174,13 @@ pub fn evaluate(config: &Config, key: &SessionKey, entry: &SessionEntry) -> Poli
         };
         match rule.action {
             // Deny wins regardless of any allow before or after it.
-            PolicyAction::Deny => {
+            SendPolicy::Deny => {
                 return PolicyDecision {
                     policy: SendPolicy::Deny,
                     source: source(),
                 };
             }
-            PolicyAction::Allow => {
+            SendPolicy::Allow => {
                 if first_allow.is_none() {
                     first_allow = Some(source());
                 }
@@ -348,7 +196,6 @@ pub fn evaluate(config: &Config, key: &SessionKey, entry: &SessionEntry) -> Poli
     PolicyDecision {
         policy: cfg
             .default
-            .map(SendPolicy::from)
             .unwrap_or(SendPolicy::Allow),
         source: PolicySource::Default,
     }
@@ -362,14 +209,14 @@ impl crate::engine::Engine {
         &self,
         key: &SessionKey,
         entry: &SessionEntry,
-        action: &str,
+        action: SendKind,
         requester: Option<&SessionKey>,
     ) -> PolicyDecision {
         let decision = evaluate(self.config(), key, entry);
         self.events()
             .emit(crate::engine::events::EngineEvent::PolicyDecision {
                 key: key.to_string(),
-                action: action.to_string(),
+                action,
                 allowed: decision.is_allowed(),
                 source: decision.source.to_string(),
                 requester: requester.map(|r| r.to_string()),
@@ -409,11 +256,10 @@ pub fn parse_send_command(text: &str) -> Option<SendCommand> {
     if word.is_empty() || !word.bytes().all(|b| b.is_ascii_alphabetic()) {
         return None;
     }
-    Some(match word.to_ascii_lowercase().as_str() {
-        "on" | "allow" => SendCommand::Set(Some(SendPolicy::Allow)),
-        "off" | "deny" => SendCommand::Set(Some(SendPolicy::Deny)),
-        "inherit" | "default" | "reset" => SendCommand::Set(None),
-        _ => SendCommand::Usage,
+    // The word is parsed as `--send-policy` parses it; anything else shows the usage.
+    Some(match word.parse::<PolicySetting>() {
+        Ok(setting) => SendCommand::Set(setting.policy()),
+        Err(_) => SendCommand::Usage,
     })
 }
 
@@ -425,19 +271,6 @@ pub fn send_command_reply(cmd: &SendCommand) -> String {
             p.map(SendPolicy::command_word).unwrap_or("inherit")
         ),
         SendCommand::Usage => "⚙️ Usage: /send on|off|inherit".to_string(),
-    }
-}
-
-/// A command-line override value: `allow`|`on`, `deny`|`off`, `inherit` (also `default`,
-/// `reset`, the `/send` synonyms). `Ok(None)` means "remove the override".
-pub fn parse_override_arg(s: &str) -> Result<Option<SendPolicy>, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "allow" | "on" => Ok(Some(SendPolicy::Allow)),
-        "deny" | "off" => Ok(Some(SendPolicy::Deny)),
-        "inherit" | "default" | "reset" => Ok(None),
-        _ => Err(format!(
-            "invalid send policy {s:?}: use allow, deny or inherit (on and off also work)"
-        )),
     }
 }
 
@@ -520,21 +353,14 @@ mod tests {
 
     #[test]
     fn override_arguments() {
-        assert_eq!(parse_override_arg("allow"), Ok(Some(SendPolicy::Allow)));
-        assert_eq!(parse_override_arg("ON"), Ok(Some(SendPolicy::Allow)));
-        assert_eq!(parse_override_arg("Deny"), Ok(Some(SendPolicy::Deny)));
-        assert_eq!(parse_override_arg("off"), Ok(Some(SendPolicy::Deny)));
-        assert_eq!(parse_override_arg("inherit"), Ok(None));
-        let err = parse_override_arg("maybe").unwrap_err();
+        let parse = |w: &str| w.parse::<PolicySetting>().map(PolicySetting::policy);
+        assert_eq!(parse("allow"), Ok(Some(SendPolicy::Allow)));
+        assert_eq!(parse("ON"), Ok(Some(SendPolicy::Allow)));
+        assert_eq!(parse("Deny"), Ok(Some(SendPolicy::Deny)));
+        assert_eq!(parse("off"), Ok(Some(SendPolicy::Deny)));
+        assert_eq!(parse("inherit"), Ok(None));
+        let err = parse("maybe").unwrap_err();
         assert!(err.contains("allow, deny or inherit"), "{err}");
-    }
-
-    #[test]
-    fn stored_override_is_normalised() {
-        assert_eq!(SendPolicy::parse(" DENY "), Some(SendPolicy::Deny));
-        assert_eq!(SendPolicy::parse("Allow"), Some(SendPolicy::Allow));
-        assert_eq!(SendPolicy::parse("off"), None);
-        assert_eq!(SendPolicy::parse(""), None);
     }
 
     #[test]

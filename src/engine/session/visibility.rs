@@ -31,7 +31,7 @@ impl Action {
         }
     }
 
-    pub(crate) fn a2a_disabled(self) -> &'static str {
+    pub(crate) fn agent_to_agent_disabled(self) -> &'static str {
         match self {
             Action::List => {
                 "Agent-to-agent listing is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent visibility."
@@ -48,7 +48,7 @@ impl Action {
         }
     }
 
-    pub(crate) fn a2a_denied(self) -> &'static str {
+    pub(crate) fn agent_to_agent_denied(self) -> &'static str {
         match self {
             Action::List => "Agent-to-agent listing denied by tools.agentToAgent.allow.",
             Action::History => "Agent-to-agent history denied by tools.agentToAgent.allow.",
@@ -157,7 +157,7 @@ pub struct Guard {
     pub sandboxed: bool,
     /// Sandboxed non-sub-agent requesters see only what they spawned (reference §8.2).
     pub restricted: bool,
-    pub a2a: AgentToAgentPolicy,
+    pub agent_to_agent: AgentToAgentPolicy,
     /// The requester's direct children (for `tree`).
     children: HashSet<SessionKey>,
 }
@@ -193,7 +193,7 @@ impl Guard {
             configured,
             sandboxed,
             restricted,
-            a2a: AgentToAgentPolicy::from_config(config),
+            agent_to_agent: AgentToAgentPolicy::from_config(config),
             children,
         })
     }
@@ -236,11 +236,11 @@ impl Guard {
                     action.prefix()
                 )));
             }
-            if !self.a2a.enabled {
-                return Err(Denied(action.a2a_disabled().to_string()));
+            if !self.agent_to_agent.enabled {
+                return Err(Denied(action.agent_to_agent_disabled().to_string()));
             }
-            if !self.a2a.allows(&self.requester_agent, target_agent) {
-                return Err(Denied(action.a2a_denied().to_string()));
+            if !self.agent_to_agent.allows(&self.requester_agent, target_agent) {
+                return Err(Denied(action.agent_to_agent_denied().to_string()));
             }
             return Ok(());
         }
@@ -259,7 +259,7 @@ impl Guard {
 
     /// True when some sessions may be hidden from this requester's list.
     pub fn is_scoped(&self) -> bool {
-        !(self.visibility == Visibility::All && self.a2a.allows_everything() && !self.restricted)
+        !(self.visibility == Visibility::All && self.agent_to_agent.allows_everything() && !self.restricted)
     }
 
     /// A sentence for a scoped list, so a short list is not mistaken for "that is all there
@@ -284,7 +284,7 @@ impl Guard {
                 "Only sessions of agent {} are listed (tools.sessions.visibility=agent). Other agents' sessions need tools.sessions.visibility=all and tools.agentToAgent.enabled=true.",
                 self.requester_agent
             ),
-            Visibility::All if !self.a2a.enabled => "Only sessions of this agent are listed: cross-agent listing is disabled. Set tools.agentToAgent.enabled=true to see other agents' sessions.".to_string(),
+            Visibility::All if !self.agent_to_agent.enabled => "Only sessions of this agent are listed: cross-agent listing is disabled. Set tools.agentToAgent.enabled=true to see other agents' sessions.".to_string(),
             Visibility::All => "Sessions of agents not matched by tools.agentToAgent.allow are not listed.".to_string(),
         }
     }

@@ -5,6 +5,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::StorageError;
+use super::words::{word, word_opt};
+use crate::api::{AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus};
 
 /// An agent-to-agent flow as it starts.
 #[derive(Debug, Clone)]
@@ -95,9 +97,9 @@ pub fn insert_refused(conn: &Connection, f: &RefusedSend<'_>) -> Result<(), Stor
 }
 
 /// The announce step's outcome, kept with its exchange.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnnounceRecord {
-    pub outcome: String,
+    pub outcome: AnnounceOutcome,
     pub text: Option<String>,
     pub channel: Option<String>,
     pub to: Option<String>,
@@ -119,7 +121,7 @@ pub fn record_announce(
     .execute(params![
         flow_id,
         loop_detail,
-        a.outcome,
+        a.outcome.as_str(),
         a.text,
         a.channel,
         a.to,
@@ -129,18 +131,18 @@ pub fn record_announce(
 }
 
 /// One exchange as listed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowRow {
     pub flow_id: String,
-    pub kind: String,
+    pub kind: ExchangeKind,
     pub chain_id: String,
     pub requester: String,
     pub target: String,
     pub message: String,
-    pub status: String,
+    pub status: ExchangeStatus,
     pub started_at: i64,
     pub ended_at: Option<i64>,
-    pub ended_reason: Option<String>,
+    pub ended_reason: Option<ExchangeEnd>,
     pub detail: Option<String>,
     /// Runs of the exchange that answered (the target's reply, then the reply-back rounds).
     pub rounds: u32,
@@ -153,18 +155,20 @@ const FLOW_COLS: &str = "f.flow_id, f.kind, f.chain_id, f.requester, f.target, f
     f.announce, f.announce_text, f.announce_channel, f.announce_to, f.announce_detail";
 
 fn flow_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowRow> {
-    let outcome: Option<String> = r.get(12)?;
+    let outcome: Option<AnnounceOutcome> = word_opt(r, 12)?;
+    // A reason is free to grow: one this build does not know reads as `Unknown`.
+    let ended_reason: Option<String> = r.get(9)?;
     Ok(FlowRow {
         flow_id: r.get(0)?,
-        kind: r.get(1)?,
+        kind: word(r, 1)?,
         chain_id: r.get(2)?,
         requester: r.get(3)?,
         target: r.get(4)?,
         message: r.get(5)?,
-        status: r.get(6)?,
+        status: word(r, 6)?,
         started_at: r.get(7)?,
         ended_at: r.get(8)?,
-        ended_reason: r.get(9)?,
+        ended_reason: ended_reason.map(|e| e.parse().unwrap_or(ExchangeEnd::Unknown)),
         detail: r.get(10)?,
         rounds: r.get(11)?,
         announce: match outcome {

@@ -12,6 +12,7 @@ mod error;
 mod schema;
 pub mod spawns;
 mod tail_cache;
+pub mod words;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! SQL for the `runs` table: each agent turn as started and ended, and closing what a
 //! dead engine instance left running (with its exchanges) so a restart can tell what was in flight.
 
+use super::words::word;
+use crate::api::{RunStatus, Step};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
@@ -13,10 +15,10 @@ pub struct RunRow {
     pub run_id: String,
     pub session_key: String,
     pub agent_id: String,
-    pub step: String,
+    pub step: Step,
     pub round: u32,
     pub flow_id: Option<String>,
-    pub status: String,
+    pub status: RunStatus,
     pub started_at: i64,
     pub ended_at: Option<i64>,
     pub error: Option<String>,
@@ -118,10 +120,10 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         run_id: r.get(0)?,
         session_key: r.get(1)?,
         agent_id: r.get(2)?,
-        step: r.get(3)?,
+        step: word(r, 3)?,
         round: r.get(4)?,
         flow_id: r.get(5)?,
-        status: r.get(6)?,
+        status: word(r, 6)?,
         started_at: r.get(7)?,
         ended_at: r.get(8)?,
         error: r.get(9)?,

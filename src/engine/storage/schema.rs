@@ -453,7 +453,7 @@ mod tests {
         assert!(!more);
         assert_eq!(rows.len(), 1);
         assert_eq!(
-            (rows[0].kind.as_str(), rows[0].ended_reason.as_deref()),
+            (rows[0].kind.as_str(), rows[0].ended_reason.map(crate::api::ExchangeEnd::as_str)),
             ("send", Some("cap"))
         );
         assert_eq!(rows[0].announce, None);

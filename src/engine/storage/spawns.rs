@@ -1,9 +1,22 @@
 //! SQL for the `spawns` table: sub-agents, their outcome, announce and archive timer.
 
+use super::words::word;
+use crate::api::Cleanup;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::error::StorageError;
+
+crate::api::wire::wire_enum! {
+    /// Where a spawn's record is: its child's run going on, its announce decided, delivered.
+    "spawn state"
+    pub enum SpawnState {
+        Running = "running",
+        /// The outcome and the announce are decided; the delivery is not done yet.
+        Ended = "ended",
+        Done = "done",
+    }
+}
 
 /// A spawned sub-agent as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,9 +28,9 @@ pub struct SpawnRow {
     pub agent_id: String,
     pub task: String,
     pub label: Option<String>,
-    pub cleanup: String,
+    pub cleanup: Cleanup,
     pub mode: String,
-    pub status: String,
+    pub status: SpawnState,
     pub outcome: Option<String>,
     pub error: Option<String>,
     pub started_at: i64,
@@ -39,9 +52,9 @@ fn spawn_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SpawnRow> {
         agent_id: r.get(3)?,
         task: r.get(4)?,
         label: r.get(5)?,
-        cleanup: r.get(6)?,
+        cleanup: word(r, 6)?,
         mode: r.get(7)?,
-        status: r.get(8)?,
+        status: word(r, 8)?,
         outcome: r.get(9)?,
         error: r.get(10)?,
         started_at: r.get(11)?,
@@ -65,9 +78,9 @@ pub fn insert_spawn(conn: &Connection, s: &SpawnRow) -> Result<(), StorageError>
         s.agent_id,
         s.task,
         s.label,
-        s.cleanup,
+        s.cleanup.as_str(),
         s.mode,
-        s.status,
+        s.status.as_str(),
         s.outcome,
         s.error,
         s.started_at,

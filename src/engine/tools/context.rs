@@ -1,9 +1,9 @@
 //! Who calls a tool and how a call fails: the types a run needs to call tools, kept
-//! apart from the tools themselves so `flows::runs` does not import the tools that start runs.
+//! apart from the tools themselves so `engine::runs` does not import the tools that start runs.
 
 use serde_json::{Value, json};
 
-use crate::engine::flows::chain::Chain;
+use crate::engine::chain::Chain;
 use crate::engine::session::key::SessionKey;
 use crate::engine::storage::StorageError;
 

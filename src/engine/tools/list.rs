@@ -44,7 +44,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     let narrow_to_tree =
         guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
     let agent_only =
-        !narrow_to_tree && (guard.visibility == Visibility::Agent || !guard.a2a.enabled);
+        !narrow_to_tree && (guard.visibility == Visibility::Agent || !guard.agent_to_agent.enabled);
     let scan = SessionScan {
         kinds: kinds.clone(),
         agent_id: agent_only.then(|| guard.requester_agent.clone()),

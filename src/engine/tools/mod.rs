@@ -34,7 +34,7 @@ impl Engine {
                 .iter()
                 .copied()
                 .filter(|name| {
-                    crate::engine::flows::spawn::subagent_refusal(config, &ctx.requester, name)
+                    crate::engine::spawn::subagent_refusal(config, &ctx.requester, name)
                         .is_none()
                 })
                 .filter(|name| *name != "sessions_spawn" || self.may_spawn_somewhere(ctx))
@@ -72,7 +72,7 @@ impl Engine {
             // Sub-agents get no session tools unless `tools.subagents.tools` grants them.
             if TOOL_NAMES.contains(&name)
                 && let Some(refusal) =
-                    crate::engine::flows::spawn::subagent_refusal(self.config(), &ctx.requester, name)
+                    crate::engine::spawn::subagent_refusal(self.config(), &ctx.requester, name)
             {
                 return Ok(failure("forbidden", refusal));
             }

@@ -11,12 +11,13 @@ use super::resolve::resolve_reference;
 use super::row::channel_of;
 use super::context::{ToolContext, ToolError};
 use crate::engine::Engine;
-use crate::engine::flows::a2a::Send;
+use crate::engine::exchange::Send;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::session::key::{SessionKey, normalize_agent_id};
 
-use crate::engine::flows::chain::Chain;
-use crate::engine::flows::runs::RunStatus;
+use crate::engine::chain::Chain;
+use crate::api::{ExchangeKind, SEND_POLICY_REFUSAL, SendKind};
+use crate::engine::runs::RunStatus;
 use crate::engine::session::store::SessionInit;
 use crate::engine::session::visibility::{Action, Denied, Guard};
 
@@ -158,7 +159,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     ) {
         engine
             .record_refused_send(
-                "refused",
+                ExchangeKind::Refused,
                 &ctx.requester,
                 target.as_str(),
                 message,
@@ -172,7 +173,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Some(max_hops) = engine.chain_limit_passed(&chain) {
         engine
             .record_refused_send(
-                "chain",
+                ExchangeKind::Chain,
                 &ctx.requester,
                 target.as_str(),
                 message,
@@ -274,11 +275,11 @@ fn by_label(
                 "Sandboxed sessions_send label lookup is limited to this agent".into(),
             )));
         }
-        if !guard.a2a.enabled {
-            return Ok(Err(("forbidden", Action::Send.a2a_disabled().into())));
+        if !guard.agent_to_agent.enabled {
+            return Ok(Err(("forbidden", Action::Send.agent_to_agent_disabled().into())));
         }
-        if !guard.a2a.allows(&guard.requester_agent, agent) {
-            return Ok(Err(("forbidden", Action::Send.a2a_denied().into())));
+        if !guard.agent_to_agent.allows(&guard.requester_agent, agent) {
+            return Ok(Err(("forbidden", Action::Send.agent_to_agent_denied().into())));
         }
     }
     let default_agent = engine.store().scheme().default_agent.clone();
@@ -310,10 +311,10 @@ fn refused_by_policy(
     display: &str,
     requester: &SessionKey,
 ) -> Option<String> {
-    let decision = engine.judge_policy(target, entry, "send", Some(requester));
+    let decision = engine.judge_policy(target, entry, SendKind::Send, Some(requester));
     (!decision.is_allowed()).then(|| {
         format!(
-            "send blocked by session policy: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
+            "{SEND_POLICY_REFUSAL}: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",
             decision.source
         )
     })

@@ -12,8 +12,8 @@ use crate::config::limits;
 use crate::engine::storage;
 use crate::engine::Engine;
 use crate::engine::session::key::{is_valid_agent_id, normalize_agent_id};
-use crate::engine::flows::chain::Chain;
-use crate::engine::flows::spawn::{Cleanup, SpawnRequest};
+use crate::engine::chain::Chain;
+use crate::engine::spawn::{Cleanup, SpawnRequest};
 
 /// Parameters that would route output to a channel, which a spawn never does.
 const DELIVERY_PARAMS: &[&str] = &[

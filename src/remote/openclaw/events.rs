@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::map;
-use crate::api::{EngineEvent, Sequenced};
+use crate::api::{EngineEvent, RunStatus, Sequenced, Step};
 use crate::remote::rpc::{Rpc, WireEvent};
 
 /// Runs whose start was seen, for the duration their end reports (bounded: a run whose
@@ -124,9 +124,9 @@ impl Mapper {
                     agent_id: text_of(p, "agentId").unwrap_or("").to_string(),
                     // OpenClaw does not say why a run started (a message, a reply step, an
                     // announce): every run is shown as answering a message.
-                    step: "message".into(),
+                    step: Step::Message,
                     round: 0,
-                    flow_id: None,
+                    exchange_id: None,
                 }]
             }
             ("chat", Some(key)) if text_of(p, "state") == Some("delta") => {
@@ -134,9 +134,9 @@ impl Mapper {
             }
             ("chat", Some(key)) => {
                 let status = match text_of(p, "state") {
-                    Some("final") => "ok",
-                    Some("error") => "error",
-                    Some("aborted") => "aborted",
+                    Some("final") => RunStatus::Ok,
+                    Some("error") => RunStatus::Error,
+                    Some("aborted") => RunStatus::Aborted,
                     _ => return Vec::new(),
                 };
                 let Some(run_id) = text_of(p, "runId") else {
@@ -154,7 +154,7 @@ impl Mapper {
                     (Some(start), Some(end)) if end >= start => end - start,
                     _ => 0,
                 };
-                let error = (status == "error").then(|| {
+                let error = (status == RunStatus::Error).then(|| {
                     text_of(p, "errorMessage")
                         .or_else(|| text_of(p, "error"))
                         .unwrap_or("the run failed")
@@ -163,15 +163,15 @@ impl Mapper {
                 vec![EngineEvent::RunEnded {
                     run_id: run_id.to_string(),
                     key,
-                    step: "message".into(),
+                    step: Step::Message,
                     round: 0,
-                    status: status.into(),
+                    status,
                     reply,
                     error,
                     duration_ms,
                     tokens_in: None,
                     tokens_out: None,
-                    flow_id: None,
+                    exchange_id: None,
                 }]
             }
             _ => Vec::new(),

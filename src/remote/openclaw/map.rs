@@ -3,11 +3,12 @@
 //! each mapping is checked against frames captured from a real 2026.9.6 gateway. What a
 //! payload does not say is left unknown (`unknown`, `None`), never guessed.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::api::{
-    AgentInfo, ApiError, PolicyView, RunResult, SessionKind, SessionRow, TranscriptLine,
-    role_and_text,
+    AgentInfo, ApiError, PolicySetting, PolicySourceKind, PolicyView, RunResult, RunStatus,
+    SendPolicy, SessionKind, SessionRow, TranscriptLine, role_and_text,
 };
 
 /// The gateway's key settings (`agents.list`: `defaultId`, `mainKey`).
@@ -98,24 +99,11 @@ impl KeyRules {
     /// `chatType` marking groups whose key does not say so.
     pub fn kind(&self, key: &str, chat_type: Option<&str>) -> SessionKind {
         let rest = rest_of(key);
-        if key.starts_with("agent:") && rest == self.main_key {
-            return SessionKind::Main;
-        }
-        if rest.starts_with("cron:") {
-            return SessionKind::Cron;
-        }
-        if rest.starts_with("hook:") {
-            return SessionKind::Hook;
-        }
-        if rest.starts_with("node-") || rest.starts_with("node:") {
-            return SessionKind::Node;
-        }
-        let tokens: Vec<&str> = rest.split(':').collect();
-        let group_shape = tokens.len() >= 3 && (tokens[1] == "group" || tokens[1] == "channel");
-        if group_shape || matches!(chat_type, Some("group" | "channel")) {
-            return SessionKind::Group;
-        }
-        SessionKind::Other
+        SessionKind::of_key(
+            rest,
+            key.starts_with("agent:") && rest == self.main_key,
+            chat_type,
+        )
     }
 }
 
@@ -133,22 +121,29 @@ fn text_of<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
+/// A row's or entry's `sendPolicy` override: exactly `allow` or `deny` (as the gateway writes
+/// it); anything else is no override.
+pub fn send_policy_of(row: &Value) -> Option<SendPolicy> {
+    row.get("sendPolicy")
+        .and_then(|p| SendPolicy::deserialize(p).ok())
+}
+
 /// The send policy a row's `sendPolicy` stands for. OpenClaw reports only the session's
 /// own override; without one its config rules decide and the gateway does not say how, so
 /// the view says "inherit" rather than claim allow or deny.
-pub fn policy_view(send_policy: Option<&str>) -> PolicyView {
+pub fn policy_view(send_policy: Option<SendPolicy>) -> PolicyView {
     match send_policy {
-        Some(p @ ("allow" | "deny")) => PolicyView {
-            policy: p.to_string(),
-            source: "override".into(),
+        Some(p) => PolicyView {
+            policy: PolicySetting::from_policy(Some(p)),
+            source: PolicySourceKind::Override,
             rule: None,
             matched: None,
             detail: "this session's override (sessions.patch sendPolicy)".into(),
             summary: format!("{p}, from this session's override"),
         },
-        _ => PolicyView {
-            policy: "inherit".into(),
-            source: "default".into(),
+        None => PolicyView {
+            policy: PolicySetting::Inherit,
+            source: PolicySourceKind::Default,
             rule: None,
             matched: None,
             detail: "the OpenClaw gateway's config decides (it does not report the outcome)".into(),
@@ -193,7 +188,7 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
         display_name,
         session_id: text_of(row, "sessionId").unwrap_or("").to_string(),
         updated_at: row.get("updatedAt").and_then(Value::as_i64).unwrap_or(0),
-        policy: policy_view(text_of(row, "sendPolicy")),
+        policy: policy_view(send_policy_of(row)),
         running: row.get("hasActiveRun").and_then(Value::as_bool) == Some(true),
         archived: row.get("archived").and_then(Value::as_bool) == Some(true),
         // OpenClaw's list row is not our owner entry; `sessions list` asks `session()` for it.
@@ -301,16 +296,23 @@ pub fn agents(payload: &Value) -> (Vec<AgentInfo>, KeyRules) {
 /// An `agent.wait` answer. OpenClaw says `timeout` when the wait ran out with the run still
 /// going (or unknown to it): that is the API's `running`.
 pub fn run_result(run_id: &str, payload: &Value) -> RunResult {
-    let status = match text_of(payload, "status") {
-        Some("timeout") | None => "running",
-        Some(s) => s,
+    let said = text_of(payload, "status");
+    let status = match said {
+        Some("timeout") | None => RunStatus::Running,
+        // A status this build does not know is not success: reported as an error that
+        // names it.
+        Some(s) => s.parse().unwrap_or(RunStatus::Error),
     };
     let error = text_of(payload, "error")
         .or_else(|| text_of(payload, "errorMessage"))
-        .map(str::to_string);
+        .map(str::to_string)
+        .or_else(|| {
+            said.filter(|s| s.parse::<RunStatus>().is_err())
+                .map(|s| format!("the gateway reported run status {s:?}"))
+        });
     RunResult {
         run_id: text_of(payload, "runId").unwrap_or(run_id).to_string(),
-        status: status.to_string(),
+        status,
         reply: payload
             .get("terminalReply")
             .and_then(|r| text_of(r, "text"))

@@ -5,7 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
 use super::Console;
-use crate::api::{AbortOutcome, AgentInfo, ApiError, PolicyChange};
+use crate::api::{AbortOutcome, AgentInfo, ApiError, PolicySetting};
 use crate::tui::action::Intent;
 use crate::tui::cards::{Card, NewSession, StatusInfo, status_rows};
 use crate::tui::complete::{complete, usage_list};
@@ -188,7 +188,7 @@ impl Console {
             }
             // The engine carries the command out (it is the owner's message); only its form
             // is checked here, so a typo gets its usage line at once.
-            "send" => match PolicyChange::parse(arg) {
+            "send" => match arg.parse::<PolicySetting>() {
                 Err(_) => {
                     c.error = Some("Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)".into());
                 }

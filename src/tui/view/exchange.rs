@@ -10,7 +10,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::{fit, rounds::loop_label};
-use crate::api::ExchangeSummary;
+use crate::api::{ExchangeKind, ExchangeStatus, ExchangeSummary};
 use crate::tui::action::Intent;
 use crate::tui::exchanges::ExchangeView;
 use crate::tui::keymap::Keymap;
@@ -86,13 +86,13 @@ pub fn area(width: u16, height: u16) -> Rect {
 
 /// How the exchange ended, in words.
 fn ending(s: &ExchangeSummary) -> String {
-    match s.kind.as_str() {
-        "refused" => format!("Refused by the target's send policy: {}", s.detail),
-        "chain" => format!("Not sent: chain limit reached: {}", s.detail),
-        _ => match &s.ended_reason {
+    match s.kind {
+        ExchangeKind::Refused => format!("Refused by the target's send policy: {}", s.detail),
+        ExchangeKind::Chain => format!("Not sent: chain limit reached: {}", s.detail),
+        ExchangeKind::Send => match s.ended_reason {
             Some(r) if s.detail.is_empty() => format!("Ended: {}", loop_label(r)),
             Some(r) => format!("Ended: {} · {}", loop_label(r), s.detail),
-            None if s.status == "running" => "Still running…".to_string(),
+            None if s.status == ExchangeStatus::Running => "Still running…".to_string(),
             None => format!("Ended: {}", s.status),
         },
     }

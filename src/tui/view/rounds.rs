@@ -10,24 +10,24 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{border, fit};
-use crate::api::ExchangeSummary;
+use crate::api::{ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary};
 use crate::tui::exchanges::Scope;
 use crate::tui::state::{Focus, State};
 
-pub(crate) fn loop_label(reason: &str) -> &str {
+pub(crate) fn loop_label(reason: ExchangeEnd) -> &'static str {
     match reason {
-        "cap" => "cap reached",
-        "reply_skip" => "REPLY_SKIP",
-        "empty" => "empty reply",
-        "self" => "no loop (same session)",
-        "disabled" => "ping-pong off",
-        "policy" => "blocked by send policy",
-        "no_reply" => "no reply",
-        "chain" => "not sent: chain limit reached",
-        "timeout" => "timed out",
-        "error" => "a run failed",
-        "aborted" => "aborted by the owner",
-        other => other,
+        ExchangeEnd::Cap => "cap reached",
+        ExchangeEnd::ReplySkip => "REPLY_SKIP",
+        ExchangeEnd::Empty => "empty reply",
+        ExchangeEnd::SameSession => "no loop (same session)",
+        ExchangeEnd::Disabled => "ping-pong off",
+        ExchangeEnd::Policy => "blocked by send policy",
+        ExchangeEnd::NoReply => "no reply",
+        ExchangeEnd::Chain => "not sent: chain limit reached",
+        ExchangeEnd::Timeout => "timed out",
+        ExchangeEnd::Error => "a run failed",
+        ExchangeEnd::Aborted => "aborted by the owner",
+        other @ (ExchangeEnd::EngineStopped | ExchangeEnd::Unknown) => other.as_str(),
     }
 }
 
@@ -41,17 +41,17 @@ fn hhmm(ms: i64) -> String {
 /// the two keys give way (keeping their ends), never how the exchange ended.
 fn header(e: &ExchangeSummary, width: usize) -> String {
     use unicode_width::UnicodeWidthStr;
-    let how = match e.kind.as_str() {
-        "refused" => "refused by policy".to_string(),
-        "chain" => "chain limit".to_string(),
-        _ => {
+    let how = match e.kind {
+        ExchangeKind::Refused => "refused by policy".to_string(),
+        ExchangeKind::Chain => "chain limit".to_string(),
+        ExchangeKind::Send => {
             let rounds = if e.rounds == 1 {
                 "1 round".to_string()
             } else {
                 format!("{} rounds", e.rounds)
             };
-            match (&e.ended_reason, e.status.as_str()) {
-                (_, "running") => format!("{rounds} · running"),
+            match (e.ended_reason, e.status) {
+                (_, ExchangeStatus::Running) => format!("{rounds} · running"),
                 (Some(r), _) => format!("{rounds} · {}", loop_label(r)),
                 (None, s) => format!("{rounds} · {s}"),
             }
@@ -81,12 +81,11 @@ fn header(e: &ExchangeSummary, width: usize) -> String {
 
 /// An entry's second line: the message, with the announce, or why it never ran.
 fn second(e: &ExchangeSummary) -> String {
-    match e.kind.as_str() {
-        "refused" | "chain" => format!("  ✗ {}", e.detail),
-        _ => {
+    match e.kind {
+        ExchangeKind::Refused | ExchangeKind::Chain => format!("  ✗ {}", e.detail),
+        ExchangeKind::Send => {
             let announce = e
                 .announce
-                .as_deref()
                 .map(|a| format!(" · announce {a}"))
                 .unwrap_or_default();
             format!("  “{}”{announce}", e.message.replace('\n', " "))

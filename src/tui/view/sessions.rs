@@ -250,7 +250,7 @@ fn row_line(state: &State, row: &SessionRow, selected: bool, layout: &RowLayout)
         text.push_str(&super::fit(p, preview_w.saturating_sub(1)));
     }
     let mut style = Style::default();
-    if row.policy == "deny" {
+    if row.policy == crate::api::PolicySetting::Deny {
         style = style.add_modifier(Modifier::DIM);
     }
     if selected {

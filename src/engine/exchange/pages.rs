@@ -1,13 +1,13 @@
 //! The engine's answers about agent-to-agent exchanges (`SessionsApi::exchanges`,
 //! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
 
-use super::Engine;
-use super::storage::StorageError;
-use super::storage::flows::{self, FlowPageQuery, FlowRow};
-use super::storage::runs::{self, RunRow};
+use crate::engine::Engine;
+use crate::engine::storage::StorageError;
+use crate::engine::storage::flows::{self, FlowPageQuery, FlowRow};
+use crate::engine::storage::runs::{self, RunRow};
 use crate::api::{
-    ExchangeAnnounce, ExchangeDetail, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery,
-    TrafficCount,
+    AnnounceOutcome, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
+    ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus, Step, TrafficCount,
 };
 
 /// The most exchanges one page returns.
@@ -45,10 +45,10 @@ impl Engine {
         let Some((flow, runs)) = found else {
             return Ok(None);
         };
-        let announce_run = runs.iter().find(|r| r.step == "announce").cloned();
+        let announce_run = runs.iter().find(|r| r.step == Step::Announce).cloned();
         let turns = runs
             .into_iter()
-            .filter(|r| r.step == "message" || r.step == "reply")
+            .filter(|r| matches!(r.step, Step::Message | Step::Reply))
             .map(|r| turn(&flow, r))
             .collect();
         let announce = announce_of(&flow, announce_run.as_ref());
@@ -121,36 +121,38 @@ fn turn(f: &FlowRow, r: RunRow) -> ExchangeTurn {
 fn announce_of(f: &FlowRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce> {
     if let Some(a) = &f.announce {
         return Some(ExchangeAnnounce {
-            outcome: a.outcome.clone(),
+            outcome: a.outcome,
             text: a.text.clone(),
             channel: a.channel.clone(),
             to: a.to.clone(),
             detail: a.detail.clone(),
         });
     }
-    if f.kind != "send" {
+    if f.kind != ExchangeKind::Send {
         return None;
     }
-    match (run, f.status.as_str()) {
+    match (run, f.status) {
         // The announce run is under way (or its outcome was never written: a crash).
         (Some(r), _) => Some(ExchangeAnnounce {
-            outcome: if r.status == "running" {
-                "running".into()
-            } else {
-                "unknown".into()
+            outcome: match r.status {
+                RunStatus::Running => AnnounceOutcome::Running,
+                _ => AnnounceOutcome::Unknown,
             },
             text: r.reply.clone(),
+            channel: None,
+            to: None,
             detail: format!("announce run {} {}", r.run_id, r.status),
-            ..ExchangeAnnounce::default()
         }),
-        (None, "running") => None,
+        (None, ExchangeStatus::Running) => None,
         _ => Some(ExchangeAnnounce {
-            outcome: "not_run".into(),
+            outcome: AnnounceOutcome::NotRun,
+            text: None,
+            channel: None,
+            to: None,
             detail: format!(
                 "no announce: the exchange ended {}",
-                f.ended_reason.as_deref().unwrap_or("early")
+                f.ended_reason.map_or("early", ExchangeEnd::as_str)
             ),
-            ..ExchangeAnnounce::default()
         }),
     }
 }

@@ -20,31 +20,19 @@ use crate::engine::storage::queries::{self, NewLine};
 use crate::engine::session::store::now_ms;
 use crate::engine::tools::context::{ToolContext, ToolError};
 // Kept at its old path: callers name `runs::Chain`.
-pub use super::chain::Chain;
+pub use crate::engine::chain::Chain;
+
+// A session's lanes and its history windows: parts of executing runs.
+internal! {
+    mod history_cache;
+    mod lane;
+}
 use crate::agent::{
     self, Agent, AgentError, BoxFuture, ModelRef, Provenance, Reply, Step, ToolRunner, Turn,
 };
 use crate::config::ThinkingLevel;
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Ok,
-    Error,
-    Timeout,
-    Aborted,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Ok => "ok",
-            RunStatus::Error => "error",
-            RunStatus::Timeout => "timeout",
-            RunStatus::Aborted => "aborted",
-        }
-    }
-}
+pub use crate::api::RunStatus;
+use crate::api::{ExchangeEnd, SendKind};
 
 /// A finished run: its status, the reply text (empty when none) and, on failure, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +67,7 @@ pub struct RunRequest {
     /// A user message to record once the run holds its lane (inter-session messages); an
     /// external message is recorded on arrival instead, so this is `None` for those.
     pub inbound: Option<Value>,
-    pub flow_id: Option<String>,
+    pub exchange_id: Option<String>,
     /// The chain this run's incoming message belongs to; tool calls made in the run
     /// continue it.
     pub chain: Option<Chain>,
@@ -90,10 +78,10 @@ pub struct RunRequest {
     pub waiting: Vec<SessionKey>,
     pub sandboxed: bool,
     /// For the primary run of a send: the exchange, recorded with the run's start.
-    pub flow_start: Option<FlowStart>,
+    pub exchange_start: Option<ExchangeStart>,
     /// For an exchange's last run (the announce): why the exchange ended, recorded with
     /// the run's end.
-    pub flow_end: Option<String>,
+    pub exchange_end: Option<ExchangeEnd>,
     /// Stop the turn (outcome `timeout`) when it runs longer than this.
     pub timeout: Option<Duration>,
     /// The caller already committed the run row (`running`, this instance) and the inbound
@@ -103,8 +91,8 @@ pub struct RunRequest {
 
 /// An exchange as its primary run records it.
 #[derive(Debug, Clone)]
-pub struct FlowStart {
-    pub flow_id: String,
+pub struct ExchangeStart {
+    pub exchange_id: String,
     pub chain_id: String,
     pub hop: u32,
     pub requester: String,
@@ -122,14 +110,14 @@ impl RunRequest {
             text: text.into(),
             context: None,
             inbound: None,
-            flow_id: None,
+            exchange_id: None,
             chain: None,
             lane: Lane::Own,
             deliver: true,
             waiting: Vec::new(),
             sandboxed: false,
-            flow_start: None,
-            flow_end: None,
+            exchange_start: None,
+            exchange_end: None,
             timeout: None,
             start_recorded: false,
         }
@@ -231,7 +219,7 @@ impl Unrecorded {
 /// Per-engine run machinery: lanes, agent backends, and which sessions have a run going.
 #[derive(Default)]
 pub(crate) struct Runner {
-    lanes: crate::engine::flows::lane::Lanes,
+    lanes: crate::engine::runs::lane::Lanes,
     agents: std::sync::Mutex<HashMap<String, Arc<dyn Agent>>>,
     /// One HTTP client and request limiter per model provider, shared by every agent and
     /// model override on it (`models.providers.<id>.maxConcurrent`).
@@ -240,7 +228,7 @@ pub(crate) struct Runner {
     /// Runs whose turn is under way, by run id: their session and the way to abort them.
     turns: std::sync::Mutex<HashMap<String, (String, oneshot::Sender<()>)>>,
     /// Model turns' history windows, read incrementally.
-    history: crate::engine::flows::history_cache::HistoryCache,
+    history: crate::engine::runs::history_cache::HistoryCache,
     /// Ended runs whose end is not recorded yet, kept answerable.
     unrecorded: Unrecorded,
 }
@@ -362,7 +350,7 @@ impl Engine {
             let (known_tx, known) = watch::channel(None);
             let engine = self.clone();
             let id = run_id.clone();
-            let what = format!("run {run_id} on {} ({})", req.key, step_name(req.step));
+            let what = format!("run {run_id} on {} ({})", req.key, req.step.as_str());
             // The place in the session's line is taken now, so runs started one after another
             // run in that order whatever order their tasks get going in.
             let place = match req.lane {
@@ -397,7 +385,7 @@ impl Engine {
         &self,
         run_id: &str,
         req: RunRequest,
-        place: Option<crate::engine::flows::lane::Place>,
+        place: Option<crate::engine::runs::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
     ) -> (RunOutcome, bool) {
         let turn = match place {
@@ -433,7 +421,7 @@ impl Engine {
         let default_agent = self.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
-        let step = step_name(req.step);
+        let step = req.step.as_str();
         let record = Arc::new(StartRecord::new(
             self.clone(),
             run_id,
@@ -533,7 +521,7 @@ impl Engine {
             "runId": run_id,
             "step": step,
             "round": req.round,
-            "flowId": req.flow_id,
+            "flowId": req.exchange_id,
         });
         let (status, reply, error, usage, message) = match ended {
             TurnEnd::Aborted => {
@@ -594,7 +582,10 @@ impl Engine {
             reply: reply.clone(),
             error: error.clone(),
         };
-        let flow_end: Option<(String, String)> = req.flow_id.clone().zip(req.flow_end.clone());
+        let exchange_end: Option<(String, String)> = req
+            .exchange_id
+            .clone()
+            .zip(req.exchange_end.map(|r| r.as_str().to_string()));
         // The turn is over, so nothing else writes the start now; one still on its way
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;
@@ -606,23 +597,23 @@ impl Engine {
             lines.extend(message.map(NewLine::message));
             let tokens = end.tokens;
             let mut begin = record.begin_job(Some(end));
-            let flow_end = flow_end.clone();
+            let exchange_end = exchange_end.clone();
             self.store().submit_append(&req.key, lines, move |c| {
                 storage_failpoint()?;
                 begin(c)?;
                 add_tokens(c, &key, tokens)?;
-                close_flow(c, flow_end.as_ref(), ended)?;
+                close_exchange(c, exchange_end.as_ref(), ended)?;
                 // Inserted finished just now, so nobody else can have closed it.
                 Ok(true)
             })
         } else {
             // One commit for the end: the reply, the token totals and the outcome.
             let lines: Vec<NewLine> = message.into_iter().map(NewLine::message).collect();
-            let flow_end = flow_end.clone();
+            let exchange_end = exchange_end.clone();
             self.store().submit_append(&req.key, lines, move |c| {
                 storage_failpoint()?;
                 add_tokens(c, &key, end.tokens)?;
-                close_flow(c, flow_end.as_ref(), ended)?;
+                close_exchange(c, exchange_end.as_ref(), ended)?;
                 storage::runs::finish_run(c, &run, &end.as_run_end())
             })
         };
@@ -652,7 +643,7 @@ impl Engine {
             && status == RunStatus::Ok
             && !reply.trim().is_empty()
             && let Err(e) = self
-                .deliver(&req.key, "reply", reply.trim(), Some(run_id), None)
+                .deliver(&req.key, SendKind::Reply, reply.trim(), Some(run_id), None)
                 .await
         {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
@@ -674,15 +665,15 @@ impl Engine {
         self.events().emit(EngineEvent::RunEnded {
             run_id: run_id.to_string(),
             key: req.key.to_string(),
-            step: step_name(req.step).to_string(),
+            step: req.step,
             round: req.round,
-            status: status.as_str().to_string(),
+            status,
             reply: (!reply.is_empty()).then(|| reply.to_string()),
             error: error.map(str::to_string),
             duration_ms,
             tokens_in: tokens.map(|t| t.0),
             tokens_out: tokens.map(|t| t.1),
-            flow_id: req.flow_id.clone(),
+            exchange_id: req.exchange_id.clone(),
         });
     }
 
@@ -694,7 +685,7 @@ impl Engine {
         let ended = now_ms();
         let (run, error) = (run_id.to_string(), message.to_string());
         let meta = json!({
-            "runId": run_id, "step": step_name(req.step), "round": req.round, "flowId": req.flow_id,
+            "runId": run_id, "step": req.step.as_str(), "round": req.round, "flowId": req.exchange_id,
         });
         let line = json!({
             "role": "assistant", "content": [], "stopReason": "error", "errorMessage": message,
@@ -743,15 +734,6 @@ fn storage_failpoint() -> Result<(), StorageError> {
     Ok(())
 }
 
-pub(crate) fn step_name(step: Step) -> &'static str {
-    match step {
-        Step::Message => "message",
-        Step::Reply => "reply",
-        Step::Announce => "announce",
-        Step::Subagent => "subagent",
-        Step::SubagentAnnounce => "subagent-announce",
-    }
-}
 
 /// The origin of a run's incoming text when another session sent it: the provenance its
 /// recorded message carries, or, for the steps whose message the run does not record
@@ -766,7 +748,7 @@ fn provenance(req: &RunRequest) -> Option<Provenance> {
             source_channel: None,
             source_tool: "sessions_send".into(),
         }),
-        // The spawn flow recorded the completion message; OpenClaw's channel and tool for it.
+        // The spawn exchange recorded the completion message; OpenClaw's channel and tool for it.
         (Step::SubagentAnnounce, Some(from)) => Some(Provenance {
             source_session: from.to_string(),
             source_channel: Some("internal".into()),
@@ -835,20 +817,20 @@ pub(crate) const ABORTED: &str = "aborted by the owner";
 /// How long a turn may take before its start is recorded on its own. Quicker turns are
 /// recorded with a single commit; nothing acknowledged to anyone is lost if the process dies
 /// inside the grace (an external message is recorded on arrival, a sent one lives in its
-/// sender's transcript or the flow row, and the waiting sender has not been answered yet).
+/// sender's transcript or the exchange row, and the waiting sender has not been answered yet).
 const START_GRACE: Duration = Duration::from_millis(20);
 
 /// Numbers the attempts to write a start record (see `StartState::Queued`).
 static QUEUE_ATTEMPTS: AtomicU64 = AtomicU64::new(0);
 
-/// Close the run's exchange (`(flow_id, reason)`), if this run ends one.
-fn close_flow(
+/// Close the run's exchange (`(exchange_id, reason)`), if this run ends one.
+fn close_exchange(
     c: &rusqlite::Connection,
-    flow_end: Option<&(String, String)>,
+    exchange_end: Option<&(String, String)>,
     now: i64,
 ) -> Result<(), StorageError> {
-    match flow_end {
-        Some((flow, reason)) => storage::flows::finish_flow(c, flow, reason, None, now),
+    match exchange_end {
+        Some((exchange, reason)) => storage::flows::finish_flow(c, exchange, reason, None, now),
         None => Ok(()),
     }
 }
@@ -888,7 +870,7 @@ impl OwnedEnd {
     }
 }
 
-/// The record of a run's start (flow row, run row, inbound message), written at most once:
+/// The record of a run's start (exchange row, run row, inbound message), written at most once:
 /// when the turn outlasts `START_GRACE`, before its first tool call, or with its end.
 ///
 /// Several places may want it written at once (the grace timer and a tool call inside the
@@ -903,7 +885,7 @@ struct StartRecord {
     agent_id: String,
     started_at: i64,
     state: std::sync::Mutex<StartState>,
-    /// `RunStarted` (and `FlowStarted`) were emitted; they are emitted once.
+    /// `RunStarted` (and `ExchangeStarted`) were emitted; they are emitted once.
     announced: AtomicBool,
 }
 
@@ -956,21 +938,21 @@ impl StartRecord {
         &self,
         end: Option<OwnedEnd>,
     ) -> impl FnMut(&rusqlite::Connection) -> Result<(), StorageError> + Send + 'static {
-        let (run, key, agent, flow) = (
+        let (run, key, agent, exchange) = (
             self.run_id.clone(),
             self.req.key.to_string(),
             self.agent_id.clone(),
-            self.req.flow_id.clone(),
+            self.req.exchange_id.clone(),
         );
-        let flow_start = self.req.flow_start.clone();
+        let exchange_start = self.req.exchange_start.clone();
         let owner = self.engine.instance_id().to_string();
-        let (step, round, started) = (step_name(self.req.step), self.req.round, self.started_at);
+        let (step, round, started) = (self.req.step.as_str(), self.req.round, self.started_at);
         move |c| {
-            if let Some(f) = &flow_start {
+            if let Some(f) = &exchange_start {
                 storage::flows::insert_flow(
                     c,
                     &storage::flows::NewFlow {
-                        flow_id: &f.flow_id,
+                        flow_id: &f.exchange_id,
                         chain_id: &f.chain_id,
                         requester: &f.requester,
                         target: &key,
@@ -987,7 +969,7 @@ impl StartRecord {
                 agent_id: &agent,
                 step,
                 round,
-                flow_id: flow.as_deref(),
+                flow_id: exchange.as_deref(),
                 owner: &owner,
                 started_at: started,
             };
@@ -1094,9 +1076,9 @@ impl StartRecord {
             return;
         }
         let events = self.engine.events();
-        if let Some(f) = &self.req.flow_start {
-            events.emit(EngineEvent::FlowStarted {
-                flow_id: f.flow_id.clone(),
+        if let Some(f) = &self.req.exchange_start {
+            events.emit(EngineEvent::ExchangeStarted {
+                exchange_id: f.exchange_id.clone(),
                 chain_id: f.chain_id.clone(),
                 hop: f.hop,
                 requester: f.requester.clone(),
@@ -1109,9 +1091,9 @@ impl StartRecord {
             run_id: self.run_id.clone(),
             key: self.req.key.to_string(),
             agent_id: self.agent_id.clone(),
-            step: step_name(self.req.step).to_string(),
+            step: self.req.step,
             round: self.req.round,
-            flow_id: self.req.flow_id.clone(),
+            exchange_id: self.req.exchange_id.clone(),
         });
     }
 }

@@ -2,18 +2,24 @@
 //! the target, the reply-back ping-pong between requester and target, and the target's
 //! announce step, each reply taken from its run's own result (never re-read from history).
 
+// The stored exchanges as the API's pages (`SessionsApi::exchanges`, `exchange`, `traffic`).
+mod pages;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::engine::storage;
 use crate::engine::Engine;
-use crate::engine::flows::delivery::Delivered;
+use crate::engine::delivery::Delivered;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
 
-use crate::engine::flows::chain::Chain;
-use crate::engine::flows::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use crate::engine::chain::Chain;
+use crate::api::{
+    AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
+};
+use crate::engine::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
 use crate::engine::storage::StorageError;
 use crate::engine::session::store::now_ms;
 use crate::agent::Step;
@@ -43,10 +49,10 @@ pub struct Send {
     pub target_channel: String,
 }
 
-/// A started exchange: the flow id and the primary run.
+/// A started exchange: the exchange id and the primary run.
 pub struct Started {
     #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-    pub flow_id: String,
+    pub exchange_id: String,
     pub run: RunHandle,
 }
 
@@ -63,7 +69,7 @@ struct Parties {
 
 impl Engine {
     internal_fn! {
-        /// Start the exchange: record the flow, start the primary run in the target, and hand
+        /// Start the exchange: record the exchange, start the primary run in the target, and hand
         /// the rest (ping-pong, announce) to a tracked background task.
         async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
             let scheme = self.store().scheme();
@@ -75,7 +81,7 @@ impl Engine {
                 target_display: scheme.display(&send.target),
                 target_channel: send.target_channel.clone(),
             };
-            let flow_id = uuid::Uuid::now_v7().to_string();
+            let exchange_id = uuid::Uuid::now_v7().to_string();
             // Sending to itself, or to a session that is waiting on this very call: its lane
             // is held by the caller, so the run goes in beside it instead of deadlocking.
             let lane = if !send.wait.is_zero()
@@ -91,8 +97,8 @@ impl Engine {
                 waiting.push(send.requester.clone());
             }
             let run_id = uuid::Uuid::now_v7().to_string();
-            let flow = FlowStart {
-                flow_id: flow_id.clone(),
+            let exchange = ExchangeStart {
+                exchange_id: exchange_id.clone(),
                 chain_id: send.chain.id.clone(),
                 hop: send.chain.hop,
                 requester: send.requester.to_string(),
@@ -101,11 +107,11 @@ impl Engine {
             // A fire-and-forget caller is answered at once, so the exchange (with its message)
             // must be on disk first; a waiting caller's exchange is recorded with the primary
             // run, in the same commit.
-            let flow_start = if send.wait.is_zero() {
-                self.record_flow(&flow, &send.target, &run_id).await?;
+            let exchange_start = if send.wait.is_zero() {
+                self.record_exchange(&exchange, &send.target, &run_id).await?;
                 None
             } else {
-                Some(flow)
+                Some(exchange)
             };
             let req = RunRequest {
                 key: send.target.clone(),
@@ -120,45 +126,45 @@ impl Engine {
                     &parties.requester_channel,
                     &send.chain,
                 )),
-                flow_id: Some(flow_id.clone()),
+                exchange_id: Some(exchange_id.clone()),
                 chain: Some(send.chain.clone()),
                 lane,
                 deliver: false,
                 waiting,
                 sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
                 // Recorded with the primary run's start, in the same commit.
-                flow_start: flow_start.clone(),
-                flow_end: None,
+                exchange_start: exchange_start.clone(),
+                exchange_end: None,
                 timeout: None,
                 start_recorded: false,
             };
             let run = self.start_run_with_id(run_id, req);
             let engine = self.clone();
-            let (flow, primary) = (flow_id.clone(), run.clone());
-            // Saturating: a caller's wait is bounded, but a panic here would strand the flow.
+            let (exchange, primary) = (exchange_id.clone(), run.clone());
+            // Saturating: a caller's wait is bounded, but a panic here would strand the exchange.
             let limit = send.wait.saturating_add(STEP_WAIT);
             let what = format!(
-                "exchange {flow_id} from {} to {}",
+                "exchange {exchange_id} from {} to {}",
                 send.requester, send.target
             );
             self.tracker().spawn(what, async move {
                 engine
-                    .continue_flow(flow, send, parties, primary, limit)
+                    .continue_exchange(exchange, send, parties, primary, limit)
                     .await;
             });
-            Ok(Started { flow_id, run })
+            Ok(Started { exchange_id, run })
         }
     }
 
     /// Record an exchange on its own (see `start_send`), and announce it.
-    async fn record_flow(
+    async fn record_exchange(
         &self,
-        f: &FlowStart,
+        f: &ExchangeStart,
         target: &SessionKey,
         run_id: &str,
     ) -> Result<(), StorageError> {
         let owner = self.instance_id().to_string();
-        let (flow, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
+        let (exchange, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
         let started = now_ms();
         self.store()
             .storage()
@@ -166,11 +172,11 @@ impl Engine {
                 storage::flows::insert_flow(
                     c,
                     &storage::flows::NewFlow {
-                        flow_id: &flow.flow_id,
-                        chain_id: &flow.chain_id,
-                        requester: &flow.requester,
+                        flow_id: &exchange.exchange_id,
+                        chain_id: &exchange.chain_id,
+                        requester: &exchange.requester,
                         target: &t,
-                        message: &flow.message,
+                        message: &exchange.message,
                         run_id: &rid,
                         owner: &owner,
                         started_at: started,
@@ -178,8 +184,8 @@ impl Engine {
                 )
             })
             .await?;
-        self.events().emit(EngineEvent::FlowStarted {
-            flow_id: f.flow_id.clone(),
+        self.events().emit(EngineEvent::ExchangeStarted {
+            exchange_id: f.exchange_id.clone(),
             chain_id: f.chain_id.clone(),
             hop: f.hop,
             requester: f.requester.clone(),
@@ -196,9 +202,9 @@ impl Engine {
 
     /// Everything after the primary run: ping-pong, then the announce. Never fails the
     /// tool call; problems end the exchange with a reason and an event.
-    async fn continue_flow(
+    async fn continue_exchange(
         &self,
-        flow_id: String,
+        exchange_id: String,
         send: Send,
         parties: Parties,
         mut primary: RunHandle,
@@ -215,20 +221,20 @@ impl Engine {
         match &first {
             // The exchange announces its rounds itself, in order.
             Some(o) if o.status == RunStatus::Ok && !o.reply.trim().is_empty() => {}
-            Some(_) => self.announce_round(&flow_id, round_one.clone()).await,
-            None => self.emit_round_timeout(&flow_id, &round_one),
+            Some(_) => self.announce_round(&exchange_id, round_one.clone()).await,
+            None => self.emit_round_timeout(&exchange_id, &round_one),
         }
         let reason = match first {
             None => Ended::new(
-                "timeout",
+                ExchangeEnd::Timeout,
                 "the target did not reply in time; no reply-back loop and no announce",
             ),
             Some(o) if o.status == RunStatus::Aborted => Ended::new(
-                "aborted",
+                ExchangeEnd::Aborted,
                 "the owner aborted the target's run; no reply-back loop and no announce",
             ),
             Some(o) if o.status != RunStatus::Ok => Ended::new(
-                "error",
+                ExchangeEnd::Error,
                 format!(
                     "the target's run ended {}: {}; no reply-back loop and no announce",
                     o.status.as_str(),
@@ -236,33 +242,33 @@ impl Engine {
                 ),
             ),
             Some(o) if o.reply.trim().is_empty() => Ended::new(
-                "no_reply",
+                ExchangeEnd::NoReply,
                 "the target did not reply; no reply-back loop and no announce",
             ),
             Some(o) => {
                 // The announce run closes the exchange with its own record.
                 closed = true;
-                self.exchange(&flow_id, &send, &parties, o, round_one).await
+                self.exchange(&exchange_id, &send, &parties, o, round_one).await
             }
         };
         let now = now_ms();
         let (f, r, d) = (
-            flow_id.clone(),
-            reason.reason.clone(),
+            exchange_id.clone(),
+            reason.reason.as_str(),
             reason.detail.clone(),
         );
         if !closed
             && let Err(e) = self
                 .store()
                 .storage()
-                .write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
+                .write(move |c| storage::flows::finish_flow(c, &f, r, Some(&d), now))
                 .await
         {
-            tracing::warn!(flow_id, error = %e, "could not close an exchange");
+            tracing::warn!(exchange_id, error = %e, "could not close an exchange");
         }
-        self.events().emit(EngineEvent::FlowEnded {
-            flow_id,
-            status: "done".into(),
+        self.events().emit(EngineEvent::ExchangeEnded {
+            exchange_id,
+            status: ExchangeStatus::Done,
             reason: reason.reason,
         });
     }
@@ -270,7 +276,7 @@ impl Engine {
     /// Ping-pong then announce, after a non-empty round-1 reply.
     async fn exchange(
         &self,
-        flow_id: &str,
+        exchange_id: &str,
         send: &Send,
         parties: &Parties,
         round_one: RunOutcome,
@@ -284,11 +290,11 @@ impl Engine {
         let mut turns_done = 0;
         let loop_end = if parties.requester == parties.target {
             Ended::new(
-                "self",
+                ExchangeEnd::SameSession,
                 "requester and target are the same session: no reply-back loop",
             )
         } else if max_turns == 0 {
-            Ended::new("disabled", "session.agentToAgent.maxPingPongTurns is 0")
+            Ended::new(ExchangeEnd::Disabled, "session.agentToAgent.maxPingPongTurns is 0")
         } else {
             let mut end = None;
             for turn in 1..=max_turns {
@@ -303,7 +309,7 @@ impl Engine {
                     )
                 };
                 if let Some(reason) = self.policy_refuses(speaker, listener) {
-                    end = Some(Ended::new("policy", reason));
+                    end = Some(Ended::new(ExchangeEnd::Policy, reason));
                     break;
                 }
                 let req = RunRequest {
@@ -319,20 +325,20 @@ impl Engine {
                         listener_channel,
                         &send.chain,
                     )),
-                    flow_id: Some(flow_id.to_string()),
+                    exchange_id: Some(exchange_id.to_string()),
                     chain: Some(send.chain.clone()),
                     lane: Lane::Own,
                     deliver: false,
                     waiting: Vec::new(),
                     sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
-                    flow_start: None,
-                    flow_end: None,
+                    exchange_start: None,
+                    exchange_end: None,
                     timeout: None,
                     start_recorded: false,
                 };
                 let mut run = self.start_run(req);
                 if let Some(done) = pending.take() {
-                    self.announce_round(flow_id, done).await;
+                    self.announce_round(exchange_id, done).await;
                 }
                 let outcome = run.wait_known(STEP_WAIT).await;
                 turns_done = turn;
@@ -344,40 +350,40 @@ impl Engine {
                 };
                 match &outcome {
                     Some(_) => pending = Some(this),
-                    None => self.emit_round_timeout(flow_id, &this),
+                    None => self.emit_round_timeout(exchange_id, &this),
                 }
                 match outcome {
                     None => {
                         end = Some(Ended::new(
-                            "timeout",
+                            ExchangeEnd::Timeout,
                             format!("round {} timed out", turn + 1),
                         ));
                         break;
                     }
                     Some(o) if o.status == RunStatus::Aborted => {
                         end = Some(Ended::new(
-                            "aborted",
+                            ExchangeEnd::Aborted,
                             format!("the owner aborted round {}", turn + 1),
                         ));
                         break;
                     }
                     Some(o) if o.status != RunStatus::Ok => {
                         end = Some(Ended::new(
-                            "error",
+                            ExchangeEnd::Error,
                             format!("round {} failed: {}", turn + 1, o.error.unwrap_or_default()),
                         ));
                         break;
                     }
                     Some(o) if o.reply.trim() == REPLY_SKIP => {
                         end = Some(Ended::new(
-                            "reply_skip",
+                            ExchangeEnd::ReplySkip,
                             format!("{speaker} replied REPLY_SKIP in round {}", turn + 1),
                         ));
                         break;
                     }
                     Some(o) if o.reply.trim().is_empty() => {
                         end = Some(Ended::new(
-                            "empty",
+                            ExchangeEnd::Empty,
                             format!("{speaker} did not reply in round {}", turn + 1),
                         ));
                         break;
@@ -387,23 +393,23 @@ impl Engine {
             }
             end.unwrap_or_else(|| {
                 Ended::new(
-                    "cap",
+                    ExchangeEnd::Cap,
                     format!("maxPingPongTurns reached ({max_turns} turns after the first reply)"),
                 )
             })
         };
         if let Some(done) = pending.take() {
-            self.announce_round(flow_id, done).await;
+            self.announce_round(exchange_id, done).await;
         }
-        self.events().emit(EngineEvent::FlowLoopEnded {
-            flow_id: flow_id.to_string(),
-            reason: loop_end.reason.clone(),
+        self.events().emit(EngineEvent::ExchangeLoopEnded {
+            exchange_id: exchange_id.to_string(),
+            reason: loop_end.reason,
             rounds: turns_done + 1,
             detail: loop_end.detail.clone(),
         });
         let latest_reply = (turns_done > 0 || latest != round_one.reply).then_some(latest);
         self.announce(
-            flow_id,
+            exchange_id,
             send,
             parties,
             &round_one.reply,
@@ -454,7 +460,7 @@ impl Engine {
     /// why, if so.
     pub(crate) fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
         let entry = self.store().get(key).ok().flatten()?.entry;
-        let decision = self.judge_policy(key, &entry, "send", Some(requester));
+        let decision = self.judge_policy(key, &entry, SendKind::Send, Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
                 "send policy of {key} denies sends into it: {}",
@@ -466,7 +472,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     async fn announce(
         &self,
-        flow_id: &str,
+        exchange_id: &str,
         send: &Send,
         parties: &Parties,
         round_one: &str,
@@ -474,7 +480,6 @@ impl Engine {
         turns_done: u32,
         loop_end: &Ended,
     ) {
-        let reason = loop_end.reason.as_str();
         let req = RunRequest {
             key: parties.target.clone(),
             step: Step::Announce,
@@ -483,7 +488,7 @@ impl Engine {
             text: ANNOUNCE_MESSAGE.to_string(),
             context: Some(announce_context(parties, &send.message, round_one, latest)),
             inbound: None,
-            flow_id: Some(flow_id.to_string()),
+            exchange_id: Some(exchange_id.to_string()),
             chain: Some(send.chain.clone()),
             lane: Lane::Own,
             deliver: false,
@@ -491,8 +496,8 @@ impl Engine {
             sandboxed: self
                 .config()
                 .agent_sandboxed(self.agent_of(&parties.target)),
-            flow_start: None,
-            flow_end: Some(reason.to_string()),
+            exchange_start: None,
+            exchange_end: Some(loop_end.reason),
             timeout: None,
             start_recorded: false,
         };
@@ -500,15 +505,15 @@ impl Engine {
         // Committed, not just known: the exchange is closed in the same commit.
         let outcome = run.wait_for(STEP_WAIT).await;
         let target = parties.target.to_string();
-        let event = |outcome: &str,
+        let event = |outcome: AnnounceOutcome,
                      text: Option<String>,
                      channel: Option<String>,
                      to: Option<String>,
                      detail: String| {
             EngineEvent::Announce {
-                flow_id: flow_id.to_string(),
+                exchange_id: exchange_id.to_string(),
                 target: target.clone(),
-                outcome: outcome.to_string(),
+                outcome,
                 text,
                 channel,
                 to,
@@ -517,9 +522,9 @@ impl Engine {
         };
         let ev = match outcome {
             None => {
-                tracing::warn!(flow_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
+                tracing::warn!(exchange_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
                 event(
-                    "failed",
+                    AnnounceOutcome::Failed,
                     None,
                     None,
                     None,
@@ -531,14 +536,14 @@ impl Engine {
                 )
             }
             Some(o) if o.status != RunStatus::Ok => event(
-                "failed",
+                AnnounceOutcome::Failed,
                 None,
                 None,
                 None,
                 format!("the announce step failed: {}", o.error.unwrap_or_default()),
             ),
             Some(o) if o.reply.trim().is_empty() || o.reply.trim() == ANNOUNCE_SKIP => event(
-                "skipped",
+                AnnounceOutcome::Skipped,
                 Some(o.reply.trim().to_string()),
                 None,
                 None,
@@ -549,25 +554,25 @@ impl Engine {
                 match self
                     .deliver(
                         &parties.target,
-                        "announce",
+                        SendKind::Announce,
                         &text,
                         Some(&run.run_id),
-                        Some(flow_id),
+                        Some(exchange_id),
                     )
                     .await
                 {
                     Ok(Delivered::Queued { route, .. }) => event(
-                        "delivered",
+                        AnnounceOutcome::Delivered,
                         Some(text),
                         Some(route.channel.clone()),
                         Some(route.to.clone()),
                         format!("queued for {} {}", route.channel, route.to),
                     ),
                     Ok(Delivered::Blocked { reason }) => {
-                        event("blocked", Some(text), None, None, reason)
+                        event(AnnounceOutcome::Blocked, Some(text), None, None, reason)
                     }
                     Ok(Delivered::NoRoute) => event(
-                        "no_route",
+                        AnnounceOutcome::NoRoute,
                         Some(text),
                         None,
                         None,
@@ -577,7 +582,7 @@ impl Engine {
                         ),
                     ),
                     Err(e) => event(
-                        "failed",
+                        AnnounceOutcome::Failed,
                         Some(text),
                         None,
                         None,
@@ -598,20 +603,20 @@ impl Engine {
         } = &ev
         {
             let record = storage::flows::AnnounceRecord {
-                outcome: outcome.clone(),
+                outcome: *outcome,
                 text: text.clone(),
                 channel: channel.clone(),
                 to: to.clone(),
                 detail: detail.clone(),
             };
-            let (f, loop_detail) = (flow_id.to_string(), loop_end.detail.clone());
+            let (f, loop_detail) = (exchange_id.to_string(), loop_end.detail.clone());
             if let Err(e) = self
                 .store()
                 .storage()
                 .write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
                 .await
             {
-                tracing::warn!(flow_id, error = %e, "could not record an exchange's announce");
+                tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
             }
         }
         self.events().emit(ev);
@@ -619,11 +624,11 @@ impl Engine {
 
     /// Keep a send that never started an exchange as an entry of its own (`kind`: `refused`
     /// by the target's send policy, or stopped by the `chain` limit), then say so with a
-    /// `FlowEnded` (status `refused`), after the commit, so a reader woken by it finds it.
+    /// `ExchangeEnded` (status `refused`), after the commit, so a reader woken by it finds it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record_refused_send(
         &self,
-        kind: &str,
+        kind: ExchangeKind,
         requester: &SessionKey,
         target: &str,
         message: &str,
@@ -631,12 +636,15 @@ impl Engine {
         run_id: &str,
         detail: &str,
     ) -> Result<(), StorageError> {
-        let flow_id = uuid::Uuid::now_v7().to_string();
-        let reason = if kind == "chain" { "chain" } else { "policy" };
+        let exchange_id = uuid::Uuid::now_v7().to_string();
+        let reason = match kind {
+            ExchangeKind::Chain => ExchangeEnd::Chain,
+            ExchangeKind::Refused | ExchangeKind::Send => ExchangeEnd::Policy,
+        };
         let owner = self.instance_id().to_string();
         let (f, k, ch, req, t, m, rid, d) = (
-            flow_id.clone(),
-            kind.to_string(),
+            exchange_id.clone(),
+            kind.as_str(),
             chain.id.clone(),
             requester.to_string(),
             target.to_string(),
@@ -652,7 +660,7 @@ impl Engine {
                     c,
                     &storage::flows::RefusedSend {
                         flow_id: &f,
-                        kind: &k,
+                        kind: k,
                         chain_id: &ch,
                         requester: &req,
                         target: &t,
@@ -660,16 +668,16 @@ impl Engine {
                         run_id: &rid,
                         owner: &owner,
                         at,
-                        reason,
+                        reason: reason.as_str(),
                         detail: &d,
                     },
                 )
             })
             .await?;
-        self.events().emit(EngineEvent::FlowEnded {
-            flow_id,
-            status: "refused".into(),
-            reason: reason.into(),
+        self.events().emit(EngineEvent::ExchangeEnded {
+            exchange_id,
+            status: ExchangeStatus::Refused,
+            reason,
         });
         Ok(())
     }
@@ -685,35 +693,35 @@ pub(crate) struct Round {
 }
 
 impl Engine {
-    /// Wait for a round's record to commit, then announce it (`FlowRound`).
-    async fn announce_round(&self, flow_id: &str, mut r: Round) {
+    /// Wait for a round's record to commit, then announce it (`ExchangeRound`).
+    async fn announce_round(&self, exchange_id: &str, mut r: Round) {
         match r.run.wait_for(STEP_WAIT).await {
-            Some(o) => self.emit_round(flow_id, &r, o.reply, o.status.as_str()),
-            None => self.emit_round_timeout(flow_id, &r),
+            Some(o) => self.emit_round(exchange_id, &r, o.reply, o.status),
+            None => self.emit_round_timeout(exchange_id, &r),
         }
     }
 
     /// A round that did not finish in time (its run goes on).
-    fn emit_round_timeout(&self, flow_id: &str, r: &Round) {
+    fn emit_round_timeout(&self, exchange_id: &str, r: &Round) {
         tracing::warn!(
-            flow_id,
+            exchange_id,
             round = r.round,
             run_id = %r.run.run_id,
             speaker = %r.speaker,
             "an exchange stopped waiting for a round's run; the run goes on"
         );
-        self.emit_round(flow_id, r, String::new(), "timeout");
+        self.emit_round(exchange_id, r, String::new(), RunStatus::Timeout);
     }
 
-    fn emit_round(&self, flow_id: &str, r: &Round, text: String, status: &str) {
-        self.events().emit(EngineEvent::FlowRound {
-            flow_id: flow_id.to_string(),
+    fn emit_round(&self, exchange_id: &str, r: &Round, text: String, status: RunStatus) {
+        self.events().emit(EngineEvent::ExchangeRound {
+            exchange_id: exchange_id.to_string(),
             round: r.round,
             speaker: r.speaker.to_string(),
             listener: r.listener.to_string(),
             run_id: r.run.run_id.clone(),
             text,
-            status: status.to_string(),
+            status,
         });
     }
 }
@@ -721,14 +729,14 @@ impl Engine {
 /// Why an exchange (or its loop) ended.
 #[derive(Debug, Clone)]
 struct Ended {
-    reason: String,
+    reason: ExchangeEnd,
     detail: String,
 }
 
 impl Ended {
-    fn new(reason: &str, detail: impl Into<String>) -> Ended {
+    fn new(reason: ExchangeEnd, detail: impl Into<String>) -> Ended {
         Ended {
-            reason: reason.to_string(),
+            reason,
             detail: detail.into(),
         }
     }

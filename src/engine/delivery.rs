@@ -7,6 +7,7 @@ use crate::engine::storage::outbox::OutboxRow;
 use crate::engine::Engine;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
+use crate::api::SendKind;
 use crate::engine::session::key::{SessionKey, group_channel_of};
 
 use crate::engine::storage::StorageError;
@@ -81,10 +82,10 @@ impl Engine {
         async fn deliver(
             &self,
             key: &SessionKey,
-            kind: &str,
+            kind: SendKind,
             text: &str,
             run_id: Option<&str>,
-            flow_id: Option<&str>,
+            exchange_id: Option<&str>,
         ) -> Result<Delivered, StorageError> {
             let Some(stored) = self.store().get(key)? else {
                 return Ok(Delivered::NoRoute);
@@ -105,7 +106,7 @@ impl Engine {
                 id: 0,
                 created_at: now_ms(),
                 session_key: key.to_string(),
-                kind: kind.to_string(),
+                kind: kind.as_str().to_string(),
                 channel: route.channel.clone(),
                 to: route.to.clone(),
                 account_id: route.account_id.clone(),
@@ -113,7 +114,7 @@ impl Engine {
                 text: text.to_string(),
                 status: "queued".into(),
                 run_id: run_id.map(str::to_string),
-                flow_id: flow_id.map(str::to_string),
+                flow_id: exchange_id.map(str::to_string),
             };
             let for_writer = row.clone();
             let outbox_id = self
@@ -123,7 +124,7 @@ impl Engine {
                 .await?;
             self.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
-                kind: kind.to_string(),
+                kind,
                 channel: route.channel.clone(),
                 to: route.to.clone(),
                 account_id: route.account_id.clone(),

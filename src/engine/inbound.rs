@@ -7,9 +7,9 @@ use serde_json::{Map, Value, json};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
-use crate::engine::session::policy::{self, SendCommand};
+use crate::engine::session::policy::{self, PolicySetting, SendCommand};
 use crate::agent::Step;
-use crate::engine::flows::runs::{RunHandle, RunRequest, step_name};
+use crate::engine::runs::{RunHandle, RunRequest};
 use crate::engine::storage::{self, StorageError};
 use crate::engine::storage::idempotency::KeyRow;
 use crate::engine::storage::queries::{NewLine, TranscriptRow};
@@ -243,7 +243,7 @@ impl Engine {
                                 run_id,
                                 session_key: &session,
                                 agent_id: &agent_for_row,
-                                step: step_name(Step::Message),
+                                step: Step::Message.as_str(),
                                 round: 0,
                                 flow_id: None,
                                 owner: &owner,
@@ -311,7 +311,7 @@ impl Engine {
                 .await?;
             self.events().emit(EngineEvent::PolicyChanged {
                 key: key.to_string(),
-                policy: p.map(|p| p.as_str()).unwrap_or("inherit").to_string(),
+                policy: PolicySetting::from_policy(p),
                 by: "/send".into(),
             });
         }

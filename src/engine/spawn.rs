@@ -2,6 +2,7 @@
 //! completion announce (decided and persisted before delivery, delivered exactly once, and
 //! resumed after a restart), cleanup, the archive timer, and which tools a sub-agent may use.
 
+use crate::api::{AnnounceOutcome, RunStatus, SpawnOutcome, Step};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -9,19 +10,18 @@ use serde_json::{Value, json};
 
 use crate::engine::storage;
 use crate::engine::storage::outbox::OutboxRow;
-use crate::engine::storage::spawns::SpawnRow;
+use crate::engine::storage::spawns::{SpawnRow, SpawnState};
 use crate::engine::Engine;
-use crate::engine::flows::delivery::route_for;
+use crate::engine::delivery::route_for;
 use crate::engine::events::EngineEvent;
 use crate::engine::instance::Instance;
 use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendPolicy};
-use crate::engine::flows::chain::Chain;
-use crate::engine::flows::runs::{Lane, RunRequest};
+use crate::engine::chain::Chain;
+use crate::engine::runs::{Lane, RunRequest};
 use crate::engine::storage::StorageError;
 use crate::engine::storage::queries::{self, NewLine};
 use crate::engine::session::store::{SessionInit, insert_new, now_ms};
-use crate::agent::Step;
 use crate::config::Config;
 
 /// Exact child reply that keeps the completion silent.
@@ -75,21 +75,7 @@ pub(crate) fn subagent_refusal(
     ))
 }
 
-/// How the child session is treated after its announce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cleanup {
-    Keep,
-    Delete,
-}
-
-impl Cleanup {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cleanup::Keep => "keep",
-            Cleanup::Delete => "delete",
-        }
-    }
-}
+pub use crate::api::Cleanup;
 
 /// A spawn the tool has validated.
 #[derive(Debug, Clone)]
@@ -147,9 +133,9 @@ impl Engine {
                 agent_id: req.agent_id.clone(),
                 task: req.task.clone(),
                 label: req.label.clone(),
-                cleanup: req.cleanup.as_str().to_string(),
+                cleanup: req.cleanup,
                 mode: req.mode.clone(),
-                status: "running".into(),
+                status: SpawnState::Running,
                 outcome: None,
                 error: None,
                 started_at: now,
@@ -194,7 +180,7 @@ impl Engine {
                             run_id: &spawn.run_id,
                             session_key: &spawn.child_key,
                             agent_id: &spawn.agent_id,
-                            step: "subagent",
+                            step: Step::Subagent.as_str(),
                             round: 0,
                             flow_id: None,
                             owner: &owner,
@@ -217,7 +203,7 @@ impl Engine {
                 agent_id: req.agent_id.clone(),
                 label: req.label.clone(),
                 task: req.task.clone(),
-                cleanup: req.cleanup.as_str().to_string(),
+                cleanup: req.cleanup,
             });
             for row in rows {
                 events.emit(EngineEvent::MessageAppended {
@@ -236,14 +222,14 @@ impl Engine {
                 text: req.task.clone(),
                 context: Some(context),
                 inbound: None,
-                flow_id: None,
+                exchange_id: None,
                 chain: Some(req.chain.clone()),
                 lane: Lane::Own,
                 deliver: false,
                 waiting: Vec::new(),
                 sandboxed: req.sandboxed,
-                flow_start: None,
-                flow_end: None,
+                exchange_start: None,
+                exchange_end: None,
                 timeout: req.run_timeout,
                 start_recorded: true,
             };
@@ -267,19 +253,19 @@ impl Engine {
         let Some(spawn) = self.spawn_record(child)? else {
             return Ok(());
         };
-        if spawn.status == "running" {
+        if spawn.status == SpawnState::Running {
             let Some(run) = self.run(&spawn.run_id)? else {
                 return Ok(());
             };
-            if run.status == "running" {
+            if run.status == RunStatus::Running {
                 // Still executing (in this or another live process): its own end comes later.
                 return Ok(());
             }
-            let (outcome, status_line) = match run.status.as_str() {
-                "ok" => ("completed", "completed".to_string()),
-                "timeout" => ("timed out", "timed out".to_string()),
-                _ => (
-                    "failed",
+            let (outcome, status_line) = match run.status {
+                RunStatus::Ok => (SpawnOutcome::Completed, "completed".to_string()),
+                RunStatus::Timeout => (SpawnOutcome::TimedOut, "timed out".to_string()),
+                RunStatus::Error | RunStatus::Aborted | RunStatus::Running => (
+                    SpawnOutcome::Failed,
                     format!(
                         "failed: {}",
                         run.error.clone().unwrap_or_else(|| "unknown error".into())
@@ -287,7 +273,7 @@ impl Engine {
                 ),
             };
             let reply = run.reply.clone().unwrap_or_default();
-            let silent = reply.trim() == ANNOUNCE_SKIP && run.status == "ok";
+            let silent = reply.trim() == ANNOUNCE_SKIP && run.status == RunStatus::Ok;
             let result = if reply.trim().is_empty() {
                 self.last_tool_result(child)?
                     .map(|t| (t, true))
@@ -321,7 +307,7 @@ impl Engine {
             let (k, text, o, err) = (
                 key.clone(),
                 announce.clone(),
-                outcome.to_string(),
+                outcome.as_str(),
                 run.error.clone(),
             );
             let decided = self
@@ -333,7 +319,7 @@ impl Engine {
                         c,
                         &k,
                         &storage::spawns::SpawnEnd {
-                            outcome: &o,
+                            outcome: o,
                             error: err.as_deref(),
                             ended_at: ended,
                             announce: text.as_deref(),
@@ -346,7 +332,7 @@ impl Engine {
                 self.events().emit(EngineEvent::SpawnEnded {
                     requester: spawn.requester.clone(),
                     child: key.clone(),
-                    outcome: outcome.to_string(),
+                    outcome,
                     error: run.error.clone(),
                     runtime_ms: runtime,
                     tokens_in: tin,
@@ -366,7 +352,7 @@ impl Engine {
         let Some(spawn) = self.spawn_record(child)? else {
             return Ok(());
         };
-        if spawn.status != "ended" {
+        if spawn.status != SpawnState::Ended {
             return Ok(());
         }
         let requester = SessionKey::from_canonical(spawn.requester.clone());
@@ -385,7 +371,7 @@ impl Engine {
             .subagents
             .archive_after_minutes;
         let now = now_ms();
-        let delete = spawn.cleanup == "delete";
+        let delete = spawn.cleanup == Cleanup::Delete;
         let archive_at = (!delete && archive_minutes > 0).then(|| {
             let minutes = i64::try_from(archive_minutes).unwrap_or(i64::MAX);
             now.saturating_add(minutes.saturating_mul(60_000))
@@ -412,10 +398,10 @@ impl Engine {
             }))
         });
         let outcome = match (&text, &route, allowed) {
-            (None, _, _) => "skipped",
-            (Some(_), _, false) => "blocked",
-            (Some(_), None, true) => "no_route",
-            (Some(_), Some(_), true) => "delivered",
+            (None, _, _) => AnnounceOutcome::Skipped,
+            (Some(_), _, false) => AnnounceOutcome::Blocked,
+            (Some(_), None, true) => AnnounceOutcome::NoRoute,
+            (Some(_), Some(_), true) => AnnounceOutcome::Delivered,
         };
         let (k, req_key, r) = (key.clone(), requester.clone(), route.clone());
         let done = self
@@ -425,7 +411,7 @@ impl Engine {
                 let Some(s) = storage::spawns::get_spawn(c, &k)? else {
                     return Ok(None);
                 };
-                if s.status != "ended" {
+                if s.status != SpawnState::Ended {
                     return Ok(None);
                 }
                 let mut appended = None;
@@ -440,7 +426,7 @@ impl Engine {
                     )?);
                 }
                 let mut outbox_id = None;
-                if let (Some(t), Some(route), "delivered") = (&s.announce, &r, outcome) {
+                if let (Some(t), Some(route), AnnounceOutcome::Delivered) = (&s.announce, &r, outcome) {
                     outbox_id = Some(storage::outbox::insert_outbox(
                         c,
                         &OutboxRow {
@@ -459,8 +445,8 @@ impl Engine {
                         },
                     )?);
                 }
-                storage::spawns::finish_spawn(c, &k, outcome, now, archive_at)?;
-                let deleted = if s.cleanup == "delete" {
+                storage::spawns::finish_spawn(c, &k, outcome.as_str(), now, archive_at)?;
+                let deleted = if s.cleanup == Cleanup::Delete {
                     queries::delete_session(c, &SessionKey::from_canonical(k.clone()))?
                 } else {
                     false
@@ -483,26 +469,28 @@ impl Engine {
             }
         }
         let detail = match outcome {
-            "delivered" => route
+            AnnounceOutcome::Delivered => route
                 .as_ref()
                 .map(|r| format!("queued for {} {}", r.channel, r.to))
                 .unwrap_or_default(),
-            "blocked" => format!("the send policy of {requester} denies outbound messages"),
-            "no_route" => format!("recorded in {requester}; it has no channel route"),
+            AnnounceOutcome::Blocked => {
+                format!("the send policy of {requester} denies outbound messages")
+            }
+            AnnounceOutcome::NoRoute => format!("recorded in {requester}; it has no channel route"),
             _ => "the sub-agent replied ANNOUNCE_SKIP".to_string(),
         };
         events.emit(EngineEvent::SpawnAnnounce {
             requester: requester.to_string(),
             child: key.clone(),
-            outcome: outcome.to_string(),
+            outcome,
             text: text.clone(),
             channel: route
                 .as_ref()
-                .filter(|_| outcome == "delivered")
+                .filter(|_| outcome == AnnounceOutcome::Delivered)
                 .map(|r| r.channel.clone()),
             to: route
                 .as_ref()
-                .filter(|_| outcome == "delivered")
+                .filter(|_| outcome == AnnounceOutcome::Delivered)
                 .map(|r| r.to.clone()),
             detail,
         });
