@@ -22,7 +22,7 @@ use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::engine::tools::ToolContext;
 use tokio::runtime::Runtime;

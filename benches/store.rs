@@ -22,7 +22,7 @@ use switchboard::config::{Config, Visibility};
 use switchboard::engine::Engine;
 use switchboard::engine::entry::{DeliveryContext, SessionEntry};
 use switchboard::engine::key::{KeyScheme, SessionKey};
-use switchboard::engine::storage::queries::{self, NewLine, StoredSession};
+use switchboard::store_sqlite::queries::{self, NewLine, StoredSession};
 use switchboard::engine::store::{SessionInit, SessionStore};
 use switchboard::engine::tools::ToolContext;
 use tokio::runtime::Runtime;

@@ -2,9 +2,9 @@
 //! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
 
 use super::Engine;
-use super::storage::StorageError;
-use super::storage::flows::{self, FlowPageQuery, FlowRow};
-use super::storage::runs::{self, RunRow};
+use crate::store_sqlite::StorageError;
+use crate::store_sqlite::flows::{self, FlowPageQuery, FlowRow};
+use crate::store_sqlite::runs::{self, RunRow};
 use crate::api::{
     ExchangeAnnounce, ExchangeDetail, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery,
     TrafficCount,

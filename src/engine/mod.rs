@@ -8,7 +8,6 @@ internal! {
     mod flows;
     mod instance;
     mod session;
-    mod storage;
     mod tools;
     mod tracker;
     mod transfer;
@@ -23,7 +22,7 @@ internal_use!(session::{entry, key, policy, store, transcript_text});
 
 // What the composition root (cli.rs) names besides `Engine`: the errors its calls return,
 // the export option and the transfer reports; see docs/ARCHITECTURE.md "Layers".
-pub use storage::StorageError;
+pub use crate::store_sqlite::StorageError;
 pub use transfer::{
     ExportReport, ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
 };
@@ -38,7 +37,7 @@ use flows::runs::Runner;
 use instance::Instance;
 use session::key::SessionKey;
 use session::store::SessionStore;
-use storage::Storage;
+use crate::store_sqlite::{self as storage, Storage};
 use storage::runs::Recovered;
 use tracker::Tracker;
 

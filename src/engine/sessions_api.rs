@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Engine;
-use super::storage::StorageError;
-use super::storage::idempotency;
-use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
+use crate::store_sqlite::StorageError;
+use crate::store_sqlite::idempotency;
+use crate::store_sqlite::queries::{self, PageFilter, SessionScan, StoredSession};
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
 use crate::api::*;
 use crate::engine::flows::inbound::{Inbound, Intake};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard::api::{LineRole, SendRequest, Sender, TranscriptQuery};
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::runs::RunRow;
+use switchboard::store_sqlite::runs::RunRow;
 
 use fake_model::{Answer, Fake, answer, call, text_reply, tool_reply};
 

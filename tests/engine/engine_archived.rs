@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
 
@@ -503,5 +503,5 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .expect("version");
-    assert_eq!(version, switchboard::engine::storage::SCHEMA_VERSION);
+    assert_eq!(version, switchboard::store_sqlite::SCHEMA_VERSION);
 }

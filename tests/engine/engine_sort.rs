@@ -12,7 +12,7 @@ use serde_json::json;
 use switchboard::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
 use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 
 /// Sessions made for the order tests.

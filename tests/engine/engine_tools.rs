@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use switchboard::api::{SessionsApi, ToolCall};
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::engine::store::{SessionInit, now_ms};
 use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
 

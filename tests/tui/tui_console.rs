@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, TranscriptQuery};
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::engine::storage;
+use crate::store_sqlite as storage;
 use crate::engine::Engine;
 use crate::engine::flows::delivery::Delivered;
 use crate::engine::events::EngineEvent;
@@ -14,7 +14,7 @@ use crate::engine::session::key::SessionKey;
 
 use crate::engine::flows::chain::Chain;
 use crate::engine::flows::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 use crate::engine::session::store::now_ms;
 use crate::agent::Step;
 

@@ -2,14 +2,14 @@
 //! route, the send-policy gate, and the `outbox` row a channel adapter will send from (none
 //! ship yet, so rows stay `queued`).
 
-use crate::engine::storage;
-use crate::engine::storage::outbox::OutboxRow;
+use crate::store_sqlite as storage;
+use crate::store_sqlite::outbox::OutboxRow;
 use crate::engine::Engine;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::{SessionKey, group_channel_of};
 
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 use crate::engine::session::store::now_ms;
 
 /// Where a session's outbound messages go (reference §5.7).

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::engine::session::store::SessionStore;
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 
 /// Sessions kept; past this the whole cache is dropped (cheap to rebuild, bounded memory).
 const MAX_SESSIONS: usize = 256;

@@ -10,10 +10,10 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendCommand};
 use crate::agent::Step;
 use crate::engine::flows::runs::{RunHandle, RunRequest, step_name};
-use crate::engine::storage::{self, StorageError};
-use crate::engine::storage::idempotency::KeyRow;
-use crate::engine::storage::queries::{NewLine, TranscriptRow};
-use crate::engine::storage::runs::NewRun;
+use crate::store_sqlite::{self as storage, StorageError};
+use crate::store_sqlite::idempotency::KeyRow;
+use crate::store_sqlite::queries::{NewLine, TranscriptRow};
+use crate::store_sqlite::runs::NewRun;
 use crate::engine::session::store::{SessionInit, now_ms};
 
 /// Who sent an inbound message and over what.

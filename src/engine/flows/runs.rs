@@ -10,13 +10,13 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::engine::storage;
-use crate::engine::storage::runs::{NewRun, RunEnd};
+use crate::store_sqlite as storage;
+use crate::store_sqlite::runs::{NewRun, RunEnd};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
-use crate::engine::storage::StorageError;
-use crate::engine::storage::queries::{self, NewLine};
+use crate::store_sqlite::StorageError;
+use crate::store_sqlite::queries::{self, NewLine};
 use crate::engine::session::store::now_ms;
 use crate::engine::tools::context::{ToolContext, ToolError};
 // Kept at its old path: callers name `runs::Chain`.

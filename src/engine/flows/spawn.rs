@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::engine::storage;
-use crate::engine::storage::outbox::OutboxRow;
-use crate::engine::storage::spawns::SpawnRow;
+use crate::store_sqlite as storage;
+use crate::store_sqlite::outbox::OutboxRow;
+use crate::store_sqlite::spawns::SpawnRow;
 use crate::engine::Engine;
 use crate::engine::flows::delivery::route_for;
 use crate::engine::events::EngineEvent;
@@ -18,8 +18,8 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendPolicy};
 use crate::engine::flows::chain::Chain;
 use crate::engine::flows::runs::{Lane, RunRequest};
-use crate::engine::storage::StorageError;
-use crate::engine::storage::queries::{self, NewLine};
+use crate::store_sqlite::StorageError;
+use crate::store_sqlite::queries::{self, NewLine};
 use crate::engine::session::store::{SessionInit, insert_new, now_ms};
 use crate::agent::Step;
 use crate::config::Config;

@@ -6,10 +6,10 @@ use serde_json::{Value, json};
 use crate::engine::session::entry::{DeliveryContext, SessionEntry};
 use crate::engine::events::{EngineEvent, EventBus};
 use crate::engine::session::key::{KeyScheme, SessionKey};
-use crate::engine::storage::queries::{
+use crate::store_sqlite::queries::{
     self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
 };
-use crate::engine::storage::{Pending, Storage, StorageError};
+use crate::store_sqlite::{Pending, Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
 #[derive(Debug, Clone, Default, PartialEq)]

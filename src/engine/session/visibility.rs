@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use crate::config::{Config, SandboxVisibility, Visibility};
 
 use crate::engine::session::key::SessionKey;
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 use crate::engine::session::store::SessionStore;
 
 /// What the requester is trying to do; it picks the wording of a denial.

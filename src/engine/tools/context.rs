@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::engine::flows::chain::Chain;
 use crate::engine::session::key::SessionKey;
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 
 /// The tools this engine offers, in the order `--help` lists them.
 pub const TOOL_NAMES: &[&str] = &[

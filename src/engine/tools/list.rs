@@ -11,7 +11,7 @@ use crate::engine::Engine;
 use crate::engine::session::key::SessionKind;
 use crate::engine::session::openclaw_text::{is_silent_reply, preview};
 use crate::engine::session::sanitize::sanitize_history;
-use crate::engine::storage::queries::{SessionScan, StoredSession};
+use crate::store_sqlite::queries::{SessionScan, StoredSession};
 use crate::engine::session::store::now_ms;
 use crate::engine::session::visibility::{Action, Guard};
 
@@ -234,7 +234,7 @@ fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
 pub fn owner_row(
     engine: &Engine,
     key: &crate::engine::session::key::SessionKey,
-) -> Result<Option<Value>, crate::engine::storage::StorageError> {
+) -> Result<Option<Value>, crate::store_sqlite::StorageError> {
     Ok(engine.store().get(key)?.map(|s| owner_entry(engine, &s)))
 }
 

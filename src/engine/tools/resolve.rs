@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::context::{ToolContext, failure};
 use crate::engine::Engine;
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input, looks_like_session_id};
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 use crate::engine::session::visibility::Guard;
 
 /// A resolved session reference.

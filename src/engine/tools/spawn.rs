@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::params::Params;
 use super::context::{ToolContext, ToolError, ToolInputError, failure};
 use crate::config::limits;
-use crate::engine::storage;
+use crate::store_sqlite as storage;
 use crate::engine::Engine;
 use crate::engine::session::key::{is_valid_agent_id, normalize_agent_id};
 use crate::engine::flows::chain::Chain;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::engine::storage::StorageError;
+use crate::store_sqlite::StorageError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TransferError {
@@ -39,7 +39,7 @@ pub enum TransferError {
     OpenClawDb {
         path: PathBuf,
         #[source]
-        source: crate::engine::storage::openclaw_source::OpenClawDbError,
+        source: crate::store_sqlite::openclaw_source::OpenClawDbError,
     },
     #[error("session {key} cannot be exported: {reason}")]
     Unexportable { key: String, reason: String },

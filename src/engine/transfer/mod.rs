@@ -85,9 +85,9 @@ use serde_json::{Map, Value};
 use super::Engine;
 use super::entry::SessionEntry;
 use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
-use super::storage::StorageError;
-use super::storage::imports::{self, ImportMark};
-use super::storage::queries::{self, RawLine, SessionScan, StoredSession};
+use crate::store_sqlite::StorageError;
+use crate::store_sqlite::imports::{self, ImportMark};
+use crate::store_sqlite::queries::{self, RawLine, SessionScan, StoredSession};
 use atomic::StagedFile;
 use folders::{NewFolders, check_real_folder};
 use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
@@ -218,7 +218,7 @@ impl Default for ImportLimits {
             max_line_bytes: 16 << 20,
             max_transcript_bytes: 4 << 30,
             max_index_bytes: 256 << 20,
-            max_read_time: super::storage::openclaw_source::READ_DEADLINE,
+            max_read_time: crate::store_sqlite::openclaw_source::READ_DEADLINE,
         }
     }
 }
