@@ -428,7 +428,7 @@ impl Cli {
     pub fn open_engine(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        Engine::open(&dir, config)
+        switchboard::state_folder::open_engine(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
 
@@ -436,7 +436,7 @@ impl Cli {
     pub fn open_engine_for_reading(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        Engine::open_for_reading(&dir, config)
+        switchboard::state_folder::open_engine_for_reading(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
 
@@ -938,7 +938,7 @@ async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         .map(|w| format!("config: {w}"))
         .collect();
     let dir = cli.state_dir();
-    let engine = Engine::open(&dir, config)
+    let engine = switchboard::state_folder::open_engine(&dir, config)
         .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
     let mut options = console_options(dir.display().to_string())?;
     options.notices = notices;
@@ -952,7 +952,7 @@ async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Result<()> {
     console_terminal()?;
     let dir = tempfile_dir()?;
     let config = switchboard::demo::demo_config()?;
-    let engine = Engine::open(&dir, config)
+    let engine = switchboard::state_folder::open_engine(&dir, config)
         .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
     // Seeding runs beside the console, which draws at once and fills in as it lands.
     let traffic = switchboard::demo::start(

@@ -54,6 +54,8 @@ pub mod json_size;
 pub mod protocol;
 pub mod remote;
 pub mod server;
+pub mod state_folder;
+pub mod store;
 internal! {
     mod store_sqlite;
 }

@@ -2,13 +2,13 @@
 //! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
 
 use super::Engine;
-use crate::store_sqlite::StorageError;
-use crate::store_sqlite::flows::{self, FlowPageQuery, FlowRow};
-use crate::store_sqlite::runs::{self, RunRow};
 use crate::api::{
     ExchangeAnnounce, ExchangeDetail, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery,
     TrafficCount,
 };
+use crate::store::StoreError;
+use crate::store_sqlite::flows::{self, FlowPageQuery, FlowRow};
+use crate::store_sqlite::runs::{self, RunRow};
 
 /// The most exchanges one page returns.
 pub const EXCHANGES_PAGE_MAX: usize = 1_000;
@@ -16,7 +16,7 @@ pub const EXCHANGES_PAGE_MAX: usize = 1_000;
 const EXCHANGES_PAGE_DEFAULT: usize = 100;
 
 impl Engine {
-    pub(crate) fn exchanges_page(&self, q: &ExchangesQuery) -> Result<ExchangesPage, StorageError> {
+    pub(crate) fn exchanges_page(&self, q: &ExchangesQuery) -> Result<ExchangesPage, StoreError> {
         let limit = match q.limit {
             0 => EXCHANGES_PAGE_DEFAULT,
             n => n.min(EXCHANGES_PAGE_MAX),
@@ -27,15 +27,15 @@ impl Engine {
             since: q.since,
             limit,
         };
-        let (rows, more) = self.store().storage().read(|c| flows::page(c, &query))?;
+        let (rows, more) = self.store().sqlite_read(|c| flows::page(c, &query))?;
         Ok(ExchangesPage {
             exchanges: rows.into_iter().map(summary).collect(),
             more,
         })
     }
 
-    pub(crate) fn exchange_detail(&self, id: &str) -> Result<Option<ExchangeDetail>, StorageError> {
-        let found = self.store().storage().read(|c| {
+    pub(crate) fn exchange_detail(&self, id: &str) -> Result<Option<ExchangeDetail>, StoreError> {
+        let found = self.store().sqlite_read(|c| {
             let Some(flow) = flows::get(c, id)? else {
                 return Ok(None);
             };
@@ -59,8 +59,8 @@ impl Engine {
         }))
     }
 
-    pub(crate) fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StorageError> {
-        let rows = self.store().storage().read(|c| flows::traffic(c, since))?;
+    pub(crate) fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StoreError> {
+        let rows = self.store().sqlite_read(|c| flows::traffic(c, since))?;
         Ok(rows
             .into_iter()
             .map(|r| TrafficCount {

@@ -13,6 +13,8 @@ mod schema;
 pub mod spawns;
 mod tail_cache;
 mod writer;
+mod store;
+pub use store::SqliteStore;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

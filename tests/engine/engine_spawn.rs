@@ -29,7 +29,7 @@ struct Bench {
 fn bench_with(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = Engine::open(dir.path(), config).expect("engine opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         engine,
@@ -106,13 +106,14 @@ impl Bench {
         Ok(api.call_tool(call).await?.result)
     }
 
-    fn texts(&self, raw: &str) -> Vec<(String, String)> {
-        let Some(s) = self.engine.store().get(&key(raw)).unwrap() else {
+    async fn texts(&self, raw: &str) -> Vec<(String, String)> {
+        let Some(s) = self.engine.store().get(&key(raw)).await.unwrap() else {
             return Vec::new();
         };
         self.engine
             .store()
             .tail(&s.entry.session_id, 500, true)
+            .await
             .unwrap()
             .into_iter()
             .filter_map(|r| {
@@ -131,8 +132,9 @@ impl Bench {
     }
 
     /// The announce messages in the requester's transcript.
-    fn announces(&self) -> Vec<String> {
+    async fn announces(&self) -> Vec<String> {
         self.texts(ME)
+            .await
             .into_iter()
             .filter(|(role, t)| role == "user" && t.starts_with("Sub-agent "))
             .map(|(_, t)| t)
@@ -147,8 +149,8 @@ impl Bench {
         out
     }
 
-    fn session_count(&self) -> u64 {
-        self.engine.store().count().unwrap()
+    async fn session_count(&self) -> u64 {
+        self.engine.store().count().await.unwrap()
     }
 }
 
@@ -173,7 +175,14 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     assert!(r["runId"].as_str().is_some_and(|s| s.len() == 36));
     let child = child_of(&r);
     assert!(child.starts_with("agent:work:subagent:"), "{child}");
-    let entry = b.engine.store().get(&key(&child)).unwrap().unwrap().entry;
+    let entry = b
+        .engine
+        .store()
+        .get(&key(&child))
+        .await
+        .unwrap()
+        .unwrap()
+        .entry;
     assert_eq!(entry.spawned_by.as_deref(), Some(ME));
     assert_eq!(entry.parent_session_key.as_deref(), Some(ME));
     assert_eq!(entry.spawn_depth, Some(1));
@@ -181,7 +190,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     b.engine.idle().await;
 
     // The child saw its task, with OpenClaw's sub-agent context line.
-    let child_texts = b.texts(&child);
+    let child_texts = b.texts(&child).await;
     assert!(
         child_texts[0]
             .1
@@ -194,7 +203,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     );
     assert_eq!(child_texts[1].1, "CHILD_RESULT 42 for Compute things");
 
-    let announces = b.announces();
+    let announces = b.announces().await;
     assert_eq!(announces.len(), 1, "{announces:?}");
     let lines: Vec<&str> = announces[0].lines().collect();
     assert_eq!(lines[0], "Sub-agent \"child-s6\" finished.");
@@ -254,7 +263,7 @@ async fn the_result_falls_back_to_the_last_tool_result_and_status_never_comes_fr
     b.spawn(json!({ "task": "look around", "agentId": "work" }))
         .await;
     b.engine.idle().await;
-    let a = &b.announces()[0];
+    let a = &b.announces().await[0];
     assert!(a.contains("\nStatus: completed\n"), "{a}");
     assert!(a.contains("\nResult: {\n  \"count\""), "{a}");
     assert!(a.contains("the result is its last tool result"), "{a}");
@@ -276,6 +285,7 @@ async fn the_result_falls_back_to_the_last_tool_result_and_status_never_comes_fr
     b.engine.idle().await;
     let mut statuses: Vec<String> = b
         .announces()
+        .await
         .iter()
         .map(|a| a.lines().nth(1).unwrap().to_string())
         .collect();
@@ -295,11 +305,16 @@ async fn a_child_over_its_run_timeout_is_stopped_and_announced_as_timed_out() {
         .spawn(json!({ "task": "slow", "agentId": "work", "runTimeoutSeconds": 1 }))
         .await;
     b.engine.idle().await;
-    let a = &b.announces()[0];
+    let a = &b.announces().await[0];
     assert!(a.contains("\nStatus: timed out\n"), "{a}");
     let run = b.engine.run(r["runId"].as_str().unwrap()).unwrap().unwrap();
     assert_eq!(run.status, "timeout");
-    assert!(!b.texts(&child_of(&r)).iter().any(|t| t.1 == "too late"));
+    assert!(
+        !b.texts(&child_of(&r))
+            .await
+            .iter()
+            .any(|t| t.1 == "too late")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -316,7 +331,7 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
             .await,
     );
     b.engine.idle().await;
-    let announces = b.announces();
+    let announces = b.announces().await;
     assert_eq!(
         announces.len(),
         1,
@@ -328,11 +343,11 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
         )
     );
     assert!(
-        b.engine.store().get(&key(&gone)).unwrap().is_none(),
+        b.engine.store().get(&key(&gone)).await.unwrap().is_none(),
         "deleted after its announce"
     );
     assert!(
-        b.engine.store().get(&key(&quiet)).unwrap().is_some(),
+        b.engine.store().get(&key(&quiet)).await.unwrap().is_some(),
         "kept"
     );
     let events = b.drain();
@@ -365,8 +380,11 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     let dir = tempfile::tempdir().unwrap();
     let child;
     {
-        let engine =
-            Engine::open(dir.path(), serde_json::from_value(config.clone()).unwrap()).unwrap();
+        let engine = switchboard::state_folder::open_engine(
+            dir.path(),
+            serde_json::from_value(config.clone()).unwrap(),
+        )
+        .unwrap();
         engine
             .store()
             .ensure(&key(ME), SessionInit::default())
@@ -393,7 +411,9 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
         );
     }
     // A new process: the timer is in the database.
-    let engine = Engine::open(dir.path(), serde_json::from_value(config).unwrap()).unwrap();
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), serde_json::from_value(config).unwrap())
+            .unwrap();
     engine.resume().await.unwrap();
     let archived = engine.archive_due(now_ms() + 61 * 60_000).await.unwrap();
     assert_eq!(archived, [key(&child)]);
@@ -448,7 +468,7 @@ async fn refusals_use_openclaws_messages_and_create_nothing() {
         }),
     );
     b.requester(None).await;
-    let before = b.session_count();
+    let before = b.session_count().await;
     let err = |r: &Value| {
         (
             r["status"].as_str().unwrap().to_string(),
@@ -502,7 +522,7 @@ async fn refusals_use_openclaws_messages_and_create_nothing() {
             .unwrap()
             .starts_with("thread=true is unavailable")
     );
-    assert_eq!(b.session_count(), before, "nothing was created");
+    assert_eq!(b.session_count().await, before, "nothing was created");
     // Input errors: a missing task, a delivery parameter.
     for (params, needle) in [
         (json!({ "label": "x" }), "task required"),
@@ -586,11 +606,12 @@ async fn sub_agents_get_no_session_tools_and_cannot_spawn_unless_configured() {
     b.requester(None).await;
     let child = child_of(&b.spawn(json!({ "task": "t", "agentId": "work" })).await);
     b.engine.idle().await;
-    let s = b.engine.store().get(&key(&child)).unwrap().unwrap();
+    let s = b.engine.store().get(&key(&child)).await.unwrap().unwrap();
     let results: Vec<Value> = b
         .engine
         .store()
         .tail(&s.entry.session_id, 50, true)
+        .await
         .unwrap()
         .into_iter()
         .filter(|r| r.line["message"]["role"] == "toolResult")
@@ -701,13 +722,14 @@ async fn a_configured_model_is_applied_and_a_missing_backend_is_announced_as_a_f
         .engine
         .store()
         .get(&key(&child_of(&r)))
+        .await
         .unwrap()
         .unwrap()
         .entry;
     assert_eq!(entry.model.as_deref(), Some("ollama/llama3.2"));
     assert_eq!(entry.thinking_level.as_deref(), Some("low"));
     b.engine.idle().await;
-    let a = &b.announces()[0];
+    let a = &b.announces().await[0];
     assert!(
         a.contains("\nStatus: failed: no backend for model \"ollama/llama3.2\""),
         "{a}"
@@ -803,7 +825,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
 async fn resume_leaves_a_live_engines_announce_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
-    let owner = Engine::open(dir.path(), config()).unwrap();
+    let owner = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     owner
         .store()
         .ensure(&key(ME), SessionInit::default())
@@ -832,7 +854,7 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
         rusqlite::params![child, ME],
     )
     .unwrap();
-    let other = Engine::open(dir.path(), config()).unwrap();
+    let other = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).unwrap().unwrap();

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, TranscriptQuery};
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
-use switchboard::store_sqlite::queries::NewLine;
 use switchboard::engine::store::SessionInit;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::{Focus, State};
@@ -146,12 +146,14 @@ async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
         .engine
         .store()
         .get(&SessionKey::from_canonical("agent:work:main"))
+        .await
         .unwrap()
         .unwrap();
     let rows = b
         .engine
         .store()
         .tail(&work.entry.session_id, 10, false)
+        .await
         .unwrap();
     assert!(
         rows.iter()
@@ -508,10 +510,11 @@ async fn from_alice(b: &common::Bench, k: &str, text: &str) {
 }
 
 /// The send policy stored in `k`'s entry (`None`: it follows the config).
-fn stored_policy(b: &common::Bench, k: &str) -> Option<String> {
+async fn stored_policy(b: &common::Bench, k: &str) -> Option<String> {
     b.engine
         .store()
         .get(&SessionKey::from_canonical(k))
+        .await
         .expect("read")
         .expect("session exists")
         .entry
@@ -526,7 +529,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
     from_alice(&b, ME, "hello").await;
     let (mut c, _api) = console(&b).await;
     select(&mut c, ME).await;
-    assert_eq!(stored_policy(&b, ME), None);
+    assert_eq!(stored_policy(&b, ME).await, None);
     type_text(&mut c, "/send off");
     assert_eq!(c.console.state.composer.error, None);
     let (reply, error) = c.report().await;
@@ -540,7 +543,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
             .any(|r| r.key == ME && r.policy == "deny" && r.policy_override)
     })
     .await;
-    assert_eq!(stored_policy(&b, ME).as_deref(), Some("deny"));
+    assert_eq!(stored_policy(&b, ME).await.as_deref(), Some("deny"));
 
     type_text(&mut c, "/send inherit");
     let (reply, error) = c.report().await;
@@ -551,7 +554,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
             .any(|r| r.key == ME && r.policy == "allow" && !r.policy_override)
     })
     .await;
-    assert_eq!(stored_policy(&b, ME), None);
+    assert_eq!(stored_policy(&b, ME).await, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -592,7 +595,7 @@ async fn a_deletion_by_another_process_is_noticed() {
     select(&mut c, OTHER).await;
     let config: switchboard::config::Config =
         serde_json::from_value(config()).expect("test config is valid");
-    let other = switchboard::engine::Engine::open(b.engine.state_dir(), config)
+    let other = switchboard::state_folder::open_engine(b.engine.state_dir(), config)
         .expect("a second engine on the same folder");
     assert!(
         other.start().delete(OTHER).await.expect("delete"),

@@ -14,7 +14,7 @@ use crate::engine::session::key::SessionKey;
 
 use crate::engine::flows::chain::Chain;
 use crate::engine::flows::runs::{FlowStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
-use crate::store_sqlite::StorageError;
+use crate::store::StoreError;
 use crate::engine::session::store::now_ms;
 use crate::agent::Step;
 
@@ -65,7 +65,7 @@ impl Engine {
     internal_fn! {
         /// Start the exchange: record the flow, start the primary run in the target, and hand
         /// the rest (ping-pong, announce) to a tracked background task.
-        async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
+        async fn start_send(&self, send: Send) -> Result<Started, StoreError> {
             let scheme = self.store().scheme();
             let parties = Parties {
                 requester: send.requester.clone(),
@@ -156,13 +156,12 @@ impl Engine {
         f: &FlowStart,
         target: &SessionKey,
         run_id: &str,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), StoreError> {
         let owner = self.instance_id().to_string();
         let (flow, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
         let started = now_ms();
         self.store()
-            .storage()
-            .write(move |c| {
+            .sqlite_write(move |c| {
                 storage::flows::insert_flow(
                     c,
                     &storage::flows::NewFlow {
@@ -254,8 +253,7 @@ impl Engine {
         if !closed
             && let Err(e) = self
                 .store()
-                .storage()
-                .write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
+                .sqlite_write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
                 .await
         {
             tracing::warn!(flow_id, error = %e, "could not close an exchange");
@@ -302,7 +300,7 @@ impl Engine {
                         &parties.requester_channel,
                     )
                 };
-                if let Some(reason) = self.policy_refuses(speaker, listener) {
+                if let Some(reason) = self.policy_refuses(speaker, listener).await {
                     end = Some(Ended::new("policy", reason));
                     break;
                 }
@@ -452,8 +450,8 @@ impl Engine {
 
     /// The send policy of `key` refuses agent-to-agent messages into it (from `requester`):
     /// why, if so.
-    pub(crate) fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
-        let entry = self.store().get(key).ok().flatten()?.entry;
+    pub(crate) async fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
+        let entry = self.store().get(key).await.ok().flatten()?.entry;
         let decision = self.judge_policy(key, &entry, "send", Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
@@ -607,8 +605,7 @@ impl Engine {
             let (f, loop_detail) = (flow_id.to_string(), loop_end.detail.clone());
             if let Err(e) = self
                 .store()
-                .storage()
-                .write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
+                .sqlite_write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
                 .await
             {
                 tracing::warn!(flow_id, error = %e, "could not record an exchange's announce");
@@ -630,7 +627,7 @@ impl Engine {
         chain: &Chain,
         run_id: &str,
         detail: &str,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), StoreError> {
         let flow_id = uuid::Uuid::now_v7().to_string();
         let reason = if kind == "chain" { "chain" } else { "policy" };
         let owner = self.instance_id().to_string();
@@ -646,8 +643,7 @@ impl Engine {
         );
         let at = now_ms();
         self.store()
-            .storage()
-            .write(move |c| {
+            .sqlite_write(move |c| {
                 storage::flows::insert_refused(
                     c,
                     &storage::flows::RefusedSend {

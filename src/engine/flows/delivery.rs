@@ -9,7 +9,7 @@ use crate::engine::session::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::{SessionKey, group_channel_of};
 
-use crate::store_sqlite::StorageError;
+use crate::store::StoreError;
 use crate::engine::session::store::now_ms;
 
 /// Where a session's outbound messages go (reference §5.7).
@@ -85,8 +85,8 @@ impl Engine {
             text: &str,
             run_id: Option<&str>,
             flow_id: Option<&str>,
-        ) -> Result<Delivered, StorageError> {
-            let Some(stored) = self.store().get(key)? else {
+        ) -> Result<Delivered, StoreError> {
+            let Some(stored) = self.store().get(key).await? else {
                 return Ok(Delivered::NoRoute);
             };
             let Some(route) = route_for(key, &stored.entry) else {
@@ -118,8 +118,7 @@ impl Engine {
             let for_writer = row.clone();
             let outbox_id = self
                 .store()
-                .storage()
-                .write(move |c| storage::outbox::insert_outbox(c, &for_writer))
+                .sqlite_write(move |c| storage::outbox::insert_outbox(c, &for_writer))
                 .await?;
             self.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
@@ -137,9 +136,9 @@ impl Engine {
     internal_fn! {
         /// A session's outbox, oldest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StorageError> {
+        fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
             let k = key.to_string();
-            self.store().storage().read(|c| storage::outbox::outbox_of(c, &k))
+            self.store().sqlite_read(|c| storage::outbox::outbox_of(c, &k))
         }
     }
 }

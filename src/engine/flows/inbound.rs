@@ -10,7 +10,8 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendCommand};
 use crate::agent::Step;
 use crate::engine::flows::runs::{RunHandle, RunRequest, step_name};
-use crate::store_sqlite::{self as storage, StorageError};
+use crate::store::StoreError;
+use crate::store_sqlite as storage;
 use crate::store_sqlite::idempotency::KeyRow;
 use crate::store_sqlite::queries::{NewLine, TranscriptRow};
 use crate::store_sqlite::runs::NewRun;
@@ -44,7 +45,7 @@ impl Engine {
         &self,
         key: &SessionKey,
         from: &Inbound,
-    ) -> Result<bool, StorageError> {
+    ) -> Result<bool, StoreError> {
         let chat_type = from
             .chat_type
             .clone()
@@ -93,7 +94,7 @@ impl Engine {
             key: &SessionKey,
             text: &str,
             from: &Inbound,
-        ) -> Result<InboundRecorded, StorageError> {
+        ) -> Result<InboundRecorded, StoreError> {
             let created = self.session_for_inbound(key, from).await?;
             let row = self
                 .store()
@@ -162,11 +163,11 @@ impl Engine {
             key: &SessionKey,
             text: &str,
             from: &Inbound,
-        ) -> Result<Received, StorageError> {
+        ) -> Result<Received, StoreError> {
             match self.receive_keyed(key, text, from, None).await? {
                 Intake::Received(r) => Ok(r),
                 // Without a key nothing is ever a repeat.
-                Intake::Repeat(row) => Err(StorageError::Rejected(format!(
+                Intake::Repeat(row) => Err(StoreError::rejected(format!(
                     "unexpected repeat of idempotency key {}",
                     row.key
                 ))),
@@ -187,12 +188,11 @@ impl Engine {
             text: &str,
             from: &Inbound,
             idempotency_key: Option<&str>,
-        ) -> Result<Intake, StorageError> {
+        ) -> Result<Intake, StoreError> {
             if let Some(k) = idempotency_key {
                 let found = self
                     .store()
-                    .storage()
-                    .read(|c| storage::idempotency::find(c, k, now_ms()))?;
+                    .sqlite_read(|c| storage::idempotency::find(c, k, now_ms()))?;
                 if let Some(row) = found {
                     return Ok(Intake::Repeat(row));
                 }
@@ -264,7 +264,7 @@ impl Engine {
             }
             let row = rows
                 .pop()
-                .ok_or_else(|| StorageError::Corrupt("append returned no row".into()))?;
+                .ok_or_else(|| StoreError::corrupt("append returned no row"))?;
             let recorded = InboundRecorded {
                 key: key.clone(),
                 created,
@@ -300,7 +300,7 @@ impl Engine {
         key: &SessionKey,
         command: Option<SendCommand>,
         reply: &str,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), StoreError> {
         if let Some(SendCommand::Set(p)) = command {
             let value = p.map(|p| p.as_str().to_string());
             self.store()

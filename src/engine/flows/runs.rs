@@ -15,6 +15,7 @@ use crate::store_sqlite::runs::{NewRun, RunEnd};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
+use crate::store::StoreError;
 use crate::store_sqlite::StorageError;
 use crate::store_sqlite::queries::{self, NewLine};
 use crate::engine::session::store::now_ms;
@@ -429,7 +430,7 @@ impl Engine {
         run_id: &str,
         req: &RunRequest,
         known: &watch::Sender<Option<RunOutcome>>,
-    ) -> Result<RunOutcome, StorageError> {
+    ) -> Result<RunOutcome, StoreError> {
         let default_agent = self.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
@@ -458,7 +459,8 @@ impl Engine {
         // (sessions_spawn's `model` and `thinking`), for every run in it.
         let overrides = if req.key.subagent_depth() > 0 {
             self.store()
-                .get(&req.key)?
+                .get(&req.key)
+                .await?
                 .map(|s| (s.entry.model, s.entry.thinking_level))
                 .unwrap_or_default()
         } else {
@@ -506,7 +508,7 @@ impl Engine {
                     r
                 }
             };
-            Ok::<_, StorageError>(r)
+            Ok::<_, StoreError>(r)
         };
         // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
         // the turn where it is: dropping it drops a model request in flight.
@@ -516,7 +518,7 @@ impl Engine {
                 None => Ok(TurnEnd::Done(turn_ran.await?)),
                 Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
                     Ok(r) => Ok(TurnEnd::Done(r?)),
-                    Err(_) => Ok::<_, StorageError>(TurnEnd::TimedOut),
+                    Err(_) => Ok::<_, StoreError>(TurnEnd::TimedOut),
                 },
             }
         };
@@ -732,6 +734,9 @@ impl Engine {
     }
 }
 
+/// What a run's start waiter is told when the committing task vanished.
+const WRITER_GONE: &str = "the database writer has stopped";
+
 /// `SWITCHBOARD_FAILPOINT=run-end-storage-error`: every run's end fails to commit as a full
 /// disk would (tests of what a client waiting on such a run is told).
 fn storage_failpoint() -> Result<(), StorageError> {
@@ -916,7 +921,7 @@ enum StartState {
     /// from a later retry.
     Queued {
         attempt: u64,
-        outcome: watch::Receiver<Option<Result<(), StorageError>>>,
+        outcome: watch::Receiver<Option<Result<(), StoreError>>>,
     },
     /// Committed (or claimed by the run's end, which writes it with the end).
     Written,
@@ -1000,7 +1005,7 @@ impl StartRecord {
 
     /// Write the start now unless it already is; resolves once it has committed. Safe to
     /// call from several places at once and to drop midway (see the type's comment).
-    async fn write(self: &Arc<Self>) -> Result<(), StorageError> {
+    async fn write(self: &Arc<Self>) -> Result<(), StoreError> {
         let mut outcome = {
             let mut state = self.state();
             match &*state {
@@ -1013,10 +1018,10 @@ impl StartRecord {
             Ok(done) => match &*done {
                 Some(Ok(())) => Ok(()),
                 Some(Err(e)) => Err(e.clone()),
-                None => Err(StorageError::WriterGone),
+                None => Err(StoreError::unavailable(WRITER_GONE)),
             },
             // The committing task is gone without a word: only a runtime shutting down.
-            Err(_) => Err(StorageError::WriterGone),
+            Err(_) => Err(StoreError::unavailable(WRITER_GONE)),
         }
     }
 
@@ -1025,7 +1030,7 @@ impl StartRecord {
     fn queue(
         self: &Arc<Self>,
         state: &mut StartState,
-    ) -> watch::Receiver<Option<Result<(), StorageError>>> {
+    ) -> watch::Receiver<Option<Result<(), StoreError>>> {
         let inbound: Vec<NewLine> = self
             .req
             .inbound
@@ -1168,14 +1173,17 @@ impl ToolRunner for RunTools {
         Box::pin(async move {
             let key = &self.ctx.requester;
             let store = self.engine.store();
-            let read = store.get(key).and_then(|s| match s {
-                Some(s) => self.engine.runner().history.tail(
-                    store,
-                    &s.entry.session_id,
-                    limit + HISTORY_SCAN_EXTRA,
-                ),
-                None => Ok(Vec::new()),
-            });
+            let read = match store.get(key).await {
+                Ok(Some(s)) => {
+                    self.engine
+                        .runner()
+                        .history
+                        .tail(store, &s.entry.session_id, limit + HISTORY_SCAN_EXTRA)
+                        .await
+                }
+                Ok(None) => Ok(Vec::new()),
+                Err(e) => Err(e),
+            };
             let lines = match read {
                 Ok(rows) => rows,
                 Err(e) => {

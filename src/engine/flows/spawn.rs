@@ -18,9 +18,9 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendPolicy};
 use crate::engine::flows::chain::Chain;
 use crate::engine::flows::runs::{Lane, RunRequest};
-use crate::store_sqlite::StorageError;
+use crate::store::StoreError;
 use crate::store_sqlite::queries::{self, NewLine};
-use crate::engine::session::store::{SessionInit, insert_new, now_ms};
+use crate::engine::session::store::{SessionInit, now_ms, transcript_header};
 use crate::agent::Step;
 use crate::config::Config;
 
@@ -123,7 +123,7 @@ impl Engine {
     internal_fn! {
         /// Create the child session, record the spawn, and start the child's run; the
         /// announce follows when the run ends (a tracked task, so `idle` waits for it).
-        async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StorageError> {
+        async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StoreError> {
             let child = SessionKey::from_canonical(format!(
                 "agent:{}:subagent:{}",
                 req.agent_id,
@@ -178,14 +178,14 @@ impl Engine {
                 },
             }));
             let (session, spawn, owner) = (fresh.clone(), row.clone(), self.instance_id().to_string());
+            let header = transcript_header(&session.entry.session_id, &cwd, now);
             // The child session, its task, its run and the spawn record commit together: no
             // child without a record of who spawned it, and no record without a run to finish
             // (a restart then finds the run and closes it as aborted).
             let (session_id, rows) = self
                 .store()
-                .storage()
-                .write(move |c| {
-                    insert_new(c, &session, &cwd, now)?;
+                .sqlite_write(move |c| {
+                    queries::insert_session(c, &session, &header)?;
                     let appended =
                         queries::append_lines(c, &session.key, std::slice::from_ref(&inbound), now)?;
                     storage::runs::insert_run(
@@ -262,7 +262,7 @@ impl Engine {
     }
 
     /// The child's run is over: decide its announce and persist it (once), then deliver it.
-    async fn finish_spawn(&self, child: &SessionKey) -> Result<(), StorageError> {
+    async fn finish_spawn(&self, child: &SessionKey) -> Result<(), StoreError> {
         let key = child.to_string();
         let Some(spawn) = self.spawn_record(child)? else {
             return Ok(());
@@ -289,13 +289,13 @@ impl Engine {
             let reply = run.reply.clone().unwrap_or_default();
             let silent = reply.trim() == ANNOUNCE_SKIP && run.status == "ok";
             let result = if reply.trim().is_empty() {
-                self.last_tool_result(child)?
+                self.last_tool_result(child).await?
                     .map(|t| (t, true))
                     .unwrap_or_else(|| ("(no output)".to_string(), false))
             } else {
                 (reply.trim().to_string(), false)
             };
-            let session = self.store().get(child)?;
+            let session = self.store().get(child).await?;
             let session_id = session
                 .as_ref()
                 .map(|s| s.entry.session_id.clone())
@@ -326,8 +326,7 @@ impl Engine {
             );
             let decided = self
                 .store()
-                .storage()
-                .write(move |c| {
+                .sqlite_write(move |c| {
                     // Only the first to decide records it (another process may be resuming).
                     storage::spawns::end_spawn(
                         c,
@@ -361,7 +360,7 @@ impl Engine {
     /// Deliver a decided announce. One transaction records it in the requester's transcript,
     /// queues it for the requester's channel, marks it delivered, and applies the cleanup, so
     /// it happens exactly once however often it is retried.
-    async fn deliver_spawn_announce(&self, child: &SessionKey) -> Result<(), StorageError> {
+    async fn deliver_spawn_announce(&self, child: &SessionKey) -> Result<(), StoreError> {
         let key = child.to_string();
         let Some(spawn) = self.spawn_record(child)? else {
             return Ok(());
@@ -370,7 +369,7 @@ impl Engine {
             return Ok(());
         }
         let requester = SessionKey::from_canonical(spawn.requester.clone());
-        let requester_session = self.store().get(&requester)?;
+        let requester_session = self.store().get(&requester).await?;
         // Decide the route and policy outside, check again inside the transaction.
         let route = requester_session
             .as_ref()
@@ -393,7 +392,7 @@ impl Engine {
         let text = spawn.announce.clone();
         // Read from the child's task message, so an announce resumed by another process
         // continues the chain too.
-        let chain = self.spawn_chain(child)?;
+        let chain = self.spawn_chain(child).await?;
         let line = text.as_ref().map(|t| {
             let mut provenance = json!({
                 "kind": "inter_session",
@@ -420,8 +419,7 @@ impl Engine {
         let (k, req_key, r) = (key.clone(), requester.clone(), route.clone());
         let done = self
             .store()
-            .storage()
-            .write(move |c| {
+            .sqlite_write(move |c| {
                 let Some(s) = storage::spawns::get_spawn(c, &k)? else {
                     return Ok(None);
                 };
@@ -528,25 +526,26 @@ impl Engine {
     }
 
     /// The chain a spawn continues, as its task message (the child's first) records it.
-    fn spawn_chain(&self, child: &SessionKey) -> Result<Option<Chain>, StorageError> {
-        let Some(s) = self.store().get(child)? else {
+    async fn spawn_chain(&self, child: &SessionKey) -> Result<Option<Chain>, StoreError> {
+        let Some(s) = self.store().get(child).await? else {
             return Ok(None);
         };
         let first = self
             .store()
-            .storage()
-            .read(|c| queries::first_message_line(c, &s.entry.session_id))?;
+            .store()
+            .first_message_line(&s.entry.session_id)
+            .await?;
         Ok(first
             .and_then(|line| serde_json::from_str::<Value>(&line).ok())
             .and_then(|v| v.get("message").and_then(Chain::from_provenance)))
     }
 
     /// The text of the child's latest tool result, for a child that gave no final reply.
-    fn last_tool_result(&self, child: &SessionKey) -> Result<Option<String>, StorageError> {
-        let Some(s) = self.store().get(child)? else {
+    async fn last_tool_result(&self, child: &SessionKey) -> Result<Option<String>, StoreError> {
+        let Some(s) = self.store().get(child).await? else {
             return Ok(None);
         };
-        let rows = self.store().tail(&s.entry.session_id, 50, true)?;
+        let rows = self.store().tail(&s.entry.session_id, 50, true).await?;
         Ok(rows.iter().rev().find_map(|r| {
             let m = r.line.get("message")?;
             (m.get("role")? == "toolResult").then(|| crate::engine::session::transcript_text::message_text(m))
@@ -574,11 +573,10 @@ impl Engine {
     internal_fn! {
         /// Archive every sub-agent session whose timer is due at `now` (ms). Idempotent; returns
         /// the sessions archived by this call.
-        async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StorageError> {
+        async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StoreError> {
             let due: Vec<String> = self
                 .store()
-                .storage()
-                .read(storage::spawns::archive_timers)?
+                .sqlite_read(storage::spawns::archive_timers)?
                 .into_iter()
                 .filter(|(_, at)| *at <= now)
                 .map(|(k, _)| k)
@@ -588,8 +586,7 @@ impl Engine {
                 let k = key.clone();
                 let done = self
                     .store()
-                    .storage()
-                    .write(move |c| {
+                    .sqlite_write(move |c| {
                         if !storage::spawns::archive_spawn(c, &k, now)? {
                             return Ok(false);
                         }
@@ -628,8 +625,7 @@ impl Engine {
             // Chain to the next pending timer, so a long-running process keeps archiving.
             let next = engine
                 .store()
-                .storage()
-                .read(storage::spawns::archive_timers)
+                .sqlite_read(storage::spawns::archive_timers)
                 .ok()
                 .and_then(|t| t.into_iter().map(|(_, at)| at).min());
             if let Some(next) = next {
@@ -642,8 +638,8 @@ impl Engine {
         /// Pick up what a stopped engine left: announces decided but not delivered, children
         /// whose run ended (or was aborted) without an announce, and archive timers. Call once
         /// after `open`, inside the runtime; safe to call from several processes at once.
-        async fn resume(&self) -> Result<(), StorageError> {
-            for spawn in self.store().storage().read(storage::spawns::open_spawns)? {
+        async fn resume(&self) -> Result<(), StoreError> {
+            for spawn in self.store().sqlite_read(storage::spawns::open_spawns)? {
                 let child = SessionKey::from_canonical(spawn.child_key.clone());
                 // A live engine (a console, another command) that ran the child finishes its
                 // announce itself; taking it over would run the requester's announce turn in
@@ -663,7 +659,7 @@ impl Engine {
                     }
                 });
             }
-            let timers = self.store().storage().read(storage::spawns::archive_timers)?;
+            let timers = self.store().sqlite_read(storage::spawns::archive_timers)?;
             if let Some(soonest) = timers.iter().map(|t| t.1).min() {
                 // One timer at the soonest; it archives everything due, then chains to the next.
                 self.schedule_archive(soonest);
@@ -675,17 +671,17 @@ impl Engine {
     internal_fn! {
         /// A requester's sub-agents, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StorageError> {
+        fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
             let k = requester.to_string();
-            self.store().storage().read(|c| storage::spawns::spawns_of(c, &k))
+            self.store().sqlite_read(|c| storage::spawns::spawns_of(c, &k))
         }
     }
 
     internal_fn! {
         /// One sub-agent's record.
-        fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StorageError> {
+        fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
             let k = child.to_string();
-            self.store().storage().read(|c| storage::spawns::get_spawn(c, &k))
+            self.store().sqlite_read(|c| storage::spawns::get_spawn(c, &k))
         }
     }
 }

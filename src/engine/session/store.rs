@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 use crate::engine::session::entry::{DeliveryContext, SessionEntry};
 use crate::engine::events::{EngineEvent, EventBus};
 use crate::engine::session::key::{KeyScheme, SessionKey};
+use std::sync::Arc;
+
+use crate::store::{Store, StoreError};
 use crate::store_sqlite::queries::{
     self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
 };
@@ -23,22 +26,15 @@ pub struct SessionInit {
     pub spawned_by: Option<SessionKey>,
 }
 
-/// Store a brand-new session and its transcript header (inside a writer job).
-pub(crate) fn insert_new(
-    c: &rusqlite::Connection,
-    fresh: &StoredSession,
-    cwd: &str,
-    now: i64,
-) -> Result<(), StorageError> {
-    queries::put_session(c, fresh)?;
-    let header = json!({
+/// The first line of a new session's transcript (OpenClaw's `session` header).
+pub(crate) fn transcript_header(session_id: &str, cwd: &str, now: i64) -> Value {
+    json!({
         "type": "session",
         "version": 3,
-        "id": fresh.entry.session_id,
+        "id": session_id,
         "timestamp": queries::iso_timestamp(now),
         "cwd": cwd,
-    });
-    queries::put_raw_lines(c, &fresh.entry.session_id, 0, &[header])
+    })
 }
 
 /// Milliseconds since the Unix epoch.
@@ -48,82 +44,113 @@ pub fn now_ms() -> i64 {
 
 #[derive(Clone)]
 pub struct SessionStore {
+    store: Arc<dyn Store>,
+    /// The SQLite handle, for the writes and reads not behind `Store` yet.
     storage: Storage,
     scheme: KeyScheme,
     events: EventBus,
 }
 
 impl SessionStore {
-    pub fn new(storage: Storage, scheme: KeyScheme, events: EventBus) -> SessionStore {
+    pub fn new(
+        store: Arc<dyn Store>,
+        storage: Storage,
+        scheme: KeyScheme,
+        events: EventBus,
+    ) -> SessionStore {
         SessionStore {
+            store,
             storage,
             scheme,
             events,
         }
     }
 
+    /// The store behind the engine.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     pub fn storage(&self) -> &Storage {
         &self.storage
+    }
+
+    /// A read on the SQLite handle, for what is not behind `Store` yet.
+    pub fn sqlite_read<R>(
+        &self,
+        op: impl FnOnce(&rusqlite::Connection) -> Result<R, StorageError>,
+    ) -> Result<R, StoreError> {
+        Ok(self.storage.read(op)?)
+    }
+
+    /// A write on the SQLite handle, for what is not behind `Store` yet.
+    pub async fn sqlite_write<R, F>(&self, op: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        Ok(self.storage.write(op).await?)
     }
 
     pub fn scheme(&self) -> &KeyScheme {
         &self.scheme
     }
 
-    pub fn count(&self) -> Result<u64, StorageError> {
-        self.storage.read(queries::count_sessions)
+    pub async fn count(&self) -> Result<u64, StoreError> {
+        self.store.count_sessions().await
     }
 
-    pub fn get(&self, key: &SessionKey) -> Result<Option<StoredSession>, StorageError> {
-        self.storage.read(|c| queries::get_session(c, key))
+    pub async fn get(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        self.store.get_session(key).await
     }
 
-    pub fn keys_by_session_id(&self, id: &str) -> Result<Vec<SessionKey>, StorageError> {
-        self.storage.read(|c| queries::keys_by_session_id(c, id))
+    pub async fn keys_by_session_id(&self, id: &str) -> Result<Vec<SessionKey>, StoreError> {
+        self.store.keys_by_session_id(id).await
     }
 
-    pub fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StorageError> {
-        self.storage.read(|c| queries::keys_by_label(c, label))
+    pub async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError> {
+        self.store.keys_by_label(label).await
     }
 
-    pub fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StorageError> {
-        self.storage.read(|c| queries::children_of(c, key))
+    pub async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError> {
+        self.store.children_of(key).await
     }
 
     pub fn scan(
         &self,
         scan: &SessionScan,
         visit: impl FnMut(StoredSession) -> bool,
-    ) -> Result<(), StorageError> {
-        self.storage
-            .read(|c| queries::scan_sessions(c, scan, visit))
+    ) -> Result<(), StoreError> {
+        Ok(self
+            .storage
+            .read(|c| queries::scan_sessions(c, scan, visit))?)
     }
 
-    pub fn tail(
+    pub async fn tail(
         &self,
         session_id: &str,
         limit: usize,
         include_tools: bool,
-    ) -> Result<Vec<TranscriptRow>, StorageError> {
-        self.storage
-            .read(|c| queries::transcript_tail(c, session_id, limit, include_tools))
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        self.store
+            .transcript_tail(session_id, limit, include_tools)
+            .await
     }
 
     /// The message lines of a session after `seq` (oldest first, tool lines included), at
     /// most `limit`.
-    pub fn after(
+    pub async fn after(
         &self,
         session_id: &str,
         seq: i64,
         limit: usize,
-    ) -> Result<Vec<TranscriptRow>, StorageError> {
-        self.storage
-            .read(|c| queries::transcript_after(c, session_id, seq, limit))
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        self.store.transcript_after(session_id, seq, limit).await
     }
 
     /// The newest `seq` of a session's transcript (0: none).
-    pub fn last_seq(&self, session_id: &str) -> Result<i64, StorageError> {
-        self.storage.read(|c| queries::last_seq(c, session_id))
+    pub async fn last_seq(&self, session_id: &str) -> Result<i64, StoreError> {
+        self.store.last_seq(session_id).await
     }
 
     /// Build the row for a brand-new session (not yet stored).
@@ -177,25 +204,15 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         init: SessionInit,
-    ) -> Result<(StoredSession, bool), StorageError> {
+    ) -> Result<(StoredSession, bool), StoreError> {
         // Most calls find the session: a read answers them without a write transaction.
-        if let Some(existing) = self.get(key)? {
+        if let Some(existing) = self.get(key).await? {
             return Ok((existing, false));
         }
         let now = now_ms();
         let fresh = self.fresh(key, &init, now);
-        let cwd = self.cwd();
-        let k = key.clone();
-        let (stored, created) = self
-            .storage
-            .write(move |c| {
-                if let Some(existing) = queries::get_session(c, &k)? {
-                    return Ok((existing, false));
-                }
-                insert_new(c, &fresh, &cwd, now)?;
-                Ok((fresh.clone(), true))
-            })
-            .await?;
+        let header = transcript_header(&fresh.entry.session_id, &self.cwd(), now);
+        let (stored, created) = self.store.create_session(fresh, header).await?;
         if created {
             self.events.emit(EngineEvent::SessionCreated {
                 key: key.to_string(),
@@ -210,7 +227,7 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         lines: Vec<NewLine>,
-    ) -> Result<Vec<TranscriptRow>, StorageError> {
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
         let (rows, ()) = self.append_and(key, lines, |_| Ok(())).await?;
         Ok(rows)
     }
@@ -223,7 +240,7 @@ impl SessionStore {
         key: &SessionKey,
         lines: Vec<NewLine>,
         op: F,
-    ) -> Result<(Vec<TranscriptRow>, R), StorageError>
+    ) -> Result<(Vec<TranscriptRow>, R), StoreError>
     where
         R: Send + 'static,
         F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
@@ -321,10 +338,10 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         message: Value,
-    ) -> Result<TranscriptRow, StorageError> {
+    ) -> Result<TranscriptRow, StoreError> {
         let mut rows = self.append(key, vec![NewLine::message(message)]).await?;
         rows.pop()
-            .ok_or_else(|| StorageError::Corrupt("append returned no row".into()))
+            .ok_or_else(|| StoreError::corrupt("append returned no row"))
     }
 
     /// Read-modify-write an entry inside the writer's transaction, so a patch from another
@@ -333,32 +350,22 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         mut f: impl FnMut(&mut SessionEntry) -> Result<(), String> + Send + 'static,
-    ) -> Result<StoredSession, StorageError> {
-        let k = key.clone();
+    ) -> Result<StoredSession, StoreError> {
         let scheme = self.scheme.clone();
-        let stored = self
-            .storage
-            .write(move |c| {
-                let mut s = queries::get_session(c, &k)?
-                    .ok_or_else(|| StorageError::NoSession(k.to_string()))?;
-                f(&mut s.entry).map_err(StorageError::Rejected)?;
-                s.kind = scheme.kind(&s.key, s.entry.chat_type.as_deref());
-                queries::put_session(c, &s)?;
-                Ok(s)
-            })
-            .await?;
+        let edit = Box::new(move |s: &mut StoredSession| {
+            f(&mut s.entry)?;
+            s.kind = scheme.kind(&s.key, s.entry.chat_type.as_deref());
+            Ok(())
+        });
+        let stored = self.store.update_session(key, edit).await?;
         self.events.emit(EngineEvent::SessionUpdated {
             key: key.to_string(),
         });
         Ok(stored)
     }
 
-    pub async fn delete(&self, key: &SessionKey) -> Result<bool, StorageError> {
-        let k = key.clone();
-        let deleted = self
-            .storage
-            .write(move |c| queries::delete_session(c, &k))
-            .await?;
+    pub async fn delete(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let deleted = self.store.delete_session(key).await?;
         if deleted {
             self.events.emit(EngineEvent::SessionDeleted {
                 key: key.to_string(),
@@ -377,7 +384,7 @@ pub struct PendingAppend<R> {
 }
 
 impl<R> PendingAppend<R> {
-    pub async fn committed(self) -> Result<(Vec<TranscriptRow>, R), StorageError> {
+    pub async fn committed(self) -> Result<(Vec<TranscriptRow>, R), StoreError> {
         let (session_id, placed, extra) = self.pending.committed().await?;
         let prepared = std::sync::Arc::try_unwrap(self.lines).unwrap_or_else(|a| (*a).clone());
         let rows = queries::finish_rows(prepared, placed);

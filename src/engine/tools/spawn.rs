@@ -141,8 +141,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let requester_key = ctx.requester.to_string();
     let running = engine
         .store()
-        .storage()
-        .read(|c| storage::spawns::running_children(c, &requester_key))?;
+        .sqlite_read(|c| storage::spawns::running_children(c, &requester_key))?;
     if running >= max_children {
         return Ok(failure(
             "forbidden",

@@ -226,10 +226,11 @@ impl Engine {
     ) -> Result<Merged, TransferError> {
         let key = src.stored.key.clone();
         let session_id = src.stored.entry.session_id.clone();
-        let Some(here) = self.store().get(&key)? else {
+        let Some(here) = self.store().get(&key).await? else {
             if let Some(owner) = self
                 .store()
-                .keys_by_session_id(&session_id)?
+                .keys_by_session_id(&session_id)
+                .await?
                 .into_iter()
                 .next()
             {

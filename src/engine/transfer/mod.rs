@@ -85,7 +85,6 @@ use serde_json::{Map, Value};
 use super::Engine;
 use super::entry::SessionEntry;
 use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
-use crate::store_sqlite::StorageError;
 use crate::store_sqlite::imports::{self, ImportMark};
 use crate::store_sqlite::queries::{self, RawLine, SessionScan, StoredSession};
 use atomic::StagedFile;
@@ -298,7 +297,7 @@ impl Engine {
         }
         // SQLite first: it is OpenClaw's current store, a leftover sessions.json the older one.
         self.import_sqlite(dbs, limits, &mut report).await?;
-        let marks = self.store().storage().read(imports::all_marks)?;
+        let marks = self.store().sqlite_read(imports::all_marks)?;
         let mut pending = PendingImports::default();
         for c in candidates {
             let done = self
@@ -323,9 +322,10 @@ impl Engine {
         out: &mut dyn Write,
     ) -> Result<usize, TransferError> {
         let key = SessionKey::from_canonical(key.as_ref());
+        // Transitional: the export streams from SQLite until `Store` has a transcript export.
         let session = self
             .store()
-            .get(&key)?
+            .sqlite_read(|c| crate::store_sqlite::queries::get_session(c, &key))?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         let n = self.write_transcript(&session.entry.session_id, out)?;
         out.flush().map_err(TransferError::Write)?;
@@ -342,9 +342,10 @@ impl Engine {
         overwrite: Overwrite,
     ) -> Result<usize, TransferError> {
         let key = SessionKey::from_canonical(key.as_ref());
+        // Transitional: the export streams from SQLite until `Store` has a transcript export.
         let session = self
             .store()
-            .get(&key)?
+            .sqlite_read(|c| crate::store_sqlite::queries::get_session(c, &key))?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         atomic::write_file(path, overwrite, |out| {
             self.write_transcript(&session.entry.session_id, out)
@@ -494,7 +495,7 @@ impl Engine {
     ) -> Result<usize, TransferError> {
         let mut count = 0usize;
         let mut write_error: Option<std::io::Error> = None;
-        let result = self.store().storage().read(|c| {
+        let result = self.store().sqlite_read(|c| {
             queries::transcript_lines(c, session_id, |line| {
                 match out
                     .write_all(line.as_bytes())
@@ -506,7 +507,7 @@ impl Engine {
                     }
                     Err(e) => {
                         write_error = Some(e);
-                        Err(StorageError::Rejected(
+                        Err(crate::store_sqlite::StorageError::Rejected(
                             "export stopped by a write error".into(),
                         ))
                     }

@@ -187,7 +187,7 @@ impl Engine {
         if dbs.is_empty() {
             return Ok(());
         }
-        let marks = self.store().storage().read(imports::all_marks)?;
+        let marks = self.store().sqlite_read(imports::all_marks)?;
         let mut pending = PendingImports::default();
         let done = async {
             for db in &dbs {

@@ -1,0 +1,186 @@
+//! `SqliteStore`: the `Store` trait over one state folder's SQLite database. Writes go to
+//! the single group-committing writer; reads run on pooled connections on tokio's blocking
+//! pool, never on the async workers.
+
+use async_trait::async_trait;
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::queries;
+use super::{Storage, StorageError};
+use crate::engine::key::SessionKey;
+use crate::store::{
+    PageFilter, SessionEdit, Store, StoreError, StoredSession, TranscriptRow,
+};
+
+/// The SQLite store. Cheap to clone (it shares the `Storage` handle).
+#[derive(Clone)]
+pub struct SqliteStore {
+    storage: Storage,
+}
+
+impl SqliteStore {
+    pub fn new(storage: Storage) -> SqliteStore {
+        SqliteStore { storage }
+    }
+
+    /// Run `op` on a pooled connection on the blocking pool.
+    async fn read<R, F>(&self, op: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        let storage = self.storage.clone();
+        tokio::task::spawn_blocking(move || storage.read(op))
+            .await
+            .map_err(|e| StoreError::unavailable(format!("a database read stopped: {e}")))?
+            .map_err(StoreError::from)
+    }
+
+    async fn write<R, F>(&self, op: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        Ok(self.storage.write(op).await?)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn location(&self) -> String {
+        self.storage.path().display().to_string()
+    }
+
+    fn external_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.storage.external_changes()
+    }
+
+    async fn count_sessions(&self) -> Result<u64, StoreError> {
+        self.read(queries::count_sessions).await
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        let key = key.clone();
+        self.read(move |c| queries::get_session(c, &key)).await
+    }
+
+    async fn keys_by_session_id(&self, session_id: &str) -> Result<Vec<SessionKey>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::keys_by_session_id(c, &id)).await
+    }
+
+    async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError> {
+        let label = label.to_string();
+        self.read(move |c| queries::keys_by_label(c, &label)).await
+    }
+
+    async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError> {
+        let key = key.clone();
+        self.read(move |c| queries::children_of(c, &key)).await
+    }
+
+    async fn page_session_keys(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+    ) -> Result<(Vec<SessionKey>, Option<u64>), StoreError> {
+        self.read(move |c| queries::page_keys(c, &filter, offset, limit, count))
+            .await
+    }
+
+    async fn create_session(
+        &self,
+        session: StoredSession,
+        header: Value,
+    ) -> Result<(StoredSession, bool), StoreError> {
+        self.write(move |c| {
+            if let Some(existing) = queries::get_session(c, &session.key)? {
+                return Ok((existing, false));
+            }
+            queries::insert_session(c, &session, &header)?;
+            Ok((session.clone(), true))
+        })
+        .await
+    }
+
+    async fn update_session(
+        &self,
+        key: &SessionKey,
+        mut edit: SessionEdit,
+    ) -> Result<StoredSession, StoreError> {
+        let key = key.clone();
+        self.write(move |c| {
+            let mut s = queries::get_session(c, &key)?
+                .ok_or_else(|| StorageError::NoSession(key.to_string()))?;
+            edit(&mut s).map_err(StorageError::Rejected)?;
+            queries::put_session(c, &s)?;
+            Ok(s)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let key = key.clone();
+        self.write(move |c| queries::delete_session(c, &key)).await
+    }
+
+    async fn transcript_tail(
+        &self,
+        session_id: &str,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::transcript_tail(c, &id, limit, include_tools))
+            .await
+    }
+
+    async fn transcript_page(
+        &self,
+        session_id: &str,
+        before: Option<i64>,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<(Vec<TranscriptRow>, i64), StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| {
+            let rows = match before {
+                Some(before) => queries::transcript_before(c, &id, before, limit, include_tools)?,
+                None => queries::transcript_tail(c, &id, limit, include_tools)?,
+            };
+            Ok((rows, queries::last_seq(c, &id)?))
+        })
+        .await
+    }
+
+    async fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+    ) -> Result<Vec<Option<TranscriptRow>>, StoreError> {
+        self.read(move |c| queries::last_messages(c, &session_ids)).await
+    }
+
+    async fn transcript_after(
+        &self,
+        session_id: &str,
+        seq: i64,
+        limit: usize,
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::transcript_after(c, &id, seq, limit))
+            .await
+    }
+
+    async fn last_seq(&self, session_id: &str) -> Result<i64, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::last_seq(c, &id)).await
+    }
+
+    async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::first_message_line(c, &id)).await
+    }
+}
