@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::store::Store;
-use crate::store_sqlite::{self as storage, Storage};
+use crate::store::{RunRow, Store};
+use crate::store_sqlite::Storage;
 use events::{EngineEvent, EventBus};
 use flows::lane;
 use flows::runs::Runner;
@@ -115,7 +115,7 @@ impl Engine {
     /// Turn other processes' commits into `ExternalChange` events (once per engine).
     pub(crate) fn watch_other_processes(&self) {
         self.runtime.watching.call_once(|| {
-            let mut changes = self.store().storage().external_changes();
+            let mut changes = self.store().store().external_changes();
             let events = self.events().clone();
             // Not tracked: it lives as long as the storage and is no one's work to wait for.
             tokio::spawn(async move {
@@ -157,23 +157,16 @@ impl Engine {
 
     internal_fn! {
         /// A run as recorded.
-        fn run(&self, run_id: &str) -> Result<Option<storage::runs::RunRow>, StoreError> {
-            self.store
-                .sqlite_read(|c| storage::runs::get_run(c, run_id))
+        async fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+            self.store.store().get_run(run_id).await
         }
     }
 
     internal_fn! {
         /// A session's runs, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn runs_of(
-            &self,
-            key: &SessionKey,
-            limit: usize,
-        ) -> Result<Vec<storage::runs::RunRow>, StoreError> {
-            let k = key.to_string();
-            self.store
-                .sqlite_read(|c| storage::runs::runs_of(c, &k, limit))
+        async fn runs_of(&self, key: &SessionKey, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+            self.store.store().runs_of(key.as_str(), limit).await
         }
     }
 
@@ -205,7 +198,7 @@ impl Engine {
         /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
         /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
         fn transcript_path(&self, session_id: &str) -> String {
-            format!("{}#{}", self.store.storage().path().display(), session_id)
+            format!("{}#{}", self.store.store().location(), session_id)
         }
     }
 

@@ -372,7 +372,7 @@ impl Engine {
             });
         }
         // Not a run of this engine (or long finished): the record says how it ended.
-        let Some(row) = self.run(run_id)? else {
+        let Some(row) = self.run(run_id).await? else {
             return Err(ApiError::NotFound(format!("no run {run_id}")));
         };
         if row.status == "running" {
@@ -579,15 +579,15 @@ impl SessionsApi for Engine {
     }
 
     async fn exchanges(&self, query: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
-        Ok(self.exchanges_page(&query)?)
+        Ok(self.exchanges_page(&query).await?)
     }
 
     async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
-        Ok(self.exchange_detail(id)?)
+        Ok(self.exchange_detail(id).await?)
     }
 
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
-        Ok(self.traffic_since(since)?)
+        Ok(self.traffic_since(since).await?)
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

@@ -6,7 +6,10 @@ mod error;
 mod types;
 
 pub use error::{StoreError, StoreErrorKind};
-pub use types::{NewLine, PageFilter, StoredSession, TranscriptRow};
+pub use types::{
+    AnnounceRecord, ExchangePageQuery, ExchangeRow, KeyRow, NewLine, OutboxRow, PageFilter, RunRow,
+    SpawnRow, StoredSession, TrafficRow, TranscriptRow,
+};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -117,4 +120,63 @@ pub trait Store: Send + Sync {
 
     /// The first message line of a transcript, as stored (a spawn's task message).
     async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError>;
+
+    // ---- runs ----
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError>;
+
+    /// A session's runs, newest first, at most `limit`.
+    async fn runs_of(&self, session_key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError>;
+
+    // ---- exchanges ----
+
+    /// A page of exchanges, newest first (by start, then id), and whether older ones
+    /// match. Must cost O(limit), not O(all exchanges).
+    async fn page_exchanges(
+        &self,
+        query: ExchangePageQuery,
+    ) -> Result<(Vec<ExchangeRow>, bool), StoreError>;
+
+    /// One exchange with its runs (oldest first), from one snapshot.
+    async fn exchange_with_runs(
+        &self,
+        exchange_id: &str,
+    ) -> Result<Option<(ExchangeRow, Vec<RunRow>)>, StoreError>;
+
+    /// Traffic per (requester, target, minute) of the exchanges started since `since`.
+    async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficRow>, StoreError>;
+
+    // ---- spawns ----
+
+    async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError>;
+
+    /// The spawns `requester` made, oldest first.
+    async fn spawns_of(&self, requester: &str) -> Result<Vec<SpawnRow>, StoreError>;
+
+    /// How many of `requester`'s sub-agents are still running.
+    async fn running_children(&self, requester: &str) -> Result<u32, StoreError>;
+
+    /// Spawns whose announce is not delivered yet (to resume after a restart).
+    async fn open_spawns(&self) -> Result<Vec<SpawnRow>, StoreError>;
+
+    /// Children due for archiving: (child key, when).
+    async fn archive_timers(&self) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Archive a sub-agent at `now`: its spawn record and its session's entry, together.
+    /// False when it was archived already (another process got there first).
+    async fn archive_child(&self, child_key: &SessionKey, now: i64) -> Result<bool, StoreError>;
+
+    // ---- deliveries ----
+
+    /// Record a message handed to a channel; its id. `row.id` is ignored.
+    async fn insert_outbox(&self, row: OutboxRow) -> Result<i64, StoreError>;
+
+    /// What was handed to channels for a session, oldest first.
+    async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError>;
+
+    // ---- idempotency ----
+
+    /// The send recorded under an idempotency key, unless it expired by `now`.
+    async fn find_idempotency_key(&self, key: &str, now: i64)
+    -> Result<Option<KeyRow>, StoreError>;
 }

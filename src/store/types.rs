@@ -1,6 +1,7 @@
 //! The domain types the `Store` trait takes and returns: sessions as stored, transcript
 //! lines to append and as committed. Plain data, no database in them.
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::engine::entry::SessionEntry;
@@ -64,4 +65,139 @@ pub struct PageFilter {
     pub show_global: bool,
     /// In the name order (`name_key`, then key) instead of newest first.
     pub by_name: bool,
+}
+
+/// A run as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRow {
+    pub run_id: String,
+    pub session_key: String,
+    pub agent_id: String,
+    pub step: String,
+    pub round: u32,
+    pub flow_id: Option<String>,
+    pub status: String,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub error: Option<String>,
+    pub reply: Option<String>,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    /// The engine instance that executes (or executed) it.
+    pub owner: String,
+}
+
+/// The announce step's outcome, kept with its exchange.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnnounceRecord {
+    pub outcome: String,
+    pub text: Option<String>,
+    pub channel: Option<String>,
+    pub to: Option<String>,
+    pub detail: String,
+}
+
+/// One exchange as listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExchangeRow {
+    /// The exchange's id (the `flow_id` column).
+    pub flow_id: String,
+    pub kind: String,
+    pub chain_id: String,
+    pub requester: String,
+    pub target: String,
+    pub message: String,
+    pub status: String,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub ended_reason: Option<String>,
+    pub detail: Option<String>,
+    /// Runs of the exchange that answered (the target's reply, then the reply-back rounds).
+    pub rounds: u32,
+    pub announce: Option<AnnounceRecord>,
+}
+
+/// One pair's traffic in one minute.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrafficRow {
+    pub requester: String,
+    pub target: String,
+    pub minute: i64,
+    pub exchanges: u32,
+    pub messages: u32,
+    pub capped: u32,
+    pub chain_stopped: u32,
+    pub refused: u32,
+}
+
+/// A spawned sub-agent as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnRow {
+    pub child_key: String,
+    pub requester: String,
+    pub run_id: String,
+    pub agent_id: String,
+    pub task: String,
+    pub label: Option<String>,
+    pub cleanup: String,
+    pub mode: String,
+    pub status: String,
+    pub outcome: Option<String>,
+    pub error: Option<String>,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub announce: Option<String>,
+    pub announce_state: Option<String>,
+    pub announced_at: Option<i64>,
+    pub archive_at: Option<i64>,
+    pub archived_at: Option<i64>,
+}
+
+/// A message handed to a channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxRow {
+    pub id: i64,
+    pub created_at: i64,
+    pub session_key: String,
+    pub kind: String,
+    pub channel: String,
+    pub to: String,
+    pub account_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub text: String,
+    pub status: String,
+    pub run_id: Option<String>,
+    pub flow_id: Option<String>,
+}
+
+/// A send recorded under a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRow {
+    pub key: String,
+    /// The canonical session the message went to.
+    pub session_key: String,
+    /// `message_hash` of the message text.
+    pub message_hash: String,
+    /// The run answering it (none for an owner command).
+    pub run_id: Option<String>,
+    /// The message's place in the session's transcript.
+    pub seq: i64,
+    /// The engine's answer to an owner command.
+    pub command_reply: Option<String>,
+    pub created_at: i64,
+}
+
+/// Which exchanges a page holds.
+#[derive(Debug, Clone, Default)]
+pub struct ExchangePageQuery {
+    /// Only those with this session as requester or target.
+    pub key: Option<String>,
+    /// Only those older than this exchange (the last of the previous page).
+    pub before: Option<String>,
+    /// Only those started at or after this time.
+    pub since: Option<i64>,
+    pub limit: usize,
 }

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 use super::error::StorageError;
+pub use crate::store::KeyRow;
 
 /// How long a key is remembered, restarts included. OpenClaw keeps its (in-memory) request
 /// dedupe for 5 minutes; ours is longer so a client retrying across a slow restart is
@@ -25,22 +26,6 @@ const CAP_EVERY: u64 = 1024;
 
 static INSERTS: AtomicU64 = AtomicU64::new(0);
 
-/// A send recorded under a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyRow {
-    pub key: String,
-    /// The canonical session the message went to.
-    pub session_key: String,
-    /// `message_hash` of the message text.
-    pub message_hash: String,
-    /// The run answering it (none for an owner command).
-    pub run_id: Option<String>,
-    /// The message's place in the session's transcript.
-    pub seq: i64,
-    /// The engine's answer to an owner command.
-    pub command_reply: Option<String>,
-    pub created_at: i64,
-}
 
 /// What tells one message from another under a key: the SHA-256 of its text, in hex (the
 /// text itself may be megabytes).

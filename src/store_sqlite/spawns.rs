@@ -1,33 +1,10 @@
 //! SQL for the `spawns` table: sub-agents, their outcome, announce and archive timer.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
 use super::error::StorageError;
+pub use crate::store::SpawnRow;
 
-/// A spawned sub-agent as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SpawnRow {
-    pub child_key: String,
-    pub requester: String,
-    pub run_id: String,
-    pub agent_id: String,
-    pub task: String,
-    pub label: Option<String>,
-    pub cleanup: String,
-    pub mode: String,
-    pub status: String,
-    pub outcome: Option<String>,
-    pub error: Option<String>,
-    pub started_at: i64,
-    pub ended_at: Option<i64>,
-    pub announce: Option<String>,
-    pub announce_state: Option<String>,
-    pub announced_at: Option<i64>,
-    pub archive_at: Option<i64>,
-    pub archived_at: Option<i64>,
-}
 
 const SPAWN_COLS: &str = "child_key, requester, run_id, agent_id, task, label, cleanup, mode, status, outcome, error, started_at, ended_at, announce, announce_state, announced_at, archive_at, archived_at";
 

@@ -6,11 +6,11 @@ use async_trait::async_trait;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use super::queries;
+use super::{flows, idempotency, outbox, queries, runs, spawns};
 use super::{Storage, StorageError};
 use crate::engine::key::SessionKey;
 use crate::store::{
-    PageFilter, SessionEdit, Store, StoreError, StoredSession, TranscriptRow,
+    ExchangePageQuery, ExchangeRow, KeyRow, OutboxRow, PageFilter, RunRow, SpawnRow, TrafficRow, SessionEdit, Store, StoreError, StoredSession, TranscriptRow,
 };
 
 /// The SQLite store. Cheap to clone (it shares the `Storage` handle).
@@ -182,5 +182,103 @@ impl Store for SqliteStore {
     async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError> {
         let id = session_id.to_string();
         self.read(move |c| queries::first_message_line(c, &id)).await
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+        let id = run_id.to_string();
+        self.read(move |c| runs::get_run(c, &id)).await
+    }
+
+    async fn runs_of(&self, session_key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        let key = session_key.to_string();
+        self.read(move |c| runs::runs_of(c, &key, limit)).await
+    }
+
+    async fn page_exchanges(
+        &self,
+        query: ExchangePageQuery,
+    ) -> Result<(Vec<ExchangeRow>, bool), StoreError> {
+        self.read(move |c| {
+            flows::page(
+                c,
+                &flows::FlowPageQuery {
+                    key: query.key.as_deref(),
+                    before: query.before.as_deref(),
+                    since: query.since,
+                    limit: query.limit,
+                },
+            )
+        })
+        .await
+    }
+
+    async fn exchange_with_runs(
+        &self,
+        exchange_id: &str,
+    ) -> Result<Option<(ExchangeRow, Vec<RunRow>)>, StoreError> {
+        let id = exchange_id.to_string();
+        self.read(move |c| {
+            let Some(exchange) = flows::get(c, &id)? else {
+                return Ok(None);
+            };
+            Ok(Some((exchange, runs::runs_of_flow(c, &id)?)))
+        })
+        .await
+    }
+
+    async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficRow>, StoreError> {
+        self.read(move |c| flows::traffic(c, since)).await
+    }
+
+    async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError> {
+        let key = child_key.to_string();
+        self.read(move |c| spawns::get_spawn(c, &key)).await
+    }
+
+    async fn spawns_of(&self, requester: &str) -> Result<Vec<SpawnRow>, StoreError> {
+        let key = requester.to_string();
+        self.read(move |c| spawns::spawns_of(c, &key)).await
+    }
+
+    async fn running_children(&self, requester: &str) -> Result<u32, StoreError> {
+        let key = requester.to_string();
+        self.read(move |c| spawns::running_children(c, &key)).await
+    }
+
+    async fn open_spawns(&self) -> Result<Vec<SpawnRow>, StoreError> {
+        self.read(spawns::open_spawns).await
+    }
+
+    async fn archive_timers(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        self.read(spawns::archive_timers).await
+    }
+
+    async fn archive_child(&self, child_key: &SessionKey, now: i64) -> Result<bool, StoreError> {
+        let key = child_key.clone();
+        self.write(move |c| {
+            if !spawns::archive_spawn(c, key.as_str(), now)? {
+                return Ok(false);
+            }
+            if let Some(mut s) = queries::get_session(c, &key)? {
+                s.entry.archived_at = Some(now);
+                queries::put_session(c, &s)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn insert_outbox(&self, row: OutboxRow) -> Result<i64, StoreError> {
+        self.write(move |c| outbox::insert_outbox(c, &row)).await
+    }
+
+    async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError> {
+        let key = session_key.to_string();
+        self.read(move |c| outbox::outbox_of(c, &key)).await
+    }
+
+    async fn find_idempotency_key(&self, key: &str, now: i64) -> Result<Option<KeyRow>, StoreError> {
+        let key = key.to_string();
+        self.read(move |c| idempotency::find(c, &key, now)).await
     }
 }

@@ -276,7 +276,7 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
     rt.block_on(async {
         let engine = switchboard::state_folder::open_engine(&b.state, config).unwrap();
         let work = SessionKey::from_canonical("agent:work:main");
-        let runs = engine.runs_of(&work, 10).unwrap();
+        let runs = engine.runs_of(&work, 10).await.unwrap();
         assert!(runs.iter().all(|r| r.status != "running"), "{runs:?}");
         // Interrupted by the crash: a failure (nobody aborted it), with why.
         let interrupted: Vec<_> = runs.iter().filter(|r| r.status == "error").collect();
@@ -291,6 +291,7 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
         );
         let main_runs = engine
             .runs_of(&SessionKey::from_canonical("agent:main:main"), 10)
+            .await
             .unwrap();
         assert!(
             main_runs.iter().all(|r| r.status != "running"),

@@ -281,6 +281,7 @@ async fn a_server_that_is_down_fails_the_run_clearly_and_the_session_stays_usabl
     let runs = b
         .engine
         .runs_of(&SessionKey::from_canonical(KEY), 10)
+        .await
         .unwrap();
     assert_eq!(runs.len(), 2, "{runs:?}");
     let lines = lines(&b).await;

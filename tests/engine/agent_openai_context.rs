@@ -280,6 +280,7 @@ async fn sessions_spawn_round_trip_accepts_and_the_child_runs_as_its_agent() {
     let runs = b
         .engine
         .runs_of(&SessionKey::from_canonical(&child), 10)
+        .await
         .unwrap();
     assert!(
         runs.iter()
@@ -414,10 +415,11 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
 
     // Runs: work answered (round 1), main followed up (round 2), work skipped (round 3),
     // then work's announce.
-    let steps = |key: &str| -> Vec<(String, u32, String)> {
+    let steps = async |key: &str| -> Vec<(String, u32, String)> {
         let mut runs = b
             .engine
             .runs_of(&SessionKey::from_canonical(key), 10)
+            .await
             .unwrap();
         runs.sort_by_key(|r| r.round);
         runs.into_iter()
@@ -425,7 +427,7 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
             .collect()
     };
     assert_eq!(
-        steps(WORK),
+        steps(WORK).await,
         [
             ("message".into(), 1, "pong from work".into()),
             ("reply".into(), 3, "REPLY_SKIP".into()),
@@ -433,9 +435,11 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
         ]
     );
     assert!(
-        steps(MAIN).contains(&("reply".into(), 2, "main follows up".into())),
-        "{:?}",
         steps(MAIN)
+            .await
+            .contains(&("reply".into(), 2, "main follows up".into())),
+        "{:?}",
+        steps(MAIN).await
     );
 
     // The ping-pong turn told main who it is, the turn and how to stop; its user turn is

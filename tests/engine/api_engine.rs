@@ -419,6 +419,7 @@ async fn a_send_is_acknowledged_with_its_run_recorded() {
     let run = b
         .engine
         .run(&run_id)
+        .await
         .expect("read")
         .expect("the acknowledged run is recorded");
     assert_eq!(run.status, "running", "{run:?}");

@@ -251,7 +251,7 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
         (Some(30), Some(5), Some(35))
     );
     // Every run ended, with its outcome recorded.
-    let runs = b.engine.runs_of(&key(WORK), 10).unwrap();
+    let runs = b.engine.runs_of(&key(WORK), 10).await.unwrap();
     assert_eq!(runs.len(), 4);
     assert!(
         runs.iter()
@@ -373,7 +373,7 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
     assert_eq!(r["status"], "error", "{r}");
     assert_eq!(r["error"], "work exploded on boom");
     b.engine.idle().await;
-    let runs = b.engine.runs_of(&key(WORK), 10).unwrap();
+    let runs = b.engine.runs_of(&key(WORK), 10).await.unwrap();
     assert_eq!(
         runs.len(),
         1,
@@ -469,7 +469,7 @@ async fn an_announce_goes_to_the_targets_channel_through_the_outbox() {
         Some("Exchange over: Agent-to-agent announce step.")
     );
     assert_eq!(channel.as_deref(), Some("discord"));
-    let outbox = b.engine.outbox(&key(group)).unwrap();
+    let outbox = b.engine.outbox(&key(group)).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(
         (
@@ -499,7 +499,7 @@ async fn each_exchange_step_is_a_run_recorded_with_its_step() {
         .await;
     b.engine.idle().await;
     assert_eq!(b.assistant_texts(ME).await, ["main answers"]);
-    let runs = b.engine.runs_of(&key(WORK), 10).unwrap();
+    let runs = b.engine.runs_of(&key(WORK), 10).await.unwrap();
     let steps: Vec<(&str, u32)> = runs
         .iter()
         .rev()
@@ -730,7 +730,7 @@ async fn a_send_into_a_session_whose_policy_denies_is_refused_and_says_how_to_ch
         "{error}"
     );
     b.engine.idle().await;
-    assert!(b.engine.runs_of(&key(WORK), 5).unwrap().is_empty());
+    assert!(b.engine.runs_of(&key(WORK), 5).await.unwrap().is_empty());
     assert!(
         b.messages(WORK).await.is_empty(),
         "nothing was written into the denied session"
@@ -777,7 +777,7 @@ async fn a_policy_turned_off_mid_exchange_stops_the_loop_and_blocks_the_announce
     let (reason, rounds) = loop_end(&events).unwrap();
     assert_eq!((reason.as_str(), rounds), ("policy", 2));
     assert_eq!(announce(&events).map(|a| a.0), Some("blocked".to_string()));
-    assert!(b.engine.outbox(&key(group)).unwrap().is_empty());
+    assert!(b.engine.outbox(&key(group)).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -837,6 +837,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
     );
     let c_messages = engine
         .runs_of(&key("agent:c:main"), 10)
+        .await
         .unwrap()
         .into_iter()
         .filter(|r| r.step == "message")

@@ -225,7 +225,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     )));
     assert!(lines[4].contains(" • transcript "), "{}", lines[4]);
     // And to the requester's channel.
-    let outbox = b.engine.outbox(&key(ME)).unwrap();
+    let outbox = b.engine.outbox(&key(ME)).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(
         (outbox[0].kind.as_str(), outbox[0].channel.as_str()),
@@ -242,7 +242,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     assert!(events.iter().any(
         |e| matches!(e, EngineEvent::SpawnAnnounce { outcome, .. } if outcome == "delivered")
     ));
-    let record = b.engine.spawn_record(&key(&child)).unwrap().unwrap();
+    let record = b.engine.spawn_record(&key(&child)).await.unwrap().unwrap();
     assert_eq!(
         (record.status.as_str(), record.announce_state.as_deref()),
         ("done", Some("delivered"))
@@ -307,7 +307,12 @@ async fn a_child_over_its_run_timeout_is_stopped_and_announced_as_timed_out() {
     b.engine.idle().await;
     let a = &b.announces().await[0];
     assert!(a.contains("\nStatus: timed out\n"), "{a}");
-    let run = b.engine.run(r["runId"].as_str().unwrap()).unwrap().unwrap();
+    let run = b
+        .engine
+        .run(r["runId"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.status, "timeout");
     assert!(
         !b.texts(&child_of(&r))
@@ -362,7 +367,7 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
             .any(|e| matches!(e, EngineEvent::SessionDeleted { key: k } if *k == gone))
     );
     // A deleted child's record stays, so its parent's history of spawns is complete.
-    assert_eq!(b.engine.spawns_of(&key(ME)).unwrap().len(), 2);
+    assert_eq!(b.engine.spawns_of(&key(ME)).await.unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -630,7 +635,7 @@ async fn sub_agents_get_no_session_tools_and_cannot_spawn_unless_configured() {
         "sessions_spawn is not allowed at this depth (current depth: 1, max: 1)"
     );
     assert_eq!(
-        b.engine.spawns_of(&key(&child)).unwrap().len(),
+        b.engine.spawns_of(&key(&child)).await.unwrap().len(),
         0,
         "no grandchild"
     );
@@ -799,7 +804,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
         .expect("the re-spawn loop ended");
     // A person's spawn starts a chain (hop 1); the announce turns add hops 2 and 3; the
     // fourth spawn is refused.
-    let spawns = b.engine.spawns_of(&key(ME)).unwrap();
+    let spawns = b.engine.spawns_of(&key(ME)).await.unwrap();
     assert_eq!(spawns.len(), 3, "{spawns:?}");
     let mut stopped = None;
     while let Ok(ev) = b.events.try_recv() {
@@ -809,7 +814,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
     }
     assert_eq!(stopped, Some((4, 3)));
     // The refused turn says why in its reply.
-    let last = b.engine.runs_of(&key(ME), 1).unwrap();
+    let last = b.engine.runs_of(&key(ME), 1).await.unwrap();
     let reply = last[0].reply.clone().unwrap_or_default();
     assert!(
         reply.starts_with("error Agent-to-agent chain limit reached"),
@@ -857,7 +862,7 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     let other = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
-    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();
     assert_eq!(
         spawn.status, "ended",
         "another live engine's announce was taken over"
@@ -866,6 +871,6 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     drop(owner);
     other.resume().await.unwrap();
     other.idle().await;
-    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();
     assert_eq!(spawn.status, "done");
 }

@@ -44,6 +44,7 @@ pub async fn send_and_wait(
             &switchboard::engine::key::SessionKey::from_canonical(key),
             10,
         )
+        .await
         .unwrap()
 }
 

@@ -162,6 +162,7 @@ async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
     assert_eq!(
         b.engine
             .spawns_of(&SessionKey::from_canonical(ME))
+            .await
             .unwrap()
             .len(),
         1

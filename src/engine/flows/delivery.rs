@@ -2,7 +2,6 @@
 //! route, the send-policy gate, and the `outbox` row a channel adapter will send from (none
 //! ship yet, so rows stay `queued`).
 
-use crate::store_sqlite as storage;
 use crate::store_sqlite::outbox::OutboxRow;
 use crate::engine::Engine;
 use crate::engine::session::entry::SessionEntry;
@@ -115,11 +114,7 @@ impl Engine {
                 run_id: run_id.map(str::to_string),
                 flow_id: flow_id.map(str::to_string),
             };
-            let for_writer = row.clone();
-            let outbox_id = self
-                .store()
-                .sqlite_write(move |c| storage::outbox::insert_outbox(c, &for_writer))
-                .await?;
+            let outbox_id = self.store().store().insert_outbox(row).await?;
             self.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
                 kind: kind.to_string(),
@@ -136,9 +131,8 @@ impl Engine {
     internal_fn! {
         /// A session's outbox, oldest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
-            let k = key.to_string();
-            self.store().sqlite_read(|c| storage::outbox::outbox_of(c, &k))
+        async fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
+            self.store().store().outbox_of(key.as_str()).await
         }
     }
 }

@@ -192,7 +192,9 @@ impl Engine {
             if let Some(k) = idempotency_key {
                 let found = self
                     .store()
-                    .sqlite_read(|c| storage::idempotency::find(c, k, now_ms()))?;
+                    .store()
+                    .find_idempotency_key(k, now_ms())
+                    .await?;
                 if let Some(row) = found {
                     return Ok(Intake::Repeat(row));
                 }

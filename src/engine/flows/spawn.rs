@@ -264,11 +264,11 @@ impl Engine {
     /// The child's run is over: decide its announce and persist it (once), then deliver it.
     async fn finish_spawn(&self, child: &SessionKey) -> Result<(), StoreError> {
         let key = child.to_string();
-        let Some(spawn) = self.spawn_record(child)? else {
+        let Some(spawn) = self.spawn_record(child).await? else {
             return Ok(());
         };
         if spawn.status == "running" {
-            let Some(run) = self.run(&spawn.run_id)? else {
+            let Some(run) = self.run(&spawn.run_id).await? else {
                 return Ok(());
             };
             if run.status == "running" {
@@ -362,7 +362,7 @@ impl Engine {
     /// it happens exactly once however often it is retried.
     async fn deliver_spawn_announce(&self, child: &SessionKey) -> Result<(), StoreError> {
         let key = child.to_string();
-        let Some(spawn) = self.spawn_record(child)? else {
+        let Some(spawn) = self.spawn_record(child).await? else {
             return Ok(());
         };
         if spawn.status != "ended" {
@@ -576,27 +576,19 @@ impl Engine {
         async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StoreError> {
             let due: Vec<String> = self
                 .store()
-                .sqlite_read(storage::spawns::archive_timers)?
+                .store()
+                .archive_timers()
+                .await?
                 .into_iter()
                 .filter(|(_, at)| *at <= now)
                 .map(|(k, _)| k)
                 .collect();
             let mut archived = Vec::new();
             for key in due {
-                let k = key.clone();
                 let done = self
                     .store()
-                    .sqlite_write(move |c| {
-                        if !storage::spawns::archive_spawn(c, &k, now)? {
-                            return Ok(false);
-                        }
-                        let sk = SessionKey::from_canonical(k.clone());
-                        if let Some(mut s) = queries::get_session(c, &sk)? {
-                            s.entry.archived_at = Some(now);
-                            queries::put_session(c, &s)?;
-                        }
-                        Ok(true)
-                    })
+                    .store()
+                    .archive_child(&SessionKey::from_canonical(key.clone()), now)
                     .await?;
                 if done {
                     self.events()
@@ -625,7 +617,9 @@ impl Engine {
             // Chain to the next pending timer, so a long-running process keeps archiving.
             let next = engine
                 .store()
-                .sqlite_read(storage::spawns::archive_timers)
+                .store()
+                .archive_timers()
+                .await
                 .ok()
                 .and_then(|t| t.into_iter().map(|(_, at)| at).min());
             if let Some(next) = next {
@@ -639,12 +633,12 @@ impl Engine {
         /// whose run ended (or was aborted) without an announce, and archive timers. Call once
         /// after `open`, inside the runtime; safe to call from several processes at once.
         async fn resume(&self) -> Result<(), StoreError> {
-            for spawn in self.store().sqlite_read(storage::spawns::open_spawns)? {
+            for spawn in self.store().store().open_spawns().await? {
                 let child = SessionKey::from_canonical(spawn.child_key.clone());
                 // A live engine (a console, another command) that ran the child finishes its
                 // announce itself; taking it over would run the requester's announce turn in
                 // the wrong process, and make that process wait for it.
-                if let Some(run) = self.run(&spawn.run_id)?
+                if let Some(run) = self.run(&spawn.run_id).await?
                     && run.owner != self.instance_id()
                     && Instance::is_alive(self.state_dir(), &run.owner)
                 {
@@ -659,7 +653,7 @@ impl Engine {
                     }
                 });
             }
-            let timers = self.store().sqlite_read(storage::spawns::archive_timers)?;
+            let timers = self.store().store().archive_timers().await?;
             if let Some(soonest) = timers.iter().map(|t| t.1).min() {
                 // One timer at the soonest; it archives everything due, then chains to the next.
                 self.schedule_archive(soonest);
@@ -671,17 +665,15 @@ impl Engine {
     internal_fn! {
         /// A requester's sub-agents, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
-            let k = requester.to_string();
-            self.store().sqlite_read(|c| storage::spawns::spawns_of(c, &k))
+        async fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
+            self.store().store().spawns_of(requester.as_str()).await
         }
     }
 
     internal_fn! {
         /// One sub-agent's record.
-        fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
-            let k = child.to_string();
-            self.store().sqlite_read(|c| storage::spawns::get_spawn(c, &k))
+        async fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
+            self.store().store().get_spawn(child.as_str()).await
         }
     }
 }
