@@ -7,8 +7,8 @@ mod types;
 
 pub use error::{StoreError, StoreErrorKind};
 pub use types::{
-    AnnounceRecord, ExchangePageQuery, ExchangeRow, KeyRow, NewLine, OutboxRow, PageFilter, RunRow,
-    SpawnRow, StoredSession, TrafficRow, TranscriptRow,
+    AnnounceRecord, ExchangePageQuery, ExchangeRow, KeyRow, NewExchange, NewLine, OutboxRow,
+    PageFilter, RefusedExchange, RunRow, SpawnRow, StoredSession, TrafficRow, TranscriptRow,
 };
 
 use async_trait::async_trait;
@@ -142,6 +142,30 @@ pub trait Store: Send + Sync {
         &self,
         exchange_id: &str,
     ) -> Result<Option<(ExchangeRow, Vec<RunRow>)>, StoreError>;
+
+    /// Record an exchange as started (status running).
+    async fn start_exchange(&self, exchange: NewExchange) -> Result<(), StoreError>;
+
+    /// Close a running exchange with why it ended (`detail`, when known, in words). An
+    /// exchange already closed stays as it was.
+    async fn finish_exchange(
+        &self,
+        exchange_id: &str,
+        reason: &str,
+        detail: Option<String>,
+        now: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Record what an exchange's announce did, and why the loop before it ended.
+    async fn record_exchange_announce(
+        &self,
+        exchange_id: &str,
+        loop_detail: &str,
+        announce: AnnounceRecord,
+    ) -> Result<(), StoreError>;
+
+    /// Record a send refused before it started an exchange.
+    async fn record_refused_exchange(&self, refused: RefusedExchange) -> Result<(), StoreError>;
 
     /// Traffic per (requester, target, minute) of the exchanges started since `since`.
     async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficRow>, StoreError>;

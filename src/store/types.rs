@@ -201,3 +201,36 @@ pub struct ExchangePageQuery {
     pub since: Option<i64>,
     pub limit: usize,
 }
+
+/// An agent-to-agent exchange as it starts (`sessions_send`).
+#[derive(Debug, Clone)]
+pub struct NewExchange {
+    pub exchange_id: String,
+    pub chain_id: String,
+    pub requester: String,
+    pub target: String,
+    pub message: String,
+    /// The run that delivers the message to the target.
+    pub run_id: String,
+    /// The engine instance driving it (recovery closes a dead owner's exchanges).
+    pub owner: String,
+    pub started_at: i64,
+}
+
+/// A send that never started an exchange, kept as an entry of its own with why.
+#[derive(Debug, Clone)]
+pub struct RefusedExchange {
+    pub exchange_id: String,
+    /// `refused` (the target's send policy) or `chain` (the chain limit).
+    pub kind: String,
+    pub chain_id: String,
+    pub requester: String,
+    pub target: String,
+    pub message: String,
+    pub run_id: String,
+    pub owner: String,
+    pub at: i64,
+    /// `policy` or `chain`.
+    pub reason: String,
+    pub detail: String,
+}

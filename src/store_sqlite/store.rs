@@ -10,6 +10,7 @@ use super::{flows, idempotency, outbox, queries, runs, spawns};
 use super::{Storage, StorageError};
 use crate::engine::key::SessionKey;
 use crate::store::{
+    AnnounceRecord, NewExchange, RefusedExchange,
     ExchangePageQuery, ExchangeRow, KeyRow, OutboxRow, PageFilter, RunRow, SpawnRow, TrafficRow, SessionEdit, Store, StoreError, StoredSession, TranscriptRow,
 };
 
@@ -222,6 +223,70 @@ impl Store for SqliteStore {
                 return Ok(None);
             };
             Ok(Some((exchange, runs::runs_of_flow(c, &id)?)))
+        })
+        .await
+    }
+
+    async fn start_exchange(&self, e: NewExchange) -> Result<(), StoreError> {
+        self.write(move |c| {
+            flows::insert_flow(
+                c,
+                &flows::NewFlow {
+                    flow_id: &e.exchange_id,
+                    chain_id: &e.chain_id,
+                    requester: &e.requester,
+                    target: &e.target,
+                    message: &e.message,
+                    run_id: &e.run_id,
+                    owner: &e.owner,
+                    started_at: e.started_at,
+                },
+            )
+        })
+        .await
+    }
+
+    async fn finish_exchange(
+        &self,
+        exchange_id: &str,
+        reason: &str,
+        detail: Option<String>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let (id, reason) = (exchange_id.to_string(), reason.to_string());
+        self.write(move |c| flows::finish_flow(c, &id, &reason, detail.as_deref(), now))
+            .await
+    }
+
+    async fn record_exchange_announce(
+        &self,
+        exchange_id: &str,
+        loop_detail: &str,
+        announce: AnnounceRecord,
+    ) -> Result<(), StoreError> {
+        let (id, loop_detail) = (exchange_id.to_string(), loop_detail.to_string());
+        self.write(move |c| flows::record_announce(c, &id, &loop_detail, &announce))
+            .await
+    }
+
+    async fn record_refused_exchange(&self, r: RefusedExchange) -> Result<(), StoreError> {
+        self.write(move |c| {
+            flows::insert_refused(
+                c,
+                &flows::RefusedSend {
+                    flow_id: &r.exchange_id,
+                    kind: &r.kind,
+                    chain_id: &r.chain_id,
+                    requester: &r.requester,
+                    target: &r.target,
+                    message: &r.message,
+                    run_id: &r.run_id,
+                    owner: &r.owner,
+                    at: r.at,
+                    reason: &r.reason,
+                    detail: &r.detail,
+                },
+            )
         })
         .await
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::store_sqlite as storage;
+use crate::store::{AnnounceRecord, NewExchange, RefusedExchange};
 use crate::engine::Engine;
 use crate::engine::flows::delivery::Delivered;
 use crate::engine::events::EngineEvent;
@@ -157,24 +157,17 @@ impl Engine {
         target: &SessionKey,
         run_id: &str,
     ) -> Result<(), StoreError> {
-        let owner = self.instance_id().to_string();
-        let (flow, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
-        let started = now_ms();
         self.store()
-            .sqlite_write(move |c| {
-                storage::flows::insert_flow(
-                    c,
-                    &storage::flows::NewFlow {
-                        flow_id: &flow.flow_id,
-                        chain_id: &flow.chain_id,
-                        requester: &flow.requester,
-                        target: &t,
-                        message: &flow.message,
-                        run_id: &rid,
-                        owner: &owner,
-                        started_at: started,
-                    },
-                )
+            .store()
+            .start_exchange(NewExchange {
+                exchange_id: f.flow_id.clone(),
+                chain_id: f.chain_id.clone(),
+                requester: f.requester.clone(),
+                target: target.to_string(),
+                message: f.message.clone(),
+                run_id: run_id.to_string(),
+                owner: self.instance_id().to_string(),
+                started_at: now_ms(),
             })
             .await?;
         self.events().emit(EngineEvent::FlowStarted {
@@ -244,16 +237,16 @@ impl Engine {
                 self.exchange(&flow_id, &send, &parties, o, round_one).await
             }
         };
-        let now = now_ms();
-        let (f, r, d) = (
-            flow_id.clone(),
-            reason.reason.clone(),
-            reason.detail.clone(),
-        );
         if !closed
             && let Err(e) = self
                 .store()
-                .sqlite_write(move |c| storage::flows::finish_flow(c, &f, &r, Some(&d), now))
+                .store()
+                .finish_exchange(
+                    &flow_id,
+                    &reason.reason,
+                    Some(reason.detail.clone()),
+                    now_ms(),
+                )
                 .await
         {
             tracing::warn!(flow_id, error = %e, "could not close an exchange");
@@ -595,17 +588,17 @@ impl Engine {
             ..
         } = &ev
         {
-            let record = storage::flows::AnnounceRecord {
+            let record = AnnounceRecord {
                 outcome: outcome.clone(),
                 text: text.clone(),
                 channel: channel.clone(),
                 to: to.clone(),
                 detail: detail.clone(),
             };
-            let (f, loop_detail) = (flow_id.to_string(), loop_end.detail.clone());
             if let Err(e) = self
                 .store()
-                .sqlite_write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
+                .store()
+                .record_exchange_announce(flow_id, &loop_end.detail, record)
                 .await
             {
                 tracing::warn!(flow_id, error = %e, "could not record an exchange's announce");
@@ -630,36 +623,20 @@ impl Engine {
     ) -> Result<(), StoreError> {
         let flow_id = uuid::Uuid::now_v7().to_string();
         let reason = if kind == "chain" { "chain" } else { "policy" };
-        let owner = self.instance_id().to_string();
-        let (f, k, ch, req, t, m, rid, d) = (
-            flow_id.clone(),
-            kind.to_string(),
-            chain.id.clone(),
-            requester.to_string(),
-            target.to_string(),
-            message.to_string(),
-            run_id.to_string(),
-            detail.to_string(),
-        );
-        let at = now_ms();
         self.store()
-            .sqlite_write(move |c| {
-                storage::flows::insert_refused(
-                    c,
-                    &storage::flows::RefusedSend {
-                        flow_id: &f,
-                        kind: &k,
-                        chain_id: &ch,
-                        requester: &req,
-                        target: &t,
-                        message: &m,
-                        run_id: &rid,
-                        owner: &owner,
-                        at,
-                        reason,
-                        detail: &d,
-                    },
-                )
+            .store()
+            .record_refused_exchange(RefusedExchange {
+                exchange_id: flow_id.clone(),
+                kind: kind.to_string(),
+                chain_id: chain.id.clone(),
+                requester: requester.to_string(),
+                target: target.to_string(),
+                message: message.to_string(),
+                run_id: run_id.to_string(),
+                owner: self.instance_id().to_string(),
+                at: now_ms(),
+                reason: reason.to_string(),
+                detail: detail.to_string(),
             })
             .await?;
         self.events().emit(EngineEvent::FlowEnded {
