@@ -7,8 +7,9 @@ mod types;
 
 pub use error::{StoreError, StoreErrorKind};
 pub use types::{
-    AnnounceRecord, ExchangePageQuery, ExchangeRow, KeyRow, NewExchange, NewLine, OutboxRow,
-    PageFilter, RefusedExchange, RunRow, SpawnRow, StoredSession, TrafficRow, TranscriptRow,
+    AnnounceRecord, ExchangePageQuery, ExchangeRow, KeyRow, NewExchange, NewLine, NewSpawn,
+    OutboxRow, PageFilter, RefusedExchange, RunRow, SpawnEnding, SpawnRow, StoredSession,
+    TrafficRow, TranscriptRow,
 };
 
 use async_trait::async_trait;
@@ -171,6 +172,18 @@ pub trait Store: Send + Sync {
     async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficRow>, StoreError>;
 
     // ---- spawns ----
+
+    /// Start a sub-agent: its session, task line, run and spawn record commit together (no
+    /// child without a record of who spawned it, no record without a run to finish).
+    /// Returns the child's session id and the task line as committed.
+    async fn start_spawn(
+        &self,
+        spawn: NewSpawn,
+    ) -> Result<(String, Vec<TranscriptRow>), StoreError>;
+
+    /// Record a child's end, once: only a spawn still running moves to ended (another
+    /// process may be resuming the same one). Whether this call decided it.
+    async fn end_spawn(&self, child_key: &str, ending: SpawnEnding) -> Result<bool, StoreError>;
 
     async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError>;
 

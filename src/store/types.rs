@@ -234,3 +234,27 @@ pub struct RefusedExchange {
     pub reason: String,
     pub detail: String,
 }
+
+/// A sub-agent as it starts: its new session (with the transcript header), its task
+/// message, and its spawn record; the run named by `spawn.run_id` is recorded with them.
+#[derive(Debug, Clone)]
+pub struct NewSpawn {
+    pub session: StoredSession,
+    pub header: Value,
+    pub task: NewLine,
+    pub spawn: SpawnRow,
+    /// The engine instance that executes the child's run.
+    pub owner: String,
+    pub now: i64,
+}
+
+/// What a child's run ended with, and the announce decided from it.
+#[derive(Debug, Clone)]
+pub struct SpawnEnding {
+    pub outcome: String,
+    pub error: Option<String>,
+    pub ended_at: i64,
+    pub announce: Option<String>,
+    /// `pending` (to deliver) or `skipped` (a silent `ANNOUNCE_SKIP`).
+    pub announce_state: String,
+}

@@ -10,7 +10,7 @@ use super::{flows, idempotency, outbox, queries, runs, spawns};
 use super::{Storage, StorageError};
 use crate::engine::key::SessionKey;
 use crate::store::{
-    AnnounceRecord, NewExchange, RefusedExchange,
+    AnnounceRecord, NewExchange, NewSpawn, RefusedExchange, SpawnEnding,
     ExchangePageQuery, ExchangeRow, KeyRow, OutboxRow, PageFilter, RunRow, SpawnRow, TrafficRow, SessionEdit, Store, StoreError, StoredSession, TranscriptRow,
 };
 
@@ -295,6 +295,51 @@ impl Store for SqliteStore {
         self.read(move |c| flows::traffic(c, since)).await
     }
 
+    async fn start_spawn(
+        &self,
+        s: NewSpawn,
+    ) -> Result<(String, Vec<TranscriptRow>), StoreError> {
+        self.write(move |c| {
+            queries::insert_session(c, &s.session, &s.header)?;
+            let appended =
+                queries::append_lines(c, &s.session.key, std::slice::from_ref(&s.task), s.now)?;
+            runs::insert_run(
+                c,
+                &runs::NewRun {
+                    run_id: &s.spawn.run_id,
+                    session_key: &s.spawn.child_key,
+                    agent_id: &s.spawn.agent_id,
+                    step: "subagent",
+                    round: 0,
+                    flow_id: None,
+                    owner: &s.owner,
+                    started_at: s.now,
+                },
+            )?;
+            spawns::insert_spawn(c, &s.spawn)?;
+            Ok(appended)
+        })
+        .await
+    }
+
+    async fn end_spawn(&self, child_key: &str, e: SpawnEnding) -> Result<bool, StoreError> {
+        let key = child_key.to_string();
+        self.write(move |c| {
+            spawns::end_spawn(
+                c,
+                &key,
+                &spawns::SpawnEnd {
+                    outcome: &e.outcome,
+                    error: e.error.as_deref(),
+                    ended_at: e.ended_at,
+                    announce: e.announce.as_deref(),
+                    announce_state: &e.announce_state,
+                },
+            )
+        })
+        .await
+    }
+
     async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError> {
         let key = child_key.to_string();
         self.read(move |c| spawns::get_spawn(c, &key)).await
@@ -345,5 +390,32 @@ impl Store for SqliteStore {
     async fn find_idempotency_key(&self, key: &str, now: i64) -> Result<Option<KeyRow>, StoreError> {
         let key = key.to_string();
         self.read(move |c| idempotency::find(c, &key, now)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `Store` read goes through `SqliteStore::read`: on a single-threaded runtime
+    /// (the console's and the tests' shape) it must run on another thread, or a slow query
+    /// would stall every task on that runtime while it runs.
+    #[test]
+    fn reads_run_off_the_async_worker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteStore::new(Storage::open(dir.path()).expect("open"));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let worker = std::thread::current().id();
+        let (reader, count) = rt.block_on(async {
+            let reader = store
+                .read(|_| Ok(std::thread::current().id()))
+                .await
+                .expect("read");
+            (reader, store.count_sessions().await.expect("count"))
+        });
+        assert_ne!(reader, worker, "the read ran on the async worker");
+        assert_eq!(count, 0);
     }
 }

@@ -18,7 +18,7 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendPolicy};
 use crate::engine::flows::chain::Chain;
 use crate::engine::flows::runs::{Lane, RunRequest};
-use crate::store::StoreError;
+use crate::store::{NewSpawn, SpawnEnding, StoreError};
 use crate::store_sqlite::queries::{self, NewLine};
 use crate::engine::session::store::{SessionInit, now_ms, transcript_header};
 use crate::agent::Step;
@@ -177,32 +177,20 @@ impl Engine {
                     "hop": req.chain.hop,
                 },
             }));
-            let (session, spawn, owner) = (fresh.clone(), row.clone(), self.instance_id().to_string());
-            let header = transcript_header(&session.entry.session_id, &cwd, now);
+            let header = transcript_header(&fresh.entry.session_id, &cwd, now);
             // The child session, its task, its run and the spawn record commit together: no
             // child without a record of who spawned it, and no record without a run to finish
             // (a restart then finds the run and closes it as aborted).
             let (session_id, rows) = self
                 .store()
-                .sqlite_write(move |c| {
-                    queries::insert_session(c, &session, &header)?;
-                    let appended =
-                        queries::append_lines(c, &session.key, std::slice::from_ref(&inbound), now)?;
-                    storage::runs::insert_run(
-                        c,
-                        &storage::runs::NewRun {
-                            run_id: &spawn.run_id,
-                            session_key: &spawn.child_key,
-                            agent_id: &spawn.agent_id,
-                            step: "subagent",
-                            round: 0,
-                            flow_id: None,
-                            owner: &owner,
-                            started_at: now,
-                        },
-                    )?;
-                    storage::spawns::insert_spawn(c, &spawn)?;
-                    Ok(appended)
+                .store()
+                .start_spawn(NewSpawn {
+                    session: fresh.clone(),
+                    header,
+                    task: inbound,
+                    spawn: row.clone(),
+                    owner: self.instance_id().to_string(),
+                    now,
                 })
                 .await?;
             let events = self.events();
@@ -318,28 +306,20 @@ impl Engine {
                 })
             });
             let state = if silent { "skipped" } else { "pending" };
-            let (k, text, o, err) = (
-                key.clone(),
-                announce.clone(),
-                outcome.to_string(),
-                run.error.clone(),
-            );
+            // Only the first to decide records it (another process may be resuming).
             let decided = self
                 .store()
-                .sqlite_write(move |c| {
-                    // Only the first to decide records it (another process may be resuming).
-                    storage::spawns::end_spawn(
-                        c,
-                        &k,
-                        &storage::spawns::SpawnEnd {
-                            outcome: &o,
-                            error: err.as_deref(),
-                            ended_at: ended,
-                            announce: text.as_deref(),
-                            announce_state: state,
-                        },
-                    )
-                })
+                .store()
+                .end_spawn(
+                    &key,
+                    SpawnEnding {
+                        outcome: outcome.to_string(),
+                        error: run.error.clone(),
+                        ended_at: ended,
+                        announce: announce.clone(),
+                        announce_state: state.to_string(),
+                    },
+                )
                 .await?;
             if decided {
                 self.events().emit(EngineEvent::SpawnEnded {
