@@ -14,8 +14,9 @@ use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input
 use crate::engine::session::policy::{self, PolicyDecision, PolicySource};
 use crate::engine::session::transcript_text;
 use crate::store::StoreError;
-use crate::store_sqlite::idempotency;
-use crate::store_sqlite::queries::{PageFilter, SessionScan, StoredSession};
+use crate::store::idempotency;
+use crate::store::{PageFilter, StoredSession};
+use crate::store_sqlite::queries::SessionScan;
 
 /// The most transcript lines one page returns.
 pub const TRANSCRIPT_PAGE_MAX: usize = 20_000;
@@ -461,7 +462,7 @@ fn check_idempotency_key(k: &str) -> Result<(), ApiError> {
 /// A repeat is answered as the first call only when it is the same message to the same
 /// session; a key reused for anything else is refused, never mapped to the first run.
 fn repeat_matches(
-    first: &idempotency::KeyRow,
+    first: &crate::store::KeyRow,
     key: &SessionKey,
     text_hash: &str,
     first_shown: &str,

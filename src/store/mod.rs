@@ -3,19 +3,25 @@
 //! Nothing here knows which database holds the data; `crate::store_sqlite` is one store.
 
 mod error;
+pub mod idempotency;
 mod types;
 
 pub use error::{StoreError, StoreErrorKind};
 pub use types::{
-    AnnounceRecord, ExchangePageQuery, ExchangeRow, KeyRow, NewExchange, NewLine, NewSpawn,
-    OutboxRow, PageFilter, RefusedExchange, RunRow, SpawnEnding, SpawnRow, StoredSession,
-    TrafficRow, TranscriptRow,
+    AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
+    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, RunEnding, RunRow,
+    RunStart, RunWrite, SpawnEnding, SpawnRow, StoredSession, TrafficRow, TranscriptRow,
 };
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::engine::key::SessionKey;
+
+/// A write already queued when the call that made it returned, so it commits before
+/// anything submitted after it; resolves once it has committed (or failed).
+pub type PendingWrite<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StoreError>> + Send>>;
 
 /// An edit of a stored session, applied inside the store's transaction so a concurrent
 /// change cannot be lost between read and write. It may run more than once (a store may
@@ -123,6 +129,18 @@ pub trait Store: Send + Sync {
     async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError>;
 
     // ---- runs ----
+
+    /// Append lines to an existing session (submitted when called).
+    fn submit_append(&self, key: &SessionKey, lines: Vec<NewLine>) -> PendingWrite<Appended>;
+
+    /// Record a run's start and/or end with its lines, in one commit (submitted when
+    /// called). The flag says whether this write closed the run (false: it was closed
+    /// already); a write that starts the run closes it when it ends it too.
+    fn submit_run(&self, write: RunWrite) -> PendingWrite<(Appended, bool)>;
+
+    /// Record an inbound message (submitted when called). `Err` with the recorded key,
+    /// and nothing written, when its idempotency key is recorded already (unexpired).
+    fn submit_inbound(&self, write: InboundWrite) -> PendingWrite<Result<Appended, KeyRow>>;
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError>;
 

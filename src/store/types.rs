@@ -258,3 +258,75 @@ pub struct SpawnEnding {
     /// `pending` (to deliver) or `skipped` (a silent `ANNOUNCE_SKIP`).
     pub announce_state: String,
 }
+
+/// A run as it starts.
+#[derive(Debug, Clone)]
+pub struct NewRunRecord {
+    pub run_id: String,
+    pub session_key: String,
+    pub agent_id: String,
+    /// `message`, `reply`, `announce`, `subagent` …
+    pub step: String,
+    pub round: u32,
+    pub exchange_id: Option<String>,
+    /// The engine instance executing it (recovery closes a dead owner's runs).
+    pub owner: String,
+    pub started_at: i64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunEnding {
+    pub status: String,
+    pub ended_at: i64,
+    pub error: Option<String>,
+    pub reply: Option<String>,
+    /// Tokens in and out; added to the session's totals as well.
+    pub tokens: Option<(u64, u64)>,
+}
+
+/// A run's start (with the exchange it opens, if any).
+#[derive(Debug, Clone)]
+pub struct RunStart {
+    pub run: NewRunRecord,
+    pub exchange: Option<NewExchange>,
+}
+
+/// One commit of a run: its start, its end, or both, with the transcript lines that go
+/// with them (the inbound message, the reply), the session's token totals and the end of
+/// the exchange the run closes.
+#[derive(Debug, Clone)]
+pub struct RunWrite {
+    /// The session the lines go to.
+    pub key: SessionKey,
+    pub run_id: String,
+    pub lines: Vec<NewLine>,
+    /// Record the run as started (finished at once when `end` is given too).
+    pub start: Option<RunStart>,
+    /// Close the run (a run already closed, by recovery elsewhere, stays as it was).
+    pub end: Option<RunEnding>,
+    /// `(exchange id, reason)`: close that exchange when `end` is recorded.
+    pub exchange_end: Option<(String, String)>,
+    /// When the lines were written.
+    pub now: i64,
+}
+
+/// Lines as committed to one session.
+#[derive(Debug, Clone, Default)]
+pub struct Appended {
+    pub session_id: String,
+    pub rows: Vec<TranscriptRow>,
+}
+
+/// A message arriving in a session, with the run that will answer it and the idempotency
+/// key it came with; all commit together, or, when the key is already recorded (another
+/// call won), nothing does.
+#[derive(Debug, Clone)]
+pub struct InboundWrite {
+    pub key: SessionKey,
+    pub line: NewLine,
+    pub run: Option<NewRunRecord>,
+    /// Recorded with `seq` set to where the line landed.
+    pub idempotency: Option<KeyRow>,
+    pub now: i64,
+}

@@ -2,14 +2,20 @@
 //! the single group-committing writer; reads run on pooled connections on tokio's blocking
 //! pool, never on the async workers.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use rusqlite::Connection;
 use serde_json::Value;
 
+use super::queries::PreparedLine;
 use super::{flows, idempotency, outbox, queries, runs, spawns};
 use super::{Storage, StorageError};
 use crate::engine::key::SessionKey;
+use crate::engine::store::now_ms;
 use crate::store::{
+    NewLine, NewRunRecord,
+    Appended, InboundWrite, PendingWrite, RunWrite,
     AnnounceRecord, NewExchange, NewSpawn, RefusedExchange, SpawnEnding,
     ExchangePageQuery, ExchangeRow, KeyRow, OutboxRow, PageFilter, RunRow, SpawnRow, TrafficRow, SessionEdit, Store, StoreError, StoredSession, TranscriptRow,
 };
@@ -26,6 +32,49 @@ impl SqliteStore {
     }
 
     /// Run `op` on a pooled connection on the blocking pool.
+    /// Submit `job` now; it appends the prepared lines by calling the function it is given
+    /// (at most once; not at all keeps them out). The lines are serialised here, on the
+    /// caller's thread, not on the writer's: it is the one shared bottleneck.
+    fn submit_lines<R, F>(
+        &self,
+        key: &SessionKey,
+        lines: Vec<NewLine>,
+        now: i64,
+        mut job: F,
+    ) -> PendingWrite<(Appended, R)>
+    where
+        R: Send + 'static,
+        F: FnMut(
+                &Connection,
+                &dyn Fn(&Connection) -> Result<(String, queries::Placed), StorageError>,
+            ) -> Result<(String, queries::Placed, R), StorageError>
+            + Send
+            + 'static,
+    {
+        let key = key.clone();
+        let prepared: Vec<PreparedLine> = lines
+            .into_iter()
+            .map(|l| PreparedLine::new(l, now))
+            .collect();
+        let shared = Arc::new(prepared);
+        let for_writer = shared.clone();
+        let pending = self.storage.submit(move |c| {
+            let append = |c: &Connection| {
+                if for_writer.is_empty() {
+                    return Ok((String::new(), Vec::new()));
+                }
+                queries::append_prepared(c, &key, &for_writer, now)
+            };
+            job(c, &append)
+        });
+        Box::pin(async move {
+            let (session_id, placed, extra) = pending.committed().await?;
+            let prepared = Arc::try_unwrap(shared).unwrap_or_else(|a| (*a).clone());
+            let rows = queries::finish_rows(prepared, placed);
+            Ok((Appended { session_id, rows }, extra))
+        })
+    }
+
     async fn read<R, F>(&self, op: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
@@ -183,6 +232,52 @@ impl Store for SqliteStore {
     async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError> {
         let id = session_id.to_string();
         self.read(move |c| queries::first_message_line(c, &id)).await
+    }
+
+    fn submit_append(&self, key: &SessionKey, lines: Vec<NewLine>) -> PendingWrite<Appended> {
+        let pending = self.submit_lines(key, lines, now_ms(), |c, append| {
+            let (sid, placed) = append(c)?;
+            Ok((sid, placed, ()))
+        });
+        Box::pin(async move { Ok(pending.await?.0) })
+    }
+
+    fn submit_run(&self, w: RunWrite) -> PendingWrite<(Appended, bool)> {
+        let (key, lines, now) = (w.key.clone(), w.lines.clone(), w.now);
+        self.submit_lines(&key, lines, now, move |c, append| {
+            let closed = record_run(c, &w)?;
+            let (sid, placed) = append(c)?;
+            Ok((sid, placed, closed))
+        })
+    }
+
+    fn submit_inbound(&self, w: InboundWrite) -> PendingWrite<Result<Appended, KeyRow>> {
+        let (key, now) = (w.key.clone(), w.now);
+        let pending = self.submit_lines(&key, vec![w.line.clone()], now, move |c, append| {
+            // Another call with the key may have committed since the caller looked.
+            if let Some(k) = &w.idempotency
+                && let Some(found) = idempotency::find(c, &k.key, now)?
+            {
+                return Ok((String::new(), Vec::new(), Some(found)));
+            }
+            let (sid, placed) = append(c)?;
+            if let Some(run) = &w.run {
+                runs::insert_run(c, &new_run(run))?;
+            }
+            if let Some(row) = &w.idempotency {
+                let mut row = row.clone();
+                row.seq = placed.first().map_or(0, |p| p.0);
+                idempotency::insert(c, &row)?;
+            }
+            Ok((sid, placed, None))
+        });
+        Box::pin(async move {
+            let (appended, repeat) = pending.await?;
+            Ok(match repeat {
+                Some(found) => Err(found),
+                None => Ok(appended),
+            })
+        })
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
@@ -391,6 +486,71 @@ impl Store for SqliteStore {
         let key = key.to_string();
         self.read(move |c| idempotency::find(c, &key, now)).await
     }
+}
+
+/// The run row as the SQL helpers take it.
+fn new_run(r: &NewRunRecord) -> runs::NewRun<'_> {
+    runs::NewRun {
+        run_id: &r.run_id,
+        session_key: &r.session_key,
+        agent_id: &r.agent_id,
+        step: &r.step,
+        round: r.round,
+        flow_id: r.exchange_id.as_deref(),
+        owner: &r.owner,
+        started_at: r.started_at,
+    }
+}
+
+/// The rows of a `RunWrite` (its lines aside), in the caller's transaction; whether it
+/// closed the run.
+fn record_run(c: &Connection, w: &RunWrite) -> Result<bool, StorageError> {
+    let end = w.end.as_ref().map(|e| runs::RunEnd {
+        status: &e.status,
+        ended_at: e.ended_at,
+        error: e.error.as_deref(),
+        reply: e.reply.as_deref(),
+        tokens_in: e.tokens.map(|t| t.0),
+        tokens_out: e.tokens.map(|t| t.1),
+    });
+    let mut closed = false;
+    if let Some(start) = &w.start {
+        if let Some(x) = &start.exchange {
+            flows::insert_flow(
+                c,
+                &flows::NewFlow {
+                    flow_id: &x.exchange_id,
+                    chain_id: &x.chain_id,
+                    requester: &x.requester,
+                    target: &x.target,
+                    message: &x.message,
+                    run_id: &x.run_id,
+                    owner: &x.owner,
+                    started_at: x.started_at,
+                },
+            )?;
+        }
+        match &end {
+            Some(end) => runs::insert_finished_run(c, &new_run(&start.run), end)?,
+            None => runs::insert_run(c, &new_run(&start.run))?,
+        }
+        // Inserted finished just now, so nobody else can have closed it.
+        closed = end.is_some();
+    }
+    if let Some(ending) = &w.end {
+        if let Some((input, output)) = ending.tokens.filter(|t| t.0 > 0 || t.1 > 0) {
+            queries::add_tokens(c, &w.key, input, output)?;
+        }
+        if let Some((exchange, reason)) = &w.exchange_end {
+            flows::finish_flow(c, exchange, reason, None, ending.ended_at)?;
+        }
+    }
+    if w.start.is_none()
+        && let Some(end) = &end
+    {
+        closed = runs::finish_run(c, &w.run_id, end)?;
+    }
+    Ok(closed)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! route, the send-policy gate, and the `outbox` row a channel adapter will send from (none
 //! ship yet, so rows stay `queued`).
 
-use crate::store_sqlite::outbox::OutboxRow;
+use crate::store::OutboxRow;
 use crate::engine::Engine;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::events::EngineEvent;

@@ -11,10 +11,8 @@ use crate::engine::session::policy::{self, SendCommand};
 use crate::agent::Step;
 use crate::engine::flows::runs::{RunHandle, RunRequest, step_name};
 use crate::store::StoreError;
-use crate::store_sqlite as storage;
-use crate::store_sqlite::idempotency::KeyRow;
-use crate::store_sqlite::queries::{NewLine, TranscriptRow};
-use crate::store_sqlite::runs::NewRun;
+use crate::store::idempotency::message_hash;
+use crate::store::{InboundWrite, KeyRow, NewLine, NewRunRecord, TranscriptRow};
 use crate::engine::session::store::{SessionInit, now_ms};
 
 /// Who sent an inbound message and over what.
@@ -213,55 +211,37 @@ impl Engine {
             let run_id = command
                 .is_none()
                 .then(|| uuid::Uuid::now_v7().to_string());
-            let (guard_key, now) = (idempotency_key.map(str::to_string), now_ms());
-            let mut key_row = idempotency_key.map(|k| KeyRow {
+            let now = now_ms();
+            let key_row = idempotency_key.map(|k| KeyRow {
                 key: k.to_string(),
                 session_key: key.to_string(),
-                message_hash: storage::idempotency::message_hash(text),
+                message_hash: message_hash(text),
                 run_id: run_id.clone(),
                 seq: 0,
                 command_reply: command_reply.clone(),
                 created_at: now,
             });
-            let (owner, session, run) = (
-                self.instance_id().to_string(),
-                key.to_string(),
-                run_id.clone(),
-            );
-            let agent_for_row = agent.clone();
-            let pending = self.store().submit_append_guarded(
-                key,
-                vec![NewLine::message(inbound_message(text, from, idempotency_key))],
-                move |c| match &guard_key {
-                    // Another call with the key may have committed since the read above.
-                    Some(k) => storage::idempotency::find(c, k, now),
-                    None => Ok(None),
-                },
-                move |c, placed| {
-                    if let Some(run_id) = &run {
-                        storage::runs::insert_run(
-                            c,
-                            &NewRun {
-                                run_id,
-                                session_key: &session,
-                                agent_id: &agent_for_row,
-                                step: step_name(Step::Message),
-                                round: 0,
-                                flow_id: None,
-                                owner: &owner,
-                                started_at: now,
-                            },
-                        )?;
-                    }
-                    if let Some(row) = key_row.as_mut() {
-                        row.seq = placed.first().map_or(0, |p| p.0);
-                        storage::idempotency::insert(c, row)?;
-                    }
-                    Ok(())
-                },
-            );
-            let (mut rows, recorded) = pending.committed().await?;
-            if let Err(row) = recorded {
+            let run_row = run_id.as_ref().map(|run_id| NewRunRecord {
+                run_id: run_id.clone(),
+                session_key: key.to_string(),
+                agent_id: agent.clone(),
+                step: step_name(Step::Message).to_string(),
+                round: 0,
+                exchange_id: None,
+                owner: self.instance_id().to_string(),
+                started_at: now,
+            });
+            // The message, its run and its key commit together; a key another call
+            // recorded since the read above keeps all of them out.
+            let pending = self.store().submit_inbound(InboundWrite {
+                key: key.clone(),
+                line: NewLine::message(inbound_message(text, from, idempotency_key)),
+                run: run_row,
+                idempotency: key_row,
+                now,
+            });
+            let (mut rows, repeat) = pending.committed().await?;
+            if let Some(row) = repeat {
                 return Ok(Intake::Repeat(row));
             }
             let row = rows

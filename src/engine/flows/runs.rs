@@ -10,14 +10,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::store_sqlite as storage;
-use crate::store_sqlite::runs::{NewRun, RunEnd};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
-use crate::store::StoreError;
-use crate::store_sqlite::StorageError;
-use crate::store_sqlite::queries::{self, NewLine};
+use crate::engine::session::store::PendingAppend;
+use crate::store::{
+    NewExchange, NewLine, NewRunRecord, PendingWrite, RunEnding, RunStart, RunWrite, StoreError,
+    StoreErrorKind,
+};
 use crate::engine::session::store::now_ms;
 use crate::engine::tools::context::{ToolContext, ToolError};
 // Kept at its old path: callers name `runs::Chain`.
@@ -601,33 +601,33 @@ impl Engine {
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;
         let (run, key) = (run_id.to_string(), req.key.clone());
-        let pending = if first_write {
+        let write = if first_write {
             // One commit for the whole run: start and end together.
             let mut lines: Vec<NewLine> =
                 req.inbound.iter().cloned().map(NewLine::message).collect();
             lines.extend(message.map(NewLine::message));
-            let tokens = end.tokens;
-            let mut begin = record.begin_job(Some(end));
-            let flow_end = flow_end.clone();
-            self.store().submit_append(&req.key, lines, move |c| {
-                storage_failpoint()?;
-                begin(c)?;
-                add_tokens(c, &key, tokens)?;
-                close_flow(c, flow_end.as_ref(), ended)?;
-                // Inserted finished just now, so nobody else can have closed it.
-                Ok(true)
-            })
+            RunWrite {
+                key,
+                run_id: run,
+                lines,
+                start: Some(record.start()),
+                end: Some(end.ending()),
+                exchange_end: flow_end.clone(),
+                now: now_ms(),
+            }
         } else {
             // One commit for the end: the reply, the token totals and the outcome.
-            let lines: Vec<NewLine> = message.into_iter().map(NewLine::message).collect();
-            let flow_end = flow_end.clone();
-            self.store().submit_append(&req.key, lines, move |c| {
-                storage_failpoint()?;
-                add_tokens(c, &key, end.tokens)?;
-                close_flow(c, flow_end.as_ref(), ended)?;
-                storage::runs::finish_run(c, &run, &end.as_run_end())
-            })
+            RunWrite {
+                key,
+                run_id: run,
+                lines: message.into_iter().map(NewLine::message).collect(),
+                start: None,
+                end: Some(end.ending()),
+                exchange_end: flow_end.clone(),
+                now: now_ms(),
+            }
         };
+        let pending = self.submit_run_end(write);
         // Queued: the exchange may go on while the commit is under way.
         let _ = known.send(Some(outcome.clone()));
         let (_, closed) = pending.committed().await?;
@@ -660,6 +660,23 @@ impl Engine {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
         }
         Ok(outcome)
+    }
+
+    /// Submit a write that ends a run. `SWITCHBOARD_FAILPOINT=run-end-storage-error` makes
+    /// every one fail as a full disk would, with nothing written (tests of what a client
+    /// waiting on such a run is told).
+    fn submit_run_end(&self, write: RunWrite) -> PendingAppend<bool> {
+        if crate::engine::failpoint::active("run-end-storage-error") {
+            let key = write.key.clone();
+            let failed: PendingWrite<_> = Box::pin(async {
+                Err(StoreError::new(
+                    StoreErrorKind::Full,
+                    "the disk holding the state folder is full (failpoint run-end-storage-error); the change was not saved. Free some space, then try again",
+                ))
+            });
+            return self.store().pending(&key, failed);
+        }
+        self.store().submit_run(write)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -703,19 +720,20 @@ impl Engine {
             "timestamp": ended, "__switchboard": meta,
         });
         let closed = self
-            .store()
-            .submit_append(&req.key, vec![NewLine::message(line)], move |c| {
-                storage_failpoint()?;
-                storage::runs::finish_run(
-                    c,
-                    &run,
-                    &RunEnd {
-                        status: RunStatus::Error.as_str(),
-                        ended_at: ended,
-                        error: Some(&error),
-                        ..RunEnd::default()
-                    },
-                )
+            .submit_run_end(RunWrite {
+                key: req.key.clone(),
+                run_id: run,
+                lines: vec![NewLine::message(line)],
+                start: None,
+                end: Some(RunEnding {
+                    status: RunStatus::Error.as_str().to_string(),
+                    ended_at: ended,
+                    error: Some(error),
+                    reply: None,
+                    tokens: None,
+                }),
+                exchange_end: None,
+                now: ended,
             })
             .committed()
             .await;
@@ -737,16 +755,6 @@ impl Engine {
 /// What a run's start waiter is told when the committing task vanished.
 const WRITER_GONE: &str = "the database writer has stopped";
 
-/// `SWITCHBOARD_FAILPOINT=run-end-storage-error`: every run's end fails to commit as a full
-/// disk would (tests of what a client waiting on such a run is told).
-fn storage_failpoint() -> Result<(), StorageError> {
-    if crate::engine::failpoint::active("run-end-storage-error") {
-        return Err(StorageError::DiskFull(
-            "failpoint run-end-storage-error".into(),
-        ));
-    }
-    Ok(())
-}
 
 pub(crate) fn step_name(step: Step) -> &'static str {
     match step {
@@ -846,30 +854,6 @@ const START_GRACE: Duration = Duration::from_millis(20);
 /// Numbers the attempts to write a start record (see `StartState::Queued`).
 static QUEUE_ATTEMPTS: AtomicU64 = AtomicU64::new(0);
 
-/// Close the run's exchange (`(flow_id, reason)`), if this run ends one.
-fn close_flow(
-    c: &rusqlite::Connection,
-    flow_end: Option<&(String, String)>,
-    now: i64,
-) -> Result<(), StorageError> {
-    match flow_end {
-        Some((flow, reason)) => storage::flows::finish_flow(c, flow, reason, None, now),
-        None => Ok(()),
-    }
-}
-
-/// Add a run's token usage to its session, if any.
-fn add_tokens(
-    c: &rusqlite::Connection,
-    key: &SessionKey,
-    tokens: Option<(u64, u64)>,
-) -> Result<(), StorageError> {
-    match tokens.filter(|t| t.0 > 0 || t.1 > 0) {
-        Some((input, output)) => queries::add_tokens(c, key, input, output),
-        None => Ok(()),
-    }
-}
-
 /// A run's outcome, owned so a writer job can carry it.
 #[derive(Debug, Clone)]
 struct OwnedEnd {
@@ -881,14 +865,13 @@ struct OwnedEnd {
 }
 
 impl OwnedEnd {
-    fn as_run_end(&self) -> RunEnd<'_> {
-        RunEnd {
-            status: self.status.as_str(),
+    fn ending(&self) -> RunEnding {
+        RunEnding {
+            status: self.status.as_str().to_string(),
             ended_at: self.ended_at,
-            error: self.error.as_deref(),
-            reply: self.reply.as_deref(),
-            tokens_in: self.tokens.map(|t| t.0),
-            tokens_out: self.tokens.map(|t| t.1),
+            error: self.error.clone(),
+            reply: self.reply.clone(),
+            tokens: self.tokens,
         }
     }
 }
@@ -955,51 +938,31 @@ impl StartRecord {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The rows of the start, as a writer job (without the inbound message); with `end`, the
-    /// run row is written already finished.
-    fn begin_job(
-        &self,
-        end: Option<OwnedEnd>,
-    ) -> impl FnMut(&rusqlite::Connection) -> Result<(), StorageError> + Send + 'static {
-        let (run, key, agent, flow) = (
-            self.run_id.clone(),
-            self.req.key.to_string(),
-            self.agent_id.clone(),
-            self.req.flow_id.clone(),
-        );
-        let flow_start = self.req.flow_start.clone();
+    /// The rows of the start: the run and the exchange it opens, if any.
+    fn start(&self) -> RunStart {
         let owner = self.engine.instance_id().to_string();
-        let (step, round, started) = (step_name(self.req.step), self.req.round, self.started_at);
-        move |c| {
-            if let Some(f) = &flow_start {
-                storage::flows::insert_flow(
-                    c,
-                    &storage::flows::NewFlow {
-                        flow_id: &f.flow_id,
-                        chain_id: &f.chain_id,
-                        requester: &f.requester,
-                        target: &key,
-                        message: &f.message,
-                        run_id: &run,
-                        owner: &owner,
-                        started_at: started,
-                    },
-                )?;
-            }
-            let row = NewRun {
-                run_id: &run,
-                session_key: &key,
-                agent_id: &agent,
-                step,
-                round,
-                flow_id: flow.as_deref(),
-                owner: &owner,
-                started_at: started,
-            };
-            match &end {
-                Some(end) => storage::runs::insert_finished_run(c, &row, &end.as_run_end()),
-                None => storage::runs::insert_run(c, &row),
-            }
+        let key = self.req.key.to_string();
+        RunStart {
+            run: NewRunRecord {
+                run_id: self.run_id.clone(),
+                session_key: key.clone(),
+                agent_id: self.agent_id.clone(),
+                step: step_name(self.req.step).to_string(),
+                round: self.req.round,
+                exchange_id: self.req.flow_id.clone(),
+                owner: owner.clone(),
+                started_at: self.started_at,
+            },
+            exchange: self.req.flow_start.as_ref().map(|f| NewExchange {
+                exchange_id: f.flow_id.clone(),
+                chain_id: f.chain_id.clone(),
+                requester: f.requester.clone(),
+                target: key,
+                message: f.message.clone(),
+                run_id: self.run_id.clone(),
+                owner,
+                started_at: self.started_at,
+            }),
         }
     }
 
@@ -1038,10 +1001,15 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        let pending =
-            self.engine
-                .store()
-                .submit_append(&self.req.key, inbound, self.begin_job(None));
+        let pending = self.engine.store().submit_run(RunWrite {
+            key: self.req.key.clone(),
+            run_id: self.run_id.clone(),
+            lines: inbound,
+            start: Some(self.start()),
+            end: None,
+            exchange_end: None,
+            now: now_ms(),
+        });
         let attempt = QUEUE_ATTEMPTS.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = watch::channel(None);
         *state = StartState::Queued {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::store_sqlite as storage;
-use crate::store_sqlite::outbox::OutboxRow;
-use crate::store_sqlite::spawns::SpawnRow;
+use crate::store::OutboxRow;
+use crate::store::SpawnRow;
 use crate::engine::Engine;
 use crate::engine::flows::delivery::route_for;
 use crate::engine::events::EngineEvent;

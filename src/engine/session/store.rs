@@ -8,11 +8,12 @@ use crate::engine::events::{EngineEvent, EventBus};
 use crate::engine::session::key::{KeyScheme, SessionKey};
 use std::sync::Arc;
 
-use crate::store::{Store, StoreError};
-use crate::store_sqlite::queries::{
-    self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
+use crate::store::{
+    Appended, InboundWrite, KeyRow, NewLine, PendingWrite, RunWrite, Store, StoreError,
+    StoredSession, TranscriptRow,
 };
-use crate::store_sqlite::{Pending, Storage, StorageError};
+use crate::store_sqlite::queries::{self, SessionScan};
+use crate::store_sqlite::{Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -228,107 +229,47 @@ impl SessionStore {
         key: &SessionKey,
         lines: Vec<NewLine>,
     ) -> Result<Vec<TranscriptRow>, StoreError> {
-        let (rows, ()) = self.append_and(key, lines, |_| Ok(())).await?;
+        let pending = self.store.submit_append(key, lines);
+        let (rows, ()) = self.pending(key, Box::pin(async move { Ok((pending.await?, ())) }))
+            .committed()
+            .await?;
         Ok(rows)
     }
 
-    /// Run `op` and append `lines` in one writer job (one commit): how a run records its
-    /// start (run row + inbound message) and its end (reply + outcome) without paying a
-    /// commit for each. `op` runs first; it may run twice (see `Storage::write`).
-    pub async fn append_and<R, F>(
-        &self,
-        key: &SessionKey,
-        lines: Vec<NewLine>,
-        op: F,
-    ) -> Result<(Vec<TranscriptRow>, R), StoreError>
-    where
-        R: Send + 'static,
-        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
-    {
-        self.submit_append(key, lines, op).committed().await
+    /// A run's start and/or end with its lines, submitted now (see `Store::submit_run`);
+    /// `committed` yields the lines and whether this write closed the run.
+    pub fn submit_run(&self, write: RunWrite) -> PendingAppend<bool> {
+        let key = write.key.clone();
+        let pending = self.store.submit_run(write);
+        self.pending(&key, pending)
     }
 
-    /// `append_and`, submitted now and committed when awaited (see `Storage::submit`).
-    pub fn submit_append<R, F>(
-        &self,
-        key: &SessionKey,
-        lines: Vec<NewLine>,
-        mut op: F,
-    ) -> PendingAppend<R>
-    where
-        R: Send + 'static,
-        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
-    {
-        self.submit_lines(key, lines, move |c, append| {
-            let extra = op(c)?;
-            let (sid, placed) = append(c)?;
-            Ok((sid, placed, extra))
-        })
+    /// An inbound message with its run and idempotency key, submitted now (see
+    /// `Store::submit_inbound`); `committed` yields `Err` with the recorded key when the
+    /// key was taken already (nothing written).
+    pub fn submit_inbound(&self, write: InboundWrite) -> PendingAppend<Option<KeyRow>> {
+        let key = write.key.clone();
+        let pending = self.store.submit_inbound(write);
+        self.pending(
+            &key,
+            Box::pin(async move {
+                Ok(match pending.await? {
+                    Ok(appended) => (appended, None),
+                    Err(found) => (Appended::default(), Some(found)),
+                })
+            }),
+        )
     }
 
-    /// An append that `guard` may keep out, in one writer job: `guard` runs first, and what
-    /// it returns (`Some`) ends the job with nothing appended; otherwise the lines go in
-    /// and `then` runs with where they landed. Everything commits together, so what `then`
-    /// writes about the lines (a key naming their seq) exists exactly when they do.
-    pub fn submit_append_guarded<H, R, G, F>(
+    /// `pending`, whose lines are announced once it has committed.
+    pub(crate) fn pending<R>(
         &self,
         key: &SessionKey,
-        lines: Vec<NewLine>,
-        mut guard: G,
-        mut then: F,
-    ) -> PendingAppend<Result<R, H>>
-    where
-        H: Send + 'static,
-        R: Send + 'static,
-        G: FnMut(&rusqlite::Connection) -> Result<Option<H>, StorageError> + Send + 'static,
-        F: FnMut(&rusqlite::Connection, &queries::Placed) -> Result<R, StorageError>
-            + Send
-            + 'static,
-    {
-        self.submit_lines(key, lines, move |c, append| {
-            if let Some(held) = guard(c)? {
-                return Ok((String::new(), Vec::new(), Err(held)));
-            }
-            let (sid, placed) = append(c)?;
-            let extra = then(c, &placed)?;
-            Ok((sid, placed, Ok(extra)))
-        })
-    }
-
-    /// Submit `job`, which appends the prepared lines by calling the function it is given
-    /// (at most once; not at all keeps them out).
-    fn submit_lines<R, F>(&self, key: &SessionKey, lines: Vec<NewLine>, mut job: F) -> PendingAppend<R>
-    where
-        R: Send + 'static,
-        F: FnMut(
-                &rusqlite::Connection,
-                &dyn Fn(&rusqlite::Connection) -> Result<(String, queries::Placed), StorageError>,
-            ) -> Result<(String, queries::Placed, R), StorageError>
-            + Send
-            + 'static,
-    {
-        let k = key.clone();
-        let now = now_ms();
-        // Serialise here, not on the writer thread: it is the one shared bottleneck.
-        let prepared: Vec<PreparedLine> = lines
-            .into_iter()
-            .map(|l| PreparedLine::new(l, now))
-            .collect();
-        let shared = std::sync::Arc::new(prepared);
-        let for_writer = shared.clone();
-        let pending = self.storage.submit(move |c| {
-            let append = |c: &rusqlite::Connection| {
-                if for_writer.is_empty() {
-                    return Ok((String::new(), Vec::new()));
-                }
-                queries::append_prepared(c, &k, &for_writer, now)
-            };
-            job(c, &append)
-        });
+        pending: PendingWrite<(Appended, R)>,
+    ) -> PendingAppend<R> {
         PendingAppend {
-            store: self.clone(),
+            events: self.events.clone(),
             key: key.clone(),
-            lines: shared,
             pending,
         }
     }
@@ -375,23 +316,19 @@ impl SessionStore {
     }
 }
 
-/// An append submitted to the writer; `committed` waits for it and announces the lines.
+/// An append submitted to the store; `committed` waits for it and announces the lines.
 pub struct PendingAppend<R> {
-    store: SessionStore,
+    events: EventBus,
     key: SessionKey,
-    lines: std::sync::Arc<Vec<PreparedLine>>,
-    pending: Pending<(String, queries::Placed, R)>,
+    pending: PendingWrite<(Appended, R)>,
 }
 
 impl<R> PendingAppend<R> {
     pub async fn committed(self) -> Result<(Vec<TranscriptRow>, R), StoreError> {
-        let (session_id, placed, extra) = self.pending.committed().await?;
-        let prepared = std::sync::Arc::try_unwrap(self.lines).unwrap_or_else(|a| (*a).clone());
-        let rows = queries::finish_rows(prepared, placed);
-        let events = &self.store.events;
-        if events.listening() {
+        let (Appended { session_id, rows }, extra) = self.pending.await?;
+        if self.events.listening() {
             for row in &rows {
-                events.emit(EngineEvent::MessageAppended {
+                self.events.emit(EngineEvent::MessageAppended {
                     key: self.key.to_string(),
                     session_id: session_id.clone(),
                     seq: row.seq,
