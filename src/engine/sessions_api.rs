@@ -128,27 +128,29 @@ impl Engine {
         let end = q.offset.saturating_add(q.limit);
         let mut rows = Vec::new();
         let mut matching = 0u64;
-        self.store().scan(&scan, |s| {
-            let listed = !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope);
-            if !listed || (s.entry.archived_at.is_some() && !q.archived) {
-                return true;
-            }
-            if !needle.is_empty() {
-                let name = s.entry.display_name.as_deref().or(s.entry.label.as_deref());
-                let hit = s.key.as_str().to_lowercase().contains(&needle)
-                    || scheme.display(&s.key).to_lowercase().contains(&needle)
-                    || name.is_some_and(|n| n.to_lowercase().contains(&needle));
-                if !hit {
+        self.store()
+            .scan(&scan, |s| {
+                let listed = !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope);
+                if !listed || (s.entry.archived_at.is_some() && !q.archived) {
                     return true;
                 }
-            }
-            let at = matching as usize;
-            matching += 1;
-            if at >= q.offset && at < end {
-                rows.push(self.listed_row(&s, q));
-            }
-            q.count || (matching as usize) < end
-        })?;
+                if !needle.is_empty() {
+                    let name = s.entry.display_name.as_deref().or(s.entry.label.as_deref());
+                    let hit = s.key.as_str().to_lowercase().contains(&needle)
+                        || scheme.display(&s.key).to_lowercase().contains(&needle)
+                        || name.is_some_and(|n| n.to_lowercase().contains(&needle));
+                    if !hit {
+                        return true;
+                    }
+                }
+                let at = matching as usize;
+                matching += 1;
+                if at >= q.offset && at < end {
+                    rows.push(self.listed_row(&s, q));
+                }
+                q.count || (matching as usize) < end
+            })
+            .await?;
         if q.previews {
             self.fill_previews(&mut rows).await?;
         }

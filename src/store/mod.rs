@@ -10,7 +10,8 @@ pub use error::{StoreError, StoreErrorKind};
 pub use types::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
     NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, RunEnding, RunRow,
-    RunStart, RunWrite, SpawnEnding, SpawnRow, StoredSession, TrafficRow, TranscriptRow,
+    RunStart, RunWrite, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
+    StoredSession, TrafficRow, TranscriptRow,
 };
 
 use async_trait::async_trait;
@@ -57,6 +58,13 @@ pub trait Store: Send + Sync {
 
     /// The sessions `key` spawned.
     async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError>;
+
+    /// Sessions newest first (or in the name order) as `scan` narrows them, through the
+    /// channel the call returns; the store stops reading when the receiver is dropped.
+    async fn scan_sessions(
+        &self,
+        scan: SessionScan,
+    ) -> tokio::sync::mpsc::Receiver<Result<StoredSession, StoreError>>;
 
     /// The keys of `limit` sessions from position `offset` of the owner's order (newest
     /// first, or by name), narrowed by `filter`, and how many match in all when `count`.
@@ -202,6 +210,13 @@ pub trait Store: Send + Sync {
     /// Record a child's end, once: only a spawn still running moves to ended (another
     /// process may be resuming the same one). Whether this call decided it.
     async fn end_spawn(&self, child_key: &str, ending: SpawnEnding) -> Result<bool, StoreError>;
+
+    /// Record a sub-agent's announce once: only a spawn that has ended and whose announce
+    /// is not recorded yet takes it (`None`: another process did).
+    async fn record_spawn_announce(
+        &self,
+        announce: SpawnAnnounce,
+    ) -> Result<Option<SpawnAnnounced>, StoreError>;
 
     async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError>;
 

@@ -330,3 +330,43 @@ pub struct InboundWrite {
     pub idempotency: Option<KeyRow>,
     pub now: i64,
 }
+
+/// What a session page scan is narrowed to in SQL. Finer filters (visibility patterns) are
+/// applied by the caller's visitor while rows stream, so a page is never short because rows
+/// were dropped after a LIMIT (OpenClaw's quirk).
+#[derive(Debug, Clone, Default)]
+pub struct SessionScan {
+    pub kinds: Option<Vec<SessionKind>>,
+    pub agent_id: Option<String>,
+    /// Only this key and the sessions it spawned (visibility `tree`).
+    pub tree_of: Option<SessionKey>,
+    pub updated_since: Option<i64>,
+    /// In the name order (`name_key`, then key) instead of newest first.
+    pub by_name: bool,
+}
+
+/// A sub-agent's announce as decided, to record once: the line for the requester's
+/// transcript (when it still exists), the message for its channel, and what becomes of
+/// the child (deleted, or archived at `archive_at`).
+#[derive(Debug, Clone)]
+pub struct SpawnAnnounce {
+    pub child_key: SessionKey,
+    pub requester: SessionKey,
+    pub line: Option<NewLine>,
+    pub outbox: Option<OutboxRow>,
+    /// `delivered`, `blocked`, `no_route` or `skipped`.
+    pub outcome: String,
+    pub delete_child: bool,
+    pub archive_at: Option<i64>,
+    pub now: i64,
+}
+
+/// What recording an announce did.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnAnnounced {
+    /// The line in the requester's transcript, if it was written.
+    pub appended: Option<Appended>,
+    pub outbox_id: Option<i64>,
+    /// Whether the child session was deleted.
+    pub deleted: bool,
+}

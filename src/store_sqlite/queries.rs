@@ -8,7 +8,7 @@ use super::error::StorageError;
 use super::tail_cache::{self, Tail};
 use crate::engine::entry::SessionEntry;
 use crate::engine::key::{SessionKey, SessionKind};
-pub use crate::store::{NewLine, PageFilter, StoredSession, TranscriptRow};
+pub use crate::store::{NewLine, PageFilter, SessionScan, StoredSession, TranscriptRow};
 
 fn kind_from_str(s: &str) -> SessionKind {
     SessionKind::parse(s).unwrap_or(SessionKind::Other)
@@ -389,19 +389,6 @@ pub fn last_seq(conn: &Connection, session_id: &str) -> Result<i64, StorageError
         .query_row([session_id], |r| r.get(0))?)
 }
 
-/// What a session page scan is narrowed to in SQL. Finer filters (visibility patterns) are
-/// applied by the caller's visitor while rows stream, so a page is never short because rows
-/// were dropped after a LIMIT (OpenClaw's quirk).
-#[derive(Debug, Clone, Default)]
-pub struct SessionScan {
-    pub kinds: Option<Vec<SessionKind>>,
-    pub agent_id: Option<String>,
-    /// Only this key and the sessions it spawned (visibility `tree`).
-    pub tree_of: Option<SessionKey>,
-    pub updated_since: Option<i64>,
-    /// In the name order (`name_key`, then key) instead of newest first.
-    pub by_name: bool,
-}
 
 /// Stream sessions newest first (or in the name order) through `visit` until it returns
 /// false. With a kinds filter, newest first, one index range scan per kind is merged, so

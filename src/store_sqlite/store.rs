@@ -14,6 +14,7 @@ use super::{Storage, StorageError};
 use crate::engine::key::SessionKey;
 use crate::engine::store::now_ms;
 use crate::store::{
+    SessionScan, SpawnAnnounce, SpawnAnnounced,
     NewLine, NewRunRecord,
     Appended, InboundWrite, PendingWrite, RunWrite,
     AnnounceRecord, NewExchange, NewSpawn, RefusedExchange, SpawnEnding,
@@ -128,6 +129,25 @@ impl Store for SqliteStore {
     async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError> {
         let key = key.clone();
         self.read(move |c| queries::children_of(c, &key)).await
+    }
+
+    async fn scan_sessions(
+        &self,
+        scan: SessionScan,
+    ) -> tokio::sync::mpsc::Receiver<Result<StoredSession, StoreError>> {
+        // A small buffer: the reader stays a few rows ahead of the caller, and its snapshot
+        // lasts no longer than the caller keeps reading.
+        let (tx, rx) = tokio::sync::mpsc::channel(SCAN_BUFFER);
+        let storage = self.storage.clone();
+        tokio::task::spawn_blocking(move || {
+            let read = storage.read(|c| {
+                queries::scan_sessions(c, &scan, |s| tx.blocking_send(Ok(s)).is_ok())
+            });
+            if let Err(e) = read {
+                let _ = tx.blocking_send(Err(e.into()));
+            }
+        });
+        rx
     }
 
     async fn page_session_keys(
@@ -435,6 +455,36 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn record_spawn_announce(
+        &self,
+        a: SpawnAnnounce,
+    ) -> Result<Option<SpawnAnnounced>, StoreError> {
+        self.write(move |c| {
+            let child = a.child_key.as_str();
+            match spawns::get_spawn(c, child)? {
+                Some(s) if s.status == "ended" => {}
+                _ => return Ok(None),
+            }
+            let mut done = SpawnAnnounced::default();
+            if let Some(line) = &a.line
+                && queries::get_session(c, &a.requester)?.is_some()
+            {
+                let (session_id, rows) =
+                    queries::append_lines(c, &a.requester, std::slice::from_ref(line), a.now)?;
+                done.appended = Some(Appended { session_id, rows });
+            }
+            if let Some(row) = &a.outbox {
+                done.outbox_id = Some(outbox::insert_outbox(c, row)?);
+            }
+            spawns::finish_spawn(c, child, &a.outcome, a.now, a.archive_at)?;
+            if a.delete_child {
+                done.deleted = queries::delete_session(c, &a.child_key)?;
+            }
+            Ok(Some(done))
+        })
+        .await
+    }
+
     async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError> {
         let key = child_key.to_string();
         self.read(move |c| spawns::get_spawn(c, &key)).await
@@ -487,6 +537,9 @@ impl Store for SqliteStore {
         self.read(move |c| idempotency::find(c, &key, now)).await
     }
 }
+
+/// Rows a session scan reads ahead of its caller.
+const SCAN_BUFFER: usize = 64;
 
 /// The run row as the SQL helpers take it.
 fn new_run(r: &NewRunRecord) -> runs::NewRun<'_> {

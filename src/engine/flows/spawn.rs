@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::store_sqlite as storage;
 use crate::store::OutboxRow;
 use crate::store::SpawnRow;
 use crate::engine::Engine;
@@ -18,8 +17,7 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendPolicy};
 use crate::engine::flows::chain::Chain;
 use crate::engine::flows::runs::{Lane, RunRequest};
-use crate::store::{NewSpawn, SpawnEnding, StoreError};
-use crate::store_sqlite::queries::{self, NewLine};
+use crate::store::{Appended, NewLine, NewSpawn, SpawnAnnounce, SpawnAnnounced, SpawnEnding, StoreError};
 use crate::engine::session::store::{SessionInit, now_ms, transcript_header};
 use crate::agent::Step;
 use crate::config::Config;
@@ -396,61 +394,46 @@ impl Engine {
             (Some(_), None, true) => "no_route",
             (Some(_), Some(_), true) => "delivered",
         };
-        let (k, req_key, r) = (key.clone(), requester.clone(), route.clone());
+        let outbox = match (&text, &route, outcome) {
+            (Some(t), Some(route), "delivered") => Some(OutboxRow {
+                id: 0,
+                created_at: now,
+                session_key: requester.to_string(),
+                kind: "subagent_announce".into(),
+                channel: route.channel.clone(),
+                to: route.to.clone(),
+                account_id: route.account_id.clone(),
+                thread_id: route.thread_id.clone(),
+                text: t.clone(),
+                status: "queued".into(),
+                run_id: Some(spawn.run_id.clone()),
+                flow_id: None,
+            }),
+            _ => None,
+        };
+        // Only the first to record it does (another process may be resuming the same one).
         let done = self
             .store()
-            .sqlite_write(move |c| {
-                let Some(s) = storage::spawns::get_spawn(c, &k)? else {
-                    return Ok(None);
-                };
-                if s.status != "ended" {
-                    return Ok(None);
-                }
-                let mut appended = None;
-                if let Some(line) = &line
-                    && queries::get_session(c, &req_key)?.is_some()
-                {
-                    appended = Some(queries::append_lines(
-                        c,
-                        &req_key,
-                        std::slice::from_ref(line),
-                        now,
-                    )?);
-                }
-                let mut outbox_id = None;
-                if let (Some(t), Some(route), "delivered") = (&s.announce, &r, outcome) {
-                    outbox_id = Some(storage::outbox::insert_outbox(
-                        c,
-                        &OutboxRow {
-                            id: 0,
-                            created_at: now,
-                            session_key: req_key.to_string(),
-                            kind: "subagent_announce".into(),
-                            channel: route.channel.clone(),
-                            to: route.to.clone(),
-                            account_id: route.account_id.clone(),
-                            thread_id: route.thread_id.clone(),
-                            text: t.clone(),
-                            status: "queued".into(),
-                            run_id: Some(s.run_id.clone()),
-                            flow_id: None,
-                        },
-                    )?);
-                }
-                storage::spawns::finish_spawn(c, &k, outcome, now, archive_at)?;
-                let deleted = if s.cleanup == "delete" {
-                    queries::delete_session(c, &SessionKey::from_canonical(k.clone()))?
-                } else {
-                    false
-                };
-                Ok(Some((appended, outbox_id, deleted)))
+            .store()
+            .record_spawn_announce(SpawnAnnounce {
+                child_key: child.clone(),
+                requester: requester.clone(),
+                line,
+                outbox,
+                outcome: outcome.to_string(),
+                delete_child: delete,
+                archive_at,
+                now,
             })
             .await?;
-        let Some((appended, _outbox, deleted)) = done else {
+        let Some(SpawnAnnounced {
+            appended, deleted, ..
+        }) = done
+        else {
             return Ok(()); // someone else delivered it
         };
         let events = self.events();
-        if let Some((session_id, rows)) = appended {
+        if let Some(Appended { session_id, rows }) = appended {
             for row in rows {
                 events.emit(EngineEvent::MessageAppended {
                     key: requester.to_string(),

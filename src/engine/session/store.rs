@@ -12,7 +12,8 @@ use crate::store::{
     Appended, InboundWrite, KeyRow, NewLine, PendingWrite, RunWrite, Store, StoreError,
     StoredSession, TranscriptRow,
 };
-use crate::store_sqlite::queries::{self, SessionScan};
+use crate::store::SessionScan;
+use crate::store_sqlite::queries;
 use crate::store_sqlite::{Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
@@ -84,15 +85,6 @@ impl SessionStore {
         Ok(self.storage.read(op)?)
     }
 
-    /// A write on the SQLite handle, for what is not behind `Store` yet.
-    pub async fn sqlite_write<R, F>(&self, op: F) -> Result<R, StoreError>
-    where
-        R: Send + 'static,
-        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
-    {
-        Ok(self.storage.write(op).await?)
-    }
-
     pub fn scheme(&self) -> &KeyScheme {
         &self.scheme
     }
@@ -117,14 +109,20 @@ impl SessionStore {
         self.store.children_of(key).await
     }
 
-    pub fn scan(
+    /// Visit sessions as `scan` narrows them until `visit` returns false (the rows are
+    /// read on the store's side while the caller visits).
+    pub async fn scan(
         &self,
         scan: &SessionScan,
-        visit: impl FnMut(StoredSession) -> bool,
+        mut visit: impl FnMut(StoredSession) -> bool,
     ) -> Result<(), StoreError> {
-        Ok(self
-            .storage
-            .read(|c| queries::scan_sessions(c, scan, visit))?)
+        let mut rows = self.store.scan_sessions(scan.clone()).await;
+        while let Some(row) = rows.recv().await {
+            if !visit(row?) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     pub async fn tail(

@@ -69,7 +69,8 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             rows.push(s);
         }
         rows.len() < wanted
-    })?;
+    })
+    .await?;
     if agent_only {
         // Children spawned under another agent belong to the requester's tree all the same.
         let tree_scan = SessionScan {
@@ -82,7 +83,8 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
                 rows.push(s);
             }
             true
-        })?;
+        })
+        .await?;
         rows.sort_by(|a, b| {
             b.updated_at()
                 .cmp(&a.updated_at())

@@ -360,7 +360,7 @@ impl Engine {
     /// first; only when all are written are they published, so a failure part-way (a full
     /// disk) leaves no export file behind and a retry works. Every folder it created is
     /// removed again on failure (`folders.rs`); folders that were there before stay.
-    pub fn export_openclaw(
+    pub async fn export_openclaw(
         &self,
         dir: &Path,
         overwrite: Overwrite,
@@ -370,7 +370,8 @@ impl Engine {
         self.store().scan(&SessionScan::default(), |s| {
             by_agent.entry(s.agent_id.clone()).or_default().push(s);
             true
-        })?;
+        })
+        .await?;
 
         // Check everything first, so a refusal leaves the folder untouched.
         let mut ids = HashSet::new();
