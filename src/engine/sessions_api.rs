@@ -13,10 +13,10 @@ use crate::engine::flows::inbound::{Inbound, Intake};
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
 use crate::engine::session::policy::{self, PolicyDecision, PolicySource};
 use crate::engine::session::transcript_text;
+use crate::store::SessionScan;
 use crate::store::StoreError;
 use crate::store::idempotency;
 use crate::store::{PageFilter, StoredSession};
-use crate::store_sqlite::queries::SessionScan;
 
 /// The most transcript lines one page returns.
 pub const TRANSCRIPT_PAGE_MAX: usize = 20_000;
@@ -529,7 +529,8 @@ impl SessionsApi for Engine {
         let key = self.resolve(raw, purpose).await?;
         Ok(ResolvedKey {
             display_key: self.store().scheme().display(&key),
-            exists: self.store().get(&key).await?.is_some(),
+            // Not `get(..).await`: this call must not wait (see `exists_now`).
+            exists: self.store().exists_now(&key)?,
             key: key.to_string(),
         })
     }

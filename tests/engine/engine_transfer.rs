@@ -457,7 +457,10 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         .unwrap();
 
     let out = tmp.path().join("export");
-    let report = first.export_openclaw(&out, Overwrite::Refuse).await.unwrap();
+    let report = first
+        .export_openclaw(&out, Overwrite::Refuse)
+        .await
+        .unwrap();
     assert_eq!(report.sessions, 5);
     let index: Value = serde_json::from_str(
         &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
@@ -492,7 +495,10 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
     }
 
     // A second export into the same folder refuses rather than overwriting.
-    let err = first.export_openclaw(&out, Overwrite::Refuse).await.unwrap_err();
+    let err = first
+        .export_openclaw(&out, Overwrite::Refuse)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, TransferError::WouldOverwrite { .. }),
         "{err:?}"

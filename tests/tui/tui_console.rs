@@ -261,7 +261,8 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
                 all.push((s.updated_at(), s.key.to_string()));
                 true
             })
-            .await.unwrap();
+            .await
+            .unwrap();
         all
     };
     assert_eq!(

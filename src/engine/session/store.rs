@@ -85,6 +85,20 @@ impl SessionStore {
         Ok(self.storage.read(op)?)
     }
 
+    /// Whether `key` exists, answered without yielding: one primary-key lookup on the
+    /// caller's thread. `SessionsApi::resolve_key` uses it because the gateway relies on
+    /// that call not waiting: it polls a send once before reading the next request, and
+    /// that first poll must reach the session's intake line, or pipelined sends into one
+    /// session are recorded out of order (tests/gateway/gateway_load.rs). Transitional,
+    /// like `sqlite_read`: the gateway should take its place in line before any I/O
+    /// (docs/ARCHITECTURE.md, "The store seam").
+    pub fn exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        Ok(self
+            .storage
+            .read(|c| queries::get_session(c, key))?
+            .is_some())
+    }
+
     pub fn scheme(&self) -> &KeyScheme {
         &self.scheme
     }

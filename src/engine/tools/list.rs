@@ -12,7 +12,7 @@ use crate::engine::session::key::SessionKind;
 use crate::engine::session::openclaw_text::{is_silent_reply, preview};
 use crate::engine::session::sanitize::sanitize_history;
 use crate::store::StoredSession;
-use crate::store_sqlite::queries::SessionScan;
+use crate::store::SessionScan;
 use crate::engine::session::store::now_ms;
 use crate::engine::session::visibility::{Action, Guard};
 
