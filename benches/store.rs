@@ -474,7 +474,7 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
     g.sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    // Engine::open on the populated folder; the engine is dropped outside the timing.
+    // open_engine on the populated folder; the engine is dropped outside the timing.
     g.bench_function("engine_open", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
