@@ -28,7 +28,7 @@ impl Engine {
             since: q.since,
             limit,
         };
-        let (rows, more) = self.store().store().page_exchanges(query).await?;
+        let (rows, more) = self.store().backend().page_exchanges(query).await?;
         Ok(ExchangesPage {
             exchanges: rows.into_iter().map(summary).collect(),
             more,
@@ -39,7 +39,7 @@ impl Engine {
         &self,
         id: &str,
     ) -> Result<Option<ExchangeDetail>, StoreError> {
-        let found = self.store().store().exchange_with_runs(id).await?;
+        let found = self.store().backend().exchange_with_runs(id).await?;
         let Some((flow, runs)) = found else {
             return Ok(None);
         };
@@ -58,7 +58,7 @@ impl Engine {
     }
 
     pub(crate) async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StoreError> {
-        let rows = self.store().store().traffic_since(since).await?;
+        let rows = self.store().backend().traffic_since(since).await?;
         Ok(rows
             .into_iter()
             .map(|r| TrafficCount {

@@ -115,7 +115,7 @@ impl Engine {
     /// Turn other processes' commits into `ExternalChange` events (once per engine).
     pub(crate) fn watch_other_processes(&self) {
         self.runtime.watching.call_once(|| {
-            let mut changes = self.store().store().external_changes();
+            let mut changes = self.store().backend().external_changes();
             let events = self.events().clone();
             // Not tracked: it lives as long as the storage and is no one's work to wait for.
             tokio::spawn(async move {
@@ -158,7 +158,7 @@ impl Engine {
     internal_fn! {
         /// A run as recorded.
         async fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
-            self.store.store().get_run(run_id).await
+            self.store.backend().get_run(run_id).await
         }
     }
 
@@ -166,7 +166,7 @@ impl Engine {
         /// A session's runs, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn runs_of(&self, key: &SessionKey, limit: usize) -> Result<Vec<RunRow>, StoreError> {
-            self.store.store().runs_of(key.as_str(), limit).await
+            self.store.backend().runs_of(key.as_str(), limit).await
         }
     }
 
@@ -198,7 +198,7 @@ impl Engine {
         /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
         /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
         fn transcript_path(&self, session_id: &str) -> String {
-            format!("{}#{}", self.store.store().location(), session_id)
+            format!("{}#{}", self.store.backend().location(), session_id)
         }
     }
 

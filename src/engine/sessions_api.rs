@@ -103,7 +103,7 @@ impl Engine {
         /// Enough for the widest preview column; the rest would only cross the wire.
         const PREVIEW_CHARS: usize = 120;
         let ids: Vec<String> = rows.iter().map(|r| r.session_id.clone()).collect();
-        let last = self.store().store().last_messages(ids).await?;
+        let last = self.store().backend().last_messages(ids).await?;
         for (row, last) in rows.iter_mut().zip(last) {
             row.last_message = last.and_then(|r| {
                 let line = transcript_text::line_of(r.seq, &r.line, false)?;
@@ -178,7 +178,7 @@ impl Engine {
         };
         let (keys, matching) = self
             .store()
-            .store()
+            .backend()
             .page_session_keys(filter, q.offset, q.limit, q.count)
             .await?;
         let mut rows = Vec::with_capacity(keys.len());
@@ -214,7 +214,7 @@ impl Engine {
         let limit = q.limit.clamp(1, TRANSCRIPT_PAGE_MAX);
         let (rows, last_seq) = self
             .store()
-            .store()
+            .backend()
             .transcript_page(&sid, q.before, limit, q.tools)
             .await?;
         Ok(TranscriptPage {

@@ -158,7 +158,7 @@ impl Engine {
         run_id: &str,
     ) -> Result<(), StoreError> {
         self.store()
-            .store()
+            .backend()
             .start_exchange(NewExchange {
                 exchange_id: f.flow_id.clone(),
                 chain_id: f.chain_id.clone(),
@@ -240,7 +240,7 @@ impl Engine {
         if !closed
             && let Err(e) = self
                 .store()
-                .store()
+                .backend()
                 .finish_exchange(
                     &flow_id,
                     &reason.reason,
@@ -597,7 +597,7 @@ impl Engine {
             };
             if let Err(e) = self
                 .store()
-                .store()
+                .backend()
                 .record_exchange_announce(flow_id, &loop_end.detail, record)
                 .await
             {
@@ -624,7 +624,7 @@ impl Engine {
         let flow_id = uuid::Uuid::now_v7().to_string();
         let reason = if kind == "chain" { "chain" } else { "policy" };
         self.store()
-            .store()
+            .backend()
             .record_refused_exchange(RefusedExchange {
                 exchange_id: flow_id.clone(),
                 kind: kind.to_string(),

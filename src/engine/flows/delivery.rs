@@ -114,7 +114,7 @@ impl Engine {
                 run_id: run_id.map(str::to_string),
                 flow_id: flow_id.map(str::to_string),
             };
-            let outbox_id = self.store().store().insert_outbox(row).await?;
+            let outbox_id = self.store().backend().insert_outbox(row).await?;
             self.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
                 kind: kind.to_string(),
@@ -132,7 +132,7 @@ impl Engine {
         /// A session's outbox, oldest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
-            self.store().store().outbox_of(key.as_str()).await
+            self.store().backend().outbox_of(key.as_str()).await
         }
     }
 }

@@ -190,7 +190,7 @@ impl Engine {
             if let Some(k) = idempotency_key {
                 let found = self
                     .store()
-                    .store()
+                    .backend()
                     .find_idempotency_key(k, now_ms())
                     .await?;
                 if let Some(row) = found {

@@ -181,7 +181,7 @@ impl Engine {
             // (a restart then finds the run and closes it as aborted).
             let (session_id, rows) = self
                 .store()
-                .store()
+                .backend()
                 .start_spawn(NewSpawn {
                     session: fresh.clone(),
                     header,
@@ -307,7 +307,7 @@ impl Engine {
             // Only the first to decide records it (another process may be resuming).
             let decided = self
                 .store()
-                .store()
+                .backend()
                 .end_spawn(
                     &key,
                     SpawnEnding {
@@ -414,7 +414,7 @@ impl Engine {
         // Only the first to record it does (another process may be resuming the same one).
         let done = self
             .store()
-            .store()
+            .backend()
             .record_spawn_announce(SpawnAnnounce {
                 child_key: child.clone(),
                 requester: requester.clone(),
@@ -495,7 +495,7 @@ impl Engine {
         };
         let first = self
             .store()
-            .store()
+            .backend()
             .first_message_line(&s.entry.session_id)
             .await?;
         Ok(first
@@ -539,7 +539,7 @@ impl Engine {
         async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StoreError> {
             let due: Vec<String> = self
                 .store()
-                .store()
+                .backend()
                 .archive_timers()
                 .await?
                 .into_iter()
@@ -550,7 +550,7 @@ impl Engine {
             for key in due {
                 let done = self
                     .store()
-                    .store()
+                    .backend()
                     .archive_child(&SessionKey::from_canonical(key.clone()), now)
                     .await?;
                 if done {
@@ -580,7 +580,7 @@ impl Engine {
             // Chain to the next pending timer, so a long-running process keeps archiving.
             let next = engine
                 .store()
-                .store()
+                .backend()
                 .archive_timers()
                 .await
                 .ok()
@@ -596,7 +596,7 @@ impl Engine {
         /// whose run ended (or was aborted) without an announce, and archive timers. Call once
         /// after `open`, inside the runtime; safe to call from several processes at once.
         async fn resume(&self) -> Result<(), StoreError> {
-            for spawn in self.store().store().open_spawns().await? {
+            for spawn in self.store().backend().open_spawns().await? {
                 let child = SessionKey::from_canonical(spawn.child_key.clone());
                 // A live engine (a console, another command) that ran the child finishes its
                 // announce itself; taking it over would run the requester's announce turn in
@@ -616,7 +616,7 @@ impl Engine {
                     }
                 });
             }
-            let timers = self.store().store().archive_timers().await?;
+            let timers = self.store().backend().archive_timers().await?;
             if let Some(soonest) = timers.iter().map(|t| t.1).min() {
                 // One timer at the soonest; it archives everything due, then chains to the next.
                 self.schedule_archive(soonest);
@@ -629,14 +629,14 @@ impl Engine {
         /// A requester's sub-agents, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
-            self.store().store().spawns_of(requester.as_str()).await
+            self.store().backend().spawns_of(requester.as_str()).await
         }
     }
 
     internal_fn! {
         /// One sub-agent's record.
         async fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
-            self.store().store().get_spawn(child.as_str()).await
+            self.store().backend().get_spawn(child.as_str()).await
         }
     }
 }

@@ -69,7 +69,7 @@ impl SessionStore {
     }
 
     /// The store behind the engine.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn backend(&self) -> &Arc<dyn Store> {
         &self.store
     }
 

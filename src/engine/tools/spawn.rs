@@ -140,7 +140,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let requester_key = ctx.requester.to_string();
     let running = engine
         .store()
-        .store()
+        .backend()
         .running_children(&requester_key)
         .await?;
     if running >= max_children {
