@@ -22,9 +22,9 @@ use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::engine::tools::ToolContext;
+use switchboard::store_sqlite::queries::NewLine;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -45,7 +45,7 @@ fn engine(turns: u32, dir: &std::path::Path) -> Engine {
         ] },
     });
     let config: Config = serde_json::from_value(config).expect("config");
-    Engine::open(dir, config).expect("engine")
+    switchboard::state_folder::open_engine(dir, config).expect("engine")
 }
 
 fn runtime() -> Runtime {

@@ -15,7 +15,6 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use switchboard::api::{EngineEvent, SessionsApi};
 use switchboard::config::Config;
-use switchboard::engine::Engine;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::effects::Effect;
 use switchboard::tui::keymap::Keymap;
@@ -73,7 +72,7 @@ fn main() {
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    let engine = Engine::open(&dir, Config::default()).expect("open");
+    let engine = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let mut state = State::new(dir.display().to_string(), 1_795_353_349_734);
     state.width = 120;

@@ -15,7 +15,6 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use switchboard::api::{EngineEvent, PatchRequest, PolicySetting, SessionsApi, StreamItem};
 use switchboard::config::Config;
-use switchboard::engine::Engine;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio_tungstenite::WebSocketStream;
@@ -83,7 +82,7 @@ fn main() {
     };
     let rt = Runtime::new().expect("runtime");
     let engine = rt
-        .block_on(async { Engine::open(&dir, Config::default()) })
+        .block_on(async { switchboard::state_folder::open_engine(&dir, Config::default()) })
         .expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let listener = rt

@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use switchboard::config::Config;
-use switchboard::engine::Engine;
 
 fn main() {
     let store = PathBuf::from(
@@ -31,7 +30,8 @@ fn main() {
         return;
     }
     let state = tempfile::tempdir_in("target").expect("a state folder under target/");
-    let engine = Engine::open(state.path(), Config::default()).expect("open the state");
+    let engine = switchboard::state_folder::open_engine(state.path(), Config::default())
+        .expect("open the state");
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
 
     let t = Instant::now();

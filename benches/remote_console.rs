@@ -19,7 +19,6 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use switchboard::api::{SessionsApi, SessionsQuery};
 use switchboard::config::Config;
-use switchboard::engine::Engine;
 use switchboard::remote::{Link, LinkOptions, RemoteApi};
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::effects::{Effect, Runner};
@@ -232,7 +231,7 @@ fn main() {
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    let engine = Engine::open(&dir, Config::default()).expect("open");
+    let engine = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind");
     let gateway = listener.local_addr().expect("addr").to_string();

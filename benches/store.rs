@@ -22,9 +22,9 @@ use switchboard::config::{Config, Visibility};
 use switchboard::engine::Engine;
 use switchboard::engine::entry::{DeliveryContext, SessionEntry};
 use switchboard::engine::key::{KeyScheme, SessionKey};
-use switchboard::engine::storage::queries::{self, NewLine, StoredSession};
 use switchboard::engine::store::{SessionInit, SessionStore};
 use switchboard::engine::tools::ToolContext;
+use switchboard::store_sqlite::queries::{self, NewLine, StoredSession};
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -288,7 +288,8 @@ fn prepare() -> PathBuf {
     eprintln!("bench state: populating {} (once) …", dir.display());
     // Open through the engine first, so the schema and the kind basis are in place exactly
     // as a real state folder would have them.
-    let engine = Engine::open(&dir, Config::default()).expect("open empty state");
+    let engine =
+        switchboard::state_folder::open_engine(&dir, Config::default()).expect("open empty state");
     let storage = engine.store().storage().clone();
     let cwd = dir.display().to_string();
 
@@ -413,7 +414,7 @@ fn proc_status_kb(field: &str) -> u64 {
 /// transcript (or none), print peak and current RSS.
 fn probe(which: &str) {
     let dir = state_dir();
-    let engine = Engine::open(&dir, all_config()).expect("open");
+    let engine = switchboard::state_folder::open_engine(&dir, all_config()).expect("open");
     let rt = current_thread();
     let ctx = ctx();
     let key = match which {
@@ -473,13 +474,14 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
     g.sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    // Engine::open on the populated folder; the engine is dropped outside the timing.
+    // open_engine on the populated folder; the engine is dropped outside the timing.
     g.bench_function("engine_open", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let t = Instant::now();
-                let engine = Engine::open(dir, Config::default()).expect("open");
+                let engine =
+                    switchboard::state_folder::open_engine(dir, Config::default()).expect("open");
                 total += t.elapsed();
                 drop(black_box(engine));
             }
@@ -495,7 +497,8 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let t = Instant::now();
-                let engine = Engine::open(dir, all_config()).expect("open");
+                let engine =
+                    switchboard::state_folder::open_engine(dir, all_config()).expect("open");
                 let page = call(&rt, &engine, "sessions_list", &params, &ctx);
                 total += t.elapsed();
                 black_box(page);
@@ -639,20 +642,15 @@ fn bench_history(c: &mut Criterion, all: &Engine) {
     let ctx = ctx();
     let small = small_key();
     let storage = all.store().storage().clone();
-    let big_sid = all
-        .store()
-        .get(&SessionKey::from_canonical(BIG_KEY))
-        .unwrap()
-        .expect("big session")
-        .entry
-        .session_id;
-    let small_sid = all
-        .store()
-        .get(&SessionKey::from_canonical(small.clone()))
-        .unwrap()
-        .expect("small session")
-        .entry
-        .session_id;
+    let sid_of = |key: &str| {
+        rt.block_on(all.store().get(&SessionKey::from_canonical(key)))
+            .unwrap()
+            .expect("session")
+            .entry
+            .session_id
+    };
+    let big_sid = sid_of(BIG_KEY);
+    let small_sid = sid_of(&small);
     for (key, sid, want) in [
         (BIG_KEY, &big_sid, BIG_LINES),
         (small.as_str(), &small_sid, SMALL_LINES),
@@ -728,7 +726,7 @@ fn bench_append(c: &mut Criterion, dir: &Path) {
         .enable_all()
         .build()
         .expect("runtime");
-    let engine = Engine::open(dir, Config::default()).expect("open");
+    let engine = switchboard::state_folder::open_engine(dir, Config::default()).expect("open");
     let store = engine.store().clone();
     let keys: Vec<SessionKey> = (0..BURST_SESSIONS)
         .map(|n| SessionKey::from_canonical(format!("agent:main:burst-{n}")))
@@ -859,8 +857,8 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_open(&mut c, &dir);
     {
-        let all = Engine::open(&dir, all_config()).expect("open");
-        let tree = Engine::open(&dir, Config::default()).expect("open");
+        let all = switchboard::state_folder::open_engine(&dir, all_config()).expect("open");
+        let tree = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
         bench_list(&mut c, &all, &tree);
         bench_page(&mut c, &all);
         bench_history(&mut c, &all);

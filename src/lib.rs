@@ -54,6 +54,11 @@ pub mod json_size;
 pub mod protocol;
 pub mod remote;
 pub mod server;
+pub mod state_folder;
+pub mod store;
+internal! {
+    mod store_sqlite;
+}
 pub mod text_safety;
 pub mod tls_client;
 pub mod tui;

@@ -235,7 +235,7 @@ pub struct SendRequest {
     #[serde(default)]
     pub from: Sender,
     /// Makes a retry safe: a send repeating a key recorded within the engine's window
-    /// (`engine::storage::idempotency::TTL`, restarts included) records nothing and is
+    /// (`store::idempotency::TTL`, restarts included) records nothing and is
     /// answered with the first send's receipt; a key reused for another session or another
     /// message is refused (`BadInput`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -26,7 +26,7 @@ pub(crate) async fn export(
             return Err(usage("give either a session key or --all, not both"));
         }
         let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
-        let report = engine.export_openclaw(dir, overwrite)?;
+        let report = engine.export_openclaw(dir, overwrite).await?;
         eprintln!(
             "exported {} sessions ({} lines) to {}",
             report.sessions,

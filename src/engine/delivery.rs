@@ -2,15 +2,14 @@
 //! route, the send-policy gate, and the `outbox` row a channel adapter will send from (none
 //! ship yet, so rows stay `queued`).
 
-use crate::engine::storage;
-use crate::engine::storage::outbox::OutboxRow;
+use crate::store::OutboxRow;
 use crate::engine::Engine;
 use crate::engine::session::entry::SessionEntry;
 use crate::engine::events::EngineEvent;
 use crate::api::SendKind;
 use crate::engine::session::key::{SessionKey, group_channel_of};
 
-use crate::engine::storage::StorageError;
+use crate::store::StoreError;
 use crate::engine::session::store::now_ms;
 
 /// Where a session's outbound messages go (reference §5.7).
@@ -86,8 +85,8 @@ impl Engine {
             text: &str,
             run_id: Option<&str>,
             exchange_id: Option<&str>,
-        ) -> Result<Delivered, StorageError> {
-            let Some(stored) = self.store().get(key)? else {
+        ) -> Result<Delivered, StoreError> {
+            let Some(stored) = self.store().get(key).await? else {
                 return Ok(Delivered::NoRoute);
             };
             let Some(route) = route_for(key, &stored.entry) else {
@@ -116,12 +115,7 @@ impl Engine {
                 run_id: run_id.map(str::to_string),
                 flow_id: exchange_id.map(str::to_string),
             };
-            let for_writer = row.clone();
-            let outbox_id = self
-                .store()
-                .storage()
-                .write(move |c| storage::outbox::insert_outbox(c, &for_writer))
-                .await?;
+            let outbox_id = self.store().backend().insert_outbox(row).await?;
             self.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
                 kind,
@@ -138,9 +132,8 @@ impl Engine {
     internal_fn! {
         /// A session's outbox, oldest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StorageError> {
-            let k = key.to_string();
-            self.store().storage().read(|c| storage::outbox::outbox_of(c, &k))
+        async fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
+            self.store().backend().outbox_of(key.as_str()).await
         }
     }
 }

@@ -14,7 +14,7 @@ const CAPACITY: usize = 4096;
 #[derive(Clone, Default)]
 pub struct EventBus {
     /// Both channels are made on their first subscription: a 4,096-slot channel costs about
-    /// half a millisecond to set up, which every `Engine::open` (each CLI command) would pay.
+    /// half a millisecond to set up, which every `state_folder::open_engine` (each CLI command) would pay.
     tx: std::sync::Arc<std::sync::OnceLock<broadcast::Sender<EngineEvent>>>,
     numbered: std::sync::Arc<std::sync::OnceLock<broadcast::Sender<Sequenced>>>,
     /// Serialises numbering and sending, so the numbers arrive in order.

@@ -10,10 +10,9 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, PolicySetting, SendCommand};
 use crate::agent::Step;
 use crate::engine::runs::{RunHandle, RunRequest};
-use crate::engine::storage::{self, StorageError};
-use crate::engine::storage::idempotency::KeyRow;
-use crate::engine::storage::queries::{NewLine, TranscriptRow};
-use crate::engine::storage::runs::NewRun;
+use crate::store::StoreError;
+use crate::store::idempotency::message_hash;
+use crate::store::{InboundWrite, KeyRow, NewLine, NewRunRecord, TranscriptRow};
 use crate::engine::session::store::{SessionInit, now_ms};
 
 /// Who sent an inbound message and over what.
@@ -44,7 +43,7 @@ impl Engine {
         &self,
         key: &SessionKey,
         from: &Inbound,
-    ) -> Result<bool, StorageError> {
+    ) -> Result<bool, StoreError> {
         let chat_type = from
             .chat_type
             .clone()
@@ -93,7 +92,7 @@ impl Engine {
             key: &SessionKey,
             text: &str,
             from: &Inbound,
-        ) -> Result<InboundRecorded, StorageError> {
+        ) -> Result<InboundRecorded, StoreError> {
             let created = self.session_for_inbound(key, from).await?;
             let row = self
                 .store()
@@ -162,11 +161,11 @@ impl Engine {
             key: &SessionKey,
             text: &str,
             from: &Inbound,
-        ) -> Result<Received, StorageError> {
+        ) -> Result<Received, StoreError> {
             match self.receive_keyed(key, text, from, None).await? {
                 Intake::Received(r) => Ok(r),
                 // Without a key nothing is ever a repeat.
-                Intake::Repeat(row) => Err(StorageError::Rejected(format!(
+                Intake::Repeat(row) => Err(StoreError::rejected(format!(
                     "unexpected repeat of idempotency key {}",
                     row.key
                 ))),
@@ -187,12 +186,13 @@ impl Engine {
             text: &str,
             from: &Inbound,
             idempotency_key: Option<&str>,
-        ) -> Result<Intake, StorageError> {
+        ) -> Result<Intake, StoreError> {
             if let Some(k) = idempotency_key {
                 let found = self
                     .store()
-                    .storage()
-                    .read(|c| storage::idempotency::find(c, k, now_ms()))?;
+                    .backend()
+                    .find_idempotency_key(k, now_ms())
+                    .await?;
                 if let Some(row) = found {
                     return Ok(Intake::Repeat(row));
                 }
@@ -211,60 +211,42 @@ impl Engine {
             let run_id = command
                 .is_none()
                 .then(|| uuid::Uuid::now_v7().to_string());
-            let (guard_key, now) = (idempotency_key.map(str::to_string), now_ms());
-            let mut key_row = idempotency_key.map(|k| KeyRow {
+            let now = now_ms();
+            let key_row = idempotency_key.map(|k| KeyRow {
                 key: k.to_string(),
                 session_key: key.to_string(),
-                message_hash: storage::idempotency::message_hash(text),
+                message_hash: message_hash(text),
                 run_id: run_id.clone(),
                 seq: 0,
                 command_reply: command_reply.clone(),
                 created_at: now,
             });
-            let (owner, session, run) = (
-                self.instance_id().to_string(),
-                key.to_string(),
-                run_id.clone(),
-            );
-            let agent_for_row = agent.clone();
-            let pending = self.store().submit_append_guarded(
-                key,
-                vec![NewLine::message(inbound_message(text, from, idempotency_key))],
-                move |c| match &guard_key {
-                    // Another call with the key may have committed since the read above.
-                    Some(k) => storage::idempotency::find(c, k, now),
-                    None => Ok(None),
-                },
-                move |c, placed| {
-                    if let Some(run_id) = &run {
-                        storage::runs::insert_run(
-                            c,
-                            &NewRun {
-                                run_id,
-                                session_key: &session,
-                                agent_id: &agent_for_row,
-                                step: Step::Message.as_str(),
-                                round: 0,
-                                flow_id: None,
-                                owner: &owner,
-                                started_at: now,
-                            },
-                        )?;
-                    }
-                    if let Some(row) = key_row.as_mut() {
-                        row.seq = placed.first().map_or(0, |p| p.0);
-                        storage::idempotency::insert(c, row)?;
-                    }
-                    Ok(())
-                },
-            );
-            let (mut rows, recorded) = pending.committed().await?;
-            if let Err(row) = recorded {
+            let run_row = run_id.as_ref().map(|run_id| NewRunRecord {
+                run_id: run_id.clone(),
+                session_key: key.to_string(),
+                agent_id: agent.clone(),
+                step: Step::Message,
+                round: 0,
+                exchange_id: None,
+                owner: self.instance_id().to_string(),
+                started_at: now,
+            });
+            // The message, its run and its key commit together; a key another call
+            // recorded since the read above keeps all of them out.
+            let pending = self.store().submit_inbound(InboundWrite {
+                key: key.clone(),
+                line: NewLine::message(inbound_message(text, from, idempotency_key)),
+                run: run_row,
+                idempotency: key_row,
+                now,
+            });
+            let (mut rows, repeat) = pending.committed().await?;
+            if let Some(row) = repeat {
                 return Ok(Intake::Repeat(row));
             }
             let row = rows
                 .pop()
-                .ok_or_else(|| StorageError::Corrupt("append returned no row".into()))?;
+                .ok_or_else(|| StoreError::corrupt("append returned no row"))?;
             let recorded = InboundRecorded {
                 key: key.clone(),
                 created,
@@ -300,7 +282,7 @@ impl Engine {
         key: &SessionKey,
         command: Option<SendCommand>,
         reply: &str,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), StoreError> {
         if let Some(SendCommand::Set(p)) = command {
             let value = p.map(|p| p.as_str().to_string());
             self.store()

@@ -13,7 +13,6 @@ internal! {
     mod runs;
     mod session;
     mod spawn;
-    mod storage;
     mod tools;
     mod tracker;
     mod transfer;
@@ -26,7 +25,7 @@ internal_use!(session::{entry, key, policy, store, transcript_text});
 
 // What the composition root (cli.rs) names besides `Engine`: the errors its calls return,
 // the export option and the transfer reports; see docs/ARCHITECTURE.md "Layers".
-pub use storage::StorageError;
+pub use crate::store::StoreError;
 pub use transfer::{
     ExportReport, ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
 };
@@ -35,14 +34,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::store::{RunRow, Store};
+use crate::store_sqlite::Storage;
 use events::{EngineEvent, EventBus};
 use instance::Instance;
 use runs::Runner;
 use runs::lane;
 use session::key::SessionKey;
 use session::store::SessionStore;
-use storage::Storage;
-use storage::runs::Recovered;
 use tracker::Tracker;
 
 /// The engine over one state folder: config, store and event stream. Cheap to clone.
@@ -70,82 +69,19 @@ struct Runtime {
 }
 
 impl Engine {
-    /// Open the state folder's database (creating and migrating it as needed). Runs and
-    /// exchanges left open by an engine that died are closed (`error` / `interrupted`),
-    /// and the lock files such engines left in `instances/` are removed.
-    pub fn open(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
-        let scheme = config.key_scheme();
-        std::fs::create_dir_all(state_dir).map_err(|e| StorageError::io(state_dir, e))?;
-        let instance = Instance::claim(state_dir)
-            .map_err(|e| StorageError::io(&state_dir.join("instances"), e))?;
-        let mut recovered = Recovered::default();
-        let storage = Storage::open_prepared(state_dir, |conn| {
-            storage::queries::reclassify_if_needed(conn, &scheme)?;
-            let r = recover(conn, state_dir, instance.id())?;
-            recovered.runs.extend(r.runs);
-            recovered.flows.extend(r.flows);
-            Ok(())
-        })?;
-        let swept = Instance::sweep(state_dir);
-        if swept > 0 {
-            tracing::info!(swept, "removed lock files of stopped engines");
-        }
-        let events = EventBus::default();
-        let store = SessionStore::new(storage, scheme, events.clone());
-        if !recovered.runs.is_empty() || !recovered.flows.is_empty() {
-            tracing::warn!(
-                runs = recovered.runs.len(),
-                flows = recovered.flows.len(),
-                "closed runs and exchanges a stopped engine left open"
-            );
-            events.emit(EngineEvent::Recovered {
-                runs: recovered.runs.iter().map(|r| r.run_id.clone()).collect(),
-                exchanges: recovered.flows.clone(),
-            });
-        }
-        Ok(Engine::assemble(config, store, events, state_dir, instance))
-    }
-
-    /// Open a state folder for reading only: nothing is created, migrated or recovered and
-    /// no instance is claimed, so it works where this user cannot write. Any write fails
-    /// with `StorageError::ReadOnly`.
-    pub fn open_read_only(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
-        let scheme = config.key_scheme();
-        let storage = Storage::open_read_only(state_dir)?;
-        let events = EventBus::default();
-        let store = SessionStore::new(storage, scheme, events.clone());
-        Ok(Engine::assemble(
-            config,
-            store,
-            events,
-            state_dir,
-            Instance::unclaimed(),
-        ))
-    }
-
-    /// For commands that only read: open normally, and fall back to a read-only open when
-    /// the folder cannot be written.
-    pub fn open_for_reading(state_dir: &Path, config: Config) -> Result<Engine, StorageError> {
-        match Engine::open(state_dir, config.clone()) {
-            Err(e) if e.is_read_only() => {
-                tracing::info!(error = %e, "the state folder is read-only; reading only");
-                Engine::open_read_only(state_dir, config).map_err(|ro| match ro {
-                    // No database to read: the write failure says more.
-                    StorageError::Open { .. } => e,
-                    other => other,
-                })
-            }
-            other => other,
-        }
-    }
-
-    fn assemble(
+    internal_fn! {
+    /// The engine over `store` (see `crate::state_folder` for opening a state folder).
+    /// `instance` is this engine's claim on the folder: the `owner` of the runs it executes.
+    fn new(
         config: Config,
-        store: SessionStore,
-        events: EventBus,
+        store: Arc<dyn Store>,
+        storage: Storage,
         state_dir: &Path,
         instance: Instance,
     ) -> Engine {
+        let scheme = config.key_scheme();
+        let events = EventBus::default();
+        let store = SessionStore::new(store, storage, scheme, events.clone());
         Engine {
             config: Arc::new(config),
             store,
@@ -160,6 +96,7 @@ impl Engine {
                 watching: std::sync::Once::new(),
             }),
         }
+    }
     }
 
     /// The engine as front ends use it. Start-up work (finishing what a stopped engine left:
@@ -181,7 +118,7 @@ impl Engine {
     /// Turn other processes' commits into `ExternalChange` events (once per engine).
     pub(crate) fn watch_other_processes(&self) {
         self.runtime.watching.call_once(|| {
-            let mut changes = self.store().storage().external_changes();
+            let mut changes = self.store().backend().external_changes();
             let events = self.events().clone();
             // Not tracked: it lives as long as the storage and is no one's work to wait for.
             tokio::spawn(async move {
@@ -223,25 +160,16 @@ impl Engine {
 
     internal_fn! {
         /// A run as recorded.
-        fn run(&self, run_id: &str) -> Result<Option<storage::runs::RunRow>, StorageError> {
-            self.store
-                .storage()
-                .read(|c| storage::runs::get_run(c, run_id))
+        async fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+            self.store.backend().get_run(run_id).await
         }
     }
 
     internal_fn! {
         /// A session's runs, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn runs_of(
-            &self,
-            key: &SessionKey,
-            limit: usize,
-        ) -> Result<Vec<storage::runs::RunRow>, StorageError> {
-            let k = key.to_string();
-            self.store
-                .storage()
-                .read(|c| storage::runs::runs_of(c, &k, limit))
+        async fn runs_of(&self, key: &SessionKey, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+            self.store.backend().runs_of(key.as_str(), limit).await
         }
     }
 
@@ -273,7 +201,7 @@ impl Engine {
         /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
         /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
         fn transcript_path(&self, session_id: &str) -> String {
-            format!("{}#{}", self.store.storage().path().display(), session_id)
+            format!("{}#{}", self.store.backend().location(), session_id)
         }
     }
 
@@ -289,14 +217,3 @@ impl Engine {
 
 /// How often a long `Engine::idle` logs what it is still waiting for.
 const IDLE_REPORT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Close what dead instances left open, on the write connection before the writer starts.
-fn recover(
-    conn: &rusqlite::Connection,
-    state_dir: &Path,
-    me: &str,
-) -> Result<Recovered, StorageError> {
-    storage::runs::close_dead_owners(conn, store::now_ms(), |owner| {
-        owner == me || Instance::is_alive(state_dir, owner)
-    })
-}

@@ -7,15 +7,16 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Engine;
-use super::storage::StorageError;
-use super::storage::idempotency;
-use super::storage::queries::{self, PageFilter, SessionScan, StoredSession};
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
 use crate::api::*;
 use crate::engine::inbound::{Inbound, Intake};
 use crate::engine::session::key::{KeyError, KeyInput, SessionKey, classify_input};
 use crate::engine::session::policy;
 use crate::engine::session::transcript_text;
+use crate::store::SessionScan;
+use crate::store::StoreError;
+use crate::store::idempotency;
+use crate::store::{PageFilter, StoredSession};
 
 /// The most transcript lines one page returns.
 pub const TRANSCRIPT_PAGE_MAX: usize = 20_000;
@@ -24,29 +25,6 @@ pub const SESSIONS_PAGE_MAX: usize = 5_000;
 /// How long `abort` waits for an aborted run to record its end (a write, so normally
 /// milliseconds; a stuck disk must not hold the caller forever).
 const ABORT_SETTLE: Duration = Duration::from_secs(10);
-
-impl From<StorageError> for ApiError {
-    fn from(e: StorageError) -> ApiError {
-        let kind = match &e {
-            StorageError::Locked(_) => StorageKind::Busy,
-            StorageError::DiskFull(_) => StorageKind::DiskFull,
-            StorageError::ReadOnly(_) => StorageKind::ReadOnly,
-            StorageError::Corrupt(_) => StorageKind::Corrupt,
-            StorageError::NewerSchema { .. } => StorageKind::NewerSchema,
-            StorageError::Sqlite(_)
-            | StorageError::StateDir { .. }
-            | StorageError::Open { .. }
-            | StorageError::Thread(_)
-            | StorageError::WriterGone
-            | StorageError::NoSession(_)
-            | StorageError::Rejected(_) => StorageKind::Other,
-        };
-        ApiError::Storage {
-            kind,
-            message: e.to_string(),
-        }
-    }
-}
 
 impl From<KeyError> for ApiError {
     fn from(e: KeyError) -> ApiError {
@@ -104,14 +82,11 @@ impl Engine {
 
     /// Each row's last message (its start), for a query that asks for `previews`: one
     /// index lookup from the end of each row's transcript, all in one statement.
-    fn fill_previews(&self, rows: &mut [SessionRow]) -> Result<(), StorageError> {
+    async fn fill_previews(&self, rows: &mut [SessionRow]) -> Result<(), StoreError> {
         /// Enough for the widest preview column; the rest would only cross the wire.
         const PREVIEW_CHARS: usize = 120;
         let ids: Vec<String> = rows.iter().map(|r| r.session_id.clone()).collect();
-        let last = self
-            .store()
-            .storage()
-            .read(|c| queries::last_messages(c, &ids))?;
+        let last = self.store().backend().last_messages(ids).await?;
         for (row, last) in rows.iter_mut().zip(last) {
             row.last_message = last.and_then(|r| {
                 let line = transcript_text::line_of(r.seq, &r.line, false)?;
@@ -124,7 +99,7 @@ impl Engine {
 
     /// A text filter decodes rows as it goes (names live in the entry): up to the page's
     /// end, and on through every match when a count is asked.
-    fn sessions_matching_text(&self, q: &SessionsQuery) -> Result<SessionsPage, StorageError> {
+    async fn sessions_matching_text(&self, q: &SessionsQuery) -> Result<SessionsPage, StoreError> {
         let scheme = self.store().scheme();
         let scan = SessionScan {
             kinds: (!q.kinds.is_empty()).then(|| q.kinds.clone()),
@@ -136,44 +111,46 @@ impl Engine {
         let end = q.offset.saturating_add(q.limit);
         let mut rows = Vec::new();
         let mut matching = 0u64;
-        self.store().scan(&scan, |s| {
-            let listed = !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope);
-            if !listed || (s.entry.archived_at.is_some() && !q.archived) {
-                return true;
-            }
-            if !needle.is_empty() {
-                let name = s.entry.display_name.as_deref().or(s.entry.label.as_deref());
-                let hit = s.key.as_str().to_lowercase().contains(&needle)
-                    || scheme.display(&s.key).to_lowercase().contains(&needle)
-                    || name.is_some_and(|n| n.to_lowercase().contains(&needle));
-                if !hit {
+        self.store()
+            .scan(&scan, |s| {
+                let listed = !s.key.is_unknown() && (!s.key.is_global() || scheme.global_scope);
+                if !listed || (s.entry.archived_at.is_some() && !q.archived) {
                     return true;
                 }
-            }
-            let at = matching as usize;
-            matching += 1;
-            if at >= q.offset && at < end {
-                rows.push(self.listed_row(&s, q));
-            }
-            q.count || (matching as usize) < end
-        })?;
+                if !needle.is_empty() {
+                    let name = s.entry.display_name.as_deref().or(s.entry.label.as_deref());
+                    let hit = s.key.as_str().to_lowercase().contains(&needle)
+                        || scheme.display(&s.key).to_lowercase().contains(&needle)
+                        || name.is_some_and(|n| n.to_lowercase().contains(&needle));
+                    if !hit {
+                        return true;
+                    }
+                }
+                let at = matching as usize;
+                matching += 1;
+                if at >= q.offset && at < end {
+                    rows.push(self.listed_row(&s, q));
+                }
+                q.count || (matching as usize) < end
+            })
+            .await?;
         if q.previews {
-            self.fill_previews(&mut rows)?;
+            self.fill_previews(&mut rows).await?;
         }
         Ok(SessionsPage {
             rows,
             offset: q.offset,
             matching: q.count.then_some(matching),
-            total: self.store().count()?,
+            total: self.store().count().await?,
             order: q.order,
         })
     }
 
-    fn sessions_page(&self, q: &SessionsQuery) -> Result<SessionsPage, StorageError> {
+    async fn sessions_page(&self, q: &SessionsQuery) -> Result<SessionsPage, StoreError> {
         let mut q = q.clone();
         q.limit = q.limit.min(SESSIONS_PAGE_MAX);
         if !q.text.is_empty() || q.kinds.len() > 1 {
-            return self.sessions_matching_text(&q);
+            return self.sessions_matching_text(&q).await;
         }
         let filter = PageFilter {
             kind: q.kinds.first().copied(),
@@ -184,31 +161,32 @@ impl Engine {
         };
         let (keys, matching) = self
             .store()
-            .storage()
-            .read(|c| queries::page_keys(c, &filter, q.offset, q.limit, q.count))?;
+            .backend()
+            .page_session_keys(filter, q.offset, q.limit, q.count)
+            .await?;
         let mut rows = Vec::with_capacity(keys.len());
         for key in keys {
             // Gone between the two reads (deleted by another process): left out.
-            let Some(s) = self.store().get(&key)? else {
+            let Some(s) = self.store().get(&key).await? else {
                 continue;
             };
             rows.push(self.listed_row(&s, &q));
         }
         if q.previews {
-            self.fill_previews(&mut rows)?;
+            self.fill_previews(&mut rows).await?;
         }
         Ok(SessionsPage {
             rows,
             offset: q.offset,
             matching,
-            total: self.store().count()?,
+            total: self.store().count().await?,
             order: q.order,
         })
     }
 
-    fn transcript_page(&self, q: &TranscriptQuery) -> Result<TranscriptPage, StorageError> {
+    async fn transcript_page(&self, q: &TranscriptQuery) -> Result<TranscriptPage, StoreError> {
         let key = SessionKey::from_canonical(q.key.clone());
-        let Some(s) = self.store().get(&key)? else {
+        let Some(s) = self.store().get(&key).await? else {
             return Ok(TranscriptPage {
                 key: q.key.clone(),
                 exists: false,
@@ -217,13 +195,11 @@ impl Engine {
         };
         let sid = s.entry.session_id.clone();
         let limit = q.limit.clamp(1, TRANSCRIPT_PAGE_MAX);
-        let (rows, last_seq) = self.store().storage().read(|c| {
-            let rows = match q.before {
-                Some(before) => queries::transcript_before(c, &sid, before, limit, q.tools)?,
-                None => queries::transcript_tail(c, &sid, limit, q.tools)?,
-            };
-            Ok((rows, queries::last_seq(c, &sid)?))
-        })?;
+        let (rows, last_seq) = self
+            .store()
+            .backend()
+            .transcript_page(&sid, q.before, limit, q.tools)
+            .await?;
         Ok(TranscriptPage {
             key: q.key.clone(),
             exists: true,
@@ -237,19 +213,24 @@ impl Engine {
     }
 
     /// An existing session named by key or session id.
-    fn find_existing(&self, raw: &str) -> Result<SessionKey, ApiError> {
+    async fn find_existing(&self, raw: &str) -> Result<SessionKey, ApiError> {
         let scheme = self.store().scheme();
         let key = match scheme.canonicalize(raw, &scheme.default_agent) {
             Err(e @ KeyError::Forbidden { .. }) => return Err(e.into()),
             other => other.ok(),
         };
         if let Some(k) = &key
-            && self.store().get(k)?.is_some()
+            && self.store().get(k).await?.is_some()
         {
             return Ok(k.clone());
         }
         if let KeyInput::Candidate(s) = classify_input(raw)
-            && let Some(k) = self.store().keys_by_session_id(&s)?.into_iter().next()
+            && let Some(k) = self
+                .store()
+                .keys_by_session_id(&s)
+                .await?
+                .into_iter()
+                .next()
         {
             return Ok(k);
         }
@@ -260,10 +241,10 @@ impl Engine {
         )))
     }
 
-    fn resolve(&self, raw: &str, purpose: KeyPurpose) -> Result<SessionKey, ApiError> {
+    async fn resolve(&self, raw: &str, purpose: KeyPurpose) -> Result<SessionKey, ApiError> {
         let scheme = self.store().scheme();
         match purpose {
-            KeyPurpose::Existing => self.find_existing(raw),
+            KeyPurpose::Existing => self.find_existing(raw).await,
             KeyPurpose::Requester => Ok(self.requester_key(raw)?),
             KeyPurpose::Inbound => {
                 if raw.trim().eq_ignore_ascii_case("current") {
@@ -290,7 +271,7 @@ impl Engine {
     }
 
     async fn send_in_order(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
-        let key = self.resolve(&request.key, KeyPurpose::Inbound)?;
+        let key = self.resolve(&request.key, KeyPurpose::Inbound).await?;
         if request.text.trim().is_empty() {
             return Err(ApiError::BadInput("the message text is empty".into()));
         }
@@ -377,7 +358,7 @@ impl Engine {
             });
         }
         // Not a run of this engine (or long finished): the record says how it ended.
-        let Some(row) = self.run(run_id)? else {
+        let Some(row) = self.run(run_id).await? else {
             return Err(ApiError::NotFound(format!("no run {run_id}")));
         };
         if row.status == RunStatus::Running {
@@ -424,7 +405,7 @@ impl Engine {
             ));
         };
         let key = SessionKey::from_canonical(request.key.clone());
-        if self.store().get(&key)?.is_none() {
+        if self.store().get(&key).await?.is_none() {
             return Err(ApiError::NotFound(format!("no session found: {key}")));
         }
         let value = change.stored().map(str::to_string);
@@ -471,7 +452,7 @@ fn check_idempotency_key(k: &str) -> Result<(), ApiError> {
 /// A repeat is answered as the first call only when it is the same message to the same
 /// session; a key reused for anything else is refused, never mapped to the first run.
 fn repeat_matches(
-    first: &idempotency::KeyRow,
+    first: &crate::store::KeyRow,
     key: &SessionKey,
     text_hash: &str,
     first_shown: &str,
@@ -506,20 +487,22 @@ impl SessionsApi for Engine {
     async fn status(&self) -> Result<Status, ApiError> {
         Ok(Status {
             attached: self.state_dir().display().to_string(),
-            sessions: self.store().count()?,
+            sessions: self.store().count().await?,
         })
     }
 
     async fn sessions(&self, query: SessionsQuery) -> Result<SessionsPage, ApiError> {
-        Ok(self.sessions_page(&query)?)
+        Ok(self.sessions_page(&query).await?)
     }
 
     async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError> {
         let key = SessionKey::from_canonical(key);
-        let Some(s) = self.store().get(&key)? else {
+        let Some(s) = self.store().get(&key).await? else {
             return Ok(None);
         };
-        let entry = super::tools::owner_row(self, &key)?.unwrap_or(Value::Null);
+        let entry = super::tools::owner_row(self, &key)
+            .await?
+            .unwrap_or(Value::Null);
         Ok(Some(SessionDetail {
             row: self.row_of(&s),
             entry,
@@ -527,14 +510,15 @@ impl SessionsApi for Engine {
     }
 
     async fn transcript(&self, query: TranscriptQuery) -> Result<TranscriptPage, ApiError> {
-        Ok(self.transcript_page(&query)?)
+        Ok(self.transcript_page(&query).await?)
     }
 
     async fn resolve_key(&self, raw: &str, purpose: KeyPurpose) -> Result<ResolvedKey, ApiError> {
-        let key = self.resolve(raw, purpose)?;
+        let key = self.resolve(raw, purpose).await?;
         Ok(ResolvedKey {
             display_key: self.store().scheme().display(&key),
-            exists: self.store().get(&key)?.is_some(),
+            // Not `get(..).await`: this call must not wait (see `exists_now`).
+            exists: self.store().exists_now(&key)?,
             key: key.to_string(),
         })
     }
@@ -587,15 +571,15 @@ impl SessionsApi for Engine {
     }
 
     async fn exchanges(&self, query: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
-        Ok(self.exchanges_page(&query)?)
+        Ok(self.exchanges_page(&query).await?)
     }
 
     async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
-        Ok(self.exchange_detail(id)?)
+        Ok(self.exchange_detail(id).await?)
     }
 
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
-        Ok(self.traffic_since(since)?)
+        Ok(self.traffic_since(since).await?)
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

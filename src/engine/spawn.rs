@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::engine::storage;
-use crate::engine::storage::outbox::OutboxRow;
-use crate::engine::storage::spawns::{SpawnRow, SpawnState};
+use crate::store::OutboxRow;
+use crate::store::SpawnRow;
 use crate::engine::Engine;
 use crate::engine::delivery::route_for;
 use crate::engine::events::EngineEvent;
@@ -19,9 +18,10 @@ use crate::engine::session::key::SessionKey;
 use crate::engine::session::policy::{self, SendPolicy};
 use crate::engine::chain::Chain;
 use crate::engine::runs::{Lane, RunRequest};
-use crate::engine::storage::StorageError;
-use crate::engine::storage::queries::{self, NewLine};
-use crate::engine::session::store::{SessionInit, insert_new, now_ms};
+use crate::store::{
+    Appended, NewLine, NewSpawn, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnState, StoreError,
+};
+use crate::engine::session::store::{SessionInit, now_ms, transcript_header};
 use crate::config::Config;
 
 /// Exact child reply that keeps the completion silent.
@@ -109,7 +109,7 @@ impl Engine {
     internal_fn! {
         /// Create the child session, record the spawn, and start the child's run; the
         /// announce follows when the run ends (a tracked task, so `idle` waits for it).
-        async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StorageError> {
+        async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StoreError> {
             let child = SessionKey::from_canonical(format!(
                 "agent:{}:subagent:{}",
                 req.agent_id,
@@ -163,32 +163,20 @@ impl Engine {
                     "hop": req.chain.hop,
                 },
             }));
-            let (session, spawn, owner) = (fresh.clone(), row.clone(), self.instance_id().to_string());
+            let header = transcript_header(&fresh.entry.session_id, &cwd, now);
             // The child session, its task, its run and the spawn record commit together: no
             // child without a record of who spawned it, and no record without a run to finish
             // (a restart then finds the run and closes it as aborted).
             let (session_id, rows) = self
                 .store()
-                .storage()
-                .write(move |c| {
-                    insert_new(c, &session, &cwd, now)?;
-                    let appended =
-                        queries::append_lines(c, &session.key, std::slice::from_ref(&inbound), now)?;
-                    storage::runs::insert_run(
-                        c,
-                        &storage::runs::NewRun {
-                            run_id: &spawn.run_id,
-                            session_key: &spawn.child_key,
-                            agent_id: &spawn.agent_id,
-                            step: Step::Subagent.as_str(),
-                            round: 0,
-                            flow_id: None,
-                            owner: &owner,
-                            started_at: now,
-                        },
-                    )?;
-                    storage::spawns::insert_spawn(c, &spawn)?;
-                    Ok(appended)
+                .backend()
+                .start_spawn(NewSpawn {
+                    session: fresh.clone(),
+                    header,
+                    task: inbound,
+                    spawn: row.clone(),
+                    owner: self.instance_id().to_string(),
+                    now,
                 })
                 .await?;
             let events = self.events();
@@ -248,13 +236,13 @@ impl Engine {
     }
 
     /// The child's run is over: decide its announce and persist it (once), then deliver it.
-    async fn finish_spawn(&self, child: &SessionKey) -> Result<(), StorageError> {
+    async fn finish_spawn(&self, child: &SessionKey) -> Result<(), StoreError> {
         let key = child.to_string();
-        let Some(spawn) = self.spawn_record(child)? else {
+        let Some(spawn) = self.spawn_record(child).await? else {
             return Ok(());
         };
         if spawn.status == SpawnState::Running {
-            let Some(run) = self.run(&spawn.run_id)? else {
+            let Some(run) = self.run(&spawn.run_id).await? else {
                 return Ok(());
             };
             if run.status == RunStatus::Running {
@@ -275,13 +263,13 @@ impl Engine {
             let reply = run.reply.clone().unwrap_or_default();
             let silent = reply.trim() == ANNOUNCE_SKIP && run.status == RunStatus::Ok;
             let result = if reply.trim().is_empty() {
-                self.last_tool_result(child)?
+                self.last_tool_result(child).await?
                     .map(|t| (t, true))
                     .unwrap_or_else(|| ("(no output)".to_string(), false))
             } else {
                 (reply.trim().to_string(), false)
             };
-            let session = self.store().get(child)?;
+            let session = self.store().get(child).await?;
             let session_id = session
                 .as_ref()
                 .map(|s| s.entry.session_id.clone())
@@ -304,29 +292,20 @@ impl Engine {
                 })
             });
             let state = if silent { "skipped" } else { "pending" };
-            let (k, text, o, err) = (
-                key.clone(),
-                announce.clone(),
-                outcome.as_str(),
-                run.error.clone(),
-            );
+            // Only the first to decide records it (another process may be resuming).
             let decided = self
                 .store()
-                .storage()
-                .write(move |c| {
-                    // Only the first to decide records it (another process may be resuming).
-                    storage::spawns::end_spawn(
-                        c,
-                        &k,
-                        &storage::spawns::SpawnEnd {
-                            outcome: o,
-                            error: err.as_deref(),
-                            ended_at: ended,
-                            announce: text.as_deref(),
-                            announce_state: state,
-                        },
-                    )
-                })
+                .backend()
+                .end_spawn(
+                    &key,
+                    SpawnEnding {
+                        outcome: outcome.to_string(),
+                        error: run.error.clone(),
+                        ended_at: ended,
+                        announce: announce.clone(),
+                        announce_state: state.to_string(),
+                    },
+                )
                 .await?;
             if decided {
                 self.events().emit(EngineEvent::SpawnEnded {
@@ -347,16 +326,16 @@ impl Engine {
     /// Deliver a decided announce. One transaction records it in the requester's transcript,
     /// queues it for the requester's channel, marks it delivered, and applies the cleanup, so
     /// it happens exactly once however often it is retried.
-    async fn deliver_spawn_announce(&self, child: &SessionKey) -> Result<(), StorageError> {
+    async fn deliver_spawn_announce(&self, child: &SessionKey) -> Result<(), StoreError> {
         let key = child.to_string();
-        let Some(spawn) = self.spawn_record(child)? else {
+        let Some(spawn) = self.spawn_record(child).await? else {
             return Ok(());
         };
         if spawn.status != SpawnState::Ended {
             return Ok(());
         }
         let requester = SessionKey::from_canonical(spawn.requester.clone());
-        let requester_session = self.store().get(&requester)?;
+        let requester_session = self.store().get(&requester).await?;
         // Decide the route and policy outside, check again inside the transaction.
         let route = requester_session
             .as_ref()
@@ -379,7 +358,7 @@ impl Engine {
         let text = spawn.announce.clone();
         // Read from the child's task message, so an announce resumed by another process
         // continues the chain too.
-        let chain = self.spawn_chain(child)?;
+        let chain = self.spawn_chain(child).await?;
         let line = text.as_ref().map(|t| {
             let mut provenance = json!({
                 "kind": "inter_session",
@@ -403,62 +382,46 @@ impl Engine {
             (Some(_), None, true) => AnnounceOutcome::NoRoute,
             (Some(_), Some(_), true) => AnnounceOutcome::Delivered,
         };
-        let (k, req_key, r) = (key.clone(), requester.clone(), route.clone());
+        let outbox = match (&text, &route, outcome) {
+            (Some(t), Some(route), AnnounceOutcome::Delivered) => Some(OutboxRow {
+                id: 0,
+                created_at: now,
+                session_key: requester.to_string(),
+                kind: "subagent_announce".into(),
+                channel: route.channel.clone(),
+                to: route.to.clone(),
+                account_id: route.account_id.clone(),
+                thread_id: route.thread_id.clone(),
+                text: t.clone(),
+                status: "queued".into(),
+                run_id: Some(spawn.run_id.clone()),
+                flow_id: None,
+            }),
+            _ => None,
+        };
+        // Only the first to record it does (another process may be resuming the same one).
         let done = self
             .store()
-            .storage()
-            .write(move |c| {
-                let Some(s) = storage::spawns::get_spawn(c, &k)? else {
-                    return Ok(None);
-                };
-                if s.status != SpawnState::Ended {
-                    return Ok(None);
-                }
-                let mut appended = None;
-                if let Some(line) = &line
-                    && queries::get_session(c, &req_key)?.is_some()
-                {
-                    appended = Some(queries::append_lines(
-                        c,
-                        &req_key,
-                        std::slice::from_ref(line),
-                        now,
-                    )?);
-                }
-                let mut outbox_id = None;
-                if let (Some(t), Some(route), AnnounceOutcome::Delivered) = (&s.announce, &r, outcome) {
-                    outbox_id = Some(storage::outbox::insert_outbox(
-                        c,
-                        &OutboxRow {
-                            id: 0,
-                            created_at: now,
-                            session_key: req_key.to_string(),
-                            kind: "subagent_announce".into(),
-                            channel: route.channel.clone(),
-                            to: route.to.clone(),
-                            account_id: route.account_id.clone(),
-                            thread_id: route.thread_id.clone(),
-                            text: t.clone(),
-                            status: "queued".into(),
-                            run_id: Some(s.run_id.clone()),
-                            flow_id: None,
-                        },
-                    )?);
-                }
-                storage::spawns::finish_spawn(c, &k, outcome.as_str(), now, archive_at)?;
-                let deleted = if s.cleanup == Cleanup::Delete {
-                    queries::delete_session(c, &SessionKey::from_canonical(k.clone()))?
-                } else {
-                    false
-                };
-                Ok(Some((appended, outbox_id, deleted)))
+            .backend()
+            .record_spawn_announce(SpawnAnnounce {
+                child_key: child.clone(),
+                requester: requester.clone(),
+                line,
+                outbox,
+                outcome: outcome.to_string(),
+                delete_child: delete,
+                archive_at,
+                now,
             })
             .await?;
-        let Some((appended, _outbox, deleted)) = done else {
+        let Some(SpawnAnnounced {
+            appended, deleted, ..
+        }) = done
+        else {
             return Ok(()); // someone else delivered it
         };
         let events = self.events();
-        if let Some((session_id, rows)) = appended {
+        if let Some(Appended { session_id, rows }) = appended {
             for row in rows {
                 events.emit(EngineEvent::MessageAppended {
                     key: requester.to_string(),
@@ -516,25 +479,26 @@ impl Engine {
     }
 
     /// The chain a spawn continues, as its task message (the child's first) records it.
-    fn spawn_chain(&self, child: &SessionKey) -> Result<Option<Chain>, StorageError> {
-        let Some(s) = self.store().get(child)? else {
+    async fn spawn_chain(&self, child: &SessionKey) -> Result<Option<Chain>, StoreError> {
+        let Some(s) = self.store().get(child).await? else {
             return Ok(None);
         };
         let first = self
             .store()
-            .storage()
-            .read(|c| queries::first_message_line(c, &s.entry.session_id))?;
+            .backend()
+            .first_message_line(&s.entry.session_id)
+            .await?;
         Ok(first
             .and_then(|line| serde_json::from_str::<Value>(&line).ok())
             .and_then(|v| v.get("message").and_then(Chain::from_provenance)))
     }
 
     /// The text of the child's latest tool result, for a child that gave no final reply.
-    fn last_tool_result(&self, child: &SessionKey) -> Result<Option<String>, StorageError> {
-        let Some(s) = self.store().get(child)? else {
+    async fn last_tool_result(&self, child: &SessionKey) -> Result<Option<String>, StoreError> {
+        let Some(s) = self.store().get(child).await? else {
             return Ok(None);
         };
-        let rows = self.store().tail(&s.entry.session_id, 50, true)?;
+        let rows = self.store().tail(&s.entry.session_id, 50, true).await?;
         Ok(rows.iter().rev().find_map(|r| {
             let m = r.line.get("message")?;
             (m.get("role")? == "toolResult").then(|| crate::engine::session::transcript_text::message_text(m))
@@ -562,32 +526,22 @@ impl Engine {
     internal_fn! {
         /// Archive every sub-agent session whose timer is due at `now` (ms). Idempotent; returns
         /// the sessions archived by this call.
-        async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StorageError> {
+        async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StoreError> {
             let due: Vec<String> = self
                 .store()
-                .storage()
-                .read(storage::spawns::archive_timers)?
+                .backend()
+                .archive_timers()
+                .await?
                 .into_iter()
                 .filter(|(_, at)| *at <= now)
                 .map(|(k, _)| k)
                 .collect();
             let mut archived = Vec::new();
             for key in due {
-                let k = key.clone();
                 let done = self
                     .store()
-                    .storage()
-                    .write(move |c| {
-                        if !storage::spawns::archive_spawn(c, &k, now)? {
-                            return Ok(false);
-                        }
-                        let sk = SessionKey::from_canonical(k.clone());
-                        if let Some(mut s) = queries::get_session(c, &sk)? {
-                            s.entry.archived_at = Some(now);
-                            queries::put_session(c, &s)?;
-                        }
-                        Ok(true)
-                    })
+                    .backend()
+                    .archive_child(&SessionKey::from_canonical(key.clone()), now)
                     .await?;
                 if done {
                     self.events()
@@ -616,8 +570,9 @@ impl Engine {
             // Chain to the next pending timer, so a long-running process keeps archiving.
             let next = engine
                 .store()
-                .storage()
-                .read(storage::spawns::archive_timers)
+                .backend()
+                .archive_timers()
+                .await
                 .ok()
                 .and_then(|t| t.into_iter().map(|(_, at)| at).min());
             if let Some(next) = next {
@@ -630,13 +585,13 @@ impl Engine {
         /// Pick up what a stopped engine left: announces decided but not delivered, children
         /// whose run ended (or was aborted) without an announce, and archive timers. Call once
         /// after `open`, inside the runtime; safe to call from several processes at once.
-        async fn resume(&self) -> Result<(), StorageError> {
-            for spawn in self.store().storage().read(storage::spawns::open_spawns)? {
+        async fn resume(&self) -> Result<(), StoreError> {
+            for spawn in self.store().backend().open_spawns().await? {
                 let child = SessionKey::from_canonical(spawn.child_key.clone());
                 // A live engine (a console, another command) that ran the child finishes its
                 // announce itself; taking it over would run the requester's announce turn in
                 // the wrong process, and make that process wait for it.
-                if let Some(run) = self.run(&spawn.run_id)?
+                if let Some(run) = self.run(&spawn.run_id).await?
                     && run.owner != self.instance_id()
                     && Instance::is_alive(self.state_dir(), &run.owner)
                 {
@@ -651,7 +606,7 @@ impl Engine {
                     }
                 });
             }
-            let timers = self.store().storage().read(storage::spawns::archive_timers)?;
+            let timers = self.store().backend().archive_timers().await?;
             if let Some(soonest) = timers.iter().map(|t| t.1).min() {
                 // One timer at the soonest; it archives everything due, then chains to the next.
                 self.schedule_archive(soonest);
@@ -663,17 +618,15 @@ impl Engine {
     internal_fn! {
         /// A requester's sub-agents, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
-        fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StorageError> {
-            let k = requester.to_string();
-            self.store().storage().read(|c| storage::spawns::spawns_of(c, &k))
+        async fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
+            self.store().backend().spawns_of(requester.as_str()).await
         }
     }
 
     internal_fn! {
         /// One sub-agent's record.
-        fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StorageError> {
-            let k = child.to_string();
-            self.store().storage().read(|c| storage::spawns::get_spawn(c, &k))
+        async fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
+            self.store().backend().get_spawn(child.as_str()).await
         }
     }
 }

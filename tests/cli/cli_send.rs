@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::config::Config;
-use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
 
 use crate::common;
@@ -275,9 +274,9 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
     let config: Config = switchboard::config::load::parse_str(CONFIG).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let engine = Engine::open(&b.state, config).unwrap();
+        let engine = switchboard::state_folder::open_engine(&b.state, config).unwrap();
         let work = SessionKey::from_canonical("agent:work:main");
-        let runs = engine.runs_of(&work, 10).unwrap();
+        let runs = engine.runs_of(&work, 10).await.unwrap();
         assert!(
             runs.iter().all(|r| r.status.as_str() != "running"),
             "{runs:?}"
@@ -298,6 +297,7 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
         );
         let main_runs = engine
             .runs_of(&SessionKey::from_canonical("agent:main:main"), 10)
+            .await
             .unwrap();
         assert!(
             main_runs.iter().all(|r| r.status.as_str() != "running"),

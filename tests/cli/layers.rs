@@ -207,3 +207,44 @@ fn the_api_imports_nothing_above_it() {
         found.join("\n")
     );
 }
+
+/// Engine files that still name the SQLite store: the import and export (`transfer/`), and
+/// the bridge they use (`session/store.rs`'s `sqlite_read`, the `Storage` handle `Engine::new`
+/// passes on). See docs/ARCHITECTURE.md, "The store seam".
+const ENGINE_MAY_NAME_SQLITE: &[&str] = &["transfer/", "session/store.rs", "engine/mod.rs"];
+
+/// Engine lines naming the database (`rusqlite`, `store_sqlite`) outside those files.
+fn engine_sqlite_lines() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root.join("engine"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(&root)
+            .expect("under src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if ENGINE_MAY_NAME_SQLITE.iter().any(|ok| rel.contains(ok)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("rusqlite") || code.contains("store_sqlite") {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_engine_stores_through_the_store_trait() {
+    let found = engine_sqlite_lines();
+    assert!(
+        found.is_empty(),
+        "the engine must use crate::store::Store, not SQLite:\n{}",
+        found.join("\n")
+    );
+}

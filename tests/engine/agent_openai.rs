@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard::api::{LineRole, SendRequest, Sender, TranscriptQuery};
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::runs::RunRow;
+use switchboard::store_sqlite::runs::RunRow;
 
 use fake_model::{Answer, Fake, answer, call, text_reply, tool_reply};
 
@@ -281,6 +281,7 @@ async fn a_server_that_is_down_fails_the_run_clearly_and_the_session_stays_usabl
     let runs = b
         .engine
         .runs_of(&SessionKey::from_canonical(KEY), 10)
+        .await
         .unwrap();
     assert_eq!(runs.len(), 2, "{runs:?}");
     let lines = lines(&b).await;

@@ -88,15 +88,17 @@ async fn open_work(engine: &Engine) {
 }
 
 /// Every transcript message of `key`, oldest first, as stored.
-fn transcript(engine: &Engine, key: &str) -> Vec<Value> {
+async fn transcript(engine: &Engine, key: &str) -> Vec<Value> {
     let stored = engine
         .store()
         .get(&SessionKey::from_canonical(key))
+        .await
         .expect("read")
         .expect("session exists");
     engine
         .store()
         .tail(&stored.entry.session_id, 1000, true)
+        .await
         .expect("tail")
         .into_iter()
         .filter_map(|r| r.line.get("message").cloned())
@@ -240,6 +242,7 @@ async fn sessions_send_round_trip_gives_the_model_the_targets_reply() {
     );
     // The primary run recorded the message once; the model saw it once.
     let pings = transcript(&b.engine, WORK)
+        .await
         .into_iter()
         .filter(|m| role(m) == "user")
         .count();
@@ -277,6 +280,7 @@ async fn sessions_spawn_round_trip_accepts_and_the_child_runs_as_its_agent() {
     let runs = b
         .engine
         .runs_of(&SessionKey::from_canonical(&child), 10)
+        .await
         .unwrap();
     assert!(
         runs.iter()
@@ -329,7 +333,7 @@ async fn agents_list_round_trip_shows_models_and_thinking_but_never_the_prompt()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_call_lines_name_the_model_and_keep_its_call_id() {
     let (_result, b, _f) = round_trip("agents_list", json!({})).await;
-    let lines = transcript(&b.engine, MAIN);
+    let lines = transcript(&b.engine, MAIN).await;
     let call = lines
         .iter()
         .find(|m| m["content"][0]["type"] == "toolCall")
@@ -413,10 +417,11 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
 
     // Runs: work answered (round 1), main followed up (round 2), work skipped (round 3),
     // then work's announce.
-    let steps = |key: &str| -> Vec<(String, u32, String)> {
+    let steps = async |key: &str| -> Vec<(String, u32, String)> {
         let mut runs = b
             .engine
             .runs_of(&SessionKey::from_canonical(key), 10)
+            .await
             .unwrap();
         runs.sort_by_key(|r| r.round);
         runs.into_iter()
@@ -424,7 +429,7 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
             .collect()
     };
     assert_eq!(
-        steps(WORK),
+        steps(WORK).await,
         [
             ("message".into(), 1, "pong from work".into()),
             ("reply".into(), 3, "REPLY_SKIP".into()),
@@ -432,9 +437,11 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
         ]
     );
     assert!(
-        steps(MAIN).contains(&("reply".into(), 2, "main follows up".into())),
-        "{:?}",
         steps(MAIN)
+            .await
+            .contains(&("reply".into(), 2, "main follows up".into())),
+        "{:?}",
+        steps(MAIN).await
     );
 
     // The ping-pong turn told main who it is, the turn and how to stop; its user turn is
@@ -462,6 +469,7 @@ async fn a_send_exchange_is_driven_by_model_output_and_ends_with_the_skips() {
     // Work's transcript: main's message and follow-up as inter-session user messages,
     // its own replies as assistant messages.
     let texts: Vec<(String, String)> = transcript(&b.engine, WORK)
+        .await
         .iter()
         .map(|m| {
             (
@@ -638,7 +646,7 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     std::fs::write(&path, text.to_string()).unwrap();
     let config = switchboard::config::load_file(&path).expect("the config loads");
     let state = tempfile::tempdir().unwrap();
-    let engine = Engine::open(state.path(), config).unwrap();
+    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
     send(&engine, MAIN, "hello").await;
     let body = &fake.seen()[0].body;
     assert_eq!(system_text(body), "You are main, from a file.\nBe brief.");
@@ -650,7 +658,7 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     std::fs::write(&path, off.to_string()).unwrap();
     let config = switchboard::config::load_file(&path).expect("the config loads");
     let state = tempfile::tempdir().unwrap();
-    let engine = Engine::open(state.path(), config).unwrap();
+    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
     send(&engine, MAIN, "hello").await;
     let body = fake.seen().last().unwrap().body.clone();
     assert!(body.get("reasoning_effort").is_none(), "{body}");

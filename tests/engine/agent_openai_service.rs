@@ -125,7 +125,12 @@ async fn the_owner_aborts_a_slow_run_its_request_is_dropped_and_the_session_goes
         .expect("abort works");
     assert_eq!(done.run_ids, vec![run_id.clone()]);
     // `abort` resolves once the end is recorded.
-    let run = b.engine.run(&run_id).unwrap().expect("the run is recorded");
+    let run = b
+        .engine
+        .run(&run_id)
+        .await
+        .unwrap()
+        .expect("the run is recorded");
     assert_eq!(run.status.as_str(), "aborted", "{run:?}");
     assert_eq!(run.error.as_deref(), Some("aborted by the owner"));
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
@@ -135,7 +140,7 @@ async fn the_owner_aborts_a_slow_run_its_request_is_dropped_and_the_session_goes
     // The session stays usable: the next message gets the model's answer.
     let next = send(&api, KEY, "now quickly").await;
     settle(&b).await;
-    let run = b.engine.run(&next).unwrap().unwrap();
+    let run = b.engine.run(&next).await.unwrap().unwrap();
     assert_eq!(run.status.as_str(), "ok", "{run:?}");
     assert_eq!(run.reply.as_deref(), Some("Second answer."));
     assert_eq!(fake.seen().len(), 2);
@@ -158,7 +163,13 @@ async fn aborting_with_nothing_running_aborts_nothing() {
     settle(&b).await;
     assert!(api.abort(KEY, None).await.unwrap().run_ids.is_empty());
     assert_eq!(
-        b.engine.run(&run_id).unwrap().unwrap().status.as_str(),
+        b.engine
+            .run(&run_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status
+            .as_str(),
         "ok"
     );
 }
@@ -177,7 +188,13 @@ async fn abort_with_a_run_id_stops_only_that_run() {
     let done = api.abort(KEY, Some(&run_id)).await.unwrap();
     assert_eq!(done.run_ids, vec![run_id.clone()]);
     assert_eq!(
-        b.engine.run(&run_id).unwrap().unwrap().status.as_str(),
+        b.engine
+            .run(&run_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status
+            .as_str(),
         "aborted"
     );
 }
@@ -249,7 +266,7 @@ async fn max_concurrent_caps_requests_in_flight_across_sessions() {
     assert_eq!(fake.seen().len(), 8);
     assert_eq!(fake.max_in_flight(), 2);
     for id in &runs {
-        let run = b.engine.run(id).unwrap().unwrap();
+        let run = b.engine.run(id).await.unwrap().unwrap();
         assert_eq!(run.status.as_str(), "ok", "{run:?}");
         assert_eq!(run.reply.as_deref(), Some("Pong."));
     }
@@ -307,7 +324,10 @@ async fn a_spawn_model_override_shares_the_providers_cap() {
     );
     assert_eq!(fake.max_in_flight(), 1, "{models:?}");
     for id in &runs {
-        assert_eq!(b.engine.run(id).unwrap().unwrap().status.as_str(), "ok");
+        assert_eq!(
+            b.engine.run(id).await.unwrap().unwrap().status.as_str(),
+            "ok"
+        );
     }
 }
 
@@ -335,7 +355,7 @@ async fn a_run_timeout_drops_the_model_request() {
     assert_eq!(r["status"], "accepted", "{r:?}");
     let run_id = r["runId"].as_str().unwrap().to_string();
     settle(&b).await;
-    let run = b.engine.run(&run_id).unwrap().unwrap();
+    let run = b.engine.run(&run_id).await.unwrap().unwrap();
     assert_eq!(run.status.as_str(), "timeout", "{run:?}");
     until("the fake sees the request dropped", || fake.dropped() == 1).await;
 }
@@ -414,6 +434,7 @@ async fn waiting_for_a_slot_counts_against_the_run_timeout_and_an_abort_frees_th
     let parent = b
         .engine
         .runs_of(&SessionKey::from_canonical(KEY), 10)
+        .await
         .unwrap();
     assert!(
         parent

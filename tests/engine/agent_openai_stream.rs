@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::api::{EngineEvent, LineRole, TranscriptQuery};
-use switchboard::engine::storage::runs::RunRow;
+use switchboard::store_sqlite::runs::RunRow;
 use tokio::sync::broadcast;
 
 use fake_model::{Answer, Fake, answer, streamed_text, text_reply};

@@ -19,7 +19,6 @@ use switchboard::api::{
     ApiError, EngineEvent, KeyPurpose, LineRole, SendReceipt, SendRequest, Sender, SessionsApi,
     StreamItem, TranscriptPage, TranscriptQuery,
 };
-use switchboard::engine::Engine;
 
 /// A bound no healthy call here comes near; hitting it means a hang.
 const HANG: Duration = Duration::from_secs(30);
@@ -319,10 +318,11 @@ async fn another_engine_writing_on_the_folder_is_an_event_here() {
         let v: serde_json::Value = json5::from_str(EXCHANGE).expect("test config");
         serde_json::from_value(v).expect("config")
     };
-    let here = Engine::open(dir.path(), config()).expect("engine");
+    let here = switchboard::state_folder::open_engine(dir.path(), config()).expect("engine");
     let api = here.start();
     let mut events = api.subscribe();
-    let other = Engine::open(dir.path(), config()).expect("second engine");
+    let other =
+        switchboard::state_folder::open_engine(dir.path(), config()).expect("second engine");
     let other_api = other.start();
     let r = other_api
         .send(send("agent:work:main", "from elsewhere"))
@@ -419,6 +419,7 @@ async fn a_send_is_acknowledged_with_its_run_recorded() {
     let run = b
         .engine
         .run(&run_id)
+        .await
         .expect("read")
         .expect("the acknowledged run is recorded");
     assert_eq!(run.status.as_str(), "running", "{run:?}");

@@ -23,7 +23,7 @@ use tokio::sync::broadcast::error::TryRecvError;
 fn open() -> (Engine, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = demo::demo_config().expect("the demo config parses");
-    let engine = Engine::open(dir.path(), config).expect("engine opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
     (engine, dir)
 }
 
@@ -93,7 +93,7 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
     for kind in ["main", "group", "cron", "hook"] {
         assert!(kinds.contains(kind), "no {kind} session: {kinds:?}");
     }
-    assert!(engine.store().count().unwrap() >= 8);
+    assert!(engine.store().count().await.unwrap() >= 8);
 
     // The send policy denies exactly the demo's #random, and no other session.
     let mut denied = Vec::new();
@@ -102,6 +102,7 @@ async fn seed_leaves_sessions_and_finished_exchanges_of_every_kind() {
         let stored = engine
             .store()
             .get(&key)
+            .await
             .unwrap()
             .expect("listed, so stored");
         if policy::evaluate(engine.config(), &key, &stored.entry).policy == SendPolicy::Deny {
@@ -202,9 +203,9 @@ async fn traffic_keeps_coming_until_aborted() {
     tokio::time::timeout(Duration::from_secs(4), engine.idle())
         .await
         .expect("the work the traffic started finishes");
-    let count = engine.store().count().unwrap();
+    let count = engine.store().count().await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(engine.store().count().unwrap(), count);
+    assert_eq!(engine.store().count().await.unwrap(), count);
     let later = drain(&mut rx);
     assert!(
         !later

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use switchboard::config::Config;
 use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
 use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
+use switchboard::store_sqlite::queries::NewLine;
 
 /// The requester the tool tests call as.
 const ME: &str = "agent:main:main";
@@ -231,7 +231,8 @@ fn archive_in(bench: &CliBench, k: &str) {
         .expect("runtime");
     runtime.block_on(async {
         let config: Config = serde_json::from_value(json!({})).expect("config");
-        let engine = Engine::open(&bench.state, config).expect("engine opens");
+        let engine =
+            switchboard::state_folder::open_engine(&bench.state, config).expect("engine opens");
         archive(&engine, k).await;
     });
 }
@@ -429,7 +430,8 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     let dir = tempfile::tempdir().expect("temp dir");
     let config = || -> Config { serde_json::from_value(json!({})).expect("config") };
     {
-        let engine = Engine::open(dir.path(), config()).expect("engine opens");
+        let engine =
+            switchboard::state_folder::open_engine(dir.path(), config()).expect("engine opens");
         for k in [ME, "agent:main:old", "agent:main:new"] {
             ensure(&engine, k, SessionInit::default()).await;
         }
@@ -470,7 +472,8 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
         )
         .expect("back to schema 3");
     }
-    let engine = Engine::open(dir.path(), config()).expect("a schema 3 folder opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config())
+        .expect("a schema 3 folder opens");
     let page = engine
         .sessions(SessionsQuery {
             limit: 10,
@@ -503,5 +506,5 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .expect("version");
-    assert_eq!(version, switchboard::engine::storage::SCHEMA_VERSION);
+    assert_eq!(version, switchboard::store_sqlite::SCHEMA_VERSION);
 }

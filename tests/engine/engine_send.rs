@@ -43,7 +43,7 @@ fn bench_with(main_script: Value, work_script: Value, session: Value) -> Bench {
     });
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = Engine::open(dir.path(), config).expect("engine opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         api: Arc::new(engine.clone()),
@@ -100,16 +100,18 @@ impl Bench {
     }
 
     /// Every message (role, text, provenance kind) of a session, oldest first.
-    fn messages(&self, raw: &str) -> Vec<(String, String, Option<String>)> {
+    async fn messages(&self, raw: &str) -> Vec<(String, String, Option<String>)> {
         let stored = self
             .engine
             .store()
             .get(&key(raw))
+            .await
             .expect("read")
             .expect("session exists");
         self.engine
             .store()
             .tail(&stored.entry.session_id, 1000, true)
+            .await
             .expect("tail")
             .into_iter()
             .filter_map(|row| {
@@ -131,8 +133,9 @@ impl Bench {
             .collect()
     }
 
-    fn assistant_texts(&self, raw: &str) -> Vec<String> {
+    async fn assistant_texts(&self, raw: &str) -> Vec<String> {
         self.messages(raw)
+            .await
             .into_iter()
             .filter(|(role, text, _)| role == "assistant" && !text.is_empty())
             .map(|(_, t, _)| t)
@@ -207,11 +210,11 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
 
     // Turns 1, 3, 5 in the requester; 2, 4 and the announce in the target.
     assert_eq!(
-        b.assistant_texts(ME),
+        b.assistant_texts(ME).await,
         ["main round 2", "main round 4", "main round 6"]
     );
     assert_eq!(
-        b.assistant_texts(WORK),
+        b.assistant_texts(WORK).await,
         [
             "WORK_REPLY: PING from main",
             "work round 3",
@@ -222,6 +225,7 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
     // Every message into either side is an inter-session message.
     let inbound: Vec<_> = b
         .messages(WORK)
+        .await
         .into_iter()
         .filter(|(role, _, _)| role == "user")
         .collect();
@@ -236,13 +240,20 @@ async fn waited_send_replies_then_ping_pong_runs_to_the_cap_and_announces() {
     // The target has no route (no channel): the announce is recorded, not delivered.
     assert_eq!(announce(&events).map(|a| a.0), Some("no_route".to_string()));
     // Token usage of the primary run is summed on the session row.
-    let entry = b.engine.store().get(&key(WORK)).unwrap().unwrap().entry;
+    let entry = b
+        .engine
+        .store()
+        .get(&key(WORK))
+        .await
+        .unwrap()
+        .unwrap()
+        .entry;
     assert_eq!(
         (entry.input_tokens, entry.output_tokens, entry.total_tokens),
         (Some(30), Some(5), Some(35))
     );
     // Every run ended, with its outcome recorded.
-    let runs = b.engine.runs_of(&key(WORK), 10).unwrap();
+    let runs = b.engine.runs_of(&key(WORK), 10).await.unwrap();
     assert_eq!(runs.len(), 4);
     assert!(
         runs.iter()
@@ -266,11 +277,12 @@ async fn the_provenance_names_the_source_session_channel_tool_and_chain() {
     b.send_as(ME, json!({ "sessionKey": WORK, "message": "hello" }))
         .await;
     b.engine.idle().await;
-    let stored = b.engine.store().get(&key(WORK)).unwrap().unwrap();
+    let stored = b.engine.store().get(&key(WORK)).await.unwrap().unwrap();
     let rows = b
         .engine
         .store()
         .tail(&stored.entry.session_id, 50, true)
+        .await
         .unwrap();
     let user = rows
         .iter()
@@ -301,8 +313,8 @@ async fn fire_and_forget_is_accepted_at_once_and_the_exchange_still_runs() {
     assert!(r.get("reply").is_none());
     assert_eq!(r["delivery"]["status"], "pending");
     b.engine.idle().await;
-    assert_eq!(b.assistant_texts(WORK)[0], "WORK_REPLY: later");
-    assert_eq!(b.assistant_texts(ME), ["main round 2"]);
+    assert_eq!(b.assistant_texts(WORK).await[0], "WORK_REPLY: later");
+    assert_eq!(b.assistant_texts(ME).await, ["main round 2"]);
     assert_eq!(loop_end(&b.drain()), Some(("cap".to_string(), 2)));
 }
 
@@ -329,12 +341,22 @@ async fn a_timeout_reports_timeout_and_the_late_reply_still_runs_the_loop() {
     );
     // A timeout is not "not delivered": the message is in the target, the announce pending.
     assert_eq!(r["delivery"]["status"], "pending");
-    assert_eq!(b.messages(WORK).iter().filter(|m| m.0 == "user").count(), 1);
+    assert_eq!(
+        b.messages(WORK)
+            .await
+            .iter()
+            .filter(|m| m.0 == "user")
+            .count(),
+        1
+    );
     b.engine.idle().await;
     // The skip token is kept in the transcript (as OpenClaw keeps it).
-    assert_eq!(b.assistant_texts(WORK), ["late but here", "ANNOUNCE_SKIP"]);
+    assert_eq!(
+        b.assistant_texts(WORK).await,
+        ["late but here", "ANNOUNCE_SKIP"]
+    );
     // The late reply reached the requester as round 2's input, and REPLY_SKIP ended it.
-    let me = b.messages(ME);
+    let me = b.messages(ME).await;
     assert!(
         me.iter()
             .any(|(role, text, _)| role == "user" && text == "late but here")
@@ -356,7 +378,7 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
     assert_eq!(r["status"], "error", "{r}");
     assert_eq!(r["error"], "work exploded on boom");
     b.engine.idle().await;
-    let runs = b.engine.runs_of(&key(WORK), 10).unwrap();
+    let runs = b.engine.runs_of(&key(WORK), 10).await.unwrap();
     assert_eq!(
         runs.len(),
         1,
@@ -365,11 +387,12 @@ async fn a_failing_target_gives_an_error_result_and_no_exchange() {
     assert_eq!(runs[0].status.as_str(), "error");
     assert_eq!(runs[0].error.as_deref(), Some("work exploded on boom"));
     // The inbound message stays, and the failure is visible in the transcript.
-    let stored = b.engine.store().get(&key(WORK)).unwrap().unwrap();
+    let stored = b.engine.store().get(&key(WORK)).await.unwrap().unwrap();
     let rows = b
         .engine
         .store()
         .tail(&stored.entry.session_id, 10, true)
+        .await
         .unwrap();
     let last = &rows.last().unwrap().line["message"];
     assert_eq!(last["stopReason"], "error");
@@ -396,7 +419,7 @@ async fn reply_skip_stops_the_loop_but_reply_skip_with_a_dot_does_not() {
     b.send_as(ME, json!({ "sessionKey": WORK, "message": "go" }))
         .await;
     b.engine.idle().await;
-    assert_eq!(b.assistant_texts(ME), ["main 2", "main 4"]);
+    assert_eq!(b.assistant_texts(ME).await, ["main 2", "main 4"]);
     let events = b.drain();
     assert_eq!(loop_end(&events), Some(("reply_skip".to_string(), 5)));
     let rounds: Vec<u32> = events
@@ -423,7 +446,7 @@ async fn a_session_sending_to_itself_gets_its_reply_but_no_loop() {
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["reply"], "self says hi me");
     b.engine.idle().await;
-    assert!(!b.assistant_texts(ME).contains(&"never".to_string()));
+    assert!(!b.assistant_texts(ME).await.contains(&"never".to_string()));
     assert_eq!(loop_end(&b.drain()).map(|l| l.0), Some("self".to_string()));
 }
 
@@ -449,7 +472,7 @@ async fn an_announce_goes_to_the_targets_channel_through_the_outbox() {
         Some("Exchange over: Agent-to-agent announce step.")
     );
     assert_eq!(channel.as_deref(), Some("discord"));
-    let outbox = b.engine.outbox(&key(group)).unwrap();
+    let outbox = b.engine.outbox(&key(group)).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(
         (
@@ -461,7 +484,7 @@ async fn an_announce_goes_to_the_targets_channel_through_the_outbox() {
     );
     assert_eq!(outbox[0].status, "queued");
     // The announce reply is in the target's transcript as well.
-    assert!(b.assistant_texts(group).contains(&outbox[0].text));
+    assert!(b.assistant_texts(group).await.contains(&outbox[0].text));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -478,8 +501,8 @@ async fn each_exchange_step_is_a_run_recorded_with_its_step() {
     b.send_as(ME, json!({ "sessionKey": WORK, "message": "orig" }))
         .await;
     b.engine.idle().await;
-    assert_eq!(b.assistant_texts(ME), ["main answers"]);
-    let runs = b.engine.runs_of(&key(WORK), 10).unwrap();
+    assert_eq!(b.assistant_texts(ME).await, ["main answers"]);
+    let runs = b.engine.runs_of(&key(WORK), 10).await.unwrap();
     let steps: Vec<(&str, u32)> = runs
         .iter()
         .rev()
@@ -489,6 +512,7 @@ async fn each_exchange_step_is_a_run_recorded_with_its_step() {
     // The announce message itself is not recorded, only the reply (as in OpenClaw).
     assert!(
         !b.messages(WORK)
+            .await
             .iter()
             .any(|m| m.1 == "Agent-to-agent announce step.")
     );
@@ -600,6 +624,7 @@ async fn label_session_id_and_agent_id_all_reach_the_target() {
         .engine
         .store()
         .get(&key(WORK))
+        .await
         .unwrap()
         .unwrap()
         .entry
@@ -623,7 +648,7 @@ async fn visibility_and_agent_to_agent_gates_refuse_with_forbidden() {
     // Default visibility (tree): another agent's session is not visible.
     let config: Config = serde_json::from_value(json!({})).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(dir.path(), config).unwrap();
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).unwrap();
     for k in [ME, WORK] {
         engine
             .store()
@@ -678,7 +703,7 @@ async fn bad_input_is_an_input_error_naming_the_parameter() {
         assert!(err.to_string().contains(needle), "{err} lacks {needle}");
     }
     // Nothing was created or sent.
-    assert!(b.engine.store().get(&key(WORK)).unwrap().is_none());
+    assert!(b.engine.store().get(&key(WORK)).await.unwrap().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -708,9 +733,9 @@ async fn a_send_into_a_session_whose_policy_denies_is_refused_and_says_how_to_ch
         "{error}"
     );
     b.engine.idle().await;
-    assert!(b.engine.runs_of(&key(WORK), 5).unwrap().is_empty());
+    assert!(b.engine.runs_of(&key(WORK), 5).await.unwrap().is_empty());
     assert!(
-        b.messages(WORK).is_empty(),
+        b.messages(WORK).await.is_empty(),
         "nothing was written into the denied session"
     );
 }
@@ -755,7 +780,7 @@ async fn a_policy_turned_off_mid_exchange_stops_the_loop_and_blocks_the_announce
     let (reason, rounds) = loop_end(&events).unwrap();
     assert_eq!((reason.as_str(), rounds), ("policy", 2));
     assert_eq!(announce(&events).map(|a| a.0), Some("blocked".to_string()));
-    assert!(b.engine.outbox(&key(group)).unwrap().is_empty());
+    assert!(b.engine.outbox(&key(group)).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -776,7 +801,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
     });
     let config: Config = serde_json::from_value(config).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(dir.path(), config).unwrap();
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).unwrap();
     let mut events = engine.events().subscribe();
     for k in ["agent:a:main", "agent:b:main", "agent:c:main"] {
         engine
@@ -815,6 +840,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
     );
     let c_messages = engine
         .runs_of(&key("agent:c:main"), 10)
+        .await
         .unwrap()
         .into_iter()
         .filter(|r| r.step.as_str() == "message")
@@ -824,10 +850,16 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
         "c answered once: the cycle did not go round again"
     );
     // b's refused send is in its transcript as a tool result saying why.
-    let b_session = engine.store().get(&key("agent:b:main")).unwrap().unwrap();
+    let b_session = engine
+        .store()
+        .get(&key("agent:b:main"))
+        .await
+        .unwrap()
+        .unwrap();
     let rows = engine
         .store()
         .tail(&b_session.entry.session_id, 100, true)
+        .await
         .unwrap();
     let refused = rows
         .iter()

@@ -12,8 +12,8 @@ use serde_json::json;
 use switchboard::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
 use switchboard::engine::Engine;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
+use switchboard::store_sqlite::queries::NewLine;
 
 /// Sessions made for the order tests.
 const N: usize = 1_200;

@@ -29,7 +29,7 @@ struct Bench {
 fn bench_with(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = Engine::open(dir.path(), config).expect("engine opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         engine,
@@ -106,13 +106,14 @@ impl Bench {
         Ok(api.call_tool(call).await?.result)
     }
 
-    fn texts(&self, raw: &str) -> Vec<(String, String)> {
-        let Some(s) = self.engine.store().get(&key(raw)).unwrap() else {
+    async fn texts(&self, raw: &str) -> Vec<(String, String)> {
+        let Some(s) = self.engine.store().get(&key(raw)).await.unwrap() else {
             return Vec::new();
         };
         self.engine
             .store()
             .tail(&s.entry.session_id, 500, true)
+            .await
             .unwrap()
             .into_iter()
             .filter_map(|r| {
@@ -131,8 +132,9 @@ impl Bench {
     }
 
     /// The announce messages in the requester's transcript.
-    fn announces(&self) -> Vec<String> {
+    async fn announces(&self) -> Vec<String> {
         self.texts(ME)
+            .await
             .into_iter()
             .filter(|(role, t)| role == "user" && t.starts_with("Sub-agent "))
             .map(|(_, t)| t)
@@ -147,8 +149,8 @@ impl Bench {
         out
     }
 
-    fn session_count(&self) -> u64 {
-        self.engine.store().count().unwrap()
+    async fn session_count(&self) -> u64 {
+        self.engine.store().count().await.unwrap()
     }
 }
 
@@ -173,7 +175,14 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     assert!(r["runId"].as_str().is_some_and(|s| s.len() == 36));
     let child = child_of(&r);
     assert!(child.starts_with("agent:work:subagent:"), "{child}");
-    let entry = b.engine.store().get(&key(&child)).unwrap().unwrap().entry;
+    let entry = b
+        .engine
+        .store()
+        .get(&key(&child))
+        .await
+        .unwrap()
+        .unwrap()
+        .entry;
     assert_eq!(entry.spawned_by.as_deref(), Some(ME));
     assert_eq!(entry.parent_session_key.as_deref(), Some(ME));
     assert_eq!(entry.spawn_depth, Some(1));
@@ -181,7 +190,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     b.engine.idle().await;
 
     // The child saw its task, with OpenClaw's sub-agent context line.
-    let child_texts = b.texts(&child);
+    let child_texts = b.texts(&child).await;
     assert!(
         child_texts[0]
             .1
@@ -194,7 +203,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     );
     assert_eq!(child_texts[1].1, "CHILD_RESULT 42 for Compute things");
 
-    let announces = b.announces();
+    let announces = b.announces().await;
     assert_eq!(announces.len(), 1, "{announces:?}");
     let lines: Vec<&str> = announces[0].lines().collect();
     assert_eq!(lines[0], "Sub-agent \"child-s6\" finished.");
@@ -216,7 +225,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     )));
     assert!(lines[4].contains(" • transcript "), "{}", lines[4]);
     // And to the requester's channel.
-    let outbox = b.engine.outbox(&key(ME)).unwrap();
+    let outbox = b.engine.outbox(&key(ME)).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(
         (outbox[0].kind.as_str(), outbox[0].channel.as_str()),
@@ -233,7 +242,7 @@ async fn a_spawn_is_accepted_at_once_and_its_result_is_announced_to_the_requeste
     assert!(events.iter().any(
         |e| matches!(e, EngineEvent::SpawnAnnounce { outcome, .. } if outcome.as_str() == "delivered")
     ));
-    let record = b.engine.spawn_record(&key(&child)).unwrap().unwrap();
+    let record = b.engine.spawn_record(&key(&child)).await.unwrap().unwrap();
     assert_eq!(
         (record.status.as_str(), record.announce_state.as_deref()),
         ("done", Some("delivered"))
@@ -254,7 +263,7 @@ async fn the_result_falls_back_to_the_last_tool_result_and_status_never_comes_fr
     b.spawn(json!({ "task": "look around", "agentId": "work" }))
         .await;
     b.engine.idle().await;
-    let a = &b.announces()[0];
+    let a = &b.announces().await[0];
     assert!(a.contains("\nStatus: completed\n"), "{a}");
     assert!(a.contains("\nResult: {\n  \"count\""), "{a}");
     assert!(a.contains("the result is its last tool result"), "{a}");
@@ -276,6 +285,7 @@ async fn the_result_falls_back_to_the_last_tool_result_and_status_never_comes_fr
     b.engine.idle().await;
     let mut statuses: Vec<String> = b
         .announces()
+        .await
         .iter()
         .map(|a| a.lines().nth(1).unwrap().to_string())
         .collect();
@@ -295,11 +305,21 @@ async fn a_child_over_its_run_timeout_is_stopped_and_announced_as_timed_out() {
         .spawn(json!({ "task": "slow", "agentId": "work", "runTimeoutSeconds": 1 }))
         .await;
     b.engine.idle().await;
-    let a = &b.announces()[0];
+    let a = &b.announces().await[0];
     assert!(a.contains("\nStatus: timed out\n"), "{a}");
-    let run = b.engine.run(r["runId"].as_str().unwrap()).unwrap().unwrap();
+    let run = b
+        .engine
+        .run(r["runId"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.status.as_str(), "timeout");
-    assert!(!b.texts(&child_of(&r)).iter().any(|t| t.1 == "too late"));
+    assert!(
+        !b.texts(&child_of(&r))
+            .await
+            .iter()
+            .any(|t| t.1 == "too late")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -316,7 +336,7 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
             .await,
     );
     b.engine.idle().await;
-    let announces = b.announces();
+    let announces = b.announces().await;
     assert_eq!(
         announces.len(),
         1,
@@ -328,11 +348,11 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
         )
     );
     assert!(
-        b.engine.store().get(&key(&gone)).unwrap().is_none(),
+        b.engine.store().get(&key(&gone)).await.unwrap().is_none(),
         "deleted after its announce"
     );
     assert!(
-        b.engine.store().get(&key(&quiet)).unwrap().is_some(),
+        b.engine.store().get(&key(&quiet)).await.unwrap().is_some(),
         "kept"
     );
     let events = b.drain();
@@ -345,7 +365,7 @@ async fn announce_skip_stays_silent_and_cleanup_delete_removes_the_child() {
             .any(|e| matches!(e, EngineEvent::SessionDeleted { key: k } if *k == gone))
     );
     // A deleted child's record stays, so its parent's history of spawns is complete.
-    assert_eq!(b.engine.spawns_of(&key(ME)).unwrap().len(), 2);
+    assert_eq!(b.engine.spawns_of(&key(ME)).await.unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,8 +383,11 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     let dir = tempfile::tempdir().unwrap();
     let child;
     {
-        let engine =
-            Engine::open(dir.path(), serde_json::from_value(config.clone()).unwrap()).unwrap();
+        let engine = switchboard::state_folder::open_engine(
+            dir.path(),
+            serde_json::from_value(config.clone()).unwrap(),
+        )
+        .unwrap();
         engine
             .store()
             .ensure(&key(ME), SessionInit::default())
@@ -391,7 +414,9 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
         );
     }
     // A new process: the timer is in the database.
-    let engine = Engine::open(dir.path(), serde_json::from_value(config).unwrap()).unwrap();
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), serde_json::from_value(config).unwrap())
+            .unwrap();
     engine.resume().await.unwrap();
     let archived = engine.archive_due(now_ms() + 61 * 60_000).await.unwrap();
     assert_eq!(archived, [key(&child)]);
@@ -446,7 +471,7 @@ async fn refusals_use_openclaws_messages_and_create_nothing() {
         }),
     );
     b.requester(None).await;
-    let before = b.session_count();
+    let before = b.session_count().await;
     let err = |r: &Value| {
         (
             r["status"].as_str().unwrap().to_string(),
@@ -500,7 +525,7 @@ async fn refusals_use_openclaws_messages_and_create_nothing() {
             .unwrap()
             .starts_with("thread=true is unavailable")
     );
-    assert_eq!(b.session_count(), before, "nothing was created");
+    assert_eq!(b.session_count().await, before, "nothing was created");
     // Input errors: a missing task, a delivery parameter.
     for (params, needle) in [
         (json!({ "label": "x" }), "task required"),
@@ -584,11 +609,12 @@ async fn sub_agents_get_no_session_tools_and_cannot_spawn_unless_configured() {
     b.requester(None).await;
     let child = child_of(&b.spawn(json!({ "task": "t", "agentId": "work" })).await);
     b.engine.idle().await;
-    let s = b.engine.store().get(&key(&child)).unwrap().unwrap();
+    let s = b.engine.store().get(&key(&child)).await.unwrap().unwrap();
     let results: Vec<Value> = b
         .engine
         .store()
         .tail(&s.entry.session_id, 50, true)
+        .await
         .unwrap()
         .into_iter()
         .filter(|r| r.line["message"]["role"] == "toolResult")
@@ -607,7 +633,7 @@ async fn sub_agents_get_no_session_tools_and_cannot_spawn_unless_configured() {
         "sessions_spawn is not allowed at this depth (current depth: 1, max: 1)"
     );
     assert_eq!(
-        b.engine.spawns_of(&key(&child)).unwrap().len(),
+        b.engine.spawns_of(&key(&child)).await.unwrap().len(),
         0,
         "no grandchild"
     );
@@ -699,13 +725,14 @@ async fn a_configured_model_is_applied_and_a_missing_backend_is_announced_as_a_f
         .engine
         .store()
         .get(&key(&child_of(&r)))
+        .await
         .unwrap()
         .unwrap()
         .entry;
     assert_eq!(entry.model.as_deref(), Some("ollama/llama3.2"));
     assert_eq!(entry.thinking_level.as_deref(), Some("low"));
     b.engine.idle().await;
-    let a = &b.announces()[0];
+    let a = &b.announces().await[0];
     assert!(
         a.contains("\nStatus: failed: no backend for model \"ollama/llama3.2\""),
         "{a}"
@@ -775,7 +802,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
         .expect("the re-spawn loop ended");
     // A person's spawn starts a chain (hop 1); the announce turns add hops 2 and 3; the
     // fourth spawn is refused.
-    let spawns = b.engine.spawns_of(&key(ME)).unwrap();
+    let spawns = b.engine.spawns_of(&key(ME)).await.unwrap();
     assert_eq!(spawns.len(), 3, "{spawns:?}");
     let mut stopped = None;
     while let Ok(ev) = b.events.try_recv() {
@@ -785,7 +812,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
     }
     assert_eq!(stopped, Some((4, 3)));
     // The refused turn says why in its reply.
-    let last = b.engine.runs_of(&key(ME), 1).unwrap();
+    let last = b.engine.runs_of(&key(ME), 1).await.unwrap();
     let reply = last[0].reply.clone().unwrap_or_default();
     assert!(
         reply.starts_with("error Agent-to-agent chain limit reached"),
@@ -801,7 +828,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
 async fn resume_leaves_a_live_engines_announce_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
-    let owner = Engine::open(dir.path(), config()).unwrap();
+    let owner = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     owner
         .store()
         .ensure(&key(ME), SessionInit::default())
@@ -830,10 +857,10 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
         rusqlite::params![child, ME],
     )
     .unwrap();
-    let other = Engine::open(dir.path(), config()).unwrap();
+    let other = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
-    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();
     assert_eq!(
         spawn.status.as_str(),
         "ended",
@@ -843,6 +870,6 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
     drop(owner);
     other.resume().await.unwrap();
     other.idle().await;
-    let spawn = other.spawn_record(&key(child)).unwrap().unwrap();
+    let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();
     assert_eq!(spawn.status.as_str(), "done");
 }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use switchboard::api::{SessionsApi, ToolCall};
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::{SessionInit, now_ms};
 use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
+use switchboard::store_sqlite::queries::NewLine;
 
 /// The requester most tests call as.
 const ME: &str = "agent:main:main";

@@ -45,7 +45,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    Engine::open(state, config()).unwrap()
+    switchboard::state_folder::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine) -> ToolContext {
@@ -142,7 +142,7 @@ async fn imports_the_legacy_fixture() {
         }
     );
     for (k, agent, sid) in FIXTURE_SESSIONS {
-        let s = engine.store().get(&key(k)).unwrap().unwrap();
+        let s = engine.store().get(&key(k)).await.unwrap().unwrap();
         assert_eq!(s.agent_id, agent);
         assert_eq!(s.entry.session_id, sid);
         assert_eq!(s.kind.as_str(), "other");
@@ -150,7 +150,12 @@ async fn imports_the_legacy_fixture() {
         assert!(!s.entry.extra.contains_key("sessionFile"), "{k}");
     }
     // Unknown entry fields survive in `extra`.
-    let s = engine.store().get(&key("agent:main:s2")).unwrap().unwrap();
+    let s = engine
+        .store()
+        .get(&key("agent:main:s2"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(s.entry.updated_at, 1795354158176);
     assert_eq!(
         s.entry.extra["contextBudgetStatus"]["messageCount"],
@@ -376,7 +381,14 @@ async fn a_folder_that_is_not_openclaw_is_refused_clearly() {
         other => panic!("expected a JSON error, got {other:?}"),
     }
     assert!(err.to_string().contains("sessions.json, line 4"), "{err}");
-    assert!(engine.store().get(&key("agent:main:s2")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:s2"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     assert!(tmp.path().join("state").exists());
 }
@@ -390,8 +402,22 @@ async fn one_agent_sessions_folder_is_accepted() {
         .await
         .unwrap();
     assert_eq!(report.sessions_imported, 2);
-    assert!(engine.store().get(&key("agent:work:s2")).unwrap().is_some());
-    assert!(engine.store().get(&key("agent:main:s2")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:work:s2"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:s2"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -431,7 +457,10 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         .unwrap();
 
     let out = tmp.path().join("export");
-    let report = first.export_openclaw(&out, Overwrite::Refuse).unwrap();
+    let report = first
+        .export_openclaw(&out, Overwrite::Refuse)
+        .await
+        .unwrap();
     assert_eq!(report.sessions, 5);
     let index: Value = serde_json::from_str(
         &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
@@ -459,14 +488,17 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         .into_iter()
         .chain(["agent:main:main"])
     {
-        let a = first.store().get(&key(k)).unwrap().unwrap();
-        let b = second.store().get(&key(k)).unwrap().unwrap();
+        let a = first.store().get(&key(k)).await.unwrap().unwrap();
+        let b = second.store().get(&key(k)).await.unwrap().unwrap();
         assert_eq!(a, b, "{k}");
         assert_eq!(export_lines(&first, k), export_lines(&second, k), "{k}");
     }
 
     // A second export into the same folder refuses rather than overwriting.
-    let err = first.export_openclaw(&out, Overwrite::Refuse).unwrap_err();
+    let err = first
+        .export_openclaw(&out, Overwrite::Refuse)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, TransferError::WouldOverwrite { .. }),
         "{err:?}"
@@ -542,6 +574,7 @@ async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
     let s = engine
         .store()
         .get(&key("agent:ops:chat-one"))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(s.agent_id, "ops");
@@ -595,6 +628,7 @@ async fn a_session_id_owned_by_another_key_is_a_warning() {
         engine
             .store()
             .get(&key("agent:main:copy"))
+            .await
             .unwrap()
             .is_none()
     );
@@ -740,6 +774,7 @@ async fn over_long_lines_and_files_are_skipped_by_their_caps() {
         engine
             .store()
             .get(&key("agent:main:big"))
+            .await
             .unwrap()
             .is_none()
     );
@@ -779,7 +814,14 @@ async fn an_index_over_its_cap_fails_clearly_before_anything_is_written() {
         "{msg}"
     );
     assert!(msg.contains("over the import's cap of 1000 bytes"), "{msg}");
-    assert!(engine.store().get(&key("agent:main:s0")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:s0"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -860,10 +902,18 @@ async fn files_that_are_not_regular_or_lead_outside_are_never_opened() {
         engine
             .store()
             .get(&key("agent:main:fifo"))
+            .await
             .unwrap()
             .is_none()
     );
-    assert!(engine.store().get(&key("agent:spy:x")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:spy:x"))
+            .await
+            .unwrap()
+            .is_none()
+    );
     // A sessionFile outside (a copied folder names its old place) falls back to the copy.
     let h = history(&engine, "agent:main:moved").await;
     assert_eq!(h["messages"][0]["content"], "in the folder");

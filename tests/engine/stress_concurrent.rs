@@ -62,7 +62,12 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
     tokio::time::timeout(HANG, b.engine.idle())
         .await
         .expect("the engine went idle");
-    let row = b.engine.run(&run.run_id).expect("read").expect("run row");
+    let row = b
+        .engine
+        .run(&run.run_id)
+        .await
+        .expect("read")
+        .expect("run row");
     assert_eq!(row.status.as_str(), "ok");
 }
 

@@ -21,7 +21,7 @@ pub async fn send_and_wait(
     engine: &switchboard::engine::Engine,
     key: &str,
     text: &str,
-) -> Vec<switchboard::engine::storage::runs::RunRow> {
+) -> Vec<switchboard::store_sqlite::runs::RunRow> {
     const HANG: Duration = Duration::from_secs(60);
     let api = engine.start();
     tokio::time::timeout(
@@ -44,6 +44,7 @@ pub async fn send_and_wait(
             &switchboard::engine::key::SessionKey::from_canonical(key),
             10,
         )
+        .await
         .unwrap()
 }
 

@@ -310,11 +310,12 @@ fn a_non_loopback_bind_without_insecure_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_sends_connect_is_closed() {
     use switchboard::config::Config;
-    use switchboard::engine::Engine;
+
     use switchboard::server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = Engine::open(dir.path(), Config::default()).expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), Config::default()).expect("engine");
     let gateway = gateway_support::start_with(
         engine.start(),
         Options {

@@ -230,13 +230,14 @@ fn a_non_loopback_bind_is_allowed_with_tls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_before_tls_is_dropped() {
     use switchboard::config::Config;
-    use switchboard::engine::Engine;
+
     use switchboard::server::{self, Options};
 
     let files = tempfile::tempdir().expect("tempdir");
     let (cert, key) = self_signed(files.path());
     let acceptor = server::tls::acceptor(&cert, &key).expect("acceptor");
-    let engine = Engine::open(files.path(), Config::default()).expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(files.path(), Config::default()).expect("engine");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -280,11 +281,12 @@ async fn a_client_stalled_before_tls_is_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_before_the_websocket_upgrade_is_dropped() {
     use switchboard::config::Config;
-    use switchboard::engine::Engine;
+
     use switchboard::server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = Engine::open(dir.path(), Config::default()).expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), Config::default()).expect("engine");
     let gateway = gateway_support::start_with(
         engine.start(),
         Options {

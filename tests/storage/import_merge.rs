@@ -20,7 +20,7 @@ const T0: i64 = 1_700_000_000_000;
 fn open(state: &Path) -> Engine {
     let mut c = Config::default();
     c.tools.sessions.visibility = Visibility::All;
-    Engine::open(state, c).unwrap()
+    switchboard::state_folder::open_engine(state, c).unwrap()
 }
 
 fn key(s: &str) -> SessionKey {
@@ -167,6 +167,7 @@ async fn reimport_appends_new_lines_updates_the_entry_and_a_second_run_changes_n
     let s = engine
         .store()
         .get(&key("agent:main:chat"))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(s.entry.label.as_deref(), Some("renamed"));
@@ -227,6 +228,7 @@ async fn a_session_continued_on_both_sides_is_a_conflict_and_nothing_of_it_chang
     let s = engine
         .store()
         .get(&key("agent:main:chat"))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(s.entry.label.as_deref(), Some("chat"));
@@ -292,6 +294,7 @@ async fn lines_added_here_alone_are_kept_and_an_entry_changed_here_is_not_overwr
     let s = engine
         .store()
         .get(&key("agent:main:chat"))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(s.entry.send_policy.as_deref(), Some("deny"));
@@ -314,6 +317,7 @@ async fn lines_added_here_alone_are_kept_and_an_entry_changed_here_is_not_overwr
     let s = engine
         .store()
         .get(&key("agent:main:chat"))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(s.entry.send_policy.as_deref(), Some("deny"));

@@ -39,7 +39,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    Engine::open(state, config()).unwrap()
+    switchboard::state_folder::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine, requester: &str) -> ToolContext {
@@ -148,12 +148,13 @@ fn expected(name: &str) -> Value {
 }
 
 /// Every session of `db` is imported with its entry (every field) and its lines in order.
-fn assert_same_as_rows(engine: &Engine, db: &Path) -> usize {
+async fn assert_same_as_rows(engine: &Engine, db: &Path) -> usize {
     let mut lines = 0;
     for (k, sid, entry_json) in nodes(db) {
         let s = engine
             .store()
             .get(&key(&k))
+            .await
             .unwrap()
             .unwrap_or_else(|| panic!("{k} not imported"));
         assert_eq!(s.entry.session_id, sid, "{k}");
@@ -188,16 +189,22 @@ async fn imports_the_real_2026_9_6_state_whole_and_writes_nothing_there() {
     assert_eq!(report.warnings, Vec::<String>::new());
     let mut lines = 0;
     for agent in ["main", "work"] {
-        lines += assert_same_as_rows(&engine, &db_of(&fixture(), agent));
+        lines += assert_same_as_rows(&engine, &db_of(&fixture(), agent)).await;
     }
     assert_eq!(lines, 118 + 63);
     assert_eq!(report.lines_imported, lines);
     // The spawned child and the archived session keep what makes them so.
-    let s12 = engine.store().get(&key("agent:work:s12")).unwrap().unwrap();
+    let s12 = engine
+        .store()
+        .get(&key("agent:work:s12"))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(s12.entry.archived_at.is_some());
     let g42 = engine
         .store()
         .get(&key("agent:main:discord:group:g-42"))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(g42.kind.as_str(), "group");
@@ -222,11 +229,12 @@ async fn one_agent_folder_is_accepted() {
         .await
         .unwrap();
     assert_eq!(report.sessions_imported, 7, "{report:#?}");
-    assert_same_as_rows(&engine, &db_of(&fixture(), "work"));
+    assert_same_as_rows(&engine, &db_of(&fixture(), "work")).await;
     assert!(
         engine
             .store()
             .get(&key("agent:main:main"))
+            .await
             .unwrap()
             .is_none()
     );
@@ -329,6 +337,7 @@ async fn a_copy_taken_while_the_gateway_ran_is_read_with_its_wal() {
         engine
             .store()
             .get(&key("agent:work:s12"))
+            .await
             .unwrap()
             .is_some()
     );
@@ -393,6 +402,7 @@ async fn a_gateway_holding_uncheckpointed_rows_is_read_consistently() {
         engine
             .store()
             .get(&key("agent:work:uncommitted"))
+            .await
             .unwrap()
             .is_none(),
         "an open transaction is not seen"
@@ -425,6 +435,7 @@ async fn a_locked_database_fails_clearly_with_nothing_imported() {
         engine
             .store()
             .get(&key("agent:main:main"))
+            .await
             .unwrap()
             .is_none()
     );
@@ -448,6 +459,7 @@ async fn a_newer_schema_version_is_refused_with_nothing_imported() {
         engine
             .store()
             .get(&key("agent:main:main"))
+            .await
             .unwrap()
             .is_none()
     );
@@ -478,7 +490,14 @@ async fn missing_tables_and_columns_are_named() {
         let err = engine.import_openclaw(&root).await.unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains(named) && msg.contains("main"), "{msg}");
-        assert!(engine.store().get(&key("agent:work:s1")).unwrap().is_none());
+        assert!(
+            engine
+                .store()
+                .get(&key("agent:work:s1"))
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 }
 
@@ -499,7 +518,14 @@ async fn a_truncated_database_never_gives_half_a_session() {
             Err(e) => {
                 let msg = e.to_string();
                 assert!(msg.contains("main/agent/openclaw-agent.sqlite"), "{msg}");
-                assert!(engine.store().get(&key("agent:work:s1")).unwrap().is_none());
+                assert!(
+                    engine
+                        .store()
+                        .get(&key("agent:work:s1"))
+                        .await
+                        .unwrap()
+                        .is_none()
+                );
             }
             Ok(report) => {
                 // Whatever came in is whole: its lines equal the intact database's rows.
@@ -507,7 +533,7 @@ async fn a_truncated_database_never_gives_half_a_session() {
                     + report.skipped(SkipReason::UnreadableEntry);
                 let mut imported = 0;
                 for (k, sid, _) in nodes(&db_of(&intact, "main")) {
-                    if engine.store().get(&key(&k)).unwrap().is_none() {
+                    if engine.store().get(&key(&k)).await.unwrap().is_none() {
                         continue;
                     }
                     imported += 1;
@@ -555,7 +581,14 @@ async fn an_entry_that_is_not_json_skips_that_session_only() {
             .any(|w| w.contains("agent:main:s3") && w.contains("not JSON")),
         "{report:#?}"
     );
-    assert!(engine.store().get(&key("agent:main:s3")).unwrap().is_none());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:s3"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -589,6 +622,7 @@ async fn missing_transcript_rows_are_said() {
     let sid = engine
         .store()
         .get(&key("agent:main:s2"))
+        .await
         .unwrap()
         .unwrap()
         .entry
@@ -673,9 +707,16 @@ async fn both_layouts_in_one_folder_import_both_and_say_so() {
     // (OpenClaw started them afresh), so the merge leaves them and says why.
     assert_eq!(report.sessions_imported, 18 + 1, "{report:#?}");
     assert_eq!(report.skipped(SkipReason::OtherSession), 3, "{report:#?}");
-    assert!(engine.store().get(&key("agent:main:s6")).unwrap().is_some());
+    assert!(
+        engine
+            .store()
+            .get(&key("agent:main:s6"))
+            .await
+            .unwrap()
+            .is_some()
+    );
     // A key in both keeps its SQLite (newer) transcript.
-    assert_same_as_rows(&engine, &db_of(&root, "work"));
+    assert_same_as_rows(&engine, &db_of(&root, "work")).await;
 }
 
 #[tokio::test]
@@ -701,11 +742,11 @@ const S1: &str = "agent:work:s1";
 const LATER: i64 = 1_895_440_000_000;
 
 /// Every session of the fixture as the store holds it: entry and lines.
-fn store_state(engine: &Engine, root: &Path) -> BTreeMap<String, (Value, Vec<String>)> {
+async fn store_state(engine: &Engine, root: &Path) -> BTreeMap<String, (Value, Vec<String>)> {
     let mut out = BTreeMap::new();
     for agent in ["main", "work"] {
         for (k, _, _) in nodes(&db_of(root, agent)) {
-            let s = engine.store().get(&key(&k)).unwrap().unwrap();
+            let s = engine.store().get(&key(&k)).await.unwrap().unwrap();
             let entry = serde_json::to_value(&s.entry).unwrap();
             out.insert(k.clone(), (entry, export_lines(engine, &k)));
         }
@@ -778,13 +819,13 @@ async fn imported_copy() -> (tempfile::TempDir, PathBuf, Engine) {
 #[tokio::test]
 async fn a_second_sqlite_import_in_a_row_changes_nothing() {
     let (_dir, root, engine) = imported_copy().await;
-    let before = store_state(&engine, &root);
+    let before = store_state(&engine, &root).await;
     let again = engine.import_openclaw(&root).await.unwrap();
     assert!(again.changed_nothing(), "{again:#?}");
     assert_eq!(counts(&again), (0, 0, 18, 0, 0), "{again:#?}");
     assert!(again.conflicts.is_empty(), "{again:#?}");
     assert_eq!(again.warnings, Vec::<String>::new());
-    assert_eq!(store_state(&engine, &root), before);
+    assert_eq!(store_state(&engine, &root).await, before);
 }
 
 #[tokio::test]
@@ -796,8 +837,8 @@ async fn events_added_in_openclaw_are_appended_and_its_newer_entry_applied() {
     assert!(report.conflicts.is_empty(), "{report:#?}");
     assert_eq!(report.warnings, Vec::<String>::new());
     // The store holds exactly the source's entries and rows again, the new one last.
-    assert_same_as_rows(&engine, &db_of(&root, "work"));
-    let s1 = engine.store().get(&key(S1)).unwrap().unwrap();
+    assert_same_as_rows(&engine, &db_of(&root, "work")).await;
+    let s1 = engine.store().get(&key(S1)).await.unwrap().unwrap();
     assert_eq!(
         history(&engine, S1).await.last().map(String::as_str),
         Some("still there?")
@@ -815,11 +856,11 @@ async fn events_added_in_openclaw_are_appended_and_its_newer_entry_applied() {
     );
 
     // Then nothing is new.
-    let before = store_state(&engine, &root);
+    let before = store_state(&engine, &root).await;
     let again = engine.import_openclaw(&root).await.unwrap();
     assert!(again.changed_nothing(), "{again:#?}");
     assert_eq!(counts(&again), (0, 0, 18, 0, 0), "{again:#?}");
-    assert_eq!(store_state(&engine, &root), before);
+    assert_eq!(store_state(&engine, &root).await, before);
 }
 
 #[tokio::test]
@@ -834,7 +875,14 @@ async fn a_session_continued_here_and_in_openclaw_is_a_conflict_and_kept_as_is()
         .await
         .unwrap();
     let here = export_lines(&engine, S1);
-    let label = engine.store().get(&key(S1)).unwrap().unwrap().entry.label;
+    let label = engine
+        .store()
+        .get(&key(S1))
+        .await
+        .unwrap()
+        .unwrap()
+        .entry
+        .label;
     openclaw_continues(&root, S1, "f0000001", "said in openclaw", Some(LATER));
     // Another session continued only there still comes in.
     openclaw_continues(
@@ -854,7 +902,14 @@ async fn a_session_continued_here_and_in_openclaw_is_a_conflict_and_kept_as_is()
     assert_eq!(counts(&report), (0, 1, 16, 1, 1), "{report:#?}");
     assert_eq!(export_lines(&engine, S1), here);
     assert_eq!(
-        engine.store().get(&key(S1)).unwrap().unwrap().entry.label,
+        engine
+            .store()
+            .get(&key(S1))
+            .await
+            .unwrap()
+            .unwrap()
+            .entry
+            .label,
         label
     );
     assert_eq!(
@@ -895,7 +950,7 @@ async fn an_entry_changed_here_is_kept_and_the_new_events_still_come_in() {
         w.contains("agent:work:s1") && w.contains("changed here"),
         "{w}"
     );
-    let s1 = engine.store().get(&key(S1)).unwrap().unwrap();
+    let s1 = engine.store().get(&key(S1)).await.unwrap().unwrap();
     assert_eq!(s1.entry.send_policy.as_deref(), Some("deny"));
     assert_ne!(s1.entry.label.as_deref(), Some("renamed in openclaw"));
     assert_eq!(

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, TranscriptQuery};
 use switchboard::engine::inbound::Inbound;
 use switchboard::engine::key::SessionKey;
-use switchboard::engine::storage::queries::NewLine;
 use switchboard::engine::store::SessionInit;
+use switchboard::store_sqlite::queries::NewLine;
 use switchboard::tui::action::{Action, Intent};
 use switchboard::tui::keymap::Keymap;
 use switchboard::tui::state::{Focus, State};
@@ -150,12 +150,14 @@ async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
         .engine
         .store()
         .get(&SessionKey::from_canonical("agent:work:main"))
+        .await
         .unwrap()
         .unwrap();
     let rows = b
         .engine
         .store()
         .tail(&work.entry.session_id, 10, false)
+        .await
         .unwrap();
     assert!(
         rows.iter()
@@ -164,6 +166,7 @@ async fn spawn_and_ask_from_the_composer_report_in_the_status_line() {
     assert_eq!(
         b.engine
             .spawns_of(&SessionKey::from_canonical(ME))
+            .await
             .unwrap()
             .len(),
         1
@@ -263,6 +266,7 @@ async fn the_sessions_pane_scrolls_through_thousands_with_a_window() {
                 all.push((s.updated_at(), s.key.to_string()));
                 true
             })
+            .await
             .unwrap();
         all
     };
@@ -525,10 +529,11 @@ async fn from_alice(b: &common::Bench, k: &str, text: &str) {
 }
 
 /// The send policy stored in `k`'s entry (`None`: it follows the config).
-fn stored_policy(b: &common::Bench, k: &str) -> Option<String> {
+async fn stored_policy(b: &common::Bench, k: &str) -> Option<String> {
     b.engine
         .store()
         .get(&SessionKey::from_canonical(k))
+        .await
         .expect("read")
         .expect("session exists")
         .entry
@@ -543,7 +548,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
     from_alice(&b, ME, "hello").await;
     let (mut c, _api) = console(&b).await;
     select(&mut c, ME).await;
-    assert_eq!(stored_policy(&b, ME), None);
+    assert_eq!(stored_policy(&b, ME).await, None);
     type_text(&mut c, "/send off");
     assert_eq!(c.console.state.composer.error, None);
     let (reply, error) = c.report().await;
@@ -558,7 +563,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
             .any(|r| r.key == ME && r.policy.as_str() == "deny" && r.policy_override)
     })
     .await;
-    assert_eq!(stored_policy(&b, ME).as_deref(), Some("deny"));
+    assert_eq!(stored_policy(&b, ME).await.as_deref(), Some("deny"));
 
     type_text(&mut c, "/send inherit");
     let (reply, error) = c.report().await;
@@ -570,7 +575,7 @@ async fn slash_send_off_from_the_console_sets_the_stored_policy() {
             .any(|r| r.key == ME && r.policy.as_str() == "allow" && !r.policy_override)
     })
     .await;
-    assert_eq!(stored_policy(&b, ME), None);
+    assert_eq!(stored_policy(&b, ME).await, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -611,7 +616,7 @@ async fn a_deletion_by_another_process_is_noticed() {
     select(&mut c, OTHER).await;
     let config: switchboard::config::Config =
         serde_json::from_value(config()).expect("test config is valid");
-    let other = switchboard::engine::Engine::open(b.engine.state_dir(), config)
+    let other = switchboard::state_folder::open_engine(b.engine.state_dir(), config)
         .expect("a second engine on the same folder");
     assert!(
         other.start().delete(OTHER).await.expect("delete"),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::engine::storage;
+use crate::store::{AnnounceRecord, NewExchange, RefusedExchange};
 use crate::engine::Engine;
 use crate::engine::delivery::Delivered;
 use crate::engine::events::EngineEvent;
@@ -20,7 +20,7 @@ use crate::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
 };
 use crate::engine::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
-use crate::engine::storage::StorageError;
+use crate::store::StoreError;
 use crate::engine::session::store::now_ms;
 use crate::agent::Step;
 
@@ -71,7 +71,7 @@ impl Engine {
     internal_fn! {
         /// Start the exchange: record the exchange, start the primary run in the target, and hand
         /// the rest (ping-pong, announce) to a tracked background task.
-        async fn start_send(&self, send: Send) -> Result<Started, StorageError> {
+        async fn start_send(&self, send: Send) -> Result<Started, StoreError> {
             let scheme = self.store().scheme();
             let parties = Parties {
                 requester: send.requester.clone(),
@@ -162,26 +162,18 @@ impl Engine {
         f: &ExchangeStart,
         target: &SessionKey,
         run_id: &str,
-    ) -> Result<(), StorageError> {
-        let owner = self.instance_id().to_string();
-        let (exchange, t, rid) = (f.clone(), target.to_string(), run_id.to_string());
-        let started = now_ms();
+    ) -> Result<(), StoreError> {
         self.store()
-            .storage()
-            .write(move |c| {
-                storage::flows::insert_flow(
-                    c,
-                    &storage::flows::NewFlow {
-                        flow_id: &exchange.exchange_id,
-                        chain_id: &exchange.chain_id,
-                        requester: &exchange.requester,
-                        target: &t,
-                        message: &exchange.message,
-                        run_id: &rid,
-                        owner: &owner,
-                        started_at: started,
-                    },
-                )
+            .backend()
+            .start_exchange(NewExchange {
+                exchange_id: f.exchange_id.clone(),
+                chain_id: f.chain_id.clone(),
+                requester: f.requester.clone(),
+                target: target.to_string(),
+                message: f.message.clone(),
+                run_id: run_id.to_string(),
+                owner: self.instance_id().to_string(),
+                started_at: now_ms(),
             })
             .await?;
         self.events().emit(EngineEvent::ExchangeStarted {
@@ -251,17 +243,16 @@ impl Engine {
                 self.exchange(&exchange_id, &send, &parties, o, round_one).await
             }
         };
-        let now = now_ms();
-        let (f, r, d) = (
-            exchange_id.clone(),
-            reason.reason.as_str(),
-            reason.detail.clone(),
-        );
         if !closed
             && let Err(e) = self
                 .store()
-                .storage()
-                .write(move |c| storage::flows::finish_flow(c, &f, r, Some(&d), now))
+                .backend()
+                .finish_exchange(
+                    &exchange_id,
+                    reason.reason,
+                    Some(reason.detail.clone()),
+                    now_ms(),
+                )
                 .await
         {
             tracing::warn!(exchange_id, error = %e, "could not close an exchange");
@@ -308,7 +299,7 @@ impl Engine {
                         &parties.requester_channel,
                     )
                 };
-                if let Some(reason) = self.policy_refuses(speaker, listener) {
+                if let Some(reason) = self.policy_refuses(speaker, listener).await {
                     end = Some(Ended::new(ExchangeEnd::Policy, reason));
                     break;
                 }
@@ -458,8 +449,8 @@ impl Engine {
 
     /// The send policy of `key` refuses agent-to-agent messages into it (from `requester`):
     /// why, if so.
-    pub(crate) fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
-        let entry = self.store().get(key).ok().flatten()?.entry;
+    pub(crate) async fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
+        let entry = self.store().get(key).await.ok().flatten()?.entry;
         let decision = self.judge_policy(key, &entry, SendKind::Send, Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
@@ -602,18 +593,17 @@ impl Engine {
             ..
         } = &ev
         {
-            let record = storage::flows::AnnounceRecord {
+            let record = AnnounceRecord {
                 outcome: *outcome,
                 text: text.clone(),
                 channel: channel.clone(),
                 to: to.clone(),
                 detail: detail.clone(),
             };
-            let (f, loop_detail) = (exchange_id.to_string(), loop_end.detail.clone());
             if let Err(e) = self
                 .store()
-                .storage()
-                .write(move |c| storage::flows::record_announce(c, &f, &loop_detail, &record))
+                .backend()
+                .record_exchange_announce(exchange_id, &loop_end.detail, record)
                 .await
             {
                 tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
@@ -635,43 +625,26 @@ impl Engine {
         chain: &Chain,
         run_id: &str,
         detail: &str,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), StoreError> {
         let exchange_id = uuid::Uuid::now_v7().to_string();
         let reason = match kind {
             ExchangeKind::Chain => ExchangeEnd::Chain,
             ExchangeKind::Refused | ExchangeKind::Send => ExchangeEnd::Policy,
         };
-        let owner = self.instance_id().to_string();
-        let (f, k, ch, req, t, m, rid, d) = (
-            exchange_id.clone(),
-            kind.as_str(),
-            chain.id.clone(),
-            requester.to_string(),
-            target.to_string(),
-            message.to_string(),
-            run_id.to_string(),
-            detail.to_string(),
-        );
-        let at = now_ms();
         self.store()
-            .storage()
-            .write(move |c| {
-                storage::flows::insert_refused(
-                    c,
-                    &storage::flows::RefusedSend {
-                        flow_id: &f,
-                        kind: k,
-                        chain_id: &ch,
-                        requester: &req,
-                        target: &t,
-                        message: &m,
-                        run_id: &rid,
-                        owner: &owner,
-                        at,
-                        reason: reason.as_str(),
-                        detail: &d,
-                    },
-                )
+            .backend()
+            .record_refused_exchange(RefusedExchange {
+                exchange_id: exchange_id.clone(),
+                kind,
+                chain_id: chain.id.clone(),
+                requester: requester.to_string(),
+                target: target.to_string(),
+                message: message.to_string(),
+                run_id: run_id.to_string(),
+                owner: self.instance_id().to_string(),
+                at: now_ms(),
+                reason,
+                detail: detail.to_string(),
             })
             .await?;
         self.events().emit(EngineEvent::ExchangeEnded {

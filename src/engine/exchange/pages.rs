@@ -2,13 +2,11 @@
 //! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
 
 use crate::engine::Engine;
-use crate::engine::storage::StorageError;
-use crate::engine::storage::flows::{self, FlowPageQuery, FlowRow};
-use crate::engine::storage::runs::{self, RunRow};
 use crate::api::{
     AnnounceOutcome, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
     ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus, Step, TrafficCount,
 };
+use crate::store::{ExchangePageQuery, ExchangeRow, RunRow, StoreError};
 
 /// The most exchanges one page returns.
 pub const EXCHANGES_PAGE_MAX: usize = 1_000;
@@ -16,32 +14,32 @@ pub const EXCHANGES_PAGE_MAX: usize = 1_000;
 const EXCHANGES_PAGE_DEFAULT: usize = 100;
 
 impl Engine {
-    pub(crate) fn exchanges_page(&self, q: &ExchangesQuery) -> Result<ExchangesPage, StorageError> {
+    pub(crate) async fn exchanges_page(
+        &self,
+        q: &ExchangesQuery,
+    ) -> Result<ExchangesPage, StoreError> {
         let limit = match q.limit {
             0 => EXCHANGES_PAGE_DEFAULT,
             n => n.min(EXCHANGES_PAGE_MAX),
         };
-        let query = FlowPageQuery {
-            key: q.key.as_deref(),
-            before: q.before.as_deref(),
+        let query = ExchangePageQuery {
+            key: q.key.clone(),
+            before: q.before.clone(),
             since: q.since,
             limit,
         };
-        let (rows, more) = self.store().storage().read(|c| flows::page(c, &query))?;
+        let (rows, more) = self.store().backend().page_exchanges(query).await?;
         Ok(ExchangesPage {
             exchanges: rows.into_iter().map(summary).collect(),
             more,
         })
     }
 
-    pub(crate) fn exchange_detail(&self, id: &str) -> Result<Option<ExchangeDetail>, StorageError> {
-        let found = self.store().storage().read(|c| {
-            let Some(flow) = flows::get(c, id)? else {
-                return Ok(None);
-            };
-            let runs = runs::runs_of_flow(c, id)?;
-            Ok(Some((flow, runs)))
-        })?;
+    pub(crate) async fn exchange_detail(
+        &self,
+        id: &str,
+    ) -> Result<Option<ExchangeDetail>, StoreError> {
+        let found = self.store().backend().exchange_with_runs(id).await?;
         let Some((flow, runs)) = found else {
             return Ok(None);
         };
@@ -59,8 +57,8 @@ impl Engine {
         }))
     }
 
-    pub(crate) fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StorageError> {
-        let rows = self.store().storage().read(|c| flows::traffic(c, since))?;
+    pub(crate) async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StoreError> {
+        let rows = self.store().backend().traffic_since(since).await?;
         Ok(rows
             .into_iter()
             .map(|r| TrafficCount {
@@ -77,7 +75,7 @@ impl Engine {
     }
 }
 
-fn summary(f: FlowRow) -> ExchangeSummary {
+fn summary(f: ExchangeRow) -> ExchangeSummary {
     ExchangeSummary {
         id: f.flow_id,
         kind: f.kind,
@@ -95,7 +93,7 @@ fn summary(f: FlowRow) -> ExchangeSummary {
 }
 
 /// A run of the exchange as a turn: the other party is the one it answered.
-fn turn(f: &FlowRow, r: RunRow) -> ExchangeTurn {
+fn turn(f: &ExchangeRow, r: RunRow) -> ExchangeTurn {
     let listener = if r.session_key == f.target {
         f.requester.clone()
     } else {
@@ -118,7 +116,7 @@ fn turn(f: &FlowRow, r: RunRow) -> ExchangeTurn {
 
 /// What the announce did: as recorded, or (for an exchange that ended without one) why
 /// there was none.
-fn announce_of(f: &FlowRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce> {
+fn announce_of(f: &ExchangeRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce> {
     if let Some(a) = &f.announce {
         return Some(ExchangeAnnounce {
             outcome: a.outcome,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::engine::session::store::SessionStore;
-use crate::engine::storage::StorageError;
+use crate::store::StoreError;
 
 /// Sessions kept; past this the whole cache is dropped (cheap to rebuild, bounded memory).
 const MAX_SESSIONS: usize = 256;
@@ -37,13 +37,13 @@ pub(crate) struct HistoryCache {
 impl HistoryCache {
     /// The messages of the newest `window` message lines of `session_id` (tool lines
     /// included), oldest first.
-    pub(crate) fn tail(
+    pub(crate) async fn tail(
         &self,
         store: &SessionStore,
         session_id: &str,
         window: usize,
-    ) -> Result<Vec<Arc<Value>>, StorageError> {
-        let newest = store.last_seq(session_id)?;
+    ) -> Result<Vec<Arc<Value>>, StoreError> {
+        let newest = store.last_seq(session_id).await?;
         let cached = {
             let tails = self.tails.lock().unwrap_or_else(|p| p.into_inner());
             tails
@@ -53,12 +53,12 @@ impl HistoryCache {
         };
         let rows = match cached {
             // Only what is newer; more than a window of it means a fresh read is as cheap.
-            Some(seen) => store.after(session_id, seen, window + 1)?,
+            Some(seen) => store.after(session_id, seen, window + 1).await?,
             None => Vec::new(),
         };
         let fresh = cached.is_none() || rows.len() > window;
         let rows = if fresh {
-            store.tail(session_id, window, true)?
+            store.tail(session_id, window, true).await?
         } else {
             rows
         };

@@ -10,13 +10,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::engine::storage;
-use crate::engine::storage::runs::{NewRun, RunEnd};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::session::key::SessionKey;
-use crate::engine::storage::StorageError;
-use crate::engine::storage::queries::{self, NewLine};
+use crate::engine::session::store::PendingAppend;
+use crate::store::{
+    NewExchange, NewLine, NewRunRecord, PendingWrite, RunEnding, RunStart, RunWrite, StoreError,
+    StoreErrorKind,
+};
 use crate::engine::session::store::now_ms;
 use crate::engine::tools::context::{ToolContext, ToolError};
 // Kept at its old path: callers name `runs::Chain`.
@@ -417,7 +418,7 @@ impl Engine {
         run_id: &str,
         req: &RunRequest,
         known: &watch::Sender<Option<RunOutcome>>,
-    ) -> Result<RunOutcome, StorageError> {
+    ) -> Result<RunOutcome, StoreError> {
         let default_agent = self.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
@@ -446,7 +447,8 @@ impl Engine {
         // (sessions_spawn's `model` and `thinking`), for every run in it.
         let overrides = if req.key.subagent_depth() > 0 {
             self.store()
-                .get(&req.key)?
+                .get(&req.key)
+                .await?
                 .map(|s| (s.entry.model, s.entry.thinking_level))
                 .unwrap_or_default()
         } else {
@@ -494,7 +496,7 @@ impl Engine {
                     r
                 }
             };
-            Ok::<_, StorageError>(r)
+            Ok::<_, StoreError>(r)
         };
         // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
         // the turn where it is: dropping it drops a model request in flight.
@@ -504,7 +506,7 @@ impl Engine {
                 None => Ok(TurnEnd::Done(turn_ran.await?)),
                 Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
                     Ok(r) => Ok(TurnEnd::Done(r?)),
-                    Err(_) => Ok::<_, StorageError>(TurnEnd::TimedOut),
+                    Err(_) => Ok::<_, StoreError>(TurnEnd::TimedOut),
                 },
             }
         };
@@ -590,33 +592,33 @@ impl Engine {
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;
         let (run, key) = (run_id.to_string(), req.key.clone());
-        let pending = if first_write {
+        let write = if first_write {
             // One commit for the whole run: start and end together.
             let mut lines: Vec<NewLine> =
                 req.inbound.iter().cloned().map(NewLine::message).collect();
             lines.extend(message.map(NewLine::message));
-            let tokens = end.tokens;
-            let mut begin = record.begin_job(Some(end));
-            let exchange_end = exchange_end.clone();
-            self.store().submit_append(&req.key, lines, move |c| {
-                storage_failpoint()?;
-                begin(c)?;
-                add_tokens(c, &key, tokens)?;
-                close_exchange(c, exchange_end.as_ref(), ended)?;
-                // Inserted finished just now, so nobody else can have closed it.
-                Ok(true)
-            })
+            RunWrite {
+                key,
+                run_id: run,
+                lines,
+                start: Some(record.start()),
+                end: Some(end.ending()),
+                exchange_end: exchange_end.clone(),
+                now: now_ms(),
+            }
         } else {
             // One commit for the end: the reply, the token totals and the outcome.
-            let lines: Vec<NewLine> = message.into_iter().map(NewLine::message).collect();
-            let exchange_end = exchange_end.clone();
-            self.store().submit_append(&req.key, lines, move |c| {
-                storage_failpoint()?;
-                add_tokens(c, &key, end.tokens)?;
-                close_exchange(c, exchange_end.as_ref(), ended)?;
-                storage::runs::finish_run(c, &run, &end.as_run_end())
-            })
+            RunWrite {
+                key,
+                run_id: run,
+                lines: message.into_iter().map(NewLine::message).collect(),
+                start: None,
+                end: Some(end.ending()),
+                exchange_end: exchange_end.clone(),
+                now: now_ms(),
+            }
         };
+        let pending = self.submit_run_end(write);
         // Queued: the exchange may go on while the commit is under way.
         let _ = known.send(Some(outcome.clone()));
         let (_, closed) = pending.committed().await?;
@@ -649,6 +651,23 @@ impl Engine {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
         }
         Ok(outcome)
+    }
+
+    /// Submit a write that ends a run. `SWITCHBOARD_FAILPOINT=run-end-storage-error` makes
+    /// every one fail as a full disk would, with nothing written (tests of what a client
+    /// waiting on such a run is told).
+    fn submit_run_end(&self, write: RunWrite) -> PendingAppend<bool> {
+        if crate::engine::failpoint::active("run-end-storage-error") {
+            let key = write.key.clone();
+            let failed: PendingWrite<_> = Box::pin(async {
+                Err(StoreError::new(
+                    StoreErrorKind::Full,
+                    "the disk holding the state folder is full (failpoint run-end-storage-error); the change was not saved. Free some space, then try again",
+                ))
+            });
+            return self.store().pending(&key, failed);
+        }
+        self.store().submit_run(write)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -692,19 +711,20 @@ impl Engine {
             "timestamp": ended, "__switchboard": meta,
         });
         let closed = self
-            .store()
-            .submit_append(&req.key, vec![NewLine::message(line)], move |c| {
-                storage_failpoint()?;
-                storage::runs::finish_run(
-                    c,
-                    &run,
-                    &RunEnd {
-                        status: RunStatus::Error.as_str(),
-                        ended_at: ended,
-                        error: Some(&error),
-                        ..RunEnd::default()
-                    },
-                )
+            .submit_run_end(RunWrite {
+                key: req.key.clone(),
+                run_id: run,
+                lines: vec![NewLine::message(line)],
+                start: None,
+                end: Some(RunEnding {
+                    status: RunStatus::Error,
+                    ended_at: ended,
+                    error: Some(error),
+                    reply: None,
+                    tokens: None,
+                }),
+                exchange_end: None,
+                now: ended,
             })
             .committed()
             .await;
@@ -723,16 +743,9 @@ impl Engine {
     }
 }
 
-/// `SWITCHBOARD_FAILPOINT=run-end-storage-error`: every run's end fails to commit as a full
-/// disk would (tests of what a client waiting on such a run is told).
-fn storage_failpoint() -> Result<(), StorageError> {
-    if crate::engine::failpoint::active("run-end-storage-error") {
-        return Err(StorageError::DiskFull(
-            "failpoint run-end-storage-error".into(),
-        ));
-    }
-    Ok(())
-}
+/// What a run's start waiter is told when the committing task vanished.
+const WRITER_GONE: &str = "the database writer has stopped";
+
 
 
 /// The origin of a run's incoming text when another session sent it: the provenance its
@@ -823,30 +836,6 @@ const START_GRACE: Duration = Duration::from_millis(20);
 /// Numbers the attempts to write a start record (see `StartState::Queued`).
 static QUEUE_ATTEMPTS: AtomicU64 = AtomicU64::new(0);
 
-/// Close the run's exchange (`(exchange_id, reason)`), if this run ends one.
-fn close_exchange(
-    c: &rusqlite::Connection,
-    exchange_end: Option<&(String, String)>,
-    now: i64,
-) -> Result<(), StorageError> {
-    match exchange_end {
-        Some((exchange, reason)) => storage::flows::finish_flow(c, exchange, reason, None, now),
-        None => Ok(()),
-    }
-}
-
-/// Add a run's token usage to its session, if any.
-fn add_tokens(
-    c: &rusqlite::Connection,
-    key: &SessionKey,
-    tokens: Option<(u64, u64)>,
-) -> Result<(), StorageError> {
-    match tokens.filter(|t| t.0 > 0 || t.1 > 0) {
-        Some((input, output)) => queries::add_tokens(c, key, input, output),
-        None => Ok(()),
-    }
-}
-
 /// A run's outcome, owned so a writer job can carry it.
 #[derive(Debug, Clone)]
 struct OwnedEnd {
@@ -858,14 +847,13 @@ struct OwnedEnd {
 }
 
 impl OwnedEnd {
-    fn as_run_end(&self) -> RunEnd<'_> {
-        RunEnd {
-            status: self.status.as_str(),
+    fn ending(&self) -> RunEnding {
+        RunEnding {
+            status: self.status,
             ended_at: self.ended_at,
-            error: self.error.as_deref(),
-            reply: self.reply.as_deref(),
-            tokens_in: self.tokens.map(|t| t.0),
-            tokens_out: self.tokens.map(|t| t.1),
+            error: self.error.clone(),
+            reply: self.reply.clone(),
+            tokens: self.tokens,
         }
     }
 }
@@ -898,7 +886,7 @@ enum StartState {
     /// from a later retry.
     Queued {
         attempt: u64,
-        outcome: watch::Receiver<Option<Result<(), StorageError>>>,
+        outcome: watch::Receiver<Option<Result<(), StoreError>>>,
     },
     /// Committed (or claimed by the run's end, which writes it with the end).
     Written,
@@ -932,57 +920,37 @@ impl StartRecord {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The rows of the start, as a writer job (without the inbound message); with `end`, the
-    /// run row is written already finished.
-    fn begin_job(
-        &self,
-        end: Option<OwnedEnd>,
-    ) -> impl FnMut(&rusqlite::Connection) -> Result<(), StorageError> + Send + 'static {
-        let (run, key, agent, exchange) = (
-            self.run_id.clone(),
-            self.req.key.to_string(),
-            self.agent_id.clone(),
-            self.req.exchange_id.clone(),
-        );
-        let exchange_start = self.req.exchange_start.clone();
+    /// The rows of the start: the run and the exchange it opens, if any.
+    fn start(&self) -> RunStart {
         let owner = self.engine.instance_id().to_string();
-        let (step, round, started) = (self.req.step.as_str(), self.req.round, self.started_at);
-        move |c| {
-            if let Some(f) = &exchange_start {
-                storage::flows::insert_flow(
-                    c,
-                    &storage::flows::NewFlow {
-                        flow_id: &f.exchange_id,
-                        chain_id: &f.chain_id,
-                        requester: &f.requester,
-                        target: &key,
-                        message: &f.message,
-                        run_id: &run,
-                        owner: &owner,
-                        started_at: started,
-                    },
-                )?;
-            }
-            let row = NewRun {
-                run_id: &run,
-                session_key: &key,
-                agent_id: &agent,
-                step,
-                round,
-                flow_id: exchange.as_deref(),
-                owner: &owner,
-                started_at: started,
-            };
-            match &end {
-                Some(end) => storage::runs::insert_finished_run(c, &row, &end.as_run_end()),
-                None => storage::runs::insert_run(c, &row),
-            }
+        let key = self.req.key.to_string();
+        RunStart {
+            run: NewRunRecord {
+                run_id: self.run_id.clone(),
+                session_key: key.clone(),
+                agent_id: self.agent_id.clone(),
+                step: self.req.step,
+                round: self.req.round,
+                exchange_id: self.req.exchange_id.clone(),
+                owner: owner.clone(),
+                started_at: self.started_at,
+            },
+            exchange: self.req.exchange_start.as_ref().map(|f| NewExchange {
+                exchange_id: f.exchange_id.clone(),
+                chain_id: f.chain_id.clone(),
+                requester: f.requester.clone(),
+                target: key,
+                message: f.message.clone(),
+                run_id: self.run_id.clone(),
+                owner,
+                started_at: self.started_at,
+            }),
         }
     }
 
     /// Write the start now unless it already is; resolves once it has committed. Safe to
     /// call from several places at once and to drop midway (see the type's comment).
-    async fn write(self: &Arc<Self>) -> Result<(), StorageError> {
+    async fn write(self: &Arc<Self>) -> Result<(), StoreError> {
         let mut outcome = {
             let mut state = self.state();
             match &*state {
@@ -995,10 +963,10 @@ impl StartRecord {
             Ok(done) => match &*done {
                 Some(Ok(())) => Ok(()),
                 Some(Err(e)) => Err(e.clone()),
-                None => Err(StorageError::WriterGone),
+                None => Err(StoreError::unavailable(WRITER_GONE)),
             },
             // The committing task is gone without a word: only a runtime shutting down.
-            Err(_) => Err(StorageError::WriterGone),
+            Err(_) => Err(StoreError::unavailable(WRITER_GONE)),
         }
     }
 
@@ -1007,7 +975,7 @@ impl StartRecord {
     fn queue(
         self: &Arc<Self>,
         state: &mut StartState,
-    ) -> watch::Receiver<Option<Result<(), StorageError>>> {
+    ) -> watch::Receiver<Option<Result<(), StoreError>>> {
         let inbound: Vec<NewLine> = self
             .req
             .inbound
@@ -1015,10 +983,15 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        let pending =
-            self.engine
-                .store()
-                .submit_append(&self.req.key, inbound, self.begin_job(None));
+        let pending = self.engine.store().submit_run(RunWrite {
+            key: self.req.key.clone(),
+            run_id: self.run_id.clone(),
+            lines: inbound,
+            start: Some(self.start()),
+            end: None,
+            exchange_end: None,
+            now: now_ms(),
+        });
         let attempt = QUEUE_ATTEMPTS.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = watch::channel(None);
         *state = StartState::Queued {
@@ -1150,14 +1123,17 @@ impl ToolRunner for RunTools {
         Box::pin(async move {
             let key = &self.ctx.requester;
             let store = self.engine.store();
-            let read = store.get(key).and_then(|s| match s {
-                Some(s) => self.engine.runner().history.tail(
-                    store,
-                    &s.entry.session_id,
-                    limit + HISTORY_SCAN_EXTRA,
-                ),
-                None => Ok(Vec::new()),
-            });
+            let read = match store.get(key).await {
+                Ok(Some(s)) => {
+                    self.engine
+                        .runner()
+                        .history
+                        .tail(store, &s.entry.session_id, limit + HISTORY_SCAN_EXTRA)
+                        .await
+                }
+                Ok(None) => Ok(Vec::new()),
+                Err(e) => Err(e),
+            };
             let lines = match read {
                 Ok(rows) => rows,
                 Err(e) => {

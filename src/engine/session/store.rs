@@ -6,10 +6,15 @@ use serde_json::{Value, json};
 use crate::engine::session::entry::{DeliveryContext, SessionEntry};
 use crate::engine::events::{EngineEvent, EventBus};
 use crate::engine::session::key::{KeyScheme, SessionKey};
-use crate::engine::storage::queries::{
-    self, NewLine, PreparedLine, SessionScan, StoredSession, TranscriptRow,
+use std::sync::Arc;
+
+use crate::store::{
+    Appended, InboundWrite, KeyRow, NewLine, PendingWrite, RunWrite, Store, StoreError,
+    StoredSession, TranscriptRow,
 };
-use crate::engine::storage::{Pending, Storage, StorageError};
+use crate::store::SessionScan;
+use crate::store_sqlite::queries;
+use crate::store_sqlite::{Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,22 +28,15 @@ pub struct SessionInit {
     pub spawned_by: Option<SessionKey>,
 }
 
-/// Store a brand-new session and its transcript header (inside a writer job).
-pub(crate) fn insert_new(
-    c: &rusqlite::Connection,
-    fresh: &StoredSession,
-    cwd: &str,
-    now: i64,
-) -> Result<(), StorageError> {
-    queries::put_session(c, fresh)?;
-    let header = json!({
+/// The first line of a new session's transcript (OpenClaw's `session` header).
+pub(crate) fn transcript_header(session_id: &str, cwd: &str, now: i64) -> Value {
+    json!({
         "type": "session",
         "version": 3,
-        "id": fresh.entry.session_id,
+        "id": session_id,
         "timestamp": queries::iso_timestamp(now),
         "cwd": cwd,
-    });
-    queries::put_raw_lines(c, &fresh.entry.session_id, 0, &[header])
+    })
 }
 
 /// Milliseconds since the Unix epoch.
@@ -48,82 +46,124 @@ pub fn now_ms() -> i64 {
 
 #[derive(Clone)]
 pub struct SessionStore {
+    store: Arc<dyn Store>,
+    /// The SQLite handle, for the writes and reads not behind `Store` yet.
     storage: Storage,
     scheme: KeyScheme,
     events: EventBus,
 }
 
 impl SessionStore {
-    pub fn new(storage: Storage, scheme: KeyScheme, events: EventBus) -> SessionStore {
+    pub fn new(
+        store: Arc<dyn Store>,
+        storage: Storage,
+        scheme: KeyScheme,
+        events: EventBus,
+    ) -> SessionStore {
         SessionStore {
+            store,
             storage,
             scheme,
             events,
         }
     }
 
+    /// The store behind the engine.
+    pub fn backend(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     pub fn storage(&self) -> &Storage {
         &self.storage
+    }
+
+    /// A read on the SQLite handle, for what is not behind `Store` yet.
+    pub fn sqlite_read<R>(
+        &self,
+        op: impl FnOnce(&rusqlite::Connection) -> Result<R, StorageError>,
+    ) -> Result<R, StoreError> {
+        Ok(self.storage.read(op)?)
+    }
+
+    /// Whether `key` exists, answered without yielding: one primary-key lookup on the
+    /// caller's thread. `SessionsApi::resolve_key` uses it because the gateway relies on
+    /// that call not waiting: it polls a send once before reading the next request, and
+    /// that first poll must reach the session's intake line, or pipelined sends into one
+    /// session are recorded out of order (tests/gateway/gateway_load.rs). Transitional,
+    /// like `sqlite_read`: the gateway should take its place in line before any I/O
+    /// (docs/ARCHITECTURE.md, "The store seam").
+    pub fn exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        Ok(self
+            .storage
+            .read(|c| queries::get_session(c, key))?
+            .is_some())
     }
 
     pub fn scheme(&self) -> &KeyScheme {
         &self.scheme
     }
 
-    pub fn count(&self) -> Result<u64, StorageError> {
-        self.storage.read(queries::count_sessions)
+    pub async fn count(&self) -> Result<u64, StoreError> {
+        self.store.count_sessions().await
     }
 
-    pub fn get(&self, key: &SessionKey) -> Result<Option<StoredSession>, StorageError> {
-        self.storage.read(|c| queries::get_session(c, key))
+    pub async fn get(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        self.store.get_session(key).await
     }
 
-    pub fn keys_by_session_id(&self, id: &str) -> Result<Vec<SessionKey>, StorageError> {
-        self.storage.read(|c| queries::keys_by_session_id(c, id))
+    pub async fn keys_by_session_id(&self, id: &str) -> Result<Vec<SessionKey>, StoreError> {
+        self.store.keys_by_session_id(id).await
     }
 
-    pub fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StorageError> {
-        self.storage.read(|c| queries::keys_by_label(c, label))
+    pub async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError> {
+        self.store.keys_by_label(label).await
     }
 
-    pub fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StorageError> {
-        self.storage.read(|c| queries::children_of(c, key))
+    pub async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError> {
+        self.store.children_of(key).await
     }
 
-    pub fn scan(
+    /// Visit sessions as `scan` narrows them until `visit` returns false (the rows are
+    /// read on the store's side while the caller visits).
+    pub async fn scan(
         &self,
         scan: &SessionScan,
-        visit: impl FnMut(StoredSession) -> bool,
-    ) -> Result<(), StorageError> {
-        self.storage
-            .read(|c| queries::scan_sessions(c, scan, visit))
+        mut visit: impl FnMut(StoredSession) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut rows = self.store.scan_sessions(scan.clone()).await;
+        while let Some(row) = rows.recv().await {
+            if !visit(row?) {
+                break;
+            }
+        }
+        Ok(())
     }
 
-    pub fn tail(
+    pub async fn tail(
         &self,
         session_id: &str,
         limit: usize,
         include_tools: bool,
-    ) -> Result<Vec<TranscriptRow>, StorageError> {
-        self.storage
-            .read(|c| queries::transcript_tail(c, session_id, limit, include_tools))
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        self.store
+            .transcript_tail(session_id, limit, include_tools)
+            .await
     }
 
     /// The message lines of a session after `seq` (oldest first, tool lines included), at
     /// most `limit`.
-    pub fn after(
+    pub async fn after(
         &self,
         session_id: &str,
         seq: i64,
         limit: usize,
-    ) -> Result<Vec<TranscriptRow>, StorageError> {
-        self.storage
-            .read(|c| queries::transcript_after(c, session_id, seq, limit))
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        self.store.transcript_after(session_id, seq, limit).await
     }
 
     /// The newest `seq` of a session's transcript (0: none).
-    pub fn last_seq(&self, session_id: &str) -> Result<i64, StorageError> {
-        self.storage.read(|c| queries::last_seq(c, session_id))
+    pub async fn last_seq(&self, session_id: &str) -> Result<i64, StoreError> {
+        self.store.last_seq(session_id).await
     }
 
     /// Build the row for a brand-new session (not yet stored).
@@ -177,25 +217,15 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         init: SessionInit,
-    ) -> Result<(StoredSession, bool), StorageError> {
+    ) -> Result<(StoredSession, bool), StoreError> {
         // Most calls find the session: a read answers them without a write transaction.
-        if let Some(existing) = self.get(key)? {
+        if let Some(existing) = self.get(key).await? {
             return Ok((existing, false));
         }
         let now = now_ms();
         let fresh = self.fresh(key, &init, now);
-        let cwd = self.cwd();
-        let k = key.clone();
-        let (stored, created) = self
-            .storage
-            .write(move |c| {
-                if let Some(existing) = queries::get_session(c, &k)? {
-                    return Ok((existing, false));
-                }
-                insert_new(c, &fresh, &cwd, now)?;
-                Ok((fresh.clone(), true))
-            })
-            .await?;
+        let header = transcript_header(&fresh.entry.session_id, &self.cwd(), now);
+        let (stored, created) = self.store.create_session(fresh, header).await?;
         if created {
             self.events.emit(EngineEvent::SessionCreated {
                 key: key.to_string(),
@@ -210,108 +240,48 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         lines: Vec<NewLine>,
-    ) -> Result<Vec<TranscriptRow>, StorageError> {
-        let (rows, ()) = self.append_and(key, lines, |_| Ok(())).await?;
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        let pending = self.store.submit_append(key, lines);
+        let (rows, ()) = self.pending(key, Box::pin(async move { Ok((pending.await?, ())) }))
+            .committed()
+            .await?;
         Ok(rows)
     }
 
-    /// Run `op` and append `lines` in one writer job (one commit): how a run records its
-    /// start (run row + inbound message) and its end (reply + outcome) without paying a
-    /// commit for each. `op` runs first; it may run twice (see `Storage::write`).
-    pub async fn append_and<R, F>(
-        &self,
-        key: &SessionKey,
-        lines: Vec<NewLine>,
-        op: F,
-    ) -> Result<(Vec<TranscriptRow>, R), StorageError>
-    where
-        R: Send + 'static,
-        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
-    {
-        self.submit_append(key, lines, op).committed().await
+    /// A run's start and/or end with its lines, submitted now (see `Store::submit_run`);
+    /// `committed` yields the lines and whether this write closed the run.
+    pub fn submit_run(&self, write: RunWrite) -> PendingAppend<bool> {
+        let key = write.key.clone();
+        let pending = self.store.submit_run(write);
+        self.pending(&key, pending)
     }
 
-    /// `append_and`, submitted now and committed when awaited (see `Storage::submit`).
-    pub fn submit_append<R, F>(
-        &self,
-        key: &SessionKey,
-        lines: Vec<NewLine>,
-        mut op: F,
-    ) -> PendingAppend<R>
-    where
-        R: Send + 'static,
-        F: FnMut(&rusqlite::Connection) -> Result<R, StorageError> + Send + 'static,
-    {
-        self.submit_lines(key, lines, move |c, append| {
-            let extra = op(c)?;
-            let (sid, placed) = append(c)?;
-            Ok((sid, placed, extra))
-        })
+    /// An inbound message with its run and idempotency key, submitted now (see
+    /// `Store::submit_inbound`); `committed` yields `Err` with the recorded key when the
+    /// key was taken already (nothing written).
+    pub fn submit_inbound(&self, write: InboundWrite) -> PendingAppend<Option<KeyRow>> {
+        let key = write.key.clone();
+        let pending = self.store.submit_inbound(write);
+        self.pending(
+            &key,
+            Box::pin(async move {
+                Ok(match pending.await? {
+                    Ok(appended) => (appended, None),
+                    Err(found) => (Appended::default(), Some(found)),
+                })
+            }),
+        )
     }
 
-    /// An append that `guard` may keep out, in one writer job: `guard` runs first, and what
-    /// it returns (`Some`) ends the job with nothing appended; otherwise the lines go in
-    /// and `then` runs with where they landed. Everything commits together, so what `then`
-    /// writes about the lines (a key naming their seq) exists exactly when they do.
-    pub fn submit_append_guarded<H, R, G, F>(
+    /// `pending`, whose lines are announced once it has committed.
+    pub(crate) fn pending<R>(
         &self,
         key: &SessionKey,
-        lines: Vec<NewLine>,
-        mut guard: G,
-        mut then: F,
-    ) -> PendingAppend<Result<R, H>>
-    where
-        H: Send + 'static,
-        R: Send + 'static,
-        G: FnMut(&rusqlite::Connection) -> Result<Option<H>, StorageError> + Send + 'static,
-        F: FnMut(&rusqlite::Connection, &queries::Placed) -> Result<R, StorageError>
-            + Send
-            + 'static,
-    {
-        self.submit_lines(key, lines, move |c, append| {
-            if let Some(held) = guard(c)? {
-                return Ok((String::new(), Vec::new(), Err(held)));
-            }
-            let (sid, placed) = append(c)?;
-            let extra = then(c, &placed)?;
-            Ok((sid, placed, Ok(extra)))
-        })
-    }
-
-    /// Submit `job`, which appends the prepared lines by calling the function it is given
-    /// (at most once; not at all keeps them out).
-    fn submit_lines<R, F>(&self, key: &SessionKey, lines: Vec<NewLine>, mut job: F) -> PendingAppend<R>
-    where
-        R: Send + 'static,
-        F: FnMut(
-                &rusqlite::Connection,
-                &dyn Fn(&rusqlite::Connection) -> Result<(String, queries::Placed), StorageError>,
-            ) -> Result<(String, queries::Placed, R), StorageError>
-            + Send
-            + 'static,
-    {
-        let k = key.clone();
-        let now = now_ms();
-        // Serialise here, not on the writer thread: it is the one shared bottleneck.
-        let prepared: Vec<PreparedLine> = lines
-            .into_iter()
-            .map(|l| PreparedLine::new(l, now))
-            .collect();
-        let shared = std::sync::Arc::new(prepared);
-        let for_writer = shared.clone();
-        let pending = self.storage.submit(move |c| {
-            let append = |c: &rusqlite::Connection| {
-                if for_writer.is_empty() {
-                    return Ok((String::new(), Vec::new()));
-                }
-                queries::append_prepared(c, &k, &for_writer, now)
-            };
-            job(c, &append)
-        });
+        pending: PendingWrite<(Appended, R)>,
+    ) -> PendingAppend<R> {
         PendingAppend {
-            store: self.clone(),
+            events: self.events.clone(),
             key: key.clone(),
-            lines: shared,
             pending,
         }
     }
@@ -321,10 +291,10 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         message: Value,
-    ) -> Result<TranscriptRow, StorageError> {
+    ) -> Result<TranscriptRow, StoreError> {
         let mut rows = self.append(key, vec![NewLine::message(message)]).await?;
         rows.pop()
-            .ok_or_else(|| StorageError::Corrupt("append returned no row".into()))
+            .ok_or_else(|| StoreError::corrupt("append returned no row"))
     }
 
     /// Read-modify-write an entry inside the writer's transaction, so a patch from another
@@ -333,32 +303,22 @@ impl SessionStore {
         &self,
         key: &SessionKey,
         mut f: impl FnMut(&mut SessionEntry) -> Result<(), String> + Send + 'static,
-    ) -> Result<StoredSession, StorageError> {
-        let k = key.clone();
+    ) -> Result<StoredSession, StoreError> {
         let scheme = self.scheme.clone();
-        let stored = self
-            .storage
-            .write(move |c| {
-                let mut s = queries::get_session(c, &k)?
-                    .ok_or_else(|| StorageError::NoSession(k.to_string()))?;
-                f(&mut s.entry).map_err(StorageError::Rejected)?;
-                s.kind = scheme.kind(&s.key, s.entry.chat_type.as_deref());
-                queries::put_session(c, &s)?;
-                Ok(s)
-            })
-            .await?;
+        let edit = Box::new(move |s: &mut StoredSession| {
+            f(&mut s.entry)?;
+            s.kind = scheme.kind(&s.key, s.entry.chat_type.as_deref());
+            Ok(())
+        });
+        let stored = self.store.update_session(key, edit).await?;
         self.events.emit(EngineEvent::SessionUpdated {
             key: key.to_string(),
         });
         Ok(stored)
     }
 
-    pub async fn delete(&self, key: &SessionKey) -> Result<bool, StorageError> {
-        let k = key.clone();
-        let deleted = self
-            .storage
-            .write(move |c| queries::delete_session(c, &k))
-            .await?;
+    pub async fn delete(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let deleted = self.store.delete_session(key).await?;
         if deleted {
             self.events.emit(EngineEvent::SessionDeleted {
                 key: key.to_string(),
@@ -368,23 +328,19 @@ impl SessionStore {
     }
 }
 
-/// An append submitted to the writer; `committed` waits for it and announces the lines.
+/// An append submitted to the store; `committed` waits for it and announces the lines.
 pub struct PendingAppend<R> {
-    store: SessionStore,
+    events: EventBus,
     key: SessionKey,
-    lines: std::sync::Arc<Vec<PreparedLine>>,
-    pending: Pending<(String, queries::Placed, R)>,
+    pending: PendingWrite<(Appended, R)>,
 }
 
 impl<R> PendingAppend<R> {
-    pub async fn committed(self) -> Result<(Vec<TranscriptRow>, R), StorageError> {
-        let (session_id, placed, extra) = self.pending.committed().await?;
-        let prepared = std::sync::Arc::try_unwrap(self.lines).unwrap_or_else(|a| (*a).clone());
-        let rows = queries::finish_rows(prepared, placed);
-        let events = &self.store.events;
-        if events.listening() {
+    pub async fn committed(self) -> Result<(Vec<TranscriptRow>, R), StoreError> {
+        let (Appended { session_id, rows }, extra) = self.pending.await?;
+        if self.events.listening() {
             for row in &rows {
-                events.emit(EngineEvent::MessageAppended {
+                self.events.emit(EngineEvent::MessageAppended {
                     key: self.key.to_string(),
                     session_id: session_id.clone(),
                     seq: row.seq,

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use crate::config::{Config, SandboxVisibility, Visibility};
 
 use crate::engine::session::key::SessionKey;
-use crate::engine::storage::StorageError;
+use crate::store::StoreError;
 use crate::engine::session::store::SessionStore;
 
 /// What the requester is trying to do; it picks the wording of a denial.
@@ -163,12 +163,12 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new(
+    pub async fn new(
         config: &Config,
         store: &SessionStore,
         requester: &SessionKey,
         sandboxed_flag: bool,
-    ) -> Result<Guard, StorageError> {
+    ) -> Result<Guard, StoreError> {
         let default_agent = store.scheme().default_agent.clone();
         let requester_agent = requester.agent_id(&default_agent).to_string();
         let sandboxed = sandboxed_flag || config.agent_sandboxed(&requester_agent);
@@ -185,7 +185,7 @@ impl Guard {
         let restricted = clamp && requester.subagent_depth() == 0;
         // Children are needed under every mode: a session's own tree stays visible when
         // visibility widens (an indexed lookup of a handful of rows).
-        let children = store.children_of(requester)?.into_iter().collect();
+        let children = store.children_of(requester).await?.into_iter().collect();
         Ok(Guard {
             requester: requester.clone(),
             requester_agent,

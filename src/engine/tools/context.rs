@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::engine::chain::Chain;
 use crate::engine::session::key::SessionKey;
-use crate::engine::storage::StorageError;
+use crate::store::StoreError;
 
 /// The tools this engine offers, in the order `--help` lists them.
 pub const TOOL_NAMES: &[&str] = &[
@@ -59,7 +59,7 @@ pub enum ToolError {
     #[error(transparent)]
     Input(#[from] ToolInputError),
     #[error(transparent)]
-    Storage(#[from] StorageError),
+    Storage(#[from] StoreError),
 }
 
 /// A result that reports failure to the model, with OpenClaw's `{status, error}` shape.

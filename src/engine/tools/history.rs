@@ -14,7 +14,7 @@ use crate::engine::session::visibility::{Action, Guard};
 pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;
 
-pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     let p = Params::new(params)?;
     let input = p.required_string("sessionKey")?;
     let limit = p.clamped("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)? as usize;
@@ -24,8 +24,8 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     let include_silent = p.boolean("includeSilent")?.unwrap_or(false);
 
     let store = engine.store();
-    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed)?;
-    let resolved = match resolve_reference(engine, ctx, &guard, input)? {
+    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed).await?;
+    let resolved = match resolve_reference(engine, ctx, &guard, input).await? {
         Ok(r) => r,
         Err(result) => return Ok(result),
     };
@@ -39,7 +39,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
             "sessionKey": display,
         }));
     }
-    let Some(session) = store.get(&resolved.key)? else {
+    let Some(session) = store.get(&resolved.key).await? else {
         if input.trim() == "main" {
             // OpenClaw answers an agent without a main session with an empty history.
             return Ok(history_result("main", sanitize_history(Vec::new())));
@@ -53,7 +53,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
     if let Err(denied) = guard.check(&session.key, &session.agent_id, Action::History) {
         return Ok(json!({ "status": "forbidden", "error": denied.0, "sessionKey": display }));
     }
-    let messages = visible_tail(engine, &session.entry.session_id, limit, include_tools, include_silent)?;
+    let messages = visible_tail(engine, &session.entry.session_id, limit, include_tools, include_silent).await?;
     Ok(history_result(&display, sanitize_history(messages)))
 }
 
@@ -76,7 +76,7 @@ const MAX_WINDOW: usize = 1 << 20;
 /// The last `limit` messages an agent sees: user text without its timestamp envelope and,
 /// unless `include_silent`, without silent replies, which do not count against `limit`
 /// (OpenClaw filters before it keeps the last N).
-fn visible_tail(
+async fn visible_tail(
     engine: &Engine,
     session_id: &str,
     limit: usize,
@@ -85,7 +85,7 @@ fn visible_tail(
 ) -> Result<Vec<Value>, ToolError> {
     let mut window = limit;
     loop {
-        let rows = engine.store().tail(session_id, window, include_tools)?;
+        let rows = engine.store().tail(session_id, window, include_tools).await?;
         let exhausted = rows.len() < window || window >= MAX_WINDOW;
         let mut messages: Vec<Value> = rows
             .into_iter()

@@ -11,7 +11,8 @@ use crate::engine::Engine;
 use crate::engine::session::key::SessionKind;
 use crate::engine::session::openclaw_text::{is_silent_reply, preview};
 use crate::engine::session::sanitize::sanitize_history;
-use crate::engine::storage::queries::{SessionScan, StoredSession};
+use crate::store::StoredSession;
+use crate::store::SessionScan;
 use crate::engine::session::store::now_ms;
 use crate::engine::session::visibility::{Action, Guard};
 
@@ -19,7 +20,7 @@ pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
 pub const MAX_MESSAGE_LIMIT: i64 = 20;
 
-pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     let p = Params::new(params)?;
     let kinds: Option<Vec<SessionKind>> = p.strings("kinds")?.and_then(|names| {
         let mut kinds: Vec<SessionKind> =
@@ -39,7 +40,7 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
 
     let store = engine.store();
     let scheme = store.scheme();
-    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed)?;
+    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed).await?;
     let updated_since = active_minutes.map(since_minutes_ago);
     let narrow_to_tree =
         guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
@@ -68,7 +69,8 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
             rows.push(s);
         }
         rows.len() < wanted
-    })?;
+    })
+    .await?;
     if agent_only {
         // Children spawned under another agent belong to the requester's tree all the same.
         let tree_scan = SessionScan {
@@ -81,7 +83,8 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
                 rows.push(s);
             }
             true
-        })?;
+        })
+        .await?;
         rows.sort_by(|a, b| {
             b.updated_at()
                 .cmp(&a.updated_at())
@@ -96,16 +99,16 @@ pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, 
         let mut r = build_row(engine, s);
         r.insert("archived".into(), Value::Bool(s.entry.archived_at.is_some()));
         r.insert("pinned".into(), Value::Bool(is_pinned(s)));
-        let children = child_sessions(engine, s)?;
+        let children = child_sessions(engine, s).await?;
         if !children.is_empty() {
             r.insert("childSessions".into(), json!(children));
         }
-        if include_last_message && let Some(p) = last_message_preview(engine, s)? {
+        if include_last_message && let Some(p) = last_message_preview(engine, s).await? {
             r.insert("lastMessagePreview".into(), Value::String(p));
         }
         if message_limit > 0 {
             // Tool results are left out of list output; sessions_history has them.
-            let tail = store.tail(&s.entry.session_id, message_limit, false)?;
+            let tail = store.tail(&s.entry.session_id, message_limit, false).await?;
             let messages = tail
                 .into_iter()
                 .filter_map(|t| t.line.get("message").cloned())
@@ -181,11 +184,11 @@ fn is_pinned(s: &StoredSession) -> bool {
 
 /// The parent's `childSessions` (display keys, sorted): the sessions whose `spawnedBy` is
 /// this one, with any the entry itself lists.
-fn child_sessions(engine: &Engine, s: &StoredSession) -> Result<Vec<String>, ToolError> {
+async fn child_sessions(engine: &Engine, s: &StoredSession) -> Result<Vec<String>, ToolError> {
     let scheme = engine.store().scheme();
     let mut children: Vec<String> = engine
         .store()
-        .children_of(&s.key)?
+        .children_of(&s.key).await?
         .iter()
         .map(|k| scheme.display(k))
         .collect();
@@ -202,10 +205,10 @@ const PREVIEW_LOOKBACK: usize = 20;
 
 /// OpenClaw's `lastMessagePreview`: the newest message with text that is not a silent
 /// reply, on one line and capped (`openclaw_text::preview`).
-fn last_message_preview(engine: &Engine, s: &StoredSession) -> Result<Option<String>, ToolError> {
+async fn last_message_preview(engine: &Engine, s: &StoredSession) -> Result<Option<String>, ToolError> {
     let tail = engine
         .store()
-        .tail(&s.entry.session_id, PREVIEW_LOOKBACK, false)?;
+        .tail(&s.entry.session_id, PREVIEW_LOOKBACK, false).await?;
     Ok(tail
         .iter()
         .rev()
@@ -231,11 +234,11 @@ fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
 }
 
 /// One session's row in the owner's view.
-pub fn owner_row(
+pub async fn owner_row(
     engine: &Engine,
     key: &crate::engine::session::key::SessionKey,
-) -> Result<Option<Value>, crate::engine::storage::StorageError> {
-    Ok(engine.store().get(key)?.map(|s| owner_entry(engine, &s)))
+) -> Result<Option<Value>, crate::store::StoreError> {
+    Ok(engine.store().get(key).await?.map(|s| owner_entry(engine, &s)))
 }
 
 /// `owner_row` of a session already read (a page's rows: no second read each).

@@ -77,8 +77,8 @@ impl Engine {
                 return Ok(failure("forbidden", refusal));
             }
             match name {
-                "sessions_list" => list::run(self, params, ctx),
-                "sessions_history" => history::run(self, params, ctx),
+                "sessions_list" => list::run(self, params, ctx).await,
+                "sessions_history" => history::run(self, params, ctx).await,
                 "sessions_send" => send::run(self, params, ctx).await,
                 "sessions_spawn" => spawn::run(self, params, ctx).await,
                 "agents_list" => agents::run(self, params, ctx),

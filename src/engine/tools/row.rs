@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::Engine;
 use crate::engine::session::key::SessionKind;
-use crate::engine::storage::queries::StoredSession;
+use crate::store::StoredSession;
 
 /// The spec's channel rule: groups report their recorded channel, direct chats their last
 /// channel, cron/hook/node `internal`, anything else `unknown`.

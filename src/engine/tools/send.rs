@@ -86,14 +86,15 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
         engine.store(),
         &ctx.requester,
         ctx.sandboxed,
-    )?;
+    )
+    .await?;
     let target: SessionKey = if let Some(label) = label {
-        match by_label(engine, &guard, label.trim(), agent_param)? {
+        match by_label(engine, &guard, label.trim(), agent_param).await? {
             Ok(k) => k,
             Err((status, error)) => return Ok(failure(&run_id, status, error, None)),
         }
     } else if let Some(raw) = key_param {
-        match resolve_reference(engine, ctx, &guard, raw)? {
+        match resolve_reference(engine, ctx, &guard, raw).await? {
             Ok(r) => r.key,
             Err(mut v) => {
                 // The resolver's `{status, error}`, with the run id first.
@@ -129,7 +130,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Err(Denied(message)) = guard.check(&target, &target_agent, Action::Send) {
         return Ok(failure(&run_id, "forbidden", message, Some(&display)));
     }
-    let target_session = match engine.store().get(&target)? {
+    let target_session = match engine.store().get(&target).await? {
         Some(s) => s,
         // An agent's main session is created on first use (agentId targets).
         None if key_param.is_none() && label.is_none() => {
@@ -259,7 +260,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
 }
 
 /// Reference §5.2 step 2: a label, optionally under another agent.
-fn by_label(
+async fn by_label(
     engine: &Engine,
     guard: &Guard,
     label: &str,
@@ -285,7 +286,7 @@ fn by_label(
     let default_agent = engine.store().scheme().default_agent.clone();
     let found = engine
         .store()
-        .keys_by_label(label)?
+        .keys_by_label(label).await?
         .into_iter()
         .filter(|k| {
             requested

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use super::params::Params;
 use super::context::{ToolContext, ToolError, ToolInputError, failure};
 use crate::config::limits;
-use crate::engine::storage;
 use crate::engine::Engine;
 use crate::engine::session::key::{is_valid_agent_id, normalize_agent_id};
 use crate::engine::chain::Chain;
@@ -141,8 +140,9 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let requester_key = ctx.requester.to_string();
     let running = engine
         .store()
-        .storage()
-        .read(|c| storage::spawns::running_children(c, &requester_key))?;
+        .backend()
+        .running_children(&requester_key)
+        .await?;
     if running >= max_children {
         return Ok(failure(
             "forbidden",

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::engine::storage::StorageError;
+use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TransferError {
@@ -24,7 +24,7 @@ pub enum TransferError {
         message: String,
     },
     #[error(transparent)]
-    Storage(#[from] StorageError),
+    Storage(#[from] StoreError),
     #[error("no session found: {0}")]
     NoSession(String),
     #[error("cannot write the export: {0}")]
@@ -39,7 +39,7 @@ pub enum TransferError {
     OpenClawDb {
         path: PathBuf,
         #[source]
-        source: crate::engine::storage::openclaw_source::OpenClawDbError,
+        source: crate::store_sqlite::openclaw_source::OpenClawDbError,
     },
     #[error("session {key} cannot be exported: {reason}")]
     Unexportable { key: String, reason: String },
@@ -130,5 +130,13 @@ impl SkipReason {
             ),
         };
         format!("{n} {}", if n == 1 { one } else { many })
+    }
+}
+
+/// Transitional: the import and export still run their own SQLite transactions (see
+/// docs/ARCHITECTURE.md, "Storage"); their failures cross into the engine's kinds here.
+impl From<crate::store_sqlite::StorageError> for TransferError {
+    fn from(e: crate::store_sqlite::StorageError) -> TransferError {
+        TransferError::Storage(e.into())
     }
 }

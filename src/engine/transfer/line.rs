@@ -17,7 +17,7 @@ use serde_json::Number;
 
 use super::SkipReason;
 use super::parse_line;
-use crate::engine::storage::queries::RawLine;
+use crate::store_sqlite::queries::RawLine;
 
 /// A transcript line as stored, or why it is skipped (as `parse_line` decides).
 pub(super) fn parse_raw_line(text: &[u8]) -> Result<RawLine, (SkipReason, String)> {

@@ -45,10 +45,10 @@ use super::error::{SkipReason, TransferError};
 use super::{CHUNK_LINES, ImportReport};
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
-use crate::engine::storage::imports::{self, ImportMark};
+use crate::store_sqlite::imports::{self, ImportMark};
 use crate::engine::key::SessionKey;
-use crate::engine::storage::Pending;
-use crate::engine::storage::queries::{self, RawLine, StoredSession};
+use crate::store_sqlite::Pending;
+use crate::store_sqlite::queries::{self, RawLine, StoredSession};
 
 /// A source's transcript, read line by line in source order. Lines the reader cannot use
 /// are its own business (it counts and explains them); it yields only lines worth storing.
@@ -122,7 +122,7 @@ const BURST: usize = 2_500;
 
 type NewOutcome = Result<(), Option<SessionKey>>;
 type FinalJob = Box<
-    dyn FnMut(&rusqlite::Connection) -> Result<NewOutcome, crate::engine::storage::StorageError>
+    dyn FnMut(&rusqlite::Connection) -> Result<NewOutcome, crate::store_sqlite::StorageError>
         + Send,
 >;
 
@@ -135,7 +135,7 @@ struct PendingNew {
 
 impl PendingImports {
     /// Hand every held job to the writer.
-    fn release(&mut self, storage: &crate::engine::storage::Storage) {
+    fn release(&mut self, storage: &crate::store_sqlite::Storage) {
         let first = self.items.len() - self.held.len();
         for (item, job) in self.items[first..].iter_mut().zip(self.held.drain(..)) {
             item.pending = Some(storage.submit(job));
@@ -180,7 +180,7 @@ fn line_identity(line: &RawLine) -> String {
 /// `Some(owner)` when a session took that id meanwhile: nothing was written and the import
 /// leaves it be.
 fn submit_new_chunk(
-    storage: &crate::engine::storage::Storage,
+    storage: &crate::store_sqlite::Storage,
     sid: String,
     first: i64,
     clean: bool,
@@ -226,10 +226,11 @@ impl Engine {
     ) -> Result<Merged, TransferError> {
         let key = src.stored.key.clone();
         let session_id = src.stored.entry.session_id.clone();
-        let Some(here) = self.store().get(&key)? else {
+        let Some(here) = self.store().get(&key).await? else {
             if let Some(owner) = self
                 .store()
-                .keys_by_session_id(&session_id)?
+                .keys_by_session_id(&session_id)
+                .await?
                 .into_iter()
                 .next()
             {

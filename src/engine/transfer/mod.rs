@@ -85,9 +85,8 @@ use serde_json::{Map, Value};
 use super::Engine;
 use super::entry::SessionEntry;
 use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
-use super::storage::StorageError;
-use super::storage::imports::{self, ImportMark};
-use super::storage::queries::{self, RawLine, SessionScan, StoredSession};
+use crate::store_sqlite::imports::{self, ImportMark};
+use crate::store_sqlite::queries::{self, RawLine, SessionScan, StoredSession};
 use atomic::StagedFile;
 use folders::{NewFolders, check_real_folder};
 use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
@@ -218,7 +217,7 @@ impl Default for ImportLimits {
             max_line_bytes: 16 << 20,
             max_transcript_bytes: 4 << 30,
             max_index_bytes: 256 << 20,
-            max_read_time: super::storage::openclaw_source::READ_DEADLINE,
+            max_read_time: crate::store_sqlite::openclaw_source::READ_DEADLINE,
         }
     }
 }
@@ -298,7 +297,7 @@ impl Engine {
         }
         // SQLite first: it is OpenClaw's current store, a leftover sessions.json the older one.
         self.import_sqlite(dbs, limits, &mut report).await?;
-        let marks = self.store().storage().read(imports::all_marks)?;
+        let marks = self.store().sqlite_read(imports::all_marks)?;
         let mut pending = PendingImports::default();
         for c in candidates {
             let done = self
@@ -323,9 +322,10 @@ impl Engine {
         out: &mut dyn Write,
     ) -> Result<usize, TransferError> {
         let key = SessionKey::from_canonical(key.as_ref());
+        // Transitional: the export streams from SQLite until `Store` has a transcript export.
         let session = self
             .store()
-            .get(&key)?
+            .sqlite_read(|c| crate::store_sqlite::queries::get_session(c, &key))?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         let n = self.write_transcript(&session.entry.session_id, out)?;
         out.flush().map_err(TransferError::Write)?;
@@ -342,9 +342,10 @@ impl Engine {
         overwrite: Overwrite,
     ) -> Result<usize, TransferError> {
         let key = SessionKey::from_canonical(key.as_ref());
+        // Transitional: the export streams from SQLite until `Store` has a transcript export.
         let session = self
             .store()
-            .get(&key)?
+            .sqlite_read(|c| crate::store_sqlite::queries::get_session(c, &key))?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         atomic::write_file(path, overwrite, |out| {
             self.write_transcript(&session.entry.session_id, out)
@@ -359,7 +360,7 @@ impl Engine {
     /// first; only when all are written are they published, so a failure part-way (a full
     /// disk) leaves no export file behind and a retry works. Every folder it created is
     /// removed again on failure (`folders.rs`); folders that were there before stay.
-    pub fn export_openclaw(
+    pub async fn export_openclaw(
         &self,
         dir: &Path,
         overwrite: Overwrite,
@@ -369,7 +370,8 @@ impl Engine {
         self.store().scan(&SessionScan::default(), |s| {
             by_agent.entry(s.agent_id.clone()).or_default().push(s);
             true
-        })?;
+        })
+        .await?;
 
         // Check everything first, so a refusal leaves the folder untouched.
         let mut ids = HashSet::new();
@@ -494,7 +496,7 @@ impl Engine {
     ) -> Result<usize, TransferError> {
         let mut count = 0usize;
         let mut write_error: Option<std::io::Error> = None;
-        let result = self.store().storage().read(|c| {
+        let result = self.store().sqlite_read(|c| {
             queries::transcript_lines(c, session_id, |line| {
                 match out
                     .write_all(line.as_bytes())
@@ -506,7 +508,7 @@ impl Engine {
                     }
                     Err(e) => {
                         write_error = Some(e);
-                        Err(StorageError::Rejected(
+                        Err(crate::store_sqlite::StorageError::Rejected(
                             "export stopped by a write error".into(),
                         ))
                     }

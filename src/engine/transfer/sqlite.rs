@@ -48,11 +48,11 @@ use super::{
 };
 use crate::engine::Engine;
 use crate::engine::key::normalize_agent_id;
-use crate::engine::storage::imports::{self, ImportMark};
-use crate::engine::storage::openclaw_source::{
+use crate::store_sqlite::imports::{self, ImportMark};
+use crate::store_sqlite::openclaw_source::{
     AGENT_DB_FILE, AgentDb, EventRow, KNOWN_SCHEMA, NodeRow, TranscriptStamp,
 };
-use crate::engine::storage::queries::{RawLine, StoredSession};
+use crate::store_sqlite::queries::{RawLine, StoredSession};
 
 /// One agent's database found in the import source.
 pub(super) struct AgentDbFile {
@@ -187,7 +187,7 @@ impl Engine {
         if dbs.is_empty() {
             return Ok(());
         }
-        let marks = self.store().storage().read(imports::all_marks)?;
+        let marks = self.store().sqlite_read(imports::all_marks)?;
         let mut pending = PendingImports::default();
         let done = async {
             for db in &dbs {

@@ -1,27 +1,10 @@
 //! SQL for the `outbox` table: what was handed to a channel for delivery.
 
 use rusqlite::{Connection, params};
-use serde::Serialize;
 
 use super::error::StorageError;
+pub use crate::store::OutboxRow;
 
-/// A message handed to a channel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OutboxRow {
-    pub id: i64,
-    pub created_at: i64,
-    pub session_key: String,
-    pub kind: String,
-    pub channel: String,
-    pub to: String,
-    pub account_id: Option<String>,
-    pub thread_id: Option<String>,
-    pub text: String,
-    pub status: String,
-    pub run_id: Option<String>,
-    pub flow_id: Option<String>,
-}
 
 pub fn insert_outbox(conn: &Connection, o: &OutboxRow) -> Result<i64, StorageError> {
     conn.prepare_cached(

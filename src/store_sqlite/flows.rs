@@ -6,7 +6,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::StorageError;
 use super::words::{word, word_opt};
-use crate::api::{AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus};
+use crate::api::{AnnounceOutcome, ExchangeEnd};
+pub use crate::store::{AnnounceRecord, ExchangeRow as FlowRow, TrafficRow};
 
 /// An agent-to-agent flow as it starts.
 #[derive(Debug, Clone)]
@@ -96,15 +97,6 @@ pub fn insert_refused(conn: &Connection, f: &RefusedSend<'_>) -> Result<(), Stor
     Ok(())
 }
 
-/// The announce step's outcome, kept with its exchange.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnnounceRecord {
-    pub outcome: AnnounceOutcome,
-    pub text: Option<String>,
-    pub channel: Option<String>,
-    pub to: Option<String>,
-    pub detail: String,
-}
 
 /// Record what the announce did, and why the loop before it ended (`loop_detail`).
 pub fn record_announce(
@@ -130,24 +122,6 @@ pub fn record_announce(
     Ok(())
 }
 
-/// One exchange as listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowRow {
-    pub flow_id: String,
-    pub kind: ExchangeKind,
-    pub chain_id: String,
-    pub requester: String,
-    pub target: String,
-    pub message: String,
-    pub status: ExchangeStatus,
-    pub started_at: i64,
-    pub ended_at: Option<i64>,
-    pub ended_reason: Option<ExchangeEnd>,
-    pub detail: Option<String>,
-    /// Runs of the exchange that answered (the target's reply, then the reply-back rounds).
-    pub rounds: u32,
-    pub announce: Option<AnnounceRecord>,
-}
 
 const FLOW_COLS: &str = "f.flow_id, f.kind, f.chain_id, f.requester, f.target, f.message, f.status,
     f.started_at, f.ended_at, f.ended_reason, f.detail,
@@ -262,18 +236,6 @@ pub fn get(conn: &Connection, flow_id: &str) -> Result<Option<FlowRow>, StorageE
         .optional()?)
 }
 
-/// One pair's traffic in one minute.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrafficRow {
-    pub requester: String,
-    pub target: String,
-    pub minute: i64,
-    pub exchanges: u32,
-    pub messages: u32,
-    pub capped: u32,
-    pub chain_stopped: u32,
-    pub refused: u32,
-}
 
 /// Traffic per (requester, target, minute) of the exchanges started since `since`: a range
 /// of `flows_by_started`, grouped. A send's messages are its message plus every answer.

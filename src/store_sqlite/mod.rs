@@ -14,6 +14,8 @@ pub mod spawns;
 mod tail_cache;
 pub mod words;
 mod writer;
+mod store;
+pub use store::SqliteStore;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -513,7 +513,7 @@ mod tests {
 mod tail_tests {
     use super::*;
     use crate::engine::key::SessionKey;
-    use crate::engine::storage::queries::{self, NewLine};
+    use crate::store_sqlite::queries::{self, NewLine};
     use serde_json::json;
 
     type Reply = oneshot::Receiver<Result<Vec<i64>, StorageError>>;

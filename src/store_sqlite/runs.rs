@@ -2,32 +2,11 @@
 //! dead engine instance left running (with its exchanges) so a restart can tell what was in flight.
 
 use super::words::word;
-use crate::api::{RunStatus, Step};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
 use super::error::StorageError;
+pub use crate::store::RunRow;
 
-/// A run as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunRow {
-    pub run_id: String,
-    pub session_key: String,
-    pub agent_id: String,
-    pub step: Step,
-    pub round: u32,
-    pub flow_id: Option<String>,
-    pub status: RunStatus,
-    pub started_at: i64,
-    pub ended_at: Option<i64>,
-    pub error: Option<String>,
-    pub reply: Option<String>,
-    pub tokens_in: Option<u64>,
-    pub tokens_out: Option<u64>,
-    /// The engine instance that executes (or executed) it.
-    pub owner: String,
-}
 
 /// The fields a run starts with.
 #[derive(Debug, Clone)]

@@ -3,51 +3,23 @@
 //! (expired rows are pruned as new ones go in, the oldest past the cap now and then).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 
 use super::error::StorageError;
+pub use crate::store::KeyRow;
+use crate::store::idempotency::TTL;
 
-/// How long a key is remembered, restarts included. OpenClaw keeps its (in-memory) request
-/// dedupe for 5 minutes; ours is longer so a client retrying across a slow restart is
-/// still answered with its first run, and it holds every repeat OpenClaw's would.
-pub const TTL: Duration = Duration::from_secs(10 * 60);
 /// The most keys kept at once; past it the oldest go first (a burst of more than this many
 /// keyed sends within `TTL` shortens the window for the oldest).
 pub const MAX_KEYS: u64 = 100_000;
-/// The longest key accepted (OpenClaw's clients send UUIDs; 36 characters).
-pub const MAX_KEY_LEN: usize = 256;
 /// The cap is checked once in this many inserts: counting rows on every send would cost
 /// more than the rows do.
 const CAP_EVERY: u64 = 1024;
 
 static INSERTS: AtomicU64 = AtomicU64::new(0);
 
-/// A send recorded under a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyRow {
-    pub key: String,
-    /// The canonical session the message went to.
-    pub session_key: String,
-    /// `message_hash` of the message text.
-    pub message_hash: String,
-    /// The run answering it (none for an owner command).
-    pub run_id: Option<String>,
-    /// The message's place in the session's transcript.
-    pub seq: i64,
-    /// The engine's answer to an owner command.
-    pub command_reply: Option<String>,
-    pub created_at: i64,
-}
 
-/// What tells one message from another under a key: the SHA-256 of its text, in hex (the
-/// text itself may be megabytes).
-pub fn message_hash(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Where a key's window ends before `now` (ms).
 fn expired_before(now: i64) -> i64 {
@@ -117,6 +89,7 @@ fn prune(conn: &Connection, now: i64) -> Result<(), StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::idempotency::message_hash;
 
     fn row(key: &str, at: i64) -> KeyRow {
         KeyRow {

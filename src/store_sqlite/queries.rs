@@ -8,53 +8,7 @@ use super::error::StorageError;
 use super::tail_cache::{self, Tail};
 use crate::engine::entry::SessionEntry;
 use crate::engine::key::{SessionKey, SessionKind};
-
-/// A session as stored: its key, owning agent, kind, last activity and entry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredSession {
-    pub key: SessionKey,
-    pub agent_id: String,
-    pub kind: SessionKind,
-    pub entry: SessionEntry,
-}
-
-impl StoredSession {
-    pub fn updated_at(&self) -> i64 {
-        self.entry.updated_at
-    }
-}
-
-/// A transcript line to append. The writer fills in `id`, `parentId` and `timestamp`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewLine {
-    /// The line's `type` (`message`, `custom`, …).
-    pub kind: String,
-    /// Fields after `type/id/parentId/timestamp` (for messages: `{"message": {...}}`).
-    pub body: Map<String, Value>,
-}
-
-impl NewLine {
-    pub fn message(message: Value) -> NewLine {
-        let mut body = Map::new();
-        body.insert("message".into(), message);
-        NewLine {
-            kind: "message".into(),
-            body,
-        }
-    }
-
-    fn role(&self) -> Option<&str> {
-        self.body.get("message")?.get("role")?.as_str()
-    }
-}
-
-/// A line as committed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TranscriptRow {
-    pub seq: i64,
-    pub entry_id: String,
-    pub line: Value,
-}
+pub use crate::store::{NewLine, PageFilter, SessionScan, StoredSession, TranscriptRow};
 
 fn kind_from_str(s: &str) -> SessionKind {
     SessionKind::parse(s).unwrap_or(SessionKind::Other)
@@ -117,6 +71,13 @@ pub fn refill_name_keys(conn: &Connection) -> Result<(), StorageError> {
         }
     }
     Ok(())
+}
+
+/// A brand-new session and its transcript's header line (seq 0), in the caller's
+/// transaction.
+pub fn insert_session(conn: &Connection, s: &StoredSession, header: &Value) -> Result<(), StorageError> {
+    put_session(conn, s)?;
+    put_raw_lines(conn, &s.entry.session_id, 0, std::slice::from_ref(header))
 }
 
 /// Insert or replace a session row (the writer's upsert).
@@ -215,18 +176,6 @@ pub fn count_sessions(conn: &Connection) -> Result<u64, StorageError> {
         .prepare_cached("SELECT coalesce(sum(n), 0) FROM session_counts")?
         .query_row([], |r| r.get(0))?;
     Ok(n.max(0) as u64)
-}
-
-/// What the owner's sessions page is narrowed to (every filter SQL can apply from indexes).
-#[derive(Debug, Clone, Default)]
-pub struct PageFilter {
-    pub kind: Option<SessionKind>,
-    pub updated_since: Option<i64>,
-    pub archived: bool,
-    /// `global` is listed (the config's `session.scope` is `global`); `unknown` never is.
-    pub show_global: bool,
-    /// In the name order (`name_key`, then key) instead of newest first.
-    pub by_name: bool,
 }
 
 /// The keys of `limit` sessions from position `offset` of the owner's newest-first order
@@ -440,19 +389,6 @@ pub fn last_seq(conn: &Connection, session_id: &str) -> Result<i64, StorageError
         .query_row([session_id], |r| r.get(0))?)
 }
 
-/// What a session page scan is narrowed to in SQL. Finer filters (visibility patterns) are
-/// applied by the caller's visitor while rows stream, so a page is never short because rows
-/// were dropped after a LIMIT (OpenClaw's quirk).
-#[derive(Debug, Clone, Default)]
-pub struct SessionScan {
-    pub kinds: Option<Vec<SessionKind>>,
-    pub agent_id: Option<String>,
-    /// Only this key and the sessions it spawned (visibility `tree`).
-    pub tree_of: Option<SessionKey>,
-    pub updated_since: Option<i64>,
-    /// In the name order (`name_key`, then key) instead of newest first.
-    pub by_name: bool,
-}
 
 /// Stream sessions newest first (or in the name order) through `visit` until it returns
 /// false. With a kinds filter, newest first, one index range scan per kind is merged, so

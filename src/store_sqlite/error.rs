@@ -83,3 +83,23 @@ impl StorageError {
         matches!(self, StorageError::ReadOnly(_))
     }
 }
+
+/// At the `Store` seam a SQLite failure keeps its kind and its message, and loses SQLite.
+impl From<StorageError> for crate::store::StoreError {
+    fn from(e: StorageError) -> crate::store::StoreError {
+        use crate::store::StoreErrorKind as K;
+        let kind = match &e {
+            StorageError::Sqlite(_) => K::Backend,
+            StorageError::NewerSchema { .. } => K::NewerSchema,
+            StorageError::StateDir { .. } | StorageError::Open { .. } => K::Io,
+            StorageError::Thread(_) | StorageError::WriterGone => K::Unavailable,
+            StorageError::Locked(_) => K::Busy,
+            StorageError::DiskFull(_) => K::Full,
+            StorageError::ReadOnly(_) => K::ReadOnly,
+            StorageError::Corrupt(_) => K::Corrupt,
+            StorageError::NoSession(_) => K::NotFound,
+            StorageError::Rejected(_) => K::Rejected,
+        };
+        crate::store::StoreError::new(kind, e.to_string())
+    }
+}

@@ -1,46 +1,11 @@
 //! SQL for the `spawns` table: sub-agents, their outcome, announce and archive timer.
 
 use super::words::word;
-use crate::api::Cleanup;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
 use super::error::StorageError;
+pub use crate::store::SpawnRow;
 
-crate::api::wire::wire_enum! {
-    /// Where a spawn's record is: its child's run going on, its announce decided, delivered.
-    "spawn state"
-    pub enum SpawnState {
-        Running = "running",
-        /// The outcome and the announce are decided; the delivery is not done yet.
-        Ended = "ended",
-        Done = "done",
-    }
-}
-
-/// A spawned sub-agent as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SpawnRow {
-    pub child_key: String,
-    pub requester: String,
-    pub run_id: String,
-    pub agent_id: String,
-    pub task: String,
-    pub label: Option<String>,
-    pub cleanup: Cleanup,
-    pub mode: String,
-    pub status: SpawnState,
-    pub outcome: Option<String>,
-    pub error: Option<String>,
-    pub started_at: i64,
-    pub ended_at: Option<i64>,
-    pub announce: Option<String>,
-    pub announce_state: Option<String>,
-    pub announced_at: Option<i64>,
-    pub archive_at: Option<i64>,
-    pub archived_at: Option<i64>,
-}
 
 const SPAWN_COLS: &str = "child_key, requester, run_id, agent_id, task, label, cleanup, mode, status, outcome, error, started_at, ended_at, announce, announce_state, announced_at, archive_at, archived_at";
 
