@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::api::time::now_ms;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::engine::events::EngineEvent;
 use crate::engine::instance::Instance;
-use crate::engine::store::now_ms;
 use crate::store::StoreError;
 use crate::store_sqlite::runs::{self, Recovered};
 use crate::store_sqlite::{SqliteStore, Storage, StorageError, queries};

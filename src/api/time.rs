@@ -1,6 +1,14 @@
 //! How long ago a moment was, in the words each front end shows: one formatter, so the
 //! console's and the command line's buckets (seconds, minutes, hours, days) cannot drift.
 
+/// Milliseconds since the Unix epoch, now (0 for a clock set before 1970). The one clock
+/// reading of every crate: stored timestamps, event times and ages all use it.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// How an age is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgoStyle {

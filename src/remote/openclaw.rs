@@ -7,6 +7,7 @@
 mod events;
 pub mod map;
 
+use crate::api::time::now_ms;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -62,13 +63,6 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // The data under these locks stays consistent at every step, so a panic elsewhere
     // while holding one leaves nothing half-written.
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 fn count_of(payload: &Value) -> Option<u64> {

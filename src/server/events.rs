@@ -3,6 +3,7 @@
 //! OpenClaw's own events in OpenClaw's shapes (`sessions.changed`, `session.message`,
 //! `chat`, `agent`), plus `a2a` for every client and a `tick` every `tickIntervalMs`.
 
+use crate::api::time::now_ms;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -166,10 +167,6 @@ async fn forward(mut stream: EventStream, outbox: Arc<Outbox>) {
             return;
         }
     }
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
 }
 
 /// OpenClaw's events for one connection, and its ticks, until it ends.

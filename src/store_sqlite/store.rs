@@ -12,7 +12,7 @@ use super::queries::PreparedLine;
 use super::{flows, idempotency, outbox, queries, runs, spawns};
 use super::{Storage, StorageError};
 use crate::engine::key::SessionKey;
-use crate::engine::store::now_ms;
+use crate::api::time::now_ms;
 use crate::store::{
     SessionScan, SpawnAnnounce, SpawnAnnounced,
     NewLine, NewRunRecord,

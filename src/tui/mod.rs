@@ -68,10 +68,7 @@ fn initial_state(options: &Options, now: i64) -> State {
     state
 }
 
-/// Milliseconds since the epoch, for relative times on screen.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+pub use crate::api::time::now_ms;
 
 /// Run the console on `api` until the user quits or the terminal goes away.
 pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<()> {

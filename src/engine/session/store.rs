@@ -39,10 +39,7 @@ pub(crate) fn transcript_header(session_id: &str, cwd: &str, now: i64) -> Value 
     })
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+pub use crate::api::time::now_ms;
 
 #[derive(Clone)]
 pub struct SessionStore {
