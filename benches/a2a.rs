@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde_json::json;
-use switchboard::config::Config;
-use switchboard::engine::Engine;
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
-use switchboard::engine::tools::ToolContext;
-use switchboard::store_sqlite::queries::NewLine;
+use switchboard_config::Config;
+use switchboard_engine::Engine;
+use switchboard_engine::inbound::Inbound;
+use switchboard_engine::store::SessionInit;
+use switchboard_engine::tools::ToolContext;
+use switchboard_store_sqlite::queries::NewLine;
+use switchboard_types::key::SessionKey;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -45,7 +45,7 @@ fn engine(turns: u32, dir: &std::path::Path) -> Engine {
         ] },
     });
     let config: Config = serde_json::from_value(config).expect("config");
-    switchboard::state_folder::open_engine(dir, config).expect("engine")
+    switchboard_engine::state_folder::open_engine(dir, config).expect("engine")
 }
 
 fn runtime() -> Runtime {

@@ -13,13 +13,13 @@ use std::time::Duration;
 use criterion::Criterion;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use switchboard::api::{EngineEvent, SessionsApi};
-use switchboard::config::Config;
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::effects::Effect;
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
-use switchboard::tui::update::Console;
+use switchboard_config::Config;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::effects::Effect;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
+use switchboard_tui::update::Console;
+use switchboard_types::api::{EngineEvent, SessionsApi};
 
 fn cached_state() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -72,7 +72,8 @@ fn main() {
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    let engine = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
+    let engine =
+        switchboard_engine::state_folder::open_engine(&dir, Config::default()).expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let mut state = State::new(dir.display().to_string(), 1_795_353_349_734);
     state.width = 120;
@@ -107,7 +108,7 @@ fn main() {
         .measurement_time(Duration::from_secs(5));
     c.bench_function("console/frame_120x40_100k_sessions_1m_transcript", |b| {
         b.iter(|| {
-            term.draw(|f| switchboard::tui::view::draw(f, &console.state, &keymap))
+            term.draw(|f| switchboard_tui::view::draw(f, &console.state, &keymap))
                 .expect("draw");
         })
     });
@@ -138,7 +139,7 @@ fn main() {
                 let _ = burst_console.update(Action::Engine(Box::new(e.clone())));
             }
             let _ = burst_console.refresh();
-            term.draw(|f| switchboard::tui::view::draw(f, &burst_console.state, &keymap))
+            term.draw(|f| switchboard_tui::view::draw(f, &burst_console.state, &keymap))
                 .expect("draw");
         })
     });
@@ -155,7 +156,7 @@ fn main() {
                 down = !down;
                 let _ = waiting.update(Action::Intent(intent));
                 let _ = waiting.refresh();
-                term.draw(|f| switchboard::tui::view::draw(f, &waiting.state, &keymap))
+                term.draw(|f| switchboard_tui::view::draw(f, &waiting.state, &keymap))
                     .expect("draw");
             })
         },

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, PatchRequest, PolicySetting, SessionsApi, StreamItem};
-use switchboard::config::Config;
+use switchboard_config::Config;
+use switchboard_types::api::{EngineEvent, PatchRequest, PolicySetting, SessionsApi, StreamItem};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio_tungstenite::WebSocketStream;
@@ -82,7 +82,7 @@ fn main() {
     };
     let rt = Runtime::new().expect("runtime");
     let engine = rt
-        .block_on(async { switchboard::state_folder::open_engine(&dir, Config::default()) })
+        .block_on(async { switchboard_engine::state_folder::open_engine(&dir, Config::default()) })
         .expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let listener = rt
@@ -90,10 +90,10 @@ fn main() {
         .expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(switchboard::server::run(
+    let server = rt.spawn(switchboard_server::run(
         listener,
         api.clone(),
-        switchboard::server::Options::new(TOKEN.into()),
+        switchboard_server::Options::new(TOKEN.into()),
         async move {
             let _ = stop_rx.await;
         },

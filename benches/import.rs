@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use switchboard::config::Config;
+use switchboard_config::Config;
 
 fn main() {
     let store = PathBuf::from(
@@ -30,7 +30,7 @@ fn main() {
         return;
     }
     let state = tempfile::tempdir_in("target").expect("a state folder under target/");
-    let engine = switchboard::state_folder::open_engine(state.path(), Config::default())
+    let engine = switchboard_engine::state_folder::open_engine(state.path(), Config::default())
         .expect("open the state");
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
 

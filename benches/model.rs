@@ -31,14 +31,14 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode};
 use fake_model::{Answer, Fake, call, streamed_text, text_reply, tool_reply};
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, SendRequest, Sender, StreamItem};
-use switchboard::config::Config;
-use switchboard::engine::Engine;
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::SessionKey;
-use switchboard::tui::action::Action;
-use switchboard::tui::state::State;
-use switchboard::tui::update::Console;
+use switchboard_config::Config;
+use switchboard_engine::Engine;
+use switchboard_engine::inbound::Inbound;
+use switchboard_tui::action::Action;
+use switchboard_tui::state::State;
+use switchboard_tui::update::Console;
+use switchboard_types::api::{EngineEvent, SendRequest, Sender, StreamItem};
+use switchboard_types::key::SessionKey;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -100,13 +100,17 @@ fn bench_turns(c: &mut Criterion) {
         text_reply("There are a few sessions.", 30, 6),
     ]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine =
-        switchboard::state_folder::open_engine(dir.path(), config(&fake.base_url, json!({})))
-            .expect("engine");
+    let engine = switchboard_engine::state_folder::open_engine(
+        dir.path(),
+        config(&fake.base_url, json!({})),
+    )
+    .expect("engine");
     let dir2 = tempfile::tempdir().expect("dir");
-    let engine2 =
-        switchboard::state_folder::open_engine(dir2.path(), config(&tooling.base_url, json!({})))
-            .expect("engine");
+    let engine2 = switchboard_engine::state_folder::open_engine(
+        dir2.path(),
+        config(&tooling.base_url, json!({})),
+    )
+    .expect("engine");
     let me = SessionKey::from_canonical("agent:main:main");
     let plain = SessionKey::from_canonical("agent:plain:main");
     let http = reqwest::Client::new();
@@ -155,7 +159,7 @@ fn bench_concurrent(c: &mut Criterion) {
     };
     let fake = rt.block_on(Fake::start(vec![slow]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine = switchboard::state_folder::open_engine(
+    let engine = switchboard_engine::state_folder::open_engine(
         dir.path(),
         config(&fake.base_url, json!({ "maxConcurrent": RUNS })),
     )
@@ -203,7 +207,7 @@ fn bench_delta_to_console(c: &mut Criterion) {
         Some((10, PIECES as u64)),
     )]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine = switchboard::state_folder::open_engine(
+    let engine = switchboard_engine::state_folder::open_engine(
         dir.path(),
         config(&fake.base_url, json!({ "stream": true })),
     )

@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use switchboard::api::{SessionsApi, SessionsQuery};
-use switchboard::config::Config;
-use switchboard::remote::{Link, LinkOptions, RemoteApi};
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::effects::{Effect, Runner};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
-use switchboard::tui::update::Console;
+use switchboard_config::Config;
+use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::effects::{Effect, Runner};
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
+use switchboard_tui::update::Console;
+use switchboard_types::api::{SessionsApi, SessionsQuery};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -151,7 +151,7 @@ impl Loop {
         self.run(effects);
         let (state, keymap) = (&self.console.state, &self.keymap);
         self.term
-            .draw(|f| switchboard::tui::view::draw(f, state, keymap))
+            .draw(|f| switchboard_tui::view::draw(f, state, keymap))
             .expect("draw");
     }
 
@@ -231,15 +231,16 @@ fn main() {
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    let engine = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
+    let engine =
+        switchboard_engine::state_folder::open_engine(&dir, Config::default()).expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind");
     let gateway = listener.local_addr().expect("addr").to_string();
     let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    rt.spawn(switchboard::server::run(
+    rt.spawn(switchboard_server::run(
         listener,
         api,
-        switchboard::server::Options::new(TOKEN.into()),
+        switchboard_server::Options::new(TOKEN.into()),
         async move {
             let _ = stopped.await;
         },

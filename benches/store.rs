@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use serde_json::{Value, json};
-use switchboard::config::{Config, Visibility};
-use switchboard::engine::Engine;
-use switchboard::engine::entry::{DeliveryContext, SessionEntry};
-use switchboard::engine::key::{KeyScheme, SessionKey};
-use switchboard::engine::store::{SessionInit, SessionStore};
-use switchboard::engine::tools::ToolContext;
-use switchboard::store_sqlite::queries::{self, NewLine, StoredSession};
+use switchboard_config::{Config, Visibility};
+use switchboard_engine::Engine;
+use switchboard_engine::store::{SessionInit, SessionStore};
+use switchboard_engine::tools::ToolContext;
+use switchboard_store_sqlite::queries::{self, NewLine, StoredSession};
+use switchboard_types::entry::{DeliveryContext, SessionEntry};
+use switchboard_types::key::{KeyScheme, SessionKey};
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
@@ -288,8 +288,8 @@ fn prepare() -> PathBuf {
     eprintln!("bench state: populating {} (once) …", dir.display());
     // Open through the engine first, so the schema and the kind basis are in place exactly
     // as a real state folder would have them.
-    let engine =
-        switchboard::state_folder::open_engine(&dir, Config::default()).expect("open empty state");
+    let engine = switchboard_engine::state_folder::open_engine(&dir, Config::default())
+        .expect("open empty state");
     let storage = engine.store().storage().clone();
     let cwd = dir.display().to_string();
 
@@ -414,7 +414,7 @@ fn proc_status_kb(field: &str) -> u64 {
 /// transcript (or none), print peak and current RSS.
 fn probe(which: &str) {
     let dir = state_dir();
-    let engine = switchboard::state_folder::open_engine(&dir, all_config()).expect("open");
+    let engine = switchboard_engine::state_folder::open_engine(&dir, all_config()).expect("open");
     let rt = current_thread();
     let ctx = ctx();
     let key = match which {
@@ -480,8 +480,8 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let t = Instant::now();
-                let engine =
-                    switchboard::state_folder::open_engine(dir, Config::default()).expect("open");
+                let engine = switchboard_engine::state_folder::open_engine(dir, Config::default())
+                    .expect("open");
                 total += t.elapsed();
                 drop(black_box(engine));
             }
@@ -498,7 +498,7 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
             for _ in 0..iters {
                 let t = Instant::now();
                 let engine =
-                    switchboard::state_folder::open_engine(dir, all_config()).expect("open");
+                    switchboard_engine::state_folder::open_engine(dir, all_config()).expect("open");
                 let page = call(&rt, &engine, "sessions_list", &params, &ctx);
                 total += t.elapsed();
                 black_box(page);
@@ -547,7 +547,7 @@ fn bench_list(c: &mut Criterion, all: &Engine, tree: &Engine) {
 /// asks for): a window of 400, newest first and by name, at the top and deep in the
 /// 100,000, and with the last-message previews the wide pane shows.
 fn bench_page(c: &mut Criterion, all: &Engine) {
-    use switchboard::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
+    use switchboard_types::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
     let rt = current_thread();
     let window = |order: SessionsOrder, offset: usize| SessionsQuery {
         offset,
@@ -726,7 +726,8 @@ fn bench_append(c: &mut Criterion, dir: &Path) {
         .enable_all()
         .build()
         .expect("runtime");
-    let engine = switchboard::state_folder::open_engine(dir, Config::default()).expect("open");
+    let engine =
+        switchboard_engine::state_folder::open_engine(dir, Config::default()).expect("open");
     let store = engine.store().clone();
     let keys: Vec<SessionKey> = (0..BURST_SESSIONS)
         .map(|n| SessionKey::from_canonical(format!("agent:main:burst-{n}")))
@@ -857,8 +858,9 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_open(&mut c, &dir);
     {
-        let all = switchboard::state_folder::open_engine(&dir, all_config()).expect("open");
-        let tree = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
+        let all = switchboard_engine::state_folder::open_engine(&dir, all_config()).expect("open");
+        let tree =
+            switchboard_engine::state_folder::open_engine(&dir, Config::default()).expect("open");
         bench_list(&mut c, &all, &tree);
         bench_page(&mut c, &all);
         bench_history(&mut c, &all);

@@ -11,11 +11,11 @@ use std::time::Duration;
 use criterion::Criterion;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use switchboard::api::EngineEvent;
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
-use switchboard::tui::update::Console;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
+use switchboard_tui::update::Console;
+use switchboard_types::api::EngineEvent;
 
 const EXCHANGES: usize = 100_000;
 const START: i64 = 1_795_353_296_000;
@@ -55,7 +55,7 @@ fn round(i: usize, pairs: usize) -> EngineEvent {
         listener: requester,
         run_id: format!("run-{i}-1"),
         text: "hi".into(),
-        status: switchboard::api::RunStatus::Ok,
+        status: switchboard_types::api::RunStatus::Ok,
     }
 }
 
@@ -73,15 +73,15 @@ fn fed(pairs: usize) -> Console {
         if i % 10 == 0 {
             c.update(Action::Engine(Box::new(EngineEvent::ExchangeLoopEnded {
                 exchange_id: format!("flow-{i}"),
-                reason: switchboard::api::ExchangeEnd::Cap,
+                reason: switchboard_types::api::ExchangeEnd::Cap,
                 rounds: 5,
                 detail: String::new(),
             })));
         }
         c.update(Action::Engine(Box::new(EngineEvent::ExchangeEnded {
             exchange_id: format!("flow-{i}"),
-            status: switchboard::api::ExchangeStatus::Done,
-            reason: switchboard::api::ExchangeEnd::Cap,
+            status: switchboard_types::api::ExchangeStatus::Done,
+            reason: switchboard_types::api::ExchangeEnd::Cap,
         })));
     }
     c.state.now_ms = START;
@@ -113,7 +113,7 @@ fn main() {
                     i += 1;
                     c.update(Action::Engine(Box::new(round(i, pairs))));
                     let _ = c.refresh();
-                    term.draw(|f| switchboard::tui::view::draw(f, &c.state, &keymap))
+                    term.draw(|f| switchboard_tui::view::draw(f, &c.state, &keymap))
                         .expect("draw");
                 })
             },
@@ -131,7 +131,7 @@ fn main() {
         );
         criterion.bench_function(&format!("traffic/draw 120x40, {pairs} pairs"), |b| {
             b.iter(|| {
-                term.draw(|f| switchboard::tui::view::draw(f, &c.state, &keymap))
+                term.draw(|f| switchboard_tui::view::draw(f, &c.state, &keymap))
                     .expect("draw");
             })
         });

@@ -9,11 +9,11 @@ use std::time::Duration;
 use criterion::Criterion;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use switchboard::api::SessionKind;
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::search::Search;
-use switchboard::tui::state::{Focus, SessionRow, State, TRANSCRIPT_MAX, TranscriptLine};
-use switchboard::tui::transcript::shown;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::search::Search;
+use switchboard_tui::state::{Focus, SessionRow, State, TRANSCRIPT_MAX, TranscriptLine};
+use switchboard_tui::transcript::shown;
+use switchboard_types::api::SessionKind;
 
 const KEY: &str = "agent:main:main";
 
@@ -88,7 +88,7 @@ fn main() {
         name: "main".into(),
         channel: "internal".into(),
         updated_at: 0,
-        policy: switchboard::api::PolicySetting::Allow,
+        policy: switchboard_types::api::PolicySetting::Allow,
         policy_override: false,
         policy_detail: "default".into(),
         policy_words: "allow · default".into(),
@@ -113,7 +113,7 @@ fn main() {
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     c.bench_function("transcript/frame_120x40_20k_lines_search_on", |b| {
         b.iter(|| {
-            term.draw(|f| switchboard::tui::view::draw(f, &state, &keymap))
+            term.draw(|f| switchboard_tui::view::draw(f, &state, &keymap))
                 .expect("draw");
         })
     });

@@ -13,8 +13,8 @@ use anyhow::{Context, anyhow};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
-use crate::api::{SendRequest, Sender, SessionsApi, WorkId};
-use crate::config::Config;
+use switchboard_config::Config;
+use switchboard_types::api::{SendRequest, Sender, SessionsApi, WorkId};
 
 /// The demo's config (agents, scripts, send policy), built into the binary so `switchboard
 /// demo` works from any folder.
@@ -30,7 +30,7 @@ pub const DENIED_GROUP: &str = "agent:support:discord:group:random";
 
 /// The demo config, parsed and checked by the crate's own loader.
 pub fn demo_config() -> anyhow::Result<Config> {
-    crate::config::load::parse_str(DEMO_CONFIG).map_err(|problems| {
+    switchboard_config::load::parse_str(DEMO_CONFIG).map_err(|problems| {
         let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow!(
             "the built-in demo config (assets/demo-config.json5) is invalid: {}",

@@ -87,7 +87,7 @@ fn safe_event(buf: &[u8]) -> String {
     // Cut before escaping too, so a 20 MB event costs no more than a short one.
     let raw = &body[..body.len().min(MAX_LINE_BYTES)];
     let text = String::from_utf8_lossy(raw);
-    let safe = switchboard::text_safety::safe_line(&text);
+    let safe = switchboard_types::text_safety::safe_line(&text);
     let mut line = String::with_capacity(MAX_LINE_BYTES + 64);
     if body.len() > MAX_LINE_BYTES || safe.len() > MAX_LINE_BYTES {
         let mut cut = MAX_LINE_BYTES.min(safe.len());

@@ -41,7 +41,7 @@ fn main() {
             .map(|e| e.code)
             .unwrap_or(1);
         // Errors quote what the user or an agent wrote (keys, names, replies): never raw.
-        let message = switchboard::text_safety::safe_text(&describe(&err)).into_owned();
+        let message = switchboard_types::text_safety::safe_text(&describe(&err)).into_owned();
         tracing::error!(error = %message, "command failed");
         // Not `eprintln!`: it panics when stderr is a terminal that has gone away.
         let _ = writeln!(std::io::stderr(), "switchboard: {message}");

@@ -2,7 +2,7 @@
 //! exchange rounds, how loops ended, announces, policy refusals and chain stops, one line
 //! each, from the engine's event stream.
 
-use switchboard::api::{AnnounceOutcome, EngineEvent, EventStream, RunStatus, StreamItem};
+use switchboard_types::api::{AnnounceOutcome, EngineEvent, EventStream, RunStatus, StreamItem};
 
 /// Print events as they come until `stop` fires, then whatever is still queued.
 pub async fn print(
@@ -55,7 +55,7 @@ fn show_item(item: &StreamItem, enabled: bool) -> bool {
 
 /// One progress line: it quotes agents' words, so it goes out escaped.
 fn show(line: &str) {
-    eprintln!("{}", switchboard::text_safety::safe_line(line));
+    eprintln!("{}", switchboard_types::text_safety::safe_line(line));
 }
 
 /// Shorten a long text to one line for the progress log.
@@ -129,7 +129,7 @@ fn describe(e: &EngineEvent) -> Option<String> {
         } => format!("  chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
         EngineEvent::Delivery {
             channel, to, kind, ..
-        } if *kind == switchboard::api::SendKind::Reply => {
+        } if *kind == switchboard_types::api::SendKind::Reply => {
             format!("  reply queued for {channel} {to}")
         }
         EngineEvent::Spawned {

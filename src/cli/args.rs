@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use switchboard::api::PolicySetting;
+use switchboard_types::api::PolicySetting;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -169,24 +169,24 @@ pub struct ServeArgs {
     /// 67108864, the most a Switchboard client reads). Longer answers are paged, or their
     /// texts cut with "…(truncated)…".
     #[arg(long, value_name = "BYTES",
-          default_value_t = switchboard::server::DEFAULT_MAX_PAYLOAD as u64,
+          default_value_t = switchboard_server::DEFAULT_MAX_PAYLOAD as u64,
           value_parser = clap::value_parser!(u64).range(
-              switchboard::protocol::MIN_MAX_PAYLOAD as u64
-                  ..=switchboard::protocol::MAX_PAYLOAD_CEILING as u64))]
+              switchboard_protocol::MIN_MAX_PAYLOAD as u64
+                  ..=switchboard_protocol::MAX_PAYLOAD_CEILING as u64))]
     pub max_payload: u64,
     /// Connections open at once; past it new ones are turned away (HTTP 503) until one
     /// closes. Lowered to fit the process's descriptor limit (`ulimit -n`) if needed.
-    #[arg(long, value_name = "N", default_value_t = switchboard::server::DEFAULT_MAX_CONNECTIONS as u32,
+    #[arg(long, value_name = "N", default_value_t = switchboard_server::DEFAULT_MAX_CONNECTIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
     /// How far one client may fall behind, in bytes of frames queued for it, before it is
     /// disconnected as lagged (hello-ok's policy.maxBufferedBytes).
-    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_BUFFERED_BYTES,
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard_server::DEFAULT_MAX_BUFFERED_BYTES,
           value_parser = clap::value_parser!(usize))]
     pub max_buffered_bytes: usize,
     /// Bytes of frames queued for all clients together; past it, the clients furthest
     /// behind are disconnected as lagged.
-    #[arg(long, value_name = "BYTES", default_value_t = switchboard::server::DEFAULT_MAX_QUEUED_BYTES,
+    #[arg(long, value_name = "BYTES", default_value_t = switchboard_server::DEFAULT_MAX_QUEUED_BYTES,
           value_parser = clap::value_parser!(usize))]
     pub max_queued_bytes: usize,
 }

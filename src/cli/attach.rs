@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 
-use switchboard::api::SessionsApi;
-use switchboard::config::{self, Config};
-use switchboard::engine::Engine;
-use switchboard::text_safety::safe_line;
+use switchboard_config::{self as config, Config};
+use switchboard_engine::Engine;
+use switchboard_types::api::SessionsApi;
+use switchboard_types::text_safety::safe_line;
 
 use super::args::Cli;
 use super::print::say;
@@ -58,7 +58,7 @@ impl Cli {
     pub fn open_engine(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        switchboard::state_folder::open_engine(&dir, config)
+        switchboard_engine::state_folder::open_engine(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
 
@@ -66,7 +66,7 @@ impl Cli {
     pub fn open_engine_for_reading(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        switchboard::state_folder::open_engine_for_reading(&dir, config)
+        switchboard_engine::state_folder::open_engine_for_reading(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
 
@@ -96,7 +96,8 @@ impl Cli {
     /// listens on a local port (another user's program, a tunnel to another gateway) never
     /// gets it. Without a token the command stops here, before dialling, saying why.
     fn gateway_token(&self, target: &str) -> Result<String> {
-        use switchboard::server::{listening, token};
+        use switchboard_protocol::token;
+        use switchboard_server::listening;
         if let Some(t) = self
             .token
             .as_deref()
@@ -154,10 +155,10 @@ not from {}",
     /// once (exit 1), never waited on. Our own gateway is spoken to in its own methods; any
     /// other (OpenClaw's) in OpenClaw's, chosen from what `hello-ok` lists.
     pub(crate) async fn remote_api(&self) -> Result<Arc<dyn SessionsApi>> {
-        use switchboard::protocol::switchboard::method;
-        use switchboard::remote::openclaw::OpenClawApi;
-        use switchboard::remote::rpc::Rpc;
-        use switchboard::remote::{DialError, LinkOptions, RemoteApi, device};
+        use switchboard_protocol::switchboard::method;
+        use switchboard_remote::openclaw::OpenClawApi;
+        use switchboard_remote::rpc::Rpc;
+        use switchboard_remote::{DialError, LinkOptions, RemoteApi, device};
         let target = self
             .connect
             .clone()
@@ -235,7 +236,7 @@ the gateway's machine"
 /// `None` when it is not on this machine (any address not loopback).
 fn loopback_addrs(target: &str) -> Option<Vec<std::net::SocketAddr>> {
     use std::net::ToSocketAddrs;
-    let (host, port) = switchboard::remote::link::host_port(target).ok()?;
+    let (host, port) = switchboard_remote::link::host_port(target).ok()?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<std::net::SocketAddr> = match host.parse::<std::net::IpAddr>() {
         Ok(ip) => vec![(ip, port).into()],
@@ -280,11 +281,11 @@ const FIRST_DIAL_PATIENCE: Duration = Duration::from_secs(10 * 60);
 /// Any other outcome is returned at once.
 async fn dial_patiently(
     target: &str,
-    options: switchboard::remote::LinkOptions,
-) -> std::result::Result<switchboard::remote::Link, switchboard::remote::DialError> {
-    use switchboard::remote::{DialError, Link};
+    options: switchboard_remote::LinkOptions,
+) -> std::result::Result<switchboard_remote::Link, switchboard_remote::DialError> {
+    use switchboard_remote::{DialError, Link};
     let give_up = std::time::Instant::now() + FIRST_DIAL_PATIENCE;
-    let mut delays = switchboard::remote::link::redial_delays();
+    let mut delays = switchboard_remote::link::redial_delays();
     loop {
         match Link::connect(options.clone()).await {
             Err(DialError::Deferred {

@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 
-use switchboard::config::{self};
-use switchboard::text_safety::{safe_line, safe_text};
+use switchboard_config::{self as config};
+use switchboard_types::text_safety::{safe_line, safe_text};
 
 use super::ExitError;
 use super::args::{Cli, ConfigCommand};

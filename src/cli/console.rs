@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use switchboard::config::{self};
-use switchboard::text_safety::safe_line;
+use switchboard_config::{self as config};
+use switchboard_types::text_safety::safe_line;
 
 use super::args::Cli;
 use super::print::say_log;
@@ -15,21 +15,21 @@ use super::usage;
 /// The terminal the console would draw on, checked before anything is started: none at
 /// all (stdin or stdout not a tty, `ssh host switchboard demo` without -t) or `TERM=dumb`
 /// is refused with exit 2, before raw mode could fail with an OS error.
-fn console_terminal() -> Result<switchboard::tui::theme::Theme> {
+fn console_terminal() -> Result<switchboard_tui::theme::Theme> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(usage("the console needs a terminal (with ssh, use ssh -t)"));
     }
-    switchboard::tui::theme::Theme::from_env().map_err(|e| usage(e.to_string()))
+    switchboard_tui::theme::Theme::from_env().map_err(|e| usage(e.to_string()))
 }
 
 /// The keymap the console uses: the defaults plus `<config dir>/switchboard/keymap.json5`.
-fn load_keymap() -> Result<switchboard::tui::keymap::Keymap> {
-    use switchboard::tui::keymap::Keymap;
+fn load_keymap() -> Result<switchboard_tui::keymap::Keymap> {
+    use switchboard_tui::keymap::Keymap;
     Ok(
         match dirs::config_dir().map(|d| d.join("switchboard").join("keymap.json5")) {
             Some(path) if path.exists() => {
-                let text = switchboard::config::text_limits::read_capped(&path)
+                let text = switchboard_config::text_limits::read_capped(&path)
                     .with_context(|| format!("cannot read {}", path.display()))?
                     .map_err(|e| usage(format!("{}: {e}", path.display())))?;
                 Keymap::with_overrides(&text)
@@ -42,7 +42,7 @@ fn load_keymap() -> Result<switchboard::tui::keymap::Keymap> {
 
 /// `keys`: the key reference, from the same keymap the console loads.
 pub(crate) fn keys(markdown: bool, defaults: bool) -> Result<()> {
-    use switchboard::tui::{keymap::Keymap, keys_doc};
+    use switchboard_tui::{keymap::Keymap, keys_doc};
     let keymap = if defaults {
         Keymap::defaults()
     } else {
@@ -59,9 +59,9 @@ pub(crate) fn keys(markdown: bool, defaults: bool) -> Result<()> {
 
 /// The console's options: the keymap (defaults plus `<config dir>/switchboard/keymap.json5`)
 /// and NO_COLOR.
-fn console_options(attached: String) -> Result<switchboard::tui::Options> {
+fn console_options(attached: String) -> Result<switchboard_tui::Options> {
     let keymap = load_keymap()?;
-    Ok(switchboard::tui::Options {
+    Ok(switchboard_tui::Options {
         attached,
         keymap,
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
@@ -80,7 +80,7 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         let api = cli.remote_api().await?;
         let options = console_options(safe_line(target).into_owned())?;
         say_log(&log);
-        return switchboard::tui::run(api, options).await;
+        return switchboard_tui::run(api, options).await;
     }
     let config = cli.load_config()?;
     let notices = config::warnings(&config)
@@ -88,12 +88,12 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         .map(|w| format!("config: {w}"))
         .collect();
     let dir = cli.state_dir();
-    let engine = switchboard::state_folder::open_engine(&dir, config)
+    let engine = switchboard_engine::state_folder::open_engine(&dir, config)
         .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
     let mut options = console_options(dir.display().to_string())?;
     options.notices = notices;
     say_log(&log);
-    switchboard::tui::run(engine.start(), options).await
+    switchboard_tui::run(engine.start(), options).await
 }
 
 /// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.
@@ -102,7 +102,7 @@ pub(crate) async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Resu
     console_terminal()?;
     let dir = tempfile_dir()?;
     let config = switchboard::demo::demo_config()?;
-    let engine = switchboard::state_folder::open_engine(&dir, config)
+    let engine = switchboard_engine::state_folder::open_engine(&dir, config)
         .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
     // Seeding runs beside the console, which draws at once and fills in as it lands.
     let traffic = switchboard::demo::start(
@@ -112,7 +112,7 @@ pub(crate) async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Resu
     );
     let options = console_options(format!("demo {}", dir.display()))?;
     say_log(&log);
-    let result = switchboard::tui::run(engine.start(), options).await;
+    let result = switchboard_tui::run(engine.start(), options).await;
     traffic.abort();
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -3,10 +3,10 @@
 //! announce; `--json` prints the API's own shapes.
 
 use anyhow::{Result, anyhow};
-use switchboard::api::{
+use switchboard_types::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeSummary, ExchangesQuery, SessionsApi,
 };
-use switchboard::text_safety::safe_line;
+use switchboard_types::text_safety::safe_line;
 
 use super::args::{Cli, ExchangesArgs, ExchangesCommand};
 use super::print::print_json;

@@ -2,8 +2,8 @@
 
 use anyhow::{Result, anyhow};
 
-use switchboard::api::{RunStatus, SendRequest, Sender};
-use switchboard::text_safety::safe_text;
+use switchboard_types::api::{RunStatus, SendRequest, Sender};
+use switchboard_types::text_safety::safe_text;
 
 use super::args::{ChatTypeArg, Cli, InjectArgs};
 use super::waiting::Waiting;

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, anyhow};
 
-use switchboard::api::{ApiError, KeyPurpose, SessionsApi};
+use switchboard_types::api::{ApiError, KeyPurpose, SessionsApi};
 
 pub use args::{Cli, Command};
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::Value;
 
-use switchboard::text_safety::{self, safe_line};
+use switchboard_types::text_safety::{self, safe_line};
 
 /// A line on stderr for a long-running command: a reader that went away must not stop it
 /// (`eprintln!` would panic).

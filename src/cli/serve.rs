@@ -11,7 +11,8 @@ use super::usage;
 
 /// `serve`: the engine headless behind the gateway until SIGINT or SIGTERM.
 pub(crate) async fn serve(cli: &Cli, args: &ServeArgs, log: Option<PathBuf>) -> Result<()> {
-    use switchboard::server::{self, token};
+    use switchboard_protocol::{tls, token};
+    use switchboard_server as server;
     let config = cli.load_config()?;
     let bind = args
         .bind
@@ -26,7 +27,7 @@ pub(crate) async fn serve(cli: &Cli, args: &ServeArgs, log: Option<PathBuf>) -> 
     }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
-            Some(server::tls::acceptor(cert, key).map_err(|e| usage(format!("TLS: {e}")))?)
+            Some(tls::acceptor(cert, key).map_err(|e| usage(format!("TLS: {e}")))?)
         }
         _ => None,
     };
@@ -91,7 +92,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         read_only_token: config.gateway.auth.read_only_token.clone(),
         // Within the range clap checked, so it fits any usize this runs on.
         max_payload: usize::try_from(args.max_payload)
-            .unwrap_or(switchboard::server::DEFAULT_MAX_PAYLOAD),
+            .unwrap_or(switchboard_server::DEFAULT_MAX_PAYLOAD),
         max_connections,
         // Fewer than the connections, so connected clients keep places of their own.
         max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections.div_ceil(2)),

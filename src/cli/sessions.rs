@@ -3,13 +3,13 @@
 use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
-use switchboard::api::time::{AgoStyle, ago};
-use switchboard::api::{
+use switchboard_engine::Overwrite;
+use switchboard_types::api::time::{AgoStyle, ago};
+use switchboard_types::api::{
     PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
     TranscriptLine, TranscriptQuery,
 };
-use switchboard::engine::Overwrite;
-use switchboard::text_safety::{self, safe_line, safe_text};
+use switchboard_types::text_safety::{self, safe_line, safe_text};
 
 use super::args::{Cli, SessionsCommand};
 use super::attach::Attached;
@@ -320,8 +320,8 @@ fn policy_cell(row: &Value) -> String {
     let Some(eff) = row.get("sendPolicyEffective") else {
         return String::new();
     };
-    let source = field(eff, "source").parse::<switchboard::api::PolicySourceKind>();
-    let marker = if source == Ok(switchboard::api::PolicySourceKind::Override) {
+    let source = field(eff, "source").parse::<switchboard_types::api::PolicySourceKind>();
+    let marker = if source == Ok(switchboard_types::api::PolicySourceKind::Override) {
         "*"
     } else {
         ""

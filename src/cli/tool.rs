@@ -5,7 +5,7 @@ use std::io::Read;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use switchboard::api::{ApiError, KeyPurpose, ToolCall};
+use switchboard_types::api::{ApiError, KeyPurpose, ToolCall};
 
 use super::args::{Cli, ToolArgs};
 use super::print::print_json;

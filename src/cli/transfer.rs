@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use switchboard::api::SessionsApi;
-use switchboard::engine::Overwrite;
-use switchboard::text_safety::{self, safe_line};
+use switchboard_engine::Overwrite;
+use switchboard_types::api::SessionsApi;
+use switchboard_types::text_safety::{self, safe_line};
 
 use super::args::Cli;
 use super::{existing_key, usage};

@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use switchboard::api::{RunResult, SessionsApi, WorkId};
-use switchboard::engine::Engine;
-use switchboard::text_safety::safe_line;
+use switchboard_engine::Engine;
+use switchboard_types::api::{RunResult, SessionsApi, WorkId};
+use switchboard_types::text_safety::safe_line;
 
 /// How often a command waiting for the work it set off says what it still waits for.
 /// `SWITCHBOARD_WAIT_REPORT_SECS` shortens it for tests, which cannot wait 30 s.

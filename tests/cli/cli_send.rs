@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::config::Config;
-use switchboard::engine::key::SessionKey;
+use switchboard_config::Config;
+use switchboard_types::key::SessionKey;
 
 use crate::common;
 
@@ -271,10 +271,10 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let config: Config = switchboard::config::load::parse_str(CONFIG).unwrap();
+    let config: Config = switchboard_config::load::parse_str(CONFIG).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let engine = switchboard::state_folder::open_engine(&b.state, config).unwrap();
+        let engine = switchboard_engine::state_folder::open_engine(&b.state, config).unwrap();
         let work = SessionKey::from_canonical("agent:work:main");
         let runs = engine.runs_of(&work, 10).await.unwrap();
         assert!(

@@ -1,28 +1,155 @@
-//! The layer rule, checked on the source: front ends (the console, the command line, the
-//! demo's traffic, `inject`'s progress) use `api::SessionsApi` and its types, never the
-//! engine's internals. The compiler enforces it for the binary (the engine's modules are
-//! `pub(crate)` without the `internals` feature); the console and the demo live in the same
-//! crate as the engine, so for them this test is the check. The front ends' functions are
-//! also held to a length (`front_end_functions_stay_short`, issue 24 item 4).
+//! The layer rule, held by the crate graph (docs/ARCHITECTURE.md, "Crates"): each crate may
+//! depend only on the crates below it, so a wrong import does not compile. This test pins the
+//! graph itself, so that rule cannot be loosened by adding a dependency line unnoticed: every
+//! workspace crate's own dependencies are listed, what the bottom crate pulls in is checked,
+//! and `rusqlite` is named by the SQLite store alone.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// What no front-end file may mention: the database, the storage layer, policy evaluation,
-/// the key scheme, or any engine module.
-const FORBIDDEN: &[&str] = &[
-    "rusqlite",
-    "storage::",
-    "policy::evaluate",
-    "scheme()",
-    "crate::engine",
+/// Each crate → the workspace crates it may depend on (normal dependencies).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("switchboard-types", &[]),
+    ("switchboard-protocol", &["switchboard-types"]),
+    ("switchboard-config", &["switchboard-types"]),
+    ("switchboard-store", &["switchboard-types"]),
+    (
+        "switchboard-store-sqlite",
+        &["switchboard-store", "switchboard-types"],
+    ),
+    // The store-sqlite edge is the one exception left (docs/ARCHITECTURE.md, "Crates"): the
+    // import and export of OpenClaw state (`transfer/`) still write through the SQLite handle,
+    // and `state_folder` opens a folder's SQLite store into an engine.
+    (
+        "switchboard-engine",
+        &[
+            "switchboard-protocol",
+            "switchboard-store",
+            "switchboard-store-sqlite",
+            "switchboard-types",
+        ],
+    ),
+    (
+        "switchboard-server",
+        &["switchboard-protocol", "switchboard-types"],
+    ),
+    (
+        "switchboard-remote",
+        &["switchboard-protocol", "switchboard-types"],
+    ),
+    ("switchboard-tui", &["switchboard-types"]),
 ];
 
-/// What the composition root (`cli/`) may name on the engine: opening it, starting it,
-/// draining it before exit, and the state-folder file operations (docs/ARCHITECTURE.md).
-const ROOT_MAY_NAME: &[&str] = &[
-    "switchboard::engine::Engine;",
-    "switchboard::engine::Overwrite;",
-];
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+fn metadata() -> serde_json::Value {
+    let out = cargo()
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON")
+}
+
+/// Workspace crate → its normal (not dev, not build) dependencies among workspace crates.
+fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let meta = metadata();
+    let packages = meta["packages"].as_array().expect("packages");
+    let names: BTreeSet<String> = packages
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_string))
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .filter_map(|d| d["name"].as_str())
+                .filter(|n| names.contains(*n))
+                .map(str::to_string)
+                .collect();
+            (p["name"].as_str().unwrap_or_default().to_string(), deps)
+        })
+        .collect()
+}
+
+#[test]
+fn every_crate_depends_only_on_the_crates_below_it() {
+    let graph = workspace_graph();
+    for (name, allowed) in ALLOWED {
+        let deps = graph
+            .get(*name)
+            .unwrap_or_else(|| panic!("{name} is not in the workspace"));
+        let allowed: BTreeSet<String> = allowed.iter().map(|s| s.to_string()).collect();
+        let extra: Vec<_> = deps.difference(&allowed).collect();
+        assert!(
+            extra.is_empty(),
+            "{name} depends on {extra:?}, which is not below it (docs/ARCHITECTURE.md, \"Crates\")"
+        );
+    }
+    // The binary is the composition root: the only crate that may name every other one.
+    assert!(graph.contains_key("switchboard"));
+    assert_eq!(
+        graph.len(),
+        ALLOWED.len() + 1,
+        "a crate with no rule: {graph:?}"
+    );
+}
+
+#[test]
+fn the_bottom_crate_pulls_in_no_database_socket_terminal_or_http() {
+    let out = cargo()
+        .args([
+            "tree",
+            "-p",
+            "switchboard-types",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    for forbidden in [
+        "rusqlite",
+        "tokio-tungstenite",
+        "ratatui",
+        "reqwest",
+        "crossterm",
+    ] {
+        assert!(
+            !tree
+                .lines()
+                .any(|l| l.starts_with(&format!("{forbidden} "))),
+            "switchboard-types pulls in {forbidden}:\n{tree}"
+        );
+    }
+}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read_dir") {
@@ -35,64 +162,47 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn front_end_files() -> Vec<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src.join("tui"), &mut files);
-    rust_files(&src.join("server"), &mut files);
-    rust_files(&src.join("remote"), &mut files);
-    rust_files(&src.join("protocol"), &mut files);
-    rust_files(&src.join("cli"), &mut files);
-    for f in ["main.rs", "progress.rs", "demo.rs"] {
-        files.push(src.join(f));
-    }
-    files
-}
-
-/// Lines breaking the rule, as `file:line: text`; comments are not code, and a file's unit
-/// tests (from `#[cfg(test)]` on) may check the engine's side of things.
-fn violations() -> Vec<String> {
-    let mut found = Vec::new();
-    for file in front_end_files() {
-        let text = std::fs::read_to_string(&file).expect("read");
-        for (n, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with("#[cfg(test)]") {
-                break;
-            }
-            let code = line.split("//").next().unwrap_or("");
-            let bad = FORBIDDEN.iter().any(|f| code.contains(f))
-                || (code.contains("switchboard::engine")
-                    && !ROOT_MAY_NAME.iter().any(|ok| code.contains(ok)));
-            if bad {
-                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
-            }
-        }
-    }
-    found
-}
+/// Files outside the SQLite store that still name `rusqlite`: the engine's import (`transfer/`,
+/// its merge's held writer jobs) and the bridge it reads through. The list may only shrink.
+const STILL_NAMING_RUSQLITE: &[&str] = &[
+    "crates/engine/src/transfer/",
+    "crates/engine/src/session/store.rs",
+];
 
 #[test]
-fn front_ends_reach_the_engine_only_through_the_api() {
-    let found = violations();
+fn only_the_sqlite_store_names_rusqlite() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    for entry in std::fs::read_dir(root.join("crates")).expect("crates") {
+        let dir = entry.expect("entry").path();
+        if !dir.ends_with("store-sqlite") {
+            rust_files(&dir.join("src"), &mut files);
+        }
+    }
+    let offenders: Vec<_> = files
+        .iter()
+        .filter(|f| {
+            let rel = f
+                .strip_prefix(root)
+                .unwrap_or(f)
+                .to_string_lossy()
+                .replace('\\', "/");
+            !STILL_NAMING_RUSQLITE.iter().any(|ok| rel.starts_with(ok))
+        })
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("read")
+                .contains("rusqlite")
+        })
+        .collect();
     assert!(
-        found.is_empty(),
-        "front ends must use crate::api, not the engine:\n{}",
-        found.join("\n")
+        offenders.is_empty(),
+        "rusqlite named outside the SQLite store: {offenders:?}"
     );
 }
 
-#[test]
-fn the_check_sees_every_front_end_file() {
-    // A check that reads no files would pass forever.
-    let files = front_end_files();
-    assert!(files.iter().any(|f| f.ends_with("tui/update.rs")));
-    assert!(files.iter().any(|f| f.ends_with("server/methods.rs")));
-    assert!(files.iter().any(|f| f.ends_with("cli/attach.rs")));
-    assert!(files.iter().all(|f| f.exists()), "{files:?}");
-    assert!(files.len() >= 10, "{files:?}");
-}
-
-/// The longest a function in the front ends (`src/tui/`, `src/cli/`) may be without saying
+/// The longest a function in the front ends (`crates/tui/`, `src/cli/`) may be without saying
 /// why: a comment line starting `// Long:` (or a doc line `/// Long:`) just above it.
 const MAX_FN_LINES: usize = 120;
 
@@ -141,10 +251,10 @@ fn long_functions(text: &str) -> Vec<String> {
 
 #[test]
 fn front_end_functions_stay_short() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&src.join("tui"), &mut files);
-    rust_files(&src.join("cli"), &mut files);
+    rust_files(&root.join("crates/tui/src"), &mut files);
+    rust_files(&root.join("src/cli"), &mut files);
     let mut long = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).expect("read");
@@ -173,78 +283,4 @@ fn the_length_check_counts_a_long_function() {
     assert!(long_functions(&explained).is_empty());
     let short = "fn small() {\n    let x = 1;\n}\n";
     assert!(long_functions(short).is_empty());
-}
-
-/// `api` is the bottom layer (issue 24 item 3): it names nothing else of the crate, so it can
-/// become the workspace's bottom crate as it is. Until the split, this is the check.
-#[test]
-fn the_api_imports_nothing_above_it() {
-    let mut files = Vec::new();
-    rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api"),
-        &mut files,
-    );
-    assert!(
-        files.iter().any(|f| f.ends_with("api/types.rs")),
-        "{files:?}"
-    );
-    let mut found = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("read");
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            let outside = code
-                .match_indices("crate::")
-                .any(|(i, _)| !code[i..].starts_with("crate::api"));
-            if outside {
-                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "api must not import the rest of the crate:\n{}",
-        found.join("\n")
-    );
-}
-
-/// Engine files that still name the SQLite store: the import and export (`transfer/`), and
-/// the bridge they use (`session/store.rs`'s `sqlite_read`, the `Storage` handle `Engine::new`
-/// passes on). See docs/ARCHITECTURE.md, "The store seam".
-const ENGINE_MAY_NAME_SQLITE: &[&str] = &["transfer/", "session/store.rs", "engine/mod.rs"];
-
-/// Engine lines naming the database (`rusqlite`, `store_sqlite`) outside those files.
-fn engine_sqlite_lines() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root.join("engine"), &mut files);
-    let mut found = Vec::new();
-    for file in files {
-        let rel = file
-            .strip_prefix(&root)
-            .expect("under src")
-            .to_string_lossy()
-            .replace('\\', "/");
-        if ENGINE_MAY_NAME_SQLITE.iter().any(|ok| rel.contains(ok)) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).expect("read");
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if code.contains("rusqlite") || code.contains("store_sqlite") {
-                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
-            }
-        }
-    }
-    found
-}
-
-#[test]
-fn the_engine_stores_through_the_store_trait() {
-    let found = engine_sqlite_lines();
-    assert!(
-        found.is_empty(),
-        "the engine must use crate::store::Store, not SQLite:\n{}",
-        found.join("\n")
-    );
 }

@@ -77,7 +77,7 @@ async fn header_values_quoted_back_by_the_server_reach_no_output_log_or_transcri
 /// header values: `Debug` is written to redact them.
 #[test]
 fn a_provider_printed_for_debugging_shows_no_secret() {
-    let provider: switchboard::config::ModelProvider = serde_json::from_value(serde_json::json!({
+    let provider: switchboard_config::ModelProvider = serde_json::from_value(serde_json::json!({
         "baseUrl": "http://127.0.0.1:1/v1",
         "apiKey": KEY,
         "headers": { "Authorization": format!("Bearer {BEARER}") },

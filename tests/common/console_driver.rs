@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use switchboard::api::{EventStream, SessionsApi, StreamItem};
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::effects::Runner;
-use switchboard::tui::state::State;
-use switchboard::tui::update::Console;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::effects::Runner;
+use switchboard_tui::state::State;
+use switchboard_tui::update::Console;
+use switchboard_types::api::{EventStream, SessionsApi, StreamItem};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 pub struct Driver {
@@ -61,8 +61,8 @@ impl Driver {
     /// A key as the terminal delivers it, mapped as the app loop maps it (default keymap).
     pub fn press(&mut self, code: KeyCode) {
         let k = KeyEvent::new(code, KeyModifiers::NONE);
-        let keymap = switchboard::tui::keymap::Keymap::defaults();
-        for a in switchboard::tui::map_event(
+        let keymap = switchboard_tui::keymap::Keymap::defaults();
+        for a in switchboard_tui::map_event(
             crossterm::event::Event::Key(k),
             &self.console.state,
             &keymap,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use switchboard::api::*;
+use switchboard_types::api::*;
 use tokio::sync::{broadcast, oneshot};
 
 /// The in-memory data a fake answers from.

@@ -72,16 +72,17 @@ impl CliBench {
 
 /// An engine over a fresh temporary state folder (removed when dropped).
 pub struct Bench {
-    pub engine: switchboard::engine::Engine,
+    pub engine: switchboard_engine::Engine,
     _dir: tempfile::TempDir,
 }
 
 /// An engine with `config` (a JSON value in the config file's shape).
 pub fn bench(config: Value) -> Bench {
-    let config: switchboard::config::Config =
+    let config: switchboard_config::Config =
         serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine =
+        switchboard_engine::state_folder::open_engine(dir.path(), config).expect("engine opens");
     Bench { engine, _dir: dir }
 }
 

@@ -4,9 +4,9 @@
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
-use switchboard::tui::view;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
+use switchboard_tui::view;
 use unicode_width::UnicodeWidthStr;
 
 /// Draw `state` on a `w`×`h` test terminal with the default keymap.

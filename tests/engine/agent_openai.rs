@@ -12,9 +12,9 @@ use crate::fake_model;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{LineRole, SendRequest, Sender, TranscriptQuery};
-use switchboard::engine::key::SessionKey;
-use switchboard::store_sqlite::runs::RunRow;
+use switchboard_store_sqlite::runs::RunRow;
+use switchboard_types::api::{LineRole, SendRequest, Sender, TranscriptQuery};
+use switchboard_types::key::SessionKey;
 
 use fake_model::{Answer, Fake, answer, call, text_reply, tool_reply};
 
@@ -461,7 +461,7 @@ async fn https_to_a_server_no_public_root_vouches_for_fails_at_the_handshake() {
     let (cert, key) = (files.path().join("cert.pem"), files.path().join("key.pem"));
     std::fs::write(&cert, made.cert.pem()).unwrap();
     std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
-    let acceptor = switchboard::server::tls::acceptor(&cert, &key).unwrap();
+    let acceptor = switchboard_protocol::tls::acceptor(&cert, &key).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let handshakes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

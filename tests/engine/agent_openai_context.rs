@@ -14,12 +14,12 @@ use crate::fake_model;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{SendRequest, Sender, SessionsApi, ToolCall};
-use switchboard::engine::Engine;
-use switchboard::engine::events::EngineEvent;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
-use switchboard::engine::tools::ToolContext;
+use switchboard_engine::Engine;
+use switchboard_engine::events::EngineEvent;
+use switchboard_engine::store::SessionInit;
+use switchboard_engine::tools::ToolContext;
+use switchboard_types::api::{SendRequest, Sender, SessionsApi, ToolCall};
+use switchboard_types::key::SessionKey;
 
 use fake_model::{Answer, Fake, call, last_text, system_text, text_reply, tool_reply};
 
@@ -644,9 +644,9 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     });
     let path = dir.path().join("switchboard.json5");
     std::fs::write(&path, text.to_string()).unwrap();
-    let config = switchboard::config::load_file(&path).expect("the config loads");
+    let config = switchboard_config::load_file(&path).expect("the config loads");
     let state = tempfile::tempdir().unwrap();
-    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
+    let engine = switchboard_engine::state_folder::open_engine(state.path(), config).unwrap();
     send(&engine, MAIN, "hello").await;
     let body = &fake.seen()[0].body;
     assert_eq!(system_text(body), "You are main, from a file.\nBe brief.");
@@ -656,9 +656,9 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     let mut off = text.clone();
     off["agents"]["list"][0]["thinkingLevel"] = json!("off");
     std::fs::write(&path, off.to_string()).unwrap();
-    let config = switchboard::config::load_file(&path).expect("the config loads");
+    let config = switchboard_config::load_file(&path).expect("the config loads");
     let state = tempfile::tempdir().unwrap();
-    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
+    let engine = switchboard_engine::state_folder::open_engine(state.path(), config).unwrap();
     send(&engine, MAIN, "hello").await;
     let body = fake.seen().last().unwrap().body.clone();
     assert!(body.get("reasoning_effort").is_none(), "{body}");
@@ -667,7 +667,7 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     let mut missing = text.clone();
     missing["agents"]["list"][0]["systemPromptFile"] = json!("prompts/gone.md");
     std::fs::write(&path, missing.to_string()).unwrap();
-    let problems = switchboard::config::check_file(&path).unwrap();
+    let problems = switchboard_config::check_file(&path).unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].path, "agents.list[0].systemPromptFile");
     let expected = dir.path().join("prompts/gone.md");
@@ -678,14 +678,14 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
         "{}",
         problems[0].message
     );
-    assert!(switchboard::config::load_file(&path).is_err());
+    assert!(switchboard_config::load_file(&path).is_err());
 
     // Both ways at once is ambiguous; an unknown level is refused by name.
     let mut both = text.clone();
     both["agents"]["list"][0]["systemPrompt"] = json!("inline");
     both["agents"]["list"][0]["thinkingLevel"] = json!("huge");
     std::fs::write(&path, both.to_string()).unwrap();
-    let problems = switchboard::config::check_file(&path).unwrap();
+    let problems = switchboard_config::check_file(&path).unwrap();
     let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
     assert!(
         paths.contains(&"agents.list[0].thinkingLevel"),
@@ -760,7 +760,7 @@ async fn the_history_window_follows_the_transcript_turn_after_turn_and_sees_line
     for i in 0..30 {
         send(&b.engine, MAIN, &format!("message {i}")).await;
     }
-    let key = switchboard::engine::key::SessionKey::from_canonical(MAIN);
+    let key = switchboard_types::key::SessionKey::from_canonical(MAIN);
     b.engine
         .store()
         .append_message(

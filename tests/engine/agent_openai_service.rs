@@ -15,10 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, ToolCall, TranscriptQuery};
-use switchboard::engine::events::EngineEvent;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
+use switchboard_engine::events::EngineEvent;
+use switchboard_engine::store::SessionInit;
+use switchboard_types::api::{
+    LineRole, SendRequest, Sender, SessionsApi, ToolCall, TranscriptQuery,
+};
+use switchboard_types::key::SessionKey;
 
 use fake_model::{Answer, Fake, text_reply};
 

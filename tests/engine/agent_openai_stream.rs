@@ -12,8 +12,8 @@ use crate::fake_model;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, LineRole, TranscriptQuery};
-use switchboard::store_sqlite::runs::RunRow;
+use switchboard_store_sqlite::runs::RunRow;
+use switchboard_types::api::{EngineEvent, LineRole, TranscriptQuery};
 use tokio::sync::broadcast;
 
 use fake_model::{Answer, Fake, answer, streamed_text, text_reply};

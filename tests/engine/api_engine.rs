@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::api::{
+use switchboard_types::api::{
     ApiError, EngineEvent, KeyPurpose, LineRole, SendReceipt, SendRequest, Sender, SessionsApi,
     StreamItem, TranscriptPage, TranscriptQuery,
 };
@@ -250,7 +250,7 @@ async fn a_deleted_session_reads_as_gone_and_bad_keys_are_clear_errors() {
 
 /// Read what the stream holds now; panics on a second gap or a jump in the numbers.
 fn drain_in_order(
-    events: &mut switchboard::api::EventStream,
+    events: &mut switchboard_types::api::EventStream,
     last: &mut Option<u64>,
 ) -> Vec<EngineEvent> {
     let mut seen = Vec::new();
@@ -318,11 +318,11 @@ async fn another_engine_writing_on_the_folder_is_an_event_here() {
         let v: serde_json::Value = json5::from_str(EXCHANGE).expect("test config");
         serde_json::from_value(v).expect("config")
     };
-    let here = switchboard::state_folder::open_engine(dir.path(), config()).expect("engine");
+    let here = switchboard_engine::state_folder::open_engine(dir.path(), config()).expect("engine");
     let api = here.start();
     let mut events = api.subscribe();
     let other =
-        switchboard::state_folder::open_engine(dir.path(), config()).expect("second engine");
+        switchboard_engine::state_folder::open_engine(dir.path(), config()).expect("second engine");
     let other_api = other.start();
     let r = other_api
         .send(send("agent:work:main", "from elsewhere"))

@@ -8,10 +8,11 @@ use std::future::Future;
 use std::pin::Pin;
 
 use serde_json::json;
-use switchboard::api::{LineRole, SendReceipt, SendRequest, Sender, TranscriptQuery};
+use switchboard_types::api::{LineRole, SendReceipt, SendRequest, Sender, TranscriptQuery};
 
-type Call<'a> =
-    Pin<Box<dyn Future<Output = Result<SendReceipt, switchboard::api::ApiError>> + Send + 'a>>;
+type Call<'a> = Pin<
+    Box<dyn Future<Output = Result<SendReceipt, switchboard_types::api::ApiError>> + Send + 'a>,
+>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_sends_under_way_at_once_are_recorded_in_call_order() {

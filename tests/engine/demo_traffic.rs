@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::demo::{self, DENIED_GROUP};
-use switchboard::engine::Engine;
-use switchboard::engine::events::EngineEvent;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::policy::{self, SendPolicy};
-use switchboard::engine::tools::ToolContext;
+use switchboard_engine::Engine;
+use switchboard_engine::events::EngineEvent;
+use switchboard_engine::policy::{self, SendPolicy};
+use switchboard_engine::tools::ToolContext;
+use switchboard_types::key::SessionKey;
 use tempfile::TempDir;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::TryRecvError;
@@ -23,7 +23,8 @@ use tokio::sync::broadcast::error::TryRecvError;
 fn open() -> (Engine, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = demo::demo_config().expect("the demo config parses");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine =
+        switchboard_engine::state_folder::open_engine(dir.path(), config).expect("engine opens");
     (engine, dir)
 }
 
@@ -56,7 +57,7 @@ async fn all_sessions(engine: &Engine) -> Vec<Value> {
 #[test]
 fn the_demo_config_is_valid() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-config.json5");
-    let problems = switchboard::config::check_file(&path).expect("readable");
+    let problems = switchboard_config::check_file(&path).expect("readable");
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), demo::DEMO_CONFIG);
 

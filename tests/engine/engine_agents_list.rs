@@ -6,7 +6,7 @@ use crate::common;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard::api::{ApiError, SessionsApi, ToolCall};
+use switchboard_types::api::{ApiError, SessionsApi, ToolCall};
 
 use common::{Bench, bench};
 

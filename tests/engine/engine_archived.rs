@@ -5,12 +5,12 @@ use crate::common;
 
 use common::CliBench;
 use serde_json::{Value, json};
-use switchboard::config::Config;
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
-use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
-use switchboard::store_sqlite::queries::NewLine;
+use switchboard_config::Config;
+use switchboard_engine::Engine;
+use switchboard_engine::store::SessionInit;
+use switchboard_engine::tools::{ToolContext, ToolError, ToolInputError};
+use switchboard_store_sqlite::queries::NewLine;
+use switchboard_types::key::SessionKey;
 
 /// The requester the tool tests call as.
 const ME: &str = "agent:main:main";
@@ -231,8 +231,8 @@ fn archive_in(bench: &CliBench, k: &str) {
         .expect("runtime");
     runtime.block_on(async {
         let config: Config = serde_json::from_value(json!({})).expect("config");
-        let engine =
-            switchboard::state_folder::open_engine(&bench.state, config).expect("engine opens");
+        let engine = switchboard_engine::state_folder::open_engine(&bench.state, config)
+            .expect("engine opens");
         archive(&engine, k).await;
     });
 }
@@ -310,7 +310,7 @@ fn cli_list_says_when_only_archived_sessions_exist() {
 // The API's sessions page (the console's and the CLI's listing)
 // ---------------------------------------------------------------------------------------------
 
-use switchboard::api::{SessionsApi, SessionsPage, SessionsQuery};
+use switchboard_types::api::{SessionsApi, SessionsPage, SessionsQuery};
 
 /// Every page of `query` at `limit` rows, checking that each page but the last is full and
 /// that every page's `matching` is the number of rows over all pages.
@@ -430,8 +430,8 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     let dir = tempfile::tempdir().expect("temp dir");
     let config = || -> Config { serde_json::from_value(json!({})).expect("config") };
     {
-        let engine =
-            switchboard::state_folder::open_engine(dir.path(), config()).expect("engine opens");
+        let engine = switchboard_engine::state_folder::open_engine(dir.path(), config())
+            .expect("engine opens");
         for k in [ME, "agent:main:old", "agent:main:new"] {
             ensure(&engine, k, SessionInit::default()).await;
         }
@@ -472,7 +472,7 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
         )
         .expect("back to schema 3");
     }
-    let engine = switchboard::state_folder::open_engine(dir.path(), config())
+    let engine = switchboard_engine::state_folder::open_engine(dir.path(), config())
         .expect("a schema 3 folder opens");
     let page = engine
         .sessions(SessionsQuery {
@@ -506,5 +506,5 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .expect("version");
-    assert_eq!(version, switchboard::store_sqlite::SCHEMA_VERSION);
+    assert_eq!(version, switchboard_store_sqlite::SCHEMA_VERSION);
 }

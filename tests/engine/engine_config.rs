@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use switchboard::api::SendPolicy;
-use switchboard::config::{
+use switchboard_config::{
     ChatType, Config, ConfigError, ConfigProblem, DEFAULT_CONFIG_TEXT, GatewayBind,
     SandboxVisibility, SessionScope, Visibility, check_file, load_file, parse_str, write_default,
 };
+use switchboard_types::api::SendPolicy;
 
 fn fixtures(kind: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

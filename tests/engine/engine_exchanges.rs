@@ -10,13 +10,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard::api::{
+use switchboard_config::Config;
+use switchboard_engine::Engine;
+use switchboard_engine::store::SessionInit;
+use switchboard_types::api::{
     ExchangesQuery, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi, ToolCall,
 };
-use switchboard::config::Config;
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
+use switchboard_types::key::SessionKey;
 use tempfile::TempDir;
 
 const ME: &str = "agent:main:s2";
@@ -33,7 +33,8 @@ struct Bench {
 fn bench(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine =
+        switchboard_engine::state_folder::open_engine(dir.path(), config).expect("engine opens");
     Bench {
         api: Arc::new(engine.clone()),
         engine,
@@ -82,7 +83,7 @@ impl Bench {
         self.api.call_tool(call).await.expect("tool runs").result
     }
 
-    async fn all(&self, key: Option<&str>) -> Vec<switchboard::api::ExchangeSummary> {
+    async fn all(&self, key: Option<&str>) -> Vec<switchboard_types::api::ExchangeSummary> {
         let page = self
             .api
             .exchanges(ExchangesQuery {

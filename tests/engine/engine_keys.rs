@@ -4,15 +4,15 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use switchboard::config::Config;
-use switchboard::engine::Engine;
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::{
+use switchboard_config::Config;
+use switchboard_engine::Engine;
+use switchboard_engine::inbound::Inbound;
+use switchboard_engine::store::SessionInit;
+use switchboard_engine::tools::ToolContext;
+use switchboard_types::key::{
     self, KeyScheme, SessionKey, SessionKind, chat_type_of, classify_input, group_channel_of,
     normalize_agent_id,
 };
-use switchboard::engine::store::SessionInit;
-use switchboard::engine::tools::ToolContext;
 use tempfile::TempDir;
 
 const ME: &str = "agent:main:main";
@@ -28,8 +28,8 @@ fn config(v: Value) -> Config {
 
 fn bench(cfg: Value) -> Bench {
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine =
-        switchboard::state_folder::open_engine(dir.path(), config(cfg)).expect("engine opens");
+    let engine = switchboard_engine::state_folder::open_engine(dir.path(), config(cfg))
+        .expect("engine opens");
     Bench { engine, _dir: dir }
 }
 
@@ -218,15 +218,17 @@ async fn custom_main_key_is_honoured() {
 async fn changing_main_key_reclassifies_stored_sessions() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let engine =
-            switchboard::state_folder::open_engine(dir.path(), config(open_config(json!({}))))
-                .unwrap();
+        let engine = switchboard_engine::state_folder::open_engine(
+            dir.path(),
+            config(open_config(json!({}))),
+        )
+        .unwrap();
         let store = engine.store();
         for k in [ME, "agent:main:home"] {
             store.ensure(&key(k), SessionInit::default()).await.unwrap();
         }
     }
-    let engine = switchboard::state_folder::open_engine(
+    let engine = switchboard_engine::state_folder::open_engine(
         dir.path(),
         config(open_config(json!({ "session": { "mainKey": "home" } }))),
     )

@@ -4,10 +4,10 @@
 //! the same path as a user's file.
 
 use serde_json::json;
-use switchboard::config::{Config, parse_str};
-use switchboard::engine::entry::SessionEntry;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::policy::{PolicyDecision, PolicySource, SendPolicy, evaluate};
+use switchboard_config::{Config, parse_str};
+use switchboard_engine::policy::{PolicyDecision, PolicySource, SendPolicy, evaluate};
+use switchboard_types::entry::SessionEntry;
+use switchboard_types::key::SessionKey;
 
 fn config(src: &str) -> Config {
     match parse_str(src) {

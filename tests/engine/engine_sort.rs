@@ -9,11 +9,11 @@ use crate::common;
 use std::collections::HashSet;
 
 use serde_json::json;
-use switchboard::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
-use switchboard::store_sqlite::queries::NewLine;
+use switchboard_engine::Engine;
+use switchboard_engine::store::SessionInit;
+use switchboard_store_sqlite::queries::NewLine;
+use switchboard_types::api::{SessionKind, SessionsApi, SessionsOrder, SessionsQuery};
+use switchboard_types::key::SessionKey;
 
 /// Sessions made for the order tests.
 const N: usize = 1_200;
@@ -300,7 +300,7 @@ async fn a_renamed_session_moves_to_its_new_place() {
             .await
             .expect("ensure");
     }
-    let names = |page: switchboard::api::SessionsPage| -> Vec<String> {
+    let names = |page: switchboard_types::api::SessionsPage| -> Vec<String> {
         page.rows.into_iter().map(|r| r.name).collect()
     };
     let page = b.engine.sessions(by_name_all()).await.expect("page");

@@ -7,10 +7,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard::api::{SessionsApi, ToolCall};
-use switchboard::config::Config;
-use switchboard::engine::Engine;
-use switchboard::engine::inbound::Inbound;
+use switchboard_config::Config;
+use switchboard_engine::Engine;
+use switchboard_engine::inbound::Inbound;
+use switchboard_types::api::{SessionsApi, ToolCall};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -59,7 +59,7 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     // The "console": an engine open in this process for the whole test.
-    let engine = switchboard::state_folder::open_engine(&state, Config::default()).unwrap();
+    let engine = switchboard_engine::state_folder::open_engine(&state, Config::default()).unwrap();
     let writers: Vec<_> = ["a", "b"]
         .into_iter()
         .map(|name| {
@@ -157,7 +157,7 @@ async fn a_killed_writer_loses_no_acknowledged_append() {
         }
     }
     let _ = child.wait();
-    let engine = switchboard::state_folder::open_engine(&state, Config::default())
+    let engine = switchboard_engine::state_folder::open_engine(&state, Config::default())
         .expect("the store reopens cleanly");
     let got = texts(&engine, "agent:main:main").await;
     for n in &acked {

@@ -8,11 +8,11 @@ use crate::common;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard::api::{SessionsApi, ToolCall};
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::{SessionInit, now_ms};
-use switchboard::engine::tools::{ToolContext, ToolError, ToolInputError};
-use switchboard::store_sqlite::queries::NewLine;
+use switchboard_engine::store::{SessionInit, now_ms};
+use switchboard_engine::tools::{ToolContext, ToolError, ToolInputError};
+use switchboard_store_sqlite::queries::NewLine;
+use switchboard_types::api::{SessionsApi, ToolCall};
+use switchboard_types::key::SessionKey;
 
 /// The requester most tests call as.
 const ME: &str = "agent:main:main";

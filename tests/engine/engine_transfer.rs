@@ -7,13 +7,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use switchboard::config::{Config, Visibility};
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::tools::ToolContext;
-use switchboard::engine::transfer::{
+use switchboard_config::{Config, Visibility};
+use switchboard_engine::Engine;
+use switchboard_engine::tools::ToolContext;
+use switchboard_engine::transfer::{
     ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
 };
+use switchboard_types::key::SessionKey;
 
 const MAIN_S2: &str = "4cf38b27-4311-4e06-85f3-e787b8fd5769";
 const MAIN_S6: &str = "b3fa7785-5548-4d55-ade1-19cf075500d7";
@@ -45,7 +45,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    switchboard::state_folder::open_engine(state, config()).unwrap()
+    switchboard_engine::state_folder::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine) -> ToolContext {
@@ -451,7 +451,7 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         .record_inbound(
             &key("agent:main:main"),
             "hello from the console",
-            &switchboard::engine::inbound::Inbound::default(),
+            &switchboard_engine::inbound::Inbound::default(),
         )
         .await
         .unwrap();

@@ -18,11 +18,11 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::{Map, Number, Value, json};
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::tools::{TOOL_NAMES, ToolContext, ToolError};
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
+use switchboard_engine::inbound::Inbound;
+use switchboard_engine::tools::{TOOL_NAMES, ToolContext, ToolError};
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
 
 use common::console_driver::Driver;
 use tokio::runtime::Runtime;
@@ -236,7 +236,7 @@ enum Answer {
 
 /// One tool call: a result object, or an input error that says something.
 async fn check_tool(
-    engine: &switchboard::engine::Engine,
+    engine: &switchboard_engine::Engine,
     tool: &str,
     params: &Value,
     ctx: &ToolContext,
@@ -497,7 +497,7 @@ fn the_console_survives_random_text_keys_and_sizes() {
                 let mut terminal = Terminal::new(TestBackend::new(w, h))
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 terminal
-                    .draw(|f| switchboard::tui::view::draw(f, state, &keymap))
+                    .draw(|f| switchboard_tui::view::draw(f, state, &keymap))
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
             }
             Ok(())

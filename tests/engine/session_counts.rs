@@ -8,10 +8,10 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use rusqlite::{Connection, params};
-use switchboard::engine::entry::SessionEntry;
-use switchboard::engine::key::{KeyScheme, SessionKey, SessionKind};
-use switchboard::store_sqlite::queries::{self, NewLine, PageFilter, StoredSession};
-use switchboard::store_sqlite::{DB_FILE, SCHEMA_VERSION, Storage};
+use switchboard_store_sqlite::queries::{self, NewLine, PageFilter, StoredSession};
+use switchboard_store_sqlite::{DB_FILE, SCHEMA_VERSION, Storage};
+use switchboard_types::entry::SessionEntry;
+use switchboard_types::key::{KeyScheme, SessionKey, SessionKind};
 
 /// Keys the operations pick from: the two reserved keys the page hides or shows, and a few
 /// ordinary ones, so collisions (updates of an existing row) are frequent.

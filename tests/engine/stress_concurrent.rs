@@ -8,8 +8,8 @@ use crate::common;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::runs::{RunRequest, RunStatus};
+use switchboard_engine::runs::{RunRequest, RunStatus};
+use switchboard_types::key::SessionKey;
 
 /// A bound no healthy run here comes near (they take milliseconds); hitting it means a hang.
 const HANG: Duration = Duration::from_secs(20);

@@ -18,18 +18,18 @@ use tokio::net::TcpListener;
 /// Sends `text` into `key` as an outside message, waits (bounded) until the engine is idle,
 /// and returns that session's runs, newest first.
 pub async fn send_and_wait(
-    engine: &switchboard::engine::Engine,
+    engine: &switchboard_engine::Engine,
     key: &str,
     text: &str,
-) -> Vec<switchboard::store_sqlite::runs::RunRow> {
+) -> Vec<switchboard_store_sqlite::runs::RunRow> {
     const HANG: Duration = Duration::from_secs(60);
     let api = engine.start();
     tokio::time::timeout(
         HANG,
-        api.send(switchboard::api::SendRequest {
+        api.send(switchboard_types::api::SendRequest {
             key: key.to_string(),
             text: text.to_string(),
-            from: switchboard::api::Sender::default(),
+            from: switchboard_types::api::Sender::default(),
             idempotency_key: None,
         }),
     )
@@ -40,10 +40,7 @@ pub async fn send_and_wait(
         .await
         .expect("the run ends");
     engine
-        .runs_of(
-            &switchboard::engine::key::SessionKey::from_canonical(key),
-            10,
-        )
+        .runs_of(&switchboard_types::key::SessionKey::from_canonical(key), 10)
         .await
         .unwrap()
 }

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{SendRequest, Sender, SessionsApi};
-use switchboard::protocol::switchboard as sb;
-use switchboard::remote::openclaw::OpenClawApi;
-use switchboard::remote::{Link, LinkOptions, RemoteApi};
+use switchboard_protocol::switchboard as sb;
+use switchboard_remote::openclaw::OpenClawApi;
+use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use switchboard_types::api::{SendRequest, Sender, SessionsApi};
 
 use fake_model::{Answer, Fake, text_reply};
 use gateway_support::*;

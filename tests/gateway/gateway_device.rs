@@ -6,8 +6,8 @@ use crate::gateway_process;
 
 use gateway_process::{TOKEN, Ws, challenge, connect_req, open, recv, scopes, send, start};
 use serde_json::{Value, json};
-use switchboard::protocol::ClientInfo;
-use switchboard::protocol::device::DeviceIdentity;
+use switchboard_protocol::ClientInfo;
+use switchboard_protocol::device::DeviceIdentity;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 /// The `client` object `connect_req` sends.

@@ -9,8 +9,8 @@ use crate::gateway_support;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, SendRequest, Sender, Sequenced, SessionsApi};
-use switchboard::protocol::switchboard::{self as sb, GapPayload};
+use switchboard_protocol::switchboard::{self as sb, GapPayload};
+use switchboard_types::api::{EngineEvent, SendRequest, Sender, Sequenced, SessionsApi};
 
 use gateway_support::{WAIT, call, call_keeping, connected, recv};
 

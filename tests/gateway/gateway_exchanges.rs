@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{ExchangesQuery, SessionsApi, ToolCall};
-use switchboard::remote::{Link, LinkOptions, RemoteApi};
+use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use switchboard_types::api::{ExchangesQuery, SessionsApi, ToolCall};
 
 use gateway_support::*;
 

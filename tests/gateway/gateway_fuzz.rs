@@ -15,7 +15,7 @@ use futures_util::{SinkExt, StreamExt};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
-use switchboard::server::{AuthLimit, Options};
+use switchboard_server::{AuthLimit, Options};
 use tokio::runtime::Runtime;
 use tokio_tungstenite::tungstenite::Message;
 

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use switchboard::api::{EngineEvent, LineRole, SessionsApi, TranscriptQuery};
-use switchboard::protocol::switchboard as sb;
-use switchboard::server::Options;
+use switchboard_protocol::switchboard as sb;
+use switchboard_server::Options;
+use switchboard_types::api::{EngineEvent, LineRole, SessionsApi, TranscriptQuery};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 

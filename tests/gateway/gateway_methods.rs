@@ -8,8 +8,8 @@ use crate::gateway_support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::protocol::switchboard as sb;
-use switchboard::server::{AuthLimit, Options};
+use switchboard_protocol::switchboard as sb;
+use switchboard_server::{AuthLimit, Options};
 use tokio::net::TcpSocket;
 
 use gateway_support::*;
@@ -446,7 +446,7 @@ async fn failed_connects_from_many_addresses_meet_the_global_limit() {
 /// `Options::read_only_token`).
 #[test]
 fn the_read_only_token_is_read_from_the_config() {
-    let config: switchboard::config::Config = serde_json::from_value(json!({
+    let config: switchboard_config::Config = serde_json::from_value(json!({
         "gateway": { "auth": { "token": "full-token", "readOnlyToken": "reader-token" } }
     }))
     .expect("config with readOnlyToken");

@@ -9,7 +9,7 @@ use crate::gateway_support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::api::{SendRequest, Sender};
+use switchboard_types::api::{SendRequest, Sender};
 
 use gateway_support::*;
 
@@ -265,7 +265,7 @@ async fn a2a_events_reach_every_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ticks_arrive_at_the_interval_numbered() {
     let b = bench();
-    let options = switchboard::server::Options {
+    let options = switchboard_server::Options {
         tick_interval: Duration::from_millis(50),
         ..options()
     };
@@ -288,7 +288,7 @@ async fn ticks_arrive_at_the_interval_numbered() {
 /// `switchboard.event`; it is not sent them a second time as `a2a`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_switchboard_subscriber_gets_flow_events_once() {
-    use switchboard::protocol::switchboard as sb;
+    use switchboard_protocol::switchboard as sb;
     let b = bench();
     let gw = start(b.engine.start()).await;
     let (mut sender, _) = connected(&gw.addr, &[]).await;

@@ -309,13 +309,13 @@ fn a_non_loopback_bind_without_insecure_is_refused() {
 /// In-process (the gateway over a real engine on disk) to set a short handshake timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_sends_connect_is_closed() {
-    use switchboard::config::Config;
+    use switchboard_config::Config;
 
-    use switchboard::server::Options;
+    use switchboard_server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine =
-        switchboard::state_folder::open_engine(dir.path(), Config::default()).expect("engine");
+    let engine = switchboard_engine::state_folder::open_engine(dir.path(), Config::default())
+        .expect("engine");
     let gateway = gateway_support::start_with(
         engine.start(),
         Options {

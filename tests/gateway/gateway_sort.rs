@@ -10,16 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::api::{
+use switchboard_engine::store::SessionInit;
+use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use switchboard_server as server;
+use switchboard_tui::action::Intent;
+use switchboard_tui::state::State;
+use switchboard_types::api::{
     EngineEvent, PatchRequest, PolicySetting, SessionKind, SessionsApi, SessionsOrder,
     SessionsQuery, StreamItem, ToolCall,
 };
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
-use switchboard::remote::{Link, LinkOptions, RemoteApi};
-use switchboard::server;
-use switchboard::tui::action::Intent;
-use switchboard::tui::state::State;
+use switchboard_types::key::SessionKey;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -159,7 +159,7 @@ async fn each_refused_send_counts_on_its_own_pair_in_the_remote_console() {
 
     // The console on the remote API, traffic view open (its history read while it is
     // empty), so what follows is counted from the live events alone.
-    let mut state = State::new("remote".into(), switchboard::tui::now_ms());
+    let mut state = State::new("remote".into(), switchboard_tui::now_ms());
     state.width = 120;
     state.height = 40;
     let mut d = Driver::new(remote.clone(), state);

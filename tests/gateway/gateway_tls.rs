@@ -13,9 +13,9 @@ use gateway_process::{
     BIN, TOKEN, WAIT, challenge, connect_req, open_with, recv, scopes, send, start,
 };
 use serde_json::json;
-use switchboard::protocol::ClientInfo;
-use switchboard::protocol::device::DeviceIdentity;
-use switchboard::remote::tls::connector;
+use switchboard_protocol::ClientInfo;
+use switchboard_protocol::device::DeviceIdentity;
+use switchboard_remote::tls::connector;
 use tokio::io::AsyncReadExt;
 
 /// A self-signed certificate for "localhost" and its key, as PEM files in `dir`.
@@ -229,15 +229,15 @@ fn a_non_loopback_bind_is_allowed_with_tls() {
 /// TLS is disconnected, and the gateway keeps serving others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_before_tls_is_dropped() {
-    use switchboard::config::Config;
+    use switchboard_config::Config;
 
-    use switchboard::server::{self, Options};
+    use switchboard_server::{self as server, Options};
 
     let files = tempfile::tempdir().expect("tempdir");
     let (cert, key) = self_signed(files.path());
-    let acceptor = server::tls::acceptor(&cert, &key).expect("acceptor");
-    let engine =
-        switchboard::state_folder::open_engine(files.path(), Config::default()).expect("engine");
+    let acceptor = switchboard_protocol::tls::acceptor(&cert, &key).expect("acceptor");
+    let engine = switchboard_engine::state_folder::open_engine(files.path(), Config::default())
+        .expect("engine");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -280,13 +280,13 @@ async fn a_client_stalled_before_tls_is_dropped() {
 /// The same bound without TLS: a TCP client that never sends the WebSocket upgrade is dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_before_the_websocket_upgrade_is_dropped() {
-    use switchboard::config::Config;
+    use switchboard_config::Config;
 
-    use switchboard::server::Options;
+    use switchboard_server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine =
-        switchboard::state_folder::open_engine(dir.path(), Config::default()).expect("engine");
+    let engine = switchboard_engine::state_folder::open_engine(dir.path(), Config::default())
+        .expect("engine");
     let gateway = gateway_support::start_with(
         engine.start(),
         Options {

@@ -5,7 +5,7 @@
 //! "frame": {...}}` a line; method and event lists in `hello-ok` are truncated there).
 
 use serde_json::Value;
-use switchboard::protocol::{
+use switchboard_protocol::{
     ConnectChallenge, ConnectParams, Frame, HelloOk, INVALID_REQUEST, MIN_CLIENT_PROTOCOL,
     PROTOCOL_VERSION, ProtocolError,
 };

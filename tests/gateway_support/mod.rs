@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard::api::SessionsApi;
-use switchboard::server;
+use switchboard_server as server;
+use switchboard_types::api::SessionsApi;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio_tungstenite::WebSocketStream;

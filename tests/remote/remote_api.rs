@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::api::{
+use switchboard_remote::{DialError, Link, LinkOptions, RemoteApi};
+use switchboard_server as server;
+use switchboard_types::api::{
     ApiError, KeyPurpose, LinkState, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi,
     SessionsQuery, StreamItem, ToolCall, TranscriptQuery,
 };
-use switchboard::remote::{DialError, Link, LinkOptions, RemoteApi};
-use switchboard::server;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -354,9 +354,10 @@ async fn a_remote_subscriber_sees_the_engines_events_in_order() {
         }
     }
     assert!(
-        seen_near
-            .iter()
-            .any(|e| matches!(&e.event, switchboard::api::EngineEvent::RunEnded { .. })),
+        seen_near.iter().any(|e| matches!(
+            &e.event,
+            switchboard_types::api::EngineEvent::RunEnded { .. }
+        )),
         "{seen_near:?}"
     );
     let mut seen_far = Vec::new();

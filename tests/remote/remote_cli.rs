@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use gateway_process::bounded;
 use serde_json::Value;
-use switchboard::api::{
+use switchboard_types::api::{
     AgentInfo, ApiError, EventStream, KeyPurpose, PatchRequest, PatchResult, PolicySetting,
     ResolvedKey, RunResult, SendReceipt, SendRequest, Sender, SessionDetail, SessionsApi,
     SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TranscriptPage, TranscriptQuery,
@@ -270,7 +270,7 @@ fn a_loopback_gateway_token_is_read_from_the_state_folder() {
 
 /// An engine's API that counts the page and per-session calls made on it.
 struct Counting {
-    inner: std::sync::Arc<dyn switchboard::api::SessionsApi>,
+    inner: std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
     pages: AtomicU64,
     details: AtomicU64,
 }
@@ -395,10 +395,10 @@ async fn sessions_list_is_one_request_per_page() {
     let url = format!("ws://{}", listener.local_addr().expect("addr"));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let api: Arc<dyn SessionsApi> = counting.clone();
-    tokio::spawn(switchboard::server::run(
+    tokio::spawn(switchboard_server::run(
         listener,
         api,
-        switchboard::server::Options::new(TOKEN.into()),
+        switchboard_server::Options::new(TOKEN.into()),
         async move {
             let _ = stopped.await;
         },

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use switchboard::api::{
+use switchboard_protocol::{ErrorShape, HelloOk};
+use switchboard_remote::RemoteApi;
+use switchboard_remote::rpc::{Rpc, RpcError, WireEvent};
+use switchboard_types::api::{
     ApiError, EngineEvent, LinkState, Sequenced, SessionsApi, SessionsQuery, StreamItem, WorkId,
 };
-use switchboard::protocol::{ErrorShape, HelloOk};
-use switchboard::remote::RemoteApi;
-use switchboard::remote::rpc::{Rpc, RpcError, WireEvent};
 use tokio::sync::{Notify, broadcast, watch};
 
 type Answer = Box<dyn Fn(&str, &Value) -> Result<Value, RpcError> + Send + Sync>;

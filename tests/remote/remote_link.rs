@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use switchboard::api::LinkState;
-use switchboard::protocol::{ClientInfo, DeviceAuth};
-use switchboard::remote::rpc::{Rpc, RpcError, WireEvent};
-use switchboard::remote::{DeviceSigner, Link, LinkOptions};
+use switchboard_protocol::{ClientInfo, DeviceAuth};
+use switchboard_remote::rpc::{Rpc, RpcError, WireEvent};
+use switchboard_remote::{DeviceSigner, Link, LinkOptions};
+use switchboard_types::api::LinkState;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use switchboard::api::{
+use switchboard_protocol::{ErrorShape, HelloOk};
+use switchboard_remote::openclaw::OpenClawApi;
+use switchboard_remote::rpc::{Rpc, RpcError, WireEvent};
+use switchboard_types::api::{
     ApiError, EngineEvent, KeyPurpose, LineRole, LinkState, PatchRequest, PolicySetting,
     SendRequest, Sender, SessionKind, SessionsApi, SessionsQuery, StreamItem, ToolCall,
     TranscriptQuery,
 };
-use switchboard::protocol::{ErrorShape, HelloOk};
-use switchboard::remote::openclaw::OpenClawApi;
-use switchboard::remote::rpc::{Rpc, RpcError, WireEvent};
 use tokio::sync::{broadcast, watch};
 
 const FIXTURES: &str = concat!(
@@ -709,7 +709,7 @@ async fn on_2026_5_28_older_lines_are_paged_without_offset() {
     );
 }
 
-async fn next_event(s: &mut switchboard::api::EventStream) -> StreamItem {
+async fn next_event(s: &mut switchboard_types::api::EventStream) -> StreamItem {
     tokio::time::timeout(Duration::from_secs(10), s.next())
         .await
         .expect("an event within 10 s")

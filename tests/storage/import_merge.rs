@@ -8,10 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use switchboard::config::{Config, Visibility};
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::transfer::SkipReason;
+use switchboard_config::{Config, Visibility};
+use switchboard_engine::Engine;
+use switchboard_engine::transfer::SkipReason;
+use switchboard_types::key::SessionKey;
 
 const SID: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const SID2: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -20,7 +20,7 @@ const T0: i64 = 1_700_000_000_000;
 fn open(state: &Path) -> Engine {
     let mut c = Config::default();
     c.tools.sessions.visibility = Visibility::All;
-    switchboard::state_folder::open_engine(state, c).unwrap()
+    switchboard_engine::state_folder::open_engine(state, c).unwrap()
 }
 
 fn key(s: &str) -> SessionKey {

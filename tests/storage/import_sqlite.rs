@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 use serde_json::{Value, json};
-use switchboard::config::{Config, Visibility};
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::tools::ToolContext;
-use switchboard::engine::transfer::{ImportReport, SkipReason, TransferError};
+use switchboard_config::{Config, Visibility};
+use switchboard_engine::Engine;
+use switchboard_engine::tools::ToolContext;
+use switchboard_engine::transfer::{ImportReport, SkipReason, TransferError};
+use switchboard_types::key::SessionKey;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openclaw-2026.9.6-state")
@@ -39,7 +39,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    switchboard::state_folder::open_engine(state, config()).unwrap()
+    switchboard_engine::state_folder::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine, requester: &str) -> ToolContext {

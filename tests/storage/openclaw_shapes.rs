@@ -12,10 +12,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use switchboard::config::{Config, Visibility};
-use switchboard::engine::Engine;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::tools::ToolContext;
+use switchboard_config::{Config, Visibility};
+use switchboard_engine::Engine;
+use switchboard_engine::tools::ToolContext;
+use switchboard_types::key::SessionKey;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openclaw-2026.9.6-state")
@@ -83,7 +83,7 @@ async fn bench() -> Bench {
     let mut config = Config::default();
     config.tools.sessions.visibility = Visibility::All;
     config.tools.agent_to_agent.enabled = true;
-    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
+    let engine = switchboard_engine::state_folder::open_engine(state.path(), config).unwrap();
     let report = engine.import_openclaw(source.path()).await.unwrap();
     assert_eq!(report.sessions_imported, 18, "{report:?}");
     Bench {
@@ -235,7 +235,7 @@ fn texts(messages: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|m| {
-            let text = switchboard::api::message_text(m);
+            let text = switchboard_types::api::message_text(m);
             if m.get("provenance").is_some() {
                 text.lines().last().unwrap_or_default().trim().to_string()
             } else {
@@ -418,7 +418,7 @@ async fn main_without_a_main_session_is_an_empty_history() {
 /// still see that a target chose silence.
 #[tokio::test]
 async fn the_console_still_shows_silent_replies() {
-    use switchboard::api::{SessionsApi, TranscriptQuery};
+    use switchboard_types::api::{SessionsApi, TranscriptQuery};
     let b = bench().await;
     let api: std::sync::Arc<dyn SessionsApi> = std::sync::Arc::new(b.engine.clone());
     let page = api

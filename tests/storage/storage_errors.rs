@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use switchboard::store_sqlite::{Storage, StorageError};
+use switchboard_store_sqlite::{Storage, StorageError};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 

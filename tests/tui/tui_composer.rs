@@ -16,17 +16,17 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
-use switchboard::api::{
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::cards::{Card, StatusInfo};
+use switchboard_tui::composer::MAX_DRAFT_BYTES;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::{Focus, SessionRow, State};
+use switchboard_tui::update::Console;
+use switchboard_tui::{map_event, view};
+use switchboard_types::api::{
     AgentInfo, KeyPurpose, PolicyView, SendRequest, Sender, SessionDetail, SessionKind,
     SessionRow as ApiRow, SessionsApi, ToolCall, TranscriptQuery,
 };
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::cards::{Card, StatusInfo};
-use switchboard::tui::composer::MAX_DRAFT_BYTES;
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::{Focus, SessionRow, State};
-use switchboard::tui::update::Console;
-use switchboard::tui::{map_event, view};
 
 use common::console_driver::Driver;
 

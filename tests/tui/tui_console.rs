@@ -11,14 +11,14 @@ use std::sync::Arc;
 
 use crossterm::event::KeyCode;
 use serde_json::{Value, json};
-use switchboard::api::{LineRole, SendRequest, Sender, SessionsApi, TranscriptQuery};
-use switchboard::engine::inbound::Inbound;
-use switchboard::engine::key::SessionKey;
-use switchboard::engine::store::SessionInit;
-use switchboard::store_sqlite::queries::NewLine;
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::{Focus, State};
+use switchboard_engine::inbound::Inbound;
+use switchboard_engine::store::SessionInit;
+use switchboard_store_sqlite::queries::NewLine;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::{Focus, State};
+use switchboard_types::api::{LineRole, SendRequest, Sender, SessionsApi, TranscriptQuery};
+use switchboard_types::key::SessionKey;
 
 use common::console_driver::Driver;
 
@@ -210,7 +210,7 @@ async fn a_click_focuses_the_pane_under_it() {
     let (mut c, _api) = console(&b).await;
     c.intent(Intent::ToggleMouse);
     assert!(c.console.state.mouse);
-    let r = switchboard::tui::view::regions(c.console.state.width, c.console.state.height);
+    let r = switchboard_tui::view::regions(c.console.state.width, c.console.state.height);
     for (x, y, focus) in [
         (r.transcript.x + 2, r.transcript.y + 2, Focus::Transcript),
         (r.rounds.x + 2, r.rounds.y + 2, Focus::Rounds),
@@ -363,7 +363,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
     let (mut c, _api) = console(&b).await;
     c.act(Action::Flash("⚙️ Send policy set to off.".into(), false));
     c.act(Action::Engine(Box::new(
-        switchboard::engine::events::EngineEvent::PolicyDecision {
+        switchboard_engine::events::EngineEvent::PolicyDecision {
             key: "agent:support:discord:group:random".into(),
             action: "reply".parse().unwrap(),
             allowed: false,
@@ -389,7 +389,7 @@ async fn background_notices_do_not_hide_the_answer_to_the_owners_action() {
         c.act(Action::Tick);
     }
     c.act(Action::Engine(Box::new(
-        switchboard::engine::events::EngineEvent::PolicyDecision {
+        switchboard_engine::events::EngineEvent::PolicyDecision {
             key: "agent:support:discord:group:random".into(),
             action: "reply".parse().unwrap(),
             allowed: false,
@@ -614,9 +614,9 @@ async fn a_deletion_by_another_process_is_noticed() {
     from_alice(&b, OTHER, "disk alert").await;
     let (mut c, _api) = console(&b).await;
     select(&mut c, OTHER).await;
-    let config: switchboard::config::Config =
+    let config: switchboard_config::Config =
         serde_json::from_value(config()).expect("test config is valid");
-    let other = switchboard::state_folder::open_engine(b.engine.state_dir(), config)
+    let other = switchboard_engine::state_folder::open_engine(b.engine.state_dir(), config)
         .expect("a second engine on the same folder");
     assert!(
         other.start().delete(OTHER).await.expect("delete"),

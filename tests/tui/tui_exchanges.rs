@@ -16,12 +16,12 @@ use std::sync::Arc;
 
 use crossterm::event::KeyCode;
 use serde_json::json;
-use switchboard::api::{
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::state::{Focus, State};
+use switchboard_types::api::{
     EngineEvent, ExchangeAnnounce, ExchangeDetail, ExchangeSummary, ExchangeTurn, SessionKind,
     SessionsApi, ToolCall,
 };
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::state::{Focus, State};
 
 use common::console_driver::Driver;
 use common::fake_api::{self, FakeApi};
@@ -530,9 +530,9 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
         .expect("send");
     assert_eq!(r.result["status"], "ok", "{}", r.result);
     b.engine.idle().await;
-    api.patch(switchboard::api::PatchRequest {
+    api.patch(switchboard_types::api::PatchRequest {
         key: "agent:ops:main".into(),
-        send_policy: Some(switchboard::api::PolicySetting::Deny),
+        send_policy: Some(switchboard_types::api::PolicySetting::Deny),
     })
     .await
     .expect("deny");

@@ -5,10 +5,10 @@
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use switchboard::api::{Link, LinkState};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
-use switchboard::tui::view;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
+use switchboard_tui::view;
+use switchboard_types::api::{Link, LinkState};
 use tokio::sync::watch;
 
 const TARGET: &str = "ws://h:18789";

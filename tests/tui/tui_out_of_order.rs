@@ -11,13 +11,13 @@ use common::console_driver::Driver;
 use common::fake_api::{Answer, FakeApi};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use proptest::prelude::*;
-use switchboard::api::SessionsApi;
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::effects::Effect;
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::map_event;
-use switchboard::tui::state::{Focus, State};
-use switchboard::tui::update::Console;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::effects::Effect;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::map_event;
+use switchboard_tui::state::{Focus, State};
+use switchboard_tui::update::Console;
+use switchboard_types::api::SessionsApi;
 
 const SESSIONS: usize = 40;
 const LINES: i64 = 3;
@@ -342,7 +342,7 @@ fn a_page_read_before_a_run_started_does_not_hide_the_run() {
     // The page is read now, before the run starts: every row idle.
     let page = h.rt.block_on(h.api.sessions(query));
     let key = page.as_ref().expect("a page").rows[0].key.clone();
-    let started = switchboard::api::EngineEvent::RunStarted {
+    let started = switchboard_types::api::EngineEvent::RunStarted {
         run_id: "r1".into(),
         key: key.clone(),
         agent_id: "main".into(),

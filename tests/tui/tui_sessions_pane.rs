@@ -12,12 +12,14 @@ use crate::common::screen::{render, screen, text};
 
 use std::sync::Arc;
 
-use switchboard::api::{EngineEvent, LineRole, PolicyView, SessionKind, SessionRow as ApiRow};
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::{SessionRow, State};
-use switchboard::tui::theme::Theme;
-use switchboard::tui::view;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::{SessionRow, State};
+use switchboard_tui::theme::Theme;
+use switchboard_tui::view;
+use switchboard_types::api::{
+    EngineEvent, LineRole, PolicyView, SessionKind, SessionRow as ApiRow,
+};
 use unicode_width::UnicodeWidthStr;
 
 use common::console_driver::Driver;
@@ -235,7 +237,7 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     for _ in 0..3 {
         api.emit(EngineEvent::PolicyDecision {
             key: "agent:main:s002".into(),
-            action: switchboard::api::SendKind::Send,
+            action: switchboard_types::api::SendKind::Send,
             allowed: false,
             source: "rule 1 (channel=discord chatType=group)".into(),
             requester: None,
@@ -424,7 +426,7 @@ fn help_lays_out_at_60x16_with_columns_apart_and_a_legend() {
     }
     // It scrolls, and every intent's keys appear at the start of a cell on some screen.
     assert!(s.contains("↓ more"), "{s}");
-    let max = switchboard::tui::view::help_max_scroll(&{
+    let max = switchboard_tui::view::help_max_scroll(&{
         let mut st = state.clone();
         st.width = 60;
         st.height = 16;
@@ -503,11 +505,11 @@ fn keys_scroll_a_help_taller_than_the_screen_and_closing_starts_it_over() {
     let mut state = state_with(telegram_rows());
     state.width = 60;
     state.height = 16;
-    let mut c = switchboard::tui::update::Console::new(state);
+    let mut c = switchboard_tui::update::Console::new(state);
     let keymap = Keymap::defaults();
-    let press = |c: &mut switchboard::tui::update::Console, code| {
+    let press = |c: &mut switchboard_tui::update::Console, code| {
         let k = crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE);
-        for a in switchboard::tui::map_event(crossterm::event::Event::Key(k), &c.state, &keymap) {
+        for a in switchboard_tui::map_event(crossterm::event::Event::Key(k), &c.state, &keymap) {
             c.update(a);
         }
     };
@@ -544,8 +546,8 @@ fn names(d: &Driver) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sorting_by_name_shows_the_first_names_of_every_session_not_of_the_loaded_window() {
-    use switchboard::engine::key::SessionKey;
-    use switchboard::engine::store::SessionInit;
+    use switchboard_engine::store::SessionInit;
+    use switchboard_types::key::SessionKey;
     let b = common::bench(serde_json::json!({}));
     // 1,000 sessions, the oldest with the names that come first: the newest 400 (what the
     // activity window holds) start at "name 0600".

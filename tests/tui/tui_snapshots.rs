@@ -25,14 +25,14 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 use serde_json::json;
-use switchboard::api::{
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::exchanges::{Exchanges, Scope};
+use switchboard_tui::state::{ExchangeRounds, Focus, RoundView, SessionRow, SpawnView, State};
+use switchboard_tui::{strip_colors, view};
+use switchboard_types::api::{
     EngineEvent, ExchangeSummary, LineRole, PolicyView, SendRequest, SessionKind,
     SessionRow as ApiRow, ToolCall, TranscriptLine as ApiLine,
 };
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::exchanges::{Exchanges, Scope};
-use switchboard::tui::state::{ExchangeRounds, Focus, RoundView, SessionRow, SpawnView, State};
-use switchboard::tui::{strip_colors, view};
 
 use common::console_driver::Driver;
 use common::fake_api::{self, FakeApi};
@@ -244,8 +244,8 @@ fn said(
     role: LineRole,
     from: &str,
     text: &str,
-) -> switchboard::tui::state::TranscriptLine {
-    switchboard::tui::state::TranscriptLine::from_api(&ApiLine {
+) -> switchboard_tui::state::TranscriptLine {
+    switchboard_tui::state::TranscriptLine::from_api(&ApiLine {
         seq,
         role,
         timestamp: NOW - age,
@@ -257,7 +257,7 @@ fn said(
 
 /// The owner's DM with main: plain messages, a tool call and its result, an inter-session
 /// message from ops (with its source), a multi-line reply and a failed run.
-fn main_transcript() -> Vec<switchboard::tui::state::TranscriptLine> {
+fn main_transcript() -> Vec<switchboard_tui::state::TranscriptLine> {
     use LineRole::*;
     let owner = "alice (owner)";
     vec![
@@ -682,7 +682,7 @@ fn transcript_scrolled_up_pauses_follow_and_shows_the_window() {
     s.width = 80;
     s.height = 24;
     // Six rows up, as the owner scrolls.
-    let mut c = switchboard::tui::update::Console::new(s);
+    let mut c = switchboard_tui::update::Console::new(s);
     for _ in 0..6 {
         c.update(Action::Intent(Intent::Up));
     }
@@ -1756,7 +1756,7 @@ async fn bidi_overrides_and_invisible_characters_are_shown_not_obeyed() {
         for x in area.left()..area.right() {
             let sym = buf[(x, y)].symbol();
             assert!(
-                !sym.chars().any(switchboard::text_safety::is_unsafe),
+                !sym.chars().any(switchboard_types::text_safety::is_unsafe),
                 "unsafe character at {x},{y}: {sym:?}"
             );
         }

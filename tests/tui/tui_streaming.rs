@@ -8,17 +8,17 @@
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
-use switchboard::api::{
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::effects::Effect;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::{Focus, State};
+use switchboard_tui::streams::{GAP_MARKER, STREAM_MAX_BYTES};
+use switchboard_tui::update::Console;
+use switchboard_tui::view;
+use switchboard_types::api::{
     EngineEvent, LineRole, PolicyView, SessionKind, SessionRow, SessionsPage, TranscriptLine,
     TranscriptPage,
 };
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::effects::Effect;
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::{Focus, State};
-use switchboard::tui::streams::{GAP_MARKER, STREAM_MAX_BYTES};
-use switchboard::tui::update::Console;
-use switchboard::tui::view;
 
 /// 2025-06-15 15:06:40 UTC.
 const NOW: i64 = 1_750_000_000_000;

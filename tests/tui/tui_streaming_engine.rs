@@ -6,9 +6,9 @@ use crate::common;
 use crate::common::screen::cells;
 
 use serde_json::json;
-use switchboard::api::{SendRequest, Sender};
-use switchboard::tui::keymap::Keymap;
-use switchboard::tui::state::State;
+use switchboard_tui::keymap::Keymap;
+use switchboard_tui::state::State;
+use switchboard_types::api::{SendRequest, Sender};
 
 use common::console_driver::Driver;
 

@@ -14,10 +14,12 @@ use crossterm::event::KeyCode;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 use serde_json::json;
-use switchboard::api::{EngineEvent, SessionKind, SessionsApi, TrafficCount, TranscriptQuery};
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::state::State;
-use switchboard::tui::strip_colors;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::state::State;
+use switchboard_tui::strip_colors;
+use switchboard_types::api::{
+    EngineEvent, SessionKind, SessionsApi, TrafficCount, TranscriptQuery,
+};
 
 use common::console_driver::Driver;
 use common::fake_api::{self, FakeApi};
@@ -284,7 +286,7 @@ async fn stop_asks_first_then_sends_send_off_into_the_target_and_u_undoes_it() {
     // The engine's answer: the policy changed.
     api.set_policy(
         OPS,
-        switchboard::api::PolicyView {
+        switchboard_types::api::PolicyView {
             policy: "deny".parse().unwrap(),
             ..fake_api::row(OPS, OPS, SessionKind::Main, NOW).policy
         },
@@ -447,8 +449,8 @@ async fn into_pong(api: &dyn SessionsApi) -> usize {
 }
 
 async fn owner_says(b: &common::Bench, key: &str, text: &str) {
-    use switchboard::engine::inbound::Inbound;
-    use switchboard::engine::key::SessionKey;
+    use switchboard_engine::inbound::Inbound;
+    use switchboard_types::key::SessionKey;
     let from = Inbound {
         sender: Some("owner".into()),
         ..Inbound::default()

@@ -17,13 +17,13 @@ use std::sync::atomic::Ordering;
 
 use crossterm::event::KeyCode;
 use ratatui::style::Modifier;
-use switchboard::api::{LineRole, SessionKind, TranscriptLine as ApiLine};
-use switchboard::tui::action::{Action, Intent};
-use switchboard::tui::effects::Effect;
-use switchboard::tui::state::{Focus, SessionRow, State, TranscriptLine};
-use switchboard::tui::streams::Delta;
-use switchboard::tui::update::Console;
-use switchboard::tui::view;
+use switchboard_tui::action::{Action, Intent};
+use switchboard_tui::effects::Effect;
+use switchboard_tui::state::{Focus, SessionRow, State, TranscriptLine};
+use switchboard_tui::streams::Delta;
+use switchboard_tui::update::Console;
+use switchboard_tui::view;
+use switchboard_types::api::{LineRole, SessionKind, TranscriptLine as ApiLine};
 use unicode_width::UnicodeWidthStr;
 
 use common::console_driver::Driver;

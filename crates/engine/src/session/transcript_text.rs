@@ -1,0 +1,88 @@
+//! What a stored transcript line says, extracted once for every front end: its role as
+//! shown, who spoke, and its text (tool calls as `name({args})`). Text stays as stored;
+//! front ends make it safe for their own output.
+
+use serde_json::Value;
+
+use switchboard_types::api::{TranscriptLine, role_and_text};
+
+pub use switchboard_types::api::message_text;
+
+/// One stored line as front ends show it (`None` for lines that are not messages, and for
+/// assistant turns with nothing to show).
+pub fn line_of(seq: i64, line: &Value, keep_message: bool) -> Option<TranscriptLine> {
+    let m = line.get("message")?;
+    let timestamp = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
+    let (role, text) = role_and_text(m)?;
+    Some(TranscriptLine {
+        seq,
+        role,
+        timestamp,
+        from: speaker(m),
+        text,
+        message: keep_message.then(|| m.clone()),
+    })
+}
+
+fn str_of(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str)
+}
+
+/// Who a message is from: `from <key> via <tool>` for another session's message, the
+/// sender's label (marked when it is the owner), the tool's name, or `agent`.
+fn speaker(m: &Value) -> String {
+    let role = str_of(m.get("role")).unwrap_or("");
+    let prov = m.get("provenance");
+    let owner = m.get("senderIsOwner").and_then(Value::as_bool) == Some(true);
+    match role {
+        "user" if str_of(prov.and_then(|p| p.get("kind"))) == Some("inter_session") => format!(
+            "from {} via {}",
+            str_of(prov.and_then(|p| p.get("sourceSessionKey"))).unwrap_or("?"),
+            str_of(prov.and_then(|p| p.get("sourceTool"))).unwrap_or("?")
+        ),
+        "user" => match (str_of(m.get("senderLabel")), owner) {
+            (Some(s), true) => format!("{s} (owner)"),
+            (Some(s), false) => s.to_string(),
+            (None, true) => "owner".to_string(),
+            (None, false) => "user".to_string(),
+        },
+        "toolResult" => str_of(m.get("toolName")).unwrap_or("tool").to_string(),
+        _ => "agent".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_types::api::LineRole;
+    use serde_json::json;
+
+    #[test]
+    fn each_kind_of_line_reads_as_the_panes_show_it() {
+        let user = json!({"message": {"role": "user", "timestamp": 5,
+            "content": [{"type": "text", "text": "hi"}], "senderLabel": "alice", "senderIsOwner": true}});
+        let l = line_of(1, &user, false).expect("user line");
+        assert_eq!(
+            (l.role, l.from.as_str(), l.text.as_str(), l.timestamp),
+            (LineRole::User, "alice (owner)", "hi", 5)
+        );
+        let call = json!({"message": {"role": "assistant", "content": [
+            {"type": "text", "text": "let me ask"},
+            {"type": "toolCall", "name": "sessions_send", "arguments": {"message": "x"}}]}});
+        let l = line_of(2, &call, true).expect("call line");
+        assert_eq!(l.role, LineRole::Tool);
+        assert_eq!(l.text, "let me ask\nsessions_send({\"message\":\"x\"})");
+        assert!(l.message.is_some());
+        let a2a = json!({"message": {"role": "user", "content": "ping",
+            "provenance": {"kind": "inter_session", "sourceSessionKey": "agent:a:main", "sourceTool": "sessions_send"}}});
+        assert_eq!(
+            line_of(3, &a2a, false).expect("a2a").from,
+            "from agent:a:main via sessions_send"
+        );
+        let failed = json!({"message": {"role": "assistant", "stopReason": "error", "errorMessage": "boom", "content": []}});
+        assert_eq!(line_of(4, &failed, false).expect("error").text, "boom");
+        let empty = json!({"message": {"role": "assistant", "content": []}});
+        assert!(line_of(5, &empty, false).is_none());
+        assert!(line_of(6, &json!({"type": "session"}), false).is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! Opening a state folder: the SQLite store in it, the recovery of what a stopped engine
+//! left open, and the engine over that store. The composition root's one place that names
+//! the SQLite store; the engine itself only knows `store::Store`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::Engine;
+use crate::events::EngineEvent;
+use crate::instance::Instance;
+use switchboard_store::StoreError;
+use switchboard_store_sqlite::runs::{self, Recovered};
+use switchboard_store_sqlite::{SqliteStore, Storage, StorageError, queries};
+use switchboard_types::api::time::now_ms;
+use switchboard_types::config::Config;
+
+/// Open the state folder's database (creating and migrating it as needed). Runs and
+/// exchanges left open by an engine that died are closed (`error` / `interrupted`), and the
+/// lock files such engines left in `instances/` are removed.
+pub fn open_engine(state_dir: &Path, config: Config) -> Result<Engine, StoreError> {
+    let scheme = config.key_scheme();
+    std::fs::create_dir_all(state_dir).map_err(|e| StorageError::io(state_dir, e))?;
+    let instance = Instance::claim(state_dir)
+        .map_err(|e| StorageError::io(&state_dir.join("instances"), e))?;
+    let mut recovered = Recovered::default();
+    let storage = Storage::open_prepared(state_dir, |conn| {
+        queries::reclassify_if_needed(conn, &scheme)?;
+        // Close what dead instances left open, on the write connection before the writer
+        // starts.
+        let r = runs::close_dead_owners(conn, now_ms(), |owner| {
+            owner == instance.id() || Instance::is_alive(state_dir, owner)
+        })?;
+        recovered.runs.extend(r.runs);
+        recovered.flows.extend(r.flows);
+        Ok(())
+    })?;
+    let swept = Instance::sweep(state_dir);
+    if swept > 0 {
+        tracing::info!(swept, "removed lock files of stopped engines");
+    }
+    let engine = Engine::new(
+        config,
+        Arc::new(SqliteStore::new(storage.clone())),
+        storage,
+        state_dir,
+        instance,
+    );
+    if !recovered.runs.is_empty() || !recovered.flows.is_empty() {
+        tracing::warn!(
+            runs = recovered.runs.len(),
+            exchanges = recovered.flows.len(),
+            "closed runs and exchanges a stopped engine left open"
+        );
+        engine.events().emit(EngineEvent::Recovered {
+            runs: recovered.runs.iter().map(|r| r.run_id.clone()).collect(),
+            exchanges: recovered.flows.clone(),
+        });
+    }
+    Ok(engine)
+}
+
+/// Open a state folder for reading only: nothing is created, migrated or recovered and no
+/// instance is claimed, so it works where this user cannot write. Any write fails with
+/// `StoreErrorKind::ReadOnly`.
+pub fn open_engine_read_only(state_dir: &Path, config: Config) -> Result<Engine, StoreError> {
+    let storage = Storage::open_read_only(state_dir)?;
+    Ok(Engine::new(
+        config,
+        Arc::new(SqliteStore::new(storage.clone())),
+        storage,
+        state_dir,
+        Instance::unclaimed(),
+    ))
+}
+
+/// For commands that only read: open normally, and fall back to a read-only open when the
+/// folder cannot be written.
+pub fn open_engine_for_reading(state_dir: &Path, config: Config) -> Result<Engine, StoreError> {
+    match open_engine(state_dir, config.clone()) {
+        Err(e) if e.is_read_only() => {
+            tracing::info!(error = %e, "the state folder is read-only; reading only");
+            open_engine_read_only(state_dir, config).map_err(|ro| match ro.kind() {
+                // No database to read: the write failure says more.
+                switchboard_store::StoreErrorKind::Io => e,
+                _ => ro,
+            })
+        }
+        other => other,
+    }
+}

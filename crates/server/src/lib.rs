@@ -1,0 +1,336 @@
+//! The gateway (`switchboard serve`): a WebSocket listener speaking OpenClaw's protocol v4
+//! in front of any `SessionsApi`.
+
+mod auth_limit;
+mod chat_deltas;
+mod connection;
+mod events;
+mod fit;
+mod handshakes;
+pub mod listening;
+mod memory;
+mod methods;
+mod outbox;
+mod private_paths;
+mod quiet;
+mod requests;
+mod switchboard_methods;
+
+use std::future::Future;
+use std::sync::Arc;
+use switchboard_protocol::tls;
+
+use backon::BackoffBuilder;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+pub use auth_limit::AuthLimit;
+pub use connection::PROTOCOL;
+pub use methods::{EVENTS, METHODS};
+pub use private_paths::PrivatePaths;
+use switchboard_types::api::SessionsApi;
+
+/// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.
+pub const DEFAULT_MAX_PAYLOAD: usize = 25 * 1024 * 1024;
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 50 * 1024 * 1024;
+pub const DEFAULT_TICK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+/// Connections open at once; past it a new one is turned away at accept.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Connections still in their handshake (TLS, upgrade, `connect`) at once; past it the oldest
+/// handshake gives way to the new connection (`handshakes.rs`), so peers that never finish
+/// theirs cannot keep real clients out.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
+/// Encoded frames queued for all connections together (each also has its
+/// `max_buffered_bytes`).
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 128 * 1024 * 1024;
+/// Descriptors kept for everything but connections (the database, its WAL, the log, …)
+/// when the connection cap is fitted to the process's descriptor limit.
+pub const RESERVED_DESCRIPTORS: usize = 64;
+
+/// What the gateway needs besides its listener (`Options::new` for the defaults).
+pub struct Options {
+    pub token: String,
+    /// A second token that only ever gets `operator.read`.
+    pub read_only_token: Option<String>,
+    /// The largest text frame accepted and sent, in bytes (`hello-ok.policy.maxPayload`; at
+    /// most `protocol::MAX_PAYLOAD_CEILING`, what a Switchboard client reads).
+    pub max_payload: usize,
+    /// How far (in encoded bytes) a client may fall behind the frames sent to it before it
+    /// is disconnected as lagged.
+    pub max_buffered_bytes: usize,
+    /// How often every connection gets a `tick`.
+    pub tick_interval: std::time::Duration,
+    /// How long a client may take to send `connect` before it is closed, so idle sockets
+    /// cannot pile up unauthenticated.
+    pub handshake_timeout: std::time::Duration,
+    /// The failed-connect limits, per peer address and global.
+    pub auth_limit: AuthLimit,
+    /// Connections open at once (see `DEFAULT_MAX_CONNECTIONS`).
+    pub max_connections: usize,
+    /// Connections in their handshake at once (see `DEFAULT_MAX_HANDSHAKES`).
+    pub max_handshakes: usize,
+    /// Encoded frames queued for all connections together.
+    pub max_queued_bytes: usize,
+    /// The server's own paths, hidden from connections without write scope.
+    pub private_paths: PrivatePaths,
+}
+
+impl Options {
+    /// OpenClaw's limits, and `token` as the one token.
+    pub fn new(token: String) -> Options {
+        Options {
+            token,
+            read_only_token: None,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            tick_interval: DEFAULT_TICK_INTERVAL,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            auth_limit: AuthLimit::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            private_paths: PrivatePaths::default(),
+        }
+    }
+}
+
+/// How long connections get to close once the gateway stops, before they are dropped.
+pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The HTTP answer to a connection turned away at the cap (plain ws:// only: a TLS client
+/// could not read it). `Retry-After` tells a client the refusal is passing.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+Content-Type: text/plain\r\nContent-Length: 34\r\nConnection: close\r\n\r\n\
+too many connections; retry later\n";
+
+/// The default `Options::handshake_timeout`.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Accepts connections until `shutdown` completes, then closes every connection and returns.
+pub async fn run(
+    listener: TcpListener,
+    api: Arc<dyn SessionsApi>,
+    options: Options,
+    shutdown: impl Future<Output = ()>,
+) {
+    run_with_tls(listener, api, options, None, shutdown).await;
+}
+
+/// `run`, speaking TLS (wss://) on every connection when `tls` is given.
+pub async fn run_with_tls(
+    listener: TcpListener,
+    api: Arc<dyn SessionsApi>,
+    options: Options,
+    tls: Option<tls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let handshake_timeout = options.handshake_timeout;
+    let shared = Arc::new(connection::Shared {
+        api,
+        token: options.token,
+        read_only_token: options.read_only_token,
+        // Never more than a Switchboard client reads: what is advertised is what is sent.
+        max_payload: options
+            .max_payload
+            .min(switchboard_protocol::MAX_PAYLOAD_CEILING),
+        handshake_timeout: options.handshake_timeout,
+        max_buffered_bytes: options.max_buffered_bytes,
+        tick_interval: options.tick_interval,
+        auth_limit: auth_limit::Limiter::new(options.auth_limit),
+        gates: quiet::Gates::default(),
+        budget: Arc::new(outbox::Budget::new(options.max_queued_bytes)),
+        full_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
+        read_only_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
+        connected: std::sync::atomic::AtomicUsize::new(0),
+        private_paths: Arc::new(options.private_paths),
+    });
+    let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let handshakes = handshakes::Handshakes::new(options.max_handshakes);
+    let mut backoff: Option<backon::ExponentialBackoff> = None;
+    // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
+    // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
+    // Small socket buffers: a thousand idle subscribers must not each hold 256 KiB of them
+    // (frames of any size still pass; the read buffer grows for a large one).
+    let ws_config = WebSocketConfig::default()
+        .read_buffer_size(16 * 1024)
+        .write_buffer_size(0)
+        .max_message_size(Some(options.max_payload.saturating_mul(2).max(1 << 16)))
+        .max_frame_size(Some(options.max_payload.saturating_mul(2).max(1 << 16)));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => {
+                        backoff = None;
+                        a
+                    }
+                    Err(e) => {
+                        // Out of descriptors (or memory), accept fails at once for as long as
+                        // it lasts: wait, more each time, instead of spinning on it.
+                        let delay = backoff
+                            .get_or_insert_with(accept_backoff)
+                            .next()
+                            .unwrap_or(ACCEPT_BACKOFF_MAX);
+                        if let Some(skipped) = shared.gates.accept.admit() {
+                            tracing::warn!(error = %e, retry_in = ?delay, skipped, "accept failed");
+                        }
+                        tokio::select! {
+                            () = &mut shutdown => break,
+                            () = tokio::time::sleep(delay) => {}
+                        }
+                        continue;
+                    }
+                };
+                let slot = match slots.clone().try_acquire_owned() {
+                    Ok(slot) => Some(slot),
+                    // Every place is taken: one still in its handshake gives way (it ends on
+                    // its next poll, well within the wait), a connected one never does.
+                    Err(_) if handshakes.give_way_oldest() => {
+                        tokio::time::timeout(GIVE_WAY_WAIT, slots.clone().acquire_owned())
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                    }
+                    Err(_) => None,
+                };
+                let Some(slot) = slot else {
+                    if let Some(skipped) = shared.gates.accept.admit() {
+                        tracing::warn!(%peer, skipped, "too many connections: turned away");
+                    }
+                    if tls.is_none() {
+                        // Best effort, never waiting: the socket is closed right after.
+                        let _ = stream.try_write(BUSY);
+                    }
+                    continue;
+                };
+                let (mut ticket, evicted) = handshakes.admit();
+                if evicted && let Some(skipped) = shared.gates.accept.admit() {
+                    tracing::info!(%peer, skipped, "handshakes all in progress: the oldest gave way");
+                }
+                let shared = shared.clone();
+                let stop = stop_rx.clone();
+                let tls = tls.clone();
+                connections.spawn(async move {
+                    let _slot = slot;
+                    // A peer that opens TCP and then stalls in TLS or the upgrade is dropped,
+                    // after the handshake timeout or when a newer connection needs its place.
+                    let opened = tokio::select! {
+                        r = tokio::time::timeout(
+                            handshake_timeout,
+                            open_websocket(stream, tls, ws_config),
+                        ) => r,
+                        () = ticket.given_way() => return,
+                    };
+                    match opened {
+                        Ok(Ok(ws)) => {
+                            connection::serve(ws, Some(peer.ip()), shared, stop, ticket).await;
+                        }
+                        Ok(Err(e)) => {
+                            if let Some(skipped) = shared.gates.handshake.admit() {
+                                let error = quiet::excerpt(&e, 200);
+                                tracing::info!(%peer, %error, skipped, "handshake failed");
+                            }
+                        }
+                        Err(_) => {
+                            if let Some(skipped) = shared.gates.handshake.admit() {
+                                tracing::info!(%peer, skipped, "TLS or WebSocket handshake timed out");
+                            }
+                        }
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {
+                memory::after_connection_ended();
+            }
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Each connection sends its close frame; one that does not finish in time is dropped.
+    let all = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(CLOSE_GRACE, all).await.is_err() {
+        connections.abort_all();
+        // Aborted tasks end at their next await; wait for that (briefly) so their sockets
+        // are closed before the caller goes on.
+        let aborted = async { while connections.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), aborted).await;
+    }
+    shared.gates.report_skipped();
+}
+
+/// How long a new connection waits at the cap for the place of a handshake that gave way.
+const GIVE_WAY_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The longest wait between two failed accepts.
+const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waits between failed accepts: 5 ms doubling to a second, with jitter, for as long as
+/// they fail.
+fn accept_backoff() -> backon::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(5))
+        .with_max_delay(ACCEPT_BACKOFF_MAX)
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+/// The connection cap fitted to the process's descriptor limit: each connection holds one
+/// descriptor, and `RESERVED_DESCRIPTORS` stay for the rest of the process. The soft limit
+/// is first raised to the hard one, as servers do. `None` when the limit cannot be read.
+pub fn descriptor_cap() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return None;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    limit = raised;
+                }
+            }
+        }
+        let usable = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+        Some(usable.saturating_sub(RESERVED_DESCRIPTORS).max(1))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// TLS (when configured), then the WebSocket upgrade.
+async fn open_websocket(
+    tcp: tokio::net::TcpStream,
+    tls: Option<tls::TlsAcceptor>,
+    config: WebSocketConfig,
+) -> Result<tokio_tungstenite::WebSocketStream<tls::Stream>, String> {
+    let stream: tls::Stream = match tls {
+        None => Box::new(tcp),
+        Some(acceptor) => Box::new(
+            acceptor
+                .accept(tcp)
+                .await
+                .map_err(|e| format!("TLS: {e}"))?,
+        ),
+    };
+    tokio_tungstenite::accept_async_with_config(stream, Some(config))
+        .await
+        .map_err(|e| format!("WebSocket: {e}"))
+}

@@ -1,0 +1,606 @@
+//! The gateway's methods: each request's params read, answered from `SessionsApi`, in
+//! OpenClaw's payload shapes.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use switchboard_protocol::{ErrorShape, INVALID_REQUEST};
+use switchboard_types::api::{
+    ApiError, KeyPurpose, PatchRequest, PolicySetting, RunStatus, SendPolicy, SendRequest, Sender,
+    SessionRow, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
+};
+
+/// The methods `hello-ok` announces: OpenClaw's, in the order they are documented, then
+/// Switchboard's own (`protocol::switchboard::method::ALL`, added where the list is built).
+pub const METHODS: &[&str] = &[
+    "health",
+    "status",
+    "sessions.list",
+    "sessions.resolve",
+    "sessions.create",
+    "sessions.patch",
+    "sessions.delete",
+    "sessions.subscribe",
+    "sessions.unsubscribe",
+    "sessions.messages.subscribe",
+    "sessions.messages.unsubscribe",
+    "chat.history",
+    "chat.send",
+    "chat.abort",
+    "agent",
+    "agent.wait",
+    "agents.list",
+    "tools.invoke",
+];
+
+/// Events this gateway sends.
+pub const EVENTS: &[&str] = &[
+    "connect.challenge",
+    super::events::TICK,
+    super::events::SESSIONS_CHANGED,
+    super::events::SESSION_MESSAGE,
+    super::events::CHAT,
+    super::events::AGENT,
+    super::events::A2A,
+    switchboard_protocol::switchboard::EVENT,
+    switchboard_protocol::switchboard::GAP,
+];
+
+/// Methods that change state: refused on a read-only connection (with
+/// `protocol::switchboard::method::WRITES`).
+pub const WRITES: &[&str] = &[
+    "chat.send",
+    "chat.abort",
+    "agent",
+    "sessions.create",
+    "sessions.patch",
+    "sessions.delete",
+    "tools.invoke",
+];
+
+/// Whether `method` changes state.
+pub fn is_write(method: &str) -> bool {
+    WRITES.contains(&method) || switchboard_protocol::switchboard::method::WRITES.contains(&method)
+}
+
+/// `sessions.list` and `chat.history` limits as OpenClaw 2026.9.6 applies them (its list
+/// honoured 10 000; its history caps at 1000).
+const LIST_DEFAULT: usize = 100;
+const LIST_MAX: usize = 10_000;
+const HISTORY_DEFAULT: usize = 200;
+const HISTORY_MAX: usize = 1000;
+
+/// A failed call, as the `error` of a `res`.
+pub fn error(code: &str, message: impl Into<String>) -> ErrorShape {
+    ErrorShape {
+        code: code.to_string(),
+        message: message.into(),
+        extra: serde_json::Map::new(),
+    }
+}
+
+pub fn invalid(message: impl Into<String>) -> ErrorShape {
+    error(INVALID_REQUEST, message)
+}
+
+pub fn api_failure(e: ApiError) -> ErrorShape {
+    match e {
+        ApiError::BadInput(m) => invalid(m),
+        ApiError::NotFound(m) => error("NOT_FOUND", m),
+        ApiError::Storage { message, .. } => error("UNAVAILABLE", message),
+        ApiError::Unavailable(m) => error("UNAVAILABLE", m),
+    }
+}
+
+/// Reads params into `T`, naming the offending field on failure; absent params are `{}`.
+pub fn params<T: serde::de::DeserializeOwned>(
+    method: &str,
+    params: Option<Value>,
+) -> Result<T, ErrorShape> {
+    let v = match params {
+        None | Some(Value::Null) => json!({}),
+        Some(v) => v,
+    };
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        invalid(format!(
+            "invalid {method} params at `{path}`: {}",
+            e.into_inner()
+        ))
+    })
+}
+
+/// Answers one request (other than `connect`) with its payload or error; an answer that
+/// lists history is paged to fit a frame of `max_payload` bytes.
+pub async fn call(
+    api: &Arc<dyn SessionsApi>,
+    method: &str,
+    mut raw: Option<Value>,
+    max_payload: usize,
+) -> Result<Value, ErrorShape> {
+    if let Some(r) = super::switchboard_methods::call(api, method, &mut raw, max_payload).await {
+        return r;
+    }
+    match method {
+        "health" => Ok(json!({"ok": true})),
+        "status" => status(api).await,
+        "sessions.list" => sessions_list(api, params(method, raw)?).await,
+        "sessions.resolve" => sessions_resolve(api, params(method, raw)?).await,
+        "sessions.create" => sessions_create(api, params(method, raw)?).await,
+        "sessions.patch" => sessions_patch(api, params(method, raw)?).await,
+        "sessions.delete" => sessions_delete(api, params(method, raw)?).await,
+        "chat.history" => chat_history(api, params(method, raw)?, max_payload).await,
+        "chat.abort" => chat_abort(api, params(method, raw)?).await,
+        "agent.wait" => agent_wait(api, params(method, raw)?).await,
+        "agents.list" => agents_list(api).await,
+        "tools.invoke" => tools_invoke(api, params(method, raw)?).await,
+        "connect" => Err(invalid("already connected")),
+        other => Err(invalid(format!("unknown method: {other}"))),
+    }
+}
+
+// Params of OpenClaw's own methods accept fields not modelled here (`includeLastMessage`,
+// `deliver`, …), as its clients send them; our `tools.invoke` refuses unknown ones (typos).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListParams {
+    limit: Option<usize>,
+    offset: Option<usize>,
+    search: Option<String>,
+    active_minutes: Option<u64>,
+}
+
+async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Value, ErrorShape> {
+    let limit = p.limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX);
+    let offset = p.offset.unwrap_or(0);
+    let active_since = p.active_minutes.map(|m| {
+        let ms = i64::try_from(m.saturating_mul(60_000)).unwrap_or(i64::MAX);
+        chrono::Utc::now().timestamp_millis().saturating_sub(ms)
+    });
+    // One row more than asked tells whether another page follows without counting all.
+    let page = api
+        .sessions(SessionsQuery {
+            text: p.search.unwrap_or_default(),
+            active_since,
+            offset,
+            limit: limit + 1,
+            count: true,
+            ..SessionsQuery::default()
+        })
+        .await
+        .map_err(api_failure)?;
+    let has_more = page.rows.len() > limit;
+    let sessions: Vec<Value> = page.rows.iter().take(limit).map(session_json).collect();
+    let mut out = json!({
+        "count": sessions.len(),
+        "limitApplied": limit,
+        "hasMore": has_more,
+        "sessions": sessions,
+    });
+    if let Some(total) = page.matching {
+        out["totalCount"] = json!(total);
+    }
+    if has_more {
+        out["nextOffset"] = json!(offset + limit);
+    }
+    Ok(out)
+}
+
+fn session_json(row: &SessionRow) -> Value {
+    let mut v = json!({
+        "key": row.key,
+        "sessionId": row.session_id,
+        "agentId": row.agent_id,
+        "kind": row.kind,
+        "channel": row.channel,
+        "updatedAt": row.updated_at,
+        "sendPolicy": row.policy.policy,
+    });
+    if let Some(label) = &row.label {
+        v["label"] = json!(label);
+    }
+    if let Some(name) = &row.display_name {
+        v["displayName"] = json!(name);
+    }
+    v
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryParams {
+    session_key: String,
+    limit: Option<usize>,
+}
+
+/// OpenClaw's cap on a `chat.history` answer's messages (DEFAULT_MAX_CHAT_HISTORY_MESSAGES_BYTES).
+const HISTORY_MAX_BYTES: usize = 6 * 1024 * 1024;
+
+async fn chat_history(
+    api: &Arc<dyn SessionsApi>,
+    p: HistoryParams,
+    max_payload: usize,
+) -> Result<Value, ErrorShape> {
+    let limit = p.limit.unwrap_or(HISTORY_DEFAULT).clamp(1, HISTORY_MAX);
+    let key = api
+        .resolve_key(&p.session_key, switchboard_types::api::KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?
+        .key;
+    let session_id = api
+        .session(&key)
+        .await
+        .map_err(api_failure)?
+        .map(|d| d.row.session_id)
+        .ok_or_else(|| error("NOT_FOUND", format!("no session {key}")))?;
+    let page = api
+        .transcript(TranscriptQuery {
+            key: key.clone(),
+            before: None,
+            limit: limit + 1,
+            tools: true,
+            raw: true,
+        })
+        .await
+        .map_err(api_failure)?;
+    let has_more = page.lines.len() > limit;
+    let skip = page.lines.len().saturating_sub(limit);
+    let messages: Vec<Value> = page
+        .lines
+        .into_iter()
+        .skip(skip)
+        .filter_map(|l| l.message)
+        .collect();
+    let mut answer = json!({
+        "sessionKey": key,
+        "sessionId": session_id,
+        "messages": messages,
+        "hasMore": has_more,
+    });
+    // As OpenClaw: the oldest messages go first, a message too large is replaced; unlike it,
+    // a long one is first cut (its head kept, with the marker) rather than dropped whole.
+    let budget = super::fit::budget(max_payload).min(HISTORY_MAX_BYTES);
+    let paged = super::fit::page_field(&mut answer, "messages", budget, |m| {
+        json!({
+            "role": m.get("role").cloned().unwrap_or_else(|| json!("assistant")),
+            "content": [{"type": "text", "text": "[chat.history omitted: message too large]"}],
+            "__openclaw": m.get("__openclaw").cloned().unwrap_or(Value::Null),
+        })
+    });
+    if paged.dropped > 0 {
+        answer["hasMore"] = json!(true);
+    }
+    Ok(answer)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvokeParams {
+    name: String,
+    #[serde(default)]
+    params: Value,
+    #[serde(rename = "as", default = "main_key")]
+    requester: String,
+}
+
+fn main_key() -> String {
+    "main".into()
+}
+
+async fn tools_invoke(api: &Arc<dyn SessionsApi>, p: InvokeParams) -> Result<Value, ErrorShape> {
+    let params = if p.params.is_null() {
+        json!({})
+    } else {
+        p.params
+    };
+    let result = api
+        .call_tool(ToolCall {
+            tool: p.name,
+            params,
+            requester: p.requester,
+            sandboxed: false,
+        })
+        .await
+        .map_err(api_failure)?;
+    Ok(result.result)
+}
+
+async fn status(api: &Arc<dyn SessionsApi>) -> Result<Value, ErrorShape> {
+    let status = api.status().await.map_err(api_failure)?;
+    Ok(json!({
+        "ok": true,
+        "ts": chrono::Utc::now().timestamp_millis(),
+        "server": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
+        "protocol": super::PROTOCOL,
+        "sessions": {"count": status.sessions},
+    }))
+}
+
+/// The canonical key of an existing session, found as `sessions.resolve` takes it: by
+/// key, by session id, or by exact label.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResolveParams {
+    key: Option<String>,
+    session_id: Option<String>,
+    label: Option<String>,
+}
+
+async fn sessions_resolve(
+    api: &Arc<dyn SessionsApi>,
+    p: ResolveParams,
+) -> Result<Value, ErrorShape> {
+    let raw = match (p.key, p.session_id, p.label) {
+        (Some(k), _, _) | (None, Some(k), _) => k,
+        (None, None, Some(label)) => return resolve_label(api, &label).await,
+        (None, None, None) => {
+            return Err(invalid("sessions.resolve needs key, sessionId or label"));
+        }
+    };
+    let resolved = api
+        .resolve_key(&raw, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?;
+    if !resolved.exists {
+        return Err(error("NOT_FOUND", format!("no session found: {raw}")));
+    }
+    Ok(json!({"ok": true, "key": resolved.key}))
+}
+
+async fn resolve_label(api: &Arc<dyn SessionsApi>, label: &str) -> Result<Value, ErrorShape> {
+    // The text search narrows the list; the exact label decides.
+    let page = api
+        .sessions(SessionsQuery {
+            text: label.to_string(),
+            archived: true,
+            limit: LIST_MAX,
+            ..SessionsQuery::default()
+        })
+        .await
+        .map_err(api_failure)?;
+    let found: Vec<&SessionRow> = page
+        .rows
+        .iter()
+        .filter(|r| r.label.as_deref() == Some(label))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(json!({"ok": true, "key": one.key})),
+        [] => Err(error("NOT_FOUND", format!("no session labelled {label:?}"))),
+        _ => Err(invalid(format!(
+            "{} sessions are labelled {label:?}; give the key",
+            found.len()
+        ))),
+    }
+}
+
+/// `sessions.create`: our engine makes a session with its first message, so a create
+/// with a `message` sends it; without one, an existing key is answered as it is, and a
+/// new key is refused rather than faked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateParams {
+    key: Option<String>,
+    agent_id: Option<String>,
+    message: Option<String>,
+}
+
+async fn sessions_create(api: &Arc<dyn SessionsApi>, p: CreateParams) -> Result<Value, ErrorShape> {
+    let raw = match (p.key, p.agent_id) {
+        (Some(k), _) => k,
+        (None, Some(agent)) => format!("agent:{agent}:main"),
+        (None, None) => "main".to_string(),
+    };
+    let resolved = api
+        .resolve_key(&raw, KeyPurpose::Inbound)
+        .await
+        .map_err(api_failure)?;
+    let mut run_started = false;
+    if let Some(text) = p.message {
+        let receipt = api
+            .send(SendRequest {
+                key: resolved.key.clone(),
+                text,
+                from: webchat(),
+                idempotency_key: None,
+            })
+            .await
+            .map_err(api_failure)?;
+        run_started = receipt.run_id.is_some();
+    } else if !resolved.exists {
+        return Err(invalid(format!(
+            "{} does not exist, and this engine creates a session with its first message: \
+give `message`, or use chat.send",
+            resolved.key
+        )));
+    }
+    let detail = api
+        .session(&resolved.key)
+        .await
+        .map_err(api_failure)?
+        .ok_or_else(|| error("NOT_FOUND", format!("no session found: {}", resolved.key)))?;
+    Ok(json!({
+        "ok": true,
+        "key": detail.row.key,
+        "sessionId": detail.row.session_id,
+        "entry": detail.entry,
+        "runStarted": run_started,
+    }))
+}
+
+/// The sender of messages from OpenClaw's clients: its run channel is webchat.
+pub fn webchat() -> Sender {
+    Sender {
+        channel: Some("webchat".into()),
+        owner: false,
+        ..Sender::default()
+    }
+}
+
+/// `sendPolicy` is the one setting this engine patches; OpenClaw's others (label,
+/// model …) are refused by name rather than silently dropped.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PatchParams {
+    key: String,
+    /// Absent: not given; `null`: back to the config's rule.
+    #[serde(default, deserialize_with = "present")]
+    send_policy: Option<Value>,
+    #[serde(flatten)]
+    other: serde_json::Map<String, Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+async fn sessions_patch(api: &Arc<dyn SessionsApi>, p: PatchParams) -> Result<Value, ErrorShape> {
+    let change = match &p.send_policy {
+        None => {
+            let names: Vec<&str> = p.other.keys().map(String::as_str).collect();
+            return Err(invalid(if names.is_empty() {
+                "nothing to change: give sendPolicy (\"allow\", \"deny\" or null)".to_string()
+            } else {
+                format!(
+                    "this gateway patches sendPolicy only, not {}",
+                    names.join(", ")
+                )
+            }));
+        }
+        Some(Value::Null) => PolicySetting::Inherit,
+        // The wire's exact words (serde's), not the lenient words people type.
+        Some(v) => match SendPolicy::deserialize(v) {
+            Ok(policy) => PolicySetting::from_policy(Some(policy)),
+            Err(_) => {
+                return Err(invalid(format!(
+                    "invalid sessions.patch params at `sendPolicy`: expected \"allow\", \"deny\" or null, got {v}"
+                )));
+            }
+        },
+    };
+    let key = api
+        .resolve_key(&p.key, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?
+        .key;
+    let result = api
+        .patch(PatchRequest {
+            key,
+            send_policy: Some(change),
+        })
+        .await
+        .map_err(api_failure)?;
+    let entry = api
+        .session(&result.key)
+        .await
+        .map_err(api_failure)?
+        .map(|d| d.entry)
+        .unwrap_or(Value::Null);
+    Ok(json!({
+        "ok": true,
+        "key": result.key,
+        "entry": entry,
+        "resolved": {"sendPolicy": result.effective.policy, "source": result.effective.source},
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteParams {
+    key: String,
+}
+
+async fn sessions_delete(api: &Arc<dyn SessionsApi>, p: DeleteParams) -> Result<Value, ErrorShape> {
+    let key = api
+        .resolve_key(&p.key, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?
+        .key;
+    let deleted = api.delete(&key).await.map_err(api_failure)?;
+    Ok(json!({"ok": true, "key": key, "deleted": deleted}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AbortParams {
+    session_key: String,
+    run_id: Option<String>,
+}
+
+/// Stops the session's running run (only `runId`, when given), as OpenClaw's `chat.abort`:
+/// `{ok, aborted, runIds}`; nothing running is `aborted: false`, not an error.
+async fn chat_abort(api: &Arc<dyn SessionsApi>, p: AbortParams) -> Result<Value, ErrorShape> {
+    let key = match api.resolve_key(&p.session_key, KeyPurpose::Existing).await {
+        Ok(k) => k.key,
+        // No such session: nothing of it can be running.
+        Err(ApiError::NotFound(_)) => {
+            return Ok(json!({"ok": true, "aborted": false, "runIds": []}));
+        }
+        Err(e) => return Err(api_failure(e)),
+    };
+    let done = api
+        .abort(&key, p.run_id.as_deref())
+        .await
+        .map_err(api_failure)?;
+    Ok(json!({"ok": true, "aborted": !done.run_ids.is_empty(), "runIds": done.run_ids}))
+}
+
+/// The longest `agent.wait` honoured; OpenClaw's own default is 30 s.
+const WAIT_DEFAULT_MS: u64 = 30_000;
+const WAIT_MAX_MS: u64 = 24 * 60 * 60 * 1000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WaitParams {
+    run_id: String,
+    timeout_ms: Option<u64>,
+}
+
+async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, ErrorShape> {
+    let ms = p.timeout_ms.unwrap_or(WAIT_DEFAULT_MS).min(WAIT_MAX_MS);
+    let r = api
+        .wait_run(&p.run_id, std::time::Duration::from_millis(ms))
+        .await
+        .map_err(api_failure)?;
+    Ok(wait_payload(&r))
+}
+
+/// A run's end in `agent.wait`'s shape (`status`: ok | timeout | error); as in OpenClaw,
+/// `timeout` also stands for a run that was aborted.
+pub fn wait_payload(r: &switchboard_types::api::RunResult) -> Value {
+    let status = match r.status {
+        RunStatus::Ok => "ok",
+        RunStatus::Running | RunStatus::Timeout | RunStatus::Aborted => "timeout",
+        RunStatus::Error => "error",
+    };
+    let mut v = json!({"runId": r.run_id, "status": status});
+    if r.status == RunStatus::Ok {
+        v["stopReason"] = json!("stop");
+        v["terminalReply"] = json!({"disposition": "visible", "text": r.reply});
+    }
+    if let Some(e) = &r.error {
+        v["error"] = json!(e);
+    }
+    v
+}
+
+async fn agents_list(api: &Arc<dyn SessionsApi>) -> Result<Value, ErrorShape> {
+    let agents = api.agents().await.map_err(api_failure)?;
+    let default = agents
+        .iter()
+        .find(|a| a.is_default)
+        .map(|a| a.id.clone())
+        .unwrap_or_else(|| "main".into());
+    let list: Vec<Value> = agents
+        .iter()
+        .map(|a| {
+            let mut v = json!({"id": a.id, "model": a.model, "isDefault": a.is_default});
+            // Ours, beside OpenClaw's fields: whom the agent may spawn under (not itself).
+            if !a.may_spawn.is_empty() {
+                v["maySpawn"] = json!(a.may_spawn);
+            }
+            v
+        })
+        .collect();
+    Ok(json!({"defaultId": default, "agents": list}))
+}

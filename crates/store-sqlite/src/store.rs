@@ -1,0 +1,636 @@
+//! `SqliteStore`: the `Store` trait over one state folder's SQLite database. Writes go to
+//! the single group-committing writer; reads run on pooled connections on tokio's blocking
+//! pool, never on the async workers.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::queries::PreparedLine;
+use super::{Storage, StorageError};
+use super::{flows, idempotency, outbox, queries, runs, spawns};
+use switchboard_store::{
+    AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
+    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, PendingWrite, RefusedExchange, RunRow,
+    RunWrite, SessionEdit, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
+    Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
+};
+use switchboard_types::api::time::now_ms;
+use switchboard_types::key::SessionKey;
+
+/// The SQLite store. Cheap to clone (it shares the `Storage` handle).
+#[derive(Clone)]
+pub struct SqliteStore {
+    storage: Storage,
+}
+
+impl SqliteStore {
+    pub fn new(storage: Storage) -> SqliteStore {
+        SqliteStore { storage }
+    }
+
+    /// Run `op` on a pooled connection on the blocking pool.
+    /// Submit `job` now; it appends the prepared lines by calling the function it is given
+    /// (at most once; not at all keeps them out). The lines are serialised here, on the
+    /// caller's thread, not on the writer's: it is the one shared bottleneck.
+    fn submit_lines<R, F>(
+        &self,
+        key: &SessionKey,
+        lines: Vec<NewLine>,
+        now: i64,
+        mut job: F,
+    ) -> PendingWrite<(Appended, R)>
+    where
+        R: Send + 'static,
+        F: FnMut(
+                &Connection,
+                &dyn Fn(&Connection) -> Result<(String, queries::Placed), StorageError>,
+            ) -> Result<(String, queries::Placed, R), StorageError>
+            + Send
+            + 'static,
+    {
+        let key = key.clone();
+        let prepared: Vec<PreparedLine> = lines
+            .into_iter()
+            .map(|l| PreparedLine::new(l, now))
+            .collect();
+        let shared = Arc::new(prepared);
+        let for_writer = shared.clone();
+        let pending = self.storage.submit(move |c| {
+            let append = |c: &Connection| {
+                if for_writer.is_empty() {
+                    return Ok((String::new(), Vec::new()));
+                }
+                queries::append_prepared(c, &key, &for_writer, now)
+            };
+            job(c, &append)
+        });
+        Box::pin(async move {
+            let (session_id, placed, extra) = pending.committed().await?;
+            let prepared = Arc::try_unwrap(shared).unwrap_or_else(|a| (*a).clone());
+            let rows = queries::finish_rows(prepared, placed);
+            Ok((Appended { session_id, rows }, extra))
+        })
+    }
+
+    async fn read<R, F>(&self, op: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        let storage = self.storage.clone();
+        tokio::task::spawn_blocking(move || storage.read(op))
+            .await
+            .map_err(|e| StoreError::unavailable(format!("a database read stopped: {e}")))?
+            .map_err(StoreError::from)
+    }
+
+    async fn write<R, F>(&self, op: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnMut(&Connection) -> Result<R, StorageError> + Send + 'static,
+    {
+        Ok(self.storage.write(op).await?)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn location(&self) -> String {
+        self.storage.path().display().to_string()
+    }
+
+    fn external_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.storage.external_changes()
+    }
+
+    async fn count_sessions(&self) -> Result<u64, StoreError> {
+        self.read(queries::count_sessions).await
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        let key = key.clone();
+        self.read(move |c| queries::get_session(c, &key)).await
+    }
+
+    async fn keys_by_session_id(&self, session_id: &str) -> Result<Vec<SessionKey>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::keys_by_session_id(c, &id))
+            .await
+    }
+
+    async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError> {
+        let label = label.to_string();
+        self.read(move |c| queries::keys_by_label(c, &label)).await
+    }
+
+    async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError> {
+        let key = key.clone();
+        self.read(move |c| queries::children_of(c, &key)).await
+    }
+
+    async fn scan_sessions(
+        &self,
+        scan: SessionScan,
+    ) -> tokio::sync::mpsc::Receiver<Result<StoredSession, StoreError>> {
+        // A small buffer: the reader stays a few rows ahead of the caller, and its snapshot
+        // lasts no longer than the caller keeps reading.
+        let (tx, rx) = tokio::sync::mpsc::channel(SCAN_BUFFER);
+        let storage = self.storage.clone();
+        tokio::task::spawn_blocking(move || {
+            let read = storage
+                .read(|c| queries::scan_sessions(c, &scan, |s| tx.blocking_send(Ok(s)).is_ok()));
+            if let Err(e) = read {
+                let _ = tx.blocking_send(Err(e.into()));
+            }
+        });
+        rx
+    }
+
+    async fn page_session_keys(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+    ) -> Result<(Vec<SessionKey>, Option<u64>), StoreError> {
+        self.read(move |c| queries::page_keys(c, &filter, offset, limit, count))
+            .await
+    }
+
+    async fn create_session(
+        &self,
+        session: StoredSession,
+        header: Value,
+    ) -> Result<(StoredSession, bool), StoreError> {
+        self.write(move |c| {
+            if let Some(existing) = queries::get_session(c, &session.key)? {
+                return Ok((existing, false));
+            }
+            queries::insert_session(c, &session, &header)?;
+            Ok((session.clone(), true))
+        })
+        .await
+    }
+
+    async fn update_session(
+        &self,
+        key: &SessionKey,
+        mut edit: SessionEdit,
+    ) -> Result<StoredSession, StoreError> {
+        let key = key.clone();
+        self.write(move |c| {
+            let mut s = queries::get_session(c, &key)?
+                .ok_or_else(|| StorageError::NoSession(key.to_string()))?;
+            edit(&mut s).map_err(StorageError::Rejected)?;
+            queries::put_session(c, &s)?;
+            Ok(s)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let key = key.clone();
+        self.write(move |c| queries::delete_session(c, &key)).await
+    }
+
+    async fn transcript_tail(
+        &self,
+        session_id: &str,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::transcript_tail(c, &id, limit, include_tools))
+            .await
+    }
+
+    async fn transcript_page(
+        &self,
+        session_id: &str,
+        before: Option<i64>,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<(Vec<TranscriptRow>, i64), StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| {
+            let rows = match before {
+                Some(before) => queries::transcript_before(c, &id, before, limit, include_tools)?,
+                None => queries::transcript_tail(c, &id, limit, include_tools)?,
+            };
+            Ok((rows, queries::last_seq(c, &id)?))
+        })
+        .await
+    }
+
+    async fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+    ) -> Result<Vec<Option<TranscriptRow>>, StoreError> {
+        self.read(move |c| queries::last_messages(c, &session_ids))
+            .await
+    }
+
+    async fn transcript_after(
+        &self,
+        session_id: &str,
+        seq: i64,
+        limit: usize,
+    ) -> Result<Vec<TranscriptRow>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::transcript_after(c, &id, seq, limit))
+            .await
+    }
+
+    async fn last_seq(&self, session_id: &str) -> Result<i64, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::last_seq(c, &id)).await
+    }
+
+    async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let id = session_id.to_string();
+        self.read(move |c| queries::first_message_line(c, &id))
+            .await
+    }
+
+    fn submit_append(&self, key: &SessionKey, lines: Vec<NewLine>) -> PendingWrite<Appended> {
+        let pending = self.submit_lines(key, lines, now_ms(), |c, append| {
+            let (sid, placed) = append(c)?;
+            Ok((sid, placed, ()))
+        });
+        Box::pin(async move { Ok(pending.await?.0) })
+    }
+
+    fn submit_run(&self, w: RunWrite) -> PendingWrite<(Appended, bool)> {
+        let (key, lines, now) = (w.key.clone(), w.lines.clone(), w.now);
+        self.submit_lines(&key, lines, now, move |c, append| {
+            let closed = record_run(c, &w)?;
+            let (sid, placed) = append(c)?;
+            Ok((sid, placed, closed))
+        })
+    }
+
+    fn submit_inbound(&self, w: InboundWrite) -> PendingWrite<Result<Appended, KeyRow>> {
+        let (key, now) = (w.key.clone(), w.now);
+        let pending = self.submit_lines(&key, vec![w.line.clone()], now, move |c, append| {
+            // Another call with the key may have committed since the caller looked.
+            if let Some(k) = &w.idempotency
+                && let Some(found) = idempotency::find(c, &k.key, now)?
+            {
+                return Ok((String::new(), Vec::new(), Some(found)));
+            }
+            let (sid, placed) = append(c)?;
+            if let Some(run) = &w.run {
+                runs::insert_run(c, &new_run(run))?;
+            }
+            if let Some(row) = &w.idempotency {
+                let mut row = row.clone();
+                row.seq = placed.first().map_or(0, |p| p.0);
+                idempotency::insert(c, &row)?;
+            }
+            Ok((sid, placed, None))
+        });
+        Box::pin(async move {
+            let (appended, repeat) = pending.await?;
+            Ok(match repeat {
+                Some(found) => Err(found),
+                None => Ok(appended),
+            })
+        })
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
+        let id = run_id.to_string();
+        self.read(move |c| runs::get_run(c, &id)).await
+    }
+
+    async fn runs_of(&self, session_key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        let key = session_key.to_string();
+        self.read(move |c| runs::runs_of(c, &key, limit)).await
+    }
+
+    async fn page_exchanges(
+        &self,
+        query: ExchangePageQuery,
+    ) -> Result<(Vec<ExchangeRow>, bool), StoreError> {
+        self.read(move |c| {
+            flows::page(
+                c,
+                &flows::FlowPageQuery {
+                    key: query.key.as_deref(),
+                    before: query.before.as_deref(),
+                    since: query.since,
+                    limit: query.limit,
+                },
+            )
+        })
+        .await
+    }
+
+    async fn exchange_with_runs(
+        &self,
+        exchange_id: &str,
+    ) -> Result<Option<(ExchangeRow, Vec<RunRow>)>, StoreError> {
+        let id = exchange_id.to_string();
+        self.read(move |c| {
+            let Some(exchange) = flows::get(c, &id)? else {
+                return Ok(None);
+            };
+            Ok(Some((exchange, runs::runs_of_flow(c, &id)?)))
+        })
+        .await
+    }
+
+    async fn start_exchange(&self, e: NewExchange) -> Result<(), StoreError> {
+        self.write(move |c| {
+            flows::insert_flow(
+                c,
+                &flows::NewFlow {
+                    flow_id: &e.exchange_id,
+                    chain_id: &e.chain_id,
+                    requester: &e.requester,
+                    target: &e.target,
+                    message: &e.message,
+                    run_id: &e.run_id,
+                    owner: &e.owner,
+                    started_at: e.started_at,
+                },
+            )
+        })
+        .await
+    }
+
+    async fn finish_exchange(
+        &self,
+        exchange_id: &str,
+        reason: switchboard_types::api::ExchangeEnd,
+        detail: Option<String>,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let id = exchange_id.to_string();
+        self.write(move |c| flows::finish_flow(c, &id, reason.as_str(), detail.as_deref(), now))
+            .await
+    }
+
+    async fn record_exchange_announce(
+        &self,
+        exchange_id: &str,
+        loop_detail: &str,
+        announce: AnnounceRecord,
+    ) -> Result<(), StoreError> {
+        let (id, loop_detail) = (exchange_id.to_string(), loop_detail.to_string());
+        self.write(move |c| flows::record_announce(c, &id, &loop_detail, &announce))
+            .await
+    }
+
+    async fn record_refused_exchange(&self, r: RefusedExchange) -> Result<(), StoreError> {
+        self.write(move |c| {
+            flows::insert_refused(
+                c,
+                &flows::RefusedSend {
+                    flow_id: &r.exchange_id,
+                    kind: r.kind.as_str(),
+                    chain_id: &r.chain_id,
+                    requester: &r.requester,
+                    target: &r.target,
+                    message: &r.message,
+                    run_id: &r.run_id,
+                    owner: &r.owner,
+                    at: r.at,
+                    reason: r.reason.as_str(),
+                    detail: &r.detail,
+                },
+            )
+        })
+        .await
+    }
+
+    async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficRow>, StoreError> {
+        self.read(move |c| flows::traffic(c, since)).await
+    }
+
+    async fn start_spawn(&self, s: NewSpawn) -> Result<(String, Vec<TranscriptRow>), StoreError> {
+        self.write(move |c| {
+            queries::insert_session(c, &s.session, &s.header)?;
+            let appended =
+                queries::append_lines(c, &s.session.key, std::slice::from_ref(&s.task), s.now)?;
+            runs::insert_run(
+                c,
+                &runs::NewRun {
+                    run_id: &s.spawn.run_id,
+                    session_key: &s.spawn.child_key,
+                    agent_id: &s.spawn.agent_id,
+                    step: "subagent",
+                    round: 0,
+                    flow_id: None,
+                    owner: &s.owner,
+                    started_at: s.now,
+                },
+            )?;
+            spawns::insert_spawn(c, &s.spawn)?;
+            Ok(appended)
+        })
+        .await
+    }
+
+    async fn end_spawn(&self, child_key: &str, e: SpawnEnding) -> Result<bool, StoreError> {
+        let key = child_key.to_string();
+        self.write(move |c| {
+            spawns::end_spawn(
+                c,
+                &key,
+                &spawns::SpawnEnd {
+                    outcome: &e.outcome,
+                    error: e.error.as_deref(),
+                    ended_at: e.ended_at,
+                    announce: e.announce.as_deref(),
+                    announce_state: &e.announce_state,
+                },
+            )
+        })
+        .await
+    }
+
+    async fn record_spawn_announce(
+        &self,
+        a: SpawnAnnounce,
+    ) -> Result<Option<SpawnAnnounced>, StoreError> {
+        self.write(move |c| {
+            let child = a.child_key.as_str();
+            match spawns::get_spawn(c, child)? {
+                Some(s) if s.status == switchboard_store::SpawnState::Ended => {}
+                _ => return Ok(None),
+            }
+            let mut done = SpawnAnnounced::default();
+            if let Some(line) = &a.line
+                && queries::get_session(c, &a.requester)?.is_some()
+            {
+                let (session_id, rows) =
+                    queries::append_lines(c, &a.requester, std::slice::from_ref(line), a.now)?;
+                done.appended = Some(Appended { session_id, rows });
+            }
+            if let Some(row) = &a.outbox {
+                done.outbox_id = Some(outbox::insert_outbox(c, row)?);
+            }
+            spawns::finish_spawn(c, child, &a.outcome, a.now, a.archive_at)?;
+            if a.delete_child {
+                done.deleted = queries::delete_session(c, &a.child_key)?;
+            }
+            Ok(Some(done))
+        })
+        .await
+    }
+
+    async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError> {
+        let key = child_key.to_string();
+        self.read(move |c| spawns::get_spawn(c, &key)).await
+    }
+
+    async fn spawns_of(&self, requester: &str) -> Result<Vec<SpawnRow>, StoreError> {
+        let key = requester.to_string();
+        self.read(move |c| spawns::spawns_of(c, &key)).await
+    }
+
+    async fn running_children(&self, requester: &str) -> Result<u32, StoreError> {
+        let key = requester.to_string();
+        self.read(move |c| spawns::running_children(c, &key)).await
+    }
+
+    async fn open_spawns(&self) -> Result<Vec<SpawnRow>, StoreError> {
+        self.read(spawns::open_spawns).await
+    }
+
+    async fn archive_timers(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        self.read(spawns::archive_timers).await
+    }
+
+    async fn archive_child(&self, child_key: &SessionKey, now: i64) -> Result<bool, StoreError> {
+        let key = child_key.clone();
+        self.write(move |c| {
+            if !spawns::archive_spawn(c, key.as_str(), now)? {
+                return Ok(false);
+            }
+            if let Some(mut s) = queries::get_session(c, &key)? {
+                s.entry.archived_at = Some(now);
+                queries::put_session(c, &s)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn insert_outbox(&self, row: OutboxRow) -> Result<i64, StoreError> {
+        self.write(move |c| outbox::insert_outbox(c, &row)).await
+    }
+
+    async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError> {
+        let key = session_key.to_string();
+        self.read(move |c| outbox::outbox_of(c, &key)).await
+    }
+
+    async fn find_idempotency_key(
+        &self,
+        key: &str,
+        now: i64,
+    ) -> Result<Option<KeyRow>, StoreError> {
+        let key = key.to_string();
+        self.read(move |c| idempotency::find(c, &key, now)).await
+    }
+}
+
+/// Rows a session scan reads ahead of its caller.
+const SCAN_BUFFER: usize = 64;
+
+/// The run row as the SQL helpers take it.
+fn new_run(r: &NewRunRecord) -> runs::NewRun<'_> {
+    runs::NewRun {
+        run_id: &r.run_id,
+        session_key: &r.session_key,
+        agent_id: &r.agent_id,
+        step: r.step.as_str(),
+        round: r.round,
+        flow_id: r.exchange_id.as_deref(),
+        owner: &r.owner,
+        started_at: r.started_at,
+    }
+}
+
+/// The rows of a `RunWrite` (its lines aside), in the caller's transaction; whether it
+/// closed the run.
+fn record_run(c: &Connection, w: &RunWrite) -> Result<bool, StorageError> {
+    let end = w.end.as_ref().map(|e| runs::RunEnd {
+        status: e.status.as_str(),
+        ended_at: e.ended_at,
+        error: e.error.as_deref(),
+        reply: e.reply.as_deref(),
+        tokens_in: e.tokens.map(|t| t.0),
+        tokens_out: e.tokens.map(|t| t.1),
+    });
+    let mut closed = false;
+    if let Some(start) = &w.start {
+        if let Some(x) = &start.exchange {
+            flows::insert_flow(
+                c,
+                &flows::NewFlow {
+                    flow_id: &x.exchange_id,
+                    chain_id: &x.chain_id,
+                    requester: &x.requester,
+                    target: &x.target,
+                    message: &x.message,
+                    run_id: &x.run_id,
+                    owner: &x.owner,
+                    started_at: x.started_at,
+                },
+            )?;
+        }
+        match &end {
+            Some(end) => runs::insert_finished_run(c, &new_run(&start.run), end)?,
+            None => runs::insert_run(c, &new_run(&start.run))?,
+        }
+        // Inserted finished just now, so nobody else can have closed it.
+        closed = end.is_some();
+    }
+    if let Some(ending) = &w.end {
+        if let Some((input, output)) = ending.tokens.filter(|t| t.0 > 0 || t.1 > 0) {
+            queries::add_tokens(c, &w.key, input, output)?;
+        }
+        if let Some((exchange, reason)) = &w.exchange_end {
+            flows::finish_flow(c, exchange, reason, None, ending.ended_at)?;
+        }
+    }
+    if w.start.is_none()
+        && let Some(end) = &end
+    {
+        closed = runs::finish_run(c, &w.run_id, end)?;
+    }
+    Ok(closed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `Store` read goes through `SqliteStore::read`: on a single-threaded runtime
+    /// (the console's and the tests' shape) it must run on another thread, or a slow query
+    /// would stall every task on that runtime while it runs.
+    #[test]
+    fn reads_run_off_the_async_worker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteStore::new(Storage::open(dir.path()).expect("open"));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let worker = std::thread::current().id();
+        let (reader, count) = rt.block_on(async {
+            let reader = store
+                .read(|_| Ok(std::thread::current().id()))
+                .await
+                .expect("read");
+            (reader, store.count_sessions().await.expect("count"))
+        });
+        assert_ne!(reader, worker, "the read ran on the async worker");
+        assert_eq!(count, 0);
+    }
+}

@@ -1,0 +1,252 @@
+//! The engine's storage seam: `Store`, the operations the engine performs on its state, one
+//! transaction each, with domain types in and out (docs/ARCHITECTURE.md, "Storage").
+//! Nothing here knows which database holds the data; `switchboard_store_sqlite` is one store.
+
+mod error;
+pub mod idempotency;
+mod types;
+
+pub use error::{StoreError, StoreErrorKind};
+pub use types::{
+    AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
+    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, RunEnding, RunRow,
+    RunStart, RunWrite, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
+    SpawnState, StoredSession, TrafficRow, TranscriptRow,
+};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use switchboard_types::key::SessionKey;
+
+/// A write already queued when the call that made it returned, so it commits before
+/// anything submitted after it; resolves once it has committed (or failed).
+pub type PendingWrite<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StoreError>> + Send>>;
+
+/// An edit of a stored session, applied inside the store's transaction so a concurrent
+/// change cannot be lost between read and write. It may run more than once (a store may
+/// replay a transaction); only its last run counts. `Err` refuses the edit with a message.
+pub type SessionEdit = Box<dyn FnMut(&mut StoredSession) -> Result<(), String> + Send>;
+
+/// What the engine stores, as named operations. Every write is one transaction, and writes
+/// commit in the order they were submitted (a caller may act on a write it has submitted
+/// before awaiting it); reads see the last committed state and never run on the async
+/// workers (a store blocks elsewhere: a blocking pool, a reader task, a network client).
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Where the data lives, as a user would name it (a database file's path): for messages
+    /// and for the `sessionFile` a session reports.
+    fn location(&self) -> String;
+
+    /// Ticks whenever another process (or node) has committed to this store, so front ends
+    /// can refresh. A store that cannot tell never ticks.
+    fn external_changes(&self) -> tokio::sync::watch::Receiver<u64>;
+
+    // ---- sessions ----
+
+    /// How many sessions exist (every kind, archived included).
+    async fn count_sessions(&self) -> Result<u64, StoreError>;
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError>;
+
+    /// The keys whose entry has this `sessionId` (normally one).
+    async fn keys_by_session_id(&self, session_id: &str) -> Result<Vec<SessionKey>, StoreError>;
+
+    /// The keys whose entry has this label.
+    async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError>;
+
+    /// The sessions `key` spawned.
+    async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError>;
+
+    /// Sessions newest first (or in the name order) as `scan` narrows them, through the
+    /// channel the call returns; the store stops reading when the receiver is dropped.
+    async fn scan_sessions(
+        &self,
+        scan: SessionScan,
+    ) -> tokio::sync::mpsc::Receiver<Result<StoredSession, StoreError>>;
+
+    /// The keys of `limit` sessions from position `offset` of the owner's order (newest
+    /// first, or by name), narrowed by `filter`, and how many match in all when `count`.
+    /// Must not cost more than the page (an index walk): pages run 100,000 rows deep.
+    async fn page_session_keys(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+    ) -> Result<(Vec<SessionKey>, Option<u64>), StoreError>;
+
+    /// Store `session` with `header` as its transcript's first line (seq 0), unless its key
+    /// exists already. Returns the stored session and whether this call created it.
+    async fn create_session(
+        &self,
+        session: StoredSession,
+        header: Value,
+    ) -> Result<(StoredSession, bool), StoreError>;
+
+    /// Read, edit and write a session in one transaction. `NotFound` when it does not
+    /// exist, `Rejected` (with the edit's message) when the edit refuses.
+    async fn update_session(
+        &self,
+        key: &SessionKey,
+        edit: SessionEdit,
+    ) -> Result<StoredSession, StoreError>;
+
+    /// Delete a session and its transcript; whether it existed.
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError>;
+
+    // ---- transcripts ----
+
+    /// The newest `limit` lines of a transcript, oldest first (tool lines only when asked).
+    async fn transcript_tail(
+        &self,
+        session_id: &str,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<Vec<TranscriptRow>, StoreError>;
+
+    /// A page of a transcript: the `limit` lines before `before` (or the newest), oldest
+    /// first, and the transcript's newest `seq`, both from one snapshot.
+    async fn transcript_page(
+        &self,
+        session_id: &str,
+        before: Option<i64>,
+        limit: usize,
+        include_tools: bool,
+    ) -> Result<(Vec<TranscriptRow>, i64), StoreError>;
+
+    /// Each transcript's last message line (`None`: it has none), in the order asked.
+    async fn last_messages(
+        &self,
+        session_ids: Vec<String>,
+    ) -> Result<Vec<Option<TranscriptRow>>, StoreError>;
+
+    /// The lines after `seq`, oldest first, tool lines included, at most `limit`.
+    async fn transcript_after(
+        &self,
+        session_id: &str,
+        seq: i64,
+        limit: usize,
+    ) -> Result<Vec<TranscriptRow>, StoreError>;
+
+    /// The newest `seq` of a transcript (0: none).
+    async fn last_seq(&self, session_id: &str) -> Result<i64, StoreError>;
+
+    /// The first message line of a transcript, as stored (a spawn's task message).
+    async fn first_message_line(&self, session_id: &str) -> Result<Option<String>, StoreError>;
+
+    // ---- runs ----
+
+    /// Append lines to an existing session (submitted when called).
+    fn submit_append(&self, key: &SessionKey, lines: Vec<NewLine>) -> PendingWrite<Appended>;
+
+    /// Record a run's start and/or end with its lines, in one commit (submitted when
+    /// called). The flag says whether this write closed the run (false: it was closed
+    /// already); a write that starts the run closes it when it ends it too.
+    fn submit_run(&self, write: RunWrite) -> PendingWrite<(Appended, bool)>;
+
+    /// Record an inbound message (submitted when called). `Err` with the recorded key,
+    /// and nothing written, when its idempotency key is recorded already (unexpired).
+    fn submit_inbound(&self, write: InboundWrite) -> PendingWrite<Result<Appended, KeyRow>>;
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError>;
+
+    /// A session's runs, newest first, at most `limit`.
+    async fn runs_of(&self, session_key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError>;
+
+    // ---- exchanges ----
+
+    /// A page of exchanges, newest first (by start, then id), and whether older ones
+    /// match. Must cost O(limit), not O(all exchanges).
+    async fn page_exchanges(
+        &self,
+        query: ExchangePageQuery,
+    ) -> Result<(Vec<ExchangeRow>, bool), StoreError>;
+
+    /// One exchange with its runs (oldest first), from one snapshot.
+    async fn exchange_with_runs(
+        &self,
+        exchange_id: &str,
+    ) -> Result<Option<(ExchangeRow, Vec<RunRow>)>, StoreError>;
+
+    /// Record an exchange as started (status running).
+    async fn start_exchange(&self, exchange: NewExchange) -> Result<(), StoreError>;
+
+    /// Close a running exchange with why it ended (`detail`, when known, in words). An
+    /// exchange already closed stays as it was.
+    async fn finish_exchange(
+        &self,
+        exchange_id: &str,
+        reason: switchboard_types::api::ExchangeEnd,
+        detail: Option<String>,
+        now: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Record what an exchange's announce did, and why the loop before it ended.
+    async fn record_exchange_announce(
+        &self,
+        exchange_id: &str,
+        loop_detail: &str,
+        announce: AnnounceRecord,
+    ) -> Result<(), StoreError>;
+
+    /// Record a send refused before it started an exchange.
+    async fn record_refused_exchange(&self, refused: RefusedExchange) -> Result<(), StoreError>;
+
+    /// Traffic per (requester, target, minute) of the exchanges started since `since`.
+    async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficRow>, StoreError>;
+
+    // ---- spawns ----
+
+    /// Start a sub-agent: its session, task line, run and spawn record commit together (no
+    /// child without a record of who spawned it, no record without a run to finish).
+    /// Returns the child's session id and the task line as committed.
+    async fn start_spawn(
+        &self,
+        spawn: NewSpawn,
+    ) -> Result<(String, Vec<TranscriptRow>), StoreError>;
+
+    /// Record a child's end, once: only a spawn still running moves to ended (another
+    /// process may be resuming the same one). Whether this call decided it.
+    async fn end_spawn(&self, child_key: &str, ending: SpawnEnding) -> Result<bool, StoreError>;
+
+    /// Record a sub-agent's announce once: only a spawn that has ended and whose announce
+    /// is not recorded yet takes it (`None`: another process did).
+    async fn record_spawn_announce(
+        &self,
+        announce: SpawnAnnounce,
+    ) -> Result<Option<SpawnAnnounced>, StoreError>;
+
+    async fn get_spawn(&self, child_key: &str) -> Result<Option<SpawnRow>, StoreError>;
+
+    /// The spawns `requester` made, oldest first.
+    async fn spawns_of(&self, requester: &str) -> Result<Vec<SpawnRow>, StoreError>;
+
+    /// How many of `requester`'s sub-agents are still running.
+    async fn running_children(&self, requester: &str) -> Result<u32, StoreError>;
+
+    /// Spawns whose announce is not delivered yet (to resume after a restart).
+    async fn open_spawns(&self) -> Result<Vec<SpawnRow>, StoreError>;
+
+    /// Children due for archiving: (child key, when).
+    async fn archive_timers(&self) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Archive a sub-agent at `now`: its spawn record and its session's entry, together.
+    /// False when it was archived already (another process got there first).
+    async fn archive_child(&self, child_key: &SessionKey, now: i64) -> Result<bool, StoreError>;
+
+    // ---- deliveries ----
+
+    /// Record a message handed to a channel; its id. `row.id` is ignored.
+    async fn insert_outbox(&self, row: OutboxRow) -> Result<i64, StoreError>;
+
+    /// What was handed to channels for a session, oldest first.
+    async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError>;
+
+    // ---- idempotency ----
+
+    /// The send recorded under an idempotency key, unless it expired by `now`.
+    async fn find_idempotency_key(&self, key: &str, now: i64)
+    -> Result<Option<KeyRow>, StoreError>;
+}

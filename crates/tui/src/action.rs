@@ -1,0 +1,250 @@
+//! What can happen in the console: user intents (from the keymap), engine events, and
+//! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
+
+use switchboard_types::api::{
+    AbortOutcome, AgentInfo, ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage,
+    TrafficCount, TranscriptPage,
+};
+
+/// A user intent, named as in the keymap file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Intent {
+    Quit,
+    Help,
+    Close,
+    FocusNext,
+    FocusPrev,
+    Down,
+    Up,
+    PageDown,
+    PageUp,
+    Top,
+    Bottom,
+    Filter,
+    Compose,
+    Open,
+    JumpRequester,
+    JumpTarget,
+    ToggleTools,
+    ToggleTimestamps,
+    ToggleWrap,
+    ToggleFollow,
+    ToggleRoundsScope,
+    CycleKind,
+    CycleActive,
+    ToggleArchived,
+    ToggleMouse,
+    ToggleTraffic,
+    StopPair,
+    UndoStop,
+    SearchNext,
+    SearchPrev,
+    ScrollLeft,
+    ScrollRight,
+    SelectPrev,
+    SelectNext,
+    Copy,
+    CycleSort,
+    Notices,
+    Repaint,
+}
+
+impl Intent {
+    /// Every intent, in the order the help lists them.
+    pub const ALL: &[Intent] = &[
+        Intent::Quit,
+        Intent::Help,
+        Intent::Close,
+        Intent::FocusNext,
+        Intent::FocusPrev,
+        Intent::Down,
+        Intent::Up,
+        Intent::PageDown,
+        Intent::PageUp,
+        Intent::Top,
+        Intent::Bottom,
+        Intent::Filter,
+        Intent::Compose,
+        Intent::Open,
+        Intent::JumpRequester,
+        Intent::JumpTarget,
+        Intent::ToggleTools,
+        Intent::ToggleTimestamps,
+        Intent::ToggleWrap,
+        Intent::ToggleFollow,
+        Intent::ToggleRoundsScope,
+        Intent::CycleKind,
+        Intent::CycleActive,
+        Intent::ToggleArchived,
+        Intent::ToggleMouse,
+        Intent::ToggleTraffic,
+        Intent::StopPair,
+        Intent::UndoStop,
+        Intent::SearchNext,
+        Intent::SearchPrev,
+        Intent::ScrollLeft,
+        Intent::ScrollRight,
+        Intent::SelectPrev,
+        Intent::SelectNext,
+        Intent::Copy,
+        Intent::CycleSort,
+        Intent::Notices,
+        Intent::Repaint,
+    ];
+
+    /// The name used in the keymap file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Intent::Quit => "quit",
+            Intent::Help => "help",
+            Intent::Close => "close",
+            Intent::FocusNext => "focus-next",
+            Intent::FocusPrev => "focus-prev",
+            Intent::Down => "down",
+            Intent::Up => "up",
+            Intent::PageDown => "page-down",
+            Intent::PageUp => "page-up",
+            Intent::Top => "top",
+            Intent::Bottom => "bottom",
+            Intent::Filter => "filter",
+            Intent::Compose => "compose",
+            Intent::Open => "open",
+            Intent::JumpRequester => "jump-requester",
+            Intent::JumpTarget => "jump-target",
+            Intent::ToggleTools => "toggle-tools",
+            Intent::ToggleTimestamps => "toggle-timestamps",
+            Intent::ToggleWrap => "toggle-wrap",
+            Intent::ToggleFollow => "toggle-follow",
+            Intent::ToggleRoundsScope => "toggle-rounds-scope",
+            Intent::CycleKind => "cycle-kind",
+            Intent::CycleActive => "cycle-active",
+            Intent::ToggleArchived => "toggle-archived",
+            Intent::ToggleMouse => "toggle-mouse",
+            Intent::ToggleTraffic => "toggle-traffic",
+            Intent::StopPair => "stop-pair",
+            Intent::UndoStop => "undo-stop",
+            Intent::SearchNext => "search-next",
+            Intent::SearchPrev => "search-prev",
+            Intent::ScrollLeft => "scroll-left",
+            Intent::ScrollRight => "scroll-right",
+            Intent::SelectPrev => "select-prev",
+            Intent::SelectNext => "select-next",
+            Intent::Copy => "copy",
+            Intent::CycleSort => "cycle-sort",
+            Intent::Notices => "notices",
+            Intent::Repaint => "repaint",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Intent> {
+        Intent::ALL.iter().copied().find(|i| i.name() == name)
+    }
+
+    /// What the help overlay and the hint bar say.
+    pub fn description(self) -> &'static str {
+        match self {
+            Intent::Quit => "quit",
+            Intent::Help => "help",
+            Intent::Close => "close the open view",
+            Intent::FocusNext => "next pane",
+            Intent::FocusPrev => "previous pane",
+            Intent::Down => "down",
+            Intent::Up => "up",
+            Intent::PageDown => "page down",
+            Intent::PageUp => "page up",
+            Intent::Top => "first / oldest",
+            Intent::Bottom => "last / newest",
+            Intent::Filter => "filter sessions",
+            Intent::Compose => "write to the session",
+            Intent::Open => "open the selected item",
+            Intent::JumpRequester => "exchange: the requester",
+            Intent::JumpTarget => "exchange: the target",
+            Intent::ToggleTools => "show/hide tool calls",
+            Intent::ToggleTimestamps => "show/hide times",
+            Intent::ToggleWrap => "wrap long lines",
+            Intent::ToggleFollow => "follow new messages",
+            Intent::ToggleRoundsScope => "rounds: this session / all",
+            Intent::CycleKind => "filter by kind",
+            Intent::CycleActive => "filter by recent activity",
+            Intent::ToggleArchived => "show archived",
+            Intent::ToggleMouse => "mouse capture on/off",
+            Intent::ToggleTraffic => "traffic: who sends to whom",
+            Intent::StopPair => "traffic: stop the pair",
+            Intent::UndoStop => "traffic: undo the stop",
+            Intent::SearchNext => "next search hit",
+            Intent::SearchPrev => "previous search hit",
+            Intent::ScrollLeft => "scroll left (wrap off)",
+            Intent::ScrollRight => "scroll right (wrap off)",
+            Intent::SelectPrev => "select previous message",
+            Intent::SelectNext => "select next message",
+            Intent::Copy => "copy the message (OSC 52)",
+            Intent::CycleSort => "sort: activity/name/unread",
+            Intent::Notices => "notices log",
+            Intent::Repaint => "repaint the screen",
+        }
+    }
+}
+
+/// Everything `update` handles.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Intent(Intent),
+    /// A key typed while an input box (filter, composer) has focus.
+    Key(crossterm::event::KeyEvent),
+    Paste(String),
+    Resize(u16, u16),
+    /// A left click at a screen position (mouse capture on).
+    Click(u16, u16),
+    Engine(Box<EngineEvent>),
+    /// Some events were dropped (the console fell behind): reload everything.
+    Lagged,
+    /// A second passed: refresh relative times and expire the status line's message.
+    Tick,
+    /// The gateway connection's state changed: only the header is redrawn.
+    LinkChanged,
+    /// A background command finished with a message for the status line.
+    Flash(String, bool),
+    /// A page of sessions, for the request of this generation (filters and window).
+    SessionsLoaded {
+        generation: u64,
+        result: Box<Result<SessionsPage, ApiError>>,
+    },
+    /// A transcript page for `key`, for the request of this generation (selection and
+    /// window).
+    TranscriptLoaded {
+        generation: u64,
+        key: String,
+        result: Box<Result<TranscriptPage, ApiError>>,
+    },
+    /// The configured agents (composer completion, the `/agents` picker).
+    AgentsLoaded(Box<Result<Vec<AgentInfo>, ApiError>>),
+    /// What `/status` asked about `key`.
+    StatusLoaded {
+        key: String,
+        result: Box<Result<super::cards::StatusInfo, ApiError>>,
+    },
+    /// What `/abort` stopped in `key`.
+    Aborted {
+        key: String,
+        result: Box<Result<AbortOutcome, ApiError>>,
+    },
+    /// What `/new` found and did.
+    NewSession(Box<Result<super::cards::NewSession, ApiError>>),
+    /// A page of exchanges (`before`: a next page) for the rounds pane's generation.
+    ExchangesLoaded {
+        generation: u64,
+        before: Option<String>,
+        result: Box<Result<ExchangesPage, ApiError>>,
+    },
+    /// One exchange in full for the exchange view of this generation.
+    ExchangeLoaded {
+        generation: u64,
+        id: String,
+        result: Box<Result<Option<ExchangeDetail>, ApiError>>,
+    },
+    /// The traffic history asked for by the load of this generation.
+    TrafficLoaded {
+        generation: u64,
+        result: Box<Result<Vec<TrafficCount>, ApiError>>,
+    },
+}

@@ -1,0 +1,401 @@
+//! The composer's keys (editing goes to the editor; Enter, Tab, Esc, Ctrl+C and history are
+//! decided here), the slash commands, the overlays they open, and what their results do.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+
+use super::Console;
+use crate::action::Intent;
+use crate::cards::{Card, NewSession, StatusInfo, status_rows};
+use crate::complete::{complete, usage_list};
+use crate::composer::Edited;
+use crate::effects::Effect;
+use crate::state::Focus;
+use switchboard_types::api::{AbortOutcome, AgentInfo, ApiError, PolicySetting};
+
+impl Console {
+    /// A key while the composer has focus.
+    pub(super) fn composer_key(&mut self, k: KeyEvent) {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        let c = &mut self.state.composer;
+        match k.code {
+            KeyCode::Esc => {
+                c.candidates.clear();
+                self.state.focus = Focus::Sessions;
+            }
+            KeyCode::Char('c') if ctrl => {
+                if c.is_empty() {
+                    self.state.quit = true;
+                } else {
+                    c.kill_all();
+                    self.state.flash(
+                        "draft cleared (ctrl+y puts it back); ctrl+c again quits",
+                        false,
+                    );
+                }
+            }
+            KeyCode::Enter if !alt && !ctrl => self.submit(),
+            KeyCode::Tab => self.tab(),
+            KeyCode::BackTab => self.intent(Intent::FocusPrev),
+            // History only from the draft's first (last) line: elsewhere the arrows move.
+            KeyCode::Up if !ctrl && !alt && c.cursor().0 == 0 && !c.history.is_empty() => {
+                let i = match c.recall {
+                    None => c.history.len() - 1,
+                    Some(i) => i.saturating_sub(1),
+                };
+                c.recall = Some(i);
+                let text = c.history[i].clone();
+                c.set_text(&text);
+            }
+            KeyCode::Down
+                if !ctrl && !alt && c.recall.is_some() && c.cursor().0 + 1 >= c.lines().len() =>
+            {
+                match c.recall {
+                    Some(i) if i + 1 < c.history.len() => {
+                        c.recall = Some(i + 1);
+                        let text = c.history[i + 1].clone();
+                        c.set_text(&text);
+                    }
+                    _ => {
+                        c.recall = None;
+                        c.set_text("");
+                    }
+                }
+            }
+            _ => {
+                if c.edit(k) == Edited::Text
+                    && c.lines().first().is_some_and(|l| l.starts_with('/'))
+                {
+                    // Completion of `--agent` needs the ids: ask as soon as a command starts.
+                    self.want_agents();
+                }
+            }
+        }
+    }
+
+    /// Tab: complete the word at the cursor when there is something to complete, else go to
+    /// the next pane (the composer is never a trap).
+    fn tab(&mut self) {
+        let s = &mut self.state;
+        let before = s.composer.before_cursor();
+        let keys: Vec<&str> = s.sessions.rows.iter().map(|r| r.key.as_str()).collect();
+        let agents: Vec<&str> = s.agents.iter().flatten().map(|a| a.id.as_str()).collect();
+        match complete(&before, &keys, &agents) {
+            None => {
+                s.composer.candidates.clear();
+                self.intent(Intent::FocusNext);
+            }
+            Some(found) => {
+                let c = &mut s.composer;
+                if let Some(with) = &found.replace {
+                    c.delete_before(found.word_chars);
+                    c.insert(with);
+                }
+                c.candidates = found.candidates;
+            }
+        }
+    }
+
+    /// Load the configured agents once.
+    fn want_agents(&mut self) {
+        if !self.agents_asked {
+            self.agents_asked = true;
+            self.queued.push(Effect::LoadAgents);
+        }
+    }
+
+    /// The session a message or command goes to: the one `/new` named, else the selection.
+    fn target_key(&self) -> Option<String> {
+        let s = &self.state;
+        s.composer
+            .target
+            .clone()
+            .or_else(|| s.sessions.selected_key().map(str::to_string))
+    }
+
+    /// Enter in the composer: a slash command, or a message to the session.
+    pub(super) fn submit(&mut self) {
+        let draft = self.state.composer.text();
+        let text = draft.trim().to_string();
+        if text.is_empty() {
+            self.state.composer.error =
+                Some("Nothing to send: type a message, or /help for commands.".into());
+            return;
+        }
+        // `:messages` (vim's word for it) opens the notices log, with or without a session.
+        if text == ":messages" {
+            self.state.composer.clear_sent();
+            self.state.notices_open = true;
+            return;
+        }
+        if let Some(rest) = text.strip_prefix('/') {
+            let c = &mut self.state.composer;
+            if c.history.last() != Some(&text) {
+                c.history.push(text.clone());
+            }
+            c.recall = None;
+            let rest = rest.to_string();
+            return self.command(&rest, text);
+        }
+        let Some(key) = self.target_key() else {
+            self.state.composer.error = Some(
+                "No session selected: pick one in the sessions pane, or start one with /new <session> <message>."
+                    .into(),
+            );
+            return;
+        };
+        let c = &mut self.state.composer;
+        if c.history.last() != Some(&text) {
+            c.history.push(text.clone());
+        }
+        c.recall = None;
+        c.clear_sent();
+        if let Some(new) = c.target.take() {
+            // The message starts the session: show it once a page lists it.
+            self.select_when_loaded = Some(new);
+            self.sessions_load.dirty = true;
+            self.sessions_load.recount = true;
+        }
+        self.send_message(key, text);
+    }
+
+    /// A slash command (`rest` is the text after the slash; `text` the whole draft).
+    fn command(&mut self, rest: &str, text: String) {
+        let (cmd, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let arg = arg.trim();
+        // Commands that act on a session take the one written to, or the one named.
+        let session = |me: &Self| -> Option<String> {
+            match arg.split_whitespace().next() {
+                Some(k) if matches!(cmd, "status" | "abort") => Some(k.to_string()),
+                _ => me.target_key(),
+            }
+        };
+        let needs_session = matches!(cmd, "send" | "spawn" | "ask" | "status" | "abort");
+        let key = session(self);
+        if needs_session && key.is_none() {
+            self.state.composer.error = Some(format!(
+                "/{cmd} needs a session: pick one in the sessions pane first (or /new <session>)."
+            ));
+            return;
+        }
+        let key = key.unwrap_or_default();
+        let c = &mut self.state.composer;
+        match cmd {
+            "help" => {
+                self.state.help = true;
+                c.clear_sent();
+            }
+            // The engine carries the command out (it is the owner's message); only its form
+            // is checked here, so a typo gets its usage line at once.
+            "send" => match arg.parse::<PolicySetting>() {
+                Err(_) => {
+                    c.error = Some("Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)".into());
+                }
+                Ok(_) => {
+                    c.clear_sent();
+                    self.send_message(key, text);
+                }
+            },
+            "spawn" => match spawn_params(arg) {
+                Some(params) => {
+                    c.clear_sent();
+                    self.tool_call(key, "sessions_spawn", params);
+                }
+                None => c.error = Some("Usage: /spawn [--agent <id>] <task>".into()),
+            },
+            "ask" => match arg.split_once(char::is_whitespace) {
+                Some((target, message)) if !message.trim().is_empty() => {
+                    c.clear_sent();
+                    self.tool_call(
+                        key,
+                        "sessions_send",
+                        json!({ "sessionKey": target, "message": message.trim(), "timeoutSeconds": 0 }),
+                    );
+                }
+                _ => c.error = Some("Usage: /ask <session> <message>".into()),
+            },
+            "status" => {
+                c.clear_sent();
+                self.state.card = Some(Card::Status {
+                    key: key.clone(),
+                    rows: None,
+                });
+                self.want_agents();
+                self.queued.push(Effect::LoadStatus { key });
+            }
+            "abort" => {
+                c.clear_sent();
+                self.queued.push(Effect::Abort { key });
+            }
+            "agents" => {
+                c.clear_sent();
+                self.state.card = Some(Card::Agents { selected: 0 });
+                self.want_agents();
+            }
+            "new" => {
+                let (raw, message) = match arg.split_once(char::is_whitespace) {
+                    Some((raw, m)) => (raw, Some(m.trim()).filter(|m| !m.is_empty())),
+                    None => (arg, None),
+                };
+                if raw.is_empty() {
+                    c.error = Some("Usage: /new <session> [first message]".into());
+                    return;
+                }
+                c.clear_sent();
+                self.queued.push(Effect::NewSession {
+                    raw: raw.to_string(),
+                    text: message.map(str::to_string),
+                });
+            }
+            other => {
+                c.error = Some(format!(
+                    "Unknown command /{other}. Commands: {}",
+                    usage_list()
+                ));
+            }
+        }
+    }
+
+    /// A key while an overlay is open.
+    pub(super) fn card_key(&mut self, k: KeyEvent) {
+        let s = &mut self.state;
+        let count = s.agents.as_ref().map_or(0, Vec::len);
+        match (&mut s.card, k.code) {
+            (Some(Card::Agents { selected }), KeyCode::Down | KeyCode::Char('j')) => {
+                *selected = (*selected + 1).min(count.saturating_sub(1));
+            }
+            (Some(Card::Agents { selected }), KeyCode::Up | KeyCode::Char('k')) => {
+                *selected = selected.saturating_sub(1);
+            }
+            (Some(Card::Agents { selected }), KeyCode::Enter) => {
+                let picked = s
+                    .agents
+                    .as_ref()
+                    .and_then(|a| a.get(*selected))
+                    .map(|a| a.id.clone());
+                s.card = None;
+                if let Some(id) = picked {
+                    // The picker's use: spawn a sub-agent under that agent; the task is
+                    // still to write.
+                    s.composer.set_text(&format!("/spawn --agent {id} "));
+                    s.composer.error = None;
+                    s.focus = Focus::Composer;
+                }
+            }
+            (_, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q' | 'c')) => s.card = None,
+            _ => {}
+        }
+    }
+
+    pub(super) fn agents_loaded(&mut self, result: Result<Vec<AgentInfo>, ApiError>) {
+        match result {
+            Ok(list) => self.state.agents = Some(list),
+            Err(e) => {
+                self.state.agents = Some(Vec::new());
+                // Loaded ahead for completion: only the picker's owner asked to be told.
+                if matches!(self.state.card, Some(Card::Agents { .. })) {
+                    self.state.flash(format!("cannot list agents: {e}"), true);
+                }
+            }
+        }
+    }
+
+    pub(super) fn status_loaded(&mut self, key: String, result: Result<StatusInfo, ApiError>) {
+        let s = &mut self.state;
+        let running = s.sessions.running.contains(&key);
+        let new_rows = match &result {
+            Ok(info) => status_rows(info, running, s.now_ms, s.agents.as_deref()),
+            Err(e) => vec![("error".into(), format!("cannot read {key}: {e}"))],
+        };
+        if let Some(Card::Status { key: shown, rows }) = &mut s.card
+            && *shown == key
+        {
+            *rows = Some(new_rows);
+        }
+    }
+
+    pub(super) fn aborted(&mut self, key: String, result: Result<AbortOutcome, ApiError>) {
+        match result {
+            Ok(o) if o.run_ids.is_empty() => self
+                .state
+                .flash(format!("/abort: nothing running in {key}"), false),
+            Ok(o) => self.state.flash(
+                format!(
+                    "/abort: stopped {} run(s) in {key}: {}",
+                    o.run_ids.len(),
+                    o.run_ids.join(", ")
+                ),
+                false,
+            ),
+            Err(e) => self.state.flash(format!("/abort {key}: {e}"), true),
+        }
+    }
+
+    pub(super) fn new_session_done(&mut self, result: Result<NewSession, ApiError>) {
+        let n = match result {
+            Ok(n) => n,
+            Err(e) => {
+                self.state.composer.error = Some(format!("/new: {e}"));
+                return;
+            }
+        };
+        self.select_when_loaded = Some(n.key.clone());
+        self.sessions_load.dirty = true;
+        self.sessions_load.recount = true;
+        let s = &mut self.state;
+        s.focus = Focus::Composer;
+        if n.sent {
+            let how = if n.exists { "sent to" } else { "started" };
+            s.flash(format!("{how} {} with your message", n.key), false);
+        } else {
+            // Written to until another session is picked.
+            s.composer.target = Some(n.key.clone());
+            if n.exists {
+                s.flash(format!("{} exists: writing to it", n.key), false);
+            } else {
+                s.flash(
+                    format!("{} is new: the first message you send starts it", n.key),
+                    false,
+                );
+            }
+        }
+        self.select_pending();
+    }
+
+    /// Select the session `/new` named once the loaded window has it.
+    pub(super) fn select_pending(&mut self) {
+        let Some(key) = &self.select_when_loaded else {
+            return;
+        };
+        let s = &self.state;
+        if let Some(i) = s.sessions.rows.iter().position(|r| &r.key == key) {
+            let index = s.sessions.offset + i;
+            if s.composer.target.as_ref() == Some(key) {
+                self.state.composer.target = None;
+            }
+            self.select_when_loaded = None;
+            self.select(index);
+        }
+    }
+}
+
+/// `/spawn`'s arguments as `sessions_spawn` parameters: `[--agent <id>] <task>`.
+fn spawn_params(arg: &str) -> Option<serde_json::Value> {
+    let (agent, task) = match arg.strip_prefix("--agent") {
+        Some(rest) if rest.starts_with(char::is_whitespace) => {
+            let rest = rest.trim_start();
+            let (id, task) = rest.split_once(char::is_whitespace)?;
+            (Some(id), task.trim())
+        }
+        _ => (None, arg),
+    };
+    if task.is_empty() {
+        return None;
+    }
+    let mut params = json!({ "task": task });
+    if let Some(id) = agent {
+        params["agentId"] = json!(id);
+    }
+    Some(params)
+}

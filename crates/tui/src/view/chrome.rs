@@ -1,0 +1,419 @@
+//! Header, status line, hint bar, help overlay, and the too-small notice.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::{MIN_HEIGHT, MIN_WIDTH, fit, middle_ellipsis, pad};
+use crate::action::Intent;
+use crate::keymap::Keymap;
+use crate::state::{Focus, State};
+use switchboard_types::api::LinkState;
+
+/// How the gateway connection is, for the header: `connected v4 · 3 ms`, `reconnecting in
+/// 2s (attempt 3): <reason>`, `refused: <reason>`.
+pub fn link_text(link: &LinkState) -> String {
+    /// A reason is the server's or the OS's words: kept short so the counts stay in view.
+    fn short(reason: &str) -> String {
+        let one: String = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+        if one.chars().count() > 60 {
+            format!("{}…", one.chars().take(59).collect::<String>())
+        } else {
+            one
+        }
+    }
+    match link {
+        LinkState::Connecting { attempt } if *attempt <= 1 => "connecting".into(),
+        LinkState::Connecting { attempt } => format!("connecting (attempt {attempt})"),
+        LinkState::Connected {
+            protocol,
+            rtt_ms,
+            resynced,
+            ..
+        } => {
+            let mut t = format!("connected v{protocol}");
+            if let Some(ms) = rtt_ms {
+                t.push_str(&format!(" · {ms} ms"));
+            }
+            if *resynced {
+                t.push_str(" · resynced");
+            }
+            t
+        }
+        LinkState::Reconnecting {
+            attempt,
+            retry_in_ms,
+            reason,
+        } => format!(
+            "reconnecting in {}s (attempt {attempt}): {}",
+            retry_in_ms.div_ceil(1000),
+            short(reason)
+        ),
+        LinkState::Failed { reason } => format!("refused: {}", short(reason)),
+    }
+}
+
+pub fn header(frame: &mut Frame, area: Rect, state: &State) {
+    // A remote console names the gateway and how the link is (read now, never waited on);
+    // the link's state is never cut, only the path or address before it.
+    let (place, link) = match &state.link {
+        Some(link) => (link.target.clone(), Some(link_text(&link.state.borrow()))),
+        None => (state.attached.clone(), None),
+    };
+    let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
+        // Counting what the engine does not report would show a reassuring, wrong zero.
+        "exchanges n/a".to_string()
+    } else {
+        format!(
+            "{} · {} sub-agents",
+            state.rounds.exchanges.count_label(),
+            state.rounds.spawns.len()
+        )
+    };
+    // The counts are what the header is for: the path gives way first (cut in the middle,
+    // so both its root and its last folder stay).
+    let counts = format!(
+        " · {} sessions · {} running · {rounds}",
+        state.sessions.total,
+        state.sessions.running.len(),
+    );
+    // What gives way when the line is short, first to last: the path (cut in the middle),
+    // the link's reason (cut at its end), the counts' long words.
+    use unicode_width::UnicodeWidthStr;
+    let width = area.width as usize;
+    let lead = " Switchboard";
+    let counts = if (lead.width() + counts.width()) <= width {
+        counts
+    } else {
+        counts
+            .replace(" exchanges", " exch")
+            .replace(" sub-agents", " sub")
+    };
+    let mut room = width.saturating_sub(lead.width() + counts.width());
+    let link = match link {
+        Some(l) if room > 4 => {
+            let l = fit(&format!(" · {l}"), room);
+            room -= l.width();
+            l
+        }
+        _ => String::new(),
+    };
+    let place = if room >= 11 {
+        format!(" · {}", middle_ellipsis(&place, room - 3))
+    } else {
+        String::new()
+    };
+    let text = format!("{lead}{place}{link}{counts}");
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            pad(&text, area.width as usize),
+            Style::default().add_modifier(Modifier::REVERSED),
+        )),
+        area,
+    );
+}
+
+/// The status line: the selected session's send policy in its fixed slot (always shown),
+/// then the answer to the owner's last action. Background notices have a line of their own.
+pub fn status(frame: &mut Frame, area: Rect, state: &State) {
+    use ratatui::text::Span;
+    use unicode_width::UnicodeWidthStr;
+    let width = area.width as usize;
+    let g = state.theme.glyphs();
+    let policy = state
+        .sessions
+        .selected_policy
+        .as_deref()
+        .unwrap_or("no session selected");
+    // The slot is as wide as its words: up to the whole line when there is no answer to show,
+    // up to half of it when there is (an answer never pushes it out, nor it the answer).
+    let cap = if state.flash.is_some() {
+        (width / 2).max(12)
+    } else {
+        width
+    };
+    let slot = fit(&format!(" send: {policy} "), cap);
+    let slot_w = slot.width();
+    let mut style = Style::default().add_modifier(Modifier::BOLD);
+    if policy.starts_with("deny") {
+        style = style.fg(Color::Yellow);
+    }
+    let mut spans = vec![Span::styled(slot, style)];
+    let rest = width.saturating_sub(slot_w + 2);
+    if let Some(f) = &state.flash {
+        spans.push(Span::raw(format!("{} ", g.dot)));
+        spans.push(if f.error {
+            Span::styled(
+                fit(&format!("{} {}", g.cross, f.text), rest),
+                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+            )
+        } else {
+            Span::styled(fit(&f.text, rest), Style::default().fg(Color::Green))
+        });
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The notice line: the newest background notice (what agents did), or how many the log
+/// holds.
+pub fn notice(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    let width = area.width as usize;
+    let line = match &state.notice {
+        Some(n) => Line::styled(
+            fit(
+                &format!(" {} {}", if n.error { "!" } else { "i" }, n.text),
+                width,
+            ),
+            if n.error {
+                Style::default().fg(Color::Red)
+            } else {
+                Style::default()
+            },
+        ),
+        None if !state.notices.is_empty() => Line::styled(
+            fit(
+                &format!(
+                    " {} notices ({} shows them)",
+                    state.notices.len(),
+                    match keymap.keys_for(Intent::Notices) {
+                        k if k.is_empty() => ":messages".to_string(),
+                        k => k,
+                    }
+                ),
+                width,
+            ),
+            Style::default().add_modifier(Modifier::DIM),
+        ),
+        None => Line::from(""),
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The hint bar: the most useful keys for the focused pane, from the keymap table.
+pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    // Help and quit first: they must survive a narrow terminal's truncation.
+    let wanted: &[Intent] = match state.focus {
+        Focus::Composer | Focus::Filter | Focus::Search => &[],
+        Focus::Rounds => &[
+            Intent::Help,
+            Intent::Quit,
+            Intent::Open,
+            Intent::Down,
+            Intent::ToggleRoundsScope,
+            Intent::FocusNext,
+        ],
+        Focus::Transcript => &[
+            Intent::Help,
+            Intent::Quit,
+            Intent::ToggleTools,
+            Intent::ToggleTimestamps,
+            Intent::ToggleWrap,
+            Intent::ToggleFollow,
+            Intent::FocusNext,
+        ],
+        _ => &[
+            Intent::Help,
+            Intent::Quit,
+            Intent::Filter,
+            Intent::Compose,
+            Intent::CycleKind,
+            Intent::ToggleTools,
+            Intent::ToggleRoundsScope,
+            Intent::FocusNext,
+        ],
+    };
+    let text = if state.focus == Focus::Search {
+        " type a regex (or plain text) · enter keep the search · esc clear it · n/N next/prev after enter"
+            .to_string()
+    } else if state.focus == Focus::Filter {
+        " type to filter by key or name · enter keep the filter · esc clear it".to_string()
+    } else if wanted.is_empty() {
+        " enter send · alt+enter newline · tab complete · ctrl+c clear · esc leave · ↑↓ history"
+            .to_string()
+    } else {
+        let parts: Vec<String> = wanted
+            .iter()
+            .filter_map(|i| {
+                let keys = keymap.keys_for(*i);
+                (!keys.is_empty()).then(|| format!("{} {}", keys, i.description()))
+            })
+            .collect();
+        format!(" {}", parts.join(" · "))
+    };
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            fit(&text, area.width as usize),
+            Style::default().add_modifier(Modifier::DIM),
+        )),
+        area,
+    );
+}
+
+/// What the sessions pane's marks mean (the help's legend), one item each.
+pub fn legend(state: &State) -> Vec<String> {
+    let g = state.theme.glyphs();
+    vec![
+        format!("{} running", g.running),
+        format!("{} replying", g.streaming),
+        "* own policy".to_string(),
+        format!("{} active", g.activity),
+        "12 unread".to_string(),
+    ]
+}
+
+/// `items` packed into lines of at most `width` columns, two spaces apart.
+fn pack(items: &[String], width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let mut lines: Vec<String> = Vec::new();
+    for item in items {
+        match lines.last_mut() {
+            Some(l) if l.width() + 2 + item.width() <= width => {
+                l.push_str("  ");
+                l.push_str(item);
+            }
+            _ => lines.push(fit(item, width)),
+        }
+    }
+    lines
+}
+
+/// The key column's width in the help: `ctrl+c/q` fits; longer (remapped) keys are cut.
+const HELP_KEY_W: usize = 9;
+/// The narrowest a help column may get (key, space, a readable description).
+const HELP_MIN_COL_W: usize = 26;
+
+/// Where the help's entries go at this screen size: columns, rows per column, the rows that
+/// show at once, and the packed legend. Fewest columns that show every entry, as many as stay
+/// readable otherwise; what still does not fit scrolls.
+struct HelpLayout {
+    columns: usize,
+    per_column: usize,
+    visible: usize,
+    col_w: usize,
+    box_w: usize,
+    legend: Vec<String>,
+}
+
+fn help_layout(state: &State, width: u16, height: u16) -> HelpLayout {
+    let n = Intent::ALL.len();
+    let inner_w = (width as usize).saturating_sub(4);
+    let rows = (height as usize).saturating_sub(2);
+    let col_w_of = |columns: usize| (inner_w / columns).min(40);
+    let legend_of = |columns: usize| {
+        pack(
+            &legend(state),
+            (col_w_of(columns) * columns).clamp(20, inner_w.max(20)),
+        )
+    };
+    let mut columns = 1;
+    while n.div_ceil(columns) + legend_of(columns).len() > rows
+        && columns < 4
+        && col_w_of(columns + 1) >= HELP_MIN_COL_W
+    {
+        columns += 1;
+    }
+    let col_w = col_w_of(columns);
+    let box_w = (col_w * columns).max(40).min(inner_w);
+    let legend = pack(&legend(state), box_w);
+    let per_column = n.div_ceil(columns);
+    // One row is kept for the "more" line when the entries scroll.
+    let room = rows.saturating_sub(legend.len());
+    let visible = if per_column <= room {
+        per_column
+    } else {
+        room.saturating_sub(1).max(1)
+    };
+    HelpLayout {
+        columns,
+        per_column,
+        visible,
+        col_w,
+        box_w,
+        legend,
+    }
+}
+
+/// How far the help can scroll at the state's size (0 when everything shows).
+pub fn help_max_scroll(state: &State) -> usize {
+    let l = help_layout(state, state.width, state.height);
+    l.per_column - l.visible
+}
+
+pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    let entries: Vec<(String, &str)> = Intent::ALL
+        .iter()
+        .map(|i| (keymap.keys_for(*i), i.description()))
+        .collect();
+    let footer = ["Composer: /send /spawn /ask /status /abort /agents /new /help"];
+    let rows = area.height.saturating_sub(2) as usize;
+    let l = help_layout(state, area.width, area.height);
+    let scroll = state.help_scroll.min(l.per_column - l.visible);
+    let cell = |(keys, desc): &(String, &str)| {
+        pad(
+            &fit(
+                &format!("{} {desc}", pad(&fit(keys, HELP_KEY_W), HELP_KEY_W)),
+                l.col_w.saturating_sub(1),
+            ),
+            l.col_w,
+        )
+    };
+    let mut lines: Vec<Line> = (scroll..scroll + l.visible)
+        .map(|r| {
+            let mut row = String::new();
+            for c in 0..l.columns {
+                if let Some(e) = entries.get(c * l.per_column + r) {
+                    row.push_str(&cell(e));
+                }
+            }
+            Line::from(row.trim_end().to_string())
+        })
+        .collect();
+    if l.visible < l.per_column {
+        let below = l.per_column - l.visible - scroll;
+        let more = match (scroll, below) {
+            (0, _) => "↓ more: j/k scroll".to_string(),
+            (_, 0) => "↑ more above".to_string(),
+            _ => "↑↓ more: j/k scroll".to_string(),
+        };
+        lines.push(Line::styled(
+            fit(&more, l.box_w),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+    // The blank line and the composer's commands only where there is room for them.
+    let spare = rows.saturating_sub(lines.len() + l.legend.len());
+    if spare > footer.len() {
+        lines.push(Line::from(""));
+    }
+    lines.extend(l.legend.into_iter().map(Line::from));
+    if spare >= footer.len() {
+        lines.extend(footer.iter().map(|f| Line::from(fit(f, l.box_w))));
+    }
+    let w = (l.box_w + 2) as u16;
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let rect = Rect::new(
+        area.width.saturating_sub(w) / 2,
+        area.height.saturating_sub(h) / 2,
+        w,
+        h,
+    );
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Keys · ? or esc closes "),
+        ),
+        rect,
+    );
+}
+
+pub fn too_small(frame: &mut Frame, area: Rect) {
+    let text = format!(
+        "Terminal too small: {}×{}. Switchboard needs at least {MIN_WIDTH}×{MIN_HEIGHT}.",
+        area.width, area.height
+    );
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+}

@@ -1,0 +1,229 @@
+//! The rounds pane: the agent-to-agent exchanges touching the selected session (or all),
+//! newest first, one entry of one or two lines each (time, who to whom, rounds, how it
+//! ended; then the message or why it was refused) with a cursor; then spawned children
+//! under their parent.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::{border, fit};
+use crate::exchanges::Scope;
+use crate::state::{Focus, State};
+use switchboard_types::api::{ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary};
+
+pub(crate) fn loop_label(reason: ExchangeEnd) -> &'static str {
+    match reason {
+        ExchangeEnd::Cap => "cap reached",
+        ExchangeEnd::ReplySkip => "REPLY_SKIP",
+        ExchangeEnd::Empty => "empty reply",
+        ExchangeEnd::SameSession => "no loop (same session)",
+        ExchangeEnd::Disabled => "ping-pong off",
+        ExchangeEnd::Policy => "blocked by send policy",
+        ExchangeEnd::NoReply => "no reply",
+        ExchangeEnd::Chain => "not sent: chain limit reached",
+        ExchangeEnd::Timeout => "timed out",
+        ExchangeEnd::Error => "a run failed",
+        ExchangeEnd::Aborted => "aborted by the owner",
+        other @ (ExchangeEnd::EngineStopped | ExchangeEnd::Unknown) => other.as_str(),
+    }
+}
+
+fn hhmm(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%H:%M").to_string())
+        .unwrap_or_else(|| "--:--".into())
+}
+
+/// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`; when it does not fit,
+/// the two keys give way (keeping their ends), never how the exchange ended.
+fn header(e: &ExchangeSummary, width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let how = match e.kind {
+        ExchangeKind::Refused => "refused by policy".to_string(),
+        ExchangeKind::Chain => "chain limit".to_string(),
+        ExchangeKind::Send => {
+            let rounds = if e.rounds == 1 {
+                "1 round".to_string()
+            } else {
+                format!("{} rounds", e.rounds)
+            };
+            match (e.ended_reason, e.status) {
+                (_, ExchangeStatus::Running) => format!("{rounds} · running"),
+                (Some(r), _) => format!("{rounds} · {}", loop_label(r)),
+                (None, s) => format!("{rounds} · {s}"),
+            }
+        }
+    };
+    let time = hhmm(e.started_at);
+    let fixed = time.width() + 1 + 3 + 3 + how.width();
+    let room = width.saturating_sub(fixed);
+    let (r, t) = (e.requester.width(), e.target.width());
+    let (rmax, tmax) = if r + t <= room {
+        (r, t)
+    } else {
+        // Each gets half; one shorter than its half leaves the rest to the other.
+        let half = room / 2;
+        match (r <= half, t <= half) {
+            (true, _) => (r, room - r),
+            (_, true) => (room - t, t),
+            _ => (half, room - half),
+        }
+    };
+    format!(
+        "{time} {} → {} · {how}",
+        super::keep_end(&e.requester, rmax.max(4)),
+        super::keep_end(&e.target, tmax.max(4))
+    )
+}
+
+/// An entry's second line: the message, with the announce, or why it never ran.
+fn second(e: &ExchangeSummary) -> String {
+    match e.kind {
+        ExchangeKind::Refused | ExchangeKind::Chain => format!("  ✗ {}", e.detail),
+        ExchangeKind::Send => {
+            let announce = e
+                .announce
+                .map(|a| format!(" · announce {a}"))
+                .unwrap_or_default();
+            format!("  “{}”{announce}", e.message.replace('\n', " "))
+        }
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let x = &state.rounds.exchanges;
+    let scope = if state.rounds.all {
+        "all"
+    } else {
+        "this session"
+    };
+    let count = if x.entries.is_empty() {
+        String::new()
+    } else {
+        format!("· {}{} ", x.entries.len(), if x.more { "+" } else { "" })
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" Rounds ({scope}) {count}"))
+        .border_style(border(state, Focus::Rounds));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let height = inner.height as usize;
+    if height == 0 {
+        return;
+    }
+    if let Some(why) = state.link.as_ref().and_then(|l| l.unavailable.as_deref()) {
+        let lines: Vec<Line> = why.lines().map(|l| Line::from(fit(l, width))).collect();
+        frame.render_widget(Paragraph::new(lines), inner);
+        return;
+    }
+    let spawn_lines = spawn_lines(state, width);
+    // Sub-agents go below the exchanges, in what the exchanges leave, and at least a third
+    // of the pane when there are more exchanges than fit.
+    let per_guess = if height >= 4 { 2 } else { 1 };
+    let wanted = if x.error.is_some() {
+        1
+    } else if x.entries.is_empty() {
+        usize::from(spawn_lines.is_empty())
+    } else {
+        x.entries.len() * per_guess + usize::from(x.more)
+    };
+    let spawn_room = spawn_lines
+        .len()
+        .min((height / 3).max(height.saturating_sub(wanted)));
+    let room = height - spawn_room;
+    let mut lines: Vec<Line> = Vec::new();
+    if let Some(e) = &x.error {
+        lines.push(Line::from(fit(e, width)));
+    } else if x.entries.is_empty() && spawn_room > 0 {
+        // The sub-agents below are what there is.
+    } else if x.entries.is_empty() {
+        let text = match &x.scope {
+            Scope::All => "No agent-to-agent traffic yet.",
+            _ => "No exchanges or sub-agents for this session (a: show all).",
+        };
+        lines.push(Line::from(fit(text, width)));
+    } else {
+        // Each entry scrolls as a unit: two lines when there is room for a few, else one.
+        let per = if room >= 4 { 2 } else { 1 };
+        let fits = (room / per).max(1);
+        let top = if x.cursor < fits {
+            0
+        } else {
+            x.cursor + 1 - fits
+        };
+        let focused = state.focus == Focus::Rounds;
+        for (i, e) in x.entries.iter().enumerate().skip(top).take(fits) {
+            let mut head = Style::default().add_modifier(Modifier::BOLD);
+            let mut rest = Style::default().add_modifier(Modifier::DIM);
+            if i == x.cursor {
+                let mark = if focused {
+                    Modifier::REVERSED
+                } else {
+                    Modifier::UNDERLINED
+                };
+                head = head.add_modifier(mark);
+                rest = rest.add_modifier(mark);
+            }
+            lines.push(Line::styled(fit(&header(e, width), width), head));
+            if per == 2 {
+                lines.push(Line::styled(fit(&second(e), width), rest));
+            }
+        }
+        if x.more && top + fits >= x.entries.len() && lines.len() < room {
+            lines.push(Line::styled(
+                "  loading older exchanges…",
+                Style::default().add_modifier(Modifier::DIM),
+            ));
+        }
+    }
+    lines.truncate(room);
+    // Sub-agents sit below the exchanges' part of the pane (at the top when there are none).
+    while !lines.is_empty() && lines.len() < room {
+        lines.push(Line::from(""));
+    }
+    lines.extend(spawn_lines.into_iter().take(spawn_room));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Spawned sub-agents, grouped under their parent, each group in spawn order.
+fn spawn_lines(state: &State, width: usize) -> Vec<Line<'static>> {
+    let selected = state.sessions.selected_key();
+    let mut spawns: Vec<_> = state
+        .rounds
+        .spawns
+        .values()
+        .filter(|s| state.rounds.all || selected.is_none_or(|k| s.requester == k || s.child == k))
+        .collect();
+    spawns
+        .sort_by(|a, b| (a.requester.as_str(), a.started).cmp(&(b.requester.as_str(), b.started)));
+    let mut lines = Vec::new();
+    let mut parent: Option<&str> = None;
+    for s in spawns {
+        if parent != Some(s.requester.as_str()) {
+            lines.push(Line::styled(
+                fit(&format!("{} spawned:", s.requester), width),
+                Style::default().add_modifier(Modifier::BOLD),
+            ));
+            parent = Some(s.requester.as_str());
+        }
+        let stats = match (s.runtime_ms, s.tokens) {
+            (Some(ms), Some((i, o))) => format!(" {ms} ms, tokens {i}/{o}"),
+            _ => String::new(),
+        };
+        let announce = s
+            .announce
+            .as_deref()
+            .map(|a| format!(", announce {a}"))
+            .unwrap_or_default();
+        lines.push(Line::from(fit(
+            &format!("  └ {} [{}]{stats}{announce}", s.label, s.status),
+            width,
+        )));
+    }
+    lines
+}
