@@ -303,7 +303,7 @@ async fn a_drop_fails_pending_calls_and_a_refused_redial_is_final() {
     .expect("open")
     .clone();
     assert!(
-        matches!(&s, LinkState::Failed { reason } if reason.contains("token revoked")),
+        matches!(&s, LinkState::Failed { message: reason } if reason.contains("token revoked")),
         "{s:?}"
     );
     match link.request("x", json!({})).await {
@@ -344,7 +344,7 @@ async fn a_redial_refused_for_now_is_tried_again_after_the_wait_it_names() {
             seen.push(s.clone());
             match s {
                 LinkState::Connected { resynced: true, .. } => return,
-                LinkState::Failed { reason } => panic!("gave up: {reason}"),
+                LinkState::Failed { message: reason } => panic!("gave up: {reason}"),
                 _ => {}
             }
         }
@@ -354,7 +354,7 @@ async fn a_redial_refused_for_now_is_tried_again_after_the_wait_it_names() {
     // The wait the gateway named was honoured (shown in the header as the next retry).
     assert!(
         seen.iter().any(
-            |s| matches!(s, LinkState::Reconnecting { retry_in_ms, reason, .. }
+            |s| matches!(s, LinkState::Reconnecting { retry_in_ms, message: reason, .. }
             if *retry_in_ms >= 1000 && reason.contains("too many failed attempts"))
         ),
         "{seen:?}"
@@ -394,7 +394,7 @@ async fn a_gateway_that_stops_answering_is_treated_as_gone() {
     .expect("open")
     .clone();
     assert!(
-        matches!(&s, LinkState::Reconnecting { reason, .. } if reason.contains("stopped answering")),
+        matches!(&s, LinkState::Reconnecting { message: reason, .. } if reason.contains("stopped answering")),
         "{s:?}"
     );
     tokio::time::timeout(

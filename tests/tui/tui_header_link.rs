@@ -75,21 +75,21 @@ fn header_reconnecting() {
     insta::assert_snapshot!(header(LinkState::Reconnecting {
         attempt: 3,
         retry_in_ms: 1_600,
-        reason: "the gateway closed the connection".into(),
+        message: "the gateway closed the connection".into(),
     }));
 }
 
 #[test]
 fn header_refused() {
     insta::assert_snapshot!(header(LinkState::Failed {
-        reason: "INVALID_REQUEST: unauthorized: gateway token missing or wrong".into(),
+        message: "INVALID_REQUEST: unauthorized: gateway token missing or wrong".into(),
     }));
 }
 
 #[test]
 fn a_reason_from_the_network_is_escaped_and_short() {
     let shown = header(LinkState::Failed {
-        reason: format!("\u{1b}]0;pwned\u{7}{}", "x".repeat(200)),
+        message: format!("\u{1b}]0;pwned\u{7}{}", "x".repeat(200)),
     });
     assert!(
         !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
@@ -106,7 +106,7 @@ fn a_state_change_shows_on_the_next_frame() {
     tx.send_replace(LinkState::Reconnecting {
         attempt: 1,
         retry_in_ms: 250,
-        reason: "reset".into(),
+        message: "reset".into(),
     });
     assert!(
         header_of(rx).contains("reconnecting in 1s (attempt 1): reset"),

@@ -147,7 +147,7 @@ impl Link {
             Ok(x) => x,
             Err(e) => {
                 shared.state.send_replace(LinkState::Failed {
-                    reason: e.to_string(),
+                    message: e.to_string(),
                 });
                 return Err(e);
             }
@@ -516,7 +516,7 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
             shared.state.send_replace(LinkState::Reconnecting {
                 attempt,
                 retry_in_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                reason: reason.clone(),
+                message: reason.clone(),
             });
             if refuse_calls_for(wait, &mut calls, &reason).await.is_none() {
                 return;
@@ -542,7 +542,7 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
                     tracing::warn!(target = %shared.options.target, reason = %r, "gateway refused the reconnection");
                     shared
                         .state
-                        .send_replace(LinkState::Failed { reason: r.clone() });
+                        .send_replace(LinkState::Failed { message: r.clone() });
                     // Final: every later call is told why, until the link is dropped.
                     while let Some(call) = calls.recv().await {
                         let _ = call.reply.send(Err(RpcError::Unavailable(r.clone())));

@@ -45,13 +45,13 @@ pub fn link_text(link: &LinkState) -> String {
         LinkState::Reconnecting {
             attempt,
             retry_in_ms,
-            reason,
+            message: reason,
         } => format!(
             "reconnecting in {}s (attempt {attempt}): {}",
             retry_in_ms.div_ceil(1000),
             short(reason)
         ),
-        LinkState::Failed { reason } => format!("refused: {}", short(reason)),
+        LinkState::Failed { message: reason } => format!("refused: {}", short(reason)),
     }
 }
 

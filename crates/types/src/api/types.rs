@@ -373,11 +373,15 @@ pub enum LinkState {
     Reconnecting {
         attempt: u32,
         retry_in_ms: u64,
-        reason: String,
+        /// What went wrong, in the server's or the OS's words (free text, not a code).
+        message: String,
     },
     /// Refused for good (bad token, pairing required, protocol mismatch): no retry.
     #[serde(rename_all = "camelCase")]
-    Failed { reason: String },
+    Failed {
+        /// Why, in the server's words (free text, not a code).
+        message: String,
+    },
 }
 
 /// What the header shows about a remote engine: where, and how the link is.
