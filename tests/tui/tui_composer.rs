@@ -675,11 +675,19 @@ async fn new_starts_a_session_from_an_empty_console() {
         s.sessions.selected_key() == Some(later.as_str()) && s.composer.target.is_none()
     })
     .await;
-    assert!(
-        transcript(&api, &later)
-            .await
-            .contains(&"first words".to_string())
-    );
+    // The session can be listed (and so selected) a moment before its first message's commit
+    // lands: wait for the message, bounded, rather than read once.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !transcript(&api, &later)
+        .await
+        .contains(&"first words".to_string())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first message never reached the new session"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
