@@ -254,13 +254,7 @@ impl KeyScheme {
         // so it must be the same key. Then empty segments are dropped, as OpenClaw does, so
         // `:notes` and `notes` are one key.
         let composed: String = trimmed.nfc().collect();
-        let s = composed
-            .to_ascii_lowercase()
-            .split(':')
-            .map(str::trim)
-            .filter(|seg| !seg.is_empty())
-            .collect::<Vec<_>>()
-            .join(":");
+        let s = collapse_segments(&composed);
         if s.is_empty() {
             return Err(KeyError::Empty);
         }
@@ -319,6 +313,17 @@ impl From<KeyError> for crate::api::ApiError {
     fn from(e: KeyError) -> crate::api::ApiError {
         crate::api::ApiError::BadInput(e.to_string())
     }
+}
+
+/// A key's text as both OpenClaw and we compare it: ASCII lowercased, each `:`-separated
+/// segment trimmed, empty segments dropped (`:Notes:` and `notes` are one key).
+pub fn collapse_segments(raw: &str) -> String {
+    raw.to_ascii_lowercase()
+        .split(':')
+        .map(str::trim)
+        .filter(|seg| !seg.is_empty())
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(test)]

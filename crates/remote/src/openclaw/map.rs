@@ -64,13 +64,7 @@ impl KeyRules {
                 at + 1
             )));
         }
-        let s = trimmed
-            .to_ascii_lowercase()
-            .split(':')
-            .map(str::trim)
-            .filter(|seg| !seg.is_empty())
-            .collect::<Vec<_>>()
-            .join(":");
+        let s = switchboard_types::key::collapse_segments(trimmed);
         if s.is_empty() {
             return Err(ApiError::BadInput("a session key cannot be empty".into()));
         }
