@@ -50,6 +50,7 @@ pub mod agent;
 pub mod state_folder;
 internal! {
     mod chain;
+    mod context;
     mod delivery;
     mod events;
     mod exchange;
@@ -76,13 +77,15 @@ pub use transfer::{
     ExportReport, ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
 };
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use context::Context;
+use delivery::Delivery;
 use events::{EngineEvent, EventBus};
 use instance::Instance;
-use runs::Runner;
 use runs::lane;
+use runs::{RunHandle, RunRequest, Runner, Runs};
 use session::key::SessionKey;
 use session::store::SessionStore;
 use switchboard_store::{RunRow, Store};
@@ -90,28 +93,18 @@ use switchboard_store_sqlite::Storage;
 use switchboard_types::config::Config;
 use tracker::Tracker;
 
-/// The engine over one state folder: config, store and event stream. Cheap to clone.
+/// The engine over one state folder: a thin composition of its services (docs/ARCHITECTURE.md,
+/// "The engine's services") over one shared context. It implements `SessionsApi` by
+/// delegating, and is the `ToolHost` runs call session tools through. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    config: Arc<Config>,
-    store: SessionStore,
-    events: EventBus,
-    state_dir: PathBuf,
-    runtime: Arc<Runtime>,
-}
-
-/// What lives as long as the engine instance: run lanes, agent backends, background work
-/// and this instance's claim on the state folder.
-struct Runtime {
-    runner: Runner,
-    tracker: Tracker,
-    instance: Instance,
+    core: Arc<Context>,
+    delivery: Delivery,
+    runs: Arc<Runs>,
     /// Each session's line of incoming messages: recorded in the order they were sent.
-    intake: lane::Lanes,
-    /// Runs this engine is executing, by id, for `SessionsApi::wait_run`.
-    runs: runs::LiveRuns,
+    intake: Arc<lane::Lanes>,
     /// Whether other processes' commits are being turned into events yet.
-    watching: std::sync::Once,
+    watching: Arc<std::sync::Once>,
 }
 
 impl Engine {
@@ -128,19 +121,14 @@ impl Engine {
         let scheme = config.key_scheme();
         let events = EventBus::default();
         let store = SessionStore::new(store, storage, scheme, events.clone());
+        let core = Arc::new(Context::new(config, store, events, state_dir, instance));
+        let delivery = Delivery::new(core.clone());
         Engine {
-            config: Arc::new(config),
-            store,
-            events,
-            state_dir: state_dir.to_path_buf(),
-            runtime: Arc::new(Runtime {
-                runner: Runner::default(),
-                tracker: Tracker::default(),
-                instance,
-                intake: lane::Lanes::default(),
-                runs: runs::LiveRuns::default(),
-                watching: std::sync::Once::new(),
-            }),
+            runs: Arc::new(Runs::new(core.clone(), delivery.clone())),
+            delivery,
+            core,
+            intake: Arc::default(),
+            watching: Arc::new(std::sync::Once::new()),
         }
     }
     }
@@ -163,7 +151,7 @@ impl Engine {
 
     /// Turn other processes' commits into `ExternalChange` events (once per engine).
     pub(crate) fn watch_other_processes(&self) {
-        self.runtime.watching.call_once(|| {
+        self.watching.call_once(|| {
             let mut changes = self.store().backend().external_changes();
             let events = self.events().clone();
             // Not tracked: it lives as long as the storage and is no one's work to wait for.
@@ -176,38 +164,90 @@ impl Engine {
     }
 
     pub(crate) fn runner(&self) -> &Runner {
-        &self.runtime.runner
+        self.runs.runner()
     }
 
     pub(crate) fn tracker(&self) -> &Tracker {
-        &self.runtime.tracker
+        self.core.tracker()
     }
 
     internal_fn! {
         /// This engine instance's id (the `owner` of the runs it executes).
         fn instance_id(&self) -> &str {
-            self.runtime.instance.id()
+            self.core.instance_id()
         }
+    }
+
+    internal_fn! {
+        /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
+        fn start_run(&self, req: RunRequest) -> RunHandle {
+            // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
+            self.start_run_with_id(uuid::Uuid::now_v7().to_string(), req)
+        }
+    }
+
+    internal_fn! {
+        /// `start_run` with an id chosen by the caller (recorded elsewhere before the run).
+        /// The run calls session tools through this engine.
+        fn start_run_with_id(&self, run_id: String, req: RunRequest) -> RunHandle {
+            self.runs.start(run_id, req, Arc::new(self.clone()))
+        }
+    }
+
+    /// The delivery service (outbound messages to a session's channel).
+    pub(crate) fn delivery(&self) -> &Delivery {
+        &self.delivery
+    }
+
+    internal_fn! {
+        /// A session's outbox, oldest first.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        async fn outbox(
+            &self,
+            key: &SessionKey,
+        ) -> Result<Vec<switchboard_store::OutboxRow>, StoreError> {
+            self.delivery.outbox(key).await
+        }
+    }
+
+    /// The runs service.
+    pub(crate) fn runs(&self) -> &Arc<Runs> {
+        &self.runs
+    }
+
+    pub(crate) fn intake(&self) -> &lane::Lanes {
+        &self.intake
+    }
+
+    /// Evaluate and announce `key`'s send policy (see `Context::judge_policy`).
+    pub(crate) fn judge_policy(
+        &self,
+        key: &SessionKey,
+        entry: &switchboard_types::entry::SessionEntry,
+        action: switchboard_types::api::SendKind,
+        requester: Option<&SessionKey>,
+    ) -> session::policy::PolicyDecision {
+        self.core.judge_policy(key, entry, action, requester)
     }
 
     /// Resolve once every run, exchange and delivery this engine started has finished.
     /// Each of them ends by itself (runs end, exchange steps time out); should that take
     /// long, the log says every `IDLE_REPORT` what is still running.
     pub async fn idle(&self) {
-        while let Err(busy) = self.runtime.tracker.idle_for(IDLE_REPORT).await {
+        while let Err(busy) = self.core.tracker().idle_for(IDLE_REPORT).await {
             tracing::warn!(%busy, "still waiting for work this engine started");
         }
     }
 
     /// The work this engine started that is still running, oldest first, with its age.
     pub fn still_running(&self) -> Vec<(String, std::time::Duration)> {
-        self.runtime.tracker.running()
+        self.core.tracker().running()
     }
 
     internal_fn! {
         /// A run as recorded.
         async fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
-            self.store.backend().get_run(run_id).await
+            self.core.store().backend().get_run(run_id).await
         }
     }
 
@@ -215,31 +255,31 @@ impl Engine {
         /// A session's runs, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn runs_of(&self, key: &SessionKey, limit: usize) -> Result<Vec<RunRow>, StoreError> {
-            self.store.backend().runs_of(key.as_str(), limit).await
+            self.core.store().backend().runs_of(key.as_str(), limit).await
         }
     }
 
     internal_fn! {
         fn config(&self) -> &Config {
-            &self.config
+            self.core.config()
         }
     }
 
     internal_fn! {
         fn store(&self) -> &SessionStore {
-            &self.store
+            self.core.store()
         }
     }
 
     internal_fn! {
         fn events(&self) -> &EventBus {
-            &self.events
+            self.core.events()
         }
     }
 
     internal_fn! {
         fn state_dir(&self) -> &Path {
-            &self.state_dir
+            self.core.state_dir()
         }
     }
 
@@ -247,7 +287,7 @@ impl Engine {
         /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
         /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
         fn transcript_path(&self, session_id: &str) -> String {
-            format!("{}#{}", self.store.backend().location(), session_id)
+            format!("{}#{}", self.core.store().backend().location(), session_id)
         }
     }
 
@@ -255,7 +295,7 @@ impl Engine {
         /// The canonical key for a requester named on the command line (`--as`): `main` is the
         /// default agent's main session. The error says why `raw` names no session.
         fn requester_key(&self, raw: &str) -> Result<SessionKey, key::KeyError> {
-            let scheme = self.store.scheme();
+            let scheme = self.core.store().scheme();
             scheme.canonicalize(raw, &scheme.default_agent)
         }
     }

@@ -275,7 +275,7 @@ impl Engine {
         // One session's messages are recorded one at a time, in the order the calls came:
         // the place in line is taken before anything is awaited. So a repeat of a key into
         // the same session waits for the first call's record, then finds its key.
-        let place = self.runtime.intake.enter(key.as_str());
+        let place = self.intake().enter(key.as_str());
         let from = Inbound {
             channel: request.from.channel.map(|c| c.trim().to_ascii_lowercase()),
             chat_type: request.from.chat_type,
@@ -339,7 +339,7 @@ impl Engine {
     }
 
     async fn run_result(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
-        let handle = self.runtime.runs.get(run_id);
+        let handle = self.runs().live(run_id);
         if let Some(mut h) = handle {
             return Ok(match h.wait_for(limit).await {
                 Some(o) => RunResult {
@@ -555,7 +555,7 @@ impl SessionsApi for Engine {
         }
         for id in &run_ids {
             // The turn is already dropped; what is left is writing its end.
-            if let Some(mut run) = self.runtime.runs.get(id)
+            if let Some(mut run) = self.runs().live(id)
                 && run.wait_for(ABORT_SETTLE).await.is_none()
             {
                 tracing::warn!(run_id = %id, "an aborted run has not recorded its end yet");

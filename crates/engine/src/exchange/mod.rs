@@ -543,6 +543,7 @@ impl Engine {
             Some(o) => {
                 let text = o.reply.trim().to_string();
                 match self
+                    .delivery()
                     .deliver(
                         &parties.target,
                         SendKind::Announce,

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::Engine;
+use crate::context::Context;
+use crate::delivery::Delivery;
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
 use crate::session::store::PendingAppend;
@@ -170,6 +171,33 @@ fn vanished() -> RunOutcome {
         reply: String::new(),
         error: Some("the run was cut off before it finished".into()),
     }
+}
+
+/// The runs service: starts runs on their sessions' lanes, executes their turns, records
+/// them, and answers for the ones still going. Owns the run machinery (`Runner`) and the
+/// live handles; reaches the rest of the engine only through the shared context, the
+/// delivery service (a reply to a channel message) and the `ToolHost` a run is started
+/// with (the session tools, which in turn start exchanges and spawns).
+pub(crate) struct Runs {
+    core: Arc<Context>,
+    delivery: Delivery,
+    runner: Runner,
+    /// Runs this engine is executing, by id, for `SessionsApi::wait_run`.
+    live: LiveRuns,
+}
+
+/// The session tools as a run calls them. The engine's composition implements it; the
+/// runs service names only this, so runs/ depends on no other service's type.
+pub(crate) trait ToolHost: Send + Sync {
+    /// The tools `ctx`'s session may call at all (see `Engine::allowed_tools`).
+    fn allowed_tools(&self, ctx: &ToolContext) -> Vec<&'static str>;
+    /// Run one session tool as the run's agent called it.
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        params: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// The runs this engine is executing, by id (removed as each ends).
@@ -335,66 +363,81 @@ impl Runner {
     }
 }
 
-impl Engine {
-    internal_fn! {
-        /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
-        fn start_run(&self, req: RunRequest) -> RunHandle {
-            // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
-            self.start_run_with_id(uuid::Uuid::now_v7().to_string(), req)
+impl Runs {
+    pub(crate) fn new(core: Arc<Context>, delivery: Delivery) -> Runs {
+        Runs {
+            core,
+            delivery,
+            runner: Runner::default(),
+            live: LiveRuns::default(),
         }
     }
 
-    internal_fn! {
-        /// `start_run` with an id chosen by the caller (recorded elsewhere before the run).
-        fn start_run_with_id(&self, run_id: String, req: RunRequest) -> RunHandle {
-            let (tx, rx) = watch::channel(None);
-            let (known_tx, known) = watch::channel(None);
-            let engine = self.clone();
-            let id = run_id.clone();
-            let what = format!("run {run_id} on {} ({})", req.key, req.step.as_str());
-            // The place in the session's line is taken now, so runs started one after another
-            // run in that order whatever order their tasks get going in.
-            let place = match req.lane {
-                Lane::Own => Some(self.runner().lanes.enter(req.key.as_str())),
-                Lane::Nested => None,
-            };
-            let handle = RunHandle { run_id, rx, known };
-            self.runtime.runs.insert(&handle);
-            self.tracker().spawn(what, async move {
-                let (outcome, recorded) = engine.execute(&id, req, place, &known_tx).await;
-                // Normally sent already; a failure on the way may have skipped it.
-                known_tx.send_if_modified(|k| {
-                    if k.is_none() {
-                        *k = Some(outcome.clone());
-                        true
-                    } else {
-                        false
-                    }
-                });
-                let _ = tx.send(Some(outcome));
-                if recorded {
-                    engine.runtime.runs.remove(&id);
-                } else if let Some(old) = engine.runner().unrecorded.keep(&id) {
-                    engine.runtime.runs.remove(&old);
+    pub(crate) fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    /// A run this engine is executing (or whose end is not recorded yet).
+    pub(crate) fn live(&self, run_id: &str) -> Option<RunHandle> {
+        self.live.get(run_id)
+    }
+
+    /// Start run `run_id`; it proceeds in the background (tracked: `Engine::idle` waits for
+    /// it), calling session tools through `tools`.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        run_id: String,
+        req: RunRequest,
+        tools: Arc<dyn ToolHost>,
+    ) -> RunHandle {
+        let (tx, rx) = watch::channel(None);
+        let (known_tx, known) = watch::channel(None);
+        let runs = self.clone();
+        let id = run_id.clone();
+        let what = format!("run {run_id} on {} ({})", req.key, req.step.as_str());
+        // The place in the session's line is taken now, so runs started one after another
+        // run in that order whatever order their tasks get going in.
+        let place = match req.lane {
+            Lane::Own => Some(self.runner.lanes.enter(req.key.as_str())),
+            Lane::Nested => None,
+        };
+        let handle = RunHandle { run_id, rx, known };
+        self.live.insert(&handle);
+        self.core.tracker().spawn(what, async move {
+            let (outcome, recorded) = runs.execute(&id, req, place, &known_tx, tools).await;
+            // Normally sent already; a failure on the way may have skipped it.
+            known_tx.send_if_modified(|k| {
+                if k.is_none() {
+                    *k = Some(outcome.clone());
+                    true
+                } else {
+                    false
                 }
             });
-            handle
-        }
+            let _ = tx.send(Some(outcome));
+            if recorded {
+                runs.live.remove(&id);
+            } else if let Some(old) = runs.runner.unrecorded.keep(&id) {
+                runs.live.remove(&old);
+            }
+        });
+        handle
     }
 
     async fn execute(
-        &self,
+        self: &Arc<Self>,
         run_id: &str,
         req: RunRequest,
         place: Option<crate::runs::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
+        tools: Arc<dyn ToolHost>,
     ) -> (RunOutcome, bool) {
         let turn = match place {
             Some(p) => p.turn().await,
             None => None,
         };
-        let going = self.runner().going(&req.key);
-        let ended = match self.execute_in_lane(run_id, &req, known).await {
+        let going = self.runner.going(&req.key);
+        let ended = match self.execute_in_lane(run_id, &req, known, tools).await {
             Ok(o) => (o, true),
             Err(e) => {
                 tracing::error!(run_id, key = %req.key, error = %e, "run failed in storage");
@@ -414,12 +457,13 @@ impl Engine {
     }
 
     async fn execute_in_lane(
-        &self,
+        self: &Arc<Self>,
         run_id: &str,
         req: &RunRequest,
         known: &watch::Sender<Option<RunOutcome>>,
+        host: Arc<dyn ToolHost>,
     ) -> Result<RunOutcome, StoreError> {
-        let default_agent = self.store().scheme().default_agent.clone();
+        let default_agent = self.core.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
         let step = req.step.as_str();
@@ -446,7 +490,7 @@ impl Engine {
         // A sub-agent's session may run on a model and thinking level of its own
         // (sessions_spawn's `model` and `thinking`), for every run in it.
         let overrides = if req.key.subagent_depth() > 0 {
-            self.store()
+            self.core.store()
                 .get(&req.key)
                 .await?
                 .map(|s| (s.entry.model, s.entry.thinking_level))
@@ -455,10 +499,10 @@ impl Engine {
             (None, None)
         };
         let backend = match overrides {
-            (None, None) => self.runner().agent(self.config(), &agent_id),
+            (None, None) => self.runner.agent(self.core.config(), &agent_id),
             (model, thinking) => Arc::from(agent::backend_with_overrides(
-                self.config(),
-                &self.runner().providers,
+                self.core.config(),
+                &self.runner.providers,
                 &agent_id,
                 model.as_deref(),
                 thinking.as_deref().and_then(ThinkingLevel::parse),
@@ -466,7 +510,8 @@ impl Engine {
         };
         let model = backend.model_ref(&agent_id);
         let tools = RunTools {
-            engine: self.clone(),
+            runs: self.clone(),
+            host,
             ctx: ToolContext {
                 requester: req.key.clone(),
                 sandboxed: req.sandboxed,
@@ -500,7 +545,7 @@ impl Engine {
         };
         // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
         // the turn where it is: dropping it drops a model request in flight.
-        let (abortable, aborted) = self.runner().abortable(run_id, &req.key);
+        let (abortable, aborted) = self.runner.abortable(run_id, &req.key);
         let limited = async {
             match req.timeout {
                 None => Ok(TurnEnd::Done(turn_ran.await?)),
@@ -626,7 +671,7 @@ impl Engine {
             record.emit_started();
         }
         if tokens.is_some_and(|t| t.0 > 0 || t.1 > 0) {
-            self.events().emit(EngineEvent::SessionUpdated {
+            self.core.events().emit(EngineEvent::SessionUpdated {
                 key: req.key.to_string(),
             });
         }
@@ -645,6 +690,7 @@ impl Engine {
             && status == RunStatus::Ok
             && !reply.trim().is_empty()
             && let Err(e) = self
+                .delivery
                 .deliver(&req.key, SendKind::Reply, reply.trim(), Some(run_id), None)
                 .await
         {
@@ -665,9 +711,9 @@ impl Engine {
                     "the disk holding the state folder is full (failpoint run-end-storage-error); the change was not saved. Free some space, then try again",
                 ))
             });
-            return self.store().pending(&key, failed);
+            return self.core.store().pending(&key, failed);
         }
-        self.store().submit_run(write)
+        self.core.store().submit_run(write)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -681,7 +727,7 @@ impl Engine {
         tokens: Option<(u64, u64)>,
         duration_ms: i64,
     ) {
-        self.events().emit(EngineEvent::RunEnded {
+        self.core.events().emit(EngineEvent::RunEnded {
             run_id: run_id.to_string(),
             key: req.key.to_string(),
             step: req.step,
@@ -867,7 +913,7 @@ impl OwnedEnd {
 /// the commit and publishes its outcome, and every caller waits on that outcome. A caller
 /// that is never polled again can then block nobody.
 struct StartRecord {
-    engine: Engine,
+    runs: Arc<Runs>,
     run_id: String,
     req: RunRequest,
     agent_id: String,
@@ -894,7 +940,7 @@ enum StartState {
 
 impl StartRecord {
     fn new(
-        engine: Engine,
+        runs: Arc<Runs>,
         run_id: &str,
         req: RunRequest,
         agent_id: String,
@@ -906,7 +952,7 @@ impl StartRecord {
             StartState::Unwritten
         };
         StartRecord {
-            engine,
+            runs,
             run_id: run_id.to_string(),
             req,
             agent_id,
@@ -922,7 +968,7 @@ impl StartRecord {
 
     /// The rows of the start: the run and the exchange it opens, if any.
     fn start(&self) -> RunStart {
-        let owner = self.engine.instance_id().to_string();
+        let owner = self.runs.core.instance_id().to_string();
         let key = self.req.key.to_string();
         RunStart {
             run: NewRunRecord {
@@ -983,7 +1029,7 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        let pending = self.engine.store().submit_run(RunWrite {
+        let pending = self.runs.core.store().submit_run(RunWrite {
             key: self.req.key.clone(),
             run_id: self.run_id.clone(),
             lines: inbound,
@@ -1000,7 +1046,7 @@ impl StartRecord {
         };
         let record = self.clone();
         let what = format!("the start record of run {}", self.run_id);
-        self.engine.tracker().spawn(what, async move {
+        self.runs.core.tracker().spawn(what, async move {
             let result = pending.committed().await.map(|_| ());
             {
                 let mut state = record.state();
@@ -1048,7 +1094,7 @@ impl StartRecord {
         if self.announced.swap(true, Ordering::AcqRel) {
             return;
         }
-        let events = self.engine.events();
+        let events = self.runs.core.events();
         if let Some(f) = &self.req.exchange_start {
             events.emit(EngineEvent::ExchangeStarted {
                 exchange_id: f.exchange_id.clone(),
@@ -1074,7 +1120,9 @@ impl StartRecord {
 /// Session tools as a run's session calls them: each call is recorded as an assistant
 /// `toolCall` plus a `toolResult`, as OpenClaw records them.
 struct RunTools {
-    engine: Engine,
+    runs: Arc<Runs>,
+    /// The session tools (the engine's composition).
+    host: Arc<dyn ToolHost>,
     ctx: ToolContext,
     /// Written before the first call, so the transcript keeps its order.
     record: Arc<StartRecord>,
@@ -1096,7 +1144,7 @@ const HISTORY_SCAN_EXTRA: usize = 8;
 
 impl ToolRunner for RunTools {
     fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
-        let events = self.engine.events();
+        let events = self.runs.core.events();
         // Nobody watching (a CLI command): nothing to build.
         if delta.is_empty() || !events.listening() {
             return;
@@ -1116,17 +1164,17 @@ impl ToolRunner for RunTools {
     }
 
     fn allowed_tools(&self) -> Vec<&'static str> {
-        self.engine.allowed_tools(&self.ctx)
+        self.host.allowed_tools(&self.ctx)
     }
 
     fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Arc<Value>>> {
         Box::pin(async move {
             let key = &self.ctx.requester;
-            let store = self.engine.store();
+            let store = self.runs.core.store();
             let read = match store.get(key).await {
                 Ok(Some(s)) => {
-                    self.engine
-                        .runner()
+                    self.runs
+                        .runner
                         .history
                         .tail(store, &s.entry.session_id, limit + HISTORY_SCAN_EXTRA)
                         .await
@@ -1189,10 +1237,10 @@ impl ToolRunner for RunTools {
                 "timestamp": now_ms(),
                 "__switchboard": { "runId": self.ctx.run_id },
             });
-            if let Err(e) = self.engine.store().append_message(key, call).await {
+            if let Err(e) = self.runs.core.store().append_message(key, call).await {
                 tracing::warn!(error = %e, "could not record a tool call");
             }
-            let (result, is_error) = match self.engine.call_tool(name, args, &self.ctx).await {
+            let (result, is_error) = match self.host.call_tool(name, args, &self.ctx).await {
                 Ok(v) => (v, false),
                 Err(ToolError::Input(e)) => {
                     (json!({ "status": "error", "error": e.to_string() }), true)
@@ -1212,7 +1260,7 @@ impl ToolRunner for RunTools {
                 "isError": is_error,
                 "timestamp": now_ms(),
             });
-            if let Err(e) = self.engine.store().append_message(key, record).await {
+            if let Err(e) = self.runs.core.store().append_message(key, record).await {
                 tracing::warn!(error = %e, "could not record a tool result");
             }
             result

@@ -87,3 +87,18 @@ impl Engine {
         }
     }
 }
+
+impl crate::runs::ToolHost for Engine {
+    fn allowed_tools(&self, ctx: &ToolContext) -> Vec<&'static str> {
+        Engine::allowed_tools(self, ctx)
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        params: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> crate::agent::BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(Engine::call_tool(self, name, params, ctx))
+    }
+}
