@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use switchboard_types::api::SendKind;
 use switchboard_types::config::Config;
 use switchboard_types::entry::SessionEntry;
-use switchboard_types::key::SessionKey;
+use switchboard_types::key::{KeyError, SessionKey};
 
 use crate::events::{EngineEvent, EventBus};
 use crate::instance::Instance;
@@ -16,7 +16,7 @@ use crate::session::store::SessionStore;
 use crate::tracker::Tracker;
 
 /// The engine's shared context (see the module comment). Built once per engine.
-pub(crate) struct Context {
+pub struct Context {
     config: Config,
     store: SessionStore,
     events: EventBus,
@@ -67,6 +67,19 @@ impl Context {
     /// This engine instance's id (the `owner` of the runs it executes).
     pub(crate) fn instance_id(&self) -> &str {
         self.instance.id()
+    }
+
+    /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
+    /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
+    pub(crate) fn transcript_path(&self, session_id: &str) -> String {
+        format!("{}#{}", self.store.backend().location(), session_id)
+    }
+
+    /// The canonical key for a requester named on the command line (`--as`): `main` is the
+    /// default agent's main session. The error says why `raw` names no session.
+    pub(crate) fn requester_key(&self, raw: &str) -> Result<SessionKey, KeyError> {
+        let scheme = self.store.scheme();
+        scheme.canonicalize(raw, &scheme.default_agent)
     }
 
     /// Evaluate `key`'s send policy for `action` (`send`, `announce`, `reply`, …) and

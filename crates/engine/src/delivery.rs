@@ -79,13 +79,13 @@ pub fn route_for(key: &SessionKey, entry: &SessionEntry) -> Option<Route> {
 /// The delivery service: what leaves a session for its channel. Needs nothing of the other
 /// services, only the shared context.
 #[derive(Clone)]
-pub(crate) struct Delivery {
-    core: Arc<Context>,
+pub struct Delivery {
+    ctx: Arc<Context>,
 }
 
 impl Delivery {
-    pub(crate) fn new(core: Arc<Context>) -> Delivery {
-        Delivery { core }
+    pub(crate) fn new(ctx: Arc<Context>) -> Delivery {
+        Delivery { ctx }
     }
 
     internal_fn! {
@@ -99,13 +99,13 @@ impl Delivery {
             run_id: Option<&str>,
             exchange_id: Option<&str>,
         ) -> Result<Delivered, StoreError> {
-            let Some(stored) = self.core.store().get(key).await? else {
+            let Some(stored) = self.ctx.store().get(key).await? else {
                 return Ok(Delivered::NoRoute);
             };
             let Some(route) = route_for(key, &stored.entry) else {
                 return Ok(Delivered::NoRoute);
             };
-            let decision = self.core.judge_policy(key, &stored.entry, kind, None);
+            let decision = self.ctx.judge_policy(key, &stored.entry, kind, None);
             if !decision.is_allowed() {
                 return Ok(Delivered::Blocked {
                     reason: format!(
@@ -128,8 +128,8 @@ impl Delivery {
                 run_id: run_id.map(str::to_string),
                 flow_id: exchange_id.map(str::to_string),
             };
-            let outbox_id = self.core.store().backend().insert_outbox(row).await?;
-            self.core.events().emit(EngineEvent::Delivery {
+            let outbox_id = self.ctx.store().backend().insert_outbox(row).await?;
+            self.ctx.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
                 kind,
                 channel: route.channel.clone(),
@@ -146,7 +146,7 @@ impl Delivery {
         /// A session's outbox, oldest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
-            self.core.store().backend().outbox_of(key.as_str()).await
+            self.ctx.store().backend().outbox_of(key.as_str()).await
         }
     }
 }

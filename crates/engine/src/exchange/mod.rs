@@ -10,7 +10,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use switchboard_store::{AnnounceRecord, NewExchange, RefusedExchange};
-use crate::Engine;
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::delivery::Delivery;
 use crate::delivery::Delivered;
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
@@ -19,7 +22,8 @@ use crate::chain::Chain;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
 };
-use crate::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use crate::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus, Runs};
+use crate::tools::context::ToolHost;
 use switchboard_store::StoreError;
 use crate::session::store::now_ms;
 use crate::agent::Step;
@@ -67,12 +71,29 @@ struct Parties {
     target_channel: String,
 }
 
-impl Engine {
+/// The exchanges service: `sessions_send` from the primary run to the announce, the chain
+/// limit, and the stored exchanges as pages. Starts its runs through the runs service and
+/// queues announces through the delivery service.
+pub struct Exchanges {
+    ctx: Arc<Context>,
+    runs: Arc<Runs>,
+    delivery: Delivery,
+}
+
+impl Exchanges {
+    pub(crate) fn new(ctx: Arc<Context>, runs: Arc<Runs>, delivery: Delivery) -> Exchanges {
+        Exchanges {
+            ctx,
+            runs,
+            delivery,
+        }
+    }
+
     internal_fn! {
         /// Start the exchange: record the exchange, start the primary run in the target, and hand
         /// the rest (ping-pong, announce) to a tracked background task.
-        async fn start_send(&self, send: Send) -> Result<Started, StoreError> {
-            let scheme = self.store().scheme();
+        async fn start_send(self: &Arc<Self>, send: Send, tools: Arc<dyn ToolHost>) -> Result<Started, StoreError> {
+            let scheme = self.ctx.store().scheme();
             let parties = Parties {
                 requester: send.requester.clone(),
                 requester_display: scheme.display(&send.requester),
@@ -131,15 +152,15 @@ impl Engine {
                 lane,
                 deliver: false,
                 waiting,
-                sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
+                sandboxed: self.ctx.config().agent_sandboxed(self.agent_of(&send.target)),
                 // Recorded with the primary run's start, in the same commit.
                 exchange_start: exchange_start.clone(),
                 exchange_end: None,
                 timeout: None,
                 start_recorded: false,
             };
-            let run = self.start_run_with_id(run_id, req);
-            let engine = self.clone();
+            let run = self.runs.start_with_id(run_id, req, &tools);
+            let exchanges = self.clone();
             let (exchange, primary) = (exchange_id.clone(), run.clone());
             // Saturating: a caller's wait is bounded, but a panic here would strand the exchange.
             let limit = send.wait.saturating_add(STEP_WAIT);
@@ -147,9 +168,9 @@ impl Engine {
                 "exchange {exchange_id} from {} to {}",
                 send.requester, send.target
             );
-            self.tracker().spawn(what, async move {
-                engine
-                    .continue_exchange(exchange, send, parties, primary, limit)
+            self.ctx.tracker().spawn(what, async move {
+                exchanges
+                    .continue_exchange(exchange, send, parties, primary, limit, &tools)
                     .await;
             });
             Ok(Started { exchange_id, run })
@@ -163,7 +184,7 @@ impl Engine {
         target: &SessionKey,
         run_id: &str,
     ) -> Result<(), StoreError> {
-        self.store()
+        self.ctx.store()
             .backend()
             .start_exchange(NewExchange {
                 exchange_id: f.exchange_id.clone(),
@@ -172,11 +193,11 @@ impl Engine {
                 target: target.to_string(),
                 message: f.message.clone(),
                 run_id: run_id.to_string(),
-                owner: self.instance_id().to_string(),
+                owner: self.ctx.instance_id().to_string(),
                 started_at: now_ms(),
             })
             .await?;
-        self.events().emit(EngineEvent::ExchangeStarted {
+        self.ctx.events().emit(EngineEvent::ExchangeStarted {
             exchange_id: f.exchange_id.clone(),
             chain_id: f.chain_id.clone(),
             hop: f.hop,
@@ -189,7 +210,7 @@ impl Engine {
     }
 
     fn agent_of<'a>(&'a self, key: &'a SessionKey) -> &'a str {
-        key.agent_id(&self.store().scheme().default_agent)
+        key.agent_id(&self.ctx.store().scheme().default_agent)
     }
 
     /// Everything after the primary run: ping-pong, then the announce. Never fails the
@@ -201,6 +222,7 @@ impl Engine {
         parties: Parties,
         mut primary: RunHandle,
         limit: Duration,
+        tools: &Arc<dyn ToolHost>,
     ) {
         let mut closed = false;
         let first = primary.wait_known(limit).await;
@@ -240,11 +262,12 @@ impl Engine {
             Some(o) => {
                 // The announce run closes the exchange with its own record.
                 closed = true;
-                self.exchange(&exchange_id, &send, &parties, o, round_one).await
+                self.exchange(&exchange_id, &send, &parties, o, round_one, tools).await
             }
         };
         if !closed
             && let Err(e) = self
+                .ctx
                 .store()
                 .backend()
                 .finish_exchange(
@@ -257,7 +280,7 @@ impl Engine {
         {
             tracing::warn!(exchange_id, error = %e, "could not close an exchange");
         }
-        self.events().emit(EngineEvent::ExchangeEnded {
+        self.ctx.events().emit(EngineEvent::ExchangeEnded {
             exchange_id,
             status: ExchangeStatus::Done,
             reason: reason.reason,
@@ -272,8 +295,9 @@ impl Engine {
         parties: &Parties,
         round_one: RunOutcome,
         first: Round,
+        tools: &Arc<dyn ToolHost>,
     ) -> Ended {
-        let max_turns = self.config().session.agent_to_agent.max_ping_pong_turns();
+        let max_turns = self.ctx.config().session.agent_to_agent.max_ping_pong_turns();
         let mut latest = round_one.reply.clone();
         // The newest finished round, announced (after its commit) once the next one has
         // started: the exchange runs ahead of the disk, its events stay in order.
@@ -321,13 +345,13 @@ impl Engine {
                     lane: Lane::Own,
                     deliver: false,
                     waiting: Vec::new(),
-                    sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
+                    sandboxed: self.ctx.config().agent_sandboxed(self.agent_of(speaker)),
                     exchange_start: None,
                     exchange_end: None,
                     timeout: None,
                     start_recorded: false,
                 };
-                let mut run = self.start_run(req);
+                let mut run = self.runs.start(req, tools);
                 if let Some(done) = pending.take() {
                     self.announce_round(exchange_id, done).await;
                 }
@@ -392,7 +416,7 @@ impl Engine {
         if let Some(done) = pending.take() {
             self.announce_round(exchange_id, done).await;
         }
-        self.events().emit(EngineEvent::ExchangeLoopEnded {
+        self.ctx.events().emit(EngineEvent::ExchangeLoopEnded {
             exchange_id: exchange_id.to_string(),
             reason: loop_end.reason,
             rounds: turns_done + 1,
@@ -407,6 +431,7 @@ impl Engine {
             latest_reply.as_deref(),
             turns_done,
             &loop_end,
+            tools,
         )
         .await;
         loop_end
@@ -430,15 +455,15 @@ impl Engine {
     /// Whether `chain` has grown past `session.agentToAgent.maxChainHops` (the limit, if so);
     /// no event (see `chain_exceeded`).
     pub(crate) fn chain_limit_passed(&self, chain: &Chain) -> Option<u32> {
-        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
+        let max_hops = self.ctx.config().session.agent_to_agent.max_chain_hops;
         (chain.hop > max_hops).then_some(max_hops)
     }
 
     /// Say that `chain` was stopped before reaching `target` (`ChainStopped`).
     pub(crate) fn emit_chain_stopped(&self, chain: &Chain, requester: &SessionKey, target: &str) {
-        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
+        let max_hops = self.ctx.config().session.agent_to_agent.max_chain_hops;
         tracing::info!(chain_id = %chain.id, hops = chain.hop, max_hops, %requester, target, "chain limit reached");
-        self.events().emit(EngineEvent::ChainStopped {
+        self.ctx.events().emit(EngineEvent::ChainStopped {
             chain_id: chain.id.clone(),
             hops: chain.hop,
             max_hops,
@@ -450,8 +475,8 @@ impl Engine {
     /// The send policy of `key` refuses agent-to-agent messages into it (from `requester`):
     /// why, if so.
     pub(crate) async fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
-        let entry = self.store().get(key).await.ok().flatten()?.entry;
-        let decision = self.judge_policy(key, &entry, SendKind::Send, Some(requester));
+        let entry = self.ctx.store().get(key).await.ok().flatten()?.entry;
+        let decision = self.ctx.judge_policy(key, &entry, SendKind::Send, Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
                 "send policy of {key} denies sends into it: {}",
@@ -470,6 +495,7 @@ impl Engine {
         latest: Option<&str>,
         turns_done: u32,
         loop_end: &Ended,
+        tools: &Arc<dyn ToolHost>,
     ) {
         let req = RunRequest {
             key: parties.target.clone(),
@@ -485,6 +511,7 @@ impl Engine {
             deliver: false,
             waiting: Vec::new(),
             sandboxed: self
+                .ctx
                 .config()
                 .agent_sandboxed(self.agent_of(&parties.target)),
             exchange_start: None,
@@ -492,7 +519,7 @@ impl Engine {
             timeout: None,
             start_recorded: false,
         };
-        let mut run = self.start_run(req);
+        let mut run = self.runs.start(req, tools);
         // Committed, not just known: the exchange is closed in the same commit.
         let outcome = run.wait_for(STEP_WAIT).await;
         let target = parties.target.to_string();
@@ -543,7 +570,7 @@ impl Engine {
             Some(o) => {
                 let text = o.reply.trim().to_string();
                 match self
-                    .delivery()
+                    .delivery
                     .deliver(
                         &parties.target,
                         SendKind::Announce,
@@ -602,6 +629,7 @@ impl Engine {
                 detail: detail.clone(),
             };
             if let Err(e) = self
+                .ctx
                 .store()
                 .backend()
                 .record_exchange_announce(exchange_id, &loop_end.detail, record)
@@ -610,7 +638,7 @@ impl Engine {
                 tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
             }
         }
-        self.events().emit(ev);
+        self.ctx.events().emit(ev);
     }
 
     /// Keep a send that never started an exchange as an entry of its own (`kind`: `refused`
@@ -632,7 +660,7 @@ impl Engine {
             ExchangeKind::Chain => ExchangeEnd::Chain,
             ExchangeKind::Refused | ExchangeKind::Send => ExchangeEnd::Policy,
         };
-        self.store()
+        self.ctx.store()
             .backend()
             .record_refused_exchange(RefusedExchange {
                 exchange_id: exchange_id.clone(),
@@ -642,13 +670,13 @@ impl Engine {
                 target: target.to_string(),
                 message: message.to_string(),
                 run_id: run_id.to_string(),
-                owner: self.instance_id().to_string(),
+                owner: self.ctx.instance_id().to_string(),
                 at: now_ms(),
                 reason,
                 detail: detail.to_string(),
             })
             .await?;
-        self.events().emit(EngineEvent::ExchangeEnded {
+        self.ctx.events().emit(EngineEvent::ExchangeEnded {
             exchange_id,
             status: ExchangeStatus::Refused,
             reason,
@@ -666,7 +694,7 @@ pub(crate) struct Round {
     listener: SessionKey,
 }
 
-impl Engine {
+impl Exchanges {
     /// Wait for a round's record to commit, then announce it (`ExchangeRound`).
     async fn announce_round(&self, exchange_id: &str, mut r: Round) {
         match r.run.wait_for(STEP_WAIT).await {
@@ -688,7 +716,7 @@ impl Engine {
     }
 
     fn emit_round(&self, exchange_id: &str, r: &Round, text: String, status: RunStatus) {
-        self.events().emit(EngineEvent::ExchangeRound {
+        self.ctx.events().emit(EngineEvent::ExchangeRound {
             exchange_id: exchange_id.to_string(),
             round: r.round,
             speaker: r.speaker.to_string(),

@@ -20,7 +20,7 @@ use switchboard_store::{
     StoreErrorKind,
 };
 use crate::session::store::now_ms;
-use crate::tools::context::{ToolContext, ToolError};
+use crate::tools::context::{ToolContext, ToolError, ToolHost};
 // Kept at its old path: callers name `runs::Chain`.
 pub use crate::chain::Chain;
 
@@ -34,7 +34,7 @@ use crate::agent::{
 };
 use switchboard_types::config::ThinkingLevel;
 pub use switchboard_types::api::RunStatus;
-use switchboard_types::api::{ExchangeEnd, SendKind};
+use switchboard_types::api::{ApiError, ExchangeEnd, RunResult, SendKind};
 
 /// A finished run: its status, the reply text (empty when none) and, on failure, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,26 +178,12 @@ fn vanished() -> RunOutcome {
 /// live handles; reaches the rest of the engine only through the shared context, the
 /// delivery service (a reply to a channel message) and the `ToolHost` a run is started
 /// with (the session tools, which in turn start exchanges and spawns).
-pub(crate) struct Runs {
-    core: Arc<Context>,
+pub struct Runs {
+    ctx: Arc<Context>,
     delivery: Delivery,
     runner: Runner,
     /// Runs this engine is executing, by id, for `SessionsApi::wait_run`.
     live: LiveRuns,
-}
-
-/// The session tools as a run calls them. The engine's composition implements it; the
-/// runs service names only this, so runs/ depends on no other service's type.
-pub(crate) trait ToolHost: Send + Sync {
-    /// The tools `ctx`'s session may call at all (see `Engine::allowed_tools`).
-    fn allowed_tools(&self, ctx: &ToolContext) -> Vec<&'static str>;
-    /// Run one session tool as the run's agent called it.
-    fn call_tool<'a>(
-        &'a self,
-        name: &'a str,
-        params: &'a Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// The runs this engine is executing, by id (removed as each ends).
@@ -364,9 +350,9 @@ impl Runner {
 }
 
 impl Runs {
-    pub(crate) fn new(core: Arc<Context>, delivery: Delivery) -> Runs {
+    pub(crate) fn new(ctx: Arc<Context>, delivery: Delivery) -> Runs {
         Runs {
-            core,
+            ctx,
             delivery,
             runner: Runner::default(),
             live: LiveRuns::default(),
@@ -382,14 +368,51 @@ impl Runs {
         self.live.get(run_id)
     }
 
-    /// Start run `run_id`; it proceeds in the background (tracked: `Engine::idle` waits for
-    /// it), calling session tools through `tools`.
-    pub(crate) fn start(
+    /// How run `run_id` ended, waiting at most `limit` for one this engine is executing
+    /// (`SessionsApi::wait_run`).
+    pub(crate) async fn result(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
+        let handle = self.live.get(run_id);
+        if let Some(mut h) = handle {
+            return Ok(match h.wait_for(limit).await {
+                Some(o) => RunResult {
+                    run_id: run_id.to_string(),
+                    status: o.status,
+                    reply: o.reply,
+                    error: o.error,
+                },
+                None => still_running(run_id),
+            });
+        }
+        // Not a run of this engine (or long finished): the record says how it ended.
+        let Some(row) = self.ctx.store().backend().get_run(run_id).await? else {
+            return Err(ApiError::NotFound(format!("no run {run_id}")));
+        };
+        if row.status == RunStatus::Running {
+            return Ok(still_running(run_id));
+        }
+        Ok(RunResult {
+            run_id: run_id.to_string(),
+            status: row.status,
+            reply: row.reply.clone().unwrap_or_default(),
+            error: row.error.clone(),
+        })
+    }
+
+    /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it),
+    /// calling session tools through `tools`.
+    pub(crate) fn start(self: &Arc<Self>, req: RunRequest, tools: &Arc<dyn ToolHost>) -> RunHandle {
+        // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
+        self.start_with_id(uuid::Uuid::now_v7().to_string(), req, tools)
+    }
+
+    /// `start` with an id chosen by the caller (recorded elsewhere before the run).
+    pub(crate) fn start_with_id(
         self: &Arc<Self>,
         run_id: String,
         req: RunRequest,
-        tools: Arc<dyn ToolHost>,
+        tools: &Arc<dyn ToolHost>,
     ) -> RunHandle {
+        let tools = tools.clone();
         let (tx, rx) = watch::channel(None);
         let (known_tx, known) = watch::channel(None);
         let runs = self.clone();
@@ -403,7 +426,7 @@ impl Runs {
         };
         let handle = RunHandle { run_id, rx, known };
         self.live.insert(&handle);
-        self.core.tracker().spawn(what, async move {
+        self.ctx.tracker().spawn(what, async move {
             let (outcome, recorded) = runs.execute(&id, req, place, &known_tx, tools).await;
             // Normally sent already; a failure on the way may have skipped it.
             known_tx.send_if_modified(|k| {
@@ -463,7 +486,7 @@ impl Runs {
         known: &watch::Sender<Option<RunOutcome>>,
         host: Arc<dyn ToolHost>,
     ) -> Result<RunOutcome, StoreError> {
-        let default_agent = self.core.store().scheme().default_agent.clone();
+        let default_agent = self.ctx.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
         let step = req.step.as_str();
@@ -490,7 +513,7 @@ impl Runs {
         // A sub-agent's session may run on a model and thinking level of its own
         // (sessions_spawn's `model` and `thinking`), for every run in it.
         let overrides = if req.key.subagent_depth() > 0 {
-            self.core.store()
+            self.ctx.store()
                 .get(&req.key)
                 .await?
                 .map(|s| (s.entry.model, s.entry.thinking_level))
@@ -499,9 +522,9 @@ impl Runs {
             (None, None)
         };
         let backend = match overrides {
-            (None, None) => self.runner.agent(self.core.config(), &agent_id),
+            (None, None) => self.runner.agent(self.ctx.config(), &agent_id),
             (model, thinking) => Arc::from(agent::backend_with_overrides(
-                self.core.config(),
+                self.ctx.config(),
                 &self.runner.providers,
                 &agent_id,
                 model.as_deref(),
@@ -570,51 +593,13 @@ impl Runs {
             "round": req.round,
             "flowId": req.exchange_id,
         });
-        let (status, reply, error, usage, message) = match ended {
-            TurnEnd::Aborted => {
-                let text = ABORTED.to_string();
-                let message = assistant_message(&model, "", None, meta, Some(&text));
-                (
-                    RunStatus::Aborted,
-                    String::new(),
-                    Some(text),
-                    None,
-                    Some(message),
-                )
-            }
-            TurnEnd::TimedOut => {
-                let secs = req.timeout.map(|d| d.as_secs()).unwrap_or_default();
-                let text =
-                    format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped");
-                let message = assistant_message(&model, "", None, meta, Some(&text));
-                (
-                    RunStatus::Timeout,
-                    String::new(),
-                    Some(text),
-                    None,
-                    Some(message),
-                )
-            }
-            TurnEnd::Done(Ok(Reply { text, usage })) => {
-                let message = (!text.is_empty() || usage.is_some())
-                    .then(|| assistant_message(&model, &text, usage, meta, None));
-                (RunStatus::Ok, text, None, usage, message)
-            }
-            TurnEnd::Done(Err(e)) => {
-                let text = match &e {
-                    AgentError::Failed(m) => m.clone(),
-                    other => other.to_string(),
-                };
-                let message = assistant_message(&model, "", None, meta, Some(&text));
-                (
-                    RunStatus::Error,
-                    String::new(),
-                    Some(text),
-                    None,
-                    Some(message),
-                )
-            }
-        };
+        let TurnResult {
+            status,
+            reply,
+            error,
+            usage,
+            message,
+        } = turn_result(ended, &model, meta, req.timeout);
         let tokens = usage.map(|u| (u.input, u.output));
         let ended = now_ms();
         let end = OwnedEnd {
@@ -671,7 +656,7 @@ impl Runs {
             record.emit_started();
         }
         if tokens.is_some_and(|t| t.0 > 0 || t.1 > 0) {
-            self.core.events().emit(EngineEvent::SessionUpdated {
+            self.ctx.events().emit(EngineEvent::SessionUpdated {
                 key: req.key.to_string(),
             });
         }
@@ -711,9 +696,9 @@ impl Runs {
                     "the disk holding the state folder is full (failpoint run-end-storage-error); the change was not saved. Free some space, then try again",
                 ))
             });
-            return self.core.store().pending(&key, failed);
+            return self.ctx.store().pending(&key, failed);
         }
-        self.core.store().submit_run(write)
+        self.ctx.store().submit_run(write)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -727,7 +712,7 @@ impl Runs {
         tokens: Option<(u64, u64)>,
         duration_ms: i64,
     ) {
-        self.core.events().emit(EngineEvent::RunEnded {
+        self.ctx.events().emit(EngineEvent::RunEnded {
             run_id: run_id.to_string(),
             key: req.key.to_string(),
             step: req.step,
@@ -793,6 +778,58 @@ impl Runs {
 const WRITER_GONE: &str = "the database writer has stopped";
 
 
+
+/// What a turn's end comes to.
+struct TurnResult {
+    status: RunStatus,
+    /// The reply text (empty when none).
+    reply: String,
+    error: Option<String>,
+    usage: Option<agent::Usage>,
+    /// The assistant line to record (none for an empty successful turn).
+    message: Option<Value>,
+}
+
+/// The run's result from how its turn ended.
+fn turn_result(
+    ended: TurnEnd,
+    model: &ModelRef,
+    meta: Value,
+    timeout: Option<Duration>,
+) -> TurnResult {
+    let failed = |status: RunStatus, text: String| TurnResult {
+        status,
+        reply: String::new(),
+        message: Some(assistant_message(model, "", None, meta.clone(), Some(&text))),
+        error: Some(text),
+        usage: None,
+    };
+    match ended {
+        TurnEnd::Aborted => failed(RunStatus::Aborted, ABORTED.to_string()),
+        TurnEnd::TimedOut => {
+            let secs = timeout.map(|d| d.as_secs()).unwrap_or_default();
+            failed(
+                RunStatus::Timeout,
+                format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped"),
+            )
+        }
+        TurnEnd::Done(Ok(Reply { text, usage })) => TurnResult {
+            status: RunStatus::Ok,
+            message: (!text.is_empty() || usage.is_some())
+                .then(|| assistant_message(model, &text, usage, meta.clone(), None)),
+            reply: text,
+            error: None,
+            usage,
+        },
+        TurnEnd::Done(Err(e)) => {
+            let text = match &e {
+                AgentError::Failed(m) => m.clone(),
+                other => other.to_string(),
+            };
+            failed(RunStatus::Error, text)
+        }
+    }
+}
 
 /// The origin of a run's incoming text when another session sent it: the provenance its
 /// recorded message carries, or, for the steps whose message the run does not record
@@ -968,7 +1005,7 @@ impl StartRecord {
 
     /// The rows of the start: the run and the exchange it opens, if any.
     fn start(&self) -> RunStart {
-        let owner = self.runs.core.instance_id().to_string();
+        let owner = self.runs.ctx.instance_id().to_string();
         let key = self.req.key.to_string();
         RunStart {
             run: NewRunRecord {
@@ -1029,7 +1066,7 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        let pending = self.runs.core.store().submit_run(RunWrite {
+        let pending = self.runs.ctx.store().submit_run(RunWrite {
             key: self.req.key.clone(),
             run_id: self.run_id.clone(),
             lines: inbound,
@@ -1046,7 +1083,7 @@ impl StartRecord {
         };
         let record = self.clone();
         let what = format!("the start record of run {}", self.run_id);
-        self.runs.core.tracker().spawn(what, async move {
+        self.runs.ctx.tracker().spawn(what, async move {
             let result = pending.committed().await.map(|_| ());
             {
                 let mut state = record.state();
@@ -1094,7 +1131,7 @@ impl StartRecord {
         if self.announced.swap(true, Ordering::AcqRel) {
             return;
         }
-        let events = self.runs.core.events();
+        let events = self.runs.ctx.events();
         if let Some(f) = &self.req.exchange_start {
             events.emit(EngineEvent::ExchangeStarted {
                 exchange_id: f.exchange_id.clone(),
@@ -1144,7 +1181,7 @@ const HISTORY_SCAN_EXTRA: usize = 8;
 
 impl ToolRunner for RunTools {
     fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
-        let events = self.runs.core.events();
+        let events = self.runs.ctx.events();
         // Nobody watching (a CLI command): nothing to build.
         if delta.is_empty() || !events.listening() {
             return;
@@ -1170,7 +1207,7 @@ impl ToolRunner for RunTools {
     fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Arc<Value>>> {
         Box::pin(async move {
             let key = &self.ctx.requester;
-            let store = self.runs.core.store();
+            let store = self.runs.ctx.store();
             let read = match store.get(key).await {
                 Ok(Some(s)) => {
                     self.runs
@@ -1237,10 +1274,10 @@ impl ToolRunner for RunTools {
                 "timestamp": now_ms(),
                 "__switchboard": { "runId": self.ctx.run_id },
             });
-            if let Err(e) = self.runs.core.store().append_message(key, call).await {
+            if let Err(e) = self.runs.ctx.store().append_message(key, call).await {
                 tracing::warn!(error = %e, "could not record a tool call");
             }
-            let (result, is_error) = match self.host.call_tool(name, args, &self.ctx).await {
+            let (result, is_error) = match self.host.clone().call_tool(name, args, &self.ctx).await {
                 Ok(v) => (v, false),
                 Err(ToolError::Input(e)) => {
                     (json!({ "status": "error", "error": e.to_string() }), true)
@@ -1260,7 +1297,7 @@ impl ToolRunner for RunTools {
                 "isError": is_error,
                 "timestamp": now_ms(),
             });
-            if let Err(e) = self.runs.core.store().append_message(key, record).await {
+            if let Err(e) = self.runs.ctx.store().append_message(key, record).await {
                 tracing::warn!(error = %e, "could not record a tool result");
             }
             result
@@ -1283,5 +1320,14 @@ fn is_user_text(m: &Value, text: &str) -> bool {
             texts.next() == Some(text) && texts.next().is_none()
         }
         _ => false,
+    }
+}
+
+fn still_running(run_id: &str) -> RunResult {
+    RunResult {
+        run_id: run_id.to_string(),
+        status: RunStatus::Running,
+        reply: String::new(),
+        error: None,
     }
 }
