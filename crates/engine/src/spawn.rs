@@ -13,7 +13,7 @@ use switchboard_store::SpawnRow;
 use std::sync::Arc;
 
 use crate::context::Context;
-use crate::delivery::route_for;
+use crate::delivery::{Route, route_for};
 use crate::events::EngineEvent;
 use crate::instance::Instance;
 use switchboard_types::key::SessionKey;
@@ -123,7 +123,11 @@ impl Spawns {
     internal_fn! {
         /// Create the child session, record the spawn, and start the child's run; the
         /// announce follows when the run ends (a tracked task, so `idle` waits for it).
-        async fn spawn_child(self: &Arc<Self>, req: SpawnRequest, tools: Arc<dyn ToolHost>) -> Result<Spawned, StoreError> {
+        async fn spawn_child(
+            self: &Arc<Self>,
+            req: SpawnRequest,
+            tools: Arc<dyn ToolHost>,
+        ) -> Result<Spawned, StoreError> {
             let child = SessionKey::from_canonical(format!(
                 "agent:{}:subagent:{}",
                 req.agent_id,
@@ -140,26 +144,7 @@ impl Spawns {
             fresh.entry.spawn_depth = Some(req.depth);
             fresh.entry.model = req.model.clone();
             fresh.entry.thinking_level = req.thinking.clone();
-            let row = SpawnRow {
-                child_key: child.to_string(),
-                requester: req.requester.to_string(),
-                run_id: run_id.clone(),
-                agent_id: req.agent_id.clone(),
-                task: req.task.clone(),
-                label: req.label.clone(),
-                cleanup: req.cleanup,
-                mode: req.mode.clone(),
-                status: SpawnState::Running,
-                outcome: None,
-                error: None,
-                started_at: now,
-                ended_at: None,
-                announce: None,
-                announce_state: None,
-                announced_at: None,
-                archive_at: None,
-                archived_at: None,
-            };
+            let row = spawn_row(&req, &child, &run_id, now);
             let cwd = self.ctx.store().cwd();
             let message = format!(
                 "[Subagent Context] You are running as a subagent (depth {}/{}). Results auto-announce to your requester; do not busy-poll for status.\n\n[Subagent Task]: {}",
@@ -442,46 +427,15 @@ impl Spawns {
         else {
             return Ok(()); // someone else delivered it
         };
-        let events = self.ctx.events();
-        if let Some(Appended { session_id, rows }) = appended {
-            for row in rows {
-                events.emit(EngineEvent::MessageAppended {
-                    key: requester.to_string(),
-                    session_id: session_id.clone(),
-                    seq: row.seq,
-                    line: row.line,
-                });
-            }
-        }
-        let detail = match outcome {
-            AnnounceOutcome::Delivered => route
-                .as_ref()
-                .map(|r| format!("queued for {} {}", r.channel, r.to))
-                .unwrap_or_default(),
-            AnnounceOutcome::Blocked => {
-                format!("the send policy of {requester} denies outbound messages")
-            }
-            AnnounceOutcome::NoRoute => format!("recorded in {requester}; it has no channel route"),
-            _ => "the sub-agent replied ANNOUNCE_SKIP".to_string(),
-        };
-        events.emit(EngineEvent::SpawnAnnounce {
-            requester: requester.to_string(),
-            child: key.clone(),
+        self.emit_spawn_announced(
+            &requester,
+            &key,
+            appended,
+            deleted,
             outcome,
-            text: text.clone(),
-            channel: route
-                .as_ref()
-                .filter(|_| outcome == AnnounceOutcome::Delivered)
-                .map(|r| r.channel.clone()),
-            to: route
-                .as_ref()
-                .filter(|_| outcome == AnnounceOutcome::Delivered)
-                .map(|r| r.to.clone()),
-            detail,
-        });
-        if deleted {
-            events.emit(EngineEvent::SessionDeleted { key: key.clone() });
-        }
+            route.as_ref(),
+            text.clone(),
+        );
         if let Some(at) = archive_at {
             self.schedule_archive(at);
         }
@@ -498,6 +452,60 @@ impl Spawns {
             self.runs.start(req, tools);
         }
         Ok(())
+    }
+
+    /// Tell what recording a sub-agent's announce did: the lines appended to the requester,
+    /// the announce's outcome, and the child's removal (cleanup `delete`).
+    #[allow(clippy::too_many_arguments)]
+    fn emit_spawn_announced(
+        &self,
+        requester: &SessionKey,
+        key: &str,
+        appended: Option<Appended>,
+        deleted: bool,
+        outcome: AnnounceOutcome,
+        route: Option<&Route>,
+        text: Option<String>,
+    ) {
+        let events = self.ctx.events();
+        if let Some(Appended { session_id, rows }) = appended {
+            for row in rows {
+                events.emit(EngineEvent::MessageAppended {
+                    key: requester.to_string(),
+                    session_id: session_id.clone(),
+                    seq: row.seq,
+                    line: row.line,
+                });
+            }
+        }
+        let detail = match outcome {
+            AnnounceOutcome::Delivered => route
+                .map(|r| format!("queued for {} {}", r.channel, r.to))
+                .unwrap_or_default(),
+            AnnounceOutcome::Blocked => {
+                format!("the send policy of {requester} denies outbound messages")
+            }
+            AnnounceOutcome::NoRoute => format!("recorded in {requester}; it has no channel route"),
+            _ => "the sub-agent replied ANNOUNCE_SKIP".to_string(),
+        };
+        events.emit(EngineEvent::SpawnAnnounce {
+            requester: requester.to_string(),
+            child: key.to_string(),
+            outcome,
+            text,
+            channel: route
+                .filter(|_| outcome == AnnounceOutcome::Delivered)
+                .map(|r| r.channel.clone()),
+            to: route
+                .filter(|_| outcome == AnnounceOutcome::Delivered)
+                .map(|r| r.to.clone()),
+            detail,
+        });
+        if deleted {
+            events.emit(EngineEvent::SessionDeleted {
+                key: key.to_string(),
+            });
+        }
     }
 
     /// The chain a spawn continues, as its task message (the child's first) records it.
@@ -612,7 +620,10 @@ impl Spawns {
         /// Pick up what a stopped engine left: announces decided but not delivered, children
         /// whose run ended (or was aborted) without an announce, and archive timers. Call once
         /// after `open`, inside the runtime; safe to call from several processes at once.
-        async fn resume(self: &Arc<Self>, tools: &Arc<dyn ToolHost>) -> Result<(), StoreError> {
+        async fn resume(
+            self: &Arc<Self>,
+            tools: &Arc<dyn ToolHost>,
+        ) -> Result<(), StoreError> {
             for spawn in self.ctx.store().backend().open_spawns().await? {
                 let child = SessionKey::from_canonical(spawn.child_key.clone());
                 // A live engine (a console, another command) that ran the child finishes its
@@ -655,6 +666,30 @@ impl Spawns {
         async fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
             self.ctx.store().backend().get_spawn(child.as_str()).await
         }
+    }
+}
+
+/// A new spawn's record: running, nothing announced yet.
+fn spawn_row(req: &SpawnRequest, child: &SessionKey, run_id: &str, now: i64) -> SpawnRow {
+    SpawnRow {
+        child_key: child.to_string(),
+        requester: req.requester.to_string(),
+        run_id: run_id.to_string(),
+        agent_id: req.agent_id.clone(),
+        task: req.task.clone(),
+        label: req.label.clone(),
+        cleanup: req.cleanup,
+        mode: req.mode.clone(),
+        status: SpawnState::Running,
+        outcome: None,
+        error: None,
+        started_at: now,
+        ended_at: None,
+        announce: None,
+        announce_state: None,
+        announced_at: None,
+        archive_at: None,
+        archived_at: None,
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::context::Context;
 use crate::delivery::Delivery;
-use crate::delivery::Delivered;
+use crate::delivery::{Delivered, Route};
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
 
@@ -367,43 +367,12 @@ impl Exchanges {
                     Some(_) => pending = Some(this),
                     None => self.emit_round_timeout(exchange_id, &this),
                 }
-                match outcome {
-                    None => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Timeout,
-                            format!("round {} timed out", turn + 1),
-                        ));
+                match round_end(outcome, speaker, turn + 1) {
+                    Ok(reply) => latest = reply,
+                    Err(ended) => {
+                        end = Some(ended);
                         break;
                     }
-                    Some(o) if o.status == RunStatus::Aborted => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Aborted,
-                            format!("the owner aborted round {}", turn + 1),
-                        ));
-                        break;
-                    }
-                    Some(o) if o.status != RunStatus::Ok => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Error,
-                            format!("round {} failed: {}", turn + 1, o.error.unwrap_or_default()),
-                        ));
-                        break;
-                    }
-                    Some(o) if o.reply.trim() == REPLY_SKIP => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::ReplySkip,
-                            format!("{speaker} replied REPLY_SKIP in round {}", turn + 1),
-                        ));
-                        break;
-                    }
-                    Some(o) if o.reply.trim().is_empty() => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Empty,
-                            format!("{speaker} did not reply in round {}", turn + 1),
-                        ));
-                        break;
-                    }
-                    Some(o) => latest = o.reply,
                 }
             }
             end.unwrap_or_else(|| {
@@ -522,123 +491,97 @@ impl Exchanges {
         let mut run = self.runs.start(req, tools);
         // Committed, not just known: the exchange is closed in the same commit.
         let outcome = run.wait_for(STEP_WAIT).await;
-        let target = parties.target.to_string();
-        let event = |outcome: AnnounceOutcome,
-                     text: Option<String>,
-                     channel: Option<String>,
-                     to: Option<String>,
-                     detail: String| {
-            EngineEvent::Announce {
-                exchange_id: exchange_id.to_string(),
-                target: target.clone(),
-                outcome,
-                text,
-                channel,
-                to,
-                detail,
-            }
-        };
-        let ev = match outcome {
-            None => {
-                tracing::warn!(exchange_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
-                event(
-                    AnnounceOutcome::Failed,
-                    None,
-                    None,
-                    None,
-                    format!(
-                        "the announce step (run {}) did not finish within {}s",
-                        run.run_id,
-                        STEP_WAIT.as_secs()
-                    ),
-                )
-            }
-            Some(o) if o.status != RunStatus::Ok => event(
-                AnnounceOutcome::Failed,
-                None,
-                None,
-                None,
-                format!("the announce step failed: {}", o.error.unwrap_or_default()),
-            ),
-            Some(o) if o.reply.trim().is_empty() || o.reply.trim() == ANNOUNCE_SKIP => event(
-                AnnounceOutcome::Skipped,
-                Some(o.reply.trim().to_string()),
-                None,
-                None,
-                "the target chose to stay silent".into(),
-            ),
-            Some(o) => {
-                let text = o.reply.trim().to_string();
-                match self
-                    .delivery
-                    .deliver(
-                        &parties.target,
-                        SendKind::Announce,
-                        &text,
-                        Some(&run.run_id),
-                        Some(exchange_id),
-                    )
-                    .await
-                {
-                    Ok(Delivered::Queued { route, .. }) => event(
-                        AnnounceOutcome::Delivered,
-                        Some(text),
-                        Some(route.channel.clone()),
-                        Some(route.to.clone()),
-                        format!("queued for {} {}", route.channel, route.to),
-                    ),
-                    Ok(Delivered::Blocked { reason }) => {
-                        event(AnnounceOutcome::Blocked, Some(text), None, None, reason)
-                    }
-                    Ok(Delivered::NoRoute) => event(
-                        AnnounceOutcome::NoRoute,
-                        Some(text),
-                        None,
-                        None,
-                        format!(
-                            "{} has no channel route to announce to",
-                            parties.target_display
-                        ),
-                    ),
-                    Err(e) => event(
-                        AnnounceOutcome::Failed,
-                        Some(text),
-                        None,
-                        None,
-                        format!("delivery failed: {e}"),
-                    ),
-                }
-            }
-        };
+        let record = self
+            .announce_record(outcome, &run.run_id, exchange_id, parties)
+            .await;
         // Kept with the exchange (with why its loop ended) before anyone is told, so a
         // reader woken by the event finds it.
-        if let EngineEvent::Announce {
+        if let Err(e) = self
+            .ctx
+            .store()
+            .backend()
+            .record_exchange_announce(exchange_id, &loop_end.detail, record.clone())
+            .await
+        {
+            tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
+        }
+        self.ctx.events().emit(EngineEvent::Announce {
+            exchange_id: exchange_id.to_string(),
+            target: parties.target.to_string(),
+            outcome: record.outcome,
+            text: record.text,
+            channel: record.channel,
+            to: record.to,
+            detail: record.detail,
+        });
+    }
+
+    /// What the announce step came to (`outcome` is its run's, `None` when it did not end in
+    /// time): silent, failed, or delivered as far as the target's policy and route allow.
+    async fn announce_record(
+        &self,
+        outcome: Option<RunOutcome>,
+        run_id: &str,
+        exchange_id: &str,
+        parties: &Parties,
+    ) -> AnnounceRecord {
+        let record = |outcome, text: Option<String>, route: Option<&Route>, detail| AnnounceRecord {
             outcome,
             text,
-            channel,
-            to,
+            channel: route.map(|r| r.channel.clone()),
+            to: route.map(|r| r.to.clone()),
             detail,
-            ..
-        } = &ev
-        {
-            let record = AnnounceRecord {
-                outcome: *outcome,
-                text: text.clone(),
-                channel: channel.clone(),
-                to: to.clone(),
-                detail: detail.clone(),
-            };
-            if let Err(e) = self
-                .ctx
-                .store()
-                .backend()
-                .record_exchange_announce(exchange_id, &loop_end.detail, record)
-                .await
-            {
-                tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
+        };
+        let o = match outcome {
+            None => {
+                tracing::warn!(exchange_id, run_id, target = %parties.target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
+                let detail = format!(
+                    "the announce step (run {run_id}) did not finish within {}s",
+                    STEP_WAIT.as_secs()
+                );
+                return record(AnnounceOutcome::Failed, None, None, detail);
+            }
+            Some(o) => o,
+        };
+        if o.status != RunStatus::Ok {
+            let detail = format!("the announce step failed: {}", o.error.unwrap_or_default());
+            return record(AnnounceOutcome::Failed, None, None, detail);
+        }
+        let text = o.reply.trim().to_string();
+        if text.is_empty() || text == ANNOUNCE_SKIP {
+            let detail = "the target chose to stay silent".to_string();
+            return record(AnnounceOutcome::Skipped, Some(text), None, detail);
+        }
+        let delivered = self
+            .delivery
+            .deliver(
+                &parties.target,
+                SendKind::Announce,
+                &text,
+                Some(run_id),
+                Some(exchange_id),
+            )
+            .await;
+        match delivered {
+            Ok(Delivered::Queued { route, .. }) => {
+                let detail = format!("queued for {} {}", route.channel, route.to);
+                record(AnnounceOutcome::Delivered, Some(text), Some(&route), detail)
+            }
+            Ok(Delivered::Blocked { reason }) => {
+                record(AnnounceOutcome::Blocked, Some(text), None, reason)
+            }
+            Ok(Delivered::NoRoute) => {
+                let detail = format!(
+                    "{} has no channel route to announce to",
+                    parties.target_display
+                );
+                record(AnnounceOutcome::NoRoute, Some(text), None, detail)
+            }
+            Err(e) => {
+                let detail = format!("delivery failed: {e}");
+                record(AnnounceOutcome::Failed, Some(text), None, detail)
             }
         }
-        self.ctx.events().emit(ev);
     }
 
     /// Keep a send that never started an exchange as an entry of its own (`kind`: `refused`
@@ -820,6 +763,31 @@ fn announce_context(p: &Parties, original: &str, round_one: &str, latest: Option
         "After this reply, the agent-to-agent conversation is over.".to_string(),
     ]
     .join("\n")
+}
+
+/// A ping-pong round's outcome: the reply the next round answers, or why the loop ends
+/// (`round` as the exchange counts it, the primary run being round 1).
+fn round_end(outcome: Option<RunOutcome>, speaker: &SessionKey, round: u32) -> Result<String, Ended> {
+    match outcome {
+        None => Err(Ended::new(ExchangeEnd::Timeout, format!("round {round} timed out"))),
+        Some(o) if o.status == RunStatus::Aborted => Err(Ended::new(
+            ExchangeEnd::Aborted,
+            format!("the owner aborted round {round}"),
+        )),
+        Some(o) if o.status != RunStatus::Ok => Err(Ended::new(
+            ExchangeEnd::Error,
+            format!("round {round} failed: {}", o.error.unwrap_or_default()),
+        )),
+        Some(o) if o.reply.trim() == REPLY_SKIP => Err(Ended::new(
+            ExchangeEnd::ReplySkip,
+            format!("{speaker} replied REPLY_SKIP in round {round}"),
+        )),
+        Some(o) if o.reply.trim().is_empty() => Err(Ended::new(
+            ExchangeEnd::Empty,
+            format!("{speaker} did not reply in round {round}"),
+        )),
+        Some(o) => Ok(o.reply),
+    }
 }
 
 #[cfg(test)]

@@ -500,37 +500,8 @@ impl Runs {
         if req.start_recorded {
             record.emit_started();
         }
-        let turn = Turn {
-            session_key: req.key.to_string(),
-            agent_id: agent_id.clone(),
-            step: req.step,
-            round: req.round,
-            from: req.from.as_ref().map(|k| k.to_string()),
-            text: req.text.clone(),
-            context: req.context.clone(),
-            provenance: provenance(req),
-        };
-        // A sub-agent's session may run on a model and thinking level of its own
-        // (sessions_spawn's `model` and `thinking`), for every run in it.
-        let overrides = if req.key.subagent_depth() > 0 {
-            self.ctx.store()
-                .get(&req.key)
-                .await?
-                .map(|s| (s.entry.model, s.entry.thinking_level))
-                .unwrap_or_default()
-        } else {
-            (None, None)
-        };
-        let backend = match overrides {
-            (None, None) => self.runner.agent(self.ctx.config(), &agent_id),
-            (model, thinking) => Arc::from(agent::backend_with_overrides(
-                self.ctx.config(),
-                &self.runner.providers,
-                &agent_id,
-                model.as_deref(),
-                thinking.as_deref().and_then(ThinkingLevel::parse),
-            )),
-        };
+        let turn = turn_of(req, &agent_id);
+        let backend = self.backend(req, &agent_id).await?;
         let model = backend.model_ref(&agent_id);
         let tools = RunTools {
             runs: self.clone(),
@@ -549,44 +520,9 @@ impl Runs {
             inbound: req.inbound.clone(),
             unrecorded: req.step == Step::Announce,
         };
-        let turn_ran = async {
-            let turn_done = backend.run(&turn, &tools);
-            tokio::pin!(turn_done);
-            // A quick turn is recorded with one commit (start and end together); a turn
-            // that takes longer gets its start recorded (and shown) after START_GRACE.
-            let r = tokio::select! {
-                r = &mut turn_done => r,
-                () = tokio::time::sleep(START_GRACE) => {
-                    // The turn keeps running while its start commits: it may be waiting
-                    // for that very record itself (a tool call writes it first).
-                    let (r, written) = tokio::join!(&mut turn_done, record.write());
-                    written?;
-                    r
-                }
-            };
-            Ok::<_, StoreError>(r)
-        };
-        // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
-        // the turn where it is: dropping it drops a model request in flight.
-        let (abortable, aborted) = self.runner.abortable(run_id, &req.key);
-        let limited = async {
-            match req.timeout {
-                None => Ok(TurnEnd::Done(turn_ran.await?)),
-                Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
-                    Ok(r) => Ok(TurnEnd::Done(r?)),
-                    Err(_) => Ok::<_, StoreError>(TurnEnd::TimedOut),
-                },
-            }
-        };
-        let ended = tokio::select! {
-            r = limited => r?,
-            Ok(()) = aborted => TurnEnd::Aborted,
-        };
-        let ended = if abortable.finish() {
-            ended
-        } else {
-            TurnEnd::Aborted
-        };
+        let ended = self
+            .run_turn(run_id, req, backend.as_ref(), &turn, &tools, &record)
+            .await?;
         let meta = json!({
             "runId": run_id,
             "step": step,
@@ -621,32 +557,23 @@ impl Runs {
         // The turn is over, so nothing else writes the start now; one still on its way
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;
-        let (run, key) = (run_id.to_string(), req.key.clone());
-        let write = if first_write {
-            // One commit for the whole run: start and end together.
-            let mut lines: Vec<NewLine> =
-                req.inbound.iter().cloned().map(NewLine::message).collect();
-            lines.extend(message.map(NewLine::message));
-            RunWrite {
-                key,
-                run_id: run,
-                lines,
-                start: Some(record.start()),
-                end: Some(end.ending()),
-                exchange_end: exchange_end.clone(),
-                now: now_ms(),
-            }
+        // With the start not written yet: one commit for the whole run, start and end
+        // together. Otherwise one commit for the end: the reply, the token totals, the outcome.
+        let (start, mut lines): (_, Vec<NewLine>) = if first_write {
+            let inbound = req.inbound.iter().cloned().map(NewLine::message).collect();
+            (Some(record.start()), inbound)
         } else {
-            // One commit for the end: the reply, the token totals and the outcome.
-            RunWrite {
-                key,
-                run_id: run,
-                lines: message.into_iter().map(NewLine::message).collect(),
-                start: None,
-                end: Some(end.ending()),
-                exchange_end: exchange_end.clone(),
-                now: now_ms(),
-            }
+            (None, Vec::new())
+        };
+        lines.extend(message.map(NewLine::message));
+        let write = RunWrite {
+            key: req.key.clone(),
+            run_id: run_id.to_string(),
+            lines,
+            start,
+            end: Some(end.ending()),
+            exchange_end,
+            now: now_ms(),
         };
         let pending = self.submit_run_end(write);
         // Queued: the exchange may go on while the commit is under way.
@@ -671,17 +598,106 @@ impl Runs {
                 ended - started,
             );
         }
-        if req.deliver
-            && status == RunStatus::Ok
-            && !reply.trim().is_empty()
-            && let Err(e) = self
-                .delivery
-                .deliver(&req.key, SendKind::Reply, reply.trim(), Some(run_id), None)
-                .await
+        if req.deliver && status == RunStatus::Ok {
+            self.deliver_reply(run_id, req, &reply).await;
+        }
+        Ok(outcome)
+    }
+
+    /// Deliver a run's non-empty reply to its session's channel (a reply to a channel
+    /// message); a failure is logged, the run has ended all the same.
+    async fn deliver_reply(&self, run_id: &str, req: &RunRequest, reply: &str) {
+        let reply = reply.trim();
+        if reply.is_empty() {
+            return;
+        }
+        if let Err(e) = self
+            .delivery
+            .deliver(&req.key, SendKind::Reply, reply, Some(run_id), None)
+            .await
         {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
         }
-        Ok(outcome)
+    }
+
+    /// The agent backend a run of `agent_id` on `req.key` uses.
+    async fn backend(
+        &self,
+        req: &RunRequest,
+        agent_id: &str,
+    ) -> Result<Arc<dyn Agent>, StoreError> {
+    // A sub-agent's session may run on a model and thinking level of its own
+    // (sessions_spawn's `model` and `thinking`), for every run in it.
+    let overrides = if req.key.subagent_depth() > 0 {
+        self.ctx.store()
+            .get(&req.key)
+            .await?
+            .map(|s| (s.entry.model, s.entry.thinking_level))
+            .unwrap_or_default()
+    } else {
+        (None, None)
+    };
+    Ok(match overrides {
+        (None, None) => self.runner.agent(self.ctx.config(), agent_id),
+        (model, thinking) => Arc::from(agent::backend_with_overrides(
+            self.ctx.config(),
+            &self.runner.providers,
+            agent_id,
+            model.as_deref(),
+            thinking.as_deref().and_then(ThinkingLevel::parse),
+        )),
+    })
+    }
+
+    /// Run the turn, bounded by the run's timeout and the owner's abort; its start record
+    /// is written once the turn outlasts `START_GRACE`.
+    async fn run_turn(
+        &self,
+        run_id: &str,
+        req: &RunRequest,
+        backend: &dyn Agent,
+        turn: &Turn,
+        tools: &RunTools,
+        record: &Arc<StartRecord>,
+    ) -> Result<TurnEnd, StoreError> {
+    let turn_ran = async {
+        let turn_done = backend.run(turn, tools);
+        tokio::pin!(turn_done);
+        // A quick turn is recorded with one commit (start and end together); a turn
+        // that takes longer gets its start recorded (and shown) after START_GRACE.
+        let r = tokio::select! {
+            r = &mut turn_done => r,
+            () = tokio::time::sleep(START_GRACE) => {
+                // The turn keeps running while its start commits: it may be waiting
+                // for that very record itself (a tool call writes it first).
+                let (r, written) = tokio::join!(&mut turn_done, record.write());
+                written?;
+                r
+            }
+        };
+        Ok::<_, StoreError>(r)
+    };
+    // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
+    // the turn where it is: dropping it drops a model request in flight.
+    let (abortable, aborted) = self.runner.abortable(run_id, &req.key);
+    let limited = async {
+        match req.timeout {
+            None => Ok(TurnEnd::Done(turn_ran.await?)),
+            Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
+                Ok(r) => Ok(TurnEnd::Done(r?)),
+                Err(_) => Ok::<_, StoreError>(TurnEnd::TimedOut),
+            },
+        }
+    };
+    let ended = tokio::select! {
+        r = limited => r?,
+        Ok(()) = aborted => TurnEnd::Aborted,
+    };
+    Ok(if abortable.finish() {
+        ended
+    } else {
+        TurnEnd::Aborted
+    })
     }
 
     /// Submit a write that ends a run. `SWITCHBOARD_FAILPOINT=run-end-storage-error` makes
@@ -828,6 +844,20 @@ fn turn_result(
             };
             failed(RunStatus::Error, text)
         }
+    }
+}
+
+/// The turn a run's agent is given.
+fn turn_of(req: &RunRequest, agent_id: &str) -> Turn {
+    Turn {
+        session_key: req.key.to_string(),
+        agent_id: agent_id.to_string(),
+        step: req.step,
+        round: req.round,
+        from: req.from.as_ref().map(|k| k.to_string()),
+        text: req.text.clone(),
+        context: req.context.clone(),
+        provenance: provenance(req),
     }
 }
 

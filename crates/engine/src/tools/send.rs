@@ -59,7 +59,16 @@ fn pending() -> Value {
     json!({ "status": "pending", "mode": "announce" })
 }
 
-pub async fn run(tools: &Arc<Tools>, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+/// `sessions_send`: resolve the target, apply the visibility, agent-to-agent, send-policy
+/// and chain checks in the order OpenClaw applies them, start the exchange and wait for the
+/// primary reply. Long (about 200 lines) on purpose: it reads top to bottom as the tool's
+/// contract, each check answering with its own result shape, and split it would pass the
+/// half-resolved target and its display key between pieces.
+pub async fn run(
+    tools: &Arc<Tools>,
+    params: &Value,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
     let shared = &*tools.ctx;
     let p = Params::new(params)?;
     let message = p.required_string("message")?;

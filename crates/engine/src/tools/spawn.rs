@@ -34,7 +34,16 @@ const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "x
 /// What the requester is told to do while children run (OpenClaw 2026.9.6's note).
 const NOTE: &str = "The final reply returns to the requester as a completion event. Continue any independent work. Wait for completion events for ALL required children before your final answer; never busy-poll. If a completion arrives after your final answer, reply ONLY with NO_REPLY.";
 
-pub async fn run(tools: &Arc<Tools>, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+/// `sessions_spawn`: validate the parameters, then the depth, fan-out, agent allowlist,
+/// sandbox, model and chain checks in the order OpenClaw applies them, and start the child.
+/// Long (about 220 lines) on purpose: it reads top to bottom as the tool's contract, each
+/// check answering with its own refusal, and split it would pass a dozen validated values
+/// between pieces.
+pub async fn run(
+    tools: &Arc<Tools>,
+    params: &Value,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
     let shared = &*tools.ctx;
     let p = Params::new(params)?;
     if let Some(bad) = DELIVERY_PARAMS.iter().find(|name| p.has(name)) {
