@@ -30,9 +30,9 @@ pub use list::{owner_entry, owner_row};
 /// them. The read tools need only the shared context; `sessions_send` starts exchanges and
 /// `sessions_spawn` sub-agents, whose runs call tools through this same service.
 pub struct Tools {
-    pub(crate) ctx: Arc<Context>,
-    pub(crate) exchanges: Arc<Exchanges>,
-    pub(crate) spawns: Arc<Spawns>,
+    ctx: Arc<Context>,
+    exchanges: Arc<Exchanges>,
+    spawns: Arc<Spawns>,
 }
 
 impl Tools {
