@@ -2,8 +2,10 @@
 //! route, the send-policy gate, and the `outbox` row a channel adapter will send from (none
 //! ship yet, so rows stay `queued`).
 
+use std::sync::Arc;
+
 use switchboard_store::OutboxRow;
-use crate::Engine;
+use crate::context::Context;
 use switchboard_types::entry::SessionEntry;
 use crate::events::EngineEvent;
 use switchboard_types::api::SendKind;
@@ -74,7 +76,18 @@ pub fn route_for(key: &SessionKey, entry: &SessionEntry) -> Option<Route> {
     })
 }
 
-impl Engine {
+/// The delivery service: what leaves a session for its channel. Needs nothing of the other
+/// services, only the shared context.
+#[derive(Clone)]
+pub struct Delivery {
+    ctx: Arc<Context>,
+}
+
+impl Delivery {
+    pub(crate) fn new(ctx: Arc<Context>) -> Delivery {
+        Delivery { ctx }
+    }
+
     internal_fn! {
         /// Send `text` out of session `key` (`kind`: `announce` | `reply`), if its policy and
         /// route allow.
@@ -86,13 +99,13 @@ impl Engine {
             run_id: Option<&str>,
             exchange_id: Option<&str>,
         ) -> Result<Delivered, StoreError> {
-            let Some(stored) = self.store().get(key).await? else {
+            let Some(stored) = self.ctx.store().get(key).await? else {
                 return Ok(Delivered::NoRoute);
             };
             let Some(route) = route_for(key, &stored.entry) else {
                 return Ok(Delivered::NoRoute);
             };
-            let decision = self.judge_policy(key, &stored.entry, kind, None);
+            let decision = self.ctx.judge_policy(key, &stored.entry, kind, None);
             if !decision.is_allowed() {
                 return Ok(Delivered::Blocked {
                     reason: format!(
@@ -115,8 +128,8 @@ impl Engine {
                 run_id: run_id.map(str::to_string),
                 flow_id: exchange_id.map(str::to_string),
             };
-            let outbox_id = self.store().backend().insert_outbox(row).await?;
-            self.events().emit(EngineEvent::Delivery {
+            let outbox_id = self.ctx.store().backend().insert_outbox(row).await?;
+            self.ctx.events().emit(EngineEvent::Delivery {
                 key: key.to_string(),
                 kind,
                 channel: route.channel.clone(),
@@ -133,7 +146,7 @@ impl Engine {
         /// A session's outbox, oldest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
-            self.store().backend().outbox_of(key.as_str()).await
+            self.ctx.store().backend().outbox_of(key.as_str()).await
         }
     }
 }

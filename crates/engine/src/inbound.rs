@@ -2,16 +2,20 @@
 //! session is created on first contact with its channel facts, the user message recorded,
 //! and a run of the session's agent started (or the owner's `/send` command handled).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
-use crate::Engine;
+use crate::sessions::Sessions;
+use switchboard_types::api::{ApiError, KeyPurpose, SendReceipt, SendRequest, WorkId};
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
 use crate::session::policy::{self, PolicySetting, SendCommand};
 use crate::agent::Step;
 use crate::runs::{RunHandle, RunRequest};
+use crate::tools::context::ToolHost;
 use switchboard_store::StoreError;
-use switchboard_store::idempotency::message_hash;
+use switchboard_store::idempotency::{self, message_hash};
 use switchboard_store::{InboundWrite, KeyRow, NewLine, NewRunRecord, TranscriptRow};
 use crate::session::store::{SessionInit, now_ms};
 
@@ -35,7 +39,7 @@ pub struct InboundRecorded {
     pub row: TranscriptRow,
 }
 
-impl Engine {
+impl Sessions {
     /// The session a message from `from` arrives in: created on first contact with the
     /// channel facts, or taught the route its latest message came by. Returns whether it
     /// was created.
@@ -59,11 +63,11 @@ impl Engine {
             to: to.clone(),
             ..SessionInit::default()
         };
-        let (_, created) = self.store().ensure(key, init).await?;
+        let (_, created) = self.ctx.store().ensure(key, init).await?;
         if !created && from.channel.is_some() {
             let channel = from.channel.clone();
             let display_name = from.display_name.clone();
-            self.store()
+            self.ctx.store()
                 .patch(key, move |e| {
                     if let Some(ch) = &channel {
                         e.last_channel = Some(ch.clone());
@@ -95,6 +99,7 @@ impl Engine {
         ) -> Result<InboundRecorded, StoreError> {
             let created = self.session_for_inbound(key, from).await?;
             let row = self
+                .ctx
                 .store()
                 .append_message(key, inbound_message(text, from, None))
                 .await?;
@@ -147,7 +152,7 @@ pub enum Intake {
     Repeat(KeyRow),
 }
 
-impl Engine {
+impl Sessions {
     internal_fn! {
         /// An inbound message: recorded, then either handled as the owner's `/send` command or
         /// answered by a run of the session's agent (cron/hook/node keys use the default agent).
@@ -161,8 +166,9 @@ impl Engine {
             key: &SessionKey,
             text: &str,
             from: &Inbound,
+            tools: &Arc<dyn ToolHost>,
         ) -> Result<Received, StoreError> {
-            match self.receive_keyed(key, text, from, None).await? {
+            match self.receive_keyed(key, text, from, None, tools).await? {
                 Intake::Received(r) => Ok(r),
                 // Without a key nothing is ever a repeat.
                 Intake::Repeat(row) => Err(StoreError::rejected(format!(
@@ -186,9 +192,11 @@ impl Engine {
             text: &str,
             from: &Inbound,
             idempotency_key: Option<&str>,
+            tools: &Arc<dyn ToolHost>,
         ) -> Result<Intake, StoreError> {
             if let Some(k) = idempotency_key {
                 let found = self
+                    .ctx
                     .store()
                     .backend()
                     .find_idempotency_key(k, now_ms())
@@ -205,7 +213,7 @@ impl Engine {
             };
             let command_reply = command.as_ref().map(policy::send_command_reply);
             let agent = key
-                .agent_id(&self.store().scheme().default_agent)
+                .agent_id(&self.ctx.store().scheme().default_agent)
                 .to_string();
             // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
             let run_id = command
@@ -228,12 +236,12 @@ impl Engine {
                 step: Step::Message,
                 round: 0,
                 exchange_id: None,
-                owner: self.instance_id().to_string(),
+                owner: self.ctx.instance_id().to_string(),
                 started_at: now,
             });
             // The message, its run and its key commit together; a key another call
             // recorded since the read above keeps all of them out.
-            let pending = self.store().submit_inbound(InboundWrite {
+            let pending = self.ctx.store().submit_inbound(InboundWrite {
                 key: key.clone(),
                 line: NewLine::message(inbound_message(text, from, idempotency_key)),
                 run: run_row,
@@ -262,9 +270,9 @@ impl Engine {
                 }));
             };
             let mut req = RunRequest::reply_to(key.clone(), text);
-            req.sandboxed = self.config().agent_sandboxed(&agent);
+            req.sandboxed = self.ctx.config().agent_sandboxed(&agent);
             req.start_recorded = true;
-            let run = self.start_run_with_id(run_id, req);
+            let run = self.runs.start_with_id(run_id, req, tools);
             Ok(Intake::Received(Received {
                 recorded,
                 run: Some(run),
@@ -274,7 +282,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Sessions {
     /// The owner's `/send` command, recorded: the session's policy set (when it sets one)
     /// and the engine's `reply` appended in place of an agent's.
     async fn answer_send_command(
@@ -285,19 +293,19 @@ impl Engine {
     ) -> Result<(), StoreError> {
         if let Some(SendCommand::Set(p)) = command {
             let value = p.map(|p| p.as_str().to_string());
-            self.store()
+            self.ctx.store()
                 .patch(key, move |e| {
                     e.send_policy = value.clone();
                     Ok(())
                 })
                 .await?;
-            self.events().emit(EngineEvent::PolicyChanged {
+            self.ctx.events().emit(EngineEvent::PolicyChanged {
                 key: key.to_string(),
                 policy: PolicySetting::from_policy(p),
                 by: "/send".into(),
             });
         }
-        self.store()
+        self.ctx.store()
             .append_message(
                 key,
                 json!({
@@ -311,4 +319,119 @@ impl Engine {
             .await?;
         Ok(())
     }
+}
+
+impl Sessions {
+    pub(crate) async fn send_in_order(
+        self: &Arc<Self>,
+        request: SendRequest,
+        tools: &Arc<dyn ToolHost>,
+    ) -> Result<SendReceipt, ApiError> {
+        let key = self.resolve(&request.key, KeyPurpose::Inbound).await?;
+        if request.text.trim().is_empty() {
+            return Err(ApiError::BadInput("the message text is empty".into()));
+        }
+        if let Some(k) = &request.idempotency_key {
+            check_idempotency_key(k)?;
+        }
+        // One session's messages are recorded one at a time, in the order the calls came:
+        // the place in line is taken before anything is awaited. So a repeat of a key into
+        // the same session waits for the first call's record, then finds its key.
+        let place = self.intake.enter(key.as_str());
+        let from = Inbound {
+            channel: request.from.channel.map(|c| c.trim().to_ascii_lowercase()),
+            chat_type: request.from.chat_type,
+            display_name: request.from.display_name,
+            sender: request.from.sender,
+            owner: request.from.owner,
+        };
+        let group = self.ctx.tracker().open_group();
+        let work = WorkId(group.id);
+        // Once the call has begun, it is carried through on a task of its own: a caller
+        // that goes away (a dropped future, a closed connection) must not leave a message
+        // recorded and never answered, nor its place in line held.
+        let (sessions, tools) = (self.clone(), tools.clone());
+        let text = request.text;
+        let idempotency_key = request.idempotency_key;
+        // What a repeat is compared by (the text itself may be megabytes: not kept twice).
+        let text_hash = idempotency_key
+            .as_ref()
+            .map(|_| idempotency::message_hash(&text));
+        let what = format!("recording a message into {key}");
+        let k = key.clone();
+        let recording = self.ctx.tracker().spawn(what, async move {
+            let turn = place.turn().await;
+            let received = group
+                .scope(sessions.receive_keyed(&k, &text, &from, idempotency_key.as_deref(), &tools))
+                .await;
+            drop(turn);
+            received
+        });
+        let intake = recording
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("recording the message stopped: {e}")))??;
+        let scheme = self.ctx.store().scheme();
+        let received = match intake {
+            Intake::Received(r) => r,
+            Intake::Repeat(first) => {
+                let first_key = SessionKey::from_canonical(first.session_key.clone());
+                let hash = text_hash.unwrap_or_default();
+                repeat_matches(&first, &key, &hash, &scheme.display(&first_key))?;
+                return Ok(SendReceipt {
+                    display_key: scheme.display(&first_key),
+                    key: first.session_key,
+                    created: false,
+                    seq: first.seq,
+                    run_id: first.run_id,
+                    command_reply: first.command_reply,
+                    work,
+                });
+            }
+        };
+        let recorded = &received.recorded;
+        Ok(SendReceipt {
+            key: recorded.key.to_string(),
+            display_key: scheme.display(&recorded.key),
+            created: recorded.created,
+            seq: recorded.row.seq,
+            run_id: received.run.as_ref().map(|r| r.run_id.clone()),
+            command_reply: received.command_reply,
+            work,
+        })
+    }
+}
+
+/// A key must be short and printable: it is stored, compared and quoted in refusals.
+fn check_idempotency_key(k: &str) -> Result<(), ApiError> {
+    let max = idempotency::MAX_KEY_LEN;
+    if k.is_empty() || k.len() > max || k.chars().any(char::is_control) {
+        return Err(ApiError::BadInput(format!(
+            "idempotencyKey must be 1 to {max} bytes without control characters (a UUID is typical)"
+        )));
+    }
+    Ok(())
+}
+
+/// A repeat is answered as the first call only when it is the same message to the same
+/// session; a key reused for anything else is refused, never mapped to the first run.
+fn repeat_matches(
+    first: &switchboard_store::KeyRow,
+    key: &SessionKey,
+    text_hash: &str,
+    first_shown: &str,
+) -> Result<(), ApiError> {
+    let window = idempotency::TTL.as_secs() / 60;
+    if first.session_key != key.as_str() {
+        return Err(ApiError::BadInput(format!(
+            "idempotencyKey {:?} was already used for a message to {first_shown} in the last {window} minutes; a key names one message to one session: use a new key for this one",
+            first.key
+        )));
+    }
+    if first.message_hash != text_hash {
+        return Err(ApiError::BadInput(format!(
+            "idempotencyKey {:?} was already used for a different message to {first_shown} in the last {window} minutes; a retry must repeat the same text, a new message needs a new key",
+            first.key
+        )));
+    }
+    Ok(())
 }

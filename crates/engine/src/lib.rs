@@ -50,6 +50,7 @@ pub mod agent;
 pub mod state_folder;
 internal! {
     mod chain;
+    mod context;
     mod delivery;
     mod events;
     mod exchange;
@@ -58,6 +59,7 @@ internal! {
     mod instance;
     mod runs;
     mod session;
+    mod sessions;
     mod spawn;
     mod tools;
     mod tracker;
@@ -76,42 +78,43 @@ pub use transfer::{
     ExportReport, ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
 };
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use context::Context;
+use delivery::Delivery;
 use events::{EngineEvent, EventBus};
+use exchange::Exchanges;
+use inbound::{Inbound, Received};
 use instance::Instance;
-use runs::Runner;
-use runs::lane;
+use runs::{RunHandle, RunRequest, Runner, Runs};
 use session::key::SessionKey;
 use session::store::SessionStore;
-use switchboard_store::{RunRow, Store};
+use sessions::Sessions;
+use spawn::Spawns;
+use switchboard_store::{OutboxRow, RunRow, SpawnRow, Store};
 use switchboard_store_sqlite::Storage;
 use switchboard_types::config::Config;
+use tools::{ToolContext, ToolError, Tools};
 use tracker::Tracker;
 
-/// The engine over one state folder: config, store and event stream. Cheap to clone.
+/// The engine over one state folder: a thin composition of its services over one shared
+/// context (docs/ARCHITECTURE.md, "The engine's services"). It implements `SessionsApi`
+/// by delegating to them (sessions_api.rs), and keeps the paths the binary, tests and
+/// benches name (`engine.receive`, `engine.outbox`, …) as one-line delegations. Cheap to
+/// clone.
 #[derive(Clone)]
 pub struct Engine {
-    config: Arc<Config>,
-    store: SessionStore,
-    events: EventBus,
-    state_dir: PathBuf,
-    runtime: Arc<Runtime>,
-}
-
-/// What lives as long as the engine instance: run lanes, agent backends, background work
-/// and this instance's claim on the state folder.
-struct Runtime {
-    runner: Runner,
-    tracker: Tracker,
-    instance: Instance,
-    /// Each session's line of incoming messages: recorded in the order they were sent.
-    intake: lane::Lanes,
-    /// Runs this engine is executing, by id, for `SessionsApi::wait_run`.
-    runs: runs::LiveRuns,
+    ctx: Arc<Context>,
+    delivery: Delivery,
+    runs: Arc<Runs>,
+    spawns: Arc<Spawns>,
+    exchanges: Arc<Exchanges>,
+    /// The session tools: what every run calls tools through.
+    tools: Arc<Tools>,
+    sessions: Arc<Sessions>,
     /// Whether other processes' commits are being turned into events yet.
-    watching: std::sync::Once,
+    watching: Arc<std::sync::Once>,
 }
 
 impl Engine {
@@ -128,19 +131,23 @@ impl Engine {
         let scheme = config.key_scheme();
         let events = EventBus::default();
         let store = SessionStore::new(store, storage, scheme, events.clone());
+        let ctx = Arc::new(Context::new(config, store, events, state_dir, instance));
+        // Built bottom-up: each service gets the ones it calls, none calls back up.
+        let delivery = Delivery::new(ctx.clone());
+        let runs = Arc::new(Runs::new(ctx.clone(), delivery.clone()));
+        let exchanges = Arc::new(Exchanges::new(ctx.clone(), runs.clone(), delivery.clone()));
+        let spawns = Arc::new(Spawns::new(ctx.clone(), runs.clone()));
+        let tools = Arc::new(Tools::new(ctx.clone(), exchanges.clone(), spawns.clone()));
+        let sessions = Arc::new(Sessions::new(ctx.clone(), runs.clone()));
         Engine {
-            config: Arc::new(config),
-            store,
-            events,
-            state_dir: state_dir.to_path_buf(),
-            runtime: Arc::new(Runtime {
-                runner: Runner::default(),
-                tracker: Tracker::default(),
-                instance,
-                intake: lane::Lanes::default(),
-                runs: runs::LiveRuns::default(),
-                watching: std::sync::Once::new(),
-            }),
+            ctx,
+            delivery,
+            runs,
+            spawns,
+            exchanges,
+            tools,
+            sessions,
+            watching: Arc::new(std::sync::Once::new()),
         }
     }
     }
@@ -163,7 +170,7 @@ impl Engine {
 
     /// Turn other processes' commits into `ExternalChange` events (once per engine).
     pub(crate) fn watch_other_processes(&self) {
-        self.runtime.watching.call_once(|| {
+        self.watching.call_once(|| {
             let mut changes = self.store().backend().external_changes();
             let events = self.events().clone();
             // Not tracked: it lives as long as the storage and is no one's work to wait for.
@@ -175,39 +182,80 @@ impl Engine {
         });
     }
 
-    pub(crate) fn runner(&self) -> &Runner {
-        &self.runtime.runner
-    }
-
-    pub(crate) fn tracker(&self) -> &Tracker {
-        &self.runtime.tracker
-    }
-
-    internal_fn! {
-        /// This engine instance's id (the `owner` of the runs it executes).
-        fn instance_id(&self) -> &str {
-            self.runtime.instance.id()
-        }
-    }
-
     /// Resolve once every run, exchange and delivery this engine started has finished.
     /// Each of them ends by itself (runs end, exchange steps time out); should that take
     /// long, the log says every `IDLE_REPORT` what is still running.
     pub async fn idle(&self) {
-        while let Err(busy) = self.runtime.tracker.idle_for(IDLE_REPORT).await {
+        while let Err(busy) = self.tracker().idle_for(IDLE_REPORT).await {
             tracing::warn!(%busy, "still waiting for work this engine started");
         }
     }
 
     /// The work this engine started that is still running, oldest first, with its age.
     pub fn still_running(&self) -> Vec<(String, std::time::Duration)> {
-        self.runtime.tracker.running()
+        self.tracker().running()
+    }
+
+    pub(crate) fn tracker(&self) -> &Tracker {
+        self.ctx.tracker()
+    }
+
+    pub(crate) fn runner(&self) -> &Runner {
+        self.runs.runner()
+    }
+
+    internal_fn! {
+        fn config(&self) -> &Config {
+            self.ctx.config()
+        }
+    }
+
+    internal_fn! {
+        fn store(&self) -> &SessionStore {
+            self.ctx.store()
+        }
+    }
+
+    internal_fn! {
+        fn events(&self) -> &EventBus {
+            self.ctx.events()
+        }
+    }
+
+    internal_fn! {
+        fn state_dir(&self) -> &Path {
+            self.ctx.state_dir()
+        }
+    }
+
+    internal_fn! {
+        /// This engine instance's id (the `owner` of the runs it executes).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        fn instance_id(&self) -> &str {
+            self.ctx.instance_id()
+        }
+    }
+
+    internal_fn! {
+        /// Where a transcript lives (see `Context::transcript_path`).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        fn transcript_path(&self, session_id: &str) -> String {
+            self.ctx.transcript_path(session_id)
+        }
+    }
+
+    internal_fn! {
+        /// The canonical key for a requester named on the command line (`--as`).
+        fn requester_key(&self, raw: &str) -> Result<SessionKey, key::KeyError> {
+            self.ctx.requester_key(raw)
+        }
     }
 
     internal_fn! {
         /// A run as recorded.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn run(&self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
-            self.store.backend().get_run(run_id).await
+            self.store().backend().get_run(run_id).await
         }
     }
 
@@ -215,49 +263,107 @@ impl Engine {
         /// A session's runs, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn runs_of(&self, key: &SessionKey, limit: usize) -> Result<Vec<RunRow>, StoreError> {
-            self.store.backend().runs_of(key.as_str(), limit).await
+            self.store().backend().runs_of(key.as_str(), limit).await
         }
     }
 
     internal_fn! {
-        fn config(&self) -> &Config {
-            &self.config
+        /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
+        fn start_run(&self, req: RunRequest) -> RunHandle {
+            self.runs.start(req, &self.tool_host())
         }
     }
 
     internal_fn! {
-        fn store(&self) -> &SessionStore {
-            &self.store
+        /// An inbound message, recorded and answered (see `Sessions::receive`).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
+        async fn receive(
+            &self,
+            key: &SessionKey,
+            text: &str,
+            from: &Inbound,
+        ) -> Result<Received, StoreError> {
+            self.sessions.receive(key, text, from, &self.tool_host()).await
         }
     }
 
     internal_fn! {
-        fn events(&self) -> &EventBus {
-            &self.events
+        /// Record `text` arriving in session `key` (created if new), without starting a run.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
+        async fn record_inbound(
+            &self,
+            key: &SessionKey,
+            text: &str,
+            from: &Inbound,
+        ) -> Result<inbound::InboundRecorded, StoreError> {
+            self.sessions.record_inbound(key, text, from).await
         }
     }
 
     internal_fn! {
-        fn state_dir(&self) -> &Path {
-            &self.state_dir
+        /// The session tools `ctx`'s session may call at all (see `Tools::allowed_tools`).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
+        fn allowed_tools(&self, ctx: &ToolContext) -> Vec<&'static str> {
+            self.tools.allowed_tools(ctx)
         }
     }
 
     internal_fn! {
-        /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
-        /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
-        fn transcript_path(&self, session_id: &str) -> String {
-            format!("{}#{}", self.store.backend().location(), session_id)
+        /// Run one session tool exactly as an agent would.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
+        async fn call_tool(
+            &self,
+            name: &str,
+            params: &serde_json::Value,
+            ctx: &ToolContext,
+        ) -> Result<serde_json::Value, ToolError> {
+            self.tools.call_tool(name, params, ctx).await
         }
     }
 
     internal_fn! {
-        /// The canonical key for a requester named on the command line (`--as`): `main` is the
-        /// default agent's main session. The error says why `raw` names no session.
-        fn requester_key(&self, raw: &str) -> Result<SessionKey, key::KeyError> {
-            let scheme = self.store.scheme();
-            scheme.canonicalize(raw, &scheme.default_agent)
+        /// A session's outbox, oldest first.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        async fn outbox(&self, key: &SessionKey) -> Result<Vec<OutboxRow>, StoreError> {
+            self.delivery.outbox(key).await
         }
+    }
+
+    internal_fn! {
+        /// Pick up what a stopped engine left (see `Spawns::resume`).
+        async fn resume(&self) -> Result<(), StoreError> {
+            self.spawns.resume(&self.tool_host()).await
+        }
+    }
+
+    internal_fn! {
+        /// Archive every sub-agent session whose timer is due at `now` (ms).
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests call it
+        async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StoreError> {
+            self.spawns.archive_due(now).await
+        }
+    }
+
+    internal_fn! {
+        /// A requester's sub-agents, newest first.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        async fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
+            self.spawns.spawns_of(requester).await
+        }
+    }
+
+    internal_fn! {
+        /// One sub-agent's record.
+        #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
+        async fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
+            self.spawns.spawn_record(child).await
+        }
+    }
+
+    /// The tools every run this engine starts calls through.
+    fn tool_host(&self) -> Arc<dyn tools::context::ToolHost> {
+        self.tools.clone()
     }
 }
 

@@ -10,14 +10,17 @@ use serde_json::{Value, json};
 
 use switchboard_store::OutboxRow;
 use switchboard_store::SpawnRow;
-use crate::Engine;
-use crate::delivery::route_for;
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::delivery::{Route, route_for};
 use crate::events::EngineEvent;
 use crate::instance::Instance;
 use switchboard_types::key::SessionKey;
 use crate::session::policy::{self, SendPolicy};
 use crate::chain::Chain;
-use crate::runs::{Lane, RunRequest};
+use crate::runs::{Lane, RunRequest, Runs};
+use crate::tools::context::ToolHost;
 use switchboard_store::{
     Appended, NewLine, NewSpawn, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnState, StoreError,
 };
@@ -105,11 +108,26 @@ pub struct Spawned {
     pub run_id: String,
 }
 
-impl Engine {
+/// The spawns service: sub-agent sessions, their runs, the completion announce delivered
+/// exactly once (and resumed after a restart), and the archive timer.
+pub struct Spawns {
+    ctx: Arc<Context>,
+    runs: Arc<Runs>,
+}
+
+impl Spawns {
+    pub(crate) fn new(ctx: Arc<Context>, runs: Arc<Runs>) -> Spawns {
+        Spawns { ctx, runs }
+    }
+
     internal_fn! {
         /// Create the child session, record the spawn, and start the child's run; the
         /// announce follows when the run ends (a tracked task, so `idle` waits for it).
-        async fn spawn_child(&self, req: SpawnRequest) -> Result<Spawned, StoreError> {
+        async fn spawn_child(
+            self: &Arc<Self>,
+            req: SpawnRequest,
+            tools: Arc<dyn ToolHost>,
+        ) -> Result<Spawned, StoreError> {
             let child = SessionKey::from_canonical(format!(
                 "agent:{}:subagent:{}",
                 req.agent_id,
@@ -122,31 +140,12 @@ impl Engine {
                 spawned_by: Some(req.requester.clone()),
                 ..SessionInit::default()
             };
-            let mut fresh = self.store().fresh(&child, &init, now);
+            let mut fresh = self.ctx.store().fresh(&child, &init, now);
             fresh.entry.spawn_depth = Some(req.depth);
             fresh.entry.model = req.model.clone();
             fresh.entry.thinking_level = req.thinking.clone();
-            let row = SpawnRow {
-                child_key: child.to_string(),
-                requester: req.requester.to_string(),
-                run_id: run_id.clone(),
-                agent_id: req.agent_id.clone(),
-                task: req.task.clone(),
-                label: req.label.clone(),
-                cleanup: req.cleanup,
-                mode: req.mode.clone(),
-                status: SpawnState::Running,
-                outcome: None,
-                error: None,
-                started_at: now,
-                ended_at: None,
-                announce: None,
-                announce_state: None,
-                announced_at: None,
-                archive_at: None,
-                archived_at: None,
-            };
-            let cwd = self.store().cwd();
+            let row = spawn_row(&req, &child, &run_id, now);
+            let cwd = self.ctx.store().cwd();
             let message = format!(
                 "[Subagent Context] You are running as a subagent (depth {}/{}). Results auto-announce to your requester; do not busy-poll for status.\n\n[Subagent Task]: {}",
                 req.depth, req.max_depth, req.task
@@ -168,6 +167,7 @@ impl Engine {
             // child without a record of who spawned it, and no record without a run to finish
             // (a restart then finds the run and closes it as aborted).
             let (session_id, rows) = self
+                .ctx
                 .store()
                 .backend()
                 .start_spawn(NewSpawn {
@@ -175,11 +175,11 @@ impl Engine {
                     header,
                     task: inbound,
                     spawn: row.clone(),
-                    owner: self.instance_id().to_string(),
+                    owner: self.ctx.instance_id().to_string(),
                     now,
                 })
                 .await?;
-            let events = self.events();
+            let events = self.ctx.events();
             events.emit(EngineEvent::SessionCreated {
                 key: child.to_string(),
                 session_id: fresh.entry.session_id.clone(),
@@ -221,13 +221,13 @@ impl Engine {
                 timeout: req.run_timeout,
                 start_recorded: true,
             };
-            let mut handle = self.start_run_with_id(run_id.clone(), run);
-            let engine = self.clone();
+            let mut handle = self.runs.start_with_id(run_id.clone(), run, &tools);
+            let spawns = self.clone();
             let key = child.clone();
             let what = format!("sub-agent {child} and its announce");
-            self.tracker().spawn(what, async move {
+            self.ctx.tracker().spawn(what, async move {
                 handle.wait().await;
-                if let Err(e) = engine.finish_spawn(&key).await {
+                if let Err(e) = spawns.finish_spawn(&key, &tools).await {
                     tracing::warn!(child = %key, error = %e, "sub-agent announce failed; it is retried on the next start");
                 }
             });
@@ -236,13 +236,13 @@ impl Engine {
     }
 
     /// The child's run is over: decide its announce and persist it (once), then deliver it.
-    async fn finish_spawn(&self, child: &SessionKey) -> Result<(), StoreError> {
+    async fn finish_spawn(self: &Arc<Self>, child: &SessionKey, tools: &Arc<dyn ToolHost>) -> Result<(), StoreError> {
         let key = child.to_string();
         let Some(spawn) = self.spawn_record(child).await? else {
             return Ok(());
         };
         if spawn.status == SpawnState::Running {
-            let Some(run) = self.run(&spawn.run_id).await? else {
+            let Some(run) = self.ctx.store().backend().get_run(&spawn.run_id).await? else {
                 return Ok(());
             };
             if run.status == RunStatus::Running {
@@ -269,7 +269,7 @@ impl Engine {
             } else {
                 (reply.trim().to_string(), false)
             };
-            let session = self.store().get(child).await?;
+            let session = self.ctx.store().get(child).await?;
             let session_id = session
                 .as_ref()
                 .map(|s| s.entry.session_id.clone())
@@ -288,12 +288,13 @@ impl Engine {
                     tokens: (tin, tout),
                     child: &key,
                     session_id: &session_id,
-                    transcript: &self.transcript_path(&session_id),
+                    transcript: &self.ctx.transcript_path(&session_id),
                 })
             });
             let state = if silent { "skipped" } else { "pending" };
             // Only the first to decide records it (another process may be resuming).
             let decided = self
+                .ctx
                 .store()
                 .backend()
                 .end_spawn(
@@ -308,7 +309,7 @@ impl Engine {
                 )
                 .await?;
             if decided {
-                self.events().emit(EngineEvent::SpawnEnded {
+                self.ctx.events().emit(EngineEvent::SpawnEnded {
                     requester: spawn.requester.clone(),
                     child: key.clone(),
                     outcome,
@@ -320,13 +321,17 @@ impl Engine {
             }
         }
         crate::failpoint::hit("spawn-before-announce");
-        self.deliver_spawn_announce(child).await
+        self.deliver_spawn_announce(child, tools).await
     }
 
     /// Deliver a decided announce. One transaction records it in the requester's transcript,
     /// queues it for the requester's channel, marks it delivered, and applies the cleanup, so
     /// it happens exactly once however often it is retried.
-    async fn deliver_spawn_announce(&self, child: &SessionKey) -> Result<(), StoreError> {
+    async fn deliver_spawn_announce(
+        self: &Arc<Self>,
+        child: &SessionKey,
+        tools: &Arc<dyn ToolHost>,
+    ) -> Result<(), StoreError> {
         let key = child.to_string();
         let Some(spawn) = self.spawn_record(child).await? else {
             return Ok(());
@@ -335,15 +340,16 @@ impl Engine {
             return Ok(());
         }
         let requester = SessionKey::from_canonical(spawn.requester.clone());
-        let requester_session = self.store().get(&requester).await?;
+        let requester_session = self.ctx.store().get(&requester).await?;
         // Decide the route and policy outside, check again inside the transaction.
         let route = requester_session
             .as_ref()
             .and_then(|s| route_for(&requester, &s.entry));
         let allowed = requester_session.as_ref().is_none_or(|s| {
-            policy::evaluate(self.config(), &requester, &s.entry).policy == SendPolicy::Allow
+            policy::evaluate(self.ctx.config(), &requester, &s.entry).policy == SendPolicy::Allow
         });
         let archive_minutes = self
+            .ctx
             .config()
             .agents
             .defaults
@@ -401,6 +407,7 @@ impl Engine {
         };
         // Only the first to record it does (another process may be resuming the same one).
         let done = self
+            .ctx
             .store()
             .backend()
             .record_spawn_announce(SpawnAnnounce {
@@ -420,46 +427,15 @@ impl Engine {
         else {
             return Ok(()); // someone else delivered it
         };
-        let events = self.events();
-        if let Some(Appended { session_id, rows }) = appended {
-            for row in rows {
-                events.emit(EngineEvent::MessageAppended {
-                    key: requester.to_string(),
-                    session_id: session_id.clone(),
-                    seq: row.seq,
-                    line: row.line,
-                });
-            }
-        }
-        let detail = match outcome {
-            AnnounceOutcome::Delivered => route
-                .as_ref()
-                .map(|r| format!("queued for {} {}", r.channel, r.to))
-                .unwrap_or_default(),
-            AnnounceOutcome::Blocked => {
-                format!("the send policy of {requester} denies outbound messages")
-            }
-            AnnounceOutcome::NoRoute => format!("recorded in {requester}; it has no channel route"),
-            _ => "the sub-agent replied ANNOUNCE_SKIP".to_string(),
-        };
-        events.emit(EngineEvent::SpawnAnnounce {
-            requester: requester.to_string(),
-            child: key.clone(),
+        self.emit_spawn_announced(
+            &requester,
+            &key,
+            appended,
+            deleted,
             outcome,
-            text: text.clone(),
-            channel: route
-                .as_ref()
-                .filter(|_| outcome == AnnounceOutcome::Delivered)
-                .map(|r| r.channel.clone()),
-            to: route
-                .as_ref()
-                .filter(|_| outcome == AnnounceOutcome::Delivered)
-                .map(|r| r.to.clone()),
-            detail,
-        });
-        if deleted {
-            events.emit(EngineEvent::SessionDeleted { key: key.clone() });
-        }
+            route.as_ref(),
+            text.clone(),
+        );
         if let Some(at) = archive_at {
             self.schedule_archive(at);
         }
@@ -473,17 +449,72 @@ impl Engine {
             // The announce is not a hop of its own; whatever the requester sets off in
             // reply continues the spawn's chain.
             req.chain = chain;
-            self.start_run(req);
+            self.runs.start(req, tools);
         }
         Ok(())
     }
 
+    /// Tell what recording a sub-agent's announce did: the lines appended to the requester,
+    /// the announce's outcome, and the child's removal (cleanup `delete`).
+    #[allow(clippy::too_many_arguments)]
+    fn emit_spawn_announced(
+        &self,
+        requester: &SessionKey,
+        key: &str,
+        appended: Option<Appended>,
+        deleted: bool,
+        outcome: AnnounceOutcome,
+        route: Option<&Route>,
+        text: Option<String>,
+    ) {
+        let events = self.ctx.events();
+        if let Some(Appended { session_id, rows }) = appended {
+            for row in rows {
+                events.emit(EngineEvent::MessageAppended {
+                    key: requester.to_string(),
+                    session_id: session_id.clone(),
+                    seq: row.seq,
+                    line: row.line,
+                });
+            }
+        }
+        let detail = match outcome {
+            AnnounceOutcome::Delivered => route
+                .map(|r| format!("queued for {} {}", r.channel, r.to))
+                .unwrap_or_default(),
+            AnnounceOutcome::Blocked => {
+                format!("the send policy of {requester} denies outbound messages")
+            }
+            AnnounceOutcome::NoRoute => format!("recorded in {requester}; it has no channel route"),
+            _ => "the sub-agent replied ANNOUNCE_SKIP".to_string(),
+        };
+        events.emit(EngineEvent::SpawnAnnounce {
+            requester: requester.to_string(),
+            child: key.to_string(),
+            outcome,
+            text,
+            channel: route
+                .filter(|_| outcome == AnnounceOutcome::Delivered)
+                .map(|r| r.channel.clone()),
+            to: route
+                .filter(|_| outcome == AnnounceOutcome::Delivered)
+                .map(|r| r.to.clone()),
+            detail,
+        });
+        if deleted {
+            events.emit(EngineEvent::SessionDeleted {
+                key: key.to_string(),
+            });
+        }
+    }
+
     /// The chain a spawn continues, as its task message (the child's first) records it.
     async fn spawn_chain(&self, child: &SessionKey) -> Result<Option<Chain>, StoreError> {
-        let Some(s) = self.store().get(child).await? else {
+        let Some(s) = self.ctx.store().get(child).await? else {
             return Ok(None);
         };
         let first = self
+            .ctx
             .store()
             .backend()
             .first_message_line(&s.entry.session_id)
@@ -495,10 +526,10 @@ impl Engine {
 
     /// The text of the child's latest tool result, for a child that gave no final reply.
     async fn last_tool_result(&self, child: &SessionKey) -> Result<Option<String>, StoreError> {
-        let Some(s) = self.store().get(child).await? else {
+        let Some(s) = self.ctx.store().get(child).await? else {
             return Ok(None);
         };
-        let rows = self.store().tail(&s.entry.session_id, 50, true).await?;
+        let rows = self.ctx.store().tail(&s.entry.session_id, 50, true).await?;
         Ok(rows.iter().rev().find_map(|r| {
             let m = r.line.get("message")?;
             (m.get("role")? == "toolResult").then(|| crate::session::transcript_text::message_text(m))
@@ -507,6 +538,7 @@ impl Engine {
 
     fn cleanup_note(&self, spawn: &SpawnRow) -> String {
         let minutes = self
+            .ctx
             .config()
             .agents
             .defaults
@@ -528,6 +560,7 @@ impl Engine {
         /// the sessions archived by this call.
         async fn archive_due(&self, now: i64) -> Result<Vec<SessionKey>, StoreError> {
             let due: Vec<String> = self
+                .ctx
                 .store()
                 .backend()
                 .archive_timers()
@@ -539,12 +572,13 @@ impl Engine {
             let mut archived = Vec::new();
             for key in due {
                 let done = self
+                    .ctx
                     .store()
                     .backend()
                     .archive_child(&SessionKey::from_canonical(key.clone()), now)
                     .await?;
                 if done {
-                    self.events()
+                    self.ctx.events()
                         .emit(EngineEvent::SessionArchived { key: key.clone() });
                     archived.push(SessionKey::from_canonical(key));
                 }
@@ -555,20 +589,21 @@ impl Engine {
 
     /// Fire `archive_due` at `at` (ms). Not tracked: a command does not wait an hour for it;
     /// the timer is in the database, and `resume` sets it again on the next start.
-    fn schedule_archive(&self, at: i64) {
-        let engine = self.clone();
+    fn schedule_archive(self: &Arc<Self>, at: i64) {
+        let spawns = self.clone();
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         handle.spawn(async move {
             let wait = at.saturating_sub(now_ms()).max(0) as u64;
             tokio::time::sleep(Duration::from_millis(wait)).await;
-            if let Err(e) = engine.archive_due(now_ms()).await {
+            if let Err(e) = spawns.archive_due(now_ms()).await {
                 tracing::warn!(error = %e, "archiving sub-agent sessions failed");
                 return;
             }
             // Chain to the next pending timer, so a long-running process keeps archiving.
-            let next = engine
+            let next = spawns
+                .ctx
                 .store()
                 .backend()
                 .archive_timers()
@@ -576,7 +611,7 @@ impl Engine {
                 .ok()
                 .and_then(|t| t.into_iter().map(|(_, at)| at).min());
             if let Some(next) = next {
-                engine.schedule_archive(next);
+                spawns.schedule_archive(next);
             }
         });
     }
@@ -585,28 +620,31 @@ impl Engine {
         /// Pick up what a stopped engine left: announces decided but not delivered, children
         /// whose run ended (or was aborted) without an announce, and archive timers. Call once
         /// after `open`, inside the runtime; safe to call from several processes at once.
-        async fn resume(&self) -> Result<(), StoreError> {
-            for spawn in self.store().backend().open_spawns().await? {
+        async fn resume(
+            self: &Arc<Self>,
+            tools: &Arc<dyn ToolHost>,
+        ) -> Result<(), StoreError> {
+            for spawn in self.ctx.store().backend().open_spawns().await? {
                 let child = SessionKey::from_canonical(spawn.child_key.clone());
                 // A live engine (a console, another command) that ran the child finishes its
                 // announce itself; taking it over would run the requester's announce turn in
                 // the wrong process, and make that process wait for it.
-                if let Some(run) = self.run(&spawn.run_id).await?
-                    && run.owner != self.instance_id()
-                    && Instance::is_alive(self.state_dir(), &run.owner)
+                if let Some(run) = self.ctx.store().backend().get_run(&spawn.run_id).await?
+                    && run.owner != self.ctx.instance_id()
+                    && Instance::is_alive(self.ctx.state_dir(), &run.owner)
                 {
                     tracing::debug!(child = %child, owner = %run.owner, "sub-agent left to its live engine");
                     continue;
                 }
-                let engine = self.clone();
+                let (spawns, tools) = (self.clone(), tools.clone());
                 let what = format!("the resumed announce of sub-agent {child}");
-                self.tracker().spawn(what, async move {
-                    if let Err(e) = engine.finish_spawn(&child).await {
+                self.ctx.tracker().spawn(what, async move {
+                    if let Err(e) = spawns.finish_spawn(&child, &tools).await {
                         tracing::warn!(child = %child, error = %e, "resuming a sub-agent announce failed");
                     }
                 });
             }
-            let timers = self.store().backend().archive_timers().await?;
+            let timers = self.ctx.store().backend().archive_timers().await?;
             if let Some(soonest) = timers.iter().map(|t| t.1).min() {
                 // One timer at the soonest; it archives everything due, then chains to the next.
                 self.schedule_archive(soonest);
@@ -619,15 +657,39 @@ impl Engine {
         /// A requester's sub-agents, newest first.
         #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
         async fn spawns_of(&self, requester: &SessionKey) -> Result<Vec<SpawnRow>, StoreError> {
-            self.store().backend().spawns_of(requester.as_str()).await
+            self.ctx.store().backend().spawns_of(requester.as_str()).await
         }
     }
 
     internal_fn! {
         /// One sub-agent's record.
         async fn spawn_record(&self, child: &SessionKey) -> Result<Option<SpawnRow>, StoreError> {
-            self.store().backend().get_spawn(child.as_str()).await
+            self.ctx.store().backend().get_spawn(child.as_str()).await
         }
+    }
+}
+
+/// A new spawn's record: running, nothing announced yet.
+fn spawn_row(req: &SpawnRequest, child: &SessionKey, run_id: &str, now: i64) -> SpawnRow {
+    SpawnRow {
+        child_key: child.to_string(),
+        requester: req.requester.to_string(),
+        run_id: run_id.to_string(),
+        agent_id: req.agent_id.clone(),
+        task: req.task.clone(),
+        label: req.label.clone(),
+        cleanup: req.cleanup,
+        mode: req.mode.clone(),
+        status: SpawnState::Running,
+        outcome: None,
+        error: None,
+        started_at: now,
+        ended_at: None,
+        announce: None,
+        announce_state: None,
+        announced_at: None,
+        archive_at: None,
+        archived_at: None,
     }
 }
 

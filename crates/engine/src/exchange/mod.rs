@@ -10,8 +10,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use switchboard_store::{AnnounceRecord, NewExchange, RefusedExchange};
-use crate::Engine;
-use crate::delivery::Delivered;
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::delivery::Delivery;
+use crate::delivery::{Delivered, Route};
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
 
@@ -19,7 +22,8 @@ use crate::chain::Chain;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, SendKind,
 };
-use crate::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus};
+use crate::runs::{ExchangeStart, Lane, RunHandle, RunOutcome, RunRequest, RunStatus, Runs};
+use crate::tools::context::ToolHost;
 use switchboard_store::StoreError;
 use crate::session::store::now_ms;
 use crate::agent::Step;
@@ -67,12 +71,29 @@ struct Parties {
     target_channel: String,
 }
 
-impl Engine {
+/// The exchanges service: `sessions_send` from the primary run to the announce, the chain
+/// limit, and the stored exchanges as pages. Starts its runs through the runs service and
+/// queues announces through the delivery service.
+pub struct Exchanges {
+    ctx: Arc<Context>,
+    runs: Arc<Runs>,
+    delivery: Delivery,
+}
+
+impl Exchanges {
+    pub(crate) fn new(ctx: Arc<Context>, runs: Arc<Runs>, delivery: Delivery) -> Exchanges {
+        Exchanges {
+            ctx,
+            runs,
+            delivery,
+        }
+    }
+
     internal_fn! {
         /// Start the exchange: record the exchange, start the primary run in the target, and hand
         /// the rest (ping-pong, announce) to a tracked background task.
-        async fn start_send(&self, send: Send) -> Result<Started, StoreError> {
-            let scheme = self.store().scheme();
+        async fn start_send(self: &Arc<Self>, send: Send, tools: Arc<dyn ToolHost>) -> Result<Started, StoreError> {
+            let scheme = self.ctx.store().scheme();
             let parties = Parties {
                 requester: send.requester.clone(),
                 requester_display: scheme.display(&send.requester),
@@ -131,15 +152,15 @@ impl Engine {
                 lane,
                 deliver: false,
                 waiting,
-                sandboxed: self.config().agent_sandboxed(self.agent_of(&send.target)),
+                sandboxed: self.ctx.config().agent_sandboxed(self.agent_of(&send.target)),
                 // Recorded with the primary run's start, in the same commit.
                 exchange_start: exchange_start.clone(),
                 exchange_end: None,
                 timeout: None,
                 start_recorded: false,
             };
-            let run = self.start_run_with_id(run_id, req);
-            let engine = self.clone();
+            let run = self.runs.start_with_id(run_id, req, &tools);
+            let exchanges = self.clone();
             let (exchange, primary) = (exchange_id.clone(), run.clone());
             // Saturating: a caller's wait is bounded, but a panic here would strand the exchange.
             let limit = send.wait.saturating_add(STEP_WAIT);
@@ -147,9 +168,9 @@ impl Engine {
                 "exchange {exchange_id} from {} to {}",
                 send.requester, send.target
             );
-            self.tracker().spawn(what, async move {
-                engine
-                    .continue_exchange(exchange, send, parties, primary, limit)
+            self.ctx.tracker().spawn(what, async move {
+                exchanges
+                    .continue_exchange(exchange, send, parties, primary, limit, &tools)
                     .await;
             });
             Ok(Started { exchange_id, run })
@@ -163,7 +184,7 @@ impl Engine {
         target: &SessionKey,
         run_id: &str,
     ) -> Result<(), StoreError> {
-        self.store()
+        self.ctx.store()
             .backend()
             .start_exchange(NewExchange {
                 exchange_id: f.exchange_id.clone(),
@@ -172,11 +193,11 @@ impl Engine {
                 target: target.to_string(),
                 message: f.message.clone(),
                 run_id: run_id.to_string(),
-                owner: self.instance_id().to_string(),
+                owner: self.ctx.instance_id().to_string(),
                 started_at: now_ms(),
             })
             .await?;
-        self.events().emit(EngineEvent::ExchangeStarted {
+        self.ctx.events().emit(EngineEvent::ExchangeStarted {
             exchange_id: f.exchange_id.clone(),
             chain_id: f.chain_id.clone(),
             hop: f.hop,
@@ -189,7 +210,7 @@ impl Engine {
     }
 
     fn agent_of<'a>(&'a self, key: &'a SessionKey) -> &'a str {
-        key.agent_id(&self.store().scheme().default_agent)
+        key.agent_id(&self.ctx.store().scheme().default_agent)
     }
 
     /// Everything after the primary run: ping-pong, then the announce. Never fails the
@@ -201,6 +222,7 @@ impl Engine {
         parties: Parties,
         mut primary: RunHandle,
         limit: Duration,
+        tools: &Arc<dyn ToolHost>,
     ) {
         let mut closed = false;
         let first = primary.wait_known(limit).await;
@@ -240,11 +262,12 @@ impl Engine {
             Some(o) => {
                 // The announce run closes the exchange with its own record.
                 closed = true;
-                self.exchange(&exchange_id, &send, &parties, o, round_one).await
+                self.exchange(&exchange_id, &send, &parties, o, round_one, tools).await
             }
         };
         if !closed
             && let Err(e) = self
+                .ctx
                 .store()
                 .backend()
                 .finish_exchange(
@@ -257,7 +280,7 @@ impl Engine {
         {
             tracing::warn!(exchange_id, error = %e, "could not close an exchange");
         }
-        self.events().emit(EngineEvent::ExchangeEnded {
+        self.ctx.events().emit(EngineEvent::ExchangeEnded {
             exchange_id,
             status: ExchangeStatus::Done,
             reason: reason.reason,
@@ -272,8 +295,9 @@ impl Engine {
         parties: &Parties,
         round_one: RunOutcome,
         first: Round,
+        tools: &Arc<dyn ToolHost>,
     ) -> Ended {
-        let max_turns = self.config().session.agent_to_agent.max_ping_pong_turns();
+        let max_turns = self.ctx.config().session.agent_to_agent.max_ping_pong_turns();
         let mut latest = round_one.reply.clone();
         // The newest finished round, announced (after its commit) once the next one has
         // started: the exchange runs ahead of the disk, its events stay in order.
@@ -321,13 +345,13 @@ impl Engine {
                     lane: Lane::Own,
                     deliver: false,
                     waiting: Vec::new(),
-                    sandboxed: self.config().agent_sandboxed(self.agent_of(speaker)),
+                    sandboxed: self.ctx.config().agent_sandboxed(self.agent_of(speaker)),
                     exchange_start: None,
                     exchange_end: None,
                     timeout: None,
                     start_recorded: false,
                 };
-                let mut run = self.start_run(req);
+                let mut run = self.runs.start(req, tools);
                 if let Some(done) = pending.take() {
                     self.announce_round(exchange_id, done).await;
                 }
@@ -343,43 +367,12 @@ impl Engine {
                     Some(_) => pending = Some(this),
                     None => self.emit_round_timeout(exchange_id, &this),
                 }
-                match outcome {
-                    None => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Timeout,
-                            format!("round {} timed out", turn + 1),
-                        ));
+                match round_end(outcome, speaker, turn + 1) {
+                    Ok(reply) => latest = reply,
+                    Err(ended) => {
+                        end = Some(ended);
                         break;
                     }
-                    Some(o) if o.status == RunStatus::Aborted => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Aborted,
-                            format!("the owner aborted round {}", turn + 1),
-                        ));
-                        break;
-                    }
-                    Some(o) if o.status != RunStatus::Ok => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Error,
-                            format!("round {} failed: {}", turn + 1, o.error.unwrap_or_default()),
-                        ));
-                        break;
-                    }
-                    Some(o) if o.reply.trim() == REPLY_SKIP => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::ReplySkip,
-                            format!("{speaker} replied REPLY_SKIP in round {}", turn + 1),
-                        ));
-                        break;
-                    }
-                    Some(o) if o.reply.trim().is_empty() => {
-                        end = Some(Ended::new(
-                            ExchangeEnd::Empty,
-                            format!("{speaker} did not reply in round {}", turn + 1),
-                        ));
-                        break;
-                    }
-                    Some(o) => latest = o.reply,
                 }
             }
             end.unwrap_or_else(|| {
@@ -392,7 +385,7 @@ impl Engine {
         if let Some(done) = pending.take() {
             self.announce_round(exchange_id, done).await;
         }
-        self.events().emit(EngineEvent::ExchangeLoopEnded {
+        self.ctx.events().emit(EngineEvent::ExchangeLoopEnded {
             exchange_id: exchange_id.to_string(),
             reason: loop_end.reason,
             rounds: turns_done + 1,
@@ -407,6 +400,7 @@ impl Engine {
             latest_reply.as_deref(),
             turns_done,
             &loop_end,
+            tools,
         )
         .await;
         loop_end
@@ -430,15 +424,15 @@ impl Engine {
     /// Whether `chain` has grown past `session.agentToAgent.maxChainHops` (the limit, if so);
     /// no event (see `chain_exceeded`).
     pub(crate) fn chain_limit_passed(&self, chain: &Chain) -> Option<u32> {
-        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
+        let max_hops = self.ctx.config().session.agent_to_agent.max_chain_hops;
         (chain.hop > max_hops).then_some(max_hops)
     }
 
     /// Say that `chain` was stopped before reaching `target` (`ChainStopped`).
     pub(crate) fn emit_chain_stopped(&self, chain: &Chain, requester: &SessionKey, target: &str) {
-        let max_hops = self.config().session.agent_to_agent.max_chain_hops;
+        let max_hops = self.ctx.config().session.agent_to_agent.max_chain_hops;
         tracing::info!(chain_id = %chain.id, hops = chain.hop, max_hops, %requester, target, "chain limit reached");
-        self.events().emit(EngineEvent::ChainStopped {
+        self.ctx.events().emit(EngineEvent::ChainStopped {
             chain_id: chain.id.clone(),
             hops: chain.hop,
             max_hops,
@@ -450,8 +444,8 @@ impl Engine {
     /// The send policy of `key` refuses agent-to-agent messages into it (from `requester`):
     /// why, if so.
     pub(crate) async fn policy_refuses(&self, key: &SessionKey, requester: &SessionKey) -> Option<String> {
-        let entry = self.store().get(key).await.ok().flatten()?.entry;
-        let decision = self.judge_policy(key, &entry, SendKind::Send, Some(requester));
+        let entry = self.ctx.store().get(key).await.ok().flatten()?.entry;
+        let decision = self.ctx.judge_policy(key, &entry, SendKind::Send, Some(requester));
         (!decision.is_allowed()).then(|| {
             format!(
                 "send policy of {key} denies sends into it: {}",
@@ -470,6 +464,7 @@ impl Engine {
         latest: Option<&str>,
         turns_done: u32,
         loop_end: &Ended,
+        tools: &Arc<dyn ToolHost>,
     ) {
         let req = RunRequest {
             key: parties.target.clone(),
@@ -485,6 +480,7 @@ impl Engine {
             deliver: false,
             waiting: Vec::new(),
             sandboxed: self
+                .ctx
                 .config()
                 .agent_sandboxed(self.agent_of(&parties.target)),
             exchange_start: None,
@@ -492,124 +488,100 @@ impl Engine {
             timeout: None,
             start_recorded: false,
         };
-        let mut run = self.start_run(req);
+        let mut run = self.runs.start(req, tools);
         // Committed, not just known: the exchange is closed in the same commit.
         let outcome = run.wait_for(STEP_WAIT).await;
-        let target = parties.target.to_string();
-        let event = |outcome: AnnounceOutcome,
-                     text: Option<String>,
-                     channel: Option<String>,
-                     to: Option<String>,
-                     detail: String| {
-            EngineEvent::Announce {
-                exchange_id: exchange_id.to_string(),
-                target: target.clone(),
-                outcome,
-                text,
-                channel,
-                to,
-                detail,
-            }
-        };
-        let ev = match outcome {
-            None => {
-                tracing::warn!(exchange_id, run_id = %run.run_id, target = %target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
-                event(
-                    AnnounceOutcome::Failed,
-                    None,
-                    None,
-                    None,
-                    format!(
-                        "the announce step (run {}) did not finish within {}s",
-                        run.run_id,
-                        STEP_WAIT.as_secs()
-                    ),
-                )
-            }
-            Some(o) if o.status != RunStatus::Ok => event(
-                AnnounceOutcome::Failed,
-                None,
-                None,
-                None,
-                format!("the announce step failed: {}", o.error.unwrap_or_default()),
-            ),
-            Some(o) if o.reply.trim().is_empty() || o.reply.trim() == ANNOUNCE_SKIP => event(
-                AnnounceOutcome::Skipped,
-                Some(o.reply.trim().to_string()),
-                None,
-                None,
-                "the target chose to stay silent".into(),
-            ),
-            Some(o) => {
-                let text = o.reply.trim().to_string();
-                match self
-                    .deliver(
-                        &parties.target,
-                        SendKind::Announce,
-                        &text,
-                        Some(&run.run_id),
-                        Some(exchange_id),
-                    )
-                    .await
-                {
-                    Ok(Delivered::Queued { route, .. }) => event(
-                        AnnounceOutcome::Delivered,
-                        Some(text),
-                        Some(route.channel.clone()),
-                        Some(route.to.clone()),
-                        format!("queued for {} {}", route.channel, route.to),
-                    ),
-                    Ok(Delivered::Blocked { reason }) => {
-                        event(AnnounceOutcome::Blocked, Some(text), None, None, reason)
-                    }
-                    Ok(Delivered::NoRoute) => event(
-                        AnnounceOutcome::NoRoute,
-                        Some(text),
-                        None,
-                        None,
-                        format!(
-                            "{} has no channel route to announce to",
-                            parties.target_display
-                        ),
-                    ),
-                    Err(e) => event(
-                        AnnounceOutcome::Failed,
-                        Some(text),
-                        None,
-                        None,
-                        format!("delivery failed: {e}"),
-                    ),
-                }
-            }
-        };
+        let record = self
+            .announce_record(outcome, &run.run_id, exchange_id, parties)
+            .await;
         // Kept with the exchange (with why its loop ended) before anyone is told, so a
         // reader woken by the event finds it.
-        if let EngineEvent::Announce {
+        if let Err(e) = self
+            .ctx
+            .store()
+            .backend()
+            .record_exchange_announce(exchange_id, &loop_end.detail, record.clone())
+            .await
+        {
+            tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
+        }
+        self.ctx.events().emit(EngineEvent::Announce {
+            exchange_id: exchange_id.to_string(),
+            target: parties.target.to_string(),
+            outcome: record.outcome,
+            text: record.text,
+            channel: record.channel,
+            to: record.to,
+            detail: record.detail,
+        });
+    }
+
+    /// What the announce step came to (`outcome` is its run's, `None` when it did not end in
+    /// time): silent, failed, or delivered as far as the target's policy and route allow.
+    async fn announce_record(
+        &self,
+        outcome: Option<RunOutcome>,
+        run_id: &str,
+        exchange_id: &str,
+        parties: &Parties,
+    ) -> AnnounceRecord {
+        let record = |outcome, text: Option<String>, route: Option<&Route>, detail| AnnounceRecord {
             outcome,
             text,
-            channel,
-            to,
+            channel: route.map(|r| r.channel.clone()),
+            to: route.map(|r| r.to.clone()),
             detail,
-            ..
-        } = &ev
-        {
-            let record = AnnounceRecord {
-                outcome: *outcome,
-                text: text.clone(),
-                channel: channel.clone(),
-                to: to.clone(),
-                detail: detail.clone(),
-            };
-            if let Err(e) = self
-                .store()
-                .backend()
-                .record_exchange_announce(exchange_id, &loop_end.detail, record)
-                .await
-            {
-                tracing::warn!(exchange_id, error = %e, "could not record an exchange's announce");
+        };
+        let o = match outcome {
+            None => {
+                tracing::warn!(exchange_id, run_id, target = %parties.target, "an exchange stopped waiting for its announce run after {STEP_WAIT:?}");
+                let detail = format!(
+                    "the announce step (run {run_id}) did not finish within {}s",
+                    STEP_WAIT.as_secs()
+                );
+                return record(AnnounceOutcome::Failed, None, None, detail);
+            }
+            Some(o) => o,
+        };
+        if o.status != RunStatus::Ok {
+            let detail = format!("the announce step failed: {}", o.error.unwrap_or_default());
+            return record(AnnounceOutcome::Failed, None, None, detail);
+        }
+        let text = o.reply.trim().to_string();
+        if text.is_empty() || text == ANNOUNCE_SKIP {
+            let detail = "the target chose to stay silent".to_string();
+            return record(AnnounceOutcome::Skipped, Some(text), None, detail);
+        }
+        let delivered = self
+            .delivery
+            .deliver(
+                &parties.target,
+                SendKind::Announce,
+                &text,
+                Some(run_id),
+                Some(exchange_id),
+            )
+            .await;
+        match delivered {
+            Ok(Delivered::Queued { route, .. }) => {
+                let detail = format!("queued for {} {}", route.channel, route.to);
+                record(AnnounceOutcome::Delivered, Some(text), Some(&route), detail)
+            }
+            Ok(Delivered::Blocked { reason }) => {
+                record(AnnounceOutcome::Blocked, Some(text), None, reason)
+            }
+            Ok(Delivered::NoRoute) => {
+                let detail = format!(
+                    "{} has no channel route to announce to",
+                    parties.target_display
+                );
+                record(AnnounceOutcome::NoRoute, Some(text), None, detail)
+            }
+            Err(e) => {
+                let detail = format!("delivery failed: {e}");
+                record(AnnounceOutcome::Failed, Some(text), None, detail)
             }
         }
-        self.events().emit(ev);
     }
 
     /// Keep a send that never started an exchange as an entry of its own (`kind`: `refused`
@@ -631,7 +603,7 @@ impl Engine {
             ExchangeKind::Chain => ExchangeEnd::Chain,
             ExchangeKind::Refused | ExchangeKind::Send => ExchangeEnd::Policy,
         };
-        self.store()
+        self.ctx.store()
             .backend()
             .record_refused_exchange(RefusedExchange {
                 exchange_id: exchange_id.clone(),
@@ -641,13 +613,13 @@ impl Engine {
                 target: target.to_string(),
                 message: message.to_string(),
                 run_id: run_id.to_string(),
-                owner: self.instance_id().to_string(),
+                owner: self.ctx.instance_id().to_string(),
                 at: now_ms(),
                 reason,
                 detail: detail.to_string(),
             })
             .await?;
-        self.events().emit(EngineEvent::ExchangeEnded {
+        self.ctx.events().emit(EngineEvent::ExchangeEnded {
             exchange_id,
             status: ExchangeStatus::Refused,
             reason,
@@ -665,7 +637,7 @@ pub(crate) struct Round {
     listener: SessionKey,
 }
 
-impl Engine {
+impl Exchanges {
     /// Wait for a round's record to commit, then announce it (`ExchangeRound`).
     async fn announce_round(&self, exchange_id: &str, mut r: Round) {
         match r.run.wait_for(STEP_WAIT).await {
@@ -687,7 +659,7 @@ impl Engine {
     }
 
     fn emit_round(&self, exchange_id: &str, r: &Round, text: String, status: RunStatus) {
-        self.events().emit(EngineEvent::ExchangeRound {
+        self.ctx.events().emit(EngineEvent::ExchangeRound {
             exchange_id: exchange_id.to_string(),
             round: r.round,
             speaker: r.speaker.to_string(),
@@ -791,6 +763,31 @@ fn announce_context(p: &Parties, original: &str, round_one: &str, latest: Option
         "After this reply, the agent-to-agent conversation is over.".to_string(),
     ]
     .join("\n")
+}
+
+/// A ping-pong round's outcome: the reply the next round answers, or why the loop ends
+/// (`round` as the exchange counts it, the primary run being round 1).
+fn round_end(outcome: Option<RunOutcome>, speaker: &SessionKey, round: u32) -> Result<String, Ended> {
+    match outcome {
+        None => Err(Ended::new(ExchangeEnd::Timeout, format!("round {round} timed out"))),
+        Some(o) if o.status == RunStatus::Aborted => Err(Ended::new(
+            ExchangeEnd::Aborted,
+            format!("the owner aborted round {round}"),
+        )),
+        Some(o) if o.status != RunStatus::Ok => Err(Ended::new(
+            ExchangeEnd::Error,
+            format!("round {round} failed: {}", o.error.unwrap_or_default()),
+        )),
+        Some(o) if o.reply.trim() == REPLY_SKIP => Err(Ended::new(
+            ExchangeEnd::ReplySkip,
+            format!("{speaker} replied REPLY_SKIP in round {round}"),
+        )),
+        Some(o) if o.reply.trim().is_empty() => Err(Ended::new(
+            ExchangeEnd::Empty,
+            format!("{speaker} did not reply in round {round}"),
+        )),
+        Some(o) => Ok(o.reply),
+    }
 }
 
 #[cfg(test)]

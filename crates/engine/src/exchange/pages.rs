@@ -1,7 +1,7 @@
 //! The engine's answers about agent-to-agent exchanges (`SessionsApi::exchanges`,
 //! `exchange`, `traffic`): the stored rows of `flows` and `runs` turned into the API's types.
 
-use crate::Engine;
+use super::Exchanges;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
     ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus, Step, TrafficCount,
@@ -13,7 +13,7 @@ pub const EXCHANGES_PAGE_MAX: usize = 1_000;
 /// Exchanges per page when the query does not say.
 const EXCHANGES_PAGE_DEFAULT: usize = 100;
 
-impl Engine {
+impl Exchanges {
     pub(crate) async fn exchanges_page(
         &self,
         q: &ExchangesQuery,
@@ -28,7 +28,7 @@ impl Engine {
             since: q.since,
             limit,
         };
-        let (rows, more) = self.store().backend().page_exchanges(query).await?;
+        let (rows, more) = self.ctx.store().backend().page_exchanges(query).await?;
         Ok(ExchangesPage {
             exchanges: rows.into_iter().map(summary).collect(),
             more,
@@ -39,7 +39,7 @@ impl Engine {
         &self,
         id: &str,
     ) -> Result<Option<ExchangeDetail>, StoreError> {
-        let found = self.store().backend().exchange_with_runs(id).await?;
+        let found = self.ctx.store().backend().exchange_with_runs(id).await?;
         let Some((flow, runs)) = found else {
             return Ok(None);
         };
@@ -58,7 +58,7 @@ impl Engine {
     }
 
     pub(crate) async fn traffic_since(&self, since: i64) -> Result<Vec<TrafficCount>, StoreError> {
-        let rows = self.store().backend().traffic_since(since).await?;
+        let rows = self.ctx.store().backend().traffic_since(since).await?;
         Ok(rows
             .into_iter()
             .map(|r| TrafficCount {

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::Engine;
+use crate::context::Context;
+use crate::delivery::Delivery;
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
 use crate::session::store::PendingAppend;
@@ -19,7 +20,7 @@ use switchboard_store::{
     StoreErrorKind,
 };
 use crate::session::store::now_ms;
-use crate::tools::context::{ToolContext, ToolError};
+use crate::tools::context::{ToolContext, ToolError, ToolHost};
 // Kept at its old path: callers name `runs::Chain`.
 pub use crate::chain::Chain;
 
@@ -33,7 +34,7 @@ use crate::agent::{
 };
 use switchboard_types::config::ThinkingLevel;
 pub use switchboard_types::api::RunStatus;
-use switchboard_types::api::{ExchangeEnd, SendKind};
+use switchboard_types::api::{ApiError, ExchangeEnd, RunResult, SendKind};
 
 /// A finished run: its status, the reply text (empty when none) and, on failure, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +171,19 @@ fn vanished() -> RunOutcome {
         reply: String::new(),
         error: Some("the run was cut off before it finished".into()),
     }
+}
+
+/// The runs service: starts runs on their sessions' lanes, executes their turns, records
+/// them, and answers for the ones still going. Owns the run machinery (`Runner`) and the
+/// live handles; reaches the rest of the engine only through the shared context, the
+/// delivery service (a reply to a channel message) and the `ToolHost` a run is started
+/// with (the session tools, which in turn start exchanges and spawns).
+pub struct Runs {
+    ctx: Arc<Context>,
+    delivery: Delivery,
+    runner: Runner,
+    /// Runs this engine is executing, by id, for `SessionsApi::wait_run`.
+    live: LiveRuns,
 }
 
 /// The runs this engine is executing, by id (removed as each ends).
@@ -335,66 +349,118 @@ impl Runner {
     }
 }
 
-impl Engine {
-    internal_fn! {
-        /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it).
-        fn start_run(&self, req: RunRequest) -> RunHandle {
-            // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
-            self.start_run_with_id(uuid::Uuid::now_v7().to_string(), req)
+impl Runs {
+    pub(crate) fn new(ctx: Arc<Context>, delivery: Delivery) -> Runs {
+        Runs {
+            ctx,
+            delivery,
+            runner: Runner::default(),
+            live: LiveRuns::default(),
         }
     }
 
-    internal_fn! {
-        /// `start_run` with an id chosen by the caller (recorded elsewhere before the run).
-        fn start_run_with_id(&self, run_id: String, req: RunRequest) -> RunHandle {
-            let (tx, rx) = watch::channel(None);
-            let (known_tx, known) = watch::channel(None);
-            let engine = self.clone();
-            let id = run_id.clone();
-            let what = format!("run {run_id} on {} ({})", req.key, req.step.as_str());
-            // The place in the session's line is taken now, so runs started one after another
-            // run in that order whatever order their tasks get going in.
-            let place = match req.lane {
-                Lane::Own => Some(self.runner().lanes.enter(req.key.as_str())),
-                Lane::Nested => None,
-            };
-            let handle = RunHandle { run_id, rx, known };
-            self.runtime.runs.insert(&handle);
-            self.tracker().spawn(what, async move {
-                let (outcome, recorded) = engine.execute(&id, req, place, &known_tx).await;
-                // Normally sent already; a failure on the way may have skipped it.
-                known_tx.send_if_modified(|k| {
-                    if k.is_none() {
-                        *k = Some(outcome.clone());
-                        true
-                    } else {
-                        false
-                    }
-                });
-                let _ = tx.send(Some(outcome));
-                if recorded {
-                    engine.runtime.runs.remove(&id);
-                } else if let Some(old) = engine.runner().unrecorded.keep(&id) {
-                    engine.runtime.runs.remove(&old);
+    pub(crate) fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    /// A run this engine is executing (or whose end is not recorded yet).
+    pub(crate) fn live(&self, run_id: &str) -> Option<RunHandle> {
+        self.live.get(run_id)
+    }
+
+    /// How run `run_id` ended, waiting at most `limit` for one this engine is executing
+    /// (`SessionsApi::wait_run`).
+    pub(crate) async fn result(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
+        let handle = self.live.get(run_id);
+        if let Some(mut h) = handle {
+            return Ok(match h.wait_for(limit).await {
+                Some(o) => RunResult {
+                    run_id: run_id.to_string(),
+                    status: o.status,
+                    reply: o.reply,
+                    error: o.error,
+                },
+                None => still_running(run_id),
+            });
+        }
+        // Not a run of this engine (or long finished): the record says how it ended.
+        let Some(row) = self.ctx.store().backend().get_run(run_id).await? else {
+            return Err(ApiError::NotFound(format!("no run {run_id}")));
+        };
+        if row.status == RunStatus::Running {
+            return Ok(still_running(run_id));
+        }
+        Ok(RunResult {
+            run_id: run_id.to_string(),
+            status: row.status,
+            reply: row.reply.clone().unwrap_or_default(),
+            error: row.error.clone(),
+        })
+    }
+
+    /// Start a run; it proceeds in the background (tracked: `Engine::idle` waits for it),
+    /// calling session tools through `tools`.
+    pub(crate) fn start(self: &Arc<Self>, req: RunRequest, tools: &Arc<dyn ToolHost>) -> RunHandle {
+        // Time-ordered (v7): a burst of new runs lands on the same last B-tree page.
+        self.start_with_id(uuid::Uuid::now_v7().to_string(), req, tools)
+    }
+
+    /// `start` with an id chosen by the caller (recorded elsewhere before the run).
+    pub(crate) fn start_with_id(
+        self: &Arc<Self>,
+        run_id: String,
+        req: RunRequest,
+        tools: &Arc<dyn ToolHost>,
+    ) -> RunHandle {
+        let tools = tools.clone();
+        let (tx, rx) = watch::channel(None);
+        let (known_tx, known) = watch::channel(None);
+        let runs = self.clone();
+        let id = run_id.clone();
+        let what = format!("run {run_id} on {} ({})", req.key, req.step.as_str());
+        // The place in the session's line is taken now, so runs started one after another
+        // run in that order whatever order their tasks get going in.
+        let place = match req.lane {
+            Lane::Own => Some(self.runner.lanes.enter(req.key.as_str())),
+            Lane::Nested => None,
+        };
+        let handle = RunHandle { run_id, rx, known };
+        self.live.insert(&handle);
+        self.ctx.tracker().spawn(what, async move {
+            let (outcome, recorded) = runs.execute(&id, req, place, &known_tx, tools).await;
+            // Normally sent already; a failure on the way may have skipped it.
+            known_tx.send_if_modified(|k| {
+                if k.is_none() {
+                    *k = Some(outcome.clone());
+                    true
+                } else {
+                    false
                 }
             });
-            handle
-        }
+            let _ = tx.send(Some(outcome));
+            if recorded {
+                runs.live.remove(&id);
+            } else if let Some(old) = runs.runner.unrecorded.keep(&id) {
+                runs.live.remove(&old);
+            }
+        });
+        handle
     }
 
     async fn execute(
-        &self,
+        self: &Arc<Self>,
         run_id: &str,
         req: RunRequest,
         place: Option<crate::runs::lane::Place>,
         known: &watch::Sender<Option<RunOutcome>>,
+        tools: Arc<dyn ToolHost>,
     ) -> (RunOutcome, bool) {
         let turn = match place {
             Some(p) => p.turn().await,
             None => None,
         };
-        let going = self.runner().going(&req.key);
-        let ended = match self.execute_in_lane(run_id, &req, known).await {
+        let going = self.runner.going(&req.key);
+        let ended = match self.execute_in_lane(run_id, &req, known, tools).await {
             Ok(o) => (o, true),
             Err(e) => {
                 tracing::error!(run_id, key = %req.key, error = %e, "run failed in storage");
@@ -414,12 +480,13 @@ impl Engine {
     }
 
     async fn execute_in_lane(
-        &self,
+        self: &Arc<Self>,
         run_id: &str,
         req: &RunRequest,
         known: &watch::Sender<Option<RunOutcome>>,
+        host: Arc<dyn ToolHost>,
     ) -> Result<RunOutcome, StoreError> {
-        let default_agent = self.store().scheme().default_agent.clone();
+        let default_agent = self.ctx.store().scheme().default_agent.clone();
         let agent_id = req.key.agent_id(&default_agent).to_string();
         let started = now_ms();
         let step = req.step.as_str();
@@ -433,40 +500,12 @@ impl Engine {
         if req.start_recorded {
             record.emit_started();
         }
-        let turn = Turn {
-            session_key: req.key.to_string(),
-            agent_id: agent_id.clone(),
-            step: req.step,
-            round: req.round,
-            from: req.from.as_ref().map(|k| k.to_string()),
-            text: req.text.clone(),
-            context: req.context.clone(),
-            provenance: provenance(req),
-        };
-        // A sub-agent's session may run on a model and thinking level of its own
-        // (sessions_spawn's `model` and `thinking`), for every run in it.
-        let overrides = if req.key.subagent_depth() > 0 {
-            self.store()
-                .get(&req.key)
-                .await?
-                .map(|s| (s.entry.model, s.entry.thinking_level))
-                .unwrap_or_default()
-        } else {
-            (None, None)
-        };
-        let backend = match overrides {
-            (None, None) => self.runner().agent(self.config(), &agent_id),
-            (model, thinking) => Arc::from(agent::backend_with_overrides(
-                self.config(),
-                &self.runner().providers,
-                &agent_id,
-                model.as_deref(),
-                thinking.as_deref().and_then(ThinkingLevel::parse),
-            )),
-        };
+        let turn = turn_of(req, &agent_id);
+        let backend = self.backend(req, &agent_id).await?;
         let model = backend.model_ref(&agent_id);
         let tools = RunTools {
-            engine: self.clone(),
+            runs: self.clone(),
+            host,
             ctx: ToolContext {
                 requester: req.key.clone(),
                 sandboxed: req.sandboxed,
@@ -481,95 +520,22 @@ impl Engine {
             inbound: req.inbound.clone(),
             unrecorded: req.step == Step::Announce,
         };
-        let turn_ran = async {
-            let turn_done = backend.run(&turn, &tools);
-            tokio::pin!(turn_done);
-            // A quick turn is recorded with one commit (start and end together); a turn
-            // that takes longer gets its start recorded (and shown) after START_GRACE.
-            let r = tokio::select! {
-                r = &mut turn_done => r,
-                () = tokio::time::sleep(START_GRACE) => {
-                    // The turn keeps running while its start commits: it may be waiting
-                    // for that very record itself (a tool call writes it first).
-                    let (r, written) = tokio::join!(&mut turn_done, record.write());
-                    written?;
-                    r
-                }
-            };
-            Ok::<_, StoreError>(r)
-        };
-        // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
-        // the turn where it is: dropping it drops a model request in flight.
-        let (abortable, aborted) = self.runner().abortable(run_id, &req.key);
-        let limited = async {
-            match req.timeout {
-                None => Ok(TurnEnd::Done(turn_ran.await?)),
-                Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
-                    Ok(r) => Ok(TurnEnd::Done(r?)),
-                    Err(_) => Ok::<_, StoreError>(TurnEnd::TimedOut),
-                },
-            }
-        };
-        let ended = tokio::select! {
-            r = limited => r?,
-            Ok(()) = aborted => TurnEnd::Aborted,
-        };
-        let ended = if abortable.finish() {
-            ended
-        } else {
-            TurnEnd::Aborted
-        };
+        let ended = self
+            .run_turn(run_id, req, backend.as_ref(), &turn, &tools, &record)
+            .await?;
         let meta = json!({
             "runId": run_id,
             "step": step,
             "round": req.round,
             "flowId": req.exchange_id,
         });
-        let (status, reply, error, usage, message) = match ended {
-            TurnEnd::Aborted => {
-                let text = ABORTED.to_string();
-                let message = assistant_message(&model, "", None, meta, Some(&text));
-                (
-                    RunStatus::Aborted,
-                    String::new(),
-                    Some(text),
-                    None,
-                    Some(message),
-                )
-            }
-            TurnEnd::TimedOut => {
-                let secs = req.timeout.map(|d| d.as_secs()).unwrap_or_default();
-                let text =
-                    format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped");
-                let message = assistant_message(&model, "", None, meta, Some(&text));
-                (
-                    RunStatus::Timeout,
-                    String::new(),
-                    Some(text),
-                    None,
-                    Some(message),
-                )
-            }
-            TurnEnd::Done(Ok(Reply { text, usage })) => {
-                let message = (!text.is_empty() || usage.is_some())
-                    .then(|| assistant_message(&model, &text, usage, meta, None));
-                (RunStatus::Ok, text, None, usage, message)
-            }
-            TurnEnd::Done(Err(e)) => {
-                let text = match &e {
-                    AgentError::Failed(m) => m.clone(),
-                    other => other.to_string(),
-                };
-                let message = assistant_message(&model, "", None, meta, Some(&text));
-                (
-                    RunStatus::Error,
-                    String::new(),
-                    Some(text),
-                    None,
-                    Some(message),
-                )
-            }
-        };
+        let TurnResult {
+            status,
+            reply,
+            error,
+            usage,
+            message,
+        } = turn_result(ended, &model, meta, req.timeout);
         let tokens = usage.map(|u| (u.input, u.output));
         let ended = now_ms();
         let end = OwnedEnd {
@@ -591,32 +557,23 @@ impl Engine {
         // The turn is over, so nothing else writes the start now; one still on its way
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;
-        let (run, key) = (run_id.to_string(), req.key.clone());
-        let write = if first_write {
-            // One commit for the whole run: start and end together.
-            let mut lines: Vec<NewLine> =
-                req.inbound.iter().cloned().map(NewLine::message).collect();
-            lines.extend(message.map(NewLine::message));
-            RunWrite {
-                key,
-                run_id: run,
-                lines,
-                start: Some(record.start()),
-                end: Some(end.ending()),
-                exchange_end: exchange_end.clone(),
-                now: now_ms(),
-            }
+        // With the start not written yet: one commit for the whole run, start and end
+        // together. Otherwise one commit for the end: the reply, the token totals, the outcome.
+        let (start, mut lines): (_, Vec<NewLine>) = if first_write {
+            let inbound = req.inbound.iter().cloned().map(NewLine::message).collect();
+            (Some(record.start()), inbound)
         } else {
-            // One commit for the end: the reply, the token totals and the outcome.
-            RunWrite {
-                key,
-                run_id: run,
-                lines: message.into_iter().map(NewLine::message).collect(),
-                start: None,
-                end: Some(end.ending()),
-                exchange_end: exchange_end.clone(),
-                now: now_ms(),
-            }
+            (None, Vec::new())
+        };
+        lines.extend(message.map(NewLine::message));
+        let write = RunWrite {
+            key: req.key.clone(),
+            run_id: run_id.to_string(),
+            lines,
+            start,
+            end: Some(end.ending()),
+            exchange_end,
+            now: now_ms(),
         };
         let pending = self.submit_run_end(write);
         // Queued: the exchange may go on while the commit is under way.
@@ -626,7 +583,7 @@ impl Engine {
             record.emit_started();
         }
         if tokens.is_some_and(|t| t.0 > 0 || t.1 > 0) {
-            self.events().emit(EngineEvent::SessionUpdated {
+            self.ctx.events().emit(EngineEvent::SessionUpdated {
                 key: req.key.to_string(),
             });
         }
@@ -641,16 +598,106 @@ impl Engine {
                 ended - started,
             );
         }
-        if req.deliver
-            && status == RunStatus::Ok
-            && !reply.trim().is_empty()
-            && let Err(e) = self
-                .deliver(&req.key, SendKind::Reply, reply.trim(), Some(run_id), None)
-                .await
+        if req.deliver && status == RunStatus::Ok {
+            self.deliver_reply(run_id, req, &reply).await;
+        }
+        Ok(outcome)
+    }
+
+    /// Deliver a run's non-empty reply to its session's channel (a reply to a channel
+    /// message); a failure is logged, the run has ended all the same.
+    async fn deliver_reply(&self, run_id: &str, req: &RunRequest, reply: &str) {
+        let reply = reply.trim();
+        if reply.is_empty() {
+            return;
+        }
+        if let Err(e) = self
+            .delivery
+            .deliver(&req.key, SendKind::Reply, reply, Some(run_id), None)
+            .await
         {
             tracing::warn!(run_id, error = %e, "reply delivery failed");
         }
-        Ok(outcome)
+    }
+
+    /// The agent backend a run of `agent_id` on `req.key` uses.
+    async fn backend(
+        &self,
+        req: &RunRequest,
+        agent_id: &str,
+    ) -> Result<Arc<dyn Agent>, StoreError> {
+    // A sub-agent's session may run on a model and thinking level of its own
+    // (sessions_spawn's `model` and `thinking`), for every run in it.
+    let overrides = if req.key.subagent_depth() > 0 {
+        self.ctx.store()
+            .get(&req.key)
+            .await?
+            .map(|s| (s.entry.model, s.entry.thinking_level))
+            .unwrap_or_default()
+    } else {
+        (None, None)
+    };
+    Ok(match overrides {
+        (None, None) => self.runner.agent(self.ctx.config(), agent_id),
+        (model, thinking) => Arc::from(agent::backend_with_overrides(
+            self.ctx.config(),
+            &self.runner.providers,
+            agent_id,
+            model.as_deref(),
+            thinking.as_deref().and_then(ThinkingLevel::parse),
+        )),
+    })
+    }
+
+    /// Run the turn, bounded by the run's timeout and the owner's abort; its start record
+    /// is written once the turn outlasts `START_GRACE`.
+    async fn run_turn(
+        &self,
+        run_id: &str,
+        req: &RunRequest,
+        backend: &dyn Agent,
+        turn: &Turn,
+        tools: &RunTools,
+        record: &Arc<StartRecord>,
+    ) -> Result<TurnEnd, StoreError> {
+    let turn_ran = async {
+        let turn_done = backend.run(turn, tools);
+        tokio::pin!(turn_done);
+        // A quick turn is recorded with one commit (start and end together); a turn
+        // that takes longer gets its start recorded (and shown) after START_GRACE.
+        let r = tokio::select! {
+            r = &mut turn_done => r,
+            () = tokio::time::sleep(START_GRACE) => {
+                // The turn keeps running while its start commits: it may be waiting
+                // for that very record itself (a tool call writes it first).
+                let (r, written) = tokio::join!(&mut turn_done, record.write());
+                written?;
+                r
+            }
+        };
+        Ok::<_, StoreError>(r)
+    };
+    // A run timeout (sessions_spawn's runTimeoutSeconds) or the owner's abort abandons
+    // the turn where it is: dropping it drops a model request in flight.
+    let (abortable, aborted) = self.runner.abortable(run_id, &req.key);
+    let limited = async {
+        match req.timeout {
+            None => Ok(TurnEnd::Done(turn_ran.await?)),
+            Some(limit) => match tokio::time::timeout(limit, turn_ran).await {
+                Ok(r) => Ok(TurnEnd::Done(r?)),
+                Err(_) => Ok::<_, StoreError>(TurnEnd::TimedOut),
+            },
+        }
+    };
+    let ended = tokio::select! {
+        r = limited => r?,
+        Ok(()) = aborted => TurnEnd::Aborted,
+    };
+    Ok(if abortable.finish() {
+        ended
+    } else {
+        TurnEnd::Aborted
+    })
     }
 
     /// Submit a write that ends a run. `SWITCHBOARD_FAILPOINT=run-end-storage-error` makes
@@ -665,9 +712,9 @@ impl Engine {
                     "the disk holding the state folder is full (failpoint run-end-storage-error); the change was not saved. Free some space, then try again",
                 ))
             });
-            return self.store().pending(&key, failed);
+            return self.ctx.store().pending(&key, failed);
         }
-        self.store().submit_run(write)
+        self.ctx.store().submit_run(write)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -681,7 +728,7 @@ impl Engine {
         tokens: Option<(u64, u64)>,
         duration_ms: i64,
     ) {
-        self.events().emit(EngineEvent::RunEnded {
+        self.ctx.events().emit(EngineEvent::RunEnded {
             run_id: run_id.to_string(),
             key: req.key.to_string(),
             step: req.step,
@@ -747,6 +794,72 @@ impl Engine {
 const WRITER_GONE: &str = "the database writer has stopped";
 
 
+
+/// What a turn's end comes to.
+struct TurnResult {
+    status: RunStatus,
+    /// The reply text (empty when none).
+    reply: String,
+    error: Option<String>,
+    usage: Option<agent::Usage>,
+    /// The assistant line to record (none for an empty successful turn).
+    message: Option<Value>,
+}
+
+/// The run's result from how its turn ended.
+fn turn_result(
+    ended: TurnEnd,
+    model: &ModelRef,
+    meta: Value,
+    timeout: Option<Duration>,
+) -> TurnResult {
+    let failed = |status: RunStatus, text: String| TurnResult {
+        status,
+        reply: String::new(),
+        message: Some(assistant_message(model, "", None, meta.clone(), Some(&text))),
+        error: Some(text),
+        usage: None,
+    };
+    match ended {
+        TurnEnd::Aborted => failed(RunStatus::Aborted, ABORTED.to_string()),
+        TurnEnd::TimedOut => {
+            let secs = timeout.map(|d| d.as_secs()).unwrap_or_default();
+            failed(
+                RunStatus::Timeout,
+                format!("the run timed out after {secs}s (runTimeoutSeconds) and was stopped"),
+            )
+        }
+        TurnEnd::Done(Ok(Reply { text, usage })) => TurnResult {
+            status: RunStatus::Ok,
+            message: (!text.is_empty() || usage.is_some())
+                .then(|| assistant_message(model, &text, usage, meta.clone(), None)),
+            reply: text,
+            error: None,
+            usage,
+        },
+        TurnEnd::Done(Err(e)) => {
+            let text = match &e {
+                AgentError::Failed(m) => m.clone(),
+                other => other.to_string(),
+            };
+            failed(RunStatus::Error, text)
+        }
+    }
+}
+
+/// The turn a run's agent is given.
+fn turn_of(req: &RunRequest, agent_id: &str) -> Turn {
+    Turn {
+        session_key: req.key.to_string(),
+        agent_id: agent_id.to_string(),
+        step: req.step,
+        round: req.round,
+        from: req.from.as_ref().map(|k| k.to_string()),
+        text: req.text.clone(),
+        context: req.context.clone(),
+        provenance: provenance(req),
+    }
+}
 
 /// The origin of a run's incoming text when another session sent it: the provenance its
 /// recorded message carries, or, for the steps whose message the run does not record
@@ -867,7 +980,7 @@ impl OwnedEnd {
 /// the commit and publishes its outcome, and every caller waits on that outcome. A caller
 /// that is never polled again can then block nobody.
 struct StartRecord {
-    engine: Engine,
+    runs: Arc<Runs>,
     run_id: String,
     req: RunRequest,
     agent_id: String,
@@ -894,7 +1007,7 @@ enum StartState {
 
 impl StartRecord {
     fn new(
-        engine: Engine,
+        runs: Arc<Runs>,
         run_id: &str,
         req: RunRequest,
         agent_id: String,
@@ -906,7 +1019,7 @@ impl StartRecord {
             StartState::Unwritten
         };
         StartRecord {
-            engine,
+            runs,
             run_id: run_id.to_string(),
             req,
             agent_id,
@@ -922,7 +1035,7 @@ impl StartRecord {
 
     /// The rows of the start: the run and the exchange it opens, if any.
     fn start(&self) -> RunStart {
-        let owner = self.engine.instance_id().to_string();
+        let owner = self.runs.ctx.instance_id().to_string();
         let key = self.req.key.to_string();
         RunStart {
             run: NewRunRecord {
@@ -983,7 +1096,7 @@ impl StartRecord {
             .cloned()
             .map(NewLine::message)
             .collect();
-        let pending = self.engine.store().submit_run(RunWrite {
+        let pending = self.runs.ctx.store().submit_run(RunWrite {
             key: self.req.key.clone(),
             run_id: self.run_id.clone(),
             lines: inbound,
@@ -1000,7 +1113,7 @@ impl StartRecord {
         };
         let record = self.clone();
         let what = format!("the start record of run {}", self.run_id);
-        self.engine.tracker().spawn(what, async move {
+        self.runs.ctx.tracker().spawn(what, async move {
             let result = pending.committed().await.map(|_| ());
             {
                 let mut state = record.state();
@@ -1048,7 +1161,7 @@ impl StartRecord {
         if self.announced.swap(true, Ordering::AcqRel) {
             return;
         }
-        let events = self.engine.events();
+        let events = self.runs.ctx.events();
         if let Some(f) = &self.req.exchange_start {
             events.emit(EngineEvent::ExchangeStarted {
                 exchange_id: f.exchange_id.clone(),
@@ -1074,7 +1187,9 @@ impl StartRecord {
 /// Session tools as a run's session calls them: each call is recorded as an assistant
 /// `toolCall` plus a `toolResult`, as OpenClaw records them.
 struct RunTools {
-    engine: Engine,
+    runs: Arc<Runs>,
+    /// The session tools (the engine's composition).
+    host: Arc<dyn ToolHost>,
     ctx: ToolContext,
     /// Written before the first call, so the transcript keeps its order.
     record: Arc<StartRecord>,
@@ -1096,7 +1211,7 @@ const HISTORY_SCAN_EXTRA: usize = 8;
 
 impl ToolRunner for RunTools {
     fn reply_delta(&self, step: u32, offset: usize, delta: &str) {
-        let events = self.engine.events();
+        let events = self.runs.ctx.events();
         // Nobody watching (a CLI command): nothing to build.
         if delta.is_empty() || !events.listening() {
             return;
@@ -1116,17 +1231,17 @@ impl ToolRunner for RunTools {
     }
 
     fn allowed_tools(&self) -> Vec<&'static str> {
-        self.engine.allowed_tools(&self.ctx)
+        self.host.allowed_tools(&self.ctx)
     }
 
     fn history(&self, limit: usize) -> BoxFuture<'_, Vec<Arc<Value>>> {
         Box::pin(async move {
             let key = &self.ctx.requester;
-            let store = self.engine.store();
+            let store = self.runs.ctx.store();
             let read = match store.get(key).await {
                 Ok(Some(s)) => {
-                    self.engine
-                        .runner()
+                    self.runs
+                        .runner
                         .history
                         .tail(store, &s.entry.session_id, limit + HISTORY_SCAN_EXTRA)
                         .await
@@ -1189,10 +1304,10 @@ impl ToolRunner for RunTools {
                 "timestamp": now_ms(),
                 "__switchboard": { "runId": self.ctx.run_id },
             });
-            if let Err(e) = self.engine.store().append_message(key, call).await {
+            if let Err(e) = self.runs.ctx.store().append_message(key, call).await {
                 tracing::warn!(error = %e, "could not record a tool call");
             }
-            let (result, is_error) = match self.engine.call_tool(name, args, &self.ctx).await {
+            let (result, is_error) = match self.host.clone().call_tool(name, args, &self.ctx).await {
                 Ok(v) => (v, false),
                 Err(ToolError::Input(e)) => {
                     (json!({ "status": "error", "error": e.to_string() }), true)
@@ -1212,7 +1327,7 @@ impl ToolRunner for RunTools {
                 "isError": is_error,
                 "timestamp": now_ms(),
             });
-            if let Err(e) = self.engine.store().append_message(key, record).await {
+            if let Err(e) = self.runs.ctx.store().append_message(key, record).await {
                 tracing::warn!(error = %e, "could not record a tool result");
             }
             result
@@ -1235,5 +1350,14 @@ fn is_user_text(m: &Value, text: &str) -> bool {
             texts.next() == Some(text) && texts.next().is_none()
         }
         _ => false,
+    }
+}
+
+fn still_running(run_id: &str) -> RunResult {
+    RunResult {
+        run_id: run_id.to_string(),
+        status: RunStatus::Running,
+        reply: String::new(),
+        error: None,
     }
 }

@@ -6,7 +6,6 @@
 //! decision says where it came from, so the owner can see *why* a session is blocked.
 
 pub use switchboard_types::api::{PolicyDecision, PolicySetting, PolicySource, SendPolicy};
-use switchboard_types::api::SendKind;
 use switchboard_types::config::{Config, PolicyMatch};
 use switchboard_types::entry::SessionEntry;
 use switchboard_types::key::{SessionKey, chat_type_of, group_channel_of};
@@ -198,30 +197,6 @@ pub fn evaluate(config: &Config, key: &SessionKey, entry: &SessionEntry) -> Poli
             .default
             .unwrap_or(SendPolicy::Allow),
         source: PolicySource::Default,
-    }
-}
-
-impl crate::Engine {
-    /// Evaluate `key`'s send policy for `action` (`send`, `announce`, `reply`, …) and
-    /// announce the decision as an event, so every enforcement point is visible the same way.
-    /// `requester` is the session sending into `key`, when there is one.
-    pub(crate) fn judge_policy(
-        &self,
-        key: &SessionKey,
-        entry: &SessionEntry,
-        action: SendKind,
-        requester: Option<&SessionKey>,
-    ) -> PolicyDecision {
-        let decision = evaluate(self.config(), key, entry);
-        self.events()
-            .emit(crate::events::EngineEvent::PolicyDecision {
-                key: key.to_string(),
-                action,
-                allowed: decision.is_allowed(),
-                source: decision.source.to_string(),
-                requester: requester.map(|r| r.to_string()),
-            });
-        decision
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::params::Params;
 use super::context::{ToolContext, ToolError};
 use switchboard_types::config::Config;
-use crate::Engine;
+use crate::context::Context;
 use switchboard_types::key::normalize_agent_id;
 
 /// The model shown for an agent whose config names none: agents run on the scripted backend
@@ -59,16 +59,16 @@ fn configured_agents(config: &Config) -> Vec<String> {
     ids
 }
 
-pub fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+pub fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     // The tool takes no parameters, but a non-object is still unusable input.
     // Sub-agents are refused by the tool gate in `call_tool` unless
     // `tools.subagents.tools` grants them this tool (reference §7.3: an explicit allow
     // lifts the built-in deny).
     Params::new(params)?;
-    let config = engine.config();
+    let config = shared.config();
     let requester = ctx
         .requester
-        .agent_id(&engine.store().scheme().default_agent)
+        .agent_id(&shared.store().scheme().default_agent)
         .to_string();
     let (allow_any, allowed) = spawn_allowlist(config, &requester);
     let configured = configured_agents(config);

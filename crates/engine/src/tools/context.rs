@@ -1,7 +1,11 @@
 //! Who calls a tool and how a call fails: the types a run needs to call tools, kept
 //! apart from the tools themselves so `engine::runs` does not import the tools that start runs.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
+
+use crate::agent::BoxFuture;
 
 use crate::chain::Chain;
 use switchboard_types::key::SessionKey;
@@ -65,4 +69,20 @@ pub enum ToolError {
 /// A result that reports failure to the model, with OpenClaw's `{status, error}` shape.
 pub(crate) fn failure(status: &str, error: impl Into<String>) -> Value {
     json!({ "status": status, "error": error.into() })
+}
+
+/// The session tools as a run calls them: the tools service implements it. The runs service
+/// names only this trait (here, in a leaf), so runs/ depends on no service that starts runs
+/// itself (exchanges, spawns, the tools), and no module imports back into runs/.
+pub trait ToolHost: Send + Sync {
+    /// The tools `ctx`'s session may call at all.
+    fn allowed_tools(&self, ctx: &ToolContext) -> Vec<&'static str>;
+    /// Run one session tool as the run's agent called it. Takes the host by `Arc`: a tool
+    /// that starts runs of its own (a send, a spawn) hands them the same host.
+    fn call_tool<'a>(
+        self: Arc<Self>,
+        name: &'a str,
+        params: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }

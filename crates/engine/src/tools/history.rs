@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::params::Params;
 use super::resolve::resolve_reference;
 use super::context::{ToolContext, ToolError};
-use crate::Engine;
+use crate::context::Context;
 use crate::session::openclaw_text::{is_silent_reply, strip_user_envelope};
 use crate::session::sanitize::{SanitizedHistory, sanitize_history};
 use crate::session::visibility::{Action, Guard};
@@ -14,7 +14,7 @@ use crate::session::visibility::{Action, Guard};
 pub const DEFAULT_LIMIT: i64 = 200;
 pub const MAX_LIMIT: i64 = 1000;
 
-pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     let p = Params::new(params)?;
     let input = p.required_string("sessionKey")?;
     let limit = p.clamped("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)? as usize;
@@ -23,9 +23,9 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     // chose silence can ask for them.
     let include_silent = p.boolean("includeSilent")?.unwrap_or(false);
 
-    let store = engine.store();
-    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed).await?;
-    let resolved = match resolve_reference(engine, ctx, &guard, input).await? {
+    let store = shared.store();
+    let guard = Guard::new(shared.config(), store, &ctx.requester, ctx.sandboxed).await?;
+    let resolved = match resolve_reference(shared, ctx, &guard, input).await? {
         Ok(r) => r,
         Err(result) => return Ok(result),
     };
@@ -53,7 +53,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Err(denied) = guard.check(&session.key, &session.agent_id, Action::History) {
         return Ok(json!({ "status": "forbidden", "error": denied.0, "sessionKey": display }));
     }
-    let messages = visible_tail(engine, &session.entry.session_id, limit, include_tools, include_silent).await?;
+    let messages = visible_tail(shared, &session.entry.session_id, limit, include_tools, include_silent).await?;
     Ok(history_result(&display, sanitize_history(messages)))
 }
 
@@ -77,7 +77,7 @@ const MAX_WINDOW: usize = 1 << 20;
 /// unless `include_silent`, without silent replies, which do not count against `limit`
 /// (OpenClaw filters before it keeps the last N).
 async fn visible_tail(
-    engine: &Engine,
+    shared: &Context,
     session_id: &str,
     limit: usize,
     include_tools: bool,
@@ -85,7 +85,7 @@ async fn visible_tail(
 ) -> Result<Vec<Value>, ToolError> {
     let mut window = limit;
     loop {
-        let rows = engine.store().tail(session_id, window, include_tools).await?;
+        let rows = shared.store().tail(session_id, window, include_tools).await?;
         let exhausted = rows.len() < window || window >= MAX_WINDOW;
         let mut messages: Vec<Value> = rows
             .into_iter()

@@ -7,7 +7,7 @@ use super::params::Params;
 use super::context::{ToolContext, ToolError};
 use super::row;
 use switchboard_types::config::Visibility;
-use crate::Engine;
+use crate::context::Context;
 use switchboard_types::key::SessionKind;
 use crate::session::openclaw_text::{is_silent_reply, preview};
 use crate::session::sanitize::sanitize_history;
@@ -20,7 +20,7 @@ pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
 pub const MAX_MESSAGE_LIMIT: i64 = 20;
 
-pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     let p = Params::new(params)?;
     let kinds: Option<Vec<SessionKind>> = p.strings("kinds")?.and_then(|names| {
         let mut kinds: Vec<SessionKind> =
@@ -38,9 +38,9 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let archived = archived_filter(&p)?;
     let include_last_message = p.boolean("includeLastMessage")?.unwrap_or(false);
 
-    let store = engine.store();
+    let store = shared.store();
     let scheme = store.scheme();
-    let guard = Guard::new(engine.config(), store, &ctx.requester, ctx.sandboxed).await?;
+    let guard = Guard::new(shared.config(), store, &ctx.requester, ctx.sandboxed).await?;
     let updated_since = active_minutes.map(since_minutes_ago);
     let narrow_to_tree =
         guard.restricted || matches!(guard.visibility, Visibility::SelfOnly | Visibility::Tree);
@@ -96,14 +96,14 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
 
     let mut sessions = Vec::with_capacity(rows.len());
     for s in &rows {
-        let mut r = build_row(engine, s);
+        let mut r = build_row(shared, s);
         r.insert("archived".into(), Value::Bool(s.entry.archived_at.is_some()));
         r.insert("pinned".into(), Value::Bool(is_pinned(s)));
-        let children = child_sessions(engine, s).await?;
+        let children = child_sessions(shared, s).await?;
         if !children.is_empty() {
             r.insert("childSessions".into(), json!(children));
         }
-        if include_last_message && let Some(p) = last_message_preview(engine, s).await? {
+        if include_last_message && let Some(p) = last_message_preview(shared, s).await? {
             r.insert("lastMessagePreview".into(), Value::String(p));
         }
         if message_limit > 0 {
@@ -184,9 +184,9 @@ fn is_pinned(s: &StoredSession) -> bool {
 
 /// The parent's `childSessions` (display keys, sorted): the sessions whose `spawnedBy` is
 /// this one, with any the entry itself lists.
-async fn child_sessions(engine: &Engine, s: &StoredSession) -> Result<Vec<String>, ToolError> {
-    let scheme = engine.store().scheme();
-    let mut children: Vec<String> = engine
+async fn child_sessions(shared: &Context, s: &StoredSession) -> Result<Vec<String>, ToolError> {
+    let scheme = shared.store().scheme();
+    let mut children: Vec<String> = shared
         .store()
         .children_of(&s.key).await?
         .iter()
@@ -205,8 +205,8 @@ const PREVIEW_LOOKBACK: usize = 20;
 
 /// OpenClaw's `lastMessagePreview`: the newest message with text that is not a silent
 /// reply, on one line and capped (`openclaw_text::preview`).
-async fn last_message_preview(engine: &Engine, s: &StoredSession) -> Result<Option<String>, ToolError> {
-    let tail = engine
+async fn last_message_preview(shared: &Context, s: &StoredSession) -> Result<Option<String>, ToolError> {
+    let tail = shared
         .store()
         .tail(&s.entry.session_id, PREVIEW_LOOKBACK, false).await?;
     Ok(tail
@@ -225,8 +225,8 @@ fn since_minutes_ago(minutes: i64) -> i64 {
 
 /// A row in the spec's shape, plus `archived: true` for an archived session (only such rows
 /// carry the field, so the usual row is unchanged).
-fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
-    let mut r = row::build(engine, s);
+fn build_row(shared: &Context, s: &StoredSession) -> Map<String, Value> {
+    let mut r = row::build(shared, s);
     if s.entry.archived_at.is_some() {
         r.insert("archived".into(), Value::Bool(true));
     }
@@ -235,13 +235,13 @@ fn build_row(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
 
 /// One session's row in the owner's view.
 pub async fn owner_row(
-    engine: &Engine,
+    shared: &Context,
     key: &switchboard_types::key::SessionKey,
 ) -> Result<Option<Value>, switchboard_store::StoreError> {
-    Ok(engine.store().get(key).await?.map(|s| owner_entry(engine, &s)))
+    Ok(shared.store().get(key).await?.map(|s| owner_entry(shared, &s)))
 }
 
 /// `owner_row` of a session already read (a page's rows: no second read each).
-pub fn owner_entry(engine: &Engine, s: &StoredSession) -> Value {
-    Value::Object(build_row(engine, s))
+pub fn owner_entry(shared: &Context, s: &StoredSession) -> Value {
+    Value::Object(build_row(shared, s))
 }

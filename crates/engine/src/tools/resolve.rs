@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::context::{ToolContext, failure};
-use crate::Engine;
+use crate::context::Context;
 use switchboard_types::key::{KeyError, KeyInput, SessionKey, classify_input, looks_like_session_id};
 use switchboard_store::StoreError;
 use crate::session::visibility::Guard;
@@ -20,12 +20,12 @@ pub struct Resolved {
 /// Resolve `input`. The outer error is a storage failure; the inner `Err` is the tool result
 /// to hand back (`status: "error"` or `"forbidden"`).
 pub async fn resolve_reference(
-    engine: &Engine,
+    shared: &Context,
     ctx: &ToolContext,
     guard: &Guard,
     input: &str,
 ) -> Result<Result<Resolved, Value>, StoreError> {
-    let scheme = engine.store().scheme();
+    let scheme = shared.store().scheme();
     let requester_agent = guard.requester_agent.as_str();
     let not_found = || {
         if guard.restricted {
@@ -72,7 +72,7 @@ pub async fn resolve_reference(
             }
             // First as a key (a bare name such as `s2` is a key of the default agent) …
             if let Ok(key) = scheme.canonicalize(&s, requester_agent)
-                && engine.store().get(&key).await?.is_some()
+                && shared.store().get(&key).await?.is_some()
             {
                 return Ok(Ok(Resolved {
                     key,
@@ -81,7 +81,7 @@ pub async fn resolve_reference(
             }
             // … then as a sessionId; only full UUIDs can be ids (short prefixes are refused).
             if looks_like_session_id(&s) {
-                let keys = engine.store().keys_by_session_id(&s).await?;
+                let keys = shared.store().keys_by_session_id(&s).await?;
                 if let Some(key) = keys.into_iter().next() {
                     if guard.restricted && !guard.in_tree(&key) {
                         return Ok(Err(not_found()));

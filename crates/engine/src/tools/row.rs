@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::Engine;
+use crate::context::Context;
 use switchboard_types::key::SessionKind;
 use switchboard_store::StoredSession;
 
@@ -75,8 +75,8 @@ fn put<T: Into<Value>>(row: &mut Map<String, Value>, name: &str, v: Option<T>) {
     }
 }
 
-pub fn build(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
-    let scheme = engine.store().scheme();
+pub fn build(shared: &Context, s: &StoredSession) -> Map<String, Value> {
+    let scheme = shared.store().scheme();
     let e = &s.entry;
     let mut row = Map::new();
     row.insert("key".into(), Value::String(scheme.display(&s.key)));
@@ -133,7 +133,7 @@ pub fn build(engine: &Engine, s: &StoredSession) -> Map<String, Value> {
     }
     row.insert(
         "transcriptPath".into(),
-        Value::String(engine.transcript_path(&e.session_id)),
+        Value::String(shared.transcript_path(&e.session_id)),
     );
     row
 }

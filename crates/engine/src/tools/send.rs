@@ -10,14 +10,17 @@ use super::params::Params;
 use super::resolve::resolve_reference;
 use super::row::channel_of;
 use super::context::{ToolContext, ToolError};
-use crate::Engine;
+use std::sync::Arc;
+
+use super::Tools;
+use crate::context::Context;
 use crate::exchange::Send;
 use switchboard_types::entry::SessionEntry;
 use switchboard_types::key::{SessionKey, normalize_agent_id};
 
 use crate::chain::Chain;
 use switchboard_types::api::{ExchangeKind, SEND_POLICY_REFUSAL, SendKind};
-use crate::runs::RunStatus;
+use switchboard_types::api::RunStatus;
 use crate::session::store::SessionInit;
 use crate::session::visibility::{Action, Denied, Guard};
 
@@ -56,7 +59,17 @@ fn pending() -> Value {
     json!({ "status": "pending", "mode": "announce" })
 }
 
-pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+/// `sessions_send`: resolve the target, apply the visibility, agent-to-agent, send-policy
+/// and chain checks in the order OpenClaw applies them, start the exchange and wait for the
+/// primary reply. Long (about 200 lines) on purpose: it reads top to bottom as the tool's
+/// contract, each check answering with its own result shape, and split it would pass the
+/// half-resolved target and its display key between pieces.
+pub async fn run(
+    tools: &Arc<Tools>,
+    params: &Value,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
+    let shared = &*tools.ctx;
     let p = Params::new(params)?;
     let message = p.required_string("message")?;
     let timeout = p
@@ -71,7 +84,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let agent_param = p.string("agentId")?.filter(|s| !s.trim().is_empty());
     // Pre-run failures still carry a run id, as OpenClaw's do.
     let run_id = uuid::Uuid::new_v4().to_string();
-    let scheme = engine.store().scheme().clone();
+    let scheme = shared.store().scheme().clone();
 
     if key_param.is_some() && label.is_some() {
         return Ok(failure(
@@ -82,19 +95,19 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
         ));
     }
     let guard = Guard::new(
-        engine.config(),
-        engine.store(),
+        shared.config(),
+        shared.store(),
         &ctx.requester,
         ctx.sandboxed,
     )
     .await?;
     let target: SessionKey = if let Some(label) = label {
-        match by_label(engine, &guard, label.trim(), agent_param).await? {
+        match by_label(shared, &guard, label.trim(), agent_param).await? {
             Ok(k) => k,
             Err((status, error)) => return Ok(failure(&run_id, status, error, None)),
         }
     } else if let Some(raw) = key_param {
-        match resolve_reference(engine, ctx, &guard, raw).await? {
+        match resolve_reference(shared, ctx, &guard, raw).await? {
             Ok(r) => r.key,
             Err(mut v) => {
                 // The resolver's `{status, error}`, with the run id first.
@@ -108,7 +121,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
         }
     } else if let Some(agent) = agent_param {
         let agent = normalize_agent_id(agent);
-        if engine.config().agent(&agent).is_none() {
+        if shared.config().agent(&agent).is_none() {
             return Ok(failure(
                 &run_id,
                 "error",
@@ -130,11 +143,11 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     if let Err(Denied(message)) = guard.check(&target, &target_agent, Action::Send) {
         return Ok(failure(&run_id, "forbidden", message, Some(&display)));
     }
-    let target_session = match engine.store().get(&target).await? {
+    let target_session = match shared.store().get(&target).await? {
         Some(s) => s,
         // An agent's main session is created on first use (agentId targets).
         None if key_param.is_none() && label.is_none() => {
-            engine
+            shared
                 .store()
                 .ensure(&target, SessionInit::default())
                 .await?
@@ -152,13 +165,14 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     let chain = Chain::next(ctx.chain.as_ref());
     // A send that never starts an exchange is still one the owner can find (its own entry).
     if let Some(refusal) = refused_by_policy(
-        engine,
+        shared,
         &target,
         &target_session.entry,
         &display,
         &ctx.requester,
     ) {
-        engine
+        tools
+            .exchanges
             .record_refused_send(
                 ExchangeKind::Refused,
                 &ctx.requester,
@@ -171,8 +185,9 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             .await?;
         return Ok(failure(&run_id, "forbidden", refusal, Some(&display)));
     }
-    if let Some(max_hops) = engine.chain_limit_passed(&chain) {
-        engine
+    if let Some(max_hops) = tools.exchanges.chain_limit_passed(&chain) {
+        tools
+            .exchanges
             .record_refused_send(
                 ExchangeKind::Chain,
                 &ctx.requester,
@@ -186,7 +201,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
                 ),
             )
             .await?;
-        engine.emit_chain_stopped(&chain, &ctx.requester, target.as_str());
+        tools.exchanges.emit_chain_stopped(&chain, &ctx.requester, target.as_str());
         return Ok(failure(
             &run_id,
             "error",
@@ -199,12 +214,13 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     }
     // The requester must exist for the reply-back loop to run in it (a CLI caller's
     // `--as` session may be new).
-    let (requester_session, _) = engine
+    let (requester_session, _) = shared
         .store()
         .ensure(&ctx.requester, SessionInit::default())
         .await?;
     let wait = Duration::from_secs(timeout);
-    let started = engine
+    let started = tools
+        .exchanges
         .start_send(Send {
             requester: ctx.requester.clone(),
             target: target.clone(),
@@ -214,7 +230,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             waiting: ctx.waiting.clone(),
             requester_channel: channel_of(&requester_session),
             target_channel: channel_of(&target_session),
-        })
+        }, tools.clone())
         .await?;
     let mut run = started.run;
     let run_id = run.run_id.clone();
@@ -261,7 +277,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
 
 /// Reference §5.2 step 2: a label, optionally under another agent.
 async fn by_label(
-    engine: &Engine,
+    shared: &Context,
     guard: &Guard,
     label: &str,
     agent_param: Option<&str>,
@@ -283,8 +299,8 @@ async fn by_label(
             return Ok(Err(("forbidden", Action::Send.agent_to_agent_denied().into())));
         }
     }
-    let default_agent = engine.store().scheme().default_agent.clone();
-    let found = engine
+    let default_agent = shared.store().scheme().default_agent.clone();
+    let found = shared
         .store()
         .keys_by_label(label).await?
         .into_iter()
@@ -306,13 +322,13 @@ async fn by_label(
 
 /// DESIGN §2: a send into a session whose policy denies is refused, saying how to change it.
 fn refused_by_policy(
-    engine: &Engine,
+    shared: &Context,
     target: &SessionKey,
     entry: &SessionEntry,
     display: &str,
     requester: &SessionKey,
 ) -> Option<String> {
-    let decision = engine.judge_policy(target, entry, SendKind::Send, Some(requester));
+    let decision = shared.judge_policy(target, entry, SendKind::Send, Some(requester));
     (!decision.is_allowed()).then(|| {
         format!(
             "{SEND_POLICY_REFUSAL}: {display} does not accept sends: {}. The owner can allow it with \"/send on\" in that session or `switchboard sessions patch {display} --send-policy allow`.",

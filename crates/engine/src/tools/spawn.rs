@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 use super::params::Params;
 use super::context::{ToolContext, ToolError, ToolInputError, failure};
 use switchboard_types::config::limits;
-use crate::Engine;
+use std::sync::Arc;
+
+use super::Tools;
+use crate::context::Context;
 use switchboard_types::key::{is_valid_agent_id, normalize_agent_id};
 use crate::chain::Chain;
 use crate::spawn::{Cleanup, SpawnRequest};
@@ -31,7 +34,17 @@ const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "x
 /// What the requester is told to do while children run (OpenClaw 2026.9.6's note).
 const NOTE: &str = "The final reply returns to the requester as a completion event. Continue any independent work. Wait for completion events for ALL required children before your final answer; never busy-poll. If a completion arrives after your final answer, reply ONLY with NO_REPLY.";
 
-pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+/// `sessions_spawn`: validate the parameters, then the depth, fan-out, agent allowlist,
+/// sandbox, model and chain checks in the order OpenClaw applies them, and start the child.
+/// Long (about 220 lines) on purpose: it reads top to bottom as the tool's contract, each
+/// check answering with its own refusal, and split it would pass a dozen validated values
+/// between pieces.
+pub async fn run(
+    tools: &Arc<Tools>,
+    params: &Value,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
+    let shared = &*tools.ctx;
     let p = Params::new(params)?;
     if let Some(bad) = DELIVERY_PARAMS.iter().find(|name| p.has(name)) {
         return Err(ToolInputError::Invalid(format!(
@@ -63,7 +76,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     )? {
         Some(t) => t,
         None => {
-            engine
+            shared
                 .config()
                 .agents
                 .defaults
@@ -100,8 +113,8 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
         }
     };
 
-    let config = engine.config();
-    let scheme = engine.store().scheme();
+    let config = shared.config();
+    let scheme = shared.store().scheme();
     let requester_agent = ctx.requester.agent_id(&scheme.default_agent).to_string();
     // 1. A malformed agentId.
     if let Some(raw) = agent_param
@@ -138,7 +151,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     // 4. Fan-out.
     let max_children = config.agents.defaults.subagents.max_children_per_agent;
     let requester_key = ctx.requester.to_string();
-    let running = engine
+    let running = shared
         .store()
         .backend()
         .running_children(&requester_key)
@@ -185,7 +198,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     }
     // 9. Model and thinking.
     if let Some(m) = model
-        && let Some(problem) = model_problem(engine, m)
+        && let Some(problem) = model_problem(shared, m)
     {
         return Ok(failure("error", problem));
     }
@@ -211,7 +224,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
     // `subagent-announce` stops at the chain limit like a loop of sends.
     let chain = Chain::next(ctx.chain.as_ref());
     let target = format!("agent:{agent_id}:subagent");
-    if let Some(max_hops) = engine.chain_exceeded(&chain, &ctx.requester, &target) {
+    if let Some(max_hops) = tools.exchanges.chain_exceeded(&chain, &ctx.requester, &target) {
         return Ok(failure(
             "error",
             format!(
@@ -220,7 +233,8 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             ),
         ));
     }
-    let spawned = engine
+    let spawned = tools
+        .spawns
         .spawn_child(SpawnRequest {
             requester: ctx.requester.clone(),
             agent_id,
@@ -235,7 +249,7 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
             depth: requester_depth + 1,
             max_depth,
             chain,
-        })
+        }, tools.clone())
         .await?;
     let mut result = json!({
         "status": "accepted",
@@ -252,13 +266,13 @@ pub async fn run(engine: &Engine, params: &Value, ctx: &ToolContext) -> Result<V
 
 /// Why `model` cannot run a sub-agent, if it cannot: `scripted`, or `<provider>/<model>`
 /// with the provider configured.
-fn model_problem(engine: &Engine, model: &str) -> Option<String> {
+fn model_problem(shared: &Context, model: &str) -> Option<String> {
     if model == "scripted" {
         return None;
     }
     match model.split_once('/') {
         Some((provider, name)) if !name.trim().is_empty() => {
-            if engine.config().models.providers.contains_key(provider) {
+            if shared.config().models.providers.contains_key(provider) {
                 None
             } else {
                 Some(format!(

@@ -1,0 +1,106 @@
+//! What the engine's services share: the config, the store, the event bus, the state folder
+//! and this instance's claim on it, and the tracker of background work. Nothing here belongs
+//! to one service; each service holds an `Arc<Context>` next to the state it owns.
+
+use std::path::{Path, PathBuf};
+
+use switchboard_types::api::SendKind;
+use switchboard_types::config::Config;
+use switchboard_types::entry::SessionEntry;
+use switchboard_types::key::{KeyError, SessionKey};
+
+use crate::events::{EngineEvent, EventBus};
+use crate::instance::Instance;
+use crate::session::policy::{PolicyDecision, evaluate};
+use crate::session::store::SessionStore;
+use crate::tracker::Tracker;
+
+/// The engine's shared context (see the module comment). Built once per engine.
+pub struct Context {
+    config: Config,
+    store: SessionStore,
+    events: EventBus,
+    state_dir: PathBuf,
+    tracker: Tracker,
+    /// This engine's claim on the state folder: the `owner` of the runs it executes.
+    instance: Instance,
+}
+
+impl Context {
+    pub(crate) fn new(
+        config: Config,
+        store: SessionStore,
+        events: EventBus,
+        state_dir: &Path,
+        instance: Instance,
+    ) -> Context {
+        Context {
+            config,
+            store,
+            events,
+            state_dir: state_dir.to_path_buf(),
+            tracker: Tracker::default(),
+            instance,
+        }
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub(crate) fn store(&self) -> &SessionStore {
+        &self.store
+    }
+
+    pub(crate) fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    pub(crate) fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    pub(crate) fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    /// This engine instance's id (the `owner` of the runs it executes).
+    pub(crate) fn instance_id(&self) -> &str {
+        self.instance.id()
+    }
+
+    /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
+    /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
+    pub(crate) fn transcript_path(&self, session_id: &str) -> String {
+        format!("{}#{}", self.store.backend().location(), session_id)
+    }
+
+    /// The canonical key for a requester named on the command line (`--as`): `main` is the
+    /// default agent's main session. The error says why `raw` names no session.
+    pub(crate) fn requester_key(&self, raw: &str) -> Result<SessionKey, KeyError> {
+        let scheme = self.store.scheme();
+        scheme.canonicalize(raw, &scheme.default_agent)
+    }
+
+    /// Evaluate `key`'s send policy for `action` (`send`, `announce`, `reply`, …) and
+    /// announce the decision as an event, so every enforcement point is visible the same way.
+    /// `requester` is the session sending into `key`, when there is one. Here rather than in
+    /// one service because delivery, exchanges and the send tool all enforce it.
+    pub(crate) fn judge_policy(
+        &self,
+        key: &SessionKey,
+        entry: &SessionEntry,
+        action: SendKind,
+        requester: Option<&SessionKey>,
+    ) -> PolicyDecision {
+        let decision = evaluate(self.config(), key, entry);
+        self.events().emit(EngineEvent::PolicyDecision {
+            key: key.to_string(),
+            action,
+            allowed: decision.is_allowed(),
+            source: decision.source.to_string(),
+            requester: requester.map(|r| r.to_string()),
+        });
+        decision
+    }
+}
