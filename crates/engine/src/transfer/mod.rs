@@ -1060,3 +1060,53 @@ fn is_safe_file_stem(id: &str) -> bool {
             .chars()
             .any(|c| c == '/' || c == '\\' || c == '\0' || c.is_control())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, b"").unwrap();
+    }
+
+    /// Both layouts go through one finder: the same two shapes, the same refusal.
+    #[test]
+    fn one_finder_serves_both_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        touch(&root.join("agents/b/sessions").join(SESSIONS_FILE));
+        touch(&root.join("agents/a/sessions").join(SESSIONS_FILE));
+        touch(&root.join("agents/a/agent/openclaw-agent.sqlite"));
+        let legacy = find_layout(root, "sessions", SESSIONS_FILE).unwrap();
+        let ids: Vec<_> = legacy.iter().map(|f| f.agent_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        let dbs = sqlite::find_agent_dbs(root).unwrap();
+        assert_eq!(dbs.len(), 1);
+        assert_eq!(dbs[0].agent_id, "a");
+        assert!(dbs[0].path.ends_with("agents/a/agent/openclaw-agent.sqlite"));
+
+        // One agent's own folder is accepted, for either layout.
+        let one = find_layout(&root.join("agents/a/agent"), "agent", "openclaw-agent.sqlite");
+        assert_eq!(one.unwrap()[0].agent_id, "a");
+
+        // A folder holding the file but not shaped agents/<id>/<sub>: its agent is unknown.
+        let stray = root.join("stray");
+        touch(&stray.join(SESSIONS_FILE));
+        touch(&stray.join("openclaw-agent.sqlite"));
+        for (sub, file, article) in [
+            ("sessions", SESSIONS_FILE, "a"),
+            ("agent", "openclaw-agent.sqlite", "an"),
+        ] {
+            let err = find_layout(&stray, sub, file).err().unwrap().to_string();
+            assert!(
+                err.contains(&format!(
+                    "it has {article} {file} but is not an agents/<agentId>/{sub} folder"
+                )),
+                "{err}"
+            );
+        }
+        // Nothing of a layout: empty, not an error (the caller says what is missing).
+        assert!(find_layout(&stray.join("none"), "agent", "x").unwrap().is_empty());
+    }
+}
