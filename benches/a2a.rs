@@ -45,7 +45,7 @@ fn engine(turns: u32, dir: &std::path::Path) -> Engine {
         ] },
     });
     let config: Config = serde_json::from_value(config).expect("config");
-    switchboard_engine::state_folder::open_engine(dir, config).expect("engine")
+    switchboard::state_folder::open_engine(dir, config).expect("engine")
 }
 
 fn runtime() -> Runtime {

@@ -72,8 +72,7 @@ fn main() {
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    let engine =
-        switchboard_engine::state_folder::open_engine(&dir, Config::default()).expect("open");
+    let engine = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let mut state = State::new(dir.display().to_string(), 1_795_353_349_734);
     state.width = 120;

@@ -82,7 +82,7 @@ fn main() {
     };
     let rt = Runtime::new().expect("runtime");
     let engine = rt
-        .block_on(async { switchboard_engine::state_folder::open_engine(&dir, Config::default()) })
+        .block_on(async { switchboard::state_folder::open_engine(&dir, Config::default()) })
         .expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let listener = rt

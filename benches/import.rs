@@ -30,7 +30,7 @@ fn main() {
         return;
     }
     let state = tempfile::tempdir_in("target").expect("a state folder under target/");
-    let engine = switchboard_engine::state_folder::open_engine(state.path(), Config::default())
+    let engine = switchboard::state_folder::open_engine(state.path(), Config::default())
         .expect("open the state");
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
 

@@ -100,17 +100,13 @@ fn bench_turns(c: &mut Criterion) {
         text_reply("There are a few sessions.", 30, 6),
     ]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine = switchboard_engine::state_folder::open_engine(
-        dir.path(),
-        config(&fake.base_url, json!({})),
-    )
-    .expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), config(&fake.base_url, json!({})))
+            .expect("engine");
     let dir2 = tempfile::tempdir().expect("dir");
-    let engine2 = switchboard_engine::state_folder::open_engine(
-        dir2.path(),
-        config(&tooling.base_url, json!({})),
-    )
-    .expect("engine");
+    let engine2 =
+        switchboard::state_folder::open_engine(dir2.path(), config(&tooling.base_url, json!({})))
+            .expect("engine");
     let me = SessionKey::from_canonical("agent:main:main");
     let plain = SessionKey::from_canonical("agent:plain:main");
     let http = reqwest::Client::new();
@@ -159,7 +155,7 @@ fn bench_concurrent(c: &mut Criterion) {
     };
     let fake = rt.block_on(Fake::start(vec![slow]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine = switchboard_engine::state_folder::open_engine(
+    let engine = switchboard::state_folder::open_engine(
         dir.path(),
         config(&fake.base_url, json!({ "maxConcurrent": RUNS })),
     )
@@ -207,7 +203,7 @@ fn bench_delta_to_console(c: &mut Criterion) {
         Some((10, PIECES as u64)),
     )]));
     let dir = tempfile::tempdir().expect("dir");
-    let engine = switchboard_engine::state_folder::open_engine(
+    let engine = switchboard::state_folder::open_engine(
         dir.path(),
         config(&fake.base_url, json!({ "stream": true })),
     )

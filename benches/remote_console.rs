@@ -231,8 +231,7 @@ fn main() {
         .build()
         .expect("runtime");
     let _guard = rt.enter();
-    let engine =
-        switchboard_engine::state_folder::open_engine(&dir, Config::default()).expect("open");
+    let engine = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
     let api: Arc<dyn SessionsApi> = Arc::new(engine);
     let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind");
     let gateway = listener.local_addr().expect("addr").to_string();

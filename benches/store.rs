@@ -22,6 +22,7 @@ use switchboard_config::{Config, Visibility};
 use switchboard_engine::Engine;
 use switchboard_engine::store::{SessionInit, SessionStore};
 use switchboard_engine::tools::ToolContext;
+use switchboard_store_sqlite::Storage;
 use switchboard_store_sqlite::queries::{self, NewLine, StoredSession};
 use switchboard_types::entry::{DeliveryContext, SessionEntry};
 use switchboard_types::key::{KeyScheme, SessionKey};
@@ -288,9 +289,9 @@ fn prepare() -> PathBuf {
     eprintln!("bench state: populating {} (once) …", dir.display());
     // Open through the engine first, so the schema and the kind basis are in place exactly
     // as a real state folder would have them.
-    let engine = switchboard_engine::state_folder::open_engine(&dir, Config::default())
-        .expect("open empty state");
-    let storage = engine.store().storage().clone();
+    let engine =
+        switchboard::state_folder::open_engine(&dir, Config::default()).expect("open empty state");
+    let storage = storage_of(&engine);
     let cwd = dir.display().to_string();
 
     for start in (0..SESSIONS).step_by(CHUNK) {
@@ -414,7 +415,7 @@ fn proc_status_kb(field: &str) -> u64 {
 /// transcript (or none), print peak and current RSS.
 fn probe(which: &str) {
     let dir = state_dir();
-    let engine = switchboard_engine::state_folder::open_engine(&dir, all_config()).expect("open");
+    let engine = switchboard::state_folder::open_engine(&dir, all_config()).expect("open");
     let rt = current_thread();
     let ctx = ctx();
     let key = match which {
@@ -469,6 +470,13 @@ fn memory_report() {
 // Benchmarks
 // ---------------------------------------------------------------------------------------
 
+/// A second handle on an engine's SQLite database, for the set-up and the SQL-only
+/// comparisons (the engine itself knows only the `Store` trait).
+fn storage_of(engine: &Engine) -> Storage {
+    let db = PathBuf::from(engine.store().backend().location());
+    Storage::open(db.parent().expect("the database is in a folder")).expect("open storage")
+}
+
 fn bench_open(c: &mut Criterion, dir: &Path) {
     let mut g = c.benchmark_group("open_100k");
     g.sample_size(30)
@@ -480,8 +488,8 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 let t = Instant::now();
-                let engine = switchboard_engine::state_folder::open_engine(dir, Config::default())
-                    .expect("open");
+                let engine =
+                    switchboard::state_folder::open_engine(dir, Config::default()).expect("open");
                 total += t.elapsed();
                 drop(black_box(engine));
             }
@@ -498,7 +506,7 @@ fn bench_open(c: &mut Criterion, dir: &Path) {
             for _ in 0..iters {
                 let t = Instant::now();
                 let engine =
-                    switchboard_engine::state_folder::open_engine(dir, all_config()).expect("open");
+                    switchboard::state_folder::open_engine(dir, all_config()).expect("open");
                 let page = call(&rt, &engine, "sessions_list", &params, &ctx);
                 total += t.elapsed();
                 black_box(page);
@@ -600,8 +608,7 @@ fn bench_page(c: &mut Criterion, all: &Engine) {
         let page = rt.block_on(all.sessions(q.clone())).expect("page");
         sids.extend(page.rows.into_iter().map(|r| r.session_id));
     }
-    all.store()
-        .storage()
+    storage_of(all)
         .write_blocking(move |c| {
             for (n, sid) in sids.iter().enumerate() {
                 if queries::last_seq(c, sid)? == 0 {
@@ -641,7 +648,7 @@ fn bench_history(c: &mut Criterion, all: &Engine) {
     let rt = current_thread();
     let ctx = ctx();
     let small = small_key();
-    let storage = all.store().storage().clone();
+    let storage = storage_of(all);
     let sid_of = |key: &str| {
         rt.block_on(all.store().get(&SessionKey::from_canonical(key)))
             .unwrap()
@@ -726,8 +733,7 @@ fn bench_append(c: &mut Criterion, dir: &Path) {
         .enable_all()
         .build()
         .expect("runtime");
-    let engine =
-        switchboard_engine::state_folder::open_engine(dir, Config::default()).expect("open");
+    let engine = switchboard::state_folder::open_engine(dir, Config::default()).expect("open");
     let store = engine.store().clone();
     let keys: Vec<SessionKey> = (0..BURST_SESSIONS)
         .map(|n| SessionKey::from_canonical(format!("agent:main:burst-{n}")))
@@ -767,7 +773,7 @@ fn bench_append(c: &mut Criterion, dir: &Path) {
     });
     // For comparison: the same 10,000 `queries::append_lines` calls run as ONE writer job
     // (one savepoint, one commit, no per-append future): what the SQL alone costs.
-    let storage = store.storage().clone();
+    let storage = storage_of(&engine);
     g.bench_function("append_lines_10000_in_one_writer_job", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -858,9 +864,8 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_open(&mut c, &dir);
     {
-        let all = switchboard_engine::state_folder::open_engine(&dir, all_config()).expect("open");
-        let tree =
-            switchboard_engine::state_folder::open_engine(&dir, Config::default()).expect("open");
+        let all = switchboard::state_folder::open_engine(&dir, all_config()).expect("open");
+        let tree = switchboard::state_folder::open_engine(&dir, Config::default()).expect("open");
         bench_list(&mut c, &all, &tree);
         bench_page(&mut c, &all);
         bench_history(&mut c, &all);

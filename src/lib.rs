@@ -3,3 +3,4 @@
 //! (docs/ARCHITECTURE.md, "Crates").
 
 pub mod demo;
+pub mod state_folder;

@@ -58,7 +58,7 @@ impl Cli {
     pub fn open_engine(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        switchboard_engine::state_folder::open_engine(&dir, config)
+        switchboard::state_folder::open_engine(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
 
@@ -66,7 +66,7 @@ impl Cli {
     pub fn open_engine_for_reading(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        switchboard_engine::state_folder::open_engine_for_reading(&dir, config)
+        switchboard::state_folder::open_engine_for_reading(&dir, config)
             .with_context(|| format!("cannot open the state folder {}", dir.display()))
     }
 

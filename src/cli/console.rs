@@ -88,7 +88,7 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         .map(|w| format!("config: {w}"))
         .collect();
     let dir = cli.state_dir();
-    let engine = switchboard_engine::state_folder::open_engine(&dir, config)
+    let engine = switchboard::state_folder::open_engine(&dir, config)
         .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
     let mut options = console_options(dir.display().to_string())?;
     options.notices = notices;
@@ -102,7 +102,7 @@ pub(crate) async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Resu
     console_terminal()?;
     let dir = tempfile_dir()?;
     let config = switchboard::demo::demo_config()?;
-    let engine = switchboard_engine::state_folder::open_engine(&dir, config)
+    let engine = switchboard::state_folder::open_engine(&dir, config)
         .with_context(|| format!("cannot open the demo state {}", dir.display()))?;
     // Seeding runs beside the console, which draws at once and fills in as it lands.
     let traffic = switchboard::demo::start(

@@ -274,7 +274,7 @@ fn a_process_killed_mid_exchange_leaves_no_run_running_and_loses_nothing() {
     let config: Config = switchboard_config::load::parse_str(CONFIG).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let engine = switchboard_engine::state_folder::open_engine(&b.state, config).unwrap();
+        let engine = switchboard::state_folder::open_engine(&b.state, config).unwrap();
         let work = SessionKey::from_canonical("agent:work:main");
         let runs = engine.runs_of(&work, 10).await.unwrap();
         assert!(

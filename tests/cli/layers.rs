@@ -18,15 +18,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "switchboard-store-sqlite",
         &["switchboard-store", "switchboard-types"],
     ),
-    // The store-sqlite edge is the one exception left (docs/ARCHITECTURE.md, "Crates"): the
-    // import and export of OpenClaw state (`transfer/`) still write through the SQLite handle,
-    // and `state_folder` opens a folder's SQLite store into an engine.
+    // The engine knows storage only as the `Store` trait (and OpenClaw's SQLite state only as
+    // the `OpenClawDbs` source trait); the binary's `state_folder` plugs the SQLite ones in.
     (
         "switchboard-engine",
         &[
             "switchboard-protocol",
             "switchboard-store",
-            "switchboard-store-sqlite",
             "switchboard-types",
         ],
     ),
@@ -114,13 +112,13 @@ fn every_crate_depends_only_on_the_crates_below_it() {
     );
 }
 
-#[test]
-fn the_bottom_crate_pulls_in_no_database_socket_terminal_or_http() {
+/// The crates `package` pulls in (normal dependencies), one `name version` a line.
+fn tree_of(package: &str) -> String {
     let out = cargo()
         .args([
             "tree",
             "-p",
-            "switchboard-types",
+            package,
             "-e",
             "normal",
             "--prefix",
@@ -134,21 +132,41 @@ fn the_bottom_crate_pulls_in_no_database_socket_terminal_or_http() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8_lossy(&out.stdout);
-    for forbidden in [
-        "rusqlite",
-        "tokio-tungstenite",
-        "ratatui",
-        "reqwest",
-        "crossterm",
-    ] {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn assert_not_in_tree(package: &str, forbidden: &[&str]) {
+    let tree = tree_of(package);
+    for name in forbidden {
         assert!(
-            !tree
-                .lines()
-                .any(|l| l.starts_with(&format!("{forbidden} "))),
-            "switchboard-types pulls in {forbidden}:\n{tree}"
+            !tree.lines().any(|l| l.starts_with(&format!("{name} "))),
+            "{package} pulls in {name}:\n{tree}"
         );
     }
+}
+
+#[test]
+fn the_bottom_crate_pulls_in_no_database_socket_terminal_or_http() {
+    assert_not_in_tree(
+        "switchboard-types",
+        &[
+            "rusqlite",
+            "tokio-tungstenite",
+            "ratatui",
+            "reqwest",
+            "crossterm",
+        ],
+    );
+}
+
+/// A second store (PostgreSQL) must be possible without touching the engine: the engine
+/// compiles without any SQLite in its tree, the OpenClaw import's reader included.
+#[test]
+fn the_engine_pulls_in_no_sqlite() {
+    assert_not_in_tree(
+        "switchboard-engine",
+        &["rusqlite", "libsqlite3-sys", "switchboard-store-sqlite"],
+    );
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -162,12 +180,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Files outside the SQLite store that still name `rusqlite`: the engine's import (`transfer/`,
-/// its merge's held writer jobs) and the bridge it reads through. The list may only shrink.
-const STILL_NAMING_RUSQLITE: &[&str] = &[
-    "crates/engine/src/transfer/",
-    "crates/engine/src/session/store.rs",
-];
+/// Files outside the SQLite store that still name `rusqlite`. Empty: the list may only stay so.
+const STILL_NAMING_RUSQLITE: &[&str] = &[];
 
 #[test]
 fn only_the_sqlite_store_names_rusqlite() {

@@ -81,8 +81,7 @@ pub fn bench(config: Value) -> Bench {
     let config: switchboard_config::Config =
         serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine =
-        switchboard_engine::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
     Bench { engine, _dir: dir }
 }
 

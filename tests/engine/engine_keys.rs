@@ -28,8 +28,8 @@ fn config(v: Value) -> Config {
 
 fn bench(cfg: Value) -> Bench {
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard_engine::state_folder::open_engine(dir.path(), config(cfg))
-        .expect("engine opens");
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), config(cfg)).expect("engine opens");
     Bench { engine, _dir: dir }
 }
 
@@ -218,17 +218,15 @@ async fn custom_main_key_is_honoured() {
 async fn changing_main_key_reclassifies_stored_sessions() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let engine = switchboard_engine::state_folder::open_engine(
-            dir.path(),
-            config(open_config(json!({}))),
-        )
-        .unwrap();
+        let engine =
+            switchboard::state_folder::open_engine(dir.path(), config(open_config(json!({}))))
+                .unwrap();
         let store = engine.store();
         for k in [ME, "agent:main:home"] {
             store.ensure(&key(k), SessionInit::default()).await.unwrap();
         }
     }
-    let engine = switchboard_engine::state_folder::open_engine(
+    let engine = switchboard::state_folder::open_engine(
         dir.path(),
         config(open_config(json!({ "session": { "mainKey": "home" } }))),
     )

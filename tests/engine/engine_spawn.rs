@@ -29,8 +29,7 @@ struct Bench {
 fn bench_with(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine =
-        switchboard_engine::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         engine,
@@ -384,7 +383,7 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     let dir = tempfile::tempdir().unwrap();
     let child;
     {
-        let engine = switchboard_engine::state_folder::open_engine(
+        let engine = switchboard::state_folder::open_engine(
             dir.path(),
             serde_json::from_value(config.clone()).unwrap(),
         )
@@ -415,11 +414,9 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
         );
     }
     // A new process: the timer is in the database.
-    let engine = switchboard_engine::state_folder::open_engine(
-        dir.path(),
-        serde_json::from_value(config).unwrap(),
-    )
-    .unwrap();
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), serde_json::from_value(config).unwrap())
+            .unwrap();
     engine.resume().await.unwrap();
     let archived = engine.archive_due(now_ms() + 61 * 60_000).await.unwrap();
     assert_eq!(archived, [key(&child)]);
@@ -831,7 +828,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
 async fn resume_leaves_a_live_engines_announce_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
-    let owner = switchboard_engine::state_folder::open_engine(dir.path(), config()).unwrap();
+    let owner = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     owner
         .store()
         .ensure(&key(ME), SessionInit::default())
@@ -860,7 +857,7 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
         rusqlite::params![child, ME],
     )
     .unwrap();
-    let other = switchboard_engine::state_folder::open_engine(dir.path(), config()).unwrap();
+    let other = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();

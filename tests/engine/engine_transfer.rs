@@ -45,7 +45,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    switchboard_engine::state_folder::open_engine(state, config()).unwrap()
+    switchboard::state_folder::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine) -> ToolContext {

@@ -39,7 +39,7 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
         .ensure(&key, Default::default())
         .await
         .expect("session");
-    let db = b.engine.store().storage().path().to_path_buf();
+    let db = std::path::PathBuf::from(b.engine.store().backend().location());
     let other = rusqlite::Connection::open(&db).expect("second connection");
     other
         .execute_batch("BEGIN IMMEDIATE")

@@ -314,8 +314,8 @@ async fn a_client_that_never_sends_connect_is_closed() {
     use switchboard_server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = switchboard_engine::state_folder::open_engine(dir.path(), Config::default())
-        .expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), Config::default()).expect("engine");
     let gateway = gateway_support::start_with(
         engine.start(),
         Options {

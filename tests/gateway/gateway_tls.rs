@@ -236,8 +236,8 @@ async fn a_client_stalled_before_tls_is_dropped() {
     let files = tempfile::tempdir().expect("tempdir");
     let (cert, key) = self_signed(files.path());
     let acceptor = switchboard_protocol::tls::acceptor(&cert, &key).expect("acceptor");
-    let engine = switchboard_engine::state_folder::open_engine(files.path(), Config::default())
-        .expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(files.path(), Config::default()).expect("engine");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -285,8 +285,8 @@ async fn a_client_stalled_before_the_websocket_upgrade_is_dropped() {
     use switchboard_server::Options;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = switchboard_engine::state_folder::open_engine(dir.path(), Config::default())
-        .expect("engine");
+    let engine =
+        switchboard::state_folder::open_engine(dir.path(), Config::default()).expect("engine");
     let gateway = gateway_support::start_with(
         engine.start(),
         Options {

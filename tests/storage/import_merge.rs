@@ -20,7 +20,7 @@ const T0: i64 = 1_700_000_000_000;
 fn open(state: &Path) -> Engine {
     let mut c = Config::default();
     c.tools.sessions.visibility = Visibility::All;
-    switchboard_engine::state_folder::open_engine(state, c).unwrap()
+    switchboard::state_folder::open_engine(state, c).unwrap()
 }
 
 fn key(s: &str) -> SessionKey {

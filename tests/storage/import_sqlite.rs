@@ -39,7 +39,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    switchboard_engine::state_folder::open_engine(state, config()).unwrap()
+    switchboard::state_folder::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine, requester: &str) -> ToolContext {
@@ -48,6 +48,10 @@ fn ctx(engine: &Engine, requester: &str) -> ToolContext {
 
 fn key(s: &str) -> SessionKey {
     SessionKey::from_canonical(s)
+}
+
+async fn has_session(engine: &Engine, k: &str) -> bool {
+    engine.store().get(&key(k)).await.unwrap().is_some()
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -230,14 +234,7 @@ async fn one_agent_folder_is_accepted() {
         .unwrap();
     assert_eq!(report.sessions_imported, 7, "{report:#?}");
     assert_same_as_rows(&engine, &db_of(&fixture(), "work")).await;
-    assert!(
-        engine
-            .store()
-            .get(&key("agent:main:main"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!has_session(&engine, "agent:main:main").await);
 }
 
 /// Fields of our `sessions_list` rows that equal the gateway's for the same state; the
@@ -431,14 +428,7 @@ async fn a_locked_database_fails_clearly_with_nothing_imported() {
     assert!(matches!(err, TransferError::OpenClawDb { .. }), "{err:?}");
     assert!(msg.contains("locked") && msg.contains("work"), "{msg}");
     // Checked before writing: not even agent main's sessions came in.
-    assert!(
-        engine
-            .store()
-            .get(&key("agent:main:main"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!has_session(&engine, "agent:main:main").await);
     holder.execute_batch("ROLLBACK").unwrap();
 }
 
@@ -455,14 +445,7 @@ async fn a_newer_schema_version_is_refused_with_nothing_imported() {
     let err = engine.import_openclaw(&root).await.unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("24") && msg.contains("23"), "{msg}");
-    assert!(
-        engine
-            .store()
-            .get(&key("agent:main:main"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!has_session(&engine, "agent:main:main").await);
 }
 
 #[tokio::test]
@@ -989,4 +972,33 @@ fn the_command_imports_a_2026_9_6_state_folder() {
     let out = bench.run(&["sessions", "export", "agent:work:s2"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("PINGPONG work as Agent 2"));
+}
+
+/// The engine reads OpenClaw's SQLite state only through the reader it is given
+/// (`Engine::with_openclaw_dbs`): one built over a bare `Store` refuses that layout by name,
+/// before writing anything, instead of reaching for a database library of its own.
+#[tokio::test]
+async fn an_engine_without_a_sqlite_reader_refuses_that_layout_clearly() {
+    use std::sync::Arc;
+    use switchboard_engine::instance::Instance;
+    use switchboard_store_sqlite::{SqliteStore, Storage};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_copy(dir.path());
+    let state = tempfile::tempdir().unwrap();
+    let storage = Storage::open(state.path()).unwrap();
+    let engine = Engine::new(
+        config(),
+        Arc::new(SqliteStore::new(storage)),
+        state.path(),
+        Instance::unclaimed(),
+    );
+    let err = engine.import_openclaw(&root).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, TransferError::OpenClawDb { .. }), "{err:?}");
+    assert!(
+        msg.contains("openclaw-agent.sqlite") && msg.contains("without a reader"),
+        "{msg}"
+    );
+    assert!(!has_session(&engine, "agent:main:main").await);
 }

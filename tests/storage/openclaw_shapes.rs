@@ -83,7 +83,7 @@ async fn bench() -> Bench {
     let mut config = Config::default();
     config.tools.sessions.visibility = Visibility::All;
     config.tools.agent_to_agent.enabled = true;
-    let engine = switchboard_engine::state_folder::open_engine(state.path(), config).unwrap();
+    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
     let report = engine.import_openclaw(source.path()).await.unwrap();
     assert_eq!(report.sessions_imported, 18, "{report:?}");
     Bench {

@@ -616,7 +616,7 @@ async fn a_deletion_by_another_process_is_noticed() {
     select(&mut c, OTHER).await;
     let config: switchboard_config::Config =
         serde_json::from_value(config()).expect("test config is valid");
-    let other = switchboard_engine::state_folder::open_engine(b.engine.state_dir(), config)
+    let other = switchboard::state_folder::open_engine(b.engine.state_dir(), config)
         .expect("a second engine on the same folder");
     assert!(
         other.start().delete(OTHER).await.expect("delete"),

@@ -47,7 +47,8 @@ macro_rules! internal_fn {
 }
 
 pub mod agent;
-pub mod state_folder;
+/// The engine's claim on a state folder (public: whoever opens a folder claims it first).
+pub mod instance;
 internal! {
     mod chain;
     mod context;
@@ -56,7 +57,6 @@ internal! {
     mod exchange;
     mod failpoint;
     mod inbound;
-    mod instance;
     mod runs;
     mod session;
     mod sessions;
@@ -92,8 +92,8 @@ use session::key::SessionKey;
 use session::store::SessionStore;
 use sessions::Sessions;
 use spawn::Spawns;
+use switchboard_store::openclaw::OpenClawDbs;
 use switchboard_store::{OutboxRow, RunRow, SpawnRow, Store};
-use switchboard_store_sqlite::Storage;
 use switchboard_types::config::Config;
 use tools::{ToolContext, ToolError, Tools};
 use tracker::Tracker;
@@ -113,24 +113,26 @@ pub struct Engine {
     /// The session tools: what every run calls tools through.
     tools: Arc<Tools>,
     sessions: Arc<Sessions>,
+    /// Reads OpenClaw's per-agent SQLite databases for an import; without one, importing
+    /// that layout fails with a clear error (`with_openclaw_dbs`).
+    openclaw_dbs: Option<Arc<dyn OpenClawDbs>>,
     /// Whether other processes' commits are being turned into events yet.
     watching: Arc<std::sync::Once>,
 }
 
 impl Engine {
-    internal_fn! {
-    /// The engine over `store` (see `crate::state_folder` for opening a state folder).
-    /// `instance` is this engine's claim on the folder: the `owner` of the runs it executes.
-    fn new(
+    /// The engine over `store` (the binary's `state_folder` opens a folder's store and
+    /// builds one). `instance` is this engine's claim on the folder: the `owner` of the runs
+    /// it executes.
+    pub fn new(
         config: Config,
         store: Arc<dyn Store>,
-        storage: Storage,
         state_dir: &Path,
         instance: Instance,
     ) -> Engine {
         let scheme = config.key_scheme();
         let events = EventBus::default();
-        let store = SessionStore::new(store, storage, scheme, events.clone());
+        let store = SessionStore::new(store, scheme, events.clone());
         let ctx = Arc::new(Context::new(config, store, events, state_dir, instance));
         // Built bottom-up: each service gets the ones it calls, none calls back up.
         let delivery = Delivery::new(ctx.clone());
@@ -147,9 +149,36 @@ impl Engine {
             exchanges,
             tools,
             sessions,
+            openclaw_dbs: None,
             watching: Arc::new(std::sync::Once::new()),
         }
     }
+
+    /// The reader `import_openclaw` uses for OpenClaw's per-agent SQLite databases (a
+    /// source, not a store: see `switchboard_store::openclaw`).
+    pub fn with_openclaw_dbs(mut self, dbs: Arc<dyn OpenClawDbs>) -> Engine {
+        self.openclaw_dbs = Some(dbs);
+        self
+    }
+
+    pub(crate) fn openclaw_dbs(&self) -> Option<&dyn OpenClawDbs> {
+        self.openclaw_dbs.as_deref()
+    }
+
+    /// Tell subscribers which runs and exchanges the store closed at opening because a
+    /// stopped engine left them open (nothing is emitted when there are none).
+    pub fn announce_recovered(&self, runs: Vec<String>, exchanges: Vec<String>) {
+        if runs.is_empty() && exchanges.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            runs = runs.len(),
+            exchanges = exchanges.len(),
+            "closed runs and exchanges a stopped engine left open"
+        );
+        self.ctx
+            .events()
+            .emit(EngineEvent::Recovered { runs, exchanges });
     }
 
     /// The engine as front ends use it. Start-up work (finishing what a stopped engine left:

@@ -9,25 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::StorageError;
 use super::tail_cache;
 
-/// What the last import of one session saw and wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportMark {
-    pub session_key: String,
-    pub session_id: String,
-    /// The transcript file read (canonical path), or "" when the source had none.
-    pub source_file: String,
-    /// Its size and modification time then (-1 when there was none): the re-import shortcut.
-    pub source_size: i64,
-    pub source_mtime_ns: i64,
-    /// Hash of the source's entry as read (`sessionFile` dropped).
-    pub source_entry_hash: String,
-    /// Hash of the stored entry right after that import; another value now means the entry
-    /// was changed here since.
-    pub entry_hash: String,
-    /// Seq of the last stored line that came from (or is also in) the source; stored lines
-    /// after it that the source lacks were written here.
-    pub last_seq: i64,
-}
+pub use switchboard_store::ImportMark;
 
 /// Every mark, by session key (one query: a re-import of 100,000 sessions looks each up).
 pub fn all_marks(conn: &Connection) -> Result<HashMap<String, ImportMark>, StorageError> {

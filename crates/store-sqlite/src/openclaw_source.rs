@@ -32,20 +32,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-/// The per-agent database file name. The gateway's lock files beside it
-/// (`openclaw-agent.sqlite.generation-lock.sqlite` …) end in `.sqlite` too and are not read.
-pub const AGENT_DB_FILE: &str = "openclaw-agent.sqlite";
-
-/// The newest per-agent schema this reader knows (OpenClaw 2026.9.6).
-pub const KNOWN_SCHEMA: i64 = 23;
-
-/// How long to wait for a writer's lock (only a rollback-journal database blocks readers).
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
-
-/// The longest one read of an agent database may take by default (`ReadBudget`). The reads
-/// are indexed and paged, so a real database answers each in well under a second; two
-/// minutes leaves room for a huge one on a slow disk and still ends a hostile one.
-pub const READ_DEADLINE: Duration = Duration::from_secs(120);
+pub use switchboard_store::openclaw::{
+    AGENT_DB_FILE, AgentDbSource, EventRow, KNOWN_SCHEMA, LOCK_WAIT, NodeRow, OpenClawDbError,
+    OpenClawDbs, READ_DEADLINE, TranscriptStamp,
+};
 
 /// SQLite virtual-machine steps between two looks at the clock: cheap (a look costs far
 /// less than the steps) and fine-grained (a few milliseconds of work).
@@ -64,53 +54,9 @@ const NEEDED: [(&str, &[&str]); 3] = [
     ),
 ];
 
-/// Why an agent database cannot be read. The path is added by the caller.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenClawDbError {
-    #[error(
-        "it is locked by another process (the OpenClaw gateway writing?) for over {secs} s: {0}; try again once it is idle",
-        secs = LOCK_WAIT.as_secs()
-    )]
-    Locked(String),
-    #[error("it is damaged or incomplete (half-written?): {0}")]
-    Corrupt(String),
-    #[error(
-        "its schema version {found} is newer than this importer knows ({known}, OpenClaw 2026.9.6); upgrade switchboard to import it"
-    )]
-    NewerSchema { found: i64, known: i64 },
-    #[error("it has no table {0}: not an OpenClaw agent database of a known version")]
-    MissingTable(&'static str),
-    #[error(
-        "its table {table} has no column {column}: not an OpenClaw agent database of a known version"
-    )]
-    MissingColumn {
-        table: &'static str,
-        column: &'static str,
-    },
-    #[error(
-        "its {name} is a {kind}, not a table: a {kind} runs a query of the file's choosing (an endless one too), so it is not read; an OpenClaw agent database has a plain table there"
-    )]
-    NotATable { name: &'static str, kind: String },
-    #[error(
-        "its table {table} computes column {column} on read (a generated column), so it is not read; an OpenClaw agent database stores it"
-    )]
-    GeneratedColumn {
-        table: &'static str,
-        column: &'static str,
-    },
-    #[error(
-        "a read took over {secs} s and was stopped (a damaged or crafted file?); nothing of it was imported",
-        secs = .0.as_secs()
-    )]
-    TooSlow(Duration),
-    #[error("cannot copy it for reading: {0}")]
-    Copy(std::io::Error),
-    #[error("cannot read it: {0}")]
-    Sqlite(String),
-}
-
-impl From<rusqlite::Error> for OpenClawDbError {
-    fn from(e: rusqlite::Error) -> OpenClawDbError {
+/// What a SQLite error means for the import (the error type lives with the source trait).
+fn db_error(e: rusqlite::Error) -> OpenClawDbError {
+    {
         use rusqlite::ErrorCode as C;
         let detail = e.to_string();
         match e.sqlite_error_code() {
@@ -119,44 +65,6 @@ impl From<rusqlite::Error> for OpenClawDbError {
             _ => OpenClawDbError::Sqlite(detail),
         }
     }
-}
-
-/// One `session_nodes` row: a session key and its SessionEntry as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeRow {
-    pub session_key: String,
-    pub current_session_id: String,
-    pub entry_json: Vec<u8>,
-}
-
-/// One `transcript_events` row, as far as it was fetched.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventRow {
-    /// `event_json`: one transcript line.
-    Line { seq: i64, text: Vec<u8> },
-    /// `event_json` longer than the cap: not fetched.
-    TooLong { seq: i64, bytes: u64 },
-    /// Stored compressed (`event_zstd`): not decoded.
-    Compressed { seq: i64 },
-}
-
-impl EventRow {
-    pub fn seq(&self) -> i64 {
-        match self {
-            EventRow::Line { seq, .. }
-            | EventRow::TooLong { seq, .. }
-            | EventRow::Compressed { seq } => *seq,
-        }
-    }
-}
-
-/// A transcript's event count and highest rowid (`AgentDb::transcript_stamp`). SQLite gives
-/// an inserted row a rowid above every row in the table, so an appended event raises
-/// `last_rowid` (and `events`); -1 when the transcript has no events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TranscriptStamp {
-    pub events: i64,
-    pub last_rowid: i64,
 }
 
 /// A temporary folder holding a copy of a WAL database; removed when dropped.
@@ -211,7 +119,7 @@ impl ReadBudget {
         if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
             OpenClawDbError::TooSlow(self.limit)
         } else {
-            e.into()
+            db_error(e)
         }
     }
 }
@@ -245,9 +153,9 @@ impl AgentDb {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(ro_uri(&open_at), flags)?;
-        conn.busy_timeout(LOCK_WAIT)?;
-        let budget = ReadBudget::install(&mut conn, read_deadline)?;
+        let mut conn = Connection::open_with_flags(ro_uri(&open_at), flags).map_err(db_error)?;
+        conn.busy_timeout(LOCK_WAIT).map_err(db_error)?;
+        let budget = ReadBudget::install(&mut conn, read_deadline).map_err(db_error)?;
         let schema_version = check_schema(&conn).map_err(|e| match e {
             Checked::Sqlite(e) => budget.error(e),
             Checked::Refused(e) => e,
@@ -523,6 +431,56 @@ fn ro_uri(path: &Path) -> String {
     }
     uri.push_str("?mode=ro");
     uri
+}
+
+/// Opens agent databases with `AgentDb::open`: what the composition root hands the engine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SqliteOpenClawDbs;
+
+impl OpenClawDbs for SqliteOpenClawDbs {
+    fn open(
+        &self,
+        path: &Path,
+        read_deadline: Duration,
+    ) -> Result<Box<dyn AgentDbSource>, OpenClawDbError> {
+        Ok(Box::new(AgentDb::open(path, read_deadline)?))
+    }
+}
+
+impl AgentDbSource for AgentDb {
+    fn schema_version(&self) -> i64 {
+        self.schema_version
+    }
+
+    fn copied(&self) -> bool {
+        self.copied
+    }
+
+    fn nodes(&self) -> Result<Vec<NodeRow>, OpenClawDbError> {
+        AgentDb::nodes(self)
+    }
+
+    fn events(
+        &self,
+        session_id: &str,
+        after: Option<i64>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<EventRow>, OpenClawDbError> {
+        AgentDb::events(self, session_id, after, limit, max_bytes)
+    }
+
+    fn transcript_stamp(&self, session_id: &str) -> Result<TranscriptStamp, OpenClawDbError> {
+        AgentDb::transcript_stamp(self, session_id)
+    }
+
+    fn earlier_transcripts(
+        &self,
+        session_key: &str,
+        current: &str,
+    ) -> Result<usize, OpenClawDbError> {
+        AgentDb::earlier_transcripts(self, session_key, current)
+    }
 }
 
 #[cfg(test)]

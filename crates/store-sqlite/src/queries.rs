@@ -740,32 +740,7 @@ fn read_tail(conn: &Connection, key: &SessionKey) -> Result<Tail, StorageError> 
     })
 }
 
-/// A transcript line ready to store (import): its text exactly as stored, and the columns
-/// read from it. Built from a parsed line (`from_value`) or by the import's own encoder,
-/// which gives the same text and columns without building a `Value`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawLine {
-    /// The line's compact JSON text (serde_json's encoding, fields in source order).
-    pub text: String,
-    /// Its `type`, or `unknown` when that is not a string.
-    pub kind: String,
-    /// Its `id`, or "" when that is not a string.
-    pub id: String,
-    /// Its `message.role`, when that is a string.
-    pub role: Option<String>,
-}
-
-impl RawLine {
-    pub fn from_value(line: &Value) -> RawLine {
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-        RawLine {
-            text: line.to_string(),
-            kind: text(line.get("type")).unwrap_or_else(|| "unknown".into()),
-            id: text(line.get("id")).unwrap_or_default(),
-            role: text(line.get("message").and_then(|m| m.get("role"))),
-        }
-    }
-}
+pub use switchboard_store::{RawLine, iso_timestamp};
 
 /// Store raw lines exactly as given (import), numbering them from `first_seq`.
 pub fn put_raw_lines(
@@ -853,13 +828,6 @@ pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, Storag
             "SELECT count(*) FROM transcript WHERE session_id = ?1 AND type = 'message'",
         )?
         .query_row([session_id], |r| r.get::<_, i64>(0))? as u64)
-}
-
-/// OpenClaw's ISO-8601 line timestamp (`2026-11-22T13:29:11.116Z`).
-pub fn iso_timestamp(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// An 8-hex-digit line id, as OpenClaw writes them. Lines are keyed by `seq`, so ids only

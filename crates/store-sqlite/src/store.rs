@@ -2,6 +2,7 @@
 //! the single group-committing writer; reads run on pooled connections on tokio's blocking
 //! pool, never on the async workers.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -10,13 +11,14 @@ use serde_json::Value;
 
 use super::queries::PreparedLine;
 use super::{Storage, StorageError};
-use super::{flows, idempotency, outbox, queries, runs, spawns};
+use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
 use switchboard_store::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
     NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, PendingWrite, RefusedExchange, RunRow,
     RunWrite, SessionEdit, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
     Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
 };
+use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
 use switchboard_types::api::time::now_ms;
 use switchboard_types::key::SessionKey;
 
@@ -537,6 +539,157 @@ impl Store for SqliteStore {
     ) -> Result<Option<KeyRow>, StoreError> {
         let key = key.to_string();
         self.read(move |c| idempotency::find(c, &key, now)).await
+    }
+
+    async fn import_marks(&self) -> Result<HashMap<String, ImportMark>, StoreError> {
+        self.read(imports::all_marks).await
+    }
+
+    async fn line_identities(&self, session_id: &str) -> Result<Vec<(i64, String)>, StoreError> {
+        let sid = session_id.to_string();
+        self.read(move |c| {
+            let mut out = Vec::new();
+            imports::stored_lines(c, &sid, |seq, id, line| {
+                out.push((seq, switchboard_store::line_identity(id, line)));
+            })?;
+            Ok(out)
+        })
+        .await
+    }
+
+    fn submit_import_chunk(
+        &self,
+        session_id: String,
+        first_seq: i64,
+        clean: bool,
+        lines: Vec<RawLine>,
+    ) -> PendingWrite<Option<SessionKey>> {
+        let pending = self.storage.submit(move |conn| {
+            if let Some(owner) = queries::keys_by_session_id(conn, &session_id)?
+                .into_iter()
+                .next()
+            {
+                return Ok(Some(owner));
+            }
+            if clean {
+                queries::delete_orphan_transcript(conn, &session_id)?;
+            }
+            queries::put_lines(conn, &session_id, first_seq, &lines)?;
+            Ok(None)
+        });
+        Box::pin(async move { Ok(pending.committed().await?) })
+    }
+
+    fn submit_import_session(&self, import: NewImport) -> PendingWrite<ImportOutcome> {
+        let pending = self.storage.submit(move |conn| {
+            let NewImport {
+                session,
+                first_seq,
+                clean,
+                lines,
+                mark,
+            } = &import;
+            let sid = &session.entry.session_id;
+            if queries::get_session(conn, &session.key)?.is_some() {
+                queries::delete_orphan_transcript(conn, sid)?;
+                return Ok(ImportOutcome::KeyExists);
+            }
+            if let Some(owner) = queries::keys_by_session_id(conn, sid)?.into_iter().next() {
+                return Ok(ImportOutcome::IdTaken(owner));
+            }
+            if *clean {
+                queries::delete_orphan_transcript(conn, sid)?;
+            }
+            queries::put_lines(conn, sid, *first_seq, lines)?;
+            queries::put_session(conn, session)?;
+            imports::put_mark(conn, mark)?;
+            Ok(ImportOutcome::Imported)
+        });
+        Box::pin(async move { Ok(pending.committed().await?) })
+    }
+
+    async fn stage_lines(
+        &self,
+        staging_id: String,
+        first_seq: i64,
+        clean: bool,
+        lines: Vec<RawLine>,
+    ) -> Result<(), StoreError> {
+        self.write(move |conn| {
+            if clean {
+                queries::delete_orphan_transcript(conn, &staging_id)?;
+            }
+            queries::put_lines(conn, &staging_id, first_seq, &lines)
+        })
+        .await
+    }
+
+    async fn discard_orphan_lines(&self, session_id: String) -> Result<(), StoreError> {
+        self.write(move |conn| queries::delete_orphan_transcript(conn, &session_id))
+            .await
+            .map(|_| ())
+    }
+
+    async fn commit_merge(&self, merge: MergeCommit) -> Result<bool, StoreError> {
+        self.write(move |conn| {
+            let m = &merge;
+            // Checked again inside the transaction: a run here may have appended since.
+            let still = queries::get_session(conn, &m.key)?
+                .is_some_and(|s| s.entry.session_id == m.session_id);
+            let last_now = imports::max_seq(conn, &m.session_id)?.unwrap_or(-1);
+            if !still || last_now != m.first_seq - 1 {
+                queries::delete_orphan_transcript(conn, &m.staging_id)?;
+                return Ok(false);
+            }
+            if m.clean {
+                queries::delete_orphan_transcript(conn, &m.staging_id)?;
+            }
+            queries::put_lines(conn, &m.staging_id, m.staged, &m.lines)?;
+            imports::move_staged(conn, &m.staging_id, &m.session_id, m.first_seq)?;
+            if let Some(entry) = &m.entry {
+                queries::put_session(conn, entry)?;
+            }
+            imports::put_mark(conn, &m.mark)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn put_import_mark(&self, mark: ImportMark) -> Result<(), StoreError> {
+        self.write(move |conn| imports::put_mark(conn, &mark)).await
+    }
+
+    fn transcript_lines_now(
+        &self,
+        session_id: &str,
+        visit: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<usize, StoreError> {
+        let mut count = 0usize;
+        let mut stopped = false;
+        let read = self.storage.read(|c| {
+            queries::transcript_lines(c, session_id, |line| {
+                if visit(line) {
+                    count += 1;
+                    Ok(())
+                } else {
+                    // Ends the statement; reported as the visitor's stop, not an error.
+                    stopped = true;
+                    Err(StorageError::Rejected("stopped by the reader".into()))
+                }
+            })
+        });
+        match read {
+            Err(_) if stopped => Ok(count),
+            other => other.map(|()| count).map_err(StoreError::from),
+        }
+    }
+
+    fn session_now(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        Ok(self.storage.read(|c| queries::get_session(c, key))?)
+    }
+
+    fn session_exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        Ok(self.session_now(key)?.is_some())
     }
 }
 

@@ -4,6 +4,8 @@
 
 mod error;
 pub mod idempotency;
+pub mod openclaw;
+mod transfer;
 mod types;
 
 pub use error::{StoreError, StoreErrorKind};
@@ -13,6 +15,13 @@ pub use types::{
     RunStart, RunWrite, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
     SpawnState, StoredSession, TrafficRow, TranscriptRow,
 };
+
+pub use transfer::{
+    ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine, iso_timestamp, line_identity,
+    sha_hex,
+};
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -249,4 +258,66 @@ pub trait Store: Send + Sync {
     /// The send recorded under an idempotency key, unless it expired by `now`.
     async fn find_idempotency_key(&self, key: &str, now: i64)
     -> Result<Option<KeyRow>, StoreError>;
+
+    // ---- import and export (OpenClaw state) ----
+
+    /// Every import mark, by session key (one read: a re-import of 100,000 sessions looks
+    /// each up).
+    async fn import_marks(&self) -> Result<HashMap<String, ImportMark>, StoreError>;
+
+    /// `(seq, line_identity)` of every stored line of a transcript, in seq order.
+    async fn line_identities(&self, session_id: &str) -> Result<Vec<(i64, String)>, StoreError>;
+
+    /// Write one chunk of a new session's lines under `session_id` from seq `first_seq`
+    /// (`clean`: the first chunk, which first clears rows no session owns), submitted when
+    /// called. `Some(owner)`, and nothing written, when a session owns that id meanwhile.
+    /// The lines stay invisible until `submit_import_session` commits the session row.
+    fn submit_import_chunk(
+        &self,
+        session_id: String,
+        first_seq: i64,
+        clean: bool,
+        lines: Vec<RawLine>,
+    ) -> PendingWrite<Option<SessionKey>>;
+
+    /// Commit a new session's import: its last lines, the session row and its mark
+    /// together (submitted when called).
+    fn submit_import_session(&self, import: NewImport) -> PendingWrite<ImportOutcome>;
+
+    /// Stage lines of a merge under `staging_id` (an id no session owns) from seq
+    /// `first_seq`; `clean` clears that id first.
+    async fn stage_lines(
+        &self,
+        staging_id: String,
+        first_seq: i64,
+        clean: bool,
+        lines: Vec<RawLine>,
+    ) -> Result<(), StoreError>;
+
+    /// Drop every line under an id no session owns (staged or left by a cut-short import).
+    async fn discard_orphan_lines(&self, session_id: String) -> Result<(), StoreError>;
+
+    /// Commit a merge (see `MergeCommit`); false when the session changed meanwhile and
+    /// nothing but the staged rows' removal happened.
+    async fn commit_merge(&self, merge: MergeCommit) -> Result<bool, StoreError>;
+
+    async fn put_import_mark(&self, mark: ImportMark) -> Result<(), StoreError>;
+
+    /// Hand a transcript's stored lines, exactly as stored, in seq order, to `visit` on the
+    /// caller's thread until it returns false; how many it took. Blocking, like the export
+    /// that calls it (its writers are synchronous; see docs/ARCHITECTURE.md, "The store
+    /// seam"): bounded memory whatever the transcript's length.
+    fn transcript_lines_now(
+        &self,
+        session_id: &str,
+        visit: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<usize, StoreError>;
+
+    /// `get_session` answered on the caller's thread (for the blocking export).
+    fn session_now(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError>;
+
+    /// Whether `key` exists, answered on the caller's thread without yielding (one
+    /// primary-key lookup). Only for `SessionsApi::resolve_key`, whose caller relies on it
+    /// not waiting (docs/ARCHITECTURE.md, "The store seam"); every other read is async.
+    fn session_exists_now(&self, key: &SessionKey) -> Result<bool, StoreError>;
 }

@@ -13,8 +13,6 @@ use switchboard_store::{
     StoredSession, TranscriptRow,
 };
 use switchboard_store::SessionScan;
-use switchboard_store_sqlite::queries;
-use switchboard_store_sqlite::{Storage, StorageError};
 
 /// What an inbound message or a creator knows about a session that does not exist yet.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -34,7 +32,7 @@ pub(crate) fn transcript_header(session_id: &str, cwd: &str, now: i64) -> Value 
         "type": "session",
         "version": 3,
         "id": session_id,
-        "timestamp": queries::iso_timestamp(now),
+        "timestamp": switchboard_store::iso_timestamp(now),
         "cwd": cwd,
     })
 }
@@ -44,8 +42,6 @@ pub use switchboard_types::api::time::now_ms;
 #[derive(Clone)]
 pub struct SessionStore {
     store: Arc<dyn Store>,
-    /// The SQLite handle, for the writes and reads not behind `Store` yet.
-    storage: Storage,
     scheme: KeyScheme,
     events: EventBus,
 }
@@ -53,13 +49,11 @@ pub struct SessionStore {
 impl SessionStore {
     pub fn new(
         store: Arc<dyn Store>,
-        storage: Storage,
         scheme: KeyScheme,
         events: EventBus,
     ) -> SessionStore {
         SessionStore {
             store,
-            storage,
             scheme,
             events,
         }
@@ -70,30 +64,15 @@ impl SessionStore {
         &self.store
     }
 
-    pub fn storage(&self) -> &Storage {
-        &self.storage
-    }
-
-    /// A read on the SQLite handle, for what is not behind `Store` yet.
-    pub fn sqlite_read<R>(
-        &self,
-        op: impl FnOnce(&rusqlite::Connection) -> Result<R, StorageError>,
-    ) -> Result<R, StoreError> {
-        Ok(self.storage.read(op)?)
-    }
-
     /// Whether `key` exists, answered without yielding: one primary-key lookup on the
     /// caller's thread. `SessionsApi::resolve_key` uses it because the gateway relies on
     /// that call not waiting: it polls a send once before reading the next request, and
     /// that first poll must reach the session's intake line, or pipelined sends into one
-    /// session are recorded out of order (tests/gateway/gateway_load.rs). Transitional,
-    /// like `sqlite_read`: the gateway should take its place in line before any I/O
-    /// (docs/ARCHITECTURE.md, "The store seam").
+    /// session are recorded out of order (tests/gateway/gateway_load.rs). Transitional:
+    /// the gateway should take its place in line before any I/O (docs/ARCHITECTURE.md,
+    /// "The store seam").
     pub fn exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
-        Ok(self
-            .storage
-            .read(|c| queries::get_session(c, key))?
-            .is_some())
+        self.store.session_exists_now(key)
     }
 
     pub fn scheme(&self) -> &KeyScheme {
@@ -166,8 +145,7 @@ impl SessionStore {
     /// Build the row for a brand-new session (not yet stored).
     /// The folder recorded as `cwd` in transcript headers.
     pub(crate) fn cwd(&self) -> String {
-        self.storage
-            .path()
+        std::path::Path::new(&self.store.location())
             .parent()
             .map(|p| p.display().to_string())
             .unwrap_or_default()

@@ -39,7 +39,7 @@ pub enum TransferError {
     OpenClawDb {
         path: PathBuf,
         #[source]
-        source: switchboard_store_sqlite::openclaw_source::OpenClawDbError,
+        source: switchboard_store::openclaw::OpenClawDbError,
     },
     #[error("session {key} cannot be exported: {reason}")]
     Unexportable { key: String, reason: String },
@@ -130,13 +130,5 @@ impl SkipReason {
             ),
         };
         format!("{n} {}", if n == 1 { one } else { many })
-    }
-}
-
-/// Transitional: the import and export still run their own SQLite transactions (see
-/// docs/ARCHITECTURE.md, "Storage"); their failures cross into the engine's kinds here.
-impl From<switchboard_store_sqlite::StorageError> for TransferError {
-    fn from(e: switchboard_store_sqlite::StorageError) -> TransferError {
-        TransferError::Storage(e.into())
     }
 }

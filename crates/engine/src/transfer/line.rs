@@ -17,7 +17,7 @@ use serde_json::Number;
 
 use super::SkipReason;
 use super::parse_line;
-use switchboard_store_sqlite::queries::RawLine;
+use switchboard_store::RawLine;
 
 /// A transcript line as stored, or why it is skipped (as `parse_line` decides).
 pub(super) fn parse_raw_line(text: &[u8]) -> Result<RawLine, (SkipReason, String)> {

@@ -39,16 +39,16 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::error::{SkipReason, TransferError};
 use super::{CHUNK_LINES, ImportReport};
 use crate::Engine;
 use crate::events::EngineEvent;
-use switchboard_store_sqlite::imports::{self, ImportMark};
+use switchboard_store::{
+    ImportMark, ImportOutcome, MergeCommit, NewImport, PendingWrite, RawLine, Store,
+    StoredSession, iso_timestamp, line_identity, sha_hex,
+};
 use switchboard_types::key::SessionKey;
-use switchboard_store_sqlite::Pending;
-use switchboard_store_sqlite::queries::{self, RawLine, StoredSession};
 
 /// A source's transcript, read line by line in source order. Lines the reader cannot use
 /// are its own business (it counts and explains them); it yields only lines worth storing.
@@ -109,8 +109,8 @@ pub(crate) enum Merged {
 #[derive(Default)]
 pub(crate) struct PendingImports {
     items: Vec<PendingNew>,
-    /// Final jobs of `items[items.len() - held.len()..]`, not yet handed to the writer.
-    held: Vec<FinalJob>,
+    /// Final writes of `items[items.len() - held.len()..]`, not yet handed to the store.
+    held: Vec<NewImport>,
 }
 
 /// Final jobs kept before they are awaited: bounds memory and how much of the report is
@@ -120,25 +120,19 @@ const PENDING_MAX: usize = 10_000;
 /// Final jobs handed to the writer together.
 const BURST: usize = 2_500;
 
-type NewOutcome = Result<(), Option<SessionKey>>;
-type FinalJob = Box<
-    dyn FnMut(&rusqlite::Connection) -> Result<NewOutcome, switchboard_store_sqlite::StorageError>
-        + Send,
->;
-
 struct PendingNew {
     key: SessionKey,
     session_id: String,
     lines: usize,
-    pending: Option<Pending<NewOutcome>>,
+    pending: Option<PendingWrite<ImportOutcome>>,
 }
 
 impl PendingImports {
-    /// Hand every held job to the writer.
-    fn release(&mut self, storage: &switchboard_store_sqlite::Storage) {
+    /// Hand every held final write to the store.
+    fn release(&mut self, store: &dyn Store) {
         let first = self.items.len() - self.held.len();
-        for (item, job) in self.items[first..].iter_mut().zip(self.held.drain(..)) {
-            item.pending = Some(storage.submit(job));
+        for (item, import) in self.items[first..].iter_mut().zip(self.held.drain(..)) {
+            item.pending = Some(store.submit_import_session(import));
         }
     }
 }
@@ -146,11 +140,6 @@ impl PendingImports {
 /// The staged lines of a merge live under this id until they are moved into place.
 fn staging_id(session_id: &str) -> String {
     format!("{session_id}\0merge")
-}
-
-fn sha_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Hash of an entry as stored (JSON, fields in their fixed order).
@@ -162,51 +151,19 @@ fn entry_hash(stored: &StoredSession) -> Result<String, TransferError> {
     Ok(sha_hex(&text))
 }
 
-/// A line's identity (see the module docs).
-fn identity_of(id: Option<&str>, text: &str) -> String {
-    match id {
-        Some(id) if !id.is_empty() => format!("id:{id}"),
-        _ => format!("sha:{}", sha_hex(text.as_bytes())),
-    }
-}
-
-fn line_identity(line: &RawLine) -> String {
-    identity_of(Some(&line.id), &line.text)
-}
-
-
-/// Queue one chunk of a new session's lines under `sid`, from seq `first` (`clean`: the
-/// first chunk, which first clears rows no session owns); its outcome is awaited later.
-/// `Some(owner)` when a session took that id meanwhile: nothing was written and the import
-/// leaves it be.
-fn submit_new_chunk(
-    storage: &switchboard_store_sqlite::Storage,
-    sid: String,
-    first: i64,
-    clean: bool,
-    chunk: Vec<RawLine>,
-) -> Pending<Option<SessionKey>> {
-    storage.submit(move |conn| {
-        if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
-            return Ok(Some(owner));
-        }
-        if clean {
-            queries::delete_orphan_transcript(conn, &sid)?;
-        }
-        queries::put_lines(conn, &sid, first, &chunk)?;
-        Ok(None)
-    })
+fn raw_identity(line: &RawLine) -> String {
+    line_identity(&line.id, &line.text)
 }
 
 /// Wait for a queued chunk (if any) to commit: `Some(owner)` when its session id was taken.
 /// The failpoint stands for a crash after a chunk landed and before the session row did.
 async fn chunk_owner(
-    chunk: Option<Pending<Option<SessionKey>>>,
+    chunk: Option<PendingWrite<Option<SessionKey>>>,
 ) -> Result<Option<SessionKey>, TransferError> {
     let Some(chunk) = chunk else {
         return Ok(None);
     };
-    let owner = chunk.committed().await?;
+    let owner = chunk.await?;
     if owner.is_none() {
         crate::failpoint::hit("import-after-chunk");
     }
@@ -215,7 +172,7 @@ async fn chunk_owner(
 
 impl Engine {
     /// Bring one source session in: import it when its key is new here, merge it when it is
-    /// known (module docs). `marks` are the store's import marks (`imports::all_marks`), read
+    /// known (module docs). `marks` are the store's import marks (`Store::import_marks`), read
     /// once per import. Counts and explanations go into `report`.
     pub(crate) async fn bring_in(
         &self,
@@ -274,7 +231,7 @@ impl Engine {
         source_entry_hash: String,
         report: &mut ImportReport,
     ) -> Result<Merged, TransferError> {
-        let storage = self.store().storage().clone();
+        let store = self.store().backend().clone();
         let key = here.key.clone();
         let session_id = here.entry.session_id.clone();
         let staging = staging_id(&session_id);
@@ -282,12 +239,10 @@ impl Engine {
         // What is stored: identity -> seq, and the last seq.
         let mut stored: HashMap<String, i64> = HashMap::new();
         let mut last_here = -1i64;
-        storage.read(|c| {
-            imports::stored_lines(c, &session_id, |seq, id, line| {
-                stored.insert(identity_of(Some(id), line), seq);
-                last_here = last_here.max(seq);
-            })
-        })?;
+        for (seq, ident) in store.line_identities(&session_id).await? {
+            stored.insert(ident, seq);
+            last_here = last_here.max(seq);
+        }
 
         // Stream the source: remember its identities, stage what is new.
         let mut in_source: HashSet<String> = HashSet::new();
@@ -297,7 +252,7 @@ impl Engine {
         let mut cleared = false;
         if let Some(lines) = src.lines {
             while let Some(v) = lines.next_line()? {
-                let ident = line_identity(&v);
+                let ident = raw_identity(&v);
                 let fresh = !stored.contains_key(&ident) && !in_source.contains(&ident);
                 in_source.insert(ident);
                 if !fresh {
@@ -306,14 +261,8 @@ impl Engine {
                 new_lines.push(v);
                 if new_lines.len() >= CHUNK_LINES {
                     let chunk = std::mem::take(&mut new_lines);
-                    let (sid, first, clear) = (staging.clone(), staged, !cleared);
-                    storage
-                        .write(move |conn| {
-                            if clear {
-                                queries::delete_orphan_transcript(conn, &sid)?;
-                            }
-                            queries::put_lines(conn, &sid, first, &chunk)
-                        })
+                    store
+                        .stage_lines(staging.clone(), staged, !cleared, chunk)
                         .await?;
                     staged += CHUNK_LINES as i64;
                     cleared = true;
@@ -341,9 +290,7 @@ impl Engine {
                  lines here it does not have); left as it is"
             ));
             if cleared {
-                storage
-                    .write(move |conn| queries::delete_orphan_transcript(conn, &staging))
-                    .await?;
+                store.discard_orphan_lines(staging).await?;
             }
             return Ok(Merged::Conflict);
         }
@@ -377,9 +324,7 @@ impl Engine {
                 },
                 last_seq: last_shared,
             };
-            storage
-                .write(move |conn| imports::put_mark(conn, &new_mark))
-                .await?;
+            store.put_import_mark(new_mark).await?;
             return Ok(Merged::Unchanged);
         }
 
@@ -406,29 +351,17 @@ impl Engine {
                 last_shared
             },
         };
-        let entry = replace.then(|| src.stored.clone());
-        let (k, sid) = (key.clone(), session_id.clone());
-        let clear = !cleared;
-        let written = storage
-            .write(move |conn| {
-                // Checked again inside the transaction: a run here may have appended since.
-                let still = queries::get_session(conn, &k)?
-                    .is_some_and(|s| s.entry.session_id == sid);
-                let last_now = imports::max_seq(conn, &sid)?.unwrap_or(-1);
-                if !still || last_now != first_seq - 1 {
-                    queries::delete_orphan_transcript(conn, &staging)?;
-                    return Ok(false);
-                }
-                if clear {
-                    queries::delete_orphan_transcript(conn, &staging)?;
-                }
-                queries::put_lines(conn, &staging, staged, &new_lines)?;
-                imports::move_staged(conn, &staging, &sid, first_seq)?;
-                if let Some(entry) = &entry {
-                    queries::put_session(conn, entry)?;
-                }
-                imports::put_mark(conn, &new_mark)?;
-                Ok(true)
+        let written = store
+            .commit_merge(MergeCommit {
+                key: key.clone(),
+                session_id: session_id.clone(),
+                staging_id: staging,
+                staged,
+                clean: !cleared,
+                lines: new_lines,
+                first_seq,
+                entry: replace.then(|| src.stored.clone()),
+                mark: new_mark,
             })
             .await?;
         if !written {
@@ -457,14 +390,14 @@ impl Engine {
         pending_imports: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<Merged, TransferError> {
-        let storage = self.store().storage().clone();
+        let store = self.store().backend().clone();
         let key = src.stored.key.clone();
         let session_id = src.stored.entry.session_id.clone();
         let header = RawLine::from_value(&json!({
             "type": "session",
             "version": 3,
             "id": session_id,
-            "timestamp": queries::iso_timestamp(src.stored.entry.updated_at),
+            "timestamp": iso_timestamp(src.stored.entry.updated_at),
             "cwd": "",
         }));
         let mut lines = 0usize;
@@ -474,7 +407,7 @@ impl Engine {
         let mut header_decided = false;
         // The chunk being written while the next is read: the writer thread inserts one while
         // this one parses and encodes the next, so a long transcript keeps both cores busy.
-        let mut in_flight: Option<Pending<Option<SessionKey>>> = None;
+        let mut in_flight: Option<PendingWrite<Option<SessionKey>>> = None;
         if let Some(reader) = src.lines {
             while let Some(value) = reader.next_line()? {
                 if !header_decided {
@@ -493,9 +426,12 @@ impl Engine {
                 if pending.len() >= CHUNK_LINES {
                     let chunk = std::mem::take(&mut pending);
                     let count = chunk.len() as i64;
-                    let sid = session_id.clone();
-                    let (first, clean) = (next_seq, first_job);
-                    let before = in_flight.replace(submit_new_chunk(&storage, sid, first, clean, chunk));
+                    let before = in_flight.replace(store.submit_import_chunk(
+                        session_id.clone(),
+                        next_seq,
+                        first_job,
+                        chunk,
+                    ));
                     if let Some(owner) = chunk_owner(before).await? {
                         // Someone created a session with this id meanwhile: leave it be (the
                         // chunk queued since checks too and writes nothing).
@@ -534,33 +470,21 @@ impl Engine {
             source_entry_hash,
             last_seq,
         };
-        let stored = src.stored;
-        let (k, sid) = (key.clone(), session_id.clone());
-        let job: FinalJob = Box::new(move |conn| {
-            if queries::get_session(conn, &k)?.is_some() {
-                queries::delete_orphan_transcript(conn, &sid)?;
-                return Ok(Err(None));
-            }
-            if let Some(owner) = queries::keys_by_session_id(conn, &sid)?.into_iter().next() {
-                return Ok(Err(Some(owner)));
-            }
-            if first_job {
-                queries::delete_orphan_transcript(conn, &sid)?;
-            }
-            queries::put_lines(conn, &sid, next_seq, &pending)?;
-            queries::put_session(conn, &stored)?;
-            imports::put_mark(conn, &mark)?;
-            Ok(Ok(()))
-        });
         pending_imports.items.push(PendingNew {
             key,
             session_id,
             lines,
             pending: None,
         });
-        pending_imports.held.push(job);
+        pending_imports.held.push(NewImport {
+            session: src.stored,
+            first_seq: next_seq,
+            clean: first_job,
+            lines: pending,
+            mark,
+        });
         if pending_imports.held.len() >= BURST {
-            pending_imports.release(&storage);
+            pending_imports.release(store.as_ref());
         }
         if pending_imports.items.len() >= PENDING_MAX {
             self.settle(pending_imports, report).await?;
@@ -577,24 +501,24 @@ impl Engine {
         pending: &mut PendingImports,
         report: &mut ImportReport,
     ) -> Result<(), TransferError> {
-        pending.release(self.store().storage());
+        pending.release(self.store().backend().as_ref());
         for item in pending.items.drain(..) {
             // `release` above gave every item its submitted job.
             let Some(submitted) = item.pending else {
                 continue;
             };
-            match submitted.committed().await? {
-                Ok(()) => self.events().emit(EngineEvent::SessionCreated {
+            match submitted.await? {
+                ImportOutcome::Imported => self.events().emit(EngineEvent::SessionCreated {
                     key: item.key.to_string(),
                     session_id: item.session_id,
                 }),
                 // Created here meanwhile: the next import merges it.
-                Err(None) => {
+                ImportOutcome::KeyExists => {
                     report.sessions_imported -= 1;
                     report.lines_imported -= item.lines;
                     report.sessions_present += 1;
                 }
-                Err(Some(owner)) => {
+                ImportOutcome::IdTaken(owner) => {
                     report.sessions_imported -= 1;
                     report.lines_imported -= item.lines;
                     report.skip(SkipReason::IdTaken);

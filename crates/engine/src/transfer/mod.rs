@@ -85,8 +85,7 @@ use serde_json::{Map, Value};
 use super::Engine;
 use super::entry::SessionEntry;
 use super::key::{SessionKey, SessionKind, is_valid_agent_id, normalize_agent_id};
-use switchboard_store_sqlite::imports::{self, ImportMark};
-use switchboard_store_sqlite::queries::{self, RawLine, SessionScan, StoredSession};
+use switchboard_store::{ImportMark, RawLine, SessionScan, StoredSession};
 use atomic::StagedFile;
 use folders::{NewFolders, check_real_folder};
 use merge::{Fingerprint, Merged, PendingImports, SourceLines, SourceSession};
@@ -217,7 +216,7 @@ impl Default for ImportLimits {
             max_line_bytes: 16 << 20,
             max_transcript_bytes: 4 << 30,
             max_index_bytes: 256 << 20,
-            max_read_time: switchboard_store_sqlite::openclaw_source::READ_DEADLINE,
+            max_read_time: switchboard_store::openclaw::READ_DEADLINE,
         }
     }
 }
@@ -233,9 +232,9 @@ pub struct ExportReport {
 }
 
 /// One agent's sessions folder found in the import source.
-struct AgentFolder {
-    agent_id: String,
-    dir: PathBuf,
+pub(super) struct AgentFolder {
+    pub(super) agent_id: String,
+    pub(super) dir: PathBuf,
 }
 
 /// A session to import, checked and ready.
@@ -284,7 +283,7 @@ impl Engine {
         };
         let root = SourceRoot::new(dir).map_err(io_err("read", dir))?;
         // Every database is checked before anything is written (see sqlite.rs).
-        let dbs = sqlite::open_all(dbs, &root, limits, &mut report)?;
+        let dbs = sqlite::open_all(self.openclaw_dbs(), dbs, &root, limits, &mut report)?;
         let mut candidates = Vec::new();
         for folder in &folders {
             self.read_sessions_json(folder, &root, limits, &mut candidates, &mut report)?;
@@ -297,7 +296,7 @@ impl Engine {
         }
         // SQLite first: it is OpenClaw's current store, a leftover sessions.json the older one.
         self.import_sqlite(dbs, limits, &mut report).await?;
-        let marks = self.store().sqlite_read(imports::all_marks)?;
+        let marks = self.store().backend().import_marks().await?;
         let mut pending = PendingImports::default();
         for c in candidates {
             let done = self
@@ -322,10 +321,10 @@ impl Engine {
         out: &mut dyn Write,
     ) -> Result<usize, TransferError> {
         let key = SessionKey::from_canonical(key.as_ref());
-        // Transitional: the export streams from SQLite until `Store` has a transcript export.
         let session = self
             .store()
-            .sqlite_read(|c| switchboard_store_sqlite::queries::get_session(c, &key))?
+            .backend()
+            .session_now(&key)?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         let n = self.write_transcript(&session.entry.session_id, out)?;
         out.flush().map_err(TransferError::Write)?;
@@ -342,10 +341,10 @@ impl Engine {
         overwrite: Overwrite,
     ) -> Result<usize, TransferError> {
         let key = SessionKey::from_canonical(key.as_ref());
-        // Transitional: the export streams from SQLite until `Store` has a transcript export.
         let session = self
             .store()
-            .sqlite_read(|c| switchboard_store_sqlite::queries::get_session(c, &key))?
+            .backend()
+            .session_now(&key)?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
         atomic::write_file(path, overwrite, |out| {
             self.write_transcript(&session.entry.session_id, out)
@@ -494,32 +493,27 @@ impl Engine {
         session_id: &str,
         out: &mut dyn Write,
     ) -> Result<usize, TransferError> {
-        let mut count = 0usize;
         let mut write_error: Option<std::io::Error> = None;
-        let result = self.store().sqlite_read(|c| {
-            queries::transcript_lines(c, session_id, |line| {
+        // Blocking, like the writers it fills (see `Store::transcript_lines_now`).
+        let count = self
+            .store()
+            .backend()
+            .transcript_lines_now(session_id, &mut |line| {
                 match out
                     .write_all(line.as_bytes())
                     .and_then(|()| out.write_all(b"\n"))
                 {
-                    Ok(()) => {
-                        count += 1;
-                        Ok(())
-                    }
+                    Ok(()) => true,
                     Err(e) => {
                         write_error = Some(e);
-                        Err(switchboard_store_sqlite::StorageError::Rejected(
-                            "export stopped by a write error".into(),
-                        ))
+                        false
                     }
                 }
-            })
-        });
+            });
         if let Some(e) = write_error {
             return Err(TransferError::Write(e));
         }
-        result?;
-        Ok(count)
+        Ok(count?)
     }
 
     /// Parse one `sessions.json` into candidates; entries that cannot be used are warnings.
@@ -913,7 +907,62 @@ fn something_at(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
 }
 
-/// The sessions folders of an import source, or why it is not one.
+/// The folders of one OpenClaw layout under `dir` holding `file`: `dir/agents/*/<sub>` with
+/// `file` in it, or `dir` itself being one `agents/<agentId>/<sub>` folder holding it. Empty
+/// when there are none; an error when `dir` holds `file` but is not such a folder (its agent
+/// would be unknown). Anything at that name counts (a folder, a FIFO, a symlink), so the
+/// reader reports why it is not read instead of passing over it. Both layouts (the legacy
+/// `sessions/sessions.json`, the per-agent `agent/openclaw-agent.sqlite`) are found by it.
+pub(super) fn find_layout(
+    dir: &Path,
+    sub: &str,
+    file: &str,
+) -> Result<Vec<AgentFolder>, TransferError> {
+    let agents = dir.join("agents");
+    let mut found = Vec::new();
+    if agents.is_dir() {
+        for item in fs::read_dir(&agents).map_err(io_err("read", &agents))? {
+            let item = item.map_err(io_err("read", &agents))?;
+            let folder = item.path().join(sub);
+            if something_at(&folder.join(file)) {
+                found.push(AgentFolder {
+                    agent_id: normalize_agent_id(&item.file_name().to_string_lossy()),
+                    dir: folder,
+                });
+            }
+        }
+        found.sort_by(|a, b| a.agent_id.cmp(&b.agent_id).then_with(|| a.dir.cmp(&b.dir)));
+        return Ok(found);
+    }
+    if something_at(&dir.join(file)) {
+        let abs = fs::canonicalize(dir).map_err(io_err("read", dir))?;
+        let name = |p: Option<&Path>| {
+            p.and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+        };
+        let agent_dir = abs.parent();
+        if name(Some(&abs)).as_deref() == Some(sub)
+            && name(agent_dir.and_then(Path::parent)).as_deref() == Some("agents")
+            && let Some(agent) = name(agent_dir)
+        {
+            found.push(AgentFolder {
+                agent_id: normalize_agent_id(&agent),
+                dir: dir.to_path_buf(),
+            });
+        } else {
+            return Err(TransferError::NotAnOpenClawFolder {
+                path: dir.to_path_buf(),
+                hint: format!(
+                    "it has {} {file} but is not an agents/<agentId>/{sub} folder, so its agent is unknown; {EXPECTED_LAYOUT}",
+                    if file.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+                ),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The sessions folders of an import source (legacy layout), or why it is not one.
 fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
     let meta = fs::metadata(dir).map_err(io_err("read", dir))?;
     let not_openclaw = |hint: String| TransferError::NotAnOpenClawFolder {
@@ -923,45 +972,13 @@ fn find_agent_folders(dir: &Path) -> Result<Vec<AgentFolder>, TransferError> {
     if !meta.is_dir() {
         return Err(not_openclaw(format!("it is a file; {EXPECTED_LAYOUT}")));
     }
-    let agents = dir.join("agents");
-    if agents.is_dir() {
-        let mut found = Vec::new();
-        for item in fs::read_dir(&agents).map_err(io_err("read", &agents))? {
-            let item = item.map_err(io_err("read", &agents))?;
-            let sessions = item.path().join("sessions");
-            if something_at(&sessions.join(SESSIONS_FILE)) {
-                found.push(AgentFolder {
-                    agent_id: normalize_agent_id(&item.file_name().to_string_lossy()),
-                    dir: sessions,
-                });
-            }
-        }
-        if found.is_empty() {
-            return Err(not_openclaw(format!(
-                "its agents folder has no <agentId>/sessions/sessions.json; {EXPECTED_LAYOUT}"
-            )));
-        }
-        found.sort_by(|a, b| a.agent_id.cmp(&b.agent_id).then_with(|| a.dir.cmp(&b.dir)));
+    let found = find_layout(dir, "sessions", SESSIONS_FILE)?;
+    if !found.is_empty() {
         return Ok(found);
     }
-    if something_at(&dir.join(SESSIONS_FILE)) {
-        let abs = fs::canonicalize(dir).map_err(io_err("read", dir))?;
-        let name = |p: Option<&Path>| {
-            p.and_then(Path::file_name)
-                .map(|n| n.to_string_lossy().into_owned())
-        };
-        let agent_dir = abs.parent();
-        if name(Some(&abs)).as_deref() == Some("sessions")
-            && name(agent_dir.and_then(Path::parent)).as_deref() == Some("agents")
-            && let Some(agent) = name(agent_dir)
-        {
-            return Ok(vec![AgentFolder {
-                agent_id: normalize_agent_id(&agent),
-                dir: dir.to_path_buf(),
-            }]);
-        }
+    if dir.join("agents").is_dir() {
         return Err(not_openclaw(format!(
-            "it has a sessions.json but is not an agents/<agentId>/sessions folder, so its agent is unknown; {EXPECTED_LAYOUT}"
+            "its agents folder has no <agentId>/sessions/sessions.json; {EXPECTED_LAYOUT}"
         )));
     }
     Err(not_openclaw(EXPECTED_LAYOUT.to_string()))
@@ -1042,4 +1059,54 @@ fn is_safe_file_stem(id: &str) -> bool {
         && !id
             .chars()
             .any(|c| c == '/' || c == '\\' || c == '\0' || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, b"").unwrap();
+    }
+
+    /// Both layouts go through one finder: the same two shapes, the same refusal.
+    #[test]
+    fn one_finder_serves_both_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        touch(&root.join("agents/b/sessions").join(SESSIONS_FILE));
+        touch(&root.join("agents/a/sessions").join(SESSIONS_FILE));
+        touch(&root.join("agents/a/agent/openclaw-agent.sqlite"));
+        let legacy = find_layout(root, "sessions", SESSIONS_FILE).unwrap();
+        let ids: Vec<_> = legacy.iter().map(|f| f.agent_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        let dbs = sqlite::find_agent_dbs(root).unwrap();
+        assert_eq!(dbs.len(), 1);
+        assert_eq!(dbs[0].agent_id, "a");
+        assert!(dbs[0].path.ends_with("agents/a/agent/openclaw-agent.sqlite"));
+
+        // One agent's own folder is accepted, for either layout.
+        let one = find_layout(&root.join("agents/a/agent"), "agent", "openclaw-agent.sqlite");
+        assert_eq!(one.unwrap()[0].agent_id, "a");
+
+        // A folder holding the file but not shaped agents/<id>/<sub>: its agent is unknown.
+        let stray = root.join("stray");
+        touch(&stray.join(SESSIONS_FILE));
+        touch(&stray.join("openclaw-agent.sqlite"));
+        for (sub, file, article) in [
+            ("sessions", SESSIONS_FILE, "a"),
+            ("agent", "openclaw-agent.sqlite", "an"),
+        ] {
+            let err = find_layout(&stray, sub, file).err().unwrap().to_string();
+            assert!(
+                err.contains(&format!(
+                    "it has {article} {file} but is not an agents/<agentId>/{sub} folder"
+                )),
+                "{err}"
+            );
+        }
+        // Nothing of a layout: empty, not an error (the caller says what is missing).
+        assert!(find_layout(&stray.join("none"), "agent", "x").unwrap().is_empty());
+    }
 }

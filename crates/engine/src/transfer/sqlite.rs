@@ -14,7 +14,7 @@
 //! new lines, and a second import in a row changes nothing.
 //! - **Fingerprint** (the merge's shortcut): file = the database's canonical path + `#` +
 //!   the session id, size = the number of the transcript's events, mtime = the highest rowid
-//!   among them (`AgentDb::transcript_stamp`, from the primary-key index, no text read).
+//!   among them (`AgentDbSource::transcript_stamp`, from the primary-key index, no text read).
 //!   OpenClaw appends events: an append raises both (SQLite gives a new row a rowid above the
 //!   table's highest), so it is always seen. A rewrite that keeps both (delete the newest
 //!   event, insert one reusing its rowid) would not be: OpenClaw does not do that. A `VACUUM`
@@ -47,12 +47,11 @@ use super::{
     is_safe_file_stem,
 };
 use crate::Engine;
-use switchboard_types::key::normalize_agent_id;
-use switchboard_store_sqlite::imports::{self, ImportMark};
-use switchboard_store_sqlite::openclaw_source::{
-    AGENT_DB_FILE, AgentDb, EventRow, KNOWN_SCHEMA, NodeRow, TranscriptStamp,
+use switchboard_store::openclaw::{
+    AGENT_DB_FILE, AgentDbSource, EventRow, KNOWN_SCHEMA, NodeRow, OpenClawDbError, OpenClawDbs,
+    TranscriptStamp,
 };
-use switchboard_store_sqlite::queries::{RawLine, StoredSession};
+use switchboard_store::{ImportMark, RawLine, StoredSession};
 
 /// One agent's database found in the import source.
 pub(super) struct AgentDbFile {
@@ -66,62 +65,25 @@ pub(super) struct OpenDb {
     path: PathBuf,
     /// `path` canonicalised: names its transcripts in import marks.
     canonical: String,
-    db: AgentDb,
+    db: Box<dyn AgentDbSource>,
 }
 
 /// The agent databases of `dir`: `dir/agents/<id>/agent/openclaw-agent.sqlite`, or `dir`
-/// itself being one `agents/<id>/agent` folder. Empty when there are none. Anything at that
-/// name counts (a folder, a FIFO, a symlink), so `open_all` reports why it is not read
-/// instead of passing over it without a word.
+/// itself being one `agents/<id>/agent` folder (`find_layout`). Empty when there are none.
 pub(super) fn find_agent_dbs(dir: &Path) -> Result<Vec<AgentDbFile>, TransferError> {
-    let agents = dir.join("agents");
-    let mut found = Vec::new();
-    if agents.is_dir() {
-        for item in fs::read_dir(&agents).map_err(io_err("read", &agents))? {
-            let item = item.map_err(io_err("read", &agents))?;
-            let path = item.path().join("agent").join(AGENT_DB_FILE);
-            if super::something_at(&path) {
-                found.push(AgentDbFile {
-                    agent_id: normalize_agent_id(&item.file_name().to_string_lossy()),
-                    path,
-                });
-            }
-        }
-        found.sort_by(|a, b| a.agent_id.cmp(&b.agent_id).then_with(|| a.path.cmp(&b.path)));
-        return Ok(found);
-    }
-    let path = dir.join(AGENT_DB_FILE);
-    if super::something_at(&path) {
-        let abs = fs::canonicalize(dir).map_err(io_err("read", dir))?;
-        let name = |p: Option<&Path>| {
-            p.and_then(Path::file_name)
-                .map(|n| n.to_string_lossy().into_owned())
-        };
-        let agent_dir = abs.parent();
-        if name(Some(&abs)).as_deref() == Some("agent")
-            && name(agent_dir.and_then(Path::parent)).as_deref() == Some("agents")
-            && let Some(agent) = name(agent_dir)
-        {
-            found.push(AgentDbFile {
-                agent_id: normalize_agent_id(&agent),
-                path,
-            });
-        } else {
-            return Err(TransferError::NotAnOpenClawFolder {
-                path: dir.to_path_buf(),
-                hint: format!(
-                    "it has an {AGENT_DB_FILE} but is not an agents/<agentId>/agent folder, so its agent is unknown; {}",
-                    super::EXPECTED_LAYOUT
-                ),
-            });
-        }
-    }
-    Ok(found)
+    Ok(super::find_layout(dir, "agent", AGENT_DB_FILE)?
+        .into_iter()
+        .map(|f| AgentDbFile {
+            agent_id: f.agent_id,
+            path: f.dir.join(AGENT_DB_FILE),
+        })
+        .collect())
 }
 
 /// Open and check every database (see the module docs) before anything is written. A file
 /// the folder rules refuse (a symlink, outside the folder) is skipped with its reason.
 pub(super) fn open_all(
+    dbs: Option<&dyn OpenClawDbs>,
     found: Vec<AgentDbFile>,
     root: &SourceRoot,
     limits: &ImportLimits,
@@ -140,18 +102,21 @@ pub(super) fn open_all(
                 continue;
             }
         }
-        let db = AgentDb::open(&f.path, limits.max_read_time).map_err(|source| TransferError::OpenClawDb {
-            path: f.path.clone(),
-            source,
-        })?;
-        if db.schema_version < KNOWN_SCHEMA {
+        let db = dbs
+            .ok_or(OpenClawDbError::NoReader)
+            .and_then(|dbs| dbs.open(&f.path, limits.max_read_time))
+            .map_err(|source| TransferError::OpenClawDb {
+                path: f.path.clone(),
+                source,
+            })?;
+        if db.schema_version() < KNOWN_SCHEMA {
             report.warnings.push(format!(
                 "{}: schema version {} is older than the one this importer was checked against ({KNOWN_SCHEMA}); read as far as its tables match",
                 f.path.display(),
-                db.schema_version
+                db.schema_version()
             ));
         }
-        if db.copied {
+        if db.copied() {
             report.warnings.push(format!(
                 "{}: a WAL database without its -shm; read from a private copy so nothing is created beside it",
                 f.path.display()
@@ -187,7 +152,7 @@ impl Engine {
         if dbs.is_empty() {
             return Ok(());
         }
-        let marks = self.store().sqlite_read(imports::all_marks)?;
+        let marks = self.store().backend().import_marks().await?;
         let mut pending = PendingImports::default();
         let done = async {
             for db in &dbs {

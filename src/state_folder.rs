@@ -1,14 +1,15 @@
 //! Opening a state folder: the SQLite store in it, the recovery of what a stopped engine
 //! left open, and the engine over that store. The composition root's one place that names
-//! the SQLite store; the engine itself only knows `store::Store`.
+//! the SQLite store; the engine itself only knows `switchboard_store::Store` (and, for
+//! imports, `switchboard_store::openclaw::OpenClawDbs`).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::Engine;
-use crate::events::EngineEvent;
-use crate::instance::Instance;
+use switchboard_engine::Engine;
+use switchboard_engine::instance::Instance;
 use switchboard_store::StoreError;
+use switchboard_store_sqlite::openclaw_source::SqliteOpenClawDbs;
 use switchboard_store_sqlite::runs::{self, Recovered};
 use switchboard_store_sqlite::{SqliteStore, Storage, StorageError, queries};
 use switchboard_types::api::time::now_ms;
@@ -38,24 +39,11 @@ pub fn open_engine(state_dir: &Path, config: Config) -> Result<Engine, StoreErro
     if swept > 0 {
         tracing::info!(swept, "removed lock files of stopped engines");
     }
-    let engine = Engine::new(
-        config,
-        Arc::new(SqliteStore::new(storage.clone())),
-        storage,
-        state_dir,
-        instance,
+    let engine = engine_over(config, storage, state_dir, instance);
+    engine.announce_recovered(
+        recovered.runs.into_iter().map(|r| r.run_id).collect(),
+        recovered.flows,
     );
-    if !recovered.runs.is_empty() || !recovered.flows.is_empty() {
-        tracing::warn!(
-            runs = recovered.runs.len(),
-            exchanges = recovered.flows.len(),
-            "closed runs and exchanges a stopped engine left open"
-        );
-        engine.events().emit(EngineEvent::Recovered {
-            runs: recovered.runs.iter().map(|r| r.run_id.clone()).collect(),
-            exchanges: recovered.flows.clone(),
-        });
-    }
     Ok(engine)
 }
 
@@ -64,13 +52,23 @@ pub fn open_engine(state_dir: &Path, config: Config) -> Result<Engine, StoreErro
 /// `StoreErrorKind::ReadOnly`.
 pub fn open_engine_read_only(state_dir: &Path, config: Config) -> Result<Engine, StoreError> {
     let storage = Storage::open_read_only(state_dir)?;
-    Ok(Engine::new(
+    Ok(engine_over(
         config,
-        Arc::new(SqliteStore::new(storage.clone())),
         storage,
         state_dir,
         Instance::unclaimed(),
     ))
+}
+
+/// The engine over an opened SQLite store, with the reader of OpenClaw's SQLite state.
+fn engine_over(config: Config, storage: Storage, state_dir: &Path, instance: Instance) -> Engine {
+    Engine::new(
+        config,
+        Arc::new(SqliteStore::new(storage)),
+        state_dir,
+        instance,
+    )
+    .with_openclaw_dbs(Arc::new(SqliteOpenClawDbs))
 }
 
 /// For commands that only read: open normally, and fall back to a read-only open when the
