@@ -154,14 +154,17 @@ impl Sessions {
             .backend()
             .page_session_keys(filter, q.offset, q.limit, q.count)
             .await?;
-        let mut rows = Vec::with_capacity(keys.len());
-        for key in keys {
-            // Gone between the two reads (deleted by another process): left out.
-            let Some(s) = self.ctx.store().get(&key).await? else {
-                continue;
-            };
-            rows.push(self.listed_row(&s, &q));
-        }
+        // One read for the page's rows; a row gone between the two reads (deleted by another
+        // process) is left out.
+        let mut rows: Vec<_> = self
+            .ctx
+            .store()
+            .get_many(&keys)
+            .await?
+            .into_iter()
+            .flatten()
+            .map(|s| self.listed_row(&s, &q))
+            .collect();
         if q.previews {
             self.fill_previews(&mut rows).await?;
         }

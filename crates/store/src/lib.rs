@@ -65,8 +65,21 @@ pub trait Store: Send + Sync {
     /// The keys whose entry has this label.
     async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError>;
 
+    /// Several sessions in one read, in the order asked (`None`: not there). A page of rows
+    /// is one call, not one per row: an implementation pays its round trip once.
+    async fn get_sessions(
+        &self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<Option<StoredSession>>, StoreError>;
+
     /// The sessions `key` spawned.
     async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError>;
+
+    /// The sessions each of `keys` spawned, in the order asked, in one read.
+    async fn children_of_each(
+        &self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<Vec<SessionKey>>, StoreError>;
 
     /// Sessions newest first (or in the name order) as `scan` narrows them, through the
     /// channel the call returns; the store stops reading when the receiver is dropped.

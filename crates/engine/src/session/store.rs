@@ -99,6 +99,22 @@ impl SessionStore {
         self.store.children_of(key).await
     }
 
+    /// Several sessions in one read, in the order asked.
+    pub async fn get_many(
+        &self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<Option<StoredSession>>, StoreError> {
+        self.store.get_sessions(keys).await
+    }
+
+    /// The children of each of `keys`, in one read.
+    pub async fn children_of_each(
+        &self,
+        keys: &[SessionKey],
+    ) -> Result<Vec<Vec<SessionKey>>, StoreError> {
+        self.store.children_of_each(keys).await
+    }
+
     /// Visit sessions as `scan` narrows them until `visit` returns false (the rows are
     /// read on the store's side while the caller visits).
     pub async fn scan(

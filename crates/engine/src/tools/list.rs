@@ -8,7 +8,7 @@ use super::context::{ToolContext, ToolError};
 use super::row;
 use switchboard_types::config::Visibility;
 use crate::context::Context;
-use switchboard_types::key::SessionKind;
+use switchboard_types::key::{SessionKey, SessionKind};
 use crate::session::openclaw_text::{is_silent_reply, preview};
 use crate::session::sanitize::sanitize_history;
 use switchboard_store::StoredSession;
@@ -95,11 +95,14 @@ pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<
     rows.truncate(limit);
 
     let mut sessions = Vec::with_capacity(rows.len());
-    for s in &rows {
+    // Every row's children in one read (a page of rows is one store call, not one per row).
+    let keys: Vec<_> = rows.iter().map(|s| s.key.clone()).collect();
+    let spawned = shared.store().children_of_each(&keys).await?;
+    for (s, spawned) in rows.iter().zip(spawned) {
         let mut r = build_row(shared, s);
         r.insert("archived".into(), Value::Bool(s.entry.archived_at.is_some()));
         r.insert("pinned".into(), Value::Bool(is_pinned(s)));
-        let children = child_sessions(shared, s).await?;
+        let children = child_sessions(shared, s, spawned);
         if !children.is_empty() {
             r.insert("childSessions".into(), json!(children));
         }
@@ -184,20 +187,15 @@ fn is_pinned(s: &StoredSession) -> bool {
 
 /// The parent's `childSessions` (display keys, sorted): the sessions whose `spawnedBy` is
 /// this one, with any the entry itself lists.
-async fn child_sessions(shared: &Context, s: &StoredSession) -> Result<Vec<String>, ToolError> {
+fn child_sessions(shared: &Context, s: &StoredSession, spawned: Vec<SessionKey>) -> Vec<String> {
     let scheme = shared.store().scheme();
-    let mut children: Vec<String> = shared
-        .store()
-        .children_of(&s.key).await?
-        .iter()
-        .map(|k| scheme.display(k))
-        .collect();
+    let mut children: Vec<String> = spawned.iter().map(|k| scheme.display(k)).collect();
     if let Some(Value::Array(listed)) = s.entry.extra.get("childSessions") {
         children.extend(listed.iter().filter_map(Value::as_str).map(str::to_string));
     }
     children.sort();
     children.dedup();
-    Ok(children)
+    children
 }
 
 /// How far back the preview looks for a message that is not a silent reply.
