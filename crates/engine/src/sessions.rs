@@ -11,7 +11,7 @@ use crate::session::policy;
 use crate::session::transcript_text;
 use switchboard_store::SessionScan;
 use switchboard_store::StoreError;
-use switchboard_store::{PageFilter, StoredSession};
+use switchboard_store::{PageFilter, StoredSession, TranscriptRow};
 use switchboard_types::api::*;
 use switchboard_types::key::{KeyError, KeyInput, SessionKey, classify_input};
 
@@ -72,17 +72,9 @@ impl Sessions {
     /// Each row's last message (its start), for a query that asks for `previews`: one
     /// index lookup from the end of each row's transcript, all in one statement.
     async fn fill_previews(&self, rows: &mut [SessionRow]) -> Result<(), StoreError> {
-        /// Enough for the widest preview column; the rest would only cross the wire.
-        const PREVIEW_CHARS: usize = 120;
         let ids: Vec<String> = rows.iter().map(|r| r.session_id.clone()).collect();
         let last = self.ctx.store().backend().last_messages(ids).await?;
-        for (row, last) in rows.iter_mut().zip(last) {
-            row.last_message = last.and_then(|r| {
-                let line = transcript_text::line_of(r.seq, &r.line, false)?;
-                let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
-                Some(one.chars().take(PREVIEW_CHARS).collect())
-            });
-        }
+        apply_previews(rows, last);
         Ok(())
     }
 
@@ -148,31 +140,22 @@ impl Sessions {
             show_global: self.ctx.store().scheme().global_scope,
             by_name: q.order == SessionsOrder::Name,
         };
-        let (keys, matching) = self
+        // One read for the whole page: keys, rows, previews and the counts.
+        let page = self
             .ctx
             .store()
             .backend()
-            .page_session_keys(filter, q.offset, q.limit, q.count)
+            .page_sessions(filter, q.offset, q.limit, q.count, q.previews)
             .await?;
-        // One read for the page's rows; a row gone between the two reads (deleted by another
-        // process) is left out.
-        let mut rows: Vec<_> = self
-            .ctx
-            .store()
-            .get_many(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .map(|s| self.listed_row(&s, &q))
-            .collect();
+        let mut rows: Vec<_> = page.rows.iter().map(|s| self.listed_row(s, &q)).collect();
         if q.previews {
-            self.fill_previews(&mut rows).await?;
+            apply_previews(&mut rows, page.last);
         }
         Ok(SessionsPage {
             rows,
             offset: q.offset,
-            matching,
-            total: self.ctx.store().count().await?,
+            matching: page.matching,
+            total: page.total,
             order: q.order,
         })
     }
@@ -306,3 +289,15 @@ impl Sessions {
     }
 }
 
+/// Each row's last message line (`last`, in `rows`' order) as its one-line preview.
+fn apply_previews(rows: &mut [SessionRow], last: Vec<Option<TranscriptRow>>) {
+    /// Enough for the widest preview column; the rest would only cross the wire.
+    const PREVIEW_CHARS: usize = 120;
+    for (row, last) in rows.iter_mut().zip(last) {
+        row.last_message = last.and_then(|r| {
+            let line = transcript_text::line_of(r.seq, &r.line, false)?;
+            let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
+            Some(one.chars().take(PREVIEW_CHARS).collect())
+        });
+    }
+}

@@ -15,8 +15,8 @@ use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
 use switchboard_store::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
     NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, PendingWrite, RefusedExchange, RunRow,
-    RunWrite, SessionEdit, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
-    Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
+    RunWrite, SessionEdit, SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced,
+    SpawnEnding, SpawnRow, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
 };
 use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
 use switchboard_types::api::time::now_ms;
@@ -178,6 +178,38 @@ impl Store for SqliteStore {
             }
         });
         rx
+    }
+
+    async fn page_sessions(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+        previews: bool,
+    ) -> Result<SessionsPageRead, StoreError> {
+        self.read(move |c| {
+            let (keys, matching) = queries::page_keys(c, &filter, offset, limit, count)?;
+            let mut rows = Vec::with_capacity(keys.len());
+            for key in &keys {
+                if let Some(s) = queries::get_session(c, key)? {
+                    rows.push(s);
+                }
+            }
+            let last = if previews {
+                let ids: Vec<String> = rows.iter().map(|s| s.entry.session_id.clone()).collect();
+                queries::last_messages(c, &ids)?
+            } else {
+                Vec::new()
+            };
+            Ok(SessionsPageRead {
+                rows,
+                matching,
+                total: queries::count_sessions(c)?,
+                last,
+            })
+        })
+        .await
     }
 
     async fn page_session_keys(

@@ -12,8 +12,8 @@ pub use error::{StoreError, StoreErrorKind};
 pub use types::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
     NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, RunEnding, RunRow,
-    RunStart, RunWrite, SessionScan, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
-    SpawnState, StoredSession, TrafficRow, TranscriptRow,
+    RunStart, RunWrite, SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding,
+    SpawnRow, SpawnState, StoredSession, TrafficRow, TranscriptRow,
 };
 
 pub use transfer::{
@@ -91,6 +91,18 @@ pub trait Store: Send + Sync {
     /// The keys of `limit` sessions from position `offset` of the owner's order (newest
     /// first, or by name), narrowed by `filter`, and how many match in all when `count`.
     /// Must not cost more than the page (an index walk): pages run 100,000 rows deep.
+    /// One page of the owner's sessions in one read: the rows in the filter's order, how many
+    /// match (when `count`), every session's total, and with `previews` each row's last
+    /// message line. A page is one round trip, not one per part.
+    async fn page_sessions(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+        previews: bool,
+    ) -> Result<SessionsPageRead, StoreError>;
+
     async fn page_session_keys(
         &self,
         filter: PageFilter,

@@ -58,6 +58,19 @@ pub struct TranscriptRow {
     pub line: Value,
 }
 
+/// One page of sessions as `Store::page_sessions` reads it.
+#[derive(Debug, Clone, Default)]
+pub struct SessionsPageRead {
+    /// The page's sessions in the filter's order (a key deleted meanwhile is left out).
+    pub rows: Vec<StoredSession>,
+    /// How many sessions match the filter, when asked.
+    pub matching: Option<u64>,
+    /// How many sessions exist.
+    pub total: u64,
+    /// With previews: each row's last message line, in `rows`' order; else empty.
+    pub last: Vec<Option<TranscriptRow>>,
+}
+
 /// What the owner's sessions page is narrowed to (every filter SQL can apply from indexes).
 #[derive(Debug, Clone, Default)]
 pub struct PageFilter {
