@@ -415,15 +415,31 @@ impl Engine {
             atomic::check_target(&sessions_dir.join(SESSIONS_FILE), overwrite)?;
         }
 
+        // Reading the transcripts and writing the files block: on the blocking pool, not on
+        // one of the runtime's workers (an export of a large state takes seconds).
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.write_export(&root, &by_agent, overwrite))
+            .await
+            .map_err(|e| TransferError::Write(std::io::Error::other(format!("the export stopped: {e}"))))?
+    }
+
+    /// The export's files, checked already: staged, then published together (see
+    /// `export_openclaw`).
+    fn write_export(
+        &self,
+        root: &Path,
+        by_agent: &BTreeMap<String, Vec<StoredSession>>,
+        overwrite: Overwrite,
+    ) -> Result<ExportReport, TransferError> {
         let mut report = ExportReport::default();
         // Declared before the staged files, so on failure they are dropped (their
         // temporaries removed) first and the folders this export created are then empty.
         let mut made = NewFolders::default();
         let mut staged = Vec::new();
         let mut folders = Vec::new();
-        for (agent, sessions) in &by_agent {
+        for (agent, sessions) in by_agent {
             let sessions_dir = root.join("agents").join(agent).join("sessions");
-            made.make(&root, &sessions_dir)?;
+            made.make(root, &sessions_dir)?;
             let mut index = Map::new();
             for s in sessions {
                 let path = sessions_dir.join(format!("{}.jsonl", s.entry.session_id));
