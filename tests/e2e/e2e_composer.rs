@@ -28,7 +28,12 @@ fn a_multi_line_message_fixed_with_cursor_keys_is_stored_as_fixed() {
     let t = Tmux::demo("composer", "");
     t.wait_for_within("the console", START, console_shown);
     t.keys(&["i"]);
-    let screen = t.wait_for("the composer", |s| hint_bar(s).contains("enter send"));
+    // The composer names the selected session; pressed before the first page of sessions
+    // arrives, it says "no session" until one is selected.
+    let screen = t.wait_for("the composer on a session", |s| {
+        hint_bar(s).contains("enter send")
+            && composer_target(s).is_some_and(|k| k.starts_with("agent:"))
+    });
     let key = composer_target(&screen).expect("the composer names its session");
 
     // Two lines (Alt+Enter between them), a typo in the first.
