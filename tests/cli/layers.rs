@@ -180,9 +180,6 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Files outside the SQLite store that still name `rusqlite`. Empty: the list may only stay so.
-const STILL_NAMING_RUSQLITE: &[&str] = &[];
-
 #[test]
 fn only_the_sqlite_store_names_rusqlite() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -196,14 +193,6 @@ fn only_the_sqlite_store_names_rusqlite() {
     }
     let offenders: Vec<_> = files
         .iter()
-        .filter(|f| {
-            let rel = f
-                .strip_prefix(root)
-                .unwrap_or(f)
-                .to_string_lossy()
-                .replace('\\', "/");
-            !STILL_NAMING_RUSQLITE.iter().any(|ok| rel.starts_with(ok))
-        })
         .filter(|f| {
             std::fs::read_to_string(f)
                 .expect("read")

@@ -144,15 +144,6 @@ impl Store for SqliteStore {
         self.lookup(|c| queries::children_of(c, &key))
     }
 
-    async fn get_sessions(
-        &self,
-        keys: &[SessionKey],
-    ) -> Result<Vec<Option<StoredSession>>, StoreError> {
-        let keys = keys.to_vec();
-        self.read(move |c| keys.iter().map(|k| queries::get_session(c, k)).collect())
-            .await
-    }
-
     async fn children_of_each(
         &self,
         keys: &[SessionKey],
@@ -210,17 +201,6 @@ impl Store for SqliteStore {
             })
         })
         .await
-    }
-
-    async fn page_session_keys(
-        &self,
-        filter: PageFilter,
-        offset: usize,
-        limit: usize,
-        count: bool,
-    ) -> Result<(Vec<SessionKey>, Option<u64>), StoreError> {
-        self.read(move |c| queries::page_keys(c, &filter, offset, limit, count))
-            .await
     }
 
     async fn create_session(
@@ -811,7 +791,7 @@ fn record_run(c: &Connection, w: &RunWrite) -> Result<bool, StorageError> {
             queries::add_tokens(c, &w.key, input, output)?;
         }
         if let Some((exchange, reason)) = &w.exchange_end {
-            flows::finish_flow(c, exchange, reason, None, ending.ended_at)?;
+            flows::finish_flow(c, exchange, reason.as_str(), None, ending.ended_at)?;
         }
     }
     if w.start.is_none()

@@ -65,13 +65,6 @@ pub trait Store: Send + Sync {
     /// The keys whose entry has this label.
     async fn keys_by_label(&self, label: &str) -> Result<Vec<SessionKey>, StoreError>;
 
-    /// Several sessions in one read, in the order asked (`None`: not there). A page of rows
-    /// is one call, not one per row: an implementation pays its round trip once.
-    async fn get_sessions(
-        &self,
-        keys: &[SessionKey],
-    ) -> Result<Vec<Option<StoredSession>>, StoreError>;
-
     /// The sessions `key` spawned.
     async fn children_of(&self, key: &SessionKey) -> Result<Vec<SessionKey>, StoreError>;
 
@@ -102,14 +95,6 @@ pub trait Store: Send + Sync {
         count: bool,
         previews: bool,
     ) -> Result<SessionsPageRead, StoreError>;
-
-    async fn page_session_keys(
-        &self,
-        filter: PageFilter,
-        offset: usize,
-        limit: usize,
-        count: bool,
-    ) -> Result<(Vec<SessionKey>, Option<u64>), StoreError>;
 
     /// Store `session` with `header` as its transcript's first line (seq 0), unless its key
     /// exists already. Returns the stored session and whether this call created it.

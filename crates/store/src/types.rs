@@ -332,7 +332,7 @@ pub struct RunWrite {
     /// Close the run (a run already closed, by recovery elsewhere, stays as it was).
     pub end: Option<RunEnding>,
     /// `(exchange id, reason)`: close that exchange when `end` is recorded.
-    pub exchange_end: Option<(String, String)>,
+    pub exchange_end: Option<(String, ExchangeEnd)>,
     /// When the lines were written.
     pub now: i64,
 }

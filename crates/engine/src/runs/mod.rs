@@ -550,10 +550,7 @@ impl Runs {
             reply: reply.clone(),
             error: error.clone(),
         };
-        let exchange_end: Option<(String, String)> = req
-            .exchange_id
-            .clone()
-            .zip(req.exchange_end.map(|r| r.as_str().to_string()));
+        let exchange_end = req.exchange_id.clone().zip(req.exchange_end);
         // The turn is over, so nothing else writes the start now; one still on its way
         // (queued by a tool call the run timeout cut off) is waited for first.
         let first_write = record.claim_for_end().await;

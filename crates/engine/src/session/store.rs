@@ -99,13 +99,6 @@ impl SessionStore {
         self.store.children_of(key).await
     }
 
-    /// Several sessions in one read, in the order asked.
-    pub async fn get_many(
-        &self,
-        keys: &[SessionKey],
-    ) -> Result<Vec<Option<StoredSession>>, StoreError> {
-        self.store.get_sessions(keys).await
-    }
 
     /// The children of each of `keys`, in one read.
     pub async fn children_of_each(
