@@ -40,13 +40,12 @@ pub(crate) async fn export(
     // The file operations stay engine calls (they work on this machine's state folder).
     let key = existing_key(api.as_ref(), raw).await?;
     let lines = match out {
-        Some(path) => engine.export_session_to_file(&key, path, overwrite)?,
+        Some(path) => engine.export_session_to_file(&key, path, overwrite).await?,
         None => {
             // Lines are stored as their agents wrote them; on the way to a terminal (or a
             // pipe) the characters that could drive one are escaped, the values unchanged.
-            let mut w =
-                text_safety::SafeJsonText::new(std::io::BufWriter::new(std::io::stdout().lock()));
-            let n = engine.export_session_jsonl(&key, &mut w)?;
+            let w = text_safety::SafeJsonText::new(std::io::BufWriter::new(std::io::stdout()));
+            let (n, mut w) = engine.export_session_jsonl(&key, w).await?;
             w.flush()?;
             n
         }

@@ -84,10 +84,9 @@ fn parsed(lines: &[String]) -> Vec<Value> {
         .collect()
 }
 
-fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
-    let mut out = Vec::new();
+async fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
     // The canonical key as text, as a front end holds it (`ResolvedKey::key`).
-    let n = engine.export_session_jsonl(k, &mut out).unwrap();
+    let (n, out) = engine.export_session_jsonl(k, Vec::new()).await.unwrap();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
     assert_eq!(n, lines.len(), "reported line count of {k}");
@@ -276,7 +275,7 @@ async fn reimport_skips_everything() {
     let state = tempfile::tempdir().unwrap();
     let engine = open(state.path());
     import_fixture(&engine).await;
-    let before = export_lines(&engine, "agent:main:s2");
+    let before = export_lines(&engine, "agent:main:s2").await;
 
     let again = import_fixture(&engine).await;
     assert_eq!(
@@ -290,7 +289,7 @@ async fn reimport_skips_everything() {
             ..ImportReport::default()
         }
     );
-    assert_eq!(export_lines(&engine, "agent:main:s2"), before);
+    assert_eq!(export_lines(&engine, "agent:main:s2").await, before);
     assert_eq!(
         engine
             .call_tool("sessions_list", &json!({}), &ctx(&engine))
@@ -323,7 +322,7 @@ async fn a_corrupt_line_is_skipped_and_reported() {
     assert!(w.contains(&format!("{WORK_S2}.jsonl")), "{w}");
     assert!(w.contains("line 3"), "{w}");
     // The rest is there, in order, with nothing in place of the bad line.
-    let exported = export_lines(&engine, "agent:work:s2");
+    let exported = export_lines(&engine, "agent:work:s2").await;
     assert_eq!(parsed(&exported), parsed(&good));
 }
 
@@ -427,15 +426,15 @@ async fn export_of_a_session_equals_the_imported_file() {
     import_fixture(&engine).await;
     for (k, agent, sid) in FIXTURE_SESSIONS {
         let file = file_lines(&fixture_transcript(agent, sid));
-        let exported = export_lines(&engine, k);
+        let exported = export_lines(&engine, k).await;
         assert_eq!(exported.len(), file.len(), "{k}");
         assert_eq!(parsed(&exported), parsed(&file), "{k}");
         // OpenClaw writes compact JSON and key order is preserved: byte-identical lines.
         assert_eq!(exported, file, "{k}");
     }
-    let mut sink = Vec::new();
     let err = engine
-        .export_session_jsonl("agent:main:nope", &mut sink)
+        .export_session_jsonl("agent:main:nope", Vec::new())
+        .await
         .unwrap_err();
     assert!(matches!(err, TransferError::NoSession(_)), "{err:?}");
     assert!(err.to_string().contains("agent:main:nope"));
@@ -491,7 +490,11 @@ async fn export_openclaw_then_import_reproduces_sessions_and_lines() {
         let a = first.store().get(&key(k)).await.unwrap().unwrap();
         let b = second.store().get(&key(k)).await.unwrap().unwrap();
         assert_eq!(a, b, "{k}");
-        assert_eq!(export_lines(&first, k), export_lines(&second, k), "{k}");
+        assert_eq!(
+            export_lines(&first, k).await,
+            export_lines(&second, k).await,
+            "{k}"
+        );
     }
 
     // A second export into the same folder refuses rather than overwriting.
@@ -579,7 +582,7 @@ async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
         .unwrap();
     assert_eq!(s.agent_id, "ops");
     assert_eq!(s.kind.as_str(), "group");
-    let lines = parsed(&export_lines(&engine, "agent:ops:chat-one"));
+    let lines = parsed(&export_lines(&engine, "agent:ops:chat-one").await);
     assert_eq!(lines.len(), 3);
     assert_eq!(
         lines[0],
@@ -595,7 +598,7 @@ async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
         .collect();
     assert_eq!(seqs, [&json!(1), &json!(2)]);
 
-    let lines = parsed(&export_lines(&engine, "agent:ops:nofile"));
+    let lines = parsed(&export_lines(&engine, "agent:ops:nofile").await);
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["type"], "session");
     assert_eq!(lines[0]["id"], lonely);
@@ -656,7 +659,7 @@ async fn session_file_is_used_when_it_exists() {
     assert_eq!(report.sessions_imported, 1);
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     assert_eq!(
-        export_lines(&engine, "agent:work:s2"),
+        export_lines(&engine, "agent:work:s2").await,
         file_lines(&fixture_transcript("work", WORK_S2))
     );
 }
@@ -684,7 +687,7 @@ async fn a_long_transcript_is_imported_in_chunks() {
     let report = engine.import_openclaw(&source).await.unwrap();
     assert_eq!(report.sessions_imported, 1);
     assert_eq!(report.lines_imported, n + 1);
-    let exported = export_lines(&engine, "agent:main:long");
+    let exported = export_lines(&engine, "agent:main:long").await;
     assert_eq!(exported.len(), n + 1);
     assert_eq!(exported.join("\n") + "\n", text);
     let h = engine
@@ -954,11 +957,16 @@ async fn export_to_a_file_is_safe_from_the_engine_too() {
     let k = key("agent:main:s2");
     let n = engine
         .export_session_to_file(&k, &out, Overwrite::Refuse)
+        .await
         .unwrap();
-    assert_eq!(file_lines(&out), export_lines(&engine, "agent:main:s2"));
+    assert_eq!(
+        file_lines(&out),
+        export_lines(&engine, "agent:main:s2").await
+    );
     assert_eq!(n, file_lines(&out).len());
     let err = engine
         .export_session_to_file(&k, &out, Overwrite::Refuse)
+        .await
         .unwrap_err();
     assert!(
         matches!(err, TransferError::WouldOverwrite { .. }),
@@ -968,6 +976,7 @@ async fn export_to_a_file_is_safe_from_the_engine_too() {
     let none = tmp.path().join("none.jsonl");
     let err = engine
         .export_session_to_file(&key("agent:main:nope"), &none, Overwrite::Replace)
+        .await
         .unwrap_err();
     assert!(matches!(err, TransferError::NoSession(_)), "{err:?}");
     let mut left: Vec<String> = fs::read_dir(tmp.path())
@@ -1115,7 +1124,7 @@ async fn stored_lines_are_byte_identical_for_tricky_lines() {
     );
     let mut want: Vec<String> = vec![want_header];
     want.extend(first.iter().map(|(_, stored)| stored.to_string()));
-    let got = export_lines(&engine, "agent:main:tricky");
+    let got = export_lines(&engine, "agent:main:tricky").await;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "line {i} as stored");
     }
@@ -1131,7 +1140,7 @@ async fn stored_lines_are_byte_identical_for_tricky_lines() {
     assert_eq!(report.sessions_updated, 1, "{report:?}");
     assert_eq!(report.lines_appended, later.len(), "{report:?}");
     want.extend(later.iter().map(|(_, stored)| stored.to_string()));
-    let got = export_lines(&engine, "agent:main:tricky");
+    let got = export_lines(&engine, "agent:main:tricky").await;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "line {i} as stored after the merge");
     }
@@ -1148,5 +1157,53 @@ async fn stored_lines_are_byte_identical_for_tricky_lines() {
     let report = engine.import_openclaw(&source).await.unwrap();
     assert!(report.changed_nothing(), "{report:?}");
     assert!(report.conflicts.is_empty(), "{report:?}");
-    assert_eq!(export_lines(&engine, "agent:main:tricky"), want);
+    assert_eq!(export_lines(&engine, "agent:main:tricky").await, want);
+}
+
+/// A writer that cannot go on until the runtime's own task lets it (its first write waits
+/// for the word, and fails after a minute rather than hang the test).
+struct Gate {
+    open: Option<std::sync::mpsc::Receiver<()>>,
+    out: Vec<u8>,
+}
+
+impl std::io::Write for Gate {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(open) = self.open.take() {
+            open.recv_timeout(std::time::Duration::from_secs(60))
+                .map_err(std::io::Error::other)?;
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A one-session export reads and writes on the blocking pool, not on the runtime's worker:
+/// on a one-worker runtime, a task that must run before the writer can go on still runs.
+/// (Before, the export ran on its caller's thread: the task never ran and the write failed.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_one_session_export_leaves_the_worker_free() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = open(&tmp.path().join("state"));
+    import_fixture(&engine).await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opener = tokio::spawn(async move { tx.send(()).unwrap() });
+    let gate = Gate {
+        open: Some(rx),
+        out: Vec::new(),
+    };
+    let (n, gate) = engine
+        .export_session_jsonl("agent:main:s2", gate)
+        .await
+        .expect("the export held the worker the task needed");
+    opener.await.unwrap();
+    let text = String::from_utf8(gate.out).unwrap();
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        export_lines(&engine, "agent:main:s2").await
+    );
+    assert_eq!(n, text.lines().count());
 }

@@ -87,9 +87,8 @@ impl Source {
     }
 }
 
-fn stored(engine: &Engine, k: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    engine.export_session_jsonl(k, &mut out).unwrap();
+async fn stored(engine: &Engine, k: &str) -> Vec<String> {
+    let (_, out) = engine.export_session_jsonl(k, Vec::new()).await.unwrap();
     String::from_utf8(out)
         .unwrap()
         .lines()
@@ -163,7 +162,10 @@ async fn reimport_appends_new_lines_updates_the_entry_and_a_second_run_changes_n
     assert_eq!(second.entries_updated, 1, "{second:?}");
     assert!(second.conflicts.is_empty(), "{second:?}");
     // The store now holds exactly the source's lines, in its order.
-    assert_eq!(stored(&engine, "agent:main:chat"), src.file_lines(SID));
+    assert_eq!(
+        stored(&engine, "agent:main:chat").await,
+        src.file_lines(SID)
+    );
     let s = engine
         .store()
         .get(&key("agent:main:chat"))
@@ -174,12 +176,12 @@ async fn reimport_appends_new_lines_updates_the_entry_and_a_second_run_changes_n
     assert_eq!(s.entry.updated_at, T0 + 60_000);
 
     // The same import again: nothing changes, and the report says so.
-    let before = stored(&engine, "agent:main:chat");
+    let before = stored(&engine, "agent:main:chat").await;
     let third = engine.import_openclaw(&src.root()).await.unwrap();
     assert!(third.changed_nothing(), "{third:?}");
     assert_eq!(third.sessions_present, 2, "{third:?}");
     assert_eq!((third.lines_appended, third.entries_updated), (0, 0));
-    assert_eq!(stored(&engine, "agent:main:chat"), before);
+    assert_eq!(stored(&engine, "agent:main:chat").await, before);
 
     // An id-less line already stored is recognised by its content, not appended twice,
     // even when the shortcut cannot be taken (the file was touched).
@@ -189,7 +191,10 @@ async fn reimport_appends_new_lines_updates_the_entry_and_a_second_run_changes_n
     src.write(SID, &lines);
     let fourth = engine.import_openclaw(&src.root()).await.unwrap();
     assert_eq!(fourth.lines_appended, 1, "{fourth:?}");
-    assert_eq!(stored(&engine, "agent:main:chat"), src.file_lines(SID));
+    assert_eq!(
+        stored(&engine, "agent:main:chat").await,
+        src.file_lines(SID)
+    );
 }
 
 #[tokio::test]
@@ -209,7 +214,7 @@ async fn a_session_continued_on_both_sides_is_a_conflict_and_nothing_of_it_chang
         )
         .await
         .unwrap();
-    let here = stored(&engine, "agent:main:chat");
+    let here = stored(&engine, "agent:main:chat").await;
     // …and there; the other session only there.
     src.append(SID, &[message("a0000003", "user", "said in openclaw")]);
     src.append(SID2, &[message("b0000002", "user", "more")]);
@@ -224,7 +229,7 @@ async fn a_session_continued_on_both_sides_is_a_conflict_and_nothing_of_it_chang
         "{report:?}"
     );
     assert_eq!(report.sessions_updated, 1, "the other session: {report:?}");
-    assert_eq!(stored(&engine, "agent:main:chat"), here);
+    assert_eq!(stored(&engine, "agent:main:chat").await, here);
     let s = engine
         .store()
         .get(&key("agent:main:chat"))
@@ -233,14 +238,14 @@ async fn a_session_continued_on_both_sides_is_a_conflict_and_nothing_of_it_chang
         .unwrap();
     assert_eq!(s.entry.label.as_deref(), Some("chat"));
     assert_eq!(
-        texts(&stored(&engine, "agent:main:other")),
+        texts(&stored(&engine, "agent:main:other").await),
         ["other", "more"]
     );
 
     // Still a conflict the next time: nothing was forgotten.
     let again = engine.import_openclaw(&src.root()).await.unwrap();
     assert_eq!(again.conflicts.len(), 1, "{again:?}");
-    assert_eq!(stored(&engine, "agent:main:chat"), here);
+    assert_eq!(stored(&engine, "agent:main:chat").await, here);
 }
 
 #[tokio::test]
@@ -299,11 +304,11 @@ async fn lines_added_here_alone_are_kept_and_an_entry_changed_here_is_not_overwr
         .unwrap();
     assert_eq!(s.entry.send_policy.as_deref(), Some("deny"));
     assert_eq!(
-        texts(&stored(&engine, "agent:main:chat")),
+        texts(&stored(&engine, "agent:main:chat").await),
         ["hello", "hi", "from openclaw"]
     );
     assert_eq!(
-        texts(&stored(&engine, "agent:main:other")),
+        texts(&stored(&engine, "agent:main:other").await),
         ["other", "here only"]
     );
 
@@ -349,7 +354,7 @@ async fn malformed_and_huge_lines_in_the_new_part_are_skipped_with_a_count() {
     assert_eq!(report.skipped(SkipReason::BadJson), 1, "{report:?}");
     assert_eq!(report.skipped(SkipReason::LineTooLong), 1, "{report:?}");
     assert_eq!(
-        texts(&stored(&engine, "agent:main:chat")),
+        texts(&stored(&engine, "agent:main:chat").await),
         ["hello", "hi", "before", "after"]
     );
 }
@@ -377,5 +382,8 @@ async fn a_reset_session_or_a_reused_id_is_skipped_with_a_warning() {
     assert_eq!(report.skipped(SkipReason::OtherSession), 1, "{report:?}");
     assert_eq!(report.skipped(SkipReason::IdTaken), 1, "{report:?}");
     assert!(report.changed_nothing(), "{report:?}");
-    assert_eq!(texts(&stored(&engine, "agent:main:chat")), ["hello", "hi"]);
+    assert_eq!(
+        texts(&stored(&engine, "agent:main:chat").await),
+        ["hello", "hi"]
+    );
 }

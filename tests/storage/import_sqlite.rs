@@ -115,9 +115,8 @@ fn event_lines(db: &Path, session_id: &str) -> Vec<String> {
         .collect()
 }
 
-fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    engine.export_session_jsonl(k, &mut out).unwrap();
+async fn export_lines(engine: &Engine, k: &str) -> Vec<String> {
+    let (_, out) = engine.export_session_jsonl(k, Vec::new()).await.unwrap();
     String::from_utf8(out)
         .unwrap()
         .lines()
@@ -169,6 +168,7 @@ async fn assert_same_as_rows(engine: &Engine, db: &Path) -> usize {
         }
         let rows = event_lines(db, &sid);
         let got: Vec<Value> = export_lines(engine, &k)
+            .await
             .iter()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -391,7 +391,7 @@ async fn a_gateway_holding_uncheckpointed_rows_is_read_consistently() {
         .unwrap();
     assert_eq!(report.sessions_imported, 8, "{report:#?}");
     assert_eq!(
-        export_lines(&engine, "agent:work:walonly").len(),
+        export_lines(&engine, "agent:work:walonly").await.len(),
         2,
         "the committed rows still in the WAL"
     );
@@ -525,6 +525,7 @@ async fn a_truncated_database_never_gives_half_a_session() {
                         .map(|l| serde_json::from_str(l).unwrap())
                         .collect();
                     let got: Vec<Value> = export_lines(&engine, &k)
+                        .await
                         .iter()
                         .map(|l| serde_json::from_str(l).unwrap())
                         .collect();
@@ -599,7 +600,7 @@ async fn missing_transcript_rows_are_said() {
         "{report:#?}"
     );
     // s1 has only a synthesised header; s2 the rows that are there, in order.
-    let s1 = export_lines(&engine, "agent:main:s1");
+    let s1 = export_lines(&engine, "agent:main:s1").await;
     assert_eq!(s1.len(), 1);
     assert!(s1[0].contains("\"type\":\"session\""));
     let sid = engine
@@ -611,7 +612,7 @@ async fn missing_transcript_rows_are_said() {
         .entry
         .session_id;
     assert_eq!(
-        export_lines(&engine, "agent:main:s2"),
+        export_lines(&engine, "agent:main:s2").await,
         event_lines(&db_of(&root, "main"), &sid)
     );
 }
@@ -635,7 +636,7 @@ async fn a_50_mb_event_and_a_compressed_one_are_skipped_and_counted() {
     assert_eq!(report.sessions_imported, 18, "{report:#?}");
     assert_eq!(report.skipped(SkipReason::LineTooLong), 1, "{report:#?}");
     assert_eq!(report.skipped(SkipReason::CompressedLine), 1, "{report:#?}");
-    let lines = export_lines(&engine, "agent:main:main");
+    let lines = export_lines(&engine, "agent:main:main").await;
     let rows = event_lines(
         &db_of(&root, "main"),
         &nodes(&db_of(&root, "main"))
@@ -731,7 +732,7 @@ async fn store_state(engine: &Engine, root: &Path) -> BTreeMap<String, (Value, V
         for (k, _, _) in nodes(&db_of(root, agent)) {
             let s = engine.store().get(&key(&k)).await.unwrap().unwrap();
             let entry = serde_json::to_value(&s.entry).unwrap();
-            out.insert(k.clone(), (entry, export_lines(engine, &k)));
+            out.insert(k.clone(), (entry, export_lines(engine, &k).await));
         }
     }
     out
@@ -857,7 +858,7 @@ async fn a_session_continued_here_and_in_openclaw_is_a_conflict_and_kept_as_is()
         )
         .await
         .unwrap();
-    let here = export_lines(&engine, S1);
+    let here = export_lines(&engine, S1).await;
     let label = engine
         .store()
         .get(&key(S1))
@@ -883,7 +884,7 @@ async fn a_session_continued_here_and_in_openclaw_is_a_conflict_and_kept_as_is()
         "{report:#?}"
     );
     assert_eq!(counts(&report), (0, 1, 16, 1, 1), "{report:#?}");
-    assert_eq!(export_lines(&engine, S1), here);
+    assert_eq!(export_lines(&engine, S1).await, here);
     assert_eq!(
         engine
             .store()
@@ -910,7 +911,7 @@ async fn a_session_continued_here_and_in_openclaw_is_a_conflict_and_kept_as_is()
     // Still a conflict the next time: nothing was forgotten.
     let again = engine.import_openclaw(&root).await.unwrap();
     assert_eq!(again.conflicts.len(), 1, "{again:#?}");
-    assert_eq!(export_lines(&engine, S1), here);
+    assert_eq!(export_lines(&engine, S1).await, here);
 }
 
 #[tokio::test]

@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 
 use super::error::StorageError;
 use super::tail_cache::{self, Tail};
-pub use switchboard_store::{NewLine, PageFilter, SessionScan, StoredSession, TranscriptRow};
+pub use switchboard_store::{
+    NewLine, PageFilter, SessionScan, SessionsPageRead, StoredSession, TranscriptRow,
+};
 use switchboard_types::entry::SessionEntry;
 use switchboard_types::key::{SessionKey, SessionKind};
 
@@ -182,30 +184,76 @@ pub fn count_sessions(conn: &Connection) -> Result<u64, StorageError> {
     Ok(n.max(0) as u64)
 }
 
-/// The keys of `limit` sessions from position `offset` of the owner's newest-first order
-/// (or the name order, `by_name`), and (when asked) how many match in all. An index walk: a page 100,000 rows deep costs
-/// one walk, and only the page's rows are decoded (by the caller).
-pub fn page_keys(
+/// One page of the owner's sessions list, read in one snapshot (so a write from another
+/// process in between cannot make its parts disagree): `limit` sessions from position
+/// `offset` of the newest-first order (or the name order, `by_name`), how many match in all
+/// (when asked), how many exist, and each row's last message (with `previews`).
+///
+/// The walk reads only covering index entries and keeps their rowids, so a page 100,000
+/// rows deep costs one index walk; then only the page's rows are read, by rowid (no second
+/// descent of the key index per row).
+pub fn page_sessions(
     c: &Connection,
     filter: &PageFilter,
     offset: usize,
     limit: usize,
     count: bool,
-) -> Result<(Vec<SessionKey>, Option<u64>), StorageError> {
+    previews: bool,
+) -> Result<SessionsPageRead, StorageError> {
+    let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
+    let matching = if count {
+        Some(matching_sessions(&c, filter)?)
+    } else {
+        None
+    };
+    let kind = filter.kind.map(|k| k.as_str());
+    let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
+    let sql = if filter.by_name {
+        name_page_sql(kind.is_some(), since.is_some())
+    } else {
+        format!(
+            "SELECT rowid FROM sessions WHERE {PAGE_FILTERS} AND (?3 OR archived_at IS NULL) \
+             AND key != 'unknown' AND (?4 OR key != 'global') \
+             ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
+        )
+    };
+    let ids = c
+        .prepare_cached(&sql)?
+        .query_map(
+            params![kind, since, archived, global, limit as i64, offset as i64],
+            |r| r.get::<_, i64>(0),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let rows = sessions_by_rowid(&c, &ids)?;
+    let last = if previews {
+        let ids: Vec<String> = rows.iter().map(|s| s.entry.session_id.clone()).collect();
+        last_messages(&c, &ids)?
+    } else {
+        Vec::new()
+    };
+    let total = count_sessions(&c)?;
+    c.commit()?;
+    Ok(SessionsPageRead {
+        rows,
+        matching,
+        total,
+        last,
+    })
+}
+
+/// The filters of the owner's page that every count can take from the covering indexes.
+const PAGE_FILTERS: &str = "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2)";
+
+/// How many sessions the owner's page filter matches.
+fn matching_sessions(c: &Connection, filter: &PageFilter) -> Result<u64, StorageError> {
     // Archived is the entry's `archivedAt`, copied to the `archived_at` column by every write
     // (the engine's archive timer and imported entries alike), so this is the same rule the
     // rows' `archived` field and the text path apply.
-    let filters = "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2)";
-    let shown = format!("{filters} AND (?3 OR archived_at IS NULL)");
-    let where_ = format!("{shown} AND key != 'unknown' AND (?4 OR key != 'global')");
     let kind = filter.kind.map(|k| k.as_str());
     let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
-    // The counts and the walk see one snapshot, so a write from another process in between
-    // cannot make them disagree.
-    let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
-    let total = if count && since.is_none() {
+    if since.is_none() {
         // Kept by triggers (schema 5), so the total sums a few counter rows whatever the
-        // number of sessions; the same rules as the walk below, applied to the counters.
+        // number of sessions; the same rules as the walk, applied to the counters.
         let n: i64 = c
             .prepare_cached(
                 "SELECT coalesce(sum(n), 0) FROM session_counts \
@@ -213,55 +261,52 @@ pub fn page_keys(
                  AND slot != 'unknown' AND (?3 OR slot != 'global')",
             )?
             .query_row(params![kind, archived, global], |r| r.get(0))?;
-        Some(n.max(0) as u64)
-    } else if count {
-        // With `updated_since`, counted over the range of the index, proportional to the
-        // rows that match. Counted on the filters the covering indexes hold, then less what is hidden: the
-        // archived rows that match (a walk of the small partial index `sessions_archived`)
-        // and the reserved keys (two primary-key lookups). A condition on `key` or
-        // `archived_at` in the count itself would make SQLite read every row instead of
-        // counting index entries (at 100,000 sessions: 44 ms against 6 ms).
-        let all: i64 = c
-            .prepare_cached(&format!("SELECT count(*) FROM sessions WHERE {filters}"))?
-            .query_row(params![kind, since], |r| r.get(0))?;
-        let archived_rows: i64 = if archived {
-            0
-        } else {
-            c.prepare_cached(&format!(
-                "SELECT count(*) FROM sessions WHERE {filters} AND archived_at IS NOT NULL"
-            ))?
-            .query_row(params![kind, since], |r| r.get(0))?
-        };
-        let reserved: i64 = c
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM sessions WHERE {shown} \
-                 AND (key = 'unknown' OR (NOT ?4 AND key = 'global'))"
-            ))?
-            .query_row(params![kind, since, archived, global], |r| r.get(0))?;
-        Some((all - archived_rows - reserved).max(0) as u64)
+        return Ok(n.max(0) as u64);
+    }
+    // With `updated_since`, counted over the range of the index, proportional to the rows
+    // that match. Counted on the filters the covering indexes hold, then less what is
+    // hidden: the archived rows that match (a walk of the small partial index
+    // `sessions_archived`) and the reserved keys (two primary-key lookups). A condition on
+    // `key` or `archived_at` in the count itself would make SQLite read every row instead
+    // of counting index entries (at 100,000 sessions: 44 ms against 6 ms).
+    let all: i64 = c
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM sessions WHERE {PAGE_FILTERS}"
+        ))?
+        .query_row(params![kind, since], |r| r.get(0))?;
+    let archived_rows: i64 = if archived {
+        0
     } else {
-        None
+        c.prepare_cached(&format!(
+            "SELECT count(*) FROM sessions WHERE {PAGE_FILTERS} AND archived_at IS NOT NULL"
+        ))?
+        .query_row(params![kind, since], |r| r.get(0))?
     };
-    let sql = if filter.by_name {
-        name_page_sql(kind.is_some(), since.is_some())
-    } else {
-        format!(
-            "SELECT key FROM sessions WHERE {where_} ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
-        )
-    };
-    let keys = c
-        .prepare_cached(&sql)?
-        .query_map(
-            params![kind, since, archived, global, limit as i64, offset as i64],
-            |r| r.get::<_, String>(0),
-        )?
-        .map(|k| k.map(SessionKey::from_canonical))
-        .collect::<Result<Vec<_>, _>>()?;
-    c.commit()?;
-    Ok((keys, total))
+    let reserved: i64 = c
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM sessions WHERE {PAGE_FILTERS} AND (?3 OR archived_at IS NULL) \
+             AND (key = 'unknown' OR (NOT ?4 AND key = 'global'))"
+        ))?
+        .query_row(params![kind, since, archived, global], |r| r.get(0))?;
+    Ok((all - archived_rows - reserved).max(0) as u64)
 }
 
-/// The name-ordered page of `page_keys` (same parameters), for a kind filter or not and a
+/// The sessions of `ids` (rowids), in that order, in one statement; a row gone meanwhile is
+/// left out.
+fn sessions_by_rowid(c: &Connection, ids: &[i64]) -> Result<Vec<StoredSession>, StorageError> {
+    let ids = serde_json::to_string(ids)
+        .map_err(|e| StorageError::Corrupt(format!("cannot encode row ids: {e}")))?;
+    let mut stmt = c.prepare_cached(
+        "SELECT s.key, s.agent_id, s.kind, s.updated_at, s.entry FROM json_each(?1) AS j \
+         JOIN sessions AS s ON s.rowid = j.value ORDER BY j.key",
+    )?;
+    let raw = stmt
+        .query_map([ids], session_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raw.into_iter().map(decode_session).collect()
+}
+
+/// The name-ordered walk of `page_sessions` (same parameters), for a kind filter or not and a
 /// time filter or not.
 fn name_page_sql(kind: bool, since: bool) -> String {
     // The kind as a plain equality (when there is one), so the planner walks the covering
@@ -279,7 +324,7 @@ fn name_page_sql(kind: bool, since: bool) -> String {
         (true, true) => ("sessions INDEXED BY sessions_by_kind", "updated_at >= ?2"),
     };
     format!(
-        "SELECT key FROM {from} WHERE {kind_cond} AND {since_cond} \
+        "SELECT rowid FROM {from} WHERE {kind_cond} AND {since_cond} \
          AND (?3 OR archived_at IS NULL) AND key != 'unknown' AND (?4 OR key != 'global') \
          ORDER BY name_key, key LIMIT ?5 OFFSET ?6"
     )

@@ -179,28 +179,8 @@ impl Store for SqliteStore {
         count: bool,
         previews: bool,
     ) -> Result<SessionsPageRead, StoreError> {
-        self.read(move |c| {
-            let (keys, matching) = queries::page_keys(c, &filter, offset, limit, count)?;
-            let mut rows = Vec::with_capacity(keys.len());
-            for key in &keys {
-                if let Some(s) = queries::get_session(c, key)? {
-                    rows.push(s);
-                }
-            }
-            let last = if previews {
-                let ids: Vec<String> = rows.iter().map(|s| s.entry.session_id.clone()).collect();
-                queries::last_messages(c, &ids)?
-            } else {
-                Vec::new()
-            };
-            Ok(SessionsPageRead {
-                rows,
-                matching,
-                total: queries::count_sessions(c)?,
-                last,
-            })
-        })
-        .await
+        self.read(move |c| queries::page_sessions(c, &filter, offset, limit, count, previews))
+            .await
     }
 
     async fn create_session(
@@ -725,12 +705,8 @@ impl Store for SqliteStore {
         }
     }
 
-    fn session_now(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
-        Ok(self.storage.read(|c| queries::get_session(c, key))?)
-    }
-
     fn session_exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
-        Ok(self.session_now(key)?.is_some())
+        Ok(self.lookup(|c| queries::get_session(c, key))?.is_some())
     }
 }
 

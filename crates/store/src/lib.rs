@@ -314,17 +314,14 @@ pub trait Store: Send + Sync {
     async fn put_import_mark(&self, mark: ImportMark) -> Result<(), StoreError>;
 
     /// Hand a transcript's stored lines, exactly as stored, in seq order, to `visit` on the
-    /// caller's thread until it returns false; how many it took. Blocking, like the export
-    /// that calls it (its writers are synchronous; see docs/ARCHITECTURE.md, "The store
-    /// seam"): bounded memory whatever the transcript's length.
+    /// caller's thread until it returns false; how many it took. Blocking: the export calls it
+    /// on the blocking pool, where its synchronous writers run (docs/ARCHITECTURE.md, "The
+    /// store seam"); bounded memory whatever the transcript's length.
     fn transcript_lines_now(
         &self,
         session_id: &str,
         visit: &mut dyn FnMut(&str) -> bool,
     ) -> Result<usize, StoreError>;
-
-    /// `get_session` answered on the caller's thread (for the blocking export).
-    fn session_now(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError>;
 
     /// Whether `key` exists, answered on the caller's thread without yielding (one
     /// primary-key lookup). Only for `SessionsApi::resolve_key`, whose caller relies on it

@@ -313,42 +313,61 @@ impl Engine {
     }
 
     /// Write every stored line of session `key` (canonical: a `ResolvedKey::key`, or a
-    /// `SessionKey`) in seq order, one per line, exactly as stored. Returns the number of
-    /// lines written.
-    pub fn export_session_jsonl(
+    /// `SessionKey`) in seq order, one per line, exactly as stored, to `out`, and hand `out`
+    /// back with the number of lines written. The transcript is read and written on the
+    /// blocking pool (a long one takes seconds), not on one of the runtime's workers.
+    pub async fn export_session_jsonl<W: Write + Send + 'static>(
         &self,
         key: &(impl AsRef<str> + ?Sized),
-        out: &mut dyn Write,
-    ) -> Result<usize, TransferError> {
-        let key = SessionKey::from_canonical(key.as_ref());
-        let session = self
-            .store()
-            .backend()
-            .session_now(&key)?
-            .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
-        let n = self.write_transcript(&session.entry.session_id, out)?;
-        out.flush().map_err(TransferError::Write)?;
-        Ok(n)
+        mut out: W,
+    ) -> Result<(usize, W), TransferError> {
+        let session_id = self.session_id_of(key.as_ref()).await?;
+        self.blocking(move |engine| {
+            let n = engine.write_transcript(&session_id, &mut out)?;
+            out.flush().map_err(TransferError::Write)?;
+            Ok((n, out))
+        })
+        .await
     }
 
     /// Write session `key`'s transcript (as `export_session_jsonl`) into the file `path`,
     /// safely (see `atomic.rs`): all or nothing, no symlink followed, an existing file
     /// replaced only with `Overwrite::Replace`. Returns the number of lines written.
-    pub fn export_session_to_file(
+    pub async fn export_session_to_file(
         &self,
         key: &(impl AsRef<str> + ?Sized),
         path: &Path,
         overwrite: Overwrite,
     ) -> Result<usize, TransferError> {
-        let key = SessionKey::from_canonical(key.as_ref());
+        let session_id = self.session_id_of(key.as_ref()).await?;
+        let path = path.to_path_buf();
+        self.blocking(move |engine| {
+            atomic::write_file(&path, overwrite, |out| engine.write_transcript(&session_id, out))
+        })
+        .await
+    }
+
+    /// The session id of the existing session `key` (canonical).
+    async fn session_id_of(&self, key: &str) -> Result<String, TransferError> {
+        let key = SessionKey::from_canonical(key);
         let session = self
             .store()
-            .backend()
-            .session_now(&key)?
+            .get(&key)
+            .await?
             .ok_or_else(|| TransferError::NoSession(key.to_string()))?;
-        atomic::write_file(path, overwrite, |out| {
-            self.write_transcript(&session.entry.session_id, out)
-        })
+        Ok(session.entry.session_id)
+    }
+
+    /// Run `op` (reads of the store and writes of files, both blocking) on the blocking
+    /// pool rather than on one of the runtime's workers.
+    async fn blocking<R: Send + 'static>(
+        &self,
+        op: impl FnOnce(&Engine) -> Result<R, TransferError> + Send + 'static,
+    ) -> Result<R, TransferError> {
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || op(&engine))
+            .await
+            .map_err(|e| TransferError::Write(std::io::Error::other(format!("the export stopped: {e}"))))?
     }
 
     /// Write every session in OpenClaw's legacy layout under `dir`:
@@ -417,10 +436,8 @@ impl Engine {
 
         // Reading the transcripts and writing the files block: on the blocking pool, not on
         // one of the runtime's workers (an export of a large state takes seconds).
-        let engine = self.clone();
-        tokio::task::spawn_blocking(move || engine.write_export(&root, &by_agent, overwrite))
+        self.blocking(move |engine| engine.write_export(&root, &by_agent, overwrite))
             .await
-            .map_err(|e| TransferError::Write(std::io::Error::other(format!("the export stopped: {e}"))))?
     }
 
     /// The export's files, checked already: staged, then published together (see
