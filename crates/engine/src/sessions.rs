@@ -86,6 +86,8 @@ impl Sessions {
             kinds: (!q.kinds.is_empty()).then(|| q.kinds.clone()),
             updated_since: q.active_since,
             by_name: q.order == SessionsOrder::Name,
+            // Without a count, the page's end is as far as a scan with no text goes.
+            wanted: (!q.count && q.text.is_empty()).then(|| q.offset.saturating_add(q.limit)),
             ..SessionScan::default()
         };
         let needle = q.text.to_lowercase();

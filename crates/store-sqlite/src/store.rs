@@ -19,6 +19,7 @@ use switchboard_store::{
     SpawnEnding, SpawnRow, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
 };
 use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
+use switchboard_store::{ScanRows, scan_channel};
 use switchboard_types::api::time::now_ms;
 use switchboard_types::key::SessionKey;
 
@@ -153,22 +154,30 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn scan_sessions(
-        &self,
-        scan: SessionScan,
-    ) -> tokio::sync::mpsc::Receiver<Result<StoredSession, StoreError>> {
-        // A small buffer: the reader stays a few rows ahead of the caller, and its snapshot
-        // lasts no longer than the caller keeps reading.
-        let (tx, rx) = tokio::sync::mpsc::channel(SCAN_BUFFER);
+    async fn scan_sessions(&self, scan: SessionScan) -> ScanRows {
+        // Rows go over in chunks, one wake-up of the caller each (a 200-row list was 200
+        // hand-overs between the reader thread and the runtime), and the next chunk is read
+        // only when the caller asks. The first chunk is the size the caller expects to take.
+        let (mut feed, rows) = scan_channel();
         let storage = self.storage.clone();
         tokio::task::spawn_blocking(move || {
-            let read = storage
-                .read(|c| queries::scan_sessions(c, &scan, |s| tx.blocking_send(Ok(s)).is_ok()));
-            if let Err(e) = read {
-                let _ = tx.blocking_send(Err(e.into()));
-            }
+            let mut size = scan.wanted.unwrap_or(SCAN_CHUNK).clamp(1, SCAN_CHUNK_MAX);
+            let mut chunk = Vec::with_capacity(size);
+            let read = storage.read(|c| {
+                queries::scan_sessions(c, &scan, |s| {
+                    chunk.push(s);
+                    if chunk.len() < size {
+                        return true;
+                    }
+                    // Later chunks grow: a long scan (a text search through every session)
+                    // is a few hundred hand-overs, not one per 32 rows.
+                    size = (size * 2).clamp(SCAN_CHUNK, SCAN_CHUNK_GROWN);
+                    feed.hand_over_blocking(std::mem::replace(&mut chunk, Vec::with_capacity(size)))
+                })
+            });
+            feed.finish_blocking(read.map(|()| chunk).map_err(StoreError::from));
         });
-        rx
+        rows
     }
 
     async fn page_sessions(
@@ -710,8 +719,15 @@ impl Store for SqliteStore {
     }
 }
 
-/// Rows a session scan reads ahead of its caller.
-const SCAN_BUFFER: usize = 64;
+/// Rows a session scan hands its caller in its first chunk (without a `wanted` hint) and
+/// at least in each later one.
+const SCAN_CHUNK: usize = 32;
+
+/// The largest first chunk a scan's `wanted` hint asks for.
+const SCAN_CHUNK_MAX: usize = 1024;
+
+/// The largest later chunk.
+const SCAN_CHUNK_GROWN: usize = 256;
 
 /// The run row as the SQL helpers take it.
 fn new_run(r: &NewRunRecord) -> runs::NewRun<'_> {

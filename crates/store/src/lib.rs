@@ -5,10 +5,12 @@
 mod error;
 pub mod idempotency;
 pub mod openclaw;
+mod scan;
 mod transfer;
 mod types;
 
 pub use error::{StoreError, StoreErrorKind};
+pub use scan::{ScanChunk, ScanFeed, ScanRows, scan_channel};
 pub use types::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
     NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, RunEnding, RunRow,
@@ -74,12 +76,10 @@ pub trait Store: Send + Sync {
         keys: &[SessionKey],
     ) -> Result<Vec<Vec<SessionKey>>, StoreError>;
 
-    /// Sessions newest first (or in the name order) as `scan` narrows them, through the
-    /// channel the call returns; the store stops reading when the receiver is dropped.
-    async fn scan_sessions(
-        &self,
-        scan: SessionScan,
-    ) -> tokio::sync::mpsc::Receiver<Result<StoredSession, StoreError>>;
+    /// Sessions newest first (or in the name order) as `scan` narrows them, in chunks the
+    /// store reads on its side, each only when the caller asks for it (`scan_channel`); the
+    /// store stops when the caller drops its end. An error ends the scan.
+    async fn scan_sessions(&self, scan: SessionScan) -> ScanRows;
 
     /// The keys of `limit` sessions from position `offset` of the owner's order (newest
     /// first, or by name), narrowed by `filter`, and how many match in all when `count`.

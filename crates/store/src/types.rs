@@ -369,6 +369,10 @@ pub struct SessionScan {
     pub updated_since: Option<i64>,
     /// In the name order (`name_key`, then key) instead of newest first.
     pub by_name: bool,
+    /// How many rows the caller expects to take, when it knows (a list's limit, plus one):
+    /// a hint, not a limit. The first chunk is that size, so a list that takes them all is
+    /// one hand-over and nothing read past it.
+    pub wanted: Option<usize>,
 }
 
 /// A sub-agent's announce as decided, to record once: the line for the requester's

@@ -115,10 +115,12 @@ impl SessionStore {
         scan: &SessionScan,
         mut visit: impl FnMut(StoredSession) -> bool,
     ) -> Result<(), StoreError> {
-        let mut rows = self.store.scan_sessions(scan.clone()).await;
-        while let Some(row) = rows.recv().await {
-            if !visit(row?) {
-                break;
+        let mut chunks = self.store.scan_sessions(scan.clone()).await;
+        while let Some(chunk) = chunks.next().await {
+            for row in chunk? {
+                if !visit(row) {
+                    return Ok(());
+                }
             }
         }
         Ok(())

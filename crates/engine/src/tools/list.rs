@@ -52,6 +52,8 @@ pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<
         tree_of: narrow_to_tree.then(|| ctx.requester.clone()),
         updated_since,
         by_name: false,
+        // One row past the limit tells whether there are more (`hasMore`).
+        wanted: Some(limit.saturating_add(1)),
     };
     // Archived sessions are dropped here, while rows stream, so they never use up the limit
     // and cost no extra query.
@@ -62,7 +64,6 @@ pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<
             && guard.check(&s.key, &s.agent_id, Action::List).is_ok()
     };
     let mut rows: Vec<StoredSession> = Vec::with_capacity(limit.min(64));
-    // One row past the limit tells whether there are more (`hasMore`).
     let wanted = limit.saturating_add(1);
     store.scan(&scan, |s| {
         if visible(&s) {
@@ -76,6 +77,7 @@ pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<
         let tree_scan = SessionScan {
             tree_of: Some(ctx.requester.clone()),
             agent_id: None,
+            wanted: None,
             ..scan.clone()
         };
         store.scan(&tree_scan, |s| {
