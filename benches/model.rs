@@ -109,7 +109,15 @@ fn bench_turns(c: &mut Criterion) {
             .expect("engine");
     let me = SessionKey::from_canonical("agent:main:main");
     let plain = SessionKey::from_canonical("agent:plain:main");
-    let http = reqwest::Client::new();
+    // The engine's TLS set-up (rustls with ring): reqwest is built without a default
+    // crypto provider, so `Client::new()` would panic.
+    let tls =
+        switchboard_protocol::tls_client::config(switchboard_protocol::tls_client::web_roots())
+            .expect("tls");
+    let http = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .build()
+        .expect("http client");
     let url = format!("{}/chat/completions", fake.base_url);
     // The baseline sends what a model turn sends: the request of a turn with a full history
     // window (the tools, 40 history messages), as the fake server received it.
