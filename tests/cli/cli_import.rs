@@ -425,8 +425,10 @@ fn source_entries(root: &Path) -> Vec<(String, serde_json::Map<String, Value>)> 
     out
 }
 
-/// The real OpenClaw states (2026.9.6's per-agent SQLite, 2026.5.28's sessions.json)
-/// round-trip their entries through `import-openclaw` and `sessions export --all`: every
+/// The real OpenClaw states (2026.9.6's per-agent SQLite, 2026.5.28's sessions.json) show
+/// what their entries record in `sessions list --json` (`spawnDepth`, `createdVia`, …, and
+/// `origin` whole), and round-trip their entries through `import-openclaw` and `sessions
+/// export --all`: every
 /// field of every source entry is in the exported entry with the same value (`sessionFile`
 /// aside: the export's transcript sits beside its index), and the only field added is the
 /// `channel` a direct chat's legacy entry carries (issue 25, import fidelity).
@@ -441,6 +443,38 @@ fn real_entries_round_trip_field_by_field() {
         assert!(source.len() >= 4, "{name}: {} entries", source.len());
         let b = CliBench::new(CONFIG);
         import(&b, &root);
+        // Shown: the owner's rows carry what each entry records, as OpenClaw wrote it.
+        let listed = b.run(&[
+            "sessions",
+            "list",
+            "--json",
+            "--archived",
+            "--limit",
+            "1000",
+        ]);
+        assert!(listed.status.success(), "{:?}", text(&listed));
+        let rows: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+        for (key, entry) in &source {
+            let row = rows
+                .iter()
+                .find(|r| r["key"] == key.as_str())
+                .unwrap_or_else(|| panic!("{name}: {key} not listed"));
+            for field in [
+                "createdAt",
+                "createdVia",
+                "chatType",
+                "spawnDepth",
+                "modelProvider",
+                "inputTokens",
+                "outputTokens",
+                "lastRunId",
+                "origin",
+            ] {
+                if let Some(value) = entry.get(field) {
+                    assert_eq!(&row[field], value, "{name}: {key} shows {field}");
+                }
+            }
+        }
         let out = tmp.path().join("out");
         let done = b.run(&[
             "sessions",
