@@ -218,15 +218,20 @@ pub struct InjectArgs {
     pub key: String,
     /// The message text.
     pub text: String,
-    /// The channel it arrived on (telegram, discord, webchat, …).
+    /// The channel it arrived on (telegram, discord, webchat, …). On an OpenClaw gateway
+    /// (--connect) a channel other than webchat goes by its `agent` method (recorded as arrived
+    /// there; nothing is sent out).
     #[arg(long)]
     pub channel: Option<String>,
+    /// The chat's type. Refused on an OpenClaw gateway, which cannot record it.
     #[arg(long, value_enum)]
     pub chat_type: Option<ChatTypeArg>,
-    /// A label for the chat (e.g. a group's name).
+    /// A label for the chat (e.g. a group's name). Refused on an OpenClaw gateway, which
+    /// cannot record it.
     #[arg(long)]
     pub display_name: Option<String>,
-    /// Who sent it (a user or chat id on that channel).
+    /// Who sent it (a user or chat id on that channel). Refused on an OpenClaw gateway,
+    /// which cannot record it.
     #[arg(long)]
     pub sender: Option<String>,
     /// The sender is the owner (needed for owner-only commands such as /send).

@@ -569,7 +569,8 @@ async fn headerless_and_missing_transcripts_and_mixed_case_keys() {
         report
             .warnings
             .iter()
-            .any(|w| w.contains("agent:ops:nofile") && w.contains(&format!("{lonely}.jsonl"))),
+            .any(|w| w.contains("agent:ops:nofile")
+                && w.contains("1 session imported with an empty transcript")),
         "{:?}",
         report.warnings
     );
@@ -1206,4 +1207,144 @@ async fn a_one_session_export_leaves_the_worker_free() {
         export_lines(&engine, "agent:main:s2").await
     );
     assert_eq!(n, text.lines().count());
+}
+
+/// OpenClaw's notice that a run failed ("This turn ended before a reply: …", a
+/// `custom_message` line with `display: true`) is imported exactly, shown in history as
+/// OpenClaw's `chat.history` shows it (role `custom`, no `details`), read by the transcript
+/// pane as a failure line of its own (not a reply), and exported back byte for byte; a
+/// notice OpenClaw keeps out of history (`openclaw.runtime-context`) stays out (issue 25).
+#[tokio::test]
+async fn a_failed_runs_notice_is_kept_shown_and_exported_unchanged() {
+    use switchboard_types::api::{SessionsApi, TranscriptQuery};
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sid = "0f0f0f0f-1111-4222-8333-444444444444";
+    let said = "This turn ended before a reply: ⚠️ model \"fake-1\" unavailable\n(retry later)";
+    let lines = [
+        format!(
+            r#"{{"type":"session","version":3,"id":"{sid}","timestamp":"2026-11-23T13:08:59.000Z","cwd":"/"}}"#
+        ),
+        r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-11-23T13:08:59.500Z","message":{"role":"user","content":"hello","timestamp":1795439339500}}"#.to_string(),
+        r#"{"type":"custom_message","customType":"run-failed-before-reply","content":"This turn ended before a reply: ⚠️ model \"fake-1\" unavailable\n(retry later)","display":true,"details":{"runId":"run-1","error":"PRIVATE_DIAGNOSTIC"},"id":"c0ffee01","parentId":"a0000001","timestamp":"2026-11-23T13:09:00.000Z"}"#.to_string(),
+        r#"{"type":"custom_message","customType":"openclaw.runtime-context","content":"PRIVATE_CONTEXT","display":true,"id":"c0ffee02","parentId":"c0ffee01","timestamp":"2026-11-23T13:09:01.000Z"}"#.to_string(),
+    ];
+    legacy_folder(
+        &source,
+        "main",
+        json!({"agent:main:failed": {"sessionId": sid, "updatedAt": 1795439341000i64}}),
+        &[(&format!("{sid}.jsonl"), lines.join("\n") + "\n")],
+    );
+    let engine = open(&tmp.path().join("state"));
+    let report = engine.import_openclaw(&source).await.unwrap();
+    assert_eq!(
+        (report.sessions_imported, report.lines_imported),
+        (1, 4),
+        "{report:?}"
+    );
+
+    assert_eq!(export_lines(&engine, "agent:main:failed").await, lines);
+
+    let h = history(&engine, "agent:main:failed").await;
+    let messages = h["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{h:#}");
+    assert_eq!(
+        messages[1],
+        json!({"role": "custom", "customType": "run-failed-before-reply", "content": said,
+            "timestamp": 1795439340000i64, "__openclaw": {"id": "c0ffee01", "seq": 2}})
+    );
+    assert!(!h.to_string().contains("PRIVATE"), "{h:#}");
+
+    let page = engine
+        .transcript(TranscriptQuery {
+            key: "agent:main:failed".into(),
+            before: None,
+            limit: 10,
+            tools: true,
+            raw: false,
+        })
+        .await
+        .unwrap();
+    let shown: Vec<_> = page
+        .lines
+        .iter()
+        .map(|l| (l.seq, l.role.as_str(), l.from.as_str(), l.text.as_str()))
+        .collect();
+    assert_eq!(
+        shown,
+        [(1, "user", "user", "hello"), (2, "error", "notice", said)]
+    );
+}
+
+/// Where an OpenClaw entry came from and what its runs used is kept through import and
+/// export, and shown in the owner's row (`sessions list --json`, `sessions show`): `origin`
+/// whole, `createdAt`, `createdVia`, `chatType`, `spawnDepth`, `modelProvider`, input/output
+/// tokens, `lastRunId`; a session named only by `origin.label` shows that name, as OpenClaw
+/// shows it (issue 25: the owner row had none of these and `origin` as `{provider}` only).
+#[tokio::test]
+async fn entry_fields_are_kept_shown_and_exported() {
+    use switchboard_types::api::SessionsApi;
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("oc");
+    let sid = "5e5e5e5e-1111-4222-8333-444444444444";
+    let entry = json!({
+        "sessionId": sid, "updatedAt": 1795354220801i64, "chatType": "direct",
+        "origin": {"label": "pyclient", "provider": "webchat", "surface": "webchat", "chatType": "direct"},
+        "createdVia": "spawn", "createdAt": 1795354200000i64, "spawnDepth": 1,
+        "modelProvider": "fake", "model": "fake-1", "inputTokens": 80, "outputTokens": 10,
+        "totalTokens": 90, "lastRunId": "b7d11bcf-df00-41d2-8abf-c5ad057d2c17",
+        "skillsSnapshot": {"version": 3, "skills": [{"name": "x"}]},
+        "sessionFile": "/elsewhere/x.jsonl"
+    });
+    let dir = legacy_folder(
+        &source,
+        "main",
+        json!({"agent:main:s5": entry}),
+        &[(
+            &format!("{sid}.jsonl"),
+            format!(
+                r#"{{"type":"session","version":3,"id":"{sid}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}}"#
+            ) + "\n",
+        )],
+    );
+    let engine = open(&tmp.path().join("state"));
+    engine.import_openclaw(&source).await.unwrap();
+
+    let detail = engine.session("agent:main:s5").await.unwrap().unwrap();
+    let row = &detail.entry;
+    for (field, want) in [
+        ("origin", &entry["origin"]),
+        ("createdAt", &entry["createdAt"]),
+        ("createdVia", &entry["createdVia"]),
+        ("chatType", &entry["chatType"]),
+        ("spawnDepth", &entry["spawnDepth"]),
+        ("modelProvider", &entry["modelProvider"]),
+        ("inputTokens", &entry["inputTokens"]),
+        ("outputTokens", &entry["outputTokens"]),
+        ("lastRunId", &entry["lastRunId"]),
+        ("displayName", &json!("pyclient")),
+    ] {
+        assert_eq!(&row[field], want, "{field} in {row:#}");
+    }
+    assert_eq!(detail.row.name, "pyclient");
+
+    // Export writes the entry back: every source field, as it was (`sessionFile` aside:
+    // the export's transcript sits beside its index).
+    let out = tmp.path().join("out");
+    engine
+        .export_openclaw(&out, Overwrite::Refuse)
+        .await
+        .unwrap();
+    let index: Value = serde_json::from_str(
+        &fs::read_to_string(out.join("agents/main/sessions/sessions.json")).unwrap(),
+    )
+    .unwrap();
+    let exported = index["agent:main:s5"].as_object().unwrap();
+    for (field, value) in entry.as_object().unwrap() {
+        if field != "sessionFile" {
+            assert_eq!(exported.get(field), Some(value), "{field}");
+        }
+    }
+    assert!(!exported.contains_key("sessionFile"));
+    drop(dir);
 }

@@ -1193,3 +1193,84 @@ mod live {
         assert!(api.session(&key).await.unwrap().is_none());
     }
 }
+
+/// `inject --channel telegram` over OpenClaw goes by `agent` with that channel, in the params
+/// a real 2026.9.6 gateway accepted (samples/s2-telegram-pingpong: `{sessionKey, message,
+/// channel, deliver: false, idempotencyKey}`, answered `accepted` with the run), and that run
+/// is the one waited for. What no OpenClaw method takes (sender, chat type, chat label) is
+/// refused by name before anything is sent: it used to be dropped silently, the message
+/// recorded as a webchat one (issue 25).
+#[tokio::test]
+async fn a_channel_goes_by_agent_and_a_sender_is_refused_by_name() {
+    let (gw, api) = api();
+    let run = "4ac3b4c9-ba21-4876-988d-36b136b7cb30";
+    gw.captured.lock().unwrap().push(Captured {
+        method: "agent".into(),
+        params: json!({"sessionKey": T, "message": "hi from telegram", "channel": "telegram",
+            "deliver": false, "idempotencyKey": "<uuid>"}),
+        answer: Ok(json!({"runId": run, "sessionKey": T, "agentId": "main",
+            "status": "accepted", "acceptedAt": 1795353364836i64})),
+        used: false,
+    });
+    let telegram = Sender {
+        channel: Some("telegram".into()),
+        ..Sender::default()
+    };
+    let receipt = api
+        .send(SendRequest {
+            key: T.into(),
+            text: "hi from telegram".into(),
+            from: telegram.clone(),
+            idempotency_key: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(receipt.run_id.as_deref(), Some(run));
+    assert_eq!(gw.requests("agent").len(), 1);
+    assert!(gw.requests("chat.send").is_empty());
+    gw.assert_all_answered();
+
+    let sent_before = gw.methods().len();
+    for (from, named) in [
+        (
+            Sender {
+                sender: Some("alice".into()),
+                ..telegram.clone()
+            },
+            "--sender",
+        ),
+        (
+            Sender {
+                chat_type: Some("group".into()),
+                ..telegram.clone()
+            },
+            "--chat-type",
+        ),
+        (
+            Sender {
+                display_name: Some("Family".into()),
+                sender: Some("alice".into()),
+                ..Sender::default()
+            },
+            "--sender, --display-name",
+        ),
+    ] {
+        let e = api
+            .send(SendRequest {
+                key: T.into(),
+                text: "hi".into(),
+                from,
+                idempotency_key: None,
+            })
+            .await
+            .unwrap_err();
+        let ApiError::BadInput(why) = e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            why.starts_with(&format!("an OpenClaw gateway cannot record {named}:")),
+            "{why}"
+        );
+    }
+    assert_eq!(gw.methods().len(), sent_before, "nothing went out");
+}

@@ -101,7 +101,7 @@ impl Sessions {
                     return true;
                 }
                 if !needle.is_empty() {
-                    let name = s.entry.display_name.as_deref().or(s.entry.label.as_deref());
+                    let name = s.entry.name();
                     let hit = s.key.as_str().to_lowercase().contains(&needle)
                         || scheme.display(&s.key).to_lowercase().contains(&needle)
                         || name.is_some_and(|n| n.to_lowercase().contains(&needle));

@@ -22,8 +22,8 @@ use map::KeyRules;
 use switchboard_types::api::{
     AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest,
     PatchResult, PolicySetting, ResolvedKey, RunResult, RunStatus, SendReceipt, SendRequest,
-    Sequenced, SessionDetail, SessionsApi, SessionsOrder, SessionsPage, SessionsQuery, Status,
-    ToolCall, ToolResult, TranscriptPage, TranscriptQuery, WorkId,
+    Sender, Sequenced, SessionDetail, SessionsApi, SessionsOrder, SessionsPage, SessionsQuery,
+    Status, ToolCall, ToolResult, TranscriptPage, TranscriptQuery, WorkId,
 };
 
 /// `chat.history` serves at most this many messages per call.
@@ -286,6 +286,33 @@ impl OpenClawApi {
     }
 }
 
+/// OpenClaw's own channel, the one `chat.send` runs on.
+const WEBCHAT: &str = "webchat";
+
+/// What a message's sender says that an OpenClaw gateway cannot take, as a refusal naming
+/// it: neither `chat.send` nor `agent` has a field for the sender, the chat type or the
+/// chat's label (the channel it can take: `agent`'s `channel`). `None` when all can go.
+fn uncarried(from: &Sender) -> Option<String> {
+    let mut lost = Vec::new();
+    if from.sender.is_some() {
+        lost.push("--sender");
+    }
+    if from.chat_type.is_some() {
+        lost.push("--chat-type");
+    }
+    if from.display_name.is_some() {
+        lost.push("--display-name");
+    }
+    if lost.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "an OpenClaw gateway cannot record {}: its chat.send and agent methods take no sender,          chat type or chat label (only the channel, with --channel); leave {} out, or inject          into a Switchboard gateway or a local state folder",
+        lost.join(", "),
+        if lost.len() == 1 { "it" } else { "them" }
+    ))
+}
+
 /// The policy change a message is, when it is the owner's `/send <word>` command.
 fn send_command(request: &SendRequest) -> Option<PolicySetting> {
     if !request.from.owner {
@@ -460,29 +487,49 @@ impl SessionsApi for OpenClawApi {
     }
 
     async fn send(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
+        // Before anything reaches the gateway: what it cannot take is refused, not dropped.
+        if let Some(refusal) = uncarried(&request.from) {
+            return Err(ApiError::BadInput(refusal));
+        }
         let resolved = self.resolve_key(&request.key, KeyPurpose::Inbound).await?;
         if let Some(change) = send_command(&request) {
             return self.send_command(resolved.key, change).await;
         }
-        let p = self
-            .call(
+        // The caller's key carries its retry through; without one each send gets its own
+        // (OpenClaw requires one).
+        let idempotency_key = request
+            .idempotency_key
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        // `chat.send` runs on OpenClaw's webchat channel; another channel goes by `agent`,
+        // which takes it (`deliver: false`: recorded as arrived there, nothing is sent out).
+        let (method, params) = match request.from.channel.as_deref() {
+            Some(channel) if channel != WEBCHAT => (
+                "agent",
+                json!({
+                    "sessionKey": resolved.key,
+                    "message": request.text,
+                    "channel": channel,
+                    "deliver": false,
+                    "idempotencyKey": idempotency_key,
+                }),
+            ),
+            _ => (
                 "chat.send",
                 json!({
                     "sessionKey": resolved.key,
                     "message": request.text,
-                    // The caller's key carries its retry through; without one each send
-                    // gets its own (OpenClaw requires one).
-                    "idempotencyKey": request
-                        .idempotency_key
-                        .clone()
-                        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                    "idempotencyKey": idempotency_key,
                 }),
-            )
-            .await?;
+            ),
+        };
+        // `agent` answers twice; the first answer (`accepted`) names the run, whose end
+        // `agent.wait` then reports.
+        let p = self.call(method, params).await?;
         let run_id = p
             .get("runId")
             .and_then(Value::as_str)
-            .ok_or_else(|| bad_answer("chat.send", "runId"))?
+            .ok_or_else(|| bad_answer(method, "runId"))?
             .to_string();
         let work = self.remember(&run_id, &resolved.key);
         Ok(SendReceipt {

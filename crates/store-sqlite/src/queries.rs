@@ -52,13 +52,23 @@ pub fn name_key(key: &SessionKey, entry: &SessionEntry) -> String {
     entry.shown_name(key.shown()).to_lowercase()
 }
 
+/// Redo `name_key` for the rows whose entry has an `origin` block (the shown name may now be
+/// its label, `SessionEntry::origin_label`), after the migration that made it so.
+pub fn refill_origin_names(conn: &Connection) -> Result<(), StorageError> {
+    refill_where(conn, "entry LIKE '%\"origin\"%'")
+}
+
 /// Redo `name_key` for the rows whose name has a character SQL's `lower()` leaves alone
 /// (anything outside printable ASCII), after the migration that fills the column in SQL.
 pub fn refill_name_keys(conn: &Connection) -> Result<(), StorageError> {
+    refill_where(conn, "name_key GLOB '*[^ -~]*'")
+}
+
+/// Redo `name_key` in Rust for the sessions rows matching `filter` (an SQL condition).
+fn refill_where(conn: &Connection, filter: &str) -> Result<(), StorageError> {
     let mut rows = Vec::new();
     {
-        let mut stmt =
-            conn.prepare("SELECT key, entry FROM sessions WHERE name_key GLOB '*[^ -~]*'")?;
+        let mut stmt = conn.prepare(&format!("SELECT key, entry FROM sessions WHERE {filter}"))?;
         let mut q = stmt.query([])?;
         while let Some(r) = q.next()? {
             rows.push((r.get::<_, String>(0)?, r.get::<_, String>(1)?));
@@ -330,7 +340,17 @@ fn name_page_sql(kind: bool, since: bool) -> String {
     )
 }
 
-/// The last `limit` message lines before sequence number `before` (oldest first).
+/// The rows history shows: message lines, and OpenClaw's shown notices (`custom_message`
+/// lines with `display: true`, whose rows have role `custom`: `switchboard_store::notice`).
+/// A literal, so statements stay `&'static str` for the statement cache.
+macro_rules! shown_lines {
+    () => {
+        "(type = 'message' OR role = 'custom')"
+    };
+}
+
+/// The last `limit` lines history shows (`shown_lines`) before sequence number `before`
+/// (oldest first).
 pub fn transcript_before(
     conn: &Connection,
     session_id: &str,
@@ -339,12 +359,18 @@ pub fn transcript_before(
     include_tools: bool,
 ) -> Result<Vec<TranscriptRow>, StorageError> {
     let sql = if include_tools {
-        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
-         AND seq < ?3 ORDER BY seq DESC LIMIT ?2"
+        concat!(
+            "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
+            shown_lines!(),
+            " AND seq < ?3 ORDER BY seq DESC LIMIT ?2"
+        )
     } else {
-        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
-         AND seq < ?3 AND (role IS NULL OR role NOT IN ('toolResult', 'tool'))
+        concat!(
+            "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
+            shown_lines!(),
+            " AND seq < ?3 AND (role IS NULL OR role NOT IN ('toolResult', 'tool'))
          ORDER BY seq DESC LIMIT ?2"
+        )
     };
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt
@@ -370,12 +396,13 @@ pub fn last_messages(
 ) -> Result<Vec<Option<TranscriptRow>>, StorageError> {
     let ids = serde_json::to_string(session_ids)
         .map_err(|e| StorageError::Corrupt(format!("cannot encode session ids: {e}")))?;
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(concat!(
         "SELECT j.key, t.seq, t.entry_id, t.line FROM json_each(?1) AS j
          JOIN transcript AS t ON t.session_id = j.value AND t.seq = (
-             SELECT seq FROM transcript WHERE session_id = j.value AND type = 'message'
-             AND (role IS NULL OR role NOT IN ('toolResult', 'tool')) ORDER BY seq DESC LIMIT 1)",
-    )?;
+             SELECT seq FROM transcript WHERE session_id = j.value AND ",
+        shown_lines!(),
+        " AND (role IS NULL OR role NOT IN ('toolResult', 'tool')) ORDER BY seq DESC LIMIT 1)"
+    ))?;
     let found = stmt
         .query_map([ids], |r| {
             Ok((
@@ -405,10 +432,11 @@ pub fn transcript_after(
     after: i64,
     limit: usize,
 ) -> Result<Vec<TranscriptRow>, StorageError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND type = 'message'
-         AND seq > ?2 ORDER BY seq LIMIT ?3",
-    )?;
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
+        shown_lines!(),
+        " AND seq > ?2 ORDER BY seq LIMIT ?3"
+    ))?;
     let rows = stmt
         .query_map(params![session_id, after, limit as i64], |r| {
             Ok((

@@ -262,7 +262,21 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
     "#,
+    // 10: OpenClaw's shown notices (`custom_message` lines with `display` true, e.g. "This
+    // turn ended before a reply: …") get role `custom`, which history reads select beside
+    // message lines (`switchboard_store::notice`; `queries::shown_lines`). New imports set it
+    // (`notice::row_role`); this marks those imported before. Names that now come from the
+    // entry's `origin.label` are redone in Rust after it (`queries::refill_origin_names`).
+    r#"
+    UPDATE transcript SET role = 'custom'
+      WHERE type = 'custom_message' AND json_valid(line)
+        AND json_type(line, '$.display') = 'true'
+        AND coalesce(json_extract(line, '$.customType'), '') != 'openclaw.runtime-context';
+    "#,
 ];
+
+/// The migration after which the shown name may come from `origin.label`.
+const ORIGIN_NAME_VERSION: i64 = 10;
 
 /// The migration that adds `sessions.name_key`.
 const NAME_KEY_VERSION: i64 = 7;
@@ -367,6 +381,9 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StorageError> {
             if version == NAME_KEY_VERSION {
                 super::queries::refill_name_keys(&tx)?;
             }
+            if version == ORIGIN_NAME_VERSION {
+                super::queries::refill_origin_names(&tx)?;
+            }
             tx.pragma_update(None, "user_version", version)?;
         }
     }
@@ -395,6 +412,67 @@ mod tests {
             .expect("old row");
         }
         conn
+    }
+
+    /// Upgrading to schema 10: OpenClaw notices imported before it (`custom_message`,
+    /// `display: true`) get the role history reads select, and a session named only by its
+    /// `origin.label` sorts by that name.
+    #[test]
+    fn schema_10_marks_shown_notices_and_names_from_origin() {
+        let mut conn = sessions_at_version(
+            9,
+            &[
+                (
+                    "agent:main:a",
+                    r#"{"sessionId":"a","origin":{"label":"Pyclient","provider":"webchat"}}"#,
+                ),
+                (
+                    "agent:main:b",
+                    r#"{"sessionId":"b","label":"kept","origin":{"label":"not used"}}"#,
+                ),
+            ],
+        );
+        let line = |seq: i64, kind: &str, text: &str| {
+            conn.execute(
+                "INSERT INTO transcript (session_id, seq, entry_id, type, role, line)
+                 VALUES ('a', ?1, '', ?2, NULL, ?3)",
+                rusqlite::params![seq, kind, text],
+            )
+            .expect("old line");
+        };
+        line(
+            1,
+            "custom_message",
+            r#"{"type":"custom_message","customType":"run-failed-before-reply","content":"x","display":true}"#,
+        );
+        line(
+            2,
+            "custom_message",
+            r#"{"type":"custom_message","customType":"y","content":"x","display":false}"#,
+        );
+        line(
+            3,
+            "custom_message",
+            r#"{"type":"custom_message","customType":"openclaw.runtime-context","content":"x","display":true}"#,
+        );
+        line(4, "custom", r#"{"type":"custom","display":true}"#);
+        migrate(&mut conn).expect("upgrade");
+        let roles: Vec<Option<String>> = conn
+            .prepare("SELECT role FROM transcript ORDER BY seq")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert_eq!(roles, [Some("custom".to_string()), None, None, None]);
+        let names: Vec<String> = conn
+            .prepare("SELECT name_key FROM sessions ORDER BY key")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert_eq!(names, ["pyclient", "kept"]);
     }
 
     /// Upgrading to schema 7 gives every row the name the name order sorts on: the display

@@ -4,6 +4,7 @@
 
 mod error;
 pub mod idempotency;
+pub mod notice;
 pub mod openclaw;
 mod scan;
 mod transfer;
@@ -117,7 +118,8 @@ pub trait Store: Send + Sync {
 
     // ---- transcripts ----
 
-    /// The newest `limit` lines of a transcript, oldest first (tool lines only when asked).
+    /// The newest `limit` lines of a transcript that history shows (messages and shown
+    /// notices, `notice`), oldest first (tool lines only when asked).
     async fn transcript_tail(
         &self,
         session_id: &str,
@@ -135,13 +137,15 @@ pub trait Store: Send + Sync {
         include_tools: bool,
     ) -> Result<(Vec<TranscriptRow>, i64), StoreError>;
 
-    /// Each transcript's last message line (`None`: it has none), in the order asked.
+    /// Each transcript's last line history shows, tool results aside (`None`: it has none),
+    /// in the order asked.
     async fn last_messages(
         &self,
         session_ids: Vec<String>,
     ) -> Result<Vec<Option<TranscriptRow>>, StoreError>;
 
-    /// The lines after `seq`, oldest first, tool lines included, at most `limit`.
+    /// The lines history shows after `seq`, oldest first, tool lines included, at most
+    /// `limit`.
     async fn transcript_after(
         &self,
         session_id: &str,

@@ -20,18 +20,28 @@ pub struct RawLine {
     pub kind: String,
     /// Its `id`, or "" when that is not a string.
     pub id: String,
-    /// Its `message.role`, when that is a string.
+    /// Its `message.role`, when that is a string; `notice::NOTICE_ROLE` for a shown notice
+    /// (`notice::row_role`).
     pub role: Option<String>,
 }
 
 impl RawLine {
     pub fn from_value(line: &Value) -> RawLine {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let kind = text(line.get("type")).unwrap_or_else(|| "unknown".into());
+        let notice = crate::notice::notice_shown(
+            line.get("display") == Some(&Value::Bool(true)),
+            line.get("customType").and_then(Value::as_str),
+        );
+        let role = line
+            .get("message")
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str);
         RawLine {
             text: line.to_string(),
-            kind: text(line.get("type")).unwrap_or_else(|| "unknown".into()),
+            role: crate::notice::row_role(&kind, role, notice),
+            kind,
             id: text(line.get("id")).unwrap_or_default(),
-            role: text(line.get("message").and_then(|m| m.get("role"))),
         }
     }
 }

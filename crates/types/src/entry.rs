@@ -90,12 +90,37 @@ pub struct SessionEntry {
 
 impl SessionEntry {
     /// The name front ends show for the session: its display name, else its label, else
-    /// `shown_key` (the key as callers see it). The name order sorts on exactly this.
+    /// the label of where it came from (`origin_label`), else `shown_key` (the key as
+    /// callers see it). The name order sorts on exactly this.
     pub fn shown_name<'a>(&'a self, shown_key: &'a str) -> &'a str {
+        self.name().unwrap_or(shown_key)
+    }
+
+    /// The session's own name, when it has one: `shown_name` without the key.
+    pub fn name(&self) -> Option<&str> {
         self.display_name
             .as_deref()
             .or(self.label.as_deref())
-            .unwrap_or(shown_key)
+            .or_else(|| self.origin_label())
+    }
+
+    /// Where the session came from: the entry's `origin` block (`{label, provider, surface,
+    /// chatType, …}`, 2026.5.28 entries), or in 2026.9.6 entries `delivery.origin`. Kept
+    /// whole in `extra`; an import or export never reduces it.
+    pub fn origin(&self) -> Option<&Value> {
+        self.extra
+            .get("origin")
+            .or_else(|| self.extra.get("delivery").and_then(|d| d.get("origin")))
+    }
+
+    /// `origin.label` when it is non-blank text: the client or chat the session came from,
+    /// which OpenClaw shows as the name of a session with neither display name nor label
+    /// (2026.5.28 showed `displayName: "pyclient"` for a session its `pyclient` made).
+    pub fn origin_label(&self) -> Option<&str> {
+        self.origin()?
+            .get("label")?
+            .as_str()
+            .filter(|l| !l.trim().is_empty())
     }
 
     /// A fresh entry with a new random session id.

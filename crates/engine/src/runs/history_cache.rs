@@ -76,8 +76,11 @@ impl HistoryCache {
             // different lanes): only what is newer goes in.
             if tail.rows.back().is_none_or(|(seq, _)| r.seq > *seq) {
                 let mut line = r.line;
-                let message = line.get_mut("message").map(Value::take).unwrap_or_default();
-                tail.rows.push_back((r.seq, Arc::new(message)));
+                // Messages only: history reads also return OpenClaw's shown notices
+                // (`switchboard_store::notice`), which are for the owner, not the model.
+                if let Some(message) = line.get_mut("message").map(Value::take) {
+                    tail.rows.push_back((r.seq, Arc::new(message)));
+                }
             }
         }
         while tail.rows.len() > tail.window {

@@ -137,8 +137,8 @@ impl SessionStore {
             .await
     }
 
-    /// The message lines of a session after `seq` (oldest first, tool lines included), at
-    /// most `limit`.
+    /// The lines history shows of a session after `seq` (messages and shown notices, oldest
+    /// first, tool lines included), at most `limit`.
     pub async fn after(
         &self,
         session_id: &str,

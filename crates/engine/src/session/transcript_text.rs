@@ -4,23 +4,24 @@
 
 use serde_json::Value;
 
+use switchboard_store::notice::{NOTICE_ROLE, shown_message};
 use switchboard_types::api::{TranscriptLine, role_and_text};
 
 pub use switchboard_types::api::message_text;
 
-/// One stored line as front ends show it (`None` for lines that are not messages, and for
-/// assistant turns with nothing to show).
+/// One stored line as front ends show it (`None` for lines that are not messages or shown
+/// notices, and for assistant turns with nothing to show).
 pub fn line_of(seq: i64, line: &Value, keep_message: bool) -> Option<TranscriptLine> {
-    let m = line.get("message")?;
+    let m = shown_message(line)?;
     let timestamp = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
-    let (role, text) = role_and_text(m)?;
+    let (role, text) = role_and_text(&m)?;
     Some(TranscriptLine {
         seq,
         role,
         timestamp,
-        from: speaker(m),
+        from: speaker(&m),
         text,
-        message: keep_message.then(|| m.clone()),
+        message: keep_message.then(|| m.into_owned()),
     })
 }
 
@@ -47,6 +48,8 @@ fn speaker(m: &Value) -> String {
             (None, false) => "user".to_string(),
         },
         "toolResult" => str_of(m.get("toolName")).unwrap_or("tool").to_string(),
+        // OpenClaw's own notice (a failed run's), not something an agent said.
+        NOTICE_ROLE => "notice".to_string(),
         _ => "agent".to_string(),
     }
 }

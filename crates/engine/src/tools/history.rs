@@ -7,6 +7,7 @@ use super::params::Params;
 use super::resolve::resolve_reference;
 use super::context::{ToolContext, ToolError};
 use crate::context::Context;
+use switchboard_store::notice::shown_message;
 use crate::session::openclaw_text::{is_silent_reply, strip_user_envelope};
 use crate::session::sanitize::{SanitizedHistory, sanitize_history};
 use crate::session::visibility::{Action, Guard};
@@ -90,7 +91,8 @@ async fn visible_tail(
         let mut messages: Vec<Value> = rows
             .into_iter()
             .filter_map(|r| {
-                let mut m = r.line.get("message")?.clone();
+                // A message line's message, or an OpenClaw notice as its history shows it.
+                let mut m = shown_message(&r.line)?.into_owned();
                 if !include_silent && is_silent_reply(&m) {
                     return None;
                 }

@@ -12,6 +12,7 @@ use switchboard_types::key::{SessionKey, SessionKind};
 use crate::session::openclaw_text::{is_silent_reply, preview};
 use crate::session::sanitize::sanitize_history;
 use switchboard_store::StoredSession;
+use switchboard_store::notice::shown_message;
 use switchboard_store::SessionScan;
 use crate::session::store::now_ms;
 use crate::session::visibility::{Action, Guard};
@@ -116,7 +117,7 @@ pub async fn run(shared: &Context, params: &Value, ctx: &ToolContext) -> Result<
             let tail = store.tail(&s.entry.session_id, message_limit, false).await?;
             let messages = tail
                 .into_iter()
-                .filter_map(|t| t.line.get("message").cloned())
+                .filter_map(|t| shown_message(&t.line).map(|m| m.into_owned()))
                 .collect();
             r.insert(
                 "messages".into(),
@@ -212,9 +213,9 @@ async fn last_message_preview(shared: &Context, s: &StoredSession) -> Result<Opt
     Ok(tail
         .iter()
         .rev()
-        .filter_map(|t| t.line.get("message"))
+        .filter_map(|t| shown_message(&t.line))
         .filter(|m| !is_silent_reply(m))
-        .find_map(preview))
+        .find_map(|m| preview(&m)))
 }
 
 /// The cutoff `minutes` ago, in ms. Saturating: `activeMinutes: 1e20` reaches back before
@@ -241,7 +242,10 @@ pub async fn owner_row(
     Ok(shared.store().get(key).await?.map(|s| owner_entry(shared, &s)))
 }
 
-/// `owner_row` of a session already read (a page's rows: no second read each).
+/// `owner_row` of a session already read (a page's rows: no second read each): the spec's
+/// row plus what the owner's view adds (`row::add_owner_fields`).
 pub fn owner_entry(shared: &Context, s: &StoredSession) -> Value {
-    Value::Object(build_row(shared, s))
+    let mut r = build_row(shared, s);
+    row::add_owner_fields(&mut r, &s.entry);
+    Value::Object(r)
 }

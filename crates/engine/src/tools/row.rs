@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::context::Context;
+use switchboard_types::entry::SessionEntry;
 use switchboard_types::key::SessionKind;
 use switchboard_store::StoredSession;
 
@@ -35,12 +36,10 @@ fn finite(v: Option<&Value>) -> Option<Value> {
 }
 
 /// `{provider, accountId}` from the entry's `origin` (2026.5.28) or, in 2026.9.6 entries,
-/// `delivery.origin`, when either is a string.
-fn origin_of(e: &switchboard_types::entry::SessionEntry) -> Option<Value> {
-    let origin = e
-        .extra
-        .get("origin")
-        .or_else(|| e.extra.get("delivery").and_then(|d| d.get("origin")))?;
+/// `delivery.origin`, when either is a string: the spec's row. The owner's row has the
+/// whole block (`add_owner_fields`).
+fn origin_of(e: &SessionEntry) -> Option<Value> {
+    let origin = e.origin()?;
     let mut out = Map::new();
     for name in ["provider", "accountId"] {
         if let Some(Value::String(v)) = origin.get(name) {
@@ -51,13 +50,17 @@ fn origin_of(e: &switchboard_types::entry::SessionEntry) -> Option<Value> {
 }
 
 /// The name OpenClaw shows for a session: the entry's display name, else its label, else
-/// for a group or channel key `<channel>:<id>` (`discord:group:g-42` -> `discord:g-42`),
-/// else for an entry with a recorded channel `<channel>:g-<key with ':' as '-'>` (what
+/// the label of where it came from (`origin.label`), else for a group or channel key
+/// `<channel>:<id>` (`discord:group:g-42` -> `discord:g-42`), else for an entry with a
+/// recorded channel `<channel>:g-<key with ':' as '-'>` (what
 /// 2026.5.28 showed for `telegram` sessions: `telegram:g-agent-main-s2`).
 pub fn display_name(s: &StoredSession) -> Option<String> {
     let e = &s.entry;
     let named = |v: &Option<String>| v.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string);
-    if let Some(n) = named(&e.display_name).or_else(|| named(&e.label)) {
+    if let Some(n) = named(&e.display_name)
+        .or_else(|| named(&e.label))
+        .or_else(|| e.origin_label().map(|l| l.trim().to_string()))
+    {
         return Some(n);
     }
     let rest = s.key.rest();
@@ -136,4 +139,27 @@ pub fn build(shared: &Context, s: &StoredSession) -> Map<String, Value> {
         Value::String(shared.transcript_path(&e.session_id)),
     );
     row
+}
+
+/// What the owner's view adds to the spec's row: what the entry records of where the session
+/// came from and what its runs used, in OpenClaw's names, so nothing an import kept is hidden
+/// from the owner: `origin` whole (the spec's row has only `{provider, accountId}`),
+/// `createdAt`, `createdVia`, `chatType`, `spawnDepth`, `modelProvider`, `inputTokens`,
+/// `outputTokens`, `lastRunId`. A field is present only when the entry has it.
+pub fn add_owner_fields(row: &mut Map<String, Value>, e: &SessionEntry) {
+    if let Some(origin) = e.origin() {
+        row.insert("origin".into(), origin.clone());
+    }
+    put(row, "createdAt", e.created_at);
+    put(row, "chatType", e.chat_type.clone());
+    put(row, "spawnDepth", e.spawn_depth);
+    put(row, "modelProvider", e.model_provider.clone());
+    put(row, "inputTokens", e.input_tokens);
+    put(row, "outputTokens", e.output_tokens);
+    // Kept in `extra` (the engine does not act on them), read as OpenClaw writes them.
+    for name in ["createdVia", "lastRunId"] {
+        if let Some(v @ Value::String(_)) = e.extra.get(name) {
+            row.insert(name.into(), v.clone());
+        }
+    }
 }

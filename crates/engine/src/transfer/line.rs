@@ -17,7 +17,7 @@ use serde_json::Number;
 
 use super::SkipReason;
 use super::parse_line;
-use switchboard_store::RawLine;
+use switchboard_store::{RawLine, notice};
 
 /// A transcript line as stored, or why it is skipped (as `parse_line` decides).
 pub(super) fn parse_raw_line(text: &[u8]) -> Result<RawLine, (SkipReason, String)> {
@@ -42,6 +42,9 @@ struct Seen {
     message: Option<Shape>,
     role: Option<Range<usize>>,
     content: Option<Shape>,
+    /// The line's `display` is the literal `true` (a shown notice, `notice::row_role`).
+    display_true: bool,
+    custom_type: Option<Range<usize>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -101,14 +104,16 @@ fn compact(text: &str) -> Option<RawLine> {
         }
     }
     let role = if seen.message == Some(Shape::Object) {
-        part(&seen.role).map(str::to_string)
+        part(&seen.role)
     } else {
         None
     };
+    let kind = kind.unwrap_or("unknown");
+    let notice = notice::notice_shown(seen.display_true, part(&seen.custom_type));
     Some(RawLine {
-        kind: kind.unwrap_or("unknown").to_string(),
+        role: notice::row_role(kind, role, notice),
+        kind: kind.to_string(),
         id: part(&seen.id).unwrap_or("").to_string(),
-        role,
         text,
     })
 }
@@ -269,6 +274,10 @@ impl<'a> Compactor<'a> {
                 (Scope::Line, b"message") => self.seen.message = Some(shape),
                 (Scope::Message, b"role") => self.seen.role = content,
                 (Scope::Message, b"content") => self.seen.content = Some(shape),
+                (Scope::Line, b"customType") => self.seen.custom_type = content,
+                (Scope::Line, b"display") => {
+                    self.seen.display_true = self.out.get(at..) == Some(&b"true"[..]);
+                }
                 _ => {}
             }
             if self.next_member(b'}')? {
@@ -304,6 +313,9 @@ mod tests {
             r#"{"n":[0,-1,1.0,1e5,-0,12345678901234567890,123456789012345678,-123456789012345678]}"#,
             r#"{"message":"not an object","type":"custom"}"#,
             r#"{"message":{"role":7},"type":"custom"}"#,
+            r#"{"type":"custom_message","customType":"run-failed-before-reply","content":"This turn ended before a reply: x","display":true,"details":{"runId":"r"},"id":"n1"}"#,
+            r#"{"type":"custom_message","customType":"x","content":[{"type":"text","text":"y"}],"display":false}"#,
+            r#"{"type":"custom_message","customType":"openclaw.runtime-context","content":"c","display":true}"#,
         ] {
             assert!(compact(text).is_some(), "{text}");
             same(text);
@@ -397,13 +409,18 @@ mod tests {
         #[test]
         fn the_stored_line_is_what_the_parsed_value_encodes_to(
             body in json_text(),
-            ty in prop::sample::select(vec!["\"message\"", "\"custom\"", "1"]),
+            ty in prop::sample::select(vec!["\"message\"", "\"custom\"", "\"custom_message\"", "1"]),
             role in prop::sample::select(vec!["\"user\"", "\"toolResult\"", "\"x\"", "null"]),
+            display in prop::sample::select(vec!["true", "false", "1", "\"true\"", "null"]),
         ) {
             let line = format!(
                 "{{\"type\":{ty},\"id\":\"i\",\"message\":{{\"role\":{role},\"content\":{body}}},\"extra\":{body}}}"
             );
             prop_assert_eq!(parse_raw_line(line.as_bytes()), reference(&line));
+            let notice = format!(
+                "{{\"type\":{ty},\"customType\":{role},\"content\":{body},\"display\":{display}}}"
+            );
+            prop_assert_eq!(parse_raw_line(notice.as_bytes()), reference(&notice));
             let bare = format!("{{\"v\": {body} }}");
             prop_assert_eq!(parse_raw_line(bare.as_bytes()), reference(&bare));
             if let Ok(Value::Object(_)) = serde_json::from_str::<Value>(&body) {

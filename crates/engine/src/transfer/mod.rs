@@ -27,8 +27,8 @@
 //!   header; a file without a header gets a synthesised one and its lines are numbered from 1.
 //!   Lines that are not JSON objects, and `message` lines whose `message` is not an object
 //!   with a known `role` and a string or array `content`, are skipped: history readers can
-//!   rely on that shape. A missing transcript is a warning (the session is imported with a
-//!   synthesised header only).
+//!   rely on that shape. A missing transcript is counted (the session is imported with a
+//!   synthesised header only); one warning at the end names how many and a few keys.
 //! - The report counts every skip by reason (`SkipReason`), and sessions by outcome: new,
 //!   updated, unchanged, conflicts (named).
 //! - The entry's `sessionFile` is dropped: it names OpenClaw's file, and once imported the
@@ -130,6 +130,13 @@ pub struct ImportReport {
     pub source_notes: Vec<String>,
     /// How many sessions such a note concerns in all.
     pub source_notes_total: usize,
+    /// Sessions imported with an empty transcript because the source had none (no
+    /// `<sessionId>.jsonl`, no `transcript_events` rows): summarised in ONE warning at the
+    /// end (`EMPTY_EXAMPLES` keys named), not a line each (a store of 10,000 sessions
+    /// created and never run printed 9,998 lines).
+    pub empty_sessions: usize,
+    /// The first `EMPTY_EXAMPLES` keys of those sessions.
+    pub empty_examples: Vec<String>,
     /// What was left out, by reason; each reason counts its own unit (see `SkipReason`).
     /// Line skips count only for sessions that were imported or updated.
     pub skipped: BTreeMap<SkipReason, usize>,
@@ -180,6 +187,33 @@ impl ImportReport {
         }
     }
 
+    /// Count a session imported with an empty transcript (see `empty_sessions`).
+    fn note_empty(&mut self, key: &SessionKey) {
+        self.empty_sessions += 1;
+        if self.empty_examples.len() < EMPTY_EXAMPLES {
+            self.empty_examples.push(key.to_string());
+        }
+    }
+
+    /// The one warning that sums up `empty_sessions`, when there are any.
+    fn empty_summary(&self) -> Option<String> {
+        let n = self.empty_sessions;
+        if n == 0 {
+            return None;
+        }
+        let more = n - self.empty_examples.len();
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{n} {} imported with an empty transcript (no transcript rows or .jsonl file in the source): {}{tail}",
+            if n == 1 { "session" } else { "sessions" },
+            self.empty_examples.join(", ")
+        ))
+    }
+
     fn note_source(&mut self, note: String) {
         self.source_notes_total += 1;
         if self.source_notes.len() < SOURCE_NOTES {
@@ -190,6 +224,9 @@ impl ImportReport {
 
 /// Transcript source notes kept in the report; `source_notes_total` counts the rest.
 const SOURCE_NOTES: usize = 20;
+
+/// Keys of sessions imported with an empty transcript named in the summary warning.
+const EMPTY_EXAMPLES: usize = 3;
 
 /// Caps on what an import reads, so no input makes it buffer or run without bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,6 +346,9 @@ impl Engine {
             }
         }
         self.settle(&mut pending, &mut report).await?;
+        if let Some(summary) = report.empty_summary() {
+            report.warnings.push(summary);
+        }
         Ok(report)
     }
 
@@ -779,10 +819,7 @@ impl Engine {
             report.tally_lines(&merged, r.skips, r.warnings);
         }
         if missing && matches!(merged, Merged::Imported { .. }) {
-            report.warnings.push(format!(
-                "session {key}: no transcript at {}; imported with an empty transcript",
-                c.expected.display()
-            ));
+            report.note_empty(&key);
         }
         report.tally(&merged);
         Ok(())

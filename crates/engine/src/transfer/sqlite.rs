@@ -27,7 +27,8 @@
 //! - An entry that does not decode is `UnreadableEntry`; an entry whose `sessionId` differs
 //!   from the node's `current_session_id` takes the node's (that is the transcript read), with
 //!   a warning. A session with no transcript rows at all is imported with a synthesised header
-//!   and a warning, as a missing legacy transcript is. Missing seq numbers are a warning.
+//!   and counted, as a missing legacy transcript is (one summary warning for all of them).
+//!   Missing seq numbers are a warning.
 //! - Earlier transcript generations of a key (other `session_windows` with events) are counted
 //!   (`EarlierTranscript`), not imported: the engine keeps one transcript per session, and the
 //!   legacy import likewise ignores `*.jsonl.reset.*` files.
@@ -285,10 +286,7 @@ impl Engine {
             },
         };
         if reader.last_seq.is_none() && matches!(merged, Merged::Imported { .. }) {
-            reader.warnings.push(format!(
-                "session {key}: no transcript rows for {session_id} in {}; imported with an empty transcript",
-                path.display()
-            ));
+            report.note_empty(&key);
         }
         if earlier > 0 {
             for _ in 0..earlier {

@@ -229,6 +229,8 @@ fn speaker(m: &Value) -> String {
         "user" if owner => "owner".into(),
         "user" => "user".into(),
         "toolResult" => text_of(m, "toolName").unwrap_or("tool").to_string(),
+        // OpenClaw's own notice (`custom_message` with `display: true`), not an agent's words.
+        "custom" => "notice".into(),
         _ => "agent".into(),
     }
 }
@@ -328,6 +330,25 @@ mod tests {
         ]}));
         assert!(list[0].may_spawn.is_empty());
         assert_eq!(list[1].may_spawn, ["main"]);
+    }
+
+    /// A failed run's notice, as OpenClaw's `chat.history` returns it, is a line of its own
+    /// that says the run failed (not a reply, not dropped).
+    #[test]
+    fn a_failed_runs_notice_shows_as_the_failure_it_reports() {
+        let m = serde_json::json!({"role": "custom", "customType": "run-failed-before-reply",
+            "content": "This turn ended before a reply: Run timed out", "timestamp": 5,
+            "__openclaw": {"seq": 4}});
+        let l = transcript_line(&m, 1, false).unwrap();
+        assert_eq!(
+            (l.seq, l.role.as_str(), l.from.as_str(), l.text.as_str()),
+            (
+                4,
+                "error",
+                "notice",
+                "This turn ended before a reply: Run timed out"
+            )
+        );
     }
 
     #[test]

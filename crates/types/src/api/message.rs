@@ -6,6 +6,10 @@ use serde_json::Value;
 
 use super::LineRole;
 
+/// The `customType` of the notice OpenClaw writes into a transcript when a run fails before
+/// it replies ("This turn ended before a reply: …"; `switchboard_store::notice`).
+pub const RUN_FAILED_NOTICE: &str = "run-failed-before-reply";
+
 /// The text blocks of a message joined by newlines (tool calls and other blocks left out):
 /// what an agent said, as a run's reply or an announce quotes it.
 pub fn message_text(message: &Value) -> String {
@@ -67,6 +71,13 @@ pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
         "assistant" => (LineRole::Assistant, message_text(message)),
         "toolResult" => (LineRole::Result, message_text(message)),
         "user" => (LineRole::User, message_text(message)),
+        // OpenClaw's notice that a run failed before it replied ("This turn ended before a
+        // reply: …"): shown as the failed run it reports; its other notices are notes.
+        "custom"
+            if message.get("customType").and_then(Value::as_str) == Some(RUN_FAILED_NOTICE) =>
+        {
+            (LineRole::Error, message_text(message))
+        }
         _ => (LineRole::Note, message_text(message)),
     };
     if text.is_empty() && role == LineRole::Assistant {

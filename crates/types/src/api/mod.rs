@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use events::EngineEvent;
-pub use message::{message_text, role_and_text};
+pub use message::{RUN_FAILED_NOTICE, message_text, role_and_text};
 pub use policy::{
     PolicyDecision, PolicySetting, PolicySource, PolicySourceKind, PolicyView, SEND_POLICY_REFUSAL,
     SendPolicy, is_send_policy_refusal,
