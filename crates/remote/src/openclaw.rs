@@ -24,11 +24,11 @@ use tokio::sync::broadcast;
 use crate::rpc::{Rpc, RpcError};
 use map::KeyRules;
 use switchboard_types::api::{
-    AbortOutcome, AgentInfo, ApiError, EventStream, ExchangeDetail, ExchangesPage, ExchangesQuery,
-    KeyPurpose, LineRole, Link, PatchRequest, PatchResult, PolicySetting, ResolvedKey, RunResult,
-    RunStatus, SendReceipt, SendRequest, Sequenced, SessionDetail, SessionsApi, SessionsOrder,
-    SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TrafficCount, TranscriptPage,
-    TranscriptQuery, WorkId,
+    AbortOutcome, AgentInfo, ApiError, EngineEvent, EventStream, ExchangeDetail, ExchangesPage,
+    ExchangesQuery, KeyPurpose, LineRole, Link, PatchRequest, PatchResult, PolicySetting,
+    ResolvedKey, RunResult, RunStatus, SendReceipt, SendRequest, Sequenced, SessionDetail,
+    SessionsApi, SessionsOrder, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
+    TrafficCount, TranscriptPage, TranscriptQuery, WorkId,
 };
 
 /// `chat.history` serves at most this many messages per call.
@@ -105,8 +105,10 @@ impl OpenClawApi {
     }
 
     /// The book of exchanges, backfilled once (and again after a reconnect) before it is
-    /// read: callers wait here, in their own task. What the backfill built is announced as
-    /// events too, so a console's sub-agent tree and timeline fill.
+    /// read: callers wait here, in their own task. The sub-agents the backfill found are
+    /// announced as events (a console's sub-agent tree is built from them alone); its
+    /// exchanges are not: lists and traffic read them from here, and replayed as events now
+    /// they would be counted again as this minute's traffic.
     async fn filled(&self) -> std::sync::MutexGuard<'_, exchanges::Book> {
         let _one_at_a_time = self.book.fill.lock().await;
         if !self.book.ready.load(Ordering::SeqCst) || self.book.stale.swap(false, Ordering::SeqCst)
@@ -121,7 +123,14 @@ impl OpenClawApi {
             );
             let events = self.book.lock().rebuild(now_ms());
             let mut out = locked(&self.numbering);
-            for e in events {
+            for e in events.into_iter().filter(|e| {
+                matches!(
+                    e,
+                    EngineEvent::Spawned { .. }
+                        | EngineEvent::SpawnEnded { .. }
+                        | EngineEvent::SpawnAnnounce { .. }
+                )
+            }) {
                 out.emit(e);
             }
             self.book.ready.store(true, Ordering::SeqCst);
