@@ -97,7 +97,7 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     Sessions(SessionsCommand),
     /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
     #[command(
-        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json"
+        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
     )]
     Exchanges(ExchangesArgs),
     /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)

@@ -18,15 +18,29 @@ fn clock(ms: i64) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// What a gateway's record cannot say (an exchange rebuilt from OpenClaw's transcripts).
+const NOT_RECORDED: &str = "not recorded by OpenClaw";
+
 /// How an exchange ended, in one word or two.
 fn how(e: &ExchangeSummary) -> String {
     match e.kind {
         ExchangeKind::Refused => "refused by policy".into(),
         ExchangeKind::Chain => "chain limit".into(),
-        ExchangeKind::Send => e
-            .ended_reason
-            .map_or(e.status.as_str(), ExchangeEnd::as_str)
-            .to_string(),
+        ExchangeKind::Send => match e.ended_reason {
+            Some(ExchangeEnd::NotRecorded) => NOT_RECORDED,
+            Some(r) => r.as_str(),
+            None => e.status.as_str(),
+        }
+        .to_string(),
+    }
+}
+
+/// An announce's outcome in a word (or what the record cannot say).
+fn announced(outcome: Option<AnnounceOutcome>) -> &'static str {
+    match outcome {
+        None => "-",
+        Some(AnnounceOutcome::NotRecorded) => NOT_RECORDED,
+        Some(o) => o.as_str(),
     }
 }
 
@@ -67,7 +81,7 @@ async fn list(api: &dyn SessionsApi, args: &ExchangesArgs) -> Result<()> {
             safe_line(&e.target),
             e.rounds,
             safe_line(&how(e)),
-            e.announce.map_or("-", AnnounceOutcome::as_str),
+            announced(e.announce),
             safe_line(&e.id)
         );
     }
@@ -133,7 +147,11 @@ async fn show(api: &dyn SessionsApi, id: &str, json: bool) -> Result<()> {
         }
     );
     if let Some(a) = &d.announce {
-        println!("Announce: {} · {}", a.outcome, safe_line(&a.detail));
+        println!(
+            "Announce: {} · {}",
+            announced(Some(a.outcome)),
+            safe_line(&a.detail)
+        );
         if let Some(t) = &a.text {
             for l in t.lines() {
                 println!("  {}", safe_line(l));

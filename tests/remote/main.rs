@@ -9,8 +9,11 @@ mod common;
 #[path = "../gateway_process/mod.rs"]
 mod gateway_process;
 
+mod openclaw_record;
 mod remote_api;
 mod remote_cli;
 mod remote_fake_rpc;
 mod remote_link;
 mod remote_openclaw;
+mod remote_openclaw_cli;
+mod remote_openclaw_exchanges;

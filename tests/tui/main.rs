@@ -6,11 +6,14 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../remote/openclaw_record.rs"]
+mod openclaw_record;
 
 mod tui_composer;
 mod tui_console;
 mod tui_exchanges;
 mod tui_header_link;
+mod tui_openclaw;
 mod tui_out_of_order;
 mod tui_sessions_pane;
 mod tui_snapshots;

@@ -1,10 +1,14 @@
 //! `OpenClawApi`: `SessionsApi` on a real OpenClaw gateway, speaking its own methods over
 //! any `Rpc` (`sessions.list`, `sessions.describe`, `chat.history`, `chat.send`,
 //! `agent.wait`, `sessions.patch`, `sessions.delete`, `agents.list`, and the
-//! `sessions.subscribe` events). What OpenClaw does not expose (session tools called as a
-//! session, rounds, announces, a call's whole work) is reported `Unavailable`, never faked.
+//! `sessions.subscribe` events). Exchanges, their rounds and announces, traffic and
+//! sub-agents are rebuilt from what its transcripts record (`exchanges`, filled by
+//! `backfill`, kept current from events). What OpenClaw does not expose (session tools
+//! called as a session, a call's whole work) is reported `Unavailable`, never faked.
 
+mod backfill;
 mod events;
+pub mod exchanges;
 pub mod map;
 
 use std::collections::{BTreeMap, HashSet};
@@ -20,10 +24,11 @@ use tokio::sync::broadcast;
 use crate::rpc::{Rpc, RpcError};
 use map::KeyRules;
 use switchboard_types::api::{
-    AbortOutcome, AgentInfo, ApiError, EventStream, KeyPurpose, LineRole, Link, PatchRequest,
-    PatchResult, PolicySetting, ResolvedKey, RunResult, RunStatus, SendReceipt, SendRequest,
-    Sender, Sequenced, SessionDetail, SessionsApi, SessionsOrder, SessionsPage, SessionsQuery,
-    Status, ToolCall, ToolResult, TranscriptPage, TranscriptQuery, WorkId,
+    AbortOutcome, AgentInfo, ApiError, EngineEvent, EventStream, ExchangeDetail, ExchangesPage,
+    ExchangesQuery, KeyPurpose, LineRole, Link, PatchRequest, PatchResult, PolicySetting,
+    ResolvedKey, RunResult, RunStatus, SendReceipt, SendRequest, Sender, Sequenced, SessionDetail,
+    SessionsApi, SessionsOrder, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
+    TrafficCount, TranscriptPage, TranscriptQuery, WorkId,
 };
 
 /// `chat.history` serves at most this many messages per call.
@@ -57,6 +62,10 @@ pub struct OpenClawApi {
     /// The gateway refused `chat.history`'s `offset` (OpenClaw before 2026.6): older lines
     /// are read from a longer newest page instead.
     no_offset: AtomicBool,
+    /// Exchanges and sub-agents rebuilt from the gateway's record.
+    book: Arc<events::Ledger>,
+    /// Numbers every event this API sends (the pump's and the backfill's alike).
+    numbering: Arc<Mutex<events::Numbering>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -80,16 +89,57 @@ fn bad_answer(method: &str, what: &str) -> ApiError {
 
 impl OpenClawApi {
     pub fn new(rpc: Arc<dyn Rpc>) -> OpenClawApi {
+        let tx = broadcast::channel(EVENTS_CAPACITY).0;
         OpenClawApi {
             rpc,
             rules: Mutex::new(None),
-            tx: broadcast::channel(EVENTS_CAPACITY).0,
+            tx: tx.clone(),
             pumping: AtomicBool::new(false),
             read_keys: Arc::new(Mutex::new(HashSet::new())),
             works: Mutex::new(BTreeMap::new()),
             next_work: AtomicU64::new(1),
             no_offset: AtomicBool::new(false),
+            book: Arc::new(events::Ledger::default()),
+            numbering: Arc::new(Mutex::new(events::Numbering::new(tx))),
         }
+    }
+
+    /// The book of exchanges, backfilled once (and again after a reconnect) before it is
+    /// read: callers wait here, in their own task. The sub-agents the backfill found are
+    /// announced as events (a console's sub-agent tree is built from them alone); its
+    /// exchanges are not: lists and traffic read them from here, and replayed as events now
+    /// they would be counted again as this minute's traffic.
+    async fn filled(&self) -> std::sync::MutexGuard<'_, exchanges::Book> {
+        let _one_at_a_time = self.book.fill.lock().await;
+        if !self.book.ready.load(Ordering::SeqCst) || self.book.stale.swap(false, Ordering::SeqCst)
+        {
+            let done =
+                backfill::fill(self.rpc.as_ref(), &self.book.book, exchanges::MAX_SESSIONS).await;
+            tracing::info!(
+                sessions = done.sessions,
+                histories = done.histories,
+                cut_short = done.cut_short,
+                "openclaw: exchanges backfilled"
+            );
+            let events = self.book.lock().rebuild(now_ms());
+            let mut out = locked(&self.numbering);
+            for e in events.into_iter().filter(|e| {
+                matches!(
+                    e,
+                    EngineEvent::Spawned { .. }
+                        | EngineEvent::SpawnEnded { .. }
+                        | EngineEvent::SpawnAnnounce { .. }
+                )
+            }) {
+                out.emit(e);
+            }
+            self.book.ready.store(true, Ordering::SeqCst);
+            // What was read is shown; the next read tries the rest again.
+            if done.cut_short {
+                self.book.stale.store(true, Ordering::SeqCst);
+            }
+        }
+        self.book.lock()
     }
 
     async fn call(&self, method: &str, params: Value) -> Result<Value, ApiError> {
@@ -602,6 +652,18 @@ impl SessionsApi for OpenClawApi {
         })
     }
 
+    async fn exchanges(&self, query: ExchangesQuery) -> Result<ExchangesPage, ApiError> {
+        Ok(self.filled().await.page(&query))
+    }
+
+    async fn exchange(&self, id: &str) -> Result<Option<ExchangeDetail>, ApiError> {
+        Ok(self.filled().await.exchange(id))
+    }
+
+    async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
+        Ok(self.filled().await.traffic(since))
+    }
+
     async fn delete(&self, key: &str) -> Result<bool, ApiError> {
         let p = self.call("sessions.delete", json!({ "key": key })).await?;
         Ok(p.get("deleted").and_then(Value::as_bool) == Some(true))
@@ -646,8 +708,9 @@ impl SessionsApi for OpenClawApi {
                     rt.spawn(events::pump(
                         self.rpc.clone(),
                         wire,
-                        events::Numbering::new(self.tx.clone()),
+                        self.numbering.clone(),
                         self.read_keys.clone(),
+                        self.book.clone(),
                     ));
                 }
                 Err(_) => {
@@ -663,11 +726,9 @@ impl SessionsApi for OpenClawApi {
         Some(Link {
             target: self.rpc.target(),
             state: self.rpc.state(),
-            unavailable: Some(
-                "Not available: an OpenClaw gateway does not expose exchanges,\n\
-rounds, announces or sub-agents (a Switchboard engine shows them)."
-                    .into(),
-            ),
+            // Exchanges, rounds, announces and sub-agents are rebuilt from its record; what
+            // that cannot say is marked where it would be shown.
+            unavailable: None,
         })
     }
 }

@@ -205,7 +205,13 @@ impl RoundsPane {
             }
             EngineEvent::SpawnAnnounce { child, outcome, .. } => {
                 if let Some(v) = self.spawns.get_mut(child) {
-                    v.announce = Some(outcome.to_string());
+                    v.announce = Some(match outcome {
+                        // An OpenClaw gateway records the announce, not its delivery.
+                        AnnounceOutcome::NotRecorded => {
+                            "recorded (delivery not recorded by OpenClaw)".into()
+                        }
+                        o => o.to_string(),
+                    });
                 }
             }
             _ => {}

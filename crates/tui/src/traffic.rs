@@ -341,6 +341,19 @@ pub struct StopPlan {
     /// The target as the table shows it (a session, or an agent).
     pub target: String,
     pub sessions: Vec<String>,
+    /// Each session's own override before the stop (`Inherit`: none), as the sessions pane
+    /// knew it when the stop was confirmed; what undo puts back. `None`: not known (the
+    /// session was not on the loaded page), and undo clears the override.
+    pub previous: Vec<Option<PolicySetting>>,
+}
+
+/// The `/send` word that sets `p` again.
+fn send_word(p: PolicySetting) -> &'static str {
+    match p {
+        PolicySetting::Allow => "on",
+        PolicySetting::Deny => "off",
+        PolicySetting::Inherit => "inherit",
+    }
 }
 
 impl StopPlan {
@@ -520,6 +533,13 @@ impl Traffic {
                     self.count(&r, &t, now_ms, c, false);
                 }
             }
+            // A gateway that cannot say why a loop stopped (OpenClaw) counts a loop that ran
+            // to its cap in its history, not in the event: ask for the history again (the
+            // seed merges by taking the larger count, so nothing is counted twice).
+            EngineEvent::ExchangeLoopEnded {
+                reason: ExchangeEnd::NotRecorded,
+                ..
+            } => self.lagged(),
             EngineEvent::ExchangeEnded { exchange_id, .. } => {
                 self.open_exchanges.remove(exchange_id);
             }
@@ -700,11 +720,18 @@ impl Traffic {
 
     /// A key typed while the view is open.
     /// The answer to a pending stop: `y` stops, anything else cancels (a stop is never done by
-    /// a stray key).
-    pub fn answer(&mut self, c: char) -> Option<Command> {
-        let plan = self.confirm.take()?;
+    /// a stray key). `previous` tells each session's override now, for the undo.
+    pub fn answer(
+        &mut self,
+        c: char,
+        previous: &dyn Fn(&str) -> Option<PolicySetting>,
+    ) -> Option<Command> {
+        let mut plan = self.confirm.take()?;
         match c {
-            'y' | 'Y' => Some(self.stop(plan)),
+            'y' | 'Y' => {
+                plan.previous = plan.sessions.iter().map(|k| previous(k)).collect();
+                Some(self.stop(plan))
+            }
             _ => {
                 self.note = Some(format!("not stopped: {}", plan.label));
                 None
@@ -766,6 +793,7 @@ impl Traffic {
             label: format!("{} → {}", p.requester, p.target),
             target: p.target.clone(),
             sessions,
+            previous: Vec::new(),
         })
     }
 
@@ -781,14 +809,21 @@ impl Traffic {
         } else {
             "in each"
         };
+        let undo = match plan.undo_words()[..] {
+            [first, ref rest @ ..] if rest.iter().all(|w| *w == first) => {
+                format!("/send {first} {there}")
+            }
+            _ => "each one's previous /send".to_string(),
+        };
         self.note = Some(format!(
-            "stopped: /send off on {}; undo: /send inherit {there} (or u here)",
+            "stopped: /send off on {}; undo: {undo} (or u here)",
             plan.on()
         ));
         self.last_stop = Some(plan);
         Command::Send(sends)
     }
 
+    /// Put back what each stopped session had before the stop (its own override, or none).
     pub fn undo(&mut self) -> Option<Command> {
         let Some(plan) = self.last_stop.take() else {
             self.note = Some("nothing to undo".into());
@@ -797,13 +832,38 @@ impl Traffic {
         for k in &plan.sessions {
             self.stopped.remove(k);
         }
-        self.note = Some(format!("undone: /send inherit on {}", plan.on()));
-        Some(Command::Send(
-            plan.sessions
-                .iter()
-                .map(|k| (k.clone(), "/send inherit".to_string()))
-                .collect(),
-        ))
+        let sends: Vec<(String, String)> = plan
+            .sessions
+            .iter()
+            .zip(plan.undo_words())
+            .map(|(k, w)| (k.clone(), format!("/send {w}")))
+            .collect();
+        let restored = match &sends[..] {
+            [(_, only)] => only.clone(),
+            _ => "each one's previous /send".to_string(),
+        };
+        self.note = Some(format!("undone: {restored} on {}", plan.on()));
+        Some(Command::Send(sends))
+    }
+}
+
+impl StopPlan {
+    /// The `/send` word that restores each session (`inherit` where the value before is
+    /// not known).
+    fn undo_words(&self) -> Vec<&'static str> {
+        self.sessions
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                send_word(
+                    self.previous
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .unwrap_or(PolicySetting::Inherit),
+                )
+            })
+            .collect()
     }
 }
 

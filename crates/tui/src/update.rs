@@ -447,9 +447,19 @@ impl Console {
     /// A key in the traffic view: what it asks for becomes the owner's messages.
     /// The key that answers the traffic view's confirmation (`y` stops; anything else cancels).
     fn traffic_key(&mut self, k: KeyEvent) {
-        let t = &mut self.state.traffic;
+        let (t, rows) = (&mut self.state.traffic, &self.state.sessions.rows);
+        // Each session's own override now, as its row says, so undo can put it back.
+        let previous = |key: &str| {
+            rows.iter().find(|r| r.key == key).map(|r| {
+                if r.policy_override {
+                    r.policy
+                } else {
+                    switchboard_types::api::PolicySetting::Inherit
+                }
+            })
+        };
         let command = match k.code {
-            KeyCode::Char(c) => t.answer(c),
+            KeyCode::Char(c) => t.answer(c, &previous),
             _ => t.escape(),
         };
         self.traffic_command(command);

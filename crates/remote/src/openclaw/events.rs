@@ -2,17 +2,109 @@
 //! session created / updated / deleted, `session.message` as a committed line, the
 //! `agent` lifecycle start as a run starting, a `chat` delta as a reply delta (the delta
 //! computed from the accumulated text), a `chat` final / error / aborted as its end.
-//! A reconnect (or a lagging link) becomes a gap, so the subscriber reloads.
+//! A reconnect (or a lagging link) becomes a gap, so the subscriber reloads. The same events
+//! keep the book of exchanges current (`Ledger`): a forwarded line or a run's end in a
+//! session re-reads that session's newest lines, and what changed in the rebuilt exchanges
+//! and sub-agents goes out as our engine's exchange and spawn events.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
+use super::exchanges::Book;
 use super::map;
 use crate::rpc::{Rpc, WireEvent};
+use switchboard_types::api::time::now_ms;
 use switchboard_types::api::{EngineEvent, RunStatus, Sequenced, Step};
+
+/// Newest lines re-read from a session whose run ended (the book keeps what it read).
+const TAIL_LINES: usize = super::backfill::HISTORY_LINES;
+
+/// The book of exchanges, shared by the API (backfill, reads) and the pump (live updates).
+#[derive(Default)]
+pub struct Ledger {
+    pub book: Mutex<Book>,
+    /// The backfill ran: live events update the book from now on.
+    pub ready: AtomicBool,
+    /// Events were missed since (a reconnect, a lag): the next read backfills again.
+    pub stale: AtomicBool,
+    /// One backfill at a time; readers wait for it.
+    pub fill: tokio::sync::Mutex<()>,
+}
+
+impl Ledger {
+    pub fn lock(&self) -> MutexGuard<'_, Book> {
+        // The book is consistent between calls: a panic elsewhere leaves nothing half-done.
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A gateway event as far as exchanges go: the engine events it makes (a forwarded line
+    /// that arrived, a sub-agent row), and the session whose newest lines to re-read (a run
+    /// ended there; its lines may not come as events).
+    fn event(&self, event: &str, p: &Value) -> (Vec<EngineEvent>, Option<String>) {
+        if !self.ready.load(Ordering::SeqCst) {
+            // The backfill reads it all.
+            return (Vec::new(), None);
+        }
+        let Some(key) = text_of(p, "sessionKey").map(str::to_string) else {
+            return (Vec::new(), None);
+        };
+        match event {
+            "session.message" => {
+                let Some(message) = p.get("message") else {
+                    return (Vec::new(), None);
+                };
+                let seq = p
+                    .get("messageSeq")
+                    .and_then(Value::as_i64)
+                    .or_else(|| map::message_seq(message))
+                    .unwrap_or(0);
+                if seq <= 0 {
+                    return (Vec::new(), Some(key));
+                }
+                let mut book = self.lock();
+                book.message(&key, seq, message);
+                (book.rebuild(now_ms()), None)
+            }
+            "sessions.changed" => {
+                let mut book = self.lock();
+                if text_of(p, "reason") == Some("delete") {
+                    book.forget(&key);
+                    return (book.rebuild(now_ms()), None);
+                }
+                let refetch = (text_of(p, "phase") == Some("end")).then(|| key.clone());
+                match p.get("session").filter(|s| s.is_object()) {
+                    Some(row) if row.get("spawnedBy").is_some() => {
+                        book.row(row);
+                        (book.rebuild(now_ms()), refetch)
+                    }
+                    Some(row) => {
+                        book.row(row);
+                        (Vec::new(), refetch)
+                    }
+                    None => (Vec::new(), refetch),
+                }
+            }
+            "agent" => {
+                let data = p.get("data").cloned().unwrap_or(Value::Null);
+                let ended = text_of(p, "stream") == Some("lifecycle")
+                    && matches!(text_of(&data, "phase"), Some("end" | "error"));
+                (Vec::new(), ended.then_some(key))
+            }
+            _ => (Vec::new(), None),
+        }
+    }
+
+    /// A session's newest lines, re-read: the changes they make.
+    fn tail(&self, key: &str, page: &Value) -> Vec<EngineEvent> {
+        let mut book = self.lock();
+        book.history(key, page);
+        book.rebuild(now_ms())
+    }
+}
 
 /// Runs whose start was seen, for the duration their end reports (bounded: a run whose
 /// end never came is forgotten once this many others started).
@@ -311,29 +403,79 @@ async fn subscribe_all(rpc: &dyn Rpc, keys: &Mutex<HashSet<String>>) {
     }
 }
 
+fn numbered(out: &Mutex<Numbering>) -> MutexGuard<'_, Numbering> {
+    out.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Runs until the link's event channel closes: subscribes, then maps every event; after a
 /// reconnect it reports a gap and subscribes again (the gateway forgot the old connection).
+/// Re-reads a session's newest lines in a task of their own, one per session at a time, so
+/// events keep flowing meanwhile.
 pub async fn pump(
     rpc: Arc<dyn Rpc>,
     mut rx: broadcast::Receiver<WireEvent>,
-    mut out: Numbering,
+    out: Arc<Mutex<Numbering>>,
     keys: Arc<Mutex<HashSet<String>>>,
+    ledger: Arc<Ledger>,
 ) {
     subscribe_all(rpc.as_ref(), &keys).await;
     let mut mapper = Mapper::default();
+    let (tails_tx, mut tails) = mpsc::channel::<(String, Option<Value>)>(64);
+    let mut reading: HashSet<String> = HashSet::new();
     loop {
-        match rx.recv().await {
-            Ok(WireEvent::Event { event, payload }) => {
-                for e in mapper.map(&event, &payload) {
-                    out.emit(e);
+        tokio::select! {
+            wire = rx.recv() => match wire {
+                Ok(WireEvent::Event { event, payload }) => {
+                    let (more, reread) = ledger.event(&event, &payload);
+                    {
+                        let mut out = numbered(&out);
+                        for e in mapper.map(&event, &payload) {
+                            out.emit(e);
+                        }
+                        for e in more {
+                            out.emit(e);
+                        }
+                    }
+                    if let Some(key) = reread
+                        && reading.len() < 256
+                        && reading.insert(key.clone())
+                    {
+                        let (rpc, tx) = (rpc.clone(), tails_tx.clone());
+                        tokio::spawn(async move {
+                            let page = rpc
+                                .request(
+                                    "chat.history",
+                                    json!({ "sessionKey": key, "limit": TAIL_LINES }),
+                                )
+                                .await;
+                            if let Err(e) = &page {
+                                tracing::warn!("openclaw: re-reading {key} failed: {e}");
+                            }
+                            let _ = tx.send((key, page.ok())).await;
+                        });
+                    }
+                }
+                Ok(WireEvent::Reconnected) => {
+                    ledger.stale.store(true, Ordering::SeqCst);
+                    numbered(&out).gap();
+                    subscribe_all(rpc.as_ref(), &keys).await;
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    ledger.stale.store(true, Ordering::SeqCst);
+                    numbered(&out).gap();
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            Some((key, page)) = tails.recv() => {
+                reading.remove(&key);
+                if let Some(page) = page {
+                    let events = ledger.tail(&key, &page);
+                    let mut out = numbered(&out);
+                    for e in events {
+                        out.emit(e);
+                    }
                 }
             }
-            Ok(WireEvent::Reconnected) => {
-                out.gap();
-                subscribe_all(rpc.as_ref(), &keys).await;
-            }
-            Err(broadcast::error::RecvError::Lagged(_)) => out.gap(),
-            Err(broadcast::error::RecvError::Closed) => break,
         }
     }
 }

@@ -9,7 +9,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use super::{fit, rounds::loop_label};
+use super::{
+    fit,
+    rounds::{announce_label, loop_label},
+};
 use crate::action::Intent;
 use crate::exchanges::ExchangeView;
 use crate::keymap::Keymap;
@@ -179,7 +182,7 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
             _ => String::new(),
         };
         for l in wrap(
-            &format!("Announce: {}{to} · {}", a.outcome, a.detail),
+            &format!("Announce: {}{to} · {}", announce_label(a.outcome), a.detail),
             width,
             "",
         ) {

@@ -12,7 +12,20 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::{border, fit};
 use crate::exchanges::Scope;
 use crate::state::{Focus, State};
-use switchboard_types::api::{ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary};
+use switchboard_types::api::{
+    AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary,
+};
+
+/// What a gateway's record cannot say (an exchange rebuilt from OpenClaw's transcripts).
+pub(crate) const NOT_RECORDED: &str = "not recorded by OpenClaw";
+
+/// An announce's outcome in words (its wire word, except where the record does not say).
+pub(crate) fn announce_label(outcome: AnnounceOutcome) -> &'static str {
+    match outcome {
+        AnnounceOutcome::NotRecorded => NOT_RECORDED,
+        other => other.as_str(),
+    }
+}
 
 pub(crate) fn loop_label(reason: ExchangeEnd) -> &'static str {
     match reason {
@@ -27,6 +40,7 @@ pub(crate) fn loop_label(reason: ExchangeEnd) -> &'static str {
         ExchangeEnd::Timeout => "timed out",
         ExchangeEnd::Error => "a run failed",
         ExchangeEnd::Aborted => "aborted by the owner",
+        ExchangeEnd::NotRecorded => NOT_RECORDED,
         other @ (ExchangeEnd::EngineStopped | ExchangeEnd::Unknown) => other.as_str(),
     }
 }
@@ -86,7 +100,7 @@ fn second(e: &ExchangeSummary) -> String {
         ExchangeKind::Send => {
             let announce = e
                 .announce
-                .map(|a| format!(" · announce {a}"))
+                .map(|a| format!(" · announce {}", announce_label(a)))
                 .unwrap_or_default();
             format!("  “{}”{announce}", e.message.replace('\n', " "))
         }

@@ -131,6 +131,10 @@ wire_enum! {
         /// Recovery closed it after the engine stopped. The stored and wire word is this
         /// sentence (older databases hold it), unlike every other reason's one word.
         EngineStopped = "the engine stopped during the exchange",
+        /// The gateway's record does not say why (an exchange reconstructed from an OpenClaw
+        /// gateway's transcripts, where the loop stopped on a visible reply: the cap, or a
+        /// step that never started; `detail` says what is known).
+        NotRecorded = "not_recorded",
         /// A reason this build does not know (from a newer peer).
         #[serde(other)]
         Unknown = "unknown",
@@ -153,6 +157,9 @@ wire_enum! {
         NotRun = "not_run",
         /// The announce run is under way.
         Running = "running",
+        /// The announce ran, but the gateway's record does not say whether or where it was
+        /// delivered (an OpenClaw gateway records the text, not the delivery).
+        NotRecorded = "not_recorded",
         /// An announce run ended without its outcome being written (a crash), or a word
         /// this build does not know.
         #[serde(other)]
@@ -299,6 +306,7 @@ mod tests {
                     "no_reply",
                     "chain",
                     "the engine stopped during the exchange",
+                    "not_recorded",
                     "unknown",
                 ],
             ),
@@ -312,6 +320,7 @@ mod tests {
                     "failed",
                     "not_run",
                     "running",
+                    "not_recorded",
                     "unknown",
                 ],
             ),

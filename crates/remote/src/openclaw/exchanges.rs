@@ -1,0 +1,1234 @@
+//! Agent-to-agent exchanges and sub-agents rebuilt from what an OpenClaw gateway records:
+//! the `inter_session` provenance on forwarded turns, the `senderLabel` of forwarded turns
+//! without it, the run each reply names (`__openclaw.runId`), the numbering that shows where
+//! `chat.history` hid a reply (`__openclaw.seq`, `totalMessages`), and the rows' `spawnedBy`.
+//! Pure data and functions: the backfill and the live events feed a `Book`, which builds the
+//! same `ExchangeDetail`s our engine records. What the record cannot say is said to be
+//! unrecorded (`ExchangeEnd::NotRecorded`, `AnnounceOutcome::NotRecorded`), never guessed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::map::message_seq;
+use switchboard_types::api::{
+    AnnounceOutcome, EngineEvent, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind,
+    ExchangeStatus, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus,
+    SpawnOutcome, TrafficCount, message_text,
+};
+
+/// What a view shows where OpenClaw's record does not say.
+pub const NOT_RECORDED: &str = "not recorded by OpenClaw";
+/// The requester of a forwarded turn that names no session (no provenance).
+pub const UNKNOWN_REQUESTER: &str = "(sender not recorded by OpenClaw)";
+/// OpenClaw's reply-loop stop word (`chat.history` hides a reply that is exactly it).
+const REPLY_SKIP: &str = "REPLY_SKIP";
+/// An exchange with no announce seen is taken as over once this long has passed since its
+/// last turn: OpenClaw waits at most 60 s for each step (`agent.wait`), so a loop quiet for
+/// longer will not go on.
+pub const SETTLE_MS: i64 = 90_000;
+/// Sessions a book holds (the newest first are read; the rest are not backfilled).
+pub const MAX_SESSIONS: usize = 5_000;
+/// Lines a book keeps per session (the newest): a 100,000-line history costs no more.
+pub const MAX_ITEMS_PER_SESSION: usize = 2_000;
+/// The most of one message's text kept (a reply, a forwarded message).
+const MAX_TEXT: usize = 16 * 1024;
+
+/// One transcript line, reduced to what exchanges need.
+#[derive(Debug, Clone, PartialEq)]
+enum Item {
+    /// A message forwarded into this session by `sessions_send`: from the named session,
+    /// or (`None`) a forwarded turn whose sender is not recorded (a label, no provenance).
+    Inbound {
+        from: Option<String>,
+        label: Option<String>,
+        text: String,
+        /// When it was sent (`timestamp`).
+        at: i64,
+        /// When this session's run took it (`__openclaw.recordTimestampMs`, else `at`).
+        taken: i64,
+    },
+    /// What this session's agent said (a run's reply), or its failure.
+    Reply {
+        run_id: String,
+        text: String,
+        /// When it was written (`__openclaw.recordTimestampMs`, else `timestamp`).
+        at: i64,
+        tokens_in: Option<u64>,
+        tokens_out: Option<u64>,
+        error: Option<String>,
+    },
+    /// A sub-agent's completion announce arriving in its requester (provenance
+    /// `subagent_announce`, or a run named `announce:v1:<child>:…`).
+    SpawnAnnounce { child: String, text: String },
+    /// A tool call or its result: part of the run around it.
+    Tool,
+    /// A line `chat.history` did not return (its number is skipped): an assistant reply that
+    /// was exactly `NO_REPLY`, `REPLY_SKIP` or `ANNOUNCE_SKIP`, or commentary.
+    Hidden,
+    /// Anything else (the owner, a channel user, a note): it ends a run's lines.
+    Other,
+}
+
+/// What a number `chat.history` skipped stands for.
+static HIDDEN: Item = Item::Hidden;
+
+fn text_of<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn capped(mut s: String) -> String {
+    if s.len() > MAX_TEXT {
+        let mut end = MAX_TEXT;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+/// The child key in a sub-agent announce run's id (`announce:v1:<child key>:<child run>`).
+fn announced_child(run_id: &str) -> Option<String> {
+    let rest = run_id.strip_prefix("announce:v1:")?;
+    let (child, _) = rest.rsplit_once(':')?;
+    Some(child.to_string())
+}
+
+fn classify(m: &Value) -> Item {
+    let role = text_of(m, "role").unwrap_or("");
+    let at = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
+    let written = m
+        .pointer("/__openclaw/recordTimestampMs")
+        .and_then(Value::as_i64)
+        .unwrap_or(at);
+    let prov = m.get("provenance").filter(|p| p.is_object());
+    let prov_kind = prov.and_then(|p| text_of(p, "kind"));
+    let prov_tool = prov.and_then(|p| text_of(p, "sourceTool"));
+    let source = prov
+        .and_then(|p| text_of(p, "sourceSessionKey"))
+        .map(str::to_string);
+    let run_id = m
+        .get("__openclaw")
+        .and_then(|o| text_of(o, "runId"))
+        .unwrap_or("")
+        .to_string();
+    if prov_kind == Some("subagent_announce") || prov_tool == Some("subagent_announce") {
+        return Item::SpawnAnnounce {
+            child: source.unwrap_or_default(),
+            text: capped(message_text(m)),
+        };
+    }
+    if prov_kind == Some("inter_session") {
+        return Item::Inbound {
+            from: source,
+            label: text_of(m, "senderLabel").map(str::to_string),
+            text: capped(message_text(m)),
+            at,
+            taken: written,
+        };
+    }
+    if let Some(label) = text_of(m, "senderLabel").filter(|l| l.starts_with("Forwarded from")) {
+        // Display-normalised as forwarded, but without the provenance naming the sender.
+        return Item::Inbound {
+            from: None,
+            label: Some(label.to_string()),
+            text: capped(message_text(m)),
+            at,
+            taken: written,
+        };
+    }
+    match role {
+        "toolResult" | "tool" => Item::Tool,
+        "assistant" => {
+            let calls = m
+                .get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "toolCall"));
+            let stop = text_of(m, "stopReason");
+            if calls || stop == Some("toolUse") {
+                return Item::Tool;
+            }
+            if let Some(child) = announced_child(&run_id) {
+                return Item::SpawnAnnounce {
+                    child,
+                    text: capped(message_text(m)),
+                };
+            }
+            let usage = m.get("usage");
+            let tokens = |f: &str| usage.and_then(|u| u.get(f)).and_then(Value::as_u64);
+            Item::Reply {
+                run_id,
+                text: capped(message_text(m)),
+                at: written,
+                tokens_in: tokens("input"),
+                tokens_out: tokens("output"),
+                error: (stop == Some("error")).then(|| {
+                    text_of(m, "errorMessage")
+                        .unwrap_or("the run failed")
+                        .to_string()
+                }),
+            }
+        }
+        _ => Item::Other,
+    }
+}
+
+/// One session as the book knows it: its row and its newest lines by number.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    row: Value,
+    /// Lines by `__openclaw.seq`, contiguous from the first one read (a number missing in
+    /// between is a line `chat.history` hid).
+    items: BTreeMap<i64, Item>,
+    /// The newest line's number, hidden or not (`totalMessages`).
+    total: i64,
+}
+
+impl Record {
+    fn first(&self) -> Option<i64> {
+        self.items.keys().next().copied()
+    }
+
+    fn last(&self) -> i64 {
+        self.items
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(self.total)
+    }
+
+    /// The item at `seq`: a line read, a hidden one, or nothing (before what was read or
+    /// after the end).
+    fn at(&self, seq: i64) -> Option<&Item> {
+        match self.items.get(&seq) {
+            Some(i) => Some(i),
+            None if self.first().is_some_and(|f| seq > f) && seq <= self.last() => Some(&HIDDEN),
+            None => None,
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.row.get("hasActiveRun").and_then(Value::as_bool) == Some(true)
+    }
+
+    /// Where an announce from this session goes (`deliveryContext`, else the last route).
+    fn route(&self) -> Option<(String, String)> {
+        let d = self.row.get("deliveryContext");
+        let channel = d
+            .and_then(|d| text_of(d, "channel"))
+            .or_else(|| text_of(&self.row, "lastChannel"))?;
+        let to = d
+            .and_then(|d| text_of(d, "to"))
+            .or_else(|| text_of(&self.row, "lastTo"))?;
+        Some((channel.to_string(), to.to_string()))
+    }
+}
+
+/// A reply found for a forwarded message.
+#[derive(Debug, Clone)]
+enum Answer {
+    Said {
+        seq: i64,
+        run_id: String,
+        text: String,
+        at: i64,
+        tokens_in: Option<u64>,
+        tokens_out: Option<u64>,
+        error: Option<String>,
+    },
+    Hidden {
+        seq: i64,
+    },
+    None,
+}
+
+/// The reply to the forwarded message at `seq` in `r`: the next reply of the run it started
+/// (past its tool calls), a hidden line there, or none (someone else spoke, or nothing yet).
+fn answer(r: &Record, seq: i64) -> Answer {
+    let mut s = seq + 1;
+    while s <= r.last() {
+        match r.at(s) {
+            Some(Item::Tool) => {}
+            Some(Item::Reply {
+                run_id,
+                text,
+                at,
+                tokens_in,
+                tokens_out,
+                error,
+            }) => {
+                return Answer::Said {
+                    seq: s,
+                    run_id: run_id.clone(),
+                    text: text.clone(),
+                    at: *at,
+                    tokens_in: *tokens_in,
+                    tokens_out: *tokens_out,
+                    error: error.clone(),
+                };
+            }
+            Some(Item::Hidden) => return Answer::Hidden { seq: s },
+            _ => return Answer::None,
+        }
+        s += 1;
+    }
+    Answer::None
+}
+
+/// One turn as it is being built (`seq`: where its reply sits in the speaker's record).
+#[derive(Debug, Clone)]
+struct Building {
+    summary: ExchangeSummary,
+    turns: Vec<ExchangeTurn>,
+    /// The requester as the record names it (`None`: a forwarded turn without provenance).
+    requester: Option<String>,
+    /// The last line of the exchange in the target's record.
+    target_last_seq: i64,
+    /// The last round's reply was hidden, or there was none: the loop cannot go on.
+    closed: bool,
+    /// The round whose forwarded message has no reply in the record (none running).
+    unanswered: Option<u32>,
+    last_at: i64,
+    partial: Vec<String>,
+}
+
+/// A sub-agent as the record shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpawnRecord {
+    pub requester: String,
+    pub child: String,
+    pub label: Option<String>,
+    pub task: String,
+    pub started_at: i64,
+    /// `None`: still running.
+    pub outcome: Option<SpawnOutcome>,
+    pub error: Option<String>,
+    pub result: Option<String>,
+    pub runtime_ms: i64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// The completion announce as recorded in the requester.
+    pub announce: Option<String>,
+}
+
+/// Everything rebuilt from the records at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Built {
+    /// Newest first.
+    pub exchanges: Vec<ExchangeDetail>,
+    /// Requester and target are both sessions this gateway shows (traffic counts only
+    /// these: never an edge to a session the record does not name or we cannot see).
+    pub attributed: HashSet<String>,
+    /// Exchanges whose loop ran until something other than `REPLY_SKIP` stopped it.
+    pub looped: HashSet<String>,
+    pub spawns: Vec<SpawnRecord>,
+}
+
+/// The records of the sessions read so far, and what was built from them.
+#[derive(Debug, Default)]
+pub struct Book {
+    records: HashMap<String, Record>,
+    /// Sessions known to exist (rows read, or found by name) beyond those with records.
+    known: HashSet<String>,
+    built: Built,
+    /// Why what the book shows may be incomplete (a backfill cut short).
+    pub partial: Option<String>,
+}
+
+impl Book {
+    pub fn built(&self) -> &Built {
+        &self.built
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.records.contains_key(key) || self.known.contains(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Lines held for one session.
+    pub fn lines(&self, key: &str) -> usize {
+        self.records.get(key).map_or(0, |r| r.items.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// A session known to exist (its row was not read into a record).
+    pub fn know(&mut self, key: &str) {
+        if self.known.len() < MAX_SESSIONS * 2 {
+            self.known.insert(key.to_string());
+        }
+    }
+
+    /// Sessions named as senders that the book has no row for (to be looked up once).
+    pub fn unseen_sources(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .records
+            .values()
+            .flat_map(|r| r.items.values())
+            .filter_map(|i| match i {
+                Item::Inbound { from: Some(f), .. } if !self.has(f) => Some(f.clone()),
+                _ => None,
+            })
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A `sessions.list` / `sessions.changed` row: the session's entry.
+    pub fn row(&mut self, row: &Value) {
+        let Some(key) = text_of(row, "key") else {
+            return;
+        };
+        if !self.records.contains_key(key) && self.records.len() >= MAX_SESSIONS {
+            self.know(key);
+            return;
+        }
+        self.records.entry(key.to_string()).or_default().row = row.clone();
+    }
+
+    pub fn forget(&mut self, key: &str) {
+        self.records.remove(key);
+        self.known.remove(key);
+    }
+
+    /// A `chat.history` answer for `key` (a page of its newest lines). Lines already read
+    /// stay; a page that does not reach back to them replaces them, so the lines held are
+    /// always contiguous and a missing number always means a hidden line.
+    pub fn history(&mut self, key: &str, page: &Value) {
+        let messages = page
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|a| a.as_slice())
+            .unwrap_or_default();
+        let total = page.get("totalMessages").and_then(Value::as_i64);
+        let numbered: Vec<(i64, &Value)> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (message_seq(m).unwrap_or(i as i64 + 1), m))
+            .collect();
+        if !self.records.contains_key(key) && self.records.len() >= MAX_SESSIONS {
+            self.know(key);
+            return;
+        }
+        let r = self.records.entry(key.to_string()).or_default();
+        if let Some(&(oldest, _)) = numbered.first()
+            && r.items.keys().next_back().is_some_and(|&l| oldest > l + 1)
+        {
+            r.items.clear();
+        }
+        for (seq, m) in numbered {
+            r.items.insert(seq, classify(m));
+        }
+        while r.items.len() > MAX_ITEMS_PER_SESSION {
+            r.items.pop_first();
+        }
+        if let Some(t) = total {
+            r.total = t;
+        }
+    }
+
+    /// A `session.message` event's line for `key`, numbered `seq`.
+    pub fn message(&mut self, key: &str, seq: i64, message: &Value) {
+        if seq <= 0 || (!self.records.contains_key(key) && self.records.len() >= MAX_SESSIONS) {
+            return;
+        }
+        let r = self.records.entry(key.to_string()).or_default();
+        if r.items.keys().next_back().is_some_and(|&l| seq > l + 1) && r.total < seq - 1 {
+            // Lines between were never read: start again from this one.
+            r.items.clear();
+        }
+        r.items.insert(seq, classify(message));
+        r.total = r.total.max(seq);
+        while r.items.len() > MAX_ITEMS_PER_SESSION {
+            r.items.pop_first();
+        }
+    }
+
+    /// Rebuild from the records; the engine events the change from the last build stands
+    /// for (new exchanges, their new rounds, ends and announces; new or ended sub-agents).
+    pub fn rebuild(&mut self, now: i64) -> Vec<EngineEvent> {
+        let next = build(&self.records, &self.known, now);
+        let events = changes(&self.built, &next);
+        self.built = next;
+        events
+    }
+
+    /// A page of exchanges as the engine pages them (newest first, `before` an id).
+    pub fn page(&self, q: &ExchangesQuery) -> ExchangesPage {
+        let limit = q.limit.clamp(1, 1000);
+        let matching: Vec<&ExchangeSummary> = self
+            .built
+            .exchanges
+            .iter()
+            .map(|d| &d.summary)
+            .filter(|s| {
+                q.key
+                    .as_deref()
+                    .is_none_or(|k| s.requester == k || s.target == k)
+            })
+            .filter(|s| q.since.is_none_or(|t| s.started_at >= t))
+            .collect();
+        // Past the named one (an id no longer there starts from the top).
+        let from = q
+            .before
+            .as_ref()
+            .and_then(|b| matching.iter().position(|s| &s.id == b))
+            .map_or(0, |i| i + 1);
+        let rest = &matching[from..];
+        ExchangesPage {
+            exchanges: rest.iter().take(limit).map(|s| (*s).clone()).collect(),
+            more: rest.len() > limit,
+        }
+    }
+
+    pub fn exchange(&self, id: &str) -> Option<ExchangeDetail> {
+        self.built
+            .exchanges
+            .iter()
+            .find(|d| d.summary.id == id)
+            .cloned()
+    }
+
+    /// Traffic per pair and minute since `since`: only exchanges whose both ends the record
+    /// names and this gateway shows.
+    pub fn traffic(&self, since: i64) -> Vec<TrafficCount> {
+        let minute = |ms: i64| ms - ms.rem_euclid(60_000);
+        let mut counts: BTreeMap<(String, String, i64), TrafficCount> = BTreeMap::new();
+        for d in &self.built.exchanges {
+            let s = &d.summary;
+            if !self.built.attributed.contains(&s.id) {
+                continue;
+            }
+            let mut add = |at: i64, f: &dyn Fn(&mut TrafficCount)| {
+                if at < since {
+                    return;
+                }
+                let m = minute(at);
+                let c = counts
+                    .entry((s.requester.clone(), s.target.clone(), m))
+                    .or_insert_with(|| TrafficCount {
+                        requester: s.requester.clone(),
+                        target: s.target.clone(),
+                        minute: m,
+                        ..TrafficCount::default()
+                    });
+                f(c);
+            };
+            // A loop stopped by something other than REPLY_SKIP after reply-back turns: on
+            // OpenClaw the cap (or a step that never started), counted as the cap is.
+            let capped = self.built.looped.contains(&s.id);
+            add(s.started_at, &|c| {
+                c.exchanges += 1;
+                c.messages += 1;
+                if capped {
+                    c.capped += 1;
+                }
+            });
+            for t in &d.turns {
+                add(t.ended_at.unwrap_or(t.started_at), &|c| c.messages += 1);
+            }
+        }
+        counts.into_values().collect()
+    }
+}
+
+/// Every forwarded message, oldest first: (time, session, line number).
+fn inbounds(records: &HashMap<String, Record>) -> Vec<(i64, &str, i64)> {
+    let mut all: Vec<(i64, &str, i64)> = records
+        .iter()
+        .flat_map(|(k, r)| {
+            r.items.iter().filter_map(move |(seq, i)| match i {
+                Item::Inbound { at, .. } => Some((*at, k.as_str(), *seq)),
+                _ => None,
+            })
+        })
+        .collect();
+    all.sort_unstable();
+    all
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -> Built {
+    let mut open: HashMap<(String, String), usize> = HashMap::new();
+    let mut all: Vec<Building> = Vec::new();
+    for (at, key, seq) in inbounds(records) {
+        let Some(r) = records.get(key) else { continue };
+        let Some(Item::Inbound {
+            from,
+            label,
+            text,
+            taken,
+            ..
+        }) = r.items.get(&seq)
+        else {
+            continue;
+        };
+        // A reply-back turn: the other party's last reply, forwarded to this session.
+        let continues = from.as_deref().and_then(|f| {
+            let i = *open.get(&pair(f, key))?;
+            let b = &all[i];
+            let last = b.turns.last()?;
+            (!b.closed && last.speaker == f && last.text == *text).then_some(i)
+        });
+        let i = match continues {
+            Some(i) => i,
+            None => {
+                let requester = from.clone();
+                let mut partial = Vec::new();
+                let shown_requester = match &requester {
+                    Some(k) => k.clone(),
+                    None => {
+                        partial.push(format!(
+                            "the sender of this forwarded message is {NOT_RECORDED}{}",
+                            label
+                                .as_deref()
+                                .map(|l| format!(" (it says \"{l}\")"))
+                                .unwrap_or_default()
+                        ));
+                        UNKNOWN_REQUESTER.to_string()
+                    }
+                };
+                all.push(Building {
+                    summary: ExchangeSummary {
+                        id: format!("{key}#{seq}"),
+                        kind: ExchangeKind::Send,
+                        requester: shown_requester,
+                        target: key.to_string(),
+                        message: text.clone(),
+                        started_at: at,
+                        ended_at: None,
+                        status: ExchangeStatus::Running,
+                        rounds: 0,
+                        ended_reason: None,
+                        detail: String::new(),
+                        announce: None,
+                    },
+                    turns: Vec::new(),
+                    requester,
+                    target_last_seq: seq,
+                    closed: false,
+                    unanswered: None,
+                    last_at: at,
+                    partial,
+                });
+                all.len() - 1
+            }
+        };
+        let b = &mut all[i];
+        if let Some(f) = &b.requester {
+            open.insert(pair(f, key), i);
+        }
+        let listener = if key == b.summary.target {
+            b.summary.requester.clone()
+        } else {
+            b.summary.target.clone()
+        };
+        let round = b.turns.len() as u32 + 1;
+        let is_target = key == b.summary.target;
+        let mut turn = ExchangeTurn {
+            round,
+            speaker: key.to_string(),
+            listener,
+            run_id: String::new(),
+            status: RunStatus::Ok,
+            text: String::new(),
+            error: None,
+            started_at: *taken,
+            ended_at: None,
+            tokens_in: None,
+            tokens_out: None,
+        };
+        b.last_at = b.last_at.max(at);
+        if is_target {
+            b.target_last_seq = b.target_last_seq.max(seq);
+        }
+        match answer(r, seq) {
+            Answer::Said {
+                seq: s,
+                run_id,
+                text,
+                at: said_at,
+                tokens_in,
+                tokens_out,
+                error,
+            } => {
+                turn.run_id = run_id;
+                turn.text = text;
+                turn.ended_at = Some(said_at.max(*taken));
+                turn.tokens_in = tokens_in;
+                turn.tokens_out = tokens_out;
+                if let Some(e) = error {
+                    turn.status = RunStatus::Error;
+                    turn.error = Some(e);
+                    b.closed = true;
+                }
+                b.last_at = b.last_at.max(said_at);
+                if is_target {
+                    b.target_last_seq = b.target_last_seq.max(s);
+                }
+            }
+            Answer::Hidden { seq: s } => {
+                // Hidden by chat.history: in a reply-back round only REPLY_SKIP both hides
+                // and stops the loop (NO_REPLY and ANNOUNCE_SKIP would be forwarded on).
+                if round >= 2 {
+                    turn.text = REPLY_SKIP.to_string();
+                }
+                b.closed = true;
+                if is_target {
+                    b.target_last_seq = b.target_last_seq.max(s);
+                }
+            }
+            Answer::None => {
+                b.closed = true;
+                if r.running() && r.last() == seq {
+                    turn.status = RunStatus::Running;
+                    b.turns.push(turn);
+                } else {
+                    // No turn is made up for it: the record has only the message.
+                    b.unanswered = Some(round);
+                }
+                continue;
+            }
+        }
+        b.turns.push(turn);
+    }
+    let mut built = Built::default();
+    for mut b in all {
+        if finish(&mut b, records, now) {
+            built.looped.insert(b.summary.id.clone());
+        }
+        let visible = |k: &str| records.contains_key(k) || known.contains(k);
+        match &b.requester {
+            Some(k) if !visible(k) => {
+                b.partial
+                    .push(format!("{k} is not visible on this gateway"));
+            }
+            Some(_) => {
+                built.attributed.insert(b.summary.id.clone());
+            }
+            None => {}
+        }
+        if !b.partial.is_empty() {
+            let note = format!("partial: {}", b.partial.join("; "));
+            b.summary.detail = if b.summary.detail.is_empty() {
+                note
+            } else {
+                format!("{}; {note}", b.summary.detail)
+            };
+        }
+        let announce = announce_of(&b, records, now);
+        b.summary.announce = announce.as_ref().map(|a| a.outcome);
+        built.exchanges.push(ExchangeDetail {
+            summary: b.summary,
+            turns: b.turns,
+            announce,
+        });
+    }
+    built.exchanges.sort_by(|a, b| {
+        (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
+    });
+    built.spawns = spawns(records);
+    built
+}
+
+/// How the exchange's loop ended and whether it is over; whether it ran its loop until
+/// something other than `REPLY_SKIP` stopped it (the traffic view's loop mark).
+fn finish(b: &mut Building, records: &HashMap<String, Record>, now: i64) -> bool {
+    b.summary.rounds = b
+        .turns
+        .iter()
+        .filter(|t| t.status != RunStatus::Running)
+        .count() as u32;
+    let last = b.turns.last();
+    let settled = announce_item(b, records).is_some() || now - b.last_at > SETTLE_MS;
+    let mut looped = false;
+    let (reason, detail) = match (last, b.unanswered) {
+        (Some(t), _) if t.status == RunStatus::Running => (None, String::new()),
+        // Its run may still write the reply: said only once the exchange is quiet.
+        (_, Some(_)) if !settled => (None, String::new()),
+        (_, Some(round)) => (
+            Some(ExchangeEnd::NotRecorded),
+            format!(
+                "no reply to round {round}'s message is recorded (the run failed, timed out \
+                 or was aborted: {NOT_RECORDED} which)"
+            ),
+        ),
+        (Some(t), None) if t.status == RunStatus::Error => (
+            Some(ExchangeEnd::Error),
+            format!(
+                "round {} failed: {}",
+                t.round,
+                t.error.clone().unwrap_or_default()
+            ),
+        ),
+        (Some(t), None) if t.text == REPLY_SKIP && t.ended_at.is_none() => (
+            Some(ExchangeEnd::ReplySkip),
+            format!(
+                "{} replied REPLY_SKIP in round {} (the reply is hidden by chat.history)",
+                t.speaker, t.round
+            ),
+        ),
+        (Some(t), None) if t.ended_at.is_none() => (
+            Some(ExchangeEnd::NotRecorded),
+            format!(
+                "the target's reply is hidden by chat.history (NO_REPLY, REPLY_SKIP or \
+                 ANNOUNCE_SKIP: {NOT_RECORDED} which)"
+            ),
+        ),
+        (Some(t), None) if settled && t.round >= 2 => {
+            looped = true;
+            (
+                Some(ExchangeEnd::NotRecorded),
+                format!(
+                    "the reply-back loop stopped after round {} without REPLY_SKIP: \
+                     {NOT_RECORDED} why (the maxPingPongTurns cap, {} turns, or a step that \
+                     never started)",
+                    t.round,
+                    t.round - 1
+                ),
+            )
+        }
+        (Some(_), None) if settled => (
+            Some(ExchangeEnd::NotRecorded),
+            format!(
+                "no reply-back loop after round 1: {NOT_RECORDED} why (maxPingPongTurns 0, or \
+                 the step never started)"
+            ),
+        ),
+        _ => (None, String::new()),
+    };
+    b.summary.ended_reason = reason;
+    b.summary.detail = detail;
+    if reason.is_some() && settled {
+        b.summary.status = ExchangeStatus::Done;
+        b.summary.ended_at = Some(b.last_at);
+    }
+    looped
+}
+
+/// The announce run's line in the target: the first reply of a run nobody forwarded a
+/// message to, right after the exchange's last line there.
+fn announce_item<'a>(
+    b: &Building,
+    records: &'a HashMap<String, Record>,
+) -> Option<(i64, &'a Item)> {
+    let r = records.get(&b.summary.target)?;
+    let claimed: HashSet<&str> = b
+        .turns
+        .iter()
+        .map(|t| t.run_id.as_str())
+        .filter(|id| !id.is_empty())
+        .collect();
+    let mut s = b.target_last_seq + 1;
+    while s <= r.last() {
+        match r.at(s) {
+            Some(Item::Tool) => {}
+            Some(Item::Reply { run_id, .. }) if claimed.contains(run_id.as_str()) => {}
+            Some(i @ (Item::Reply { .. } | Item::Hidden)) => return Some((s, i)),
+            _ => return None,
+        }
+        s += 1;
+    }
+    None
+}
+
+fn announce_of(
+    b: &Building,
+    records: &HashMap<String, Record>,
+    now: i64,
+) -> Option<ExchangeAnnounce> {
+    let target = records.get(&b.summary.target);
+    let route = target.and_then(Record::route);
+    match announce_item(b, records) {
+        Some((_, Item::Hidden)) => Some(ExchangeAnnounce {
+            outcome: AnnounceOutcome::Skipped,
+            text: None,
+            channel: None,
+            to: None,
+            detail: "the target's announce reply is hidden by chat.history (ANNOUNCE_SKIP or \
+                     NO_REPLY): nothing announced"
+                .into(),
+        }),
+        Some((_, Item::Reply { text, error, .. })) => Some(match (error, route) {
+            (Some(e), _) => ExchangeAnnounce {
+                outcome: AnnounceOutcome::Failed,
+                text: None,
+                channel: None,
+                to: None,
+                detail: format!("the announce run failed: {e}"),
+            },
+            (None, Some((channel, to))) => ExchangeAnnounce {
+                outcome: AnnounceOutcome::NotRecorded,
+                text: Some(text.clone()),
+                detail: format!(
+                    "posted to {channel} {to} unless the delivery failed: OpenClaw records the \
+                     announce's text, not its delivery"
+                ),
+                channel: Some(channel),
+                to: Some(to),
+            },
+            (None, None) => ExchangeAnnounce {
+                outcome: AnnounceOutcome::NoRoute,
+                text: Some(text.clone()),
+                channel: None,
+                to: None,
+                detail: "recorded in the target session; it has no delivery route".into(),
+            },
+        }),
+        Some(_) => None,
+        None if b.summary.status == ExchangeStatus::Done && b.unanswered == Some(1) => {
+            Some(ExchangeAnnounce {
+                outcome: AnnounceOutcome::NotRun,
+                text: None,
+                channel: None,
+                to: None,
+                detail: "OpenClaw runs no announce when the target gave no reply".into(),
+            })
+        }
+        None if b.summary.status == ExchangeStatus::Done || now - b.last_at > SETTLE_MS => {
+            Some(ExchangeAnnounce {
+                outcome: AnnounceOutcome::NotRecorded,
+                text: None,
+                channel: None,
+                to: None,
+                detail: format!("no announce line in what was read: {NOT_RECORDED}"),
+            })
+        }
+        None => None,
+    }
+}
+
+/// Sub-agents: every session whose row names the session that spawned it.
+fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
+    let mut out: Vec<SpawnRecord> = records
+        .iter()
+        .filter_map(|(child, r)| {
+            let requester = text_of(&r.row, "spawnedBy")?.to_string();
+            let replies: Vec<&Item> = r
+                .items
+                .values()
+                .filter(|i| matches!(i, Item::Reply { .. }))
+                .collect();
+            let (mut tokens_in, mut tokens_out) = (0, 0);
+            for i in &replies {
+                if let Item::Reply {
+                    tokens_in: ti,
+                    tokens_out: to,
+                    ..
+                } = i
+                {
+                    tokens_in += ti.unwrap_or(0);
+                    tokens_out += to.unwrap_or(0);
+                }
+            }
+            let last = replies.last();
+            let started_at = r.row.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
+            let (outcome, error, result, ended) = match last {
+                _ if r.running() => (None, None, None, 0),
+                Some(Item::Reply {
+                    error: Some(e), at, ..
+                }) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
+                Some(Item::Reply { text, at, .. }) => {
+                    (Some(SpawnOutcome::Completed), None, Some(text.clone()), *at)
+                }
+                _ => (None, None, None, 0),
+            };
+            let announce = records.get(&requester).and_then(|p| {
+                p.items.values().find_map(|i| match i {
+                    Item::SpawnAnnounce { child: c, text } if c == child => Some(text.clone()),
+                    _ => None,
+                })
+            });
+            Some(SpawnRecord {
+                requester,
+                child: child.clone(),
+                label: text_of(&r.row, "label").map(str::to_string),
+                // The task is in the requester's tool call, not kept here: the label names it.
+                task: String::new(),
+                started_at,
+                outcome,
+                error,
+                result,
+                runtime_ms: if ended > 0 && started_at > 0 {
+                    (ended - started_at).max(0)
+                } else {
+                    0
+                },
+                tokens_in,
+                tokens_out,
+                announce,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| (a.started_at, &a.child).cmp(&(b.started_at, &b.child)));
+    out
+}
+
+/// The engine events that turn the last build into the next one, as our engine would have
+/// sent them live.
+fn changes(old: &Built, new: &Built) -> Vec<EngineEvent> {
+    let before: HashMap<&str, &ExchangeDetail> = old
+        .exchanges
+        .iter()
+        .map(|d| (d.summary.id.as_str(), d))
+        .collect();
+    let mut events = Vec::new();
+    // Oldest first, as they happened.
+    for d in new.exchanges.iter().rev() {
+        let s = &d.summary;
+        let was = before.get(s.id.as_str()).copied();
+        if was.is_none() {
+            events.push(EngineEvent::ExchangeStarted {
+                exchange_id: s.id.clone(),
+                chain_id: String::new(),
+                hop: 1,
+                requester: s.requester.clone(),
+                target: s.target.clone(),
+                message: s.message.clone(),
+                run_id: d
+                    .turns
+                    .first()
+                    .map(|t| t.run_id.clone())
+                    .unwrap_or_default(),
+            });
+        }
+        let done_turns = was.map_or(0, |w| {
+            w.turns
+                .iter()
+                .filter(|t| t.status != RunStatus::Running)
+                .count()
+        });
+        for t in d
+            .turns
+            .iter()
+            .filter(|t| t.status != RunStatus::Running)
+            .skip(done_turns)
+        {
+            events.push(EngineEvent::ExchangeRound {
+                exchange_id: s.id.clone(),
+                round: t.round,
+                speaker: t.speaker.clone(),
+                listener: t.listener.clone(),
+                run_id: t.run_id.clone(),
+                text: t.text.clone(),
+                status: t.status,
+            });
+        }
+        if let Some(reason) = s.ended_reason
+            && was.is_none_or(|w| w.summary.ended_reason.is_none())
+        {
+            events.push(EngineEvent::ExchangeLoopEnded {
+                exchange_id: s.id.clone(),
+                reason,
+                rounds: s.rounds,
+                detail: s.detail.clone(),
+            });
+        }
+        if let Some(a) = &d.announce
+            && was.is_none_or(|w| w.announce.is_none())
+        {
+            events.push(EngineEvent::Announce {
+                exchange_id: s.id.clone(),
+                target: s.target.clone(),
+                outcome: a.outcome,
+                text: a.text.clone(),
+                channel: a.channel.clone(),
+                to: a.to.clone(),
+                detail: a.detail.clone(),
+            });
+        }
+        if s.status == ExchangeStatus::Done && was.is_none_or(|w| w.summary.status != s.status) {
+            events.push(EngineEvent::ExchangeEnded {
+                exchange_id: s.id.clone(),
+                status: s.status,
+                reason: s.ended_reason.unwrap_or(ExchangeEnd::NotRecorded),
+            });
+        }
+    }
+    let spawned: HashMap<&str, &SpawnRecord> =
+        old.spawns.iter().map(|s| (s.child.as_str(), s)).collect();
+    for s in &new.spawns {
+        let was = spawned.get(s.child.as_str()).copied();
+        if was.is_none() {
+            events.push(EngineEvent::Spawned {
+                requester: s.requester.clone(),
+                child: s.child.clone(),
+                run_id: String::new(),
+                agent_id: s
+                    .child
+                    .strip_prefix("agent:")
+                    .and_then(|a| a.split(':').next())
+                    .unwrap_or("")
+                    .to_string(),
+                label: s.label.clone(),
+                task: s.task.clone(),
+                cleanup: switchboard_types::api::Cleanup::Keep,
+            });
+        }
+        if let Some(outcome) = s.outcome
+            && was.is_none_or(|w| w.outcome.is_none())
+        {
+            events.push(EngineEvent::SpawnEnded {
+                requester: s.requester.clone(),
+                child: s.child.clone(),
+                outcome,
+                error: s.error.clone(),
+                runtime_ms: s.runtime_ms,
+                tokens_in: s.tokens_in,
+                tokens_out: s.tokens_out,
+            });
+        }
+        if let Some(text) = &s.announce
+            && was.is_none_or(|w| w.announce.is_none())
+        {
+            events.push(EngineEvent::SpawnAnnounce {
+                requester: s.requester.clone(),
+                child: s.child.clone(),
+                outcome: AnnounceOutcome::NotRecorded,
+                text: Some(text.clone()),
+                channel: None,
+                to: None,
+                detail: format!(
+                    "recorded in {}: {NOT_RECORDED} whether it reached a channel",
+                    s.requester
+                ),
+            });
+        }
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const A: &str = "agent:main:a";
+    const B: &str = "agent:work:b";
+    const T0: i64 = 1_700_000_000_000;
+
+    fn forwarded(seq: i64, at: i64, from: &str, text: &str) -> Value {
+        json!({ "role": "user", "content": text, "timestamp": at,
+                "provenance": { "kind": "inter_session", "sourceSessionKey": from,
+                                "sourceTool": "sessions_send" },
+                "__openclaw": { "seq": seq } })
+    }
+
+    fn book(b_lines: Vec<Value>, b_row: Value) -> Book {
+        let mut book = Book::default();
+        book.row(&json!({ "key": A }));
+        let mut row = b_row;
+        row["key"] = json!(B);
+        book.row(&row);
+        let total = b_lines.len() as i64;
+        book.history(B, &json!({ "messages": b_lines, "totalMessages": total }));
+        book
+    }
+
+    fn only(book: &mut Book, now: i64) -> (ExchangeDetail, Vec<EngineEvent>) {
+        let events = book.rebuild(now);
+        assert_eq!(book.built().exchanges.len(), 1);
+        (book.built().exchanges[0].clone(), events)
+    }
+
+    #[test]
+    fn a_failed_reply_ends_the_exchange_with_its_error() {
+        let mut b = book(
+            vec![
+                forwarded(1, T0, A, "go"),
+                json!({ "role": "assistant", "content": [], "stopReason": "error",
+                        "errorMessage": "model overloaded", "timestamp": T0 + 5,
+                        "__openclaw": { "seq": 2, "runId": "r1" } }),
+            ],
+            json!({}),
+        );
+        let (d, _) = only(&mut b, T0 + 10 * SETTLE_MS);
+        assert_eq!(d.summary.ended_reason, Some(ExchangeEnd::Error));
+        assert_eq!(d.turns[0].status, RunStatus::Error);
+        assert_eq!(d.turns[0].error.as_deref(), Some("model overloaded"));
+        assert!(d.summary.detail.contains("model overloaded"));
+    }
+
+    #[test]
+    fn a_message_without_reply_is_pending_then_not_recorded_and_no_round_is_made_up() {
+        let mut b = book(vec![forwarded(1, T0, A, "go")], json!({}));
+        let (d, events) = only(&mut b, T0 + 1_000);
+        assert_eq!(d.summary.status, ExchangeStatus::Running);
+        assert_eq!(d.summary.ended_reason, None);
+        assert!(d.turns.is_empty());
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, EngineEvent::ExchangeLoopEnded { .. }))
+        );
+        let (d, events) = only(&mut b, T0 + 10 * SETTLE_MS);
+        assert_eq!(d.summary.ended_reason, Some(ExchangeEnd::NotRecorded));
+        assert_eq!(d.summary.status, ExchangeStatus::Done);
+        assert!(
+            d.summary.detail.contains(NOT_RECORDED),
+            "{}",
+            d.summary.detail
+        );
+        // No reply: OpenClaw runs no announce.
+        assert_eq!(d.announce.map(|a| a.outcome), Some(AnnounceOutcome::NotRun));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EngineEvent::ExchangeEnded { .. }))
+        );
+    }
+
+    #[test]
+    fn a_run_still_going_is_a_running_round() {
+        let mut b = book(
+            vec![forwarded(1, T0, A, "go")],
+            json!({ "hasActiveRun": true }),
+        );
+        let (d, _) = only(&mut b, T0 + 10 * SETTLE_MS);
+        assert_eq!(d.turns.len(), 1);
+        assert_eq!(d.turns[0].status, RunStatus::Running);
+        assert_eq!(d.summary.rounds, 0);
+        assert_eq!(d.summary.ended_reason, None);
+    }
+
+    #[test]
+    fn an_announce_to_a_routed_target_names_the_route_and_not_the_delivery() {
+        let mut b = book(
+            vec![
+                forwarded(1, T0, A, "go"),
+                json!({ "role": "assistant", "content": "done", "timestamp": T0 + 5,
+                        "__openclaw": { "seq": 2, "runId": "r1" } }),
+                json!({ "role": "assistant", "content": "posted", "timestamp": T0 + 9,
+                        "__openclaw": { "seq": 3, "runId": "r2" } }),
+            ],
+            json!({ "deliveryContext": { "channel": "telegram", "to": "123" } }),
+        );
+        let (d, _) = only(&mut b, T0 + 10 * SETTLE_MS);
+        let a = d.announce.expect("an announce");
+        assert_eq!(a.outcome, AnnounceOutcome::NotRecorded);
+        assert_eq!(
+            (a.channel.as_deref(), a.to.as_deref()),
+            (Some("telegram"), Some("123"))
+        );
+        assert_eq!(a.text.as_deref(), Some("posted"));
+    }
+}

@@ -1,0 +1,206 @@
+//! The rounds pane, the exchange view, the traffic view (loop mark, stop and undo) and the
+//! sub-agent tree on an OpenClaw source (issue 25 item 1): the console driven over
+//! `OpenClawApi` on a fake gateway holding the record captured from a real 2026.9.6
+//! (tests/fixtures/openclaw-2026.9.6/exchanges/: the ping-pong ended by REPLY_SKIP, the
+//! REPLY_SKIP at once, the spawn with its announce), plus one pair whose loop ran until
+//! something OpenClaw does not record stopped it.
+//!
+//! Snapshots live in tests/tui/snapshots/ (`INSTA_UPDATE=always cargo test --test tui
+//! tui_openclaw::`, then read every changed `.snap`). Times are fixed (UTC), nothing is timed.
+
+use std::sync::Arc;
+
+use crossterm::event::KeyCode;
+use serde_json::json;
+use switchboard_remote::openclaw::OpenClawApi;
+use switchboard_tui::action::Intent;
+use switchboard_tui::state::{Focus, State};
+use switchboard_types::api::SessionsApi;
+
+use crate::common::console_driver::Driver;
+use crate::common::screen::screen;
+use crate::openclaw_record::{RecordGateway, forwarded, reply, scenario};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/openclaw-2026.9.6/exchanges"
+);
+/// Five minutes after the captured ping-pong ended (2026-11-22 13:21 UTC).
+const NOW: i64 = 1_795_353_670_000;
+const LOOPER: &str = "agent:main:looper";
+const LOOPED: &str = "agent:work:looped";
+
+/// The captured scenarios in one gateway, and a pair that looped to OpenClaw's cap.
+fn gateway() -> Arc<RecordGateway> {
+    let gw = RecordGateway::default();
+    for name in [
+        "s2-telegram-pingpong",
+        "s3-telegram-skip",
+        "s6-sessions-spawn",
+    ] {
+        let one = scenario(&format!("{FIXTURES}/{name}"));
+        let rows = one.rows.lock().unwrap().clone();
+        let histories = one.histories.lock().unwrap().clone();
+        for row in rows {
+            let (messages, total) = histories[row["key"].as_str().unwrap()].clone();
+            gw.add(
+                row,
+                &json!({ "messages": messages, "totalMessages": total }),
+            );
+        }
+    }
+    let t0 = NOW - 10 * 60_000;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    b.push(forwarded(1, t0, Some(LOOPER), "are we done?"));
+    b.push(reply(2, t0 + 1_000, "b1", "not yet"));
+    for turn in 0..2i64 {
+        let at = t0 + 2_000 + turn * 4_000;
+        let said = if turn == 0 { "not yet" } else { "still no" };
+        a.push(forwarded(2 * turn + 1, at, Some(LOOPED), said));
+        a.push(reply(
+            2 * turn + 2,
+            at + 1_000,
+            &format!("a{turn}"),
+            "are we done now?",
+        ));
+        b.push(forwarded(
+            2 * turn + 3,
+            at + 2_000,
+            Some(LOOPER),
+            "are we done now?",
+        ));
+        b.push(reply(
+            2 * turn + 4,
+            at + 3_000,
+            &format!("b{turn}"),
+            "still no",
+        ));
+    }
+    gw.add(
+        json!({ "key": LOOPER, "updatedAt": t0 + 12_000 }),
+        &json!({ "messages": a }),
+    );
+    gw.add(
+        json!({ "key": LOOPED, "updatedAt": t0 + 12_000, "sendPolicy": "allow" }),
+        &json!({ "messages": b }),
+    );
+    gw.sort();
+    Arc::new(gw)
+}
+
+async fn console(w: u16, h: u16) -> (Arc<RecordGateway>, Driver) {
+    let gw = gateway();
+    let api: Arc<dyn SessionsApi> = Arc::new(OpenClawApi::new(gw.clone()));
+    let mut state = State::new("ws://127.0.0.1:18789".into(), NOW);
+    state.width = w;
+    state.height = h;
+    state.link = api.link();
+    let mut d = Driver::new(api, state);
+    d.settle().await;
+    d.intent(Intent::ToggleRoundsScope);
+    d.console.state.focus = Focus::Rounds;
+    d.settle().await;
+    (gw, d)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rounds_pane_lists_openclaws_exchanges_and_sub_agents() {
+    let (_gw, d) = console(120, 40).await;
+    let s = &d.console.state;
+    assert_eq!(
+        s.rounds.exchanges.entries.len(),
+        3,
+        "{:#?}",
+        s.rounds.exchanges
+    );
+    let shown = screen(s, 120, 40);
+    for want in [
+        "agent:main:s2 → agent:work:s2 · 5 rounds · REPLY_SKIP",
+        "agent:main:s3 → agent:work:s3b · 2 rounds · REPLY_SKIP",
+        // The keys give way, never how it ended.
+        "…in:looper → …ork:looped · 5 rounds · not recorded by OpenClaw",
+        "announce not recorded by OpenClaw",
+        "agent:main:s6 spawned:",
+        "child-s6 [completed] 218 ms, tokens 30/5",
+    ] {
+        assert!(shown.contains(want), "missing {want:?}:\n{shown}");
+    }
+    assert!(!shown.contains("not available"), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exchange_view_shows_every_round_and_what_openclaw_does_not_record() {
+    let (_gw, mut d) = console(120, 40).await;
+    // The ping-pong (the second newest).
+    d.intent(Intent::Down);
+    d.settle().await;
+    d.intent(Intent::Open);
+    d.settle().await;
+    let v = d.console.state.rounds.exchange_view.as_ref().expect("open");
+    assert_eq!(v.id(), "agent:work:s2#1");
+    let shown = screen(&d.console.state, 120, 40);
+    for want in [
+        "Round 1 · agent:work:s2 → agent:main:s2 · 13:16:06 · 40 ms · tokens 30/5 · ok",
+        "Round 5 · agent:work:s2 → agent:main:s2",
+        "Ended: REPLY_SKIP · agent:work:s2 replied REPLY_SKIP in round 5",
+        "Announce: no_route",
+        "ANNOUNCE from work: exchange finished",
+    ] {
+        assert!(shown.contains(want), "missing {want:?}:\n{shown}");
+    }
+    insta::assert_snapshot!(shown);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_traffic_view_marks_the_loop_stops_it_with_deny_and_undo_puts_allow_back() {
+    let (gw, mut d) = console(120, 30).await;
+    d.intent(Intent::ToggleTraffic);
+    d.settle().await;
+    let t = &d.console.state.traffic;
+    assert!(t.open);
+    let looping = t
+        .sessions
+        .pairs
+        .iter()
+        .find(|p| p.requester == LOOPER && p.target == LOOPED)
+        .expect("the looping pair is shown");
+    assert!(looping.looping(), "the loop ran to OpenClaw's cap");
+    let calm = t
+        .sessions
+        .pairs
+        .iter()
+        .find(|p| p.requester == "agent:main:s2")
+        .expect("the ping-pong pair is shown");
+    assert!(!calm.looping(), "REPLY_SKIP ended it");
+    insta::assert_snapshot!(screen(&d.console.state, 120, 30));
+    // Select the looping pair, stop it, confirm, then undo.
+    for _ in 0..10 {
+        let on_it = d
+            .console
+            .state
+            .traffic
+            .selected
+            .as_ref()
+            .is_some_and(|(r, _)| r == LOOPER);
+        if on_it {
+            break;
+        }
+        d.press(KeyCode::Char('j'));
+        d.settle().await;
+    }
+    d.press(KeyCode::Char('S'));
+    d.press(KeyCode::Char('y'));
+    d.settle().await;
+    d.press(KeyCode::Char('u'));
+    d.settle().await;
+    let patches = gw.patches.lock().unwrap().clone();
+    assert_eq!(
+        patches,
+        [
+            json!({ "key": LOOPED, "sendPolicy": "deny" }),
+            // What was there before: its own `allow`.
+            json!({ "key": LOOPED, "sendPolicy": "allow" }),
+        ]
+    );
+}
