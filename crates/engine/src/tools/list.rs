@@ -242,6 +242,25 @@ pub async fn owner_row(
 }
 
 /// `owner_row` of a session already read (a page's rows: no second read each).
+///
+/// Beyond the spec's row, the owner's view carries what the entry records and OpenClaw's
+/// gateway rows show (its clients read them: the chat type, spawn depth, provider, token
+/// counts, creation time); agents' `sessions_list` rows stay as the spec has them.
 pub fn owner_entry(shared: &Context, s: &StoredSession) -> Value {
-    Value::Object(build_row(shared, s))
+    let mut r = build_row(shared, s);
+    let e = &s.entry;
+    let known = [
+        ("chatType", e.chat_type.clone().map(Value::from)),
+        ("spawnDepth", e.spawn_depth.map(Value::from)),
+        ("modelProvider", e.model_provider.clone().map(Value::from)),
+        ("inputTokens", e.input_tokens.map(Value::from)),
+        ("outputTokens", e.output_tokens.map(Value::from)),
+        ("createdAt", e.created_at.map(Value::from)),
+    ];
+    for (name, value) in known {
+        if let Some(v) = value {
+            r.insert(name.into(), v);
+        }
+    }
+    Value::Object(r)
 }
