@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures_util::SinkExt;
 use gateway_process::{
-    Gateway, TOKEN, call, connect_req, connected, connected_elsewhere, open, open_elsewhere, recv, send, start, start_with,
+    Gateway, TOKEN, call, connect_req, connected, connected_elsewhere, open, open_elsewhere, recv,
+    send, start, start_with,
 };
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;

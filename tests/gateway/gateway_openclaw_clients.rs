@@ -89,7 +89,13 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
         .await;
         assert_eq!(res["ok"], true, "{res}");
         let run_id = res["payload"]["runId"].as_str().expect("run").to_string();
-        let (done, _) = call(&mut ws, &format!("wait{i}"), "agent.wait", json!({"runId": run_id})).await;
+        let (done, _) = call(
+            &mut ws,
+            &format!("wait{i}"),
+            "agent.wait",
+            json!({"runId": run_id}),
+        )
+        .await;
         assert_eq!(done["payload"]["status"], "ok", "{done}");
     }
     for (i, r) in requests.iter().enumerate().skip(1) {
@@ -97,10 +103,7 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
         let id = format!("r{i}");
         let (res, mut events) = call(&mut ws, &id, method, r["params"].clone()).await;
         let message = res["error"]["message"].as_str().unwrap_or_default();
-        assert!(
-            !message.starts_with("unknown method"),
-            "{method}: {res}"
-        );
+        assert!(!message.starts_with("unknown method"), "{method}: {res}");
         let p = &res["payload"];
         match method {
             "question.list" => assert_eq!(*p, json!({"questions": []})),
@@ -114,7 +117,15 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
                     .map(|c| c["name"].as_str().expect("name"))
                     .collect();
                 assert!(names.contains(&"send") && names.contains(&"status"), "{p}");
-                for field in ["nativeName", "textAliases", "description", "category", "source", "scope", "acceptsArgs"] {
+                for field in [
+                    "nativeName",
+                    "textAliases",
+                    "description",
+                    "category",
+                    "source",
+                    "scope",
+                    "acceptsArgs",
+                ] {
                     assert!(p["commands"][0].get(field).is_some(), "{field} in {p}");
                 }
             }
@@ -124,7 +135,15 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
                 assert_eq!(p["session"]["model"], "scripted", "{p}");
             }
             "sessions.list" => {
-                for field in ["ts", "count", "limitApplied", "hasMore", "nextOffset", "defaults", "sessions"] {
+                for field in [
+                    "ts",
+                    "count",
+                    "limitApplied",
+                    "hasMore",
+                    "nextOffset",
+                    "defaults",
+                    "sessions",
+                ] {
                     assert!(p.get(field).is_some(), "{field} in {p}");
                 }
                 let rows = p["sessions"].as_array().expect("rows");
@@ -132,23 +151,49 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
                 for row in rows {
                     assert_eq!(row["agentId"], "main", "agentId honoured: {p}");
                     assert_eq!(row["kind"], "direct");
-                    for field in ["key", "sessionId", "updatedAt", "channel", "model", "sendPolicy", "archived"] {
+                    for field in [
+                        "key",
+                        "sessionId",
+                        "updatedAt",
+                        "channel",
+                        "model",
+                        "sendPolicy",
+                        "archived",
+                    ] {
                         assert!(row.get(field).is_some(), "{field} in {row}");
                     }
                 }
                 if r["params"]["includeLastMessage"] == true {
-                    assert!(rows.iter().all(|row| row.get("lastMessagePreview").is_some()), "{p}");
-                    assert!(rows.iter().all(|row| row.get("derivedTitle").is_some()), "{p}");
+                    assert!(
+                        rows.iter()
+                            .all(|row| row.get("lastMessagePreview").is_some()),
+                        "{p}"
+                    );
+                    assert!(
+                        rows.iter().all(|row| row.get("derivedTitle").is_some()),
+                        "{p}"
+                    );
                 }
             }
             "chat.history" => {
-                for field in ["sessionKey", "sessionId", "messages", "hasMore", "totalMessages", "deltaCursor", "sessionInfo"] {
+                for field in [
+                    "sessionKey",
+                    "sessionId",
+                    "messages",
+                    "hasMore",
+                    "totalMessages",
+                    "deltaCursor",
+                    "sessionInfo",
+                ] {
                     assert!(p.get(field).is_some(), "{field} in {p}");
                 }
             }
             "sessions.create" => {
                 assert_eq!(res["ok"], true, "{res}");
-                assert_eq!(p["key"], "agent:work:tui-30a0881b-dff2-440b-910f-e94bbca138c7", "{p}");
+                assert_eq!(
+                    p["key"], "agent:work:tui-30a0881b-dff2-440b-910f-e94bbca138c7",
+                    "{p}"
+                );
                 assert_eq!(p["runStarted"], false);
             }
             "chat.send" => {
@@ -160,9 +205,22 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
                     assert_eq!(p["status"], "started", "{res}");
                     let fin = chat_event(&mut ws, run_id, "final", &mut events).await;
                     let reply = fin["payload"]["message"]["content"][0]["text"].as_str();
-                    assert_eq!(reply, Some(format!("⚙️ Send policy set to {word}.").as_str()));
-                    let (d, _) = call(&mut ws, &format!("{id}d"), "sessions.describe", json!({"key": "agent:main:s2"})).await;
-                    let want = if word == "off" { json!("deny") } else { Value::Null };
+                    assert_eq!(
+                        reply,
+                        Some(format!("⚙️ Send policy set to {word}.").as_str())
+                    );
+                    let (d, _) = call(
+                        &mut ws,
+                        &format!("{id}d"),
+                        "sessions.describe",
+                        json!({"key": "agent:main:s2"}),
+                    )
+                    .await;
+                    let want = if word == "off" {
+                        json!("deny")
+                    } else {
+                        Value::Null
+                    };
                     assert_eq!(d["payload"]["session"]["sendPolicy"], want, "{d}");
                 }
             }
@@ -177,7 +235,10 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
         json!({"key": "agent:work:tui-30a0881b-dff2-440b-910f-e94bbca138c7"}),
     )
     .await;
-    assert_eq!(d["payload"]["session"]["parentSessionKey"], "agent:work:s2", "{d}");
+    assert_eq!(
+        d["payload"]["session"]["parentSessionKey"], "agent:work:s2",
+        "{d}"
+    );
 }
 
 /// Slash text from a client without `operator.admin` is an ordinary message, as before.
@@ -198,10 +259,16 @@ async fn only_an_admin_client_sends_owner_commands() {
     )
     .await;
     assert!(res["payload"].get("reply").is_none(), "{res}");
-    let run_id = res["payload"]["runId"].as_str().expect("a run answers it").to_string();
+    let run_id = res["payload"]["runId"]
+        .as_str()
+        .expect("a run answers it")
+        .to_string();
     let mut seen = Vec::new();
     let fin = chat_event(&mut ws, &run_id, "final", &mut seen).await;
-    assert_eq!(fin["payload"]["message"]["content"][0]["text"], "ECHO: /status");
+    assert_eq!(
+        fin["payload"]["message"]["content"][0]["text"],
+        "ECHO: /status"
+    );
 
     let mut admin = gateway_process::connected(&gw.addr).await;
     let (res, _) = call(
@@ -211,8 +278,13 @@ async fn only_an_admin_client_sends_owner_commands() {
         json!({"sessionKey": "agent:main:x", "message": "/status", "idempotencyKey": "a-1"}),
     )
     .await;
-    let reply = res["payload"]["reply"].as_str().expect("the gateway answers /status");
-    assert!(reply.contains("Model: scripted") && reply.contains("agent:main:x"), "{reply}");
+    let reply = res["payload"]["reply"]
+        .as_str()
+        .expect("the gateway answers /status");
+    assert!(
+        reply.contains("Model: scripted") && reply.contains("agent:main:x"),
+        "{reply}"
+    );
 }
 
 /// `agent`: `lifecycle start`, then `lifecycle end` and `chat final` before the second
@@ -238,7 +310,7 @@ async fn a_runs_end_events_come_before_the_answers_that_report_it() {
             }
             frames.push(frame);
         }
-        let at = |pred: &dyn Fn(&Value) -> bool| frames.iter().position(|f| pred(f));
+        let at = |pred: &dyn Fn(&Value) -> bool| frames.iter().position(pred);
         let second = frames.len() - 1;
         let start = at(&|f| f["event"] == "agent" && f["payload"]["data"]["phase"] == "start");
         let end = at(&|f| f["event"] == "agent" && f["payload"]["data"]["phase"] == "end");
@@ -246,7 +318,10 @@ async fn a_runs_end_events_come_before_the_answers_that_report_it() {
         let (Some(start), Some(end), Some(fin)) = (start, end, fin) else {
             panic!("round {round}: start, end and final before the second answer: {frames:#?}");
         };
-        assert!(start < end && end < second && fin < second, "round {round}: {frames:#?}");
+        assert!(
+            start < end && end < second && fin < second,
+            "round {round}: {frames:#?}"
+        );
     }
 }
 
@@ -254,7 +329,10 @@ async fn a_runs_end_events_come_before_the_answers_that_report_it() {
 #[tokio::test]
 async fn the_gateway_port_answers_health_and_readiness_probes() {
     let gw = start_with_config("{}", &[]);
-    for (path, body) in [("/healthz", r#"{"ok":true,"status":"live"}"#), ("/readyz", r#"{"ready":true}"#)] {
+    for (path, body) in [
+        ("/healthz", r#"{"ok":true,"status":"live"}"#),
+        ("/readyz", r#"{"ready":true}"#),
+    ] {
         let mut tcp = TcpStream::connect(&gw.addr).await.expect("connect");
         tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
             .await

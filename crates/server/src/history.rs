@@ -84,7 +84,8 @@ mod tests {
         assert_eq!(shown["senderLabel"], "Forwarded from work");
         assert_eq!(shown["senderSession"]["agentId"], "work");
         assert_eq!(shown["content"][0]["text"], "PING");
-        let skip = json!({"role": "assistant", "content": [{"type": "text", "text": " REPLY_SKIP "}]});
+        let skip =
+            json!({"role": "assistant", "content": [{"type": "text", "text": " REPLY_SKIP "}]});
         assert_eq!(display(skip), None);
         let own = json!({"role": "user", "content": "hi"});
         assert_eq!(display(own.clone()), Some(own));

@@ -258,7 +258,7 @@ pub async fn run_with_tls(
                     };
                     match opened {
                         Ok(Ok(Opened::WebSocket(ws))) => {
-                            connection::serve(ws, Some(peer.ip()), shared, stop, ticket).await;
+                            connection::serve(*ws, Some(peer.ip()), shared, stop, ticket).await;
                         }
                         Ok(Ok(Opened::Probe)) => {}
                         Ok(Err(e)) => {
@@ -361,7 +361,7 @@ async fn accept(
 
 /// What a new connection turned out to be.
 enum Opened {
-    WebSocket(tokio_tungstenite::WebSocketStream<tls::Stream>),
+    WebSocket(Box<tokio_tungstenite::WebSocketStream<tls::Stream>>),
     /// An HTTP probe (`/healthz`, `/readyz`), answered; the connection is done.
     Probe,
 }
@@ -396,7 +396,7 @@ async fn open_websocket(
     let stream: tls::Stream = Box::new(probes::Rewind::new(head, stream));
     tokio_tungstenite::accept_async_with_config(stream, Some(config))
         .await
-        .map(Opened::WebSocket)
+        .map(|ws| Opened::WebSocket(Box::new(ws)))
         .map_err(|e| format!("WebSocket: {e}"))
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use switchboard_protocol::{ErrorShape, INVALID_REQUEST};
 use super::session_rows;
+use switchboard_protocol::{ErrorShape, INVALID_REQUEST};
 use switchboard_types::api::{
     ApiError, KeyPurpose, PatchRequest, PolicySetting, RunStatus, SendPolicy, SendRequest, Sender,
     SessionRow, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,

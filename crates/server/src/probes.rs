@@ -170,8 +170,7 @@ mod tests {
             read_opening(&mut probe).await.expect("read"),
             Opening::Probe(Probe::Ready)
         ));
-        let upgrade =
-            b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n\x81\x00".to_vec();
+        let upgrade = b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n\x81\x00".to_vec();
         let mut reader: &[u8] = &upgrade;
         let Opening::Upgrade(head) = read_opening(&mut reader).await.expect("read") else {
             panic!("an upgrade is not a probe");

@@ -173,7 +173,13 @@ mod tests {
             Some(&denied),
             &models,
         );
-        assert_eq!((r["kind"].as_str(), r["sendPolicy"].as_str()), (Some("group"), Some("deny")));
-        assert_eq!(row(&session("global", SessionKind::Other), None, &models)["kind"], "global");
+        assert_eq!(
+            (r["kind"].as_str(), r["sendPolicy"].as_str()),
+            (Some("group"), Some("deny"))
+        );
+        assert_eq!(
+            row(&session("global", SessionKind::Other), None, &models)["kind"],
+            "global"
+        );
     }
 }

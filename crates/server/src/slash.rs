@@ -51,9 +51,11 @@ pub async fn answer(
                 "⚙️ Agent was aborted.".to_string()
             })
         }
-        Slash::New => Ok("⚙️ This gateway keeps one transcript per session key and does not \
+        Slash::New => Ok(
+            "⚙️ This gateway keeps one transcript per session key and does not \
 reset it: start a new session with sessions.create (OpenClaw's TUI does this for /new)."
-            .to_string()),
+                .to_string(),
+        ),
     }
 }
 
