@@ -79,6 +79,15 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
         .collect();
     assert_eq!(requests[0]["method"], "connect");
     let mut ws = connect_as(&gw.addr, requests[0]["params"].clone()).await;
+    // Their TUI attaches to a session before anything was said there: an empty history.
+    let (empty, _) = call(
+        &mut ws,
+        "h0",
+        "chat.history",
+        json!({"sessionKey": "agent:main:main", "limit": 200}),
+    )
+    .await;
+    assert_eq!(empty["payload"]["messages"], json!([]), "{empty}");
     for (i, key) in ["agent:main:s2", "agent:work:s2"].into_iter().enumerate() {
         let (res, _) = call(
             &mut ws,

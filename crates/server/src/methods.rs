@@ -284,16 +284,23 @@ async fn chat_history(
     max_payload: usize,
 ) -> Result<Value, ErrorShape> {
     let limit = p.limit.unwrap_or(HISTORY_DEFAULT).clamp(1, HISTORY_MAX);
-    let key = api
-        .resolve_key(&p.session_key, switchboard_types::api::KeyPurpose::Existing)
+    let resolved = api
+        .resolve_key(&p.session_key, KeyPurpose::Inbound)
         .await
-        .map_err(api_failure)?
-        .key;
-    let detail = api
-        .session(&key)
-        .await
-        .map_err(api_failure)?
-        .ok_or_else(|| error("NOT_FOUND", format!("no session {key}")))?;
+        .map_err(api_failure)?;
+    let key = resolved.key;
+    let detail = api.session(&key).await.map_err(api_failure)?;
+    let Some(detail) = detail else {
+        if p.raw {
+            return Err(error("NOT_FOUND", format!("no session {key}")));
+        }
+        // A session with no message yet has an empty history (their TUI attaches to
+        // `agent:<id>:main` before anything was said there, and says "history failed"
+        // on an error).
+        return Ok(json!({
+            "sessionKey": key, "messages": [], "hasMore": false, "totalMessages": 0,
+        }));
+    };
     let session_id = detail.row.session_id.clone();
     let page = api
         .transcript(TranscriptQuery {
