@@ -103,6 +103,8 @@ pub fn row(row: &SessionRow, entry: Option<&Value>, models: &Models) -> Value {
     // The session's own override; `null` when it inherits (the config's rule decides).
     v.insert("sendPolicy".into(), stored_policy.unwrap_or(Value::Null));
     v.insert("archived".into(), json!(row.archived));
+    v.insert("isMain".into(), json!(row.kind == SessionKind::Main));
+    v.insert("hasActiveRun".into(), json!(row.running));
     if row.running {
         v.insert("status".into(), json!("running"));
     }
@@ -166,6 +168,10 @@ mod tests {
         assert_eq!(r["modelProvider"], "fake");
         assert_eq!(r["totalTokens"], 9);
         assert_eq!(r["archived"], false);
+        assert_eq!(
+            (r["isMain"].as_bool(), r["hasActiveRun"].as_bool()),
+            (Some(true), Some(false))
+        );
         assert!(r.get("transcriptPath").is_none());
         let denied = json!({"sendPolicy": "deny"});
         let r = row(
