@@ -24,6 +24,7 @@ mod gateway_frames;
 mod gateway_fuzz;
 mod gateway_load;
 mod gateway_methods;
+mod gateway_openclaw_clients;
 mod gateway_openclaw_events;
 mod gateway_private_paths;
 mod gateway_serve;

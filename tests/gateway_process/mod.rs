@@ -255,6 +255,33 @@ pub async fn open_with(
     Ok(ws)
 }
 
+/// A WebSocket to `addr` from 127.0.0.2: another address than the tests' floods of idle or
+/// failing sockets (127.0.0.1), whose own new connections meet its budget of 32 handshakes
+/// in progress.
+pub async fn open_elsewhere(addr: &str) -> Result<Ws, tokio_tungstenite::tungstenite::Error> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind("127.0.0.2:0".parse().expect("loopback address"))?;
+    let tcp = socket
+        .connect(addr.parse().expect("gateway address"))
+        .await?;
+    let url = format!("ws://{addr}/");
+    let stream = MaybeTlsStream::Plain(tcp);
+    let (ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::client_async(url, stream))
+        .await
+        .expect("handshake within the wait")?;
+    Ok(ws)
+}
+
+/// `connected`, from 127.0.0.2 (`open_elsewhere`).
+pub async fn connected_elsewhere(addr: &str) -> Ws {
+    let mut ws = open_elsewhere(addr).await.expect("ws handshake");
+    challenge(&mut ws).await;
+    send(&mut ws, connect_req(TOKEN, None)).await;
+    let hello = recv(&mut ws).await.expect("hello");
+    assert_eq!(hello["ok"], true, "{hello}");
+    ws
+}
+
 pub async fn open(addr: &str) -> Ws {
     open_with(addr, &format!("ws://{addr}/"), None)
         .await

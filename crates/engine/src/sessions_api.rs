@@ -113,6 +113,27 @@ impl SessionsApi for Engine {
         self.sessions.patch_session(request).await
     }
 
+    async fn create(&self, key: &str, parent: Option<&str>) -> Result<bool, ApiError> {
+        let key = SessionKey::from_canonical(key);
+        // Made by an operator's client: a direct webchat session, as OpenClaw records it.
+        let init = crate::session::store::SessionInit {
+            channel: Some("webchat".into()),
+            chat_type: Some("direct".into()),
+            ..Default::default()
+        };
+        let (_, created) = self.store().ensure(&key, init).await?;
+        if created && let Some(parent) = parent {
+            let parent = parent.to_string();
+            self.store()
+                .patch(&key, move |e| {
+                    e.parent_session_key = Some(parent.clone());
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(created)
+    }
+
     async fn delete(&self, key: &str) -> Result<bool, ApiError> {
         Ok(self
             .store()

@@ -135,6 +135,8 @@ struct Conn {
     caps: Vec<String>,
     /// `hello-ok.auth.scopes` allow changes.
     write: bool,
+    /// `hello-ok.auth.scopes` hold `operator.admin`: the owner's client (`is_owner`).
+    owner: bool,
     /// Admitted with the read-only token (its own in-flight budget).
     read_only: bool,
 }
@@ -333,6 +335,7 @@ async fn greet(
         id: conn_id.to_string(),
         caps: granted.caps,
         write: can_write(&scopes),
+        owner: is_owner(&scopes),
         read_only: granted.read_only,
     }))
 }
@@ -357,6 +360,7 @@ where
         conn_id: conn.id.clone(),
         switchboard: conn.caps.iter().any(|c| c == switchboard::CAP),
         write: conn.write,
+        owner: conn.owner,
         token_requests: if conn.read_only {
             shared.read_only_token_requests.clone()
         } else {
@@ -519,6 +523,14 @@ fn grant(offered: &str, asked: &[String], shared: &Shared) -> Option<Vec<String>
 }
 
 const READ: &str = "operator.read";
+
+/// Whether granted scopes make the client the owner's: `operator.admin`, the scope OpenClaw
+/// asks for what a `/send` does (`sessions.patch`), and what its TUI and CLI ask for. A
+/// client with `operator.write` alone may chat but its slash text is an ordinary message;
+/// the read-only token never gets more than `operator.read`.
+fn is_owner(scopes: &[String]) -> bool {
+    scopes.iter().any(|s| s == "operator.admin")
+}
 
 /// Whether granted scopes allow changes.
 fn can_write(scopes: &[String]) -> bool {

@@ -3,12 +3,13 @@
 //! OpenClaw's own events in OpenClaw's shapes (`sessions.changed`, `session.message`,
 //! `chat`, `agent`), plus `a2a` for every client and a `tick` every `tickIntervalMs`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_types::api::time::now_ms;
 
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::outbox::Outbox;
@@ -29,6 +30,9 @@ pub const A2A: &str = "a2a";
 /// subscribing to (or sending into) endless distinct keys.
 const MAX_KEYS: usize = 10_000;
 
+/// Run ends remembered after their events were queued, for an answer that asks just after.
+const RECENT_ENDS: usize = 256;
+
 /// Which OpenClaw events a connection asked for.
 #[derive(Default)]
 pub struct Interest {
@@ -41,6 +45,21 @@ pub struct Interest {
     /// `switchboard.subscribe`: the exchange events already reach it as `switchboard.event`, so
     /// `a2a` would only send them twice.
     switchboard: bool,
+    /// The order of a run's end (`lifecycle end`, `chat final`) against the answers that
+    /// report it (`agent`'s second, `agent.wait`): `RunEnds`.
+    ends: RunEnds,
+}
+
+/// Which runs' end events this connection has queued, so an answer about a run's end can
+/// wait for them and go after them, as OpenClaw orders them.
+#[derive(Default)]
+struct RunEnds {
+    /// Runs whose `lifecycle start` went out and whose end has not yet.
+    open: HashSet<String>,
+    /// Runs whose end events were queued lately (oldest first).
+    recent: VecDeque<String>,
+    /// Answers waiting for a run's end events to be queued.
+    waiting: HashMap<String, Vec<oneshot::Sender<()>>>,
 }
 
 impl Interest {
@@ -63,6 +82,46 @@ impl Interest {
 
     fn runs_of(&self, key: &str) -> bool {
         self.messages.contains(key) || self.sent.contains(key)
+    }
+
+    /// Resolves once run `run_id`'s end events are queued; `None` when there is nothing to
+    /// wait for: they already are, or (unless `expected`, for a run this connection just
+    /// started) its start never went out here, so no end will either.
+    pub fn end_of(&mut self, run_id: &str, expected: bool) -> Option<oneshot::Receiver<()>> {
+        let ends = &mut self.ends;
+        if ends.recent.iter().any(|r| r == run_id)
+            || (!expected && !ends.open.contains(run_id))
+            || ends.waiting.len() >= MAX_KEYS
+        {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        ends.waiting.entry(run_id.to_string()).or_default().push(tx);
+        Some(rx)
+    }
+
+    /// The event task saw a run start (for a session this connection follows).
+    fn started(&mut self, run_id: &str) {
+        insert_capped(&mut self.ends.open, run_id);
+    }
+
+    /// The event task queued a run's end events: its waiters go on.
+    fn ended(&mut self, run_id: &str) {
+        let ends = &mut self.ends;
+        ends.open.remove(run_id);
+        if ends.recent.len() >= RECENT_ENDS {
+            ends.recent.pop_front();
+        }
+        ends.recent.push_back(run_id.to_string());
+        for waiter in ends.waiting.remove(run_id).unwrap_or_default() {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Events were lost: nobody waits for an end that may never come.
+    fn lost_events(&mut self) {
+        self.ends.open.clear();
+        self.ends.waiting.clear();
     }
 }
 
@@ -182,14 +241,23 @@ async fn openclaw(
     let mut engine_open = true;
     let mut deltas = super::chat_deltas::ChatDeltas::default();
     loop {
+        // A run whose end events are among `frames`: its waiters go on once they are queued.
+        let mut ended = None;
         let frames = tokio::select! {
             _ = ticker.tick() => vec![(TICK, json!({"ts": now_ms()}))],
             item = stream.next(), if engine_open => match item {
                 StreamItem::Event(e) => {
-                    let interest = interest.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut interest = interest.lock().unwrap_or_else(|p| p.into_inner());
                     let mut frames = translate(&e.event, &interest);
                     if let Some(v) = deltas.translate(&e.event, |k| interest.runs_of(k), now_ms()) {
                         frames.push((CHAT, v));
+                    }
+                    match &e.event {
+                        EngineEvent::RunStarted { run_id, key, .. } if interest.runs_of(key) => {
+                            interest.started(run_id);
+                        }
+                        EngineEvent::RunEnded { run_id, .. } => ended = Some(run_id.clone()),
+                        _ => {}
                     }
                     frames
                 }
@@ -197,7 +265,8 @@ async fn openclaw(
                     tracing::warn!(missed, "a connection's engine stream lost events");
                     deltas.missed();
                     // What was lost is unknown: a session list is told to reload.
-                    let interest = interest.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut interest = interest.lock().unwrap_or_else(|p| p.into_inner());
+                    interest.lost_events();
                     if interest.sessions {
                         vec![(SESSIONS_CHANGED, json!({"reason": "update", "ts": now_ms()}))]
                     } else {
@@ -215,11 +284,17 @@ async fn openclaw(
                 return;
             }
         }
+        if let Some(run_id) = ended {
+            interest
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .ended(&run_id);
+        }
     }
 }
 
 /// The agent id in a key `agent:<id>:…`.
-fn agent_of(key: &str) -> Option<&str> {
+pub fn agent_of(key: &str) -> Option<&str> {
     let mut parts = key.splitn(3, ':');
     match (parts.next(), parts.next()) {
         (Some("agent"), Some(id)) if !id.is_empty() => Some(id),

@@ -7,14 +7,19 @@ mod connection;
 mod events;
 mod fit;
 mod handshakes;
+mod history;
 pub mod listening;
 mod memory;
 mod methods;
 mod outbox;
 mod private_paths;
+mod probes;
 mod quiet;
 mod requests;
+mod session_rows;
+mod slash;
 mod switchboard_methods;
+mod tui_methods;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -42,6 +47,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// handshake gives way to the new connection (`handshakes.rs`), so peers that never finish
 /// theirs cannot keep real clients out.
 pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
+/// Handshakes one remote address may have in progress at once (OpenClaw's pre-auth
+/// budget); past it that address's new connections are answered 503 (`handshakes.rs`).
+pub const DEFAULT_MAX_HANDSHAKES_PER_ADDRESS: usize = 32;
 /// Encoded frames queued for all connections together (each also has its
 /// `max_buffered_bytes`).
 pub const DEFAULT_MAX_QUEUED_BYTES: usize = 128 * 1024 * 1024;
@@ -71,6 +79,8 @@ pub struct Options {
     pub max_connections: usize,
     /// Connections in their handshake at once (see `DEFAULT_MAX_HANDSHAKES`).
     pub max_handshakes: usize,
+    /// Of those, from one remote address (see `DEFAULT_MAX_HANDSHAKES_PER_ADDRESS`).
+    pub max_handshakes_per_address: usize,
     /// Encoded frames queued for all connections together.
     pub max_queued_bytes: usize,
     /// The server's own paths, hidden from connections without write scope.
@@ -90,6 +100,7 @@ impl Options {
             auth_limit: AuthLimit::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_handshakes_per_address: DEFAULT_MAX_HANDSHAKES_PER_ADDRESS,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             private_paths: PrivatePaths::default(),
         }
@@ -104,6 +115,12 @@ pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
 Content-Type: text/plain\r\nContent-Length: 34\r\nConnection: close\r\n\r\n\
 too many connections; retry later\n";
+
+/// The HTTP answer to a connection from an address that already has
+/// `max_handshakes_per_address` handshakes in progress (plain ws:// only, as `BUSY`).
+const ADDRESS_BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+Content-Type: text/plain\r\nContent-Length: 55\r\nConnection: close\r\n\r\n\
+too many unauthenticated connections from this address\n";
 
 /// The default `Options::handshake_timeout`.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -147,7 +164,8 @@ pub async fn run_with_tls(
         private_paths: Arc::new(options.private_paths),
     });
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
-    let handshakes = handshakes::Handshakes::new(options.max_handshakes);
+    let handshakes =
+        handshakes::Handshakes::new(options.max_handshakes, options.max_handshakes_per_address);
     let mut backoff: Option<backon::ExponentialBackoff> = None;
     // tungstenite's own cap sits above maxPayload, so an oversize frame reaches the decoder
     // and is refused with a close reason instead of a dropped socket; beyond it, the socket drops.
@@ -164,7 +182,7 @@ pub async fn run_with_tls(
     loop {
         tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => {
+            accepted = accept(&listener) => {
                 let (stream, peer) = match accepted {
                     Ok(a) => {
                         backoff = None;
@@ -187,6 +205,17 @@ pub async fn run_with_tls(
                         continue;
                     }
                 };
+                // Before a place is taken (or a handshake made to give way for it): one
+                // address flooding cannot push out anyone else's handshake.
+                if handshakes.address_full(peer.ip()) {
+                    if let Some(skipped) = shared.gates.accept.admit() {
+                        tracing::warn!(%peer, skipped, "too many handshakes from one address: turned away");
+                    }
+                    if tls.is_none() {
+                        let _ = stream.try_write(ADDRESS_BUSY);
+                    }
+                    continue;
+                }
                 let slot = match slots.clone().try_acquire_owned() {
                     Ok(slot) => Some(slot),
                     // Every place is taken: one still in its handshake gives way (it ends on
@@ -209,7 +238,7 @@ pub async fn run_with_tls(
                     }
                     continue;
                 };
-                let (mut ticket, evicted) = handshakes.admit();
+                let (mut ticket, evicted) = handshakes.admit(peer.ip());
                 if evicted && let Some(skipped) = shared.gates.accept.admit() {
                     tracing::info!(%peer, skipped, "handshakes all in progress: the oldest gave way");
                 }
@@ -228,9 +257,10 @@ pub async fn run_with_tls(
                         () = ticket.given_way() => return,
                     };
                     match opened {
-                        Ok(Ok(ws)) => {
-                            connection::serve(ws, Some(peer.ip()), shared, stop, ticket).await;
+                        Ok(Ok(Opened::WebSocket(ws))) => {
+                            connection::serve(*ws, Some(peer.ip()), shared, stop, ticket).await;
                         }
+                        Ok(Ok(Opened::Probe)) => {}
                         Ok(Err(e)) => {
                             if let Some(skipped) = shared.gates.handshake.admit() {
                                 let error = quiet::excerpt(&e, 200);
@@ -315,13 +345,34 @@ pub fn descriptor_cap() -> Option<usize> {
     }
 }
 
-/// TLS (when configured), then the WebSocket upgrade.
+/// The next connection, ready to be served: replies leave at once (`TCP_NODELAY`), since
+/// a frame is one small write and Nagle's algorithm would hold each one queued behind an
+/// unacknowledged one (about 40 ms per streamed frame after a `res`, with delayed ACKs).
+async fn accept(
+    listener: &TcpListener,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    let (stream, peer) = listener.accept().await?;
+    if let Err(e) = stream.set_nodelay(true) {
+        // Still usable, only slower: served as it is.
+        tracing::debug!(%peer, error = %e, "TCP_NODELAY could not be set");
+    }
+    Ok((stream, peer))
+}
+
+/// What a new connection turned out to be.
+enum Opened {
+    WebSocket(Box<tokio_tungstenite::WebSocketStream<tls::Stream>>),
+    /// An HTTP probe (`/healthz`, `/readyz`), answered; the connection is done.
+    Probe,
+}
+
+/// TLS (when configured), then an HTTP probe answered or the WebSocket upgrade.
 async fn open_websocket(
     tcp: tokio::net::TcpStream,
     tls: Option<tls::TlsAcceptor>,
     config: WebSocketConfig,
-) -> Result<tokio_tungstenite::WebSocketStream<tls::Stream>, String> {
-    let stream: tls::Stream = match tls {
+) -> Result<Opened, String> {
+    let mut stream: tls::Stream = match tls {
         None => Box::new(tcp),
         Some(acceptor) => Box::new(
             acceptor
@@ -330,7 +381,40 @@ async fn open_websocket(
                 .map_err(|e| format!("TLS: {e}"))?,
         ),
     };
+    let head = match probes::read_opening(&mut stream)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?
+    {
+        probes::Opening::Probe(probe) => {
+            probes::answer(&mut stream, probe)
+                .await
+                .map_err(|e| format!("HTTP: {e}"))?;
+            return Ok(Opened::Probe);
+        }
+        probes::Opening::Upgrade(head) => head,
+    };
+    let stream: tls::Stream = Box::new(probes::Rewind::new(head, stream));
     tokio_tungstenite::accept_async_with_config(stream, Some(config))
         .await
+        .map(|ws| Opened::WebSocket(Box::new(ws)))
         .map_err(|e| format!("WebSocket: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The accept path sets `TCP_NODELAY` (a socket from a bare `accept` has it off, so
+    /// this is the call that sets it).
+    #[tokio::test]
+    async fn an_accepted_socket_sends_without_delay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let _plain_client = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (plain, _) = listener.accept().await.expect("accept");
+        assert!(!plain.nodelay().expect("nodelay"), "off unless set");
+        let _client = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (ours, _) = accept(&listener).await.expect("accept");
+        assert!(ours.nodelay().expect("nodelay"));
+    }
 }

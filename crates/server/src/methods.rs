@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::session_rows;
 use switchboard_protocol::{ErrorShape, INVALID_REQUEST};
 use switchboard_types::api::{
     ApiError, KeyPurpose, PatchRequest, PolicySetting, RunStatus, SendPolicy, SendRequest, Sender,
@@ -33,6 +34,12 @@ pub const METHODS: &[&str] = &[
     "agent.wait",
     "agents.list",
     "tools.invoke",
+    // What OpenClaw's TUI calls on attach and after each send (`tui_methods.rs`).
+    "sessions.describe",
+    "commands.list",
+    "question.list",
+    "plugin.approval.list",
+    "taskSuggestions.list",
 ];
 
 /// Events this gateway sends.
@@ -136,8 +143,11 @@ pub async fn call(
         "agent.wait" => agent_wait(api, params(method, raw)?).await,
         "agents.list" => agents_list(api).await,
         "tools.invoke" => tools_invoke(api, params(method, raw)?).await,
+        "sessions.describe" => sessions_describe(api, params(method, raw)?).await,
+        "commands.list" => Ok(super::tui_methods::commands_list()),
         "connect" => Err(invalid("already connected")),
-        other => Err(invalid(format!("unknown method: {other}"))),
+        other => super::tui_methods::empty_list(other)
+            .ok_or_else(|| invalid(format!("unknown method: {other}"))),
     }
 }
 
@@ -150,6 +160,14 @@ struct ListParams {
     offset: Option<usize>,
     search: Option<String>,
     active_minutes: Option<u64>,
+    /// Only this agent's sessions (their TUI lists the current agent's).
+    agent_id: Option<String>,
+    /// `derivedTitle` on each row (the name the session shows).
+    #[serde(default)]
+    include_derived_titles: bool,
+    /// `lastMessagePreview` on each row.
+    #[serde(default)]
+    include_last_message: bool,
 }
 
 async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Value, ErrorShape> {
@@ -159,52 +177,91 @@ async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Valu
         let ms = i64::try_from(m.saturating_mul(60_000)).unwrap_or(i64::MAX);
         chrono::Utc::now().timestamp_millis().saturating_sub(ms)
     });
+    let agent = p.agent_id.filter(|a| !a.is_empty());
+    // An agent's sessions are the keys `agent:<id>:…`: the key search narrows the page to
+    // them (rows whose name merely contains that text are dropped below). A search of
+    // the client's own keeps its text, and the agent is then only filtered on the page.
+    let text = match (p.search, &agent) {
+        (Some(search), _) => search,
+        (None, Some(id)) => format!("agent:{id}:"),
+        (None, None) => String::new(),
+    };
     // One row more than asked tells whether another page follows without counting all.
     let page = api
         .sessions(SessionsQuery {
-            text: p.search.unwrap_or_default(),
+            text,
             active_since,
             offset,
             limit: limit + 1,
             count: true,
+            entries: true,
+            previews: p.include_last_message,
             ..SessionsQuery::default()
         })
         .await
         .map_err(api_failure)?;
+    let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
     let has_more = page.rows.len() > limit;
-    let sessions: Vec<Value> = page.rows.iter().take(limit).map(session_json).collect();
+    let sessions: Vec<Value> = page
+        .rows
+        .iter()
+        .take(limit)
+        .filter(|r| agent.as_ref().is_none_or(|a| &r.agent_id == a))
+        .map(|r| {
+            let mut v = session_rows::row(r, r.entry.as_ref(), &models);
+            if p.include_derived_titles {
+                v["derivedTitle"] = json!(r.name);
+            }
+            if p.include_last_message
+                && let Some(last) = &r.last_message
+            {
+                v["lastMessagePreview"] = json!(last);
+            }
+            v
+        })
+        .collect();
     let mut out = json!({
+        "ts": chrono::Utc::now().timestamp_millis(),
         "count": sessions.len(),
         "limitApplied": limit,
         "hasMore": has_more,
+        "nextOffset": if has_more { json!(offset + limit) } else { Value::Null },
+        "defaults": models.defaults(),
         "sessions": sessions,
     });
     if let Some(total) = page.matching {
         out["totalCount"] = json!(total);
     }
-    if has_more {
-        out["nextOffset"] = json!(offset + limit);
-    }
     Ok(out)
 }
 
-fn session_json(row: &SessionRow) -> Value {
-    let mut v = json!({
-        "key": row.key,
-        "sessionId": row.session_id,
-        "agentId": row.agent_id,
-        "kind": row.kind,
-        "channel": row.channel,
-        "updatedAt": row.updated_at,
-        "sendPolicy": row.policy.policy,
-    });
-    if let Some(label) = &row.label {
-        v["label"] = json!(label);
-    }
-    if let Some(name) = &row.display_name {
-        v["displayName"] = json!(name);
-    }
-    v
+#[derive(Deserialize)]
+struct DescribeParams {
+    key: String,
+}
+
+/// `sessions.describe`: one session's row, as `sessions.list` gives it, under `session`.
+async fn sessions_describe(
+    api: &Arc<dyn SessionsApi>,
+    p: DescribeParams,
+) -> Result<Value, ErrorShape> {
+    let key = api
+        .resolve_key(&p.key, KeyPurpose::Existing)
+        .await
+        .map_err(api_failure)?
+        .key;
+    Ok(json!({"session": session_info(api, &key).await?}))
+}
+
+/// A session's OpenClaw row (`sessions.describe`, `chat.history`'s `sessionInfo`).
+async fn session_info(api: &Arc<dyn SessionsApi>, key: &str) -> Result<Value, ErrorShape> {
+    let detail = api
+        .session(key)
+        .await
+        .map_err(api_failure)?
+        .ok_or_else(|| error("NOT_FOUND", format!("no session found: {key}")))?;
+    let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
+    Ok(session_rows::row(&detail.row, Some(&detail.entry), &models))
 }
 
 #[derive(Deserialize)]
@@ -212,6 +269,10 @@ fn session_json(row: &SessionRow) -> Value {
 struct HistoryParams {
     session_key: String,
     limit: Option<usize>,
+    /// The messages as stored, without OpenClaw's display normalisation and envelope
+    /// fields: only Switchboard's own clients send it (OpenClaw's know no such field).
+    #[serde(default)]
+    raw: bool,
 }
 
 /// OpenClaw's cap on a `chat.history` answer's messages (DEFAULT_MAX_CHAT_HISTORY_MESSAGES_BYTES).
@@ -223,17 +284,24 @@ async fn chat_history(
     max_payload: usize,
 ) -> Result<Value, ErrorShape> {
     let limit = p.limit.unwrap_or(HISTORY_DEFAULT).clamp(1, HISTORY_MAX);
-    let key = api
-        .resolve_key(&p.session_key, switchboard_types::api::KeyPurpose::Existing)
+    let resolved = api
+        .resolve_key(&p.session_key, KeyPurpose::Inbound)
         .await
-        .map_err(api_failure)?
-        .key;
-    let session_id = api
-        .session(&key)
-        .await
-        .map_err(api_failure)?
-        .map(|d| d.row.session_id)
-        .ok_or_else(|| error("NOT_FOUND", format!("no session {key}")))?;
+        .map_err(api_failure)?;
+    let key = resolved.key;
+    let detail = api.session(&key).await.map_err(api_failure)?;
+    let Some(detail) = detail else {
+        if p.raw {
+            return Err(error("NOT_FOUND", format!("no session {key}")));
+        }
+        // A session with no message yet has an empty history (their TUI attaches to
+        // `agent:<id>:main` before anything was said there, and says "history failed"
+        // on an error).
+        return Ok(json!({
+            "sessionKey": key, "messages": [], "hasMore": false, "totalMessages": 0,
+        }));
+    };
+    let session_id = detail.row.session_id.clone();
     let page = api
         .transcript(TranscriptQuery {
             key: key.clone(),
@@ -246,18 +314,28 @@ async fn chat_history(
         .map_err(api_failure)?;
     let has_more = page.lines.len() > limit;
     let skip = page.lines.len().saturating_sub(limit);
-    let messages: Vec<Value> = page
-        .lines
-        .into_iter()
-        .skip(skip)
-        .filter_map(|l| l.message)
-        .collect();
+    let last_seq = page.last_seq;
+    let messages = page.lines.into_iter().skip(skip).filter_map(|l| l.message);
+    let messages: Vec<Value> = if p.raw {
+        messages.collect()
+    } else {
+        messages.filter_map(super::history::display).collect()
+    };
     let mut answer = json!({
         "sessionKey": key,
         "sessionId": session_id,
         "messages": messages,
         "hasMore": has_more,
     });
+    if !p.raw {
+        let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
+        // Every line of the transcript (the session header and custom lines included):
+        // the store keeps no separate count of messages.
+        answer["totalMessages"] = json!(last_seq);
+        answer["deltaCursor"] = json!(super::history::delta_cursor(&session_id, last_seq));
+        answer["defaults"] = models.defaults();
+        answer["sessionInfo"] = session_rows::row(&detail.row, Some(&detail.entry), &models);
+    }
     // As OpenClaw: the oldest messages go first, a message too large is replaced; unlike it,
     // a long one is first cut (its head kept, with the marker) rather than dropped whole.
     let budget = super::fit::budget(max_payload).min(HISTORY_MAX_BYTES);
@@ -383,10 +461,18 @@ struct CreateParams {
     key: Option<String>,
     agent_id: Option<String>,
     message: Option<String>,
+    /// Recorded as the new session's `parentSessionKey` (their TUI's `/new` names the
+    /// session it was typed in).
+    parent_session_key: Option<String>,
 }
 
 async fn sessions_create(api: &Arc<dyn SessionsApi>, p: CreateParams) -> Result<Value, ErrorShape> {
     let raw = match (p.key, p.agent_id) {
+        // A bare key belongs to the agent named beside it (`{key: "tui-…", agentId:
+        // "work"}` is `agent:work:tui-…`), as OpenClaw reads it.
+        (Some(k), Some(agent)) if !k.starts_with("agent:") && !agent.is_empty() => {
+            format!("agent:{agent}:{k}")
+        }
         (Some(k), _) => k,
         (None, Some(agent)) => format!("agent:{agent}:main"),
         (None, None) => "main".to_string(),
@@ -408,11 +494,9 @@ async fn sessions_create(api: &Arc<dyn SessionsApi>, p: CreateParams) -> Result<
             .map_err(api_failure)?;
         run_started = receipt.run_id.is_some();
     } else if !resolved.exists {
-        return Err(invalid(format!(
-            "{} does not exist, and this engine creates a session with its first message: \
-give `message`, or use chat.send",
-            resolved.key
-        )));
+        api.create(&resolved.key, p.parent_session_key.as_deref())
+            .await
+            .map_err(api_failure)?;
     }
     let detail = api
         .session(&resolved.key)
@@ -551,12 +635,12 @@ const WAIT_MAX_MS: u64 = 24 * 60 * 60 * 1000;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WaitParams {
-    run_id: String,
+pub struct WaitParams {
+    pub run_id: String,
     timeout_ms: Option<u64>,
 }
 
-async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, ErrorShape> {
+pub async fn agent_wait(api: &Arc<dyn SessionsApi>, p: WaitParams) -> Result<Value, ErrorShape> {
     let ms = p.timeout_ms.unwrap_or(WAIT_DEFAULT_MS).min(WAIT_MAX_MS);
     let r = api
         .wait_run(&p.run_id, std::time::Duration::from_millis(ms))

@@ -12,12 +12,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::connection::Shared;
-use super::events::{Interest, Subscriptions};
+use super::events::{Interest, Subscriptions, agent_of};
 use super::methods::{self, api_failure, error, invalid, params, webchat};
 use super::outbox::Outbox;
+use super::slash;
 use switchboard_protocol::ErrorShape;
 use switchboard_protocol::switchboard;
-use switchboard_types::api::{KeyPurpose, RunStatus, SendRequest};
+use switchboard_types::api::{KeyPurpose, RunStatus, SendRequest, Sender};
 
 /// A request's work: answers through the outbox when it ends.
 pub type Work<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
@@ -32,6 +33,9 @@ pub struct Ctx {
     pub switchboard: bool,
     /// The connection was granted `operator.write` (or admin).
     pub write: bool,
+    /// The connection was granted `operator.admin`: its messages are the owner's, so its
+    /// slash commands (`/send`, `/status`, `/abort`, `/new`) are handled, not sent on.
+    pub owner: bool,
     /// The requests in flight of this connection's token, across its connections.
     pub token_requests: Arc<tokio::sync::Semaphore>,
 }
@@ -118,11 +122,23 @@ fn dispatch_inner<'a>(
             }))
         }
         "chat.send" => Some(Box::pin(async move {
-            let outcome = match params::<SendParams>(&method, raw) {
-                Ok(p) => chat_send(ctx, p).await,
-                Err(e) => Err(e),
-            };
-            answer(id, outcome);
+            match params::<SendParams>(&method, raw) {
+                Ok(p) => chat_send(ctx, id, p).await,
+                Err(e) => answer(id, Err(e)),
+            }
+        })),
+        "agent.wait" => Some(Box::pin(async move {
+            match params::<methods::WaitParams>(&method, raw) {
+                Ok(p) => {
+                    // Its end's events go out before the answer, as OpenClaw sends them
+                    // (only for a run this connection was told had started).
+                    let end = lock(&ctx.interest).end_of(&p.run_id, false);
+                    let outcome = methods::agent_wait(&ctx.shared.api, p).await;
+                    after_end_events(end).await;
+                    answer(id, outcome);
+                }
+                Err(e) => answer(id, Err(e)),
+            }
         })),
         "agent" => Some(Box::pin(async move {
             match params::<AgentParams>(&method, raw) {
@@ -236,11 +252,12 @@ async fn send_once(
         .key;
     // Before the send, so not even a run that ends at once is missed.
     lock(&ctx.interest).sent_into(&key);
+    let from = if ctx.owner { operator() } else { webchat() };
     let receipt = api
         .send(SendRequest {
             key,
             text,
-            from: webchat(),
+            from,
             idempotency_key,
         })
         .await
@@ -252,15 +269,85 @@ async fn send_once(
     })
 }
 
-async fn chat_send(ctx: &Ctx, p: SendParams) -> Result<Value, ErrorShape> {
-    let a = send_once(ctx, &p.session_key, p.message, p.idempotency_key).await?;
-    let mut v = json!({"runId": a.run_id, "status": "started"});
-    if let Some(reply) = a.command_reply {
-        // An owner command (`/send off`) is answered by the engine, not by a run.
-        v["status"] = json!("ok");
-        v["reply"] = json!(reply);
+/// An owner's messages come from an operator's client on webchat.
+fn operator() -> Sender {
+    Sender {
+        owner: true,
+        ..webchat()
     }
-    Ok(v)
+}
+
+async fn chat_send(ctx: &Ctx, id: String, p: SendParams) {
+    // The run id a command's reply goes out under: the client's, as OpenClaw uses it.
+    let command_run = p
+        .idempotency_key
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let outcome = match slash::parse(&p.message).filter(|_| ctx.owner) {
+        Some(command) => gateway_command(ctx, &p.session_key, command).await,
+        None => send_once(ctx, &p.session_key, p.message, p.idempotency_key).await,
+    };
+    let a = match outcome {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = ctx.outbox.response(id, Err(e));
+            return;
+        }
+    };
+    let Some(reply) = a.command_reply else {
+        let _ = ctx
+            .outbox
+            .response(id, Ok(json!({"runId": a.run_id, "status": "started"})));
+        return;
+    };
+    // An owner command is answered without a run: as OpenClaw does, `started` under the
+    // client's run id, then the reply as that run's final `chat` event (their TUI shows a
+    // reply from the events, not from the answer; `reply` is ours, for other clients).
+    let started = json!({"runId": command_run, "status": "started", "reply": reply});
+    if ctx.outbox.response(id, Ok(started)).is_err() {
+        return;
+    }
+    let mut event = json!({
+        "runId": command_run, "sessionKey": a.key, "seq": 1, "state": "final",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": reply}],
+                    "timestamp": chrono::Utc::now().timestamp_millis()},
+    });
+    if let Some(agent) = agent_of(&a.key) {
+        event["agentId"] = json!(agent);
+    }
+    let _ = ctx.outbox.event(super::events::CHAT, event);
+}
+
+/// A slash command the gateway answers itself (`slash.rs`).
+async fn gateway_command(
+    ctx: &Ctx,
+    raw_key: &str,
+    command: slash::Slash,
+) -> Result<Accepted, ErrorShape> {
+    let key = ctx
+        .shared
+        .api
+        .resolve_key(raw_key, KeyPurpose::Inbound)
+        .await
+        .map_err(api_failure)?
+        .key;
+    let reply = slash::answer(&ctx.shared.api, &key, command).await?;
+    Ok(Accepted {
+        run_id: None,
+        key,
+        command_reply: Some(reply),
+    })
+}
+
+/// How long an answer waits for its run's end events to be queued first: they follow the
+/// run's end within milliseconds; this only bounds a stream that lost them.
+const END_EVENTS_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits (bounded) until the connection's event task has queued the run's end events.
+async fn after_end_events(end: Option<tokio::sync::oneshot::Receiver<()>>) {
+    if let Some(end) = end {
+        let _ = tokio::time::timeout(END_EVENTS_WAIT, end).await;
+    }
 }
 
 #[derive(Deserialize)]
@@ -309,10 +396,17 @@ async fn agent(ctx: &Ctx, id: String, p: AgentParams) {
         "runId": run_id, "sessionKey": accepted.key, "agentId": agent_id,
         "status": "accepted", "acceptedAt": chrono::Utc::now().timestamp_millis(),
     });
+    // Asked before the wait, so an end that comes at once is not missed.
+    let end = lock(&ctx.interest).end_of(&run_id, true);
     if ctx.outbox.response(id.clone(), Ok(first)).is_err() {
         return;
     }
-    let second = match ctx.shared.api.wait_run(&run_id, AGENT_WAIT).await {
+    let ended = ctx.shared.api.wait_run(&run_id, AGENT_WAIT).await;
+    // As OpenClaw orders them: `lifecycle end` and `chat final` before this answer.
+    if matches!(&ended, Ok(r) if r.status != RunStatus::Running) {
+        after_end_events(end).await;
+    }
+    let second = match ended {
         Ok(r) if r.status == RunStatus::Ok => Ok(json!({
             "runId": run_id, "status": "ok", "summary": "completed",
             "result": {"payloads": [{"text": r.reply}]},

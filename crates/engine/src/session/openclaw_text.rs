@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use switchboard_types::api::message_text;
 
-/// The replies OpenClaw treats as "say nothing" (`sessions-send-tokens.ts`, `tokens.ts`).
-pub const SILENT_TOKENS: [&str; 3] = ["NO_REPLY", "ANNOUNCE_SKIP", "REPLY_SKIP"];
+// The silent replies live beside `message_text`, so the gateway's `chat.history` hides
+// exactly what the engine's tools do.
+pub use switchboard_types::api::{SILENT_TOKENS, is_silent_reply};
 
 /// `lastMessagePreview` is at most this many characters, `...` included.
 pub const PREVIEW_MAX_CHARS: usize = 240;
@@ -82,27 +83,6 @@ pub fn strip_user_envelope(message: &mut Value) {
             *s = stripped.to_string();
         }
     }
-}
-
-/// An assistant reply that is only a silent token (trimmed, any case), with nothing but
-/// text in it: OpenClaw's `chat.history` leaves these out.
-pub fn is_silent_reply(message: &Value) -> bool {
-    if message.get("role").and_then(Value::as_str) != Some("assistant") {
-        return false;
-    }
-    let text_only = match message.get("content") {
-        Some(Value::String(_)) => true,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .all(|p| p.get("type").and_then(Value::as_str) == Some("text")),
-        _ => false,
-    };
-    if !text_only {
-        return false;
-    }
-    let text = message_text(message);
-    let text = text.trim();
-    SILENT_TOKENS.iter().any(|t| text.eq_ignore_ascii_case(t))
 }
 
 /// The preview OpenClaw gives a message: its text on one line (whitespace runs become one

@@ -243,7 +243,9 @@ pub async fn owner_row(
 }
 
 /// `owner_row` of a session already read (a page's rows: no second read each): the spec's
-/// row plus what the owner's view adds (`row::add_owner_fields`).
+/// row plus what the owner's view adds (`row::add_owner_fields`: what the entry records and
+/// OpenClaw's gateway rows show, which its clients read); agents' `sessions_list` rows stay
+/// as the spec has them.
 pub fn owner_entry(shared: &Context, s: &StoredSession) -> Value {
     let mut r = build_row(shared, s);
     row::add_owner_fields(&mut r, &s.entry);

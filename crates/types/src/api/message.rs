@@ -9,6 +9,29 @@ use super::LineRole;
 /// The `customType` of the notice OpenClaw writes into a transcript when a run fails before
 /// it replies ("This turn ended before a reply: …"; `switchboard_store::notice`).
 pub const RUN_FAILED_NOTICE: &str = "run-failed-before-reply";
+/// The replies OpenClaw treats as "say nothing" (`sessions-send-tokens.ts`, `tokens.ts`).
+pub const SILENT_TOKENS: [&str; 3] = ["NO_REPLY", "ANNOUNCE_SKIP", "REPLY_SKIP"];
+
+/// An assistant reply that is only a silent token (trimmed, any case), with nothing but
+/// text in it: OpenClaw's `chat.history` leaves these out.
+pub fn is_silent_reply(message: &Value) -> bool {
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return false;
+    }
+    let text_only = match message.get("content") {
+        Some(Value::String(_)) => true,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .all(|p| p.get("type").and_then(Value::as_str) == Some("text")),
+        _ => false,
+    };
+    if !text_only {
+        return false;
+    }
+    let text = message_text(message);
+    let text = text.trim();
+    SILENT_TOKENS.iter().any(|t| text.eq_ignore_ascii_case(t))
+}
 
 /// The text blocks of a message joined by newlines (tool calls and other blocks left out):
 /// what an agent said, as a run's reply or an announce quotes it.

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use events::EngineEvent;
-pub use message::{RUN_FAILED_NOTICE, message_text, role_and_text};
+pub use message::{RUN_FAILED_NOTICE, SILENT_TOKENS, is_silent_reply, message_text, role_and_text};
 pub use policy::{
     PolicyDecision, PolicySetting, PolicySource, PolicySourceKind, PolicyView, SEND_POLICY_REFUSAL,
     SendPolicy, is_send_policy_refusal,
@@ -134,6 +134,16 @@ pub trait SessionsApi: Send + Sync {
         let _ = since;
         Err(ApiError::Unavailable(
             "this connection does not report traffic".to_string(),
+        ))
+    }
+
+    /// Create session `key` (canonical) with no message yet, as OpenClaw's
+    /// `sessions.create` does (their TUI's `/new`); `parent`, when given, is recorded as its
+    /// `parentSessionKey`. False when it already existed (then nothing changes).
+    async fn create(&self, key: &str, parent: Option<&str>) -> Result<bool, ApiError> {
+        let _ = (key, parent);
+        Err(ApiError::Unavailable(
+            "this connection creates a session with its first message only".to_string(),
         ))
     }
 

@@ -1,0 +1,183 @@
+//! Plain HTTP on the gateway's port, before the WebSocket upgrade: `GET /healthz` and
+//! `GET /readyz` answered as OpenClaw answers them (load balancers and systemd checks poll
+//! them), every other request handed on to the upgrade with the bytes already read.
+//!
+//! The request head is read here (bounded in size; the caller bounds it in time) and
+//! replayed to tungstenite through `Rewind`, so a WebSocket client sees no difference.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+use switchboard_protocol::tls;
+
+/// The most of a request head read before it is handed on as it is (tungstenite then
+/// refuses it if it is not an upgrade): a browser's upgrade request is well under this.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// What the first bytes of a connection asked for.
+pub enum Opening {
+    /// A probe, answered and closed.
+    Probe(Probe),
+    /// Anything else: the upgrade, with the bytes read so far to replay.
+    Upgrade(Vec<u8>),
+}
+
+/// The HTTP checks OpenClaw serves on its gateway port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Liveness: the process answers.
+    Health,
+    /// Readiness: the gateway takes connections (ours listens only once its engine is
+    /// open, so it is ready whenever it answers).
+    Ready,
+}
+
+impl Probe {
+    fn of(path: &str) -> Option<Probe> {
+        // A query string does not change the answer (`/readyz?verbose`).
+        match path.split('?').next().unwrap_or_default() {
+            "/healthz" => Some(Probe::Health),
+            "/readyz" => Some(Probe::Ready),
+            _ => None,
+        }
+    }
+
+    /// OpenClaw's bodies (its `start.sh` waits for `"ready":true`).
+    fn body(self) -> &'static str {
+        match self {
+            Probe::Health => r#"{"ok":true,"status":"live"}"#,
+            Probe::Ready => r#"{"ready":true}"#,
+        }
+    }
+
+    /// The whole HTTP answer.
+    pub fn response(self) -> String {
+        let body = self.body();
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\
+Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+}
+
+/// Reads the request head (up to its blank line, `MAX_HEAD` or the end of input) and
+/// tells a probe from an upgrade.
+pub async fn read_opening<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<Opening> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    while head.len() < MAX_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut headers);
+    let probe = match request.parse(&head) {
+        Ok(_) if request.method == Some("GET") => request.path.and_then(Probe::of),
+        _ => None,
+    };
+    Ok(match probe {
+        Some(p) => Opening::Probe(p),
+        None => Opening::Upgrade(head),
+    })
+}
+
+/// Answers a probe and closes the write side.
+pub async fn answer<S: AsyncWrite + Unpin>(stream: &mut S, probe: Probe) -> io::Result<()> {
+    stream.write_all(probe.response().as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// A stream that first gives back `head` (bytes already read from it), then reads on.
+pub struct Rewind {
+    head: Vec<u8>,
+    at: usize,
+    inner: tls::Stream,
+}
+
+impl Rewind {
+    pub fn new(head: Vec<u8>, inner: tls::Stream) -> Rewind {
+        Rewind { head, at: 0, inner }
+    }
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.at < self.head.len() {
+            let n = (self.head.len() - self.at).min(buf.remaining());
+            let from = self.at;
+            buf.put_slice(&self.head[from..from + n]);
+            self.at += n;
+            if self.at == self.head.len() {
+                // Replayed: its memory is not held for the connection's life.
+                self.head = Vec::new();
+                self.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_probe_is_told_from_an_upgrade_whose_bytes_are_replayed() {
+        let mut probe: &[u8] = b"GET /readyz?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
+        assert!(matches!(
+            read_opening(&mut probe).await.expect("read"),
+            Opening::Probe(Probe::Ready)
+        ));
+        let upgrade = b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n\x81\x00".to_vec();
+        let mut reader: &[u8] = &upgrade;
+        let Opening::Upgrade(head) = read_opening(&mut reader).await.expect("read") else {
+            panic!("an upgrade is not a probe");
+        };
+        let mut rewound = Rewind::new(head, Box::new(tokio::io::duplex(64).0));
+        let mut all = Vec::new();
+        rewound.read_to_end(&mut all).await.expect("replay");
+        assert_eq!(all, upgrade, "every byte read is given back");
+    }
+}
