@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::map::message_seq;
 use switchboard_types::api::{
     AnnounceOutcome, EngineEvent, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind,
-    ExchangeStatus, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus,
-    SpawnOutcome, TrafficCount, message_text,
+    ExchangeStatus, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery,
+    RUN_FAILED_NOTICE, RunStatus, SpawnOutcome, TrafficCount, message_text,
 };
 
 /// What a view shows where OpenClaw's record does not say.
@@ -173,6 +173,16 @@ fn classify(m: &Value) -> Item {
                 }),
             }
         }
+        // The notice OpenClaw writes when a run fails before it replies ("This turn ended
+        // before a reply: …"): that run's reply, failed, with the notice as its error.
+        "custom" if text_of(m, "customType") == Some(RUN_FAILED_NOTICE) => Item::Reply {
+            run_id,
+            text: String::new(),
+            at: written,
+            tokens_in: None,
+            tokens_out: None,
+            error: Some(capped(message_text(m))),
+        },
         _ => Item::Other,
     }
 }
@@ -1166,6 +1176,29 @@ mod tests {
         assert_eq!(d.turns[0].status, RunStatus::Error);
         assert_eq!(d.turns[0].error.as_deref(), Some("model overloaded"));
         assert!(d.summary.detail.contains("model overloaded"));
+    }
+
+    /// A run that failed before it replied leaves OpenClaw's notice, not an assistant line:
+    /// the exchange ends in that error, with the notice's words.
+    #[test]
+    fn a_failed_runs_notice_ends_the_exchange_with_its_words() {
+        let mut b = book(
+            vec![
+                forwarded(1, T0, A, "go"),
+                json!({ "role": "custom", "customType": RUN_FAILED_NOTICE,
+                        "content": "This turn ended before a reply: model overloaded",
+                        "timestamp": T0 + 5, "__openclaw": { "seq": 2 } }),
+            ],
+            json!({}),
+        );
+        let (d, _) = only(&mut b, T0 + 10 * SETTLE_MS);
+        assert_eq!(d.summary.ended_reason, Some(ExchangeEnd::Error));
+        assert_eq!(d.turns[0].status, RunStatus::Error);
+        assert!(
+            d.summary.detail.contains("model overloaded"),
+            "{}",
+            d.summary.detail
+        );
     }
 
     #[test]
