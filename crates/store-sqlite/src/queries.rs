@@ -155,6 +155,17 @@ pub fn get_session(
     raw.map(decode_session).transpose()
 }
 
+/// Whether `key` exists: one primary-key probe, the entry neither read nor decoded (a key
+/// resolution asks this for every gateway request that names a session; decoding a large
+/// entry only to drop it was 11 % of a `chat.history` call).
+pub fn session_exists(conn: &Connection, key: &SessionKey) -> Result<bool, StorageError> {
+    let found = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE key = ?1")?
+        .query_row([key.as_str()], |_| Ok(()))
+        .optional()?;
+    Ok(found.is_some())
+}
+
 /// Keys whose session id is `id` (0 or 1; the index is unique).
 pub fn keys_by_session_id(conn: &Connection, id: &str) -> Result<Vec<SessionKey>, StorageError> {
     let mut stmt = conn.prepare_cached("SELECT key FROM sessions WHERE session_id = ?1")?;
@@ -1018,6 +1029,26 @@ mod prepared_tests {
         );
         assert!(plan(false, true).starts_with("SEARCH sessions USING INDEX sessions_by_updated"));
         assert!(plan(true, true).starts_with("SEARCH sessions USING INDEX sessions_by_kind"));
+    }
+
+    /// Existence is a probe of the key, not a read of the entry: a row whose entry cannot be
+    /// decoded still exists (the full read says what is wrong with it), and a missing key
+    /// does not. Before, the check decoded the whole entry and failed on such a row.
+    #[test]
+    fn existence_does_not_decode_the_entry() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::schema::migrate(&mut conn).expect("migrate");
+        conn.execute(
+            "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry) \
+             VALUES ('agent:main:x', 'sid-x', 'main', 'other', 1, 'not json')",
+            [],
+        )
+        .expect("insert");
+        let key = SessionKey::from_canonical("agent:main:x");
+        assert!(session_exists(&conn, &key).expect("probe"));
+        assert!(get_session(&conn, &key).is_err(), "the full read decodes");
+        let none = SessionKey::from_canonical("agent:main:none");
+        assert!(!session_exists(&conn, &none).expect("probe"));
     }
 
     #[test]

@@ -715,7 +715,7 @@ impl Store for SqliteStore {
     }
 
     fn session_exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
-        Ok(self.lookup(|c| queries::get_session(c, key))?.is_some())
+        self.lookup(|c| queries::session_exists(c, key))
     }
 }
 

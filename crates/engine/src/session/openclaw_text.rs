@@ -8,7 +8,7 @@ use switchboard_types::api::message_text;
 
 // The silent replies live beside `message_text`, so the gateway's `chat.history` hides
 // exactly what the engine's tools do.
-pub use switchboard_types::api::{SILENT_TOKENS, is_silent_reply};
+pub use switchboard_types::api::is_silent_reply;
 
 /// `lastMessagePreview` is at most this many characters, `...` included.
 pub const PREVIEW_MAX_CHARS: usize = 240;
