@@ -204,11 +204,12 @@ async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Valu
     let has_more = page.rows.len() > limit;
     let sessions: Vec<Value> = page
         .rows
-        .iter()
+        .into_iter()
         .take(limit)
         .filter(|r| agent.as_ref().is_none_or(|a| &r.agent_id == a))
-        .map(|r| {
-            let mut v = session_rows::row(r, r.entry.as_ref(), &models);
+        .map(|mut r| {
+            let entry = r.entry.take();
+            let mut v = session_rows::row(&r, entry, &models);
             if p.include_derived_titles {
                 v["derivedTitle"] = json!(r.name);
             }
@@ -261,7 +262,7 @@ async fn session_info(api: &Arc<dyn SessionsApi>, key: &str) -> Result<Value, Er
         .map_err(api_failure)?
         .ok_or_else(|| error("NOT_FOUND", format!("no session found: {key}")))?;
     let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
-    Ok(session_rows::row(&detail.row, Some(&detail.entry), &models))
+    Ok(session_rows::row(&detail.row, Some(detail.entry), &models))
 }
 
 #[derive(Deserialize)]
@@ -334,7 +335,7 @@ async fn chat_history(
         answer["totalMessages"] = json!(last_seq);
         answer["deltaCursor"] = json!(super::history::delta_cursor(&session_id, last_seq));
         answer["defaults"] = models.defaults();
-        answer["sessionInfo"] = session_rows::row(&detail.row, Some(&detail.entry), &models);
+        answer["sessionInfo"] = session_rows::row(&detail.row, Some(detail.entry), &models);
     }
     // As OpenClaw: the oldest messages go first, a message too large is replaced; unlike it,
     // a long one is first cut (its head kept, with the marker) rather than dropped whole.

@@ -75,9 +75,10 @@ fn with_model(mut v: Map<String, Value>, model: &str) -> Map<String, Value> {
 
 /// One row: the owner's entry (when the query asked for it) with the row's own facts laid
 /// over it in OpenClaw's names.
-pub fn row(row: &SessionRow, entry: Option<&Value>, models: &Models) -> Value {
+pub fn row(row: &SessionRow, entry: Option<Value>, models: &Models) -> Value {
+    // The entry is taken, not copied: a 50-row list copied each row's map once more.
     let mut v = match entry {
-        Some(Value::Object(m)) => m.clone(),
+        Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
     // The spec's row names its transcript file; OpenClaw's gateway rows do not (the list's
@@ -159,7 +160,7 @@ mod tests {
         let entry = json!({"sendPolicy": "inherit", "transcriptPath": "/x", "totalTokens": 9});
         let r = row(
             &session("agent:main:main", SessionKind::Main),
-            Some(&entry),
+            Some(entry.clone()),
             &models,
         );
         assert_eq!(r["kind"], "direct");
@@ -176,7 +177,7 @@ mod tests {
         let denied = json!({"sendPolicy": "deny"});
         let r = row(
             &session("agent:main:discord:group:g", SessionKind::Group),
-            Some(&denied),
+            Some(denied.clone()),
             &models,
         );
         assert_eq!(
