@@ -34,6 +34,18 @@ pub const MAX_ITEMS_PER_SESSION: usize = 2_000;
 /// The most of one message's text kept (a reply, a forwarded message).
 const MAX_TEXT: usize = 16 * 1024;
 
+/// A run's reply as a transcript line records it.
+#[derive(Debug, Clone, PartialEq)]
+struct Said {
+    run_id: String,
+    text: String,
+    /// When it was written (`__openclaw.recordTimestampMs`, else `timestamp`).
+    at: i64,
+    tokens_in: Option<u64>,
+    tokens_out: Option<u64>,
+    error: Option<String>,
+}
+
 /// One transcript line, reduced to what exchanges need.
 #[derive(Debug, Clone, PartialEq)]
 enum Item {
@@ -49,15 +61,7 @@ enum Item {
         taken: i64,
     },
     /// What this session's agent said (a run's reply), or its failure.
-    Reply {
-        run_id: String,
-        text: String,
-        /// When it was written (`__openclaw.recordTimestampMs`, else `timestamp`).
-        at: i64,
-        tokens_in: Option<u64>,
-        tokens_out: Option<u64>,
-        error: Option<String>,
-    },
+    Reply(Said),
     /// A sub-agent's completion announce arriving in its requester (provenance
     /// `subagent_announce`, or a run named `announce:v1:<child>:…`).
     SpawnAnnounce { child: String, text: String },
@@ -160,7 +164,7 @@ fn classify(m: &Value) -> Item {
             }
             let usage = m.get("usage");
             let tokens = |f: &str| usage.and_then(|u| u.get(f)).and_then(Value::as_u64);
-            Item::Reply {
+            Item::Reply(Said {
                 run_id,
                 text: capped(message_text(m)),
                 at: written,
@@ -171,18 +175,18 @@ fn classify(m: &Value) -> Item {
                         .unwrap_or("the run failed")
                         .to_string()
                 }),
-            }
+            })
         }
         // The notice OpenClaw writes when a run fails before it replies ("This turn ended
         // before a reply: …"): that run's reply, failed, with the notice as its error.
-        "custom" if text_of(m, "customType") == Some(RUN_FAILED_NOTICE) => Item::Reply {
+        "custom" if text_of(m, "customType") == Some(RUN_FAILED_NOTICE) => Item::Reply(Said {
             run_id,
             text: String::new(),
             at: written,
             tokens_in: None,
             tokens_out: None,
             error: Some(capped(message_text(m))),
-        },
+        }),
         _ => Item::Other,
     }
 }
@@ -242,18 +246,8 @@ impl Record {
 /// A reply found for a forwarded message.
 #[derive(Debug, Clone)]
 enum Answer {
-    Said {
-        seq: i64,
-        run_id: String,
-        text: String,
-        at: i64,
-        tokens_in: Option<u64>,
-        tokens_out: Option<u64>,
-        error: Option<String>,
-    },
-    Hidden {
-        seq: i64,
-    },
+    Said { seq: i64, said: Said },
+    Hidden { seq: i64 },
     None,
 }
 
@@ -264,22 +258,10 @@ fn answer(r: &Record, seq: i64) -> Answer {
     while s <= r.last() {
         match r.at(s) {
             Some(Item::Tool) => {}
-            Some(Item::Reply {
-                run_id,
-                text,
-                at,
-                tokens_in,
-                tokens_out,
-                error,
-            }) => {
+            Some(Item::Reply(said)) => {
                 return Answer::Said {
                     seq: s,
-                    run_id: run_id.clone(),
-                    text: text.clone(),
-                    at: *at,
-                    tokens_in: *tokens_in,
-                    tokens_out: *tokens_out,
-                    error: error.clone(),
+                    said: said.clone(),
                 };
             }
             Some(Item::Hidden) => return Answer::Hidden { seq: s },
@@ -674,12 +656,15 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
         match answer(r, seq) {
             Answer::Said {
                 seq: s,
-                run_id,
-                text,
-                at: said_at,
-                tokens_in,
-                tokens_out,
-                error,
+                said:
+                    Said {
+                        run_id,
+                        text,
+                        at: said_at,
+                        tokens_in,
+                        tokens_out,
+                        error,
+                    },
             } => {
                 turn.run_id = run_id;
                 turn.text = text;
@@ -852,8 +837,8 @@ fn announce_item<'a>(
     while s <= r.last() {
         match r.at(s) {
             Some(Item::Tool) => {}
-            Some(Item::Reply { run_id, .. }) if claimed.contains(run_id.as_str()) => {}
-            Some(i @ (Item::Reply { .. } | Item::Hidden)) => return Some((s, i)),
+            Some(Item::Reply(Said { run_id, .. })) if claimed.contains(run_id.as_str()) => {}
+            Some(i @ (Item::Reply(_) | Item::Hidden)) => return Some((s, i)),
             _ => return None,
         }
         s += 1;
@@ -878,7 +863,7 @@ fn announce_of(
                      NO_REPLY): nothing announced"
                 .into(),
         }),
-        Some((_, Item::Reply { text, error, .. })) => Some(match (error, route) {
+        Some((_, Item::Reply(Said { text, error, .. }))) => Some(match (error, route) {
             (Some(e), _) => ExchangeAnnounce {
                 outcome: AnnounceOutcome::Failed,
                 text: None,
@@ -936,15 +921,15 @@ fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
             let replies: Vec<&Item> = r
                 .items
                 .values()
-                .filter(|i| matches!(i, Item::Reply { .. }))
+                .filter(|i| matches!(i, Item::Reply(_)))
                 .collect();
             let (mut tokens_in, mut tokens_out) = (0, 0);
             for i in &replies {
-                if let Item::Reply {
+                if let Item::Reply(Said {
                     tokens_in: ti,
                     tokens_out: to,
                     ..
-                } = i
+                }) = i
                 {
                     tokens_in += ti.unwrap_or(0);
                     tokens_out += to.unwrap_or(0);
@@ -954,10 +939,10 @@ fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
             let started_at = r.row.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
             let (outcome, error, result, ended) = match last {
                 _ if r.running() => (None, None, None, 0),
-                Some(Item::Reply {
+                Some(Item::Reply(Said {
                     error: Some(e), at, ..
-                }) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
-                Some(Item::Reply { text, at, .. }) => {
+                })) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
+                Some(Item::Reply(Said { text, at, .. })) => {
                     (Some(SpawnOutcome::Completed), None, Some(text.clone()), *at)
                 }
                 _ => (None, None, None, 0),
