@@ -9,6 +9,12 @@ use std::io::Write;
 
 use clap::Parser;
 
+/// mimalloc, not the system's allocator: building and dropping a page of OpenClaw-shaped
+/// rows is mostly small allocations, and glibc's malloc/free were a third of the CPU a
+/// `sessions.list` took (perf, issue 25; BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = cli::Cli::parse();
     if cli

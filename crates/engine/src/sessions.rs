@@ -164,14 +164,14 @@ impl Sessions {
 
     pub(crate) async fn transcript_page(&self, q: &TranscriptQuery) -> Result<TranscriptPage, StoreError> {
         let key = SessionKey::from_canonical(q.key.clone());
-        let Some(s) = self.ctx.store().get(&key).await? else {
+        // The id alone: the entry (up to 30 KB from OpenClaw) is not decoded for a page.
+        let Some(sid) = self.ctx.store().session_id_of(&key).await? else {
             return Ok(TranscriptPage {
                 key: q.key.clone(),
                 exists: false,
                 ..TranscriptPage::default()
             });
         };
-        let sid = s.entry.session_id.clone();
         let limit = q.limit.clamp(1, TRANSCRIPT_PAGE_MAX);
         let (rows, last_seq) = self
             .ctx
@@ -183,8 +183,8 @@ impl Sessions {
             key: q.key.clone(),
             exists: true,
             lines: rows
-                .iter()
-                .filter_map(|r| transcript_text::line_of(r.seq, &r.line, q.raw))
+                .into_iter()
+                .filter_map(|r| transcript_text::line_of(r.seq, r.line, q.raw))
                 .collect(),
             last_seq,
             left_out: 0,
@@ -297,7 +297,7 @@ fn apply_previews(rows: &mut [SessionRow], last: Vec<Option<TranscriptRow>>) {
     const PREVIEW_CHARS: usize = 120;
     for (row, last) in rows.iter_mut().zip(last) {
         row.last_message = last.and_then(|r| {
-            let line = transcript_text::line_of(r.seq, &r.line, false)?;
+            let line = transcript_text::line_of(r.seq, r.line, false)?;
             let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
             Some(one.chars().take(PREVIEW_CHARS).collect())
         });

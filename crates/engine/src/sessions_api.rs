@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 
 use super::Engine;
 use super::tools::{TOOL_NAMES, ToolContext, ToolError};
@@ -39,12 +38,12 @@ impl SessionsApi for Engine {
 
     async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError> {
         let key = SessionKey::from_canonical(key);
-        let Some(s) = self.store().get(&key).await? else {
+        // Read as a view (a row and the owner's fields is all a detail shows), once: a
+        // second read decoded the whole entry again (up to 30 KB from OpenClaw).
+        let Some(s) = self.store().view(&key).await? else {
             return Ok(None);
         };
-        let entry = super::tools::owner_row(&self.ctx, &key)
-            .await?
-            .unwrap_or(Value::Null);
+        let entry = super::tools::owner_entry(&self.ctx, &s);
         Ok(Some(SessionDetail {
             row: self.sessions.row_of(&s),
             entry,

@@ -31,11 +31,29 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<RawSession> {
     ))
 }
 
-fn decode_session(
+fn decode_session(raw: RawSession) -> Result<StoredSession, StorageError> {
+    decode(raw, Read::Whole)
+}
+
+/// How much of an entry a read decodes.
+#[derive(Clone, Copy)]
+enum Read {
+    /// Every field: what writes, exports and the engine's own work read.
+    Whole,
+    /// A view's fields only (`SessionEntry::view_from_str`): rows and names. Never written
+    /// back: every write re-reads the entry whole inside its transaction.
+    View,
+}
+
+fn decode(
     (key, agent_id, kind, updated_at, entry): RawSession,
+    read: Read,
 ) -> Result<StoredSession, StorageError> {
-    let mut entry: SessionEntry = serde_json::from_str(&entry)
-        .map_err(|e| StorageError::Corrupt(format!("session {key}: {e}")))?;
+    let entry = match read {
+        Read::Whole => serde_json::from_str(&entry),
+        Read::View => SessionEntry::view_from_str(&entry),
+    };
+    let mut entry = entry.map_err(|e| StorageError::Corrupt(format!("session {key}: {e}")))?;
     // The column is authoritative: appends bump it without rewriting the entry JSON.
     entry.updated_at = updated_at;
     Ok(StoredSession {
@@ -146,13 +164,29 @@ pub fn get_session(
     conn: &Connection,
     key: &SessionKey,
 ) -> Result<Option<StoredSession>, StorageError> {
+    read_session(conn, key, Read::Whole)
+}
+
+/// `get_session` read as a view (`Read::View`).
+pub fn view_session(
+    conn: &Connection,
+    key: &SessionKey,
+) -> Result<Option<StoredSession>, StorageError> {
+    read_session(conn, key, Read::View)
+}
+
+fn read_session(
+    conn: &Connection,
+    key: &SessionKey,
+    read: Read,
+) -> Result<Option<StoredSession>, StorageError> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {SESSION_COLS} FROM sessions WHERE key = ?1"
     ))?;
     let raw = stmt
         .query_row([key.as_str()], session_from_row)
         .optional()?;
-    raw.map(decode_session).transpose()
+    raw.map(|r| decode(r, read)).transpose()
 }
 
 /// Whether `key` exists: one primary-key probe, the entry neither read nor decoded (a key
@@ -164,6 +198,14 @@ pub fn session_exists(conn: &Connection, key: &SessionKey) -> Result<bool, Stora
         .query_row([key.as_str()], |_| Ok(()))
         .optional()?;
     Ok(found.is_some())
+}
+
+/// The session id column of `key`'s row: the entry is neither read nor decoded.
+pub fn session_id_of(conn: &Connection, key: &SessionKey) -> Result<Option<String>, StorageError> {
+    Ok(conn
+        .prepare_cached("SELECT session_id FROM sessions WHERE key = ?1")?
+        .query_row([key.as_str()], |r| r.get(0))
+        .optional()?)
 }
 
 /// Keys whose session id is `id` (0 or 1; the index is unique).
@@ -232,11 +274,7 @@ pub fn page_sessions(
     let sql = if filter.by_name {
         name_page_sql(kind.is_some(), since.is_some())
     } else {
-        format!(
-            "SELECT rowid FROM sessions WHERE {PAGE_FILTERS} AND (?3 OR archived_at IS NULL) \
-             AND key != 'unknown' AND (?4 OR key != 'global') \
-             ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6"
-        )
+        ACTIVITY_PAGE_SQL.to_string()
     };
     let ids = c
         .prepare_cached(&sql)?
@@ -261,6 +299,12 @@ pub fn page_sessions(
         last,
     })
 }
+
+/// The activity-ordered walk of `page_sessions`.
+const ACTIVITY_PAGE_SQL: &str = "SELECT rowid FROM sessions \
+    WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2) \
+    AND (?3 OR archived_at IS NULL) AND key != 'unknown' AND (?4 OR key != 'global') \
+    ORDER BY updated_at DESC, key LIMIT ?5 OFFSET ?6";
 
 /// The filters of the owner's page that every count can take from the covering indexes.
 const PAGE_FILTERS: &str = "(?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR updated_at >= ?2)";
@@ -324,7 +368,8 @@ fn sessions_by_rowid(c: &Connection, ids: &[i64]) -> Result<Vec<StoredSession>, 
     let raw = stmt
         .query_map([ids], session_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    raw.into_iter().map(decode_session).collect()
+    // A page is rows to show: its entries are read as views.
+    raw.into_iter().map(|r| decode(r, Read::View)).collect()
 }
 
 /// The name-ordered walk of `page_sessions` (same parameters), for a kind filter or not and a
@@ -360,6 +405,19 @@ macro_rules! shown_lines {
     };
 }
 
+/// `transcript_before`'s statements, with tool results and without.
+const BEFORE_WITH_TOOLS_SQL: &str = concat!(
+    "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
+    shown_lines!(),
+    " AND seq < ?3 ORDER BY seq DESC LIMIT ?2"
+);
+const BEFORE_WITHOUT_TOOLS_SQL: &str = concat!(
+    "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
+    shown_lines!(),
+    " AND seq < ?3 AND (role IS NULL OR role NOT IN ('toolResult', 'tool')) \
+     ORDER BY seq DESC LIMIT ?2"
+);
+
 /// The last `limit` lines history shows (`shown_lines`) before sequence number `before`
 /// (oldest first).
 pub fn transcript_before(
@@ -370,18 +428,9 @@ pub fn transcript_before(
     include_tools: bool,
 ) -> Result<Vec<TranscriptRow>, StorageError> {
     let sql = if include_tools {
-        concat!(
-            "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
-            shown_lines!(),
-            " AND seq < ?3 ORDER BY seq DESC LIMIT ?2"
-        )
+        BEFORE_WITH_TOOLS_SQL
     } else {
-        concat!(
-            "SELECT seq, entry_id, line FROM transcript WHERE session_id = ?1 AND ",
-            shown_lines!(),
-            " AND seq < ?3 AND (role IS NULL OR role NOT IN ('toolResult', 'tool'))
-         ORDER BY seq DESC LIMIT ?2"
-        )
+        BEFORE_WITHOUT_TOOLS_SQL
     };
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt
@@ -1049,6 +1098,60 @@ mod prepared_tests {
         assert!(get_session(&conn, &key).is_err(), "the full read decodes");
         let none = SessionKey::from_canonical("agent:main:none");
         assert!(!session_exists(&conn, &none).expect("probe"));
+    }
+
+    /// A page read again runs its statements as prepared (a bound LIMIT or key made SQLite
+    /// prepare them anew on every call: `schema::plan_once`), and a page's rows are views:
+    /// the typed fields and the view's own, nothing else of the entry.
+    #[test]
+    fn a_page_is_not_prepared_anew_and_its_rows_are_views() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::schema::migrate(&mut conn).expect("migrate");
+        let entry = json!({"sessionId": "sid-x", "updatedAt": 5, "label": "x",
+            "origin": {"label": "pyclient"}, "skillsSnapshot": {"big": [1, 2, 3]}});
+        conn.execute(
+            "INSERT INTO sessions (key, session_id, agent_id, kind, updated_at, entry) \
+             VALUES ('agent:main:x', 'sid-x', 'main', 'other', 5, ?1)",
+            [entry.to_string()],
+        )
+        .expect("insert");
+        super::super::schema::plan_once(&conn).expect("plans");
+        let filter = PageFilter::default();
+        for _ in 0..3 {
+            let page = page_sessions(&conn, &filter, 0, 10, true, false).expect("page");
+            assert_eq!(page.rows.len(), 1);
+            let e = &page.rows[0].entry;
+            assert_eq!(
+                (e.label.as_deref(), e.origin_label()),
+                (Some("x"), Some("pyclient"))
+            );
+            assert!(!e.extra.contains_key("skillsSnapshot"), "{:?}", e.extra);
+        }
+        let walk = conn.prepare_cached(ACTIVITY_PAGE_SQL).expect("cached");
+        assert_eq!(walk.get_status(rusqlite::StatementStatus::RePrepare), 0);
+        drop(walk);
+        let mut prepared = 0;
+        for (tools, sql) in [
+            (true, BEFORE_WITH_TOOLS_SQL),
+            (false, BEFORE_WITHOUT_TOOLS_SQL),
+        ] {
+            for _ in 0..3 {
+                transcript_before(&conn, "sid-x", i64::MAX, 10, tools).expect("transcript");
+            }
+            let st = conn.prepare_cached(sql).expect("cached");
+            prepared += st.get_status(rusqlite::StatementStatus::RePrepare);
+        }
+        assert_eq!(prepared, 0, "the transcript page is not prepared anew");
+        // Every connection the store opens plans once.
+        let dir = tempfile::tempdir().expect("dir");
+        let opened = Connection::open(dir.path().join("s.db")).expect("open");
+        super::super::schema::configure(&opened).expect("configure");
+        let qpsg = rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG;
+        assert!(opened.db_config(qpsg).expect("read"));
+        let whole = get_session(&conn, &SessionKey::from_canonical("agent:main:x"))
+            .expect("read")
+            .expect("there");
+        assert!(whole.entry.extra.contains_key("skillsSnapshot"));
     }
 
     #[test]

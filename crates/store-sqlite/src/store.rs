@@ -130,6 +130,14 @@ impl Store for SqliteStore {
         self.lookup(|c| queries::get_session(c, &key))
     }
 
+    async fn view_session(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        self.lookup(|c| queries::view_session(c, key))
+    }
+
+    async fn session_id_of(&self, key: &SessionKey) -> Result<Option<String>, StoreError> {
+        self.lookup(|c| queries::session_id_of(c, key))
+    }
+
     async fn keys_by_session_id(&self, session_id: &str) -> Result<Vec<SessionKey>, StoreError> {
         let id = session_id.to_string();
         self.lookup(|c| queries::keys_by_session_id(c, &id))

@@ -62,6 +62,15 @@ pub trait Store: Send + Sync {
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError>;
 
+    /// `get_session` for a view (a row, a name): the entry's typed fields and
+    /// `entry::VIEW_FIELDS` only, the rest (most of an OpenClaw entry) skipped. Never
+    /// written back (every write re-reads the entry whole).
+    async fn view_session(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError>;
+
+    /// The session id of the session at `key`, without reading its entry (a transcript
+    /// page needs only this; OpenClaw's entries run to 30 KB).
+    async fn session_id_of(&self, key: &SessionKey) -> Result<Option<String>, StoreError>;
+
     /// The keys whose entry has this `sessionId` (normally one).
     async fn keys_by_session_id(&self, session_id: &str) -> Result<Vec<SessionKey>, StoreError>;
 

@@ -61,7 +61,8 @@ pub struct TranscriptRow {
 /// One page of sessions as `Store::page_sessions` reads it.
 #[derive(Debug, Clone, Default)]
 pub struct SessionsPageRead {
-    /// The page's sessions in the filter's order (a key deleted meanwhile is left out).
+    /// The page's sessions in the filter's order (a key deleted meanwhile is left out),
+    /// their entries read as views (see `Store::view_session`).
     pub rows: Vec<StoredSession>,
     /// How many sessions match the filter, when asked.
     pub matching: Option<u64>,

@@ -1,7 +1,8 @@
 //! The session entry: OpenClaw's SessionEntry shape (camelCase JSON), stored whole in the
 //! `sessions` table, with typed access to the fields the engine reads or writes.
 
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// Where replies and announces for a session go: `{channel, to, accountId, threadId}`.
@@ -28,8 +29,9 @@ impl DeliveryContext {
 }
 
 /// One session's entry. Fields the engine does not know (from an OpenClaw import, say) are
-/// kept in `extra` and written back untouched, so export loses nothing.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// kept in `extra` and written back untouched, so export loses nothing. Read by hand
+/// (`Deserialize` below), not derived: see there why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEntry {
     pub session_id: String,
@@ -86,6 +88,120 @@ pub struct SessionEntry {
     pub archived_at: Option<i64>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A derived `Deserialize` with `#[serde(flatten)]` buffers every field as serde's private
+/// `Content` and parses it a second time; on OpenClaw's entries (1.5–30 KB of fields the
+/// engine does not know) that was most of a `sessions.list` (perf, issue 25). Here each field
+/// is read once, straight into its typed place or into `extra`, in the order it came.
+impl<'de> Deserialize<'de> for SessionEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(EntryVisitor { keep: None })
+    }
+}
+
+/// The fields outside the typed ones that rows and names read (`origin`, `delivery`, the
+/// run's `status` and times, …): all a view of the session needs from `extra`.
+pub const VIEW_FIELDS: &[&str] = &[
+    "origin",
+    "delivery",
+    "status",
+    "startedAt",
+    "endedAt",
+    "runtimeMs",
+    "estimatedCostUsd",
+    "createdVia",
+    "lastRunId",
+    "pinned",
+    "pinnedAt",
+    "childSessions",
+];
+
+impl SessionEntry {
+    /// An entry read for a view (a page of rows): the typed fields, and of the others only
+    /// `VIEW_FIELDS`; the rest (OpenClaw's skills snapshot, prompt reports: most of its
+    /// 1.5–30 KB) is skipped unparsed. Never written back: it is not the whole entry.
+    pub fn view_from_str(text: &str) -> serde_json::Result<SessionEntry> {
+        let mut d = serde_json::Deserializer::from_str(text);
+        let e = d.deserialize_map(EntryVisitor {
+            keep: Some(VIEW_FIELDS),
+        })?;
+        d.end()?;
+        Ok(e)
+    }
+}
+
+/// Reads an entry; `keep`, when given, names the only untyped fields kept.
+struct EntryVisitor {
+    keep: Option<&'static [&'static str]>,
+}
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = SessionEntry;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a session entry (a JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SessionEntry, A::Error> {
+        /// A known field's value, typed; `null` reads as absent, as the derive read it.
+        fn typed<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+            map: &mut A,
+            name: &str,
+        ) -> Result<Option<T>, A::Error> {
+            map.next_value::<Option<T>>()
+                .map_err(|e| A::Error::custom(format!("field `{name}`: {e}")))
+        }
+        let mut e = SessionEntry {
+            // OpenClaw's entries carry 30–60 fields: no regrowing the map on the way.
+            extra: Map::with_capacity(match self.keep {
+                Some(keep) => keep.len(),
+                None => map.size_hint().unwrap_or(48),
+            }),
+            ..SessionEntry::default()
+        };
+        let mut session_id = None;
+        while let Some(name) = map.next_key::<String>()? {
+            let m = &mut map;
+            match name.as_str() {
+                "sessionId" => session_id = typed(m, &name)?,
+                "updatedAt" => e.updated_at = typed(m, &name)?.unwrap_or_default(),
+                "createdAt" => e.created_at = typed(m, &name)?,
+                "chatType" => e.chat_type = typed(m, &name)?,
+                "channel" => e.channel = typed(m, &name)?,
+                "displayName" => e.display_name = typed(m, &name)?,
+                "label" => e.label = typed(m, &name)?,
+                "sendPolicy" => e.send_policy = typed(m, &name)?,
+                "spawnedBy" => e.spawned_by = typed(m, &name)?,
+                "parentSessionKey" => e.parent_session_key = typed(m, &name)?,
+                "spawnDepth" => e.spawn_depth = typed(m, &name)?,
+                "deliveryContext" => e.delivery_context = typed(m, &name)?,
+                "lastChannel" => e.last_channel = typed(m, &name)?,
+                "lastTo" => e.last_to = typed(m, &name)?,
+                "lastAccountId" => e.last_account_id = typed(m, &name)?,
+                "model" => e.model = typed(m, &name)?,
+                "modelProvider" => e.model_provider = typed(m, &name)?,
+                "contextTokens" => e.context_tokens = typed(m, &name)?,
+                "inputTokens" => e.input_tokens = typed(m, &name)?,
+                "outputTokens" => e.output_tokens = typed(m, &name)?,
+                "totalTokens" => e.total_tokens = typed(m, &name)?,
+                "thinkingLevel" => e.thinking_level = typed(m, &name)?,
+                "verboseLevel" => e.verbose_level = typed(m, &name)?,
+                "systemSent" => e.system_sent = typed(m, &name)?,
+                "abortedLastRun" => e.aborted_last_run = typed(m, &name)?,
+                "archivedAt" => e.archived_at = typed(m, &name)?,
+                _ if self.keep.is_some_and(|keep| !keep.contains(&name.as_str())) => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    let v = map.next_value::<Value>()?;
+                    e.extra.insert(name, v);
+                }
+            }
+        }
+        e.session_id = session_id.ok_or_else(|| A::Error::missing_field("sessionId"))?;
+        Ok(e)
+    }
 }
 
 impl SessionEntry {
@@ -160,5 +276,84 @@ impl SessionEntry {
             .and_then(|d| d.to.as_deref())
             .or(self.last_to.as_deref())
             .filter(|s| !s.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_keep_their_order_and_known_ones_their_types() {
+        let text = r#"{"zeta":1,"sessionId":"s-1","origin":{"label":"x"},"updatedAt":7,
+            "alpha":[1,2],"spawnDepth":2,"deliveryContext":{"channel":"telegram","to":"42"},
+            "model":null,"mid":"m"}"#;
+        let e: SessionEntry = serde_json::from_str(text).unwrap();
+        assert_eq!(e.session_id, "s-1");
+        assert_eq!(e.updated_at, 7);
+        assert_eq!(e.spawn_depth, Some(2));
+        assert_eq!(e.model, None);
+        assert_eq!(
+            e.delivery_context.as_ref().and_then(|d| d.to.as_deref()),
+            Some("42")
+        );
+        let extra: Vec<&str> = e.extra.keys().map(String::as_str).collect();
+        assert_eq!(extra, ["zeta", "origin", "alpha", "mid"]);
+        assert_eq!(e.origin_label(), Some("x"));
+    }
+
+    #[test]
+    fn a_bad_known_field_is_named_and_a_missing_id_refused() {
+        let err = serde_json::from_str::<SessionEntry>(r#"{"sessionId":"s","spawnDepth":"two"}"#)
+            .unwrap_err();
+        assert!(err.to_string().contains("spawnDepth"), "{err}");
+        let err = serde_json::from_str::<SessionEntry>(r#"{"updatedAt":1}"#).unwrap_err();
+        assert!(err.to_string().contains("sessionId"), "{err}");
+        assert!(serde_json::from_str::<SessionEntry>("[1]").is_err());
+    }
+
+    fn text() -> impl Strategy<Value = Option<String>> {
+        proptest::option::of("[a-z:é ]{0,8}")
+    }
+
+    proptest! {
+        /// What is written reads back equal: every known field and every unknown one.
+        #[test]
+        fn an_entry_reads_back_as_written(
+            id in "[a-z0-9-]{1,12}",
+            at in any::<i64>(),
+            created in proptest::option::of(any::<i64>()),
+            names in (text(), text(), text(), text()),
+            numbers in (proptest::option::of(any::<u32>()), proptest::option::of(any::<u64>())),
+            flags in (proptest::option::of(any::<bool>()), proptest::option::of(any::<bool>())),
+            extra in proptest::collection::vec(("[a-z]{1,6}x", any::<i32>()), 0..6),
+        ) {
+            let mut e = SessionEntry {
+                session_id: id,
+                updated_at: at,
+                created_at: created,
+                chat_type: names.0,
+                display_name: names.1.clone(),
+                label: names.2,
+                send_policy: names.3,
+                spawn_depth: numbers.0,
+                total_tokens: numbers.1,
+                system_sent: flags.0,
+                aborted_last_run: flags.1,
+                delivery_context: names.1.map(|to| DeliveryContext {
+                    to: Some(to),
+                    thread_id: Some(json!(3)),
+                    ..DeliveryContext::default()
+                }),
+                ..SessionEntry::default()
+            };
+            for (k, v) in extra {
+                e.extra.insert(k, json!({"n": v}));
+            }
+            let back: SessionEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+            prop_assert_eq!(back, e);
+        }
     }
 }

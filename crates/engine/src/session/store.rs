@@ -87,6 +87,15 @@ impl SessionStore {
         self.store.get_session(key).await
     }
 
+    /// A session read for a row or name only (see the store trait's `view_session`).
+    pub async fn view(&self, key: &SessionKey) -> Result<Option<StoredSession>, StoreError> {
+        self.store.view_session(key).await
+    }
+
+    pub async fn session_id_of(&self, key: &SessionKey) -> Result<Option<String>, StoreError> {
+        self.store.session_id_of(key).await
+    }
+
     pub async fn keys_by_session_id(&self, id: &str) -> Result<Vec<SessionKey>, StoreError> {
         self.store.keys_by_session_id(id).await
     }

@@ -2,6 +2,8 @@
 //! shown, who spoke, and its text (tool calls as `name({args})`). Text stays as stored;
 //! front ends make it safe for their own output.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use switchboard_store::notice::{NOTICE_ROLE, shown_message};
@@ -11,17 +13,25 @@ pub use switchboard_types::api::message_text;
 
 /// One stored line as front ends show it (`None` for lines that are not messages or shown
 /// notices, and for assistant turns with nothing to show).
-pub fn line_of(seq: i64, line: &Value, keep_message: bool) -> Option<TranscriptLine> {
-    let m = shown_message(line)?;
+/// The line is taken: a kept message is moved out of it, not copied (a 100-line page copied
+/// every message once more).
+pub fn line_of(seq: i64, mut line: Value, keep_message: bool) -> Option<TranscriptLine> {
+    let m = shown_message(&line)?;
     let timestamp = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
     let (role, text) = role_and_text(&m)?;
+    let from = speaker(&m);
+    let message = match (keep_message, m) {
+        (false, _) => None,
+        (true, Cow::Owned(notice)) => Some(notice),
+        (true, Cow::Borrowed(_)) => line.get_mut("message").map(Value::take),
+    };
     Some(TranscriptLine {
         seq,
         role,
         timestamp,
-        from: speaker(&m),
+        from,
         text,
-        message: keep_message.then(|| m.into_owned()),
+        message,
     })
 }
 
@@ -64,7 +74,7 @@ mod tests {
     fn each_kind_of_line_reads_as_the_panes_show_it() {
         let user = json!({"message": {"role": "user", "timestamp": 5,
             "content": [{"type": "text", "text": "hi"}], "senderLabel": "alice", "senderIsOwner": true}});
-        let l = line_of(1, &user, false).expect("user line");
+        let l = line_of(1, user, false).expect("user line");
         assert_eq!(
             (l.role, l.from.as_str(), l.text.as_str(), l.timestamp),
             (LineRole::User, "alice (owner)", "hi", 5)
@@ -72,20 +82,20 @@ mod tests {
         let call = json!({"message": {"role": "assistant", "content": [
             {"type": "text", "text": "let me ask"},
             {"type": "toolCall", "name": "sessions_send", "arguments": {"message": "x"}}]}});
-        let l = line_of(2, &call, true).expect("call line");
+        let l = line_of(2, call.clone(), true).expect("call line");
         assert_eq!(l.role, LineRole::Tool);
         assert_eq!(l.text, "let me ask\nsessions_send({\"message\":\"x\"})");
-        assert!(l.message.is_some());
+        assert_eq!(l.message.as_ref(), call.get("message"), "the message moved out whole");
         let a2a = json!({"message": {"role": "user", "content": "ping",
             "provenance": {"kind": "inter_session", "sourceSessionKey": "agent:a:main", "sourceTool": "sessions_send"}}});
         assert_eq!(
-            line_of(3, &a2a, false).expect("a2a").from,
+            line_of(3, a2a, false).expect("a2a").from,
             "from agent:a:main via sessions_send"
         );
         let failed = json!({"message": {"role": "assistant", "stopReason": "error", "errorMessage": "boom", "content": []}});
-        assert_eq!(line_of(4, &failed, false).expect("error").text, "boom");
+        assert_eq!(line_of(4, failed, false).expect("error").text, "boom");
         let empty = json!({"message": {"role": "assistant", "content": []}});
-        assert!(line_of(5, &empty, false).is_none());
-        assert!(line_of(6, &json!({"type": "session"}), false).is_none());
+        assert!(line_of(5, empty, false).is_none());
+        assert!(line_of(6, json!({"type": "session"}), false).is_none());
     }
 }

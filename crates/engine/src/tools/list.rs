@@ -234,15 +234,7 @@ fn build_row(shared: &Context, s: &StoredSession) -> Map<String, Value> {
     r
 }
 
-/// One session's row in the owner's view.
-pub async fn owner_row(
-    shared: &Context,
-    key: &switchboard_types::key::SessionKey,
-) -> Result<Option<Value>, switchboard_store::StoreError> {
-    Ok(shared.store().get(key).await?.map(|s| owner_entry(shared, &s)))
-}
-
-/// `owner_row` of a session already read (a page's rows: no second read each): the spec's
+/// One session's row in the owner's view, from the session already read: the spec's
 /// row plus what the owner's view adds (`row::add_owner_fields`: what the entry records and
 /// OpenClaw's gateway rows show, which its clients read); agents' `sessions_list` rows stay
 /// as the spec has them.

@@ -24,7 +24,7 @@ use crate::spawn::Spawns;
 pub use context::{TOOL_NAMES, ToolContext, ToolError, ToolInputError};
 pub(crate) use context::failure;
 
-pub use list::{owner_entry, owner_row};
+pub use list::owner_entry;
 
 /// The tools service: the session tools as agents (and `SessionsApi::call_tool`) call
 /// them. The read tools need only the shared context; `sessions_send` starts exchanges and
