@@ -52,6 +52,26 @@ pub fn message_text(message: &Value) -> String {
     }
 }
 
+/// Why a failed turn (`stopReason: "error"`) failed: its `errorMessage` as stored, else its
+/// text, which is where OpenClaw 2026.9.6's `chat.history` puts it ("LLM request failed:
+/// connection refused by the provider endpoint.", with no `errorMessage`), else a plain
+/// "the run failed".
+pub fn run_error(message: &Value) -> String {
+    if let Some(e) = message
+        .get("errorMessage")
+        .and_then(Value::as_str)
+        .filter(|e| !e.trim().is_empty())
+    {
+        return e.to_string();
+    }
+    let said = message_text(message);
+    if said.trim().is_empty() {
+        "the run failed".to_string()
+    } else {
+        said
+    }
+}
+
 /// The role a line shows and its text (tool calls as `name({args})`, beside what the agent
 /// said with them); `None` for a message without a role, and for an assistant turn with
 /// nothing to show.
@@ -83,14 +103,9 @@ pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
             };
             (LineRole::Tool, text)
         }
-        "assistant" if message.get("stopReason").and_then(Value::as_str) == Some("error") => (
-            LineRole::Error,
-            message
-                .get("errorMessage")
-                .and_then(Value::as_str)
-                .unwrap_or("the run failed")
-                .to_string(),
-        ),
+        "assistant" if message.get("stopReason").and_then(Value::as_str) == Some("error") => {
+            (LineRole::Error, run_error(message))
+        }
         "assistant" => (LineRole::Assistant, message_text(message)),
         "toolResult" => (LineRole::Result, message_text(message)),
         "user" => (LineRole::User, message_text(message)),
@@ -107,4 +122,33 @@ pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
         return None;
     }
     Some((role, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A failed turn as OpenClaw 2026.9.6's `chat.history` returned it on the live peer (the
+    /// model's endpoint refused the connection): the reason is the text, no `errorMessage`.
+    #[test]
+    fn a_failed_turn_shows_why_it_failed_in_either_shape() {
+        let history = json!({"role": "assistant", "stopReason": "error",
+            "content": [{"type": "text",
+                         "text": "LLM request failed: connection refused by the provider endpoint."}],
+            "provider": "fake", "model": "fake-1"});
+        assert_eq!(
+            role_and_text(&history),
+            Some((
+                LineRole::Error,
+                "LLM request failed: connection refused by the provider endpoint.".to_string()
+            ))
+        );
+        // As stored in its transcript (and in ours): `errorMessage`, empty content.
+        let stored = json!({"role": "assistant", "stopReason": "error", "content": [],
+            "errorMessage": "Connection error."});
+        assert_eq!(run_error(&stored), "Connection error.");
+        let bare = json!({"role": "assistant", "stopReason": "error", "content": []});
+        assert_eq!(run_error(&bare), "the run failed");
+    }
 }
