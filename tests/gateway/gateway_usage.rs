@@ -94,6 +94,20 @@ async fn a_turn_s_streamed_usage_and_the_model_s_window_reach_the_rows() {
         (Some("fake"), Some("fake-1"))
     );
 
+    // The owner's `/status` card has the context line OpenClaw's has.
+    let status = call(
+        &mut ws,
+        "st",
+        "chat.send",
+        json!({"sessionKey": "main", "message": "/status", "idempotencyKey": "st-1"}),
+    )
+    .await;
+    let card = ok(&status)["reply"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(card.contains("📚 Context: 135/128k (0%)"), "{card}");
+
     let listed = call(&mut ws, "4", "sessions.list", json!({"agentId": "main"})).await;
     let list = ok(&listed);
     assert_eq!(list["defaults"]["contextTokens"], 128_000, "{list}");
