@@ -250,6 +250,44 @@ async fn openclaw_tui_sequence_is_answered_in_openclaw_shapes() {
     );
 }
 
+/// Their TUI attaching to a session nothing was said in yet (`agent:main:main` on a fresh
+/// gateway) asks `chat.history` and, together, `sessions.describe` and `sessions.list`
+/// (`limit: 1`). OpenClaw 2026.9.6 answers the describe `{session: null}` (checked on the
+/// live peer) and the history with `defaults`; an error there made their TUI drop the
+/// list's `defaults` too, and its footer read "unknown | tokens ?".
+#[tokio::test]
+async fn a_session_with_no_message_yet_is_described_as_null_with_the_defaults() {
+    let gw = start_with_config(
+        r#"{ agents: { list: [ { id: "main", default: true, model: "fake/fake-1" } ] },
+             models: { providers: { fake: { baseUrl: "http://127.0.0.1:9/v1",
+               models: [ { id: "fake-1", contextWindow: 128000 } ] } } } }"#,
+        &[],
+    );
+    let mut ws = gateway_process::connected(&gw.addr).await;
+    let (d, _) = call(
+        &mut ws,
+        "d",
+        "sessions.describe",
+        json!({"key": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(d["ok"], true, "{d}");
+    assert_eq!(d["payload"], json!({"session": null}));
+    let (h, _) = call(
+        &mut ws,
+        "h",
+        "chat.history",
+        json!({"sessionKey": "agent:main:main", "limit": 200}),
+    )
+    .await;
+    assert_eq!(h["ok"], true, "{h}");
+    assert_eq!(
+        h["payload"]["defaults"],
+        json!({"modelProvider": "fake", "model": "fake-1", "contextTokens": 128000}),
+        "{h}"
+    );
+}
+
 /// Slash text from a client without `operator.admin` is an ordinary message, as before.
 #[tokio::test]
 async fn only_an_admin_client_sends_owner_commands() {
@@ -334,26 +372,45 @@ async fn a_runs_end_events_come_before_the_answers_that_report_it() {
     }
 }
 
-/// `GET /healthz` and `/readyz` on the gateway's port, before any upgrade.
+/// `/healthz` and `/readyz` (and `/health`, `/ready`) on the gateway's port, before any
+/// upgrade, answered as OpenClaw 2026.9.6 answers them (seen on the live peer): `GET` with
+/// the body, `HEAD` with the headers only, any other method 405 naming `GET, HEAD`.
 #[tokio::test]
 async fn the_gateway_port_answers_health_and_readiness_probes() {
     let gw = start_with_config("{}", &[]);
+    let ask = |request: String| {
+        let addr = gw.addr.clone();
+        async move {
+            let mut tcp = TcpStream::connect(&addr).await.expect("connect");
+            tcp.write_all(request.as_bytes()).await.expect("write");
+            let mut answer = String::new();
+            tokio::time::timeout(WAIT, tcp.read_to_string(&mut answer))
+                .await
+                .expect("answered and closed")
+                .expect("read");
+            answer
+        }
+    };
     for (path, body) in [
         ("/healthz", r#"{"ok":true,"status":"live"}"#),
-        ("/readyz", r#"{"ready":true}"#),
+        ("/health", r#"{"ok":true,"status":"live"}"#),
+        ("/readyz", r#"{"ready":true,"failing":[],"uptimeMs":"#),
+        ("/ready", r#"{"ready":true,"failing":[],"uptimeMs":"#),
     ] {
-        let mut tcp = TcpStream::connect(&gw.addr).await.expect("connect");
-        tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-            .await
-            .expect("write");
-        let mut answer = String::new();
-        tokio::time::timeout(WAIT, tcp.read_to_string(&mut answer))
-            .await
-            .expect("answered and closed")
-            .expect("read");
+        let answer = ask(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n")).await;
         assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
-        assert!(answer.ends_with(body), "{answer}");
+        let (_, got) = answer.split_once("\r\n\r\n").expect("a head");
+        assert!(got.starts_with(body) && got.ends_with('}'), "{answer}");
+        let head = ask(format!("HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n")).await;
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(head.ends_with("\r\n\r\n"), "no body: {head}");
     }
+    let post = ask("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".into()).await;
+    assert!(
+        post.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"),
+        "{post}"
+    );
+    assert!(post.contains("\r\nAllow: GET, HEAD\r\n"), "{post}");
     // The upgrade on the same port is untouched.
     let _ws = gateway_process::connected(&gw.addr).await;
 }

@@ -31,4 +31,5 @@ mod gateway_serve;
 mod gateway_sort;
 mod gateway_tls;
 mod gateway_token;
+mod gateway_usage;
 mod protocol_frames;

@@ -255,18 +255,21 @@ fn the_agent_picker() {
                 model: "openai/gpt-5-mini".into(),
                 is_default: true,
                 may_spawn: vec!["work".into()],
+                context_tokens: None,
             },
             AgentInfo {
                 id: "work".into(),
                 model: "scripted".into(),
                 is_default: false,
                 may_spawn: vec![],
+                context_tokens: None,
             },
             AgentInfo {
                 id: "ops".into(),
                 model: "scripted".into(),
                 is_default: false,
                 may_spawn: vec!["*".into()],
+                context_tokens: None,
             },
         ]))));
         c.update(plain(KeyCode::Down));
@@ -430,6 +433,7 @@ fn tab_completes_or_leaves() {
         model: "scripted".into(),
         is_default: false,
         may_spawn: vec![],
+        context_tokens: None,
     }]))));
     c.update(plain(KeyCode::Tab));
     assert_eq!(c.state.composer.text(), "/spawn --agent work ");

@@ -144,6 +144,8 @@ pub async fn run_with_tls(
     shutdown: impl Future<Output = ()>,
 ) {
     let handshake_timeout = options.handshake_timeout;
+    // `/readyz` reports the gateway's uptime, as OpenClaw's does.
+    let started = std::time::Instant::now();
     let shared = Arc::new(connection::Shared {
         api,
         token: options.token,
@@ -252,7 +254,7 @@ pub async fn run_with_tls(
                     let opened = tokio::select! {
                         r = tokio::time::timeout(
                             handshake_timeout,
-                            open_websocket(stream, tls, ws_config),
+                            open_websocket(stream, tls, ws_config, started),
                         ) => r,
                         () = ticket.given_way() => return,
                     };
@@ -371,6 +373,7 @@ async fn open_websocket(
     tcp: tokio::net::TcpStream,
     tls: Option<tls::TlsAcceptor>,
     config: WebSocketConfig,
+    started: std::time::Instant,
 ) -> Result<Opened, String> {
     let mut stream: tls::Stream = match tls {
         None => Box::new(tcp),
@@ -385,8 +388,8 @@ async fn open_websocket(
         .await
         .map_err(|e| format!("HTTP: {e}"))?
     {
-        probes::Opening::Probe(probe) => {
-            probes::answer(&mut stream, probe)
+        probes::Opening::Probe(probe, ask) => {
+            probes::answer(&mut stream, probe, ask, started.elapsed())
                 .await
                 .map_err(|e| format!("HTTP: {e}"))?;
             return Ok(Opened::Probe);

@@ -241,28 +241,24 @@ struct DescribeParams {
     key: String,
 }
 
-/// `sessions.describe`: one session's row, as `sessions.list` gives it, under `session`.
+/// `sessions.describe`: one session's row, as `sessions.list` gives it, under `session`;
+/// `null` for a session with no message yet, as OpenClaw 2026.9.6 answers (their TUI asks
+/// for `agent:<id>:main` before anything was said there, and on an error it keeps neither
+/// the list's `defaults` nor the model: its footer read "unknown | tokens ?").
 async fn sessions_describe(
     api: &Arc<dyn SessionsApi>,
     p: DescribeParams,
 ) -> Result<Value, ErrorShape> {
-    let key = api
-        .resolve_key(&p.key, KeyPurpose::Existing)
-        .await
-        .map_err(api_failure)?
-        .key;
-    Ok(json!({"session": session_info(api, &key).await?}))
-}
-
-/// A session's OpenClaw row (`sessions.describe`, `chat.history`'s `sessionInfo`).
-async fn session_info(api: &Arc<dyn SessionsApi>, key: &str) -> Result<Value, ErrorShape> {
-    let detail = api
-        .session(key)
-        .await
-        .map_err(api_failure)?
-        .ok_or_else(|| error("NOT_FOUND", format!("no session found: {key}")))?;
+    let key = match api.resolve_key(&p.key, KeyPurpose::Existing).await {
+        Ok(resolved) => resolved.key,
+        Err(ApiError::NotFound(_)) => return Ok(json!({"session": null})),
+        Err(e) => return Err(api_failure(e)),
+    };
+    let Some(detail) = api.session(&key).await.map_err(api_failure)? else {
+        return Ok(json!({"session": null}));
+    };
     let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
-    Ok(session_rows::row(&detail.row, Some(detail.entry), &models))
+    Ok(json!({"session": session_rows::row(&detail.row, Some(detail.entry), &models)}))
 }
 
 #[derive(Deserialize)]
@@ -297,9 +293,12 @@ async fn chat_history(
         }
         // A session with no message yet has an empty history (their TUI attaches to
         // `agent:<id>:main` before anything was said there, and says "history failed"
-        // on an error).
+        // on an error), with the `defaults` OpenClaw gives there too: their TUI's footer
+        // shows the default model and its window from them.
+        let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
         return Ok(json!({
             "sessionKey": key, "messages": [], "hasMore": false, "totalMessages": 0,
+            "defaults": models.defaults(),
         }));
     };
     let session_id = detail.row.session_id.clone();

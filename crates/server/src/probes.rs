@@ -1,6 +1,7 @@
-//! Plain HTTP on the gateway's port, before the WebSocket upgrade: `GET /healthz` and
-//! `GET /readyz` answered as OpenClaw answers them (load balancers and systemd checks poll
-//! them), every other request handed on to the upgrade with the bytes already read.
+//! Plain HTTP on the gateway's port, before the WebSocket upgrade: `/healthz` and `/readyz`
+//! (and their aliases `/health`, `/ready`) answered as OpenClaw 2026.9.6 answers them (load
+//! balancers and systemd checks poll them), every other request handed on to the upgrade
+//! with the bytes already read.
 //!
 //! The request head is read here (bounded in size; the caller bounds it in time) and
 //! replayed to tungstenite through `Rewind`, so a WebSocket client sees no difference.
@@ -8,6 +9,7 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
@@ -20,12 +22,13 @@ const MAX_HEAD: usize = 16 * 1024;
 /// What the first bytes of a connection asked for.
 pub enum Opening {
     /// A probe, answered and closed.
-    Probe(Probe),
+    Probe(Probe, Ask),
     /// Anything else: the upgrade, with the bytes read so far to replay.
     Upgrade(Vec<u8>),
 }
 
-/// The HTTP checks OpenClaw serves on its gateway port.
+/// The HTTP checks OpenClaw serves on its gateway port (2026.9.6 answers `/health` and
+/// `/ready` the same as `/healthz` and `/readyz`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
     /// Liveness: the process answers.
@@ -35,31 +38,54 @@ pub enum Probe {
     Ready,
 }
 
+/// How a probe's path was asked for: OpenClaw answers `GET` and `HEAD`, and any other
+/// method with 405 naming them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    Get,
+    Head,
+    Other,
+}
+
 impl Probe {
     fn of(path: &str) -> Option<Probe> {
         // A query string does not change the answer (`/readyz?verbose`).
         match path.split('?').next().unwrap_or_default() {
-            "/healthz" => Some(Probe::Health),
-            "/readyz" => Some(Probe::Ready),
+            "/healthz" | "/health" => Some(Probe::Health),
+            "/readyz" | "/ready" => Some(Probe::Ready),
             _ => None,
         }
     }
 
-    /// OpenClaw's bodies (its `start.sh` waits for `"ready":true`).
-    fn body(self) -> &'static str {
+    /// OpenClaw's bodies (its `start.sh` waits for `"ready":true`). Its `/readyz` also
+    /// reports its Node event loop's delays, which have no counterpart here.
+    fn body(self, uptime: Duration) -> String {
         match self {
-            Probe::Health => r#"{"ok":true,"status":"live"}"#,
-            Probe::Ready => r#"{"ready":true}"#,
+            Probe::Health => r#"{"ok":true,"status":"live"}"#.to_string(),
+            Probe::Ready => format!(
+                r#"{{"ready":true,"failing":[],"uptimeMs":{}}}"#,
+                uptime.as_millis()
+            ),
         }
     }
 
-    /// The whole HTTP answer.
-    pub fn response(self) -> String {
-        let body = self.body();
+    /// The whole HTTP answer to `ask`, the gateway having run for `uptime`.
+    pub fn response(self, ask: Ask, uptime: Duration) -> String {
+        if ask == Ask::Other {
+            let body = "Method Not Allowed";
+            return format!(
+                "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\n\
+Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+        let body = self.body(uptime);
         format!(
             "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\
-Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
+Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+            body.len(),
+            // HEAD: the headers a GET would get, no body.
+            if ask == Ask::Head { "" } else { &body }
         )
     }
 }
@@ -79,18 +105,32 @@ pub async fn read_opening<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<Op
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut request = httparse::Request::new(&mut headers);
     let probe = match request.parse(&head) {
-        Ok(_) if request.method == Some("GET") => request.path.and_then(Probe::of),
-        _ => None,
+        Ok(_) => request.path.and_then(Probe::of).map(|p| {
+            let ask = match request.method {
+                Some("GET") => Ask::Get,
+                Some("HEAD") => Ask::Head,
+                _ => Ask::Other,
+            };
+            (p, ask)
+        }),
+        Err(_) => None,
     };
     Ok(match probe {
-        Some(p) => Opening::Probe(p),
+        Some((p, ask)) => Opening::Probe(p, ask),
         None => Opening::Upgrade(head),
     })
 }
 
 /// Answers a probe and closes the write side.
-pub async fn answer<S: AsyncWrite + Unpin>(stream: &mut S, probe: Probe) -> io::Result<()> {
-    stream.write_all(probe.response().as_bytes()).await?;
+pub async fn answer<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    probe: Probe,
+    ask: Ask,
+    uptime: Duration,
+) -> io::Result<()> {
+    stream
+        .write_all(probe.response(ask, uptime).as_bytes())
+        .await?;
     stream.shutdown().await
 }
 
@@ -168,7 +208,7 @@ mod tests {
         let mut probe: &[u8] = b"GET /readyz?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
         assert!(matches!(
             read_opening(&mut probe).await.expect("read"),
-            Opening::Probe(Probe::Ready)
+            Opening::Probe(Probe::Ready, Ask::Get)
         ));
         let upgrade = b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n\x81\x00".to_vec();
         let mut reader: &[u8] = &upgrade;

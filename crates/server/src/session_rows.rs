@@ -21,11 +21,14 @@ pub fn kind(row: &SessionRow) -> &'static str {
 }
 
 /// The models of the configured agents, for rows whose entry records none (OpenClaw shows
-/// the agent's configured model then, and its TUI's footer reads it).
+/// the agent's configured model then, and its TUI's footer reads it), and the context
+/// windows the config gives those models (OpenClaw's `contextTokens`).
 #[derive(Default)]
 pub struct Models {
     by_agent: HashMap<String, String>,
     default: Option<String>,
+    /// `provider/model` -> context window, for the models the config lists one for.
+    windows: HashMap<String, u64>,
 }
 
 impl Models {
@@ -39,6 +42,10 @@ impl Models {
                 .iter()
                 .find(|a| a.is_default)
                 .map(|a| a.model.clone()),
+            windows: agents
+                .iter()
+                .filter_map(|a| Some((a.model.clone(), a.context_tokens?)))
+                .collect(),
         }
     }
 
@@ -50,12 +57,29 @@ impl Models {
             .filter(|m| !m.is_empty())
     }
 
-    /// OpenClaw's `defaults` beside a list: the default agent's model.
+    /// OpenClaw's `defaults` beside a list: the default agent's model and, when the config
+    /// gives it, its context window.
     pub fn defaults(&self) -> Value {
         match self.default.as_deref().filter(|m| !m.is_empty()) {
-            Some(m) => with_model(Map::new(), m).into(),
+            Some(m) => {
+                let mut v = with_model(Map::new(), m);
+                if let Some(w) = self.windows.get(m) {
+                    v.insert("contextTokens".into(), json!(w));
+                }
+                v.into()
+            }
             None => json!({}),
         }
+    }
+
+    /// The window of a row's model (`modelProvider` + `model` as the row now says them).
+    fn window_of(&self, row: &Map<String, Value>) -> Option<u64> {
+        let model = row.get("model").and_then(Value::as_str)?;
+        match row.get("modelProvider").and_then(Value::as_str) {
+            Some(p) => self.windows.get(&format!("{p}/{model}")),
+            None => self.windows.get(model),
+        }
+        .copied()
     }
 }
 
@@ -114,6 +138,13 @@ pub fn row(row: &SessionRow, entry: Option<Value>, models: &Models) -> Value {
     {
         v = with_model(v, model);
     }
+    // OpenClaw's row gives the model's window when the entry records none; unknown (the
+    // config lists no window for the model): absent, where OpenClaw would guess 200,000.
+    if !v.contains_key("contextTokens")
+        && let Some(w) = models.window_of(&v)
+    {
+        v.insert("contextTokens".into(), json!(w));
+    }
     Value::Object(v)
 }
 
@@ -156,6 +187,7 @@ mod tests {
             model: "fake/fake-1".into(),
             is_default: true,
             may_spawn: Vec::new(),
+            context_tokens: None,
         }]);
         let entry = json!({"sendPolicy": "inherit", "transcriptPath": "/x", "totalTokens": 9});
         let r = row(

@@ -73,22 +73,33 @@ async fn status(api: &Arc<dyn SessionsApi>, key: &str) -> Result<String, ErrorSh
             .await
             .map_err(api_failure)?
             .into_iter()
-            .find(|a| &a.id == id)
-            .map(|a| a.model),
+            .find(|a| &a.id == id),
         None => None,
     };
-    let model = field("model")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or(configured)
+    let own = field("model").and_then(Value::as_str).map(str::to_string);
+    // The configured window fits the session when it runs the agent's configured model.
+    let window = number("contextTokens").or_else(|| {
+        configured
+            .as_ref()
+            .filter(|a| own.as_ref().is_none_or(|m| a.model.ends_with(m.as_str())))
+            .and_then(|a| a.context_tokens)
+    });
+    let model = own
+        .or(configured.map(|a| a.model))
         .unwrap_or_else(|| "unknown".into());
     lines.push(format!("🧠 Model: {model}"));
     match (number("inputTokens"), number("outputTokens")) {
         (Some(i), Some(o)) => lines.push(format!("🧮 Tokens: {i} in / {o} out")),
         _ => lines.push("🧮 Tokens: not recorded".into()),
     }
-    if let (Some(total), Some(context)) = (number("totalTokens"), number("contextTokens")) {
-        lines.push(format!("📚 Context: {total}/{context}"));
+    if let (Some(total), Some(context)) = (number("totalTokens"), window.filter(|w| *w > 0)) {
+        // As OpenClaw's card writes it: "📚 Context: 130/128k (0%)".
+        let pct = (total.saturating_mul(100) + context / 2) / context;
+        lines.push(format!(
+            "📚 Context: {total}/{} ({}%)",
+            compact(context),
+            pct.min(999)
+        ));
     }
     match &detail {
         Some(d) => {
@@ -101,6 +112,21 @@ async fn status(api: &Arc<dyn SessionsApi>, key: &str) -> Result<String, ErrorSh
         None => lines.push(format!("🧵 Session: {key} (no messages yet)")),
     }
     Ok(lines.join("\n"))
+}
+
+/// A token count as OpenClaw's cards write it: 950, 1.5k, 128k, 1.1m.
+fn compact(n: u64) -> String {
+    let short = |v: f64, unit: &str, decimals: usize| {
+        let text = format!("{v:.decimals$}");
+        let text = text.strip_suffix(".0").map(str::to_string).unwrap_or(text);
+        format!("{text}{unit}")
+    };
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..10_000 => short(n as f64 / 1e3, "k", 1),
+        10_000..1_000_000 => short(n as f64 / 1e3, "k", 0),
+        _ => short(n as f64 / 1e6, "m", 1),
+    }
 }
 
 #[cfg(test)]
@@ -116,5 +142,14 @@ mod tests {
         assert_eq!(parse("/statusx"), None);
         assert_eq!(parse("/send off"), None, "the engine's");
         assert_eq!(parse("what is /status"), None);
+    }
+
+    #[test]
+    fn token_counts_read_as_openclaw_writes_them() {
+        let shown: Vec<String> = [950, 1_500, 128_000, 200_000, 1_100_000]
+            .into_iter()
+            .map(compact)
+            .collect();
+        assert_eq!(shown, ["950", "1.5k", "128k", "200k", "1.1m"]);
     }
 }

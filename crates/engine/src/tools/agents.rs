@@ -95,11 +95,13 @@ pub(crate) fn configured(config: &Config) -> Vec<switchboard_types::api::AgentIn
         .into_iter()
         .map(|id| {
             let (any, allowed) = spawn_allowlist(config, &id);
+            let model = config
+                .agent(&id)
+                .and_then(|a| a.model.clone())
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string());
             switchboard_types::api::AgentInfo {
-                model: config
-                    .agent(&id)
-                    .and_then(|a| a.model.clone())
-                    .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+                context_tokens: config.context_window(&model),
+                model,
                 is_default: id == default_agent,
                 may_spawn: if any { vec!["*".to_string()] } else { allowed },
                 id,

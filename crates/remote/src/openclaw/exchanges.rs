@@ -14,7 +14,7 @@ use super::map::message_seq;
 use switchboard_types::api::{
     AnnounceOutcome, EngineEvent, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind,
     ExchangeStatus, ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery,
-    RUN_FAILED_NOTICE, RunStatus, SpawnOutcome, TrafficCount, message_text,
+    RUN_FAILED_NOTICE, RunStatus, SpawnOutcome, TrafficCount, message_text, run_failure,
 };
 
 /// What a view shows where OpenClaw's record does not say.
@@ -170,11 +170,7 @@ fn classify(m: &Value) -> Item {
                 at: written,
                 tokens_in: tokens("input"),
                 tokens_out: tokens("output"),
-                error: (stop == Some("error")).then(|| {
-                    text_of(m, "errorMessage")
-                        .unwrap_or("the run failed")
-                        .to_string()
-                }),
+                error: run_failure(m),
             })
         }
         // The notice OpenClaw writes when a run fails before it replies ("This turn ended

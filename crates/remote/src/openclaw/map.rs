@@ -283,6 +283,8 @@ pub fn agents(payload: &Value) -> (Vec<AgentInfo>, KeyRules) {
                             .collect()
                     })
                     .unwrap_or_default(),
+                // OpenClaw's `agents.list` does not say; its rows carry `contextTokens`.
+                context_tokens: None,
             })
         })
         .collect();

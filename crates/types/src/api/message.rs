@@ -52,6 +52,32 @@ pub fn message_text(message: &Value) -> String {
     }
 }
 
+/// Why a turn failed, for a turn that did (`stopReason` `error`, or `aborted`: a run that
+/// timed out or was stopped); `None` for any other turn. The reason is its `errorMessage` as
+/// stored, else its text, which is where OpenClaw 2026.9.6's `chat.history` puts it ("LLM
+/// request failed: connection refused by the provider endpoint.", with no `errorMessage`),
+/// else a plain "the run failed" / "the run was aborted".
+pub fn run_failure(message: &Value) -> Option<String> {
+    let plain = match message.get("stopReason").and_then(Value::as_str) {
+        Some("error") => "the run failed",
+        Some("aborted") => "the run was aborted",
+        _ => return None,
+    };
+    if let Some(e) = message
+        .get("errorMessage")
+        .and_then(Value::as_str)
+        .filter(|e| !e.trim().is_empty())
+    {
+        return Some(e.to_string());
+    }
+    let said = message_text(message);
+    Some(if said.trim().is_empty() {
+        plain.to_string()
+    } else {
+        said
+    })
+}
+
 /// The role a line shows and its text (tool calls as `name({args})`, beside what the agent
 /// said with them); `None` for a message without a role, and for an assistant turn with
 /// nothing to show.
@@ -83,15 +109,10 @@ pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
             };
             (LineRole::Tool, text)
         }
-        "assistant" if message.get("stopReason").and_then(Value::as_str) == Some("error") => (
-            LineRole::Error,
-            message
-                .get("errorMessage")
-                .and_then(Value::as_str)
-                .unwrap_or("the run failed")
-                .to_string(),
-        ),
-        "assistant" => (LineRole::Assistant, message_text(message)),
+        "assistant" => match run_failure(message) {
+            Some(why) => (LineRole::Error, why),
+            None => (LineRole::Assistant, message_text(message)),
+        },
         "toolResult" => (LineRole::Result, message_text(message)),
         "user" => (LineRole::User, message_text(message)),
         // OpenClaw's notice that a run failed before it replied ("This turn ended before a
@@ -107,4 +128,43 @@ pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
         return None;
     }
     Some((role, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A failed turn as OpenClaw 2026.9.6's `chat.history` returned it on the live peer (the
+    /// model's endpoint refused the connection): the reason is the text, no `errorMessage`.
+    #[test]
+    fn a_failed_turn_shows_why_it_failed_in_either_shape() {
+        let history = json!({"role": "assistant", "stopReason": "error",
+            "content": [{"type": "text",
+                         "text": "LLM request failed: connection refused by the provider endpoint."}],
+            "provider": "fake", "model": "fake-1"});
+        assert_eq!(
+            role_and_text(&history),
+            Some((
+                LineRole::Error,
+                "LLM request failed: connection refused by the provider endpoint.".to_string()
+            ))
+        );
+        // As stored in its transcript (and in ours): `errorMessage`, empty content.
+        let stored = json!({"role": "assistant", "stopReason": "error", "content": [],
+            "errorMessage": "Connection error."});
+        assert_eq!(run_failure(&stored).as_deref(), Some("Connection error."));
+        let bare = json!({"role": "assistant", "stopReason": "error", "content": []});
+        assert_eq!(run_failure(&bare).as_deref(), Some("the run failed"));
+        // A run that timed out, as 2026.9.6's chat.history returned it (`agent` with
+        // `timeout: 3` on a slow model): empty text, `aborted`; it used to show nothing.
+        let timed_out = json!({"role": "assistant", "stopReason": "aborted",
+            "content": [{"type": "text", "text": ""}], "errorMessage": "request timed out"});
+        assert_eq!(
+            role_and_text(&timed_out),
+            Some((LineRole::Error, "request timed out".to_string()))
+        );
+        let replied = json!({"role": "assistant", "stopReason": "stop", "content": "hi"});
+        assert_eq!(run_failure(&replied), None);
+    }
 }

@@ -17,7 +17,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use events::EngineEvent;
-pub use message::{RUN_FAILED_NOTICE, SILENT_TOKENS, is_silent_reply, message_text, role_and_text};
+pub use message::{
+    RUN_FAILED_NOTICE, SILENT_TOKENS, is_silent_reply, message_text, role_and_text, run_failure,
+};
 pub use policy::{
     PolicyDecision, PolicySetting, PolicySource, PolicySourceKind, PolicyView, SEND_POLICY_REFUSAL,
     SendPolicy, is_send_policy_refusal,

@@ -331,6 +331,11 @@ pub struct AgentInfo {
     /// spawning under itself is always allowed. Empty when the connection does not say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub may_spawn: Vec<String>,
+    /// The model's context window when the config lists it
+    /// (`models.providers.<p>.models[].contextWindow`): what OpenClaw's rows call
+    /// `contextTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
 }
 
 /// What an API is attached to.

@@ -544,6 +544,25 @@ pub struct ModelProvider {
     /// Model requests to this provider in flight at once, across every agent and model
     /// override on it; `None` means [`ModelProvider::DEFAULT_MAX_CONCURRENT`].
     pub max_concurrent: Option<u32>,
+    /// The provider's models as OpenClaw's config lists them. Only `contextWindow` is used:
+    /// it is the `contextTokens` a session on that model reports (their TUI's footer reads
+    /// "tokens 130/128k"); a model not listed has no known window.
+    pub models: Vec<ProviderModel>,
+}
+
+/// One entry of `models.providers.<id>.models`, in OpenClaw's shape: every field OpenClaw
+/// documents is accepted so its provider block can be copied as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ProviderModel {
+    pub id: String,
+    pub name: Option<String>,
+    /// Tokens the model takes in at most: the sessions' `contextTokens`.
+    pub context_window: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub reasoning: Option<bool>,
+    pub input: Option<Vec<String>>,
+    pub cost: Option<serde_json::Value>,
 }
 
 impl std::fmt::Debug for ModelProvider {
@@ -566,6 +585,7 @@ impl std::fmt::Debug for ModelProvider {
             .field("max_steps", &self.max_steps)
             .field("stream", &self.stream)
             .field("max_concurrent", &self.max_concurrent)
+            .field("models", &self.models)
             .finish()
     }
 }
@@ -704,6 +724,20 @@ impl Config {
             .list
             .iter()
             .find(|a| key::normalize_agent_id(&a.id) == agent_id)
+    }
+
+    /// The context window configured for `model` (`provider/model`, as agents name it):
+    /// `models.providers.<provider>.models[].contextWindow`; `None` when not listed (or 0).
+    pub fn context_window(&self, model: &str) -> Option<u64> {
+        let (provider, id) = model.split_once('/')?;
+        self.models
+            .providers
+            .get(provider)?
+            .models
+            .iter()
+            .find(|m| m.id == id)?
+            .context_window
+            .filter(|w| *w > 0)
     }
 
     /// The thinking level of `agent_id`: its own, else `agents.defaults.thinkingLevel`.
