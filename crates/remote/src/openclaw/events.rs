@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
@@ -33,6 +34,89 @@ pub struct Ledger {
     pub stale: AtomicBool,
     /// One backfill at a time; readers wait for it.
     pub fill: tokio::sync::Mutex<()>,
+    /// Sessions a wait follows (the work of a message sent): their events go into the book
+    /// before any backfill, which a wait does not need.
+    pub focus: Mutex<HashSet<String>>,
+    /// Per session, when the gateway last said anything about it and which runs it said
+    /// started there without an end yet: how a wait tells a quiet exchange (OpenClaw sends
+    /// no "exchange ended").
+    pub activity: Mutex<Activity>,
+}
+
+/// Sessions followed before a backfill at most (past it they are forgotten: the wait re-reads
+/// its sessions before it decides anyway).
+const MAX_FOLLOWED: usize = 1024;
+
+/// Sessions remembered at most; beyond, the least recently active is forgotten
+/// (a forgotten session reads as quiet since it was forgotten, never as running forever).
+const ACTIVITY_SESSIONS: usize = 4096;
+/// Runs remembered as going per session (a run whose end was lost must not grow it).
+const ACTIVE_RUNS: usize = 64;
+
+/// What the events said of one session lately.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub last: Instant,
+    /// Runs started there whose end has not come.
+    pub running: HashSet<String>,
+}
+
+/// Recent activity per session, from the gateway's events.
+#[derive(Debug, Default)]
+pub struct Activity {
+    sessions: HashMap<String, Seen>,
+}
+
+impl Activity {
+    /// A gateway event about `p`'s session: it was active now; an `agent` lifecycle
+    /// start/end or a `chat` end adds or removes its run.
+    pub fn note(&mut self, event: &str, p: &Value) {
+        let Some(key) = text_of(p, "sessionKey") else {
+            return;
+        };
+        if !self.sessions.contains_key(key) && self.sessions.len() >= ACTIVITY_SESSIONS {
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.last)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.sessions.remove(&k);
+            }
+        }
+        let seen = self
+            .sessions
+            .entry(key.to_string())
+            .or_insert_with(|| Seen {
+                last: Instant::now(),
+                running: HashSet::new(),
+            });
+        seen.last = Instant::now();
+        let Some(run) = text_of(p, "runId") else {
+            return;
+        };
+        let phase = p.get("data").and_then(|d| text_of(d, "phase"));
+        let lifecycle = text_of(p, "stream") == Some("lifecycle");
+        match (event, phase) {
+            ("agent", Some("start")) if lifecycle => {
+                if seen.running.len() >= ACTIVE_RUNS {
+                    seen.running.clear();
+                }
+                seen.running.insert(run.to_string());
+            }
+            ("agent", Some("end" | "error")) if lifecycle => {
+                seen.running.remove(run);
+            }
+            ("chat", _) if matches!(text_of(p, "state"), Some("final" | "error" | "aborted")) => {
+                seen.running.remove(run);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn of(&self, key: &str) -> Option<&Seen> {
+        self.sessions.get(key)
+    }
 }
 
 impl Ledger {
@@ -41,17 +125,42 @@ impl Ledger {
         self.book.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Follow `key` from now on, backfilled or not (bounded: a wait follows a few).
+    pub fn follow(&self, key: &str) {
+        let mut focus = self.focus.lock().unwrap_or_else(|p| p.into_inner());
+        if focus.len() >= MAX_FOLLOWED {
+            focus.clear();
+        }
+        focus.insert(key.to_string());
+    }
+
+    fn focused(&self, key: &str) -> bool {
+        let focus = self.focus.lock().unwrap_or_else(|p| p.into_inner());
+        focus.contains(key)
+    }
+
+    pub fn activity(&self) -> MutexGuard<'_, Activity> {
+        // Plain timestamps and sets: nothing is half-written by a panic.
+        self.activity.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A session's newest lines, re-read (by a wait checking an exchange's end): into the
+    /// book, and the changes they make.
+    pub fn reread(&self, key: &str, page: &Value) -> Vec<EngineEvent> {
+        self.tail(key, page)
+    }
+
     /// A gateway event as far as exchanges go: the engine events it makes (a forwarded line
     /// that arrived, a sub-agent row), and the session whose newest lines to re-read (a run
     /// ended there; its lines may not come as events).
     fn event(&self, event: &str, p: &Value) -> (Vec<EngineEvent>, Option<String>) {
-        if !self.ready.load(Ordering::SeqCst) {
-            // The backfill reads it all.
-            return (Vec::new(), None);
-        }
         let Some(key) = text_of(p, "sessionKey").map(str::to_string) else {
             return (Vec::new(), None);
         };
+        if !self.ready.load(Ordering::SeqCst) && !self.focused(&key) {
+            // The backfill reads it all.
+            return (Vec::new(), None);
+        }
         match event {
             "session.message" => {
                 let Some(message) = p.get("message") else {
@@ -426,6 +535,7 @@ pub async fn pump(
         tokio::select! {
             wire = rx.recv() => match wire {
                 Ok(WireEvent::Event { event, payload }) => {
+                    ledger.activity().note(&event, &payload);
                     let (more, reread) = ledger.event(&event, &payload);
                     {
                         let mut out = numbered(&out);
