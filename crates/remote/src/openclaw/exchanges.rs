@@ -309,7 +309,7 @@ pub struct SpawnRecord {
 }
 
 /// Everything rebuilt from the records at one moment.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Built {
     /// Newest first.
     pub exchanges: Vec<ExchangeDetail>,
@@ -330,7 +330,32 @@ pub struct Book {
     built: Built,
     /// Why what the book shows may be incomplete (a backfill cut short).
     pub partial: Option<String>,
+    /// Sessions changed since the last build: only the exchanges they take part in (and
+    /// those not over, which time alone may end) are built again.
+    dirty: HashSet<String>,
+    /// Per session, the sessions it exchanged messages with (both ways) in the lines held;
+    /// a superset after lines are dropped, which only rebuilds a little more.
+    peers: HashMap<String, HashSet<String>>,
+    /// `built` stands for the records as of the last build, apart from `dirty`: the next
+    /// build may be partial. Cleared when that cannot hold (a session forgotten).
+    incremental: bool,
 }
+
+/// The exchanges of one pair of sessions, built together: every turn of an exchange is a
+/// forwarded line between its requester and target, so no other pair's lines change it.
+/// A forwarded line naming no sender is in the pair ("", its session).
+type Group = (String, String);
+
+fn group_of(s: &ExchangeSummary) -> Group {
+    if s.requester == UNKNOWN_REQUESTER {
+        pair("", &s.target)
+    } else {
+        pair(&s.requester, &s.target)
+    }
+}
+
+/// Peers grow with every pair seen; past this many sessions they are rebuilt from the lines.
+const MAX_PEERS: usize = MAX_SESSIONS * 4;
 
 impl Book {
     pub fn built(&self) -> &Built {
@@ -356,8 +381,37 @@ impl Book {
 
     /// A session known to exist (its row was not read into a record).
     pub fn know(&mut self, key: &str) {
-        if self.known.len() < MAX_SESSIONS * 2 {
-            self.known.insert(key.to_string());
+        if self.known.len() < MAX_SESSIONS * 2 && self.known.insert(key.to_string()) {
+            self.touched(key);
+        }
+    }
+
+    /// `key` changed (its lines, its row, whether it is known): its exchanges are built
+    /// again, with every peer its lines name.
+    fn touched(&mut self, key: &str) {
+        self.dirty.insert(key.to_string());
+        let Some(r) = self.records.get(key) else {
+            return;
+        };
+        let senders: Vec<String> = r
+            .items
+            .values()
+            .filter_map(|i| match i {
+                Item::Inbound { from: Some(f), .. } => Some(f.clone()),
+                _ => None,
+            })
+            .collect();
+        for f in senders {
+            if self.peers.len() >= MAX_PEERS && !self.peers.contains_key(&f) {
+                // Rebuilt whole from the lines at the next build.
+                self.peers.clear();
+                self.incremental = false;
+            }
+            self.peers
+                .entry(f.clone())
+                .or_default()
+                .insert(key.to_string());
+            self.peers.entry(key.to_string()).or_default().insert(f);
         }
     }
 
@@ -388,11 +442,14 @@ impl Book {
             return;
         }
         self.records.entry(key.to_string()).or_default().row = row.clone();
+        self.touched(key);
     }
 
     pub fn forget(&mut self, key: &str) {
         self.records.remove(key);
         self.known.remove(key);
+        // Rare: the next build is a whole one.
+        self.incremental = false;
     }
 
     /// A `chat.history` answer for `key` (a page of its newest lines). Lines already read
@@ -429,6 +486,7 @@ impl Book {
         if let Some(t) = total {
             r.total = t;
         }
+        self.touched(key);
     }
 
     /// A `session.message` event's line for `key`, numbered `seq`.
@@ -441,19 +499,81 @@ impl Book {
             // Lines between were never read: start again from this one.
             r.items.clear();
         }
-        r.items.insert(seq, classify(message));
+        let item = classify(message);
+        let sender = match &item {
+            Item::Inbound { from: Some(f), .. } => Some(f.clone()),
+            _ => None,
+        };
+        r.items.insert(seq, item);
         r.total = r.total.max(seq);
         while r.items.len() > MAX_ITEMS_PER_SESSION {
             r.items.pop_first();
+        }
+        // One line: its sender is the only new peer.
+        self.dirty.insert(key.to_string());
+        if let Some(f) = sender {
+            self.peers
+                .entry(f.clone())
+                .or_default()
+                .insert(key.to_string());
+            self.peers.entry(key.to_string()).or_default().insert(f);
         }
     }
 
     /// Rebuild from the records; the engine events the change from the last build stands
     /// for (new exchanges, their new rounds, ends and announces; new or ended sub-agents).
+    /// Only the pairs of sessions changed since the last build are built again, with every
+    /// exchange not yet over (time alone may end it): the result is the whole build's.
     pub fn rebuild(&mut self, now: i64) -> Vec<EngineEvent> {
-        let next = build(&self.records, &self.known, now);
-        let events = changes(&self.built, &next);
-        self.built = next;
+        let dirty = std::mem::take(&mut self.dirty);
+        if !self.incremental {
+            let next = build(&self.records, &self.known, now, None);
+            let events = changes(&self.built, &next);
+            self.built = next;
+            self.peers = peers_of(&self.records);
+            self.incremental = true;
+            return events;
+        }
+        let mut groups: HashSet<Group> = HashSet::new();
+        for k in &dirty {
+            groups.insert(pair("", k));
+            for p in self.peers.get(k).into_iter().flatten() {
+                groups.insert(pair(p, k));
+            }
+        }
+        for d in &self.built.exchanges {
+            if d.summary.status != ExchangeStatus::Done {
+                groups.insert(group_of(&d.summary));
+            }
+        }
+        let part = build(&self.records, &self.known, now, Some(&groups));
+        let (before, kept): (Vec<ExchangeDetail>, Vec<ExchangeDetail>) =
+            std::mem::take(&mut self.built.exchanges)
+                .into_iter()
+                .partition(|d| groups.contains(&group_of(&d.summary)));
+        for d in &before {
+            self.built.attributed.remove(&d.summary.id);
+            self.built.looped.remove(&d.summary.id);
+        }
+        let old = Built {
+            exchanges: before,
+            spawns: std::mem::take(&mut self.built.spawns),
+            ..Built::default()
+        };
+        let events = changes(&old, &part);
+        let Built {
+            exchanges,
+            attributed,
+            looped,
+            spawns,
+        } = part;
+        self.built.attributed.extend(attributed);
+        self.built.looped.extend(looped);
+        self.built.spawns = spawns;
+        let mut all = kept;
+        all.extend(exchanges);
+        sort_newest_first(&mut all);
+        self.built.exchanges = all;
         events
     }
 
@@ -536,19 +656,59 @@ impl Book {
     }
 }
 
-/// Every forwarded message, oldest first: (time, session, line number).
-fn inbounds(records: &HashMap<String, Record>) -> Vec<(i64, &str, i64)> {
-    let mut all: Vec<(i64, &str, i64)> = records
-        .iter()
-        .flat_map(|(k, r)| {
-            r.items.iter().filter_map(move |(seq, i)| match i {
-                Item::Inbound { at, .. } => Some((*at, k.as_str(), *seq)),
-                _ => None,
-            })
+/// Every forwarded message, oldest first: (time, session, line number); with `only`, those
+/// of these pairs (read from their sessions' records alone).
+fn inbounds<'a>(
+    records: &'a HashMap<String, Record>,
+    only: Option<&HashSet<Group>>,
+) -> Vec<(i64, &'a str, i64)> {
+    let of = |(k, r): (&'a String, &'a Record)| {
+        r.items.iter().filter_map(move |(seq, i)| match i {
+            Item::Inbound { at, from, .. }
+                if only.is_none_or(|g| g.contains(&pair(from.as_deref().unwrap_or(""), k))) =>
+            {
+                Some((*at, k.as_str(), *seq))
+            }
+            _ => None,
         })
-        .collect();
+    };
+    let mut all: Vec<(i64, &str, i64)> = match only {
+        None => records.iter().flat_map(of).collect(),
+        Some(groups) => {
+            let sessions: HashSet<&str> = groups
+                .iter()
+                .flat_map(|(a, b)| [a.as_str(), b.as_str()])
+                .filter(|k| !k.is_empty())
+                .collect();
+            sessions
+                .into_iter()
+                .filter_map(|k| records.get_key_value(k))
+                .flat_map(of)
+                .collect()
+        }
+    };
     all.sort_unstable();
     all
+}
+
+/// Who exchanged messages with whom, from the lines held.
+fn peers_of(records: &HashMap<String, Record>) -> HashMap<String, HashSet<String>> {
+    let mut peers: HashMap<String, HashSet<String>> = HashMap::new();
+    for (k, r) in records {
+        for i in r.items.values() {
+            if let Item::Inbound { from: Some(f), .. } = i {
+                peers.entry(f.clone()).or_default().insert(k.clone());
+                peers.entry(k.clone()).or_default().insert(f.clone());
+            }
+        }
+    }
+    peers
+}
+
+fn sort_newest_first(exchanges: &mut [ExchangeDetail]) {
+    exchanges.sort_by(|a, b| {
+        (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
+    });
 }
 
 fn pair(a: &str, b: &str) -> (String, String) {
@@ -559,10 +719,16 @@ fn pair(a: &str, b: &str) -> (String, String) {
     }
 }
 
-fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -> Built {
-    let mut open: HashMap<(String, String), usize> = HashMap::new();
+/// The exchanges of the records (`only`: of these pairs) and every sub-agent.
+fn build(
+    records: &HashMap<String, Record>,
+    known: &HashSet<String>,
+    now: i64,
+    only: Option<&HashSet<Group>>,
+) -> Built {
+    let mut open: HashMap<Group, usize> = HashMap::new();
     let mut all: Vec<Building> = Vec::new();
-    for (at, key, seq) in inbounds(records) {
+    for (at, key, seq) in inbounds(records, only) {
         let Some(r) = records.get(key) else { continue };
         let Some(Item::Inbound {
             from,
@@ -626,8 +792,9 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
             }
         };
         let b = &mut all[i];
+        // Keyed by the exchange's pair, whichever side this line landed in.
         if let Some(f) = &b.requester {
-            open.insert(pair(f, key), i);
+            open.insert(pair(f, &b.summary.target), i);
         }
         let listener = if key == b.summary.target {
             b.summary.requester.clone()
@@ -738,9 +905,7 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
             announce,
         });
     }
-    built.exchanges.sort_by(|a, b| {
-        (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
-    });
+    sort_newest_first(&mut built.exchanges);
     built.spawns = spawns(records);
     built
 }
@@ -1248,5 +1413,150 @@ mod tests {
             (Some("telegram"), Some("123"))
         );
         assert_eq!(a.text.as_deref(), Some("posted"));
+    }
+
+    /// Live updates build only the pairs that changed: after every step of any sequence of
+    /// lines, pages, rows, forgotten sessions and time passing, the book equals a whole
+    /// build, and sends the events a whole build would.
+    mod incremental {
+        use super::*;
+        use proptest::prelude::*;
+
+        const KEYS: [&str; 4] = ["agent:a:x", "agent:b:y", "agent:c:z", "agent:d:w"];
+
+        #[derive(Debug, Clone)]
+        enum Line {
+            /// Forwarded from a session (`None`: no provenance), one of a few texts so
+            /// replies are forwarded back verbatim.
+            Inbound(Option<usize>, u8),
+            Reply(u8, bool),
+            /// A number `chat.history` skipped.
+            Hidden,
+            Tool,
+            Other,
+        }
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            /// A `session.message` line (`skip`: numbered past a gap nobody read).
+            Message(usize, Line, bool),
+            /// A `chat.history` page of lines after the newest held (`far`: not reaching
+            /// back to them).
+            Page(usize, Vec<Line>, bool),
+            Row(usize, bool, Option<usize>, bool),
+            Know(usize),
+            Forget(usize),
+            Tick(i64),
+        }
+
+        fn line() -> impl Strategy<Value = Line> {
+            prop_oneof![
+                3 => (proptest::option::weighted(0.9, 0..KEYS.len()), 0u8..3)
+                    .prop_map(|(f, t)| Line::Inbound(f, t)),
+                3 => (0u8..3, proptest::bool::weighted(0.1)).prop_map(|(t, e)| Line::Reply(t, e)),
+                1 => Just(Line::Hidden),
+                1 => Just(Line::Tool),
+                1 => Just(Line::Other),
+            ]
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let k = 0..KEYS.len();
+            prop_oneof![
+                8 => (k.clone(), line(), proptest::bool::weighted(0.05))
+                    .prop_map(|(k, l, s)| Op::Message(k, l, s)),
+                2 => (k.clone(), proptest::collection::vec(line(), 0..6),
+                      proptest::bool::weighted(0.2))
+                    .prop_map(|(k, ls, far)| Op::Page(k, ls, far)),
+                2 => (k.clone(), any::<bool>(), proptest::option::weighted(0.3, 0..KEYS.len()),
+                      any::<bool>())
+                    .prop_map(|(k, a, p, r)| Op::Row(k, a, p, r)),
+                1 => k.clone().prop_map(Op::Know),
+                1 => k.prop_map(Op::Forget),
+                2 => (0i64..200_000).prop_map(Op::Tick),
+            ]
+        }
+
+        fn message(seq: i64, at: i64, line: &Line) -> Option<Value> {
+            let text = |t: &u8| format!("t{t}");
+            Some(match line {
+                Line::Inbound(Some(f), t) => forwarded(seq, at, KEYS[*f], &text(t)),
+                Line::Inbound(None, t) => json!({ "role": "assistant", "content": text(t),
+                    "senderLabel": "Forwarded from main", "timestamp": at,
+                    "__openclaw": { "seq": seq } }),
+                Line::Reply(t, false) => json!({ "role": "assistant", "content": text(t),
+                    "timestamp": at, "__openclaw": { "seq": seq, "runId": format!("r{seq}") } }),
+                Line::Reply(_, true) => json!({ "role": "assistant", "content": [],
+                    "stopReason": "error", "errorMessage": "boom", "timestamp": at,
+                    "__openclaw": { "seq": seq, "runId": format!("r{seq}") } }),
+                Line::Hidden => return None,
+                Line::Tool => json!({ "role": "toolResult", "content": "ok", "timestamp": at,
+                    "__openclaw": { "seq": seq } }),
+                Line::Other => json!({ "role": "user", "content": "hi", "timestamp": at,
+                    "__openclaw": { "seq": seq } }),
+            })
+        }
+
+        /// Both books take every step; one builds only what changed, one builds whole.
+        fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+            let (mut live, mut whole) = (Book::default(), Book::default());
+            let mut now = T0;
+            for op in ops {
+                now += 1_000;
+                for book in [&mut live, &mut whole] {
+                    let newest = |b: &Book, k: &str| b.records.get(k).map_or(0, Record::last);
+                    match &op {
+                        Op::Message(k, l, skip) => {
+                            let seq = newest(book, KEYS[*k]) + if *skip { 3 } else { 1 };
+                            if let Some(m) = message(seq, now, l) {
+                                book.message(KEYS[*k], seq, &m);
+                            }
+                        }
+                        Op::Page(k, lines, far) => {
+                            let mut seq = newest(book, KEYS[*k]) + if *far { 10 } else { 0 };
+                            let mut messages = Vec::new();
+                            for l in lines {
+                                seq += 1;
+                                messages.extend(message(seq, now, l));
+                            }
+                            book.history(
+                                KEYS[*k],
+                                &json!({ "messages": messages, "totalMessages": seq }),
+                            );
+                        }
+                        Op::Row(k, active, parent, route) => {
+                            let mut row = json!({ "key": KEYS[*k], "hasActiveRun": active,
+                                                  "createdAt": now });
+                            if let Some(p) = parent {
+                                row["spawnedBy"] = json!(KEYS[*p]);
+                            }
+                            if *route {
+                                row["deliveryContext"] =
+                                    json!({ "channel": "telegram", "to": "1" });
+                            }
+                            book.row(&row);
+                        }
+                        Op::Know(k) => book.know(KEYS[*k]),
+                        Op::Forget(k) => book.forget(KEYS[*k]),
+                        Op::Tick(dt) => now += dt,
+                    }
+                }
+                let got = live.rebuild(now);
+                whole.incremental = false;
+                let want = whole.rebuild(now);
+                prop_assert_eq!(&live.built, &whole.built);
+                prop_assert_eq!(&live.built, &build(&live.records, &live.known, now, None));
+                prop_assert_eq!(got, want);
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+            #[test]
+            fn live_updates_equal_a_whole_build(ops in proptest::collection::vec(op(), 1..40)) {
+                run(ops)?;
+            }
+        }
     }
 }
