@@ -1551,11 +1551,103 @@ mod tests {
             Ok(())
         }
 
+        /// The captured scenarios' rows and `chat.history` lines (each session's in order).
+        fn captured() -> Vec<(Value, Vec<Value>)> {
+            let root = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/fixtures/openclaw-2026.9.6/exchanges"
+            );
+            let mut out = Vec::new();
+            let read = |p: &std::path::Path| -> Value {
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_default())
+                    .unwrap_or(Value::Null)
+            };
+            let mut dirs: Vec<_> = std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            dirs.sort();
+            for dir in dirs {
+                let mut files: Vec<_> = std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .collect();
+                files.sort();
+                for f in &files {
+                    let name = f.file_name().map(|n| n.to_string_lossy().to_string());
+                    let Some(rest) = name.as_deref().and_then(|n| n.strip_prefix("entry-")) else {
+                        continue;
+                    };
+                    let history = read(&dir.join(format!("history-{rest}")));
+                    let lines = history["messages"].as_array().cloned().unwrap_or_default();
+                    out.push((read(f), lines));
+                }
+            }
+            out
+        }
+
+        /// The captured scenarios' lines arriving as `session.message` events in any order
+        /// that keeps each session's own order, their rows at any point: after every one the
+        /// live book equals a whole build.
+        fn replay(picks: Vec<usize>, row_first: Vec<bool>) -> Result<(), TestCaseError> {
+            let sessions = captured();
+            prop_assert!(sessions.len() >= 10, "the captured scenarios are read");
+            let (mut live, mut whole) = (Book::default(), Book::default());
+            let mut next = vec![0usize; sessions.len()];
+            let mut rowed = vec![false; sessions.len()];
+            let now = 1_795_360_000_000;
+            for (i, pick) in picks.into_iter().enumerate() {
+                let open: Vec<usize> = (0..sessions.len())
+                    .filter(|&s| next[s] < sessions[s].1.len() || !rowed[s])
+                    .collect();
+                let Some(&s) = open.get(pick % open.len().max(1)) else {
+                    break;
+                };
+                let (row, lines) = &sessions[s];
+                let key = row["key"].as_str().unwrap_or_default();
+                // The row now, or once its lines are all in.
+                let take_row = !rowed[s]
+                    && (row_first.get(i).copied().unwrap_or(true) || next[s] == lines.len());
+                for book in [&mut live, &mut whole] {
+                    if take_row {
+                        book.row(row);
+                    } else if let Some(m) = lines.get(next[s]) {
+                        let seq = message_seq(m).unwrap_or(next[s] as i64 + 1);
+                        book.message(key, seq, m);
+                    }
+                }
+                if take_row {
+                    rowed[s] = true;
+                } else {
+                    next[s] += 1;
+                }
+                let got = live.rebuild(now);
+                whole.incremental = false;
+                let want = whole.rebuild(now);
+                prop_assert_eq!(&live.built, &whole.built);
+                prop_assert_eq!(got, want);
+            }
+            Ok(())
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
             #[test]
             fn live_updates_equal_a_whole_build(ops in proptest::collection::vec(op(), 1..40)) {
                 run(ops)?;
+            }
+
+            #[test]
+            fn the_captured_scenarios_in_any_order_equal_a_whole_build(
+                picks in proptest::collection::vec(0usize..64, 60..80),
+                row_first in proptest::collection::vec(proptest::bool::weighted(0.7), 80),
+            ) {
+                replay(picks, row_first)?;
             }
         }
     }
