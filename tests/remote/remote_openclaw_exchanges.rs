@@ -635,3 +635,49 @@ fn the_book_stays_bounded() {
     assert_eq!(book.lines("agent:main:big"), MAX_ITEMS_PER_SESSION);
     let _ = book.rebuild(0);
 }
+
+/// A round shown running whose end never came (the gateway restarted and forgot the run; no
+/// event said so): once its session has been silent for the re-check time, its row and lines
+/// are read again and the exchange ends as the record now says (no reply, no run: not
+/// recorded), instead of running forever.
+#[tokio::test]
+async fn a_round_shown_running_is_checked_again_after_a_silence() {
+    let gw = Arc::new(RecordGateway::default());
+    // Long enough ago that the exchange is settled once no run is going.
+    let t0 = switchboard_types::api::time::now_ms() - 10 * 60_000;
+    let (a, b) = ("agent:main:a", "agent:work:b");
+    gw.add(row(a, t0), &json!({ "messages": [] }));
+    let mut running = row(b, t0);
+    running["hasActiveRun"] = json!(true);
+    gw.add(
+        running,
+        &json!({ "totalMessages": 1, "messages": [forwarded(1, t0, Some(a), "go")] }),
+    );
+    let api = OpenClawApi::new(gw.clone()).with_recheck_after(Duration::from_millis(300));
+    let mut events = api.subscribe();
+    let d = api.exchange(&format!("{b}#1")).await.unwrap().unwrap();
+    assert_eq!(d.summary.status, ExchangeStatus::Running);
+    assert_eq!(d.turns[0].status, RunStatus::Running);
+    // The gateway restarts: the run is gone, and no event says so.
+    gw.rows.lock().unwrap()[1]["hasActiveRun"] = json!(false);
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(EngineEvent::ExchangeEnded { reason, .. }) =
+                next_events(&mut events, 1).await.pop()
+            {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("the re-check ends the exchange");
+    assert_eq!(ended, ExchangeEnd::NotRecorded);
+    let d = api.exchange(&format!("{b}#1")).await.unwrap().unwrap();
+    assert_eq!(d.summary.status, ExchangeStatus::Done);
+    assert!(d.turns.is_empty(), "no round is made up: {:#?}", d.turns);
+    assert!(
+        d.summary.detail.contains(NOT_RECORDED),
+        "{}",
+        d.summary.detail
+    );
+}

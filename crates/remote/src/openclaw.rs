@@ -10,6 +10,7 @@ mod backfill;
 mod events;
 pub mod exchanges;
 pub mod map;
+mod recheck;
 mod settle;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -81,6 +82,8 @@ pub struct OpenClawApi {
     book: Arc<events::Ledger>,
     /// Numbers every event this API sends (the pump's and the backfill's alike).
     numbering: Arc<Mutex<events::Numbering>>,
+    /// A session shown running and silent this long is read again (`recheck`).
+    recheck_after: Duration,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -116,7 +119,15 @@ impl OpenClawApi {
             no_offset: AtomicBool::new(false),
             book: Arc::new(events::Ledger::default()),
             numbering: Arc::new(Mutex::new(events::Numbering::new(tx))),
+            recheck_after: recheck::RECHECK_AFTER,
         }
+    }
+
+    /// Re-check sessions shown running after this much silence instead of 90 s (tests;
+    /// before the first `subscribe`, which starts the checks).
+    pub fn with_recheck_after(mut self, after: Duration) -> OpenClawApi {
+        self.recheck_after = after;
+        self
     }
 
     /// The book of exchanges, backfilled once (and again after a reconnect) before it is
@@ -892,6 +903,7 @@ impl SessionsApi for OpenClawApi {
                         self.numbering.clone(),
                         self.read_keys.clone(),
                         self.book.clone(),
+                        self.recheck_after,
                     ));
                 }
                 Err(_) => {

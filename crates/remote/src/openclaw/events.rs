@@ -10,13 +10,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::exchanges::Book;
 use super::map;
+use super::recheck::{self, Rechecks, Reread};
 use crate::rpc::{Rpc, WireEvent};
 use switchboard_types::api::time::now_ms;
 use switchboard_types::api::{EngineEvent, RunStatus, Sequenced, Step};
@@ -211,6 +212,21 @@ impl Ledger {
     fn tail(&self, key: &str, page: &Value) -> Vec<EngineEvent> {
         let mut book = self.lock();
         book.history(key, page);
+        book.rebuild(now_ms())
+    }
+
+    /// A session read again (its row too when re-checked): the changes it makes. A session
+    /// the gateway no longer has is forgotten.
+    fn reread_in(&self, r: Reread) -> Vec<EngineEvent> {
+        let mut book = self.lock();
+        match r.row {
+            Some(Some(row)) => book.row(&row),
+            Some(None) => book.forget(&r.key),
+            None => {}
+        }
+        if let Some(page) = &r.page {
+            book.history(&r.key, page);
+        }
         book.rebuild(now_ms())
     }
 }
@@ -520,17 +536,49 @@ fn numbered(out: &Mutex<Numbering>) -> MutexGuard<'_, Numbering> {
 /// reconnect it reports a gap and subscribes again (the gateway forgot the old connection).
 /// Re-reads a session's newest lines in a task of their own, one per session at a time, so
 /// events keep flowing meanwhile.
+/// Sessions read again at once at most (a run's end, a re-check).
+const READING_MAX: usize = 256;
+
+/// Read `key` again in a task of its own (one at a time per session), its result sent to
+/// the pump.
+fn read_again(
+    rpc: &Arc<dyn Rpc>,
+    tx: &mpsc::Sender<Reread>,
+    reading: &mut HashSet<String>,
+    key: String,
+    with_row: bool,
+) {
+    if reading.len() >= READING_MAX || !reading.insert(key.clone()) {
+        return;
+    }
+    let (rpc, tx) = (rpc.clone(), tx.clone());
+    tokio::spawn(async move {
+        let _ = tx
+            .send(recheck::read(rpc.as_ref(), key, TAIL_LINES, with_row).await)
+            .await;
+    });
+}
+
+/// Runs until the link's event channel closes: subscribes, then maps every event; after a
+/// reconnect it reports a gap and subscribes again (the gateway forgot the old connection).
+/// Re-reads a session's newest lines in a task of their own, one per session at a time, so
+/// events keep flowing meanwhile; every `recheck_after / 3` the sessions shown running and
+/// silent for `recheck_after` are read again, row and lines (`recheck`).
 pub async fn pump(
     rpc: Arc<dyn Rpc>,
     mut rx: broadcast::Receiver<WireEvent>,
     out: Arc<Mutex<Numbering>>,
     keys: Arc<Mutex<HashSet<String>>>,
     ledger: Arc<Ledger>,
+    recheck_after: Duration,
 ) {
     subscribe_all(rpc.as_ref(), &keys).await;
     let mut mapper = Mapper::default();
-    let (tails_tx, mut tails) = mpsc::channel::<(String, Option<Value>)>(64);
+    let (tails_tx, mut tails) = mpsc::channel::<Reread>(64);
     let mut reading: HashSet<String> = HashSet::new();
+    let mut rechecks = Rechecks::default();
+    let mut tick = tokio::time::interval((recheck_after / 3).max(Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             wire = rx.recv() => match wire {
@@ -546,23 +594,8 @@ pub async fn pump(
                             out.emit(e);
                         }
                     }
-                    if let Some(key) = reread
-                        && reading.len() < 256
-                        && reading.insert(key.clone())
-                    {
-                        let (rpc, tx) = (rpc.clone(), tails_tx.clone());
-                        tokio::spawn(async move {
-                            let page = rpc
-                                .request(
-                                    "chat.history",
-                                    json!({ "sessionKey": key, "limit": TAIL_LINES }),
-                                )
-                                .await;
-                            if let Err(e) = &page {
-                                tracing::warn!("openclaw: re-reading {key} failed: {e}");
-                            }
-                            let _ = tx.send((key, page.ok())).await;
-                        });
+                    if let Some(key) = reread {
+                        read_again(&rpc, &tails_tx, &mut reading, key, false);
                     }
                 }
                 Ok(WireEvent::Reconnected) => {
@@ -576,14 +609,22 @@ pub async fn pump(
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             },
-            Some((key, page)) = tails.recv() => {
-                reading.remove(&key);
-                if let Some(page) = page {
-                    let events = ledger.tail(&key, &page);
-                    let mut out = numbered(&out);
-                    for e in events {
-                        out.emit(e);
-                    }
+            Some(r) = tails.recv() => {
+                reading.remove(&r.key);
+                let events = ledger.reread_in(r);
+                let mut out = numbered(&out);
+                for e in events {
+                    out.emit(e);
+                }
+            }
+            _ = tick.tick() => {
+                if !ledger.ready.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let running = ledger.lock().running();
+                let due = rechecks.due(&running, &ledger.activity(), recheck_after);
+                for key in due {
+                    read_again(&rpc, &tails_tx, &mut reading, key, true);
                 }
             }
         }

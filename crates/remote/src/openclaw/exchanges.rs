@@ -370,6 +370,15 @@ impl Book {
         self.records.len()
     }
 
+    /// Sessions whose row says a run is going there.
+    pub fn running(&self) -> HashSet<String> {
+        self.records
+            .iter()
+            .filter(|(_, r)| r.running())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Lines held for one session.
     pub fn lines(&self, key: &str) -> usize {
         self.records.get(key).map_or(0, |r| r.items.len())
@@ -452,7 +461,8 @@ impl Book {
         self.incremental = false;
     }
 
-    /// A `chat.history` answer for `key` (a page of its newest lines). Lines already read
+    /// A `chat.history` answer for `key` (a page of its newest lines, and the session's row
+    /// where it carries one, `sessionInfo`). Lines already read
     /// stay; a page that does not reach back to them replaces them, so the lines held are
     /// always contiguous and a missing number always means a hidden line.
     pub fn history(&mut self, key: &str, page: &Value) {
@@ -472,6 +482,13 @@ impl Book {
             return;
         }
         let r = self.records.entry(key.to_string()).or_default();
+        // 2026.9.6 answers with the session's row as of now (`hasActiveRun` among it).
+        if let Some(info) = page
+            .get("sessionInfo")
+            .filter(|i| i.is_object() && text_of(i, "key").is_none_or(|k| k == key))
+        {
+            r.row = info.clone();
+        }
         if let Some(&(oldest, _)) = numbered.first()
             && r.items.keys().next_back().is_some_and(|&l| oldest > l + 1)
         {
