@@ -15,8 +15,9 @@ use switchboard_engine::store::SessionInit;
 use switchboard_remote::openclaw::OpenClawApi;
 use switchboard_remote::openclaw::exchanges::{NOT_RECORDED, UNKNOWN_REQUESTER};
 use switchboard_types::api::{
-    AnnounceOutcome, EngineEvent, ExchangeDetail, ExchangeEnd, ExchangeStatus, ExchangesQuery,
-    RunStatus, SessionsApi, SpawnOutcome, StreamItem, ToolCall,
+    AnnounceOutcome, EngineEvent, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
+    ExchangesQuery, PatchRequest, PolicySetting, RunStatus, SessionsApi, SpawnOutcome, StreamItem,
+    ToolCall,
 };
 use switchboard_types::key::SessionKey;
 
@@ -109,6 +110,26 @@ async fn on_our_engine(
     main_script: Value,
     work_script: Value,
 ) -> ExchangeDetail {
+    on_our_engine_with(
+        requester,
+        target,
+        timeout_seconds,
+        main_script,
+        work_script,
+        None,
+    )
+    .await
+}
+
+/// `on_our_engine`, the target's send policy set to `policy` first.
+async fn on_our_engine_with(
+    requester: &str,
+    target: &str,
+    timeout_seconds: u64,
+    main_script: Value,
+    work_script: Value,
+    policy: Option<PolicySetting>,
+) -> ExchangeDetail {
     let config = json!({
         "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
         "agents": { "list": [
@@ -131,6 +152,14 @@ async fn on_our_engine(
             .unwrap();
     }
     let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    if policy.is_some() {
+        api.patch(PatchRequest {
+            key: target.into(),
+            send_policy: policy,
+        })
+        .await
+        .unwrap();
+    }
     api.call_tool(ToolCall {
         tool: "sessions_send".into(),
         params: json!({ "sessionKey": target, "message": "PING from main",
@@ -680,4 +709,88 @@ async fn a_round_shown_running_is_checked_again_after_a_silence() {
         "{}",
         d.summary.detail
     );
+}
+
+/// A send the target's send policy refused (on OpenClaw, the `agent` method's error in the
+/// requester's tool result): rebuilt as the refused exchange our engine records for the same
+/// send, in every field both record. A send to a missing session (sample s5, captured from
+/// 2026.9.6) is an exchange on neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_refused_by_policy_is_rebuilt_as_our_engine_records_it() {
+    let (m, w) = ("agent:main:s5p", "agent:work:s5p");
+    let t0 = 1_795_353_407_000;
+    let gw = Arc::new(RecordGateway::default());
+    let refused = json!({ "runId": "r-x", "status": "error",
+                          "error": "send blocked by session policy", "sessionKey": w });
+    gw.add(
+        row(m, t0),
+        &json!({ "totalMessages": 3, "messages": [
+            { "role": "user", "content": "please ask the other agent", "timestamp": t0,
+              "__openclaw": { "seq": 1 } },
+            { "role": "assistant", "stopReason": "toolUse", "timestamp": t0 + 5,
+              "content": [{ "type": "toolCall", "id": "call_1", "name": "sessions_send",
+                            "arguments": { "sessionKey": w, "message": "PING from main",
+                                           "timeoutSeconds": 30 } }],
+              "__openclaw": { "seq": 2, "runId": "r-main" } },
+            { "role": "toolResult", "toolName": "sessions_send", "toolCallId": "call_1",
+              "isError": true, "timestamp": t0 + 9,
+              "content": [{ "type": "text", "text": refused.to_string() }],
+              "__openclaw": { "seq": 3, "runId": "r-main" } },
+        ]}),
+    );
+    gw.add(row(w, t0), &json!({ "messages": [] }));
+    let api = OpenClawApi::new(gw.clone());
+    let page = api
+        .exchanges(ExchangesQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
+    let d = api.exchange(&page.exchanges[0].id).await.unwrap().unwrap();
+    let ours = on_our_engine_with(m, w, 30, json!([]), json!([]), Some(PolicySetting::Deny)).await;
+    let expected = Shape {
+        requester: m.into(),
+        target: w.into(),
+        message: "PING from main".into(),
+        turns: Vec::new(),
+        rounds: 0,
+        reason: Some(ExchangeEnd::Policy),
+        status: ExchangeStatus::Refused,
+        announce: None,
+    };
+    assert_eq!(shape(&ours), expected, "our engine");
+    assert_eq!(shape(&d), expected, "rebuilt from OpenClaw");
+    assert_eq!(
+        (ours.summary.kind, d.summary.kind),
+        (ExchangeKind::Refused, ExchangeKind::Refused)
+    );
+    assert!(
+        d.summary.detail.contains("send blocked by session policy"),
+        "{}",
+        d.summary.detail
+    );
+    // Counted in traffic as our engine counts it: an exchange, refused, no message.
+    let t = api.traffic(0).await.unwrap();
+    assert_eq!(
+        t.iter()
+            .map(|c| (c.exchanges, c.messages, c.refused))
+            .collect::<Vec<_>>(),
+        [(1, 0, 1)]
+    );
+
+    // s5: "No session found" is a failed send, not a refused one.
+    let (_gw, api) = {
+        let gw = Arc::new(scenario(&dir("s5-missing-target")));
+        (gw.clone(), OpenClawApi::new(gw))
+    };
+    let page = api
+        .exchanges(ExchangesQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(page.exchanges.is_empty(), "{:#?}", page.exchanges);
 }

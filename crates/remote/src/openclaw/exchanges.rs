@@ -21,6 +21,8 @@ use switchboard_types::api::{
 pub const NOT_RECORDED: &str = "not recorded by OpenClaw";
 /// The requester of a forwarded turn that names no session (no provenance).
 pub const UNKNOWN_REQUESTER: &str = "(sender not recorded by OpenClaw)";
+/// The target of a refused send whose result names none.
+pub const UNKNOWN_TARGET: &str = "(target not recorded by OpenClaw)";
 /// OpenClaw's reply-loop stop word (`chat.history` hides a reply that is exactly it).
 const REPLY_SKIP: &str = "REPLY_SKIP";
 /// An exchange with no announce seen is taken as over once this long has passed since its
@@ -65,13 +67,88 @@ enum Item {
     /// A sub-agent's completion announce arriving in its requester (provenance
     /// `subagent_announce`, or a run named `announce:v1:<child>:…`).
     SpawnAnnounce { child: String, text: String },
-    /// A tool call or its result: part of the run around it.
-    Tool,
+    /// A tool call or its result: part of the run around it; the `sessions_send` calls it
+    /// makes (a refused one's message is only here).
+    Tool(Vec<SendCall>),
+    /// A `sessions_send` OpenClaw refused (its tool result): the target's send policy, or
+    /// the sessions' visibility / agent-to-agent rules. Part of the run around it, and an
+    /// exchange of its own that never started, as our engine keeps one.
+    Refused {
+        /// The session it was for, as the result names it (absent when it names none).
+        target: Option<String>,
+        /// The tool call it answers, whose message it was.
+        call: String,
+        error: String,
+        at: i64,
+    },
     /// A line `chat.history` did not return (its number is skipped): an assistant reply that
     /// was exactly `NO_REPLY`, `REPLY_SKIP` or `ANNOUNCE_SKIP`, or commentary.
     Hidden,
     /// Anything else (the owner, a channel user, a note): it ends a run's lines.
     Other,
+}
+
+/// A `sessions_send` call in an assistant line.
+#[derive(Debug, Clone, PartialEq)]
+struct SendCall {
+    id: String,
+    message: String,
+}
+
+/// Refusals a tool result reports, in OpenClaw's words: the visibility and agent-to-agent
+/// guards answer `forbidden`; the target's send policy is the `agent` method's error.
+const POLICY_REFUSAL: &str = "send blocked by session policy";
+
+/// The refusal a `sessions_send` result reports (`None`: it was not refused: sent, or failed
+/// otherwise, like a missing target, which our engine does not keep either).
+fn refusal(m: &Value, written: i64) -> Option<Item> {
+    let text = m
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))?;
+    let result: Value = serde_json::from_str(text).ok()?;
+    let error = text_of(&result, "error").unwrap_or("");
+    let refused = match text_of(&result, "status") {
+        Some("forbidden") => true,
+        Some("error") => error.to_ascii_lowercase().contains(POLICY_REFUSAL),
+        _ => false,
+    };
+    refused.then(|| Item::Refused {
+        target: text_of(&result, "sessionKey").map(str::to_string),
+        call: text_of(m, "toolCallId").unwrap_or("").to_string(),
+        error: capped(error.to_string()),
+        at: written,
+    })
+}
+
+/// The `sessions_send` calls in an assistant line's content.
+fn send_calls(m: &Value) -> Vec<SendCall> {
+    m.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "toolCall" && b["name"] == "sessions_send")
+        .map(|b| SendCall {
+            id: text_of(b, "id").unwrap_or("").to_string(),
+            message: capped(
+                b.pointer("/arguments/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+        })
+        .collect()
+}
+
+/// The other session a line names: a forwarded message's sender, a refused send's target.
+fn peer(item: &Item) -> Option<&str> {
+    match item {
+        Item::Inbound { from: Some(f), .. } => Some(f),
+        Item::Refused {
+            target: Some(t), ..
+        } => Some(t),
+        _ => None,
+    }
 }
 
 /// What a number `chat.history` skipped stands for.
@@ -146,7 +223,14 @@ fn classify(m: &Value) -> Item {
         };
     }
     match role {
-        "toolResult" | "tool" => Item::Tool,
+        "toolResult" | "tool" => {
+            if text_of(m, "toolName") == Some("sessions_send")
+                && let Some(refused) = refusal(m, written)
+            {
+                return refused;
+            }
+            Item::Tool(Vec::new())
+        }
         "assistant" => {
             let calls = m
                 .get("content")
@@ -154,7 +238,7 @@ fn classify(m: &Value) -> Item {
                 .is_some_and(|c| c.iter().any(|b| b["type"] == "toolCall"));
             let stop = text_of(m, "stopReason");
             if calls || stop == Some("toolUse") {
-                return Item::Tool;
+                return Item::Tool(send_calls(m));
             }
             if let Some(child) = announced_child(&run_id) {
                 return Item::SpawnAnnounce {
@@ -257,7 +341,7 @@ fn answer(r: &Record, seq: i64) -> Answer {
     let mut s = seq + 1;
     while s <= r.last() {
         match r.at(s) {
-            Some(Item::Tool) => {}
+            Some(Item::Tool(_) | Item::Refused { .. }) => {}
             Some(Item::Reply(said)) => {
                 return Answer::Said {
                     seq: s,
@@ -342,16 +426,20 @@ pub struct Book {
 }
 
 /// The exchanges of one pair of sessions, built together: every turn of an exchange is a
-/// forwarded line between its requester and target, so no other pair's lines change it.
-/// A forwarded line naming no sender is in the pair ("", its session).
+/// forwarded line between its requester and target (a refused send, a line in its
+/// requester naming its target), so no other pair's lines change it. A line naming no other
+/// session is in the pair ("", its session).
 type Group = (String, String);
 
 fn group_of(s: &ExchangeSummary) -> Group {
-    if s.requester == UNKNOWN_REQUESTER {
-        pair("", &s.target)
+    // The session whose record holds it, and the other party (unnamed: "").
+    let (session, other) = if s.kind == ExchangeKind::Refused {
+        (&s.requester, &s.target)
     } else {
-        pair(&s.requester, &s.target)
-    }
+        (&s.target, &s.requester)
+    };
+    let named = other != UNKNOWN_REQUESTER && other != UNKNOWN_TARGET;
+    pair(if named { other } else { "" }, session)
 }
 
 /// Peers grow with every pair seen; past this many sessions they are rebuilt from the lines.
@@ -405,10 +493,8 @@ impl Book {
         let senders: Vec<String> = r
             .items
             .values()
-            .filter_map(|i| match i {
-                Item::Inbound { from: Some(f), .. } => Some(f.clone()),
-                _ => None,
-            })
+            .filter_map(peer)
+            .map(str::to_string)
             .collect();
         for f in senders {
             if self.peers.len() >= MAX_PEERS && !self.peers.contains_key(&f) {
@@ -517,10 +603,7 @@ impl Book {
             r.items.clear();
         }
         let item = classify(message);
-        let sender = match &item {
-            Item::Inbound { from: Some(f), .. } => Some(f.clone()),
-            _ => None,
-        };
+        let sender = peer(&item).map(str::to_string);
         r.items.insert(seq, item);
         r.total = r.total.max(seq);
         while r.items.len() > MAX_ITEMS_PER_SESSION {
@@ -559,7 +642,7 @@ impl Book {
             }
         }
         for d in &self.built.exchanges {
-            if d.summary.status != ExchangeStatus::Done {
+            if d.summary.status == ExchangeStatus::Running {
                 groups.insert(group_of(&d.summary));
             }
         }
@@ -655,6 +738,14 @@ impl Book {
                     });
                 f(c);
             };
+            // A refused send: an exchange with no message delivered, as our engine counts it.
+            if s.status == ExchangeStatus::Refused {
+                add(s.started_at, &|c| {
+                    c.exchanges += 1;
+                    c.refused += 1;
+                });
+                continue;
+            }
             // A loop stopped by something other than REPLY_SKIP after reply-back turns: on
             // OpenClaw the cap (or a step that never started), counted as the cap is.
             let capped = self.built.looped.contains(&s.id);
@@ -673,20 +764,22 @@ impl Book {
     }
 }
 
-/// Every forwarded message, oldest first: (time, session, line number); with `only`, those
-/// of these pairs (read from their sessions' records alone).
+/// Every forwarded message (`refused`: every refused send), oldest first: (time, session,
+/// line number); with `only`, those of these pairs (read from their sessions' records alone).
 fn inbounds<'a>(
     records: &'a HashMap<String, Record>,
     only: Option<&HashSet<Group>>,
+    refused: bool,
 ) -> Vec<(i64, &'a str, i64)> {
     let of = |(k, r): (&'a String, &'a Record)| {
-        r.items.iter().filter_map(move |(seq, i)| match i {
-            Item::Inbound { at, from, .. }
-                if only.is_none_or(|g| g.contains(&pair(from.as_deref().unwrap_or(""), k))) =>
-            {
-                Some((*at, k.as_str(), *seq))
-            }
-            _ => None,
+        r.items.iter().filter_map(move |(seq, i)| {
+            let at = match i {
+                Item::Inbound { at, .. } if !refused => *at,
+                Item::Refused { at, .. } if refused => *at,
+                _ => return None,
+            };
+            only.is_none_or(|g| g.contains(&pair(peer(i).unwrap_or(""), k)))
+                .then_some((at, k.as_str(), *seq))
         })
     };
     let mut all: Vec<(i64, &str, i64)> = match only {
@@ -712,11 +805,9 @@ fn inbounds<'a>(
 fn peers_of(records: &HashMap<String, Record>) -> HashMap<String, HashSet<String>> {
     let mut peers: HashMap<String, HashSet<String>> = HashMap::new();
     for (k, r) in records {
-        for i in r.items.values() {
-            if let Item::Inbound { from: Some(f), .. } = i {
-                peers.entry(f.clone()).or_default().insert(k.clone());
-                peers.entry(k.clone()).or_default().insert(f.clone());
-            }
+        for f in r.items.values().filter_map(peer) {
+            peers.entry(f.to_string()).or_default().insert(k.clone());
+            peers.entry(k.clone()).or_default().insert(f.to_string());
         }
     }
     peers
@@ -745,7 +836,7 @@ fn build(
 ) -> Built {
     let mut open: HashMap<Group, usize> = HashMap::new();
     let mut all: Vec<Building> = Vec::new();
-    for (at, key, seq) in inbounds(records, only) {
+    for (at, key, seq) in inbounds(records, only, false) {
         let Some(r) = records.get(key) else { continue };
         let Some(Item::Inbound {
             from,
@@ -891,12 +982,21 @@ fn build(
         b.turns.push(turn);
     }
     let mut built = Built::default();
+    all.extend(refused_sends(records, only));
+    let visible = |k: &str| records.contains_key(k) || known.contains(k);
     for mut b in all {
-        if finish(&mut b, records, now) {
+        let refused = b.summary.status == ExchangeStatus::Refused;
+        if !refused && finish(&mut b, records, now) {
             built.looped.insert(b.summary.id.clone());
         }
-        let visible = |k: &str| records.contains_key(k) || known.contains(k);
-        match &b.requester {
+        // The party that may be out of sight: the sender of a forwarded message, the target
+        // of a refused send (its requester is the record it is in).
+        let other = if refused {
+            b.requester.as_ref().map(|_| b.summary.target.clone())
+        } else {
+            b.requester.clone()
+        };
+        match &other {
             Some(k) if !visible(k) => {
                 b.partial
                     .push(format!("{k} is not visible on this gateway"));
@@ -914,7 +1014,11 @@ fn build(
                 format!("{}; {note}", b.summary.detail)
             };
         }
-        let announce = announce_of(&b, records, now);
+        let announce = if refused {
+            None
+        } else {
+            announce_of(&b, records, now)
+        };
         b.summary.announce = announce.as_ref().map(|a| a.outcome);
         built.exchanges.push(ExchangeDetail {
             summary: b.summary,
@@ -925,6 +1029,70 @@ fn build(
     sort_newest_first(&mut built.exchanges);
     built.spawns = spawns(records);
     built
+}
+
+/// The refused sends in the records (`only`: of these pairs), each an exchange that never
+/// started, as our engine keeps one: no rounds, status `refused`, reason `policy`, OpenClaw's
+/// words as its detail, the message from the call the refusal answers.
+fn refused_sends(
+    records: &HashMap<String, Record>,
+    only: Option<&HashSet<Group>>,
+) -> Vec<Building> {
+    let mut out = Vec::new();
+    for (at, key, seq) in inbounds(records, only, true) {
+        let Some(r) = records.get(key) else { continue };
+        let Some(Item::Refused {
+            target,
+            call,
+            error,
+            ..
+        }) = r.items.get(&seq)
+        else {
+            continue;
+        };
+        // The call is a line or two before its result, in the same run.
+        let message = r
+            .items
+            .range(..seq)
+            .rev()
+            .take(64)
+            .find_map(|(_, i)| match i {
+                Item::Tool(calls) => calls.iter().find(|c| &c.id == call),
+                _ => None,
+            })
+            .map(|c| c.message.clone());
+        let mut partial = Vec::new();
+        if message.is_none() {
+            partial.push(format!("its message is {NOT_RECORDED} in what was read"));
+        }
+        if target.is_none() {
+            partial.push(format!("its target is {NOT_RECORDED}"));
+        }
+        out.push(Building {
+            summary: ExchangeSummary {
+                id: format!("{key}#{seq}"),
+                kind: ExchangeKind::Refused,
+                requester: key.to_string(),
+                target: target.clone().unwrap_or_else(|| UNKNOWN_TARGET.to_string()),
+                message: message.unwrap_or_default(),
+                started_at: at,
+                ended_at: Some(at),
+                status: ExchangeStatus::Refused,
+                rounds: 0,
+                ended_reason: Some(ExchangeEnd::Policy),
+                detail: format!("refused by OpenClaw: {error}"),
+                announce: None,
+            },
+            turns: Vec::new(),
+            requester: target.as_ref().map(|_| key.to_string()),
+            target_last_seq: seq,
+            closed: true,
+            unanswered: None,
+            last_at: at,
+            partial,
+        });
+    }
+    out
 }
 
 /// How the exchange's loop ended and whether it is over; whether it ran its loop until
@@ -1018,7 +1186,7 @@ fn announce_item<'a>(
     let mut s = b.target_last_seq + 1;
     while s <= r.last() {
         match r.at(s) {
-            Some(Item::Tool) => {}
+            Some(Item::Tool(_) | Item::Refused { .. }) => {}
             Some(Item::Reply(Said { run_id, .. })) if claimed.contains(run_id.as_str()) => {}
             Some(i @ (Item::Reply(_) | Item::Hidden)) => return Some((s, i)),
             _ => return None,
@@ -1173,6 +1341,17 @@ fn changes(old: &Built, new: &Built) -> Vec<EngineEvent> {
     for d in new.exchanges.iter().rev() {
         let s = &d.summary;
         let was = before.get(s.id.as_str()).copied();
+        // A refused send never started: our engine says only that it ended, refused.
+        if s.status == ExchangeStatus::Refused {
+            if was.is_none() {
+                events.push(EngineEvent::ExchangeEnded {
+                    exchange_id: s.id.clone(),
+                    status: s.status,
+                    reason: s.ended_reason.unwrap_or(ExchangeEnd::Policy),
+                });
+            }
+            continue;
+        }
         if was.is_none() {
             events.push(EngineEvent::ExchangeStarted {
                 exchange_id: s.id.clone(),
@@ -1432,6 +1611,103 @@ mod tests {
         assert_eq!(a.text.as_deref(), Some("posted"));
     }
 
+    /// A `sessions_send` OpenClaw refused (the target's send policy: the `agent` method's
+    /// error; the visibility guard: `forbidden`) is an exchange that never started, as our
+    /// engine keeps it; a send to a missing session is not (nor is it on our engine).
+    #[test]
+    fn refused_sends_are_exchanges_that_never_started() {
+        let call = |seq: i64, id: &str, message: &str| {
+            json!({ "role": "assistant", "stopReason": "toolUse", "timestamp": T0 + seq,
+                    "content": [{ "type": "toolCall", "id": id, "name": "sessions_send",
+                                  "arguments": { "sessionKey": B, "message": message } }],
+                    "__openclaw": { "seq": seq, "runId": "ra" } })
+        };
+        let result = |seq: i64, id: &str, status: &str, error: &str| {
+            let r = json!({ "runId": "x", "status": status, "error": error, "sessionKey": B });
+            json!({ "role": "toolResult", "toolName": "sessions_send", "toolCallId": id,
+                    "isError": true, "timestamp": T0 + seq,
+                    "content": [{ "type": "text", "text": r.to_string() }],
+                    "__openclaw": { "seq": seq, "runId": "ra" } })
+        };
+        let mut book = Book::default();
+        book.row(&json!({ "key": B }));
+        book.history(
+            A,
+            &json!({ "totalMessages": 6, "messages": [
+                call(1, "c1", "blocked one"),
+                result(2, "c1", "error", "send blocked by session policy"),
+                call(3, "c2", "hidden one"),
+                result(4, "c2", "forbidden", "Session not visible from this agent session"),
+                call(5, "c3", "lost one"),
+                result(6, "c3", "error", "No session found: agent:work:b"),
+            ]}),
+        );
+        let events = book.rebuild(T0 + 100);
+        let got: Vec<_> = book
+            .built()
+            .exchanges
+            .iter()
+            .map(|d| {
+                let s = &d.summary;
+                (
+                    s.id.as_str(),
+                    s.kind,
+                    s.status,
+                    s.ended_reason,
+                    s.message.as_str(),
+                    s.requester.as_str(),
+                    s.target.as_str(),
+                    s.rounds,
+                    d.turns.len(),
+                )
+            })
+            .collect();
+        let refused = |id, message| {
+            (
+                id,
+                ExchangeKind::Refused,
+                ExchangeStatus::Refused,
+                Some(ExchangeEnd::Policy),
+                message,
+                A,
+                B,
+                0,
+                0,
+            )
+        };
+        assert_eq!(
+            got,
+            [
+                refused("agent:main:a#4", "hidden one"),
+                refused("agent:main:a#2", "blocked one"),
+            ]
+        );
+        assert!(
+            book.built().exchanges[1]
+                .summary
+                .detail
+                .contains("send blocked by session policy")
+        );
+        // As our engine says it: ended, refused; no start, no round.
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(|e| matches!(
+            e,
+            EngineEvent::ExchangeEnded {
+                status: ExchangeStatus::Refused,
+                reason: ExchangeEnd::Policy,
+                ..
+            }
+        )));
+        let traffic = book.traffic(0);
+        assert_eq!(
+            traffic
+                .iter()
+                .map(|c| (c.exchanges, c.messages, c.refused))
+                .collect::<Vec<_>>(),
+            [(2, 0, 2)]
+        );
+    }
+
     /// Live updates build only the pairs that changed: after every step of any sequence of
     /// lines, pages, rows, forgotten sessions and time passing, the book equals a whole
     /// build, and sends the events a whole build would.
@@ -1449,7 +1725,9 @@ mod tests {
             Reply(u8, bool),
             /// A number `chat.history` skipped.
             Hidden,
+            /// A `sessions_send` call; `Refused`: the refusal of the call just before.
             Tool,
+            Refused(Option<usize>),
             Other,
         }
 
@@ -1473,6 +1751,7 @@ mod tests {
                 3 => (0u8..3, proptest::bool::weighted(0.1)).prop_map(|(t, e)| Line::Reply(t, e)),
                 1 => Just(Line::Hidden),
                 1 => Just(Line::Tool),
+                1 => proptest::option::weighted(0.9, 0..KEYS.len()).prop_map(Line::Refused),
                 1 => Just(Line::Other),
             ]
         }
@@ -1507,8 +1786,20 @@ mod tests {
                     "stopReason": "error", "errorMessage": "boom", "timestamp": at,
                     "__openclaw": { "seq": seq, "runId": format!("r{seq}") } }),
                 Line::Hidden => return None,
-                Line::Tool => json!({ "role": "toolResult", "content": "ok", "timestamp": at,
+                Line::Tool => json!({ "role": "assistant", "timestamp": at,
+                    "content": [{ "type": "toolCall", "id": format!("c{seq}"),
+                                  "name": "sessions_send", "arguments": { "message": "m" } }],
                     "__openclaw": { "seq": seq } }),
+                Line::Refused(target) => {
+                    let mut result = json!({ "status": "forbidden", "error": "denied" });
+                    if let Some(t) = target {
+                        result["sessionKey"] = json!(KEYS[*t]);
+                    }
+                    json!({ "role": "toolResult", "toolName": "sessions_send",
+                        "toolCallId": format!("c{}", seq - 1), "timestamp": at,
+                        "content": [{ "type": "text", "text": result.to_string() }],
+                        "__openclaw": { "seq": seq } })
+                }
                 Line::Other => json!({ "role": "user", "content": "hi", "timestamp": at,
                     "__openclaw": { "seq": seq } }),
             })
