@@ -1287,12 +1287,38 @@ fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
             }
             let last = replies.last();
             let started_at = r.row.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
-            let (outcome, error, result, ended) = match last {
+            let said = match last {
+                Some(Item::Reply(said)) => Some(said),
+                _ => None,
+            };
+            // The row's run status (2026.9.6: running|done|failed|killed|timeout) says how
+            // the child's run ended where its lines cannot: a run that timed out or was
+            // killed may leave no reply, or a reply written before it stopped.
+            let row_ended = r.row.get("endedAt").and_then(Value::as_i64).unwrap_or(0);
+            let ended_at = said.map_or(row_ended, |s| s.at.max(row_ended));
+            let (outcome, error, result, ended) = match (text_of(&r.row, "status"), said) {
                 _ if r.running() => (None, None, None, 0),
-                Some(Item::Reply(Said {
-                    error: Some(e), at, ..
-                })) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
-                Some(Item::Reply(Said { text, at, .. })) => {
+                (Some("timeout"), _) => (
+                    Some(SpawnOutcome::TimedOut),
+                    Some("timed out".to_string()),
+                    said.filter(|s| s.error.is_none()).map(|s| s.text.clone()),
+                    ended_at,
+                ),
+                (Some(status @ ("failed" | "killed")), _) => (
+                    Some(SpawnOutcome::Failed),
+                    Some(said.and_then(|s| s.error.clone()).unwrap_or_else(|| {
+                        format!("the run {status} (the reason is {NOT_RECORDED})")
+                    })),
+                    None,
+                    ended_at,
+                ),
+                (
+                    _,
+                    Some(Said {
+                        error: Some(e), at, ..
+                    }),
+                ) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
+                (_, Some(Said { text, at, .. })) => {
                     (Some(SpawnOutcome::Completed), None, Some(text.clone()), *at)
                 }
                 _ => (None, None, None, 0),
