@@ -81,17 +81,24 @@ fn shape(d: &ExchangeDetail) -> Shape {
     }
 }
 
+/// The newest `limit` exchanges `api` lists.
+async fn listed(
+    api: &(impl SessionsApi + ?Sized),
+    limit: usize,
+) -> switchboard_types::api::ExchangesPage {
+    api.exchanges(ExchangesQuery {
+        limit,
+        ..ExchangesQuery::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// The one exchange an OpenClaw scenario's record holds, rebuilt through `OpenClawApi`.
 async fn rebuilt(name: &str) -> (Arc<RecordGateway>, OpenClawApi, ExchangeDetail) {
     let gw = Arc::new(scenario(&dir(name)));
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 50,
-            ..ExchangesQuery::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 50).await;
     assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
     let d = api
         .exchange(&page.exchanges[0].id)
@@ -170,13 +177,7 @@ async fn on_our_engine_with(
     .await
     .unwrap();
     engine.idle().await;
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..ExchangesQuery::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(api.as_ref(), 10).await;
     assert_eq!(page.exchanges.len(), 1);
     api.exchange(&page.exchanges[0].id).await.unwrap().unwrap()
 }
@@ -341,13 +342,7 @@ async fn a_spawned_sub_agent_its_result_and_announce_come_as_spawn_events() {
     let gw = Arc::new(scenario(&dir("s6-sessions-spawn")));
     let api = OpenClawApi::new(gw.clone());
     let mut events = api.subscribe();
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert!(page.exchanges.is_empty(), "a spawn is not an exchange");
     let got = next_events(&mut events, 3).await;
     let child = "agent:main:subagent:82604f70-126d-49a7-942b-b7cffee553d7";
@@ -413,13 +408,7 @@ async fn unattributable_turns_are_partial_and_never_a_traffic_edge() {
         ]}),
     );
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     let by_target: Vec<(&str, &str, &str)> = page
         .exchanges
         .iter()
@@ -474,13 +463,7 @@ async fn a_loop_stopped_without_reply_skip_is_not_recorded_and_marked_as_a_loop(
         ]}),
     );
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
     let s = &page.exchanges[0];
     assert_eq!(s.rounds, 3);
@@ -519,13 +502,7 @@ async fn a_gateway_lost_mid_backfill_leaves_a_partial_book_and_is_read_again() {
     // The reconnect marks the book stale; the next read backfills it whole.
     let mut found = 0;
     for _ in 0..100 {
-        let page = api
-            .exchanges(ExchangesQuery {
-                limit: 10,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        let page = listed(&api, 10).await;
         found = page.exchanges.first().map_or(0, |s| s.rounds);
         if found == 5 {
             break;
@@ -546,13 +523,7 @@ async fn live_session_messages_become_exchange_events() {
     gw.add(row(b, t0), &json!({ "messages": [] }));
     let api = OpenClawApi::new(gw.clone());
     let mut events = api.subscribe();
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert!(page.exchanges.is_empty());
     gw.push(
         "session.message",
@@ -611,13 +582,7 @@ async fn live_session_messages_become_exchange_events() {
     });
     assert_eq!(round, Some((1, b.to_string(), "pong".to_string())));
     // The list holds it too, still running (its loop may go on).
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert_eq!(page.exchanges.len(), 1);
     assert_eq!(page.exchanges[0].status, ExchangeStatus::Running);
 }
@@ -740,13 +705,7 @@ async fn a_send_refused_by_policy_is_rebuilt_as_our_engine_records_it() {
     );
     gw.add(row(w, t0), &json!({ "messages": [] }));
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
     let d = api.exchange(&page.exchanges[0].id).await.unwrap().unwrap();
     let ours = on_our_engine_with(m, w, 30, json!([]), json!([]), Some(PolicySetting::Deny)).await;
@@ -785,13 +744,7 @@ async fn a_send_refused_by_policy_is_rebuilt_as_our_engine_records_it() {
         let gw = Arc::new(scenario(&dir("s5-missing-target")));
         (gw.clone(), OpenClawApi::new(gw))
     };
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert!(page.exchanges.is_empty(), "{:#?}", page.exchanges);
 }
 
@@ -912,12 +865,7 @@ async fn rebuilt_spawn(edit: impl FnOnce(&RecordGateway)) -> Vec<EngineEvent> {
     edit(&gw);
     let api = OpenClawApi::new(gw.clone());
     let mut events = api.subscribe();
-    api.exchanges(ExchangesQuery {
-        limit: 10,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    listed(&api, 10).await;
     let mut out = Vec::new();
     while let Ok(StreamItem::Event(e)) =
         tokio::time::timeout(Duration::from_millis(500), events.next()).await
