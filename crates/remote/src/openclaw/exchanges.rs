@@ -670,10 +670,7 @@ impl Book {
         self.built.attributed.extend(attributed);
         self.built.looped.extend(looped);
         self.built.spawns = spawns;
-        let mut all = kept;
-        all.extend(exchanges);
-        sort_newest_first(&mut all);
-        self.built.exchanges = all;
+        self.built.exchanges = merge_newest_first(kept, exchanges);
         events
     }
 
@@ -813,10 +810,29 @@ fn peers_of(records: &HashMap<String, Record>) -> HashMap<String, HashSet<String
     peers
 }
 
+/// The order exchanges are listed in: newest first, then by id.
+fn newest_first(a: &ExchangeDetail, b: &ExchangeDetail) -> std::cmp::Ordering {
+    (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
+}
+
 fn sort_newest_first(exchanges: &mut [ExchangeDetail]) {
-    exchanges.sort_by(|a, b| {
-        (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
-    });
+    exchanges.sort_by(newest_first);
+}
+
+/// Two lists in that order, merged (no sort of the whole book per event).
+fn merge_newest_first(a: Vec<ExchangeDetail>, mut b: Vec<ExchangeDetail>) -> Vec<ExchangeDetail> {
+    sort_newest_first(&mut b);
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => newest_first(x, y) != std::cmp::Ordering::Greater,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        out.extend(if take_a { a.next() } else { b.next() });
+    }
 }
 
 fn pair(a: &str, b: &str) -> (String, String) {
