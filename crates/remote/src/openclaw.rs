@@ -61,8 +61,17 @@ struct Work {
     reached: BTreeSet<String>,
     /// What the book did not yet record as over, at the last look.
     pending: Vec<String>,
-    /// Over: `Some(None)` as recorded, `Some(Some(why))` inferred.
-    over: Option<Option<String>>,
+    /// Over, and how that is known (`None`: not yet).
+    over: Option<WorkEnd>,
+}
+
+/// How the end of a work was known.
+#[derive(Debug, Clone, PartialEq)]
+enum WorkEnd {
+    /// The book records the end of all it set off.
+    Recorded,
+    /// Taken from silence (or the outer bound): why, in words for the user.
+    Inferred(String),
 }
 
 pub struct OpenClawApi {
@@ -304,9 +313,9 @@ impl OpenClawApi {
         let look = || settle::progress(self.book.lock().built(), &key, since, &reached);
         let now = look();
         let verdict = if now.pending.is_empty() {
-            Some(None)
+            Some(WorkEnd::Recorded)
         } else if ended.elapsed() > settle::WORK_MAX {
-            Some(Some(format!(
+            Some(WorkEnd::Inferred(format!(
                 "gave up after {} min: OpenClaw's record does not show the end of {}",
                 settle::WORK_MAX.as_secs() / 60,
                 now.pending.join(", ")
@@ -323,8 +332,10 @@ impl OpenClawApi {
                         }
                     }
                     let again = look();
-                    Some((!again.pending.is_empty()).then(|| {
-                        format!(
+                    Some(if again.pending.is_empty() {
+                        WorkEnd::Recorded
+                    } else {
+                        WorkEnd::Inferred(format!(
                             "no run or event in {} for {:.0?}, and OpenClaw's record does not \
                              show the end of {}: taken as over",
                             again
@@ -335,8 +346,8 @@ impl OpenClawApi {
                                 .join(", "),
                             quiet,
                             again.pending.join(", ")
-                        )
-                    }))
+                        ))
+                    })
                 }
                 _ => None,
             }
@@ -347,7 +358,7 @@ impl OpenClawApi {
         };
         w.pending = now.pending;
         if let Some(v) = verdict {
-            if let Some(why) = &v {
+            if let WorkEnd::Inferred(why) = &v {
                 tracing::info!(run = %w.run_id, "openclaw: a work's end inferred: {why}");
             }
             w.over = Some(v);
@@ -811,7 +822,10 @@ impl SessionsApi for OpenClawApi {
     }
 
     fn work_end_inferred(&self, work: WorkId) -> Option<String> {
-        locked(&self.works).get(&work.0)?.over.clone().flatten()
+        match &locked(&self.works).get(&work.0)?.over {
+            Some(WorkEnd::Inferred(why)) => Some(why.clone()),
+            Some(WorkEnd::Recorded) | None => None,
+        }
     }
 
     async fn call_tool(&self, _call: ToolCall) -> Result<ToolResult, ApiError> {
