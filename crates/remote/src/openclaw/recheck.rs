@@ -89,3 +89,24 @@ pub async fn read(rpc: &dyn Rpc, key: String, lines: usize, with_row: bool) -> R
         page: page.ok(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session is due once it has been shown running and unheard of for the whole
+    /// re-check time, counted from when it was first seen so; then once per that time.
+    #[test]
+    fn a_silent_running_session_is_due_once_per_period() {
+        let after = Duration::from_millis(50);
+        let running: HashSet<String> = ["agent:main:a".to_string()].into();
+        let (mut checks, activity) = (Rechecks::default(), Activity::default());
+        assert!(checks.due(&running, &activity, after).is_empty());
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(checks.due(&running, &activity, after), ["agent:main:a"]);
+        assert!(checks.due(&running, &activity, after).is_empty());
+        // No longer shown running: forgotten.
+        assert!(checks.due(&HashSet::new(), &activity, after).is_empty());
+        assert!(checks.noticed.is_empty());
+    }
+}

@@ -157,6 +157,7 @@ pub fn last_active(
 mod tests {
     use super::*;
     use serde_json::json;
+    use switchboard_types::api::{ExchangeDetail, ExchangeKind, ExchangeSummary};
 
     #[test]
     fn the_sessions_a_run_reached_are_its_send_and_spawn_calls() {
@@ -176,5 +177,67 @@ mod tests {
         ]});
         let got: Vec<String> = reached(&page, "r1").into_iter().collect();
         assert_eq!(got, ["agent:main:subagent:1", "agent:work:main"]);
+    }
+
+    fn exchange(
+        id: &str,
+        requester: &str,
+        target: &str,
+        at: i64,
+        status: ExchangeStatus,
+    ) -> ExchangeDetail {
+        ExchangeDetail {
+            summary: ExchangeSummary {
+                id: id.into(),
+                kind: ExchangeKind::Send,
+                requester: requester.into(),
+                target: target.into(),
+                message: String::new(),
+                started_at: at,
+                ended_at: None,
+                status,
+                rounds: 1,
+                ended_reason: None,
+                detail: String::new(),
+                announce: None,
+            },
+            turns: Vec::new(),
+            announce: None,
+        }
+    }
+
+    /// The work of a run: exchanges its session requested since the run started or into a
+    /// session it reached; what is not over, and sessions reached with nothing recorded yet,
+    /// are pending.
+    #[test]
+    fn a_works_progress_is_what_its_exchanges_and_reached_sessions_show() {
+        let (k, b, c) = ("agent:main:k", "agent:work:b", "agent:work:c");
+        let built = Built {
+            exchanges: vec![
+                exchange("b#1", k, b, 100, ExchangeStatus::Running),
+                exchange("c#1", k, c, 100, ExchangeStatus::Done),
+                // Before the run, to a session it did not reach: not its work.
+                exchange("c#0", k, c, 10, ExchangeStatus::Running),
+                // Another requester's.
+                exchange("k#1", b, k, 100, ExchangeStatus::Running),
+            ],
+            ..Built::default()
+        };
+        let reached: BTreeSet<String> = ["agent:work:d".to_string()].into();
+        let p = progress(&built, k, Some(50), &reached);
+        assert_eq!(
+            p.pending,
+            [
+                "exchange b#1 (1 round(s) so far)",
+                "agent:work:d (nothing recorded there yet)"
+            ]
+        );
+        assert_eq!(
+            p.sessions.into_iter().collect::<Vec<_>>(),
+            [k, b, c, "agent:work:d"]
+        );
+        // Without the run's start, only what its calls reached counts.
+        let p = progress(&built, k, None, &BTreeSet::new());
+        assert!(p.pending.is_empty(), "{:?}", p.pending);
     }
 }
