@@ -240,6 +240,11 @@ pub struct InjectArgs {
     /// Print only the reply, not the progress of the exchanges it sets off.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print the outcome as JSON on stdout (`key`, `runId`, `status`, `reply`, `error`, and
+    /// `endInferred`: on an OpenClaw gateway, why the end of what it set off was taken from
+    /// silence, since OpenClaw records no exchange's end; null when recorded).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

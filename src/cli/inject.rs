@@ -3,9 +3,12 @@
 use anyhow::{Result, anyhow};
 
 use switchboard_types::api::{RunStatus, SendRequest, Sender};
-use switchboard_types::text_safety::safe_text;
+use switchboard_types::text_safety::{safe_line, safe_text};
+
+use serde_json::json;
 
 use super::args::{ChatTypeArg, Cli, InjectArgs};
+use super::print::print_json;
 use super::waiting::Waiting;
 use super::{api_error, usage};
 
@@ -61,7 +64,11 @@ pub(crate) async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     );
     let waiting = Waiting::new();
     if let Some(reply) = &receipt.command_reply {
-        println!("{}", safe_text(reply));
+        if args.json {
+            print_json(&json!({ "key": receipt.key, "commandReply": reply }))?;
+        } else {
+            println!("{}", safe_text(reply));
+        }
         // Work resumed at start-up (a pending sub-agent announce) still finishes first.
         attached.drain(&waiting).await;
         return Ok(());
@@ -74,9 +81,30 @@ pub(crate) async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
     };
     // Everything the message set off (sends, their loops and announces) ends before exit.
     waiting.work(api.as_ref(), receipt.work).await?;
+    // An OpenClaw gateway does not record every end: said when it was taken from silence.
+    let inferred = api.work_end_inferred(receipt.work);
+    if let Some(why) = &inferred {
+        eprintln!("end inferred: {}", safe_line(why));
+    }
     attached.drain(&waiting).await;
     let _ = stop.send(());
     let _ = printer.await;
+    if args.json {
+        print_json(&json!({
+            "key": receipt.key,
+            "runId": receipt.run_id,
+            "status": reply.as_ref().map(|o| o.status.as_str()),
+            "reply": reply.as_ref().map(|o| o.reply.as_str()),
+            "error": reply.as_ref().and_then(|o| o.error.as_deref()),
+            "endInferred": inferred,
+        }))?;
+        return match reply {
+            Some(o) if o.status != RunStatus::Ok => {
+                Err(anyhow!("the agent's run ended {}", o.status))
+            }
+            _ => Ok(()),
+        };
+    }
     match reply {
         Some(o) if o.status == RunStatus::Ok => {
             if !o.reply.is_empty() {

@@ -17,3 +17,4 @@ mod remote_link;
 mod remote_openclaw;
 mod remote_openclaw_cli;
 mod remote_openclaw_exchanges;
+mod remote_openclaw_inject;

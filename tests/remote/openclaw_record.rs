@@ -3,20 +3,29 @@
 //! `chat.history` and `sessions.patch` the way 2026.9.6 does (paged, `totalCount`,
 //! `totalMessages`, the newest `limit` messages): for the exchanges' backfill tests and
 //! benchmark. It can be told to go away after some requests (a gateway restarting
-//! mid-backfill), and pushes events like the real one.
+//! mid-backfill), and pushes events like the real one. `serve` puts any such `Rpc` on a
+//! real socket, speaking 2026.9.6's handshake and passing its events on as frames.
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use switchboard_protocol::HelloOk;
 use switchboard_remote::rpc::{Rpc, RpcError, WireEvent};
 use switchboard_types::api::LinkState;
+use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
+use tokio_tungstenite::tungstenite::Message;
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/openclaw-2026.9.6"
+);
 
 pub struct RecordGateway {
     /// Newest first, as `sessions.list` orders them.
@@ -209,4 +218,95 @@ pub fn scenario(dir: &str) -> RecordGateway {
     }
     gw.sort();
     gw
+}
+
+/// The `hello-ok` a real 2026.9.6 gateway answered `connect` with.
+fn hello_ok() -> Value {
+    std::fs::read_to_string(format!("{FIXTURES}/protocol-frames.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["frame"]["payload"]["type"] == "hello-ok")
+        .expect("a captured hello-ok")["frame"]["payload"]
+        .clone()
+}
+
+/// A request frame's answer from `gw` (`connect` gets the captured `hello-ok`).
+async fn answer(gw: &dyn Rpc, hello: &Value, frame: &Value) -> Value {
+    let id = frame["id"].clone();
+    let method = frame["method"].as_str().unwrap_or_default().to_string();
+    let answer = if method == "connect" {
+        Ok(hello.clone())
+    } else {
+        gw.request(&method, frame["params"].clone()).await
+    };
+    match answer {
+        Ok(payload) => json!({ "type": "res", "id": id, "ok": true, "payload": payload }),
+        Err(RpcError::Refused(e)) => json!({ "type": "res", "id": id, "ok": false,
+                                             "error": { "code": e.code, "message": e.message } }),
+        Err(e) => json!({ "type": "res", "id": id, "ok": false,
+                          "error": { "code": "UNAVAILABLE", "message": e.to_string() } }),
+    }
+}
+
+/// Serve `gw` as an OpenClaw gateway on a free loopback port; its `ws://` address. Each
+/// request is answered in a task of its own (a long `agent.wait` holds up nothing else);
+/// `gw`'s events go to every connection as event frames, numbered per connection.
+pub async fn serve(gw: Arc<dyn Rpc>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}", listener.local_addr().unwrap());
+    let hello = hello_ok();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (gw, hello) = (gw.clone(), hello.clone());
+            tokio::spawn(async move {
+                let Ok(ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                let (mut sink, mut stream) = ws.split();
+                let (out, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<Value>();
+                let mut events = gw.events();
+                let challenge = json!({ "type": "event", "event": "connect.challenge",
+                                        "payload": { "nonce": "nonce-1", "ts": 1795353000000i64 } });
+                let _ = out.send(challenge);
+                let (mut seq, mut open) = (0u64, true);
+                loop {
+                    tokio::select! {
+                        msg = stream.next() => {
+                            let Some(Ok(Message::Text(t))) = msg else {
+                                if matches!(msg, None | Some(Err(_))) { return; }
+                                continue;
+                            };
+                            let Ok(frame) = serde_json::from_str::<Value>(t.as_str()) else {
+                                continue;
+                            };
+                            if frame["type"] != "req" {
+                                continue;
+                            }
+                            let (gw, hello, out) = (gw.clone(), hello.clone(), out.clone());
+                            tokio::spawn(async move {
+                                let _ = out.send(answer(gw.as_ref(), &hello, &frame).await);
+                            });
+                        }
+                        Some(frame) = outgoing.recv() => {
+                            if sink.send(Message::text(frame.to_string())).await.is_err() {
+                                return;
+                            }
+                        }
+                        event = events.recv(), if open => match event {
+                            Ok(WireEvent::Event { event, payload }) => {
+                                seq += 1;
+                                let _ = out.send(json!({ "type": "event", "event": event,
+                                                         "payload": payload, "seq": seq }));
+                            }
+                            Ok(WireEvent::Reconnected) => {}
+                            Err(broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(broadcast::error::RecvError::Closed) => open = false,
+                        },
+                    }
+                }
+            });
+        }
+    });
+    url
 }

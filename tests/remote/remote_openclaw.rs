@@ -484,13 +484,24 @@ async fn a_message_goes_out_by_chat_send_and_its_run_is_waited_for() {
             .unwrap()
     );
     assert!(api.still_running(receipt.work).await.unwrap().is_empty());
+    // Once the run ended, what still runs of its work is read off the exchange book: the
+    // run is not asked about again.
     assert_eq!(
         gw.requests("agent.wait"),
         [
             json!({"runId": run_id, "timeoutMs": 30000}),
             json!({"runId": run_id, "timeoutMs": 30000}),
-            json!({"runId": run_id, "timeoutMs": 0})
         ]
+    );
+    // The work's end is read off the session's record (the sessions its tool calls reached):
+    // one read the capture, made before, has no answer for; answered as a failure, the
+    // book stays as it was and the run's end ends the work.
+    assert_eq!(
+        std::mem::take(&mut *gw.unmatched.lock().unwrap()),
+        [(
+            "chat.history".to_string(),
+            json!({"sessionKey": T, "limit": 200})
+        )]
     );
     gw.assert_all_answered();
 }

@@ -8,83 +8,30 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use switchboard_remote::rpc::{Rpc, RpcError};
-use tokio::net::TcpListener;
-use tokio_tungstenite::tungstenite::Message;
 
 use crate::common::BIN;
-use crate::openclaw_record::{RecordGateway, scenario};
+use crate::openclaw_record::{scenario, serve};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/openclaw-2026.9.6"
 );
 
-/// The `hello-ok` a real 2026.9.6 gateway answered `connect` with.
-fn hello_ok() -> Value {
-    std::fs::read_to_string(format!("{FIXTURES}/protocol-frames.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["frame"]["payload"]["type"] == "hello-ok")
-        .expect("a captured hello-ok")["frame"]["payload"]
-        .clone()
-}
-
-/// Serve `gw` as an OpenClaw gateway on a free loopback port; its `ws://` address.
-async fn serve(gw: Arc<RecordGateway>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}", listener.local_addr().unwrap());
-    let hello = hello_ok();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (gw, hello) = (gw.clone(), hello.clone());
-            tokio::spawn(async move {
-                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
-                    return;
-                };
-                let challenge = json!({ "type": "event", "event": "connect.challenge",
-                                        "payload": { "nonce": "nonce-1", "ts": 1795353000000i64 } });
-                let _ = ws.send(Message::text(challenge.to_string())).await;
-                while let Some(Ok(msg)) = ws.next().await {
-                    let Message::Text(t) = msg else { continue };
-                    let Ok(frame) = serde_json::from_str::<Value>(t.as_str()) else {
-                        continue;
-                    };
-                    if frame["type"] != "req" {
-                        continue;
-                    }
-                    let id = frame["id"].clone();
-                    let method = frame["method"].as_str().unwrap_or_default().to_string();
-                    let answer = if method == "connect" {
-                        Ok(hello.clone())
-                    } else {
-                        gw.request(&method, frame["params"].clone()).await
-                    };
-                    let res = match answer {
-                        Ok(payload) => {
-                            json!({ "type": "res", "id": id, "ok": true, "payload": payload })
-                        }
-                        Err(RpcError::Refused(e)) => json!({ "type": "res", "id": id, "ok": false,
-                                                             "error": { "code": e.code, "message": e.message } }),
-                        Err(e) => json!({ "type": "res", "id": id, "ok": false,
-                                          "error": { "code": "UNAVAILABLE", "message": e.to_string() } }),
-                    };
-                    if ws.send(Message::text(res.to_string())).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    url
-}
-
 /// The binary with `--connect url`, from a state folder of its own.
 async fn client(url: &str, dir: &std::path::Path, args: &[&str]) -> Output {
+    client_with_env(url, dir, args, &[]).await
+}
+
+/// `client` with these variables set for the process.
+pub(crate) async fn client_with_env(
+    url: &str,
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut c = Command::new(BIN);
+    c.envs(env.iter().copied());
     c.arg("--state-dir")
         .arg(dir)
         .args(["--connect", url, "--token", "test-token"])

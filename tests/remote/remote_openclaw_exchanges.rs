@@ -15,8 +15,9 @@ use switchboard_engine::store::SessionInit;
 use switchboard_remote::openclaw::OpenClawApi;
 use switchboard_remote::openclaw::exchanges::{NOT_RECORDED, UNKNOWN_REQUESTER};
 use switchboard_types::api::{
-    AnnounceOutcome, EngineEvent, ExchangeDetail, ExchangeEnd, ExchangeStatus, ExchangesQuery,
-    RunStatus, SessionsApi, SpawnOutcome, StreamItem, ToolCall,
+    AnnounceOutcome, EngineEvent, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
+    ExchangesQuery, PatchRequest, PolicySetting, RunStatus, SessionsApi, SpawnOutcome, StreamItem,
+    ToolCall,
 };
 use switchboard_types::key::SessionKey;
 
@@ -80,17 +81,24 @@ fn shape(d: &ExchangeDetail) -> Shape {
     }
 }
 
+/// The newest `limit` exchanges `api` lists.
+async fn listed(
+    api: &(impl SessionsApi + ?Sized),
+    limit: usize,
+) -> switchboard_types::api::ExchangesPage {
+    api.exchanges(ExchangesQuery {
+        limit,
+        ..ExchangesQuery::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// The one exchange an OpenClaw scenario's record holds, rebuilt through `OpenClawApi`.
 async fn rebuilt(name: &str) -> (Arc<RecordGateway>, OpenClawApi, ExchangeDetail) {
     let gw = Arc::new(scenario(&dir(name)));
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 50,
-            ..ExchangesQuery::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 50).await;
     assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
     let d = api
         .exchange(&page.exchanges[0].id)
@@ -108,6 +116,26 @@ async fn on_our_engine(
     timeout_seconds: u64,
     main_script: Value,
     work_script: Value,
+) -> ExchangeDetail {
+    on_our_engine_with(
+        requester,
+        target,
+        timeout_seconds,
+        main_script,
+        work_script,
+        None,
+    )
+    .await
+}
+
+/// `on_our_engine`, the target's send policy set to `policy` first.
+async fn on_our_engine_with(
+    requester: &str,
+    target: &str,
+    timeout_seconds: u64,
+    main_script: Value,
+    work_script: Value,
+    policy: Option<PolicySetting>,
 ) -> ExchangeDetail {
     let config = json!({
         "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
@@ -131,6 +159,14 @@ async fn on_our_engine(
             .unwrap();
     }
     let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    if policy.is_some() {
+        api.patch(PatchRequest {
+            key: target.into(),
+            send_policy: policy,
+        })
+        .await
+        .unwrap();
+    }
     api.call_tool(ToolCall {
         tool: "sessions_send".into(),
         params: json!({ "sessionKey": target, "message": "PING from main",
@@ -141,13 +177,7 @@ async fn on_our_engine(
     .await
     .unwrap();
     engine.idle().await;
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..ExchangesQuery::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(api.as_ref(), 10).await;
     assert_eq!(page.exchanges.len(), 1);
     api.exchange(&page.exchanges[0].id).await.unwrap().unwrap()
 }
@@ -312,13 +342,7 @@ async fn a_spawned_sub_agent_its_result_and_announce_come_as_spawn_events() {
     let gw = Arc::new(scenario(&dir("s6-sessions-spawn")));
     let api = OpenClawApi::new(gw.clone());
     let mut events = api.subscribe();
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert!(page.exchanges.is_empty(), "a spawn is not an exchange");
     let got = next_events(&mut events, 3).await;
     let child = "agent:main:subagent:82604f70-126d-49a7-942b-b7cffee553d7";
@@ -384,13 +408,7 @@ async fn unattributable_turns_are_partial_and_never_a_traffic_edge() {
         ]}),
     );
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     let by_target: Vec<(&str, &str, &str)> = page
         .exchanges
         .iter()
@@ -445,13 +463,7 @@ async fn a_loop_stopped_without_reply_skip_is_not_recorded_and_marked_as_a_loop(
         ]}),
     );
     let api = OpenClawApi::new(gw.clone());
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
     let s = &page.exchanges[0];
     assert_eq!(s.rounds, 3);
@@ -490,13 +502,7 @@ async fn a_gateway_lost_mid_backfill_leaves_a_partial_book_and_is_read_again() {
     // The reconnect marks the book stale; the next read backfills it whole.
     let mut found = 0;
     for _ in 0..100 {
-        let page = api
-            .exchanges(ExchangesQuery {
-                limit: 10,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        let page = listed(&api, 10).await;
         found = page.exchanges.first().map_or(0, |s| s.rounds);
         if found == 5 {
             break;
@@ -517,13 +523,7 @@ async fn live_session_messages_become_exchange_events() {
     gw.add(row(b, t0), &json!({ "messages": [] }));
     let api = OpenClawApi::new(gw.clone());
     let mut events = api.subscribe();
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert!(page.exchanges.is_empty());
     gw.push(
         "session.message",
@@ -582,13 +582,7 @@ async fn live_session_messages_become_exchange_events() {
     });
     assert_eq!(round, Some((1, b.to_string(), "pong".to_string())));
     // The list holds it too, still running (its loop may go on).
-    let page = api
-        .exchanges(ExchangesQuery {
-            limit: 10,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = listed(&api, 10).await;
     assert_eq!(page.exchanges.len(), 1);
     assert_eq!(page.exchanges[0].status, ExchangeStatus::Running);
 }
@@ -634,4 +628,321 @@ fn the_book_stays_bounded() {
     assert!(book.len() <= MAX_SESSIONS);
     assert_eq!(book.lines("agent:main:big"), MAX_ITEMS_PER_SESSION);
     let _ = book.rebuild(0);
+}
+
+/// A round shown running whose end never came (the gateway restarted and forgot the run; no
+/// event said so): once its session has been silent for the re-check time, its row and lines
+/// are read again and the exchange ends as the record now says (no reply, no run: not
+/// recorded), instead of running forever.
+#[tokio::test]
+async fn a_round_shown_running_is_checked_again_after_a_silence() {
+    let gw = Arc::new(RecordGateway::default());
+    // Long enough ago that the exchange is settled once no run is going.
+    let t0 = switchboard_types::api::time::now_ms() - 10 * 60_000;
+    let (a, b) = ("agent:main:a", "agent:work:b");
+    gw.add(row(a, t0), &json!({ "messages": [] }));
+    let mut running = row(b, t0);
+    running["hasActiveRun"] = json!(true);
+    gw.add(
+        running,
+        &json!({ "totalMessages": 1, "messages": [forwarded(1, t0, Some(a), "go")] }),
+    );
+    let api = OpenClawApi::new(gw.clone()).with_recheck_after(Duration::from_millis(300));
+    let mut events = api.subscribe();
+    let d = api.exchange(&format!("{b}#1")).await.unwrap().unwrap();
+    assert_eq!(d.summary.status, ExchangeStatus::Running);
+    assert_eq!(d.turns[0].status, RunStatus::Running);
+    // The gateway restarts: the run is gone, and no event says so.
+    gw.rows.lock().unwrap()[1]["hasActiveRun"] = json!(false);
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(EngineEvent::ExchangeEnded { reason, .. }) =
+                next_events(&mut events, 1).await.pop()
+            {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("the re-check ends the exchange");
+    assert_eq!(ended, ExchangeEnd::NotRecorded);
+    let d = api.exchange(&format!("{b}#1")).await.unwrap().unwrap();
+    assert_eq!(d.summary.status, ExchangeStatus::Done);
+    assert!(d.turns.is_empty(), "no round is made up: {:#?}", d.turns);
+    assert!(
+        d.summary.detail.contains(NOT_RECORDED),
+        "{}",
+        d.summary.detail
+    );
+}
+
+/// A send the target's send policy refused (on OpenClaw, the `agent` method's error in the
+/// requester's tool result): rebuilt as the refused exchange our engine records for the same
+/// send, in every field both record. A send to a missing session (sample s5, captured from
+/// 2026.9.6) is an exchange on neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_refused_by_policy_is_rebuilt_as_our_engine_records_it() {
+    let (m, w) = ("agent:main:s5p", "agent:work:s5p");
+    let t0 = 1_795_353_407_000;
+    let gw = Arc::new(RecordGateway::default());
+    let refused = json!({ "runId": "r-x", "status": "error",
+                          "error": "send blocked by session policy", "sessionKey": w });
+    gw.add(
+        row(m, t0),
+        &json!({ "totalMessages": 3, "messages": [
+            { "role": "user", "content": "please ask the other agent", "timestamp": t0,
+              "__openclaw": { "seq": 1 } },
+            { "role": "assistant", "stopReason": "toolUse", "timestamp": t0 + 5,
+              "content": [{ "type": "toolCall", "id": "call_1", "name": "sessions_send",
+                            "arguments": { "sessionKey": w, "message": "PING from main",
+                                           "timeoutSeconds": 30 } }],
+              "__openclaw": { "seq": 2, "runId": "r-main" } },
+            { "role": "toolResult", "toolName": "sessions_send", "toolCallId": "call_1",
+              "isError": true, "timestamp": t0 + 9,
+              "content": [{ "type": "text", "text": refused.to_string() }],
+              "__openclaw": { "seq": 3, "runId": "r-main" } },
+        ]}),
+    );
+    gw.add(row(w, t0), &json!({ "messages": [] }));
+    let api = OpenClawApi::new(gw.clone());
+    let page = listed(&api, 10).await;
+    assert_eq!(page.exchanges.len(), 1, "{:#?}", page.exchanges);
+    let d = api.exchange(&page.exchanges[0].id).await.unwrap().unwrap();
+    let ours = on_our_engine_with(m, w, 30, json!([]), json!([]), Some(PolicySetting::Deny)).await;
+    let expected = Shape {
+        requester: m.into(),
+        target: w.into(),
+        message: "PING from main".into(),
+        turns: Vec::new(),
+        rounds: 0,
+        reason: Some(ExchangeEnd::Policy),
+        status: ExchangeStatus::Refused,
+        announce: None,
+    };
+    assert_eq!(shape(&ours), expected, "our engine");
+    assert_eq!(shape(&d), expected, "rebuilt from OpenClaw");
+    assert_eq!(
+        (ours.summary.kind, d.summary.kind),
+        (ExchangeKind::Refused, ExchangeKind::Refused)
+    );
+    assert!(
+        d.summary.detail.contains("send blocked by session policy"),
+        "{}",
+        d.summary.detail
+    );
+    // Counted in traffic as our engine counts it: an exchange, refused, no message.
+    let t = api.traffic(0).await.unwrap();
+    assert_eq!(
+        t.iter()
+            .map(|c| (c.exchanges, c.messages, c.refused))
+            .collect::<Vec<_>>(),
+        [(1, 0, 1)]
+    );
+
+    // s5: "No session found" is a failed send, not a refused one.
+    let (_gw, api) = {
+        let gw = Arc::new(scenario(&dir("s5-missing-target")));
+        (gw.clone(), OpenClawApi::new(gw))
+    };
+    let page = listed(&api, 10).await;
+    assert!(page.exchanges.is_empty(), "{:#?}", page.exchanges);
+}
+
+/// s7 on our engine: the wait expires (`timeoutSeconds` shorter than the target's slow
+/// reply), the late reply still opens the loop, `REPLY_SKIP` ends it, the announce is
+/// skipped. Compared with the exchange rebuilt from OpenClaw's record of the same scenario.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_that_expires_matches_our_engine() {
+    let (m, w) = ("agent:main:s7", "agent:work:s7");
+    let (_gw, _api, d) = rebuilt("s7-telegram-timeout-expires").await;
+    let ours = on_our_engine(
+        m,
+        w,
+        1,
+        json!([{ "when": { "step": "reply" }, "reply": "REPLY_SKIP" }]),
+        json!([
+            { "when": { "step": "message" }, "reply": "WORK_REPLY: slow pong", "delayMs": 2500 },
+            { "when": { "step": "announce" }, "reply": "ANNOUNCE_SKIP" },
+        ]),
+    )
+    .await;
+    assert_eq!(shape(&d), shape(&ours));
+}
+
+/// A `sessions_spawn` on our engine with agents scripted as OpenClaw's fake model answered
+/// in s6 (`delay_ms` past `run_timeout` makes the child time out): the spawn events it sent.
+async fn spawned_on_our_engine(
+    requester: &str,
+    child_rule: Value,
+    run_timeout: u64,
+) -> Vec<EngineEvent> {
+    let config = json!({
+        "tools": { "sessions": { "visibility": "all" } },
+        "agents": { "list": [
+            // The child's task matches `child_rule`; the requester's announce run is noted.
+            { "id": "main", "default": true, "model": "scripted",
+              "script": [child_rule, { "reply": "noted" }] },
+        ] },
+    });
+    let config: Config = serde_json::from_value(config).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = switchboard::state_folder::open_engine(tmp.path(), config).unwrap();
+    engine
+        .store()
+        .ensure(
+            &SessionKey::from_canonical(requester),
+            SessionInit::default(),
+        )
+        .await
+        .unwrap();
+    let api: Arc<dyn SessionsApi> = Arc::new(engine.clone());
+    let mut events = api.subscribe();
+    api.call_tool(ToolCall {
+        tool: "sessions_spawn".into(),
+        params: json!({ "task": "Compute things. SAY CHILD_RESULT 42", "label": "child-s6",
+                        "runTimeoutSeconds": run_timeout }),
+        requester: requester.into(),
+        sandboxed: false,
+    })
+    .await
+    .unwrap();
+    engine.idle().await;
+    let mut out = Vec::new();
+    while let Ok(StreamItem::Event(e)) =
+        tokio::time::timeout(Duration::from_millis(200), events.next()).await
+    {
+        if matches!(
+            e.event,
+            EngineEvent::Spawned { .. }
+                | EngineEvent::SpawnEnded { .. }
+                | EngineEvent::SpawnAnnounce { .. }
+        ) {
+            out.push(e.event);
+        }
+    }
+    out
+}
+
+/// What of a spawn both records hold: requester, label, outcome, tokens, whether its
+/// announce came.
+fn spawn_shape(
+    events: &[EngineEvent],
+) -> (
+    String,
+    Option<String>,
+    Option<SpawnOutcome>,
+    (u64, u64),
+    bool,
+) {
+    let mut s = (String::new(), None, None, (0, 0), false);
+    for e in events {
+        match e {
+            EngineEvent::Spawned {
+                requester, label, ..
+            } => {
+                s.0 = requester.clone();
+                s.1 = label.clone();
+            }
+            EngineEvent::SpawnEnded {
+                outcome,
+                tokens_in,
+                tokens_out,
+                ..
+            } => {
+                s.2 = Some(*outcome);
+                s.3 = (*tokens_in, *tokens_out);
+            }
+            EngineEvent::SpawnAnnounce { .. } => s.4 = true,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// The rebuilt spawn events of s6's record, the child's row and lines changed by `edit`.
+async fn rebuilt_spawn(edit: impl FnOnce(&RecordGateway)) -> Vec<EngineEvent> {
+    let gw = Arc::new(scenario(&dir("s6-sessions-spawn")));
+    edit(&gw);
+    let api = OpenClawApi::new(gw.clone());
+    let mut events = api.subscribe();
+    listed(&api, 10).await;
+    let mut out = Vec::new();
+    while let Ok(StreamItem::Event(e)) =
+        tokio::time::timeout(Duration::from_millis(500), events.next()).await
+    {
+        out.push(e.event);
+    }
+    out
+}
+
+const S6_CHILD: &str = "agent:main:subagent:82604f70-126d-49a7-942b-b7cffee553d7";
+
+/// s6 on our engine: the same spawn, completed with the same result and tokens, and its
+/// announce. Not compared, for a reason of OpenClaw's record: the announce's outcome
+/// (OpenClaw records the announce's text in the requester, not its delivery: `not_recorded`;
+/// ours says where it went) and the runtime (wall time of two different runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_with_its_announce_matches_our_engine() {
+    let theirs = rebuilt_spawn(|_| {}).await;
+    let ours = spawned_on_our_engine(
+        "agent:main:s6",
+        json!({ "when": { "text": "Compute things" }, "reply": "CHILD_RESULT 42",
+                "tokens": { "in": 30, "out": 5 } }),
+        60,
+    )
+    .await;
+    let want = (
+        "agent:main:s6".to_string(),
+        Some("child-s6".to_string()),
+        Some(SpawnOutcome::Completed),
+        (30, 5),
+        true,
+    );
+    assert_eq!(spawn_shape(&ours), want, "our engine: {ours:#?}");
+    assert_eq!(
+        spawn_shape(&theirs),
+        want,
+        "rebuilt from OpenClaw: {theirs:#?}"
+    );
+}
+
+/// A sub-agent whose run timed out: OpenClaw's row says `status: timeout` (its lines hold
+/// no result). Rebuilt as our engine records a child that outlives its `runTimeoutSeconds`:
+/// timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_sub_agent_is_rebuilt_as_our_engine_records_it() {
+    let theirs = rebuilt_spawn(|gw| {
+        for r in gw.rows.lock().unwrap().iter_mut() {
+            if r["key"] == S6_CHILD {
+                r["status"] = json!("timeout");
+            }
+        }
+        let mut h = gw.histories.lock().unwrap();
+        let (lines, _) = h.get_mut(S6_CHILD).unwrap();
+        lines.retain(|m| m["role"] != "assistant");
+    })
+    .await;
+    let ours = spawned_on_our_engine(
+        "agent:main:s6",
+        json!({ "when": { "text": "Compute things" }, "reply": "CHILD_RESULT 42",
+                "delayMs": 3000 }),
+        1,
+    )
+    .await;
+    let outcome = |events: &[EngineEvent]| spawn_shape(events).2;
+    assert_eq!(
+        outcome(&ours),
+        Some(SpawnOutcome::TimedOut),
+        "our engine: {ours:#?}"
+    );
+    assert_eq!(
+        outcome(&theirs),
+        Some(SpawnOutcome::TimedOut),
+        "rebuilt: {theirs:#?}"
+    );
+    let error = theirs.iter().find_map(|e| match e {
+        EngineEvent::SpawnEnded { error, .. } => error.clone(),
+        _ => None,
+    });
+    assert_eq!(error.as_deref(), Some("timed out"));
 }

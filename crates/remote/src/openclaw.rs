@@ -10,8 +10,10 @@ mod backfill;
 mod events;
 pub mod exchanges;
 pub mod map;
+mod recheck;
+mod settle;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -42,11 +44,34 @@ const EVENTS_CAPACITY: usize = 4096;
 const NO_TOOLS: &str = "not available on an OpenClaw gateway: session tools run inside its \
                         agents, and the gateway has no method to call one as a session";
 
-/// A run started by `send`, for `wait_work` / `still_running`.
+/// How often a wait for a work re-reads the book once the work's run ended.
+const SETTLE_POLL: Duration = Duration::from_millis(250);
+
+/// A run started by `send`, for `wait_work` / `still_running`, and what the wait learned of
+/// the work it set off once it ended.
 struct Work {
     run_id: String,
     key: String,
     sent: Instant,
+    /// When the run was seen over (the work goes on: its exchanges, sub-agents).
+    ended: Option<Instant>,
+    /// When the run started, on the gateway's clock (`agent.wait`'s `startedAt`).
+    since: Option<i64>,
+    /// Sessions its `sessions_send`/`sessions_spawn` calls reached.
+    reached: BTreeSet<String>,
+    /// What the book did not yet record as over, at the last look.
+    pending: Vec<String>,
+    /// Over, and how that is known (`None`: not yet).
+    over: Option<WorkEnd>,
+}
+
+/// How the end of a work was known.
+#[derive(Debug, Clone, PartialEq)]
+enum WorkEnd {
+    /// The book records the end of all it set off.
+    Recorded,
+    /// Taken from silence (or the outer bound): why, in words for the user.
+    Inferred(String),
 }
 
 pub struct OpenClawApi {
@@ -66,6 +91,8 @@ pub struct OpenClawApi {
     book: Arc<events::Ledger>,
     /// Numbers every event this API sends (the pump's and the backfill's alike).
     numbering: Arc<Mutex<events::Numbering>>,
+    /// A session shown running and silent this long is read again (`recheck`).
+    recheck_after: Duration,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,7 +128,15 @@ impl OpenClawApi {
             no_offset: AtomicBool::new(false),
             book: Arc::new(events::Ledger::default()),
             numbering: Arc::new(Mutex::new(events::Numbering::new(tx))),
+            recheck_after: recheck::RECHECK_AFTER,
         }
+    }
+
+    /// Re-check sessions shown running after this much silence instead of 90 s (tests;
+    /// before the first `subscribe`, which starts the checks).
+    pub fn with_recheck_after(mut self, after: Duration) -> OpenClawApi {
+        self.recheck_after = after;
+        self
     }
 
     /// The book of exchanges, backfilled once (and again after a reconnect) before it is
@@ -202,9 +237,134 @@ impl OpenClawApi {
                 run_id: run_id.to_string(),
                 key: key.to_string(),
                 sent: Instant::now(),
+                ended: None,
+                since: None,
+                reached: BTreeSet::new(),
+                pending: Vec::new(),
+                over: None,
             },
         );
         WorkId(id)
+    }
+
+    fn emit(&self, events: Vec<EngineEvent>) {
+        let mut out = locked(&self.numbering);
+        for e in events {
+            out.emit(e);
+        }
+    }
+
+    /// A session's newest lines, into the book (its changes go out as events); the page.
+    async fn reread(&self, key: &str) -> Result<Value, ApiError> {
+        let page = self
+            .call(
+                "chat.history",
+                json!({ "sessionKey": key, "limit": backfill::HISTORY_LINES }),
+            )
+            .await?;
+        let events = self.book.reread(key, &page);
+        self.emit(events);
+        Ok(page)
+    }
+
+    /// Follow a session of a work: its events go into the book from now on, its row and
+    /// newest lines are read in (the page).
+    async fn follow(&self, key: &str) -> Result<Value, ApiError> {
+        self.book.follow(key);
+        self.watch_messages(key).await;
+        if let Some(row) = self.describe(key).await? {
+            self.book.lock().row(&row);
+        }
+        self.reread(key).await
+    }
+
+    /// The work's run just ended: its session is read (its tool calls name the sessions it
+    /// reached), and it and they are followed from now on. No backfill: the wait needs
+    /// those sessions only.
+    async fn run_ended(&self, work: WorkId, run_id: &str, key: &str, since: Option<i64>) {
+        let reached = match self.follow(key).await {
+            Ok(page) => settle::reached(&page, run_id),
+            Err(e) => {
+                tracing::warn!("openclaw: reading {key} after its run failed: {e}");
+                BTreeSet::new()
+            }
+        };
+        for k in reached.iter().take(settle::REREAD_MAX) {
+            if let Err(e) = self.follow(k).await {
+                tracing::warn!("openclaw: reading {k}, reached by {run_id}, failed: {e}");
+            }
+        }
+        if let Some(w) = locked(&self.works).get_mut(&work.0) {
+            w.ended = Some(Instant::now());
+            w.since = since;
+            w.reached = reached;
+        }
+    }
+
+    /// Whether the work whose run ended is over: as the book records it, else inferred
+    /// from its sessions' silence (or `WORK_MAX`), re-reading them first. Remembered.
+    async fn settled(&self, work: WorkId) -> bool {
+        let Some((key, since, reached, ended)) = locked(&self.works)
+            .get(&work.0)
+            .and_then(|w| Some((w.key.clone(), w.since, w.reached.clone(), w.ended?)))
+        else {
+            return true;
+        };
+        let look = || settle::progress(self.book.lock().built(), &key, since, &reached);
+        let now = look();
+        let verdict = if now.pending.is_empty() {
+            Some(WorkEnd::Recorded)
+        } else if ended.elapsed() > settle::WORK_MAX {
+            Some(WorkEnd::Inferred(format!(
+                "gave up after {} min: OpenClaw's record does not show the end of {}",
+                settle::WORK_MAX.as_secs() / 60,
+                now.pending.join(", ")
+            )))
+        } else {
+            let quiet = settle::quiet_period();
+            let last = settle::last_active(&self.book.activity(), &now.sessions, ended);
+            match last {
+                Some(l) if l.elapsed() >= quiet => {
+                    // The record may hold the end the events did not bring: read it again.
+                    for k in now.sessions.iter().take(settle::REREAD_MAX) {
+                        if let Err(e) = self.follow(k).await {
+                            tracing::warn!("openclaw: re-reading {k} failed: {e}");
+                        }
+                    }
+                    let again = look();
+                    Some(if again.pending.is_empty() {
+                        WorkEnd::Recorded
+                    } else {
+                        WorkEnd::Inferred(format!(
+                            "no run or event in {} for {:.0?}, and OpenClaw's record does not \
+                             show the end of {}: taken as over",
+                            again
+                                .sessions
+                                .iter()
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            quiet,
+                            again.pending.join(", ")
+                        ))
+                    })
+                }
+                _ => None,
+            }
+        };
+        let mut works = locked(&self.works);
+        let Some(w) = works.get_mut(&work.0) else {
+            return true;
+        };
+        w.pending = now.pending;
+        if let Some(v) = verdict {
+            if let WorkEnd::Inferred(why) = &v {
+                tracing::info!(run = %w.run_id, "openclaw: a work's end inferred: {why}");
+            }
+            w.over = Some(v);
+            return true;
+        }
+        false
     }
 
     async fn wait(&self, run_id: &str, limit: Duration) -> Result<RunResult, ApiError> {
@@ -598,27 +758,73 @@ impl SessionsApi for OpenClawApi {
         self.wait(run_id, limit).await
     }
 
-    /// OpenClaw tells of the run a message started, not of the exchanges that run set off:
-    /// the wait covers that run.
+    /// OpenClaw tells of the run a message started, not of the exchanges and sub-agents
+    /// that run set off: their end is read off the book (`settle`), or inferred.
     async fn wait_work(&self, work: WorkId, limit: Duration) -> Result<bool, ApiError> {
-        let run = locked(&self.works).get(&work.0).map(|w| w.run_id.clone());
-        match run {
-            None => Ok(true),
-            Some(run_id) => Ok(self.wait(&run_id, limit).await?.status.is_over()),
+        let deadline = Instant::now() + limit;
+        let Some((run_id, key, ended, over)) = locked(&self.works).get(&work.0).map(|w| {
+            (
+                w.run_id.clone(),
+                w.key.clone(),
+                w.ended.is_some(),
+                w.over.is_some(),
+            )
+        }) else {
+            return Ok(true);
+        };
+        if over {
+            return Ok(true);
+        }
+        if !ended {
+            let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+            let p = self
+                .call("agent.wait", json!({ "runId": run_id, "timeoutMs": ms }))
+                .await?;
+            if !map::run_result(&run_id, &p).status.is_over() {
+                return Ok(false);
+            }
+            let since = p.get("startedAt").and_then(Value::as_i64);
+            self.run_ended(work, &run_id, &key, since).await;
+        }
+        loop {
+            if self.settled(work).await {
+                return Ok(true);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            tokio::time::sleep(left.min(SETTLE_POLL)).await;
         }
     }
 
     async fn still_running(&self, work: WorkId) -> Result<Vec<(String, Duration)>, ApiError> {
-        let run = locked(&self.works)
-            .get(&work.0)
-            .map(|w| (w.run_id.clone(), w.key.clone(), w.sent.elapsed()));
-        let Some((run_id, key, age)) = run else {
+        let run = locked(&self.works).get(&work.0).map(|w| {
+            (
+                w.run_id.clone(),
+                w.key.clone(),
+                w.sent.elapsed(),
+                w.ended.is_some(),
+                w.pending.clone(),
+            )
+        });
+        let Some((run_id, key, age, ended, pending)) = run else {
             return Ok(Vec::new());
         };
+        if ended {
+            return Ok(pending.into_iter().map(|p| (p, age)).collect());
+        }
         if self.wait(&run_id, Duration::ZERO).await?.status == RunStatus::Running {
             Ok(vec![(format!("run {run_id} in {key}"), age)])
         } else {
             Ok(Vec::new())
+        }
+    }
+
+    fn work_end_inferred(&self, work: WorkId) -> Option<String> {
+        match &locked(&self.works).get(&work.0)?.over {
+            Some(WorkEnd::Inferred(why)) => Some(why.clone()),
+            Some(WorkEnd::Recorded) | None => None,
         }
     }
 
@@ -711,6 +917,7 @@ impl SessionsApi for OpenClawApi {
                         self.numbering.clone(),
                         self.read_keys.clone(),
                         self.book.clone(),
+                        self.recheck_after,
                     ));
                 }
                 Err(_) => {

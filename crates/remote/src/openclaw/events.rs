@@ -10,12 +10,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::exchanges::Book;
 use super::map;
+use super::recheck::{self, Rechecks, Reread};
 use crate::rpc::{Rpc, WireEvent};
 use switchboard_types::api::time::now_ms;
 use switchboard_types::api::{EngineEvent, RunStatus, Sequenced, Step};
@@ -33,6 +35,89 @@ pub struct Ledger {
     pub stale: AtomicBool,
     /// One backfill at a time; readers wait for it.
     pub fill: tokio::sync::Mutex<()>,
+    /// Sessions a wait follows (the work of a message sent): their events go into the book
+    /// before any backfill, which a wait does not need.
+    pub focus: Mutex<HashSet<String>>,
+    /// Per session, when the gateway last said anything about it and which runs it said
+    /// started there without an end yet: how a wait tells a quiet exchange (OpenClaw sends
+    /// no "exchange ended").
+    pub activity: Mutex<Activity>,
+}
+
+/// Sessions followed before a backfill at most (past it they are forgotten: the wait re-reads
+/// its sessions before it decides anyway).
+const MAX_FOLLOWED: usize = 1024;
+
+/// Sessions remembered at most; beyond, the least recently active is forgotten
+/// (a forgotten session reads as quiet since it was forgotten, never as running forever).
+const ACTIVITY_SESSIONS: usize = 4096;
+/// Runs remembered as going per session (a run whose end was lost must not grow it).
+const ACTIVE_RUNS: usize = 64;
+
+/// What the events said of one session lately.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub last: Instant,
+    /// Runs started there whose end has not come.
+    pub running: HashSet<String>,
+}
+
+/// Recent activity per session, from the gateway's events.
+#[derive(Debug, Default)]
+pub struct Activity {
+    sessions: HashMap<String, Seen>,
+}
+
+impl Activity {
+    /// A gateway event about `p`'s session: it was active now; an `agent` lifecycle
+    /// start/end or a `chat` end adds or removes its run.
+    pub fn note(&mut self, event: &str, p: &Value) {
+        let Some(key) = text_of(p, "sessionKey") else {
+            return;
+        };
+        if !self.sessions.contains_key(key) && self.sessions.len() >= ACTIVITY_SESSIONS {
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.last)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.sessions.remove(&k);
+            }
+        }
+        let seen = self
+            .sessions
+            .entry(key.to_string())
+            .or_insert_with(|| Seen {
+                last: Instant::now(),
+                running: HashSet::new(),
+            });
+        seen.last = Instant::now();
+        let Some(run) = text_of(p, "runId") else {
+            return;
+        };
+        let phase = p.get("data").and_then(|d| text_of(d, "phase"));
+        let lifecycle = text_of(p, "stream") == Some("lifecycle");
+        match (event, phase) {
+            ("agent", Some("start")) if lifecycle => {
+                if seen.running.len() >= ACTIVE_RUNS {
+                    seen.running.clear();
+                }
+                seen.running.insert(run.to_string());
+            }
+            ("agent", Some("end" | "error")) if lifecycle => {
+                seen.running.remove(run);
+            }
+            ("chat", _) if matches!(text_of(p, "state"), Some("final" | "error" | "aborted")) => {
+                seen.running.remove(run);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn of(&self, key: &str) -> Option<&Seen> {
+        self.sessions.get(key)
+    }
 }
 
 impl Ledger {
@@ -41,17 +126,42 @@ impl Ledger {
         self.book.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Follow `key` from now on, backfilled or not (bounded: a wait follows a few).
+    pub fn follow(&self, key: &str) {
+        let mut focus = self.focus.lock().unwrap_or_else(|p| p.into_inner());
+        if focus.len() >= MAX_FOLLOWED {
+            focus.clear();
+        }
+        focus.insert(key.to_string());
+    }
+
+    fn focused(&self, key: &str) -> bool {
+        let focus = self.focus.lock().unwrap_or_else(|p| p.into_inner());
+        focus.contains(key)
+    }
+
+    pub fn activity(&self) -> MutexGuard<'_, Activity> {
+        // Plain timestamps and sets: nothing is half-written by a panic.
+        self.activity.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A session's newest lines, re-read (by a wait checking an exchange's end): into the
+    /// book, and the changes they make.
+    pub fn reread(&self, key: &str, page: &Value) -> Vec<EngineEvent> {
+        self.tail(key, page)
+    }
+
     /// A gateway event as far as exchanges go: the engine events it makes (a forwarded line
     /// that arrived, a sub-agent row), and the session whose newest lines to re-read (a run
     /// ended there; its lines may not come as events).
     fn event(&self, event: &str, p: &Value) -> (Vec<EngineEvent>, Option<String>) {
-        if !self.ready.load(Ordering::SeqCst) {
-            // The backfill reads it all.
-            return (Vec::new(), None);
-        }
         let Some(key) = text_of(p, "sessionKey").map(str::to_string) else {
             return (Vec::new(), None);
         };
+        if !self.ready.load(Ordering::SeqCst) && !self.focused(&key) {
+            // The backfill reads it all.
+            return (Vec::new(), None);
+        }
         match event {
             "session.message" => {
                 let Some(message) = p.get("message") else {
@@ -102,6 +212,21 @@ impl Ledger {
     fn tail(&self, key: &str, page: &Value) -> Vec<EngineEvent> {
         let mut book = self.lock();
         book.history(key, page);
+        book.rebuild(now_ms())
+    }
+
+    /// A session read again (its row too when re-checked): the changes it makes. A session
+    /// the gateway no longer has is forgotten.
+    fn reread_in(&self, r: Reread) -> Vec<EngineEvent> {
+        let mut book = self.lock();
+        match r.row {
+            Some(Some(row)) => book.row(&row),
+            Some(None) => book.forget(&r.key),
+            None => {}
+        }
+        if let Some(page) = &r.page {
+            book.history(&r.key, page);
+        }
         book.rebuild(now_ms())
     }
 }
@@ -411,21 +536,54 @@ fn numbered(out: &Mutex<Numbering>) -> MutexGuard<'_, Numbering> {
 /// reconnect it reports a gap and subscribes again (the gateway forgot the old connection).
 /// Re-reads a session's newest lines in a task of their own, one per session at a time, so
 /// events keep flowing meanwhile.
+/// Sessions read again at once at most (a run's end, a re-check).
+const READING_MAX: usize = 256;
+
+/// Read `key` again in a task of its own (one at a time per session), its result sent to
+/// the pump.
+fn read_again(
+    rpc: &Arc<dyn Rpc>,
+    tx: &mpsc::Sender<Reread>,
+    reading: &mut HashSet<String>,
+    key: String,
+    with_row: bool,
+) {
+    if reading.len() >= READING_MAX || !reading.insert(key.clone()) {
+        return;
+    }
+    let (rpc, tx) = (rpc.clone(), tx.clone());
+    tokio::spawn(async move {
+        let _ = tx
+            .send(recheck::read(rpc.as_ref(), key, TAIL_LINES, with_row).await)
+            .await;
+    });
+}
+
+/// Runs until the link's event channel closes: subscribes, then maps every event; after a
+/// reconnect it reports a gap and subscribes again (the gateway forgot the old connection).
+/// Re-reads a session's newest lines in a task of their own, one per session at a time, so
+/// events keep flowing meanwhile; every `recheck_after / 3` the sessions shown running and
+/// silent for `recheck_after` are read again, row and lines (`recheck`).
 pub async fn pump(
     rpc: Arc<dyn Rpc>,
     mut rx: broadcast::Receiver<WireEvent>,
     out: Arc<Mutex<Numbering>>,
     keys: Arc<Mutex<HashSet<String>>>,
     ledger: Arc<Ledger>,
+    recheck_after: Duration,
 ) {
     subscribe_all(rpc.as_ref(), &keys).await;
     let mut mapper = Mapper::default();
-    let (tails_tx, mut tails) = mpsc::channel::<(String, Option<Value>)>(64);
+    let (tails_tx, mut tails) = mpsc::channel::<Reread>(64);
     let mut reading: HashSet<String> = HashSet::new();
+    let mut rechecks = Rechecks::default();
+    let mut tick = tokio::time::interval((recheck_after / 3).max(Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             wire = rx.recv() => match wire {
                 Ok(WireEvent::Event { event, payload }) => {
+                    ledger.activity().note(&event, &payload);
                     let (more, reread) = ledger.event(&event, &payload);
                     {
                         let mut out = numbered(&out);
@@ -436,23 +594,8 @@ pub async fn pump(
                             out.emit(e);
                         }
                     }
-                    if let Some(key) = reread
-                        && reading.len() < 256
-                        && reading.insert(key.clone())
-                    {
-                        let (rpc, tx) = (rpc.clone(), tails_tx.clone());
-                        tokio::spawn(async move {
-                            let page = rpc
-                                .request(
-                                    "chat.history",
-                                    json!({ "sessionKey": key, "limit": TAIL_LINES }),
-                                )
-                                .await;
-                            if let Err(e) = &page {
-                                tracing::warn!("openclaw: re-reading {key} failed: {e}");
-                            }
-                            let _ = tx.send((key, page.ok())).await;
-                        });
+                    if let Some(key) = reread {
+                        read_again(&rpc, &tails_tx, &mut reading, key, false);
                     }
                 }
                 Ok(WireEvent::Reconnected) => {
@@ -466,14 +609,22 @@ pub async fn pump(
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             },
-            Some((key, page)) = tails.recv() => {
-                reading.remove(&key);
-                if let Some(page) = page {
-                    let events = ledger.tail(&key, &page);
-                    let mut out = numbered(&out);
-                    for e in events {
-                        out.emit(e);
-                    }
+            Some(r) = tails.recv() => {
+                reading.remove(&r.key);
+                let events = ledger.reread_in(r);
+                let mut out = numbered(&out);
+                for e in events {
+                    out.emit(e);
+                }
+            }
+            _ = tick.tick() => {
+                if !ledger.ready.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let running = ledger.lock().running();
+                let due = rechecks.due(&running, &ledger.activity(), recheck_after);
+                for key in due {
+                    read_again(&rpc, &tails_tx, &mut reading, key, true);
                 }
             }
         }

@@ -21,6 +21,8 @@ use switchboard_types::api::{
 pub const NOT_RECORDED: &str = "not recorded by OpenClaw";
 /// The requester of a forwarded turn that names no session (no provenance).
 pub const UNKNOWN_REQUESTER: &str = "(sender not recorded by OpenClaw)";
+/// The target of a refused send whose result names none.
+pub const UNKNOWN_TARGET: &str = "(target not recorded by OpenClaw)";
 /// OpenClaw's reply-loop stop word (`chat.history` hides a reply that is exactly it).
 const REPLY_SKIP: &str = "REPLY_SKIP";
 /// An exchange with no announce seen is taken as over once this long has passed since its
@@ -65,13 +67,88 @@ enum Item {
     /// A sub-agent's completion announce arriving in its requester (provenance
     /// `subagent_announce`, or a run named `announce:v1:<child>:…`).
     SpawnAnnounce { child: String, text: String },
-    /// A tool call or its result: part of the run around it.
-    Tool,
+    /// A tool call or its result: part of the run around it; the `sessions_send` calls it
+    /// makes (a refused one's message is only here).
+    Tool(Vec<SendCall>),
+    /// A `sessions_send` OpenClaw refused (its tool result): the target's send policy, or
+    /// the sessions' visibility / agent-to-agent rules. Part of the run around it, and an
+    /// exchange of its own that never started, as our engine keeps one.
+    Refused {
+        /// The session it was for, as the result names it (absent when it names none).
+        target: Option<String>,
+        /// The tool call it answers, whose message it was.
+        call: String,
+        error: String,
+        at: i64,
+    },
     /// A line `chat.history` did not return (its number is skipped): an assistant reply that
     /// was exactly `NO_REPLY`, `REPLY_SKIP` or `ANNOUNCE_SKIP`, or commentary.
     Hidden,
     /// Anything else (the owner, a channel user, a note): it ends a run's lines.
     Other,
+}
+
+/// A `sessions_send` call in an assistant line.
+#[derive(Debug, Clone, PartialEq)]
+struct SendCall {
+    id: String,
+    message: String,
+}
+
+/// Refusals a tool result reports, in OpenClaw's words: the visibility and agent-to-agent
+/// guards answer `forbidden`; the target's send policy is the `agent` method's error.
+const POLICY_REFUSAL: &str = "send blocked by session policy";
+
+/// The refusal a `sessions_send` result reports (`None`: it was not refused: sent, or failed
+/// otherwise, like a missing target, which our engine does not keep either).
+fn refusal(m: &Value, written: i64) -> Option<Item> {
+    let text = m
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))?;
+    let result: Value = serde_json::from_str(text).ok()?;
+    let error = text_of(&result, "error").unwrap_or("");
+    let refused = match text_of(&result, "status") {
+        Some("forbidden") => true,
+        Some("error") => error.to_ascii_lowercase().contains(POLICY_REFUSAL),
+        _ => false,
+    };
+    refused.then(|| Item::Refused {
+        target: text_of(&result, "sessionKey").map(str::to_string),
+        call: text_of(m, "toolCallId").unwrap_or("").to_string(),
+        error: capped(error.to_string()),
+        at: written,
+    })
+}
+
+/// The `sessions_send` calls in an assistant line's content.
+fn send_calls(m: &Value) -> Vec<SendCall> {
+    m.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "toolCall" && b["name"] == "sessions_send")
+        .map(|b| SendCall {
+            id: text_of(b, "id").unwrap_or("").to_string(),
+            message: capped(
+                b.pointer("/arguments/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+        })
+        .collect()
+}
+
+/// The other session a line names: a forwarded message's sender, a refused send's target.
+fn peer(item: &Item) -> Option<&str> {
+    match item {
+        Item::Inbound { from: Some(f), .. } => Some(f),
+        Item::Refused {
+            target: Some(t), ..
+        } => Some(t),
+        _ => None,
+    }
 }
 
 /// What a number `chat.history` skipped stands for.
@@ -146,7 +223,14 @@ fn classify(m: &Value) -> Item {
         };
     }
     match role {
-        "toolResult" | "tool" => Item::Tool,
+        "toolResult" | "tool" => {
+            if text_of(m, "toolName") == Some("sessions_send")
+                && let Some(refused) = refusal(m, written)
+            {
+                return refused;
+            }
+            Item::Tool(Vec::new())
+        }
         "assistant" => {
             let calls = m
                 .get("content")
@@ -154,7 +238,7 @@ fn classify(m: &Value) -> Item {
                 .is_some_and(|c| c.iter().any(|b| b["type"] == "toolCall"));
             let stop = text_of(m, "stopReason");
             if calls || stop == Some("toolUse") {
-                return Item::Tool;
+                return Item::Tool(send_calls(m));
             }
             if let Some(child) = announced_child(&run_id) {
                 return Item::SpawnAnnounce {
@@ -253,7 +337,7 @@ fn answer(r: &Record, seq: i64) -> Answer {
     let mut s = seq + 1;
     while s <= r.last() {
         match r.at(s) {
-            Some(Item::Tool) => {}
+            Some(Item::Tool(_) | Item::Refused { .. }) => {}
             Some(Item::Reply(said)) => {
                 return Answer::Said {
                     seq: s,
@@ -305,7 +389,7 @@ pub struct SpawnRecord {
 }
 
 /// Everything rebuilt from the records at one moment.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Built {
     /// Newest first.
     pub exchanges: Vec<ExchangeDetail>,
@@ -326,7 +410,36 @@ pub struct Book {
     built: Built,
     /// Why what the book shows may be incomplete (a backfill cut short).
     pub partial: Option<String>,
+    /// Sessions changed since the last build: only the exchanges they take part in (and
+    /// those not over, which time alone may end) are built again.
+    dirty: HashSet<String>,
+    /// Per session, the sessions it exchanged messages with (both ways) in the lines held;
+    /// a superset after lines are dropped, which only rebuilds a little more.
+    peers: HashMap<String, HashSet<String>>,
+    /// `built` stands for the records as of the last build, apart from `dirty`: the next
+    /// build may be partial. Cleared when that cannot hold (a session forgotten).
+    incremental: bool,
 }
+
+/// The exchanges of one pair of sessions, built together: every turn of an exchange is a
+/// forwarded line between its requester and target (a refused send, a line in its
+/// requester naming its target), so no other pair's lines change it. A line naming no other
+/// session is in the pair ("", its session).
+type Group = (String, String);
+
+fn group_of(s: &ExchangeSummary) -> Group {
+    // The session whose record holds it, and the other party (unnamed: "").
+    let (session, other) = if s.kind == ExchangeKind::Refused {
+        (&s.requester, &s.target)
+    } else {
+        (&s.target, &s.requester)
+    };
+    let named = other != UNKNOWN_REQUESTER && other != UNKNOWN_TARGET;
+    pair(if named { other } else { "" }, session)
+}
+
+/// Peers grow with every pair seen; past this many sessions they are rebuilt from the lines.
+const MAX_PEERS: usize = MAX_SESSIONS * 4;
 
 impl Book {
     pub fn built(&self) -> &Built {
@@ -341,6 +454,15 @@ impl Book {
         self.records.len()
     }
 
+    /// Sessions whose row says a run is going there.
+    pub fn running(&self) -> HashSet<String> {
+        self.records
+            .iter()
+            .filter(|(_, r)| r.running())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Lines held for one session.
     pub fn lines(&self, key: &str) -> usize {
         self.records.get(key).map_or(0, |r| r.items.len())
@@ -352,8 +474,35 @@ impl Book {
 
     /// A session known to exist (its row was not read into a record).
     pub fn know(&mut self, key: &str) {
-        if self.known.len() < MAX_SESSIONS * 2 {
-            self.known.insert(key.to_string());
+        if self.known.len() < MAX_SESSIONS * 2 && self.known.insert(key.to_string()) {
+            self.touched(key);
+        }
+    }
+
+    /// `key` changed (its lines, its row, whether it is known): its exchanges are built
+    /// again, with every peer its lines name.
+    fn touched(&mut self, key: &str) {
+        self.dirty.insert(key.to_string());
+        let Some(r) = self.records.get(key) else {
+            return;
+        };
+        let senders: Vec<String> = r
+            .items
+            .values()
+            .filter_map(peer)
+            .map(str::to_string)
+            .collect();
+        for f in senders {
+            if self.peers.len() >= MAX_PEERS && !self.peers.contains_key(&f) {
+                // Rebuilt whole from the lines at the next build.
+                self.peers.clear();
+                self.incremental = false;
+            }
+            self.peers
+                .entry(f.clone())
+                .or_default()
+                .insert(key.to_string());
+            self.peers.entry(key.to_string()).or_default().insert(f);
         }
     }
 
@@ -384,14 +533,18 @@ impl Book {
             return;
         }
         self.records.entry(key.to_string()).or_default().row = row.clone();
+        self.touched(key);
     }
 
     pub fn forget(&mut self, key: &str) {
         self.records.remove(key);
         self.known.remove(key);
+        // Rare: the next build is a whole one.
+        self.incremental = false;
     }
 
-    /// A `chat.history` answer for `key` (a page of its newest lines). Lines already read
+    /// A `chat.history` answer for `key` (a page of its newest lines, and the session's row
+    /// where it carries one, `sessionInfo`). Lines already read
     /// stay; a page that does not reach back to them replaces them, so the lines held are
     /// always contiguous and a missing number always means a hidden line.
     pub fn history(&mut self, key: &str, page: &Value) {
@@ -411,6 +564,13 @@ impl Book {
             return;
         }
         let r = self.records.entry(key.to_string()).or_default();
+        // 2026.9.6 answers with the session's row as of now (`hasActiveRun` among it).
+        if let Some(info) = page
+            .get("sessionInfo")
+            .filter(|i| i.is_object() && text_of(i, "key").is_none_or(|k| k == key))
+        {
+            r.row = info.clone();
+        }
         if let Some(&(oldest, _)) = numbered.first()
             && r.items.keys().next_back().is_some_and(|&l| oldest > l + 1)
         {
@@ -425,6 +585,7 @@ impl Book {
         if let Some(t) = total {
             r.total = t;
         }
+        self.touched(key);
     }
 
     /// A `session.message` event's line for `key`, numbered `seq`.
@@ -437,19 +598,75 @@ impl Book {
             // Lines between were never read: start again from this one.
             r.items.clear();
         }
-        r.items.insert(seq, classify(message));
+        let item = classify(message);
+        let sender = peer(&item).map(str::to_string);
+        r.items.insert(seq, item);
         r.total = r.total.max(seq);
         while r.items.len() > MAX_ITEMS_PER_SESSION {
             r.items.pop_first();
+        }
+        // One line: its sender is the only new peer.
+        self.dirty.insert(key.to_string());
+        if let Some(f) = sender {
+            self.peers
+                .entry(f.clone())
+                .or_default()
+                .insert(key.to_string());
+            self.peers.entry(key.to_string()).or_default().insert(f);
         }
     }
 
     /// Rebuild from the records; the engine events the change from the last build stands
     /// for (new exchanges, their new rounds, ends and announces; new or ended sub-agents).
+    /// Only the pairs of sessions changed since the last build are built again, with every
+    /// exchange not yet over (time alone may end it): the result is the whole build's.
     pub fn rebuild(&mut self, now: i64) -> Vec<EngineEvent> {
-        let next = build(&self.records, &self.known, now);
-        let events = changes(&self.built, &next);
-        self.built = next;
+        let dirty = std::mem::take(&mut self.dirty);
+        if !self.incremental {
+            let next = build(&self.records, &self.known, now, None);
+            let events = changes(&self.built, &next);
+            self.built = next;
+            self.peers = peers_of(&self.records);
+            self.incremental = true;
+            return events;
+        }
+        let mut groups: HashSet<Group> = HashSet::new();
+        for k in &dirty {
+            groups.insert(pair("", k));
+            for p in self.peers.get(k).into_iter().flatten() {
+                groups.insert(pair(p, k));
+            }
+        }
+        for d in &self.built.exchanges {
+            if d.summary.status == ExchangeStatus::Running {
+                groups.insert(group_of(&d.summary));
+            }
+        }
+        let part = build(&self.records, &self.known, now, Some(&groups));
+        let (before, kept): (Vec<ExchangeDetail>, Vec<ExchangeDetail>) =
+            std::mem::take(&mut self.built.exchanges)
+                .into_iter()
+                .partition(|d| groups.contains(&group_of(&d.summary)));
+        for d in &before {
+            self.built.attributed.remove(&d.summary.id);
+            self.built.looped.remove(&d.summary.id);
+        }
+        let old = Built {
+            exchanges: before,
+            spawns: std::mem::take(&mut self.built.spawns),
+            ..Built::default()
+        };
+        let events = changes(&old, &part);
+        let Built {
+            exchanges,
+            attributed,
+            looped,
+            spawns,
+        } = part;
+        self.built.attributed.extend(attributed);
+        self.built.looped.extend(looped);
+        self.built.spawns = spawns;
+        self.built.exchanges = merge_newest_first(kept, exchanges);
         events
     }
 
@@ -514,6 +731,14 @@ impl Book {
                     });
                 f(c);
             };
+            // A refused send: an exchange with no message delivered, as our engine counts it.
+            if s.status == ExchangeStatus::Refused {
+                add(s.started_at, &|c| {
+                    c.exchanges += 1;
+                    c.refused += 1;
+                });
+                continue;
+            }
             // A loop stopped by something other than REPLY_SKIP after reply-back turns: on
             // OpenClaw the cap (or a step that never started), counted as the cap is.
             let capped = self.built.looped.contains(&s.id);
@@ -532,19 +757,78 @@ impl Book {
     }
 }
 
-/// Every forwarded message, oldest first: (time, session, line number).
-fn inbounds(records: &HashMap<String, Record>) -> Vec<(i64, &str, i64)> {
-    let mut all: Vec<(i64, &str, i64)> = records
-        .iter()
-        .flat_map(|(k, r)| {
-            r.items.iter().filter_map(move |(seq, i)| match i {
-                Item::Inbound { at, .. } => Some((*at, k.as_str(), *seq)),
-                _ => None,
-            })
+/// Every forwarded message (`refused`: every refused send), oldest first: (time, session,
+/// line number); with `only`, those of these pairs (read from their sessions' records alone).
+fn inbounds<'a>(
+    records: &'a HashMap<String, Record>,
+    only: Option<&HashSet<Group>>,
+    refused: bool,
+) -> Vec<(i64, &'a str, i64)> {
+    let of = |(k, r): (&'a String, &'a Record)| {
+        r.items.iter().filter_map(move |(seq, i)| {
+            let at = match i {
+                Item::Inbound { at, .. } if !refused => *at,
+                Item::Refused { at, .. } if refused => *at,
+                _ => return None,
+            };
+            only.is_none_or(|g| g.contains(&pair(peer(i).unwrap_or(""), k)))
+                .then_some((at, k.as_str(), *seq))
         })
-        .collect();
+    };
+    let mut all: Vec<(i64, &str, i64)> = match only {
+        None => records.iter().flat_map(of).collect(),
+        Some(groups) => {
+            let sessions: HashSet<&str> = groups
+                .iter()
+                .flat_map(|(a, b)| [a.as_str(), b.as_str()])
+                .filter(|k| !k.is_empty())
+                .collect();
+            sessions
+                .into_iter()
+                .filter_map(|k| records.get_key_value(k))
+                .flat_map(of)
+                .collect()
+        }
+    };
     all.sort_unstable();
     all
+}
+
+/// Who exchanged messages with whom, from the lines held.
+fn peers_of(records: &HashMap<String, Record>) -> HashMap<String, HashSet<String>> {
+    let mut peers: HashMap<String, HashSet<String>> = HashMap::new();
+    for (k, r) in records {
+        for f in r.items.values().filter_map(peer) {
+            peers.entry(f.to_string()).or_default().insert(k.clone());
+            peers.entry(k.clone()).or_default().insert(f.to_string());
+        }
+    }
+    peers
+}
+
+/// The order exchanges are listed in: newest first, then by id.
+fn newest_first(a: &ExchangeDetail, b: &ExchangeDetail) -> std::cmp::Ordering {
+    (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
+}
+
+fn sort_newest_first(exchanges: &mut [ExchangeDetail]) {
+    exchanges.sort_by(newest_first);
+}
+
+/// Two lists in that order, merged (no sort of the whole book per event).
+fn merge_newest_first(a: Vec<ExchangeDetail>, mut b: Vec<ExchangeDetail>) -> Vec<ExchangeDetail> {
+    sort_newest_first(&mut b);
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => newest_first(x, y) != std::cmp::Ordering::Greater,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        out.extend(if take_a { a.next() } else { b.next() });
+    }
 }
 
 fn pair(a: &str, b: &str) -> (String, String) {
@@ -555,10 +839,16 @@ fn pair(a: &str, b: &str) -> (String, String) {
     }
 }
 
-fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -> Built {
-    let mut open: HashMap<(String, String), usize> = HashMap::new();
+/// The exchanges of the records (`only`: of these pairs) and every sub-agent.
+fn build(
+    records: &HashMap<String, Record>,
+    known: &HashSet<String>,
+    now: i64,
+    only: Option<&HashSet<Group>>,
+) -> Built {
+    let mut open: HashMap<Group, usize> = HashMap::new();
     let mut all: Vec<Building> = Vec::new();
-    for (at, key, seq) in inbounds(records) {
+    for (at, key, seq) in inbounds(records, only, false) {
         let Some(r) = records.get(key) else { continue };
         let Some(Item::Inbound {
             from,
@@ -622,8 +912,9 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
             }
         };
         let b = &mut all[i];
+        // Keyed by the exchange's pair, whichever side this line landed in.
         if let Some(f) = &b.requester {
-            open.insert(pair(f, key), i);
+            open.insert(pair(f, &b.summary.target), i);
         }
         let listener = if key == b.summary.target {
             b.summary.requester.clone()
@@ -703,12 +994,21 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
         b.turns.push(turn);
     }
     let mut built = Built::default();
+    all.extend(refused_sends(records, only));
+    let visible = |k: &str| records.contains_key(k) || known.contains(k);
     for mut b in all {
-        if finish(&mut b, records, now) {
+        let refused = b.summary.status == ExchangeStatus::Refused;
+        if !refused && finish(&mut b, records, now) {
             built.looped.insert(b.summary.id.clone());
         }
-        let visible = |k: &str| records.contains_key(k) || known.contains(k);
-        match &b.requester {
+        // The party that may be out of sight: the sender of a forwarded message, the target
+        // of a refused send (its requester is the record it is in).
+        let other = if refused {
+            b.requester.as_ref().map(|_| b.summary.target.clone())
+        } else {
+            b.requester.clone()
+        };
+        match &other {
             Some(k) if !visible(k) => {
                 b.partial
                     .push(format!("{k} is not visible on this gateway"));
@@ -726,7 +1026,11 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
                 format!("{}; {note}", b.summary.detail)
             };
         }
-        let announce = announce_of(&b, records, now);
+        let announce = if refused {
+            None
+        } else {
+            announce_of(&b, records, now)
+        };
         b.summary.announce = announce.as_ref().map(|a| a.outcome);
         built.exchanges.push(ExchangeDetail {
             summary: b.summary,
@@ -734,11 +1038,73 @@ fn build(records: &HashMap<String, Record>, known: &HashSet<String>, now: i64) -
             announce,
         });
     }
-    built.exchanges.sort_by(|a, b| {
-        (b.summary.started_at, &b.summary.id).cmp(&(a.summary.started_at, &a.summary.id))
-    });
+    sort_newest_first(&mut built.exchanges);
     built.spawns = spawns(records);
     built
+}
+
+/// The refused sends in the records (`only`: of these pairs), each an exchange that never
+/// started, as our engine keeps one: no rounds, status `refused`, reason `policy`, OpenClaw's
+/// words as its detail, the message from the call the refusal answers.
+fn refused_sends(
+    records: &HashMap<String, Record>,
+    only: Option<&HashSet<Group>>,
+) -> Vec<Building> {
+    let mut out = Vec::new();
+    for (at, key, seq) in inbounds(records, only, true) {
+        let Some(r) = records.get(key) else { continue };
+        let Some(Item::Refused {
+            target,
+            call,
+            error,
+            ..
+        }) = r.items.get(&seq)
+        else {
+            continue;
+        };
+        // The call is a line or two before its result, in the same run.
+        let message = r
+            .items
+            .range(..seq)
+            .rev()
+            .take(64)
+            .find_map(|(_, i)| match i {
+                Item::Tool(calls) => calls.iter().find(|c| &c.id == call),
+                _ => None,
+            })
+            .map(|c| c.message.clone());
+        let mut partial = Vec::new();
+        if message.is_none() {
+            partial.push(format!("its message is {NOT_RECORDED} in what was read"));
+        }
+        if target.is_none() {
+            partial.push(format!("its target is {NOT_RECORDED}"));
+        }
+        out.push(Building {
+            summary: ExchangeSummary {
+                id: format!("{key}#{seq}"),
+                kind: ExchangeKind::Refused,
+                requester: key.to_string(),
+                target: target.clone().unwrap_or_else(|| UNKNOWN_TARGET.to_string()),
+                message: message.unwrap_or_default(),
+                started_at: at,
+                ended_at: Some(at),
+                status: ExchangeStatus::Refused,
+                rounds: 0,
+                ended_reason: Some(ExchangeEnd::Policy),
+                detail: format!("refused by OpenClaw: {error}"),
+                announce: None,
+            },
+            turns: Vec::new(),
+            requester: target.as_ref().map(|_| key.to_string()),
+            target_last_seq: seq,
+            closed: true,
+            unanswered: None,
+            last_at: at,
+            partial,
+        });
+    }
+    out
 }
 
 /// How the exchange's loop ended and whether it is over; whether it ran its loop until
@@ -832,7 +1198,7 @@ fn announce_item<'a>(
     let mut s = b.target_last_seq + 1;
     while s <= r.last() {
         match r.at(s) {
-            Some(Item::Tool) => {}
+            Some(Item::Tool(_) | Item::Refused { .. }) => {}
             Some(Item::Reply(Said { run_id, .. })) if claimed.contains(run_id.as_str()) => {}
             Some(i @ (Item::Reply(_) | Item::Hidden)) => return Some((s, i)),
             _ => return None,
@@ -933,12 +1299,38 @@ fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
             }
             let last = replies.last();
             let started_at = r.row.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
-            let (outcome, error, result, ended) = match last {
+            let said = match last {
+                Some(Item::Reply(said)) => Some(said),
+                _ => None,
+            };
+            // The row's run status (2026.9.6: running|done|failed|killed|timeout) says how
+            // the child's run ended where its lines cannot: a run that timed out or was
+            // killed may leave no reply, or a reply written before it stopped.
+            let row_ended = r.row.get("endedAt").and_then(Value::as_i64).unwrap_or(0);
+            let ended_at = said.map_or(row_ended, |s| s.at.max(row_ended));
+            let (outcome, error, result, ended) = match (text_of(&r.row, "status"), said) {
                 _ if r.running() => (None, None, None, 0),
-                Some(Item::Reply(Said {
-                    error: Some(e), at, ..
-                })) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
-                Some(Item::Reply(Said { text, at, .. })) => {
+                (Some("timeout"), _) => (
+                    Some(SpawnOutcome::TimedOut),
+                    Some("timed out".to_string()),
+                    said.filter(|s| s.error.is_none()).map(|s| s.text.clone()),
+                    ended_at,
+                ),
+                (Some(status @ ("failed" | "killed")), _) => (
+                    Some(SpawnOutcome::Failed),
+                    Some(said.and_then(|s| s.error.clone()).unwrap_or_else(|| {
+                        format!("the run {status} (the reason is {NOT_RECORDED})")
+                    })),
+                    None,
+                    ended_at,
+                ),
+                (
+                    _,
+                    Some(Said {
+                        error: Some(e), at, ..
+                    }),
+                ) => (Some(SpawnOutcome::Failed), Some(e.clone()), None, *at),
+                (_, Some(Said { text, at, .. })) => {
                     (Some(SpawnOutcome::Completed), None, Some(text.clone()), *at)
                 }
                 _ => (None, None, None, 0),
@@ -987,6 +1379,17 @@ fn changes(old: &Built, new: &Built) -> Vec<EngineEvent> {
     for d in new.exchanges.iter().rev() {
         let s = &d.summary;
         let was = before.get(s.id.as_str()).copied();
+        // A refused send never started: our engine says only that it ended, refused.
+        if s.status == ExchangeStatus::Refused {
+            if was.is_none() {
+                events.push(EngineEvent::ExchangeEnded {
+                    exchange_id: s.id.clone(),
+                    status: s.status,
+                    reason: s.ended_reason.unwrap_or(ExchangeEnd::Policy),
+                });
+            }
+            continue;
+        }
         if was.is_none() {
             events.push(EngineEvent::ExchangeStarted {
                 exchange_id: s.id.clone(),
@@ -1244,5 +1647,354 @@ mod tests {
             (Some("telegram"), Some("123"))
         );
         assert_eq!(a.text.as_deref(), Some("posted"));
+    }
+
+    /// A `sessions_send` OpenClaw refused (the target's send policy: the `agent` method's
+    /// error; the visibility guard: `forbidden`) is an exchange that never started, as our
+    /// engine keeps it; a send to a missing session is not (nor is it on our engine).
+    #[test]
+    fn refused_sends_are_exchanges_that_never_started() {
+        let call = |seq: i64, id: &str, message: &str| {
+            json!({ "role": "assistant", "stopReason": "toolUse", "timestamp": T0 + seq,
+                    "content": [{ "type": "toolCall", "id": id, "name": "sessions_send",
+                                  "arguments": { "sessionKey": B, "message": message } }],
+                    "__openclaw": { "seq": seq, "runId": "ra" } })
+        };
+        let result = |seq: i64, id: &str, status: &str, error: &str| {
+            let r = json!({ "runId": "x", "status": status, "error": error, "sessionKey": B });
+            json!({ "role": "toolResult", "toolName": "sessions_send", "toolCallId": id,
+                    "isError": true, "timestamp": T0 + seq,
+                    "content": [{ "type": "text", "text": r.to_string() }],
+                    "__openclaw": { "seq": seq, "runId": "ra" } })
+        };
+        let mut book = Book::default();
+        book.row(&json!({ "key": B }));
+        book.history(
+            A,
+            &json!({ "totalMessages": 6, "messages": [
+                call(1, "c1", "blocked one"),
+                result(2, "c1", "error", "send blocked by session policy"),
+                call(3, "c2", "hidden one"),
+                result(4, "c2", "forbidden", "Session not visible from this agent session"),
+                call(5, "c3", "lost one"),
+                result(6, "c3", "error", "No session found: agent:work:b"),
+            ]}),
+        );
+        let events = book.rebuild(T0 + 100);
+        let got: Vec<_> = book
+            .built()
+            .exchanges
+            .iter()
+            .map(|d| {
+                let s = &d.summary;
+                (
+                    s.id.as_str(),
+                    s.kind,
+                    s.status,
+                    s.ended_reason,
+                    s.message.as_str(),
+                    s.requester.as_str(),
+                    s.target.as_str(),
+                    s.rounds,
+                    d.turns.len(),
+                )
+            })
+            .collect();
+        let refused = |id, message| {
+            (
+                id,
+                ExchangeKind::Refused,
+                ExchangeStatus::Refused,
+                Some(ExchangeEnd::Policy),
+                message,
+                A,
+                B,
+                0,
+                0,
+            )
+        };
+        assert_eq!(
+            got,
+            [
+                refused("agent:main:a#4", "hidden one"),
+                refused("agent:main:a#2", "blocked one"),
+            ]
+        );
+        assert!(
+            book.built().exchanges[1]
+                .summary
+                .detail
+                .contains("send blocked by session policy")
+        );
+        // As our engine says it: ended, refused; no start, no round.
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(|e| matches!(
+            e,
+            EngineEvent::ExchangeEnded {
+                status: ExchangeStatus::Refused,
+                reason: ExchangeEnd::Policy,
+                ..
+            }
+        )));
+        let traffic = book.traffic(0);
+        assert_eq!(
+            traffic
+                .iter()
+                .map(|c| (c.exchanges, c.messages, c.refused))
+                .collect::<Vec<_>>(),
+            [(2, 0, 2)]
+        );
+    }
+
+    /// Live updates build only the pairs that changed: after every step of any sequence of
+    /// lines, pages, rows, forgotten sessions and time passing, the book equals a whole
+    /// build, and sends the events a whole build would.
+    mod incremental {
+        use super::*;
+        use proptest::prelude::*;
+
+        const KEYS: [&str; 4] = ["agent:a:x", "agent:b:y", "agent:c:z", "agent:d:w"];
+
+        #[derive(Debug, Clone)]
+        enum Line {
+            /// Forwarded from a session (`None`: no provenance), one of a few texts so
+            /// replies are forwarded back verbatim.
+            Inbound(Option<usize>, u8),
+            Reply(u8, bool),
+            /// A number `chat.history` skipped.
+            Hidden,
+            /// A `sessions_send` call; `Refused`: the refusal of the call just before.
+            Tool,
+            Refused(Option<usize>),
+            Other,
+        }
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            /// A `session.message` line (`skip`: numbered past a gap nobody read).
+            Message(usize, Line, bool),
+            /// A `chat.history` page of lines after the newest held (`far`: not reaching
+            /// back to them).
+            Page(usize, Vec<Line>, bool),
+            Row(usize, bool, Option<usize>, bool),
+            Know(usize),
+            Forget(usize),
+            Tick(i64),
+        }
+
+        fn line() -> impl Strategy<Value = Line> {
+            prop_oneof![
+                3 => (proptest::option::weighted(0.9, 0..KEYS.len()), 0u8..3)
+                    .prop_map(|(f, t)| Line::Inbound(f, t)),
+                3 => (0u8..3, proptest::bool::weighted(0.1)).prop_map(|(t, e)| Line::Reply(t, e)),
+                1 => Just(Line::Hidden),
+                1 => Just(Line::Tool),
+                1 => proptest::option::weighted(0.9, 0..KEYS.len()).prop_map(Line::Refused),
+                1 => Just(Line::Other),
+            ]
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let k = 0..KEYS.len();
+            prop_oneof![
+                8 => (k.clone(), line(), proptest::bool::weighted(0.05))
+                    .prop_map(|(k, l, s)| Op::Message(k, l, s)),
+                2 => (k.clone(), proptest::collection::vec(line(), 0..6),
+                      proptest::bool::weighted(0.2))
+                    .prop_map(|(k, ls, far)| Op::Page(k, ls, far)),
+                2 => (k.clone(), any::<bool>(), proptest::option::weighted(0.3, 0..KEYS.len()),
+                      any::<bool>())
+                    .prop_map(|(k, a, p, r)| Op::Row(k, a, p, r)),
+                1 => k.clone().prop_map(Op::Know),
+                1 => k.prop_map(Op::Forget),
+                2 => (0i64..200_000).prop_map(Op::Tick),
+            ]
+        }
+
+        fn message(seq: i64, at: i64, line: &Line) -> Option<Value> {
+            let text = |t: &u8| format!("t{t}");
+            Some(match line {
+                Line::Inbound(Some(f), t) => forwarded(seq, at, KEYS[*f], &text(t)),
+                Line::Inbound(None, t) => json!({ "role": "assistant", "content": text(t),
+                    "senderLabel": "Forwarded from main", "timestamp": at,
+                    "__openclaw": { "seq": seq } }),
+                Line::Reply(t, false) => json!({ "role": "assistant", "content": text(t),
+                    "timestamp": at, "__openclaw": { "seq": seq, "runId": format!("r{seq}") } }),
+                Line::Reply(_, true) => json!({ "role": "assistant", "content": [],
+                    "stopReason": "error", "errorMessage": "boom", "timestamp": at,
+                    "__openclaw": { "seq": seq, "runId": format!("r{seq}") } }),
+                Line::Hidden => return None,
+                Line::Tool => json!({ "role": "assistant", "timestamp": at,
+                    "content": [{ "type": "toolCall", "id": format!("c{seq}"),
+                                  "name": "sessions_send", "arguments": { "message": "m" } }],
+                    "__openclaw": { "seq": seq } }),
+                Line::Refused(target) => {
+                    let mut result = json!({ "status": "forbidden", "error": "denied" });
+                    if let Some(t) = target {
+                        result["sessionKey"] = json!(KEYS[*t]);
+                    }
+                    json!({ "role": "toolResult", "toolName": "sessions_send",
+                        "toolCallId": format!("c{}", seq - 1), "timestamp": at,
+                        "content": [{ "type": "text", "text": result.to_string() }],
+                        "__openclaw": { "seq": seq } })
+                }
+                Line::Other => json!({ "role": "user", "content": "hi", "timestamp": at,
+                    "__openclaw": { "seq": seq } }),
+            })
+        }
+
+        /// Both books take every step; one builds only what changed, one builds whole.
+        fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+            let (mut live, mut whole) = (Book::default(), Book::default());
+            let mut now = T0;
+            for op in ops {
+                now += 1_000;
+                for book in [&mut live, &mut whole] {
+                    let newest = |b: &Book, k: &str| b.records.get(k).map_or(0, Record::last);
+                    match &op {
+                        Op::Message(k, l, skip) => {
+                            let seq = newest(book, KEYS[*k]) + if *skip { 3 } else { 1 };
+                            if let Some(m) = message(seq, now, l) {
+                                book.message(KEYS[*k], seq, &m);
+                            }
+                        }
+                        Op::Page(k, lines, far) => {
+                            let mut seq = newest(book, KEYS[*k]) + if *far { 10 } else { 0 };
+                            let mut messages = Vec::new();
+                            for l in lines {
+                                seq += 1;
+                                messages.extend(message(seq, now, l));
+                            }
+                            book.history(
+                                KEYS[*k],
+                                &json!({ "messages": messages, "totalMessages": seq }),
+                            );
+                        }
+                        Op::Row(k, active, parent, route) => {
+                            let mut row = json!({ "key": KEYS[*k], "hasActiveRun": active,
+                                                  "createdAt": now });
+                            if let Some(p) = parent {
+                                row["spawnedBy"] = json!(KEYS[*p]);
+                            }
+                            if *route {
+                                row["deliveryContext"] =
+                                    json!({ "channel": "telegram", "to": "1" });
+                            }
+                            book.row(&row);
+                        }
+                        Op::Know(k) => book.know(KEYS[*k]),
+                        Op::Forget(k) => book.forget(KEYS[*k]),
+                        Op::Tick(dt) => now += dt,
+                    }
+                }
+                let got = live.rebuild(now);
+                whole.incremental = false;
+                let want = whole.rebuild(now);
+                prop_assert_eq!(&live.built, &whole.built);
+                prop_assert_eq!(&live.built, &build(&live.records, &live.known, now, None));
+                prop_assert_eq!(got, want);
+            }
+            Ok(())
+        }
+
+        /// The captured scenarios' rows and `chat.history` lines (each session's in order).
+        fn captured() -> Vec<(Value, Vec<Value>)> {
+            let root = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/fixtures/openclaw-2026.9.6/exchanges"
+            );
+            let mut out = Vec::new();
+            let read = |p: &std::path::Path| -> Value {
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_default())
+                    .unwrap_or(Value::Null)
+            };
+            let mut dirs: Vec<_> = std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            dirs.sort();
+            for dir in dirs {
+                let mut files: Vec<_> = std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .collect();
+                files.sort();
+                for f in &files {
+                    let name = f.file_name().map(|n| n.to_string_lossy().to_string());
+                    let Some(rest) = name.as_deref().and_then(|n| n.strip_prefix("entry-")) else {
+                        continue;
+                    };
+                    let history = read(&dir.join(format!("history-{rest}")));
+                    let lines = history["messages"].as_array().cloned().unwrap_or_default();
+                    out.push((read(f), lines));
+                }
+            }
+            out
+        }
+
+        /// The captured scenarios' lines arriving as `session.message` events in any order
+        /// that keeps each session's own order, their rows at any point: after every one the
+        /// live book equals a whole build.
+        fn replay(picks: Vec<usize>, row_first: Vec<bool>) -> Result<(), TestCaseError> {
+            let sessions = captured();
+            prop_assert!(sessions.len() >= 10, "the captured scenarios are read");
+            let (mut live, mut whole) = (Book::default(), Book::default());
+            let mut next = vec![0usize; sessions.len()];
+            let mut rowed = vec![false; sessions.len()];
+            let now = 1_795_360_000_000;
+            for (i, pick) in picks.into_iter().enumerate() {
+                let open: Vec<usize> = (0..sessions.len())
+                    .filter(|&s| next[s] < sessions[s].1.len() || !rowed[s])
+                    .collect();
+                let Some(&s) = open.get(pick % open.len().max(1)) else {
+                    break;
+                };
+                let (row, lines) = &sessions[s];
+                let key = row["key"].as_str().unwrap_or_default();
+                // The row now, or once its lines are all in.
+                let take_row = !rowed[s]
+                    && (row_first.get(i).copied().unwrap_or(true) || next[s] == lines.len());
+                for book in [&mut live, &mut whole] {
+                    if take_row {
+                        book.row(row);
+                    } else if let Some(m) = lines.get(next[s]) {
+                        let seq = message_seq(m).unwrap_or(next[s] as i64 + 1);
+                        book.message(key, seq, m);
+                    }
+                }
+                if take_row {
+                    rowed[s] = true;
+                } else {
+                    next[s] += 1;
+                }
+                let got = live.rebuild(now);
+                whole.incremental = false;
+                let want = whole.rebuild(now);
+                prop_assert_eq!(&live.built, &whole.built);
+                prop_assert_eq!(got, want);
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+            #[test]
+            fn live_updates_equal_a_whole_build(ops in proptest::collection::vec(op(), 1..40)) {
+                run(ops)?;
+            }
+
+            #[test]
+            fn the_captured_scenarios_in_any_order_equal_a_whole_build(
+                picks in proptest::collection::vec(0usize..64, 60..80),
+                row_first in proptest::collection::vec(proptest::bool::weighted(0.7), 80),
+            ) {
+                replay(picks, row_first)?;
+            }
+        }
     }
 }

@@ -96,6 +96,13 @@ pub trait SessionsApi: Send + Sync {
     /// What is still running of one call's work (oldest first, with its age).
     async fn still_running(&self, work: WorkId) -> Result<Vec<(String, Duration)>, ApiError>;
 
+    /// How the end of one call's work was known when no record says it ended (an OpenClaw
+    /// gateway sends no "exchange ended": the end is inferred from silence), in words for
+    /// the user; `None` when the end was recorded (always, on an engine of ours).
+    fn work_end_inferred(&self, _work: WorkId) -> Option<String> {
+        None
+    }
+
     /// A session tool, called as the requester's agent would call it.
     async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, ApiError>;
 
