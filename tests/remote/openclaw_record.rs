@@ -37,6 +37,8 @@ pub struct RecordGateway {
     pub fail_after: AtomicUsize,
     /// Every `sessions.patch` params, in order.
     pub patches: Mutex<Vec<Value>>,
+    /// Every `chat.abort`'s session, in order (each answered as if one run stopped there).
+    pub aborts: Mutex<Vec<String>>,
     pub events: broadcast::Sender<WireEvent>,
     state: watch::Sender<LinkState>,
 }
@@ -49,6 +51,7 @@ impl Default for RecordGateway {
             requests: AtomicUsize::new(0),
             fail_after: AtomicUsize::new(usize::MAX),
             patches: Mutex::new(Vec::new()),
+            aborts: Mutex::new(Vec::new()),
             events: broadcast::channel(1024).0,
             state: watch::channel(LinkState::Connecting { attempt: 1 }).0,
         }
@@ -144,6 +147,10 @@ impl Rpc for RecordGateway {
                     None => json!({ "key": key, "sendPolicy": params["sendPolicy"] }),
                 };
                 Ok(json!({ "ok": true, "key": key, "entry": entry }))
+            }
+            "chat.abort" => {
+                self.aborts.lock().unwrap().push(key.clone());
+                Ok(json!({ "ok": true, "aborted": true, "runIds": [format!("run-{key}")] }))
             }
             "agents.list" => Ok(json!({ "defaultId": "main", "mainKey": "main", "agents": [] })),
             _ => Ok(json!({ "ok": true })),

@@ -154,6 +154,9 @@ async fn the_exchange_view_shows_every_round_and_what_openclaw_does_not_record()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_traffic_view_marks_the_loop_stops_it_with_deny_and_undo_puts_allow_back() {
+    // OpenClaw 2026.9.6 checks the send policy only where a send starts, not on its own
+    // ping-pong steps (seen live: a loop went on after deny), so the stop also aborts what
+    // runs in both sessions of the pair, and says so.
     let (gw, mut d) = console(120, 30).await;
     d.intent(Intent::ToggleTraffic);
     d.settle().await;
@@ -192,6 +195,13 @@ async fn the_traffic_view_marks_the_loop_stops_it_with_deny_and_undo_puts_allow_
     d.press(KeyCode::Char('S'));
     d.press(KeyCode::Char('y'));
     d.settle().await;
+    assert_eq!(*gw.aborts.lock().unwrap(), [LOOPED, LOOPER]);
+    let note = d.console.state.traffic.note.clone().unwrap_or_default();
+    assert!(
+        note.contains("checks /send only when a send starts")
+            && note.contains(&format!("aborted the running step in {LOOPED}, {LOOPER}")),
+        "{note}"
+    );
     d.press(KeyCode::Char('u'));
     d.settle().await;
     let patches = gw.patches.lock().unwrap().clone();

@@ -828,6 +828,12 @@ impl SessionsApi for OpenClawApi {
         }
     }
 
+    /// 2026.9.6 runs ping-pong and announce steps with `deliver: false`, which its send
+    /// policy check skips (seen on a live gateway: a loop went on after `deny`).
+    fn policy_stops_exchanges(&self) -> bool {
+        false
+    }
+
     async fn call_tool(&self, _call: ToolCall) -> Result<ToolResult, ApiError> {
         Err(ApiError::Unavailable(NO_TOOLS.into()))
     }

@@ -228,6 +228,9 @@ pub enum Action {
         key: String,
         result: Box<Result<AbortOutcome, ApiError>>,
     },
+    /// What a traffic stop aborted in each session (a gateway whose send policy does not
+    /// stop a running exchange: `Effect::Halt`).
+    Halted(Vec<(String, Result<AbortOutcome, ApiError>)>),
     /// What `/new` found and did.
     NewSession(Box<Result<super::cards::NewSession, ApiError>>),
     /// A page of exchanges (`before`: a next page) for the rounds pane's generation.

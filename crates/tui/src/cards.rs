@@ -141,6 +141,17 @@ pub(super) fn run(effect: Effect, api: Arc<dyn SessionsApi>, tx: UnboundedSender
                     result: Box::new(result),
                 }
             }
+            Effect::Halt { keys } => {
+                if api.policy_stops_exchanges() {
+                    return;
+                }
+                let mut results = Vec::with_capacity(keys.len());
+                for key in keys {
+                    let result = api.abort(&key, None).await;
+                    results.push((key, result));
+                }
+                Action::Halted(results)
+            }
             Effect::NewSession { raw, text } => {
                 Action::NewSession(Box::new(new_session(api.as_ref(), &raw, text).await))
             }

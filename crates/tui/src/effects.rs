@@ -48,6 +48,9 @@ pub enum Effect {
     LoadStatus { key: String },
     /// Stop what runs in a session now (`/abort`).
     Abort { key: String },
+    /// After a traffic stop: abort what runs in these sessions now, on a gateway whose send
+    /// policy does not stop an exchange already running (nothing, on ours).
+    Halt { keys: Vec<String> },
     /// `/new`: resolve `raw` as a session to send into and, with `text`, send the first
     /// message (which starts it).
     NewSession { raw: String, text: Option<String> },

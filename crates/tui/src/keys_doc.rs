@@ -49,7 +49,8 @@ fn detail(intent: Intent) -> &'static str {
             "traffic view: messages and exchanges per pair of sessions over 1/5/60 minutes with a sparkline, likely loops marked"
         }
         Intent::StopPair => {
-            "traffic view: stop the selected pair (`/send off` on its target), once `y` confirms"
+            "traffic view: stop the selected pair (`/send off` on its target; on OpenClaw also \
+             aborts the pair's running step), once `y` confirms"
         }
         Intent::UndoStop => "traffic view: undo the last stop (`/send inherit` on its target)",
         Intent::SearchNext => {

@@ -341,6 +341,9 @@ pub struct StopPlan {
     /// The target as the table shows it (a session, or an agent).
     pub target: String,
     pub sessions: Vec<String>,
+    /// The sessions sending into them (the pair's other side): with `sessions`, where a
+    /// running step is aborted on a gateway whose policy does not stop a running exchange.
+    pub requesters: Vec<String>,
     /// Each session's own override before the stop (`Inherit`: none), as the sessions pane
     /// knew it when the stop was confirmed; what undo puts back. `None`: not known (the
     /// session was not on the loaded page), and undo clears the override.
@@ -403,6 +406,13 @@ pub enum Seed {
 pub enum Command {
     /// Owner messages (`/send off`, `/send inherit`) into these sessions.
     Send(Vec<(String, String)>),
+    /// A stop: `/send off` messages, then, where the gateway's policy does not stop an
+    /// exchange already running (`SessionsApi::policy_stops_exchanges`), the pair's running
+    /// steps in these sessions aborted.
+    Stop {
+        sends: Vec<(String, String)>,
+        halt: Vec<String>,
+    },
     Close,
 }
 
@@ -769,22 +779,25 @@ impl Traffic {
     fn plan(&self) -> Option<StopPlan> {
         let (r, t) = self.selected.as_ref()?;
         let p = self.table().get(r, t)?;
-        let sessions: Vec<String> = if self.by_agent {
-            // The target sessions this agent pair still shows traffic into (the last hour).
-            let shown: std::collections::HashSet<&str> = self
+        let (sessions, requesters): (Vec<String>, Vec<String>) = if self.by_agent {
+            // The target sessions this agent pair still shows traffic into (the last hour),
+            // and the sessions of the requesting agent that sent into them.
+            let shown: Vec<&Pair> = self
                 .sessions
                 .pairs
                 .iter()
-                .filter(|s| agent_of(&s.requester) == p.requester)
-                .map(|s| s.target.as_str())
+                .filter(|s| agent_of(&s.requester) == p.requester && p.targets.contains(&s.target))
                 .collect();
-            p.targets
+            let targets = p
+                .targets
                 .iter()
-                .filter(|t| shown.contains(t.as_str()))
+                .filter(|t| shown.iter().any(|s| &s.target == *t))
                 .cloned()
-                .collect()
+                .collect();
+            let senders: BTreeSet<String> = shown.iter().map(|s| s.requester.clone()).collect();
+            (targets, senders.into_iter().collect())
         } else {
-            vec![p.target.clone()]
+            (vec![p.target.clone()], vec![p.requester.clone()])
         };
         if sessions.is_empty() {
             return None;
@@ -793,6 +806,7 @@ impl Traffic {
             label: format!("{} → {}", p.requester, p.target),
             target: p.target.clone(),
             sessions,
+            requesters,
             previous: Vec::new(),
         })
     }
@@ -819,8 +833,15 @@ impl Traffic {
             "stopped: /send off on {}; undo: {undo} (or u here)",
             plan.on()
         ));
+        let mut halt = plan.sessions.clone();
+        halt.extend(
+            plan.requesters
+                .iter()
+                .filter(|r| !plan.sessions.contains(r))
+                .cloned(),
+        );
         self.last_stop = Some(plan);
-        Command::Send(sends)
+        Command::Stop { sends, halt }
     }
 
     /// Put back what each stopped session had before the stop (its own override, or none).

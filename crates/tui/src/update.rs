@@ -131,6 +131,7 @@ impl Console {
             Action::AgentsLoaded(result) => self.agents_loaded(*result),
             Action::StatusLoaded { key, result } => self.status_loaded(key, *result),
             Action::Aborted { key, result } => self.aborted(key, *result),
+            Action::Halted(results) => self.halted(results),
             Action::NewSession(result) => self.new_session_done(*result),
             Action::ExchangesLoaded {
                 generation,
@@ -471,6 +472,12 @@ impl Console {
                 for (key, text) in sends {
                     self.send_message(key, text);
                 }
+            }
+            Some(super::traffic::Command::Stop { sends, halt }) => {
+                for (key, text) in sends {
+                    self.send_message(key, text);
+                }
+                self.queued.push(Effect::Halt { keys: halt });
             }
             Some(super::traffic::Command::Close) => self.state.traffic.toggle(),
             None => {}

@@ -332,6 +332,36 @@ impl Console {
         }
     }
 
+    /// After a stop on a gateway whose policy leaves a running exchange going (OpenClaw):
+    /// what the aborts ended, said in the traffic view's note.
+    pub(super) fn halted(&mut self, results: Vec<(String, Result<AbortOutcome, ApiError>)>) {
+        let mut ended = Vec::new();
+        for (key, result) in results {
+            match result {
+                Ok(o) if !o.run_ids.is_empty() => ended.push(key),
+                Ok(_) => {}
+                Err(e) => self
+                    .state
+                    .flash(format!("stop: cannot abort in {key}: {e}"), true),
+            }
+        }
+        let said = if ended.is_empty() {
+            "nothing of the pair was running".to_string()
+        } else {
+            format!("aborted the running step in {}", ended.join(", "))
+        };
+        let note = format!(
+            "this gateway checks /send only when a send starts: {said}{}",
+            self.state
+                .traffic
+                .note
+                .as_deref()
+                .map(|n| format!(" · {n}"))
+                .unwrap_or_default()
+        );
+        self.state.traffic.note = Some(note);
+    }
+
     pub(super) fn new_session_done(&mut self, result: Result<NewSession, ApiError>) {
         let n = match result {
             Ok(n) => n,

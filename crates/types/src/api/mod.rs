@@ -103,6 +103,14 @@ pub trait SessionsApi: Send + Sync {
         None
     }
 
+    /// Whether turning a session's send policy to deny also stops an exchange already
+    /// running into it. Ours checks the policy before every round; OpenClaw 2026.9.6 checks
+    /// it only where a send starts (`chat.send`, `agent` with `deliver`), not on its own
+    /// agent-to-agent steps, so stopping a loop there also needs the running step aborted.
+    fn policy_stops_exchanges(&self) -> bool {
+        true
+    }
+
     /// A session tool, called as the requester's agent would call it.
     async fn call_tool(&self, call: ToolCall) -> Result<ToolResult, ApiError>;
 
