@@ -11,7 +11,8 @@ use clap::Parser;
 
 /// mimalloc, not the system's allocator: building and dropping a page of OpenClaw-shaped
 /// rows is mostly small allocations, and glibc's malloc/free were a third of the CPU a
-/// `sessions.list` took (perf, issue 25; BENCHMARKS.md).
+/// `sessions.list` took (perf, issue 25; BENCHMARKS.md). `.cargo/config.toml` builds it to
+/// commit memory as touched, which keeps `serve`'s footprint where glibc's was.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
