@@ -114,21 +114,7 @@ async fn chat_abort_stops_the_running_run_over_a_websocket() {
     assert_eq!(ok(&waited)["error"], "aborted by the owner");
 
     // The session goes on.
-    let next = call(
-        &mut ws,
-        "6",
-        "chat.send",
-        json!({"sessionKey": "main", "message": "and now?", "idempotencyKey": "run-b"}),
-    )
-    .await;
-    let next = ok(&next)["runId"].as_str().expect("runId").to_string();
-    let waited = call(
-        &mut ws,
-        "7",
-        "agent.wait",
-        json!({"runId": next, "timeoutMs": 30_000}),
-    )
-    .await;
+    let (_, waited) = send_and_wait(&mut ws, "main", "and now?", "run-b").await;
     assert_eq!(ok(&waited)["status"], "ok", "{waited}");
     assert_eq!(ok(&waited)["terminalReply"]["text"], "Quick now.");
     gw.stop().await;

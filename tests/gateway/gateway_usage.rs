@@ -45,21 +45,7 @@ async fn a_turn_s_streamed_usage_and_the_model_s_window_reach_the_rows() {
     }));
     let gw = start(b.engine.start()).await;
     let (mut ws, _) = connected(&gw.addr, &[]).await;
-    let sent = call(
-        &mut ws,
-        "1",
-        "chat.send",
-        json!({"sessionKey": "main", "message": "hi", "idempotencyKey": "run-u"}),
-    )
-    .await;
-    let run = ok(&sent)["runId"].as_str().expect("runId").to_string();
-    let waited = call(
-        &mut ws,
-        "2",
-        "agent.wait",
-        json!({"runId": run, "timeoutMs": 30_000}),
-    )
-    .await;
+    let (_, waited) = send_and_wait(&mut ws, "main", "hi", "run-u").await;
     assert_eq!(ok(&waited)["status"], "ok", "{waited}");
     // The engine asked for the usage chunk.
     assert_eq!(

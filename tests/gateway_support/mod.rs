@@ -127,6 +127,26 @@ pub async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
     call_keeping(ws, id, method, params, &mut Vec::new()).await
 }
 
+/// `chat.send` of `message` into `session`, then `agent.wait` for its run (ids `<idem>-send`
+/// and `<idem>-wait`): the run's id and the wait's `res`.
+pub async fn send_and_wait(
+    ws: &mut Ws,
+    session: &str,
+    message: &str,
+    idem: &str,
+) -> (String, Value) {
+    let params = json!({"sessionKey": session, "message": message, "idempotencyKey": idem});
+    let sent = call(ws, &format!("{idem}-send"), "chat.send", params).await;
+    assert_eq!(sent["ok"], true, "{sent}");
+    let run = sent["payload"]["runId"]
+        .as_str()
+        .expect("runId")
+        .to_string();
+    let params = json!({"runId": run, "timeoutMs": 30_000});
+    let waited = call(ws, &format!("{idem}-wait"), "agent.wait", params).await;
+    (run, waited)
+}
+
 /// Frames (events and answers) until one satisfies `done` (included).
 pub async fn frames_until(ws: &mut Ws, done: impl Fn(&Value) -> bool) -> Vec<Value> {
     let mut out = Vec::new();
