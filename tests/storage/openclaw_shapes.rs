@@ -437,3 +437,43 @@ async fn the_console_still_shows_silent_replies() {
         page.lines.iter().map(|l| &l.text).collect::<Vec<_>>()
     );
 }
+
+/// A page reads entries as views (the typed fields and `entry::VIEW_FIELDS` only), a text
+/// search reads them whole: every row, and every session's detail, must show the same either
+/// way on 2026.9.6's own entries (a row field read from a field the view skips would differ).
+#[tokio::test]
+async fn a_page_of_views_shows_what_the_whole_entries_show() {
+    use switchboard_types::api::{SessionsApi, SessionsQuery};
+    let b = bench().await;
+    let api: &dyn SessionsApi = &b.engine;
+    let page = api
+        .sessions(SessionsQuery {
+            limit: 100,
+            entries: true,
+            archived: true,
+            ..SessionsQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.rows.len(), 18);
+    for viewed in &page.rows {
+        let searched = api
+            .sessions(SessionsQuery {
+                text: viewed.key.clone(),
+                limit: 100,
+                entries: true,
+                archived: true,
+                ..SessionsQuery::default()
+            })
+            .await
+            .unwrap();
+        let whole = searched
+            .rows
+            .iter()
+            .find(|r| r.key == viewed.key)
+            .expect("the search finds it");
+        assert_eq!(viewed, whole, "{}", viewed.key);
+        let detail = api.session(&viewed.key).await.unwrap().expect("there");
+        assert_eq!(Some(&detail.entry), whole.entry.as_ref(), "{}", viewed.key);
+    }
+}
