@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crossterm::event::KeyCode;
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_remote::openclaw::OpenClawApi;
 use switchboard_tui::action::Intent;
 use switchboard_tui::state::{Focus, State};
@@ -213,4 +213,111 @@ async fn the_traffic_view_marks_the_loop_stops_it_with_deny_and_undo_puts_allow_
             json!({ "key": LOOPED, "sendPolicy": "allow" }),
         ]
     );
+}
+
+/// A line of `key`'s record as 2026.9.6 delivers it live (`session.message`); `chat.history`
+/// answers it from now on too.
+fn live(gw: &RecordGateway, key: &str, line: Value) {
+    let seq = line["__openclaw"]["seq"].as_i64().unwrap();
+    {
+        let mut histories = gw.histories.lock().unwrap();
+        let (lines, total) = histories.entry(key.to_string()).or_default();
+        lines.push(line.clone());
+        *total = lines.len() as i64;
+    }
+    gw.push(
+        "session.message",
+        json!({ "sessionKey": key, "messageSeq": seq, "message": line }),
+    );
+}
+
+/// Every pair of the traffic view by session: (requester, target, exchanges, messages).
+fn counted(s: &State) -> Vec<(String, String, u32, u32)> {
+    let mut all: Vec<_> = s
+        .traffic
+        .sessions
+        .pairs
+        .iter()
+        .map(|p| {
+            (
+                p.requester.clone(),
+                p.target.clone(),
+                p.hour.exchanges,
+                p.hour.messages,
+            )
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// A console with the traffic view open on `gw`, its clock at `now`, the backfill read.
+async fn traffic_console(gw: &Arc<RecordGateway>, now: i64) -> Driver {
+    let api: Arc<dyn SessionsApi> = Arc::new(OpenClawApi::new(gw.clone()));
+    let mut state = State::new("ws://127.0.0.1:18789".into(), now);
+    state.link = api.link();
+    let mut d = Driver::new(api, state);
+    d.settle().await;
+    d.intent(Intent::ToggleTraffic);
+    d.settle().await;
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_loop_rounds_and_a_reconnect_count_what_a_fresh_console_counts() {
+    // Seen live on 2026.9.6: a ping-pong's lines reach the console per session (events for
+    // one, a re-read after a run's end for the other), so the reply-back line into one
+    // session can come before the reply it forwards is read from the other. Times are near
+    // the real clock (the book settles an exchange 90 s after its last turn), inside one
+    // minute of the console's clock.
+    const MAIN: &str = "agent:main:loop1";
+    const WORK: &str = "agent:work:loop1";
+    let real = switchboard_types::api::time::now_ms();
+    let t0 = (real - 10_000) - (real - 10_000).rem_euclid(60_000) + 500;
+    let gw = Arc::new(RecordGateway::default());
+    for key in [MAIN, WORK] {
+        gw.add(
+            json!({ "key": key, "updatedAt": t0 }),
+            &json!({ "messages": [] }),
+        );
+    }
+    let mut d = traffic_console(&gw, t0 + 9_000).await;
+    let turn = |n: i64| format!("LOOP turn {n}");
+    live(&gw, WORK, forwarded(1, t0, Some(MAIN), "PING from main"));
+    live(&gw, WORK, reply(2, t0 + 1_000, "w1", &turn(1)));
+    live(&gw, MAIN, forwarded(1, t0 + 2_000, Some(WORK), &turn(1)));
+    // Each reply-back line arrives before the reply it forwards.
+    for n in 2..=5i64 {
+        let at = t0 + n * 1_000 + 1_000;
+        let (from, into) = if n % 2 == 0 {
+            (MAIN, WORK)
+        } else {
+            (WORK, MAIN)
+        };
+        // Turn n is main's line n (n even) or work's line n + 1 (n odd); it is forwarded
+        // as the other's line n + 1 (into work) or n (into main).
+        let said = turn(n);
+        let reply_seq = if from == MAIN { n } else { n + 1 };
+        let fwd_seq = if into == WORK { n + 1 } else { n };
+        live(&gw, into, forwarded(fwd_seq, at, Some(from), &said));
+        live(
+            &gw,
+            from,
+            reply(reply_seq, at - 500, &format!("r{n}"), &said),
+        );
+    }
+    d.settle().await;
+    // A reconnect: the book is read again and the view asks for its history again.
+    let _ = gw
+        .events
+        .send(switchboard_remote::rpc::WireEvent::Reconnected);
+    d.settle().await;
+    let fresh = traffic_console(&gw, t0 + 9_000).await;
+    let want = counted(&fresh.console.state);
+    assert_eq!(
+        want,
+        [(MAIN.to_string(), WORK.to_string(), 1, 6)],
+        "the record: one exchange, its message and five rounds"
+    );
+    assert_eq!(counted(&d.console.state), want);
 }

@@ -16,9 +16,14 @@
 //!   way rate limiters do: the last n whole minutes' buckets (the current one included) plus
 //!   the bucket before them weighted by how much of it the window still covers. A count per
 //!   calendar minute alone dropped every pair to 0 at each minute's start, busy or not.
-//! - A seed and live counts of the same minute are merged by taking the larger of each count:
-//!   both are lower bounds of the truth (live counting began when the console started; the
-//!   seed misses what happened after it was read), so nothing is counted twice.
+//! - A seed replaces what was counted live before it was asked for: it holds all of that
+//!   (the engine records an exchange before it sends its events; OpenClaw's book is read
+//!   after it sent them), counted at the minute it happened, where a live count is at the
+//!   minute the event arrived; merging the two minute by minute (the larger count) counted
+//!   an exchange twice whenever the minutes differed (seen on OpenClaw, whose events come
+//!   after a re-read, and whose loops ask for the history again when they end). What
+//!   arrived after the ask may be in the seed or not: that alone is merged minute by minute
+//!   by the larger count (both are lower bounds of the truth there).
 //! - Memory is bounded: at most `MAX_PAIRS` pairs per table (the quietest are dropped, and
 //!   the view says how many), at most `MAX_OPEN_EXCHANGES` exchanges remembered for their pair.
 
@@ -36,6 +41,9 @@ pub const MAX_PAIRS: usize = 10_000;
 const MAX_OPEN_EXCHANGES: usize = 20_000;
 /// Target sessions remembered per agent pair (what stopping an agent pair acts on).
 const MAX_TARGETS: usize = 1_000;
+/// Live counts remembered while a seed is awaited (merged with it when it comes); past this
+/// the seed is merged with everything by the larger count, as if none were remembered.
+const MAX_SINCE_ASK: usize = 50_000;
 const MINUTE_MS: i64 = 60_000;
 
 /// What happened in one pair in one minute.
@@ -176,6 +184,14 @@ impl Pair {
             self.messages_5m = self.messages_5m.saturating_add(delta.messages);
         }
         self.hour.add(&delta);
+    }
+
+    /// Forget every count (a seed takes their place).
+    fn clear_counts(&mut self) {
+        *self.ring = [Bucket::default(); MINUTES];
+        self.messages_1m = 0;
+        self.messages_5m = 0;
+        self.hour = Counts::default();
     }
 
     /// The totals again from the ring, for minute `now` (after the clock moved on).
@@ -441,6 +457,9 @@ pub struct Traffic {
     pub note: Option<String>,
     pub seed: Seed,
     seed_generation: u64,
+    /// Live counts since the seed was asked for (requester, target, when, counts); `None`
+    /// when more came than `MAX_SINCE_ASK`.
+    since_ask: Option<Vec<(String, String, i64, Counts)>>,
 }
 
 impl Traffic {
@@ -451,6 +470,21 @@ impl Traffic {
         } else {
             &self.sessions
         }
+    }
+
+    /// Count `counts` at `at_ms` on the session pair and its agent pair (an event: added,
+    /// and remembered while a seed is awaited).
+    fn live(&mut self, requester: &str, target: &str, at_ms: i64, counts: Counts) {
+        if matches!(self.seed, Seed::Asked(_))
+            && let Some(log) = &mut self.since_ask
+        {
+            if log.len() < MAX_SINCE_ASK {
+                log.push((requester.to_string(), target.to_string(), at_ms, counts));
+            } else {
+                self.since_ask = None;
+            }
+        }
+        self.count(requester, target, at_ms, counts, false);
     }
 
     /// Count `counts` at `at_ms` on the session pair and its agent pair.
@@ -481,7 +515,12 @@ impl Traffic {
             return;
         }
         self.now = now;
-        let stopped = &self.stopped;
+        self.expire();
+    }
+
+    /// Totals again for the current minute; pairs with nothing left go (stopped ones stay).
+    fn expire(&mut self) {
+        let (now, stopped) = (self.now, &self.stopped);
         self.sessions.roll(now, |p| stopped.contains(&p.target));
         self.agents
             .roll(now, |p| p.targets.iter().any(|t| stopped.contains(t)));
@@ -509,7 +548,7 @@ impl Traffic {
                     exchanges: 1,
                     ..Counts::default()
                 };
-                self.count(requester, target, now_ms, c, false);
+                self.live(requester, target, now_ms, c);
             }
             EngineEvent::ExchangeRound {
                 exchange_id,
@@ -528,7 +567,7 @@ impl Traffic {
                     messages: 1,
                     ..Counts::default()
                 };
-                self.count(&requester, &target, now_ms, c, false);
+                self.live(&requester, &target, now_ms, c);
             }
             EngineEvent::ExchangeLoopEnded {
                 exchange_id,
@@ -540,7 +579,7 @@ impl Traffic {
                         capped: 1,
                         ..Counts::default()
                     };
-                    self.count(&r, &t, now_ms, c, false);
+                    self.live(&r, &t, now_ms, c);
                 }
             }
             // A gateway that cannot say why a loop stopped (OpenClaw) counts a loop that ran
@@ -561,7 +600,7 @@ impl Traffic {
                     exchanges: 1,
                     ..Counts::default()
                 };
-                self.count(requester, target, now_ms, c, false);
+                self.live(requester, target, now_ms, c);
             }
             EngineEvent::PolicyDecision {
                 key,
@@ -582,7 +621,7 @@ impl Traffic {
                     refused: 1,
                     ..Counts::default()
                 };
-                self.count(&requester, key, now_ms, c, false);
+                self.live(&requester, key, now_ms, c);
             }
             EngineEvent::PolicyChanged { key, policy, .. } => {
                 if *policy == PolicySetting::Deny {
@@ -633,6 +672,7 @@ impl Traffic {
         self.roll(minute_of(now_ms));
         self.seed_generation += 1;
         self.seed = Seed::Asked(self.seed_generation);
+        self.since_ask = Some(Vec::new());
         let since = (minute_of(now_ms) - (MINUTES as i64 - 1)) * MINUTE_MS;
         Some((self.seed_generation, since))
     }
@@ -644,6 +684,14 @@ impl Traffic {
         }
         match result {
             Ok(counts) => {
+                // Without what came since the ask, nothing can be replaced: merged as is.
+                let since_ask = self.since_ask.take();
+                if since_ask.is_some() {
+                    for p in self.sessions.pairs.iter_mut().chain(&mut self.agents.pairs) {
+                        p.clear_counts();
+                    }
+                }
+                let replace = since_ask.is_some();
                 for c in counts {
                     let counts = Counts {
                         messages: c.messages,
@@ -652,11 +700,23 @@ impl Traffic {
                         chain: c.chain_stopped,
                         refused: c.refused,
                     };
-                    self.count(&c.requester, &c.target, c.minute, counts, true);
+                    self.count(&c.requester, &c.target, c.minute, counts, !replace);
                 }
+                // Each minute's counts since the ask, merged by the larger count.
+                let mut minutes: HashMap<(String, String, i64), Counts> = HashMap::new();
+                for (r, t, at, c) in since_ask.unwrap_or_default() {
+                    minutes.entry((r, t, minute_of(at))).or_default().add(&c);
+                }
+                for ((r, t, m), c) in minutes {
+                    self.count(&r, &t, m * MINUTE_MS, c, true);
+                }
+                self.expire();
                 self.seed = Seed::Done;
             }
-            Err(e) => self.seed = Seed::Unavailable(e.to_string()),
+            Err(e) => {
+                self.since_ask = None;
+                self.seed = Seed::Unavailable(e.to_string());
+            }
         }
     }
 
@@ -987,6 +1047,44 @@ mod tests {
         assert_eq!(t.wanted_load(T0), None, "seeded once");
         t.lagged();
         assert!(t.wanted_load(T0).is_some(), "asked again after a lag");
+    }
+
+    #[test]
+    fn a_seed_replaces_what_was_counted_live_in_another_minute_before_it_was_asked() {
+        // An exchange that began at the end of a minute, its events seen in the next one
+        // (OpenClaw's come after a re-read): the seed counts it where it began.
+        let mut t = Traffic {
+            open: true,
+            ..Traffic::default()
+        };
+        let (a, b) = ("agent:a:main", "agent:b:main");
+        t.event(&started("f", a, b), T0 + MINUTE_MS + 1_000);
+        t.event(&round("f", 1, b, a), T0 + MINUTE_MS + 2_000);
+        let (g, _) = t.wanted_load(T0 + MINUTE_MS + 3_000).expect("a load");
+        // Asked; a round comes before the answer (the seed may hold it or not).
+        t.event(&round("f", 2, a, b), T0 + MINUTE_MS + 4_000);
+        let seed = vec![
+            TrafficCount {
+                requester: a.into(),
+                target: b.into(),
+                minute: T0,
+                exchanges: 1,
+                messages: 1,
+                ..TrafficCount::default()
+            },
+            TrafficCount {
+                requester: a.into(),
+                target: b.into(),
+                minute: T0 + MINUTE_MS,
+                messages: 2,
+                ..TrafficCount::default()
+            },
+        ];
+        t.loaded(g, Ok(seed));
+        let p = t.sessions.get(a, b).expect("pair");
+        assert_eq!((p.hour.exchanges, p.hour.messages), (1, 3));
+        let p = t.agents.get("agent:a", "agent:b").expect("agents");
+        assert_eq!((p.hour.exchanges, p.hour.messages), (1, 3));
     }
 
     #[test]

@@ -92,6 +92,8 @@ enum Item {
 #[derive(Debug, Clone, PartialEq)]
 struct SendCall {
     id: String,
+    /// The session it was for (`arguments.sessionKey`; empty when the call names none).
+    to: String,
     message: String,
 }
 
@@ -130,6 +132,11 @@ fn send_calls(m: &Value) -> Vec<SendCall> {
         .filter(|b| b["type"] == "toolCall" && b["name"] == "sessions_send")
         .map(|b| SendCall {
             id: text_of(b, "id").unwrap_or("").to_string(),
+            to: b
+                .pointer("/arguments/sessionKey")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             message: capped(
                 b.pointer("/arguments/message")
                     .and_then(Value::as_str)
@@ -367,6 +374,25 @@ struct Building {
     unanswered: Option<u32>,
     last_at: i64,
     partial: Vec<String>,
+    /// Why its first line may yet turn out to continue an earlier exchange.
+    hold: Option<Hold>,
+}
+
+/// Why a forwarded line that starts a new exchange in this build may not: a reply-back line
+/// forwards the other party's last reply, and the two parties' records reach the book
+/// separately (an event for one, a re-read after a run's end for the other), so the reply it
+/// forwards may not be read yet. Announced now, such an exchange would vanish once that reply
+/// is read (it becomes a round of the earlier one), after the traffic view counted it: an
+/// exchange and an edge that never were. It is held until the record decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// The earlier exchange of the pair (this index) waits for a reply the book lacks, or
+    /// for the requester's reply to its last turn: held while that one is running.
+    Behind(usize),
+    /// The target sent to the requester before this line and the requester's record is
+    /// read only up to before this line (the exchange this may continue is not read yet):
+    /// held while running, until the requester's record is read past it.
+    Unread,
 }
 
 /// A sub-agent as the record shows it.
@@ -398,6 +424,9 @@ pub struct Built {
     pub attributed: HashSet<String>,
     /// Exchanges whose loop ran until something other than `REPLY_SKIP` stopped it.
     pub looped: HashSet<String>,
+    /// Exchanges the record may yet show to be a reply-back round of an earlier one (the
+    /// line it forwards may not have been read yet): not announced, not counted (`Hold`).
+    pub held: HashSet<String>,
     pub spawns: Vec<SpawnRecord>,
 }
 
@@ -419,6 +448,10 @@ pub struct Book {
     /// `built` stands for the records as of the last build, apart from `dirty`: the next
     /// build may be partial. Cleared when that cannot hold (a session forgotten).
     incremental: bool,
+    /// The exchanges the console was told of (their start sent as an event, or counted in
+    /// `traffic`): once told, an exchange is followed to its end even should a later build
+    /// hold it, so it is never announced (nor counted) twice.
+    announced: HashSet<String>,
 }
 
 /// The exchanges of one pair of sessions, built together: every turn of an exchange is a
@@ -624,7 +657,13 @@ impl Book {
         let dirty = std::mem::take(&mut self.dirty);
         if !self.incremental {
             let next = build(&self.records, &self.known, now, None);
-            let events = changes(&self.built, &next);
+            let events = changes(&self.built, &next, &mut self.announced);
+            let ids: HashSet<&str> = next
+                .exchanges
+                .iter()
+                .map(|d| d.summary.id.as_str())
+                .collect();
+            self.announced.retain(|id| ids.contains(id.as_str()));
             self.built = next;
             self.peers = peers_of(&self.records);
             self.incremental = true;
@@ -650,21 +689,34 @@ impl Book {
         for d in &before {
             self.built.attributed.remove(&d.summary.id);
             self.built.looped.remove(&d.summary.id);
+            self.built.held.remove(&d.summary.id);
         }
         let old = Built {
             exchanges: before,
             spawns: std::mem::take(&mut self.built.spawns),
             ..Built::default()
         };
-        let events = changes(&old, &part);
+        let events = changes(&old, &part, &mut self.announced);
+        let ids: HashSet<&str> = part
+            .exchanges
+            .iter()
+            .map(|d| d.summary.id.as_str())
+            .collect();
+        for d in &old.exchanges {
+            if !ids.contains(d.summary.id.as_str()) {
+                self.announced.remove(&d.summary.id);
+            }
+        }
         let Built {
             exchanges,
             attributed,
             looped,
+            held,
             spawns,
         } = part;
         self.built.attributed.extend(attributed);
         self.built.looped.extend(looped);
+        self.built.held.extend(held);
         self.built.spawns = spawns;
         self.built.exchanges = merge_newest_first(kept, exchanges);
         events
@@ -713,7 +765,8 @@ impl Book {
         let mut counts: BTreeMap<(String, String, i64), TrafficCount> = BTreeMap::new();
         for d in &self.built.exchanges {
             let s = &d.summary;
-            if !self.built.attributed.contains(&s.id) {
+            // What the events have not told (held), the seed does not count either.
+            if !self.built.attributed.contains(&s.id) || !self.announced.contains(&s.id) {
                 continue;
             }
             let mut add = |at: i64, f: &dyn Fn(&mut TrafficCount)| {
@@ -870,6 +923,9 @@ fn build(
         let i = match continues {
             Some(i) => i,
             None => {
+                let hold = from
+                    .as_deref()
+                    .and_then(|f| hold_of(records, &open, &all, f, key, seq, at));
                 let requester = from.clone();
                 let mut partial = Vec::new();
                 let shown_requester = match &requester {
@@ -907,6 +963,7 @@ fn build(
                     unanswered: None,
                     last_at: at,
                     partial,
+                    hold,
                 });
                 all.len() - 1
             }
@@ -995,12 +1052,27 @@ fn build(
     }
     let mut built = Built::default();
     all.extend(refused_sends(records, only));
+    for b in all.iter_mut() {
+        if b.summary.status != ExchangeStatus::Refused && finish(b, records, now) {
+            built.looped.insert(b.summary.id.clone());
+        }
+    }
+    // Held while what it waits for is open (a settled exchange is not held: the record has
+    // had its say).
+    let running = |i: usize| all[i].summary.status == ExchangeStatus::Running;
+    for (i, b) in all.iter().enumerate() {
+        let waits = match b.hold {
+            Some(Hold::Behind(prev)) => running(prev),
+            Some(Hold::Unread) => true,
+            None => false,
+        };
+        if waits && running(i) {
+            built.held.insert(b.summary.id.clone());
+        }
+    }
     let visible = |k: &str| records.contains_key(k) || known.contains(k);
     for mut b in all {
         let refused = b.summary.status == ExchangeStatus::Refused;
-        if !refused && finish(&mut b, records, now) {
-            built.looped.insert(b.summary.id.clone());
-        }
         // The party that may be out of sight: the sender of a forwarded message, the target
         // of a refused send (its requester is the record it is in).
         let other = if refused {
@@ -1102,9 +1174,62 @@ fn refused_sends(
             unanswered: None,
             last_at: at,
             partial,
+            hold: None,
         });
     }
     out
+}
+
+/// Lines of the target's record looked through, back from a forwarded line, for a send of
+/// its own to the line's sender (`Hold::Unread`): a ping-pong takes a few lines per turn.
+const SEND_LOOKBACK: usize = 200;
+
+/// Whether the forwarded line `seq` in `key` from `from`, sent at `at`, which continues no
+/// exchange in this build, may yet turn out to continue one when more is read (`Hold`).
+fn hold_of(
+    records: &HashMap<String, Record>,
+    open: &HashMap<Group, usize>,
+    all: &[Building],
+    from: &str,
+    key: &str,
+    seq: i64,
+    at: i64,
+) -> Option<Hold> {
+    if let Some(&i) = open.get(&pair(from, key)) {
+        let prev = &all[i];
+        let last = prev.turns.last();
+        // Certainly new when the earlier one ended on a reply that stops it (an error, a
+        // hidden reply), or its last turn is the sender's own reply and this line forwards
+        // something else. Otherwise the reply this forwards may be one not read yet.
+        let stopped = prev.closed
+            && prev.unanswered.is_none()
+            && last.is_some_and(|t| t.status != RunStatus::Running);
+        let sender_said = !prev.closed && last.is_some_and(|t| t.speaker == from);
+        return (!stopped && !sender_said).then_some(Hold::Behind(i));
+    }
+    // No earlier exchange of the pair is read; one the target started (its first line is in
+    // the sender's record) may be, once the sender's record is read past this line.
+    let sent_to_sender = records.get(key).is_some_and(|r| {
+        r.items
+            .range(..seq)
+            .rev()
+            .take(SEND_LOOKBACK)
+            .any(|(_, i)| matches!(i, Item::Tool(calls) if calls.iter().any(|c| c.to == from)))
+    });
+    let read_past = records
+        .get(from)
+        .and_then(newest_at)
+        .is_some_and(|t| t >= at);
+    (sent_to_sender && !read_past).then_some(Hold::Unread)
+}
+
+/// When the newest dated line of a record was written or sent.
+fn newest_at(r: &Record) -> Option<i64> {
+    r.items.values().rev().find_map(|i| match i {
+        Item::Inbound { at, .. } | Item::Refused { at, .. } => Some(*at),
+        Item::Reply(s) => Some(s.at),
+        _ => None,
+    })
 }
 
 /// How the exchange's loop ended and whether it is over; whether it ran its loop until
@@ -1368,7 +1493,7 @@ fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
 
 /// The engine events that turn the last build into the next one, as our engine would have
 /// sent them live.
-fn changes(old: &Built, new: &Built) -> Vec<EngineEvent> {
+fn changes(old: &Built, new: &Built, announced: &mut HashSet<String>) -> Vec<EngineEvent> {
     let before: HashMap<&str, &ExchangeDetail> = old
         .exchanges
         .iter()
@@ -1378,7 +1503,16 @@ fn changes(old: &Built, new: &Built) -> Vec<EngineEvent> {
     // Oldest first, as they happened.
     for d in new.exchanges.iter().rev() {
         let s = &d.summary;
-        let was = before.get(s.id.as_str()).copied();
+        // Not told yet: told once the record decides it is an exchange of its own, then
+        // with every round so far.
+        let was = if announced.contains(&s.id) {
+            before.get(s.id.as_str()).copied()
+        } else if new.held.contains(&s.id) {
+            continue;
+        } else {
+            announced.insert(s.id.clone());
+            None
+        };
         // A refused send never started: our engine says only that it ended, refused.
         if s.status == ExchangeStatus::Refused {
             if was.is_none() {
@@ -1542,6 +1676,59 @@ mod tests {
         let events = book.rebuild(now);
         assert_eq!(book.built().exchanges.len(), 1);
         (book.built().exchanges[0].clone(), events)
+    }
+
+    /// The reply-back line of a ping-pong read before the exchange it continues (the
+    /// requester's record came first): no exchange of its own is told or counted, ever.
+    #[test]
+    fn a_reply_back_line_read_before_its_exchange_is_never_told_as_one() {
+        let said = |seq: i64, at: i64, run: &str, text: &str| {
+            json!({ "role": "assistant", "content": [{ "type": "text", "text": text }],
+                    "timestamp": at, "stopReason": "stop",
+                    "__openclaw": { "seq": seq, "runId": run } })
+        };
+        let call = json!({ "role": "assistant", "stopReason": "toolUse", "timestamp": T0,
+                           "content": [{ "type": "toolCall", "id": "c1", "name": "sessions_send",
+                                         "arguments": { "sessionKey": B, "message": "PING" } }],
+                           "__openclaw": { "seq": 1 } });
+        let mut book = Book::default();
+        book.row(&json!({ "key": A }));
+        book.row(&json!({ "key": B }));
+        let a_lines = [
+            call,
+            forwarded(2, T0 + 2_000, B, "pong"),
+            said(3, T0 + 3_000, "a1", "ping again"),
+        ];
+        book.history(A, &json!({ "messages": a_lines, "totalMessages": 3 }));
+        let events = book.rebuild(T0 + 4_000);
+        assert!(events.is_empty(), "{events:?}");
+        assert!(book.traffic(0).is_empty(), "{:?}", book.traffic(0));
+        let b_lines = [
+            forwarded(1, T0 + 500, A, "PING"),
+            said(2, T0 + 1_000, "b1", "pong"),
+        ];
+        book.history(B, &json!({ "messages": b_lines, "totalMessages": 2 }));
+        let events = book.rebuild(T0 + 5_000);
+        let started: Vec<(String, String)> = events
+            .iter()
+            .filter_map(|e| match e {
+                EngineEvent::ExchangeStarted {
+                    exchange_id,
+                    requester,
+                    ..
+                } => Some((exchange_id.clone(), requester.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, [(format!("{B}#1"), A.to_string())]);
+        let rounds = events
+            .iter()
+            .filter(|e| matches!(e, EngineEvent::ExchangeRound { .. }))
+            .count();
+        assert_eq!(rounds, 2, "{events:?}");
+        assert_eq!(book.built().exchanges.len(), 1);
+        let counted: u32 = book.traffic(0).iter().map(|c| c.messages).sum();
+        assert_eq!(counted, 3, "the message and two rounds");
     }
 
     #[test]
