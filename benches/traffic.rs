@@ -43,6 +43,7 @@ fn started(i: usize, pairs: usize) -> EngineEvent {
         target,
         message: "hello".into(),
         run_id: format!("run-{i}"),
+        unattributed: false,
     }
 }
 

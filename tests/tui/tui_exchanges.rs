@@ -311,6 +311,7 @@ async fn events_bring_new_exchanges_in_and_the_cursor_stays_on_its_exchange() {
         target: ALICE.into(),
         message: "new one".into(),
         run_id: "r".into(),
+        unattributed: false,
     });
     d.until("the new exchange", |s| {
         s.rounds.exchanges.entries.len() == 5

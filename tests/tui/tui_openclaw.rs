@@ -321,3 +321,38 @@ async fn live_loop_rounds_and_a_reconnect_count_what_a_fresh_console_counts() {
     );
     assert_eq!(counted(&d.console.state), want);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchange_whose_sender_is_unknown_draws_no_edge_live_or_seeded() {
+    // A forwarded line without provenance (only the label), and one whose provenance names a
+    // session the gateway does not show: listed in the rounds pane as partial, but the
+    // traffic view has no edge to count them on (it drew one from the placeholder
+    // requester while they arrived live).
+    const A: &str = "agent:work:a";
+    const B: &str = "agent:main:b";
+    let real = switchboard_types::api::time::now_ms();
+    let t0 = (real - 10_000) - (real - 10_000).rem_euclid(60_000) + 500;
+    let gw = Arc::new(RecordGateway::default());
+    for key in [A, B] {
+        gw.add(
+            json!({ "key": key, "updatedAt": t0 }),
+            &json!({ "messages": [] }),
+        );
+    }
+    let mut d = traffic_console(&gw, t0 + 9_000).await;
+    live(&gw, A, forwarded(1, t0, None, "who sent this?"));
+    live(&gw, A, reply(2, t0 + 1_000, "r1", "no idea"));
+    live(
+        &gw,
+        A,
+        forwarded(3, t0 + 2_000, Some("agent:ghost:x"), "boo"),
+    );
+    live(&gw, A, reply(4, t0 + 3_000, "r2", "eek"));
+    live(&gw, B, forwarded(1, t0 + 4_000, Some(A), "hello b"));
+    live(&gw, B, reply(2, t0 + 5_000, "r3", "hi a"));
+    d.settle().await;
+    let only = [(A.to_string(), B.to_string(), 1, 2)];
+    assert_eq!(counted(&d.console.state), only, "live");
+    let fresh = traffic_console(&gw, t0 + 9_000).await;
+    assert_eq!(counted(&fresh.console.state), only, "seeded");
+}

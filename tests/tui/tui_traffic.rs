@@ -104,6 +104,7 @@ fn live_loop(api: &FakeApi, flow: &str) {
         target: OPS.into(),
         message: "is INC-4821 under control?".into(),
         run_id: "run-1".into(),
+        unattributed: false,
     });
     for round in 1..=5u32 {
         let (speaker, listener) = if round % 2 == 1 {
@@ -348,6 +349,7 @@ async fn j_and_k_move_over_pairs_and_the_cursor_stays_on_its_pair_as_counts_chan
             target: MAIN.into(),
             message: "m".into(),
             run_id: "r".into(),
+            unattributed: false,
         });
     }
     d.settle().await;

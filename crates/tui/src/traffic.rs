@@ -446,7 +446,9 @@ pub struct Traffic {
     pub now_ms: i64,
     pub sessions: Table,
     pub agents: Table,
-    open_exchanges: HashMap<String, (String, String)>,
+    /// `None`: an exchange whose requester is not known for sure (`unattributed`), which
+    /// draws no edge and counts in no pair.
+    open_exchanges: HashMap<String, Option<(String, String)>>,
     exchange_order: VecDeque<String>,
     /// Sessions whose `/send` is off (set from this view or seen in a policy change).
     pub stopped: BTreeSet<String>,
@@ -538,11 +540,16 @@ impl Traffic {
         match e {
             EngineEvent::ExchangeStarted {
                 exchange_id,
+                unattributed: true,
+                ..
+            } => self.remember(exchange_id, None),
+            EngineEvent::ExchangeStarted {
+                exchange_id,
                 requester,
                 target,
                 ..
             } => {
-                self.remember(exchange_id, requester, target);
+                self.remember(exchange_id, Some((requester, target)));
                 let c = Counts {
                     messages: 1,
                     exchanges: 1,
@@ -559,7 +566,9 @@ impl Traffic {
             } => {
                 // Round 1 is the target's reply; then requester and target alternate.
                 let (requester, target) = match self.open_exchanges.get(exchange_id) {
-                    Some((r, t)) => (r.clone(), t.clone()),
+                    Some(Some((r, t))) => (r.clone(), t.clone()),
+                    // Its requester is not known: no edge to count it on.
+                    Some(None) => return,
                     None if round % 2 == 1 => (listener.clone(), speaker.clone()),
                     None => (speaker.clone(), listener.clone()),
                 };
@@ -574,7 +583,7 @@ impl Traffic {
                 reason: ExchangeEnd::Cap,
                 ..
             } => {
-                if let Some((r, t)) = self.open_exchanges.get(exchange_id).cloned() {
+                if let Some(Some((r, t))) = self.open_exchanges.get(exchange_id).cloned() {
                     let c = Counts {
                         capped: 1,
                         ..Counts::default()
@@ -634,7 +643,7 @@ impl Traffic {
         }
     }
 
-    fn remember(&mut self, exchange_id: &str, requester: &str, target: &str) {
+    fn remember(&mut self, exchange_id: &str, edge: Option<(&str, &str)>) {
         if self.open_exchanges.len() >= MAX_OPEN_EXCHANGES {
             while let Some(old) = self.exchange_order.pop_front() {
                 if self.open_exchanges.remove(&old).is_some() {
@@ -644,7 +653,7 @@ impl Traffic {
         }
         self.open_exchanges.insert(
             exchange_id.to_string(),
-            (requester.to_string(), target.to_string()),
+            edge.map(|(r, t)| (r.to_string(), t.to_string())),
         );
         self.exchange_order.push_back(exchange_id.to_string());
         // Ended open_exchanges leave their ids in the queue: drop those when it grows past twice
@@ -963,6 +972,7 @@ mod tests {
             target: t.into(),
             message: "m".into(),
             run_id: "r".into(),
+            unattributed: false,
         }
     }
 

@@ -205,6 +205,7 @@ impl Exchanges {
             target: target.to_string(),
             message: f.message.clone(),
             run_id: run_id.to_string(),
+            unattributed: false,
         });
         Ok(())
     }

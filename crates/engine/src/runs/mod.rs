@@ -1168,6 +1168,7 @@ impl StartRecord {
                 target: self.req.key.to_string(),
                 message: f.message.clone(),
                 run_id: self.run_id.clone(),
+                unattributed: false,
             });
         }
         events.emit(EngineEvent::RunStarted {

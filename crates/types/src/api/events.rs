@@ -86,6 +86,11 @@ pub enum EngineEvent {
         target: String,
         message: String,
         run_id: String,
+        /// The requester is not known for sure (an OpenClaw record that does not name the
+        /// sender, or names a session this gateway does not show): the exchange is listed,
+        /// but no edge is drawn from `requester` and it is counted in no traffic.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unattributed: bool,
     },
     /// One reply of an exchange: round 1 is the target's reply to the original message,
     /// then the speakers alternate requester, target, …
