@@ -446,27 +446,18 @@ async fn a_page_of_views_shows_what_the_whole_entries_show() {
     use switchboard_types::api::{SessionsApi, SessionsQuery};
     let b = bench().await;
     let api: &dyn SessionsApi = &b.engine;
-    let page = api
-        .sessions(SessionsQuery {
-            limit: 100,
-            entries: true,
-            archived: true,
-            ..SessionsQuery::default()
-        })
-        .await
-        .unwrap();
+    // No text: the page path (views); a text: the search path (whole entries).
+    let query = |text: &str| SessionsQuery {
+        text: text.to_string(),
+        limit: 100,
+        entries: true,
+        archived: true,
+        ..SessionsQuery::default()
+    };
+    let page = api.sessions(query("")).await.unwrap();
     assert_eq!(page.rows.len(), 18);
     for viewed in &page.rows {
-        let searched = api
-            .sessions(SessionsQuery {
-                text: viewed.key.clone(),
-                limit: 100,
-                entries: true,
-                archived: true,
-                ..SessionsQuery::default()
-            })
-            .await
-            .unwrap();
+        let searched = api.sessions(query(&viewed.key)).await.unwrap();
         let whole = searched
             .rows
             .iter()

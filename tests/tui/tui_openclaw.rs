@@ -263,6 +263,21 @@ async fn traffic_console(gw: &Arc<RecordGateway>, now: i64) -> Driver {
     d
 }
 
+/// A gateway with these sessions and nothing in them yet, and `t0`: half a second into the
+/// minute that was ten seconds ago, so the lines a test writes from it on are recent.
+fn empty_sessions(keys: &[&str]) -> (Arc<RecordGateway>, i64) {
+    let real = switchboard_types::api::time::now_ms();
+    let t0 = (real - 10_000) - (real - 10_000).rem_euclid(60_000) + 500;
+    let gw = Arc::new(RecordGateway::default());
+    for key in keys {
+        gw.add(
+            json!({ "key": key, "updatedAt": t0 }),
+            &json!({ "messages": [] }),
+        );
+    }
+    (gw, t0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_loop_rounds_and_a_reconnect_count_what_a_fresh_console_counts() {
     // Seen live on 2026.9.6: a ping-pong's lines reach the console per session (events for
@@ -272,15 +287,7 @@ async fn live_loop_rounds_and_a_reconnect_count_what_a_fresh_console_counts() {
     // minute of the console's clock.
     const MAIN: &str = "agent:main:loop1";
     const WORK: &str = "agent:work:loop1";
-    let real = switchboard_types::api::time::now_ms();
-    let t0 = (real - 10_000) - (real - 10_000).rem_euclid(60_000) + 500;
-    let gw = Arc::new(RecordGateway::default());
-    for key in [MAIN, WORK] {
-        gw.add(
-            json!({ "key": key, "updatedAt": t0 }),
-            &json!({ "messages": [] }),
-        );
-    }
+    let (gw, t0) = empty_sessions(&[MAIN, WORK]);
     let mut d = traffic_console(&gw, t0 + 9_000).await;
     let turn = |n: i64| format!("LOOP turn {n}");
     live(&gw, WORK, forwarded(1, t0, Some(MAIN), "PING from main"));
@@ -330,15 +337,7 @@ async fn an_exchange_whose_sender_is_unknown_draws_no_edge_live_or_seeded() {
     // requester while they arrived live).
     const A: &str = "agent:work:a";
     const B: &str = "agent:main:b";
-    let real = switchboard_types::api::time::now_ms();
-    let t0 = (real - 10_000) - (real - 10_000).rem_euclid(60_000) + 500;
-    let gw = Arc::new(RecordGateway::default());
-    for key in [A, B] {
-        gw.add(
-            json!({ "key": key, "updatedAt": t0 }),
-            &json!({ "messages": [] }),
-        );
-    }
+    let (gw, t0) = empty_sessions(&[A, B]);
     let mut d = traffic_console(&gw, t0 + 9_000).await;
     live(&gw, A, forwarded(1, t0, None, "who sent this?"));
     live(&gw, A, reply(2, t0 + 1_000, "r1", "no idea"));
