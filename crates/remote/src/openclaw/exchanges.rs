@@ -452,6 +452,10 @@ pub struct Book {
     /// `traffic`): once told, an exchange is followed to its end even should a later build
     /// hold it, so it is never announced (nor counted) twice.
     announced: HashSet<String>,
+    /// Exchanges found again after their first lines left the book, under another id (and
+    /// maybe the other way round): what is left of one already told. Told as nothing and
+    /// counted nowhere (see `changes`).
+    silenced: HashSet<String>,
 }
 
 /// The exchanges of one pair of sessions, built together: every turn of an exchange is a
@@ -657,13 +661,14 @@ impl Book {
         let dirty = std::mem::take(&mut self.dirty);
         if !self.incremental {
             let next = build(&self.records, &self.known, now, None);
-            let events = changes(&self.built, &next, &mut self.announced);
+            let events = changes(&self.built, &next, &mut self.announced, &mut self.silenced);
             let ids: HashSet<&str> = next
                 .exchanges
                 .iter()
                 .map(|d| d.summary.id.as_str())
                 .collect();
             self.announced.retain(|id| ids.contains(id.as_str()));
+            self.silenced.retain(|id| ids.contains(id.as_str()));
             self.built = next;
             self.peers = peers_of(&self.records);
             self.incremental = true;
@@ -696,7 +701,7 @@ impl Book {
             spawns: std::mem::take(&mut self.built.spawns),
             ..Built::default()
         };
-        let events = changes(&old, &part, &mut self.announced);
+        let events = changes(&old, &part, &mut self.announced, &mut self.silenced);
         let ids: HashSet<&str> = part
             .exchanges
             .iter()
@@ -705,6 +710,7 @@ impl Book {
         for d in &old.exchanges {
             if !ids.contains(d.summary.id.as_str()) {
                 self.announced.remove(&d.summary.id);
+                self.silenced.remove(&d.summary.id);
             }
         }
         let Built {
@@ -766,7 +772,10 @@ impl Book {
         for d in &self.built.exchanges {
             let s = &d.summary;
             // What the events have not told (held), the seed does not count either.
-            if !self.built.attributed.contains(&s.id) || !self.announced.contains(&s.id) {
+            if !self.built.attributed.contains(&s.id)
+                || !self.announced.contains(&s.id)
+                || self.silenced.contains(&s.id)
+            {
                 continue;
             }
             let mut add = |at: i64, f: &dyn Fn(&mut TrafficCount)| {
@@ -1493,11 +1502,33 @@ fn spawns(records: &HashMap<String, Record>) -> Vec<SpawnRecord> {
 
 /// The engine events that turn the last build into the next one, as our engine would have
 /// sent them live.
-fn changes(old: &Built, new: &Built, announced: &mut HashSet<String>) -> Vec<EngineEvent> {
+fn changes(
+    old: &Built,
+    new: &Built,
+    announced: &mut HashSet<String>,
+    silenced: &mut HashSet<String>,
+) -> Vec<EngineEvent> {
     let before: HashMap<&str, &ExchangeDetail> = old
         .exchanges
         .iter()
         .map(|d| (d.summary.id.as_str(), d))
+        .collect();
+    // The turns of exchanges told (announced) and gone from this build: an exchange whose first
+    // lines left the book (a session past `MAX_ITEMS_PER_SESSION`, or lines read again after
+    // a gap) is found again from what is left, under a later line's id and sometimes the
+    // other way round; a run's reply is one turn of one exchange, so a "new" exchange made
+    // of such turns is that one again, and is not told.
+    let now_ids: HashSet<&str> = new
+        .exchanges
+        .iter()
+        .map(|d| d.summary.id.as_str())
+        .collect();
+    let gone_turns: HashSet<&str> = old
+        .exchanges
+        .iter()
+        .filter(|d| announced.contains(&d.summary.id) && !now_ids.contains(d.summary.id.as_str()))
+        .flat_map(|d| d.turns.iter().map(|t| t.run_id.as_str()))
+        .filter(|r| !r.is_empty())
         .collect();
     let mut events = Vec::new();
     // Oldest first, as they happened.
@@ -1505,9 +1536,20 @@ fn changes(old: &Built, new: &Built, announced: &mut HashSet<String>) -> Vec<Eng
         let s = &d.summary;
         // Not told yet: told once the record decides it is an exchange of its own, then
         // with every round so far.
-        let was = if announced.contains(&s.id) {
+        let was = if silenced.contains(&s.id) {
+            continue;
+        } else if announced.contains(&s.id) {
             before.get(s.id.as_str()).copied()
         } else if new.held.contains(&s.id) {
+            continue;
+        } else if d
+            .turns
+            .iter()
+            .any(|t| gone_turns.contains(t.run_id.as_str()))
+        {
+            // Told already, under the id it had: the rest of it is told as nothing and
+            // counted nowhere (its requester may even read the wrong way round).
+            silenced.insert(s.id.clone());
             continue;
         } else {
             announced.insert(s.id.clone());

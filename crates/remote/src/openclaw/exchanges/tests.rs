@@ -537,3 +537,75 @@ mod incremental {
         }
     }
 }
+
+/// An exchange told whole, then its first lines pushed out of the book by newer ones (a
+/// session past `MAX_ITEMS_PER_SESSION`): what is left of it is found again under a later
+/// line's id, and must not be told as another exchange.
+#[test]
+fn an_exchange_whose_first_lines_leave_the_book_is_not_told_again() {
+    let said = |seq: i64, at: i64, run: &str, text: &str| {
+        json!({ "role": "assistant", "content": [{ "type": "text", "text": text }],
+                "timestamp": at, "stopReason": "stop",
+                "__openclaw": { "seq": seq, "runId": run } })
+    };
+    let call = json!({ "role": "assistant", "stopReason": "toolUse", "timestamp": T0,
+                       "content": [{ "type": "toolCall", "id": "c1", "name": "sessions_send",
+                                     "arguments": { "sessionKey": B, "message": "PING" } }],
+                       "__openclaw": { "seq": 1 } });
+    let mut book = Book::default();
+    book.row(&json!({ "key": A }));
+    book.row(&json!({ "key": B }));
+    let a_lines = [
+        call,
+        forwarded(2, T0 + 2_000, B, "pong"),
+        said(3, T0 + 3_000, "a1", "ping again"),
+    ];
+    book.history(A, &json!({ "messages": a_lines, "totalMessages": 3 }));
+    let b_lines = [
+        forwarded(1, T0 + 500, A, "PING"),
+        said(2, T0 + 1_000, "b1", "pong"),
+        forwarded(3, T0 + 3_500, A, "ping again"),
+        said(4, T0 + 4_000, "b2", "pong again"),
+    ];
+    book.history(B, &json!({ "messages": b_lines, "totalMessages": 4 }));
+    let started = |events: &[EngineEvent]| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                EngineEvent::ExchangeStarted { exchange_id, .. } => Some(exchange_id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let first = book.rebuild(T0 + 5_000);
+    assert_eq!(started(&first), [format!("{B}#1")], "{first:?}");
+    // Newer lines in B push its first two out: the rest of the exchange starts at line 3.
+    let filler = MAX_ITEMS_PER_SESSION as i64 - 2;
+    for seq in 5..5 + filler {
+        book.message(
+            B,
+            seq,
+            &json!({ "role": "user", "content": "chatter", "timestamp": T0 + 6_000 }),
+        );
+    }
+    let later = book.rebuild(T0 + 7_000);
+    // Before: `agent:main:a#2`, from B to A (the reply-back read as a send), told again.
+    assert!(later.is_empty(), "{later:?}");
+    let edges: Vec<(String, String)> = book
+        .traffic(0)
+        .into_iter()
+        .map(|c| (c.requester, c.target))
+        .collect();
+    assert!(
+        !edges.contains(&(B.to_string(), A.to_string())),
+        "{edges:?}"
+    );
+    // A later line of that rest is not told either.
+    book.message(
+        B,
+        5 + filler,
+        &said(5 + filler, T0 + 8_000, "b3", "still pong"),
+    );
+    let after = book.rebuild(T0 + 9_000);
+    assert!(after.is_empty(), "{after:?}");
+}
