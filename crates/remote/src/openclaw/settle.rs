@@ -91,8 +91,14 @@ pub struct Progress {
     pub pending: Vec<String>,
 }
 
+/// Sessions one work follows at the most (its own, and those its exchanges and sub-agents
+/// reached, nested ones included).
+pub const SESSIONS_MAX: usize = 64;
+
 /// The work of the run in `key` that started at `since` (the gateway's clock; `None`: not
-/// known, so only what its tool calls name counts) and reached `reached`.
+/// known, so only what its tool calls name counts) and reached `reached`. Nested work is
+/// the work's too, as a chain of hops is on our engine: what a session the work reached
+/// started in its turn (since the run started) is followed as well.
 pub fn progress(
     built: &Built,
     key: &str,
@@ -101,28 +107,41 @@ pub fn progress(
 ) -> Progress {
     let mut p = Progress::default();
     p.sessions.insert(key.to_string());
-    let ours = |other: &str, at: i64| reached.contains(other) || since.is_some_and(|s| at >= s);
+    let ours = |requester: &str, other: &str, at: i64| {
+        (requester == key && reached.contains(other)) || since.is_some_and(|s| at >= s)
+    };
     let mut found: BTreeSet<&str> = BTreeSet::new();
-    for d in &built.exchanges {
-        let s = &d.summary;
-        if s.requester != key || !ours(&s.target, s.started_at) {
-            continue;
+    let mut queue = vec![key];
+    let mut seen_exchanges: BTreeSet<&str> = BTreeSet::new();
+    while let Some(from) = queue.pop() {
+        for d in &built.exchanges {
+            let s = &d.summary;
+            if s.requester != from
+                || !ours(from, &s.target, s.started_at)
+                || !seen_exchanges.insert(s.id.as_str())
+            {
+                continue;
+            }
+            found.insert(s.target.as_str());
+            if p.sessions.len() < SESSIONS_MAX && p.sessions.insert(s.target.clone()) {
+                queue.push(s.target.as_str());
+            }
+            if s.status != ExchangeStatus::Done {
+                p.pending
+                    .push(format!("exchange {} ({} round(s) so far)", s.id, s.rounds));
+            }
         }
-        found.insert(s.target.as_str());
-        p.sessions.insert(s.target.clone());
-        if s.status != ExchangeStatus::Done {
-            p.pending
-                .push(format!("exchange {} ({} round(s) so far)", s.id, s.rounds));
-        }
-    }
-    for c in &built.spawns {
-        if c.requester != key || !ours(&c.child, c.started_at) {
-            continue;
-        }
-        found.insert(c.child.as_str());
-        p.sessions.insert(c.child.clone());
-        if c.outcome.is_none() {
-            p.pending.push(format!("sub-agent {}", c.child));
+        for c in &built.spawns {
+            if c.requester != from || !ours(from, &c.child, c.started_at) {
+                continue;
+            }
+            found.insert(c.child.as_str());
+            if p.sessions.len() < SESSIONS_MAX && p.sessions.insert(c.child.clone()) {
+                queue.push(c.child.as_str());
+            }
+            if c.outcome.is_none() {
+                p.pending.push(format!("sub-agent {}", c.child));
+            }
         }
     }
     for k in reached {
@@ -212,14 +231,20 @@ mod tests {
     #[test]
     fn a_works_progress_is_what_its_exchanges_and_reached_sessions_show() {
         let (k, b, c) = ("agent:main:k", "agent:work:b", "agent:work:c");
+        let (e, x) = ("agent:work:e", "agent:work:x");
         let built = Built {
             exchanges: vec![
                 exchange("b#1", k, b, 100, ExchangeStatus::Running),
                 exchange("c#1", k, c, 100, ExchangeStatus::Done),
                 // Before the run, to a session it did not reach: not its work.
                 exchange("c#0", k, c, 10, ExchangeStatus::Running),
-                // Another requester's.
-                exchange("k#1", b, k, 100, ExchangeStatus::Running),
+                // Nested: what c started in its turn, since the run started, is the
+                // work's too (a second hop, as on our engine) ...
+                exchange("e#1", c, e, 120, ExchangeStatus::Running),
+                // ... but not what c did before it.
+                exchange("e#0", c, e, 20, ExchangeStatus::Running),
+                // A requester the work never reached.
+                exchange("k#1", x, k, 100, ExchangeStatus::Running),
             ],
             ..Built::default()
         };
@@ -229,12 +254,13 @@ mod tests {
             p.pending,
             [
                 "exchange b#1 (1 round(s) so far)",
+                "exchange e#1 (1 round(s) so far)",
                 "agent:work:d (nothing recorded there yet)"
             ]
         );
         assert_eq!(
             p.sessions.into_iter().collect::<Vec<_>>(),
-            [k, b, c, "agent:work:d"]
+            [k, b, c, "agent:work:d", e]
         );
         // Without the run's start, only what its calls reached counts.
         let p = progress(&built, k, None, &BTreeSet::new());
