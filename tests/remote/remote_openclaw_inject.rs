@@ -22,6 +22,8 @@ use crate::remote_openclaw_cli::client_with_env;
 
 const A: &str = "agent:main:inj";
 const B: &str = "agent:work:inj";
+/// The session B sends on to in a second hop (`Ending::Nested`).
+const C: &str = "agent:work:deep";
 const MAIN_RUN: &str = "run-main";
 /// Between two steps of the loop: no run going anywhere, as between OpenClaw's steps.
 const GAP: Duration = Duration::from_millis(400);
@@ -35,6 +37,10 @@ enum Ending {
     /// The loop stops on a visible reply and no announce line comes (a cap OpenClaw does not
     /// expose): the record never says it ended.
     Silent,
+    /// B's last turn sends on to C (a second hop) before its `REPLY_SKIP`: A's exchange ends
+    /// recorded, and B and C's own reply-back loop goes on after it, C's turn slower than the
+    /// quiet period. Nobody follows C's events.
+    Nested,
 }
 
 /// The fake gateway: a record plus the script `chat.send` starts.
@@ -54,6 +60,9 @@ impl PingPong {
         let t0 = now_ms();
         gw.add(row(A, t0), &json!({ "messages": [] }));
         gw.add(row(B, t0), &json!({ "messages": [] }));
+        if ending == Ending::Nested {
+            gw.add(row(C, t0), &json!({ "messages": [] }));
+        }
         Arc::new(PingPong {
             gw,
             ending,
@@ -97,10 +106,24 @@ impl PingPong {
     /// One step of the loop: `speaker` takes `text` forwarded from `from` and its run
     /// answers `answer` (`None`: a hidden line).
     async fn step(&self, speaker: &str, from: &str, text: &str, run: &str, answer: Option<&str>) {
+        self.timed_step(speaker, from, text, run, answer, Duration::from_millis(100))
+            .await;
+    }
+
+    /// `step`, its run taking `took`.
+    async fn timed_step(
+        &self,
+        speaker: &str,
+        from: &str,
+        text: &str,
+        run: &str,
+        answer: Option<&str>,
+        took: Duration,
+    ) {
         let t = now_ms();
         self.line(speaker, forwarded(0, t, Some(from), text));
         self.lifecycle(speaker, run, "start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(took).await;
         match answer {
             Some(a) => self.line(speaker, reply(0, now_ms(), run, a)),
             None => self.hidden(speaker),
@@ -140,6 +163,43 @@ impl PingPong {
             }
             Ending::Silent => {
                 self.step(B, A, "ping 2", "rb3", Some("pong 3")).await;
+            }
+            Ending::Nested => {
+                // B's turn 3: it sends on to C (C answers within the call), then says
+                // REPLY_SKIP to A; A's exchange announces nothing.
+                self.line(B, forwarded(0, now_ms(), Some(A), "ping 2"));
+                self.lifecycle(B, "rb3", "start");
+                self.step(C, B, "deep ping", "rc1", Some("deep pong 1"))
+                    .await;
+                let sent = json!({ "sessionKey": C, "status": "ok", "reply": "deep pong 1" });
+                self.line(
+                    B,
+                    json!({ "role": "toolResult", "toolName": "sessions_send",
+                            "timestamp": now_ms(),
+                            "content": [{ "type": "text", "text": sent.to_string() }],
+                            "__openclaw": { "runId": "rb3" } }),
+                );
+                self.hidden(B);
+                self.lifecycle(B, "rb3", "end");
+                tokio::time::sleep(GAP).await;
+                self.lifecycle(B, "rb-announce", "start");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                self.hidden(B);
+                self.lifecycle(B, "rb-announce", "end");
+                // The second hop's loop: B's turn, then a turn of C's slower than the quiet
+                // period, which ends it (REPLY_SKIP); its announce says nothing.
+                tokio::time::sleep(GAP).await;
+                self.step(B, C, "deep pong 1", "rb-n1", Some("deep ping 2"))
+                    .await;
+                tokio::time::sleep(GAP).await;
+                let slow = Duration::from_millis(2_500);
+                self.timed_step(C, B, "deep ping 2", "rc2", None, slow)
+                    .await;
+                tokio::time::sleep(GAP).await;
+                self.lifecycle(C, "rc-announce", "start");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                self.hidden(C);
+                self.lifecycle(C, "rc-announce", "end");
             }
         }
         self.finished.store(true, Ordering::SeqCst);
@@ -261,4 +321,21 @@ async fn inject_over_openclaw_says_when_the_end_was_inferred() {
     );
     let why = v["endInferred"].as_str().expect("endInferred says why");
     assert!(why.contains(&format!("exchange {B}#1")), "{why}");
+}
+
+/// A second hop: B sends on to C in its last turn, and B and C's own loop goes on after A's
+/// exchange has ended, C's turn slower than the quiet period. Inject waits for it as our
+/// engine waits for a chain's hops (before: it returned once A's exchange ended, C's loop
+/// still going, and nobody read C).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inject_over_openclaw_waits_for_a_second_hop() {
+    let quiet = [("SWITCHBOARD_OPENCLAW_QUIET_MS", "1500")];
+    let (out, finished) = inject(Ending::Nested, &[], &quiet).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        finished,
+        "inject returned before the second hop's last round:\n{stderr}"
+    );
+    assert!(!stderr.contains("end inferred"), "{stderr}");
 }

@@ -59,6 +59,9 @@ struct Work {
     since: Option<i64>,
     /// Sessions its `sessions_send`/`sessions_spawn` calls reached.
     reached: BTreeSet<String>,
+    /// Since when the work is watched for silence: the run's end, or later when a re-read
+    /// found more of the work (a session a reached session's run sent to).
+    quiet_from: Option<Instant>,
     /// What the book did not yet record as over, at the last look.
     pending: Vec<String>,
     /// Over, and how that is known (`None`: not yet).
@@ -240,6 +243,7 @@ impl OpenClawApi {
                 ended: None,
                 since: None,
                 reached: BTreeSet::new(),
+                quiet_from: None,
                 pending: Vec::new(),
                 over: None,
             },
@@ -301,18 +305,64 @@ impl OpenClawApi {
         }
     }
 
+    /// Read a work's sessions again (their newest lines into the book) and follow the
+    /// sessions they sent to or spawned since the run started (`since`) that the work did not
+    /// hold: whether any was added (then the book has more of the work to show).
+    async fn widen(&self, sessions: &BTreeSet<String>, since: Option<i64>) -> bool {
+        let mut further = BTreeSet::new();
+        for k in sessions.iter().take(settle::REREAD_MAX) {
+            match self.follow(k).await {
+                Ok(page) => {
+                    if let Some(s) = since {
+                        further.extend(settle::reached_since(&page, s));
+                    }
+                }
+                Err(e) => tracing::warn!("openclaw: re-reading {k} failed: {e}"),
+            }
+        }
+        further.retain(|k| !sessions.contains(k) && !self.book.follows(k));
+        let room = settle::REREAD_MAX.saturating_sub(sessions.len());
+        let mut added = false;
+        for k in further.iter().take(room) {
+            match self.follow(k).await {
+                Ok(_) => added = true,
+                Err(e) => tracing::warn!("openclaw: reading {k}, sent to by the work, failed: {e}"),
+            }
+        }
+        added
+    }
+
+    /// More of a work was found: it is watched for a quiet period of its own from now.
+    fn watch_again(&self, work: WorkId) -> bool {
+        if let Some(w) = locked(&self.works).get_mut(&work.0) {
+            w.quiet_from = Some(Instant::now());
+        }
+        false
+    }
+
     /// Whether the work whose run ended is over: as the book records it, else inferred
     /// from its sessions' silence (or `WORK_MAX`), re-reading them first. Remembered.
     async fn settled(&self, work: WorkId) -> bool {
-        let Some((key, since, reached, ended)) = locked(&self.works)
-            .get(&work.0)
-            .and_then(|w| Some((w.key.clone(), w.since, w.reached.clone(), w.ended?)))
+        let Some((key, since, reached, ended, quiet_from)) =
+            locked(&self.works).get(&work.0).and_then(|w| {
+                let floor = w.quiet_from.unwrap_or(w.ended?);
+                Some((w.key.clone(), w.since, w.reached.clone(), w.ended?, floor))
+            })
         else {
             return true;
         };
         let look = || settle::progress(self.book.lock().built(), &key, since, &reached);
         let now = look();
         let verdict = if now.pending.is_empty() {
+            // Before calling it over: the record may show a session of the work sending on
+            // to one nobody follows (a second hop, whose events never reached the book).
+            if self.widen(&now.sessions, since).await {
+                return self.watch_again(work);
+            }
+            let again = look();
+            if !again.pending.is_empty() {
+                return self.watch_again(work);
+            }
             Some(WorkEnd::Recorded)
         } else if ended.elapsed() > settle::WORK_MAX {
             Some(WorkEnd::Inferred(format!(
@@ -322,14 +372,13 @@ impl OpenClawApi {
             )))
         } else {
             let quiet = settle::quiet_period();
-            let last = settle::last_active(&self.book.activity(), &now.sessions, ended);
+            let last = settle::last_active(&self.book.activity(), &now.sessions, quiet_from);
             match last {
                 Some(l) if l.elapsed() >= quiet => {
-                    // The record may hold the end the events did not bring: read it again.
-                    for k in now.sessions.iter().take(settle::REREAD_MAX) {
-                        if let Err(e) = self.follow(k).await {
-                            tracing::warn!("openclaw: re-reading {k} failed: {e}");
-                        }
+                    // The record may hold the end the events did not bring, or more of the
+                    // work (a second hop): read it again.
+                    if self.widen(&now.sessions, since).await {
+                        return self.watch_again(work);
                     }
                     let again = look();
                     Some(if again.pending.is_empty() {

@@ -135,6 +135,11 @@ impl Ledger {
         focus.insert(key.to_string());
     }
 
+    /// Whether `key` is followed (its events go into the book).
+    pub fn follows(&self, key: &str) -> bool {
+        self.focused(key)
+    }
+
     fn focused(&self, key: &str) -> bool {
         let focus = self.focus.lock().unwrap_or_else(|p| p.into_inner());
         focus.contains(key)

@@ -43,15 +43,29 @@ const SPAWN: &str = "sessions_spawn";
 /// label) and the `childSessionKey` of each `sessions_spawn` result; a refused call reached
 /// nothing.
 pub fn reached(page: &Value, run_id: &str) -> BTreeSet<String> {
+    let of_run = |m: &Value| m.pointer("/__openclaw/runId").and_then(Value::as_str) == Some(run_id);
+    reached_by(page, of_run)
+}
+
+/// The sessions any run's tool calls reached in lines written at or after `since` (the
+/// gateway's clock): what a session of a work set off in its turn.
+pub fn reached_since(page: &Value, since: i64) -> BTreeSet<String> {
+    reached_by(page, |m| {
+        m.get("timestamp")
+            .and_then(Value::as_i64)
+            .is_some_and(|t| t >= since)
+    })
+}
+
+/// `reached` for the tool results `keep` picks.
+fn reached_by(page: &Value, keep: impl Fn(&Value) -> bool) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let messages = page
         .get("messages")
         .and_then(Value::as_array)
         .map(|a| a.as_slice())
         .unwrap_or_default();
-    let of_run =
-        |m: &&Value| m.pointer("/__openclaw/runId").and_then(Value::as_str) == Some(run_id);
-    for m in messages.iter().filter(of_run) {
+    for m in messages.iter().filter(|m| keep(m)) {
         if m.get("role").and_then(Value::as_str) != Some("toolResult") {
             continue;
         }
@@ -196,6 +210,23 @@ mod tests {
         ]});
         let got: Vec<String> = reached(&page, "r1").into_iter().collect();
         assert_eq!(got, ["agent:main:subagent:1", "agent:work:main"]);
+    }
+
+    /// What any run reached from a time on: the calls of a session the work reached.
+    #[test]
+    fn the_sessions_reached_since_a_time_are_any_runs_calls_from_then() {
+        let result = |run: &str, at: i64, to: &str| {
+            json!({ "role": "toolResult", "toolName": "sessions_send", "timestamp": at,
+                    "__openclaw": { "runId": run },
+                    "content": [{ "type": "text", "text": json!({"sessionKey": to}).to_string() }] })
+        };
+        let page = json!({ "messages": [
+            result("old", 90, "agent:work:before"),
+            result("r7", 100, "agent:work:c"),
+            result("r8", 150, "agent:work:d"),
+        ]});
+        let got: Vec<String> = reached_since(&page, 100).into_iter().collect();
+        assert_eq!(got, ["agent:work:c", "agent:work:d"]);
     }
 
     fn exchange(
