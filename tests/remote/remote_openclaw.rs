@@ -493,15 +493,17 @@ async fn a_message_goes_out_by_chat_send_and_its_run_is_waited_for() {
             json!({"runId": run_id, "timeoutMs": 30000}),
         ]
     );
-    // The work's end is read off the session's record (the sessions its tool calls reached):
-    // one read the capture, made before, has no answer for; answered as a failure, the
-    // book stays as it was and the run's end ends the work.
+    // The work's end is read off the session's record: once when the run ended (the
+    // sessions its tool calls reached), once more before the work is called over (a second
+    // hop it sent on to). The capture, made before, has no answer for either; answered as
+    // failures, the book stays as it was and the run's end ends the work.
+    let read = (
+        "chat.history".to_string(),
+        json!({"sessionKey": T, "limit": 200}),
+    );
     assert_eq!(
         std::mem::take(&mut *gw.unmatched.lock().unwrap()),
-        [(
-            "chat.history".to_string(),
-            json!({"sessionKey": T, "limit": 200})
-        )]
+        [read.clone(), read]
     );
     gw.assert_all_answered();
 }
