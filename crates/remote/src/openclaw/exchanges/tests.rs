@@ -32,15 +32,16 @@ fn only(book: &mut Book, now: i64) -> (ExchangeDetail, Vec<EngineEvent>) {
     (book.built().exchanges[0].clone(), events)
 }
 
-/// The reply-back line of a ping-pong read before the exchange it continues (the
-/// requester's record came first): no exchange of its own is told or counted, ever.
-#[test]
-fn a_reply_back_line_read_before_its_exchange_is_never_told_as_one() {
-    let said = |seq: i64, at: i64, run: &str, text: &str| {
-        json!({ "role": "assistant", "content": [{ "type": "text", "text": text }],
-                "timestamp": at, "stopReason": "stop",
-                "__openclaw": { "seq": seq, "runId": run } })
-    };
+/// A run's reply line.
+fn said(seq: i64, at: i64, run: &str, text: &str) -> Value {
+    json!({ "role": "assistant", "content": [{ "type": "text", "text": text }],
+            "timestamp": at, "stopReason": "stop",
+            "__openclaw": { "seq": seq, "runId": run } })
+}
+
+/// A book of A and B with only A's record read: A sent B "PING", got "pong" forwarded back
+/// and answered "ping again" (run `a1`), a ping-pong's first reply-back turn.
+fn requester_read_first() -> Book {
     let call = json!({ "role": "assistant", "stopReason": "toolUse", "timestamp": T0,
                        "content": [{ "type": "toolCall", "id": "c1", "name": "sessions_send",
                                      "arguments": { "sessionKey": B, "message": "PING" } }],
@@ -54,6 +55,14 @@ fn a_reply_back_line_read_before_its_exchange_is_never_told_as_one() {
         said(3, T0 + 3_000, "a1", "ping again"),
     ];
     book.history(A, &json!({ "messages": a_lines, "totalMessages": 3 }));
+    book
+}
+
+/// The reply-back line of a ping-pong read before the exchange it continues (the
+/// requester's record came first): no exchange of its own is told or counted, ever.
+#[test]
+fn a_reply_back_line_read_before_its_exchange_is_never_told_as_one() {
+    let mut book = requester_read_first();
     let events = book.rebuild(T0 + 4_000);
     assert!(events.is_empty(), "{events:?}");
     assert!(book.traffic(0).is_empty(), "{:?}", book.traffic(0));
@@ -543,24 +552,7 @@ mod incremental {
 /// line's id, and must not be told as another exchange.
 #[test]
 fn an_exchange_whose_first_lines_leave_the_book_is_not_told_again() {
-    let said = |seq: i64, at: i64, run: &str, text: &str| {
-        json!({ "role": "assistant", "content": [{ "type": "text", "text": text }],
-                "timestamp": at, "stopReason": "stop",
-                "__openclaw": { "seq": seq, "runId": run } })
-    };
-    let call = json!({ "role": "assistant", "stopReason": "toolUse", "timestamp": T0,
-                       "content": [{ "type": "toolCall", "id": "c1", "name": "sessions_send",
-                                     "arguments": { "sessionKey": B, "message": "PING" } }],
-                       "__openclaw": { "seq": 1 } });
-    let mut book = Book::default();
-    book.row(&json!({ "key": A }));
-    book.row(&json!({ "key": B }));
-    let a_lines = [
-        call,
-        forwarded(2, T0 + 2_000, B, "pong"),
-        said(3, T0 + 3_000, "a1", "ping again"),
-    ];
-    book.history(A, &json!({ "messages": a_lines, "totalMessages": 3 }));
+    let mut book = requester_read_first();
     let b_lines = [
         forwarded(1, T0 + 500, A, "PING"),
         said(2, T0 + 1_000, "b1", "pong"),
