@@ -383,9 +383,11 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
                 if message.is_object() {
                     message["__openclaw"] = json!({"id": id, "seq": seq});
                 }
-                let v = json!({
-                    "sessionKey": key, "message": message, "messageId": id, "messageSeq": seq,
-                });
+                let mut v = json!({"sessionKey": key});
+                // Moved in: `json!` would copy the message once more.
+                v["message"] = message;
+                v["messageId"] = id;
+                v["messageSeq"] = json!(seq);
                 out.push((SESSION_MESSAGE, with_agent(v, key)));
             }
         }
