@@ -256,6 +256,7 @@ async fn show_session(
                 limit: messages,
                 tools,
                 raw: true,
+                bare: false,
             })
             .await?;
         if !page.exists {

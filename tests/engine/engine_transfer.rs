@@ -1262,6 +1262,7 @@ async fn a_failed_runs_notice_is_kept_shown_and_exported_unchanged() {
             limit: 10,
             tools: true,
             raw: false,
+            bare: false,
         })
         .await
         .unwrap();

@@ -161,6 +161,7 @@ async fn a_ten_megabyte_message_is_read_remotely_cut_and_marked_on_a_link_that_s
             limit: 50,
             tools: true,
             raw: true,
+            bare: false,
         })
         .await
         .expect("the transcript is read");

@@ -428,6 +428,7 @@ async fn the_console_still_shows_silent_replies() {
             limit: 100,
             tools: false,
             raw: false,
+            bare: false,
         })
         .await
         .unwrap();

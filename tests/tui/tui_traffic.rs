@@ -450,6 +450,7 @@ async fn into_pong(api: &dyn SessionsApi) -> usize {
             limit: 1000,
             tools: true,
             raw: false,
+            bare: false,
         })
         .await
         .expect("pong's transcript");

@@ -184,7 +184,7 @@ impl Sessions {
             exists: true,
             lines: rows
                 .into_iter()
-                .filter_map(|r| transcript_text::line_of(r.seq, r.line, q.raw))
+                .filter_map(|r| transcript_text::line_of(r.seq, r.line, q.raw, q.bare))
                 .collect(),
             last_seq,
             left_out: 0,
@@ -297,7 +297,7 @@ fn apply_previews(rows: &mut [SessionRow], last: Vec<Option<TranscriptRow>>) {
     const PREVIEW_CHARS: usize = 120;
     for (row, last) in rows.iter_mut().zip(last) {
         row.last_message = last.and_then(|r| {
-            let line = transcript_text::line_of(r.seq, r.line, false)?;
+            let line = transcript_text::line_of(r.seq, r.line, false, false)?;
             let one: String = line.text.split_whitespace().collect::<Vec<_>>().join(" ");
             Some(one.chars().take(PREVIEW_CHARS).collect())
         });

@@ -312,6 +312,7 @@ async fn chat_history(
             tools: true,
             raw: true,
             // The messages go on as they are: the text of each is not needed here.
+            bare: true,
         })
         .await
         .map_err(api_failure)?;

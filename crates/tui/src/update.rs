@@ -248,6 +248,7 @@ impl Console {
                             // Tool lines are loaded always; the pane hides them unless asked.
                             tools: true,
                             raw: false,
+                            bare: false,
                         },
                     });
                 }

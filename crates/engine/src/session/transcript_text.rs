@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use switchboard_store::notice::{NOTICE_ROLE, shown_message};
-use switchboard_types::api::{TranscriptLine, role_and_text};
+use switchboard_types::api::{TranscriptLine, role_and_text, shown_role};
 
 pub use switchboard_types::api::message_text;
 
@@ -15,11 +15,21 @@ pub use switchboard_types::api::message_text;
 /// notices, and for assistant turns with nothing to show).
 /// The line is taken: a kept message is moved out of it, not copied (a 100-line page copied
 /// every message once more).
-pub fn line_of(seq: i64, mut line: Value, keep_message: bool) -> Option<TranscriptLine> {
+/// `bare`: the message alone (with `keep_message`), its text and speaker left empty.
+pub fn line_of(
+    seq: i64,
+    mut line: Value,
+    keep_message: bool,
+    bare: bool,
+) -> Option<TranscriptLine> {
     let m = shown_message(&line)?;
     let timestamp = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
-    let (role, text) = role_and_text(&m)?;
-    let from = speaker(&m);
+    let (role, text, from) = if bare && keep_message {
+        (shown_role(&m)?, String::new(), String::new())
+    } else {
+        let (role, text) = role_and_text(&m)?;
+        (role, text, speaker(&m))
+    };
     let message = match (keep_message, m) {
         (false, _) => None,
         (true, Cow::Owned(notice)) => Some(notice),
@@ -74,7 +84,7 @@ mod tests {
     fn each_kind_of_line_reads_as_the_panes_show_it() {
         let user = json!({"message": {"role": "user", "timestamp": 5,
             "content": [{"type": "text", "text": "hi"}], "senderLabel": "alice", "senderIsOwner": true}});
-        let l = line_of(1, user, false).expect("user line");
+        let l = line_of(1, user, false, false).expect("user line");
         assert_eq!(
             (l.role, l.from.as_str(), l.text.as_str(), l.timestamp),
             (LineRole::User, "alice (owner)", "hi", 5)
@@ -82,20 +92,20 @@ mod tests {
         let call = json!({"message": {"role": "assistant", "content": [
             {"type": "text", "text": "let me ask"},
             {"type": "toolCall", "name": "sessions_send", "arguments": {"message": "x"}}]}});
-        let l = line_of(2, call.clone(), true).expect("call line");
+        let l = line_of(2, call.clone(), true, false).expect("call line");
         assert_eq!(l.role, LineRole::Tool);
         assert_eq!(l.text, "let me ask\nsessions_send({\"message\":\"x\"})");
         assert_eq!(l.message.as_ref(), call.get("message"), "the message moved out whole");
         let a2a = json!({"message": {"role": "user", "content": "ping",
             "provenance": {"kind": "inter_session", "sourceSessionKey": "agent:a:main", "sourceTool": "sessions_send"}}});
         assert_eq!(
-            line_of(3, a2a, false).expect("a2a").from,
+            line_of(3, a2a, false, false).expect("a2a").from,
             "from agent:a:main via sessions_send"
         );
         let failed = json!({"message": {"role": "assistant", "stopReason": "error", "errorMessage": "boom", "content": []}});
-        assert_eq!(line_of(4, failed, false).expect("error").text, "boom");
+        assert_eq!(line_of(4, failed, false, false).expect("error").text, "boom");
         let empty = json!({"message": {"role": "assistant", "content": []}});
-        assert!(line_of(5, empty, false).is_none());
-        assert!(line_of(6, json!({"type": "session"}), false).is_none());
+        assert!(line_of(5, empty, false, false).is_none());
+        assert!(line_of(6, json!({"type": "session"}), false, false).is_none());
     }
 }

@@ -130,6 +130,65 @@ pub fn role_and_text(message: &Value) -> Option<(LineRole, String)> {
     Some((role, text))
 }
 
+/// The role a line shows, and whether it shows at all: what `role_and_text` gives, without
+/// building the text (`None` exactly where `role_and_text` is `None`).
+pub fn shown_role(message: &Value) -> Option<LineRole> {
+    let role = message.get("role")?.as_str()?;
+    let has_calls = match message.get("content") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .any(|p| p.get("type").and_then(Value::as_str) == Some("toolCall")),
+        _ => false,
+    };
+    Some(match role {
+        "assistant" if has_calls => LineRole::Tool,
+        "assistant" if run_failure_kind(message) => LineRole::Error,
+        "assistant" if has_text(message) => LineRole::Assistant,
+        "assistant" => return None,
+        "toolResult" => LineRole::Result,
+        "user" => LineRole::User,
+        "custom"
+            if message.get("customType").and_then(Value::as_str) == Some(RUN_FAILED_NOTICE) =>
+        {
+            LineRole::Error
+        }
+        _ => LineRole::Note,
+    })
+}
+
+/// Whether `run_failure` gives a reason (it always does for such a turn).
+fn run_failure_kind(message: &Value) -> bool {
+    matches!(
+        message.get("stopReason").and_then(Value::as_str),
+        Some("error" | "aborted")
+    )
+}
+
+/// Whether `message_text` is non-empty: a non-empty text block, or two blocks (joined by a
+/// newline).
+fn has_text(message: &Value) -> bool {
+    match message.get("content") {
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(parts)) => {
+            let mut blocks = 0;
+            for p in parts {
+                let text = p
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t == "text");
+                if let Some(t) = p.get("text").and_then(Value::as_str).filter(|_| text) {
+                    if !t.is_empty() {
+                        return true;
+                    }
+                    blocks += 1;
+                }
+            }
+            blocks >= 2
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +196,56 @@ mod tests {
 
     /// A failed turn as OpenClaw 2026.9.6's `chat.history` returned it on the live peer (the
     /// model's endpoint refused the connection): the reason is the text, no `errorMessage`.
+    /// `shown_role` answers as `role_and_text` does, line for line, on every shape a line
+    /// can take (a wrong answer would drop or show a line only in `chat.history`).
+    #[test]
+    fn the_role_alone_agrees_with_the_role_and_text() {
+        let text = |t: &str| json!({"type": "text", "text": t});
+        let contents = [
+            json!(null),
+            json!(""),
+            json!("hi"),
+            json!([]),
+            json!([text("")]),
+            json!([text(""), text("")]),
+            json!([text("said")]),
+            json!([{"text": ""}]),
+            json!([{"text": "untyped"}]),
+            json!([{"type": "thinking", "thinking": "hm"}]),
+            json!([{"type": "toolCall", "name": "sessions_list", "arguments": {}}]),
+            json!([{"type": "image"}, text("")]),
+            json!(7),
+        ];
+        let roles = [
+            json!("assistant"),
+            json!("user"),
+            json!("toolResult"),
+            json!("custom"),
+            json!("system"),
+            json!(3),
+            Value::Null,
+        ];
+        let stops = [Value::Null, json!("error"), json!("aborted"), json!("stop")];
+        let customs = [Value::Null, json!(RUN_FAILED_NOTICE), json!("other")];
+        let mut seen = 0;
+        for content in &contents {
+            for role in &roles {
+                for stop in &stops {
+                    for custom in &customs {
+                        let mut m = json!({"content": content, "stopReason": stop,
+                                           "customType": custom});
+                        if !role.is_null() {
+                            m["role"] = role.clone();
+                        }
+                        assert_eq!(shown_role(&m), role_and_text(&m).map(|(r, _)| r), "{m}");
+                        seen += usize::from(shown_role(&m).is_none());
+                    }
+                }
+            }
+        }
+        assert!(seen > 0, "some lines are not shown");
+    }
+
     #[test]
     fn a_failed_turn_shows_why_it_failed_in_either_shape() {
         let history = json!({"role": "assistant", "stopReason": "error",

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use events::EngineEvent;
 pub use message::{
     RUN_FAILED_NOTICE, SILENT_TOKENS, is_silent_reply, message_text, role_and_text, run_failure,
+    shown_role,
 };
 pub use policy::{
     PolicyDecision, PolicySetting, PolicySource, PolicySourceKind, PolicyView, SEND_POLICY_REFUSAL,

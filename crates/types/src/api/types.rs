@@ -118,6 +118,10 @@ pub struct TranscriptQuery {
     pub tools: bool,
     /// Include each line's stored message object.
     pub raw: bool,
+    /// With `raw`: the message alone, no text or speaker extracted (left empty), for a
+    /// caller that passes messages on as they are (the gateway's `chat.history`: the
+    /// extraction was a sixth of its time). The same lines are in the page either way.
+    pub bare: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
