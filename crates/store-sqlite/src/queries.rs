@@ -418,6 +418,20 @@ const BEFORE_WITHOUT_TOOLS_SQL: &str = concat!(
      ORDER BY seq DESC LIMIT ?2"
 );
 
+const BYTES_WITH_TOOLS_SQL: &str = concat!(
+    "SELECT coalesce(sum(octet_length(line)), 0) FROM (SELECT line FROM transcript \
+     WHERE session_id = ?1 AND ",
+    shown_lines!(),
+    " AND seq < ?3 ORDER BY seq DESC LIMIT ?2)"
+);
+const BYTES_WITHOUT_TOOLS_SQL: &str = concat!(
+    "SELECT coalesce(sum(octet_length(line)), 0) FROM (SELECT line FROM transcript \
+     WHERE session_id = ?1 AND ",
+    shown_lines!(),
+    " AND seq < ?3 AND (role IS NULL OR role NOT IN ('toolResult', 'tool')) \
+     ORDER BY seq DESC LIMIT ?2)"
+);
+
 /// The last `limit` lines history shows (`shown_lines`) before sequence number `before`
 /// (oldest first).
 pub fn transcript_before(
@@ -444,6 +458,26 @@ pub fn transcript_before(
         .collect::<rusqlite::Result<Vec<_>>>()?;
     rows.reverse();
     parsed(rows)
+}
+
+/// The stored size in bytes of the lines `transcript_before` would read with the same
+/// arguments (sizes from the record headers: no line is read).
+pub fn transcript_bytes(
+    conn: &Connection,
+    session_id: &str,
+    before: i64,
+    limit: usize,
+    include_tools: bool,
+) -> Result<u64, StorageError> {
+    let sql = if include_tools {
+        BYTES_WITH_TOOLS_SQL
+    } else {
+        BYTES_WITHOUT_TOOLS_SQL
+    };
+    let bytes: i64 = conn
+        .prepare_cached(sql)?
+        .query_row(params![session_id, limit as i64, before], |r| r.get(0))?;
+    Ok(u64::try_from(bytes).unwrap_or(0))
 }
 
 /// The last message line other than a tool result of each of `session_ids` (`None` for one
@@ -1098,6 +1132,58 @@ mod prepared_tests {
         assert!(get_session(&conn, &key).is_err(), "the full read decodes");
         let none = SessionKey::from_canonical("agent:main:none");
         assert!(!session_exists(&conn, &none).expect("probe"));
+    }
+
+    /// The size the store asks before reading a transcript page on the caller's thread is
+    /// the size of exactly the lines that page reads: with tool results or without, before
+    /// a point, and a line too large to read there counted whole.
+    #[test]
+    fn a_transcript_page_is_sized_as_it_will_be_read() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::schema::migrate(&mut conn).expect("migrate");
+        let big = "x".repeat(300 * 1024);
+        let lines = [
+            ("session", None, json!({"type": "session", "id": "sid-x"})),
+            (
+                "message",
+                Some("user"),
+                json!({"type": "message", "message": {"role": "user", "content": "hi"}}),
+            ),
+            (
+                "message",
+                Some("toolResult"),
+                json!({"type": "message", "message": {"role": "toolResult", "content": big}}),
+            ),
+            (
+                "message",
+                Some("assistant"),
+                json!({"type": "message", "message": {"role": "assistant", "content": "ok"}}),
+            ),
+        ];
+        for (seq, (kind, role, line)) in lines.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO transcript (session_id, seq, entry_id, type, role, line) \
+                 VALUES ('sid-x', ?1, ?2, ?3, ?4, ?5)",
+                params![seq as i64, format!("e{seq}"), kind, role, line.to_string()],
+            )
+            .expect("insert");
+        }
+        for tools in [true, false] {
+            for (before, limit) in [(i64::MAX, 10), (i64::MAX, 1), (3, 10), (2, 1), (0, 10)] {
+                let read: usize = transcript_before(&conn, "sid-x", before, limit, tools)
+                    .expect("page")
+                    .iter()
+                    .map(|r| r.line.to_string().len())
+                    .sum();
+                let sized = transcript_bytes(&conn, "sid-x", before, limit, tools).expect("size");
+                assert_eq!(
+                    sized, read as u64,
+                    "tools {tools}, before {before}, limit {limit}"
+                );
+            }
+        }
+        assert!(transcript_bytes(&conn, "sid-x", i64::MAX, 10, true).expect("size") > 300 * 1024);
+        assert!(transcript_bytes(&conn, "sid-x", i64::MAX, 10, false).expect("size") < 1024);
     }
 
     /// A page read again runs its statements as prepared (a bound LIMIT or key made SQLite

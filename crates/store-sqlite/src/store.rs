@@ -10,6 +10,15 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::queries::PreparedLine;
+
+/// A transcript page of at most this many lines, whose stored text is at most
+/// `INLINE_BYTES` (asked of SQLite first, from the records' headers: about 0.01 ms), is read
+/// on the caller's thread rather than on the blocking pool: such a read takes about 0.1 ms,
+/// and the hop to the pool and back was a quarter of a 100-line `chat.history`
+/// (BENCHMARKS.md, issue 25). A longer page, or one of large lines (a 1 MB tool result),
+/// still leaves the async workers.
+const INLINE_ROWS: usize = 200;
+const INLINE_BYTES: u64 = 256 * 1024;
 use super::{Storage, StorageError};
 use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
 use switchboard_store::{
@@ -196,6 +205,11 @@ impl Store for SqliteStore {
         count: bool,
         previews: bool,
     ) -> Result<SessionsPageRead, StoreError> {
+        // Not read here even when short, unlike a transcript page (`INLINE_BYTES`): asking
+        // SQLite for the entries' size first cost about what the hop saves (0.06 ms of a
+        // 50-row page, BENCHMARKS.md, issue 25), and without asking, a page of large
+        // entries (an imported entry is up to ~30 KB, a label is a client's) would hold an
+        // async worker for milliseconds.
         self.read(move |c| queries::page_sessions(c, &filter, offset, limit, count, previews))
             .await
     }
@@ -255,14 +269,19 @@ impl Store for SqliteStore {
         include_tools: bool,
     ) -> Result<(Vec<TranscriptRow>, i64), StoreError> {
         let id = session_id.to_string();
-        self.read(move |c| {
-            let rows = match before {
-                Some(before) => queries::transcript_before(c, &id, before, limit, include_tools)?,
-                None => queries::transcript_tail(c, &id, limit, include_tools)?,
-            };
+        let before = before.unwrap_or(i64::MAX);
+        let small = limit <= INLINE_ROWS
+            && self.lookup(|c| queries::transcript_bytes(c, &id, before, limit, include_tools))?
+                <= INLINE_BYTES;
+        let read = move |c: &Connection| {
+            let rows = queries::transcript_before(c, &id, before, limit, include_tools)?;
             Ok((rows, queries::last_seq(c, &id)?))
-        })
-        .await
+        };
+        // A short page of small lines is read here: see `INLINE_BYTES`.
+        if small {
+            return self.lookup(read);
+        }
+        self.read(read).await
     }
 
     async fn last_messages(
