@@ -56,6 +56,8 @@ pub struct FakeApi {
     on_send: Mutex<Option<OnSend>>,
     /// What `call_tool` answers (`{"status": "ok"}` when unset).
     tool_result: Mutex<Option<Result<serde_json::Value, ApiError>>>,
+    /// What `send` fails with, when set (`fail_sends`).
+    send_error: Mutex<Option<ApiError>>,
     answer: Mutex<Answer>,
     held: Mutex<Vec<oneshot::Sender<()>>>,
     events: broadcast::Sender<Sequenced>,
@@ -110,6 +112,7 @@ impl FakeApi {
             data: Mutex::new(data),
             on_send: Mutex::new(None),
             tool_result: Mutex::new(None),
+            send_error: Mutex::new(None),
             answer: Mutex::new(Answer::Now),
             held: Mutex::new(Vec::new()),
             events: broadcast::channel(1024).0,
@@ -149,6 +152,12 @@ impl FakeApi {
         f: impl Fn(&FakeApi, &SendRequest) -> Option<String> + Send + Sync + 'static,
     ) {
         *self.on_send.lock().expect("fake lock") = Some(Box::new(f));
+    }
+
+    /// Refuse every message with this error (`None`: accept them again), as a gateway whose
+    /// link is down does.
+    pub fn fail_sends(&self, error: Option<ApiError>) {
+        *self.send_error.lock().expect("fake lock") = error;
     }
 
     pub fn set_tool_result(&self, result: Result<serde_json::Value, ApiError>) {
@@ -366,6 +375,9 @@ impl SessionsApi for FakeApi {
     }
 
     async fn send(&self, request: SendRequest) -> Result<SendReceipt, ApiError> {
+        if let Some(e) = self.send_error.lock().expect("fake lock").clone() {
+            return Err(e);
+        }
         let seq = self.append(&request.key, LineRole::User, "owner", &request.text);
         let command_reply = match &*self.on_send.lock().expect("fake lock") {
             Some(f) => f(self, &request),

@@ -901,3 +901,66 @@ fn the_terminal_cursor_shows_only_while_writing_and_nothing_covers_the_box() {
     c.update(plain(KeyCode::Esc));
     assert_eq!(cursor_cell(&c.state), None, "not writing: no cursor");
 }
+
+/// A message the gateway did not take (its link is down) comes back to the draft with why
+/// beside it, and Enter sends it again once the link is back. Before, the draft was cleared
+/// at Enter and the message was gone but for a line in the status bar.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_send_gives_the_draft_back_and_enter_sends_it_again() {
+    use crate::common::fake_api::FakeApi;
+    use switchboard_types::api::ApiError;
+    let api = Arc::new(FakeApi::with_sessions(2, 1));
+    let key = api.data.lock().expect("fake").rows[0].key.clone();
+    let mut state = State::new("test".into(), NOW);
+    (state.width, state.height) = (120, 40);
+    let mut d = Driver::new(api.clone(), state);
+    d.settle().await;
+    assert_eq!(d.console.state.sessions.selected_key(), Some(key.as_str()));
+    api.fail_sends(Some(ApiError::Unavailable(
+        "the gateway is unreachable (reconnecting)".into(),
+    )));
+    type_keys(&mut d, "the deploy is fixed");
+    d.key(KeyCode::Enter);
+    d.until("the draft is back", |s| s.composer.error.is_some())
+        .await;
+    let c = &d.console.state.composer;
+    assert_eq!(c.text(), "the deploy is fixed");
+    let why = c.error.clone().unwrap_or_default();
+    assert!(
+        why.contains("Not sent") && why.contains("unreachable"),
+        "{why}"
+    );
+    let shown = text(&render(&d.console.state, 120, 40));
+    assert!(shown.contains("Not sent to"), "{shown}");
+    assert!(api.data.lock().expect("fake").sent.is_empty());
+
+    // The link is back: Enter sends the same text, and the draft empties.
+    api.fail_sends(None);
+    d.key(KeyCode::Enter);
+    d.until("sent", |s| s.composer.text().is_empty()).await;
+    d.settle().await;
+    let sent: Vec<String> = api
+        .data
+        .lock()
+        .expect("fake")
+        .sent
+        .iter()
+        .map(|r| r.text.clone())
+        .collect();
+    assert_eq!(sent, ["the deploy is fixed"]);
+    assert!(d.console.state.composer.error.is_none());
+
+    // A failure that comes back after the owner started another message leaves that one
+    // alone; the unsent one is in the draft history.
+    type_keys(&mut d, "next one");
+    d.act(Action::Unsent {
+        key: key.clone(),
+        text: "lost?".into(),
+        error: "the gateway is unreachable".into(),
+    });
+    assert_eq!(d.console.state.composer.text(), "next one");
+    assert_eq!(
+        d.console.state.composer.history.last().map(String::as_str),
+        Some("lost?")
+    );
+}

@@ -204,6 +204,13 @@ pub enum Action {
     LinkChanged,
     /// A background command finished with a message for the status line.
     Flash(String, bool),
+    /// The owner's message to `key` was not sent (`error` says why: the gateway's link is
+    /// down, the session refused it …): the draft gets it back rather than losing it.
+    Unsent {
+        key: String,
+        text: String,
+        error: String,
+    },
     /// A page of sessions, for the request of this generation (filters and window).
     SessionsLoaded {
         generation: u64,

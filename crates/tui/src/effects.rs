@@ -77,7 +77,7 @@ impl Runner {
             while let Some((key, text)) = queue.recv().await {
                 let request = SendRequest {
                     key: key.clone(),
-                    text,
+                    text: text.clone(),
                     from: Sender::owner(),
                     idempotency_key: None,
                 };
@@ -88,7 +88,11 @@ impl Runner {
                         Some(reply) => Action::Flash(reply, false),
                         None => Action::Flash(format!("sent to {}", r.key), false),
                     },
-                    Err(e) => Action::Flash(format!("could not send to {key}: {e}"), true),
+                    Err(e) => Action::Unsent {
+                        key,
+                        text,
+                        error: e.to_string(),
+                    },
                 };
                 let _ = report.send(done);
             }
@@ -154,11 +158,12 @@ impl Runner {
                 if let Err(unsent) = self.outbox.send((key, text)) {
                     // The sending task is gone (the runtime is shutting down): say so, lose
                     // nothing silently.
-                    let (key, _) = unsent.0;
-                    let _ = self.tx.send(Action::Flash(
-                        format!("could not send to {key}: the console is closing"),
-                        true,
-                    ));
+                    let (key, text) = unsent.0;
+                    let _ = self.tx.send(Action::Unsent {
+                        key,
+                        text,
+                        error: "the console is closing".into(),
+                    });
                 }
             }
             Effect::CallTool {

@@ -120,6 +120,7 @@ impl Console {
             // The header reads the link's state when it draws; the action only wakes the loop.
             Action::LinkChanged => {}
             Action::Flash(text, error) => self.state.flash(text, error),
+            Action::Unsent { key, text, error } => self.unsent(key, text, error),
             Action::SessionsLoaded { generation, result } => {
                 self.sessions_loaded(generation, *result)
             }
@@ -548,6 +549,32 @@ impl Console {
             self.state.focus = Focus::Rounds;
         } else if inside(regions.composer) {
             self.state.focus = Focus::Composer;
+        }
+    }
+
+    /// A message that was not sent comes back to the draft, with why beside it, unless
+    /// the owner has started another one: then it stays in the draft history (↑ recalls it)
+    /// and the status line says so. Nothing typed is lost either way.
+    fn unsent(&mut self, key: String, text: String, error: String) {
+        let shown = key;
+        let c = &mut self.state.composer;
+        if c.text().is_empty() {
+            c.set_text(&text);
+            c.error = Some(format!(
+                "Not sent to {shown}: {error}. Enter sends it again."
+            ));
+            self.state
+                .flash(format!("could not send to {shown}: {error}"), true);
+        } else {
+            if c.history.last() != Some(&text) {
+                c.history.push(text);
+            }
+            self.state.flash(
+                format!(
+                    "could not send to {shown}: {error}; the message is in the draft history (↑)"
+                ),
+                true,
+            );
         }
     }
 
