@@ -152,3 +152,36 @@ fn an_engine_without_rounds_says_so_instead_of_showing_zero() {
     assert!(!text.contains("No exchanges or sub-agents"), "{text}");
     insta::assert_snapshot!(text);
 }
+
+/// At every width the header has room for only part of the gateway's address, it shows the
+/// host whole (with or without its scheme) or leaves the address out: never a cut host
+/// (`ws:…27.0.0.1:18911`, as an owner saw it at 100 columns).
+#[test]
+fn a_narrow_header_never_cuts_the_gateway_host() {
+    for width in 60..=140u16 {
+        let (_tx, rx) = watch::channel(connected(Some(3), false));
+        let mut state = State::new("unused".into(), 1_750_000_000_000);
+        state.width = width;
+        state.height = 40;
+        state.link = Some(Link {
+            target: "ws://127.0.0.1:18911".into(),
+            state: rx,
+            unavailable: None,
+        });
+        let keymap = Keymap::defaults();
+        let mut terminal = Terminal::new(TestBackend::new(width, 40)).expect("terminal");
+        terminal
+            .draw(|f| view::draw(f, &state, &keymap))
+            .expect("draw");
+        let buf = terminal.backend().buffer();
+        let row: String = (0..buf.area.width)
+            .map(|x| buf[(x, 0)].symbol().to_string())
+            .collect();
+        let shows_host = row.contains("127.0.0.1:18911");
+        assert!(shows_host || !row.contains("18911"), "width {width}: {row}");
+        assert!(
+            !row.contains("ws:…") && !row.contains("…27."),
+            "width {width}: {row}"
+        );
+    }
+}

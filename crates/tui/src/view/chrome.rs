@@ -55,6 +55,36 @@ pub fn link_text(link: &LinkState) -> String {
     }
 }
 
+/// Where the console is attached, in at most `width` columns: a folder cut in the middle;
+/// a gateway's address keeps its scheme and host whole (`ws:…27.0.0.1:18911` named no
+/// gateway at all) and gives up its path first, then its scheme; `None` when even the host
+/// does not fit.
+pub(crate) fn short_place(place: &str, width: usize) -> Option<String> {
+    use unicode_width::UnicodeWidthStr;
+    if place.width() <= width {
+        return Some(place.to_string());
+    }
+    let Some((scheme, rest)) = place.split_once("://") else {
+        return Some(middle_ellipsis(place, width));
+    };
+    let (host, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let root = format!("{scheme}://{host}");
+    // The path cut in the middle, when the root and at least a few of its columns fit.
+    if !path.is_empty() && root.width() + 4 <= width {
+        return Some(format!(
+            "{root}{}",
+            middle_ellipsis(path, width - root.width())
+        ));
+    }
+    if root.width() <= width {
+        return Some(root);
+    }
+    (host.width() <= width).then(|| host.to_string())
+}
+
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     // A remote console names the gateway and how the link is (read now, never waited on);
     // the link's state is never cut, only the path or address before it.
@@ -101,7 +131,9 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         _ => String::new(),
     };
     let place = if room >= 11 {
-        format!(" · {}", middle_ellipsis(&place, room - 3))
+        short_place(&place, room - 3)
+            .map(|p| format!(" · {p}"))
+            .unwrap_or_default()
     } else {
         String::new()
     };
@@ -416,4 +448,38 @@ pub fn too_small(frame: &mut Frame, area: Rect) {
         area.width, area.height
     );
     frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_place;
+
+    /// The header's place gives way path first, then scheme; the host is never cut.
+    #[test]
+    fn a_gateway_address_keeps_its_host_whole() {
+        let url = "ws://127.0.0.1:18911";
+        assert_eq!(short_place(url, 40).as_deref(), Some(url));
+        assert_eq!(short_place(url, 19).as_deref(), Some("127.0.0.1:18911"));
+        assert_eq!(short_place(url, 14), None);
+        let long = "wss://gateway.example.org/tenants/acme/console";
+        let cut = short_place(long, 34).unwrap_or_default();
+        assert!(cut.starts_with("wss://gateway.example.org/"), "{cut}");
+        assert!(cut.ends_with("console") || cut.contains('…'), "{cut}");
+        assert!(
+            unicode_width::UnicodeWidthStr::width(cut.as_str()) <= 34,
+            "{cut}"
+        );
+        assert_eq!(
+            short_place(long, 26).as_deref(),
+            Some("wss://gateway.example.org")
+        );
+        assert_eq!(
+            short_place(long, 20).as_deref(),
+            Some("gateway.example.org")
+        );
+        // A folder is cut in the middle, as before.
+        let dir = "/home/owner/agents/state/switchboard";
+        let cut = short_place(dir, 20).unwrap_or_default();
+        assert!(cut.ends_with("switchboard") && cut.contains('…'), "{cut}");
+    }
 }
