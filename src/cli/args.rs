@@ -145,7 +145,8 @@ refused); it is never printed. While it runs, its address is recorded in <state>
 accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
-switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://"
+switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://\n  \
+switchboard serve --demo   # demo agents talking; attach with the --connect line it prints"
     )]
     Serve(ServeArgs),
 }
@@ -189,6 +190,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = switchboard_server::DEFAULT_MAX_QUEUED_BYTES,
           value_parser = clap::value_parser!(usize))]
     pub max_queued_bytes: usize,
+    /// Serve the demo instead: its agents on a fresh temporary state (removed at exit), talking
+    /// as in `switchboard demo`, so a console attached with --connect has traffic to show.
+    /// Ignores --config and the state folder.
+    #[arg(long)]
+    pub demo: bool,
+    /// With --demo: milliseconds between two demo messages (200 to 600000).
+    #[arg(long, default_value_t = 1500, value_name = "MS", requires = "demo",
+          value_parser = clap::value_parser!(u64).range(200..=600_000))]
+    pub demo_pace_ms: u64,
 }
 
 #[derive(Debug, Args)]

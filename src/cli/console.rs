@@ -119,7 +119,7 @@ pub(crate) async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Resu
 }
 
 /// A fresh folder under the system temp dir for the demo's state.
-fn tempfile_dir() -> Result<PathBuf> {
+pub(crate) fn tempfile_dir() -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "switchboard-demo-{}",
         uuid::Uuid::new_v4().simple()

@@ -13,7 +13,15 @@ use super::usage;
 pub(crate) async fn serve(cli: &Cli, args: &ServeArgs, log: Option<PathBuf>) -> Result<()> {
     use switchboard_protocol::{tls, token};
     use switchboard_server as server;
-    let config = cli.load_config()?;
+    // `--demo`: the demo's config and agents on a fresh temporary state, as `demo` runs them.
+    let demo = match args.demo {
+        true => Some(super::console::tempfile_dir()?),
+        false => None,
+    };
+    let config = match &demo {
+        Some(_) => switchboard::demo::demo_config()?,
+        None => cli.load_config()?,
+    };
     let bind = args
         .bind
         .clone()
@@ -39,9 +47,13 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         )));
     }
     let scheme = if tls.is_some() { "wss" } else { "ws" };
-    let dir = cli.state_dir();
+    let dir = demo.clone().unwrap_or_else(|| cli.state_dir());
     let (secret, source) = token::resolve(config.gateway.auth.token.as_deref(), &dir)?;
-    let engine = cli.open_engine()?;
+    let engine = match &demo {
+        Some(dir) => switchboard::state_folder::open_engine(dir, config.clone())
+            .with_context(|| format!("cannot open the demo state {}", dir.display()))?,
+        None => cli.open_engine()?,
+    };
     let listener = tokio::net::TcpListener::bind(addrs.as_slice())
         .await
         .with_context(|| format!("cannot listen on {bind}"))?;
@@ -74,6 +86,21 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     // Watched before the address is announced: a SIGTERM sent as soon as a supervisor (or a
     // test) reads it must stop the gateway cleanly, not kill it with its record left behind.
     let stop = stop_signal()?;
+    let traffic = demo.as_ref().map(|dir| {
+        say(&format!("demo state: {} (removed at exit)", dir.display()));
+        switchboard::demo::start(engine.start(), Duration::from_millis(args.demo_pace_ms))
+    });
+    if demo.is_some() {
+        // The record of this address is in the temporary folder, which no other command
+        // reads: say how to attach, token included (never the token itself).
+        let token = match &source {
+            token::TokenSource::File(path) => format!("\"$(cat {})\"", path.display()),
+            _ => format!("\"${}\"", token::TOKEN_ENV),
+        };
+        say(&format!(
+            "attach: switchboard --connect {scheme}://{local} --token {token}"
+        ));
+    }
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     // What a read-only client must not learn of this machine (private_paths.rs).
@@ -102,6 +129,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         ..server::Options::new(secret)
     };
     server::run_with_tls(listener, api, options, tls, stop).await;
+    if let Some(traffic) = traffic {
+        traffic.abort();
+    }
     tracing::info!("gateway stopped accepting; draining the engine");
     if tokio::time::timeout(Duration::from_secs(30), engine.idle())
         .await
@@ -110,6 +140,11 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         tracing::warn!(running = ?engine.still_running(), "work still running at exit; it resumes at the next start");
     }
     say("gateway stopped");
+    if let Some(dir) = &demo {
+        drop(_listening);
+        drop(engine);
+        let _ = std::fs::remove_dir_all(dir);
+    }
     Ok(())
 }
 

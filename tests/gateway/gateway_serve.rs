@@ -341,3 +341,77 @@ async fn a_client_that_never_sends_connect_is_closed() {
     assert_eq!(call(&mut ok, "h", "health", json!({})).await["ok"], true);
     gateway.stop().await;
 }
+
+/// `serve --demo`: the demo's agents on a temporary state behind the gateway, so a console
+/// attached with `--connect` has traffic (before, a remote console on a fresh `serve` was
+/// empty: the demo traffic existed only in the local `demo`). It says how to attach, and
+/// removes its state when stopped.
+#[test]
+fn serve_demo_gives_a_remote_client_exchanges_and_cleans_up() {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "serve",
+        "--demo",
+        "--demo-pace-ms",
+        "200",
+        "--bind",
+        "127.0.0.1:0",
+    ])
+    .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
+    .env_remove("SWITCHBOARD_FAILPOINT")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
+    let mut served = gateway_process::launch(cmd);
+    let state = served
+        .said
+        .iter()
+        .find_map(|l| l.split("demo state: ").nth(1))
+        .and_then(|rest| rest.split(" (removed at exit)").next())
+        .map(std::path::PathBuf::from)
+        .expect("the demo state is named");
+    assert!(state.is_dir(), "{}", state.display());
+    let url = format!("ws://{}", served.addr);
+    assert!(
+        served
+            .said
+            .iter()
+            .any(|l| l.contains(&format!("attach: switchboard --connect {url} --token"))),
+        "{:?}",
+        served.said
+    );
+    // A client of the gateway sees the demo's exchanges as they happen.
+    let deadline = std::time::Instant::now() + WAIT;
+    let rounds = loop {
+        let out = Command::new(BIN)
+            .args(["--connect", &url, "--token", TOKEN, "exchanges", "--json"])
+            .env_remove("SWITCHBOARD_STATE_DIR")
+            .output()
+            .expect("exchanges");
+        assert!(out.status.success(), "{out:?}");
+        let page: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let rounds: u64 = page["exchanges"]
+            .as_array()
+            .map(|e| e.iter().filter_map(|x| x["rounds"].as_u64()).sum())
+            .unwrap_or(0);
+        if rounds > 0 {
+            break rounds;
+        }
+        assert!(std::time::Instant::now() < deadline, "no exchange: {page}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(rounds > 0);
+    let pid = served.child.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(sent.is_ok_and(|s| s.success()));
+    let deadline = std::time::Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = served.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "serve did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!state.exists(), "the demo state is removed: {}", state.display());
+}
