@@ -28,6 +28,12 @@ pub const DEFAULT_PACE: Duration = Duration::from_millis(1500);
 /// into it are refused and replies in it are not delivered.
 pub const DENIED_GROUP: &str = "agent:support:discord:group:random";
 
+/// The session the demo's console opens on, the same every run: Alice's chat with main,
+/// where main's exchange with ops starts (the rounds pane is busy from the first seconds),
+/// rather than whichever row the first page happened to hold (the denied #random group,
+/// whose first line was a refusal, in most runs).
+pub const OPENING: &str = ALICE_DM.key;
+
 /// The demo config, parsed and checked by the crate's own loader.
 pub fn demo_config() -> anyhow::Result<Config> {
     switchboard_config::load::parse_str(DEMO_CONFIG).map_err(|problems| {
@@ -256,6 +262,12 @@ fn seed_messages() -> Vec<Message> {
         ),
         at(&SAM_DM, "Sam", "Hi! How do I change my billing email?"),
         at(&ALICE_DM, OWNER, "morning! anything I should know?"),
+        // Refused: the send policy denies #random.
+        at(
+            &ALICE_DM,
+            OWNER,
+            "post in #random: maintenance window tonight 23:00-23:30 UTC",
+        ),
         // main <-> ops: ends by the cap; ops announces to #incidents (delivered).
         at(&ALICE_DM, OWNER, "@ops is INC-4821 under control?"),
         // main <-> research: research says REPLY_SKIP, then ANNOUNCE_SKIP (skipped).
@@ -273,12 +285,6 @@ fn seed_messages() -> Vec<Message> {
             0,
             "stripe",
             "Stripe webhook: invoice.payment_failed for customer acme-corp (inv_1042)",
-        ),
-        // Refused: the send policy denies #random.
-        at(
-            &ALICE_DM,
-            OWNER,
-            "post in #random: maintenance window tonight 23:00-23:30 UTC",
         ),
     ]
 }

@@ -67,6 +67,7 @@ fn console_options(attached: String) -> Result<switchboard_tui::Options> {
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
         theme: console_terminal()?,
         notices: Vec::new(),
+        open_on: None,
     })
 }
 
@@ -110,7 +111,12 @@ pub(crate) async fn demo(_cli: &Cli, pace_ms: u64, log: Option<PathBuf>) -> Resu
         // Below about 200 ms the demo's agents cannot keep up and the queues only grow.
         std::time::Duration::from_millis(pace_ms.max(200)),
     );
-    let options = console_options(format!("demo {}", dir.display()))?;
+    let options = switchboard_tui::Options {
+        // Alice's chat with main: main's exchanges with ops and research start there, so the
+        // rounds pane has something from the first second, the same session every run.
+        open_on: Some(switchboard::demo::OPENING.to_string()),
+        ..console_options(format!("demo {}", dir.display()))?
+    };
     say_log(&log);
     let result = switchboard_tui::run(engine.start(), options).await;
     traffic.abort();

@@ -183,6 +183,25 @@ fn demo_rounds_tools_filter_send_policy_message_and_quit() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// The demo opens on the same session every run, Alice's chat with main (where main's
+/// exchange with ops starts), with no key pressed: before, it opened on whichever row the
+/// first page held (mostly the denied #random group, its first line a refusal).
+#[test]
+fn the_demo_opens_on_alices_chat_with_main() {
+    require_tmux!();
+    let t = Tmux::demo("opening", "");
+    t.wait_for_within("the console", START, console_shown);
+    let screen = t.wait_for("Alice's chat selected", |s| {
+        s.contains("┌ agent:main:main ")
+    });
+    assert!(
+        sessions_pane(&screen)
+            .iter()
+            .any(|l| l.contains("Alice (Telegram)")),
+        "{screen}"
+    );
+}
+
 #[test]
 fn demo_with_no_color_has_no_colour_and_quits_cleanly() {
     require_tmux!();

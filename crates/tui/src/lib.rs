@@ -56,6 +56,9 @@ pub struct Options {
     pub theme: theme::Theme,
     /// Shown as notices when the console opens (config values used other than as written).
     pub notices: Vec<String>,
+    /// The session selected once the list has it (the demo opens on its liveliest one,
+    /// the same every run); `None`: the first row.
+    pub open_on: Option<String>,
 }
 
 /// The console's first state: header, theme, and the start-up notices in the notices log.
@@ -89,6 +92,9 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     state.width = w;
     state.height = h;
     let mut console = Console::new(state);
+    if let Some(key) = &options.open_on {
+        console.open_on(key.clone());
+    }
     runner.run(console.refresh());
     let mut screen = screen::Screen::new(w, h, &options.theme, options.no_color)?;
     read_terminal(term_tx)?;

@@ -393,6 +393,11 @@ impl Console {
         self.select_pending();
     }
 
+    /// Select `key` once the loaded window has it (where the console opens).
+    pub fn open_on(&mut self, key: String) {
+        self.select_when_loaded = Some(key);
+    }
+
     /// Select the session `/new` named once the loaded window has it.
     pub(super) fn select_pending(&mut self) {
         let Some(key) = &self.select_when_loaded else {
