@@ -491,6 +491,7 @@ mod start_tests {
             no_color: false,
             theme: theme::Theme::default(),
             notices: vec!["config: maxPingPongTurns 9; 5 will be used".into()],
+            open_on: None,
         };
         let state = initial_state(&options, 1);
         let texts: Vec<&str> = state.notices.iter().map(|n| n.text.as_str()).collect();
