@@ -103,31 +103,12 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     }
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
-    // What a read-only client must not learn of this machine (private_paths.rs).
-    let private = [Some(dir.clone()), cli.config_path().ok(), log.clone()];
-    let mut max_connections = args.max_connections as usize;
-    if let Some(cap) = server::descriptor_cap()
-        && cap < max_connections
-    {
-        say(&format!(
-            "at most {cap} connections: the descriptor limit (ulimit -n) leaves no room for \
-{max_connections}"
-        ));
-        max_connections = cap;
-    }
-    let options = server::Options {
-        read_only_token: config.gateway.auth.read_only_token.clone(),
-        // Within the range clap checked, so it fits any usize this runs on.
-        max_payload: usize::try_from(args.max_payload)
-            .unwrap_or(switchboard_server::DEFAULT_MAX_PAYLOAD),
-        max_connections,
-        // Fewer than the connections, so connected clients keep places of their own.
-        max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections.div_ceil(2)),
-        max_buffered_bytes: args.max_buffered_bytes,
-        max_queued_bytes: args.max_queued_bytes,
-        private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
-        ..server::Options::new(secret)
-    };
+    let options = gateway_options(
+        args,
+        &config,
+        secret,
+        [Some(dir.clone()), cli.config_path().ok(), log.clone()],
+    );
     server::run_with_tls(listener, api, options, tls, stop).await;
     if let Some(traffic) = traffic {
         traffic.abort();
@@ -146,6 +127,40 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         let _ = std::fs::remove_dir_all(dir);
     }
     Ok(())
+}
+
+/// The gateway's options from the command line and config (`private`: what a read-only
+/// client must not learn of this machine, `private_paths.rs`).
+fn gateway_options(
+    args: &ServeArgs,
+    config: &switchboard_config::Config,
+    secret: String,
+    private: [Option<PathBuf>; 3],
+) -> switchboard_server::Options {
+    use switchboard_server as server;
+    let mut max_connections = args.max_connections as usize;
+    if let Some(cap) = server::descriptor_cap()
+        && cap < max_connections
+    {
+        say(&format!(
+            "at most {cap} connections: the descriptor limit (ulimit -n) leaves no room for \
+{max_connections}"
+        ));
+        max_connections = cap;
+    }
+    server::Options {
+        read_only_token: config.gateway.auth.read_only_token.clone(),
+        // Within the range clap checked, so it fits any usize this runs on.
+        max_payload: usize::try_from(args.max_payload)
+            .unwrap_or(switchboard_server::DEFAULT_MAX_PAYLOAD),
+        max_connections,
+        // Fewer than the connections, so connected clients keep places of their own.
+        max_handshakes: server::DEFAULT_MAX_HANDSHAKES.min(max_connections.div_ceil(2)),
+        max_buffered_bytes: args.max_buffered_bytes,
+        max_queued_bytes: args.max_queued_bytes,
+        private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
+        ..server::Options::new(secret)
+    }
 }
 
 /// Completes on the first SIGINT or SIGTERM (Ctrl-C elsewhere).

@@ -413,5 +413,9 @@ fn serve_demo_gives_a_remote_client_exchanges_and_cleans_up() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
-    assert!(!state.exists(), "the demo state is removed: {}", state.display());
+    assert!(
+        !state.exists(),
+        "the demo state is removed: {}",
+        state.display()
+    );
 }
