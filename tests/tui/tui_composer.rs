@@ -964,3 +964,36 @@ async fn a_failed_send_gives_the_draft_back_and_enter_sends_it_again() {
         Some("lost?")
     );
 }
+
+/// The console opens on the session it is told to (the demo's liveliest), once the list has
+/// it; a key the owner presses before then keeps the selection where the owner put it (a
+/// draft begun on one session is never carried to another).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_opens_on_its_session_unless_the_owner_moved_first() {
+    use crate::common::fake_api::FakeApi;
+    let api = Arc::new(FakeApi::with_sessions(5, 1));
+    let wanted = api.data.lock().expect("fake").rows[3].key.clone();
+    let open = |api: Arc<FakeApi>| {
+        let mut state = State::new("test".into(), NOW);
+        (state.width, state.height) = (120, 40);
+        let mut d = Driver::new(api, state);
+        d.console.open_on(wanted.clone());
+        d
+    };
+    let mut d = open(api.clone());
+    d.settle().await;
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some(wanted.as_str())
+    );
+
+    let mut d = open(api.clone());
+    d.intent(Intent::Compose);
+    d.type_text("half a thought");
+    d.settle().await;
+    assert_ne!(
+        d.console.state.sessions.selected_key(),
+        Some(wanted.as_str())
+    );
+    assert_eq!(d.console.state.composer.text(), "half a thought");
+}

@@ -35,6 +35,8 @@ pub struct Console {
     queued: Vec<Effect>,
     /// A session to select as soon as a page lists it (one `/new` started).
     select_when_loaded: Option<String>,
+    /// The session to open on (`Options::open_on`), until the owner's first key.
+    opening: Option<String>,
     /// The agents were asked for (they are loaded once).
     agents_asked: bool,
 }
@@ -87,6 +89,7 @@ impl Console {
             },
             queued: Vec::new(),
             select_when_loaded: None,
+            opening: None,
             agents_asked: false,
         }
     }
@@ -94,6 +97,14 @@ impl Console {
     /// Apply one action: state changes only. Returns the sends and tool calls it decided;
     /// loads come from `refresh`, once per batch of actions.
     pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        if matches!(
+            action,
+            Action::Intent(_) | Action::Key(_) | Action::Paste(_) | Action::Click(..)
+        ) {
+            // The owner has started: where the console opens no longer moves the selection
+            // (a draft begun on one session must not follow it to another).
+            self.opening = None;
+        }
         match action {
             Action::Intent(i) => self.intent(i),
             Action::Key(k) => self.key(k),

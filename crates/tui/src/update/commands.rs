@@ -393,13 +393,22 @@ impl Console {
         self.select_pending();
     }
 
-    /// Select `key` once the loaded window has it (where the console opens).
+    /// Select `key` once the loaded window has it (where the console opens), unless the
+    /// owner presses a key first.
     pub fn open_on(&mut self, key: String) {
-        self.select_when_loaded = Some(key);
+        self.opening = Some(key);
     }
 
-    /// Select the session `/new` named once the loaded window has it.
+    /// Select the session `/new` named, or the one to open on, once the loaded window has it.
     pub(super) fn select_pending(&mut self) {
+        if let Some(key) = &self.opening {
+            let s = &self.state;
+            if let Some(i) = s.sessions.rows.iter().position(|r| &r.key == key) {
+                let index = s.sessions.offset + i;
+                self.opening = None;
+                self.select(index);
+            }
+        }
         let Some(key) = &self.select_when_loaded else {
             return;
         };
