@@ -442,7 +442,11 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
         // first: their indexes and triggers read the column), then archive as that build stored it: in the entry.
         let conn = rusqlite::Connection::open(&db).expect("open db");
         conn.execute_batch(
-            "DROP TABLE idempotency_keys;
+            "DROP TRIGGER sessions_rev_insert;
+             DROP TRIGGER sessions_rev_update;
+             DROP TABLE session_revs;
+             ALTER TABLE sessions DROP COLUMN rev;
+             DROP TABLE idempotency_keys;
              DROP TABLE import_marks;
              DROP INDEX sessions_by_name;
              DROP INDEX sessions_by_kind_name;

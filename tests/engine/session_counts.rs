@@ -215,7 +215,11 @@ proptest! {
 fn downgrade_to_schema_4(state: &Path) {
     let c = Connection::open(state.join(DB_FILE)).expect("open db");
     c.execute_batch(
-        "DROP TABLE idempotency_keys;
+        "DROP TRIGGER sessions_rev_insert;
+         DROP TRIGGER sessions_rev_update;
+         DROP TABLE session_revs;
+         ALTER TABLE sessions DROP COLUMN rev;
+         DROP TABLE idempotency_keys;
          DROP TABLE import_marks;
          DROP INDEX sessions_by_name;
          DROP INDEX sessions_by_kind_name;

@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use super::error::StorageError;
 use super::tail_cache::{self, Tail};
 pub use switchboard_store::{
-    NewLine, PageFilter, SessionScan, SessionsPageRead, StoredSession, TranscriptRow,
+    NewLine, PageFilter, Revision, RevisionRow, RevisionsPageRead, SessionScan, SessionsPageRead,
+    StoredSession, TranscriptRow,
 };
 use switchboard_types::entry::SessionEntry;
 use switchboard_types::key::{SessionKey, SessionKind};
@@ -298,6 +299,83 @@ pub fn page_sessions(
         total,
         last,
     })
+}
+
+/// `page_sessions` as keys and revisions: the same walk and counts, no entry read.
+pub fn page_revisions(
+    c: &Connection,
+    filter: &PageFilter,
+    offset: usize,
+    limit: usize,
+    count: bool,
+) -> Result<RevisionsPageRead, StorageError> {
+    let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
+    let matching = if count {
+        Some(matching_sessions(&c, filter)?)
+    } else {
+        None
+    };
+    let kind = filter.kind.map(|k| k.as_str());
+    let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
+    let sql = if filter.by_name {
+        name_page_sql(kind.is_some(), since.is_some())
+    } else {
+        ACTIVITY_PAGE_SQL.to_string()
+    };
+    let ids = c
+        .prepare_cached(&sql)?
+        .query_map(
+            params![kind, since, archived, global, limit as i64, offset as i64],
+            |r| r.get::<_, i64>(0),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let ids = serde_json::to_string(&ids)
+        .map_err(|e| StorageError::Corrupt(format!("cannot encode row ids: {e}")))?;
+    let rows = c
+        .prepare_cached(
+            "SELECT s.key, s.agent_id, s.rev, s.updated_at FROM json_each(?1) AS j \
+             JOIN sessions AS s ON s.rowid = j.value ORDER BY j.key",
+        )?
+        .query_map([ids], |r| {
+            Ok(RevisionRow {
+                key: SessionKey::from_canonical(r.get::<_, String>(0)?),
+                agent_id: r.get(1)?,
+                revision: Revision {
+                    rev: r.get(2)?,
+                    updated_at: r.get(3)?,
+                },
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let total = count_sessions(&c)?;
+    c.commit()?;
+    Ok(RevisionsPageRead {
+        rows,
+        matching,
+        total,
+    })
+}
+
+/// The sessions named that exist, in the order named, as views, each with its revision.
+pub fn sessions_by_key(
+    c: &Connection,
+    keys: &[SessionKey],
+) -> Result<Vec<(StoredSession, Revision)>, StorageError> {
+    let keys = serde_json::to_string(&keys.iter().map(SessionKey::as_str).collect::<Vec<_>>())
+        .map_err(|e| StorageError::Corrupt(format!("cannot encode keys: {e}")))?;
+    let mut stmt = c.prepare_cached(
+        "SELECT s.key, s.agent_id, s.kind, s.updated_at, s.entry, s.rev FROM json_each(?1) AS j \
+         JOIN sessions AS s ON s.key = j.value ORDER BY j.key",
+    )?;
+    let raw = stmt
+        .query_map([keys], |r| Ok((session_from_row(r)?, r.get::<_, i64>(5)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raw.into_iter()
+        .map(|(row, rev)| {
+            let updated_at = row.3;
+            Ok((decode(row, Read::View)?, Revision { rev, updated_at }))
+        })
+        .collect()
 }
 
 /// The activity-ordered walk of `page_sessions`.
@@ -1184,6 +1262,101 @@ mod prepared_tests {
         }
         assert!(transcript_bytes(&conn, "sid-x", i64::MAX, 10, true).expect("size") > 300 * 1024);
         assert!(transcript_bytes(&conn, "sid-x", i64::MAX, 10, false).expect("size") < 1024);
+    }
+
+    /// Every write of a session's entry, by any statement, gives its row a revision never
+    /// given before (deleting and re-creating a key included); an append moves only its
+    /// `updated_at`. Pages read as revisions list the rows `page_sessions` lists.
+    #[test]
+    fn every_entry_write_gives_a_new_revision() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::schema::migrate(&mut conn).expect("migrate");
+        let session = |key: &str, label: &str| StoredSession {
+            key: SessionKey::from_canonical(key.to_string()),
+            agent_id: "main".into(),
+            kind: SessionKind::Other,
+            entry: SessionEntry {
+                session_id: format!("sid-{key}"),
+                updated_at: 5,
+                label: Some(label.into()),
+                ..SessionEntry::default()
+            },
+        };
+        let rev_of = |conn: &Connection, key: &str| -> (i64, i64) {
+            conn.query_row(
+                "SELECT rev, updated_at FROM sessions WHERE key = ?1",
+                [key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("row")
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut fresh = |rev: i64| assert!(seen.insert(rev), "revision {rev} given twice");
+        put_session(&conn, &session("agent:main:a", "one")).expect("put");
+        put_session(&conn, &session("agent:main:b", "one")).expect("put");
+        fresh(rev_of(&conn, "agent:main:a").0);
+        fresh(rev_of(&conn, "agent:main:b").0);
+        // The same entry written again still counts as a write.
+        put_session(&conn, &session("agent:main:a", "one")).expect("put");
+        fresh(rev_of(&conn, "agent:main:a").0);
+        put_session(&conn, &session("agent:main:a", "two")).expect("put");
+        fresh(rev_of(&conn, "agent:main:a").0);
+        // Another process's own SQL.
+        conn.execute(
+            "UPDATE sessions SET entry = json_set(entry, '$.label', 'three') WHERE key = 'agent:main:a'",
+            [],
+        )
+        .expect("update");
+        fresh(rev_of(&conn, "agent:main:a").0);
+        // An append moves the activity time, not the revision.
+        let (rev, at) = rev_of(&conn, "agent:main:a");
+        conn.execute(
+            "UPDATE sessions SET updated_at = 99 WHERE key = 'agent:main:a'",
+            [],
+        )
+        .expect("bump");
+        assert_eq!(rev_of(&conn, "agent:main:a"), (rev, 99));
+        assert_ne!(at, 99);
+        // The newest row deleted and made again does not get its old number back.
+        let b = rev_of(&conn, "agent:main:b").0;
+        conn.execute("DELETE FROM sessions WHERE key = 'agent:main:b'", [])
+            .expect("delete");
+        put_session(&conn, &session("agent:main:b", "one")).expect("put");
+        assert!(rev_of(&conn, "agent:main:b").0 > b);
+        fresh(rev_of(&conn, "agent:main:b").0);
+
+        let filter = PageFilter::default();
+        let page = page_sessions(&conn, &filter, 0, 10, true, false).expect("page");
+        let revisions = page_revisions(&conn, &filter, 0, 10, true).expect("revisions");
+        let keys = |rows: Vec<String>| rows;
+        assert_eq!(
+            keys(page.rows.iter().map(|s| s.key.to_string()).collect()),
+            keys(revisions.rows.iter().map(|r| r.key.to_string()).collect())
+        );
+        assert_eq!(
+            (revisions.matching, revisions.total),
+            (page.matching, page.total)
+        );
+        let by_key = sessions_by_key(
+            &conn,
+            &[
+                SessionKey::from_canonical("agent:main:b".to_string()),
+                SessionKey::from_canonical("agent:main:gone".to_string()),
+                SessionKey::from_canonical("agent:main:a".to_string()),
+            ],
+        )
+        .expect("by key");
+        let named: Vec<(String, i64)> = by_key
+            .iter()
+            .map(|(s, r)| (s.key.to_string(), r.rev))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("agent:main:b".to_string(), rev_of(&conn, "agent:main:b").0),
+                ("agent:main:a".to_string(), rev_of(&conn, "agent:main:a").0),
+            ]
+        );
     }
 
     /// A page read again runs its statements as prepared (a bound LIMIT or key made SQLite

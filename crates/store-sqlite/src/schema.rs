@@ -273,6 +273,26 @@ const MIGRATIONS: &[&str] = &[
         AND json_type(line, '$.display') = 'true'
         AND coalesce(json_extract(line, '$.customType'), '') != 'openclaw.runtime-context';
     "#,
+    // 11: a revision per session row, new on every insert and every write of its entry,
+    // from a counter that never goes back (not `max(rev) + 1`: a deleted row's number
+    // would come round again). With `updated_at` (which appends bump without touching the
+    // entry) it tells a reader that a row it rendered before is unchanged, without reading
+    // the entry (the gateway's rendered rows, `switchboard_server::rows`). Triggers, so a
+    // write by any statement or process counts; the rows there are numbered once here.
+    r#"
+    ALTER TABLE sessions ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE session_revs (n INTEGER NOT NULL);
+    INSERT INTO session_revs SELECT coalesce(max(rowid), 0) FROM sessions;
+    UPDATE sessions SET rev = rowid;
+    CREATE TRIGGER sessions_rev_insert AFTER INSERT ON sessions BEGIN
+        UPDATE session_revs SET n = n + 1;
+        UPDATE sessions SET rev = (SELECT n FROM session_revs) WHERE rowid = NEW.rowid;
+    END;
+    CREATE TRIGGER sessions_rev_update AFTER UPDATE OF entry ON sessions BEGIN
+        UPDATE session_revs SET n = n + 1;
+        UPDATE sessions SET rev = (SELECT n FROM session_revs) WHERE rowid = NEW.rowid;
+    END;
+    "#,
 ];
 
 /// The migration after which the shown name may come from `origin.label`.

@@ -11,14 +11,6 @@ use serde_json::Value;
 
 use super::queries::PreparedLine;
 
-/// A transcript page of at most this many lines, whose stored text is at most
-/// `INLINE_BYTES` (asked of SQLite first, from the records' headers: about 0.01 ms), is read
-/// on the caller's thread rather than on the blocking pool: such a read takes about 0.1 ms,
-/// and the hop to the pool and back was a quarter of a 100-line `chat.history`
-/// (BENCHMARKS.md, issue 25). A longer page, or one of large lines (a 1 MB tool result),
-/// still leaves the async workers.
-const INLINE_ROWS: usize = 200;
-const INLINE_BYTES: u64 = 256 * 1024;
 use super::{Storage, StorageError};
 use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
 use switchboard_store::{
@@ -28,9 +20,19 @@ use switchboard_store::{
     SpawnEnding, SpawnRow, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
 };
 use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
+use switchboard_store::{Revision, RevisionsPageRead};
 use switchboard_store::{ScanRows, scan_channel};
 use switchboard_types::api::time::now_ms;
 use switchboard_types::key::SessionKey;
+
+/// A transcript page of at most this many lines, whose stored text is at most
+/// `INLINE_BYTES` (asked of SQLite first, from the records' headers: about 0.01 ms), is read
+/// on the caller's thread rather than on the blocking pool: such a read takes about 0.1 ms,
+/// and the hop to the pool and back was a quarter of a 100-line `chat.history`
+/// (BENCHMARKS.md, issue 25). A longer page, or one of large lines (a 1 MB tool result),
+/// still leaves the async workers.
+const INLINE_ROWS: usize = 200;
+const INLINE_BYTES: u64 = 256 * 1024;
 
 /// The SQLite store. Cheap to clone (it shares the `Storage` handle).
 #[derive(Clone)]
@@ -195,6 +197,29 @@ impl Store for SqliteStore {
             feed.finish_blocking(read.map(|()| chunk).map_err(StoreError::from));
         });
         rows
+    }
+
+    async fn page_revisions(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+    ) -> Result<RevisionsPageRead, StoreError> {
+        // A short page is read here: a few small columns a row and no entry (see
+        // `INLINE_ROWS`); a deep one (a long walk to its offset) goes to the pool.
+        if offset.saturating_add(limit) <= INLINE_ROWS {
+            return self.lookup(|c| queries::page_revisions(c, &filter, offset, limit, count));
+        }
+        self.read(move |c| queries::page_revisions(c, &filter, offset, limit, count))
+            .await
+    }
+
+    async fn sessions_by_key(
+        &self,
+        keys: Vec<SessionKey>,
+    ) -> Result<Vec<(StoredSession, Revision)>, StoreError> {
+        self.read(move |c| queries::sessions_by_key(c, &keys)).await
     }
 
     async fn page_sessions(

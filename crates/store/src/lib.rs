@@ -14,9 +14,10 @@ pub use error::{StoreError, StoreErrorKind};
 pub use scan::{ScanChunk, ScanFeed, ScanRows, scan_channel};
 pub use types::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
-    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, RunEnding, RunRow,
-    RunStart, RunWrite, SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding,
-    SpawnRow, SpawnState, StoredSession, TrafficRow, TranscriptRow,
+    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, Revision, RevisionRow,
+    RevisionsPageRead, RunEnding, RunRow, RunStart, RunWrite, SessionScan, SessionsPageRead,
+    SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, SpawnState, StoredSession, TrafficRow,
+    TranscriptRow,
 };
 
 pub use transfer::{
@@ -105,6 +106,25 @@ pub trait Store: Send + Sync {
         count: bool,
         previews: bool,
     ) -> Result<SessionsPageRead, StoreError>;
+
+    /// `page_sessions` without the entries: each row's key, agent and revision, and the
+    /// counts. For a reader that keeps rows it rendered before and reads again only those
+    /// whose revision moved (`sessions_by_key`). A few small columns a row: cheap enough to
+    /// read on the caller's thread.
+    async fn page_revisions(
+        &self,
+        filter: PageFilter,
+        offset: usize,
+        limit: usize,
+        count: bool,
+    ) -> Result<RevisionsPageRead, StoreError>;
+
+    /// The sessions named (those that exist, in the order named), read as views, each with
+    /// its revision at the time of this read.
+    async fn sessions_by_key(
+        &self,
+        keys: Vec<SessionKey>,
+    ) -> Result<Vec<(StoredSession, Revision)>, StoreError>;
 
     /// Store `session` with `header` as its transcript's first line (seq 0), unless its key
     /// exists already. Returns the stored session and whether this call created it.

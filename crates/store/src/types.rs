@@ -72,6 +72,30 @@ pub struct SessionsPageRead {
     pub last: Vec<Option<TranscriptRow>>,
 }
 
+/// What tells whether a session's row changed since it was read: its revision (new on every
+/// write of its entry) and its `updated_at` (which appends bump without touching the entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Revision {
+    pub rev: i64,
+    pub updated_at: i64,
+}
+
+/// One row of a page read as its key and revision only (`Store::page_revisions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisionRow {
+    pub key: SessionKey,
+    pub agent_id: String,
+    pub revision: Revision,
+}
+
+/// A page of the owner's sessions as keys and revisions, with the counts a page has.
+#[derive(Debug, Clone, Default)]
+pub struct RevisionsPageRead {
+    pub rows: Vec<RevisionRow>,
+    pub matching: Option<u64>,
+    pub total: u64,
+}
+
 /// What the owner's sessions page is narrowed to (every filter SQL can apply from indexes).
 #[derive(Debug, Clone, Default)]
 pub struct PageFilter {
