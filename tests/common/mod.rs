@@ -76,6 +76,13 @@ pub struct Bench {
     _dir: tempfile::TempDir,
 }
 
+impl Bench {
+    /// The state folder the engine runs on.
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+}
+
 /// An engine with `config` (a JSON value in the config file's shape).
 pub fn bench(config: Value) -> Bench {
     let config: switchboard_config::Config =

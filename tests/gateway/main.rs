@@ -22,6 +22,7 @@ mod gateway_events;
 mod gateway_exchanges;
 mod gateway_frames;
 mod gateway_fuzz;
+mod gateway_list_rows;
 mod gateway_load;
 mod gateway_methods;
 mod gateway_openclaw_clients;

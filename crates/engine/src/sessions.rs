@@ -129,6 +129,75 @@ impl Sessions {
         })
     }
 
+    /// `sessions_page` as keys and revisions, for the queries it answers with one page read
+    /// (no text, at most one kind, no previews); `None` for the others.
+    pub(crate) async fn revisions_page(
+        &self,
+        q: &SessionsQuery,
+    ) -> Result<Option<RevisionsPage>, StoreError> {
+        if !q.text.is_empty() || q.kinds.len() > 1 || q.previews {
+            return Ok(None);
+        }
+        let filter = PageFilter {
+            kind: q.kinds.first().copied(),
+            updated_since: q.active_since,
+            archived: q.archived,
+            show_global: self.ctx.store().scheme().global_scope,
+            by_name: q.order == SessionsOrder::Name,
+        };
+        let limit = q.limit.min(SESSIONS_PAGE_MAX);
+        let page = self
+            .ctx
+            .store()
+            .backend()
+            .page_revisions(filter, q.offset, limit, q.count)
+            .await?;
+        let runner = self.runs.runner();
+        let rows = page
+            .rows
+            .into_iter()
+            .map(|r| {
+                let running = runner.is_running(r.key.as_str());
+                let revision = RowRevision {
+                    rev: r.revision.rev,
+                    updated_at: r.revision.updated_at,
+                    running,
+                };
+                (r.key.to_string(), r.agent_id, revision)
+            })
+            .collect();
+        Ok(Some(RevisionsPage {
+            rows,
+            matching: page.matching,
+            total: page.total,
+        }))
+    }
+
+    /// The named sessions' rows with their owner entries, each with its revision as read.
+    pub(crate) async fn rows_by_key(
+        &self,
+        keys: Vec<String>,
+    ) -> Result<Vec<(SessionRow, RowRevision)>, StoreError> {
+        let keys = keys.into_iter().map(SessionKey::from_canonical).collect();
+        let read = self.ctx.store().backend().sessions_by_key(keys).await?;
+        let q = SessionsQuery {
+            entries: true,
+            ..SessionsQuery::default()
+        };
+        Ok(read
+            .into_iter()
+            .map(|(s, revision)| {
+                let row = self.listed_row(&s, &q);
+                let revision = RowRevision {
+                    rev: revision.rev,
+                    updated_at: revision.updated_at,
+                    running: row.running,
+                };
+                (row, revision)
+            })
+            .collect())
+    }
+
     pub(crate) async fn sessions_page(&self, q: &SessionsQuery) -> Result<SessionsPage, StoreError> {
         let mut q = q.clone();
         q.limit = q.limit.min(SESSIONS_PAGE_MAX);

@@ -36,6 +36,20 @@ impl SessionsApi for Engine {
         Ok(self.sessions.sessions_page(&query).await?)
     }
 
+    async fn session_revisions(
+        &self,
+        query: &SessionsQuery,
+    ) -> Result<Option<RevisionsPage>, ApiError> {
+        Ok(self.sessions.revisions_page(query).await?)
+    }
+
+    async fn sessions_by_key(
+        &self,
+        keys: Vec<String>,
+    ) -> Result<Vec<(SessionRow, RowRevision)>, ApiError> {
+        Ok(self.sessions.rows_by_key(keys).await?)
+    }
+
     async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError> {
         let key = SessionKey::from_canonical(key);
         // Read as a view (a row and the owner's fields is all a detail shows), once: a

@@ -44,10 +44,47 @@ pub struct Response {
         skip_serializing_if = "Option::is_none"
     )]
     pub payload: Option<Value>,
+    /// A payload already written as JSON text, sent as `payload` in place of `payload`
+    /// (a gateway that keeps rows it rendered splices them in rather than building and
+    /// serialising a `Value` again). Never read: a decoded answer has `payload`.
+    #[serde(
+        rename(serialize = "payload"),
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rendered: Option<Rendered>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorShape>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// JSON text checked once when made (`Rendered::new`), written out as it is.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct Rendered(Box<serde_json::value::RawValue>);
+
+impl Rendered {
+    /// `text` when it is one JSON value; the parse error otherwise.
+    pub fn new(text: String) -> Result<Rendered, serde_json::Error> {
+        serde_json::value::RawValue::from_string(text).map(Rendered)
+    }
+
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl From<Box<serde_json::value::RawValue>> for Rendered {
+    fn from(raw: Box<serde_json::value::RawValue>) -> Rendered {
+        Rendered(raw)
+    }
+}
+
+impl PartialEq for Rendered {
+    fn eq(&self, other: &Rendered) -> bool {
+        self.get() == other.get()
+    }
 }
 
 /// A push from the server: `{type: "event", event, payload, seq?, stateVersion?}`.

@@ -11,7 +11,7 @@ pub mod tls_client;
 pub mod token;
 
 pub use decode::ProtocolError;
-pub use frame::{ErrorShape, Event, Frame, INVALID_REQUEST, Request, Response};
+pub use frame::{ErrorShape, Event, Frame, INVALID_REQUEST, Rendered, Request, Response};
 pub use handshake::{
     AuthParams, ClientInfo, ConnectChallenge, ConnectParams, DeviceAuth, Features, HelloOk,
     HelloOkTag, Policy, ServerInfo,

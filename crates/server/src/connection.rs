@@ -55,6 +55,8 @@ pub struct Shared {
     pub connected: std::sync::atomic::AtomicUsize,
     /// Hidden from connections without write scope (`private_paths.rs`).
     pub private_paths: Arc<super::private_paths::PrivatePaths>,
+    /// `sessions.list` rows as last rendered, for every connection (`rows.rs`).
+    pub rows: super::rows::RowCache,
 }
 
 /// Requests being answered at once for one token, across all its connections.
@@ -81,6 +83,7 @@ fn response(id: String, outcome: Result<Value, ErrorShape>) -> Frame {
         id,
         ok,
         payload,
+        rendered: None,
         error,
         extra: serde_json::Map::new(),
     })

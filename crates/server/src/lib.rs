@@ -16,6 +16,7 @@ mod private_paths;
 mod probes;
 mod quiet;
 mod requests;
+mod rows;
 mod session_rows;
 mod slash;
 mod switchboard_methods;
@@ -164,6 +165,7 @@ pub async fn run_with_tls(
         read_only_token_requests: Arc::new(Semaphore::new(connection::MAX_IN_FLIGHT_PER_TOKEN)),
         connected: std::sync::atomic::AtomicUsize::new(0),
         private_paths: Arc::new(options.private_paths),
+        rows: rows::RowCache::default(),
     });
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let handshakes =

@@ -1,16 +1,19 @@
 //! The gateway's methods: each request's params read, answered from `SessionsApi`, in
 //! OpenClaw's payload shapes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::rows::RowCache;
 use super::session_rows;
-use switchboard_protocol::{ErrorShape, INVALID_REQUEST};
+use switchboard_protocol::{ErrorShape, INVALID_REQUEST, Rendered};
 use switchboard_types::api::{
-    ApiError, KeyPurpose, PatchRequest, PolicySetting, RunStatus, SendPolicy, SendRequest, Sender,
-    SessionRow, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
+    ApiError, KeyPurpose, PatchRequest, PolicySetting, RowRevision, RunStatus, SendPolicy,
+    SendRequest, Sender, SessionRow, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
 };
 
 /// The methods `hello-ok` announces: OpenClaw's, in the order they are documented, then
@@ -170,25 +173,33 @@ struct ListParams {
     include_last_message: bool,
 }
 
-async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Value, ErrorShape> {
+/// What `sessions.list` asks of the API, from its params.
+struct ListQuery {
+    query: SessionsQuery,
+    limit: usize,
+    offset: usize,
+    agent: Option<String>,
+}
+
+fn list_query(p: &ListParams) -> ListQuery {
     let limit = p.limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX);
     let offset = p.offset.unwrap_or(0);
     let active_since = p.active_minutes.map(|m| {
         let ms = i64::try_from(m.saturating_mul(60_000)).unwrap_or(i64::MAX);
         chrono::Utc::now().timestamp_millis().saturating_sub(ms)
     });
-    let agent = p.agent_id.filter(|a| !a.is_empty());
+    let agent = p.agent_id.clone().filter(|a| !a.is_empty());
     // An agent's sessions are the keys `agent:<id>:…`: the key search narrows the page to
     // them (rows whose name merely contains that text are dropped below). A search of
     // the client's own keeps its text, and the agent is then only filtered on the page.
-    let text = match (p.search, &agent) {
-        (Some(search), _) => search,
+    let text = match (&p.search, &agent) {
+        (Some(search), _) => search.clone(),
         (None, Some(id)) => format!("agent:{id}:"),
         (None, None) => String::new(),
     };
-    // One row more than asked tells whether another page follows without counting all.
-    let page = api
-        .sessions(SessionsQuery {
+    ListQuery {
+        // One row more than asked tells whether another page follows without counting all.
+        query: SessionsQuery {
             text,
             active_since,
             offset,
@@ -197,9 +208,126 @@ async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Valu
             entries: true,
             previews: p.include_last_message,
             ..SessionsQuery::default()
-        })
-        .await
-        .map_err(api_failure)?;
+        },
+        limit,
+        offset,
+        agent,
+    }
+}
+
+/// A `sessions.list` answer: built as a `Value`, or spliced from rows kept rendered.
+pub enum Listed {
+    Value(Value),
+    Rendered(Rendered),
+}
+
+/// `sessions.list`: from the rows kept rendered (`rows::RowCache`) where the API can say
+/// which rows changed (`SessionsApi::session_revisions`), else built whole.
+pub async fn sessions_list_answer(
+    api: &Arc<dyn SessionsApi>,
+    kept: &RowCache,
+    raw: Option<Value>,
+) -> Result<Listed, ErrorShape> {
+    let p: ListParams = params("sessions.list", raw)?;
+    if let Some(answer) = rendered_list(api, kept, &p).await? {
+        return Ok(Listed::Rendered(answer));
+    }
+    sessions_list(api, p).await.map(Listed::Value)
+}
+
+/// The envelope of a `sessions.list` answer made of rendered rows, in the order and names
+/// `sessions_list` gives its fields.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RenderedList<'a> {
+    ts: i64,
+    count: usize,
+    limit_applied: usize,
+    has_more: bool,
+    next_offset: Option<usize>,
+    defaults: Value,
+    sessions: Vec<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_count: Option<u64>,
+}
+
+/// The answer spliced from kept rows, rendering only the rows whose revision moved; `None`
+/// when the API cannot give revisions for this query.
+async fn rendered_list(
+    api: &Arc<dyn SessionsApi>,
+    kept: &RowCache,
+    p: &ListParams,
+) -> Result<Option<Rendered>, ErrorShape> {
+    let q = list_query(p);
+    let Some(page) = api.session_revisions(&q.query).await.map_err(api_failure)? else {
+        return Ok(None);
+    };
+    let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
+    let shape = models.fingerprint(p.include_derived_titles);
+    let has_more = page.rows.len() > q.limit;
+    let wanted: Vec<&(String, String, RowRevision)> = page
+        .rows
+        .iter()
+        .take(q.limit)
+        .filter(|(_, agent, _)| q.agent.as_ref().is_none_or(|a| a == agent))
+        .collect();
+    let mut texts: Vec<Option<Arc<RawValue>>> = wanted
+        .iter()
+        .map(|(key, _, revision)| kept.get(key, *revision, shape))
+        .collect();
+    let missing: Vec<String> = wanted
+        .iter()
+        .zip(&texts)
+        .filter(|(_, t)| t.is_none())
+        .map(|((key, _, _), _)| key.clone())
+        .collect();
+    if !missing.is_empty() {
+        let read = api.sessions_by_key(missing).await.map_err(api_failure)?;
+        let mut fresh = HashMap::with_capacity(read.len());
+        for (mut row, revision) in read {
+            let entry = row.entry.take();
+            let mut v = session_rows::row(&row, entry, &models);
+            if p.include_derived_titles {
+                v["derivedTitle"] = json!(row.name);
+            }
+            let text: Arc<RawValue> = serde_json::value::to_raw_value(&v)
+                .map_err(|e| api_failure(ApiError::storage(e.to_string())))?
+                .into();
+            kept.put(row.key.clone(), revision, shape, text.clone());
+            fresh.insert(row.key, text);
+        }
+        for (t, (key, _, _)) in texts.iter_mut().zip(&wanted) {
+            if t.is_none() {
+                // A session deleted since the page was read is left out, as a page read a
+                // moment later would.
+                *t = fresh.get(key).cloned();
+            }
+        }
+    }
+    let rows: Vec<Arc<RawValue>> = texts.into_iter().flatten().collect();
+    let answer = RenderedList {
+        ts: chrono::Utc::now().timestamp_millis(),
+        count: rows.len(),
+        limit_applied: q.limit,
+        has_more,
+        next_offset: has_more.then_some(q.offset + q.limit),
+        defaults: models.defaults(),
+        sessions: rows.iter().map(|r| &**r).collect(),
+        total_count: page.matching,
+    };
+    let text = serde_json::value::to_raw_value(&answer)
+        .map_err(|e| api_failure(ApiError::storage(e.to_string())))?;
+    Ok(Some(Rendered::from(text)))
+}
+
+async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Value, ErrorShape> {
+    let ListQuery {
+        query,
+        limit,
+        offset,
+        agent,
+    } = list_query(&p);
+    let page = api.sessions(query).await.map_err(api_failure)?;
     let models = session_rows::Models::new(&api.agents().await.map_err(api_failure)?);
     let has_more = page.rows.len() > limit;
     let sessions: Vec<Value> = page

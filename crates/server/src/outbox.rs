@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::private_paths::PrivatePaths;
-use switchboard_protocol::{ErrorShape, Event, Frame, Response};
+use switchboard_protocol::{ErrorShape, Event, Frame, Rendered, Response};
 
 /// Frames a connection may have queued, whatever their size: many tiny frames cost memory
 /// too (one allocation each).
@@ -178,7 +178,25 @@ impl Outbox {
             id,
             ok,
             payload,
+            rendered: None,
             error,
+            extra: serde_json::Map::new(),
+        });
+        let mut n = self.numbering.lock().unwrap_or_else(|p| p.into_inner());
+        if n.closed {
+            return Err(Gone);
+        }
+        self.queue(&mut n, &frame)
+    }
+
+    /// An answer whose payload is already JSON text (`Rendered`), queued as `response`.
+    pub fn response_rendered(&self, id: String, payload: Rendered) -> Result<(), Gone> {
+        let frame = Frame::Res(Response {
+            id,
+            ok: true,
+            payload: None,
+            rendered: Some(payload),
+            error: None,
             extra: serde_json::Map::new(),
         });
         let mut n = self.numbering.lock().unwrap_or_else(|p| p.into_inner());
@@ -289,6 +307,7 @@ bytes): ask for less"
             id: r.id.clone(),
             ok: false,
             payload: None,
+            rendered: None,
             error: Some(error),
             extra: serde_json::Map::new(),
         })

@@ -146,6 +146,15 @@ fn dispatch_inner<'a>(
                 Err(e) => answer(id, Err(e)),
             }
         })),
+        "sessions.list" => Some(Box::pin(async move {
+            match methods::sessions_list_answer(&ctx.shared.api, &ctx.shared.rows, raw).await {
+                Ok(methods::Listed::Rendered(payload)) => {
+                    let _ = ctx.outbox.response_rendered(id, payload);
+                }
+                Ok(methods::Listed::Value(v)) => answer(id, Ok(v)),
+                Err(e) => answer(id, Err(e)),
+            }
+        })),
         "status" => Some(Box::pin(async move {
             let outcome = methods::call(&ctx.shared.api, &method, raw, ctx.shared.max_payload)
                 .await

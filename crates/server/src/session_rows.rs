@@ -57,6 +57,22 @@ impl Models {
             .filter(|m| !m.is_empty())
     }
 
+    /// A number that differs when anything rows take from the models differs (and with
+    /// `titles`: whether rows carry `derivedTitle`): part of a kept row's key
+    /// (`rows::RowCache`).
+    pub fn fingerprint(&self, titles: bool) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut agents: Vec<_> = self.by_agent.iter().collect();
+        agents.sort();
+        agents.hash(&mut h);
+        let mut windows: Vec<_> = self.windows.iter().collect();
+        windows.sort();
+        windows.hash(&mut h);
+        (&self.default, titles).hash(&mut h);
+        h.finish()
+    }
+
     /// OpenClaw's `defaults` beside a list: the default agent's model and, when the config
     /// gives it, its context window.
     pub fn defaults(&self) -> Value {

@@ -73,6 +73,28 @@ pub trait SessionsApi: Send + Sync {
     /// A page of sessions, newest activity first (the owner's view: every session).
     async fn sessions(&self, query: SessionsQuery) -> Result<SessionsPage, ApiError>;
 
+    /// The page `sessions` would give for `query`, as each row's key, agent and revision
+    /// only, for a front end that keeps the rows it rendered (the gateway's `sessions.list`)
+    /// and asks `sessions_by_key` for those that changed. `None`: not for this query (a text
+    /// search, several kinds) or not from this API; ask `sessions` then.
+    async fn session_revisions(
+        &self,
+        _query: &SessionsQuery,
+    ) -> Result<Option<RevisionsPage>, ApiError> {
+        Ok(None)
+    }
+
+    /// The rows of the sessions named that exist (with their owner entries, as a page with
+    /// `entries` has them), each with its revision as read.
+    async fn sessions_by_key(
+        &self,
+        _keys: Vec<String>,
+    ) -> Result<Vec<(SessionRow, RowRevision)>, ApiError> {
+        Err(ApiError::Unavailable(
+            "rows by key are not available here".into(),
+        ))
+    }
+
     /// One session (by canonical key); `None` when there is no such session.
     async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError>;
 

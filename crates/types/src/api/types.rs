@@ -37,6 +37,27 @@ pub struct SessionsQuery {
     pub order: SessionsOrder,
 }
 
+/// What tells a front end that keeps rows it rendered whether one changed: the store's
+/// revision of the session (new on every write of its entry), its last activity (appends
+/// move it without writing the entry) and whether it is running (the engine's, not stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RowRevision {
+    pub rev: i64,
+    pub updated_at: i64,
+    pub running: bool,
+}
+
+/// A page of sessions as keys and revisions (`SessionsApi::session_revisions`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionsPage {
+    /// Key, agent id and revision of each row, in the page's order.
+    pub rows: Vec<(String, String, RowRevision)>,
+    pub matching: Option<u64>,
+    pub total: u64,
+}
+
 /// The order of a sessions page, over every matching session (not only the page's rows).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
