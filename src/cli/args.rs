@@ -6,6 +6,23 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use switchboard_types::api::PolicySetting;
 
+/// The heading the options every command takes are listed under, after the command's own.
+const GLOBAL: &str = "Global options";
+
+/// The global options that only say where a remote engine is: hidden from the `--help` of
+/// a command that works on a local state folder only (which refuses them).
+pub const REMOTE_OPTIONS: &[&str] = &["connect", "token", "tls_ca"];
+
+/// The commands (space-separated paths) that work on a local state folder only.
+pub const LOCAL_ONLY: &[&str] = &[
+    "demo",
+    "import-openclaw",
+    "config",
+    "keys",
+    "serve",
+    "sessions export",
+];
+
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
@@ -30,20 +47,20 @@ loopback URL whose port this state folder's own running `serve` listens on (reco
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
-    #[arg(long, global = true, env = "SWITCHBOARD_STATE_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "SWITCHBOARD_STATE_DIR", value_name = "DIR", help_heading = GLOBAL)]
     pub state_dir: Option<PathBuf>,
     /// The JSON5 config file.
-    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
+    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
     /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
     pub connect: Option<String>,
     /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else the state
     /// folder's gateway-token file, only for the port this folder's own `serve` listens on).
-    #[arg(long, global = true, value_name = "TOKEN")]
+    #[arg(long, global = true, value_name = "TOKEN", help_heading = GLOBAL)]
     pub token: Option<String>,
     /// A CA certificate (PEM) to trust for a wss:// gateway.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -86,14 +103,17 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
         after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
     )]
     Demo {
-        /// Milliseconds between two demo messages (at most 600000: the ticker's deadline
-        /// arithmetic panics on a huge period).
+        /// Milliseconds between two demo messages (0 to 600000, ten minutes).
         #[arg(long, default_value_t = 1500, value_name = "MS",
               value_parser = clap::value_parser!(u64).range(0..=600_000))]
         pace_ms: u64,
     },
     /// List, show, patch and export sessions (the owner's view: every session).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions show agent:main:main --messages 20\n  \
+switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  switchboard sessions export --all --out ./openclaw-state"
+    )]
     Sessions(SessionsCommand),
     /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
     #[command(
@@ -118,7 +138,10 @@ columns, or one a read of which takes over 2 minutes stops the import before any
         dir: PathBuf,
     },
     /// Write the documented default config, or validate one.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  switchboard config init\n  switchboard config check ./config.json5"
+    )]
     Config(ConfigCommand),
     /// The console's keys: every action, the keys bound to it (your keymap file applied) and
     /// what it does.
@@ -141,7 +164,7 @@ methods health, sessions.list, chat.history, chat.send, tools.invoke). The token
 gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
 <state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
 refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
-`--connect` on this machine offers that token only to it. SIGINT or SIGTERM stops \
+Switchboard clients on this machine offer that token only to it. SIGINT or SIGTERM stops \
 accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
@@ -191,9 +214,18 @@ pub struct ServeArgs {
     pub max_queued_bytes: usize,
 }
 
+/// `tool`'s TOOL help: every tool the engine has, from the engine's own list.
+fn tool_names_help() -> String {
+    format!(
+        "The tool to run: {}",
+        switchboard_engine::TOOL_NAMES.join(", ")
+    )
+}
+
 #[derive(Debug, Args)]
 pub struct ToolArgs {
-    /// sessions_list | sessions_history | sessions_send
+    /// The tool to run (one of the engine's: every name is listed here).
+    #[arg(value_name = "TOOL", help = tool_names_help())]
     pub name: String,
     /// The parameters as a JSON object; `-` reads them from stdin; omitted means `{}`.
     pub json: Option<String>,
@@ -280,6 +312,7 @@ pub enum SessionsCommand {
         /// Include tool results.
         #[arg(long)]
         tools: bool,
+        /// Print the session's entry with `sendPolicyEffective` and its `messages` as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -381,10 +414,93 @@ pub struct ExchangesArgs {
 #[derive(Debug, Subcommand)]
 pub enum ExchangesCommand {
     /// One exchange in full: every turn, how it ended, the announce.
+    #[command(
+        after_help = "Examples:\n  switchboard exchanges show 0193a4c2-5b7e-7d01-9c3e-2f0a1b2c3d4e\n  \
+switchboard exchanges show 0193a4c2      # a unique start of the id will do\n  \
+switchboard exchanges show 0193a4c2 --json | jq '.turns[].text'"
+    )]
     Show {
-        /// The exchange's id (the last column of `switchboard exchanges`).
+        /// The exchange's id (the ID column of `switchboard exchanges`), or a start of it that
+        /// only one exchange has.
         id: String,
+        /// Print the API's JSON (`summary`, `turns`, `announce`) instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What a command does with the state folder. It decides whether starting the log may
+/// create the folder: only a command that writes there makes one; the others log into an
+/// existing folder or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateUse {
+    /// Records sessions, runs or the device identity of `--connect`: makes the folder.
+    Writes,
+    /// Reads what is there; a missing folder is an error ("no state folder at …").
+    Reads,
+    /// Does not touch the state (`keys`, `config`).
+    Ignores,
+}
+
+impl Cli {
+    pub fn state_use(&self) -> StateUse {
+        // Over --connect the state folder holds the device identity the gateway knows
+        // this machine by, created on first use.
+        if self.connect.is_some() {
+            return StateUse::Writes;
+        }
+        match &self.command {
+            None
+            | Some(Command::Demo { .. })
+            | Some(Command::Tool(_))
+            | Some(Command::Inject(_))
+            | Some(Command::ImportOpenclaw { .. })
+            | Some(Command::Serve(_)) => StateUse::Writes,
+            Some(Command::Sessions(cmd)) => match cmd {
+                SessionsCommand::List { .. }
+                | SessionsCommand::Show { .. }
+                | SessionsCommand::Export { .. } => StateUse::Reads,
+                SessionsCommand::Patch { .. } | SessionsCommand::Abort { .. } => StateUse::Writes,
+            },
+            Some(Command::Exchanges(_)) => StateUse::Reads,
+            Some(Command::Config(_)) | Some(Command::Keys { .. }) => StateUse::Ignores,
+        }
+    }
+}
+
+impl Cli {
+    /// The command line as parsed and as `--help` shows it: clap's definition, with the
+    /// remote options (`--connect`, `--token`, `--tls-ca`) hidden from the help of every
+    /// command in `LOCAL_ONLY` (they stay global, so `switchboard --connect URL sessions
+    /// list` and `sessions list --connect URL` both work; a local-only command refuses them).
+    pub fn command_line() -> clap::Command {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        // A hidden copy of each remote option in the local-only command: clap propagates a
+        // global option only where no option of that id exists yet (and on to the
+        // command's own subcommands, hidden), and values still reach the top level.
+        let hidden: Vec<clap::Arg> = cmd
+            .get_arguments()
+            .filter(|a| REMOTE_OPTIONS.contains(&a.get_id().as_str()))
+            .map(|a| a.clone().hide(true))
+            .collect();
+        LOCAL_ONLY.iter().fold(cmd, |cmd, path| {
+            hide_remote_options(cmd, &path.split(' ').collect::<Vec<_>>(), &hidden)
+        })
+    }
+
+    /// The arguments of this process, parsed (or clap's message and exit on bad input).
+    pub fn parse_args() -> Cli {
+        use clap::FromArgMatches;
+        let matches = Self::command_line().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+fn hide_remote_options(cmd: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap::Command {
+    match path {
+        [] => cmd.args(hidden.iter().cloned()),
+        [first, rest @ ..] => {
+            cmd.mut_subcommand(*first, |sub| hide_remote_options(sub, rest, hidden))
+        }
+    }
 }
