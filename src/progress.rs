@@ -126,7 +126,10 @@ fn describe(e: &EngineEvent) -> Option<String> {
             max_hops,
             target,
             ..
-        } => format!("  chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
+        } => format!(
+            "  chain stopped before {target}: {} > maxChainHops {max_hops}",
+            switchboard_types::words::count(*hops, "send")
+        ),
         EngineEvent::Delivery {
             channel, to, kind, ..
         } if *kind == switchboard_types::api::SendKind::Reply => {

@@ -117,7 +117,13 @@ switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  swi
     Sessions(SessionsCommand),
     /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
     #[command(
-        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
+        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  \
+switchboard exchanges --from agent:main:main --to agent:ops:main --since 2h\n  \
+switchboard exchanges --status running --status interrupted\n  \
+switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n\n\
+The table has a header row; notes (\"more: raise --limit\") go to stderr, so stdout is only the \
+table. Filters other than --session and --since are applied to the pages read (the newest 10000 \
+exchanges at most; a note says when that bound stopped the search).\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
     )]
     Exchanges(ExchangesArgs),
     /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
@@ -394,6 +400,31 @@ pub enum ConfigCommand {
     Check { file: Option<PathBuf> },
 }
 
+/// `exchanges --status`: the statuses an exchange has (`ExchangeStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExchangeStatusArg {
+    /// Its reply-back loop or announce is still going.
+    Running,
+    /// It ended (however: see the ENDED column).
+    Done,
+    /// The engine stopped during it.
+    Interrupted,
+    /// A send policy or the chain limit refused the send.
+    Refused,
+}
+
+impl ExchangeStatusArg {
+    pub fn status(self) -> switchboard_types::api::ExchangeStatus {
+        use switchboard_types::api::ExchangeStatus;
+        match self {
+            ExchangeStatusArg::Running => ExchangeStatus::Running,
+            ExchangeStatusArg::Done => ExchangeStatus::Done,
+            ExchangeStatusArg::Interrupted => ExchangeStatus::Interrupted,
+            ExchangeStatusArg::Refused => ExchangeStatus::Refused,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ExchangesArgs {
@@ -402,13 +433,63 @@ pub struct ExchangesArgs {
     /// Only exchanges with this session (key or session id) as requester or target.
     #[arg(long, value_name = "KEY")]
     pub session: Option<String>,
+    /// Only exchanges this session started (the requester).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Only exchanges sent to this session (the target).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Only exchanges with this status; repeatable.
+    #[arg(long, value_enum, value_name = "STATUS")]
+    pub status: Vec<ExchangeStatusArg>,
+    /// Only exchanges started since then: an age (30s, 10m, 2h, 1day, 1h 30m) or a time
+    /// (RFC 3339: 2026-11-27T09:00:00Z, 2026-11-27 09:00:00+01:00).
+    #[arg(long, value_name = "AGE|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
     /// At most this many (newest first).
     #[arg(long, default_value_t = 20,
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub limit: u64,
-    /// Print the API's JSON page instead of a table.
+    /// Print the API's JSON page (`exchanges`, `more`) instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--since`: a moment, in ms since the epoch, or an age taken back from now when the
+/// command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    Ago(std::time::Duration),
+    At(i64),
+}
+
+impl Since {
+    /// The moment in ms since the epoch, an age counted back from `now_ms`.
+    pub fn at(self, now_ms: i64) -> i64 {
+        match self {
+            Since::At(ms) => ms,
+            Since::Ago(d) => {
+                now_ms.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            }
+        }
+    }
+}
+
+fn parse_since(raw: &str) -> Result<Since, String> {
+    let raw = raw.trim();
+    if let Ok(d) = humantime::parse_duration(raw) {
+        return Ok(Since::Ago(d));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(raw) {
+        return Ok(Since::At(t.timestamp_millis()));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_str(raw, "%Y-%m-%d %H:%M:%S%:z") {
+        return Ok(Since::At(t.timestamp_millis()));
+    }
+    Err(format!(
+        "{raw:?} is neither an age (30s, 10m, 2h, 1day) nor an RFC 3339 time \
+(2026-11-27T09:00:00Z)"
+    ))
 }
 
 #[derive(Debug, Subcommand)]

@@ -173,3 +173,147 @@ fn every_help_lists_what_exists_and_only_what_applies() {
         stderr(&out)
     );
 }
+
+const EXCHANGES: &str = r#"{
+  session: { agentToAgent: { maxPingPongTurns: 1 } },
+  tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+  agents: { list: [
+    { id: "main", default: true, model: "scripted", script: [
+      { when: { step: "reply" }, reply: "REPLY_SKIP" },
+    ] },
+    { id: "ops", model: "scripted", script: [
+      { when: { step: "message" }, reply: "ops heard: {{text}}" },
+      { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
+    ] },
+    { id: "quiet", model: "scripted", script: [] },
+  ] },
+}"#;
+
+/// Two sends main → ops (done) and one refused main → quiet.
+fn three_exchanges() -> CliBench {
+    let b = CliBench::new(EXCHANGES);
+    for text in ["first", "second"] {
+        b.ok(&[
+            "tool",
+            "sessions_send",
+            &format!(r#"{{"agentId": "ops", "message": "{text}", "timeoutSeconds": 30}}"#),
+            "--as",
+            "agent:main:main",
+        ]);
+    }
+    b.ok(&["inject", "agent:quiet:main", "/send off", "--owner"]);
+    b.ok(&[
+        "tool",
+        "sessions_send",
+        r#"{"sessionKey": "agent:quiet:main", "message": "psst"}"#,
+        "--as",
+        "agent:main:main",
+    ]);
+    b
+}
+
+fn ids(page: &serde_json::Value) -> Vec<String> {
+    page["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .map(|e| e["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// Issue 26: `exchanges` had no header row, no filters, printed "(more: raise --limit)" on
+/// stdout and took whole ids only.
+#[test]
+fn exchanges_has_a_header_filters_short_ids_and_notes_on_stderr() {
+    let b = three_exchanges();
+    let all = b.json(&["exchanges", "--json"]);
+    let all_ids = ids(&all);
+    assert_eq!(all_ids.len(), 3, "{all}");
+
+    // A header row; the note about more on stderr, never in the table.
+    let out = b.run(&["exchanges", "--limit", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(table.starts_with("STARTED "), "{table}");
+    assert!(!table.contains("more"), "{table}");
+    assert!(stderr(&out).contains("raise --limit"), "{}", stderr(&out));
+
+    // --status (the exchange model's statuses, as a closed set).
+    let refused = b.json(&["exchanges", "--status", "refused", "--json"]);
+    assert_eq!(ids(&refused), vec![all_ids[0].clone()], "{refused}");
+    let done = b.json(&["exchanges", "--status", "done", "--json"]);
+    assert_eq!(ids(&done), all_ids[1..].to_vec(), "{done}");
+    let bad = b.run(&["exchanges", "--status", "finished"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("running"),
+        "lists the choices: {}",
+        stderr(&bad)
+    );
+    // --status with --limit: the limit counts matches, and `more` is exact.
+    let one = b.json(&["exchanges", "--status", "done", "--limit", "1", "--json"]);
+    assert_eq!(ids(&one), vec![all_ids[1].clone()]);
+    assert_eq!(one["more"], true, "{one}");
+
+    // --from / --to: the requester and the target, exactly.
+    let to_ops = b.json(&["exchanges", "--to", "agent:ops:main", "--json"]);
+    assert_eq!(ids(&to_ops), all_ids[1..].to_vec(), "{to_ops}");
+    let pair = b.json(&[
+        "exchanges",
+        "--from",
+        "agent:main:main",
+        "--to",
+        "agent:quiet:main",
+        "--json",
+    ]);
+    assert_eq!(ids(&pair), vec![all_ids[0].clone()], "{pair}");
+    let none = b.run(&["exchanges", "--from", "agent:ops:main"]);
+    assert!(none.status.success());
+    assert!(stdout(&none).is_empty(), "{}", stdout(&none));
+    assert!(
+        stderr(&none).contains("no agent-to-agent exchanges match"),
+        "{}",
+        stderr(&none)
+    );
+
+    // --since: an age or a time.
+    assert_eq!(
+        ids(&b.json(&["exchanges", "--since", "1h", "--json"])).len(),
+        3
+    );
+    assert_eq!(
+        ids(&b.json(&["exchanges", "--since", "2999-01-01T00:00:00Z", "--json"])).len(),
+        0
+    );
+    assert_eq!(
+        ids(&b.json(&["exchanges", "--since", "2000-01-01T00:00:00Z", "--json"])).len(),
+        3
+    );
+    let bad = b.run(&["exchanges", "--since", "yesterday-ish"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("RFC 3339"), "{}", stderr(&bad));
+
+    // A unique start of an id shows that exchange; a shared one lists the candidates.
+    let id = &all_ids[1];
+    let unique = &id[..id.len() - 1];
+    let shown = b.ok(&["exchanges", "show", unique]);
+    assert!(shown.contains("Message: second"), "{shown}");
+    let common: String = all_ids[0]
+        .chars()
+        .zip(all_ids[1].chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let out = b.run(&["exchanges", "show", &common]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    for want in [&all_ids[0], &all_ids[1]] {
+        assert!(stderr(&out).contains(want.as_str()), "{}", stderr(&out));
+    }
+    assert!(
+        stderr(&out).contains("give more of the id"),
+        "{}",
+        stderr(&out)
+    );
+}

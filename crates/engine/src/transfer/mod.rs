@@ -861,9 +861,9 @@ impl JsonlLines {
         self.done = true;
         if self.skipped_lines > LINE_WARNINGS_PER_FILE {
             self.warnings.push(format!(
-                "{}: {} more lines skipped (counted in the summary)",
+                "{}: {} more skipped (counted in the summary)",
                 self.path.display(),
-                self.skipped_lines - LINE_WARNINGS_PER_FILE
+                switchboard_types::words::count(self.skipped_lines - LINE_WARNINGS_PER_FILE, "line")
             ));
         }
         let mut probe = [0u8; 1];
