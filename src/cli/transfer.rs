@@ -9,7 +9,7 @@ use anyhow::Result;
 use switchboard_engine::Overwrite;
 use switchboard_types::api::SessionsApi;
 use switchboard_types::text_safety::{self, safe_line};
-use switchboard_types::words::{count, count_as};
+use switchboard_types::words::{count, count_as, noun};
 
 use super::args::Cli;
 use super::{existing_key, usage};
@@ -65,12 +65,10 @@ pub(crate) async fn import(cli: &Cli, dir: &Path) -> Result<()> {
         eprintln!("transcript: {}", safe_line(n));
     }
     if report.source_notes_total > report.source_notes.len() {
+        let more = report.source_notes_total - report.source_notes.len();
         eprintln!(
-            "transcript: … and {} more like these",
-            count(
-                report.source_notes_total - report.source_notes.len(),
-                "session"
-            )
+            "transcript: … and {more} more {} like these",
+            noun(more, "session", "sessions")
         );
     }
     for c in &report.conflicts {

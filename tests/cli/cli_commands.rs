@@ -317,3 +317,71 @@ fn exchanges_has_a_header_filters_short_ids_and_notes_on_stderr() {
         stderr(&out)
     );
 }
+
+/// `hh:mm:ss` five hours ahead of UTC (the zone `TZ=XYZ-5` names), as the date and time
+/// `sessions show` prints.
+fn in_utc_plus_5(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms + 5 * 3_600_000)
+        .expect("a time")
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+/// Issue 26: `sessions show` printed `updatedAt` as epoch milliseconds, no time per message,
+/// and "user:" where the console shows who sent it.
+#[test]
+fn sessions_show_prints_local_times_and_the_senders_the_console_shows() {
+    let b = CliBench::new(
+        r#"{ agents: { list: [ { id: "main", default: true, model: "scripted",
+             script: [ { when: { step: "message" }, reply: "heard: {{text}}" } ] } ] } }"#,
+    );
+    let key = "agent:main:telegram:direct:42";
+    b.ok(&[
+        "inject",
+        key,
+        "hello",
+        "--channel",
+        "telegram",
+        "--sender",
+        "alice",
+        "--quiet",
+    ]);
+    let v = b.json(&["sessions", "show", key, "--json"]);
+    let updated = v["updatedAt"].as_i64().expect("updatedAt");
+    let times: Vec<i64> = v["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["timestamp"].as_i64().expect("timestamp"))
+        .collect();
+    assert_eq!(times.len(), 2, "{v}");
+
+    let out = b
+        .command(&["sessions", "show", key])
+        .env("TZ", "XYZ-5")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(
+        !shown.contains(&updated.to_string()),
+        "epoch ms shown:\n{shown}"
+    );
+    let updated_line = shown
+        .lines()
+        .find(|l| l.starts_with("updatedAt"))
+        .expect("updatedAt");
+    assert!(updated_line.contains(&in_utc_plus_5(updated)), "{shown}");
+    assert!(
+        updated_line.ends_with("ago)") || updated_line.ends_with("(just now)"),
+        "{shown}"
+    );
+    let want = [
+        format!("{}  alice: hello", in_utc_plus_5(times[0])),
+        format!("{}  agent: heard: hello", in_utc_plus_5(times[1])),
+    ];
+    for w in &want {
+        assert!(shown.lines().any(|l| l == w), "missing {w:?}:\n{shown}");
+    }
+    assert!(!shown.contains("user:"), "{shown}");
+}

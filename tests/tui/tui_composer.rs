@@ -756,7 +756,7 @@ async fn abort_says_what_it_stopped() {
     let (flash, error) = flash_starting(&mut d, "/abort").await;
     assert!(!error, "{flash}");
     assert!(
-        flash.starts_with(&format!("/abort: stopped 1 run(s) in {ME}")),
+        flash.starts_with(&format!("/abort: stopped 1 run in {ME}")),
         "{flash}"
     );
     d.until("the run ended", |s| !s.sessions.running.contains(ME))

@@ -383,10 +383,11 @@ impl<'a> EventLines<'a> {
     fn finish(&mut self) {
         self.done = true;
         if self.skipped_lines > LINE_WARNINGS_PER_FILE {
+            let n = self.skipped_lines - LINE_WARNINGS_PER_FILE;
             self.warnings.push(format!(
-                "{}: {} more skipped (counted in the summary)",
+                "{}: {n} more {} skipped (counted in the summary)",
                 self.where_,
-                switchboard_types::words::count(self.skipped_lines - LINE_WARNINGS_PER_FILE, "line")
+                switchboard_types::words::noun(n, "line", "lines")
             ));
         }
         if self.gaps > 0 {

@@ -421,8 +421,9 @@ fn section(out: &mut Vec<Line<'static>>, rows: Vec<String>) {
     if n > CARD_SECTION_ROWS {
         out.push(Line::styled(
             format!(
-                "      … {} more",
-                switchboard_types::words::count(n - CARD_SECTION_ROWS, "line")
+                "      … {} more {}",
+                n - CARD_SECTION_ROWS,
+                switchboard_types::words::noun(n - CARD_SECTION_ROWS, "line", "lines")
             ),
             Style::default().add_modifier(Modifier::DIM),
         ));
