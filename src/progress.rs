@@ -44,7 +44,10 @@ fn show_item(item: &StreamItem, enabled: bool) -> bool {
                 if *n == 0 {
                     eprintln!("  … some events not shown (the gateway's stream was interrupted)");
                 } else {
-                    eprintln!("  … {n} events not shown");
+                    eprintln!(
+                        "  … {} not shown",
+                        switchboard_types::words::count(*n, "event")
+                    );
                 }
             }
             true
