@@ -9,18 +9,24 @@ use switchboard_types::api::PolicySetting;
 /// The heading the options every command takes are listed under, after the command's own.
 const GLOBAL: &str = "Global options";
 
-/// The global options that only say where a remote engine is: hidden from the `--help` of
-/// a command that works on a local state folder only (which refuses them).
-pub const REMOTE_OPTIONS: &[&str] = &["connect", "token", "tls_ca"];
+/// The global options that only say where a remote engine is.
+const REMOTE: &[&str] = &["connect", "token", "tls_ca"];
 
-/// The commands (space-separated paths) that work on a local state folder only.
-pub const LOCAL_ONLY: &[&str] = &[
-    "demo",
-    "import-openclaw",
-    "config",
-    "keys",
-    "serve",
-    "sessions export",
+/// The global options each command has no use for, hidden from its `--help` (still parsed:
+/// a local-only command refuses `--connect` with a message). Space-separated command paths;
+/// a command's subcommands inherit what it hides.
+const NOT_APPLICABLE: &[(&str, &[&str])] = &[
+    ("demo", REMOTE),
+    ("import-openclaw", REMOTE),
+    ("serve", REMOTE),
+    ("sessions export", REMOTE),
+    // Config files only: no state folder, no gateway.
+    ("config", &["state_dir", "connect", "token", "tls_ca"]),
+    // The keymap file (<config dir>/switchboard/keymap.json5) only.
+    (
+        "keys",
+        &["state_dir", "config", "connect", "token", "tls_ca"],
+    ),
 ];
 
 #[derive(Debug, Parser)]
@@ -523,6 +529,13 @@ pub enum StateUse {
     Ignores,
 }
 
+/// Both stdin and stdout are a terminal: the console can run (else no command prints an
+/// overview).
+pub(crate) fn on_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+}
+
 impl Cli {
     pub fn state_use(&self) -> StateUse {
         // Over --connect the state folder holds the device identity the gateway knows
@@ -531,6 +544,8 @@ impl Cli {
             return StateUse::Writes;
         }
         match &self.command {
+            // The console writes; off a terminal it prints an overview, which only reads.
+            None if !on_terminal() => StateUse::Reads,
             None
             | Some(Command::Demo { .. })
             | Some(Command::Tool(_))
@@ -551,21 +566,22 @@ impl Cli {
 
 impl Cli {
     /// The command line as parsed and as `--help` shows it: clap's definition, with the
-    /// remote options (`--connect`, `--token`, `--tls-ca`) hidden from the help of every
-    /// command in `LOCAL_ONLY` (they stay global, so `switchboard --connect URL sessions
-    /// list` and `sessions list --connect URL` both work; a local-only command refuses them).
+    /// global options a command has no use for hidden from its help (`NOT_APPLICABLE`; they
+    /// stay global, so `switchboard --connect URL sessions list` and `sessions list --connect
+    /// URL` both work, and a local-only command refuses `--connect`).
     pub fn command_line() -> clap::Command {
         let cmd = <Cli as clap::CommandFactory>::command();
-        // A hidden copy of each remote option in the local-only command: clap propagates a
-        // global option only where no option of that id exists yet (and on to the
-        // command's own subcommands, hidden), and values still reach the top level.
-        let hidden: Vec<clap::Arg> = cmd
-            .get_arguments()
-            .filter(|a| REMOTE_OPTIONS.contains(&a.get_id().as_str()))
-            .map(|a| a.clone().hide(true))
-            .collect();
-        LOCAL_ONLY.iter().fold(cmd, |cmd, path| {
-            hide_remote_options(cmd, &path.split(' ').collect::<Vec<_>>(), &hidden)
+        // A hidden copy of each option in the command that has no use for it: clap
+        // propagates a global option only where no option of that id exists yet (and on to
+        // the command's own subcommands, hidden), and values still reach the top level.
+        let globals: Vec<clap::Arg> = cmd.get_arguments().cloned().collect();
+        NOT_APPLICABLE.iter().fold(cmd, |cmd, (path, ids)| {
+            let hidden: Vec<clap::Arg> = globals
+                .iter()
+                .filter(|a| ids.contains(&a.get_id().as_str()))
+                .map(|a| a.clone().hide(true))
+                .collect();
+            hide_options(cmd, &path.split(' ').collect::<Vec<_>>(), &hidden)
         })
     }
 
@@ -577,11 +593,9 @@ impl Cli {
     }
 }
 
-fn hide_remote_options(cmd: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap::Command {
+fn hide_options(cmd: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap::Command {
     match path {
         [] => cmd.args(hidden.iter().cloned()),
-        [first, rest @ ..] => {
-            cmd.mut_subcommand(*first, |sub| hide_remote_options(sub, rest, hidden))
-        }
+        [first, rest @ ..] => cmd.mut_subcommand(*first, |sub| hide_options(sub, rest, hidden)),
     }
 }

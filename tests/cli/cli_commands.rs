@@ -98,7 +98,7 @@ fn every_help_lists_what_exists_and_only_what_applies() {
         };
         assert!(!help.to_lowercase().contains("panic"), "{name}: {help}");
         assert!(help.contains("Example"), "{name} has no example:\n{help}");
-        if !path.is_empty() {
+        if !path.is_empty() && !["keys", "config"].contains(&path[0].as_str()) {
             // The command's own options first; the global ones under their own heading.
             let (own, global) = help
                 .split_once("Global options:")
@@ -145,6 +145,18 @@ fn every_help_lists_what_exists_and_only_what_applies() {
     ] {
         let h = help_of(local);
         assert!(!h.contains("--connect"), "{local} offers --connect:\n{h}");
+    }
+    // Options a command has no use for are not offered: `keys` reads only the keymap file,
+    // `config` only config files.
+    for (name, absent) in [
+        ("keys", &["--state-dir", "--config", "--connect"][..]),
+        ("config init", &["--state-dir", "--connect"]),
+        ("config check", &["--state-dir", "--connect"]),
+    ] {
+        let h = help_of(name);
+        for option in absent {
+            assert!(!h.contains(option), "{name} offers {option}:\n{h}");
+        }
     }
     for remote in ["sessions list", "exchanges", "tool", "inject"] {
         assert!(
@@ -384,4 +396,18 @@ fn sessions_show_prints_local_times_and_the_senders_the_console_shows() {
         assert!(shown.lines().any(|l| l == w), "missing {w:?}:\n{shown}");
     }
     assert!(!shown.contains("user:"), "{shown}");
+}
+
+/// With no command and no terminal, the overview only reads: a folder not made yet is
+/// reported as such, and left unmade.
+#[test]
+fn the_overview_off_a_terminal_makes_no_state_folder() {
+    let b = CliBench::new("{}");
+    let out = b.run(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("not made yet"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("Sessions: 0"), "{}", stdout(&out));
+    assert!(!b.state.exists(), "the overview made {}", b.state.display());
+    b.ok(&["inject", "agent:main:main", "/send off", "--owner"]);
+    assert!(b.ok(&[]).contains("Sessions: 1"));
 }
