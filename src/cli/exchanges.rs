@@ -58,6 +58,14 @@ const SCAN_PAGE: usize = 500;
 /// the requests one command makes, far past what a list is read for.
 const SCAN_MAX: usize = 10_000;
 
+/// The note when a filter stopped at `SCAN_MAX` before it could tell whether more match.
+fn scan_stopped() -> String {
+    format!(
+        "looked through the newest {SCAN_MAX} exchanges only; older ones may match: narrow \
+with --session or --since"
+    )
+}
+
 /// What `exchanges` keeps of a page beyond what the API filters itself (`key`, `since`).
 struct Filter {
     from: Option<String>,
@@ -141,6 +149,10 @@ async fn list(api: &dyn SessionsApi, args: &ExchangesArgs) -> Result<()> {
     };
     let (exchanges, more) = matching(api, query, &filter, args.limit as usize).await?;
     if args.json {
+        if more.is_none() {
+            // `more: true` cannot say "not looked"; the note can.
+            note(&scan_stopped());
+        }
         return print_json(&serde_json::to_value(ExchangesPage {
             exchanges,
             more: more.unwrap_or(true),
@@ -162,10 +174,7 @@ async fn list(api: &dyn SessionsApi, args: &ExchangesArgs) -> Result<()> {
             count(exchanges.len(), "exchange")
         )),
         Some(false) => {}
-        None => note(&format!(
-            "looked through the newest {SCAN_MAX} exchanges only; older ones may match: \
-narrow with --session or --since"
-        )),
+        None => note(&scan_stopped()),
     }
     Ok(())
 }
