@@ -127,8 +127,8 @@ switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  swi
 switchboard exchanges --from agent:main:main --to agent:ops:main --since 2h\n  \
 switchboard exchanges --status running --status interrupted\n  \
 switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n\n\
-The table has a header row; notes (\"more: raise --limit\") go to stderr, so stdout is only the \
-table. Filters other than --session and --since are applied to the pages read (the newest 10000 \
+The table has a header row; notes (that more match than --limit shows, that none match) go to \
+stderr, so stdout is only the table. Filters other than --session and --since are applied to the pages read (the newest 10000 \
 exchanges at most; a note says when that bound stopped the search).\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
     )]
     Exchanges(ExchangesArgs),
