@@ -599,3 +599,23 @@ fn hide_options(cmd: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap
         [first, rest @ ..] => cmd.mut_subcommand(*first, |sub| hide_options(sub, rest, hidden)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_ages_and_rfc_3339_times() {
+        let now = 1_800_000_000_000;
+        let at = |raw: &str| parse_since(raw).map(|s| s.at(now));
+        assert_eq!(at("10m"), Ok(now - 600_000));
+        assert_eq!(at("2h 30m"), Ok(now - 9_000_000));
+        assert_eq!(at("1day"), Ok(now - 86_400_000));
+        assert_eq!(at("2026-11-27T09:00:00Z"), Ok(1_795_770_000_000));
+        assert_eq!(at("2026-11-27 10:00:00+01:00"), Ok(1_795_770_000_000));
+        // An age past the epoch saturates; it never wraps.
+        assert!(at("100000000years").is_ok_and(|t| t < 0));
+        let err = parse_since("yesterday-ish").expect_err("not a time");
+        assert!(err.contains("RFC 3339"), "{err}");
+    }
+}
