@@ -7,8 +7,6 @@ mod progress;
 
 use std::io::Write;
 
-use clap::Parser;
-
 /// mimalloc, not the system's allocator: building and dropping a page of OpenClaw-shaped
 /// rows is mostly small allocations, and glibc's malloc/free were a third of the CPU a
 /// `sessions.list` took (perf, issue 25; BENCHMARKS.md). `.cargo/config.toml` builds it to
@@ -17,7 +15,7 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     if cli
         .command
         .as_ref()
@@ -26,7 +24,15 @@ fn main() {
         quiet_broken_pipe();
     }
     // Logs belong to the state folder; a command that cannot write there reports that itself.
-    let log = logging::init(&cli.state_dir());
+    // Only a command that writes may create the folder by logging into it.
+    let state_dir = cli.state_dir();
+    let log = if cli.state_use() == cli::StateUse::Writes
+        || switchboard::state_folder::exists(&state_dir)
+    {
+        logging::init(&state_dir)
+    } else {
+        None
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -44,7 +44,10 @@ fn show_item(item: &StreamItem, enabled: bool) -> bool {
                 if *n == 0 {
                     eprintln!("  … some events not shown (the gateway's stream was interrupted)");
                 } else {
-                    eprintln!("  … {n} events not shown");
+                    eprintln!(
+                        "  … {} not shown",
+                        switchboard_types::words::count(*n, "event")
+                    );
                 }
             }
             true
@@ -126,7 +129,10 @@ fn describe(e: &EngineEvent) -> Option<String> {
             max_hops,
             target,
             ..
-        } => format!("  chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
+        } => format!(
+            "  chain stopped before {target}: {} > maxChainHops {max_hops}",
+            switchboard_types::words::count(*hops, "send")
+        ),
         EngineEvent::Delivery {
             channel, to, kind, ..
         } if *kind == switchboard_types::api::SendKind::Reply => {

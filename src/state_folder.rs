@@ -71,9 +71,38 @@ fn engine_over(config: Config, storage: Storage, state_dir: &Path, instance: Ins
     .with_openclaw_dbs(Arc::new(SqliteOpenClawDbs))
 }
 
-/// For commands that only read: open normally, and fall back to a read-only open when the
-/// folder cannot be written.
-pub fn open_engine_for_reading(state_dir: &Path, config: Config) -> Result<Engine, StoreError> {
+/// Whether `state_dir` is a state folder: its database is there. A command that only
+/// reads needs one and never makes one (a mistyped `--state-dir` must not leave a new,
+/// empty folder behind and report "no sessions").
+pub fn exists(state_dir: &Path) -> bool {
+    state_dir.join(switchboard_store_sqlite::DB_FILE).is_file()
+}
+
+/// Why a state folder could not be opened for reading.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadOpenError {
+    #[error(
+        "no state folder at {path} (no {db} there): check --state-dir (or \
+$SWITCHBOARD_STATE_DIR); to make one there, run `switchboard --state-dir {path}` (the console) \
+or record a first message with `switchboard --state-dir {path} inject agent:main:main \"hello\"`",
+        path = .0.display(),
+        db = switchboard_store_sqlite::DB_FILE
+    )]
+    Missing(std::path::PathBuf),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// For commands that only read: the folder must exist (nothing is created); it is opened
+/// normally, or read-only when it cannot be written.
+pub fn open_engine_for_reading(state_dir: &Path, config: Config) -> Result<Engine, ReadOpenError> {
+    if !exists(state_dir) {
+        return Err(ReadOpenError::Missing(state_dir.to_path_buf()));
+    }
+    Ok(open_existing_for_reading(state_dir, config)?)
+}
+
+fn open_existing_for_reading(state_dir: &Path, config: Config) -> Result<Engine, StoreError> {
     match open_engine(state_dir, config.clone()) {
         Err(e) if e.is_read_only() => {
             tracing::info!(error = %e, "the state folder is read-only; reading only");

@@ -6,6 +6,29 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use switchboard_types::api::PolicySetting;
 
+/// The heading the options every command takes are listed under, after the command's own.
+const GLOBAL: &str = "Global options";
+
+/// The global options that only say where a remote engine is.
+const REMOTE: &[&str] = &["connect", "token", "tls_ca"];
+
+/// The global options each command has no use for, hidden from its `--help` (still parsed:
+/// a local-only command refuses `--connect` with a message). Space-separated command paths;
+/// a command's subcommands inherit what it hides.
+const NOT_APPLICABLE: &[(&str, &[&str])] = &[
+    ("demo", REMOTE),
+    ("import-openclaw", REMOTE),
+    ("serve", REMOTE),
+    ("sessions export", REMOTE),
+    // Config files only: no state folder, no gateway.
+    ("config", &["state_dir", "connect", "token", "tls_ca"]),
+    // The keymap file (<config dir>/switchboard/keymap.json5) only.
+    (
+        "keys",
+        &["state_dir", "config", "connect", "token", "tls_ca"],
+    ),
+];
+
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
@@ -30,20 +53,20 @@ loopback URL whose port this state folder's own running `serve` listens on (reco
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
-    #[arg(long, global = true, env = "SWITCHBOARD_STATE_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "SWITCHBOARD_STATE_DIR", value_name = "DIR", help_heading = GLOBAL)]
     pub state_dir: Option<PathBuf>,
     /// The JSON5 config file.
-    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
+    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
     /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
     pub connect: Option<String>,
     /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else the state
     /// folder's gateway-token file, only for the port this folder's own `serve` listens on).
-    #[arg(long, global = true, value_name = "TOKEN")]
+    #[arg(long, global = true, value_name = "TOKEN", help_heading = GLOBAL)]
     pub token: Option<String>,
     /// A CA certificate (PEM) to trust for a wss:// gateway.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -86,18 +109,27 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
         after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
     )]
     Demo {
-        /// Milliseconds between two demo messages (at most 600000: the ticker's deadline
-        /// arithmetic panics on a huge period).
+        /// Milliseconds between two demo messages (0 to 600000, ten minutes).
         #[arg(long, default_value_t = 1500, value_name = "MS",
               value_parser = clap::value_parser!(u64).range(0..=600_000))]
         pace_ms: u64,
     },
     /// List, show, patch and export sessions (the owner's view: every session).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions show agent:main:main --messages 20\n  \
+switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  switchboard sessions export --all --out ./openclaw-state"
+    )]
     Sessions(SessionsCommand),
     /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
     #[command(
-        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  switchboard exchanges show 0193…  --json\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
+        after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  \
+switchboard exchanges --from agent:main:main --to agent:ops:main --since 2h\n  \
+switchboard exchanges --status running --status interrupted\n  \
+switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n\n\
+The table has a header row; notes (that more match than --limit shows, that none match) go to \
+stderr, so stdout is only the table. Filters other than --session and --since are applied to the pages read (the newest 10000 \
+exchanges at most; a note says when that bound stopped the search).\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
     )]
     Exchanges(ExchangesArgs),
     /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
@@ -118,7 +150,10 @@ columns, or one a read of which takes over 2 minutes stops the import before any
         dir: PathBuf,
     },
     /// Write the documented default config, or validate one.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  switchboard config init\n  switchboard config check ./config.json5"
+    )]
     Config(ConfigCommand),
     /// The console's keys: every action, the keys bound to it (your keymap file applied) and
     /// what it does.
@@ -141,7 +176,7 @@ methods health, sessions.list, chat.history, chat.send, tools.invoke). The token
 gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
 <state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
 refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
-`--connect` on this machine offers that token only to it. SIGINT or SIGTERM stops \
+Switchboard clients on this machine offer that token only to it. SIGINT or SIGTERM stops \
 accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
@@ -201,9 +236,18 @@ pub struct ServeArgs {
     pub demo_pace_ms: u64,
 }
 
+/// `tool`'s TOOL help: every tool the engine has, from the engine's own list.
+fn tool_names_help() -> String {
+    format!(
+        "The tool to run: {}",
+        switchboard_engine::TOOL_NAMES.join(", ")
+    )
+}
+
 #[derive(Debug, Args)]
 pub struct ToolArgs {
-    /// sessions_list | sessions_history | sessions_send
+    /// The tool to run (one of the engine's: every name is listed here).
+    #[arg(value_name = "TOOL", help = tool_names_help())]
     pub name: String,
     /// The parameters as a JSON object; `-` reads them from stdin; omitted means `{}`.
     pub json: Option<String>,
@@ -290,6 +334,7 @@ pub enum SessionsCommand {
         /// Include tool results.
         #[arg(long)]
         tools: bool,
+        /// Print the session's entry with `sendPolicyEffective` and its `messages` as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -371,6 +416,31 @@ pub enum ConfigCommand {
     Check { file: Option<PathBuf> },
 }
 
+/// `exchanges --status`: the statuses an exchange has (`ExchangeStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExchangeStatusArg {
+    /// Its reply-back loop or announce is still going.
+    Running,
+    /// It ended (however: see the ENDED column).
+    Done,
+    /// The engine stopped during it.
+    Interrupted,
+    /// A send policy or the chain limit refused the send.
+    Refused,
+}
+
+impl ExchangeStatusArg {
+    pub fn status(self) -> switchboard_types::api::ExchangeStatus {
+        use switchboard_types::api::ExchangeStatus;
+        match self {
+            ExchangeStatusArg::Running => ExchangeStatus::Running,
+            ExchangeStatusArg::Done => ExchangeStatus::Done,
+            ExchangeStatusArg::Interrupted => ExchangeStatus::Interrupted,
+            ExchangeStatusArg::Refused => ExchangeStatus::Refused,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ExchangesArgs {
@@ -379,22 +449,183 @@ pub struct ExchangesArgs {
     /// Only exchanges with this session (key or session id) as requester or target.
     #[arg(long, value_name = "KEY")]
     pub session: Option<String>,
+    /// Only exchanges this session started (the requester).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Only exchanges sent to this session (the target).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Only exchanges with this status; repeatable.
+    #[arg(long, value_enum, value_name = "STATUS")]
+    pub status: Vec<ExchangeStatusArg>,
+    /// Only exchanges started since then: an age (30s, 10m, 2h, 1day, 1h 30m) or a time
+    /// (RFC 3339: 2026-11-27T09:00:00Z, 2026-11-27 09:00:00+01:00).
+    #[arg(long, value_name = "AGE|TIME", value_parser = parse_since)]
+    pub since: Option<Since>,
     /// At most this many (newest first).
     #[arg(long, default_value_t = 20,
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub limit: u64,
-    /// Print the API's JSON page instead of a table.
+    /// Print the API's JSON page (`exchanges`, `more`) instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--since`: a moment, in ms since the epoch, or an age taken back from now when the
+/// command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    Ago(std::time::Duration),
+    At(i64),
+}
+
+impl Since {
+    /// The moment in ms since the epoch, an age counted back from `now_ms`.
+    pub fn at(self, now_ms: i64) -> i64 {
+        match self {
+            Since::At(ms) => ms,
+            Since::Ago(d) => {
+                now_ms.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            }
+        }
+    }
+}
+
+fn parse_since(raw: &str) -> Result<Since, String> {
+    let raw = raw.trim();
+    if let Ok(d) = humantime::parse_duration(raw) {
+        return Ok(Since::Ago(d));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(raw) {
+        return Ok(Since::At(t.timestamp_millis()));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_str(raw, "%Y-%m-%d %H:%M:%S%:z") {
+        return Ok(Since::At(t.timestamp_millis()));
+    }
+    Err(format!(
+        "{raw:?} is neither an age (30s, 10m, 2h, 1day) nor an RFC 3339 time \
+(2026-11-27T09:00:00Z)"
+    ))
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ExchangesCommand {
     /// One exchange in full: every turn, how it ended, the announce.
+    #[command(
+        after_help = "Examples:\n  switchboard exchanges show 0193a4c2-5b7e-7d01-9c3e-2f0a1b2c3d4e\n  \
+switchboard exchanges show 0193a4c2      # a unique start of the id will do\n  \
+switchboard exchanges show 0193a4c2 --json | jq '.turns[].text'"
+    )]
     Show {
-        /// The exchange's id (the last column of `switchboard exchanges`).
+        /// The exchange's id (the ID column of `switchboard exchanges`), or a start of it that
+        /// only one exchange has.
         id: String,
+        /// Print the API's JSON (`summary`, `turns`, `announce`) instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What a command does with the state folder. It decides whether starting the log may
+/// create the folder: only a command that writes there makes one; the others log into an
+/// existing folder or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateUse {
+    /// Records sessions, runs or the device identity of `--connect`: makes the folder.
+    Writes,
+    /// Reads what is there; a missing folder is an error ("no state folder at …").
+    Reads,
+    /// Does not touch the state (`keys`, `config`).
+    Ignores,
+}
+
+/// Both stdin and stdout are a terminal: the console can run (else no command prints an
+/// overview).
+pub(crate) fn on_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+}
+
+impl Cli {
+    pub fn state_use(&self) -> StateUse {
+        // Over --connect the state folder holds the device identity the gateway knows
+        // this machine by, created on first use.
+        if self.connect.is_some() {
+            return StateUse::Writes;
+        }
+        match &self.command {
+            // The console writes; off a terminal it prints an overview, which only reads.
+            None if !on_terminal() => StateUse::Reads,
+            None
+            | Some(Command::Demo { .. })
+            | Some(Command::Tool(_))
+            | Some(Command::Inject(_))
+            | Some(Command::ImportOpenclaw { .. })
+            | Some(Command::Serve(_)) => StateUse::Writes,
+            Some(Command::Sessions(cmd)) => match cmd {
+                SessionsCommand::List { .. }
+                | SessionsCommand::Show { .. }
+                | SessionsCommand::Export { .. } => StateUse::Reads,
+                SessionsCommand::Patch { .. } | SessionsCommand::Abort { .. } => StateUse::Writes,
+            },
+            Some(Command::Exchanges(_)) => StateUse::Reads,
+            Some(Command::Config(_)) | Some(Command::Keys { .. }) => StateUse::Ignores,
+        }
+    }
+}
+
+impl Cli {
+    /// The command line as parsed and as `--help` shows it: clap's definition, with the
+    /// global options a command has no use for hidden from its help (`NOT_APPLICABLE`; they
+    /// stay global, so `switchboard --connect URL sessions list` and `sessions list --connect
+    /// URL` both work, and a local-only command refuses `--connect`).
+    pub fn command_line() -> clap::Command {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        // A hidden copy of each option in the command that has no use for it: clap
+        // propagates a global option only where no option of that id exists yet (and on to
+        // the command's own subcommands, hidden), and values still reach the top level.
+        let globals: Vec<clap::Arg> = cmd.get_arguments().cloned().collect();
+        NOT_APPLICABLE.iter().fold(cmd, |cmd, (path, ids)| {
+            let hidden: Vec<clap::Arg> = globals
+                .iter()
+                .filter(|a| ids.contains(&a.get_id().as_str()))
+                .map(|a| a.clone().hide(true))
+                .collect();
+            hide_options(cmd, &path.split(' ').collect::<Vec<_>>(), &hidden)
+        })
+    }
+
+    /// The arguments of this process, parsed (or clap's message and exit on bad input).
+    pub fn parse_args() -> Cli {
+        use clap::FromArgMatches;
+        let matches = Self::command_line().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+fn hide_options(cmd: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap::Command {
+    match path {
+        [] => cmd.args(hidden.iter().cloned()),
+        [first, rest @ ..] => cmd.mut_subcommand(*first, |sub| hide_options(sub, rest, hidden)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_ages_and_rfc_3339_times() {
+        let now = 1_800_000_000_000;
+        let at = |raw: &str| parse_since(raw).map(|s| s.at(now));
+        assert_eq!(at("10m"), Ok(now - 600_000));
+        assert_eq!(at("2h 30m"), Ok(now - 9_000_000));
+        assert_eq!(at("1day"), Ok(now - 86_400_000));
+        assert_eq!(at("2026-11-27T09:00:00Z"), Ok(1_795_770_000_000));
+        assert_eq!(at("2026-11-27 10:00:00+01:00"), Ok(1_795_770_000_000));
+        // An age past the epoch saturates; it never wraps.
+        assert!(at("100000000years").is_ok_and(|t| t < 0));
+        let err = parse_since("yesterday-ish").expect_err("not a time");
+        assert!(err.contains("RFC 3339"), "{err}");
+    }
 }

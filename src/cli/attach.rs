@@ -66,8 +66,13 @@ impl Cli {
     pub fn open_engine_for_reading(&self) -> Result<Engine> {
         let config = self.load_config()?;
         let dir = self.state_dir();
-        switchboard::state_folder::open_engine_for_reading(&dir, config)
-            .with_context(|| format!("cannot open the state folder {}", dir.display()))
+        use switchboard::state_folder::ReadOpenError;
+        switchboard::state_folder::open_engine_for_reading(&dir, config).map_err(|e| match e {
+            // Names the folder and what to do already.
+            missing @ ReadOpenError::Missing(_) => anyhow::Error::new(missing),
+            ReadOpenError::Store(e) => anyhow::Error::new(e)
+                .context(format!("cannot open the state folder {}", dir.display())),
+        })
     }
 
     /// The API for a command that only reads. No start-up work: it would write, and the

@@ -40,7 +40,11 @@ pub(crate) fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
                 }
                 match warnings.len() {
                     0 => println!("{}: ok", path.display()),
-                    n => println!("{}: ok, {n} warning(s)", path.display()),
+                    n => println!(
+                        "{}: ok, {}",
+                        path.display(),
+                        switchboard_types::words::count(n, "warning")
+                    ),
                 }
                 return Ok(());
             }
@@ -58,7 +62,11 @@ pub(crate) fn config_cmd(cli: &Cli, cmd: &ConfigCommand) -> Result<()> {
             }
             Err(ExitError {
                 code: 1,
-                message: format!("{} problem(s) in {}", problems.len(), path.display()),
+                message: format!(
+                    "{} in {}",
+                    switchboard_types::words::count(problems.len(), "problem"),
+                    path.display()
+                ),
             }
             .into())
         }

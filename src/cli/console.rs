@@ -16,8 +16,7 @@ use super::usage;
 /// all (stdin or stdout not a tty, `ssh host switchboard demo` without -t) or `TERM=dumb`
 /// is refused with exit 2, before raw mode could fail with an OS error.
 fn console_terminal() -> Result<switchboard_tui::theme::Theme> {
-    use std::io::IsTerminal;
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+    if !super::args::on_terminal() {
         return Err(usage("the console needs a terminal (with ssh, use ssh -t)"));
     }
     switchboard_tui::theme::Theme::from_env().map_err(|e| usage(e.to_string()))
@@ -73,8 +72,7 @@ fn console_options(attached: String) -> Result<switchboard_tui::Options> {
 
 /// No command: the console on the embedded engine, or an overview when not on a terminal.
 pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
-    use std::io::IsTerminal;
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+    if !super::args::on_terminal() {
         return overview(cli).await;
     }
     if let Some(target) = &cli.connect {
@@ -135,12 +133,22 @@ pub(crate) fn tempfile_dir() -> Result<PathBuf> {
 }
 
 pub(crate) async fn overview(cli: &Cli) -> Result<()> {
-    let status = cli.reading_api().await?.status().await?;
-    match &cli.connect {
-        Some(target) => println!("Switchboard gateway: {}", safe_line(target)),
-        None => println!("Switchboard state: {}", status.attached),
+    let dir = cli.state_dir();
+    // Only reads: a folder that is not there yet is reported, not made.
+    if cli.connect.is_none() && !switchboard::state_folder::exists(&dir) {
+        println!(
+            "Switchboard state: {} (not made yet: the console or a first `inject` makes it)",
+            dir.display()
+        );
+        println!("Sessions: 0");
+    } else {
+        let status = cli.reading_api().await?.status().await?;
+        match &cli.connect {
+            Some(target) => println!("Switchboard gateway: {}", safe_line(target)),
+            None => println!("Switchboard state: {}", status.attached),
+        }
+        println!("Sessions: {}", status.sessions);
     }
-    println!("Sessions: {}", status.sessions);
     println!();
     println!("Try:");
     println!("  switchboard inject agent:main:main \"hello\" --channel telegram --sender alice");

@@ -22,7 +22,7 @@ use anyhow::{Result, anyhow};
 
 use switchboard_types::api::{ApiError, KeyPurpose, SessionsApi};
 
-pub use args::{Cli, Command};
+pub use args::{Cli, Command, StateUse};
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
 pub const EXIT_USAGE: i32 = 2;

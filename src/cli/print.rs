@@ -39,3 +39,15 @@ pub(crate) fn field<'a>(row: &'a Value, name: &str) -> &'a str {
 pub(crate) fn cell(row: &Value, name: &str) -> String {
     safe_line(field(row, name)).into_owned()
 }
+
+/// A moment (ms since the epoch) in this machine's time zone, as the console shows it:
+/// `2026-11-27 11:46:07`. `-` for one out of range.
+pub(crate) fn local_time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_else(|| "-".into())
+}

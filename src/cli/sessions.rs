@@ -6,14 +6,14 @@ use serde_json::Value;
 use switchboard_engine::Overwrite;
 use switchboard_types::api::time::{AgoStyle, ago};
 use switchboard_types::api::{
-    PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
+    LineRole, PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
     TranscriptLine, TranscriptQuery,
 };
 use switchboard_types::text_safety::{self, safe_line, safe_text};
 
 use super::args::{Cli, SessionsCommand};
 use super::attach::Attached;
-use super::print::{cell, field, print_json};
+use super::print::{cell, field, local_time, print_json};
 use super::transfer::export;
 use super::waiting::Waiting;
 use super::{api_error, existing_key, usage};
@@ -279,7 +279,7 @@ fn print_table(rows: &[Value]) {
         .unwrap_or(3)
         .clamp(3, 60);
     println!(
-        "{:<6} {:<key_w$} {:<10} {:<9} {:<6} NAME",
+        "{:<6} {:<key_w$} {:<10} {:<10} {:<6} NAME",
         "KIND", "KEY", "CHANNEL", "UPDATED", "POLICY"
     );
     for r in rows {
@@ -305,7 +305,7 @@ fn print_table(rows: &[Value]) {
             };
         }
         println!(
-            "{:<6} {:<key_w$} {:<10} {:<9} {:<6} {}",
+            "{:<6} {:<key_w$} {:<10} {:<10} {:<6} {}",
             cell(r, "kind"),
             cell(r, "key"),
             cell(r, "channel"),
@@ -344,11 +344,17 @@ fn cap_chars(text: &str, max: usize) -> (&str, usize) {
 
 fn print_show(row: &Value, lines: &[TranscriptLine], policy: &PolicyView) {
     let width = 16;
+    let now = chrono::Utc::now().timestamp_millis();
     if let Some(obj) = row.as_object() {
         for (k, v) in obj {
-            let text = match v {
-                Value::String(s) => safe_line(s).into_owned(),
-                other => text_safety::to_json_string(other, false)
+            let text = match (v, v.as_i64()) {
+                (Value::String(s), _) => safe_line(s).into_owned(),
+                // A moment (`updatedAt`, `createdAt`, …) in local time and how long ago, not
+                // milliseconds since the epoch.
+                (_, Some(ms)) if k.ends_with("At") => {
+                    format!("{} ({})", local_time(ms), ago(now, ms, AgoStyle::Words))
+                }
+                (other, _) => text_safety::to_json_string(other, false)
                     .unwrap_or_else(|_| safe_line(&other.to_string()).into_owned()),
             };
             println!("{:<width$} {text}", safe_line(k));
@@ -360,21 +366,29 @@ fn print_show(row: &Value, lines: &[TranscriptLine], policy: &PolicyView) {
         println!("(no messages)");
     }
     for line in lines {
-        let m = line.message.as_ref();
-        let role = m
-            .and_then(|m| m.get("role"))
-            .and_then(Value::as_str)
-            .unwrap_or("?");
-        let from = m
-            .and_then(|m| m.get("provenance"))
-            .filter(|p| p.get("kind").and_then(Value::as_str) == Some("inter_session"))
-            .and_then(|p| p.get("sourceSessionKey").and_then(Value::as_str))
-            .map(|s| format!(" (from {})", safe_line(s)))
-            .unwrap_or_default();
         let (shown, more) = cap_chars(&line.text, SHOW_MESSAGE_CHARS);
-        println!("{}{from}: {}", safe_line(role), safe_text(shown));
+        // A line without a recorded time (0) says so rather than showing 1970.
+        let at = if line.timestamp > 0 {
+            local_time(line.timestamp)
+        } else {
+            "-".to_string()
+        };
+        println!("{at}  {} {}", safe_line(&speaker(line)), safe_text(shown));
         if more > 0 {
             println!("  … ({more} more characters; `sessions export` has all)");
         }
+    }
+}
+
+/// Who a line is from, as the console's transcript labels it: the sender's name (`alice
+/// (owner)`, `from agent:ops:main via sessions_send`) for a message that came in, `agent:`
+/// for what the session's agent said or called, `← tool` for a tool's result.
+fn speaker(line: &TranscriptLine) -> String {
+    match line.role {
+        LineRole::User => format!("{}:", line.from),
+        LineRole::Assistant | LineRole::Tool => "agent:".to_string(),
+        LineRole::Result => format!("← {}", line.from),
+        LineRole::Error => "✗ error:".to_string(),
+        LineRole::Note => "·".to_string(),
     }
 }

@@ -9,6 +9,7 @@ use anyhow::Result;
 use switchboard_engine::Overwrite;
 use switchboard_types::api::SessionsApi;
 use switchboard_types::text_safety::{self, safe_line};
+use switchboard_types::words::{count, count_as, noun};
 
 use super::args::Cli;
 use super::{existing_key, usage};
@@ -28,9 +29,9 @@ pub(crate) async fn export(
         let dir = out.ok_or_else(|| usage("--all needs --out FOLDER"))?;
         let report = engine.export_openclaw(dir, overwrite).await?;
         eprintln!(
-            "exported {} sessions ({} lines) to {}",
-            report.sessions,
-            report.lines,
+            "exported {} ({}) to {}",
+            count(report.sessions, "session"),
+            count(report.lines, "line"),
             dir.display()
         );
         return Ok(());
@@ -50,7 +51,7 @@ pub(crate) async fn export(
             n
         }
     };
-    eprintln!("exported {key}: {lines} lines");
+    eprintln!("exported {key}: {}", count(lines, "line"));
     Ok(())
 }
 
@@ -64,23 +65,24 @@ pub(crate) async fn import(cli: &Cli, dir: &Path) -> Result<()> {
         eprintln!("transcript: {}", safe_line(n));
     }
     if report.source_notes_total > report.source_notes.len() {
+        let more = report.source_notes_total - report.source_notes.len();
         eprintln!(
-            "transcript: … and {} more sessions like these",
-            report.source_notes_total - report.source_notes.len()
+            "transcript: … and {more} more {} like these",
+            noun(more, "session", "sessions")
         );
     }
     for c in &report.conflicts {
         println!("conflict: {}", safe_line(c));
     }
     let mut summary = format!(
-        "imported {} new sessions ({} lines); updated {} ({} lines appended, {} entries replaced); {} unchanged; {} conflicts",
-        report.sessions_imported,
-        report.lines_imported,
+        "imported {} ({}); updated {} ({} appended, {} replaced); {} unchanged; {}",
+        count(report.sessions_imported, "new session"),
+        count(report.lines_imported, "line"),
         report.sessions_updated,
-        report.lines_appended,
-        report.entries_updated,
+        count(report.lines_appended, "line"),
+        count_as(report.entries_updated, "entry", "entries"),
         report.sessions_present,
-        report.conflicts.len()
+        count(report.conflicts.len(), "conflict")
     );
     if !report.skipped.is_empty() {
         let skips: Vec<String> = report

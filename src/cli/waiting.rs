@@ -36,8 +36,8 @@ impl Waiting {
 
     pub(crate) fn report(&self, tasks: &[(String, Duration)]) {
         let mut line = format!(
-            "{} task(s) still running after {:.0?}",
-            tasks.len(),
+            "{} still running after {:.0?}",
+            switchboard_types::words::count(tasks.len(), "task"),
             self.started.elapsed()
         );
         for (i, (what, age)) in tasks.iter().enumerate() {

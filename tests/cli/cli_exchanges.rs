@@ -51,18 +51,22 @@ fn exchanges_lists_and_shows_what_agents_said() {
 
     let list = b.ok(&["exchanges"]);
     let lines: Vec<&str> = list.lines().collect();
-    assert_eq!(lines.len(), 2, "{list}");
+    assert_eq!(lines.len(), 3, "a header and two rows: {list}");
+    let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        lines[0].contains("agent:main:main → agent:quiet:main  0 round(s)  refused by policy"),
+        words(lines[0]).starts_with("STARTED FROM → TO ROUNDS ENDED ANNOUNCE ID"),
         "{list}"
     );
     assert!(
-        lines[1]
-            .contains("agent:main:main → agent:ops:main  2 round(s)  reply_skip  announce skipped"),
+        words(lines[1]).contains("agent:main:main → agent:quiet:main 0 refused by policy -"),
+        "{list}"
+    );
+    assert!(
+        words(lines[2]).contains("agent:main:main → agent:ops:main 2 reply_skip skipped"),
         "{list}"
     );
     let ops = b.ok(&["exchanges", "--session", "agent:ops:main"]);
-    assert_eq!(ops.lines().count(), 1, "{ops}");
+    assert_eq!(ops.lines().count(), 2, "{ops}");
 
     let page = b.json(&["exchanges", "--json", "--limit", "1"]);
     assert_eq!(page["more"], true);
@@ -75,6 +79,7 @@ fn exchanges_lists_and_shows_what_agents_said() {
         "agent:main:main → agent:ops:main",
         "Message: status?",
         "Round 1 · agent:ops:main → agent:main:main",
+        "send · done · 2 rounds · started ",
         "tokens 12/4 · ok",
         "  ops heard: status?",
         "Round 2 · agent:main:main → agent:ops:main",

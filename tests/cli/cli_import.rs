@@ -218,7 +218,7 @@ fn the_summary_counts_updates_conflicts_and_says_when_nothing_changed() {
     let (out, _) = import(&b, &root);
     assert!(
         out.contains(
-            "imported 0 new sessions (0 lines); updated 1 (1 lines appended, 0 entries replaced); 0 unchanged; 1 conflicts"
+            "imported 0 new sessions (0 lines); updated 1 (1 line appended, 0 entries replaced); 0 unchanged; 1 conflict"
         ),
         "{out}"
     );
@@ -233,7 +233,7 @@ fn the_summary_counts_updates_conflicts_and_says_when_nothing_changed() {
     // Once `b`'s conflict is the only difference, a run changes nothing and says so.
     let (out, _) = import(&b, &root);
     assert!(
-        out.contains("updated 0 (0 lines appended, 0 entries replaced); 1 unchanged; 1 conflicts"),
+        out.contains("updated 0 (0 lines appended, 0 entries replaced); 1 unchanged; 1 conflict"),
         "{out}"
     );
     assert!(out.lines().any(|l| l == "nothing changed"), "{out}");

@@ -180,13 +180,14 @@ fn inject_runs_the_agent_prints_its_reply_and_records_its_tool_calls() {
     // `sessions show` prints a tool call as every front end does (`name(args)`), and with
     // --tools its result.
     let show = b.ok(&["sessions", "show", "agent:main:main", "--tools"]);
+    // Each line after its local time, labelled as the console labels it.
     assert!(
         show.contains(
-            "\nassistant: sessions_send({\"agentId\":\"work\",\"message\":\"status please\"})\n"
+            "  agent: sessions_send({\"agentId\":\"work\",\"message\":\"status please\"})\n"
         ),
         "{show}"
     );
-    assert!(show.contains("\ntoolResult: {"), "{show}");
+    assert!(show.contains("  ← sessions_send {"), "{show}");
 }
 
 #[test]
@@ -345,7 +346,7 @@ fn a_long_wait_says_what_it_is_waiting_for() {
         .find(|l| l.starts_with("still waiting: "))
         .unwrap_or_else(|| panic!("no report of the wait: {stderr}"));
     assert!(
-        report.contains("task(s) still running") && report.contains("on agent:main:main"),
+        report.contains("still running") && report.contains("on agent:main:main"),
         "{report}"
     );
 }

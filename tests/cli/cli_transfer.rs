@@ -425,7 +425,7 @@ fn import_reads_nothing_outside_the_folder() {
         );
     }
     assert!(
-        out.contains("imported 1 new sessions (1 lines); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts; skipped 3 files outside the folder, 1 symlinked file"),
+        out.contains("imported 1 new session (1 line); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts; skipped 3 files outside the folder, 1 symlinked file"),
         "{out}"
     );
     assert!(err.contains("is outside"), "{err}");
@@ -477,7 +477,7 @@ fn import_skips_message_lines_of_the_wrong_shape() {
     assert!(messages.iter().all(Value::is_object), "{h:#}");
     assert_eq!(messages[1]["content"][0]["text"], "hi there");
     assert!(
-        out.contains("imported 1 new sessions (2 lines); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts; skipped 1 line not a JSON object, 4 message lines of the wrong shape"),
+        out.contains("imported 1 new session (2 lines); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts; skipped 1 line not a JSON object, 4 message lines of the wrong shape"),
         "{out}"
     );
     assert!(
@@ -510,7 +510,7 @@ fn import_summary_does_not_count_invalid_ids_as_already_present() {
     let (out, _) = import(&b, tmp.path());
     assert_eq!(
         out.trim(),
-        "imported 1 new sessions (1 lines); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts; skipped 2 invalid session ids"
+        "imported 1 new session (1 line); updated 0 (0 lines appended, 0 entries replaced); 0 unchanged; 0 conflicts; skipped 2 invalid session ids"
     );
     let (out, _) = import(&b, tmp.path());
     assert_eq!(
@@ -549,7 +549,7 @@ fn import_skips_a_line_over_the_default_cap_without_failing() {
         .map(|m| &m["content"][0]["text"])
         .collect();
     assert_eq!(texts, [&json!("before"), &json!("after")]);
-    assert!(out.contains("imported 1 new sessions (2 lines)"), "{out}");
+    assert!(out.contains("imported 1 new session (2 lines)"), "{out}");
     assert!(out.contains("skipped 1 line too long"), "{out}");
     assert!(err.contains("line 2: skipped (17825"), "{err}");
 }

@@ -13,6 +13,7 @@ mod gateway_support;
 
 mod cli_abort;
 mod cli_bounds;
+mod cli_commands;
 mod cli_exchanges;
 mod cli_import;
 mod cli_policy;

@@ -448,7 +448,7 @@ fn config_check_explains_a_provider_that_cannot_be_used() {
         err.contains("SWITCHBOARD_TEST_SURELY_UNSET_KEY is not set"),
         "{err}"
     );
-    assert!(err.contains("3 problem(s)"), "{err}");
+    assert!(err.contains("3 problems"), "{err}");
 }
 
 /// The model client speaks TLS with the web roots (rustls with `ring`, set up by us since

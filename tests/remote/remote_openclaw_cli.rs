@@ -92,8 +92,14 @@ async fn exchanges_and_exchanges_show_work_over_an_openclaw_gateway() {
     );
 
     let text = stdout(&client(&url, dir.path(), &["exchanges"]).await);
+    // Columns are padded to the widest cell: compare word by word.
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        text.contains("agent:main:s2 → agent:work:s2  5 round(s)  reply_skip  announce no_route  agent:work:s2#1"),
+        words.starts_with("STARTED FROM → TO ROUNDS ENDED ANNOUNCE ID"),
+        "{text}"
+    );
+    assert!(
+        words.contains("agent:main:s2 → agent:work:s2 5 reply_skip no_route agent:work:s2#1"),
         "{text}"
     );
 
@@ -110,4 +116,37 @@ async fn exchanges_and_exchanges_show_work_over_an_openclaw_gateway() {
     ] {
         assert!(shown.contains(want), "missing {want:?}:\n{shown}");
     }
+
+    // Issue 26: the filters and a unique start of an id work over --connect too (the CLI
+    // applies them to the pages the gateway's record gives).
+    let count = |args: &'static [&'static str]| {
+        let (url, dir) = (url.clone(), dir.path().to_path_buf());
+        async move {
+            let out = client(&url, &dir, args).await;
+            let page: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            page["exchanges"].as_array().map_or(0, Vec::len)
+        }
+    };
+    assert_eq!(
+        count(&["exchanges", "--json", "--to", "agent:work:s2"]).await,
+        1
+    );
+    assert_eq!(
+        count(&["exchanges", "--json", "--from", "agent:work:s2"]).await,
+        0
+    );
+    assert_eq!(
+        count(&["exchanges", "--json", "--status", "refused"]).await,
+        0
+    );
+    assert_eq!(
+        count(&["exchanges", "--json", "--since", "2000-01-01T00:00:00Z"]).await,
+        1
+    );
+    assert_eq!(
+        count(&["exchanges", "--json", "--since", "2999-01-01T00:00:00Z"]).await,
+        0
+    );
+    let shown = stdout(&client(&url, dir.path(), &["exchanges", "show", "agent:work:s2#"]).await);
+    assert!(shown.contains("Message: PING from main"), "{shown}");
 }

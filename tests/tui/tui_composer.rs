@@ -166,6 +166,35 @@ fn completion_candidates_show_under_the_box() {
     }
 }
 
+/// Issue 26: a session updated this second read "updated now ago" on the `/status` card;
+/// each age is a whole phrase now.
+#[test]
+fn the_status_card_says_how_long_ago_in_words() {
+    for (age, want) in [
+        (0, "updated just now"),
+        (5_000, "updated 5 s ago"),
+        (120_000, "updated 2 min ago"),
+    ] {
+        let mut d = detail(ME, json!({}));
+        d.row.updated_at = NOW - age;
+        let info = StatusInfo {
+            detail: Some(d),
+            children: Vec::new(),
+            scanned: 0,
+        };
+        let rows = switchboard_tui::cards::status_rows(&info, false, NOW, None);
+        let runtime = rows
+            .iter()
+            .find(|(k, _)| k == "runtime")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(
+            runtime,
+            Some(format!("idle · {want}").as_str()),
+            "age {age}"
+        );
+    }
+}
+
 fn detail(key: &str, entry: Value) -> SessionDetail {
     SessionDetail {
         row: ApiRow {
@@ -727,7 +756,7 @@ async fn abort_says_what_it_stopped() {
     let (flash, error) = flash_starting(&mut d, "/abort").await;
     assert!(!error, "{flash}");
     assert!(
-        flash.starts_with(&format!("/abort: stopped 1 run(s) in {ME}")),
+        flash.starts_with(&format!("/abort: stopped 1 run in {ME}")),
         "{flash}"
     );
     d.until("the run ended", |s| !s.sessions.running.contains(ME))

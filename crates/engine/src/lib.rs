@@ -74,6 +74,8 @@ internal_use!(session::{entry, key, policy, store, transcript_text});
 // What the composition root (cli.rs) names besides `Engine`: the errors its calls return,
 // the export option and the transfer reports; see docs/ARCHITECTURE.md "Layers".
 pub use switchboard_store::StoreError;
+// `tool --help` lists every tool from this one list.
+pub use tools::TOOL_NAMES;
 pub use transfer::{
     ExportReport, ImportLimits, ImportReport, Overwrite, SkipReason, TransferError,
 };

@@ -118,8 +118,8 @@ impl fmt::Display for Busy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} task(s) still running after {:.0?}",
-            self.tasks.len(),
+            "{} still running after {:.0?}",
+            switchboard_types::words::count(self.tasks.len(), "task"),
             self.waited
         )?;
         for (i, (what, age)) in self.tasks.iter().enumerate() {
@@ -284,7 +284,7 @@ mod tests {
         let text = busy.to_string();
         assert!(
             text.starts_with(
-                "1 task(s) still running after 5s: run r1 on agent:main:main (message) (for "
+                "1 task still running after 5s: run r1 on agent:main:main (message) (for "
             ),
             "{text}"
         );

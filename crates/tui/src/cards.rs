@@ -90,12 +90,13 @@ pub fn status_rows(
     };
     rows.push(("tokens".into(), tokens));
     let mut runtime = if running { "running now" } else { "idle" }.to_string();
+    // The phrase style: a whole phrase ("just now", "2 min ago"), never "now ago".
     runtime.push_str(&format!(
-        " · updated {} ago",
+        " · updated {}",
         switchboard_types::api::time::ago(
             now_ms,
             row.updated_at,
-            switchboard_types::api::time::AgoStyle::Terse
+            switchboard_types::api::time::AgoStyle::Words
         )
     ));
     if e.get("abortedLastRun").and_then(Value::as_bool) == Some(true) {

@@ -239,11 +239,14 @@ impl Exchanges {
     /// What the header says: how many exchanges the list can reach now, `+` when older
     /// ones are still to load.
     pub fn count_label(&self) -> String {
-        format!(
-            "{}{} exchanges",
-            self.entries.len(),
-            if self.more { "+" } else { "" }
-        )
+        let n = self.entries.len();
+        // "1+ exchanges": more than one is loaded or known.
+        let noun = if self.more {
+            "exchanges"
+        } else {
+            switchboard_types::words::noun(n, "exchange", "exchanges")
+        };
+        format!("{n}{} {noun}", if self.more { "+" } else { "" })
     }
 }
 

@@ -154,7 +154,10 @@ impl RoundsPane {
                         rounds: Vec::new(),
                         loop_end: Some((
                             ExchangeEnd::Chain,
-                            format!("{hops} sends > session.agentToAgent.maxChainHops {max_hops}"),
+                            format!(
+                                "{} > session.agentToAgent.maxChainHops {max_hops}",
+                                switchboard_types::words::count(*hops, "send")
+                            ),
                         )),
                         announce: None,
                         done: true,

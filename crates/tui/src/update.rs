@@ -690,7 +690,10 @@ impl Console {
                 ..
             } => {
                 s.notice(
-                    format!("agent chain stopped before {target}: {hops} sends > maxChainHops {max_hops}"),
+                    format!(
+                        "agent chain stopped before {target}: {} > maxChainHops {max_hops}",
+                        switchboard_types::words::count(hops, "send")
+                    ),
                     true,
                 );
             }

@@ -8,3 +8,4 @@ pub mod entry;
 pub mod json_size;
 pub mod key;
 pub mod text_safety;
+pub mod words;

@@ -379,7 +379,10 @@ impl Exchanges {
             end.unwrap_or_else(|| {
                 Ended::new(
                     ExchangeEnd::Cap,
-                    format!("maxPingPongTurns reached ({max_turns} turns after the first reply)"),
+                    format!(
+                        "maxPingPongTurns reached ({} after the first reply)",
+                        switchboard_types::words::count(max_turns, "turn")
+                    ),
                 )
             })
         };

@@ -196,8 +196,9 @@ pub async fn run(
                 &chain,
                 &run_id,
                 &format!(
-                    "{} sends > session.agentToAgent.maxChainHops {max_hops} (chain {})",
-                    chain.hop, chain.id
+                    "{} > session.agentToAgent.maxChainHops {max_hops} (chain {})",
+                    switchboard_types::words::count(chain.hop, "send"),
+                    chain.id
                 ),
             )
             .await?;

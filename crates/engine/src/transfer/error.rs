@@ -129,6 +129,6 @@ impl SkipReason {
                 "earlier transcript generations not imported",
             ),
         };
-        format!("{n} {}", if n == 1 { one } else { many })
+        switchboard_types::words::count_as(n, one, many)
     }
 }

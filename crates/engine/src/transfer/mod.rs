@@ -860,10 +860,11 @@ impl JsonlLines {
     fn finish(&mut self) -> Result<(), TransferError> {
         self.done = true;
         if self.skipped_lines > LINE_WARNINGS_PER_FILE {
+            let n = self.skipped_lines - LINE_WARNINGS_PER_FILE;
             self.warnings.push(format!(
-                "{}: {} more lines skipped (counted in the summary)",
+                "{}: {n} more {} skipped (counted in the summary)",
                 self.path.display(),
-                self.skipped_lines - LINE_WARNINGS_PER_FILE
+                switchboard_types::words::noun(n, "line", "lines")
             ));
         }
         let mut probe = [0u8; 1];

@@ -293,7 +293,8 @@ impl Engine {
                 reader.skips.skip(SkipReason::EarlierTranscript);
             }
             reader.warnings.push(format!(
-                "session {key}: {earlier} earlier transcript generation(s) in {} not imported (only the current one is)",
+                "session {key}: {} in {} not imported (only the current one is)",
+                switchboard_types::words::count(earlier, "earlier transcript generation"),
                 path.display()
             ));
         }
@@ -382,10 +383,11 @@ impl<'a> EventLines<'a> {
     fn finish(&mut self) {
         self.done = true;
         if self.skipped_lines > LINE_WARNINGS_PER_FILE {
+            let n = self.skipped_lines - LINE_WARNINGS_PER_FILE;
             self.warnings.push(format!(
-                "{}: {} more lines skipped (counted in the summary)",
+                "{}: {n} more {} skipped (counted in the summary)",
                 self.where_,
-                self.skipped_lines - LINE_WARNINGS_PER_FILE
+                switchboard_types::words::noun(n, "line", "lines")
             ));
         }
         if self.gaps > 0 {

@@ -141,8 +141,11 @@ pub fn progress(
                 queue.push(s.target.as_str());
             }
             if s.status != ExchangeStatus::Done {
-                p.pending
-                    .push(format!("exchange {} ({} round(s) so far)", s.id, s.rounds));
+                p.pending.push(format!(
+                    "exchange {} ({} so far)",
+                    s.id,
+                    switchboard_types::words::count(s.rounds, "round")
+                ));
             }
         }
         for c in &built.spawns {
@@ -284,8 +287,8 @@ mod tests {
         assert_eq!(
             p.pending,
             [
-                "exchange b#1 (1 round(s) so far)",
-                "exchange e#1 (1 round(s) so far)",
+                "exchange b#1 (1 round so far)",
+                "exchange e#1 (1 round so far)",
                 "agent:work:d (nothing recorded there yet)"
             ]
         );

@@ -322,8 +322,8 @@ impl Console {
                 .flash(format!("/abort: nothing running in {key}"), false),
             Ok(o) => self.state.flash(
                 format!(
-                    "/abort: stopped {} run(s) in {key}: {}",
-                    o.run_ids.len(),
+                    "/abort: stopped {} in {key}: {}",
+                    switchboard_types::words::count(o.run_ids.len(), "run"),
                     o.run_ids.join(", ")
                 ),
                 false,

@@ -323,7 +323,7 @@ impl Console {
                     clipboard::COPY_MAX_BYTES / 1024
                 )
             } else {
-                format!("copied {n} characters")
+                format!("copied {}", switchboard_types::words::count(n, "character"))
             },
             false,
         );

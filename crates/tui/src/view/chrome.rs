@@ -11,6 +11,7 @@ use crate::action::Intent;
 use crate::keymap::Keymap;
 use crate::state::{Focus, State};
 use switchboard_types::api::LinkState;
+use switchboard_types::words::count;
 
 /// How the gateway connection is, for the header: `connected v4 · 3 ms`, `reconnecting in
 /// 2s (attempt 3): <reason>`, `refused: <reason>`.
@@ -97,16 +98,16 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         "exchanges n/a".to_string()
     } else {
         format!(
-            "{} · {} sub-agents",
+            "{} · {}",
             state.rounds.exchanges.count_label(),
-            state.rounds.spawns.len()
+            count(state.rounds.spawns.len(), "sub-agent")
         )
     };
     // The counts are what the header is for: the path gives way first (cut in the middle,
     // so both its root and its last folder stay).
     let counts = format!(
-        " · {} sessions · {} running · {rounds}",
-        state.sessions.total,
+        " · {} · {} running · {rounds}",
+        count(state.sessions.total, "session"),
         state.sessions.running.len(),
     );
     // What gives way when the line is short, first to last: the path (cut in the middle),
@@ -119,7 +120,9 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     } else {
         counts
             .replace(" exchanges", " exch")
+            .replace(" exchange", " exch")
             .replace(" sub-agents", " sub")
+            .replace(" sub-agent", " sub")
     };
     let mut room = width.saturating_sub(lead.width() + counts.width());
     let link = match link {

@@ -123,10 +123,10 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
         .unwrap_or_default();
     push(
         format!(
-            "{} · {} · {} rounds · started {}{took}",
+            "{} · {} · {} · started {}{took}",
             s.kind,
             s.status,
-            s.rounds,
+            switchboard_types::words::count(s.rounds, "round"),
             clock(s.started_at)
         ),
         Style::default(),

@@ -59,11 +59,7 @@ fn header(e: &ExchangeSummary, width: usize) -> String {
         ExchangeKind::Refused => "refused by policy".to_string(),
         ExchangeKind::Chain => "chain limit".to_string(),
         ExchangeKind::Send => {
-            let rounds = if e.rounds == 1 {
-                "1 round".to_string()
-            } else {
-                format!("{} rounds", e.rounds)
-            };
+            let rounds = switchboard_types::words::count(e.rounds, "round");
             match (e.ended_reason, e.status) {
                 (_, ExchangeStatus::Running) => format!("{rounds} · running"),
                 (Some(r), _) => format!("{rounds} · {}", loop_label(r)),

@@ -41,8 +41,8 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(
-            " Traffic · {scope} · {} pairs · last hour ",
-            table.pairs.len()
+            " Traffic · {scope} · {} · last hour ",
+            switchboard_types::words::count(table.pairs.len(), "pair")
         ))
         .border_style(
             Style::default()

@@ -216,9 +216,9 @@ fn indicator(state: &State) -> Line<'static> {
             )
         }
         _ if state.transcript.total > state.transcript.lines.len() as i64 => format!(
-            "  (newest {} of {} lines)",
+            "  (newest {} of {})",
             state.transcript.lines.len(),
-            state.transcript.total
+            switchboard_types::words::count(state.transcript.total, "line")
         ),
         _ => String::new(),
     };
@@ -420,7 +420,11 @@ fn section(out: &mut Vec<Line<'static>>, rows: Vec<String>) {
     }
     if n > CARD_SECTION_ROWS {
         out.push(Line::styled(
-            format!("      … {} more lines", n - CARD_SECTION_ROWS),
+            format!(
+                "      … {} more {}",
+                n - CARD_SECTION_ROWS,
+                switchboard_types::words::noun(n - CARD_SECTION_ROWS, "line", "lines")
+            ),
             Style::default().add_modifier(Modifier::DIM),
         ));
     }
