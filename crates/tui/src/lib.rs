@@ -7,6 +7,7 @@ pub mod action;
 pub mod cards;
 pub mod cells;
 pub mod clipboard;
+pub mod command_line;
 pub mod complete;
 pub mod composer;
 pub mod effects;
@@ -357,6 +358,10 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             if ctrl && k.code == KeyCode::Char('z') {
                 return vec![Action::Key(k)];
             }
+            // The command line takes every key while open (Ctrl+C and Esc close it).
+            if state.command.is_some() {
+                return vec![Action::Key(k)];
+            }
             if ctrl && k.code == KeyCode::Char('c') {
                 // In the composer it clears the draft first (update decides).
                 if state.focus == Focus::Composer && !state.help {
@@ -399,8 +404,7 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             }
             // The exchange view's own keys (close, go to either session); the rest as usual.
             if state.rounds.exchange_view.is_some()
-                && let Some(i @ (Intent::Close | Intent::JumpRequester | Intent::JumpTarget)) =
-                    keymap.intent(&k)
+                && let Some(i) = keymap.intent(&k).and_then(Intent::in_exchange_view)
             {
                 return vec![Action::Intent(i)];
             }
@@ -454,7 +458,8 @@ fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -
             | Intent::ToggleTraffic
             | Intent::ToggleRoundsScope
             | Intent::StopPair
-            | Intent::UndoStop),
+            | Intent::UndoStop
+            | Intent::Command),
         ) => vec![Action::Intent(i)],
         _ => vec![],
     }

@@ -4,6 +4,7 @@
 //! `refresh` works out which loads the state needs; a load's result is applied only while it
 //! is still the latest asked for the same filters, window and selection.
 
+mod command_line;
 mod commands;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -11,7 +12,7 @@ use std::collections::HashSet;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
-use super::state::{Focus, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
+use super::state::{Focus, Pane, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
 
 mod rounds;
 mod sessions;
@@ -98,14 +99,10 @@ impl Console {
             Action::Intent(i) => self.intent(i),
             Action::Key(k) => self.key(k),
             Action::Paste(text) => self.paste(&text),
-            Action::Resize(w, h) => {
-                if super::view::shows_previews(w) != super::view::shows_previews(self.state.width) {
-                    // The last-message column comes or goes: rows with or without it.
-                    self.sessions_load.dirty = true;
-                }
-                self.state.width = w;
-                self.state.height = h;
-            }
+            Action::Resize(w, h) => self.relayout(|s| {
+                s.width = w;
+                s.height = h;
+            }),
             Action::Click(x, y) => self.click(x, y),
             Action::Engine(e) => {
                 self.state.traffic.event(&e, self.state.now_ms);
@@ -295,16 +292,23 @@ impl Console {
                 }
             }
             Intent::FocusNext | Intent::FocusPrev => {
-                let cycle = Focus::CYCLE;
-                let i = cycle.iter().position(|f| *f == s.focus).unwrap_or(0);
-                let n = cycle.len();
-                let next = if intent == Intent::FocusNext {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
+                let panes = Pane::ALL;
+                let n = panes.len();
+                let forward = intent == Intent::FocusNext;
+                let next = match s.focus.pane().and_then(|p| panes.iter().position(|q| *q == p)) {
+                    Some(i) if forward => (i + 1) % n,
+                    Some(i) => (i + n - 1) % n,
+                    // From the composer: the first pane, or the last going back.
+                    None if forward => 0,
+                    None => n - 1,
                 };
-                s.focus = cycle[next];
+                self.focus_pane(panes[next]);
             }
+            Intent::FocusSessions => self.focus_pane(Pane::Sessions),
+            Intent::FocusTranscript => self.focus_pane(Pane::Transcript),
+            Intent::FocusRounds => self.focus_pane(Pane::Rounds),
+            Intent::Zoom => self.toggle_zoom(),
+            Intent::Command => self.open_command_line(),
             Intent::Filter | Intent::Open if s.focus == Focus::Transcript => {
                 self.transcript_intent(intent)
             }
@@ -349,6 +353,46 @@ impl Console {
             | Intent::PageUp
             | Intent::Top
             | Intent::Bottom => self.scroll(intent, page),
+        }
+    }
+
+    /// Focus `pane` (a number key, Tab, a click, the command line). A zoomed screen shows
+    /// the pane focused, so the zoom follows.
+    fn focus_pane(&mut self, pane: Pane) {
+        self.relayout(|s| {
+            s.focus = pane.focus();
+            if s.zoom.is_some() {
+                s.zoom = Some(pane);
+            }
+        });
+    }
+
+    /// `z`: the focused pane over the whole body of the screen, or the layout back.
+    fn toggle_zoom(&mut self) {
+        let Some(pane) = self.state.focus.pane() else {
+            return;
+        };
+        let zoom = match self.state.zoom {
+            Some(_) => None,
+            None => Some(pane),
+        };
+        self.relayout(|s| s.zoom = zoom);
+        match zoom {
+            Some(p) => self.state.flash(
+                format!("{} zoomed: the same key restores the layout", p.name()),
+                false,
+            ),
+            None => self.state.flash("layout restored", false),
+        }
+    }
+
+    /// A change of the screen's size or layout: the sessions pane's width may now show the
+    /// last-message column or not, and the rows are loaded with or without it.
+    fn relayout(&mut self, change: impl FnOnce(&mut State)) {
+        let before = super::view::shows_previews_for(&self.state);
+        change(&mut self.state);
+        if super::view::shows_previews_for(&self.state) != before {
+            self.sessions_load.dirty = true;
         }
     }
 
@@ -411,8 +455,11 @@ impl Console {
         }
     }
 
-    /// A key while typing (filter box or composer).
+    /// A key while typing (command line, filter box, search box or composer).
     fn key(&mut self, k: KeyEvent) {
+        if self.state.command.is_some() {
+            return self.command_line_key(k);
+        }
         if self.state.traffic.open {
             return self.traffic_key(k);
         }
@@ -501,6 +548,9 @@ impl Console {
     }
 
     fn paste(&mut self, text: &str) {
+        if self.state.command.is_some() {
+            return self.command_line_paste(text);
+        }
         if self.state.traffic.open {
             // The view has no input box; a paste is not a key to act on.
             return;

@@ -19,11 +19,19 @@ use crate::keymap::Keymap;
 use crate::state::State;
 use switchboard_types::api::{ExchangeKind, ExchangeStatus, ExchangeSummary};
 
-/// The keys the view answers, shown in it.
+/// The keys the view answers, shown in it: its numbered sessions are reached by the first
+/// two panes' keys unless a user file binds the jumps themselves.
 fn keys(keymap: &Keymap) -> String {
+    let jump = |own: Intent, pane: Intent| {
+        if keymap.keys_list(own).is_empty() {
+            [pane]
+        } else {
+            [own]
+        }
+    };
     keymap.hint_line(&[
-        (&[Intent::JumpRequester], "requester"),
-        (&[Intent::JumpTarget], "target"),
+        (&jump(Intent::JumpRequester, Intent::FocusSessions), "requester"),
+        (&jump(Intent::JumpTarget, Intent::FocusTranscript), "target"),
         (&[Intent::Down, Intent::Up], "scroll"),
         (&[Intent::Close], "close"),
     ])
