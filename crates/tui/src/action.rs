@@ -177,7 +177,7 @@ impl Intent {
     pub fn help_text(self) -> &'static str {
         match self {
             Intent::Filter => "filter / transcript: search",
-            Intent::SearchNext => "next search hit (selects it)",
+            Intent::SearchNext => "next search hit, selected",
             _ => self.description(),
         }
     }
@@ -194,7 +194,7 @@ impl Intent {
             Intent::FocusTranscript => "transcript pane",
             Intent::FocusRounds => "rounds pane",
             Intent::Zoom => "zoom the pane / restore",
-            Intent::Command => "command line (Tab completes)",
+            Intent::Command => "command line; Tab completes",
             Intent::Down => "down",
             Intent::Up => "up",
             Intent::PageDown => "page down",

@@ -354,8 +354,14 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
         .iter()
         .map(|i| (keymap.keys_for(*i), i.help_text()))
         .collect();
-    let composer = format!("Composer: {}", crate::complete::names(crate::complete::Sigil::Slash));
-    let footer = [composer.as_str()];
+    let composer = format!(
+        "Composer: {}",
+        crate::complete::names(crate::complete::Sigil::Slash)
+    );
+    let footer = [
+        composer.as_str(),
+        "Command line: :traffic :exchanges :messages :send off :quit … (Tab lists all)",
+    ];
     let rows = area.height.saturating_sub(2) as usize;
     let l = help_layout(state, area.width, area.height);
     let scroll = state.help_scroll.min(l.per_column - l.visible);
