@@ -155,7 +155,11 @@ fn the_zoom_follows_the_focus_and_the_composer_shows_when_written_in() {
     assert!(shown.contains("┌ Rounds"), "{shown}");
     assert!(!shown.contains("┌ Sessions"), "{shown}");
     assert!(
-        shown.lines().last().unwrap_or("").contains("z zoom the pane / restore"),
+        shown
+            .lines()
+            .last()
+            .unwrap_or("")
+            .contains("z zoom the pane / restore"),
         "the way back is in the hint bar:\n{shown}"
     );
     press(&mut c, KeyCode::Char('1'));
@@ -196,7 +200,11 @@ fn number_keys_focus_the_panes_and_tab_never_lands_in_the_composer() {
     }
     press(&mut c, KeyCode::BackTab);
     press(&mut c, KeyCode::BackTab);
-    assert_eq!(c.state.focus, Focus::Rounds, "back from the first pane: the last");
+    assert_eq!(
+        c.state.focus,
+        Focus::Rounds,
+        "back from the first pane: the last"
+    );
     // The composer is entered by its own key, and Tab (nothing to complete) leaves it for
     // the first pane.
     press(&mut c, KeyCode::Char('i'));
@@ -221,16 +229,25 @@ fn the_command_line_takes_the_letters_and_completes_with_tab() {
     let mut c = console(80, 24, lines(3));
     press(&mut c, KeyCode::Char('2'));
     press(&mut c, KeyCode::Char(':'));
-    assert!(c.state.command.is_some(), "the line opens in the transcript");
+    assert!(
+        c.state.command.is_some(),
+        "the line opens in the transcript"
+    );
     type_keys(&mut c, "tr");
-    assert!(!c.state.transcript.tools, "t typed after : is text, not a toggle");
+    assert!(
+        !c.state.transcript.tools,
+        "t typed after : is text, not a toggle"
+    );
     press(&mut c, KeyCode::Tab);
     let line = c.state.command.clone().expect("open");
     assert_eq!(line.text, "tra");
     assert_eq!(line.candidates, vec![":traffic", ":transcript"]);
     let shown = screen(&c);
     assert!(shown.contains(" :traffic  :transcript"), "{shown}");
-    assert!(shown.lines().last().unwrap_or("").starts_with(":tra▏"), "{shown}");
+    assert!(
+        shown.lines().last().unwrap_or("").starts_with(":tra▏"),
+        "{shown}"
+    );
     insta::assert_snapshot!(shown);
     type_keys(&mut c, "f");
     press(&mut c, KeyCode::Tab);
@@ -388,7 +405,9 @@ fn a_search_hit_selects_its_message_so_y_copies_it() {
     );
     let shown = screen(&c);
     assert!(
-        shown.lines().any(|l| l.contains("▌") && l.contains("answer 1")),
+        shown
+            .lines()
+            .any(|l| l.contains("▌") && l.contains("answer 1")),
         "the hit's message is marked:\n{shown}"
     );
 }

@@ -44,7 +44,10 @@ pub enum LineCommand {
     Help,
     Quit,
     /// A session command the composer knows too (`send`, `status` …) with its arguments.
-    Session { name: &'static str, arg: String },
+    Session {
+        name: &'static str,
+        arg: String,
+    },
 }
 
 /// Why a line does not run.

@@ -295,7 +295,11 @@ impl Console {
                 let panes = Pane::ALL;
                 let n = panes.len();
                 let forward = intent == Intent::FocusNext;
-                let next = match s.focus.pane().and_then(|p| panes.iter().position(|q| *q == p)) {
+                let next = match s
+                    .focus
+                    .pane()
+                    .and_then(|p| panes.iter().position(|q| *q == p))
+                {
                     Some(i) if forward => (i + 1) % n,
                     Some(i) => (i + n - 1) % n,
                     // From the composer: the first pane, or the last going back.

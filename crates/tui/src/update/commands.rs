@@ -202,7 +202,9 @@ impl Console {
             // is checked here, so a typo gets its usage line at once.
             "send" => match arg.parse::<PolicySetting>() {
                 Err(_) => {
-                    return Err(format!("Usage: {sigil}send on|off|inherit (on = allow, off = deny, inherit = follow the config)"));
+                    return Err(format!(
+                        "Usage: {sigil}send on|off|inherit (on = allow, off = deny, inherit = follow the config)"
+                    ));
                 }
                 Ok(_) => self.send_message(key, text),
             },

@@ -427,7 +427,11 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
 
 /// The `:` command line over the hint bar (`:traf▏`), and what Tab found on the notice line
 /// above it.
-pub fn command_line(frame: &mut Frame, r: &super::Regions, line: &crate::command_line::CommandLine) {
+pub fn command_line(
+    frame: &mut Frame,
+    r: &super::Regions,
+    line: &crate::command_line::CommandLine,
+) {
     use ratatui::text::Span;
     let width = r.hints.width as usize;
     // The end of a long line is where the typing is: it stays in view.

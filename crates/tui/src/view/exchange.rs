@@ -30,7 +30,10 @@ fn keys(keymap: &Keymap) -> String {
         }
     };
     keymap.hint_line(&[
-        (&jump(Intent::JumpRequester, Intent::FocusSessions), "requester"),
+        (
+            &jump(Intent::JumpRequester, Intent::FocusSessions),
+            "requester",
+        ),
         (&jump(Intent::JumpTarget, Intent::FocusTranscript), "target"),
         (&[Intent::Down, Intent::Up], "scroll"),
         (&[Intent::Close], "close"),

@@ -247,7 +247,8 @@ fn indicator(state: &State) -> Line<'static> {
 /// `width`: the pane's, so a collapsed tool card stays one row.
 fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> {
     let l = &state.transcript.lines[index];
-    let selected = state.transcript.view.cursor.is_some() && nav::selected_seq(state) == Some(l.seq);
+    let selected =
+        state.transcript.view.cursor.is_some() && nav::selected_seq(state) == Some(l.seq);
     let mut out = if l.role == "tool" {
         // The cursor's mark takes a column.
         card_lines(
