@@ -20,20 +20,11 @@ use switchboard_tui::view;
 use switchboard_types::api::SessionKind;
 
 use crate::common::fake_api;
+use crate::tui_transcript::tline;
 
 const NOW: i64 = 1_750_000_000_000;
 const MAIN: &str = "agent:main:main";
 const OPS: &str = "agent:ops:slack:group:incidents";
-
-fn tline(seq: i64, role: &'static str, from: &str, text: &str) -> TranscriptLine {
-    TranscriptLine {
-        seq,
-        role,
-        timestamp: NOW + seq * 1_000,
-        from: from.into(),
-        text: text.into(),
-    }
-}
 
 /// A user line, a tool call with its result, the agent's reply, then `more` exchanges of
 /// chat: enough to fill a zoomed pane.
