@@ -31,13 +31,23 @@ fn zoom_in_two_keys_back_in_one_and_traffic_from_the_command_line_in_seven() {
         "resize-window: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Drawn again at the new size: the panes' right edge at column 80, the hint bar on the
+    // last row.
     t.wait_for("the console at 80×24", |s| {
-        console_shown(s) && s.lines().all(|l| l.chars().count() <= 80)
+        console_shown(s)
+            && s.lines()
+                .filter(|l| l.ends_with('┐'))
+                .all(|l| l.chars().count() == 80)
+            && row(s, 23).starts_with(" ? help")
     });
 
-    // 2 z: the transcript alone, rows 1 to 20 (the header above, status, notice and hints
-    // below).
-    t.keys(&["2", "z"]);
+    // 2: the transcript's keys in the hint bar; z: the transcript alone, rows 1 to 20 (the
+    // header above, status, notice and hints below).
+    t.keys(&["2"]);
+    t.wait_for("the transcript focused", |s| {
+        row(s, 23).contains("t show/hide tool calls")
+    });
+    t.keys(&["z"]);
     let zoomed = t.wait_for("the transcript zoomed", |s| {
         !s.contains("┌ Sessions") && !s.contains("┌ Rounds") && full_width_box(s, 1, 20)
     });
