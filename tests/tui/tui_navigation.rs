@@ -63,9 +63,35 @@ fn console(w: u16, h: u16, lines: Vec<TranscriptLine>) -> Console {
     s.transcript.lines = lines;
     s.transcript.key = Some(MAIN.into());
     let mut c = Console::new(s);
-    // What the first batch works out (the policy slot); its loads are not carried out.
-    c.refresh();
+    // What the first batch works out (the policy slot), the sessions page answered.
+    sessions_asked(&mut c);
     c
+}
+
+/// The console's loads worked out (as after each batch), each sessions page it asks for
+/// answered with the two rows at once; the queries asked.
+fn sessions_asked(c: &mut Console) -> Vec<switchboard_types::api::SessionsQuery> {
+    let mut asked = Vec::new();
+    for e in c.refresh() {
+        if let Effect::LoadSessions { generation, query } = e {
+            let page = switchboard_types::api::SessionsPage {
+                rows: vec![
+                    fake_api::row(MAIN, "main", SessionKind::Main, NOW),
+                    fake_api::row(OPS, "#incidents", SessionKind::Group, NOW),
+                ],
+                offset: 0,
+                matching: Some(2),
+                total: 2,
+                order: Default::default(),
+            };
+            c.update(Action::SessionsLoaded {
+                generation,
+                result: Box::new(Ok(page)),
+            });
+            asked.push(query);
+        }
+    }
+    asked
 }
 
 /// A key as the terminal sends it, mapped by the default keymap and handled; the effects.
@@ -137,9 +163,18 @@ fn a_zoomed_transcript_at_80x24_uses_the_whole_screen() {
 #[test]
 fn the_zoom_follows_the_focus_and_the_composer_shows_when_written_in() {
     let mut c = console(80, 24, lines(3));
+    let asked_previews = |c: &mut Console| sessions_asked(c).iter().any(|q| q.previews);
+    assert!(
+        !asked_previews(&mut c),
+        "no room for the last message at 80"
+    );
     press(&mut c, KeyCode::Char('z'));
     assert_eq!(c.state.zoom, Some(Pane::Sessions));
     assert!(screen(&c).contains("┌ Sessions"));
+    assert!(
+        asked_previews(&mut c),
+        "zoomed, the sessions pane shows the last message: rows with it are asked for"
+    );
     press(&mut c, KeyCode::Char('3'));
     assert_eq!(c.state.zoom, Some(Pane::Rounds));
     let shown = screen(&c);
@@ -162,7 +197,22 @@ fn the_zoom_follows_the_focus_and_the_composer_shows_when_written_in() {
     // `z` typed in the composer is text, not a zoom.
     press(&mut c, KeyCode::Char('z'));
     assert_eq!(c.state.composer.text(), "z");
-    assert_eq!(c.state.zoom, Some(Pane::Sessions));
+    assert_eq!(c.state.zoomed(), Some(Pane::Sessions));
+    // Whatever moves the focus, the pane focused is the one drawn: from the transcript,
+    // `i` then Esc (which leaves the composer for the sessions pane).
+    press(&mut c, KeyCode::Esc);
+    press(&mut c, KeyCode::Char('2'));
+    press(&mut c, KeyCode::Char('i'));
+    assert_eq!(
+        c.state.zoomed(),
+        Some(Pane::Transcript),
+        "written in: the last pane"
+    );
+    press(&mut c, KeyCode::Esc);
+    assert_eq!(c.state.focus, Focus::Sessions);
+    assert_eq!(c.state.zoomed(), Some(Pane::Sessions));
+    let r = view::regions_for(&c.state);
+    assert!(!r.sessions.is_empty() && r.transcript.is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------

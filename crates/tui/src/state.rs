@@ -95,8 +95,8 @@ pub struct State {
     pub width: u16,
     pub height: u16,
     pub focus: Focus,
-    /// The pane drawn over the whole body of the screen (`z`), if any; it follows the focus
-    /// from pane to pane (number keys, Tab) until `z` again restores the layout.
+    /// Zoomed (`z`): the pane that was focused when zoomed or last since. What is drawn
+    /// zoomed is `zoomed()`: the focused pane, whatever moved the focus there.
     pub zoom: Option<Pane>,
     /// The `:` command line, while it is open (it takes every key until Enter or Esc).
     pub command: Option<crate::command_line::CommandLine>,
@@ -160,6 +160,13 @@ impl State {
             flash: None,
             traffic: Default::default(),
         }
+    }
+
+    /// The pane drawn over the whole body of the screen, if zoomed: the focused one (so a
+    /// focus moved by any means, Esc from the composer, a jump from the exchange view, is
+    /// never to a pane not drawn), or while the composer is written in, the last one.
+    pub fn zoomed(&self) -> Option<Pane> {
+        self.zoom.map(|last| self.focus.pane().unwrap_or(last))
     }
 
     /// Show `text` in the status line for a few seconds.

@@ -51,6 +51,8 @@ struct SessionsLoad {
     recount: bool,
     /// The generation of the sessions load under way (one at a time per generation).
     in_flight: Option<u64>,
+    /// The rows loaded (or being loaded) carry the last message for the preview column.
+    previews: bool,
     /// Sessions whose running state an event changed since the load under way was asked
     /// for: that page was read before the event, so for these keys the event is the newer
     /// word (a page read just before a run started would otherwise hide the run).
@@ -78,6 +80,7 @@ impl Console {
                 dirty: true,
                 recount: true,
                 in_flight: None,
+                previews: false,
                 running_since_request: HashSet::new(),
             },
             transcript_load: TranscriptLoad {
@@ -99,10 +102,10 @@ impl Console {
             Action::Intent(i) => self.intent(i),
             Action::Key(k) => self.key(k),
             Action::Paste(text) => self.paste(&text),
-            Action::Resize(w, h) => self.relayout(|s| {
-                s.width = w;
-                s.height = h;
-            }),
+            Action::Resize(w, h) => {
+                self.state.width = w;
+                self.state.height = h;
+            }
             Action::Click(x, y) => self.click(x, y),
             Action::Engine(e) => {
                 self.state.traffic.event(&e, self.state.now_ms);
@@ -184,6 +187,11 @@ impl Console {
     /// of actions, before drawing.
     pub fn refresh(&mut self) -> Vec<Effect> {
         let mut effects = std::mem::take(&mut self.queued);
+        // The sessions pane grew wide enough for the last-message column (a resize, a zoom,
+        // whatever moved the focus): rows with it are loaded.
+        if super::view::shows_previews_for(&self.state) && !self.sessions_load.previews {
+            self.sessions_load.dirty = true;
+        }
         // A load for this generation already under way is waited for (its result is fresh
         // enough to show; the next one follows it); one for an older generation is not.
         if self.sessions_load.dirty
@@ -363,12 +371,11 @@ impl Console {
     /// Focus `pane` (a number key, Tab, a click, the command line). A zoomed screen shows
     /// the pane focused, so the zoom follows.
     fn focus_pane(&mut self, pane: Pane) {
-        self.relayout(|s| {
-            s.focus = pane.focus();
-            if s.zoom.is_some() {
-                s.zoom = Some(pane);
-            }
-        });
+        let s = &mut self.state;
+        s.focus = pane.focus();
+        if s.zoom.is_some() {
+            s.zoom = Some(pane);
+        }
     }
 
     /// `z`: the focused pane over the whole body of the screen, or the layout back.
@@ -380,23 +387,13 @@ impl Console {
             Some(_) => None,
             None => Some(pane),
         };
-        self.relayout(|s| s.zoom = zoom);
+        self.state.zoom = zoom;
         match zoom {
             Some(p) => self.state.flash(
                 format!("{} zoomed: the same key restores the layout", p.name()),
                 false,
             ),
             None => self.state.flash("layout restored", false),
-        }
-    }
-
-    /// A change of the screen's size or layout: the sessions pane's width may now show the
-    /// last-message column or not, and the rows are loaded with or without it.
-    fn relayout(&mut self, change: impl FnOnce(&mut State)) {
-        let before = super::view::shows_previews_for(&self.state);
-        change(&mut self.state);
-        if super::view::shows_previews_for(&self.state) != before {
-            self.sessions_load.dirty = true;
         }
     }
 

@@ -39,7 +39,7 @@ pub fn shows_previews(width: u16) -> bool {
 /// The sessions pane as `state` lays it out (zoomed, it is as wide as the screen) has room
 /// for the last-message column.
 pub fn shows_previews_for(state: &State) -> bool {
-    match state.zoom {
+    match state.zoomed() {
         Some(Pane::Sessions) => sessions::shows_preview(state.width.saturating_sub(2) as usize),
         _ => shows_previews(state.width),
     }
@@ -79,7 +79,7 @@ pub fn regions_for(state: &State) -> Regions {
 
 /// [`regions_for`] on a screen of `width` × `height` (what is being drawn on).
 fn regions_in(state: &State, width: u16, height: u16) -> Regions {
-    let zoom = state.zoom.map(|p| (p, state.focus == Focus::Composer));
+    let zoom = state.zoomed().map(|p| (p, state.focus == Focus::Composer));
     layout(width, height, composer::height(state, height), zoom)
 }
 
