@@ -215,6 +215,27 @@ fn the_zoom_follows_the_focus_and_the_composer_shows_when_written_in() {
     assert!(!r.sessions.is_empty() && r.transcript.is_empty());
 }
 
+/// The exchange view over a zoomed pane takes the rows the zoom took from the composer:
+/// nothing of the pane shows between the view and the status line.
+#[test]
+fn the_exchange_view_over_a_zoomed_pane_reaches_the_status_line() {
+    let mut c = console(80, 24, lines(1));
+    press(&mut c, KeyCode::Char('3'));
+    press(&mut c, KeyCode::Char('z'));
+    c.state.rounds.exchange_view = Some(switchboard_tui::exchanges::ExchangeView::new(
+        crate::tui_exchanges::summary("x1", "send", MAIN, OPS, NOW),
+        1,
+    ));
+    let shown = screen(&c);
+    let rows: Vec<&str> = shown.lines().collect();
+    assert!(rows[1].starts_with("┌ Exchange"), "{shown}");
+    assert!(
+        rows[20].starts_with('└') && rows[19].contains("esc close"),
+        "the view (its keys on its last row) ends above the status line:\n{shown}"
+    );
+    assert!(rows[21].starts_with(" send:"), "{shown}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Number keys and Tab
 // ---------------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ pub fn regions_for(state: &State) -> Regions {
 }
 
 /// [`regions_for`] on a screen of `width` × `height` (what is being drawn on).
-fn regions_in(state: &State, width: u16, height: u16) -> Regions {
+pub(crate) fn regions_in(state: &State, width: u16, height: u16) -> Regions {
     let zoom = state.zoomed().map(|p| (p, state.focus == Focus::Composer));
     layout(width, height, composer::height(state, height), zoom)
 }
