@@ -13,6 +13,7 @@ mod tui_composer;
 mod tui_console;
 mod tui_exchanges;
 mod tui_header_link;
+mod tui_navigation;
 mod tui_openclaw;
 mod tui_out_of_order;
 mod tui_sessions_pane;

@@ -35,7 +35,14 @@ const ALICE: &str = "agent:main:telegram:direct:alice";
 const OPS: &str = "agent:ops:main";
 const RESEARCH: &str = "agent:research:main";
 
-fn summary(id: &str, kind: &str, requester: &str, target: &str, at: i64) -> ExchangeSummary {
+/// An exchange between two sessions (also the navigation tests').
+pub(crate) fn summary(
+    id: &str,
+    kind: &str,
+    requester: &str,
+    target: &str,
+    at: i64,
+) -> ExchangeSummary {
     ExchangeSummary {
         id: id.into(),
         kind: kind.parse().unwrap(),

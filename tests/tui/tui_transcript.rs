@@ -82,7 +82,8 @@ fn indicator(state: &State) -> String {
 // Hand-built states
 // ---------------------------------------------------------------------------------------------
 
-fn tline(seq: i64, role: &'static str, from: &str, text: &str) -> TranscriptLine {
+/// A transcript line at `NOW` plus `seq` seconds (also the navigation tests').
+pub(crate) fn tline(seq: i64, role: &'static str, from: &str, text: &str) -> TranscriptLine {
     TranscriptLine {
         seq,
         role,

@@ -14,6 +14,11 @@ pub enum Intent {
     Close,
     FocusNext,
     FocusPrev,
+    FocusSessions,
+    FocusTranscript,
+    FocusRounds,
+    Zoom,
+    Command,
     Down,
     Up,
     PageDown,
@@ -23,6 +28,9 @@ pub enum Intent {
     Filter,
     Compose,
     Open,
+    /// The exchange view's numbered entries (`[1] requester`, `[2] target`): reached by the
+    /// pane keys while the view is open (`exchange_view_intent`), or by a key a user file
+    /// binds to them by name.
     JumpRequester,
     JumpTarget,
     ToggleTools,
@@ -55,8 +63,13 @@ impl Intent {
         Intent::Quit,
         Intent::Help,
         Intent::Close,
+        Intent::Command,
         Intent::FocusNext,
         Intent::FocusPrev,
+        Intent::FocusSessions,
+        Intent::FocusTranscript,
+        Intent::FocusRounds,
+        Intent::Zoom,
         Intent::Down,
         Intent::Up,
         Intent::PageDown,
@@ -66,8 +79,6 @@ impl Intent {
         Intent::Filter,
         Intent::Compose,
         Intent::Open,
-        Intent::JumpRequester,
-        Intent::JumpTarget,
         Intent::ToggleTools,
         Intent::ToggleTimestamps,
         Intent::ToggleWrap,
@@ -100,6 +111,11 @@ impl Intent {
             Intent::Close => "close",
             Intent::FocusNext => "focus-next",
             Intent::FocusPrev => "focus-prev",
+            Intent::FocusSessions => "focus-sessions",
+            Intent::FocusTranscript => "focus-transcript",
+            Intent::FocusRounds => "focus-rounds",
+            Intent::Zoom => "zoom",
+            Intent::Command => "command",
             Intent::Down => "down",
             Intent::Up => "up",
             Intent::PageDown => "page-down",
@@ -137,7 +153,33 @@ impl Intent {
     }
 
     pub fn parse(name: &str) -> Option<Intent> {
-        Intent::ALL.iter().copied().find(|i| i.name() == name)
+        Intent::ALL
+            .iter()
+            .chain(&[Intent::JumpRequester, Intent::JumpTarget])
+            .copied()
+            .find(|i| i.name() == name)
+    }
+
+    /// What a key's intent means while the exchange view is open: the view numbers its two
+    /// sessions (`[1] requester`, `[2] target`), so the keys of the first two panes go to
+    /// them; its own intents as they are; the rest `None` (handled as usual).
+    pub fn in_exchange_view(self) -> Option<Intent> {
+        match self {
+            Intent::FocusSessions | Intent::JumpRequester => Some(Intent::JumpRequester),
+            Intent::FocusTranscript | Intent::JumpTarget => Some(Intent::JumpTarget),
+            Intent::Close => Some(Intent::Close),
+            _ => None,
+        }
+    }
+
+    /// What the help overlay says: the description, and where a key does something else
+    /// in the transcript, that too (the help is where the transcript's search is found).
+    pub fn help_text(self) -> &'static str {
+        match self {
+            Intent::Filter => "filter / transcript: search",
+            Intent::SearchNext => "next search hit, selected",
+            _ => self.description(),
+        }
     }
 
     /// What the help overlay and the hint bar say.
@@ -148,6 +190,11 @@ impl Intent {
             Intent::Close => "close the open view",
             Intent::FocusNext => "next pane",
             Intent::FocusPrev => "previous pane",
+            Intent::FocusSessions => "sessions pane",
+            Intent::FocusTranscript => "transcript pane",
+            Intent::FocusRounds => "rounds pane",
+            Intent::Zoom => "zoom the pane / restore",
+            Intent::Command => "command line; Tab completes",
             Intent::Down => "down",
             Intent::Up => "up",
             Intent::PageDown => "page down",

@@ -1,33 +1,107 @@
-//! Tab completion in the composer: slash commands, and in their arguments session keys
-//! (`/ask`, `/new`, `/status`, `/abort`) and agent ids (`/spawn --agent`). Pure: given the
-//! draft up to the cursor and what is known, it says what to put in place of the word being
-//! typed and which candidates to show.
+//! Tab completion of commands, in the composer (`/send …`) and on the `:` command line
+//! (`:traffic`), from one table: the command names, and in their arguments session keys
+//! (`ask`, `new`, `status`, `abort`), agent ids (`spawn --agent`) and `send`'s settings.
+//! Pure: given the text up to the cursor and what is known, it says what to put in place of
+//! the word being typed and which candidates to show.
 
-/// The slash commands, with their arguments as the help and the errors write them.
-pub const COMMANDS: &[(&str, &str)] = &[
-    ("/send", "on|off|inherit"),
-    ("/spawn", "[--agent <id>] <task>"),
-    ("/ask", "<session> <message>"),
-    ("/status", "[session]"),
-    ("/abort", "[session]"),
-    ("/agents", ""),
-    ("/new", "<session> [message]"),
-    ("/help", ""),
+/// Where a command is typed: after `/` in the composer, after `:` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sigil {
+    Slash,
+    Colon,
+}
+
+impl Sigil {
+    pub fn char(self) -> char {
+        match self {
+            Sigil::Slash => '/',
+            Sigil::Colon => ':',
+        }
+    }
+}
+
+/// Where a command can be typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typed {
+    /// In the composer and on the command line (the session commands).
+    Both,
+    /// Only on the command line (the console's own views: they are no message to a session).
+    Line,
+}
+
+/// One command: its name, its arguments as the help and the errors write them, and where
+/// it can be typed.
+#[derive(Debug, Clone, Copy)]
+pub struct Command {
+    pub name: &'static str,
+    pub args: &'static str,
+    pub typed: Typed,
+}
+
+const fn both(name: &'static str, args: &'static str) -> Command {
+    Command {
+        name,
+        args,
+        typed: Typed::Both,
+    }
+}
+
+const fn line(name: &'static str) -> Command {
+    Command {
+        name,
+        args: "",
+        typed: Typed::Line,
+    }
+}
+
+/// Every command, in the order the help and the errors list them.
+pub const COMMANDS: &[Command] = &[
+    line("traffic"),
+    line("exchanges"),
+    line("sessions"),
+    line("transcript"),
+    line("messages"),
+    both("send", "on|off|inherit"),
+    both("spawn", "[--agent <id>] <task>"),
+    both("ask", "<session> <message>"),
+    both("status", "[session]"),
+    both("abort", "[session]"),
+    both("agents", ""),
+    both("new", "<session> [message]"),
+    both("help", ""),
+    line("quit"),
 ];
 
-/// Every command with its usage, for the "unknown command" message and the help.
-pub fn usage_list() -> String {
+/// The commands that can be typed after `sigil`.
+pub fn commands(sigil: Sigil) -> impl Iterator<Item = &'static Command> {
     COMMANDS
         .iter()
-        .map(|(c, a)| {
-            if a.is_empty() {
-                c.to_string()
-            } else {
-                format!("{c} {a}")
-            }
-        })
+        .filter(move |c| sigil == Sigil::Colon || c.typed == Typed::Both)
+}
+
+/// Every command typed after `sigil` with its usage, for the "unknown command" message.
+pub fn usage_list(sigil: Sigil) -> String {
+    commands(sigil)
+        .map(|c| usage(sigil, c))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `/send on|off|inherit`, `:traffic`.
+pub fn usage(sigil: Sigil, c: &Command) -> String {
+    if c.args.is_empty() {
+        format!("{}{}", sigil.char(), c.name)
+    } else {
+        format!("{}{} {}", sigil.char(), c.name, c.args)
+    }
+}
+
+/// The names typed after `sigil`, each with it (`/send /spawn …`), for the help.
+pub fn names(sigil: Sigil) -> String {
+    commands(sigil)
+        .map(|c| format!("{}{}", sigil.char(), c.name))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What Tab does.
@@ -42,9 +116,14 @@ pub struct Completion {
 }
 
 /// What the word at the cursor can complete to, or `None` when there is nothing to complete
-/// there (then Tab leaves the composer).
-pub fn complete(before_cursor: &str, keys: &[&str], agents: &[&str]) -> Option<Completion> {
-    let rest = before_cursor.strip_prefix('/')?;
+/// there (then Tab leaves the composer). `before_cursor` starts with the sigil.
+pub fn complete(
+    sigil: Sigil,
+    before_cursor: &str,
+    keys: &[&str],
+    agents: &[&str],
+) -> Option<Completion> {
+    let rest = before_cursor.strip_prefix(sigil.char())?;
     let word_start = before_cursor
         .char_indices()
         .rev()
@@ -53,14 +132,13 @@ pub fn complete(before_cursor: &str, keys: &[&str], agents: &[&str]) -> Option<C
         .unwrap_or(0);
     let word = &before_cursor[word_start..];
     if word_start == 0 {
-        let names: Vec<String> = COMMANDS
-            .iter()
-            .map(|(c, a)| {
+        let names: Vec<String> = commands(sigil)
+            .map(|c| {
                 // A command that takes arguments completes with the space before them.
-                if a.is_empty() {
-                    c.to_string()
+                if c.args.is_empty() {
+                    format!("{}{}", sigil.char(), c.name)
                 } else {
-                    format!("{c} ")
+                    format!("{}{} ", sigil.char(), c.name)
                 }
             })
             .collect();
@@ -169,32 +247,49 @@ mod tests {
 
     #[test]
     fn commands_complete_by_prefix() {
-        let c = complete("/st", KEYS, &[]).expect("a command");
+        let c = complete(Sigil::Slash, "/st", KEYS, &[]).expect("a command");
         assert_eq!(c.replace.as_deref(), Some("/status "));
-        let c = complete("/s", KEYS, &[]).expect("several");
+        let c = complete(Sigil::Slash, "/s", KEYS, &[]).expect("several");
         assert_eq!(c.candidates, vec!["/send", "/spawn", "/status"]);
         assert_eq!(c.replace, None);
-        assert!(complete("hello", KEYS, &[]).is_none());
+        assert!(complete(Sigil::Slash, "hello", KEYS, &[]).is_none());
     }
 
     #[test]
     fn keys_complete_by_any_part() {
-        let c = complete("/ask disc", KEYS, &[]).expect("one key");
+        let c = complete(Sigil::Slash, "/ask disc", KEYS, &[]).expect("one key");
         assert_eq!(c.replace.as_deref(), Some("agent:work:discord:group:dev "));
         assert_eq!(c.word_chars, 4);
-        let c = complete("/ask tele", KEYS, &[]).expect("two keys");
+        let c = complete(Sigil::Slash, "/ask tele", KEYS, &[]).expect("two keys");
         assert_eq!(c.replace.as_deref(), Some("agent:main:telegram:direct:"));
         assert_eq!(c.candidates.len(), 2);
         // The message after the key is not completed.
-        assert!(complete("/ask agent:main:main tele", KEYS, &[]).is_none());
+        assert!(complete(Sigil::Slash, "/ask agent:main:main tele", KEYS, &[]).is_none());
     }
 
     #[test]
     fn agents_complete_after_the_flag() {
-        let c = complete("/spawn --agent w", KEYS, &["main", "work"]).expect("work");
+        let c = complete(Sigil::Slash, "/spawn --agent w", KEYS, &["main", "work"]).expect("work");
         assert_eq!(c.replace.as_deref(), Some("work "));
-        let c = complete("/spawn --ag", KEYS, &[]).expect("the flag");
+        let c = complete(Sigil::Slash, "/spawn --ag", KEYS, &[]).expect("the flag");
         assert_eq!(c.replace.as_deref(), Some("--agent "));
+    }
+
+    #[test]
+    fn the_command_line_completes_its_own_commands_and_the_session_ones() {
+        let c = complete(Sigil::Colon, ":tr", KEYS, &[]).expect("two");
+        assert_eq!(c.candidates, vec![":traffic", ":transcript"]);
+        assert_eq!(c.replace.as_deref(), Some(":tra"));
+        let c = complete(Sigil::Colon, ":traf", KEYS, &[]).expect("one");
+        assert_eq!(c.replace.as_deref(), Some(":traffic"));
+        let c = complete(Sigil::Colon, ":send of", KEYS, &[]).expect("off");
+        assert_eq!(c.replace.as_deref(), Some("off"));
+        let c = complete(Sigil::Colon, ":status disc", KEYS, &[]).expect("a key");
+        assert_eq!(c.replace.as_deref(), Some("agent:work:discord:group:dev "));
+        // The console's own views are no slash commands.
+        assert!(complete(Sigil::Slash, "/traf", KEYS, &[]).is_none());
+        assert!(!usage_list(Sigil::Slash).contains("traffic"));
+        assert!(usage_list(Sigil::Colon).contains(":send on|off|inherit"));
     }
 
     #[test]

@@ -238,6 +238,35 @@ mod tests {
     }
 
     #[test]
+    fn the_panes_have_numbers_z_zooms_and_colon_opens_the_command_line() {
+        let k = Keymap::defaults();
+        let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(k.intent(&key('1')), Some(Intent::FocusSessions));
+        assert_eq!(k.intent(&key('2')), Some(Intent::FocusTranscript));
+        assert_eq!(k.intent(&key('3')), Some(Intent::FocusRounds));
+        assert_eq!(k.intent(&key('z')), Some(Intent::Zoom));
+        assert_eq!(k.intent(&key(':')), Some(Intent::Command));
+        // In the exchange view the first two are its numbered sessions.
+        assert_eq!(
+            Intent::FocusSessions.in_exchange_view(),
+            Some(Intent::JumpRequester)
+        );
+        assert_eq!(
+            Intent::FocusTranscript.in_exchange_view(),
+            Some(Intent::JumpTarget)
+        );
+        assert_eq!(Intent::FocusRounds.in_exchange_view(), None);
+        // A user file written for the old defaults still loads and binds the jumps.
+        let old = Keymap::with_overrides(r#"{ "r": "jump-requester", "o": "jump-target" }"#)
+            .expect("old action names");
+        assert_eq!(old.intent(&key('r')), Some(Intent::JumpRequester));
+        assert_eq!(
+            Intent::JumpTarget.in_exchange_view(),
+            Some(Intent::JumpTarget)
+        );
+    }
+
+    #[test]
     fn a_user_file_rebinds_and_unbinds() {
         let k = Keymap::with_overrides(r#"{ "x": "quit", "q": null }"#).expect("overrides");
         let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);

@@ -13,8 +13,27 @@ fn detail(intent: Intent) -> &'static str {
         Intent::Close => {
             "close the exchange view, the traffic view (cancelling a pending stop first), the notices log or the help"
         }
-        Intent::FocusNext => "next pane (with mouse capture on, a click focuses)",
+        Intent::Command => {
+            "the command line (k9s style): `:traffic`, `:exchanges`, `:sessions`, `:transcript`, \
+             `:messages`, `:send on|off|inherit`, `:status`, `:abort`, `:help`, `:quit` and the \
+             composer's other commands; Tab completes, Enter runs, Esc closes"
+        }
+        Intent::FocusNext => {
+            "next pane: sessions, transcript, rounds (the composer is entered with `i` or Enter; \
+             with mouse capture on, a click focuses)"
+        }
         Intent::FocusPrev => "previous pane",
+        Intent::FocusSessions => {
+            "the sessions pane (in the exchange view: go to the session that sent, its `[1]`)"
+        }
+        Intent::FocusTranscript => {
+            "the transcript pane (in the exchange view: go to the session it was sent to, its `[2]`)"
+        }
+        Intent::FocusRounds => "the rounds pane",
+        Intent::Zoom => {
+            "zoom the focused pane to the whole screen, or restore the layout (the zoom follows \
+             the focus from pane to pane)"
+        }
         Intent::Down => "down in the focused pane",
         Intent::Up => "up in the focused pane (in the transcript this pauses follow)",
         Intent::PageDown => "a page down",
@@ -24,7 +43,8 @@ fn detail(intent: Intent) -> &'static str {
         }
         Intent::Bottom => "the last row; in the transcript the newest line (follow resumes)",
         Intent::Filter => {
-            "filter sessions by text (Esc clears); in the transcript, search it (a regex, or the text as typed)"
+            "filter sessions by text (Esc clears); in the transcript, search it (a regex, or the \
+             text as typed): the newest hit is selected, so `y` copies its message"
         }
         Intent::Compose => "write to the selected session as the owner",
         Intent::Open => {
@@ -54,14 +74,16 @@ fn detail(intent: Intent) -> &'static str {
         }
         Intent::UndoStop => "traffic view: undo the last stop (`/send inherit` on its target)",
         Intent::SearchNext => {
-            "transcript: the next search hit (wraps around; the indicator shows `3/17`)"
+            "transcript: the next search hit, selected (wraps around; the indicator shows `3/17`)"
         }
-        Intent::SearchPrev => "transcript: the previous search hit",
+        Intent::SearchPrev => "transcript: the previous search hit, selected",
         Intent::ScrollLeft => "transcript with wrap off: scroll left",
         Intent::ScrollRight => "transcript with wrap off: scroll right",
         Intent::SelectPrev => "transcript: select the previous message",
         Intent::SelectNext => "transcript: select the next message",
-        Intent::Copy => "copy the selected message to the clipboard (OSC 52, up to 100 KB)",
+        Intent::Copy => {
+            "copy the selected message, as shown, to the clipboard (OSC 52, up to 100 KB)"
+        }
         Intent::CycleSort => {
             "sort the sessions: by activity, by name (over every session), by unread (over the loaded rows)"
         }

@@ -7,6 +7,7 @@ pub mod action;
 pub mod cards;
 pub mod cells;
 pub mod clipboard;
+pub mod command_line;
 pub mod complete;
 pub mod composer;
 pub mod effects;
@@ -364,8 +365,9 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                 return vec![Action::Key(k)];
             }
             if ctrl && k.code == KeyCode::Char('c') {
-                // In the composer it clears the draft first (update decides).
-                if state.focus == Focus::Composer && !state.help {
+                // In the composer it clears the draft first (update decides); on the command
+                // line it closes the line.
+                if (state.focus == Focus::Composer && !state.help) || state.command.is_some() {
                     return vec![Action::Key(k)];
                 }
                 return vec![Action::Intent(Intent::Quit)];
@@ -373,6 +375,10 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             if keymap.intent(&k) == Some(Intent::Repaint) {
                 // Repainting is asked for wherever the keyboard is.
                 return vec![Action::Intent(Intent::Repaint)];
+            }
+            // The command line takes every other key while open (Esc closes it).
+            if state.command.is_some() {
+                return vec![Action::Key(k)];
             }
             if state.notices_open {
                 return match keymap.intent(&k) {
@@ -405,8 +411,7 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
             }
             // The exchange view's own keys (close, go to either session); the rest as usual.
             if state.rounds.exchange_view.is_some()
-                && let Some(i @ (Intent::Close | Intent::JumpRequester | Intent::JumpTarget)) =
-                    keymap.intent(&k)
+                && let Some(i) = keymap.intent(&k).and_then(Intent::in_exchange_view)
             {
                 return vec![Action::Intent(i)];
             }
@@ -460,7 +465,8 @@ fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -
             | Intent::ToggleTraffic
             | Intent::ToggleRoundsScope
             | Intent::StopPair
-            | Intent::UndoStop),
+            | Intent::UndoStop
+            | Intent::Command),
         ) => vec![Action::Intent(i)],
         _ => vec![],
     }
@@ -511,5 +517,42 @@ mod start_tests {
         tokio::time::timeout(Duration::from_secs(10), signals.recv())
             .await
             .expect("the signal raised before the wait ends it");
+    }
+}
+
+#[cfg(test)]
+mod command_line_keys {
+    use super::*;
+    use crossterm::event::KeyEvent;
+
+    fn key(code: KeyCode, modifiers: KeyModifiers) -> Event {
+        Event::Key(KeyEvent::new(code, modifiers))
+    }
+
+    /// With the line open, letters that are keys elsewhere (`q`, `t`, `?`) are typed, Ctrl+C
+    /// goes to the line (it closes it, it does not quit), and Ctrl+L still repaints.
+    #[test]
+    fn the_open_line_takes_every_key_but_repaint() {
+        let keymap = Keymap::defaults();
+        let mut state = State::new("here".into(), 0);
+        let colon = map_event(key(KeyCode::Char(':'), KeyModifiers::NONE), &state, &keymap);
+        assert!(matches!(colon[..], [Action::Intent(Intent::Command)]));
+        state.command = Some(command_line::CommandLine::default());
+        for c in ['q', 't', '?', '1', 'z'] {
+            let a = map_event(key(KeyCode::Char(c), KeyModifiers::NONE), &state, &keymap);
+            assert!(matches!(a[..], [Action::Key(_)]), "{c}: {a:?}");
+        }
+        let a = map_event(
+            key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            &state,
+            &keymap,
+        );
+        assert!(matches!(a[..], [Action::Key(_)]), "{a:?}");
+        let a = map_event(
+            key(KeyCode::Char('l'), KeyModifiers::CONTROL),
+            &state,
+            &keymap,
+        );
+        assert!(matches!(a[..], [Action::Intent(Intent::Repaint)]), "{a:?}");
     }
 }

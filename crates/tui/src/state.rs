@@ -23,12 +23,48 @@ pub enum Focus {
 }
 
 impl Focus {
-    pub const CYCLE: [Focus; 4] = [
-        Focus::Sessions,
-        Focus::Transcript,
-        Focus::Rounds,
-        Focus::Composer,
-    ];
+    /// The pane this focus is in: the filter box is the sessions pane's, the search box the
+    /// transcript's; the composer is no pane (it is written to, not moved in or zoomed).
+    pub fn pane(self) -> Option<Pane> {
+        match self {
+            Focus::Sessions | Focus::Filter => Some(Pane::Sessions),
+            Focus::Transcript | Focus::Search => Some(Pane::Transcript),
+            Focus::Rounds => Some(Pane::Rounds),
+            Focus::Composer => None,
+        }
+    }
+}
+
+/// The panes, in the order Tab cycles through them and the number keys name them (`1`
+/// sessions, `2` transcript, `3` rounds). The composer is not among them: it is entered by
+/// its own key (`i`, or Enter on a session), so Tab never lands in a text box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Sessions,
+    Transcript,
+    Rounds,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 3] = [Pane::Sessions, Pane::Transcript, Pane::Rounds];
+
+    /// The focus of the pane itself (not its filter or search box).
+    pub fn focus(self) -> Focus {
+        match self {
+            Pane::Sessions => Focus::Sessions,
+            Pane::Transcript => Focus::Transcript,
+            Pane::Rounds => Focus::Rounds,
+        }
+    }
+
+    /// How the status line names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pane::Sessions => "sessions",
+            Pane::Transcript => "transcript",
+            Pane::Rounds => "rounds",
+        }
+    }
 }
 
 pub use super::composer::Composer;
@@ -59,6 +95,11 @@ pub struct State {
     pub width: u16,
     pub height: u16,
     pub focus: Focus,
+    /// Zoomed (`z`): the pane that was focused when zoomed or last since. What is drawn
+    /// zoomed is `zoomed()`: the focused pane, whatever moved the focus there.
+    pub zoom: Option<Pane>,
+    /// The `:` command line, while it is open (it takes every key until Enter or Esc).
+    pub command: Option<crate::command_line::CommandLine>,
     pub help: bool,
     /// The help's first row shown (it scrolls when the screen is too small for every key).
     pub help_scroll: usize,
@@ -100,6 +141,8 @@ impl State {
             width: 80,
             height: 24,
             focus: Focus::Sessions,
+            zoom: None,
+            command: None,
             help: false,
             help_scroll: 0,
             mouse: false,
@@ -117,6 +160,13 @@ impl State {
             flash: None,
             traffic: Default::default(),
         }
+    }
+
+    /// The pane drawn over the whole body of the screen, if zoomed: the focused one (so a
+    /// focus moved by any means, Esc from the composer, a jump from the exchange view, is
+    /// never to a pane not drawn), or while the composer is written in, the last one.
+    pub fn zoomed(&self) -> Option<Pane> {
+        self.zoom.map(|last| self.focus.pane().unwrap_or(last))
     }
 
     /// Show `text` in the status line for a few seconds.

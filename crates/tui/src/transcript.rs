@@ -391,6 +391,27 @@ pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64>
     Some(s.transcript.lines.get(i)?.seq)
 }
 
+/// The selected message as the pane shows it: the cursor's line, or when that line is
+/// hidden (a tool call with tool calls off) the nearest shown line before it, else after it.
+/// The pane marks this line and `y` copies it, Enter opens it: what is copied is always
+/// what is marked, never a line the owner cannot see. `None` when nothing is selected or
+/// the cursor's line is no longer loaded.
+pub fn selected_index(s: &State) -> Option<usize> {
+    let seq = s.transcript.view.cursor?;
+    let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+    let l = s.transcript.lines.get(at).filter(|l| l.seq == seq)?;
+    if shown(s.transcript.tools, l) {
+        Some(at)
+    } else {
+        prev_shown(s, at).or_else(|| next_shown(s, at))
+    }
+}
+
+/// The seq of [`selected_index`]'s line.
+pub fn selected_seq(s: &State) -> Option<i64> {
+    selected_index(s).map(|i| s.transcript.lines[i].seq)
+}
+
 /// The line with seq `seq`, when loaded.
 pub fn line(s: &State, seq: i64) -> Option<&TranscriptLine> {
     let at = s.transcript.lines.partition_point(|l| l.seq < seq);

@@ -4,6 +4,7 @@
 //! `refresh` works out which loads the state needs; a load's result is applied only while it
 //! is still the latest asked for the same filters, window and selection.
 
+mod command_line;
 mod commands;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -11,7 +12,7 @@ use std::collections::HashSet;
 
 use super::action::{Action, Intent};
 use super::effects::Effect;
-use super::state::{Focus, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
+use super::state::{Focus, Pane, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
 
 mod rounds;
 mod sessions;
@@ -52,6 +53,8 @@ struct SessionsLoad {
     recount: bool,
     /// The generation of the sessions load under way (one at a time per generation).
     in_flight: Option<u64>,
+    /// The rows loaded (or being loaded) carry the last message for the preview column.
+    previews: bool,
     /// Sessions whose running state an event changed since the load under way was asked
     /// for: that page was read before the event, so for these keys the event is the newer
     /// word (a page read just before a run started would otherwise hide the run).
@@ -79,6 +82,7 @@ impl Console {
                 dirty: true,
                 recount: true,
                 in_flight: None,
+                previews: false,
                 running_since_request: HashSet::new(),
             },
             transcript_load: TranscriptLoad {
@@ -110,10 +114,6 @@ impl Console {
             Action::Key(k) => self.key(k),
             Action::Paste(text) => self.paste(&text),
             Action::Resize(w, h) => {
-                if super::view::shows_previews(w) != super::view::shows_previews(self.state.width) {
-                    // The last-message column comes or goes: rows with or without it.
-                    self.sessions_load.dirty = true;
-                }
                 self.state.width = w;
                 self.state.height = h;
             }
@@ -199,6 +199,11 @@ impl Console {
     /// of actions, before drawing.
     pub fn refresh(&mut self) -> Vec<Effect> {
         let mut effects = std::mem::take(&mut self.queued);
+        // The sessions pane grew wide enough for the last-message column (a resize, a zoom,
+        // whatever moved the focus): rows with it are loaded.
+        if super::view::shows_previews_for(&self.state) && !self.sessions_load.previews {
+            self.sessions_load.dirty = true;
+        }
         // A load for this generation already under way is waited for (its result is fresh
         // enough to show; the next one follows it); one for an older generation is not.
         if self.sessions_load.dirty
@@ -307,16 +312,27 @@ impl Console {
                 }
             }
             Intent::FocusNext | Intent::FocusPrev => {
-                let cycle = Focus::CYCLE;
-                let i = cycle.iter().position(|f| *f == s.focus).unwrap_or(0);
-                let n = cycle.len();
-                let next = if intent == Intent::FocusNext {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
+                let panes = Pane::ALL;
+                let n = panes.len();
+                let forward = intent == Intent::FocusNext;
+                let next = match s
+                    .focus
+                    .pane()
+                    .and_then(|p| panes.iter().position(|q| *q == p))
+                {
+                    Some(i) if forward => (i + 1) % n,
+                    Some(i) => (i + n - 1) % n,
+                    // From the composer: the first pane, or the last going back.
+                    None if forward => 0,
+                    None => n - 1,
                 };
-                s.focus = cycle[next];
+                self.focus_pane(panes[next]);
             }
+            Intent::FocusSessions => self.focus_pane(Pane::Sessions),
+            Intent::FocusTranscript => self.focus_pane(Pane::Transcript),
+            Intent::FocusRounds => self.focus_pane(Pane::Rounds),
+            Intent::Zoom => self.toggle_zoom(),
+            Intent::Command => self.open_command_line(),
             Intent::Filter | Intent::Open if s.focus == Focus::Transcript => {
                 self.transcript_intent(intent)
             }
@@ -361,6 +377,35 @@ impl Console {
             | Intent::PageUp
             | Intent::Top
             | Intent::Bottom => self.scroll(intent, page),
+        }
+    }
+
+    /// Focus `pane` (a number key, Tab, a click, the command line). A zoomed screen shows
+    /// the pane focused, so the zoom follows.
+    fn focus_pane(&mut self, pane: Pane) {
+        let s = &mut self.state;
+        s.focus = pane.focus();
+        if s.zoom.is_some() {
+            s.zoom = Some(pane);
+        }
+    }
+
+    /// `z`: the focused pane over the whole body of the screen, or the layout back.
+    fn toggle_zoom(&mut self) {
+        let Some(pane) = self.state.focus.pane() else {
+            return;
+        };
+        let zoom = match self.state.zoom {
+            Some(_) => None,
+            None => Some(pane),
+        };
+        self.state.zoom = zoom;
+        match zoom {
+            Some(p) => self.state.flash(
+                format!("{} zoomed: the same key restores the layout", p.name()),
+                false,
+            ),
+            None => self.state.flash("layout restored", false),
         }
     }
 
@@ -423,8 +468,11 @@ impl Console {
         }
     }
 
-    /// A key while typing (filter box or composer).
+    /// A key while typing (command line, filter box, search box or composer).
     fn key(&mut self, k: KeyEvent) {
+        if self.state.command.is_some() {
+            return self.command_line_key(k);
+        }
         if self.state.traffic.open {
             return self.traffic_key(k);
         }
@@ -513,6 +561,9 @@ impl Console {
     }
 
     fn paste(&mut self, text: &str) {
+        if self.state.command.is_some() {
+            return self.command_line_paste(text);
+        }
         if self.state.traffic.open {
             // The view has no input box; a paste is not a key to act on.
             return;

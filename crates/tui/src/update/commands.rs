@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Console;
 use crate::action::Intent;
 use crate::cards::{Card, NewSession, StatusInfo, status_rows};
-use crate::complete::{complete, usage_list};
+use crate::complete::{Sigil, complete, usage_list};
 use crate::composer::Edited;
 use crate::effects::Effect;
 use crate::state::Focus;
@@ -81,7 +81,7 @@ impl Console {
         let before = s.composer.before_cursor();
         let keys: Vec<&str> = s.sessions.rows.iter().map(|r| r.key.as_str()).collect();
         let agents: Vec<&str> = s.agents.iter().flatten().map(|a| a.id.as_str()).collect();
-        match complete(&before, &keys, &agents) {
+        match complete(Sigil::Slash, &before, &keys, &agents) {
             None => {
                 s.composer.candidates.clear();
                 self.intent(Intent::FocusNext);
@@ -98,7 +98,7 @@ impl Console {
     }
 
     /// Load the configured agents once.
-    fn want_agents(&mut self) {
+    pub(super) fn want_agents(&mut self) {
         if !self.agents_asked {
             self.agents_asked = true;
             self.queued.push(Effect::LoadAgents);
@@ -135,8 +135,13 @@ impl Console {
                 c.history.push(text.clone());
             }
             c.recall = None;
-            let rest = rest.to_string();
-            return self.command(&rest, text);
+            let (cmd, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let (cmd, arg) = (cmd.to_string(), arg.trim().to_string());
+            match self.session_command(Sigil::Slash, &cmd, &arg, text) {
+                Ok(()) => self.state.composer.clear_sent(),
+                Err(e) => self.state.composer.error = Some(e),
+            }
+            return;
         }
         let Some(key) = self.target_key() else {
             self.state.composer.error = Some(
@@ -160,10 +165,19 @@ impl Console {
         self.send_message(key, text);
     }
 
-    /// A slash command (`rest` is the text after the slash; `text` the whole draft).
-    fn command(&mut self, rest: &str, text: String) {
-        let (cmd, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let arg = arg.trim();
+    /// A session command (`/send off` in the composer, `:send off` on the command line):
+    /// `cmd` its name, `arg` the rest, `text` the owner's message for the commands the
+    /// engine carries out (`/send …`). What is wrong is returned in words naming the command
+    /// as typed; the caller shows it (the composer under the draft, the command line in the
+    /// status line) and, when it ran, clears what was typed.
+    pub(super) fn session_command(
+        &mut self,
+        sigil: Sigil,
+        cmd: &str,
+        arg: &str,
+        text: String,
+    ) -> Result<(), String> {
+        let sigil = sigil.char();
         // Commands that act on a session take the one written to, or the one named.
         let session = |me: &Self| -> Option<String> {
             match arg.split_whitespace().next() {
@@ -174,49 +188,41 @@ impl Console {
         let needs_session = matches!(cmd, "send" | "spawn" | "ask" | "status" | "abort");
         let key = session(self);
         if needs_session && key.is_none() {
-            self.state.composer.error = Some(format!(
-                "/{cmd} needs a session: pick one in the sessions pane first (or /new <session>)."
+            return Err(format!(
+                "{sigil}{cmd} needs a session: pick one in the sessions pane first (or {sigil}new <session>)."
             ));
-            return;
         }
         let key = key.unwrap_or_default();
-        let c = &mut self.state.composer;
         match cmd {
             "help" => {
                 self.state.help = true;
-                c.clear_sent();
+                self.state.help_scroll = 0;
             }
             // The engine carries the command out (it is the owner's message); only its form
             // is checked here, so a typo gets its usage line at once.
             "send" => match arg.parse::<PolicySetting>() {
                 Err(_) => {
-                    c.error = Some("Usage: /send on|off|inherit (on = allow, off = deny, inherit = follow the config)".into());
+                    return Err(format!(
+                        "Usage: {sigil}send on|off|inherit (on = allow, off = deny, inherit = follow the config)"
+                    ));
                 }
-                Ok(_) => {
-                    c.clear_sent();
-                    self.send_message(key, text);
-                }
+                Ok(_) => self.send_message(key, text),
             },
             "spawn" => match spawn_params(arg) {
-                Some(params) => {
-                    c.clear_sent();
-                    self.tool_call(key, "sessions_spawn", params);
-                }
-                None => c.error = Some("Usage: /spawn [--agent <id>] <task>".into()),
+                Some(params) => self.tool_call(key, "sessions_spawn", params),
+                None => return Err(format!("Usage: {sigil}spawn [--agent <id>] <task>")),
             },
             "ask" => match arg.split_once(char::is_whitespace) {
                 Some((target, message)) if !message.trim().is_empty() => {
-                    c.clear_sent();
                     self.tool_call(
                         key,
                         "sessions_send",
                         json!({ "sessionKey": target, "message": message.trim(), "timeoutSeconds": 0 }),
                     );
                 }
-                _ => c.error = Some("Usage: /ask <session> <message>".into()),
+                _ => return Err(format!("Usage: {sigil}ask <session> <message>")),
             },
             "status" => {
-                c.clear_sent();
                 self.state.card = Some(Card::Status {
                     key: key.clone(),
                     rows: None,
@@ -224,12 +230,8 @@ impl Console {
                 self.want_agents();
                 self.queued.push(Effect::LoadStatus { key });
             }
-            "abort" => {
-                c.clear_sent();
-                self.queued.push(Effect::Abort { key });
-            }
+            "abort" => self.queued.push(Effect::Abort { key }),
             "agents" => {
-                c.clear_sent();
                 self.state.card = Some(Card::Agents { selected: 0 });
                 self.want_agents();
             }
@@ -239,22 +241,21 @@ impl Console {
                     None => (arg, None),
                 };
                 if raw.is_empty() {
-                    c.error = Some("Usage: /new <session> [first message]".into());
-                    return;
+                    return Err(format!("Usage: {sigil}new <session> [first message]"));
                 }
-                c.clear_sent();
                 self.queued.push(Effect::NewSession {
                     raw: raw.to_string(),
                     text: message.map(str::to_string),
                 });
             }
             other => {
-                c.error = Some(format!(
-                    "Unknown command /{other}. Commands: {}",
-                    usage_list()
+                return Err(format!(
+                    "Unknown command {sigil}{other}. Commands: {}",
+                    usage_list(Sigil::Slash)
                 ));
             }
         }
+        Ok(())
     }
 
     /// A key while an overlay is open.

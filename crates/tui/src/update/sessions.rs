@@ -108,9 +108,10 @@ impl Console {
             // The list shows the row's own fields; entries would only weigh on every page.
             entries: false,
             // Only a pane wide enough for the column pays for the last messages.
-            previews: crate::view::shows_previews(s.width),
+            previews: crate::view::shows_previews_for(s),
             order: s.sessions.order.mode.engine_order(),
         };
+        self.sessions_load.previews = query.previews;
         self.sessions_load.in_flight = Some(self.sessions_load.generation);
         self.sessions_load.running_since_request.clear();
         Effect::LoadSessions {

@@ -29,6 +29,8 @@ impl Console {
                     "hidden"
                 };
                 s.flash(format!("tool calls {on}"), false);
+                // A selected tool call just hidden: the selection is the line marked now.
+                s.transcript.view.cursor = nav::selected_seq(s).or(s.transcript.view.cursor);
                 self.rescan_search();
             }
             Intent::ToggleTimestamps => s.transcript.timestamps = !s.transcript.timestamps,
@@ -242,7 +244,7 @@ impl Console {
                     return;
                 }
                 if let Some(hit) = search.step(intent == Intent::SearchNext) {
-                    self.show_line(hit.seq);
+                    self.select_hit(hit.seq);
                 }
             }
             Intent::ScrollLeft | Intent::ScrollRight => {
@@ -290,7 +292,7 @@ impl Console {
 
     fn toggle_card(&mut self) {
         let s = &mut self.state;
-        let Some(seq) = s.transcript.view.cursor else {
+        let Some(seq) = nav::selected_seq(s) else {
             s.flash("select a message with [ or ] first", false);
             return;
         };
@@ -306,7 +308,8 @@ impl Console {
 
     fn copy_selected(&mut self) {
         let s = &mut self.state;
-        let Some(line) = s.transcript.view.cursor.and_then(|seq| nav::line(s, seq)) else {
+        // What the pane marks, not a hidden line the cursor may still name.
+        let Some(line) = nav::selected_index(s).map(|i| &s.transcript.lines[i]) else {
             s.flash(
                 "select a message with [ or ] first, then y copies it",
                 false,
@@ -369,8 +372,14 @@ impl Console {
         search.current = None;
         search.rescan(&s.transcript.lines, |l| nav::shown(tools, l));
         if let Some(hit) = search.to_last() {
-            self.show_line(hit.seq);
+            self.select_hit(hit.seq);
         }
+    }
+
+    /// A search hit becomes the selected message (so `y` copies it at once), on screen.
+    fn select_hit(&mut self, seq: i64) {
+        self.state.transcript.view.cursor = Some(seq);
+        self.show_line(seq);
     }
 
     /// The lines or what is shown of them changed: find the hits again.

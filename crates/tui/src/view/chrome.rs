@@ -259,6 +259,14 @@ pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
             Intent::FocusNext,
         ],
     };
+    // Zoomed, the way back comes right after help and quit.
+    let zoomed: Vec<Intent>;
+    let wanted = if state.zoom.is_some() && wanted.len() >= 2 {
+        zoomed = [&wanted[..2], &[Intent::Zoom], &wanted[2..]].concat();
+        &zoomed[..]
+    } else {
+        wanted
+    };
     let text = if state.focus == Focus::Search {
         " type a regex (or plain text) · enter keep the search · esc clear it · n/N next/prev after enter"
             .to_string()
@@ -379,9 +387,16 @@ pub fn help_max_scroll(state: &State) -> usize {
 pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
     let entries: Vec<(String, &str)> = Intent::ALL
         .iter()
-        .map(|i| (keymap.keys_for(*i), i.description()))
+        .map(|i| (keymap.keys_for(*i), i.help_text()))
         .collect();
-    let footer = ["Composer: /send /spawn /ask /status /abort /agents /new /help"];
+    let composer = format!(
+        "Composer: {}",
+        crate::complete::names(crate::complete::Sigil::Slash)
+    );
+    let footer = [
+        composer.as_str(),
+        "Command line: :traffic :exchanges :messages :send off :quit … (Tab lists all)",
+    ];
     let rows = area.height.saturating_sub(2) as usize;
     let l = help_layout(state, area.width, area.height);
     let scroll = state.help_scroll.min(l.per_column - l.visible);
@@ -442,6 +457,40 @@ pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
                 .title(" Keys · ? or esc closes "),
         ),
         rect,
+    );
+}
+
+/// The `:` command line over the hint bar (`:traf▏`), and what Tab found on the notice line
+/// above it.
+pub fn command_line(
+    frame: &mut Frame,
+    r: &super::Regions,
+    line: &crate::command_line::CommandLine,
+) {
+    use ratatui::text::Span;
+    let width = r.hints.width as usize;
+    // The end of a long line is where the typing is: it stays in view.
+    let typed = super::keep_end(&format!(":{}", line.text), width.saturating_sub(1));
+    frame.render_widget(Clear, r.hints);
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(typed, Style::default().add_modifier(Modifier::BOLD)),
+            Span::styled("▏", Style::default().fg(Color::Cyan)),
+        ])),
+        r.hints,
+    );
+    let below = if line.candidates.is_empty() {
+        " enter run · tab complete · esc close".to_string()
+    } else {
+        format!(" {}", line.candidates.join("  "))
+    };
+    frame.render_widget(Clear, r.notice);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            fit(&below, r.notice.width as usize),
+            Style::default().add_modifier(Modifier::DIM),
+        )),
+        r.notice,
     );
 }
 

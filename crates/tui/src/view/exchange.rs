@@ -19,11 +19,22 @@ use crate::keymap::Keymap;
 use crate::state::State;
 use switchboard_types::api::{ExchangeKind, ExchangeStatus, ExchangeSummary};
 
-/// The keys the view answers, shown in it.
+/// The keys the view answers, shown in it: its numbered sessions are reached by the first
+/// two panes' keys unless a user file binds the jumps themselves.
 fn keys(keymap: &Keymap) -> String {
+    let jump = |own: Intent, pane: Intent| {
+        if keymap.keys_list(own).is_empty() {
+            [pane]
+        } else {
+            [own]
+        }
+    };
     keymap.hint_line(&[
-        (&[Intent::JumpRequester], "requester"),
-        (&[Intent::JumpTarget], "target"),
+        (
+            &jump(Intent::JumpRequester, Intent::FocusSessions),
+            "requester",
+        ),
+        (&jump(Intent::JumpTarget, Intent::FocusTranscript), "target"),
         (&[Intent::Down, Intent::Up], "scroll"),
         (&[Intent::Close], "close"),
     ])
@@ -82,9 +93,11 @@ fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
 }
 
 /// Where the view goes: the whole body (between the header and the composer).
-pub fn area(width: u16, height: u16) -> Rect {
-    let r = super::regions(width, height);
-    Rect::new(r.sessions.x, r.sessions.y, width, r.sessions.height)
+pub fn area(state: &State, width: u16, height: u16) -> Rect {
+    // Zoomed, the composer's rows are the body's too (unless it is being written in).
+    let r = super::regions_in(state, width, height);
+    let top = r.header.bottom();
+    Rect::new(0, top, width, r.composer.y.saturating_sub(top))
 }
 
 /// How the exchange ended, in words.
@@ -202,7 +215,7 @@ pub fn max_scroll(state: &State) -> usize {
     let Some(v) = &state.rounds.exchange_view else {
         return 0;
     };
-    let a = area(state.width, state.height);
+    let a = area(state, state.width, state.height);
     let (w, h) = inner_size(a);
     content(v, w).len().saturating_sub(h)
 }
@@ -220,7 +233,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         return;
     };
     let full = frame.area();
-    let a = area(full.width, full.height);
+    let a = area(state, full.width, full.height);
     let (w, h) = inner_size(a);
     let lines = content(v, w);
     let top = v.scroll.min(lines.len().saturating_sub(h));

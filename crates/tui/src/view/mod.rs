@@ -15,7 +15,7 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 
 use super::keymap::Keymap;
-use super::state::{Focus, State};
+use super::state::{Focus, Pane, State};
 
 /// The smallest terminal the layout works in.
 pub const MIN_WIDTH: u16 = 60;
@@ -34,6 +34,15 @@ pub fn shows_previews(width: u16) -> bool {
             .width
             .saturating_sub(2) as usize,
     )
+}
+
+/// The sessions pane as `state` lays it out (zoomed, it is as wide as the screen) has room
+/// for the last-message column.
+pub fn shows_previews_for(state: &State) -> bool {
+    match state.zoomed() {
+        Some(Pane::Sessions) => sessions::shows_preview(state.width.saturating_sub(2) as usize),
+        _ => shows_previews(state.width),
+    }
 }
 
 /// Lines of the sessions pane above its first row (filter box, column headers).
@@ -55,21 +64,31 @@ pub struct Regions {
     pub hints: Rect,
 }
 
-/// The layout with a one-line composer (what `regions_for` gives for an empty draft).
+/// The layout with a one-line composer (what `regions_for` gives for an empty draft), no
+/// pane zoomed.
 pub fn regions(width: u16, height: u16) -> Regions {
-    layout(width, height, 3)
+    layout(width, height, 3, None)
 }
 
-/// The layout for `state`: the composer grows with its draft and the panes give it room.
+/// The layout for `state`: the composer grows with its draft and the panes give it room; a
+/// zoomed pane takes the whole body, and the composer's rows too unless it is being written
+/// in. Panes not shown get an empty rectangle (nothing is drawn there, no click lands).
 pub fn regions_for(state: &State) -> Regions {
-    layout(
-        state.width,
-        state.height,
-        composer::height(state, state.height),
-    )
+    regions_in(state, state.width, state.height)
 }
 
-fn layout(width: u16, height: u16, composer_height: u16) -> Regions {
+/// [`regions_for`] on a screen of `width` × `height` (what is being drawn on).
+pub(crate) fn regions_in(state: &State, width: u16, height: u16) -> Regions {
+    let zoom = state.zoomed().map(|p| (p, state.focus == Focus::Composer));
+    layout(width, height, composer::height(state, height), zoom)
+}
+
+/// `zoom`: the pane over the body, and whether the composer still shows below it.
+fn layout(width: u16, height: u16, composer_height: u16, zoom: Option<(Pane, bool)>) -> Regions {
+    let composer_height = match zoom {
+        Some((_, false)) => 0,
+        _ => composer_height,
+    };
     let area = Rect::new(0, 0, width, height);
     let rows = Layout::default()
         .direction(Direction::Vertical)
@@ -90,11 +109,17 @@ fn layout(width: u16, height: u16, composer_height: u16) -> Regions {
         .direction(Direction::Vertical)
         .constraints([Constraint::Percentage(62), Constraint::Percentage(38)])
         .split(body[1]);
+    let (sessions, transcript, rounds) = match zoom {
+        None => (body[0], right[0], right[1]),
+        Some((Pane::Sessions, _)) => (rows[1], Rect::default(), Rect::default()),
+        Some((Pane::Transcript, _)) => (Rect::default(), rows[1], Rect::default()),
+        Some((Pane::Rounds, _)) => (Rect::default(), Rect::default(), rows[1]),
+    };
     Regions {
         header: rows[0],
-        sessions: body[0],
-        transcript: right[0],
-        rounds: right[1],
+        sessions,
+        transcript,
+        rounds,
         composer: rows[2],
         status: rows[3],
         notice: rows[4],
@@ -109,11 +134,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         chrome::too_small(frame, area);
         return;
     }
-    let r = layout(
-        area.width,
-        area.height,
-        composer::height(state, area.height),
-    );
+    let r = regions_in(state, area.width, area.height);
     chrome::header(frame, r.header, state);
     chrome::status(frame, r.status, state);
     chrome::notice(frame, r.notice, state, keymap);
@@ -122,10 +143,19 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         traffic::draw(frame, traffic::area(area), state);
         traffic::hints(frame, r.hints, keymap);
     } else {
-        sessions::draw(frame, r.sessions, state);
-        transcript::draw(frame, r.transcript, state);
-        rounds::draw(frame, r.rounds, state);
-        composer::draw(frame, r.composer, state);
+        // A zoomed layout leaves the other panes (and the composer) an empty rectangle.
+        if !r.sessions.is_empty() {
+            sessions::draw(frame, r.sessions, state);
+        }
+        if !r.transcript.is_empty() {
+            transcript::draw(frame, r.transcript, state);
+        }
+        if !r.rounds.is_empty() {
+            rounds::draw(frame, r.rounds, state);
+        }
+        if !r.composer.is_empty() {
+            composer::draw(frame, r.composer, state);
+        }
         chrome::hints(frame, r.hints, state, keymap);
         if state.rounds.exchange_view.is_some() {
             exchange::draw(frame, state, keymap);
@@ -136,6 +166,9 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     }
     if state.notices_open {
         notices::draw(frame, area, state);
+    }
+    if let Some(line) = &state.command {
+        chrome::command_line(frame, &r, line);
     }
     if state.help {
         chrome::help(frame, area, state, keymap);

@@ -31,9 +31,13 @@ fn clock(ms: i64) -> String {
 }
 
 /// The text area of the pane (inside the border, above the indicator line): its width and
-/// height in rows, for a terminal of the state's size.
+/// height in rows, for a terminal of the state's size, laid out as drawn (zoomed, the
+/// composer grown); where a zoom hides the pane, as the unzoomed layout has it.
 pub(crate) fn body_size(state: &State) -> (u16, usize) {
-    let r = super::regions(state.width, state.height).transcript;
+    let r = match super::regions_for(state).transcript {
+        r if r.is_empty() => super::regions(state.width, state.height).transcript,
+        r => r,
+    };
     (
         r.width.saturating_sub(2),
         (r.height as usize).saturating_sub(3),
@@ -243,7 +247,8 @@ fn indicator(state: &State) -> Line<'static> {
 /// `width`: the pane's, so a collapsed tool card stays one row.
 fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> {
     let l = &state.transcript.lines[index];
-    let selected = state.transcript.view.cursor == Some(l.seq);
+    let selected =
+        state.transcript.view.cursor.is_some() && nav::selected_seq(state) == Some(l.seq);
     let mut out = if l.role == "tool" {
         // The cursor's mark takes a column.
         card_lines(
