@@ -181,7 +181,7 @@ accepting, closes the connections, lets running work finish (up to 30 s) and exi
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
 switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://\n  \
-switchboard serve --demo   # demo agents talking; attach with the --connect line it prints"
+switchboard serve --demo   # demo agents talking; attach a console with the line it prints"
     )]
     Serve(ServeArgs),
 }
@@ -226,7 +226,7 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(usize))]
     pub max_queued_bytes: usize,
     /// Serve the demo instead: its agents on a fresh temporary state (removed at exit), talking
-    /// as in `switchboard demo`, so a console attached with --connect has traffic to show.
+    /// as in `switchboard demo`, so a console attached to the gateway has traffic to show.
     /// Ignores --config and the state folder.
     #[arg(long)]
     pub demo: bool,
