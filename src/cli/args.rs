@@ -186,6 +186,15 @@ switchboard serve --demo   # demo agents talking; attach a console with the line
     Serve(ServeArgs),
 }
 
+/// `sessions patch --agent-sends`: the narrower stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentSends {
+    /// Agent-to-agent sends into the session are refused.
+    Off,
+    /// They follow the session's send policy again.
+    Inherit,
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The address to listen on (default 127.0.0.1 and the config's gateway.port, 18789).
@@ -346,6 +355,7 @@ delivery from it and sends into it; allow lets them through; inherit removes the
 the config decides again. The owner's console and /send keep working on a denied session.",
         after_help = "Examples:\n  switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  \
 switchboard sessions patch agent:main:discord:group:42 --send-policy inherit\n  \
+switchboard sessions patch agent:ops:slack:group:incidents --agent-sends off   # agents stop, people still hear it\n  \
 switchboard sessions show agent:main:discord:group:42    # shows the effective policy and why"
     )]
     Patch {
@@ -354,6 +364,11 @@ switchboard sessions show agent:main:discord:group:42    # shows the effective p
         /// remove it and follow session.sendPolicy.
         #[arg(long, value_name = "allow|deny|inherit", value_parser = str::parse::<PolicySetting>)]
         send_policy: Option<PolicySetting>,
+        /// Stop only agent-to-agent sends into the session (off), leaving its replies and
+        /// announces to its channel alone, or lift that stop (inherit: sends follow the send
+        /// policy). Not on an OpenClaw gateway.
+        #[arg(long, value_name = "off|inherit")]
+        agent_sends: Option<AgentSends>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,

@@ -11,7 +11,7 @@ use switchboard_types::api::{
 };
 use switchboard_types::text_safety::{self, safe_line, safe_text};
 
-use super::args::{Cli, SessionsCommand};
+use super::args::{AgentSends, Cli, SessionsCommand};
 use super::attach::Attached;
 use super::print::{cell, field, local_time, print_json};
 use super::transfer::export;
@@ -138,8 +138,9 @@ for fewer with --messages)"
         SessionsCommand::Patch {
             key,
             send_policy,
+            agent_sends,
             json,
-        } => patch(cli, key, *send_policy, *json).await,
+        } => patch(cli, key, *send_policy, *agent_sends, *json).await,
         SessionsCommand::Abort { key, run_id, json } => {
             abort(cli, key, run_id.as_deref(), *json).await
         }
@@ -196,40 +197,68 @@ pub(crate) async fn patch(
     cli: &Cli,
     raw: &str,
     change: Option<PolicySetting>,
+    agent_sends: Option<AgentSends>,
     json: bool,
 ) -> Result<()> {
-    let Some(change) = change else {
+    if change.is_none() && agent_sends.is_none() {
         return Err(usage(
-            "nothing to change: pass --send-policy allow|deny|inherit",
+            "nothing to change: pass --send-policy allow|deny|inherit or --agent-sends off|inherit",
         ));
-    };
+    }
     let attached = cli.attach().await?;
     let api = attached.api();
     let key = existing_key(api.as_ref(), raw).await?;
-    let patched = api
-        .patch(PatchRequest {
-            key: key.clone(),
-            send_policy: Some(change),
-        })
-        .await
-        .map_err(api_error)
-        .with_context(|| format!("cannot patch {key}"))?;
+    let mut out = serde_json::Map::new();
+    let mut said = Vec::new();
+    if let Some(agents) = agent_sends {
+        let done = api
+            .set_agent_sends(&key, agents == AgentSends::Off)
+            .await
+            .map_err(api_error)
+            .with_context(|| format!("cannot change agent sends into {key}"))?;
+        out.insert("key".into(), done.display_key.clone().into());
+        out.insert("agentSendsStopped".into(), done.stopped.into());
+        said.push(if done.stopped {
+            format!(
+                "{}: agent-to-agent sends into it stopped; its replies and announces to its \
+                 channel go on",
+                done.display_key
+            )
+        } else {
+            format!(
+                "{}: agent-to-agent sends into it follow its send policy again",
+                done.display_key
+            )
+        });
+    }
+    if let Some(change) = change {
+        let patched = api
+            .patch(PatchRequest {
+                key: key.clone(),
+                send_policy: Some(change),
+            })
+            .await
+            .map_err(api_error)
+            .with_context(|| format!("cannot patch {key}"))?;
+        out.insert("key".into(), patched.display_key.clone().into());
+        out.insert("sendPolicy".into(), serde_json::json!(patched.send_policy));
+        out.insert("sendPolicyEffective".into(), patched.effective.to_json());
+        let change = match change.stored() {
+            Some(p) => format!("set to {p}"),
+            None => "removed (the config decides)".to_string(),
+        };
+        said.push(format!(
+            "{}: send policy override {change}; effective: {}",
+            patched.display_key, patched.effective.summary
+        ));
+    }
     attached.drain(&Waiting::new()).await;
     if json {
-        return print_json(&serde_json::json!({
-            "key": patched.display_key,
-            "sendPolicy": patched.send_policy,
-            "sendPolicyEffective": patched.effective.to_json(),
-        }));
+        return print_json(&serde_json::Value::Object(out));
     }
-    let change = match change.stored() {
-        Some(p) => format!("set to {p}"),
-        None => "removed (the config decides)".to_string(),
-    };
-    println!(
-        "{}: send policy override {change}; effective: {}",
-        patched.display_key, patched.effective.summary
-    );
+    for line in said {
+        println!("{line}");
+    }
     Ok(())
 }
 

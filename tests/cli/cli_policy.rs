@@ -229,3 +229,74 @@ fn patch_help_has_an_example() {
     );
     assert!(help.contains("allow|deny|inherit"), "{help}");
 }
+
+/// The narrower stop: `--agent-sends off` refuses agent-to-agent sends into the session
+/// (saying why) while the session's own replies still go to its channel; `inherit` lifts it.
+/// (`--send-policy deny` stops both: its test is above.)
+#[test]
+fn agent_sends_off_stops_sends_into_the_session_but_not_its_replies() {
+    const ROOM: &str = "agent:main:telegram:group:7";
+    let b = CliBench::new(
+        "{ agents: { list: [ { id: 'main', default: true, model: 'scripted', \
+         script: [ { reply: 're: {{text}}' } ] } ] }, \
+         tools: { sessions: { visibility: 'all' } } }",
+    );
+    let room = [
+        "inject",
+        ROOM,
+        "hi",
+        "--channel",
+        "telegram",
+        "--chat-type",
+        "group",
+    ];
+    b.ok(&room);
+    b.ok(&[
+        "inject",
+        "agent:main:main",
+        "hello",
+        "--channel",
+        "telegram",
+    ]);
+    let queued = || -> i64 {
+        let db = rusqlite::Connection::open(b.state.join("switchboard.db")).expect("db");
+        db.query_row(
+            "SELECT count(*) FROM outbox WHERE session_key = ?1",
+            [ROOM],
+            |r| r.get(0),
+        )
+        .expect("count")
+    };
+    let before = queued();
+    assert!(before > 0, "the room's reply went to its channel");
+
+    let said = b.ok(&["sessions", "patch", ROOM, "--agent-sends", "off"]);
+    assert!(
+        said.contains("agent-to-agent sends into it stopped"),
+        "{said}"
+    );
+    let send =
+        serde_json::json!({"sessionKey": ROOM, "message": "ping", "timeoutSeconds": 0}).to_string();
+    let refused = b.json(&["tool", "sessions_send", &send, "--as", "agent:main:main"]);
+    assert_eq!(refused["status"], "forbidden", "{refused}");
+    let why = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("agent-to-agent sends into it are stopped"),
+        "{refused}"
+    );
+    let shown = b.json(&["sessions", "show", ROOM, "--json"]);
+    assert_eq!(shown["agentSendPolicy"], "deny", "{shown}");
+
+    // A person in the room still gets the agent's answer.
+    b.ok(&room);
+    assert_eq!(
+        queued(),
+        before + 1,
+        "the reply to the room is still queued"
+    );
+
+    let said = b.ok(&["sessions", "patch", ROOM, "--agent-sends", "inherit"]);
+    assert!(said.contains("follow its send policy again"), "{said}");
+    let sent = b.json(&["tool", "sessions_send", &send, "--as", "agent:main:main"]);
+    assert_ne!(sent["status"], "forbidden", "{sent}");
+}

@@ -455,3 +455,75 @@ fn the_read_only_token_is_read_from_the_config() {
         Some("reader-token")
     );
 }
+
+/// The narrower stop over the gateway: `sessions.patch` takes `agentSendPolicy` ("deny" or
+/// null) beside `sendPolicy`, says what it left, and refuses any other value; our own
+/// remote API sets it through `switchboard.agentSends`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_sends_are_stopped_and_let_again_over_the_gateway() {
+    let b = bench();
+    let gw = start(b.engine.start()).await;
+    let (mut ws, _) = connected(&gw.addr, &[]).await;
+    let key = "agent:main:room";
+    ok(&call(&mut ws, "c", "sessions.create", json!({"key": key})).await);
+    let stopped = call(
+        &mut ws,
+        "p",
+        "sessions.patch",
+        json!({"key": key, "agentSendPolicy": "deny"}),
+    )
+    .await;
+    assert_eq!(
+        ok(&stopped)["resolved"]["agentSendPolicy"],
+        "deny",
+        "{stopped}"
+    );
+    assert_eq!(
+        ok(&stopped)["entry"]["agentSendPolicy"],
+        "deny",
+        "{stopped}"
+    );
+    let (code, message) = err(&call(
+        &mut ws,
+        "b",
+        "sessions.patch",
+        json!({"key": key, "agentSendPolicy": "allow"}),
+    )
+    .await);
+    assert_eq!(code, "INVALID_REQUEST");
+    assert!(message.contains("agentSendPolicy"), "{message}");
+    let lifted = call(
+        &mut ws,
+        "l",
+        "sessions.patch",
+        json!({"key": key, "agentSendPolicy": null}),
+    )
+    .await;
+    assert_eq!(
+        ok(&lifted)["resolved"]["agentSendPolicy"],
+        Value::Null,
+        "{lifted}"
+    );
+
+    let mut options =
+        switchboard_remote::LinkOptions::new(format!("ws://{}", gw.addr), Some(TOKEN.into()));
+    options.connect_timeout = Duration::from_secs(5);
+    let link = switchboard_remote::Link::connect(options)
+        .await
+        .expect("the gateway accepts the token");
+    let remote: std::sync::Arc<dyn switchboard_types::api::SessionsApi> =
+        switchboard_remote::RemoteApi::new(std::sync::Arc::new(link));
+    let done = remote
+        .set_agent_sends(key, true)
+        .await
+        .expect("over the link");
+    assert!(done.stopped);
+    let row = b
+        .engine
+        .start()
+        .session(key)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(row.entry["agentSendPolicy"], "deny");
+}

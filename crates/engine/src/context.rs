@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use switchboard_types::api::SendKind;
+use switchboard_types::api::{PolicySource, SendKind, SendPolicy};
 use switchboard_types::config::Config;
-use switchboard_types::entry::SessionEntry;
+use switchboard_types::entry::{AGENT_SENDS_STOPPED, SessionEntry};
 use switchboard_types::key::{KeyError, SessionKey};
 
 use crate::events::{EngineEvent, EventBus};
@@ -93,7 +93,17 @@ impl Context {
         action: SendKind,
         requester: Option<&SessionKey>,
     ) -> PolicyDecision {
-        let decision = evaluate(self.config(), key, entry);
+        // The narrower stop: agent-to-agent sends only, whatever the send policy says.
+        let decision = if action == SendKind::Send
+            && entry.agent_send_policy.as_deref() == Some(AGENT_SENDS_STOPPED)
+        {
+            PolicyDecision {
+                policy: SendPolicy::Deny,
+                source: PolicySource::AgentSends,
+            }
+        } else {
+            evaluate(self.config(), key, entry)
+        };
         self.events().emit(EngineEvent::PolicyDecision {
             key: key.to_string(),
             action,

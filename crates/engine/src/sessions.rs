@@ -319,6 +319,38 @@ impl Sessions {
         }
     }
 
+    /// Set or lift the session's stop of agent-to-agent sends into it (its entry's
+    /// `agentSendPolicy`), as the owner asks.
+    pub(crate) async fn set_agent_sends(
+        &self,
+        key: &str,
+        stopped: bool,
+    ) -> Result<AgentSendsResult, ApiError> {
+        let key = SessionKey::from_canonical(key.to_string());
+        if self.ctx.store().get(&key).await?.is_none() {
+            return Err(ApiError::NotFound(format!("no session found: {key}")));
+        }
+        let stored = self
+            .ctx
+            .store()
+            .patch(&key, move |e| {
+                e.agent_send_policy =
+                    stopped.then(|| switchboard_types::entry::AGENT_SENDS_STOPPED.to_string());
+                Ok(())
+            })
+            .await?;
+        self.ctx.events().emit(crate::events::EngineEvent::AgentSendsChanged {
+            key: key.to_string(),
+            stopped,
+            by: "patch".into(),
+        });
+        Ok(AgentSendsResult {
+            key: stored.key.to_string(),
+            display_key: self.ctx.store().scheme().display(&stored.key),
+            stopped: stored.entry.agent_send_policy.is_some(),
+        })
+    }
+
     pub(crate) async fn patch_session(&self, request: PatchRequest) -> Result<PatchResult, ApiError> {
         let Some(change) = request.send_policy else {
             return Err(ApiError::BadInput(

@@ -50,6 +50,14 @@ impl SessionsApi for Engine {
         Ok(self.sessions.rows_by_key(keys).await?)
     }
 
+    async fn set_agent_sends(
+        &self,
+        key: &str,
+        stopped: bool,
+    ) -> Result<AgentSendsResult, ApiError> {
+        self.sessions.set_agent_sends(key, stopped).await
+    }
+
     async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError> {
         let key = SessionKey::from_canonical(key);
         // Read as a view (a row and the owner's fields is all a detail shows), once: a

@@ -52,6 +52,8 @@ pub mod method {
     pub const CALL_TOOL: &str = "switchboard.callTool";
     /// `api::PatchRequest` → `api::PatchResult`
     pub const PATCH: &str = "switchboard.patch";
+    /// `AgentSendsParams` → `api::AgentSendsResult`
+    pub const AGENT_SENDS: &str = "switchboard.agentSends";
     /// `KeyParams` → `DeleteResult`
     pub const DELETE: &str = "switchboard.delete";
     /// `{}` → `AgentsResult`
@@ -80,6 +82,7 @@ pub mod method {
         STILL_RUNNING,
         CALL_TOOL,
         PATCH,
+        AGENT_SENDS,
         DELETE,
         AGENTS,
         ABORT,
@@ -90,13 +93,21 @@ pub mod method {
     ];
 
     /// Methods that change state: refused on a read-only connection.
-    pub const WRITES: &[&str] = &[SEND, CALL_TOOL, PATCH, DELETE, ABORT];
+    pub const WRITES: &[&str] = &[SEND, CALL_TOOL, PATCH, AGENT_SENDS, DELETE, ABORT];
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyParams {
     pub key: String,
+}
+
+/// `switchboard.agentSends`: stop (or let again) the agent-to-agent sends into `key`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSendsParams {
+    pub key: String,
+    pub stopped: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

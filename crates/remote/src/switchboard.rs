@@ -16,15 +16,16 @@ use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use switchboard_protocol::switchboard::{
-    AbortParams, AgentsResult, DeleteResult, EVENT, ExchangeParams, GAP, GapPayload, KeyParams,
-    ResolveParams, StillRunningResult, TrafficParams, TrafficResult, WaitRunParams, WaitWorkParams,
-    WaitWorkResult, WorkParams, decode, method,
+    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, EVENT, ExchangeParams, GAP,
+    GapPayload, KeyParams, ResolveParams, StillRunningResult, TrafficParams, TrafficResult,
+    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
 };
 use switchboard_types::api::{
-    AbortOutcome, AgentInfo, ApiError, EventStream, ExchangeDetail, ExchangesPage, ExchangesQuery,
-    Fed, KeyPurpose, Link, PatchRequest, PatchResult, ResolvedKey, RunResult, SendReceipt,
-    SendRequest, Sequenced, SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status,
-    ToolCall, ToolResult, TrafficCount, TranscriptPage, TranscriptQuery, WorkId,
+    AbortOutcome, AgentInfo, AgentSendsResult, ApiError, EventStream, ExchangeDetail,
+    ExchangesPage, ExchangesQuery, Fed, KeyPurpose, Link, PatchRequest, PatchResult, ResolvedKey,
+    RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail, SessionsApi, SessionsPage,
+    SessionsQuery, Status, ToolCall, ToolResult, TrafficCount, TranscriptPage, TranscriptQuery,
+    WorkId,
 };
 
 /// The longest one wait request asks the server for: well inside the link's request
@@ -218,6 +219,21 @@ impl SessionsApi for RemoteApi {
 
     async fn patch(&self, request: PatchRequest) -> Result<PatchResult, ApiError> {
         self.call(method::PATCH, request).await
+    }
+
+    async fn set_agent_sends(
+        &self,
+        key: &str,
+        stopped: bool,
+    ) -> Result<AgentSendsResult, ApiError> {
+        self.call(
+            method::AGENT_SENDS,
+            AgentSendsParams {
+                key: key.into(),
+                stopped,
+            },
+        )
+        .await
     }
 
     async fn delete(&self, key: &str) -> Result<bool, ApiError> {

@@ -346,7 +346,8 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
         }
         EngineEvent::SessionUpdated { key }
         | EngineEvent::SessionArchived { key }
-        | EngineEvent::PolicyChanged { key, .. } => {
+        | EngineEvent::PolicyChanged { key, .. }
+        | EngineEvent::AgentSendsChanged { key, .. } => {
             if interest.sessions {
                 out.push(changed(Some(key), "update"));
             }

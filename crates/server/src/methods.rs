@@ -663,6 +663,10 @@ struct PatchParams {
     /// Absent: not given; `null`: back to the config's rule.
     #[serde(default, deserialize_with = "present")]
     send_policy: Option<Value>,
+    /// Switchboard's narrower stop: `"deny"` stops agent-to-agent sends into the session
+    /// only; `null` lifts it.
+    #[serde(default, deserialize_with = "present")]
+    agent_send_policy: Option<Value>,
     #[serde(flatten)]
     other: serde_json::Map<String, Value>,
 }
@@ -672,22 +676,25 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 }
 
 async fn sessions_patch(api: &Arc<dyn SessionsApi>, p: PatchParams) -> Result<Value, ErrorShape> {
+    if p.send_policy.is_none() && p.agent_send_policy.is_none() {
+        let names: Vec<&str> = p.other.keys().map(String::as_str).collect();
+        return Err(invalid(if names.is_empty() {
+            "nothing to change: give sendPolicy (\"allow\", \"deny\" or null) or \
+             agentSendPolicy (\"deny\" or null)"
+                .to_string()
+        } else {
+            format!(
+                "this gateway patches sendPolicy and agentSendPolicy only, not {}",
+                names.join(", ")
+            )
+        }));
+    }
     let change = match &p.send_policy {
-        None => {
-            let names: Vec<&str> = p.other.keys().map(String::as_str).collect();
-            return Err(invalid(if names.is_empty() {
-                "nothing to change: give sendPolicy (\"allow\", \"deny\" or null)".to_string()
-            } else {
-                format!(
-                    "this gateway patches sendPolicy only, not {}",
-                    names.join(", ")
-                )
-            }));
-        }
-        Some(Value::Null) => PolicySetting::Inherit,
+        None => None,
+        Some(Value::Null) => Some(PolicySetting::Inherit),
         // The wire's exact words (serde's), not the lenient words people type.
         Some(v) => match SendPolicy::deserialize(v) {
-            Ok(policy) => PolicySetting::from_policy(Some(policy)),
+            Ok(policy) => Some(PolicySetting::from_policy(Some(policy))),
             Err(_) => {
                 return Err(invalid(format!(
                     "invalid sessions.patch params at `sendPolicy`: expected \"allow\", \"deny\" or null, got {v}"
@@ -695,29 +702,57 @@ async fn sessions_patch(api: &Arc<dyn SessionsApi>, p: PatchParams) -> Result<Va
             }
         },
     };
+    let stop_agents = match &p.agent_send_policy {
+        None => None,
+        Some(Value::Null) => Some(false),
+        Some(Value::String(s)) if s == switchboard_types::entry::AGENT_SENDS_STOPPED => Some(true),
+        Some(v) => {
+            return Err(invalid(format!(
+                "invalid sessions.patch params at `agentSendPolicy`: expected \"deny\" or null, got {v}"
+            )));
+        }
+    };
     let key = api
         .resolve_key(&p.key, KeyPurpose::Existing)
         .await
         .map_err(api_failure)?
         .key;
-    let result = api
-        .patch(PatchRequest {
-            key,
-            send_policy: Some(change),
-        })
-        .await
-        .map_err(api_failure)?;
-    let entry = api
-        .session(&result.key)
-        .await
-        .map_err(api_failure)?
-        .map(|d| d.entry)
-        .unwrap_or(Value::Null);
+    if let Some(stopped) = stop_agents {
+        api.set_agent_sends(&key, stopped)
+            .await
+            .map_err(api_failure)?;
+    }
+    let effective = match change {
+        Some(change) => Some(
+            api.patch(PatchRequest {
+                key: key.clone(),
+                send_policy: Some(change),
+            })
+            .await
+            .map_err(api_failure)?
+            .effective,
+        ),
+        None => None,
+    };
+    let detail = api.session(&key).await.map_err(api_failure)?;
+    let effective = match (effective, &detail) {
+        (Some(e), _) => Some(e),
+        (None, Some(d)) => Some(d.row.policy.clone()),
+        (None, None) => None,
+    };
+    let entry = detail.map(|d| d.entry).unwrap_or(Value::Null);
+    let mut resolved = json!({
+        "agentSendPolicy": entry.get("agentSendPolicy").cloned().unwrap_or(Value::Null),
+    });
+    if let Some(e) = effective {
+        resolved["sendPolicy"] = json!(e.policy);
+        resolved["source"] = json!(e.source);
+    }
     Ok(json!({
         "ok": true,
-        "key": result.key,
+        "key": key,
         "entry": entry,
-        "resolved": {"sendPolicy": result.effective.policy, "source": result.effective.source},
+        "resolved": resolved,
     }))
 }
 

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use super::fit;
 use switchboard_protocol::ErrorShape;
 use switchboard_protocol::switchboard::{
-    AbortParams, AgentsResult, DeleteResult, ExchangeParams, KeyParams, ResolveParams,
-    StillRunningItem, StillRunningResult, TrafficParams, TrafficResult, WaitRunParams,
-    WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
+    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, ExchangeParams, KeyParams,
+    ResolveParams, StillRunningItem, StillRunningResult, TrafficParams, TrafficResult,
+    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
 };
 use switchboard_types::api::{
     ApiError, ExchangesQuery, PatchRequest, SendRequest, SessionsApi, SessionsQuery, ToolCall,
@@ -123,6 +123,10 @@ async fn answer(
         }
         method::CALL_TOOL => out(api.call_tool(p::<ToolCall>(m, v)?).await),
         method::PATCH => out(api.patch(p::<PatchRequest>(m, v)?).await),
+        method::AGENT_SENDS => {
+            let a = p::<AgentSendsParams>(m, v)?;
+            out(api.set_agent_sends(&a.key, a.stopped).await)
+        }
         method::DELETE => out(api
             .delete(&p::<KeyParams>(m, v)?.key)
             .await

@@ -36,6 +36,7 @@ pub fn policy_words(p: &PolicyView) -> String {
         }
         PolicySourceKind::Default => "default".to_string(),
         PolicySourceKind::Unconfigured => "no session.sendPolicy configured".to_string(),
+        PolicySourceKind::AgentSends => "agent-to-agent sends stopped here".to_string(),
         // A source this console does not know (a newer engine): its own words.
         PolicySourceKind::Unknown => p.detail.clone(),
     };

@@ -28,6 +28,9 @@ impl DeliveryContext {
     }
 }
 
+/// `agentSendPolicy`'s one value: agent-to-agent sends into the session are stopped.
+pub const AGENT_SENDS_STOPPED: &str = "deny";
+
 /// One session's entry. Fields the engine does not know (from an OpenClaw import, say) are
 /// kept in `extra` and written back untouched, so export loses nothing. Read by hand
 /// (`Deserialize` below), not derived: see there why.
@@ -50,6 +53,12 @@ pub struct SessionEntry {
     /// Per-session override: `allow` | `deny`; absent = inherit config.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_policy: Option<String>,
+    /// Switchboard's narrower override: `deny` stops agent-to-agent sends into the session
+    /// (`sessions_send` and reply rounds) while its replies and announces to its channel go
+    /// on; absent = sends follow `send_policy`. OpenClaw has no such field (it keeps it as
+    /// any other unknown field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_send_policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawned_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,6 +182,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 "displayName" => e.display_name = typed(m, name)?,
                 "label" => e.label = typed(m, name)?,
                 "sendPolicy" => e.send_policy = typed(m, name)?,
+                "agentSendPolicy" => e.agent_send_policy = typed(m, name)?,
                 "spawnedBy" => e.spawned_by = typed(m, name)?,
                 "parentSessionKey" => e.parent_session_key = typed(m, name)?,
                 "spawnDepth" => e.spawn_depth = typed(m, name)?,

@@ -158,6 +158,8 @@ pub fn add_owner_fields(row: &mut Map<String, Value>, e: &SessionEntry) {
     put(row, "modelProvider", e.model_provider.clone());
     put(row, "inputTokens", e.input_tokens);
     put(row, "outputTokens", e.output_tokens);
+    // The owner's narrower stop (`agentSendPolicy: deny`): the owner's rows show it.
+    put(row, "agentSendPolicy", e.agent_send_policy.clone());
     // Kept in `extra` (the engine does not act on them), read as OpenClaw writes them.
     for name in ["createdVia", "lastRunId"] {
         if let Some(v @ Value::String(_)) = e.extra.get(name) {

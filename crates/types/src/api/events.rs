@@ -169,6 +169,14 @@ pub enum EngineEvent {
         policy: PolicySetting,
         by: String,
     },
+    /// A session's stop of agent-to-agent sends into it was set or lifted
+    /// (`SessionsApi::set_agent_sends`).
+    #[serde(rename_all = "camelCase")]
+    AgentSendsChanged {
+        key: String,
+        stopped: bool,
+        by: String,
+    },
     /// A send or spawn was refused because its chain of agent-to-agent hops grew too long.
     #[serde(rename_all = "camelCase")]
     ChainStopped {

@@ -95,6 +95,22 @@ pub trait SessionsApi: Send + Sync {
         ))
     }
 
+    /// Stop (or let again) only the agent-to-agent sends into a session (`sessions_send` and
+    /// reply rounds), leaving its replies and announces to its channel as they are: the
+    /// narrower stop, beside the send policy's `deny`, which stops both. A gateway without
+    /// it (OpenClaw's) says so.
+    async fn set_agent_sends(
+        &self,
+        _key: &str,
+        _stopped: bool,
+    ) -> Result<AgentSendsResult, ApiError> {
+        Err(ApiError::Unavailable(
+            "this gateway cannot stop only agent-to-agent sends; `/send off` stops every send \
+             into the session and its replies to its channel"
+                .into(),
+        ))
+    }
+
     /// One session (by canonical key); `None` when there is no such session.
     async fn session(&self, key: &str) -> Result<Option<SessionDetail>, ApiError>;
 

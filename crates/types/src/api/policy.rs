@@ -149,6 +149,8 @@ crate::wire_enum! {
         Rule = "rule",
         Default = "default",
         Unconfigured = "unconfigured",
+        /// The session's own stop of agent-to-agent sends (`agentSendPolicy: deny`).
+        AgentSends = "agentSends",
         /// A source this build does not know (from a newer engine).
         #[serde(other)]
         Unknown = "unknown",
@@ -167,6 +169,9 @@ pub enum PolicySource {
     Default,
     /// There is no `session.sendPolicy` at all: everything is allowed.
     Unconfigured,
+    /// The session stops agent-to-agent sends into it (`agentSendPolicy: deny`), whatever
+    /// its send policy says; its channel replies and announces are not affected.
+    AgentSends,
 }
 
 impl PolicySource {
@@ -177,6 +182,7 @@ impl PolicySource {
             PolicySource::Rule { .. } => PolicySourceKind::Rule,
             PolicySource::Default => PolicySourceKind::Default,
             PolicySource::Unconfigured => PolicySourceKind::Unconfigured,
+            PolicySource::AgentSends => PolicySourceKind::AgentSends,
         }
     }
 }
@@ -190,6 +196,9 @@ impl fmt::Display for PolicySource {
             }
             PolicySource::Default => f.write_str("default (session.sendPolicy.default)"),
             PolicySource::Unconfigured => f.write_str("no session.sendPolicy configured"),
+            PolicySource::AgentSends => {
+                f.write_str("agent-to-agent sends into it are stopped (its agentSendPolicy)")
+            }
         }
     }
 }

@@ -336,6 +336,17 @@ pub struct PatchRequest {
     pub send_policy: Option<PolicySetting>,
 }
 
+/// What `SessionsApi::set_agent_sends` left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSendsResult {
+    pub key: String,
+    pub display_key: String,
+    /// Agent-to-agent sends into the session are now stopped (its replies and announces
+    /// to its channel are not).
+    pub stopped: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PatchResult {
