@@ -299,4 +299,26 @@ fn agent_sends_off_stops_sends_into_the_session_but_not_its_replies() {
     assert!(said.contains("follow its send policy again"), "{said}");
     let sent = b.json(&["tool", "sessions_send", &send, "--as", "agent:main:main"]);
     assert_ne!(sent["status"], "forbidden", "{sent}");
+
+    // The wider stop holds the room's replies back too, and the transcript says so beside
+    // the reply (before, the reply read as if the room had seen it).
+    let notices = |shown: &Value| -> Vec<String> {
+        shown["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .filter(|m| m["role"] == "custom")
+                    .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(notices(&b.json(&["sessions", "show", ROOM, "--json"])).is_empty());
+    b.ok(&["sessions", "patch", ROOM, "--send-policy", "deny"]);
+    let before = queued();
+    b.ok(&room);
+    assert_eq!(queued(), before, "nothing queued for the room");
+    let said = notices(&b.json(&["sessions", "show", ROOM, "--json"]));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("This reply was not delivered to the chat: "), "{said:?}");
 }

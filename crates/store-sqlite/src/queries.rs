@@ -784,7 +784,13 @@ pub struct PreparedLine {
 impl PreparedLine {
     pub fn new(line: NewLine, now_ms: i64) -> PreparedLine {
         let id = short_id();
-        let role = line.role().map(str::to_string);
+        // A shown notice's row gets the notice role, as an imported one does, so history
+        // reads select it (`notice::row_role`).
+        let shown = switchboard_store::notice::notice_shown(
+            line.body.get("display") == Some(&Value::Bool(true)),
+            line.body.get("customType").and_then(Value::as_str),
+        );
+        let role = switchboard_store::notice::row_role(&line.kind, line.role(), shown);
         let mut obj = Map::with_capacity(line.body.len() + 4);
         obj.insert("type".into(), Value::String(line.kind.clone()));
         obj.insert("id".into(), Value::String(id.clone()));

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
 use crate::context::Context;
-use crate::delivery::Delivery;
+use crate::delivery::{Delivered, Delivery};
 use crate::events::EngineEvent;
 use switchboard_types::key::SessionKey;
 use crate::session::store::PendingAppend;
@@ -608,12 +608,21 @@ impl Runs {
         if reply.is_empty() {
             return;
         }
-        if let Err(e) = self
+        match self
             .delivery
             .deliver(&req.key, SendKind::Reply, reply, Some(run_id), None)
             .await
         {
-            tracing::warn!(run_id, error = %e, "reply delivery failed");
+            // The reply stands in the transcript as if it reached the chat: a notice beside
+            // it says it did not (the owner sees it; the model's context leaves notices out).
+            Ok(Delivered::Blocked { reason }) => {
+                let notice = not_delivered_notice(run_id, &reason);
+                if let Err(e) = self.ctx.store().append(&req.key, vec![notice]).await {
+                    tracing::warn!(run_id, error = %e, "cannot record the undelivered reply");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(run_id, error = %e, "reply delivery failed"),
         }
     }
 
@@ -1357,5 +1366,25 @@ fn still_running(run_id: &str) -> RunResult {
         status: RunStatus::Running,
         reply: String::new(),
         error: None,
+    }
+}
+
+/// The `customType` of the notice that a reply was not delivered to its chat.
+pub const REPLY_NOT_DELIVERED: &str = "switchboard.reply-not-delivered";
+
+/// A shown notice (OpenClaw's `custom_message` with `display: true`) saying the run's reply
+/// did not reach the chat, and why.
+fn not_delivered_notice(run_id: &str, reason: &str) -> NewLine {
+    let mut body = serde_json::Map::new();
+    body.insert("customType".into(), REPLY_NOT_DELIVERED.into());
+    body.insert(
+        "content".into(),
+        format!("This reply was not delivered to the chat: {reason}.").into(),
+    );
+    body.insert("display".into(), true.into());
+    body.insert("details".into(), serde_json::json!({ "runId": run_id }));
+    NewLine {
+        kind: switchboard_store::notice::NOTICE_TYPE.into(),
+        body,
     }
 }
