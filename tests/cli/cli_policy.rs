@@ -320,5 +320,8 @@ fn agent_sends_off_stops_sends_into_the_session_but_not_its_replies() {
     assert_eq!(queued(), before, "nothing queued for the room");
     let said = notices(&b.json(&["sessions", "show", ROOM, "--json"]));
     assert_eq!(said.len(), 1, "{said:?}");
-    assert!(said[0].starts_with("This reply was not delivered to the chat: "), "{said:?}");
+    assert!(
+        said[0].starts_with("This reply was not delivered to the chat: "),
+        "{said:?}"
+    );
 }

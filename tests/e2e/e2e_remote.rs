@@ -30,8 +30,13 @@ struct Gateway {
 
 impl Gateway {
     fn start(dir: &Path, bind: &str) -> Gateway {
+        Gateway::start_with(dir, &["serve", "--bind", bind])
+    }
+
+    /// `switchboard` with `args` (a `serve` command line) over the state in `dir`.
+    fn start_with(dir: &Path, args: &[&str]) -> Gateway {
         let mut child = Command::new(BIN)
-            .args(["serve", "--bind", bind])
+            .args(args)
             .env("SWITCHBOARD_STATE_DIR", dir.join("server"))
             .env("SWITCHBOARD_CONFIG", dir.join("config.json5"))
             .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
@@ -198,4 +203,49 @@ fn the_remote_console_sends_changes_policy_and_survives_a_gateway_restart() {
     t.keys(&["q"]);
     let screen = t.wait_for_text("EXITED");
     assert!(screen.contains("EXITED 0"), "{screen}");
+}
+
+/// `serve --demo` gives a console attached from elsewhere live traffic: the rounds pane
+/// of every session fills with exchanges (before, a remote console on a fresh `serve` was
+/// empty: the demo's agents ran only inside the local `demo`). Keys: `a` (every session's
+/// rounds).
+#[test]
+fn a_console_attached_to_serve_demo_shows_the_demo_rounds() {
+    require_tmux!();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gateway = Gateway::start_with(
+        dir.path(),
+        &[
+            "serve",
+            "--demo",
+            "--demo-pace-ms",
+            "300",
+            "--bind",
+            "127.0.0.1:0",
+        ],
+    );
+    let url = format!("ws://{}", gateway.addr);
+    let command = format!(
+        "{} --state-dir {} --connect {url}",
+        q(Path::new(BIN)),
+        q(&dir.path().join("client"))
+    );
+    let t = Tmux::start("remote-demo", |scratch| {
+        script(
+            &format!("export SWITCHBOARD_GATEWAY_TOKEN={TOKEN}"),
+            &command,
+            &scratch.join("xdg"),
+        )
+    });
+    t.wait_for("attached, the demo's sessions listed", |s| {
+        header(s).contains(&format!("{url} · connected v4"))
+            && sessions_pane(s)
+                .iter()
+                .any(|l| l.contains("Alice (Telegram)"))
+    });
+    t.keys(&["a"]);
+    let screen = t.wait_for("the demo's exchanges in the rounds pane", |s| {
+        s.contains("Rounds (all)") && s.contains(" round")
+    });
+    assert!(screen.contains(" → "), "requester → target:\n{screen}");
 }
