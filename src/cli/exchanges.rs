@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow};
 use switchboard_types::api::time::now_ms;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary,
-    ExchangesPage, ExchangesQuery, SessionsApi,
+    ExchangesPage, ExchangesQuery, SessionsApi, announce_line,
 };
 use switchboard_types::text_safety::safe_line;
 use switchboard_types::words::count;
@@ -40,7 +40,7 @@ fn announced(outcome: Option<AnnounceOutcome>) -> &'static str {
     match outcome {
         None => "-",
         Some(AnnounceOutcome::NotRecorded) => NOT_RECORDED,
-        Some(o) => o.as_str(),
+        Some(o) => o.shown(),
     }
 }
 
@@ -339,11 +339,12 @@ async fn show(api: &dyn SessionsApi, id: &str, json: bool) -> Result<()> {
         }
     );
     if let Some(a) = &d.announce {
-        println!(
-            "Announce: {} · {}",
-            announced(Some(a.outcome)),
-            safe_line(&a.detail)
-        );
+        let route = match (&a.channel, &a.to) {
+            (Some(c), Some(t)) => Some((c.as_str(), t.as_str())),
+            _ => None,
+        };
+        let said = announce_line(a.outcome, announced(Some(a.outcome)), route, &a.detail);
+        println!("Announce: {}", safe_line(&said));
         if let Some(t) = &a.text {
             for l in t.lines() {
                 println!("  {}", safe_line(l));

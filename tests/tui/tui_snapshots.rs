@@ -707,7 +707,7 @@ fn rounds_of_the_selected_session() {
     s.focus = Focus::Rounds;
     let shown = screen(&s, 120, 40);
     assert!(shown.contains("· 4 rounds · cap reached"), "{shown}");
-    assert!(shown.contains("announce delivered"), "{shown}");
+    assert!(shown.contains("announce queued"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 

@@ -17,7 +17,7 @@ use crate::action::Intent;
 use crate::exchanges::ExchangeView;
 use crate::keymap::Keymap;
 use crate::state::State;
-use switchboard_types::api::{ExchangeKind, ExchangeStatus, ExchangeSummary};
+use switchboard_types::api::{ExchangeKind, ExchangeStatus, ExchangeSummary, announce_line};
 
 /// The keys the view answers, shown in it: its numbered sessions are reached by the first
 /// two panes' keys unless a user file binds the jumps themselves.
@@ -190,15 +190,12 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
         push(l, bold);
     }
     if let Some(a) = v.detail.as_ref().and_then(|d| d.announce.as_ref()) {
-        let to = match (&a.channel, &a.to) {
-            (Some(c), Some(t)) => format!(" to {c} {t}"),
-            _ => String::new(),
+        let route = match (&a.channel, &a.to) {
+            (Some(c), Some(t)) => Some((c.as_str(), t.as_str())),
+            _ => None,
         };
-        for l in wrap(
-            &format!("Announce: {}{to} · {}", announce_label(a.outcome), a.detail),
-            width,
-            "",
-        ) {
+        let said = announce_line(a.outcome, announce_label(a.outcome), route, &a.detail);
+        for l in wrap(&format!("Announce: {said}"), width, "") {
             push(l, bold);
         }
         if let Some(text) = a.text.as_deref().filter(|t| !t.is_empty()) {

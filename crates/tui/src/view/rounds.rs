@@ -23,7 +23,7 @@ pub(crate) const NOT_RECORDED: &str = "not recorded by OpenClaw";
 pub(crate) fn announce_label(outcome: AnnounceOutcome) -> &'static str {
     match outcome {
         AnnounceOutcome::NotRecorded => NOT_RECORDED,
-        other => other.as_str(),
+        other => other.shown(),
     }
 }
 

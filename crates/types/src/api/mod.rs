@@ -30,7 +30,7 @@ pub use stream::{EventStream, Fed, StreamItem};
 pub use types::*;
 pub use wire::{
     AnnounceOutcome, Cleanup, ExchangeEnd, ExchangeKind, ExchangeStatus, RunStatus, SendKind,
-    SpawnOutcome, Step, StorageKind, UnknownWord,
+    SpawnOutcome, Step, StorageKind, UnknownWord, announce_line,
 };
 
 impl ApiError {

@@ -167,6 +167,41 @@ wire_enum! {
     }
 }
 
+impl AnnounceOutcome {
+    /// The word front ends show: the engine's `delivered` means handed to the outbox, which
+    /// holds the message until a channel sends it, so they say `queued`; the others as
+    /// stored.
+    pub fn shown(self) -> &'static str {
+        match self {
+            AnnounceOutcome::Delivered => "queued",
+            other => other.as_str(),
+        }
+    }
+}
+
+/// An announce in one line, each fact once: `queued for slack group:incidents` (the detail
+/// of a queued announce names its route), else the outcome's word (`word`: the caller's,
+/// for the words it shows its own way), its route when known, and the detail.
+pub fn announce_line(
+    outcome: AnnounceOutcome,
+    word: &str,
+    route: Option<(&str, &str)>,
+    detail: &str,
+) -> String {
+    if outcome == AnnounceOutcome::Delivered && detail.starts_with("queued for ") {
+        return detail.to_string();
+    }
+    let mut line = word.to_string();
+    if let Some((channel, to)) = route {
+        line.push_str(&format!(" to {channel} {to}"));
+    }
+    if !detail.is_empty() && detail != word {
+        line.push_str(" · ");
+        line.push_str(detail);
+    }
+    line
+}
+
 wire_enum! {
     /// How a sub-agent's run ended. Note the space in `timed out` (a run's status says
     /// `timeout`): the spawn's word is what OpenClaw's sub-agent announce says.
