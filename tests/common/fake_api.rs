@@ -23,6 +23,8 @@ pub struct Data {
     /// Messages received, in the order the calls reached the fake.
     pub sent: Vec<SendRequest>,
     pub tool_calls: Vec<ToolCall>,
+    /// `set_agent_sends` calls, in order: the key and whether sends were stopped.
+    pub agent_sends: Vec<(String, bool)>,
     /// Agent-to-agent exchanges, newest first, and the ones that open in full by id.
     pub exchanges: Vec<ExchangeSummary>,
     pub exchange_details: HashMap<String, ExchangeDetail>,
@@ -371,6 +373,23 @@ impl SessionsApi for FakeApi {
             key: raw.to_string(),
             display_key: raw.to_string(),
             exists,
+        })
+    }
+
+    async fn set_agent_sends(
+        &self,
+        key: &str,
+        stopped: bool,
+    ) -> Result<AgentSendsResult, ApiError> {
+        self.data
+            .lock()
+            .expect("fake lock")
+            .agent_sends
+            .push((key.to_string(), stopped));
+        Ok(AgentSendsResult {
+            key: key.to_string(),
+            display_key: key.to_string(),
+            stopped,
         })
     }
 

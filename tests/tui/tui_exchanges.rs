@@ -391,7 +391,10 @@ async fn a_long_exchange_scrolls_to_its_end() {
         d.intent(Intent::PageDown);
     }
     let shown = screen(&d.console.state, 80, 24);
-    assert!(shown.contains("Announce: queued for slack group:incidents"), "{shown}");
+    assert!(
+        shown.contains("Announce: queued for slack group:incidents"),
+        "{shown}"
+    );
     assert!(!shown.contains("delivered"), "{shown}");
     assert!(
         shown.contains("INC-4821 is mitigated; rollback staged."),

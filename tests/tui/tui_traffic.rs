@@ -250,7 +250,7 @@ async fn by_agent_pairs_add_up_their_sessions() {
         .expect("a prompt")
         .prompt();
     assert!(
-        prompt.contains("sets /send off on 2 sessions of agent:ops shown"),
+        prompt.contains("/send off on 2 sessions of agent:ops shown"),
         "{prompt}"
     );
     press(&mut d, 'y');
@@ -331,6 +331,53 @@ async fn stop_asks_first_then_sends_send_off_into_the_target_and_u_undoes_it() {
     assert!(d.console.state.traffic.open);
 }
 
+/// The stop says everything `y` affects (the other pair sending into ops, and ops' replies
+/// to its chat, which `/send off` holds back too: before, it said only "sets /send off on 1
+/// session") and offers the narrower `a`: agent-to-agent sends into ops stop, nothing is
+/// sent as `/send`, and `u` lets them again. Keys: S a … u.
+#[tokio::test]
+async fn the_stop_lists_what_it_affects_and_a_stops_only_agent_sends() {
+    let api = fake();
+    let mut d = opened(api.clone(), 120, 30).await;
+    press(&mut d, 'S');
+    let plan = d.console.state.traffic.confirm.clone().expect("asked");
+    assert_eq!(plan.others, vec![format!("{VISITOR} → {OPS}")]);
+    let prompt = plan.prompt();
+    for want in [
+        "y: /send off · a: agent sends only · n: cancel.",
+        &format!("/send off on {OPS}, also stops {VISITOR} → {OPS}"),
+        "holds its replies to its chat",
+        "a stops only agent sends into it, and its replies to its chat go on",
+    ] {
+        assert!(prompt.contains(want), "missing {want:?} in {prompt}");
+    }
+    insta::assert_snapshot!(
+        "traffic_confirm_lists_what_it_affects",
+        screen(&d.console.state)
+    );
+    press(&mut d, 'a');
+    d.settle().await;
+    assert!(
+        sent(&api).is_empty(),
+        "no /send: the narrower stop is not the policy"
+    );
+    assert_eq!(
+        api.data.lock().expect("fake").agent_sends,
+        vec![(OPS.to_string(), true)]
+    );
+    assert!(d.console.state.traffic.stopped.contains(OPS));
+    let note = d.console.state.traffic.note.clone().unwrap_or_default();
+    assert!(note.contains("their replies go on"), "{note}");
+    press(&mut d, 'u');
+    d.settle().await;
+    assert_eq!(
+        api.data.lock().expect("fake").agent_sends,
+        vec![(OPS.to_string(), true), (OPS.to_string(), false)]
+    );
+    assert!(!d.console.state.traffic.stopped.contains(OPS));
+    assert!(sent(&api).is_empty());
+}
+
 #[tokio::test]
 async fn j_and_k_move_over_pairs_and_the_cursor_stays_on_its_pair_as_counts_change() {
     let api = fake();
@@ -370,7 +417,7 @@ async fn lays_out_at_60x16_and_80x24() {
     press(&mut d, 'S');
     let small = screen(&d.console.state);
     assert!(small.contains("LOOP"), "{small}");
-    assert!(small.contains("confirm, n to cancel"), "{small}");
+    assert!(small.contains("n: cancel"), "{small}");
     insta::assert_snapshot!("traffic_60x16_confirm", small);
     d.act(Action::Resize(80, 24));
     press(&mut d, 'n');

@@ -153,6 +153,32 @@ pub(super) fn run(effect: Effect, api: Arc<dyn SessionsApi>, tx: UnboundedSender
                 }
                 Action::Halted(results)
             }
+            Effect::AgentSends { keys, stopped } => {
+                let mut failed = None;
+                for key in &keys {
+                    if let Err(e) = api.set_agent_sends(key, stopped).await {
+                        failed = Some(format!("{key}: {e}"));
+                        break;
+                    }
+                }
+                match failed {
+                    Some(why) => Action::Flash(why, true),
+                    None if stopped => Action::Flash(
+                        format!(
+                            "agent sends stopped into {}; its replies to its chat go on",
+                            keys.join(", ")
+                        ),
+                        false,
+                    ),
+                    None => Action::Flash(
+                        format!(
+                            "agent sends into {} follow its send policy again",
+                            keys.join(", ")
+                        ),
+                        false,
+                    ),
+                }
+            }
             Effect::NewSession { raw, text } => {
                 Action::NewSession(Box::new(new_session(api.as_ref(), &raw, text).await))
             }

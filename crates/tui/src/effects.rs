@@ -51,6 +51,9 @@ pub enum Effect {
     /// After a traffic stop: abort what runs in these sessions now, on a gateway whose send
     /// policy does not stop an exchange already running (nothing, on ours).
     Halt { keys: Vec<String> },
+    /// Stop (or let again) only the agent-to-agent sends into these sessions
+    /// (`SessionsApi::set_agent_sends`): the traffic view's narrower stop and its undo.
+    AgentSends { keys: Vec<String>, stopped: bool },
     /// `/new`: resolve `raw` as a session to send into and, with `text`, send the first
     /// message (which starts it).
     NewSession { raw: String, text: Option<String> },

@@ -70,7 +70,8 @@ fn detail(intent: Intent) -> &'static str {
         }
         Intent::StopPair => {
             "traffic view: stop the selected pair (`/send off` on its target; on OpenClaw also \
-             aborts the pair's running step), once `y` confirms"
+             aborts the pair's running step), once `y` confirms; `a` instead stops only agent sends into \
+             it, its replies to its chat go on (not on OpenClaw)"
         }
         Intent::UndoStop => "traffic view: undo the last stop (`/send inherit` on its target)",
         Intent::SearchNext => {

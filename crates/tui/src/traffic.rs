@@ -364,6 +364,10 @@ pub struct StopPlan {
     /// knew it when the stop was confirmed; what undo puts back. `None`: not known (the
     /// session was not on the loaded page), and undo clears the override.
     pub previous: Vec<Option<PolicySetting>>,
+    /// The other pairs into these sessions (`requester → target`) a `/send off` stops too.
+    pub others: Vec<String>,
+    /// Stopped the narrower way (agent-to-agent sends only): undone the same way.
+    pub agents_only: bool,
 }
 
 /// The `/send` word that sets `p` again.
@@ -376,7 +380,9 @@ fn send_word(p: PolicySetting) -> &'static str {
 }
 
 impl StopPlan {
-    /// The confirmation the owner answers with y or n.
+    /// The confirmation the owner answers: everything `y` affects (the other pairs into the
+    /// same sessions, and their replies to their chats, which `/send off` holds back too),
+    /// the narrower `a` (agent-to-agent sends only), and `n`.
     pub fn prompt(&self) -> String {
         let on = if self.sessions.len() == 1 && self.sessions[0] == self.target {
             self.target.clone()
@@ -389,8 +395,20 @@ impl StopPlan {
                 self.sessions.join(", ")
             )
         };
+        let also = match self.others.len() {
+            0 => String::new(),
+            _ => format!(", also stops {}", self.others.join(", ")),
+        };
+        let (its, it) = if self.sessions.len() == 1 {
+            ("its replies to its chat", "it")
+        } else {
+            ("their replies to their chats", "them")
+        };
+        // The keys first: at 60 columns the prompt wraps to three lines and what follows
+        // them may be cut.
         format!(
-            "stop {}? sets /send off on {on}; y to confirm, n to cancel",
+            "stop {}? y: /send off · a: agent sends only · n: cancel. /send off on {on}{also}, \
+             and holds {its}; a stops only agent sends into {it}, and {its} go on",
             self.label
         )
     }
@@ -428,6 +446,14 @@ pub enum Command {
     Stop {
         sends: Vec<(String, String)>,
         halt: Vec<String>,
+    },
+    /// The narrower stop: agent-to-agent sends into `keys` refused (their replies go on).
+    StopAgents {
+        keys: Vec<String>,
+    },
+    /// Its undo.
+    ResumeAgents {
+        keys: Vec<String>,
     },
     Close,
 }
@@ -811,6 +837,7 @@ impl Traffic {
                 plan.previous = plan.sessions.iter().map(|k| previous(k)).collect();
                 Some(self.stop(plan))
             }
+            'a' | 'A' => Some(self.stop_agents(plan)),
             _ => {
                 self.note = Some(format!("not stopped: {}", plan.label));
                 None
@@ -871,13 +898,37 @@ impl Traffic {
         if sessions.is_empty() {
             return None;
         }
+        // Every other pair sending into the same sessions: `/send off` stops them too.
+        let others: BTreeSet<String> = self
+            .sessions
+            .pairs
+            .iter()
+            .filter(|s| sessions.contains(&s.target) && !requesters.contains(&s.requester))
+            .map(|s| format!("{} → {}", s.requester, s.target))
+            .collect();
         Some(StopPlan {
             label: format!("{} → {}", p.requester, p.target),
             target: p.target.clone(),
             sessions,
             requesters,
             previous: Vec::new(),
+            others: others.into_iter().collect(),
+            agents_only: false,
         })
+    }
+
+    /// The narrower stop: only agent-to-agent sends into the plan's sessions are refused;
+    /// their replies to their chats, and the owner's `/send`, are left as they are.
+    fn stop_agents(&mut self, mut plan: StopPlan) -> Command {
+        plan.agents_only = true;
+        self.stopped.extend(plan.sessions.iter().cloned());
+        self.note = Some(format!(
+            "stopped: agent sends into {}; their replies go on; undo: u here",
+            plan.on()
+        ));
+        let keys = plan.sessions.clone();
+        self.last_stop = Some(plan);
+        Command::StopAgents { keys }
     }
 
     fn stop(&mut self, plan: StopPlan) -> Command {
@@ -921,6 +972,15 @@ impl Traffic {
         };
         for k in &plan.sessions {
             self.stopped.remove(k);
+        }
+        if plan.agents_only {
+            self.note = Some(format!(
+                "undone: agent sends into {} allowed again",
+                plan.on()
+            ));
+            return Some(Command::ResumeAgents {
+                keys: plan.sessions,
+            });
         }
         let sends: Vec<(String, String)> = plan
             .sessions

@@ -540,6 +540,21 @@ impl Console {
                 }
                 self.queued.push(Effect::Halt { keys: halt });
             }
+            // No halt: the engine checks each reply round (the stop ends a running
+            // exchange at its next round), and a gateway without the narrower stop
+            // (OpenClaw's) refuses it, which must not abort anything either.
+            Some(super::traffic::Command::StopAgents { keys }) => {
+                self.queued.push(Effect::AgentSends {
+                    keys,
+                    stopped: true,
+                });
+            }
+            Some(super::traffic::Command::ResumeAgents { keys }) => {
+                self.queued.push(Effect::AgentSends {
+                    keys,
+                    stopped: false,
+                });
+            }
             Some(super::traffic::Command::Close) => self.state.traffic.toggle(),
             None => {}
         }
