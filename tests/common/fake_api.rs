@@ -91,6 +91,7 @@ pub fn row(key: &str, name: &str, kind: SessionKind, updated_at: i64) -> Session
         },
         running: false,
         archived: false,
+        agents_stopped: false,
         entry: None,
         last_message: None,
     }
@@ -381,11 +382,18 @@ impl SessionsApi for FakeApi {
         key: &str,
         stopped: bool,
     ) -> Result<AgentSendsResult, ApiError> {
-        self.data
-            .lock()
-            .expect("fake lock")
-            .agent_sends
-            .push((key.to_string(), stopped));
+        {
+            let mut data = self.data.lock().expect("fake lock");
+            data.agent_sends.push((key.to_string(), stopped));
+            if let Some(r) = data.rows.iter_mut().find(|r| r.key == key) {
+                r.agents_stopped = stopped;
+            }
+        }
+        self.emit(EngineEvent::AgentSendsChanged {
+            key: key.to_string(),
+            stopped,
+            by: "patch".into(),
+        });
         Ok(AgentSendsResult {
             key: key.to_string(),
             display_key: key.to_string(),

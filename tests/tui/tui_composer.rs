@@ -218,6 +218,7 @@ fn detail(key: &str, entry: Value) -> SessionDetail {
             },
             running: true,
             archived: false,
+            agents_stopped: false,
             entry: None,
             last_message: None,
         },

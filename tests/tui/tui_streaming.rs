@@ -48,6 +48,7 @@ fn row(key: &str, running: bool) -> SessionRow {
         },
         running,
         archived: false,
+        agents_stopped: false,
         entry: None,
         last_message: None,
     }

@@ -368,6 +368,16 @@ async fn the_stop_lists_what_it_affects_and_a_stops_only_agent_sends() {
     assert!(d.console.state.traffic.stopped.contains(OPS));
     let note = d.console.state.traffic.note.clone().unwrap_or_default();
     assert!(note.contains("their replies go on"), "{note}");
+    // The sessions pane's row of ops says so in its policy slot (once the engine's event
+    // has reloaded the rows).
+    d.until("ops' policy slot names the stop", |s| {
+        s.sessions
+            .rows
+            .iter()
+            .find(|r| r.key == OPS)
+            .is_some_and(|r| r.policy_line().ends_with(" · agent sends stopped"))
+    })
+    .await;
     press(&mut d, 'u');
     d.settle().await;
     assert_eq!(

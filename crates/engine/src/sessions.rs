@@ -54,6 +54,7 @@ impl Sessions {
             policy: PolicyView::from(&policy::evaluate(self.ctx.config(), &s.key, &s.entry)),
             running: self.runs.runner().is_running(s.key.as_str()),
             archived: s.entry.archived_at.is_some(),
+            agents_stopped: s.entry.agent_send_policy.is_some(),
             entry: None,
             last_message: None,
         }

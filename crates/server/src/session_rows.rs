@@ -191,6 +191,7 @@ mod tests {
             },
             running: false,
             archived: false,
+            agents_stopped: false,
             entry: None,
             last_message: None,
         }

@@ -78,7 +78,16 @@ impl SessionRow {
             policy: r.policy.policy,
             policy_override: r.policy.is_override(),
             policy_detail: safe_line(&r.policy.detail).into_owned(),
-            policy_words: safe_line(&crate::status::policy_words(&r.policy)).into_owned(),
+            policy_words: {
+                let words = crate::status::policy_words(&r.policy);
+                // The narrower stop sits beside the policy: the replies still follow it.
+                let words = if r.agents_stopped {
+                    format!("{words} · agent sends stopped")
+                } else {
+                    words
+                };
+                safe_line(&words).into_owned()
+            },
             archived: r.archived,
             named: r.display_name.is_some() || r.label.is_some(),
             preview: r.last_message.as_deref().map(|m| safe_line(m).into_owned()),

@@ -730,6 +730,9 @@ impl Console {
                 self.sessions_load.dirty = true;
                 self.transcript_load.dirty = true;
             }
+            // The narrower stop: the rows' policy slot says it; the flash comes from the
+            // effect that set it (or, set elsewhere, from this).
+            EngineEvent::AgentSendsChanged { .. } => self.sessions_load.dirty = true,
             EngineEvent::PolicyDecision {
                 key,
                 action,

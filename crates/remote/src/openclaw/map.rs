@@ -185,6 +185,8 @@ pub fn session_row(rules: &KeyRules, row: &Value) -> Option<SessionRow> {
         policy: policy_view(send_policy_of(row)),
         running: row.get("hasActiveRun").and_then(Value::as_bool) == Some(true),
         archived: row.get("archived").and_then(Value::as_bool) == Some(true),
+        // OpenClaw has no such stop (a field one of ours would send is read all the same).
+        agents_stopped: row.get("agentSendPolicy").and_then(Value::as_str) == Some("deny"),
         // OpenClaw's list row is not our owner entry; `sessions list` asks `session()` for it.
         entry: None,
         // OpenClaw's rows carry no last message: the preview column stays empty.

@@ -107,6 +107,10 @@ pub struct SessionRow {
     /// A run of this session's agent is executing in this engine now.
     pub running: bool,
     pub archived: bool,
+    /// Agent-to-agent sends into it are stopped (`SessionsApi::set_agent_sends`), whatever
+    /// `policy` says of its replies.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agents_stopped: bool,
     /// The owner's `sessions_list`-shaped row (as `SessionDetail::entry`), when the query
     /// asked for `entries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
