@@ -99,17 +99,13 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
             t.keys(&["j"]);
         }
         t.keys(&["S"]);
-        let s = t.wait_for("the confirmation", |s| {
-            flat(s).contains("y to confirm, n to cancel")
-        });
+        let s = t.wait_for("the confirmation", |s| flat(s).contains("· n: cancel."));
         if flat(&s).contains(&prompt) {
             found = true;
             break;
         }
         t.keys(&["n"]);
-        t.wait_for("the prompt to go", |s| {
-            !flat(s).contains("y to confirm, n to cancel")
-        });
+        t.wait_for("the prompt to go", |s| !flat(s).contains("· n: cancel."));
     }
     assert!(found, "the cursor reached {pair}");
     t.keys(&["y"]);
@@ -164,6 +160,72 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
     });
     assert!(!flat(&screen).contains(&prompt), "{screen}");
 
+    t.keys(&["q"]);
+    t.wait_for("the demo to end", |s| s.contains("EXITED 0"));
+}
+
+/// The narrower stop on the demo's loop: `S` says what `y` would also stop, `a` stops only
+/// the agents' sends into #incidents (the session's stored `agentSendPolicy`, its send policy
+/// untouched, so ops still answers the people there), and `u` lets them again. Keys: v, a few
+/// j to the pair, S, a, u.
+#[test]
+fn demo_loop_stopped_for_agents_only_and_undone() {
+    require_tmux!();
+    let t = Tmux::demo("narrow", "");
+    t.wait_for_within("the console", START, |s| s.contains("┌ Sessions "));
+    let state = t.demo_state();
+    t.keys(&["v"]);
+    let pair = format!("{MAIN} → {OPS}");
+    t.wait_for("the loop marked in the traffic view", |s| {
+        s.lines().any(|l| l.contains("LOOP") && l.contains(&pair))
+    });
+    let prompt = format!("stop {pair}?");
+    let mut found = None;
+    for attempt in 0..30 {
+        t.keys(&["g"]);
+        for _ in 0..attempt % 6 {
+            t.keys(&["j"]);
+        }
+        t.keys(&["S"]);
+        let s = t.wait_for("the confirmation", |s| flat(s).contains("· n: cancel."));
+        if flat(&s).contains(&prompt) {
+            found = Some(flat(&s));
+            break;
+        }
+        t.keys(&["n"]);
+        t.wait_for("the prompt to go", |s| !flat(s).contains("· n: cancel."));
+    }
+    let asked = found.expect("the cursor reached the pair");
+    assert!(asked.contains("a: agent sends only"), "{asked}");
+    assert!(asked.contains("holds its replies to its chat"), "{asked}");
+    t.keys(&["a"]);
+    t.wait_for("the narrower stop's note", |s| {
+        flat(s).contains(&format!(
+            "stopped: agent sends into {OPS}; their replies go on"
+        ))
+    });
+    let start = Instant::now();
+    loop {
+        let shown = show(&state, OPS);
+        if shown["agentSendPolicy"] == "deny" {
+            assert_ne!(
+                shown["sendPolicy"], "deny",
+                "the send policy is untouched: {shown}"
+            );
+            break;
+        }
+        assert!(start.elapsed() < STEP, "the stop was not stored: {shown}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    t.keys(&["u"]);
+    t.wait_for("the undo's note", |s| {
+        flat(s).contains(&format!("undone: agent sends into {OPS} allowed again"))
+    });
+    let start = Instant::now();
+    while show(&state, OPS)["agentSendPolicy"] == "deny" {
+        assert!(start.elapsed() < STEP, "the undo was not stored");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     t.keys(&["q"]);
     t.wait_for("the demo to end", |s| s.contains("EXITED 0"));
 }
