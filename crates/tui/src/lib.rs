@@ -10,10 +10,12 @@ pub mod clipboard;
 pub mod command_line;
 pub mod complete;
 pub mod composer;
+pub mod drill;
 pub mod effects;
 pub mod exchanges;
 pub mod keymap;
 pub mod keys_doc;
+pub mod names;
 pub mod rounds;
 pub(crate) mod screen;
 pub mod search;
@@ -406,6 +408,9 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     _ => vec![],
                 };
             }
+            if state.drill.is_some() {
+                return drill_keys(k, state, keymap);
+            }
             if state.traffic.open {
                 return traffic_keys(k, state, keymap);
             }
@@ -466,8 +471,39 @@ fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -
             | Intent::ToggleRoundsScope
             | Intent::StopPair
             | Intent::UndoStop
+            | Intent::Open
+            | Intent::Notices
             | Intent::Command),
         ) => vec![Action::Intent(i)],
+        _ => vec![],
+    }
+}
+
+/// Keys while drilled down (a list of exchanges, the exchange view over it): moving,
+/// Enter, Esc back, and in the exchange view its numbered sessions; quitting, help, the
+/// notices and the command line as anywhere.
+fn drill_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -> Vec<Action> {
+    let Some(intent) = keymap.intent(&k) else {
+        return vec![];
+    };
+    if state.rounds.exchange_view.is_some()
+        && let Some(i) = intent.in_exchange_view()
+    {
+        return vec![Action::Intent(i)];
+    }
+    match intent {
+        i @ (Intent::Quit
+        | Intent::Help
+        | Intent::Close
+        | Intent::Open
+        | Intent::Down
+        | Intent::Up
+        | Intent::PageDown
+        | Intent::PageUp
+        | Intent::Top
+        | Intent::Bottom
+        | Intent::Notices
+        | Intent::Command) => vec![Action::Intent(i)],
         _ => vec![],
     }
 }
