@@ -207,7 +207,7 @@ impl Intent {
             Intent::Bottom => "last / newest",
             Intent::Filter => "filter sessions",
             Intent::Compose => "write to the session",
-            Intent::Open => "open the selected item (traffic: the pair's exchanges)",
+            Intent::Open => "open the selected item",
             Intent::SessionExchanges => "the session's exchanges",
             Intent::JumpRequester => "exchange: the requester",
             Intent::JumpTarget => "exchange: the target",

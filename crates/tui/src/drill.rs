@@ -2,7 +2,7 @@
 //! body (newest first, paged), the exchange view over it, and Esc walking back one level at
 //! a time; the header shows where the owner is as a breadcrumb.
 
-use crate::exchanges::{Exchanges, ExchangeView, ListId, Scope};
+use crate::exchanges::{ExchangeView, Exchanges, ListId, Scope};
 use crate::names::Names;
 
 /// Where the list was opened from, which is where Esc returns to.

@@ -592,3 +592,72 @@ mod command_line_keys {
         assert!(matches!(a[..], [Action::Intent(Intent::Repaint)]), "{a:?}");
     }
 }
+
+#[cfg(test)]
+mod drill_keys_tests {
+    use super::*;
+    use crossterm::event::KeyEvent;
+
+    fn press(c: char, state: &State) -> Vec<Action> {
+        let k = Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        map_event(k, state, &Keymap::defaults())
+    }
+
+    fn enter(state: &State) -> Vec<Action> {
+        let k = Event::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        map_event(k, state, &Keymap::defaults())
+    }
+
+    /// The traffic view answers Enter (the pair's exchanges) and `M` (the notices its hint
+    /// names: it did nothing there before); drilled down, the list takes Enter, Esc and the
+    /// moves, not the panes' keys; the exchange view over it numbers its two sessions.
+    #[test]
+    fn the_traffic_view_and_the_drill_down_route_their_keys() {
+        let mut state = State::new("here".into(), 0);
+        state.traffic.open = true;
+        assert!(matches!(enter(&state)[..], [Action::Intent(Intent::Open)]));
+        assert!(matches!(
+            press('M', &state)[..],
+            [Action::Intent(Intent::Notices)]
+        ));
+        state.drill = Some(drill::Drill::new(
+            drill::Origin::Traffic,
+            exchanges::Scope::All,
+        ));
+        assert!(matches!(enter(&state)[..], [Action::Intent(Intent::Open)]));
+        assert!(matches!(
+            press('j', &state)[..],
+            [Action::Intent(Intent::Down)]
+        ));
+        for c in ['S', 'x', 'i', 'z', '1'] {
+            assert!(press(c, &state).is_empty(), "{c}");
+        }
+        state.rounds.exchange_view = Some(exchanges::ExchangeView::new(
+            switchboard_types::api::ExchangeSummary {
+                id: "e".into(),
+                kind: "send".parse().unwrap(),
+                requester: "a".into(),
+                target: "b".into(),
+                message: String::new(),
+                started_at: 0,
+                ended_at: None,
+                status: "done".parse().unwrap(),
+                rounds: 0,
+                ended_reason: None,
+                detail: String::new(),
+                announce: None,
+            },
+            1,
+        ));
+        assert!(matches!(
+            press('1', &state)[..],
+            [Action::Intent(Intent::JumpRequester)]
+        ));
+        // The exchanges key from the panes.
+        let panes = State::new("here".into(), 0);
+        assert!(matches!(
+            press('x', &panes)[..],
+            [Action::Intent(Intent::SessionExchanges)]
+        ));
+    }
+}

@@ -26,7 +26,8 @@ impl Names {
             self.named.clear();
         }
         for r in rows {
-            if r.named {
+            // A name that is the key itself reads as a key: cut in the middle like one.
+            if r.named && r.name != r.key {
                 self.named.insert(r.key.clone(), r.name.clone());
             } else {
                 self.named.remove(&r.key);
@@ -59,18 +60,24 @@ impl Names {
         let (r, t) = (self.full(requester), self.full(target));
         let room = width.saturating_sub(ARROW.width());
         let (rw, tw) = (r.width(), t.width());
-        let left = if rw + tw <= room || rw <= room / 2 {
-            rw.min(room)
-        } else if tw <= room / 2 {
-            room - tw
+        // The shorter side is cut first (to at most half), and the other takes every column
+        // it leaves, also those a cut at a part's start left unused.
+        let share =
+            |short: usize, long: usize| short.min((room / 2).max(room.saturating_sub(long)));
+        let (left, right) = if rw <= tw {
+            let left = self.shown(requester, share(rw, tw));
+            (
+                left.clone(),
+                self.shown(target, room.saturating_sub(left.width())),
+            )
         } else {
-            room / 2
+            let right = self.shown(target, share(tw, rw));
+            (
+                self.shown(requester, room.saturating_sub(right.width())),
+                right,
+            )
         };
-        format!(
-            "{}{ARROW}{}",
-            self.shown(requester, left),
-            self.shown(target, room - left)
-        )
+        format!("{left}{ARROW}{right}")
     }
 }
 
@@ -83,7 +90,7 @@ mod tests {
     fn row(key: &str, name: Option<&str>) -> SessionRow {
         SessionRow {
             key: key.into(),
-            kind: SessionKind::Direct,
+            kind: SessionKind::Main,
             name: name.unwrap_or(key).into(),
             channel: String::new(),
             updated_at: 0,
@@ -110,7 +117,7 @@ mod tests {
         );
         // Cut: the key keeps both ends (not `…up:incidents`), the name its start.
         let cut = n.pair("agent:main:main", "agent:ops:slack:group:incidents", 32);
-        assert_eq!(cut, "Main desk → agent:…group:incidents");
+        assert_eq!(cut, "Main desk → agent:…incidents");
         for w in 0..50 {
             let p = n.pair("agent:main:main", "agent:ops:slack:group:incidents", w);
             assert!(p.width() <= w.max(3), "{w}: {p:?}");

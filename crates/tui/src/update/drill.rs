@@ -29,7 +29,8 @@ impl Console {
     /// The exchanges key: the selected session's exchanges.
     pub(super) fn drill_session(&mut self) {
         let Some(key) = self.state.sessions.selected_key().map(str::to_string) else {
-            self.state.flash("No session selected: no exchanges to list.", false);
+            self.state
+                .flash("No session selected: no exchanges to list.", false);
             return;
         };
         self.open_drill(Origin::Sessions, Scope::Session(key));
@@ -45,12 +46,7 @@ impl Console {
     /// Enter on the list: the exchange under the cursor in the exchange view.
     pub(super) fn drill_open_exchange(&mut self) {
         let s = &mut self.state;
-        let Some(summary) = s
-            .drill
-            .as_ref()
-            .and_then(|d| d.list.selected())
-            .cloned()
-        else {
+        let Some(summary) = s.drill.as_ref().and_then(|d| d.list.selected()).cloned() else {
             s.flash("No exchange here to open.", false);
             return;
         };
@@ -75,5 +71,158 @@ impl Console {
         let d = self.state.drill.as_mut()?;
         let scope = d.list.scope.clone();
         d.list.refresh(scope)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::action::{Action, Intent};
+    use crate::effects::Effect;
+    use crate::exchanges::{ListId, Scope};
+    use crate::state::State;
+    use crate::update::Console;
+    use switchboard_types::api::{ExchangeSummary, ExchangesPage};
+
+    fn summary(id: &str, requester: &str, target: &str) -> ExchangeSummary {
+        ExchangeSummary {
+            id: id.into(),
+            kind: "send".parse().unwrap(),
+            requester: requester.into(),
+            target: target.into(),
+            message: String::new(),
+            started_at: 0,
+            ended_at: None,
+            status: "done".parse().unwrap(),
+            rounds: 1,
+            ended_reason: None,
+            detail: String::new(),
+            announce: None,
+        }
+    }
+
+    /// A console with the traffic view open on the pair a → b.
+    fn on_traffic() -> Console {
+        let mut state = State::new("here".into(), 0);
+        state.traffic.open = true;
+        state.traffic.selected = Some(("a".into(), "b".into()));
+        Console::new(state)
+    }
+
+    /// The drill-down list's load among `effects`, answered with `page`.
+    fn answer(c: &mut Console, effects: Vec<Effect>, page: Vec<ExchangeSummary>, more: bool) {
+        for e in effects {
+            if let Effect::LoadExchanges {
+                list: ListId::Drill,
+                generation,
+                query,
+            } = e
+            {
+                // The API is asked for the requester's exchanges; the target is kept here.
+                assert_eq!(query.key.as_deref(), Some("a"));
+                c.update(Action::ExchangesLoaded {
+                    list: ListId::Drill,
+                    generation,
+                    before: query.before,
+                    result: Box::new(Ok(ExchangesPage {
+                        exchanges: page.clone(),
+                        more,
+                    })),
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn enter_goes_down_a_level_and_esc_comes_back_one_at_a_time() {
+        let mut c = on_traffic();
+        c.update(Action::Intent(Intent::Open));
+        let d = c.state.drill.as_ref().expect("the pair's list");
+        assert!(matches!(&d.list.scope, Scope::Pair(p) if p.requester == "a" && p.target == "b"));
+        let effects = c.refresh();
+        answer(
+            &mut c,
+            effects,
+            vec![
+                summary("3", "a", "b"),
+                summary("2", "a", "c"),
+                summary("1", "a", "b"),
+            ],
+            false,
+        );
+        let ids: Vec<&str> = c.state.drill.as_ref().map_or(vec![], |d| {
+            d.list.entries.iter().map(|e| e.id.as_str()).collect()
+        });
+        assert_eq!(ids, ["3", "1"], "only a → b, newest first");
+        c.update(Action::Intent(Intent::Down));
+        c.update(Action::Intent(Intent::Open));
+        assert_eq!(
+            c.state.rounds.exchange_view.as_ref().map(|v| v.id()),
+            Some("1")
+        );
+        // Esc: the view, then the list, then the traffic view.
+        c.update(Action::Intent(Intent::Close));
+        assert!(c.state.rounds.exchange_view.is_none() && c.state.drill.is_some());
+        c.update(Action::Intent(Intent::Close));
+        assert!(c.state.drill.is_none() && c.state.traffic.open);
+        c.update(Action::Intent(Intent::Close));
+        assert!(!c.state.traffic.open);
+    }
+
+    #[test]
+    fn a_page_with_none_of_the_pairs_exchanges_asks_for_the_next_from_where_it_ended() {
+        let mut c = on_traffic();
+        c.update(Action::Intent(Intent::Open));
+        let effects = c.refresh();
+        answer(
+            &mut c,
+            effects,
+            vec![summary("9", "a", "c"), summary("8", "a", "c")],
+            true,
+        );
+        // Nothing kept, more to read: the next page is asked for before the last one read.
+        let next = c.refresh();
+        let before = next.iter().find_map(|e| match e {
+            Effect::LoadExchanges {
+                list: ListId::Drill,
+                query,
+                ..
+            } => Some(query.before.clone()),
+            _ => None,
+        });
+        assert_eq!(before, Some(Some("8".to_string())));
+        answer(&mut c, next, vec![summary("7", "a", "b")], false);
+        let d = c.state.drill.as_ref().expect("list");
+        assert_eq!(d.list.entries.len(), 1);
+        assert!(!d.list.more);
+    }
+
+    #[test]
+    fn the_exchanges_key_lists_the_selected_sessions_and_esc_returns_to_the_panes() {
+        let mut c = Console::new(State::new("here".into(), 0));
+        c.update(Action::Intent(Intent::SessionExchanges));
+        assert!(
+            c.state.drill.is_none(),
+            "no session selected: nothing to list"
+        );
+        c.state.sessions.rows = vec![crate::sessions::SessionRow {
+            key: "k".into(),
+            kind: switchboard_types::api::SessionKind::Main,
+            name: "k".into(),
+            channel: String::new(),
+            updated_at: 0,
+            policy: switchboard_types::api::PolicySetting::Allow,
+            policy_override: false,
+            policy_detail: String::new(),
+            policy_words: String::new(),
+            archived: false,
+            named: false,
+            preview: None,
+        }];
+        c.update(Action::Intent(Intent::SessionExchanges));
+        let d = c.state.drill.as_ref().expect("the session's list");
+        assert_eq!(d.list.scope, Scope::Session("k".into()));
+        assert_eq!(d.origin, crate::drill::Origin::Sessions);
+        c.update(Action::Intent(Intent::Close));
+        assert!(c.state.drill.is_none() && !c.state.traffic.open);
     }
 }

@@ -214,8 +214,8 @@ pub fn notice(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
         None if !state.notices.is_empty() => Line::styled(
             fit(
                 &format!(
-                    " {} notices ({} shows them)",
-                    state.notices.len(),
+                    " {} ({} shows them)",
+                    count(state.notices.len(), "notice"),
                     match keymap.keys_for(Intent::Notices) {
                         k if k.is_empty() => ":messages".to_string(),
                         k => k,

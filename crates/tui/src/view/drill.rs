@@ -52,7 +52,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, d: &Drill) {
             "loading exchanges…"
         } else {
             match &x.scope {
-                Scope::Pair(_) => "No exchanges between these two (the record keeps what the engine logged).",
+                Scope::Pair(_) => {
+                    "No exchanges between these two (the record keeps what the engine logged)."
+                }
                 _ => "No agent-to-agent exchanges for this session.",
             }
         };
@@ -75,10 +77,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, d: &Drill) {
                 pad(&super::rounds::header(e, &state.names, width), width),
                 head,
             ));
-            lines.push(Line::styled(
-                pad(&super::rounds::second(e), width),
-                rest,
-            ));
+            lines.push(Line::styled(pad(&super::rounds::second(e), width), rest));
         }
         if x.more && top + fits >= x.entries.len() && lines.len() < height {
             lines.push(Line::styled(
@@ -90,14 +89,22 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, d: &Drill) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// The list's keys in the hint bar (the exchange view shows its own inside it).
-pub fn hints(frame: &mut Frame, area: Rect, keymap: &Keymap) {
-    let line = keymap.hint_line(&[
-        (&[Intent::Close], "back"),
-        (&[Intent::Down, Intent::Up], "move"),
-        (&[Intent::Open], "open"),
-        (&[Intent::Help], "help"),
-    ]);
+/// The list's keys in the hint bar, or the exchange view's over it.
+pub fn hints(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
+    let line = if state.rounds.exchange_view.is_some() {
+        keymap.hint_line(&[
+            (&[Intent::Close], "back"),
+            (&[Intent::Down, Intent::Up], "scroll"),
+            (&[Intent::Help], "help"),
+        ])
+    } else {
+        keymap.hint_line(&[
+            (&[Intent::Close], "back"),
+            (&[Intent::Down, Intent::Up], "move"),
+            (&[Intent::Open], "open"),
+            (&[Intent::Help], "help"),
+        ])
+    };
     frame.render_widget(
         Paragraph::new(Line::from(pad(&format!(" {line}"), area.width as usize))),
         area,

@@ -143,7 +143,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
         // The drill-down covers the panes (and the traffic view it may come from); the
         // exchange view opens over it.
         drill::draw(frame, traffic::area(area), state, d);
-        drill::hints(frame, r.hints, keymap);
+        drill::hints(frame, r.hints, state, keymap);
         if state.rounds.exchange_view.is_some() {
             exchange::draw(frame, state, keymap);
         }

@@ -167,7 +167,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
                 head = head.add_modifier(mark);
                 rest = rest.add_modifier(mark);
             }
-            lines.push(Line::styled(fit(&header(e, &state.names, width), width), head));
+            lines.push(Line::styled(
+                fit(&header(e, &state.names, width), width),
+                head,
+            ));
             if per == 2 {
                 lines.push(Line::styled(fit(&second(e), width), rest));
             }

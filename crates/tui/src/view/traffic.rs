@@ -104,7 +104,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     for (n, &i) in table.order.iter().enumerate().skip(top).take(rows) {
         let p = &table.pairs[i];
         let (mark, style) = mark(t, p);
-        let mut text = format!("{}{}", pad(mark, MARK), pad(&state.names.pair(&p.requester, &p.target, pair_w), pair_w));
+        let mut text = format!(
+            "{}{}",
+            pad(mark, MARK),
+            pad(&state.names.pair(&p.requester, &p.target, pair_w), pair_w)
+        );
         let numbers = [
             p.recent(1, t.now_ms),
             p.recent(5, t.now_ms),
@@ -144,13 +148,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 /// The view's keys, drawn in the hint bar while it is open.
 pub fn hints(frame: &mut Frame, area: Rect, keymap: &Keymap) {
     let line = keymap.hint_line(&[
+        // Help early: a narrow screen cuts the end of the line.
         (&[Intent::Close], "close"),
+        (&[Intent::Help], "help"),
         (&[Intent::Down, Intent::Up], "move"),
-        (&[Intent::Open], "exchanges"),
+        (&[Intent::Open], "open"),
         (&[Intent::StopPair], "stop"),
         (&[Intent::UndoStop], "undo"),
         (&[Intent::ToggleRoundsScope], "agents/sessions"),
-        (&[Intent::Help], "help"),
     ]);
     frame.render_widget(
         Paragraph::new(Line::from(pad(&format!(" {line}"), area.width as usize))),
