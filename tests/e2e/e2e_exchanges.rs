@@ -43,9 +43,12 @@ fn find_the_exchange_between_main_and_ops_open_it_and_read_how_it_ended() {
     t.wait_for_within("the console", START, console_shown);
     // Every session's exchanges, the rounds pane focused (sessions → transcript → rounds).
     t.keys(&["a", "Tab", "Tab"]);
-    // main asks ops in #incidents (`@ops …` from Alice); one that has ended.
+    // main asks ops in #incidents (`@ops …` from Alice); one that has ended. The rows name
+    // the sessions as the sessions pane does.
+    // (main's chat with Alice is "Alice (Telegram)").
     let wanted = |h: &str| {
-        h.contains(" agent:main:") && h.contains("group:incidents ·") && !h.ends_with("running")
+        let h = h.trim_end();
+        h.contains("Alice (Telegram) → #incidents ·") && !h.ends_with("running")
     };
     let screen = t.wait_for_within(
         "a finished exchange from main into #incidents",
