@@ -35,9 +35,11 @@ const SUPPORT: &str = "agent:support:main";
 const RESEARCH: &str = "agent:research:main";
 const VISITOR: &str = "agent:support:webchat:direct:visitor-8812";
 
-/// Exchanges recorded, newest first: 250 of them, every fifth main → ops (50), the others
-/// main → research and support → ops; one visitor → ops, the 221st newest (past two pages).
-const RECORDED: usize = 250;
+/// Exchanges recorded, newest first: 400 of them, every fifth main → ops, the other even
+/// ones main → research, the odd ones the visitor → research (the newest 132 of the visitor's)
+/// then support → ops; one visitor → ops, the 331st newest: past the visitor's first page.
+const RECORDED: usize = 400;
+const VISITOR_TO_OPS: usize = 330;
 
 fn id(i: usize) -> String {
     format!("0193{i:04x}-7c2e-7000-8000-00000000{i:04x}")
@@ -45,9 +47,10 @@ fn id(i: usize) -> String {
 
 fn ends(i: usize) -> (&'static str, &'static str) {
     match i {
-        220 => (VISITOR, OPS),
-        _ if i % 5 == 0 => (MAIN, OPS),
-        _ if i % 2 == 0 => (MAIN, RESEARCH),
+        VISITOR_TO_OPS => (VISITOR, OPS),
+        _ if i.is_multiple_of(5) => (MAIN, OPS),
+        _ if i.is_multiple_of(2) => (MAIN, RESEARCH),
+        _ if i < VISITOR_TO_OPS => (VISITOR, RESEARCH),
         _ => (SUPPORT, OPS),
     }
 }
@@ -270,7 +273,7 @@ async fn a_pairs_list_pages_through_the_requesters_exchanges_and_holds_each_of_i
         .filter(|&i| ends(i) == (MAIN, OPS))
         .map(id)
         .collect();
-    assert_eq!(want.len(), 49);
+    assert_eq!(want.len(), 79);
     let got = drill_ids(&d);
     let missing: Vec<&String> = want.iter().filter(|w| !got.contains(w)).collect();
     assert_eq!(
@@ -292,9 +295,10 @@ async fn a_pair_whose_first_pages_hold_none_of_its_exchanges_reads_on_until_it_f
     assert_eq!(sel, Some((VISITOR.to_string(), OPS.to_string())));
     d.press(KeyCode::Enter);
     d.settle().await;
-    // By agent scope is not involved: the requester's own pages hold it, but the API is
-    // asked by requester; the fake answers the visitor's exchanges only, one page.
-    assert_eq!(drill_ids(&d), [id(220)]);
+    // The visitor's first page (100 of its exchanges, all into research) keeps none: the
+    // list reads the next page by itself, from where the first one ended.
+    assert_eq!(drill_ids(&d), [id(VISITOR_TO_OPS)]);
+    assert!(!d.console.state.drill.as_ref().expect("drilled").list.more);
     let view = shown(&d);
     assert!(
         view.contains("Traffic › agent:support:webchat:direct:visitor-8812 → ops #incidents"),
@@ -364,6 +368,24 @@ async fn a_jump_from_the_exchange_view_leaves_the_drill_down_for_the_session() {
     let s = &d.console.state;
     assert!(s.drill.is_none() && !s.traffic.open && s.rounds.exchange_view.is_none());
     assert_eq!(s.sessions.selected_key(), Some(OPS));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_leaves_the_drill_down_for_the_view_it_names() {
+    let mut d = traffic(100, 30).await;
+    d.press(KeyCode::Enter);
+    d.settle().await;
+    d.press(KeyCode::Char(':'));
+    d.type_text("traffic");
+    d.press(KeyCode::Enter);
+    assert!(d.console.state.drill.is_none() && d.console.state.traffic.open);
+    d.press(KeyCode::Enter);
+    d.settle().await;
+    d.press(KeyCode::Char(':'));
+    d.type_text("sessions");
+    d.press(KeyCode::Enter);
+    let s = &d.console.state;
+    assert!(s.drill.is_none() && !s.traffic.open);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
