@@ -225,4 +225,64 @@ mod tests {
         c.update(Action::Intent(Intent::Close));
         assert!(c.state.drill.is_none() && !c.state.traffic.open);
     }
+
+    /// A head reload (an event) whose page holds none of the pair's exchanges but overlaps
+    /// what was read keeps the older ones (and where the next page starts); one that does
+    /// not overlap starts the list over from it.
+    #[test]
+    fn a_head_page_without_the_pairs_exchanges_keeps_the_older_ones_when_it_overlaps() {
+        use crate::exchanges::{Exchanges, PairEnds};
+        let pair = Scope::Pair(PairEnds {
+            requester: "a".into(),
+            target: "b".into(),
+            by_agent: false,
+        });
+        let page = |ids: &[(&str, &str)], more: bool| {
+            Ok(ExchangesPage {
+                exchanges: ids.iter().map(|(id, t)| summary(id, "a", t)).collect(),
+                more,
+            })
+        };
+        let mut x = Exchanges::new(ListId::Drill, pair);
+        let Some(Effect::LoadExchanges { generation, .. }) = x.refresh(x.scope.clone()) else {
+            panic!("a first load");
+        };
+        x.loaded(
+            generation,
+            None,
+            page(&[("5", "c"), ("4", "b"), ("3", "c")], true),
+        );
+        assert_eq!(x.entries.len(), 1);
+        // Two new exchanges to c: the head page (3 at a time) is 7 6 5, overlapping at 5.
+        x.reload();
+        let Some(Effect::LoadExchanges { query, .. }) = x.refresh(x.scope.clone()) else {
+            panic!("a head load");
+        };
+        assert_eq!(query.before, None);
+        x.loaded(
+            generation,
+            None,
+            page(&[("7", "c"), ("6", "c"), ("5", "c")], true),
+        );
+        let ids: Vec<&str> = x.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["4"], "the older exchange of the pair is kept");
+        // The next page still starts after 3, where the scan ended (not after 4).
+        x.move_cursor(crate::action::Intent::Bottom, 10);
+        let Some(Effect::LoadExchanges { query, .. }) = x.refresh(x.scope.clone()) else {
+            panic!("a next page");
+        };
+        assert_eq!(query.before.as_deref(), Some("3"));
+        // A head page with no overlap (many new ones): the list is that page.
+        x.loaded(generation, Some("3".into()), page(&[], false));
+        x.reload();
+        let _ = x.refresh(x.scope.clone());
+        x.loaded(
+            generation,
+            None,
+            page(&[("12", "b"), ("11", "c"), ("10", "c")], true),
+        );
+        let ids: Vec<&str> = x.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["12"]);
+        assert!(x.more);
+    }
 }
