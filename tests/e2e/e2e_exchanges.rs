@@ -43,9 +43,16 @@ fn find_the_exchange_between_main_and_ops_open_it_and_read_how_it_ended() {
     t.wait_for_within("the console", START, console_shown);
     // Every session's exchanges, the rounds pane focused (sessions → transcript → rounds).
     t.keys(&["a", "Tab", "Tab"]);
-    // main asks ops in #incidents (`@ops …` from Alice); one that has ended.
+    // main asks ops in #incidents (`@ops …` from Alice); one that has ended. The rows name
+    // the sessions as the sessions pane does: one of main's sessions (Alice's chat is "Alice
+    // (Telegram)"; the nightly report's is its name) into #incidents, not support's visitors
+    // (`agent:…visitor-8812`), which the view below tells apart by key.
     let wanted = |h: &str| {
-        h.contains(" agent:main:") && h.contains("group:incidents ·") && !h.ends_with("running")
+        let h = h.trim_end();
+        h.contains(" → #incidents ·")
+            && !h.contains("visitor")
+            && !h.contains("support")
+            && !h.ends_with("running")
     };
     let screen = t.wait_for_within(
         "a finished exchange from main into #incidents",

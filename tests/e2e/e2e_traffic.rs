@@ -82,9 +82,12 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
 
     // The traffic view: main → ops #incidents ends at the cap every time: a likely loop.
     t.keys(&["v"]);
+    // The row names the two as the sessions pane does (main's chat with Alice, #incidents);
+    // the prompt and the note name the keys the stop writes to.
     let pair = format!("{MAIN} → {OPS}");
+    let row = "Alice (Telegram) → #incidents";
     let screen = t.wait_for("the loop marked in the traffic view", |s| {
-        s.lines().any(|l| l.contains("LOOP") && l.contains(&pair))
+        s.lines().any(|l| l.contains("LOOP") && l.contains(row))
     });
     assert!(screen.contains("┌ Traffic · by session"), "{screen}");
 
@@ -155,8 +158,7 @@ fn demo_loop_spotted_in_the_traffic_view_and_stopped_in_two_keys() {
         "messages from main reached #incidents after the stop: {late:?}"
     );
     let screen = t.wait_for("the pair shown stopped", |s| {
-        s.lines()
-            .any(|l| l.contains("STOPPED") && l.contains(&pair))
+        s.lines().any(|l| l.contains("STOPPED") && l.contains(row))
     });
     assert!(!flat(&screen).contains(&prompt), "{screen}");
 

@@ -9,6 +9,7 @@ mod common;
 
 mod e2e_composer;
 mod e2e_console;
+mod e2e_drill;
 mod e2e_exchanges;
 mod e2e_navigation;
 mod e2e_remote;

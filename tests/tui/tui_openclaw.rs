@@ -115,10 +115,10 @@ async fn the_rounds_pane_lists_openclaws_exchanges_and_sub_agents() {
     );
     let shown = screen(s, 120, 40);
     for want in [
-        "agent:main:s2 → agent:work:s2 · 5 rounds · REPLY_SKIP",
-        "agent:main:s3 → agent:work:s3b · 2 rounds · REPLY_SKIP",
-        // The keys give way, never how it ended.
-        "…in:looper → …ork:looped · 5 rounds · not recorded by OpenClaw",
+        // The sessions by their display names (issue 26); names give way, never how it ended.
+        "s2-telegram-ping… → s2-telegram-pingp… · 5 rounds · REPLY_SKIP",
+        "s3-telegram-skip… → s3-telegram-skip-… · 2 rounds · REPLY_SKIP",
+        "…looper → …work:looped · 5 rounds · not recorded by OpenClaw",
         "announce not recorded by OpenClaw",
         "agent:main:s6 spawned:",
         "child-s6 [completed] 218 ms, tokens 30/5",

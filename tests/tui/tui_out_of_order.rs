@@ -136,10 +136,15 @@ impl Harness {
                 (action, false, stale)
             }
             // The rounds pane's exchanges: answered like the others, checked by `pending`.
-            Effect::LoadExchanges { generation, query } => {
+            Effect::LoadExchanges {
+                list,
+                generation,
+                query,
+            } => {
                 let before = query.before.clone();
                 let result = self.rt.block_on(self.api.exchanges(query));
                 let action = Action::ExchangesLoaded {
+                    list,
                     generation,
                     before,
                     result: Box::new(result),

@@ -485,6 +485,8 @@ fn empty() -> State {
 fn busy() -> State {
     let mut s = empty();
     s.sessions.rows = sessions();
+    // As a load of the sessions pane does: other panes name sessions as it does.
+    s.names.learn(&s.sessions.rows);
     s.sessions.total = 10;
     s.sessions.running.insert(MAIN.to_string());
     s.sessions.running.insert(INCIDENTS.to_string());
@@ -719,9 +721,9 @@ fn rounds_of_all_sessions() {
     s.rounds.exchanges = exchanges_of(None);
     // Tall enough to show every exchange and sub-agent at once.
     let shown = screen(&s, 120, 80);
-    // Long keys give way, keeping their ends; how it ended stays whole.
+    // Sessions by their names in the sessions pane (issue 26); how it ended stays whole.
     assert!(
-        shown.contains("agent:main:main → …ck:group:incidents · 4 rounds · cap reached"),
+        shown.contains("Alice (Telegram) → #incidents · 4 rounds · cap reached"),
         "{shown}"
     );
     assert!(shown.contains("· 3 rounds · REPLY_SKIP"), "{shown}");

@@ -28,6 +28,8 @@ pub enum Intent {
     Filter,
     Compose,
     Open,
+    /// The selected session's exchanges, as a list over the body (the drill-down).
+    SessionExchanges,
     /// The exchange view's numbered entries (`[1] requester`, `[2] target`): reached by the
     /// pane keys while the view is open (`exchange_view_intent`), or by a key a user file
     /// binds to them by name.
@@ -79,6 +81,7 @@ impl Intent {
         Intent::Filter,
         Intent::Compose,
         Intent::Open,
+        Intent::SessionExchanges,
         Intent::ToggleTools,
         Intent::ToggleTimestamps,
         Intent::ToggleWrap,
@@ -125,6 +128,7 @@ impl Intent {
             Intent::Filter => "filter",
             Intent::Compose => "compose",
             Intent::Open => "open",
+            Intent::SessionExchanges => "session-exchanges",
             Intent::JumpRequester => "jump-requester",
             Intent::JumpTarget => "jump-target",
             Intent::ToggleTools => "toggle-tools",
@@ -204,6 +208,7 @@ impl Intent {
             Intent::Filter => "filter sessions",
             Intent::Compose => "write to the session",
             Intent::Open => "open the selected item",
+            Intent::SessionExchanges => "the session's exchanges",
             Intent::JumpRequester => "exchange: the requester",
             Intent::JumpTarget => "exchange: the target",
             Intent::ToggleTools => "show/hide tool calls",
@@ -287,8 +292,9 @@ pub enum Action {
     Halted(Vec<(String, Result<AbortOutcome, ApiError>)>),
     /// What `/new` found and did.
     NewSession(Box<Result<super::cards::NewSession, ApiError>>),
-    /// A page of exchanges (`before`: a next page) for the rounds pane's generation.
+    /// A page of exchanges (`before`: a next page) for a list's (`list`) generation.
     ExchangesLoaded {
+        list: super::exchanges::ListId,
         generation: u64,
         before: Option<String>,
         result: Box<Result<ExchangesPage, ApiError>>,

@@ -25,8 +25,9 @@ pub enum Effect {
         generation: u64,
         query: TranscriptQuery,
     },
-    /// A page of exchanges for the rounds pane's scope of this generation.
+    /// A page of exchanges for a list's (`list`) scope of this generation.
     LoadExchanges {
+        list: crate::exchanges::ListId,
         generation: u64,
         query: ExchangesQuery,
     },
@@ -130,11 +131,16 @@ impl Runner {
                     });
                 });
             }
-            Effect::LoadExchanges { generation, query } => {
+            Effect::LoadExchanges {
+                list,
+                generation,
+                query,
+            } => {
                 tokio::spawn(async move {
                     let before = query.before.clone();
                     let result = Box::new(api.exchanges(query).await);
                     let _ = tx.send(Action::ExchangesLoaded {
+                        list,
                         generation,
                         before,
                         result,

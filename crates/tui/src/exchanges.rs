@@ -1,8 +1,10 @@
-//! The exchanges the rounds pane lists and the exchange view Enter opens: pages of
-//! `SessionsApi::exchanges` (newest first, the next page asked for when the cursor nears the
-//! end of what is loaded), a cursor, the head reloaded when an engine event says exchanges
-//! changed; the view's exchange loaded in full by id. Plain data and the decisions about it;
-//! `update` calls in here, `view` draws it, the runner does the loading.
+//! The exchanges the rounds pane and the drill-down list show, and the exchange view Enter
+//! opens: pages of `SessionsApi::exchanges` (newest first, the next page asked for when the
+//! cursor nears the end of what is loaded), a cursor, the head reloaded when an engine event
+//! says exchanges changed; the view's exchange loaded in full by id. A pair's list is the
+//! requester's pages with the target checked here (the API narrows by one session). Plain
+//! data and the decisions about it; `update` calls in here, `view` draws it, the runner does
+//! the loading.
 
 use crate::action::Intent;
 use crate::effects::Effect;
@@ -10,6 +12,8 @@ use switchboard_types::api::{
     ApiError, EngineEvent, ExchangeDetail, ExchangeSummary, ExchangesPage, ExchangesQuery,
 };
 use switchboard_types::text_safety::{safe_line, safe_text};
+
+use crate::traffic::agent_of;
 
 /// Exchanges asked for per page.
 pub const EXCHANGES_PAGE: usize = 100;
@@ -24,15 +28,49 @@ pub enum Scope {
     Nothing,
     All,
     Session(String),
+    /// One pair's exchanges, from `requester` into `target` (a traffic row).
+    Pair(PairEnds),
+}
+
+/// The two ends of a traffic row: session keys, or agents (`agent:main`) when the view
+/// counts by agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairEnds {
+    pub requester: String,
+    pub target: String,
+    pub by_agent: bool,
 }
 
 impl Scope {
+    /// The session the API narrows the pages to: a pair's requester (its target is checked
+    /// here); an agent pair cannot be narrowed to one session, so it scans every page.
     fn key(&self) -> Option<String> {
         match self {
             Scope::Session(k) => Some(k.clone()),
+            Scope::Pair(p) if !p.by_agent => Some(p.requester.clone()),
             _ => None,
         }
     }
+
+    /// Whether an exchange of the pages asked for belongs in the list (keys as the API
+    /// gives them, before they are made safe for the screen).
+    pub fn keeps(&self, e: &ExchangeSummary) -> bool {
+        match self {
+            Scope::Pair(p) if p.by_agent => {
+                agent_of(&e.requester) == p.requester && agent_of(&e.target) == p.target
+            }
+            Scope::Pair(p) => e.requester == p.requester && e.target == p.target,
+            _ => true,
+        }
+    }
+}
+
+/// Which list a load is for (the rounds pane's and the drill-down's load at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListId {
+    #[default]
+    Rounds,
+    Drill,
 }
 
 /// The rounds pane's list.
@@ -51,6 +89,14 @@ pub struct Exchanges {
     /// A session to select in the sessions pane once a page shows it (a jump from the
     /// exchange view).
     pub jump: Option<String>,
+    /// The list the loads are for.
+    pub list: ListId,
+    /// The last exchange of the last page read (the next page's `before`): with a filter
+    /// (a pair) it need not be in `entries`.
+    scan_end: Option<String>,
+    /// The first exchange of the last head page read: the next head page holding it proves
+    /// the two overlap, even when no exchange of the list is in it.
+    scan_head: Option<String>,
     generation: u64,
     view_generation: u64,
     head_dirty: bool,
@@ -72,10 +118,21 @@ impl Exchanges {
     /// A list as loaded for `scope` (the first page, as a load would leave it).
     pub fn shown(scope: Scope, entries: Vec<ExchangeSummary>, more: bool) -> Exchanges {
         Exchanges {
+            scan_end: entries.last().map(|e| e.id.clone()),
             entries: entries.into_iter().map(safe_summary).collect(),
             more,
             scope,
             loaded: true,
+            ..Exchanges::default()
+        }
+    }
+
+    /// An empty list for `list`, loading `scope` at the next refresh.
+    pub fn new(list: ListId, scope: Scope) -> Exchanges {
+        Exchanges {
+            list,
+            scope,
+            head_dirty: true,
             ..Exchanges::default()
         }
     }
@@ -97,6 +154,7 @@ impl Exchanges {
                 head_dirty: true,
                 scope: wanted,
                 jump,
+                list: self.list,
                 ..Exchanges::default()
             };
         }
@@ -108,12 +166,13 @@ impl Exchanges {
             None
         } else if self.want_more && self.more {
             self.want_more = false;
-            Some(self.entries.last()?.id.clone())
+            Some(self.scan_end.clone()?)
         } else {
             return None;
         };
         self.in_flight = Some((self.generation, before.clone()));
         Some(Effect::LoadExchanges {
+            list: self.list,
             generation: self.generation,
             query: ExchangesQuery {
                 key: self.scope.key(),
@@ -156,25 +215,37 @@ impl Exchanges {
             }
         };
         self.error = None;
-        let fresh: Vec<ExchangeSummary> = page.exchanges.into_iter().map(safe_summary).collect();
+        let raw_ids: std::collections::HashSet<String> =
+            page.exchanges.iter().map(|e| e.id.clone()).collect();
+        let raw_first = page.exchanges.first().map(|e| e.id.clone());
+        let raw_last = page.exchanges.last().map(|e| e.id.clone());
+        let fresh: Vec<ExchangeSummary> = page
+            .exchanges
+            .into_iter()
+            .filter(|e| self.scope.keeps(e))
+            .map(safe_summary)
+            .collect();
         match before {
             None => {
                 let kept = self.entries.get(self.cursor).map(|e| e.id.clone());
-                let tail_from = fresh
-                    .last()
-                    .and_then(|l| self.entries.iter().position(|e| e.id == l.id));
-                match tail_from {
-                    // The page overlaps what is loaded: older entries stay.
-                    Some(j) if page.more => {
-                        let tail = self.entries.split_off(j + 1);
-                        self.entries = fresh;
-                        self.entries.extend(tail);
-                    }
-                    _ => {
-                        self.entries = fresh;
-                        self.more = page.more;
-                    }
+                // The last exchange of the list the page holds again; older ones stay when
+                // the page overlaps what was read (that exchange, or the last head read).
+                let last_known = self.entries.iter().rposition(|e| raw_ids.contains(&e.id));
+                let overlaps = last_known.is_some()
+                    || self.scan_head.as_ref().is_some_and(|h| raw_ids.contains(h));
+                if page.more && overlaps {
+                    let tail = match last_known {
+                        Some(j) => self.entries.split_off(j + 1),
+                        None => std::mem::take(&mut self.entries),
+                    };
+                    self.entries = fresh;
+                    self.entries.extend(tail);
+                } else {
+                    self.entries = fresh;
+                    self.more = page.more;
+                    self.scan_end = raw_last;
                 }
+                self.scan_head = raw_first;
                 if let Some(id) = kept
                     && let Some(i) = self.entries.iter().position(|e| e.id == id)
                 {
@@ -183,13 +254,23 @@ impl Exchanges {
                 self.loaded = true;
             }
             Some(b) => {
-                if self.entries.last().map(|e| &e.id) == Some(&b) {
+                if self.scan_end.as_ref() == Some(&b) {
                     self.entries.extend(fresh);
                     self.more = page.more;
+                    self.scan_end = raw_last;
                 }
             }
         }
         self.cursor = self.cursor.min(self.entries.len().saturating_sub(1));
+        // A filtered page may keep few exchanges or none: read on while the list does not
+        // reach past the cursor's margin (one page at a time, each bounded).
+        self.want_more_near_end();
+    }
+
+    fn want_more_near_end(&mut self) {
+        if self.more && self.cursor + LOAD_MARGIN >= self.entries.len() {
+            self.want_more = true;
+        }
     }
 
     /// Move the cursor; nearing the end of what is loaded asks for the next page.
@@ -203,9 +284,7 @@ impl Exchanges {
             Intent::Top => 0,
             _ => last,
         };
-        if self.more && self.cursor + LOAD_MARGIN >= self.entries.len() {
-            self.want_more = true;
-        }
+        self.want_more_near_end();
     }
 
     pub fn selected(&self) -> Option<&ExchangeSummary> {

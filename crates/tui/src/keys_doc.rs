@@ -11,7 +11,7 @@ fn detail(intent: Intent) -> &'static str {
         Intent::Quit => "quit (in the composer, Ctrl+C first clears the draft)",
         Intent::Help => "the keys, and a legend of the sessions pane's marks",
         Intent::Close => {
-            "close the exchange view, the traffic view (cancelling a pending stop first), the notices log or the help"
+            "close the exchange view, the traffic view (cancelling a pending stop first), the notices log or the help; drilled down, back one level (the header's breadcrumb says where)"
         }
         Intent::Command => {
             "the command line (k9s style): `:traffic`, `:exchanges`, `:sessions`, `:transcript`, \
@@ -48,7 +48,10 @@ fn detail(intent: Intent) -> &'static str {
         }
         Intent::Compose => "write to the selected session as the owner",
         Intent::Open => {
-            "sessions: write; rounds: open the exchange (every turn, how it ended, the announce); transcript: open or close the selected tool card"
+            "sessions: write; rounds and the exchanges lists: open the exchange (every turn, how it ended, the announce); traffic view: the pair's exchanges, newest first; transcript: open or close the selected tool card"
+        }
+        Intent::SessionExchanges => {
+            "the selected session's exchanges, newest first, over the panes (Enter opens one, Esc walks back)"
         }
         Intent::JumpRequester => "exchange view: go to the session that sent",
         Intent::JumpTarget => "exchange view: go to the session it was sent to",

@@ -10,10 +10,12 @@ pub mod clipboard;
 pub mod command_line;
 pub mod complete;
 pub mod composer;
+pub mod drill;
 pub mod effects;
 pub mod exchanges;
 pub mod keymap;
 pub mod keys_doc;
+pub mod names;
 pub mod rounds;
 pub(crate) mod screen;
 pub mod search;
@@ -406,6 +408,9 @@ pub fn map_event(e: Event, state: &State, keymap: &Keymap) -> Vec<Action> {
                     _ => vec![],
                 };
             }
+            if state.drill.is_some() {
+                return drill_keys(k, state, keymap);
+            }
             if state.traffic.open {
                 return traffic_keys(k, state, keymap);
             }
@@ -466,8 +471,39 @@ fn traffic_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -
             | Intent::ToggleRoundsScope
             | Intent::StopPair
             | Intent::UndoStop
+            | Intent::Open
+            | Intent::Notices
             | Intent::Command),
         ) => vec![Action::Intent(i)],
+        _ => vec![],
+    }
+}
+
+/// Keys while drilled down (a list of exchanges, the exchange view over it): moving,
+/// Enter, Esc back, and in the exchange view its numbered sessions; quitting, help, the
+/// notices and the command line as anywhere.
+fn drill_keys(k: crossterm::event::KeyEvent, state: &State, keymap: &Keymap) -> Vec<Action> {
+    let Some(intent) = keymap.intent(&k) else {
+        return vec![];
+    };
+    if state.rounds.exchange_view.is_some()
+        && let Some(i) = intent.in_exchange_view()
+    {
+        return vec![Action::Intent(i)];
+    }
+    match intent {
+        i @ (Intent::Quit
+        | Intent::Help
+        | Intent::Close
+        | Intent::Open
+        | Intent::Down
+        | Intent::Up
+        | Intent::PageDown
+        | Intent::PageUp
+        | Intent::Top
+        | Intent::Bottom
+        | Intent::Notices
+        | Intent::Command) => vec![Action::Intent(i)],
         _ => vec![],
     }
 }
@@ -554,5 +590,74 @@ mod command_line_keys {
             &keymap,
         );
         assert!(matches!(a[..], [Action::Intent(Intent::Repaint)]), "{a:?}");
+    }
+}
+
+#[cfg(test)]
+mod drill_keys_tests {
+    use super::*;
+    use crossterm::event::KeyEvent;
+
+    fn press(c: char, state: &State) -> Vec<Action> {
+        let k = Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        map_event(k, state, &Keymap::defaults())
+    }
+
+    fn enter(state: &State) -> Vec<Action> {
+        let k = Event::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        map_event(k, state, &Keymap::defaults())
+    }
+
+    /// The traffic view answers Enter (the pair's exchanges) and `M` (the notices its hint
+    /// names: it did nothing there before); drilled down, the list takes Enter, Esc and the
+    /// moves, not the panes' keys; the exchange view over it numbers its two sessions.
+    #[test]
+    fn the_traffic_view_and_the_drill_down_route_their_keys() {
+        let mut state = State::new("here".into(), 0);
+        state.traffic.open = true;
+        assert!(matches!(enter(&state)[..], [Action::Intent(Intent::Open)]));
+        assert!(matches!(
+            press('M', &state)[..],
+            [Action::Intent(Intent::Notices)]
+        ));
+        state.drill = Some(drill::Drill::new(
+            drill::Origin::Traffic,
+            exchanges::Scope::All,
+        ));
+        assert!(matches!(enter(&state)[..], [Action::Intent(Intent::Open)]));
+        assert!(matches!(
+            press('j', &state)[..],
+            [Action::Intent(Intent::Down)]
+        ));
+        for c in ['S', 'x', 'i', 'z', '1'] {
+            assert!(press(c, &state).is_empty(), "{c}");
+        }
+        state.rounds.exchange_view = Some(exchanges::ExchangeView::new(
+            switchboard_types::api::ExchangeSummary {
+                id: "e".into(),
+                kind: "send".parse().unwrap(),
+                requester: "a".into(),
+                target: "b".into(),
+                message: String::new(),
+                started_at: 0,
+                ended_at: None,
+                status: "done".parse().unwrap(),
+                rounds: 0,
+                ended_reason: None,
+                detail: String::new(),
+                announce: None,
+            },
+            1,
+        ));
+        assert!(matches!(
+            press('1', &state)[..],
+            [Action::Intent(Intent::JumpRequester)]
+        ));
+        // The exchanges key from the panes.
+        let panes = State::new("here".into(), 0);
+        assert!(matches!(
+            press('x', &panes)[..],
+            [Action::Intent(Intent::SessionExchanges)]
+        ));
     }
 }

@@ -129,6 +129,11 @@ pub struct State {
     pub flash: Option<Flash>,
     /// The traffic view: per-pair counts over the last hour, and the view's own state.
     pub traffic: crate::traffic::Traffic,
+    /// The drill-down list (a pair's or a session's exchanges), over the traffic view or
+    /// the panes; the exchange view opens over it.
+    pub drill: Option<crate::drill::Drill>,
+    /// Sessions' display names by key, for rows that name sessions outside their pane.
+    pub names: crate::names::Names,
 }
 
 impl State {
@@ -159,6 +164,8 @@ impl State {
             card: None,
             flash: None,
             traffic: Default::default(),
+            drill: None,
+            names: Default::default(),
         }
     }
 

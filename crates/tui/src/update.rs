@@ -14,6 +14,7 @@ use super::action::{Action, Intent};
 use super::effects::Effect;
 use super::state::{Focus, Pane, State, TRANSCRIPT_MAX, TRANSCRIPT_WINDOW};
 
+mod drill;
 mod rounds;
 mod sessions;
 mod transcript;
@@ -146,14 +147,20 @@ impl Console {
             Action::Halted(results) => self.halted(results),
             Action::NewSession(result) => self.new_session_done(*result),
             Action::ExchangesLoaded {
+                list,
                 generation,
                 before,
                 result,
-            } => self
-                .state
-                .rounds
-                .exchanges
-                .loaded(generation, before, *result),
+            } => {
+                let s = &mut self.state;
+                let target = match list {
+                    crate::exchanges::ListId::Rounds => Some(&mut s.rounds.exchanges),
+                    crate::exchanges::ListId::Drill => s.drill.as_mut().map(|d| &mut d.list),
+                };
+                if let Some(x) = target {
+                    x.loaded(generation, before, *result);
+                }
+            }
             Action::ExchangeLoaded {
                 generation,
                 id,
@@ -179,6 +186,7 @@ impl Console {
             || self.transcript_load.dirty
             || self.state.sessions.selected_key() != self.state.transcript.key.as_deref()
             || self.state.rounds.exchanges.pending()
+            || self.state.drill.as_ref().is_some_and(|d| d.list.pending())
             || self
                 .state
                 .rounds
@@ -193,6 +201,9 @@ impl Console {
         self.sessions_load.recount = true;
         self.transcript_load.dirty = true;
         self.state.rounds.exchanges.reload();
+        if let Some(d) = &mut self.state.drill {
+            d.list.reload();
+        }
     }
 
     /// The loads the state needs now (plus anything `update` queued). Called once per batch
@@ -235,6 +246,7 @@ impl Console {
         }
         self.state.sessions.selected_policy = self.selected_row().map(|r| r.policy_line());
         effects.extend(self.exchanges_refresh());
+        effects.extend(self.drill_refresh());
         if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {
             effects.push(Effect::LoadTraffic { generation, since });
         }
@@ -288,6 +300,7 @@ impl Console {
                 s.help_scroll = 0;
             }
             Intent::Close => self.close_view(),
+            Intent::SessionExchanges => self.drill_session(),
             Intent::JumpRequester | Intent::JumpTarget => {
                 if let Some(v) = &s.rounds.exchange_view {
                     let key = if intent == Intent::JumpRequester {
@@ -338,8 +351,10 @@ impl Console {
             }
             Intent::Filter => s.focus = Focus::Filter,
             Intent::Compose => s.focus = Focus::Composer,
-            // Enter: what it opens depends on the pane (each pane's own branch).
+            // Enter: what it opens depends on the view or pane (each one's own branch).
             Intent::Open if s.rounds.exchange_view.is_some() => {}
+            Intent::Open if s.drill.is_some() => self.drill_open_exchange(),
+            Intent::Open if s.traffic.open => self.drill_pair(),
             Intent::Open if s.focus == Focus::Rounds => self.open_exchange(),
             Intent::Open => s.focus = Focus::Composer,
             Intent::SearchNext
@@ -412,7 +427,12 @@ impl Console {
     /// A move: in the overlay that is open (traffic, help, exchange), else in the focused pane.
     fn scroll(&mut self, intent: Intent, page: usize) {
         let s = &mut self.state;
-        if s.traffic.open {
+        if let Some(d) = &mut s.drill
+            && s.rounds.exchange_view.is_none()
+            && !s.help
+        {
+            d.list.move_cursor(intent, page);
+        } else if s.traffic.open && s.drill.is_none() {
             let delta = match intent {
                 Intent::Down => 1,
                 Intent::Up => -1,
@@ -563,7 +583,9 @@ impl Console {
     /// Esc: the innermost open view closes (the traffic view's confirmation first).
     fn close_view(&mut self) {
         let s = &mut self.state;
-        if s.traffic.open {
+        if s.drill.is_some() {
+            self.drill_back();
+        } else if s.traffic.open {
             let command = s.traffic.escape();
             self.traffic_command(command);
         } else if s.rounds.exchange_view.is_some() {
@@ -676,6 +698,9 @@ impl Console {
         // Each pane's own state first (the rounds pane's exchanges and spawns, the replies
         // being streamed), then what the console decides: loads, marks, the status line.
         self.state.rounds.event(&e, now);
+        if let Some(d) = &mut self.state.drill {
+            d.list.event(&e);
+        }
         self.state.transcript.event(&e, selected.as_deref(), now);
         let s = &mut self.state;
         match e {

@@ -87,6 +87,8 @@ impl Console {
         match command {
             LineCommand::Traffic => {
                 s.rounds.exchange_view = None;
+                // The traffic view itself, not a list drilled down from it.
+                s.drill = None;
                 if !s.traffic.open {
                     s.traffic.toggle();
                 }
@@ -132,5 +134,6 @@ impl Console {
             s.traffic.toggle();
         }
         s.rounds.exchange_view = None;
+        s.drill = None;
     }
 }

@@ -66,6 +66,11 @@ impl Console {
     /// lands once the page shows it.
     pub(super) fn jump_to(&mut self, key: String) {
         self.state.rounds.exchange_view = None;
+        // The jump leaves the drill-down and the traffic view under it: the session is shown
+        // in the panes.
+        self.state.drill = None;
+        self.state.traffic.open = false;
+        self.state.traffic.confirm = None;
         self.state.focus = Focus::Sessions;
         let s = &self.state;
         if let Some(i) = s.sessions.rows.iter().position(|r| r.key == key) {
@@ -152,6 +157,7 @@ impl Console {
         let keep = s.sessions.selected_key().map(str::to_string);
         let had_rows = !s.sessions.rows.is_empty();
         let fresh: Vec<_> = page.rows.iter().map(SessionRow::from_api).collect();
+        s.names.learn(&fresh);
         if had_rows
             && page.offset == s.sessions.offset
             && s.sessions.order.holding(s.ticks)

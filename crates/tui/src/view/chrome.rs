@@ -87,6 +87,10 @@ pub(crate) fn short_place(place: &str, width: usize) -> Option<String> {
 }
 
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
+    if let Some(d) = &state.drill {
+        // Drilled down, the header says where the owner is.
+        return super::drill::header(frame, area, state, d);
+    }
     // A remote console names the gateway and how the link is (read now, never waited on);
     // the link's state is never cut, only the path or address before it.
     let (place, link) = match &state.link {
@@ -210,8 +214,8 @@ pub fn notice(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
         None if !state.notices.is_empty() => Line::styled(
             fit(
                 &format!(
-                    " {} notices ({} shows them)",
-                    state.notices.len(),
+                    " {} ({} shows them)",
+                    count(state.notices.len(), "notice"),
                     match keymap.keys_for(Intent::Notices) {
                         k if k.is_empty() => ":messages".to_string(),
                         k => k,

@@ -94,6 +94,10 @@ fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
 
 /// Where the view goes: the whole body (between the header and the composer).
 pub fn area(state: &State, width: u16, height: u16) -> Rect {
+    if state.drill.is_some() {
+        // Over the drill-down list, which has no composer below it.
+        return super::traffic::area(Rect::new(0, 0, width, height));
+    }
     // Zoomed, the composer's rows are the body's too (unless it is being written in).
     let r = super::regions_in(state, width, height);
     let top = r.header.bottom();

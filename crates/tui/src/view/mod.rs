@@ -3,6 +3,7 @@
 mod cards;
 mod chrome;
 mod composer;
+mod drill;
 mod exchange;
 mod notices;
 mod rounds;
@@ -138,7 +139,15 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     chrome::header(frame, r.header, state);
     chrome::status(frame, r.status, state);
     chrome::notice(frame, r.notice, state, keymap);
-    if state.traffic.open {
+    if let Some(d) = &state.drill {
+        // The drill-down covers the panes (and the traffic view it may come from); the
+        // exchange view opens over it.
+        drill::draw(frame, traffic::area(area), state, d);
+        drill::hints(frame, r.hints, state, keymap);
+        if state.rounds.exchange_view.is_some() {
+            exchange::draw(frame, state, keymap);
+        }
+    } else if state.traffic.open {
         // The view covers the panes: they are not drawn at all (its frame cost is its own).
         traffic::draw(frame, traffic::area(area), state);
         traffic::hints(frame, r.hints, keymap);

@@ -51,9 +51,10 @@ fn hhmm(ms: i64) -> String {
         .unwrap_or_else(|| "--:--".into())
 }
 
-/// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`; when it does not fit,
-/// the two keys give way (keeping their ends), never how the exchange ended.
-fn header(e: &ExchangeSummary, width: usize) -> String {
+/// An entry's header: `12:03 alice → bob · 5 rounds · cap reached`, the sessions by the
+/// names the sessions pane shows; when it does not fit, the names give way (a key cut in
+/// the middle), never how the exchange ended.
+pub(super) fn header(e: &ExchangeSummary, names: &crate::names::Names, width: usize) -> String {
     use unicode_width::UnicodeWidthStr;
     let how = match e.kind {
         ExchangeKind::Refused => "refused by policy".to_string(),
@@ -68,29 +69,16 @@ fn header(e: &ExchangeSummary, width: usize) -> String {
         }
     };
     let time = hhmm(e.started_at);
-    let fixed = time.width() + 1 + 3 + 3 + how.width();
-    let room = width.saturating_sub(fixed);
-    let (r, t) = (e.requester.width(), e.target.width());
-    let (rmax, tmax) = if r + t <= room {
-        (r, t)
-    } else {
-        // Each gets half; one shorter than its half leaves the rest to the other.
-        let half = room / 2;
-        match (r <= half, t <= half) {
-            (true, _) => (r, room - r),
-            (_, true) => (room - t, t),
-            _ => (half, room - half),
-        }
-    };
+    let fixed = time.width() + 1 + 3 + how.width();
+    let room = width.saturating_sub(fixed).max(11);
     format!(
-        "{time} {} → {} · {how}",
-        super::keep_end(&e.requester, rmax.max(4)),
-        super::keep_end(&e.target, tmax.max(4))
+        "{time} {} · {how}",
+        names.pair(&e.requester, &e.target, room)
     )
 }
 
 /// An entry's second line: the message, with the announce, or why it never ran.
-fn second(e: &ExchangeSummary) -> String {
+pub(super) fn second(e: &ExchangeSummary) -> String {
     match e.kind {
         ExchangeKind::Refused | ExchangeKind::Chain => format!("  ✗ {}", e.detail),
         ExchangeKind::Send => {
@@ -179,7 +167,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
                 head = head.add_modifier(mark);
                 rest = rest.add_modifier(mark);
             }
-            lines.push(Line::styled(fit(&header(e, width), width), head));
+            lines.push(Line::styled(
+                fit(&header(e, &state.names, width), width),
+                head,
+            ));
             if per == 2 {
                 lines.push(Line::styled(fit(&second(e), width), rest));
             }

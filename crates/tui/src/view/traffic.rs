@@ -18,8 +18,6 @@ use crate::traffic::{MINUTES, Pair, Seed, Traffic};
 /// The sparkline's glyphs, from nothing to the row's busiest minute (one place, so an ASCII
 /// set can replace it).
 pub const SPARK: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-/// The pair's arrow.
-const ARROW: &str = " → ";
 /// Columns of the mark, and of each count.
 const MARK: usize = 8;
 const NUMBERS: [(&str, usize); 4] = [("1m", 5), ("5m", 5), ("60m", 6), ("exch", 6)];
@@ -106,7 +104,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     for (n, &i) in table.order.iter().enumerate().skip(top).take(rows) {
         let p = &table.pairs[i];
         let (mark, style) = mark(t, p);
-        let mut text = format!("{}{}", pad(mark, MARK), pad(&pair_label(p, pair_w), pair_w));
+        let mut text = format!(
+            "{}{}",
+            pad(mark, MARK),
+            pad(&state.names.pair(&p.requester, &p.target, pair_w), pair_w)
+        );
         let numbers = [
             p.recent(1, t.now_ms),
             p.recent(5, t.now_ms),
@@ -146,12 +148,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 /// The view's keys, drawn in the hint bar while it is open.
 pub fn hints(frame: &mut Frame, area: Rect, keymap: &Keymap) {
     let line = keymap.hint_line(&[
+        // Help early: a narrow screen cuts the end of the line.
         (&[Intent::Close], "close"),
+        (&[Intent::Help], "help"),
         (&[Intent::Down, Intent::Up], "move"),
+        (&[Intent::Open], "open"),
         (&[Intent::StopPair], "stop"),
         (&[Intent::UndoStop], "undo"),
         (&[Intent::ToggleRoundsScope], "agents/sessions"),
-        (&[Intent::Help], "help"),
     ]);
     frame.render_widget(
         Paragraph::new(Line::from(pad(&format!(" {line}"), area.width as usize))),
@@ -215,30 +219,6 @@ fn mark(t: &Traffic, p: &Pair) -> (&'static str, Style) {
     } else {
         ("", Style::default())
     }
-}
-
-/// `requester → target` in `width` columns, each side keeping its end (the part of a key
-/// that differs).
-fn pair_label(p: &Pair, width: usize) -> String {
-    let full = format!("{}{ARROW}{}", p.requester, p.target);
-    if full.width() <= width {
-        return full;
-    }
-    // Half each, and what one side does not need goes to the other.
-    let room = width.saturating_sub(ARROW.width());
-    let (rw, tw) = (p.requester.width(), p.target.width());
-    let left = if rw <= room / 2 {
-        rw
-    } else if tw <= room / 2 {
-        room - tw
-    } else {
-        room / 2
-    };
-    format!(
-        "{}{ARROW}{}",
-        super::keep_end(&p.requester, left),
-        super::keep_end(&p.target, room - left)
-    )
 }
 
 /// The last `width` minutes of messages, one glyph each, scaled to the row's busiest minute.

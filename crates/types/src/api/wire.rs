@@ -188,8 +188,24 @@ pub fn announce_line(
     route: Option<(&str, &str)>,
     detail: &str,
 ) -> String {
-    if outcome == AnnounceOutcome::Delivered && detail.starts_with("queued for ") {
-        return detail.to_string();
+    if outcome == AnnounceOutcome::Delivered {
+        // A detail that only restates where it went says nothing the route does not.
+        let restates = detail.starts_with("queued for ") || detail.starts_with("delivered to ");
+        let head = match route {
+            Some((channel, to)) => format!("{word} for {channel} {to}"),
+            None if restates => format!(
+                "{word} for {}",
+                detail.split_once(' ').map_or("", |(_, r)| r
+                    .trim_start_matches("for ")
+                    .trim_start_matches("to "))
+            ),
+            None => word.to_string(),
+        };
+        return if restates || detail.is_empty() {
+            head
+        } else {
+            format!("{head} · {detail}")
+        };
     }
     let mut line = word.to_string();
     if let Some((channel, to)) = route {
@@ -397,5 +413,49 @@ mod tests {
         assert_eq!(end, ExchangeEnd::Unknown);
         let out: AnnounceOutcome = serde_json::from_str("\"a_new_outcome\"").expect("decode");
         assert_eq!(out, AnnounceOutcome::Unknown);
+    }
+}
+
+#[cfg(test)]
+mod announce_tests {
+    use super::*;
+
+    /// An announce reads as one truth whatever its record holds: a queued one names where
+    /// it waits once, the others say their word, route and detail.
+    #[test]
+    fn an_announce_says_each_fact_once() {
+        let queued = AnnounceOutcome::Delivered;
+        let route = Some(("slack", "group:incidents"));
+        for detail in [
+            "queued for slack group:incidents",
+            "delivered to slack group:incidents",
+            "",
+        ] {
+            assert_eq!(
+                announce_line(queued, queued.shown(), route, detail),
+                "queued for slack group:incidents",
+                "{detail:?}"
+            );
+            if !detail.is_empty() {
+                assert_eq!(
+                    announce_line(queued, queued.shown(), None, detail),
+                    "queued for slack group:incidents"
+                );
+            }
+        }
+        assert_eq!(announce_line(queued, "queued", None, ""), "queued");
+        assert_eq!(
+            announce_line(queued, "queued", route, "retried once"),
+            "queued for slack group:incidents · retried once"
+        );
+        let blocked = AnnounceOutcome::Blocked;
+        assert_eq!(
+            announce_line(blocked, blocked.shown(), None, "send policy denies"),
+            "blocked · send policy denies"
+        );
+        assert_eq!(
+            announce_line(AnnounceOutcome::Skipped, "skipped", None, "skipped"),
+            "skipped"
+        );
     }
 }
