@@ -177,9 +177,11 @@ fn demo_loop_stopped_for_agents_only_and_undone() {
     t.wait_for_within("the console", START, |s| s.contains("┌ Sessions "));
     let state = t.demo_state();
     t.keys(&["v"]);
+    // The row names the sessions; the prompt names the keys the stop writes to.
     let pair = format!("{MAIN} → {OPS}");
+    let row = "Alice (Telegram) → #incidents";
     t.wait_for("the loop marked in the traffic view", |s| {
-        s.lines().any(|l| l.contains("LOOP") && l.contains(&pair))
+        s.lines().any(|l| l.contains("LOOP") && l.contains(row))
     });
     let prompt = format!("stop {pair}?");
     let mut found = None;
