@@ -188,3 +188,94 @@ fn ctrl_l_repaints_over_what_else_wrote_to_the_terminal() {
     t.keys(&["q"]);
     t.wait_for_text("EXITED 0");
 }
+
+/// Box-drawing and block characters, and the console's Unicode marks.
+fn has_drawing(s: &str) -> bool {
+    s.chars()
+        .any(|c| ('\u{2500}'..='\u{259F}').contains(&c) || "●…→←·✗›▸▾".contains(c))
+}
+
+/// Resize the pane, then wait until the console has drawn itself at that size (its
+/// sessions box's top right corner in the last column).
+fn resize(t: &Tmux, w: u16, h: u16) {
+    let out = t.tmux(&[
+        "resize-window",
+        "-t",
+        common::tmux::SESSION,
+        "-x",
+        &w.to_string(),
+        "-y",
+        &h.to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "resize-window: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for(&format!("the console at {w}x{h}"), |s| {
+        s.lines().count() == h as usize
+            && s.lines()
+                .find(|l| l.contains("Sessions 1/1"))
+                .is_some_and(|l| l.chars().count() == w as usize)
+    });
+}
+
+/// Issue 26 item 7: after a resize, `q` leaves the shell's screen as it was, with no line
+/// of the console on it (tmux 3.3a kept about 6: 4 keys, counting the resize as one).
+#[test]
+fn resize_then_quit_leaves_a_clean_shell_screen() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "hi", "--quiet"]);
+    let t = console("resize-quit", &bench, "export TERM=xterm-256color");
+    t.wait_for_text("Sessions 1/1");
+    resize(&t, 80, 24);
+    resize(&t, 100, 30);
+    t.keys(&["q"]);
+    let screen = t.wait_for_text("EXITED 0");
+    assert_eq!(t.display("#{alternate_on}"), "0", "{screen}");
+    assert!(
+        !has_drawing(&screen) && !screen.contains("Switchboard"),
+        "console lines stayed on the shell screen:\n{screen}"
+    );
+    common::tmux::assert_cooked(&screen);
+}
+
+/// Issue 26 item 7: a locale that is not UTF-8 (`LANG=C`) gets ASCII only, borders,
+/// marks and agents' text alike, on a terminal TERM says draws Unicode.
+#[test]
+fn lang_c_draws_ascii_only() {
+    require_tmux!();
+    let bench = CliBench::new(CONFIG);
+    bench.ok(&["inject", "agent:main:main", "Grüße → ok…", "--quiet"]);
+    let t = console(
+        "lang-c",
+        &bench,
+        "export TERM=xterm-256color LANG=C LC_CTYPE=C\nunset LC_ALL",
+    );
+    let screen = t.wait_for_text("Gr??e");
+    assert!(
+        screen.is_ascii(),
+        "a non-ASCII cell under LANG=C:\n{screen}"
+    );
+    assert!(
+        screen.contains("+ Sessions 1/1 -"),
+        "ASCII borders:\n{screen}"
+    );
+    assert!(
+        screen.contains("Gr??e > ok~"),
+        "the message in ASCII:\n{screen}"
+    );
+    t.keys(&["q"]);
+    t.wait_for_text("EXITED 0");
+    // A UTF-8 locale draws as before.
+    let t = console(
+        "lang-utf8",
+        &bench,
+        "export TERM=xterm-256color LANG=C.UTF-8\nunset LC_ALL LC_CTYPE",
+    );
+    let screen = t.wait_for_text("Sessions 1/1");
+    assert!(screen.contains("┌ Sessions 1/1 ─"), "{screen}");
+    t.keys(&["q"]);
+    t.wait_for_text("EXITED 0");
+}

@@ -43,6 +43,10 @@ pub struct Exchanges {
     /// Older exchanges exist beyond the last entry.
     pub more: bool,
     pub cursor: usize,
+    /// Entries that arrived at the head of the list above the cursor (which keeps its
+    /// exchange): the newest `new_above` are ones the owner has not moved past yet, and the
+    /// pane says so when they are above what it shows.
+    pub new_above: usize,
     pub scope: Scope,
     /// Why the list could not be read (shown in the pane).
     pub error: Option<String>,
@@ -178,8 +182,11 @@ impl Exchanges {
                 if let Some(id) = kept
                     && let Some(i) = self.entries.iter().position(|e| e.id == id)
                 {
+                    // What is above the cursor's exchange now and was not before is new.
+                    self.new_above += i.saturating_sub(self.cursor);
                     self.cursor = i;
                 }
+                self.new_above = self.new_above.min(self.cursor);
                 self.loaded = true;
             }
             Some(b) => {
@@ -203,6 +210,8 @@ impl Exchanges {
             Intent::Top => 0,
             _ => last,
         };
+        // Moving up to (or past) the new ones: they are seen.
+        self.new_above = self.new_above.min(self.cursor);
         if self.more && self.cursor + LOAD_MARGIN >= self.entries.len() {
             self.want_more = true;
         }

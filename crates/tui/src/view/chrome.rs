@@ -86,6 +86,28 @@ pub(crate) fn short_place(place: &str, width: usize) -> Option<String> {
     (host.width() <= width).then(|| host.to_string())
 }
 
+/// The exchanges the rounds pane lists, with their scope when it is one session's
+/// (`12 exchanges (Sam)`): the other counts are global, and a bare "0 exchanges" beside them
+/// read as none anywhere while other sessions had a dozen.
+fn exchanges_count(state: &State) -> String {
+    use crate::exchanges::Scope;
+    /// A session's name is cut to this many columns (the counts must stay in view).
+    const SCOPE_W: usize = 16;
+    let label = state.rounds.exchanges.count_label();
+    match &state.rounds.exchanges.scope {
+        Scope::Session(key) => {
+            let row = state.sessions.rows.iter().find(|r| &r.key == key);
+            let name = match row {
+                Some(r) if r.named => fit(&r.name, SCOPE_W),
+                Some(r) => middle_ellipsis(&r.name, SCOPE_W),
+                None => middle_ellipsis(key, SCOPE_W),
+            };
+            format!("{label} ({name})")
+        }
+        Scope::All | Scope::Nothing => label,
+    }
+}
+
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     // A remote console names the gateway and how the link is (read now, never waited on);
     // the link's state is never cut, only the path or address before it.
@@ -99,8 +121,8 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     } else {
         format!(
             "{} · {}",
-            state.rounds.exchanges.count_label(),
-            count(state.rounds.spawns.len(), "sub-agent")
+            count(state.rounds.spawns.len(), "sub-agent"),
+            exchanges_count(state)
         )
     };
     // The counts are what the header is for: the path gives way first (cut in the middle,
