@@ -681,6 +681,33 @@ async fn new_exchanges_above_the_view_are_said() {
     assert!(shown.contains("“new 2”"), "{shown}");
 }
 
+/// Until the owner moves the rounds pane's cursor it follows the newest exchange: the pane
+/// opens on the newest, and new ones arriving keep it there, in view (the demo said
+/// "3 new above" on its first screen otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untouched_cursor_stays_on_the_newest() {
+    let api = Arc::new(fake());
+    let mut d = console(api.clone(), 80, 24).await;
+    api.data.lock().expect("fake").exchanges.insert(
+        0,
+        ExchangeSummary {
+            message: "newer".into(),
+            ..summary("n0", "send", OPS, ALICE, NOW - SEC)
+        },
+    );
+    api.emit(EngineEvent::ExternalChange);
+    d.until("the new exchange", |s| {
+        s.rounds.exchanges.entries.len() == 5
+    })
+    .await;
+    let s = &d.console.state;
+    assert_eq!(
+        s.rounds.exchanges.selected().map(|e| e.id.as_str()),
+        Some("n0")
+    );
+    assert!(!screen(s, 80, 24).contains("new above"));
+}
+
 /// Issue 26 item 3: the header's exchange count names its scope when it is one session's;
 /// the session count beside it is global. `/Sam` showed "0 exchanges" while there were 12.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

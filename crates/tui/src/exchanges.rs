@@ -47,6 +47,9 @@ pub struct Exchanges {
     /// exchange): the newest `new_above` are ones the owner has not moved past yet, and the
     /// pane says so when they are above what it shows.
     pub new_above: usize,
+    /// The owner has moved the cursor in this scope. Until then it stays on the newest
+    /// exchange as new ones arrive (nothing was chosen to keep).
+    pub moved: bool,
     pub scope: Scope,
     /// Why the list could not be read (shown in the pane).
     pub error: Option<String>,
@@ -163,7 +166,11 @@ impl Exchanges {
         let fresh: Vec<ExchangeSummary> = page.exchanges.into_iter().map(safe_summary).collect();
         match before {
             None => {
-                let kept = self.entries.get(self.cursor).map(|e| e.id.clone());
+                let kept = self
+                    .entries
+                    .get(self.cursor)
+                    .filter(|_| self.moved)
+                    .map(|e| e.id.clone());
                 let tail_from = fresh
                     .last()
                     .and_then(|l| self.entries.iter().position(|e| e.id == l.id));
@@ -210,6 +217,7 @@ impl Exchanges {
             Intent::Top => 0,
             _ => last,
         };
+        self.moved = true;
         // Moving up to (or past) the new ones: they are seen.
         self.new_above = self.new_above.min(self.cursor);
         if self.more && self.cursor + LOAD_MARGIN >= self.entries.len() {

@@ -222,7 +222,7 @@ fn spawns_shown(state: &State) -> Vec<&SpawnView> {
         .values()
         .filter(|s| state.rounds.all || selected.is_none_or(|k| s.requester == k || s.child == k))
         .collect();
-    spawns.sort_by(|a, b| b.arrival.cmp(&a.arrival));
+    spawns.sort_by_key(|s| std::cmp::Reverse(s.arrival));
     spawns
 }
 
