@@ -592,3 +592,146 @@ async fn over_a_real_engine_the_exchange_opens_in_full() {
         assert!(shown.contains(want), "missing {want:?}:\n{shown}");
     }
 }
+
+/// A sub-agent `n` spawned by `requester`.
+fn spawned(requester: &str, n: usize) -> EngineEvent {
+    EngineEvent::Spawned {
+        requester: requester.into(),
+        child: format!("agent:work:subagent:{n:02}"),
+        run_id: format!("run-s{n}"),
+        agent_id: "work".into(),
+        label: Some(format!("task {n:02}")),
+        task: String::new(),
+        cleanup: "keep".parse().unwrap(),
+    }
+}
+
+/// Issue 26 item 3: with more sub-agents than fit, the rounds pane shows the newest (the
+/// owner's own `/spawn` from Alice's session among them) and says how many more there are.
+/// It showed the oldest two of 17, sorted by parent, with nothing said of the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spawned_block_shows_the_newest_and_how_many_more() {
+    let api = Arc::new(fake());
+    let mut d = console(api.clone(), 120, 40).await;
+    for n in 1..=17 {
+        api.emit(spawned(OPS, n));
+    }
+    // The owner's own /spawn, last.
+    api.emit(spawned(ALICE, 18));
+    d.until("the sub-agents", |s| s.rounds.spawns.len() == 18)
+        .await;
+    let shown = screen(&d.console.state, 120, 40);
+    assert!(shown.contains("task 18"), "the owner's own spawn:\n{shown}");
+    assert!(!shown.contains("task 01"), "the oldest:\n{shown}");
+    assert!(shown.contains("+17 more"), "{shown}");
+    insta::assert_snapshot!("rounds_spawned_newest_with_more_120x40", shown);
+    // Another one: it is the one shown now.
+    api.emit(spawned(OPS, 19));
+    d.until("the 19th", |s| s.rounds.spawns.len() == 19).await;
+    let shown = screen(&d.console.state, 120, 40);
+    assert!(shown.contains("task 19"), "{shown}");
+    assert!(shown.contains("+18 more"), "{shown}");
+}
+
+/// Issue 26 item 3: exchanges that arrive while the cursor sits on an older one further
+/// down are never out of sight unsaid: the pane says "N new above" until the cursor goes
+/// up to them. Before, they arrived above the visible area with nothing on screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_exchanges_above_the_view_are_said() {
+    let api = Arc::new(fake());
+    // 80x24: the rounds pane fits two entries of two lines.
+    let mut d = console(api.clone(), 80, 24).await;
+    d.intent(Intent::Bottom); // on x1, the oldest
+    d.settle().await;
+    for n in 0..3 {
+        let id = format!("n{n}");
+        api.data.lock().expect("fake").exchanges.insert(
+            0,
+            ExchangeSummary {
+                message: format!("new {n}"),
+                ..summary(&id, "send", OPS, ALICE, NOW - SEC)
+            },
+        );
+        api.emit(EngineEvent::ExchangeStarted {
+            exchange_id: id,
+            chain_id: "c".into(),
+            hop: 1,
+            requester: OPS.into(),
+            target: ALICE.into(),
+            message: format!("new {n}"),
+            run_id: "r".into(),
+            unattributed: false,
+        });
+    }
+    d.until("the new exchanges", |s| {
+        s.rounds.exchanges.entries.len() == 7
+    })
+    .await;
+    let s = &d.console.state;
+    assert_eq!(
+        s.rounds.exchanges.selected().map(|e| e.id.as_str()),
+        Some("x1")
+    );
+    let shown = screen(s, 80, 24);
+    assert!(shown.contains("↑ 3 new above"), "{shown}");
+    assert!(
+        shown.contains("churn for last week?"),
+        "the cursor's exchange:\n{shown}"
+    );
+    insta::assert_snapshot!("rounds_new_above_80x24", shown);
+    // Up to them: seen, the line goes.
+    d.intent(Intent::Top);
+    d.settle().await;
+    let shown = screen(&d.console.state, 80, 24);
+    assert!(!shown.contains("new above"), "{shown}");
+    assert!(shown.contains("“new 2”"), "{shown}");
+}
+
+/// Until the owner moves the rounds pane's cursor it follows the newest exchange: the pane
+/// opens on the newest, and new ones arriving keep it there, in view (the demo said
+/// "3 new above" on its first screen otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untouched_cursor_stays_on_the_newest() {
+    let api = Arc::new(fake());
+    let mut d = console(api.clone(), 80, 24).await;
+    api.data.lock().expect("fake").exchanges.insert(
+        0,
+        ExchangeSummary {
+            message: "newer".into(),
+            ..summary("n0", "send", OPS, ALICE, NOW - SEC)
+        },
+    );
+    api.emit(EngineEvent::ExternalChange);
+    d.until("the new exchange", |s| {
+        s.rounds.exchanges.entries.len() == 5
+    })
+    .await;
+    let s = &d.console.state;
+    assert_eq!(
+        s.rounds.exchanges.selected().map(|e| e.id.as_str()),
+        Some("n0")
+    );
+    assert!(!screen(s, 80, 24).contains("new above"));
+}
+
+/// Issue 26 item 3: the header's exchange count names its scope when it is one session's;
+/// the session count beside it is global. `/Sam` showed "0 exchanges" while there were 12.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_headers_exchange_count_names_its_scope() {
+    let mut d = Driver::new(Arc::new(fake()), state(120, 40));
+    d.settle().await;
+    // This session's (Alice is selected, the newest): x4, x2, x1 touch her.
+    let shown = screen(&d.console.state, 120, 40);
+    let header = shown.lines().next().unwrap_or_default();
+    assert!(header.contains("3 sessions"), "{header}");
+    assert!(header.contains("3 exchanges (Alice)"), "{header}");
+    d.intent(Intent::ToggleRoundsScope);
+    d.settle().await;
+    let shown = screen(&d.console.state, 120, 40);
+    let header = shown.lines().next().unwrap_or_default();
+    assert!(header.contains("4 exchanges"), "{header}");
+    assert!(
+        !header.contains('('),
+        "all exchanges: no scope named\n{header}"
+    );
+}

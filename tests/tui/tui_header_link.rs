@@ -185,3 +185,57 @@ fn a_narrow_header_never_cuts_the_gateway_host() {
         );
     }
 }
+
+/// Issue 26 item 3: over `--connect` the exchange count still names its session, and the
+/// name is cut before the gateway's address is (at 120 columns both fit; the address was
+/// dropped whole when the name took its room).
+#[test]
+fn the_exchange_scope_gives_way_before_the_gateways_address() {
+    use switchboard_tui::exchanges::{Exchanges, Scope};
+    let (_tx, rx) = watch::channel(connected(Some(3), false));
+    let mut state = State::new("unused".into(), 1_750_000_000_000);
+    state.width = 120;
+    state.height = 40;
+    let target = "ws://10.0.0.5:18789";
+    state.link = Some(Link {
+        target: target.into(),
+        state: rx,
+        unavailable: None,
+    });
+    let key = "agent:main:telegram:direct:123456789";
+    state.rounds.exchanges = Exchanges::shown(Scope::Session(key.into()), Vec::new(), false);
+    state.sessions.total = 12;
+    let keymap = Keymap::defaults();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    terminal
+        .draw(|f| view::draw(f, &state, &keymap))
+        .expect("draw");
+    let buf = terminal.backend().buffer();
+    let header: String = (0..buf.area.width)
+        .map(|x| buf[(x, 0)].symbol().to_string())
+        .collect();
+    assert!(
+        header.contains(&format!("{target} · connected v4")),
+        "{header}"
+    );
+    // The name, cut in the middle to the room left (16 columns when there is room).
+    let name = header
+        .split("0 exchanges (")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_default();
+    assert!(name.contains('…') && name.ends_with("789"), "{header}");
+    // Without a link to keep whole, the name has its 16 columns.
+    state.link = None;
+    terminal
+        .draw(|f| view::draw(f, &state, &keymap))
+        .expect("draw");
+    let buf = terminal.backend().buffer();
+    let header: String = (0..buf.area.width)
+        .map(|x| buf[(x, 0)].symbol().to_string())
+        .collect();
+    assert!(
+        header.contains("0 exchanges (…irect:123456789)"),
+        "{header}"
+    );
+}

@@ -445,6 +445,7 @@ fn spawns() -> BTreeMap<String, SpawnView> {
             tokens: Some((2400, 75)),
             announce: Some("delivered".into()),
             started: NOW - 5 * MIN,
+            arrival: 1,
         },
         SpawnView {
             requester: MAIN.into(),
@@ -455,6 +456,7 @@ fn spawns() -> BTreeMap<String, SpawnView> {
             tokens: None,
             announce: None,
             started: NOW - 4 * MIN,
+            arrival: 2,
         },
         SpawnView {
             requester: NIGHTLY.into(),
@@ -465,6 +467,7 @@ fn spawns() -> BTreeMap<String, SpawnView> {
             tokens: Some((300, 0)),
             announce: Some("blocked".into()),
             started: NOW - 2 * MIN,
+            arrival: 3,
         },
     ];
     list.into_iter().map(|s| (s.child.clone(), s)).collect()

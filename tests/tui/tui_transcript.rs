@@ -657,3 +657,77 @@ fn a_streaming_reply_has_a_spinner_that_moves_only_while_it_streams() {
     s.ticks += 1;
     assert_eq!(done, transcript_pane(&s));
 }
+
+/// Issue 26 item 3: lines in time order, ties in arrival order. A reply stored after the
+/// line that quotes it (its time is when it was made: 11:46:06 under 11:46:07) sat below
+/// it; a line with no time keeps its place after the line before it. The cursor walks the
+/// lines in the order shown and the search highlights the moved line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_are_in_time_order_with_ties_in_arrival_order() {
+    let at = |seq: i64, ms: i64, text: &str| ApiLine {
+        timestamp: ms,
+        text: text.into(),
+        ..fake_api::line(MAIN, seq)
+    };
+    let lines = vec![
+        at(1, NOW, "one"),
+        at(2, NOW + 7_000, "as ops said: \"mitigated\" (quoting)"),
+        at(3, NOW + 6_000, "mitigated (the reply)"),
+        at(4, NOW + 7_000, "same second, after"),
+        at(5, 0, "no time: stays after the line before"),
+    ];
+    let api = fake_with(lines);
+    let mut d = driver(api).await;
+    let order: Vec<i64> = d
+        .console
+        .state
+        .transcript
+        .lines
+        .iter()
+        .map(|l| l.seq)
+        .collect();
+    assert_eq!(order, [1, 3, 2, 4, 5]);
+    let shown = screen(&d.console.state);
+    let reply = shown.find("mitigated (the reply)").expect("the reply");
+    let quote = shown.find("(quoting)").expect("the quote");
+    assert!(
+        reply < quote,
+        "the reply above the line quoting it:\n{shown}"
+    );
+    // The cursor from the bottom up: 5, 4, 2, 3 (as shown, not by seq).
+    let mut walked = Vec::new();
+    for _ in 0..4 {
+        d.intent(Intent::SelectPrev);
+        walked.push(d.console.state.transcript.view.cursor);
+    }
+    assert_eq!(walked, [Some(5), Some(4), Some(2), Some(3)]);
+    search(&mut d, "mitigated").await;
+    let search = &d.console.state.transcript.view.search;
+    assert_eq!(search.hits.len(), 2);
+    for seq in [2, 3] {
+        assert_eq!(search.hits_in(seq).count(), 1, "the hit in line {seq}");
+    }
+}
+
+/// Issue 26 item 7: under vt100 (ASCII marks) the selected message's mark is `>`, not a
+/// `|` that beside the pane's `|` border read as a second border; the streaming mark too.
+#[test]
+fn ascii_marks_never_look_like_borders() {
+    let mut s = state_with(tool_transcript());
+    s.width = 80;
+    s.height = 24;
+    s.theme = switchboard_tui::theme::Theme::detect(Some("vt100"), None).expect("vt100");
+    let mut c = Console::new(s);
+    c.update(Action::Intent(Intent::SelectPrev));
+    let shown = screen(&c.state);
+    assert!(shown.is_ascii(), "{shown}");
+    // The two panes' borders meet as `||`; a third `|` would be the mark.
+    assert!(!shown.contains("|||"), "a mark beside a border:\n{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("||>") && l.contains("Deployed")),
+        "the selected message marked with >:\n{shown}"
+    );
+    insta::assert_snapshot!("ascii_selected_message_80x24", shown);
+}

@@ -81,6 +81,13 @@ pub struct Exchanges {
     /// Older exchanges exist beyond the last entry.
     pub more: bool,
     pub cursor: usize,
+    /// Entries that arrived at the head of the list above the cursor (which keeps its
+    /// exchange): the newest `new_above` are ones the owner has not moved past yet, and the
+    /// pane says so when they are above what it shows.
+    pub new_above: usize,
+    /// The owner has moved the cursor in this scope. Until then it stays on the newest
+    /// exchange as new ones arrive (nothing was chosen to keep).
+    pub moved: bool,
     pub scope: Scope,
     /// Why the list could not be read (shown in the pane).
     pub error: Option<String>,
@@ -227,7 +234,13 @@ impl Exchanges {
             .collect();
         match before {
             None => {
-                let kept = self.entries.get(self.cursor).map(|e| e.id.clone());
+                // The cursor keeps its exchange once the owner has moved it; until then it
+                // follows the newest.
+                let kept = self
+                    .entries
+                    .get(self.cursor)
+                    .filter(|_| self.moved)
+                    .map(|e| e.id.clone());
                 // The last exchange of the list the page holds again; older ones stay when
                 // the page overlaps what was read (that exchange, or the last head read).
                 let last_known = self.entries.iter().rposition(|e| raw_ids.contains(&e.id));
@@ -249,8 +262,11 @@ impl Exchanges {
                 if let Some(id) = kept
                     && let Some(i) = self.entries.iter().position(|e| e.id == id)
                 {
+                    // What is above the cursor's exchange now and was not before is new.
+                    self.new_above += i.saturating_sub(self.cursor);
                     self.cursor = i;
                 }
+                self.new_above = self.new_above.min(self.cursor);
                 self.loaded = true;
             }
             Some(b) => {
@@ -284,6 +300,9 @@ impl Exchanges {
             Intent::Top => 0,
             _ => last,
         };
+        self.moved = true;
+        // Moving up to (or past) the new ones: they are seen.
+        self.new_above = self.new_above.min(self.cursor);
         self.want_more_near_end();
     }
 

@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 
 use switchboard_types::api::{AnnounceOutcome, EngineEvent, ExchangeEnd, RunStatus};
 
+/// Sub-agents the pane keeps (the newest).
+const SPAWNS_KEPT: usize = 500;
+
 /// One round of an exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundView {
@@ -41,6 +44,8 @@ pub struct SpawnView {
     pub tokens: Option<(u64, u64)>,
     pub announce: Option<String>,
     pub started: i64,
+    /// Arrival order (spawns between two clock ticks share `started`): newest is highest.
+    pub arrival: u64,
 }
 
 /// See the module comment.
@@ -53,6 +58,8 @@ pub struct RoundsPane {
     /// The list of exchanges (paged from the engine) and the open exchange.
     pub exchanges: crate::exchanges::Exchanges,
     pub exchange_view: Option<crate::exchanges::ExchangeView>,
+    /// Spawns seen so far (each one's `arrival`).
+    spawns_seen: u64,
 }
 
 impl RoundsPane {
@@ -180,9 +187,11 @@ impl RoundsPane {
                 task,
                 ..
             } => {
+                self.spawns_seen += 1;
                 self.spawns.insert(
                     child.clone(),
                     SpawnView {
+                        arrival: self.spawns_seen,
                         requester: requester.clone(),
                         child: child.clone(),
                         label: label.clone().unwrap_or_else(|| task.clone()),
@@ -191,6 +200,16 @@ impl RoundsPane {
                         ..SpawnView::default()
                     },
                 );
+                // Bounded like the exchanges: the newest 500 (the pane shows the newest).
+                if self.spawns.len() > SPAWNS_KEPT
+                    && let Some(oldest) = self
+                        .spawns
+                        .iter()
+                        .min_by_key(|(_, v)| v.arrival)
+                        .map(|(k, _)| k.clone())
+                {
+                    self.spawns.remove(&oldest);
+                }
             }
             EngineEvent::SpawnEnded {
                 child,

@@ -147,7 +147,17 @@ impl Search {
 
     /// Hits in line `seq`, with whether each is the current one.
     pub fn hits_in(&self, seq: i64) -> impl Iterator<Item = (Hit, bool)> + '_ {
+        // Hits are in the order of the lines, which is time order: nearly always seq order
+        // (a binary search), a scan where the two disagree.
         let from = self.hits.partition_point(|h| h.seq < seq);
+        let from = if self.hits.get(from).is_some_and(|h| h.seq == seq) {
+            from
+        } else {
+            self.hits
+                .iter()
+                .position(|h| h.seq == seq)
+                .unwrap_or(self.hits.len())
+        };
         let current = self.current;
         self.hits[from..]
             .iter()

@@ -2,12 +2,15 @@
 //! optional mouse capture; restored on every way out (return, error, panic, suspend).
 
 use std::io::{Write, stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
 };
+use crossterm::style::ResetColor;
 use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode,
 };
 use crossterm::{cursor, execute};
 
@@ -59,6 +62,7 @@ impl Drop for TerminalGuard {
 
 fn take() -> std::io::Result<()> {
     enable_raw_mode()?;
+    TAKEN.store(true, Ordering::SeqCst);
     execute!(
         stdout(),
         EnterAlternateScreen,
@@ -68,18 +72,35 @@ fn take() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Put the terminal back as we found it. Idempotent, and safe to call from a panic.
+/// The terminal is ours (raw mode, alternate screen): set by `take`, cleared by `restore`,
+/// so a second restore (the panic hook's, then the guard's) writes nothing, and never clears
+/// the shell's screen.
+static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Put the terminal back as we found it, in the order full-screen programs do: end any
+/// synchronized update (a frame cut short would hold the terminal's output), wipe the
+/// alternate screen (a terminal that copies it back when its size changed meanwhile, as
+/// tmux does when leaving it after a resize, then has nothing of ours to copy), leave it,
+/// show the cursor, turn off the modes we set, flush, and only then leave raw mode, so the
+/// shell's first output lands on its own screen. Idempotent, and safe to call from a panic.
 pub fn restore() {
+    if !TAKEN.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let mut out = stdout();
     let _ = execute!(
         out,
+        EndSynchronizedUpdate,
+        ResetColor,
+        Clear(ClearType::All),
+        cursor::MoveTo(0, 0),
+        LeaveAlternateScreen,
+        cursor::Show,
         DisableMouseCapture,
         DisableBracketedPaste,
-        LeaveAlternateScreen,
-        cursor::Show
     );
-    let _ = disable_raw_mode();
     let _ = out.flush();
+    let _ = disable_raw_mode();
 }
 
 fn install_panic_hook() {

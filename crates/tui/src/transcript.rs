@@ -191,9 +191,47 @@ pub fn shown(tools: bool, l: &TranscriptLine) -> bool {
     }
 }
 
+/// Lines in the order of their times, ties kept in arrival (seq) order: a reply stored after
+/// a line that quotes it (its time is when it was made) sat below it. A line without a time
+/// keeps its place after the line before it.
+pub fn order_by_time(lines: &mut Vec<TranscriptLine>) {
+    let mut carried = i64::MIN;
+    let keys: Vec<i64> = lines
+        .iter()
+        .map(|l| {
+            if l.timestamp > 0 {
+                carried = l.timestamp;
+            }
+            carried
+        })
+        .collect();
+    if keys.is_sorted() {
+        return;
+    }
+    let mut keyed: Vec<(i64, TranscriptLine)> = keys.into_iter().zip(lines.drain(..)).collect();
+    // Stable: equal times stay in seq order.
+    keyed.sort_by_key(|(k, _)| *k);
+    lines.extend(keyed.into_iter().map(|(_, l)| l));
+}
+
+/// Where `seq` is in `lines` (in time order, so nearly always seq order too): the line's
+/// index, or when it is not loaded the first line after it in seq, else the end. A binary
+/// search finds it while the two orders agree; a scan when they do not.
+pub fn seq_index(lines: &[TranscriptLine], seq: i64) -> usize {
+    let at = lines.partition_point(|l| l.seq < seq);
+    if lines.get(at).is_some_and(|l| l.seq == seq) {
+        return at;
+    }
+    lines
+        .iter()
+        .position(|l| l.seq == seq)
+        .or_else(|| lines.iter().position(|l| l.seq > seq))
+        .unwrap_or(lines.len())
+}
+
 /// The index of the first shown line at or after `seq`.
 pub fn index_at(s: &State, seq: i64) -> Option<usize> {
-    let from = s.transcript.lines.partition_point(|l| l.seq < seq);
+    let from = seq_index(&s.transcript.lines, seq);
     (from..s.transcript.lines.len()).find(|&i| shown(s.transcript.tools, &s.transcript.lines[i]))
 }
 
@@ -374,7 +412,7 @@ pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64>
             .and_then(|b| index_at(s, b))
             .or_else(|| last_shown(s))?,
         Some(seq) => {
-            let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+            let at = seq_index(&s.transcript.lines, seq);
             let exact = s.transcript.lines.get(at).is_some_and(|l| l.seq == seq);
             let moved = if forward && exact {
                 next_shown(s, at)
@@ -398,7 +436,7 @@ pub fn step_cursor(s: &State, bottom: Option<i64>, forward: bool) -> Option<i64>
 /// the cursor's line is no longer loaded.
 pub fn selected_index(s: &State) -> Option<usize> {
     let seq = s.transcript.view.cursor?;
-    let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+    let at = seq_index(&s.transcript.lines, seq);
     let l = s.transcript.lines.get(at).filter(|l| l.seq == seq)?;
     if shown(s.transcript.tools, l) {
         Some(at)
@@ -414,6 +452,6 @@ pub fn selected_seq(s: &State) -> Option<i64> {
 
 /// The line with seq `seq`, when loaded.
 pub fn line(s: &State, seq: i64) -> Option<&TranscriptLine> {
-    let at = s.transcript.lines.partition_point(|l| l.seq < seq);
+    let at = seq_index(&s.transcript.lines, seq);
     s.transcript.lines.get(at).filter(|l| l.seq == seq)
 }

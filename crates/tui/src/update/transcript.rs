@@ -78,7 +78,7 @@ impl Console {
         }
         match result {
             Ok(page) => {
-                let lines: Vec<_> = page
+                let mut lines: Vec<_> = page
                     .lines
                     .iter()
                     .map(crate::state::TranscriptLine::from_api)
@@ -90,7 +90,8 @@ impl Console {
                 // still there to page back to.
                 s.transcript.view.at_start = (page.left_out == 0
                     && lines.len() < self.transcript_load.asked)
-                    || lines.first().is_some_and(|l| l.seq <= 1);
+                    || lines.iter().any(|l| l.seq <= 1);
+                nav::order_by_time(&mut lines);
                 // Paused on the newest window: it grows by what arrived, so the line the
                 // view is anchored to is not pushed out of it by newer ones.
                 if !s.transcript.follow
@@ -166,12 +167,12 @@ impl Console {
     /// The view is anchored to a seq, so what is on screen stays put when the page lands.
     fn transcript_load_around(&mut self, a: Anchor, body_h: usize, page: usize) {
         let s = &self.state;
-        let (Some(first), Some(last)) = (s.transcript.lines.first(), s.transcript.lines.last())
-        else {
+        // The lines are in time order: the window's ends are its least and greatest seq.
+        let seqs = s.transcript.lines.iter().map(|l| l.seq);
+        let (Some(lo), Some(hi)) = (seqs.clone().min(), seqs.max()) else {
             return;
         };
-        let (lo, hi) = (first.seq, last.seq);
-        let i = s.transcript.lines.partition_point(|l| l.seq < a.seq);
+        let i = nav::seq_index(&s.transcript.lines, a.seq);
         let margin = body_h + page;
         let v = &s.transcript.view;
         if i <= margin && !v.at_start {

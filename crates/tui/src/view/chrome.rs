@@ -86,6 +86,31 @@ pub(crate) fn short_place(place: &str, width: usize) -> Option<String> {
     (host.width() <= width).then(|| host.to_string())
 }
 
+/// The most columns the header gives the rounds pane's session name.
+const SCOPE_NAME_W: usize = 16;
+
+/// The exchanges the rounds pane lists, with their scope when it is one session's
+/// (`12 exchanges (Sam)`): the other counts are global, and a bare "0 exchanges" beside them
+/// read as none anywhere while other sessions had a dozen.
+/// `name_w`: the columns the session's name may take.
+fn exchanges_count(state: &State, name_w: usize) -> String {
+    use crate::exchanges::Scope;
+    let label = state.rounds.exchanges.count_label();
+    match &state.rounds.exchanges.scope {
+        Scope::Session(key) => {
+            let row = state.sessions.rows.iter().find(|r| &r.key == key);
+            let name = match row {
+                Some(r) if r.named => fit(&r.name, name_w),
+                Some(r) => middle_ellipsis(&r.name, name_w),
+                None => middle_ellipsis(key, name_w),
+            };
+            format!("{label} ({name})")
+        }
+        // A pair's list is the drill-down's, whose header is its breadcrumb.
+        Scope::All | Scope::Nothing | Scope::Pair(_) => label,
+    }
+}
+
 pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     if let Some(d) = &state.drill {
         // Drilled down, the header says where the owner is.
@@ -97,28 +122,41 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         Some(link) => (link.target.clone(), Some(link_text(&link.state.borrow()))),
         None => (state.attached.clone(), None),
     };
-    let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
-        // Counting what the engine does not report would show a reassuring, wrong zero.
-        "exchanges n/a".to_string()
-    } else {
+    let counts_with = |name_w: usize| {
+        let rounds = if state.link.as_ref().is_some_and(|l| l.unavailable.is_some()) {
+            // Counting what the engine does not report would show a reassuring, wrong zero.
+            "exchanges n/a".to_string()
+        } else {
+            format!(
+                "{} · {}",
+                count(state.rounds.spawns.len(), "sub-agent"),
+                exchanges_count(state, name_w)
+            )
+        };
         format!(
-            "{} · {}",
-            state.rounds.exchanges.count_label(),
-            count(state.rounds.spawns.len(), "sub-agent")
+            " · {} · {} running · {rounds}",
+            count(state.sessions.total, "session"),
+            state.sessions.running.len(),
         )
     };
-    // The counts are what the header is for: the path gives way first (cut in the middle,
-    // so both its root and its last folder stay).
-    let counts = format!(
-        " · {} · {} running · {rounds}",
-        count(state.sessions.total, "session"),
-        state.sessions.running.len(),
-    );
     // What gives way when the line is short, first to last: the path (cut in the middle),
-    // the link's reason (cut at its end), the counts' long words.
+    // the link's reason (cut at its end), the counts' long words. The counts are what the
+    // header is for; a gateway's address, though, is kept whole before the scope's session
+    // name is (that name is cut down to 6 columns first).
     use unicode_width::UnicodeWidthStr;
     let width = area.width as usize;
     let lead = " Switchboard";
+    let counts = match &link {
+        Some(l) => {
+            let rest = lead.width() + 3 + l.width() + 3 + place.width();
+            (6..=SCOPE_NAME_W)
+                .rev()
+                .map(counts_with)
+                .find(|c| rest + c.width() <= width)
+                .unwrap_or_else(|| counts_with(SCOPE_NAME_W))
+        }
+        None => counts_with(SCOPE_NAME_W),
+    };
     let counts = if (lead.width() + counts.width()) <= width {
         counts
     } else {

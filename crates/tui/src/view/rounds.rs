@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::{border, fit};
 use crate::exchanges::Scope;
+use crate::rounds::SpawnView;
 use crate::state::{Focus, State};
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary,
@@ -119,20 +120,20 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         frame.render_widget(Paragraph::new(lines), inner);
         return;
     }
-    let spawn_lines = spawn_lines(state, width);
+    let spawns = spawns_shown(state);
+    let spawn_need = spawn_line_count(&spawns);
     // Sub-agents go below the exchanges, in what the exchanges leave, and at least a third
     // of the pane when there are more exchanges than fit.
     let per_guess = if height >= 4 { 2 } else { 1 };
     let wanted = if x.error.is_some() {
         1
     } else if x.entries.is_empty() {
-        usize::from(spawn_lines.is_empty())
+        usize::from(spawn_need == 0)
     } else {
         x.entries.len() * per_guess + usize::from(x.more)
     };
-    let spawn_room = spawn_lines
-        .len()
-        .min((height / 3).max(height.saturating_sub(wanted)));
+    let spawn_room = spawn_need.min((height / 3).max(height.saturating_sub(wanted)));
+    let spawn_lines = spawn_lines(&spawns, width, spawn_room);
     let room = height - spawn_room;
     let mut lines: Vec<Line> = Vec::new();
     if let Some(e) = &x.error {
@@ -149,11 +150,22 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         // Each entry scrolls as a unit: two lines when there is room for a few, else one.
         let per = if room >= 4 { 2 } else { 1 };
         let fits = (room / per).max(1);
-        let top = if x.cursor < fits {
-            0
+        let mut top = x.cursor.saturating_sub(fits - 1);
+        // Exchanges that arrived at the head while the cursor kept its own further down are
+        // never out of sight unsaid: a line above says how many (it takes an entry's room).
+        let unseen = x.new_above.min(top);
+        if unseen > 0 {
+            lines.push(Line::styled(
+                fit(&format!("  ↑ {unseen} new above"), width),
+                Style::default().add_modifier(Modifier::BOLD),
+            ));
+        }
+        let fits = if unseen > 0 {
+            (room.saturating_sub(1) / per).max(1)
         } else {
-            x.cursor + 1 - fits
+            fits
         };
+        top = top.max(x.cursor.saturating_sub(fits - 1));
         let focused = state.focus == Focus::Rounds;
         for (i, e) in x.entries.iter().enumerate().skip(top).take(fits) {
             let mut head = Style::default().add_modifier(Modifier::BOLD);
@@ -191,40 +203,87 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Spawned sub-agents, grouped under their parent, each group in spawn order.
-fn spawn_lines(state: &State, width: usize) -> Vec<Line<'static>> {
+/// The sub-agents the pane is about (the selected session's, as parent or child, or all),
+/// newest first.
+fn spawns_shown(state: &State) -> Vec<&SpawnView> {
     let selected = state.sessions.selected_key();
-    let mut spawns: Vec<_> = state
+    let mut spawns: Vec<&SpawnView> = state
         .rounds
         .spawns
         .values()
         .filter(|s| state.rounds.all || selected.is_none_or(|k| s.requester == k || s.child == k))
         .collect();
+    spawns.sort_by_key(|s| std::cmp::Reverse(s.arrival));
     spawns
-        .sort_by(|a, b| (a.requester.as_str(), a.started).cmp(&(b.requester.as_str(), b.started)));
-    let mut lines = Vec::new();
-    let mut parent: Option<&str> = None;
+}
+
+/// Lines every one of `spawns` takes: one per parent and one per sub-agent.
+fn spawn_line_count(spawns: &[&SpawnView]) -> usize {
+    let parents: std::collections::HashSet<&str> =
+        spawns.iter().map(|s| s.requester.as_str()).collect();
+    parents.len() + spawns.len()
+}
+
+/// Spawned sub-agents (`spawns`, newest first) in at most `room` lines: grouped under their
+/// parent, the parent with the newest spawn first, each group newest first. When not all
+/// fit, the newest do and the last line says how many more there are (the pane showed the
+/// oldest few of 17 before, the same ones whatever happened since).
+fn spawn_lines(spawns: &[&SpawnView], width: usize, room: usize) -> Vec<Line<'static>> {
+    if room == 0 || spawns.is_empty() {
+        return Vec::new();
+    }
+    let all_fit = spawn_line_count(spawns) <= room;
+    let budget = if all_fit { room } else { room - 1 };
+    // Parents in order of their newest spawn, each with the spawns that fit.
+    let mut groups: Vec<(&str, Vec<&SpawnView>)> = Vec::new();
+    let mut used = 0;
+    let mut shown = 0;
     for s in spawns {
-        if parent != Some(s.requester.as_str()) {
-            lines.push(Line::styled(
-                fit(&format!("{} spawned:", s.requester), width),
-                Style::default().add_modifier(Modifier::BOLD),
-            ));
-            parent = Some(s.requester.as_str());
+        let group = groups.iter().position(|(p, _)| *p == s.requester);
+        let cost = if group.is_some() { 1 } else { 2 };
+        if used + cost > budget {
+            continue;
         }
-        let stats = match (s.runtime_ms, s.tokens) {
-            (Some(ms), Some((i, o))) => format!(" {ms} ms, tokens {i}/{o}"),
-            _ => String::new(),
+        used += cost;
+        shown += 1;
+        match group {
+            Some(g) => groups[g].1.push(s),
+            None => groups.push((s.requester.as_str(), vec![s])),
+        }
+    }
+    let mut lines = Vec::new();
+    for (parent, children) in groups {
+        lines.push(Line::styled(
+            fit(&format!("{parent} spawned:"), width),
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        for s in children {
+            let stats = match (s.runtime_ms, s.tokens) {
+                (Some(ms), Some((i, o))) => format!(" {ms} ms, tokens {i}/{o}"),
+                _ => String::new(),
+            };
+            let announce = s
+                .announce
+                .as_deref()
+                .map(|a| format!(", announce {a}"))
+                .unwrap_or_default();
+            lines.push(Line::from(fit(
+                &format!("  └ {} [{}]{stats}{announce}", s.label, s.status),
+                width,
+            )));
+        }
+    }
+    let more = spawns.len() - shown;
+    if more > 0 {
+        let text = if shown == 0 {
+            switchboard_types::words::count(more, "sub-agent")
+        } else {
+            format!("+{more} more")
         };
-        let announce = s
-            .announce
-            .as_deref()
-            .map(|a| format!(", announce {a}"))
-            .unwrap_or_default();
-        lines.push(Line::from(fit(
-            &format!("  └ {} [{}]{stats}{announce}", s.label, s.status),
-            width,
-        )));
+        lines.push(Line::styled(
+            fit(&format!("  {text}"), width),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
     }
     lines
 }

@@ -29,7 +29,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let filter_active = state.focus == Focus::Filter || !state.sessions.filter.is_empty();
     if filter_active {
         let cursor = if state.focus == Focus::Filter {
-            "▏"
+            state.theme.glyphs().caret
         } else {
             ""
         };

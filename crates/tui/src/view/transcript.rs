@@ -191,7 +191,10 @@ fn indicator(state: &State) -> Line<'static> {
             Style::default().add_modifier(Modifier::BOLD),
         )];
         if state.focus == Focus::Search {
-            spans.push(Span::styled("▏", Style::default().fg(Color::Cyan)));
+            spans.push(Span::styled(
+                state.theme.glyphs().caret,
+                Style::default().fg(Color::Cyan),
+            ));
         }
         spans.push(Span::raw(format!("  {}", search.counter())));
         if let Some(note) = &search.note {
@@ -208,16 +211,11 @@ fn indicator(state: &State) -> Line<'static> {
     }
     let on = |b: bool| if b { "on" } else { "off" };
     let v = &state.transcript.view;
-    let window = match (
-        v.window_end,
-        state.transcript.lines.first(),
-        state.transcript.lines.last(),
-    ) {
+    // Lines are in time order: the window's ends are its least and greatest seq.
+    let seqs = state.transcript.lines.iter().map(|l| l.seq);
+    let window = match (v.window_end, seqs.clone().min(), seqs.max()) {
         (Some(_), Some(first), Some(last)) => {
-            format!(
-                "  (lines {}–{} of {})",
-                first.seq, last.seq, state.transcript.total
-            )
+            format!("  (lines {first}–{last} of {})", state.transcript.total)
         }
         _ if state.transcript.total > state.transcript.lines.len() as i64 => format!(
             "  (newest {} of {})",
@@ -265,7 +263,8 @@ fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> 
             .add_modifier(Modifier::BOLD | Modifier::REVERSED)
             .fg(Color::Cyan);
         for line in out.iter_mut() {
-            line.spans.insert(0, Span::styled("▌", mark));
+            line.spans
+                .insert(0, Span::styled(state.theme.glyphs().select, mark));
         }
     }
     out
@@ -516,7 +515,7 @@ fn provisional_lines(state: &State, room: usize) -> Vec<Line<'static>> {
                 let frame =
                     (state.ticks.wrapping_add(reply.deltas) % SPINNER.len() as u64) as usize;
                 spans.push(Span::styled(
-                    "▍".to_string(),
+                    state.theme.glyphs().streaming.to_string(),
                     Style::default().fg(Color::Green),
                 ));
                 spans.push(Span::styled(
