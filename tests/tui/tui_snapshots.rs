@@ -443,7 +443,7 @@ fn spawns() -> BTreeMap<String, SpawnView> {
             status: "completed".into(),
             runtime_ms: Some(610),
             tokens: Some((2400, 75)),
-            announce: Some("delivered".into()),
+            announce: Some("queued".into()),
             started: NOW - 5 * MIN,
             arrival: 1,
         },

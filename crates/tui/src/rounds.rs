@@ -232,7 +232,7 @@ impl RoundsPane {
                         AnnounceOutcome::NotRecorded => {
                             "recorded (delivery not recorded by OpenClaw)".into()
                         }
-                        o => o.to_string(),
+                        o => o.shown().to_string(),
                     });
                 }
             }
