@@ -358,6 +358,8 @@ async fn exchange_view_120x40() {
     for want in [
         "Round 1 · agent:ops:main → agent:main:telegram:direct:alice · 15:04:41 · 1.2 s · tokens 100/21 · ok",
         "Ended: cap reached · maxPingPongTurns reached",
+        // The pair named as the sessions pane names it (before: the two keys).
+        "│Alice → ops ",
         // One truth: the outbox holds it (no channel has sent it), said once.
         "Announce: queued for slack group:incidents",
         "[1] requester agent:main:telegram:direct:alice",

@@ -119,7 +119,7 @@ fn ending(s: &ExchangeSummary) -> String {
 }
 
 /// Every line of the view's content at `width` columns, styled.
-fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
+fn content(v: &ExchangeView, names: &crate::names::Names, width: usize) -> Vec<Line<'static>> {
     let s = &v.summary;
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().add_modifier(Modifier::DIM);
@@ -133,7 +133,8 @@ fn content(v: &ExchangeView, width: usize) -> Vec<Line<'static>> {
             );
         }
     }
-    push(format!("{} → {}", s.requester, s.target), bold);
+    // Named as the sessions pane names them; the numbered lines below give the keys.
+    push(names.pair(&s.requester, &s.target, width), bold);
     let took = s
         .ended_at
         .map(|e| format!(" · took {}", duration(e - s.started_at)))
@@ -218,7 +219,7 @@ pub fn max_scroll(state: &State) -> usize {
     };
     let a = area(state, state.width, state.height);
     let (w, h) = inner_size(a);
-    content(v, w).len().saturating_sub(h)
+    content(v, &state.names, w).len().saturating_sub(h)
 }
 
 /// Content width and height inside the border, above the keys line.
@@ -236,7 +237,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     let full = frame.area();
     let a = area(state, full.width, full.height);
     let (w, h) = inner_size(a);
-    let lines = content(v, w);
+    let lines = content(v, &state.names, w);
     let top = v.scroll.min(lines.len().saturating_sub(h));
     let more = if lines.len() > top + h { " ↓" } else { "" };
     let mut shown: Vec<Line> = lines.into_iter().skip(top).take(h).collect();
