@@ -103,7 +103,7 @@ switchboard inject agent:main:discord:group:42 \"standup in 5\" --channel discor
     #[command(
         long_about = "Open the console on a fresh temporary state folder with the demo agents \
 (assets/demo-config.json5): messages arrive on several channels, agents send to each other \
-with ping-pong rounds, announces are delivered or skipped, sub-agents are spawned, and one group's \
+with ping-pong rounds, announces are queued for their chats or skipped, sub-agents are spawned, and one group's \
 send policy denies sends. Your own sessions are not touched: the demo runs on a temporary folder \
 that is removed on quit (only its log goes to the usual state folder's logs/). Press ? for keys, q to quit.",
         after_help = "Examples:\n  switchboard demo\n  switchboard demo --pace-ms 500     # busier\n  NO_COLOR=1 switchboard demo"
