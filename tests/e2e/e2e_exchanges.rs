@@ -71,15 +71,9 @@ fn find_the_exchange_between_main_and_ops_open_it_and_read_how_it_ended() {
                 && s.contains("1 requester · 2 target")
                 && !s.contains("loading the exchange")
         });
-        let first = view
-            .lines()
-            .nth(2)
-            .unwrap_or_default()
-            .trim_matches('│')
-            .trim()
-            .to_string();
-        if first.starts_with("agent:main:")
-            && first.ends_with(" → agent:ops:slack:group:incidents")
+        // The top line names the pair; the numbered lines give the keys.
+        if view.contains("[1] requester agent:main:")
+            && view.contains("[2] target agent:ops:slack:group:incidents")
             && (view.contains("Ended: ") || view.contains("↓"))
             && !view.contains("Still running")
         {
