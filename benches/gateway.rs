@@ -123,6 +123,19 @@ fn main() {
     c.bench_function("gateway/sessions.list_50_at_100k", |b| {
         b.iter(|| rt.block_on(call(&mut ws, "l", "sessions.list", &list)))
     });
+    // Every row rendered anew: the answer's shape alternates (`includeDerivedTitles`), so no
+    // kept row fits (what a list costs after every row changed, or the first after start).
+    let shapes = [
+        json!({"limit": 50, "includeDerivedTitles": true}),
+        json!({"limit": 50, "includeDerivedTitles": false}),
+    ];
+    let mut turn = 0usize;
+    c.bench_function("gateway/sessions.list_50_at_100k_rendered_anew", |b| {
+        b.iter(|| {
+            turn += 1;
+            rt.block_on(call(&mut ws, "n", "sessions.list", &shapes[turn % 2]))
+        })
+    });
     let history = json!({"sessionKey": BIG_KEY, "limit": 100});
     let first = rt.block_on(call(&mut ws, "h0", "chat.history", &history));
     assert_eq!(
