@@ -130,6 +130,17 @@ impl Sessions {
         })
     }
 
+    /// What one page read narrows to, for a query without text and with at most one kind.
+    fn page_filter(&self, q: &SessionsQuery) -> PageFilter {
+        PageFilter {
+            kind: q.kinds.first().copied(),
+            updated_since: q.active_since,
+            archived: q.archived,
+            show_global: self.ctx.store().scheme().global_scope,
+            by_name: q.order == SessionsOrder::Name,
+        }
+    }
+
     /// `sessions_page` as keys and revisions, for the queries it answers with one page read
     /// (no text, at most one kind, no previews); `None` for the others.
     pub(crate) async fn revisions_page(
@@ -139,13 +150,7 @@ impl Sessions {
         if !q.text.is_empty() || q.kinds.len() > 1 || q.previews {
             return Ok(None);
         }
-        let filter = PageFilter {
-            kind: q.kinds.first().copied(),
-            updated_since: q.active_since,
-            archived: q.archived,
-            show_global: self.ctx.store().scheme().global_scope,
-            by_name: q.order == SessionsOrder::Name,
-        };
+        let filter = self.page_filter(q);
         let limit = q.limit.min(SESSIONS_PAGE_MAX);
         let page = self
             .ctx
@@ -205,13 +210,7 @@ impl Sessions {
         if !q.text.is_empty() || q.kinds.len() > 1 {
             return self.sessions_matching_text(&q).await;
         }
-        let filter = PageFilter {
-            kind: q.kinds.first().copied(),
-            updated_since: q.active_since,
-            archived: q.archived,
-            show_global: self.ctx.store().scheme().global_scope,
-            by_name: q.order == SessionsOrder::Name,
-        };
+        let filter = self.page_filter(&q);
         // One read for the whole page: keys, rows, previews and the counts.
         let page = self
             .ctx

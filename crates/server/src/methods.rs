@@ -136,7 +136,8 @@ pub async fn call(
     match method {
         "health" => Ok(json!({"ok": true})),
         "status" => status(api).await,
-        "sessions.list" => sessions_list(api, params(method, raw)?).await,
+        // `sessions.list` is answered by `requests` through `sessions_list_answer` (its
+        // rows may be spliced from the ones kept rendered, which a `Value` cannot carry).
         "sessions.resolve" => sessions_resolve(api, params(method, raw)?).await,
         "sessions.create" => sessions_create(api, params(method, raw)?).await,
         "sessions.patch" => sessions_patch(api, params(method, raw)?).await,
@@ -284,17 +285,14 @@ async fn rendered_list(
     if !missing.is_empty() {
         let read = api.sessions_by_key(missing).await.map_err(api_failure)?;
         let mut fresh = HashMap::with_capacity(read.len());
-        for (mut row, revision) in read {
-            let entry = row.entry.take();
-            let mut v = session_rows::row(&row, entry, &models);
-            if p.include_derived_titles {
-                v["derivedTitle"] = json!(row.name);
-            }
+        for (row, revision) in read {
+            let key = row.key.clone();
+            let v = listed_row(row, &models, p);
             let text: Arc<RawValue> = serde_json::value::to_raw_value(&v)
                 .map_err(|e| api_failure(ApiError::storage(e.to_string())))?
                 .into();
-            kept.put(row.key.clone(), revision, shape, text.clone());
-            fresh.insert(row.key, text);
+            kept.put(key.clone(), revision, shape, text.clone());
+            fresh.insert(key, text);
         }
         for (t, (key, _, _)) in texts.iter_mut().zip(&wanted) {
             if t.is_none() {
@@ -320,6 +318,21 @@ async fn rendered_list(
     Ok(Some(Rendered::from(text)))
 }
 
+/// One `sessions.list` row as the params ask for it (`derivedTitle`, `lastMessagePreview`).
+fn listed_row(mut r: SessionRow, models: &session_rows::Models, p: &ListParams) -> Value {
+    let entry = r.entry.take();
+    let mut v = session_rows::row(&r, entry, models);
+    if p.include_derived_titles {
+        v["derivedTitle"] = json!(r.name);
+    }
+    if p.include_last_message
+        && let Some(last) = &r.last_message
+    {
+        v["lastMessagePreview"] = json!(last);
+    }
+    v
+}
+
 async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Value, ErrorShape> {
     let ListQuery {
         query,
@@ -335,19 +348,7 @@ async fn sessions_list(api: &Arc<dyn SessionsApi>, p: ListParams) -> Result<Valu
         .into_iter()
         .take(limit)
         .filter(|r| agent.as_ref().is_none_or(|a| &r.agent_id == a))
-        .map(|mut r| {
-            let entry = r.entry.take();
-            let mut v = session_rows::row(&r, entry, &models);
-            if p.include_derived_titles {
-                v["derivedTitle"] = json!(r.name);
-            }
-            if p.include_last_message
-                && let Some(last) = &r.last_message
-            {
-                v["lastMessagePreview"] = json!(last);
-            }
-            v
-        })
+        .map(|r| listed_row(r, &models, &p))
         .collect();
     let mut out = json!({
         "ts": chrono::Utc::now().timestamp_millis(),

@@ -265,25 +265,8 @@ pub fn page_sessions(
     previews: bool,
 ) -> Result<SessionsPageRead, StorageError> {
     let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
-    let matching = if count {
-        Some(matching_sessions(&c, filter)?)
-    } else {
-        None
-    };
-    let kind = filter.kind.map(|k| k.as_str());
-    let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
-    let sql = if filter.by_name {
-        name_page_sql(kind.is_some(), since.is_some())
-    } else {
-        ACTIVITY_PAGE_SQL.to_string()
-    };
-    let ids = c
-        .prepare_cached(&sql)?
-        .query_map(
-            params![kind, since, archived, global, limit as i64, offset as i64],
-            |r| r.get::<_, i64>(0),
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let matching = count.then(|| matching_sessions(&c, filter)).transpose()?;
+    let ids = page_ids(&c, filter, offset, limit)?;
     let rows = sessions_by_rowid(&c, &ids)?;
     let last = if previews {
         let ids: Vec<String> = rows.iter().map(|s| s.entry.session_id.clone()).collect();
@@ -301,6 +284,28 @@ pub fn page_sessions(
     })
 }
 
+/// The row ids of a page of the owner's sessions, in its order (`page_sessions`'s walk).
+fn page_ids(
+    c: &Connection,
+    filter: &PageFilter,
+    offset: usize,
+    limit: usize,
+) -> Result<Vec<i64>, StorageError> {
+    let kind = filter.kind.map(|k| k.as_str());
+    let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
+    let sql = if filter.by_name {
+        name_page_sql(kind.is_some(), since.is_some())
+    } else {
+        ACTIVITY_PAGE_SQL.to_string()
+    };
+    Ok(c.prepare_cached(&sql)?
+        .query_map(
+            params![kind, since, archived, global, limit as i64, offset as i64],
+            |r| r.get::<_, i64>(0),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
 /// `page_sessions` as keys and revisions: the same walk and counts, no entry read.
 pub fn page_revisions(
     c: &Connection,
@@ -310,25 +315,8 @@ pub fn page_revisions(
     count: bool,
 ) -> Result<RevisionsPageRead, StorageError> {
     let c = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)?;
-    let matching = if count {
-        Some(matching_sessions(&c, filter)?)
-    } else {
-        None
-    };
-    let kind = filter.kind.map(|k| k.as_str());
-    let (since, archived, global) = (filter.updated_since, filter.archived, filter.show_global);
-    let sql = if filter.by_name {
-        name_page_sql(kind.is_some(), since.is_some())
-    } else {
-        ACTIVITY_PAGE_SQL.to_string()
-    };
-    let ids = c
-        .prepare_cached(&sql)?
-        .query_map(
-            params![kind, since, archived, global, limit as i64, offset as i64],
-            |r| r.get::<_, i64>(0),
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let matching = count.then(|| matching_sessions(&c, filter)).transpose()?;
+    let ids = page_ids(&c, filter, offset, limit)?;
     let ids = serde_json::to_string(&ids)
         .map_err(|e| StorageError::Corrupt(format!("cannot encode row ids: {e}")))?;
     let rows = c

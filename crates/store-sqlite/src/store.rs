@@ -30,7 +30,8 @@ use switchboard_types::key::SessionKey;
 /// on the caller's thread rather than on the blocking pool: such a read takes about 0.1 ms,
 /// and the hop to the pool and back was a quarter of a 100-line `chat.history`
 /// (BENCHMARKS.md, issue 25). A longer page, or one of large lines (a 1 MB tool result),
-/// still leaves the async workers.
+/// still leaves the async workers. A page of revisions (`page_revisions`: small columns
+/// only, no entry) within as many rows is read in place too.
 const INLINE_ROWS: usize = 200;
 const INLINE_BYTES: u64 = 256 * 1024;
 
