@@ -60,10 +60,25 @@ pub async fn seed(api: &dyn SessionsApi) -> anyhow::Result<()> {
         );
     }
     for w in work {
-        // Each wait is bounded by the work's own timeouts; the slice only keeps the
-        // deadline arithmetic small.
-        while !api.wait_work(w, Duration::from_secs(60)).await? {}
+        settle(api, w).await?;
     }
+    // Once everything above has settled, one more line in the console's opening session, so
+    // it is the newest row (the top one) every run, whatever order the rest finished in.
+    let last = at(
+        &ALICE_DM,
+        OWNER,
+        "thanks! ping me if INC-4821 flares up again",
+    );
+    let w = inject(api, &last)
+        .await
+        .with_context(|| format!("seeding the demo session {}", last.key))?;
+    settle(api, w).await
+}
+
+/// Wait until `work` has finished. Each wait is bounded by the work's own timeouts; the slice
+/// only keeps the deadline arithmetic small.
+async fn settle(api: &dyn SessionsApi, work: WorkId) -> anyhow::Result<()> {
+    while !api.wait_work(work, Duration::from_secs(60)).await? {}
     Ok(())
 }
 

@@ -108,6 +108,12 @@ impl Tmux {
     /// `switchboard demo --pace-ms 300`, with `env` (shell lines) set first. Its log goes
     /// under `<scratch>/state`, its temporary state folder under `<scratch>/tmp`.
     pub fn demo(name: &str, env: &str) -> Tmux {
+        Tmux::demo_paced(name, env, 300)
+    }
+
+    /// [`Tmux::demo`] with the traffic's pace, in milliseconds, set (60000 holds the traffic
+    /// back for a minute, leaving the seed's sessions as it left them).
+    pub fn demo_paced(name: &str, env: &str, pace_ms: u32) -> Tmux {
         Tmux::start(name, |dir| {
             // The demo's temporary state goes under TMPDIR: keep it in the scratch folder.
             std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
@@ -116,7 +122,7 @@ impl Tmux {
                 q(&dir.join("state")),
                 q(&dir.join("tmp"))
             );
-            let command = format!("{} demo --pace-ms 300", q(Path::new(super::BIN)));
+            let command = format!("{} demo --pace-ms {pace_ms}", q(Path::new(super::BIN)));
             script(&env, &command, &dir.join("xdg"))
         })
     }
@@ -326,6 +332,25 @@ pub fn sessions_pane(screen: &str) -> Vec<String> {
         .take(33)
         .map(|l| l.chars().take(50).collect())
         .collect()
+}
+
+/// Whether some occurrence of `text` on the escaped screen is drawn reversed: the SGR
+/// parameters since the last reset before it include 7.
+pub fn reversed(escaped: &str, text: &str) -> bool {
+    let sgr = regex::Regex::new(r"\x1b\[([0-9;:]*)m").expect("regex");
+    escaped.match_indices(text).any(|(at, _)| {
+        let mut on = false;
+        for c in sgr.captures_iter(&escaped[..at]) {
+            for p in c[1].split(';') {
+                match p {
+                    "" | "0" | "27" => on = false,
+                    "7" => on = true,
+                    _ => {}
+                }
+            }
+        }
+        on
+    })
 }
 
 /// The console's frame is on screen.

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::tmux::{
-    START, STEP, Tmux, assert_cooked, console_shown, hint_bar, q, require_tmux, script,
+    START, STEP, Tmux, assert_cooked, console_shown, hint_bar, q, require_tmux, reversed, script,
     sessions_pane, sgr_lists, status_line,
 };
 use common::{BIN, CliBench};
@@ -185,20 +185,25 @@ fn demo_rounds_tools_filter_send_policy_message_and_quit() {
 
 /// The demo opens on the same session every run, Alice's chat with main (where main's
 /// exchange with ops starts), with no key pressed: before, it opened on whichever row the
-/// first page held (mostly the denied #random group, its first line a refusal).
+/// first page held (mostly the denied #random group, its first line a refusal). Once the seed
+/// has settled, that session is the top row, and selected (before, the second or third row,
+/// varying between runs). The traffic is held back so nothing moves it.
 #[test]
-fn the_demo_opens_on_alices_chat_with_main() {
+fn the_demo_opens_on_alices_chat_with_main_on_the_top_row() {
     require_tmux!();
-    let t = Tmux::demo("opening", "");
+    let t = Tmux::demo_paced("opening", "", 60_000);
     t.wait_for_within("the console", START, console_shown);
-    let screen = t.wait_for("Alice's chat selected", |s| {
-        s.contains("┌ agent:main:main ")
+    let screen = t.wait_for("the seed's last line in Alice's chat", |s| {
+        s.contains("┌ agent:main:main ") && s.contains("ping me if INC-4821")
     });
+    let rows = sessions_pane(&screen);
+    // The pane's first line is the column header; the next is the top row.
+    let top = rows.get(1).map(String::as_str).unwrap_or_default();
+    assert!(top.contains("Alice (Telegram)"), "the top row:\n{screen}");
+    let escaped = t.capture_escaped();
     assert!(
-        sessions_pane(&screen)
-            .iter()
-            .any(|l| l.contains("Alice (Telegram)")),
-        "{screen}"
+        reversed(&escaped, "Alice (Telegram)"),
+        "the top row is the selected one (drawn reversed):\n{escaped:?}"
     );
 }
 

@@ -6,26 +6,7 @@
 
 use crate::common;
 
-use common::tmux::{START, Tmux, console_shown, require_tmux};
-
-/// Whether some occurrence of `text` on the escaped screen is drawn reversed: the SGR
-/// parameters since the last reset before it include 7.
-fn reversed(escaped: &str, text: &str) -> bool {
-    let sgr = regex::Regex::new(r"\x1b\[([0-9;:]*)m").expect("regex");
-    escaped.match_indices(text).any(|(at, _)| {
-        let mut on = false;
-        for c in sgr.captures_iter(&escaped[..at]) {
-            for p in c[1].split(';') {
-                match p {
-                    "" | "0" | "27" => on = false,
-                    "7" => on = true,
-                    _ => {}
-                }
-            }
-        }
-        on
-    })
-}
+use common::tmux::{START, Tmux, console_shown, require_tmux, reversed};
 
 #[test]
 fn search_the_demo_transcript_jump_with_n_and_see_the_hit_highlighted() {

@@ -215,3 +215,23 @@ async fn traffic_keeps_coming_until_aborted() {
         "a message arrived after the abort"
     );
 }
+
+/// Issue 26 item 6: the demo opens on a lively session with the top row selected, the same
+/// every run. Two seeds on two engines each leave the console's opening session (Alice's
+/// chat) the newest, whatever order the others finished in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_seed_leaves_the_opening_session_on_top() {
+    for _ in 0..2 {
+        let (engine, _dir) = open();
+        tokio::time::timeout(Duration::from_secs(20), demo::seed(engine.start().as_ref()))
+            .await
+            .expect("the seed settles")
+            .expect("the seed works");
+        let top = all_sessions(&engine).await.first().cloned();
+        assert_eq!(
+            top.as_ref().and_then(|s| s["key"].as_str()),
+            Some(demo::OPENING),
+            "{top:?}"
+        );
+    }
+}

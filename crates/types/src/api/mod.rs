@@ -6,6 +6,7 @@ mod events;
 mod message;
 mod policy;
 mod session_kind;
+pub mod source;
 mod stream;
 pub mod time;
 mod types;
@@ -216,5 +217,12 @@ pub trait SessionsApi: Send + Sync {
     /// The connection under a remote API (`None`: the engine is in this process).
     fn link(&self) -> Option<Link> {
         None
+    }
+
+    /// The sources behind this API when it merges several (keys, exchange ids and run ids
+    /// are then `source/…` references, `source::SessionRef`); empty for one engine, whose
+    /// keys are used alone.
+    fn sources(&self) -> Vec<source::SourceInfo> {
+        Vec::new()
     }
 }
