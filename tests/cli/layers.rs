@@ -36,6 +36,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "switchboard-remote",
         &["switchboard-protocol", "switchboard-types"],
     ),
+    // Several engines as one API: it knows only the API (the binary dials the gateways).
+    ("switchboard-sources", &["switchboard-types"]),
     ("switchboard-tui", &["switchboard-types"]),
 ];
 

@@ -18,3 +18,4 @@ mod remote_openclaw;
 mod remote_openclaw_cli;
 mod remote_openclaw_exchanges;
 mod remote_openclaw_inject;
+mod sources_merge;

@@ -1,0 +1,468 @@
+//! Several sources as one API (`switchboard_sources::Sources`): a local engine and a second
+//! engine behind a real gateway socket. Merged lists in order and paged by per-source
+//! cursors, the same key on two sources kept apart, calls reaching only their own source,
+//! references in every answer and event naming their source, and a source that cannot attach
+//! answering for itself while the others go on.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use switchboard_server as server;
+use switchboard_sources::{Attach, Source, Sources, SourcesError};
+use switchboard_types::api::source::SourceKind;
+use switchboard_types::api::{
+    ApiError, ExchangesQuery, KeyPurpose, LinkState, PatchRequest, PolicySetting, SendRequest,
+    Sender, SessionsApi, SessionsQuery, StreamItem, TranscriptQuery,
+};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const TOKEN: &str = "sources-test-token";
+const HANG: Duration = Duration::from_secs(30);
+
+fn config() -> Value {
+    json!({
+        "agents": { "list": [
+            { "id": "main", "default": true, "model": "scripted",
+              "script": [ { "reply": "re: {{text}}" } ] },
+            { "id": "ops", "model": "scripted", "script": [ { "reply": "ok" } ] },
+        ] },
+        "tools": { "agentToAgent": { "enabled": true }, "sessions": { "visibility": "all" } },
+    })
+}
+
+fn owner(key: &str, text: &str) -> SendRequest {
+    SendRequest {
+        key: key.into(),
+        text: text.into(),
+        from: Sender::owner(),
+        idempotency_key: None,
+    }
+}
+
+/// A gateway in front of `api` on a fresh port, and a remote API attached to it.
+async fn gateway(api: Arc<dyn SessionsApi>) -> (Arc<dyn SessionsApi>, oneshot::Sender<()>, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(server::run(
+        listener,
+        api,
+        server::Options::new(TOKEN.into()),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let url = format!("ws://{addr}");
+    let mut o = LinkOptions::new(url.clone(), Some(TOKEN.into()));
+    o.connect_timeout = Duration::from_secs(5);
+    let link = Link::connect(o)
+        .await
+        .expect("the gateway accepts the token");
+    (RemoteApi::new(Arc::new(link)), stop, url)
+}
+
+struct Two {
+    api: Arc<Sources>,
+    home: Arc<dyn SessionsApi>,
+    team: Arc<dyn SessionsApi>,
+    _benches: (common::Bench, common::Bench),
+    _stop: oneshot::Sender<()>,
+}
+
+/// `home`: a local engine; `team`: another engine behind a real gateway.
+async fn two() -> Two {
+    let home_bench = common::bench(config());
+    let team_bench = common::bench(config());
+    let home = home_bench.engine.start();
+    let (team, stop, url) = gateway(team_bench.engine.start()).await;
+    let api = Sources::new(vec![
+        Source {
+            name: "home".into(),
+            kind: SourceKind::Local,
+            target: "/tmp/home".into(),
+            attach: Attach::Ready(home.clone()),
+        },
+        Source {
+            name: "team".into(),
+            kind: SourceKind::Gateway,
+            target: url,
+            attach: Attach::Ready(team.clone()),
+        },
+    ])
+    .expect("two sources");
+    Two {
+        api,
+        home,
+        team,
+        _benches: (home_bench, team_bench),
+        _stop: stop,
+    }
+}
+
+async fn put(api: &Arc<dyn SessionsApi>, key: &str, text: &str) {
+    let r = api.send(owner(key, text)).await.expect("send");
+    assert!(api.wait_work(r.work, HANG).await.expect("work"));
+}
+
+fn keys(rows: &[switchboard_types::api::SessionRow]) -> Vec<String> {
+    rows.iter().map(|r| r.key.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merged_pages_follow_activity_across_sources_and_page_by_their_own_cursors() {
+    let t = two().await;
+    // Interleaved activity: home, team, home, team …
+    for i in 0..7 {
+        put(&t.home, &format!("agent:main:h{i}"), "hi").await;
+        put(&t.team, &format!("agent:ops:t{i}"), "hi").await;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    // The whole merged order, from each source's own full list.
+    let mut want = Vec::new();
+    for (name, api) in [("home", &t.home), ("team", &t.team)] {
+        let page = api
+            .sessions(SessionsQuery {
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .expect("list");
+        for mut row in page.rows {
+            row.key = format!("{name}/{}", row.key);
+            want.push(row);
+        }
+    }
+    want.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
+    let want = keys(&want);
+    assert_eq!(want.len(), 14);
+    assert!(want[0].starts_with("team/"), "{want:?}");
+
+    // Pages of 3 in turn, and one page asked for out of turn (walked to).
+    let mut got = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = t
+            .api
+            .sessions(SessionsQuery {
+                offset,
+                limit: 3,
+                count: true,
+                ..Default::default()
+            })
+            .await
+            .expect("merged page");
+        assert_eq!(page.matching, Some(14));
+        assert_eq!(page.total, 14);
+        if page.rows.is_empty() {
+            break;
+        }
+        offset += page.rows.len();
+        got.extend(keys(&page.rows));
+    }
+    assert_eq!(got, want);
+
+    let fresh = two().await;
+    for i in 0..4 {
+        put(&fresh.home, &format!("agent:main:h{i}"), "hi").await;
+        put(&fresh.team, &format!("agent:ops:t{i}"), "hi").await;
+    }
+    let all = fresh
+        .api
+        .sessions(SessionsQuery {
+            limit: 8,
+            ..Default::default()
+        })
+        .await
+        .expect("all");
+    let jumped = fresh
+        .api
+        .sessions(SessionsQuery {
+            offset: 5,
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .expect("a page asked for out of turn");
+    assert_eq!(keys(&jumped.rows), keys(&all.rows[5..7]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_key_on_two_sources_is_two_sessions_and_calls_reach_only_their_own() {
+    let t = two().await;
+    put(&t.home, "agent:main:main", "at home").await;
+    put(&t.team, "agent:main:main", "at work").await;
+
+    let page = t
+        .api
+        .sessions(SessionsQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    let mut k = keys(&page.rows);
+    k.sort();
+    assert_eq!(k, ["home/agent:main:main", "team/agent:main:main"]);
+
+    // A send names its source and lands there only.
+    let r = t
+        .api
+        .send(owner("team/agent:main:main", "second"))
+        .await
+        .expect("send");
+    assert_eq!(r.key, "team/agent:main:main");
+    assert!(
+        r.run_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("team/"))
+    );
+    assert!(t.api.wait_work(r.work, HANG).await.expect("work"));
+    let run = t
+        .api
+        .wait_run(r.run_id.as_deref().unwrap_or_default(), HANG)
+        .await
+        .expect("run");
+    assert_eq!(run.reply, "re: second");
+    let text = |page: switchboard_types::api::TranscriptPage| -> Vec<String> {
+        page.lines.into_iter().map(|l| l.text).collect()
+    };
+    let home_lines = text(
+        t.home
+            .transcript(TranscriptQuery {
+                key: "agent:main:main".into(),
+                limit: 50,
+                ..Default::default()
+            })
+            .await
+            .expect("home"),
+    );
+    let team_lines = text(
+        t.team
+            .transcript(TranscriptQuery {
+                key: "agent:main:main".into(),
+                limit: 50,
+                ..Default::default()
+            })
+            .await
+            .expect("team"),
+    );
+    assert!(
+        !home_lines.iter().any(|l| l.contains("second")),
+        "{home_lines:?}"
+    );
+    assert!(team_lines.iter().any(|l| l == "second"), "{team_lines:?}");
+
+    // `/send off` (a patch) on one source only.
+    let p = t
+        .api
+        .patch(PatchRequest {
+            key: "home/agent:main:main".into(),
+            send_policy: Some(PolicySetting::Deny),
+        })
+        .await
+        .expect("patch");
+    assert_eq!(p.key, "home/agent:main:main");
+    let home = t.home.session("agent:main:main").await.unwrap().unwrap();
+    let team = t.team.session("agent:main:main").await.unwrap().unwrap();
+    assert!(home.row.policy.is_override(), "{:?}", home.row.policy);
+    assert_eq!(home.row.policy.policy, PolicySetting::Deny);
+    assert!(!team.row.policy.is_override(), "{:?}", team.row.policy);
+    assert_eq!(team.row.policy.policy, PolicySetting::Allow);
+
+    // A bare key two sources hold is refused, naming both; one only one holds is found.
+    match t.api.send(owner("agent:main:main", "where?")).await {
+        Err(ApiError::BadInput(m)) => {
+            assert!(
+                m.contains("home/agent:main:main") && m.contains("team/agent:main:main"),
+                "{m}"
+            )
+        }
+        other => panic!("a bare key on two sources must be refused: {other:?}"),
+    }
+    put(&t.team, "agent:ops:only-team", "x").await;
+    let r = t
+        .api
+        .resolve_key("agent:ops:only-team", KeyPurpose::Existing)
+        .await
+        .expect("resolved");
+    assert_eq!(r.key, "team/agent:ops:only-team");
+    // A reference to a source that does not exist says which do.
+    match t.api.session("nope/agent:main:main").await {
+        Err(ApiError::BadInput(m)) => assert!(m.contains("home, team"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_exchanges_name_their_source() {
+    let t = two().await;
+    let mut events = t.api.subscribe();
+    put(&t.team, "agent:main:main", "hello").await;
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + HANG;
+    while seen.len() < 3 && tokio::time::Instant::now() < deadline {
+        match tokio::time::timeout(HANG, events.next()).await {
+            Ok(StreamItem::Event(e)) => seen.push(serde_json::to_value(&e.event).expect("json")),
+            Ok(StreamItem::Missed(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    for e in &seen {
+        if let Some(k) = e.get("key").and_then(Value::as_str) {
+            assert!(k.starts_with("team/"), "{e}");
+        }
+        if let Some(k) = e.get("runId").and_then(Value::as_str) {
+            assert!(k.starts_with("team/"), "{e}");
+        }
+    }
+
+    // An exchange on home: its id, requester and target name home.
+    put(&t.home, "agent:ops:main", "up").await;
+    let r = t
+        .api
+        .call_tool(switchboard_types::api::ToolCall {
+            tool: "sessions_send".into(),
+            params: json!({"sessionKey": "home/agent:ops:main", "message": "ping", "timeoutSeconds": 0}),
+            requester: "home/agent:main:main".into(),
+            sandboxed: false,
+        })
+        .await
+        .expect("tool");
+    assert_eq!(r.result["status"], "accepted", "{}", r.result);
+    assert!(
+        r.result["runId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("home/")),
+        "{}",
+        r.result
+    );
+    assert!(t.api.wait_work(r.work, HANG).await.expect("work"));
+    let page = t
+        .api
+        .exchanges(ExchangesQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("exchanges");
+    assert_eq!(page.exchanges.len(), 1, "{page:?}");
+    let e = &page.exchanges[0];
+    assert!(e.id.starts_with("home/"), "{e:?}");
+    assert_eq!(e.requester, "home/agent:main:main");
+    assert_eq!(e.target, "home/agent:ops:main");
+    let detail = t.api.exchange(&e.id).await.expect("detail").expect("there");
+    assert_eq!(detail.summary.id, e.id);
+    // A tool cannot reach across sources.
+    match t
+        .api
+        .call_tool(switchboard_types::api::ToolCall {
+            tool: "sessions_send".into(),
+            params: json!({"sessionKey": "team/agent:ops:main", "message": "x"}),
+            requester: "home/agent:main:main".into(),
+            sandboxed: false,
+        })
+        .await
+    {
+        Err(ApiError::BadInput(m)) => assert!(m.contains("one source"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_cannot_attach_answers_for_itself_and_the_others_go_on() {
+    let bench = common::bench(config());
+    let home = bench.engine.start();
+    put(&home, "agent:main:main", "hi").await;
+    let api = Sources::new(vec![
+        Source {
+            name: "home".into(),
+            kind: SourceKind::Local,
+            target: "/tmp/a".into(),
+            attach: Attach::Ready(home.clone()),
+        },
+        Source {
+            name: "team".into(),
+            kind: SourceKind::Gateway,
+            target: "ws://127.0.0.1:9".into(),
+            attach: Attach::Dial(Box::new(|_state| {
+                Box::pin(async { Err("bad token".to_string()) })
+            })),
+        },
+        Source {
+            name: "slow".into(),
+            kind: SourceKind::Gateway,
+            target: "ws://127.0.0.1:10".into(),
+            // Never answers.
+            attach: Attach::Dial(Box::new(|_state| Box::pin(std::future::pending()))),
+        },
+    ])
+    .expect("sources");
+    let page = api
+        .sessions(SessionsQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("the local source answers");
+    assert_eq!(keys(&page.rows), ["home/agent:main:main"]);
+    let infos = api.sources();
+    let team = infos.iter().find(|s| s.name == "team").expect("team");
+    let mut state = team.state.clone().expect("a gateway has a link state");
+    let failed = tokio::time::timeout(
+        HANG,
+        state.wait_for(|s| matches!(s, LinkState::Failed { .. })),
+    )
+    .await
+    .expect("refused in time")
+    .expect("state")
+    .clone();
+    assert_eq!(
+        failed,
+        LinkState::Failed {
+            message: "bad token".into()
+        }
+    );
+    match api.session("team/agent:main:main").await {
+        Err(ApiError::Unavailable(m)) => assert!(m.contains("refused: bad token"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    match api.session("slow/agent:main:main").await {
+        Err(ApiError::Unavailable(m)) => assert!(m.contains("still connecting"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // Sending to the one that works still works.
+    let r = api
+        .send(owner("home/agent:main:main", "more"))
+        .await
+        .expect("send");
+    assert!(api.wait_work(r.work, HANG).await.expect("work"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sources_with_one_name_or_one_place_are_refused() {
+    let bench = common::bench(config());
+    let api = bench.engine.start();
+    let src = |name: &str, target: &str| Source {
+        name: name.into(),
+        kind: SourceKind::Gateway,
+        target: target.into(),
+        attach: Attach::Ready(api.clone()),
+    };
+    assert!(matches!(
+        Sources::new(vec![src("a", "ws://x:1"), src("a", "ws://y:1")]).err(),
+        Some(SourcesError::SameName(n)) if n == "a"
+    ));
+    assert!(matches!(
+        Sources::new(vec![src("a", "ws://X:1/"), src("b", "ws://x:1")]).err(),
+        Some(SourcesError::SameTarget(..))
+    ));
+    assert!(matches!(
+        Sources::new(vec![src("Bad", "ws://x:1")]).err(),
+        Some(SourcesError::Name(_))
+    ));
+}
