@@ -84,6 +84,7 @@ fn main() {
     state.height = 40;
     state.sessions.rows = vec![SessionRow {
         key: KEY.into(),
+        source: None,
         kind: SessionKind::Main,
         name: "main".into(),
         channel: "internal".into(),

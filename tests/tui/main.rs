@@ -19,6 +19,7 @@ mod tui_openclaw;
 mod tui_out_of_order;
 mod tui_sessions_pane;
 mod tui_snapshots;
+mod tui_sources;
 mod tui_streaming;
 mod tui_streaming_engine;
 mod tui_traffic;

@@ -57,6 +57,7 @@ fn cursor_cell(state: &State) -> Option<(u16, u16)> {
 fn row(key: &str, name: &str, kind: SessionKind) -> SessionRow {
     SessionRow {
         key: key.into(),
+        source: None,
         kind,
         name: name.into(),
         channel: "telegram".into(),

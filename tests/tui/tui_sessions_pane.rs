@@ -442,7 +442,7 @@ fn help_lays_out_at_60x16_with_columns_apart_and_a_legend() {
     let last = screens.last().cloned().unwrap_or_default();
     assert!(last.contains("↑ more above"), "{last}");
     let keymap = Keymap::defaults();
-    for i in Intent::ALL {
+    for i in Intent::ALL.iter().filter(|i| **i != Intent::CycleSource) {
         let keys = keymap.keys_for(*i);
         assert!(
             screens

@@ -19,9 +19,9 @@ use switchboard_types::api::source::{SourceInfo, SourceKind, check_name};
 use switchboard_types::api::{
     AbortOutcome, AgentInfo, AgentSendsResult, ApiError, EventStream, ExchangeDetail,
     ExchangesPage, ExchangesQuery, Fed, KeyPurpose, LinkState, PatchRequest, PatchResult,
-    ResolvedKey, RunResult, SendReceipt, SendRequest, SessionDetail, SessionRow, SessionsApi,
-    SessionsPage, SessionsQuery, Status, ToolCall, ToolResult, TrafficCount, TranscriptPage,
-    TranscriptQuery, WorkId,
+    ResolvedKey, RunResult, SendReceipt, SendRequest, SessionDetail, SessionsApi, SessionsPage,
+    SessionsQuery, Status, ToolCall, ToolResult, TrafficCount, TranscriptPage, TranscriptQuery,
+    WorkId,
 };
 use tokio::sync::watch;
 
@@ -85,8 +85,9 @@ struct Slot {
     unavailable: RwLock<Option<String>>,
     /// Taken out (a source removed from the config): it answers that, and nothing more.
     removed: std::sync::atomic::AtomicBool,
-    /// The last rows each of its pages gave, shown again while it cannot answer.
-    kept_rows: Mutex<std::collections::HashMap<(String, usize), Vec<SessionRow>>>,
+    /// The last page each of its listings gave at each position (rows and counts), shown
+    /// again while it cannot answer.
+    kept_rows: Mutex<std::collections::HashMap<(String, usize), SessionsPage>>,
 }
 
 impl Slot {
@@ -325,8 +326,17 @@ impl Sources {
         at: usize,
     ) -> Result<SessionsPage, ApiError> {
         let slot = &self.slots[i];
+        if query.source.as_ref().is_some_and(|only| *only != slot.name) {
+            // Filtered to another source: this one has nothing on the page.
+            return Ok(SessionsPage {
+                offset: at,
+                order: query.order,
+                ..Default::default()
+            });
+        }
         let mut q = query.clone();
         q.offset = at;
+        q.source = None;
         let answer = match slot.api() {
             Ok(api) => api.sessions(q).await,
             Err(e) => Err(e),
@@ -340,21 +350,12 @@ impl Sources {
                 if kept.len() >= 64 {
                     kept.clear();
                 }
-                kept.insert((sig.to_string(), at), page.rows.clone());
+                kept.insert((sig.to_string(), at), page.clone());
                 Ok(page)
             }
             Err(e) => {
                 let kept = lock(&slot.kept_rows).get(&(sig.to_string(), at)).cloned();
-                match kept {
-                    Some(rows) => Ok(SessionsPage {
-                        rows,
-                        offset: at,
-                        matching: None,
-                        total: 0,
-                        order: query.order,
-                    }),
-                    None => Err(e),
-                }
+                kept.ok_or(e)
             }
         }
     }

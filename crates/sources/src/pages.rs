@@ -15,8 +15,8 @@ const KEPT: usize = 1024;
 /// What identifies a listing apart from where its page starts and how long it is.
 pub fn signature(q: &SessionsQuery) -> String {
     format!(
-        "{:?}|{}|{}|{:?}|{}|{}|{:?}",
-        q.kinds, q.text, q.archived, q.active_since, q.entries, q.previews, q.order
+        "{:?}|{}|{}|{:?}|{}|{}|{:?}|{:?}",
+        q.kinds, q.text, q.archived, q.active_since, q.entries, q.previews, q.order, q.source
     )
 }
 

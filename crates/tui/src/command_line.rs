@@ -41,6 +41,8 @@ pub enum LineCommand {
     Transcript,
     /// The notices log.
     Messages,
+    /// Only one source's sessions (`None`: every source's).
+    Source(Option<String>),
     Help,
     Quit,
     /// A session command the composer knows too (`send`, `status` …) with its arguments.
@@ -88,6 +90,10 @@ pub fn parse(text: &str) -> Result<LineCommand, LineError> {
         "sessions" => LineCommand::Sessions,
         "transcript" => LineCommand::Transcript,
         "messages" => LineCommand::Messages,
+        "source" => match arg.trim() {
+            "" | "all" => LineCommand::Source(None),
+            name => LineCommand::Source(Some(name.to_string())),
+        },
         "help" => LineCommand::Help,
         "quit" => LineCommand::Quit,
         name => LineCommand::Session {

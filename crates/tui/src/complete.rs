@@ -47,9 +47,13 @@ const fn both(name: &'static str, args: &'static str) -> Command {
 }
 
 const fn line(name: &'static str) -> Command {
+    line_with(name, "")
+}
+
+const fn line_with(name: &'static str, args: &'static str) -> Command {
     Command {
         name,
-        args: "",
+        args,
         typed: Typed::Line,
     }
 }
@@ -61,6 +65,7 @@ pub const COMMANDS: &[Command] = &[
     line("sessions"),
     line("transcript"),
     line("messages"),
+    line_with("source", "[name|all]"),
     both("send", "on|off|inherit"),
     both("spawn", "[--agent <id>] <task>"),
     both("ask", "<session> <message>"),

@@ -63,6 +63,9 @@ fn detail(intent: Intent) -> &'static str {
             "rounds pane: this session's exchanges or all; traffic view: pairs of agents or of sessions"
         }
         Intent::CycleKind => "filter by kind (main, group, cron, hook, node, other)",
+        Intent::CycleSource => {
+            "filter by source, with several gateways attached (each in turn, then all)"
+        }
         Intent::CycleActive => "filter by recent activity (5 min, 1 h, 24 h)",
         Intent::ToggleArchived => "show archived sessions",
         Intent::ToggleMouse => {

@@ -22,6 +22,7 @@ pub mod search;
 pub mod sessions;
 pub mod sessions_order;
 pub mod sgr;
+pub mod sources;
 pub mod state;
 pub mod status;
 pub mod streams;
@@ -87,11 +88,18 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     // Engine events first, so nothing that happens while the screen is set up is missed.
     let events = api.subscribe();
     let api_link = api.link();
+    let sources = sources::Sources::new(api.sources());
     let runner = Runner::new(api, tx.clone());
     let mut guard = terminal::TerminalGuard::enter()?;
     let (w, h) = crossterm::terminal::size()?;
     let mut state = initial_state(&options, now_ms());
     state.link = api_link.clone();
+    let source_links: Vec<_> = sources
+        .list
+        .iter()
+        .filter_map(|s| s.state.clone())
+        .collect();
+    state.sources = sources;
     state.width = w;
     state.height = h;
     let mut console = Console::new(state);
@@ -104,6 +112,11 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     let events_task = forward_events(events, tx.clone());
     // The link's state changes (dropped, reconnecting, resynced) redraw the header at once.
     let link_task = state_watch(api_link, tx.clone());
+    // So do every source's.
+    let source_tasks: Vec<_> = source_links
+        .into_iter()
+        .map(|state| watch_state(state, tx.clone()))
+        .collect();
     let tick_task = tick(tx.clone());
 
     // Set when the terminal vanished: nothing may be written to it any more.
@@ -161,6 +174,9 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
     events_task.abort();
     tick_task.abort();
     if let Some(t) = link_task {
+        t.abort();
+    }
+    for t in source_tasks {
         t.abort();
     }
     screen.close(gone);
@@ -283,14 +299,21 @@ fn state_watch(
     link: Option<switchboard_types::api::Link>,
     tx: mpsc::UnboundedSender<Action>,
 ) -> Option<tokio::task::JoinHandle<()>> {
-    let mut state = link?.state;
-    Some(tokio::spawn(async move {
+    Some(watch_state(link?.state, tx))
+}
+
+/// Forwards every change of one link state as `Action::LinkChanged`.
+fn watch_state(
+    mut state: tokio::sync::watch::Receiver<switchboard_types::api::LinkState>,
+    tx: mpsc::UnboundedSender<Action>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         while state.changed().await.is_ok() {
             if tx.send(Action::LinkChanged).is_err() {
                 return;
             }
         }
-    }))
+    })
 }
 
 /// Panic here if the failpoint `name` is set (`SWITCHBOARD_FAILPOINT`), to test that a

@@ -90,6 +90,7 @@ mod tests {
     fn row(key: &str, name: Option<&str>) -> SessionRow {
         SessionRow {
             key: key.into(),
+            source: None,
             kind: SessionKind::Main,
             name: name.unwrap_or(key).into(),
             channel: String::new(),

@@ -19,6 +19,8 @@ pub struct SessionsPane {
     pub offset: usize,
     pub filter: String,
     pub kind_filter: Option<SessionKind>,
+    /// Only this source's sessions (several merged; `:source NAME`, `O`).
+    pub source_filter: Option<String>,
     /// Only sessions active within this many minutes.
     pub active_within: Option<i64>,
     pub show_archived: bool,
@@ -46,6 +48,8 @@ impl SessionsPane {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {
     pub key: String,
+    /// The source it is on, when several are merged (the key is then `source/key`).
+    pub source: Option<String>,
     pub kind: SessionKind,
     /// Display name, or the key when there is none.
     pub name: String,
@@ -71,6 +75,9 @@ impl SessionRow {
     pub fn from_api(r: &api::SessionRow) -> SessionRow {
         SessionRow {
             key: r.key.clone(),
+            source: switchboard_types::api::source::SessionRef::parse(&r.key)
+                .source
+                .map(str::to_string),
             kind: r.kind,
             name: safe_line(&r.name).into_owned(),
             channel: safe_line(&r.channel).into_owned(),

@@ -90,6 +90,8 @@ pub struct State {
     pub attached: String,
     /// The gateway connection under a remote API (read, never waited on, when drawing).
     pub link: Option<switchboard_types::api::Link>,
+    /// The sources merged, when several are (else empty: one engine, bare keys).
+    pub sources: crate::sources::Sources,
     pub now_ms: i64,
     pub ticks: u64,
     pub width: u16,
@@ -141,6 +143,7 @@ impl State {
         State {
             attached,
             link: None,
+            sources: Default::default(),
             now_ms,
             ticks: 0,
             width: 80,

@@ -186,6 +186,8 @@ pub struct Glyphs {
     pub dot: &'static str,
     /// An error.
     pub cross: &'static str,
+    /// A source not linked yet, or retrying.
+    pub idle: &'static str,
     /// The selected message, in the transcript's first column (beside the border: its
     /// ASCII form must not read as a second border).
     pub select: &'static str,
@@ -201,6 +203,7 @@ pub static UNICODE: Glyphs = Glyphs {
     arrow: "→",
     dot: "·",
     cross: "✗",
+    idle: "◌",
     select: "▌",
     caret: "▏",
 };
@@ -214,6 +217,7 @@ pub static ASCII: Glyphs = Glyphs {
     arrow: ">",
     dot: "-",
     cross: "x",
+    idle: "o",
     select: ">",
     caret: "_",
 };

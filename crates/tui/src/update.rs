@@ -370,6 +370,7 @@ impl Console {
             | Intent::ToggleFollow => self.transcript_toggle(intent, page),
             Intent::ToggleRoundsScope => s.rounds.all = !s.rounds.all,
             Intent::CycleKind
+            | Intent::CycleSource
             | Intent::CycleActive
             | Intent::ToggleArchived
             | Intent::CycleSort => self.sessions_intent(intent),

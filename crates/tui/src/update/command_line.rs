@@ -108,6 +108,23 @@ impl Console {
                 self.focus_pane(Pane::Transcript);
             }
             LineCommand::Messages => s.notices_open = true,
+            LineCommand::Source(name) => {
+                if !s.sources.merged() {
+                    return s.flash("one source: nothing to filter by", true);
+                }
+                if let Some(n) = &name
+                    && !s.sources.list.iter().any(|x| &x.name == n)
+                {
+                    let names: Vec<&str> = s.sources.list.iter().map(|x| x.name.as_str()).collect();
+                    return s.flash(
+                        format!("no source named {n} (sources: {})", names.join(", ")),
+                        true,
+                    );
+                }
+                self.close_views();
+                self.focus_pane(Pane::Sessions);
+                self.filter_source(name);
+            }
             LineCommand::Help => {
                 s.help = true;
                 s.help_scroll = 0;

@@ -206,6 +206,7 @@ mod tests {
         );
         c.state.sessions.rows = vec![crate::sessions::SessionRow {
             key: "k".into(),
+            source: None,
             kind: switchboard_types::api::SessionKind::Main,
             name: "k".into(),
             channel: String::new(),

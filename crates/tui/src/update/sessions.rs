@@ -31,6 +31,14 @@ impl Console {
                 s.sessions.selected = 0;
                 self.new_sessions_query();
             }
+            Intent::CycleSource => {
+                if !s.sources.merged() {
+                    s.flash("one source: nothing to filter by", false);
+                    return;
+                }
+                let next = s.sources.next_filter(s.sessions.source_filter.as_deref());
+                self.filter_source(next);
+            }
             Intent::CycleActive => {
                 const ORDER: [Option<i64>; 4] = [None, Some(5), Some(60), Some(24 * 60)];
                 let i = ORDER
@@ -59,6 +67,21 @@ impl Console {
             }
             _ => {}
         }
+    }
+
+    /// Show only one source's sessions (`None`: every source's); `:source`, `O`.
+    pub(super) fn filter_source(&mut self, source: Option<String>) {
+        let s = &mut self.state;
+        let text = match &source {
+            Some(name) => {
+                format!("sessions of source {name} only (O for the next, :source for all)")
+            }
+            None => "sessions of every source".to_string(),
+        };
+        s.sessions.source_filter = source;
+        s.sessions.selected = 0;
+        s.flash(text, false);
+        self.new_sessions_query();
     }
 
     /// `1`/`2` in the exchange view: select the requester/target in the sessions pane. A
@@ -115,6 +138,7 @@ impl Console {
             // Only a pane wide enough for the column pays for the last messages.
             previews: crate::view::shows_previews_for(s),
             order: s.sessions.order.mode.engine_order(),
+            source: s.sessions.source_filter.clone(),
         };
         self.sessions_load.previews = query.previews;
         self.sessions_load.in_flight = Some(self.sessions_load.generation);

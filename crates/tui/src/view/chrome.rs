@@ -118,7 +118,12 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     }
     // A remote console names the gateway and how the link is (read now, never waited on);
     // the link's state is never cut, only the path or address before it.
+    // Several sources: each one's name and link state instead of one place.
     let (place, link) = match &state.link {
+        _ if state.sources.merged() => (
+            String::new(),
+            Some(state.sources.header(state.theme.glyphs())),
+        ),
         Some(link) => (link.target.clone(), Some(link_text(&link.state.borrow()))),
         None => (state.attached.clone(), None),
     };
@@ -175,7 +180,7 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         }
         _ => String::new(),
     };
-    let place = if room >= 11 {
+    let place = if room >= 11 && !place.is_empty() {
         short_place(&place, room - 3)
             .map(|p| format!(" · {p}"))
             .unwrap_or_default()
@@ -381,8 +386,16 @@ struct HelpLayout {
     legend: Vec<String>,
 }
 
+/// The keys the help lists: every one, but the source filter only with several sources
+/// (with one it has nothing to do, and an 80×24 help has no row to spare).
+fn help_intents(state: &State) -> impl Iterator<Item = &'static Intent> + '_ {
+    Intent::ALL
+        .iter()
+        .filter(|i| **i != Intent::CycleSource || state.sources.merged())
+}
+
 fn help_layout(state: &State, width: u16, height: u16) -> HelpLayout {
-    let n = Intent::ALL.len();
+    let n = help_intents(state).count();
     let inner_w = (width as usize).saturating_sub(4);
     let rows = (height as usize).saturating_sub(2);
     let col_w_of = |columns: usize| (inner_w / columns).min(40);
@@ -427,8 +440,7 @@ pub fn help_max_scroll(state: &State) -> usize {
 }
 
 pub fn help(frame: &mut Frame, area: Rect, state: &State, keymap: &Keymap) {
-    let entries: Vec<(String, &str)> = Intent::ALL
-        .iter()
+    let entries: Vec<(String, &str)> = help_intents(state)
         .map(|i| (keymap.keys_for(*i), i.help_text()))
         .collect();
     let composer = format!(

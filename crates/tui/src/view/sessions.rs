@@ -42,10 +42,21 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         ]));
     }
     let width = inner.width as usize;
-    let layout = RowLayout::new(width);
+    // Several sources: a column naming each row's, first.
+    let source_w = if state.sources.merged() {
+        state.sources.column_width() + 1
+    } else {
+        0
+    };
+    let layout = RowLayout::new(width.saturating_sub(source_w));
     if !state.sessions.rows.is_empty() && (inner.height as usize) > lines.len() + 1 {
+        let head = if source_w > 0 {
+            format!("{}{}", pad("src", source_w), layout.head())
+        } else {
+            layout.head()
+        };
         lines.push(Line::styled(
-            pad(&layout.head(), width),
+            pad(&head, width),
             Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
         ));
     }
@@ -53,6 +64,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     if state.sessions.rows.is_empty() {
         let msg = if state.sessions.filter.is_empty()
             && state.sessions.kind_filter.is_none()
+            && state.sessions.source_filter.is_none()
             && state.sessions.active_within.is_none()
         {
             "No sessions yet. They appear as messages arrive."
@@ -72,7 +84,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         .take(rows_room)
     {
         let i = state.sessions.offset + j;
-        lines.push(row_line(state, row, i == state.sessions.selected, &layout));
+        let selected = i == state.sessions.selected;
+        let line = row_line(state, row, selected, &layout);
+        lines.push(if source_w > 0 {
+            with_source(state, row, line, source_w)
+        } else {
+            line
+        });
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }
@@ -84,6 +102,9 @@ fn title(state: &State) -> String {
         state.sessions.session_count(),
         state.sessions.total
     );
+    if let Some(source) = &state.sessions.source_filter {
+        title.push_str(&format!("[{source}] "));
+    }
     if let Some(k) = state.sessions.kind_filter {
         title.push_str(&format!("[{}] ", k.as_str()));
     }
@@ -113,6 +134,38 @@ fn title(state: &State) -> String {
         }
     }
     title
+}
+
+/// A row with its source's name before it, in the source's colour; a source that is not
+/// linked (dialling, lost, refused) has its rows greyed, kept rather than emptied.
+fn with_source(
+    state: &State,
+    row: &SessionRow,
+    line: Line<'static>,
+    source_w: usize,
+) -> Line<'static> {
+    use crate::sources::Reach;
+    let source = row.source.as_deref().unwrap_or_default();
+    let mut style = line.style;
+    let mut name_style = style;
+    // NO_COLOR is the screen's to apply, to every colour alike.
+    if let Some(c) = state.sources.colour(source) {
+        name_style = name_style.fg(c);
+    }
+    let linked = state
+        .sources
+        .of(&row.key)
+        .is_none_or(|s| s.reach() == Reach::Linked);
+    if !linked {
+        style = style.add_modifier(Modifier::DIM);
+        name_style = name_style.add_modifier(Modifier::DIM);
+    }
+    let mut spans = vec![Span::styled(
+        pad(&super::fit(source, source_w - 1), source_w),
+        name_style,
+    )];
+    spans.extend(line.spans.into_iter().map(|s| s.style(style)));
+    Line::from(spans)
 }
 
 /// Which columns a pane `width` wide shows, and how wide the name and preview are.

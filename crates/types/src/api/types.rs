@@ -35,6 +35,10 @@ pub struct SessionsQuery {
     pub previews: bool,
     /// The order `offset` counts in (absent from older clients: activity).
     pub order: SessionsOrder,
+    /// Only this source's sessions, on an API that merges several (`SessionsApi::sources`);
+    /// one engine ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// What tells a front end that keeps rows it rendered whether one changed: the store's
