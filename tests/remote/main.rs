@@ -19,3 +19,4 @@ mod remote_openclaw_cli;
 mod remote_openclaw_exchanges;
 mod remote_openclaw_inject;
 mod sources_merge;
+mod sources_three;

@@ -466,3 +466,66 @@ async fn two_sources_with_one_name_or_one_place_are_refused() {
         Some(SourcesError::Name(_))
     ));
 }
+
+/// A source that never answers holds up no merged read (the list, traffic) and no call to
+/// another source: before the bound, the merged page waited on it
+/// for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_never_answers_holds_up_nothing_of_the_others() {
+    use common::fake_api::{Answer, Data, FakeApi, row};
+    use switchboard_types::api::SessionKind;
+    let mut data = Data::default();
+    data.rows
+        .push(row("agent:main:main", "Alice", SessionKind::Main, 2_000));
+    let home = Arc::new(FakeApi::new(data));
+    let mut data = Data::default();
+    data.rows
+        .push(row("agent:ops:main", "ops", SessionKind::Main, 1_000));
+    let stuck = Arc::new(FakeApi::new(data));
+    let api = Sources::new(vec![
+        Source {
+            name: "home".into(),
+            kind: SourceKind::Local,
+            target: "/a".into(),
+            attach: Attach::Ready(home.clone()),
+        },
+        Source {
+            name: "stuck".into(),
+            kind: SourceKind::Gateway,
+            target: "ws://b".into(),
+            attach: Attach::Ready(stuck.clone()),
+        },
+    ])
+    .expect("sources");
+    let query = SessionsQuery {
+        limit: 10,
+        ..Default::default()
+    };
+    // Both answer at first: the stuck source's rows are kept.
+    let page = api.sessions(query.clone()).await.expect("both");
+    assert_eq!(
+        keys(&page.rows),
+        ["home/agent:main:main", "stuck/agent:ops:main"]
+    );
+    stuck.set_answer(Answer::Never);
+    for _ in 0..3 {
+        let page = tokio::time::timeout(HANG, api.sessions(query.clone()))
+            .await
+            .expect("the merged page does not wait for the stuck source")
+            .expect("home answers");
+        // Its last answer stands in for it.
+        assert_eq!(
+            keys(&page.rows),
+            ["home/agent:main:main", "stuck/agent:ops:main"]
+        );
+    }
+    let traffic = tokio::time::timeout(HANG, api.traffic(0)).await;
+    assert!(
+        traffic.is_ok(),
+        "traffic does not wait for the stuck source"
+    );
+    let r = tokio::time::timeout(HANG, api.send(owner("home/agent:main:main", "x")))
+        .await
+        .expect("a named send goes straight to its source");
+    assert!(r.is_ok(), "{r:?}");
+}

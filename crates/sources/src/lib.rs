@@ -69,6 +69,14 @@ pub enum SourcesError {
     TooMany,
 }
 
+/// How long a read asked of every source at once (a merged page, traffic, a bare key's
+/// lookup) waits for one of them: one source that stalls must not hold up the others'
+/// answer. The source's own calls (a send, its transcript) wait as long as its link does.
+const MERGED_WAIT: Duration = Duration::from_secs(1);
+/// The wait for a source that missed the last one, until it answers in time again: a
+/// stalled source costs each merged read this much, not a second.
+const SLOW_WAIT: Duration = Duration::from_millis(100);
+
 /// Work ids carry their source in their low bits.
 const SOURCE_BITS: u32 = 6;
 /// The most sources one API merges.
@@ -85,6 +93,8 @@ struct Slot {
     unavailable: RwLock<Option<String>>,
     /// Taken out (a source removed from the config): it answers that, and nothing more.
     removed: std::sync::atomic::AtomicBool,
+    /// It missed a merged read's wait and has not answered one in time since.
+    slow: std::sync::atomic::AtomicBool,
     /// The last page each of its listings gave at each position (rows and counts), shown
     /// again while it cannot answer.
     kept_rows: Mutex<std::collections::HashMap<(String, usize), SessionsPage>>,
@@ -116,6 +126,36 @@ impl Slot {
 
     fn q(&self) -> Qualify<'_> {
         Qualify { source: &self.name }
+    }
+
+    /// A read that is part of a merged answer, bounded by `MERGED_WAIT` (`SLOW_WAIT` while
+    /// this source is known to be slow).
+    async fn bounded<T>(
+        &self,
+        read: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let wait = if self.slow.load(SeqCst) {
+            SLOW_WAIT
+        } else {
+            MERGED_WAIT
+        };
+        match tokio::time::timeout(wait, read).await {
+            Ok(answer) => {
+                self.slow.store(false, SeqCst);
+                answer
+            }
+            Err(_) => {
+                if !self.slow.swap(true, SeqCst) {
+                    tracing::warn!(source = %self.name, "a source did not answer in time; its last answer is shown");
+                }
+                Err(ApiError::Unavailable(format!(
+                    "source {} did not answer within {} ms",
+                    self.name,
+                    wait.as_millis()
+                )))
+            }
+        }
     }
 }
 
@@ -179,6 +219,7 @@ impl Sources {
                 state,
                 unavailable: RwLock::new(None),
                 removed: Default::default(),
+                slow: Default::default(),
                 kept_rows: Mutex::new(Default::default()),
             });
             match s.attach {
@@ -252,31 +293,71 @@ impl Sources {
         if let Some((source, key)) = split(reference) {
             return Ok((self.index(source)?, key.to_string()));
         }
-        let found = join_all(self.slots.iter().map(|s| async move {
-            match s.api() {
-                Ok(api) => matches!(api.session(reference).await, Ok(Some(_))),
-                Err(_) => false,
+        let i = self
+            .holder(reference, |api| async move {
+                Ok(api.session(reference).await?.is_some())
+            })
+            .await?;
+        Ok((i, reference.to_string()))
+    }
+
+    /// The one source that holds a bare key (by `holds`), the default source when none
+    /// does; refused when several do, or when one that could not be asked might.
+    async fn holder<F, Fut>(&self, reference: &str, holds: F) -> Result<usize, ApiError>
+    where
+        F: Fn(Arc<dyn SessionsApi>) -> Fut,
+        Fut: std::future::Future<Output = Result<bool, ApiError>>,
+    {
+        // Each source: holds it, does not, or could not be asked (None).
+        let found = join_all(self.slots.iter().map(|s| {
+            let asked = s.api().map(&holds);
+            async move {
+                match s.bounded(asked.ok()?).await {
+                    Ok(held) => Some(held),
+                    // "No such session" and "not a key here" are answers; only a source
+                    // that could not answer is unknown.
+                    Err(ApiError::NotFound(_) | ApiError::BadInput(_)) => Some(false),
+                    Err(_) => None,
+                }
             }
         }))
         .await;
         let holders: Vec<usize> = found
             .iter()
             .enumerate()
-            .filter_map(|(i, f)| f.then_some(i))
+            .filter_map(|(i, f)| (*f == Some(true)).then_some(i))
             .collect();
+        let unknown: Vec<&str> = found
+            .iter()
+            .zip(&self.slots)
+            .filter(|(f, s)| f.is_none() && !s.removed.load(std::sync::atomic::Ordering::SeqCst))
+            .map(|(_, s)| s.name.as_str())
+            .collect();
+        let refs = |at: &[usize]| -> String {
+            at.iter()
+                .map(|i| format!("{}/{reference}", self.slots[*i].name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match holders.as_slice() {
-            [] => Ok((self.default, reference.to_string())),
-            [one] => Ok((*one, reference.to_string())),
-            many => {
-                let refs: Vec<String> = many
+            // A source that could not be asked may hold it too: guessing could send where
+            // the owner did not mean.
+            _ if !unknown.is_empty() && holders.len() <= 1 => Err(ApiError::BadInput(format!(
+                "cannot tell which source holds {reference}: {} did not answer; name the source \
+                 ({})",
+                unknown.join(", "),
+                self.slots
                     .iter()
-                    .map(|i| format!("{}/{reference}", self.slots[*i].name))
-                    .collect();
-                Err(ApiError::BadInput(format!(
-                    "{reference} is on several sources: name one ({})",
-                    refs.join(", ")
-                )))
-            }
+                    .map(|s| format!("{}/{reference}", s.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            [] => Ok(self.default),
+            [one] => Ok(*one),
+            many => Err(ApiError::BadInput(format!(
+                "{reference} is on several sources: name one ({})",
+                refs(many)
+            ))),
         }
     }
 
@@ -338,7 +419,7 @@ impl Sources {
         q.offset = at;
         q.source = None;
         let answer = match slot.api() {
-            Ok(api) => api.sessions(q).await,
+            Ok(api) => slot.bounded(api.sessions(q)).await,
             Err(e) => Err(e),
         };
         match answer {
@@ -429,7 +510,7 @@ impl Sources {
             let api = slot.api()?;
             let mut q = query.clone();
             q.before = before;
-            let mut page = api.exchanges(q).await?;
+            let mut page = slot.bounded(api.exchanges(q)).await?;
             for e in &mut page.exchanges {
                 slot.q().summary(e);
             }
@@ -595,7 +676,7 @@ impl SessionsApi for Sources {
     async fn status(&self) -> Result<Status, ApiError> {
         let answers = join_all(self.slots.iter().map(|s| async move {
             match s.api() {
-                Ok(api) => api.status().await.ok(),
+                Ok(api) => s.bounded(api.status()).await.ok(),
                 Err(_) => None,
             }
         }))
@@ -670,34 +751,13 @@ impl SessionsApi for Sources {
         let (i, key) = match split(raw) {
             Some((source, key)) => (self.index(source)?, key.to_string()),
             None => {
-                // Resolved on every source: a key or session id one source knows is that
-                // source's; several is refused; none goes to the default source.
-                let answers = join_all(self.slots.iter().map(|s| async move {
-                    match s.api() {
-                        Ok(api) => api.resolve_key(raw, KeyPurpose::Existing).await.ok(),
-                        Err(_) => None,
-                    }
-                }))
-                .await;
-                let holders: Vec<usize> = answers
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, a)| a.as_ref().filter(|r| r.exists).map(|_| i))
-                    .collect();
-                match holders.as_slice() {
-                    [] => (self.default, raw.to_string()),
-                    [one] => (*one, raw.to_string()),
-                    many => {
-                        let refs: Vec<String> = many
-                            .iter()
-                            .map(|i| format!("{}/{raw}", self.slots[*i].name))
-                            .collect();
-                        return Err(ApiError::BadInput(format!(
-                            "{raw} is on several sources: name one ({})",
-                            refs.join(", ")
-                        )));
-                    }
-                }
+                // A key or session id one source knows is that source's.
+                let i = self
+                    .holder(raw, |api| async move {
+                        Ok(api.resolve_key(raw, KeyPurpose::Existing).await?.exists)
+                    })
+                    .await?;
+                (i, raw.to_string())
             }
         };
         let slot = &self.slots[i];
@@ -817,7 +877,7 @@ impl SessionsApi for Sources {
 
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
         let answers = join_all(self.slots.iter().map(|s| async move {
-            let mut counts = s.api()?.traffic(since).await?;
+            let mut counts = s.bounded(s.api()?.traffic(since)).await?;
             for c in &mut counts {
                 s.q().traffic(c);
             }
@@ -863,7 +923,7 @@ impl SessionsApi for Sources {
         // console offers to talk to.
         let answers = join_all(self.slots.iter().map(|s| async move {
             match s.api() {
-                Ok(api) => api.agents().await.ok(),
+                Ok(api) => s.bounded(api.agents()).await.ok(),
                 Err(_) => None,
             }
         }))
