@@ -15,7 +15,7 @@ use switchboard_sources::{Attach, Source, Sources};
 use switchboard_tui::action::{Action, Intent};
 use switchboard_tui::state::State;
 use switchboard_types::api::source::SourceKind;
-use switchboard_types::api::{LinkState, SessionKind, SessionsApi};
+use switchboard_types::api::{LinkState, SessionKind, SessionsApi, TrafficCount};
 use tokio::sync::watch;
 
 use common::console_driver::Driver;
@@ -24,8 +24,20 @@ use common::fake_api::{self, Data, FakeApi};
 const NOW: i64 = 1_750_000_000_000;
 const MIN: i64 = 60_000;
 
+/// Clock times blanked (`12:34:56` → `HH:MM:SS`): transcript lines show local times.
+fn redact(screen: &str) -> String {
+    let clock = regex::Regex::new(r"\b\d{2}:\d{2}:\d{2}\b").expect("regex");
+    clock.replace_all(screen, "HH:MM:SS").into_owned()
+}
+
 fn fake(rows: &[(&str, Option<&str>, i64)]) -> Arc<FakeApi> {
     let mut data = Data::default();
+    for (key, _, _) in rows {
+        data.lines.insert(
+            key.to_string(),
+            (1..=3).map(|seq| fake_api::line(key, seq)).collect(),
+        );
+    }
     for (key, name, age) in rows {
         let mut r = fake_api::row(key, name.unwrap_or(key), SessionKind::Main, NOW - age);
         r.display_name = name.map(str::to_string);
@@ -33,6 +45,18 @@ fn fake(rows: &[(&str, Option<&str>, i64)]) -> Arc<FakeApi> {
         data.rows.push(r);
     }
     data.rows.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
+    // Traffic between its first two sessions: 6 exchanges in the last minutes, 2 capped.
+    if let [a, b, ..] = rows {
+        data.traffic = Some(vec![TrafficCount {
+            requester: a.0.to_string(),
+            target: b.0.to_string(),
+            minute: (NOW / MIN - 2) * MIN,
+            exchanges: 6,
+            messages: 30,
+            capped: 2,
+            ..Default::default()
+        }]);
+    }
     Arc::new(FakeApi::new(data))
 }
 
@@ -240,7 +264,7 @@ async fn the_merged_pane_lists_every_source_by_activity_with_a_source_column() {
             "home/agent:ops:main",
         ]
     );
-    insta::assert_snapshot!(text(&render(&d.console.state, 120, 24)));
+    insta::assert_snapshot!(redact(&text(&render(&d.console.state, 120, 24))));
     // With several sources the help lists the source filter's key.
     let mut s = d.console.state.clone();
     s.help = true;
@@ -268,7 +292,7 @@ async fn a_source_that_drops_is_greyed_and_named_in_the_header_not_emptied() {
     );
     let buf = render(&d.console.state, 120, 24);
     let screen = text(&buf);
-    insta::assert_snapshot!(screen.clone());
+    insta::assert_snapshot!(redact(&screen));
     assert!(
         screen
             .lines()
@@ -313,7 +337,7 @@ async fn the_source_filter_shows_one_source_then_every_one() {
             "team/agent:ops:slack:group:incidents"
         ]
     );
-    insta::assert_snapshot!(text(&render(&d.console.state, 120, 24)));
+    insta::assert_snapshot!(redact(&text(&render(&d.console.state, 120, 24))));
     // `:source all` shows every source again; an unknown name is refused, naming them.
     d.press(KeyCode::Char(':'));
     d.type_text("source nope");
@@ -360,4 +384,81 @@ async fn a_message_and_send_off_reach_only_the_selected_rows_own_source() {
         ]
     );
     assert!(team.sent.is_empty(), "{:?}", team.sent);
+}
+
+/// `/forward` carries the last lines of the session on one source into a session on another,
+/// as the owner's message naming where they came from (never read as a command there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_carries_lines_from_one_source_into_a_session_on_another() {
+    let t = three();
+    let mut d = driven(&t).await;
+    d.press(KeyCode::Char('j'));
+    d.settle().await;
+    assert_eq!(
+        d.console.state.sessions.selected_key(),
+        Some("home/agent:main:main")
+    );
+    d.until("home's transcript", |s| s.transcript.lines.len() == 3)
+        .await;
+    d.press(KeyCode::Char('i'));
+    d.type_text("/forward team/agent:ops:slack:group:incidents 2");
+    d.press(KeyCode::Enter);
+    d.settle().await;
+    let team = t.team.data.lock().expect("data");
+    let sent: Vec<(&str, &str)> = team
+        .sent
+        .iter()
+        .map(|r| (r.key.as_str(), r.text.as_str()))
+        .collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let (key, text) = sent[0];
+    assert_eq!(key, "agent:ops:slack:group:incidents");
+    assert!(
+        text.starts_with("Forwarded from home/agent:main:main (Alice (Telegram)):\n["),
+        "{text}"
+    );
+    assert!(
+        text.contains("] owner: agent:main:main says #2\n["),
+        "{text}"
+    );
+    assert!(text.ends_with("] owner: agent:main:main says #3"), "{text}");
+    assert!(!text.contains("says #1"), "{text}");
+    assert!(team.sent[0].from.owner, "sent as the owner");
+    assert!(t.home.data.lock().expect("data").sent.is_empty());
+    drop(team);
+    // Bad arguments get the usage line; nothing is sent.
+    d.type_text("/forward");
+    d.press(KeyCode::Enter);
+    d.settle().await;
+    let said = d.console.state.composer.error.clone().unwrap_or_default();
+    assert!(said.contains("Usage: /forward <session> [lines]"), "{said}");
+}
+
+/// The traffic view merges every source's pairs, each named with its source: the same two
+/// keys on two sources are two pairs, never one count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_traffic_view_shows_pairs_from_two_sources_apart() {
+    let t = three();
+    let mut d = driven(&t).await;
+    d.intent(Intent::ToggleTraffic);
+    d.settle().await;
+    d.until("pairs from two sources", |s| {
+        s.traffic.table().pairs.len() >= 2
+    })
+    .await;
+    let screen = redact(&text(&render(&d.console.state, 120, 24)));
+    insta::assert_snapshot!(screen.clone());
+    assert!(
+        screen.contains("home Alice (Telegram) → agent:ops:main"),
+        "{screen}"
+    );
+    assert!(screen.contains("team Team lead → #incidents"), "{screen}");
+    // By agent: the same two agents on two sources are two pairs.
+    d.intent(Intent::ToggleRoundsScope);
+    d.settle().await;
+    // The app orders the shown table before each frame.
+    d.console.state.traffic.prepare(20);
+    let screen = redact(&text(&render(&d.console.state, 120, 24)));
+    assert!(screen.contains("home agent:main → agent:ops"), "{screen}");
+    assert!(screen.contains("team agent:main → agent:ops"), "{screen}");
 }

@@ -69,6 +69,7 @@ pub const COMMANDS: &[Command] = &[
     both("send", "on|off|inherit"),
     both("spawn", "[--agent <id>] <task>"),
     both("ask", "<session> <message>"),
+    both("forward", "<session> [lines]"),
     both("status", "[session]"),
     both("abort", "[session]"),
     both("agents", ""),
@@ -156,7 +157,7 @@ pub fn complete(
         .skip(1)
         .collect();
     match (cmd, done.as_slice()) {
-        ("ask" | "new" | "status" | "abort", []) => {
+        ("ask" | "forward" | "new" | "status" | "abort", []) => {
             let found = keys.iter().filter(|k| key_matches(k, word)).map(|k| {
                 // The session argument is a whole word: a unique key ends it.
                 k.to_string()

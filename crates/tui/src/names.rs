@@ -7,6 +7,11 @@ use std::collections::HashMap;
 
 use crate::sessions::SessionRow;
 
+/// A reference without its source (`home/agent:main:main` → `agent:main:main`).
+fn bare(key: &str) -> &str {
+    switchboard_types::api::source::SessionRef::parse(key).key
+}
+
 /// The most names remembered: a bound on memory whatever the number of sessions paged
 /// through; past it the table starts over from the next page (what is on screen is there
 /// again at once).
@@ -44,6 +49,34 @@ impl Names {
         }
     }
 
+    /// [`Names::shown`] within a line that names the source already: a bare key without it.
+    fn shown_in_source(&self, key: &str, width: usize) -> String {
+        match self.named.get(key) {
+            Some(name) => crate::view::fit(name, width),
+            None => crate::view::middle_ellipsis(bare(key), width),
+        }
+    }
+
+    fn full_in_source(&self, key: &str) -> String {
+        match self.named.get(key) {
+            Some(name) => name.clone(),
+            None => bare(key).to_string(),
+        }
+    }
+
+    /// `source requester → target`, for a pair on one of several sources (`None` when the
+    /// requester names no source).
+    fn pair_on_source(&self, requester: &str, target: &str, width: usize) -> Option<String> {
+        use unicode_width::UnicodeWidthStr;
+        let source = switchboard_types::api::source::SessionRef::parse(requester).source?;
+        let lead = format!("{source} ");
+        let room = width.saturating_sub(lead.width());
+        Some(format!(
+            "{lead}{}",
+            self.pair_with(requester, target, room, true)
+        ))
+    }
+
     /// The name in full (the breadcrumb cuts the whole line, not each part).
     pub fn full(&self, key: &str) -> String {
         match self.named.get(key) {
@@ -54,10 +87,31 @@ impl Names {
 
     /// `requester → target` in at most `width` columns: half each, and what one side does
     /// not need goes to the other; each side shortened as [`Names::shown`] does.
+    /// On one of several sources, the source leads (`home Alice → #incidents`): the same
+    /// names on two sources are two pairs.
     pub fn pair(&self, requester: &str, target: &str, width: usize) -> String {
+        self.pair_on_source(requester, target, width)
+            .unwrap_or_else(|| self.pair_with(requester, target, width, false))
+    }
+
+    fn pair_with(&self, requester: &str, target: &str, width: usize, in_source: bool) -> String {
         use unicode_width::UnicodeWidthStr;
         const ARROW: &str = " → ";
-        let (r, t) = (self.full(requester), self.full(target));
+        let full = |k: &str| {
+            if in_source {
+                self.full_in_source(k)
+            } else {
+                self.full(k)
+            }
+        };
+        let shown = |k: &str, w: usize| {
+            if in_source {
+                self.shown_in_source(k, w)
+            } else {
+                self.shown(k, w)
+            }
+        };
+        let (r, t) = (full(requester), full(target));
         let room = width.saturating_sub(ARROW.width());
         let (rw, tw) = (r.width(), t.width());
         // The shorter side is cut first (to at most half), and the other takes every column
@@ -65,17 +119,14 @@ impl Names {
         let share =
             |short: usize, long: usize| short.min((room / 2).max(room.saturating_sub(long)));
         let (left, right) = if rw <= tw {
-            let left = self.shown(requester, share(rw, tw));
+            let left = shown(requester, share(rw, tw));
             (
                 left.clone(),
-                self.shown(target, room.saturating_sub(left.width())),
+                shown(target, room.saturating_sub(left.width())),
             )
         } else {
-            let right = self.shown(target, share(tw, rw));
-            (
-                self.shown(requester, room.saturating_sub(right.width())),
-                right,
-            )
+            let right = shown(target, share(tw, rw));
+            (shown(requester, room.saturating_sub(right.width())), right)
         };
         format!("{left}{ARROW}{right}")
     }

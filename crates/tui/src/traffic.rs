@@ -338,11 +338,14 @@ impl Table {
     }
 }
 
-/// The agent a session key belongs to, as the by-agent table names it.
+/// The agent a session key belongs to, as the by-agent table names it (with the key's
+/// source when it names one: the same agent on two sources is two agents).
 pub fn agent_of(key: &str) -> &str {
-    match key.strip_prefix("agent:") {
+    let bare = switchboard_types::api::source::SessionRef::parse(key).key;
+    let lead = key.len() - bare.len();
+    match bare.strip_prefix("agent:") {
         Some(rest) => match rest.find(':') {
-            Some(end) if end > 0 => &key[..6 + end],
+            Some(end) if end > 0 => &key[..lead + 6 + end],
             _ => key,
         },
         None => key,
@@ -1199,6 +1202,8 @@ mod tests {
         assert_eq!(agent_of("global"), "global");
         assert_eq!(agent_of("agent:"), "agent:");
         assert_eq!(agent_of("agent::x"), "agent::x");
+        assert_eq!(agent_of("home/agent:ops:slack:group:x"), "home/agent:ops");
+        assert_eq!(agent_of("home/global"), "home/global");
     }
 
     #[test]

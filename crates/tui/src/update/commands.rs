@@ -185,7 +185,10 @@ impl Console {
                 _ => me.target_key(),
             }
         };
-        let needs_session = matches!(cmd, "send" | "spawn" | "ask" | "status" | "abort");
+        let needs_session = matches!(
+            cmd,
+            "send" | "spawn" | "ask" | "forward" | "status" | "abort"
+        );
         let key = session(self);
         if needs_session && key.is_none() {
             return Err(format!(
@@ -222,6 +225,32 @@ impl Console {
                 }
                 _ => return Err(format!("Usage: {sigil}ask <session> <message>")),
             },
+            "forward" => {
+                let usage = || {
+                    format!(
+                        "Usage: {sigil}forward <session> [lines] (the selected message, or the last lines)"
+                    )
+                };
+                let mut words = arg.split_whitespace();
+                let Some(target) = words.next() else {
+                    return Err(usage());
+                };
+                let lines = match words.next() {
+                    None => 1,
+                    Some(n) => match n.parse::<usize>() {
+                        Ok(n) if (1..=FORWARD_MAX).contains(&n) => n,
+                        _ => return Err(format!("{} (lines: 1 to {FORWARD_MAX})", usage())),
+                    },
+                };
+                if words.next().is_some() {
+                    return Err(usage());
+                }
+                let text = forwarded(&self.state, &key, lines).ok_or_else(|| {
+                    format!("{sigil}forward: this session has no message to forward yet")
+                })?;
+                self.state.flash(format!("forwarding to {target}"), false);
+                self.send_message(target.to_string(), text);
+            }
             "status" => {
                 self.state.card = Some(Card::Status {
                     key: key.clone(),
@@ -443,4 +472,53 @@ fn spawn_params(arg: &str) -> Option<serde_json::Value> {
         params["agentId"] = json!(id);
     }
     Some(params)
+}
+
+/// The most transcript lines one `/forward` carries.
+const FORWARD_MAX: usize = 50;
+
+/// The owner's message `/forward` sends: where it comes from (the session's reference and
+/// name), then the selected message, or the last `lines` loaded, each with its time and
+/// sender. `None` when the transcript shown is not `key`'s or has no line.
+fn forwarded(s: &crate::state::State, key: &str, lines: usize) -> Option<String> {
+    let t = &s.transcript;
+    if t.key.as_deref() != Some(key) || t.lines.is_empty() {
+        return None;
+    }
+    let picked: Vec<&crate::transcript::TranscriptLine> = match crate::transcript::selected_index(s)
+    {
+        Some(i) if lines == 1 => vec![&t.lines[i]],
+        // The last lines the pane shows (a hidden tool call is not forwarded).
+        _ => {
+            let mut shown: Vec<_> = t
+                .lines
+                .iter()
+                .rev()
+                .filter(|l| crate::transcript::shown(t.tools, l))
+                .take(lines)
+                .collect();
+            shown.reverse();
+            shown
+        }
+    };
+    if picked.is_empty() {
+        return None;
+    }
+    let name = s.names.full(key);
+    let mut text = if name == key {
+        format!("Forwarded from {key}:")
+    } else {
+        format!("Forwarded from {key} ({name}):")
+    };
+    for l in picked {
+        let at = chrono::DateTime::from_timestamp_millis(l.timestamp)
+            .map(|t| {
+                t.with_timezone(&chrono::Local)
+                    .format("%H:%M:%S")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        text.push_str(&format!("\n[{at}] {}: {}", l.from, l.text));
+    }
+    Some(text)
 }
