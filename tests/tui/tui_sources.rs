@@ -404,28 +404,29 @@ async fn forward_carries_lines_from_one_source_into_a_session_on_another() {
     d.type_text("/forward team/agent:ops:slack:group:incidents 2");
     d.press(KeyCode::Enter);
     d.settle().await;
-    let team = t.team.data.lock().expect("data");
-    let sent: Vec<(&str, &str)> = team
-        .sent
-        .iter()
-        .map(|r| (r.key.as_str(), r.text.as_str()))
-        .collect();
-    assert_eq!(sent.len(), 1, "{sent:?}");
-    let (key, text) = sent[0];
-    assert_eq!(key, "agent:ops:slack:group:incidents");
-    assert!(
-        text.starts_with("Forwarded from home/agent:main:main (Alice (Telegram)):\n["),
-        "{text}"
-    );
-    assert!(
-        text.contains("] owner: agent:main:main says #2\n["),
-        "{text}"
-    );
-    assert!(text.ends_with("] owner: agent:main:main says #3"), "{text}");
-    assert!(!text.contains("says #1"), "{text}");
-    assert!(team.sent[0].from.owner, "sent as the owner");
-    assert!(t.home.data.lock().expect("data").sent.is_empty());
-    drop(team);
+    {
+        let team = t.team.data.lock().expect("data");
+        let sent: Vec<(&str, &str)> = team
+            .sent
+            .iter()
+            .map(|r| (r.key.as_str(), r.text.as_str()))
+            .collect();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let (key, text) = sent[0];
+        assert_eq!(key, "agent:ops:slack:group:incidents");
+        assert!(
+            text.starts_with("Forwarded from home/agent:main:main (Alice (Telegram)):\n["),
+            "{text}"
+        );
+        assert!(
+            text.contains("] owner: agent:main:main says #2\n["),
+            "{text}"
+        );
+        assert!(text.ends_with("] owner: agent:main:main says #3"), "{text}");
+        assert!(!text.contains("says #1"), "{text}");
+        assert!(team.sent[0].from.owner, "sent as the owner");
+        assert!(t.home.data.lock().expect("data").sent.is_empty());
+    }
     // Bad arguments get the usage line; nothing is sent.
     d.type_text("/forward");
     d.press(KeyCode::Enter);
