@@ -529,3 +529,63 @@ async fn a_source_that_never_answers_holds_up_nothing_of_the_others() {
         .expect("a named send goes straight to its source");
     assert!(r.is_ok(), "{r:?}");
 }
+
+/// A source that floods events has its excess dropped at its own forwarding, so the other
+/// sources' events all reach the subscriber, and a gap reports the drop once the flood
+/// stops. Before, the flood filled the shared channel and pushed the others' events out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_floods_events_pushes_none_of_the_others_out() {
+    use common::fake_api::{Data, FakeApi};
+    use switchboard_types::api::EngineEvent;
+    let calm = Arc::new(FakeApi::new(Data::default()));
+    let flood = Arc::new(FakeApi::new(Data::default()));
+    let api = Sources::new(vec![
+        Source {
+            name: "calm".into(),
+            kind: SourceKind::Local,
+            target: "/a".into(),
+            attach: Attach::Ready(calm.clone()),
+        },
+        Source {
+            name: "flood".into(),
+            kind: SourceKind::Gateway,
+            target: "ws://b".into(),
+            attach: Attach::Ready(flood.clone()),
+        },
+    ])
+    .expect("sources");
+    let mut sub = api.subscribe();
+    for i in 0..30_000u32 {
+        flood.emit(EngineEvent::SessionUpdated {
+            key: format!("agent:x:{i}"),
+        });
+        if i % 3_000 == 0 {
+            calm.emit(EngineEvent::SessionUpdated {
+                key: format!("agent:main:{i}"),
+            });
+        }
+        if i % 20 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    // The flood is over: its drop is reported after a quiet spell.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (mut calm_seen, mut flood_seen, mut gaps) = (0, 0, 0);
+    while let Some(item) = sub.try_next() {
+        match item {
+            StreamItem::Event(e) => match e.event {
+                EngineEvent::SessionUpdated { key } if key.starts_with("calm/") => calm_seen += 1,
+                EngineEvent::SessionUpdated { key } if key.starts_with("flood/") => flood_seen += 1,
+                other => panic!("{other:?}"),
+            },
+            StreamItem::Missed(_) => gaps += 1,
+            StreamItem::Closed => break,
+        }
+    }
+    assert_eq!(
+        calm_seen, 10,
+        "every calm event ({flood_seen} of the flood's passed)"
+    );
+    assert!(flood_seen < 30_000, "{flood_seen}");
+    assert!(gaps >= 1, "the flood's drop is reported");
+}
