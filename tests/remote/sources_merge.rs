@@ -589,3 +589,40 @@ async fn a_source_that_floods_events_pushes_none_of_the_others_out() {
     assert!(flood_seen < 30_000, "{flood_seen}");
     assert!(gaps >= 1, "the flood's drop is reported");
 }
+
+/// A source removed while running (taken out of the config): its calls say so, its rows
+/// leave the merged list, the subscriber is told to reload, and the others go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_source_leaves_the_lists_and_says_so() {
+    let t = two().await;
+    put(&t.home, "agent:main:main", "hi").await;
+    put(&t.team, "agent:main:main", "hi").await;
+    let mut sub = t.api.subscribe();
+    assert!(t.api.remove("team"));
+    assert!(!t.api.remove("team"), "once");
+    let page = t
+        .api
+        .sessions(SessionsQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("home answers");
+    assert_eq!(keys(&page.rows), ["home/agent:main:main"]);
+    match t.api.send(owner("team/agent:main:main", "x")).await {
+        Err(ApiError::Unavailable(m)) => assert!(m.contains("removed"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        tokio::time::timeout(HANG, sub.next()).await,
+        Ok(StreamItem::Missed(_))
+    ));
+    assert_eq!(
+        t.api
+            .sources()
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["home"]
+    );
+}

@@ -263,7 +263,7 @@ impl Sources {
         let was = slot.removed.swap(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(tx) = &slot.state {
             tx.send_replace(LinkState::Failed {
-                message: "removed from the config".into(),
+                message: switchboard_types::api::source::REMOVED.into(),
             });
         }
         lock(&slot.kept_rows).clear();

@@ -3,7 +3,7 @@
 
 use ratatui::style::Color;
 use switchboard_types::api::LinkState;
-use switchboard_types::api::source::{SessionRef, SourceInfo, SourceKind};
+use switchboard_types::api::source::{REMOVED, SessionRef, SourceInfo, SourceKind};
 
 use crate::theme::Glyphs;
 
@@ -74,6 +74,9 @@ impl SourceView {
                 g.idle,
                 retry_in_ms.div_ceil(1000)
             ),
+            Some(LinkState::Failed { message }) if message == REMOVED => {
+                format!("{} {} removed", self.name, g.cross)
+            }
             Some(LinkState::Failed { .. }) => format!("{} {} refused", self.name, g.cross),
         }
     }

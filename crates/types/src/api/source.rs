@@ -10,6 +10,9 @@ use super::types::LinkState;
 /// Between a source's name and a session key in a session reference.
 pub const SEPARATOR: char = '/';
 
+/// The link state's message for a source taken out while running (`Sources::remove`).
+pub const REMOVED: &str = "removed from the config";
+
 /// The longest source name: short enough for the sessions pane's source column.
 pub const NAME_MAX: usize = 16;
 
