@@ -4,6 +4,7 @@ use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
 use switchboard_engine::Overwrite;
+use switchboard_types::api::source::SessionRef;
 use switchboard_types::api::time::{AgoStyle, ago};
 use switchboard_types::api::{
     LineRole, PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
@@ -35,7 +36,11 @@ fn parse_kinds(names: &[String]) -> Result<Vec<SessionKind>> {
 /// with its effective send policy (`sendPolicyEffective`). The page carries them (`entries`):
 /// one request, however many rows (over `--connect`, each request is a round trip). A
 /// gateway too old to fill them is asked row by row; a session deleted meanwhile is left out.
+///
+/// With several sources each row gains its `source`; its `key` stays `source/key`, as every
+/// command takes it (a script passes it back as it is).
 async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<Value>> {
+    let several = !api.sources().is_empty();
     let page = api
         .sessions(SessionsQuery {
             entries: true,
@@ -53,6 +58,9 @@ async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<V
         };
         if v.is_object() {
             v["sendPolicyEffective"] = policy.to_json();
+            if several {
+                add_source(&mut v, &row.key);
+            }
             rows.push(v);
         }
     }
@@ -103,7 +111,7 @@ pub(crate) async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
                 println!("No sessions to show; archived ones are hidden (add --archived).");
                 return Ok(());
             }
-            print_table(&rows);
+            print_table(&rows, !api.sources().is_empty());
             Ok(())
         }
         SessionsCommand::Show {
@@ -113,8 +121,13 @@ pub(crate) async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             json,
         } => {
             let api = cli.reading_api().await?;
-            let (row, lines, policy, left_out) =
+            let (mut row, lines, policy, left_out) =
                 show_session(api.as_ref(), key, *messages, *tools).await?;
+            if !api.sources().is_empty()
+                && let Some(key) = row.get("key").and_then(Value::as_str).map(str::to_string)
+            {
+                add_source(&mut row, &key);
+            }
             if *json {
                 let mut v = row;
                 v["sendPolicyEffective"] = policy.to_json();
@@ -296,20 +309,57 @@ async fn show_session(
     Ok((detail.entry, lines, detail.row.policy, left_out))
 }
 
-fn print_table(rows: &[Value]) {
+/// `source` first in a row of several sources, from its `source/key` reference.
+fn add_source(v: &mut Value, key: &str) {
+    if let (Some(source), Some(obj)) = (SessionRef::parse(key).source, v.as_object_mut()) {
+        let mut with = serde_json::Map::with_capacity(obj.len() + 1);
+        with.insert("source".into(), Value::String(source.to_string()));
+        with.extend(std::mem::take(obj));
+        *obj = with;
+    }
+}
+
+fn print_table(rows: &[Value], several: bool) {
     if rows.is_empty() {
         println!("No sessions yet. Record one with: switchboard inject agent:main:main \"hello\"");
         return;
     }
+    // With several sources, SOURCE first and the key bare beside it.
+    let key = |r: &Value| -> String {
+        let k = cell(r, "key");
+        if several {
+            SessionRef::parse(&k).key.to_string()
+        } else {
+            k
+        }
+    };
     let key_w = rows
         .iter()
-        .map(|r| cell(r, "key").chars().count())
+        .map(|r| key(r).chars().count())
         .max()
         .unwrap_or(3)
         .clamp(3, 60);
+    let source_w = rows
+        .iter()
+        .map(|r| cell(r, "source").chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let source = |text: &str| {
+        if several {
+            format!("{text:<source_w$} ")
+        } else {
+            String::new()
+        }
+    };
     println!(
-        "{:<6} {:<key_w$} {:<10} {:<10} {:<6} NAME",
-        "KIND", "KEY", "CHANNEL", "UPDATED", "POLICY"
+        "{}{:<6} {:<key_w$} {:<10} {:<10} {:<6} NAME",
+        source("SOURCE"),
+        "KIND",
+        "KEY",
+        "CHANNEL",
+        "UPDATED",
+        "POLICY"
     );
     for r in rows {
         let updated = r
@@ -334,9 +384,10 @@ fn print_table(rows: &[Value]) {
             };
         }
         println!(
-            "{:<6} {:<key_w$} {:<10} {:<10} {:<6} {}",
+            "{}{:<6} {:<key_w$} {:<10} {:<10} {:<6} {}",
+            source(&cell(r, "source")),
             cell(r, "kind"),
-            cell(r, "key"),
+            key(r),
             cell(r, "channel"),
             updated,
             policy_cell(r),
