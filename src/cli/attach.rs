@@ -180,7 +180,11 @@ leaves it out without this note)",
         options.device = self.device();
         let link = dial_patiently(&target, options).await.map_err(|e| match e {
             DialError::Refused(reason) => {
-                anyhow!("cannot attach to {}: {}", safe_line(&target), refusal(&reason))
+                anyhow!(
+                "cannot attach to {}: refused: {}",
+                safe_line(&target),
+                refusal(&reason)
+            )
             }
             DialError::Deferred {
                 reason,
@@ -218,14 +222,14 @@ the gateway's machine"
     }
 }
 
-/// "refused: REASON", with what to do when the gateway does not know this device yet.
+/// Why a gateway refused, with what to do when it does not know this device yet.
 pub(crate) fn refusal(reason: &str) -> String {
     let pairing = if reason.to_ascii_lowercase().contains("pairing") {
         " (the gateway does not know this device yet: approve it on the gateway's host with `openclaw devices list` then `openclaw devices approve <id>`, or attach through an SSH tunnel so it connects from loopback, which OpenClaw pairs by itself)"
     } else {
         ""
     };
-    format!("refused: {}{pairing}", safe_line(reason))
+    format!("{}{pairing}", safe_line(reason))
 }
 
 /// An attached link as an API: our gateway in its own methods, any other (OpenClaw's) in

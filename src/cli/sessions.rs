@@ -4,7 +4,7 @@ use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
 use switchboard_engine::Overwrite;
-use switchboard_types::api::source::SessionRef;
+use switchboard_types::api::source::{SessionRef, SourceKind};
 use switchboard_types::api::time::{AgoStyle, ago};
 use switchboard_types::api::{
     LineRole, PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
@@ -189,12 +189,20 @@ pub(crate) async fn abort(cli: &Cli, raw: &str, run_id: Option<&str>, json: bool
         return print_json(&serde_json::json!({ "key": key, "runIds": done.run_ids }));
     }
     if done.run_ids.is_empty() {
+        // Only a session of the local folder runs in this process.
+        let on_local = match SessionRef::parse(&key).source {
+            None => true,
+            Some(source) => api
+                .sources()
+                .iter()
+                .any(|s| s.name == source && s.kind == SourceKind::Local),
+        };
         let where_ = match attached {
-            Attached::Local(..) => {
+            Attached::Local(..) if on_local => {
                 " in this process (runs execute in the process that started them: abort in the \
                  console, or with --connect on the gateway's engine)"
             }
-            Attached::Remote(_) => "",
+            Attached::Local(..) | Attached::Remote(_) => "",
         };
         println!("{key}: nothing was running{where_}");
     } else {

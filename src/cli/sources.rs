@@ -127,6 +127,17 @@ home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789",
         };
         let local = (!self.no_local).then(|| config.local_source.clone());
         let names: Vec<&str> = gateways.iter().filter_map(|g| g.name.as_deref()).collect();
+        // Checked here too, not only by `Sources::new`: a local folder not made yet is left
+        // out of a reading command's sources, and the clash must not depend on that.
+        if let Some(local) = &local
+            && names.contains(&local.as_str())
+        {
+            return Err(usage(format!(
+                "sources: {} (the local state folder is \"{local}\": rename it with the \
+config's localSource, or leave it out with --no-local)",
+                switchboard_sources::SourcesError::SameName(local.clone())
+            )));
+        }
         // A plain --token is for the one gateway there is; with several it could reach the
         // wrong one.
         let (_, plain_tokens) = self.tokens(&names);
@@ -305,7 +316,7 @@ fn dialer(
     Box::new(move |state: tokio::sync::watch::Sender<LinkState>| {
         Box::pin(async move {
             let mut options = options;
-            options.token = Some(token?);
+            options.token = Some(token.map_err(|why| format!("{NOT_DIALLED}{why}"))?);
             let mut attempt = 1;
             let link = (|| Link::connect(options.clone()))
                 .retry(switchboard_remote::link::redial_delays())
@@ -337,6 +348,9 @@ fn dialer(
     })
 }
 
+/// How a gateway that was never dialled (no token for it) says so in its `Failed` state.
+const NOT_DIALLED: &str = "not dialled: ";
+
 /// A source as a command reports it once the wait is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Settled {
@@ -349,6 +363,8 @@ pub(crate) enum Settled {
     },
     /// Refused for good: it will not be retried.
     Refused(String),
+    /// Not dialled: no token for it (why, naming where it was looked for).
+    NoToken(String),
     /// Not reachable so far (the reason of the last attempt).
     Unreachable(String),
     /// Still dialling when the wait ended.
@@ -369,7 +385,10 @@ impl Settled {
                 protocol: *protocol,
                 rtt_ms: *rtt_ms,
             },
-            Some(LinkState::Failed { message }) => Settled::Refused(message.clone()),
+            Some(LinkState::Failed { message }) => match message.strip_prefix(NOT_DIALLED) {
+                Some(why) => Settled::NoToken(why.to_string()),
+                None => Settled::Refused(message.clone()),
+            },
             Some(LinkState::Reconnecting { message, .. }) => Settled::Unreachable(message.clone()),
             Some(LinkState::Connecting { .. }) => Settled::Connecting,
         }
@@ -381,6 +400,7 @@ impl Settled {
             Settled::Local => "ready",
             Settled::Connected { .. } => "connected",
             Settled::Refused(_) => "refused",
+            Settled::NoToken(_) => "no token",
             Settled::Unreachable(_) => "unreachable",
             Settled::Connecting => "connecting",
         }
@@ -391,6 +411,7 @@ impl Settled {
         match self {
             Settled::Local | Settled::Connected { .. } => None,
             Settled::Refused(m) => Some(format!("refused: {m}")),
+            Settled::NoToken(m) => Some(m.clone()),
             Settled::Unreachable(m) => Some(format!("not reachable: {m}")),
             Settled::Connecting => Some(format!(
                 "still connecting after {} s",
