@@ -21,11 +21,21 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("serve", REMOTE),
     ("sessions export", REMOTE),
     // Config files only: no state folder, no gateway.
-    ("config", &["state_dir", "connect", "token", "tls_ca", "no_local"]),
+    (
+        "config",
+        &["state_dir", "connect", "token", "tls_ca", "no_local"],
+    ),
     // The keymap file (<config dir>/switchboard/keymap.json5) only.
     (
         "keys",
-        &["state_dir", "config", "connect", "token", "tls_ca", "no_local"],
+        &[
+            "state_dir",
+            "config",
+            "connect",
+            "token",
+            "tls_ca",
+            "no_local",
+        ],
     ),
 ];
 
@@ -134,7 +144,12 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     #[command(
         subcommand,
         after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions show agent:main:main --messages 20\n  \
-switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  switchboard sessions export --all --out ./openclaw-state"
+switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  switchboard sessions export --all --out ./openclaw-state\n\n\
+Several sources (the local folder and named gateways: --connect NAME=URL, or the config's \
+gateways): list and show read all of them; the table gains a SOURCE column, --json rows a \
+\"source\" field, and keys are SOURCE/KEY (a bare key is taken when one source alone has it):\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 sessions list\n  \
+switchboard sessions show team/agent:main:main"
     )]
     Sessions(SessionsCommand),
     /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
@@ -142,7 +157,8 @@ switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  swi
         after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  \
 switchboard exchanges --from agent:main:main --to agent:ops:main --since 2h\n  \
 switchboard exchanges --status running --status interrupted\n  \
-switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n\n\
+switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 exchanges   # all sources, a SOURCE column\n\n\
 The table has a header row; notes (that more match than --limit shows, that none match) go to \
 stderr, so stdout is only the table. Filters other than --session and --since are applied to the pages read (the newest 10000 \
 exchanges at most; a note says when that bound stopped the search).\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
@@ -195,7 +211,7 @@ its server's version and round trip), refused (a bad token, pairing: it will not
 unreachable (with the reason), or still connecting. The exit code is 0 whatever their states.",
         after_help = "Examples:\n  switchboard gateways\n  \
 switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 \
---token team=$(cat ~/.team-token) gateways\n  switchboard gateways --json | jq '.[] | select(.state != \"connected\")'\n\n\
+gateways   # tokens: --token NAME=TOKEN or $SWITCHBOARD_TOKEN_<NAME>\n  switchboard gateways --json | jq '.[] | select(.state != \"connected\")'\n\n\
 Config (<config dir>/switchboard/config.json5):\n  localSource: \"home\",\n  gateways: [\n    \
 { name: \"team\", url: \"wss://team.example.com:18789\", tokenFile: \"team.token\" },\n    \
 { name: \"oc\", url: \"ws://127.0.0.1:18790\", tokenEnv: \"OPENCLAW_GATEWAY_TOKEN\" },\n  ],"
@@ -352,7 +368,11 @@ pub struct InjectArgs {
 pub enum SessionsCommand {
     /// Sessions, newest activity first.
     #[command(
-        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --archived\n  switchboard sessions list --json | jq '.[].key'"
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --archived\n  switchboard sessions list --json | jq '.[].key'\n  \
+switchboard --connect team=wss://team.example.com:18789 sessions list --json | jq '.[] | [.source, .key]'\n\n\
+With several sources (the local folder and named gateways) the table's first column is SOURCE \
+and each --json row has \"source\"; its \"key\" stays SOURCE/KEY, as every command takes it. A \
+source that cannot attach within 5 s is named on stderr and left out."
     )]
     List {
         /// Only these kinds (main, group, cron, hook, node, other); repeatable.
@@ -372,7 +392,13 @@ pub enum SessionsCommand {
         archived: bool,
     },
     /// One session's entry and its latest messages.
-    #[command(after_help = "Example:\n  switchboard sessions show agent:main:main --messages 20")]
+    #[command(
+        after_help = "Examples:\n  switchboard sessions show agent:main:main --messages 20\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 \
+sessions show team/agent:main:main   # the session on team\n\n\
+With several sources, KEY is SOURCE/KEY, or a bare key only one source has; the output starts \
+with its source (--json: \"source\")."
+    )]
     Show {
         key: String,
         /// How many recent messages to print.

@@ -122,8 +122,7 @@ leaves it out without this note)",
             Plan::Several { local, gateways } => {
                 let engine = local.as_ref().map(|_| self.open_engine()).transpose()?;
                 let started = engine.as_ref().map(Engine::start);
-                let api: Arc<dyn SessionsApi> =
-                    self.several(local.zip(started), &gateways)?;
+                let api: Arc<dyn SessionsApi> = self.several(local.zip(started), &gateways)?;
                 settle_and_say(api.as_ref()).await;
                 Ok(match engine {
                     Some(engine) => Attached::Local(engine, api),
@@ -255,7 +254,10 @@ pub(crate) fn api_of(link: switchboard_remote::Link) -> Arc<dyn SessionsApi> {
 /// folder's own running `serve` is listening on (its record in `<state>/gateways/`):
 /// whatever else listens on a local port (another user's program, a tunnel to another
 /// gateway) never gets it. `Err`: why it is not offered.
-pub(crate) fn own_token(dir: &std::path::Path, target: &str) -> std::result::Result<String, String> {
+pub(crate) fn own_token(
+    dir: &std::path::Path,
+    target: &str,
+) -> std::result::Result<String, String> {
     use switchboard_protocol::token;
     use switchboard_server::listening;
     let file = dir.join(token::TOKEN_FILE);

@@ -6,13 +6,13 @@
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
+use serde_json::Value;
+use switchboard_types::api::source::SessionRef;
 use switchboard_types::api::time::now_ms;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary,
     ExchangesPage, ExchangesQuery, SessionsApi, announce_line,
 };
-use serde_json::Value;
-use switchboard_types::api::source::SessionRef;
 use switchboard_types::text_safety::safe_line;
 use switchboard_types::words::count;
 
@@ -224,7 +224,15 @@ fn print_table(exchanges: &[ExchangeSummary], several: bool) {
             row
         })
         .collect();
-    let header = ["SOURCE", "STARTED", "FROM → TO", "ROUNDS", "ENDED", "ANNOUNCE", "ID"];
+    let header = [
+        "SOURCE",
+        "STARTED",
+        "FROM → TO",
+        "ROUNDS",
+        "ENDED",
+        "ANNOUNCE",
+        "ID",
+    ];
     print_columns(&header[usize::from(!several)..], &rows, 80);
 }
 
@@ -279,7 +287,9 @@ async fn resolve_id(api: &dyn SessionsApi, raw: &str) -> Result<Option<ExchangeD
         found.extend(
             page.exchanges
                 .into_iter()
-                .filter(|e| e.id.starts_with(raw) || (several && source_of(&e.id).1.starts_with(raw)))
+                .filter(|e| {
+                    e.id.starts_with(raw) || (several && source_of(&e.id).1.starts_with(raw))
+                })
                 .map(|e| e.id),
         );
         if !page.more || query.before.is_none() || scanned >= SCAN_MAX {

@@ -31,7 +31,9 @@ impl Row {
 
     fn message(&self) -> Option<String> {
         match &self.settled {
-            None => Some("no state folder here yet: the console or a first `inject` makes it".into()),
+            None => {
+                Some("no state folder here yet: the console or a first `inject` makes it".into())
+            }
             Some(s) => s.problem(),
         }
     }

@@ -75,9 +75,8 @@ impl Cli {
         for raw in &self.connect {
             match split_named(raw) {
                 Some((name, url)) => {
-                    check_name(name).map_err(|e| {
-                        usage(format!("--connect {}: {e}", safe_line(raw)))
-                    })?;
+                    check_name(name)
+                        .map_err(|e| usage(format!("--connect {}: {e}", safe_line(raw))))?;
                     if url.trim().is_empty() {
                         return Err(usage(format!(
                             "--connect {name}=: no address after the name (--connect \
@@ -160,9 +159,12 @@ NAME=URL or in the config's gateways)",
                 ));
             }
             (Some(_), 0) => Plan::Local,
-            (None, 1) => Plan::Single(gateways.into_iter().next().ok_or_else(|| {
-                usage("no gateway")
-            })?),
+            (None, 1) => Plan::Single(
+                gateways
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| usage("no gateway"))?,
+            ),
             (local, _) => Plan::Several { local, gateways },
         })
     }
@@ -238,7 +240,10 @@ NAME=URL or in the config's gateways)",
                 return Ok(t.to_string());
             }
             use switchboard_protocol::token::TOKEN_ENV;
-            if let Some(t) = std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()) {
+            if let Some(t) = std::env::var(TOKEN_ENV)
+                .ok()
+                .filter(|t| !t.trim().is_empty())
+            {
                 return Ok(t.trim().to_string());
             }
         }
@@ -429,9 +434,8 @@ pub(crate) async fn settle(api: &dyn SessionsApi, wait: Duration) -> Vec<(Source
     for info in &infos {
         if let Some(rx) = &info.state {
             let mut rx = rx.clone();
-            let done = |s: &LinkState| {
-                matches!(s, LinkState::Connected { .. } | LinkState::Failed { .. })
-            };
+            let done =
+                |s: &LinkState| matches!(s, LinkState::Connected { .. } | LinkState::Failed { .. });
             let _ = tokio::time::timeout_at(deadline, rx.wait_for(done)).await;
         }
     }

@@ -42,8 +42,14 @@ impl Three {
         three.ok(&[], &["inject", "agent:main:discord:group:1", "only local"]);
         for (g, n) in [(&three.home, "home"), (&three.team, "team")] {
             let key = format!("agent:main:discord:group:only-{n}");
-            three.ok(&["--connect", &url(g)], &["inject", "agent:main:main", &format!("hi {n}")]);
-            three.ok(&["--connect", &url(g)], &["inject", &key, &format!("only {n}")]);
+            three.ok(
+                &["--connect", &url(g)],
+                &["inject", "agent:main:main", &format!("hi {n}")],
+            );
+            three.ok(
+                &["--connect", &url(g)],
+                &["inject", &key, &format!("only {n}")],
+            );
         }
         three
     }
@@ -87,7 +93,12 @@ impl Three {
         let token_arg = format!("home={TOKEN}");
         let mut c = self.command(
             &[
-                "--connect", &home_arg, "--connect", &team_arg, "--token", &token_arg,
+                "--connect",
+                &home_arg,
+                "--connect",
+                &team_arg,
+                "--token",
+                &token_arg,
             ],
             args,
         );
@@ -140,9 +151,18 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
             "{source}: {rows:?}"
         );
     }
-    assert!(has(&rows, "local", "local/agent:main:discord:group:1"), "{rows:?}");
-    assert!(has(&rows, "home", "home/agent:main:discord:group:only-home"), "{rows:?}");
-    assert!(has(&rows, "team", "team/agent:main:discord:group:only-team"), "{rows:?}");
+    assert!(
+        has(&rows, "local", "local/agent:main:discord:group:1"),
+        "{rows:?}"
+    );
+    assert!(
+        has(&rows, "home", "home/agent:main:discord:group:only-home"),
+        "{rows:?}"
+    );
+    assert!(
+        has(&rows, "team", "team/agent:main:discord:group:only-team"),
+        "{rows:?}"
+    );
     assert_eq!(rows.len(), 6, "{rows:?}");
 
     // The table: SOURCE first, the key bare beside it.
@@ -150,7 +170,10 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
     let table = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let header = table.lines().next().expect("a header");
-    assert!(header.starts_with("SOURCE ") && header.contains(" KEY "), "{table}");
+    assert!(
+        header.starts_with("SOURCE ") && header.contains(" KEY "),
+        "{table}"
+    );
     assert!(
         table.lines().any(|l| l.starts_with("team ")
             && l.contains(" agent:main:discord:group:only-team ")
@@ -158,7 +181,10 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
         "{table}"
     );
     assert_eq!(
-        table.lines().filter(|l| l.contains(" agent:main:main ")).count(),
+        table
+            .lines()
+            .filter(|l| l.contains(" agent:main:main "))
+            .count(),
         3,
         "the same key on three sources is three rows: {table}"
     );
@@ -166,23 +192,44 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
     // `sessions show` reads the source the reference names.
     let show = t.named_json(&["sessions", "show", "team/agent:main:main", "--json"]);
     assert_eq!(show["source"], "team", "{show}");
-    assert!(said(&show).contains("hi team") && !said(&show).contains("hi home"), "{show}");
-    let table = text(&t.named(TOKEN, &["sessions", "show", "home/agent:main:main"]).stdout);
-    assert!(table.contains("hi home") && !table.contains("hi team"), "{table}");
+    assert!(
+        said(&show).contains("hi team") && !said(&show).contains("hi home"),
+        "{show}"
+    );
+    let table = text(
+        &t.named(TOKEN, &["sessions", "show", "home/agent:main:main"])
+            .stdout,
+    );
+    assert!(
+        table.contains("hi home") && !table.contains("hi team"),
+        "{table}"
+    );
 
     // A key on several sources, bare, is refused with the references to choose from.
     let out = t.named(TOKEN, &["sessions", "show", "agent:main:main"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("team/agent:main:main") && err.contains("home/agent:main:main"), "{err}");
+    assert!(
+        err.contains("team/agent:main:main") && err.contains("home/agent:main:main"),
+        "{err}"
+    );
     // A key one source alone has is found there.
-    let show = t.named_json(&["sessions", "show", "agent:main:discord:group:only-team", "--json"]);
+    let show = t.named_json(&[
+        "sessions",
+        "show",
+        "agent:main:discord:group:only-team",
+        "--json",
+    ]);
     assert_eq!(show["source"], "team", "{show}");
 
     // `inject team/…` lands on team only; its reply is printed as for one source.
     let out = t.named(TOKEN, &["inject", "team/agent:main:main", "x marks team"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("re: x marks team"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("re: x marks team"),
+        "{}",
+        text(&out.stdout)
+    );
     let team = t.ok(
         &["--connect", &url(&t.team)],
         &["sessions", "show", "agent:main:main", "--json"],
@@ -212,7 +259,9 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
     let header = table.lines().next().expect("a header");
     assert!(header.starts_with("SOURCE "), "{table}");
     assert!(
-        table.lines().any(|l| l.starts_with("team ") && l.ends_with(bare)),
+        table
+            .lines()
+            .any(|l| l.starts_with("team ") && l.ends_with(bare)),
         "{table}"
     );
     let shown = t.named_json(&["exchanges", "show", &bare[..8], "--json"]);
@@ -262,16 +311,25 @@ fn a_source_refusing_its_token_is_named_and_the_others_are_listed() {
     assert_eq!(home["kind"], "gateway", "{list}");
     assert_eq!(home["target"], url(&t.home), "{list}");
     assert!(
-        home["server"].as_str().is_some_and(|s| s.starts_with("switchboard ")),
+        home["server"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("switchboard ")),
         "{list}"
     );
     let team = by_name("team");
     assert_eq!(team["state"], "refused", "{list}");
-    assert!(team["message"].as_str().is_some_and(|m| m.contains("refused")), "{list}");
+    assert!(
+        team["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refused")),
+        "{list}"
+    );
     let table = text(&t.named("not-the-token", &["gateways"]).stdout);
     assert!(table.starts_with("NAME"), "{table}");
     assert!(
-        table.lines().any(|l| l.starts_with("team ") && l.contains(" refused ")),
+        table
+            .lines()
+            .any(|l| l.starts_with("team ") && l.contains(" refused ")),
         "{table}"
     );
 }
@@ -286,24 +344,49 @@ fn names_and_places_given_twice_are_usage_errors() {
     };
     for (args, said) in [
         (
-            vec!["--connect", "a=ws://127.0.0.1:1", "--connect", "a=ws://127.0.0.1:2"],
+            vec![
+                "--connect",
+                "a=ws://127.0.0.1:1",
+                "--connect",
+                "a=ws://127.0.0.1:2",
+            ],
             "two sources are named \"a\"",
         ),
         (
-            vec!["--connect", "a=ws://127.0.0.1:1", "--connect", "b=WS://127.0.0.1:1/"],
+            vec![
+                "--connect",
+                "a=ws://127.0.0.1:1",
+                "--connect",
+                "b=WS://127.0.0.1:1/",
+            ],
             "the same place",
         ),
         // The local folder is `local` unless the config says otherwise.
-        (vec!["--connect", "local=ws://127.0.0.1:1"], "two sources are named \"local\""),
-        (vec!["--connect", "Team=ws://127.0.0.1:1"], "may use only a-z"),
         (
-            vec!["--connect", "ws://127.0.0.1:1", "--connect", "b=ws://127.0.0.1:2"],
+            vec!["--connect", "local=ws://127.0.0.1:1"],
+            "two sources are named \"local\"",
+        ),
+        (
+            vec!["--connect", "Team=ws://127.0.0.1:1"],
+            "may use only a-z",
+        ),
+        (
+            vec![
+                "--connect",
+                "ws://127.0.0.1:1",
+                "--connect",
+                "b=ws://127.0.0.1:2",
+            ],
             "name each one",
         ),
         (
             vec![
-                "--connect", "a=ws://127.0.0.1:1", "--connect", "b=ws://127.0.0.1:2",
-                "--token", "secret",
+                "--connect",
+                "a=ws://127.0.0.1:1",
+                "--connect",
+                "b=ws://127.0.0.1:2",
+                "--token",
+                "secret",
             ],
             "--token NAME=TOKEN",
         ),
@@ -357,13 +440,18 @@ fn the_configs_gateways_are_the_sources_with_their_tokens() {
     // The local folder is not made yet: listed as missing, named as the config says.
     assert_eq!(
         states,
-        [("mine", "missing"), ("home", "connected"), ("oc", "no token")]
-            .map(|(a, b)| (a.to_string(), b.to_string())),
+        [
+            ("mine", "missing"),
+            ("home", "connected"),
+            ("oc", "no token")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
         "{list}"
     );
     let oc = &list[2]["message"];
     assert!(
-        oc.as_str().is_some_and(|m| m.contains("gateways[1].tokenEnv")),
+        oc.as_str()
+            .is_some_and(|m| m.contains("gateways[1].tokenEnv")),
         "the missing token names the config field: {list}"
     );
 }

@@ -39,7 +39,10 @@ fn url_problem(url: &str) -> Option<String> {
 
 /// What is wrong with `gateways` and `localSource`, as (key path, message); `at` maps a
 /// path in the parsed config to the one written.
-pub(crate) fn problems(config: &Config, at: &dyn Fn(&[Seg]) -> Vec<Seg>) -> Vec<(Vec<Seg>, String)> {
+pub(crate) fn problems(
+    config: &Config,
+    at: &dyn Fn(&[Seg]) -> Vec<Seg>,
+) -> Vec<(Vec<Seg>, String)> {
     let mut out = Vec::new();
     let local = config.local_source.as_str();
     if let Err(e) = check_name(local) {
@@ -234,7 +237,12 @@ mod tests {
         );
         let m = said(&p, "gateways[0].name");
         assert!(m.contains("\"Team\"") && m.contains("a-z"), "{m}");
-        assert_eq!(p.iter().find(|x| x.path == "gateways[0].name").and_then(|x| x.line), Some(3));
+        assert_eq!(
+            p.iter()
+                .find(|x| x.path == "gateways[0].name")
+                .and_then(|x| x.line),
+            Some(3)
+        );
         assert!(said(&p, "gateways[1].name").contains("missing name"));
         assert!(said(&p, "gateways[1].url").contains("ws:// or wss://"));
         assert!(said(&p, "gateways[2].tokenEnv").contains("not both"));
