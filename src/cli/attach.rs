@@ -135,7 +135,7 @@ leaves it out without this note)",
     /// The token a plain `--connect` offers: `--token`, else the environment's, else the
     /// state folder's `gateway-token` for this folder's own `serve` (`own_token`). Without
     /// a token the command stops here, before dialling, saying why.
-    fn gateway_token(&self, target: &str) -> Result<String> {
+    pub(crate) fn gateway_token(&self, target: &str) -> Result<String> {
         use switchboard_protocol::token;
         if let Some(t) = self.plain_token(&[]) {
             return Ok(t.to_string());

@@ -205,7 +205,10 @@ NAME=URL or in the config's gateways)",
         names: &[&str],
         only: bool,
     ) -> std::result::Result<String, String> {
-        let name = g.name.as_deref().unwrap_or_default();
+        let Some(name) = g.name.as_deref() else {
+            // A plain --connect keeps its own rules and words.
+            return self.gateway_token(&g.url).map_err(|e| e.to_string());
+        };
         let (by_name, _) = self.tokens(names);
         if let Some(t) = by_name.get(name).filter(|t| !t.is_empty()) {
             return Ok(t.to_string());
@@ -460,6 +463,84 @@ pub(crate) async fn settle_and_say(api: &dyn SessionsApi) {
                 safe_line(&info.target),
                 safe_line(&problem)
             ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::parse_from(std::iter::once("switchboard").chain(args.iter().copied()))
+    }
+
+    fn plan(args: &[&str]) -> Result<Plan> {
+        cli(args).plan(&Config::default())
+    }
+
+    fn names(p: &Plan) -> (Option<String>, Vec<Option<String>>) {
+        match p {
+            Plan::Local => (Some("<local>".into()), Vec::new()),
+            Plan::Single(g) => (None, vec![g.name.clone()]),
+            Plan::Several { local, gateways } => (
+                local.clone(),
+                gateways.iter().map(|g| g.name.clone()).collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn one_plain_connect_is_as_before_and_names_make_several() {
+        let p = plan(&["--connect", "ws://h:1/?a=b"]).expect("plain");
+        assert!(matches!(&p, Plan::Single(g) if g.name.is_none() && g.url == "ws://h:1/?a=b"));
+        let p = plan(&["--connect", "team=ws://t:1"]).expect("named");
+        assert_eq!(
+            names(&p),
+            (Some("local".into()), vec![Some("team".into())])
+        );
+        // One named gateway without the local folder is one source: no names.
+        let p = plan(&["--no-local", "--connect", "team=ws://t:1"]).expect("alone");
+        assert!(matches!(&p, Plan::Single(g) if g.name.as_deref() == Some("team")));
+        assert!(matches!(plan(&[]).expect("none"), Plan::Local));
+    }
+
+    #[test]
+    fn a_plain_token_goes_only_to_the_only_gateway() {
+        let err = plan(&[
+            "--connect", "a=ws://a:1", "--connect", "b=ws://b:1", "--token", "t",
+        ])
+        .expect_err("which one?");
+        assert!(err.to_string().contains("--token NAME=TOKEN"), "{err}");
+        // A token holding `=` whose start names no gateway is plain.
+        let c = cli(&["--connect", "a=ws://a:1", "--token", "abc=="]);
+        assert_eq!(c.plain_token(&["a"]), Some("abc=="));
+        let c = cli(&[
+            "--connect", "a=ws://a:1", "--connect", "b=ws://b:1", "--token", "a=x=y",
+        ]);
+        let g = GatewayPlan {
+            name: Some("a".into()),
+            url: "ws://a:1".into(),
+            entry: None,
+        };
+        assert_eq!(c.named_token(&g, &["a", "b"], false), Ok("x=y".into()));
+        assert_eq!(token_env("eu-prod_2"), "SWITCHBOARD_TOKEN_EU_PROD_2");
+    }
+
+    #[test]
+    fn bad_or_clashing_names_are_usage_errors() {
+        for (args, said) in [
+            (vec!["--connect", "Team=ws://t:1"], "a-z"),
+            (vec!["--connect", "team="], "no address"),
+            (vec!["--connect", "local=ws://t:1"], "localSource"),
+            (vec!["--no-local"], "nothing to attach to"),
+            (vec!["--connect", "ws://a:1", "--connect", "ws://b:1"], "name each one"),
+        ] {
+            let err = plan(&args).expect_err("refused");
+            let code = err.downcast_ref::<super::super::ExitError>().map(|e| e.code);
+            assert_eq!(code, Some(super::super::EXIT_USAGE), "{args:?}: {err}");
+            assert!(err.to_string().contains(said), "{args:?}: {err}");
         }
     }
 }
