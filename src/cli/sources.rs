@@ -274,7 +274,12 @@ gateways entry a tokenFile or tokenEnv"
         gateways: &[GatewayPlan],
     ) -> Result<Arc<Sources>> {
         let names: Vec<&str> = gateways.iter().filter_map(|g| g.name.as_deref()).collect();
-        let device = self.device();
+        // Made (and written to the state folder) only when there is a gateway to offer it to.
+        let device = if gateways.is_empty() {
+            None
+        } else {
+            self.device()
+        };
         let mut sources = Vec::new();
         if let Some((name, api)) = local {
             sources.push(Source {
@@ -496,10 +501,7 @@ mod tests {
         let p = plan(&["--connect", "ws://h:1/?a=b"]).expect("plain");
         assert!(matches!(&p, Plan::Single(g) if g.name.is_none() && g.url == "ws://h:1/?a=b"));
         let p = plan(&["--connect", "team=ws://t:1"]).expect("named");
-        assert_eq!(
-            names(&p),
-            (Some("local".into()), vec![Some("team".into())])
-        );
+        assert_eq!(names(&p), (Some("local".into()), vec![Some("team".into())]));
         // One named gateway without the local folder is one source: no names.
         let p = plan(&["--no-local", "--connect", "team=ws://t:1"]).expect("alone");
         assert!(matches!(&p, Plan::Single(g) if g.name.as_deref() == Some("team")));
@@ -509,7 +511,12 @@ mod tests {
     #[test]
     fn a_plain_token_goes_only_to_the_only_gateway() {
         let err = plan(&[
-            "--connect", "a=ws://a:1", "--connect", "b=ws://b:1", "--token", "t",
+            "--connect",
+            "a=ws://a:1",
+            "--connect",
+            "b=ws://b:1",
+            "--token",
+            "t",
         ])
         .expect_err("which one?");
         assert!(err.to_string().contains("--token NAME=TOKEN"), "{err}");
@@ -517,7 +524,12 @@ mod tests {
         let c = cli(&["--connect", "a=ws://a:1", "--token", "abc=="]);
         assert_eq!(c.plain_token(&["a"]), Some("abc=="));
         let c = cli(&[
-            "--connect", "a=ws://a:1", "--connect", "b=ws://b:1", "--token", "a=x=y",
+            "--connect",
+            "a=ws://a:1",
+            "--connect",
+            "b=ws://b:1",
+            "--token",
+            "a=x=y",
         ]);
         let g = GatewayPlan {
             name: Some("a".into()),
@@ -535,10 +547,15 @@ mod tests {
             (vec!["--connect", "team="], "no address"),
             (vec!["--connect", "local=ws://t:1"], "localSource"),
             (vec!["--no-local"], "nothing to attach to"),
-            (vec!["--connect", "ws://a:1", "--connect", "ws://b:1"], "name each one"),
+            (
+                vec!["--connect", "ws://a:1", "--connect", "ws://b:1"],
+                "name each one",
+            ),
         ] {
             let err = plan(&args).expect_err("refused");
-            let code = err.downcast_ref::<super::super::ExitError>().map(|e| e.code);
+            let code = err
+                .downcast_ref::<super::super::ExitError>()
+                .map(|e| e.code);
             assert_eq!(code, Some(super::super::EXIT_USAGE), "{args:?}: {err}");
             assert!(err.to_string().contains(said), "{args:?}: {err}");
         }
