@@ -82,3 +82,14 @@ pub(crate) fn print_columns(header: &[&str], rows: &[Vec<String>], max: usize) {
         println!("{}", line(&mut r.iter().map(String::as_str)));
     }
 }
+
+/// A session as a command names it: its display form, after its source when the engine's
+/// key names one (several sources), so `team/agent:main:main` is never shown as a bare key
+/// another source may also have.
+pub(crate) fn shown_key(key: &str, display: &str) -> String {
+    use switchboard_types::api::source::SessionRef;
+    match SessionRef::parse(key).source {
+        Some(source) => SessionRef::join(source, display),
+        None => display.to_string(),
+    }
+}

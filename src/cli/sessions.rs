@@ -14,7 +14,7 @@ use switchboard_types::text_safety::{self, safe_line, safe_text};
 
 use super::args::{AgentSends, Cli, SessionsCommand};
 use super::attach::Attached;
-use super::print::{cell, field, local_time, print_json};
+use super::print::{cell, field, local_time, print_json, shown_key};
 use super::transfer::export;
 use super::waiting::Waiting;
 use super::{api_error, existing_key, usage};
@@ -237,18 +237,19 @@ pub(crate) async fn patch(
             .await
             .map_err(api_error)
             .with_context(|| format!("cannot change agent sends into {key}"))?;
-        out.insert("key".into(), done.display_key.clone().into());
+        let shown = shown_key(&key, &done.display_key);
+        out.insert("key".into(), shown.clone().into());
         out.insert("agentSendsStopped".into(), done.stopped.into());
         said.push(if done.stopped {
             format!(
                 "{}: agent-to-agent sends into it stopped; its replies and announces to its \
                  channel go on",
-                done.display_key
+                shown
             )
         } else {
             format!(
                 "{}: agent-to-agent sends into it follow its send policy again",
-                done.display_key
+                shown
             )
         });
     }
@@ -261,7 +262,8 @@ pub(crate) async fn patch(
             .await
             .map_err(api_error)
             .with_context(|| format!("cannot patch {key}"))?;
-        out.insert("key".into(), patched.display_key.clone().into());
+        let shown = shown_key(&key, &patched.display_key);
+        out.insert("key".into(), shown.clone().into());
         out.insert("sendPolicy".into(), serde_json::json!(patched.send_policy));
         out.insert("sendPolicyEffective".into(), patched.effective.to_json());
         let change = match change.stored() {
@@ -270,7 +272,7 @@ pub(crate) async fn patch(
         };
         said.push(format!(
             "{}: send policy override {change}; effective: {}",
-            patched.display_key, patched.effective.summary
+            shown, patched.effective.summary
         ));
     }
     attached.drain(&Waiting::new()).await;

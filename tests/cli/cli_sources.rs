@@ -230,6 +230,11 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
         "{}",
         text(&out.stdout)
     );
+    assert!(
+        text(&out.stderr).contains("recorded in team/agent:main:main"),
+        "where it landed is said with its source: {}",
+        text(&out.stderr)
+    );
     let team = t.ok(
         &["--connect", &url(&t.team)],
         &["sessions", "show", "agent:main:main", "--json"],
@@ -242,6 +247,26 @@ fn three_sources_list_show_and_inject_each_on_its_own() {
     assert!(!home.contains("x marks team"), "{home}");
     let local = t.ok(&[], &["sessions", "show", "agent:main:main", "--json"]);
     assert!(!local.contains("x marks team"), "{local}");
+
+    // A patch reaches its own source only, and says which.
+    let patched = t.named_json(&[
+        "sessions",
+        "patch",
+        "home/agent:main:main",
+        "--send-policy",
+        "deny",
+        "--json",
+    ]);
+    assert_eq!(patched["key"], "home/agent:main:main", "{patched}");
+    let policy = |before: &[&str]| -> Value {
+        let show: Value =
+            serde_json::from_str(&t.ok(before, &["sessions", "show", "agent:main:main", "--json"]))
+                .expect("json");
+        show["sendPolicyEffective"]["policy"].clone()
+    };
+    assert_eq!(policy(&["--connect", &url(&t.home)]), "deny");
+    assert_eq!(policy(&["--connect", &url(&t.team)]), "allow");
+    assert_eq!(policy(&[]), "allow");
 
     // Exchanges merge too: one on team, listed with its source, found by its bare id.
     let send = r#"{"sessionKey": "agent:main:discord:group:only-team", "message": "ping"}"#;
