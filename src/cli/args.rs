@@ -10,7 +10,7 @@ use switchboard_types::api::PolicySetting;
 const GLOBAL: &str = "Global options";
 
 /// The global options that only say where a remote engine is.
-const REMOTE: &[&str] = &["connect", "token", "tls_ca"];
+const REMOTE: &[&str] = &["connect", "token", "tls_ca", "no_local"];
 
 /// The global options each command has no use for, hidden from its `--help` (still parsed:
 /// a local-only command refuses `--connect` with a message). Space-separated command paths;
@@ -21,11 +21,21 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("serve", REMOTE),
     ("sessions export", REMOTE),
     // Config files only: no state folder, no gateway.
-    ("config", &["state_dir", "connect", "token", "tls_ca"]),
+    (
+        "config",
+        &["state_dir", "connect", "token", "tls_ca", "no_local"],
+    ),
     // The keymap file (<config dir>/switchboard/keymap.json5) only.
     (
         "keys",
-        &["state_dir", "config", "connect", "token", "tls_ca"],
+        &[
+            "state_dir",
+            "config",
+            "connect",
+            "token",
+            "tls_ca",
+            "no_local",
+        ],
     ),
 ];
 
@@ -42,14 +52,21 @@ switchboard inject agent:main:main \"hello\" --channel telegram --sender alice\n
 switchboard tool sessions_list '{\"limit\": 5}'\n  switchboard sessions list\n\n\
 Remote (a gateway started with `switchboard serve` on another machine, through an SSH tunnel):\n  \
 ssh -L 18789:127.0.0.1:18789 server\n  switchboard --connect ws://127.0.0.1:18789\n  \
-switchboard --connect ws://127.0.0.1:18789 sessions list",
+switchboard --connect ws://127.0.0.1:18789 sessions list\n\n\
+Several gateways at once, beside the local folder (sessions named SOURCE/KEY):\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 \
+--token team=TOKEN sessions list\n  switchboard gateways",
     after_help = "State: --state-dir, else $SWITCHBOARD_STATE_DIR, else the platform data folder.\n\
 Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults).\n\
 Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
 NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
 --connect: the console, tool, inject and sessions list|show|patch|abort run on the gateway's engine; \
 the token is --token, else $SWITCHBOARD_GATEWAY_TOKEN, else <state>/gateway-token, offered only to a \
-loopback URL whose port this state folder's own running `serve` listens on (recorded in <state>/gateways/)."
+loopback URL whose port this state folder's own running `serve` listens on (recorded in <state>/gateways/).\n\
+Named gateways (--connect NAME=URL, repeatable, or the config's `gateways`): the console and every \
+command run on all of them and the local folder (unless --no-local) at once; a session is \
+NAME/KEY (a bare KEY when one source alone has it). Each one's token: --token NAME=TOKEN, else \
+$SWITCHBOARD_TOKEN_<NAME> (upper case, - as _), else the config's tokenFile or tokenEnv."
 )]
 pub struct Cli {
     /// The state folder (holds switchboard.db and logs/).
@@ -59,15 +76,24 @@ pub struct Cli {
     #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
     /// Run on a gateway's engine instead of a local state folder (ws://HOST:PORT, wss://…).
-    #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
-    pub connect: Option<String>,
+    /// Repeat as NAME=URL to attach to several gateways at once, beside the local folder
+    /// (their sessions are then NAME/KEY; this replaces the config's `gateways`).
+    #[arg(long, global = true, value_name = "[NAME=]URL", help_heading = GLOBAL)]
+    pub connect: Vec<String>,
     /// The gateway token for --connect (else $SWITCHBOARD_GATEWAY_TOKEN, else the state
     /// folder's gateway-token file, only for the port this folder's own `serve` listens on).
-    #[arg(long, global = true, value_name = "TOKEN", help_heading = GLOBAL)]
-    pub token: Option<String>,
-    /// A CA certificate (PEM) to trust for a wss:// gateway.
+    /// With named gateways: NAME=TOKEN, repeatable (else $SWITCHBOARD_TOKEN_<NAME>, else the
+    /// config entry's tokenFile or tokenEnv).
+    #[arg(long, global = true, value_name = "[NAME=]TOKEN", help_heading = GLOBAL)]
+    pub token: Vec<String>,
+    /// A CA certificate (PEM) to trust for a wss:// gateway (every gateway given without a
+    /// tlsCa of its own in the config).
     #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     pub tls_ca: Option<PathBuf>,
+    /// With named gateways (--connect NAME=URL or the config's `gateways`): leave the local
+    /// state folder out of the sources.
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub no_local: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -118,7 +144,12 @@ that is removed on quit (only its log goes to the usual state folder's logs/). P
     #[command(
         subcommand,
         after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions show agent:main:main --messages 20\n  \
-switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  switchboard sessions export --all --out ./openclaw-state"
+switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  switchboard sessions export --all --out ./openclaw-state\n\n\
+Several sources (the local folder and named gateways: --connect NAME=URL, or the config's \
+gateways): list and show read all of them; the table gains a SOURCE column, --json rows a \
+\"source\" field, and keys are SOURCE/KEY (a bare key is taken when one source alone has it):\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 sessions list\n  \
+switchboard sessions show team/agent:main:main"
     )]
     Sessions(SessionsCommand),
     /// Agent-to-agent exchanges, newest first; `exchanges show ID` for one in full.
@@ -126,7 +157,8 @@ switchboard sessions patch agent:main:discord:group:42 --send-policy deny\n  swi
         after_help = "Examples:\n  switchboard exchanges\n  switchboard exchanges --session agent:main:main --limit 50\n  \
 switchboard exchanges --from agent:main:main --to agent:ops:main --since 2h\n  \
 switchboard exchanges --status running --status interrupted\n  \
-switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n\n\
+switchboard exchanges --since 2026-11-27T09:00:00Z --json\n  switchboard exchanges show 0193a4c2   # a unique start of an id\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 exchanges   # all sources, a SOURCE column\n\n\
 The table has a header row; notes (that more match than --limit shows, that none match) go to \
 stderr, so stdout is only the table. Filters other than --session and --since are applied to the pages read (the newest 10000 \
 exchanges at most; a note says when that bound stopped the search).\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
@@ -167,6 +199,28 @@ columns, or one a read of which takes over 2 minutes stops the import before any
         /// The built-in keys, without your keymap file.
         #[arg(long)]
         defaults: bool,
+    },
+    /// The sources commands and the console attach to: the local folder and each gateway,
+    /// with its link state, server version and what it does not expose.
+    #[command(
+        long_about = "List the sources the console and the read commands attach to: the local \
+state folder (named by the config's localSource, default \"local\"; left out with --no-local) \
+and each gateway named with --connect NAME=URL or in the config's `gateways` section. Every \
+gateway is dialled at once, each waited for at most 5 s, and reported as it is: connected (with \
+its server's version and round trip), refused (a bad token, pairing: it will not be retried), \
+unreachable (with the reason), or still connecting. The exit code is 0 whatever their states.",
+        after_help = "Examples:\n  switchboard gateways\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 \
+gateways   # tokens: --token NAME=TOKEN or $SWITCHBOARD_TOKEN_<NAME>\n  switchboard gateways --json | jq '.[] | select(.state != \"connected\")'\n\n\
+Config (<config dir>/switchboard/config.json5):\n  localSource: \"home\",\n  gateways: [\n    \
+{ name: \"team\", url: \"wss://team.example.com:18789\", tokenFile: \"team.token\" },\n    \
+{ name: \"oc\", url: \"ws://127.0.0.1:18790\", tokenEnv: \"OPENCLAW_GATEWAY_TOKEN\" },\n  ],"
+    )]
+    Gateways {
+        /// Print JSON rows (`name`, `kind`, `target`, `state`, `message`, `server`,
+        /// `protocol`, `rttMs`, `unavailable`) instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Run the engine headless behind a WebSocket gateway (OpenClaw's protocol v4).
     #[command(
@@ -314,7 +368,11 @@ pub struct InjectArgs {
 pub enum SessionsCommand {
     /// Sessions, newest activity first.
     #[command(
-        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --archived\n  switchboard sessions list --json | jq '.[].key'"
+        after_help = "Examples:\n  switchboard sessions list\n  switchboard sessions list --kind group --kind cron --active 60\n  switchboard sessions list --archived\n  switchboard sessions list --json | jq '.[].key'\n  \
+switchboard --connect team=wss://team.example.com:18789 sessions list --json | jq '.[] | [.source, .key]'\n\n\
+With several sources (the local folder and named gateways) the table's first column is SOURCE \
+and each --json row has \"source\"; its \"key\" stays SOURCE/KEY, as every command takes it. A \
+source that cannot attach within 5 s is named on stderr and left out."
     )]
     List {
         /// Only these kinds (main, group, cron, hook, node, other); repeatable.
@@ -334,7 +392,13 @@ pub enum SessionsCommand {
         archived: bool,
     },
     /// One session's entry and its latest messages.
-    #[command(after_help = "Example:\n  switchboard sessions show agent:main:main --messages 20")]
+    #[command(
+        after_help = "Examples:\n  switchboard sessions show agent:main:main --messages 20\n  \
+switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 \
+sessions show team/agent:main:main   # the session on team\n\n\
+With several sources, KEY is SOURCE/KEY, or a bare key only one source has; the output starts \
+with its source (--json: \"source\")."
+    )]
     Show {
         key: String,
         /// How many recent messages to print.
@@ -565,7 +629,7 @@ impl Cli {
     pub fn state_use(&self) -> StateUse {
         // Over --connect the state folder holds the device identity the gateway knows
         // this machine by, created on first use.
-        if self.connect.is_some() {
+        if !self.connect.is_empty() {
             return StateUse::Writes;
         }
         match &self.command {
@@ -583,7 +647,7 @@ impl Cli {
                 | SessionsCommand::Export { .. } => StateUse::Reads,
                 SessionsCommand::Patch { .. } | SessionsCommand::Abort { .. } => StateUse::Writes,
             },
-            Some(Command::Exchanges(_)) => StateUse::Reads,
+            Some(Command::Exchanges(_)) | Some(Command::Gateways { .. }) => StateUse::Reads,
             Some(Command::Config(_)) | Some(Command::Keys { .. }) => StateUse::Ignores,
         }
     }

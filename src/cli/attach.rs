@@ -14,6 +14,7 @@ use switchboard_types::text_safety::safe_line;
 
 use super::args::Cli;
 use super::print::say;
+use super::sources::{GatewayPlan, Plan, settle_and_say};
 use super::usage;
 use super::waiting::Waiting;
 
@@ -76,39 +77,67 @@ impl Cli {
     }
 
     /// The API for a command that only reads. No start-up work: it would write, and the
-    /// folder may be read-only.
+    /// folder may be read-only. With several sources, every gateway is waited for (bounded)
+    /// and one that cannot attach is named on stderr and left out.
     pub(crate) async fn reading_api(&self) -> Result<Arc<dyn SessionsApi>> {
-        if self.connect.is_some() {
-            return self.remote_api().await;
+        let config = self.load_config()?;
+        match self.plan(&config)? {
+            Plan::Local => Ok(Arc::new(self.open_engine_for_reading()?)),
+            Plan::Single(g) => self.remote_api(&g).await,
+            Plan::Several { local, gateways } => {
+                let dir = self.state_dir();
+                let local = match local {
+                    Some(name) if switchboard::state_folder::exists(&dir) => {
+                        let api: Arc<dyn SessionsApi> = Arc::new(self.open_engine_for_reading()?);
+                        Some((name, api))
+                    }
+                    Some(name) => {
+                        say(&format!(
+                            "source {name} is left out: no state folder at {} yet (--no-local \
+leaves it out without this note)",
+                            dir.display()
+                        ));
+                        None
+                    }
+                    None => None,
+                };
+                let api = self.several(local, &gateways)?;
+                settle_and_say(api.as_ref()).await;
+                Ok(api)
+            }
         }
-        Ok(Arc::new(self.open_engine_for_reading()?))
     }
 
-    /// The engine a command that writes runs on: the gateway's (`--connect`), or this
-    /// state folder's, started (its start-up work drained before exit).
+    /// The engine a command that writes runs on: the gateway's (`--connect`), this state
+    /// folder's, started (its start-up work drained before exit), or several at once.
     pub(crate) async fn attach(&self) -> Result<Attached> {
-        if self.connect.is_some() {
-            return Ok(Attached::Remote(self.remote_api().await?));
+        let config = self.load_config()?;
+        match self.plan(&config)? {
+            Plan::Local => {
+                let engine = self.open_engine()?;
+                let api = engine.start();
+                Ok(Attached::Local(engine, api))
+            }
+            Plan::Single(g) => Ok(Attached::Remote(self.remote_api(&g).await?)),
+            Plan::Several { local, gateways } => {
+                let engine = local.as_ref().map(|_| self.open_engine()).transpose()?;
+                let started = engine.as_ref().map(Engine::start);
+                let api: Arc<dyn SessionsApi> = self.several(local.zip(started), &gateways)?;
+                settle_and_say(api.as_ref()).await;
+                Ok(match engine {
+                    Some(engine) => Attached::Local(engine, api),
+                    None => Attached::Remote(api),
+                })
+            }
         }
-        let engine = self.open_engine()?;
-        let api = engine.start();
-        Ok(Attached::Local(engine, api))
     }
 
-    /// The token `--connect` offers: `--token`, else the environment's, else the state
-    /// folder's `gateway-token`, but only to a loopback URL whose port this folder's own
-    /// running `serve` is listening on (its record in `<state>/gateways/`): whatever else
-    /// listens on a local port (another user's program, a tunnel to another gateway) never
-    /// gets it. Without a token the command stops here, before dialling, saying why.
-    fn gateway_token(&self, target: &str) -> Result<String> {
+    /// The token a plain `--connect` offers: `--token`, else the environment's, else the
+    /// state folder's `gateway-token` for this folder's own `serve` (`own_token`). Without
+    /// a token the command stops here, before dialling, saying why.
+    pub(crate) fn gateway_token(&self, target: &str) -> Result<String> {
         use switchboard_protocol::token;
-        use switchboard_server::listening;
-        if let Some(t) = self
-            .token
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(t) = self.plain_token(&[]) {
             return Ok(t.to_string());
         }
         if let Ok(t) = std::env::var(token::TOKEN_ENV) {
@@ -117,80 +146,44 @@ impl Cli {
                 return Ok(t.to_string());
             }
         }
-        let dir = self.state_dir();
-        let file = dir.join(token::TOKEN_FILE);
-        let why = match loopback_addrs(target) {
-            None => "it is not a loopback address (the state folder's token is offered only \
-to this machine's own gateway)"
-                .to_string(),
-            Some(addrs) => match listening::own_for_all(&dir, &addrs) {
-                Some(records) if records.iter().all(|r| r.token_file) => {
-                    match token::read_private(&file)? {
-                        Some(t) => return Ok(t),
-                        None => format!("{} is missing or empty", file.display()),
-                    }
-                }
-                Some(_) => format!(
-                    "the gateway of {} there takes its token from its config or environment, \
-not from {}",
-                    dir.display(),
-                    file.display()
-                ),
-                None => format!(
-                    "no `switchboard serve` of the state folder {} is listening there ({}), so \
-{} is not offered to whatever is",
-                    dir.display(),
-                    addrs
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    file.display()
-                ),
-            },
-        };
-        Err(anyhow!(
-            "no gateway token for {}: {why}. Pass --token TOKEN or set ${}",
-            safe_line(target),
-            token::TOKEN_ENV
-        ))
+        own_token(&self.state_dir(), target).map_err(|why| {
+            anyhow!(
+                "no gateway token for {}: {why}. Pass --token TOKEN or set ${}",
+                safe_line(target),
+                token::TOKEN_ENV
+            )
+        })
     }
 
-    /// `--connect`: dial the gateway now, so an unreachable or refusing one is reported at
-    /// once (exit 1), never waited on. Our own gateway is spoken to in its own methods; any
-    /// other (OpenClaw's) in OpenClaw's, chosen from what `hello-ok` lists.
-    pub(crate) async fn remote_api(&self) -> Result<Arc<dyn SessionsApi>> {
-        use switchboard_protocol::switchboard::method;
-        use switchboard_remote::openclaw::OpenClawApi;
-        use switchboard_remote::rpc::Rpc;
-        use switchboard_remote::{DialError, LinkOptions, RemoteApi, device};
-        let target = self
-            .connect
-            .clone()
-            .ok_or_else(|| anyhow!("no --connect address"))?;
-        let token = self.gateway_token(&target)?;
+    /// One gateway alone (`--connect URL`, or one named gateway and `--no-local`): dial it
+    /// now, so an unreachable or refusing one is reported at once (exit 1), never waited on.
+    /// Our own gateway is spoken to in its own methods; any other (OpenClaw's) in
+    /// OpenClaw's, chosen from what `hello-ok` lists.
+    pub(crate) async fn remote_api(&self, g: &GatewayPlan) -> Result<Arc<dyn SessionsApi>> {
+        use switchboard_remote::{DialError, LinkOptions};
+        let target = g.url.clone();
+        let token = match &g.name {
+            None => self.gateway_token(&target)?,
+            Some(name) => self
+                .named_token(g, &[name.as_str()], true)
+                .map_err(|why| anyhow!("source {name} ({}): {why}", safe_line(&target)))?,
+        };
         let mut options = LinkOptions::new(target.clone(), Some(token));
-        options.tls_ca = self.tls_ca.clone();
+        options.tls_ca = g
+            .entry
+            .as_ref()
+            .and_then(|(_, e)| e.tls_ca.clone())
+            .or_else(|| self.tls_ca.clone());
         // OpenClaw grants an operator's scopes only to a signed device; ours checks one when
         // offered. One key per state folder, created on first use.
-        match device::load_or_create(&self.state_dir()) {
-            Ok(identity) => options.device = Some(Arc::new(identity)),
-            Err(e) => tracing::warn!(error = %e, "no device identity; connecting without one"),
-        }
+        options.device = self.device();
         let link = dial_patiently(&target, options).await.map_err(|e| match e {
             DialError::Refused(reason) => {
-                let pairing = if reason.to_ascii_lowercase().contains("pairing") {
-                    " (the gateway does not know this device yet: approve it on the gateway's \
-host with `openclaw devices list` then `openclaw devices approve <id>`, or attach through an SSH \
-tunnel so it connects from loopback, which OpenClaw pairs by itself)"
-                } else {
-                    ""
-                };
                 anyhow!(
-                    "cannot attach to {}: refused: {}{pairing}",
-                    safe_line(&target),
-                    safe_line(&reason)
-                )
+                "cannot attach to {}: refused: {}",
+                safe_line(&target),
+                refusal(&reason)
+            )
             }
             DialError::Deferred {
                 reason,
@@ -212,21 +205,13 @@ tunnel so it connects from loopback, which OpenClaw pairs by itself)"
                 safe_line(&e.to_string())
             ),
         })?;
-        let ours = link
-            .hello()
-            .is_some_and(|h| h.features.methods.iter().any(|m| m == method::SESSIONS));
-        tracing::info!(%target, ours, "attached to a gateway");
-        let link: Arc<dyn Rpc> = Arc::new(link);
-        Ok(if ours {
-            RemoteApi::new(link)
-        } else {
-            Arc::new(OpenClawApi::new(link))
-        })
+        tracing::info!(%target, "attached to a gateway");
+        Ok(api_of(link))
     }
 
     /// Refuses `--connect` for a command that works on a local state folder only.
     pub(crate) fn local_only(&self, command: &str) -> Result<()> {
-        if self.connect.is_some() {
+        if !self.connect.is_empty() {
             return Err(usage(format!(
                 "`{command}` works on a local state folder only, not over --connect; run it on \
 the gateway's machine"
@@ -234,6 +219,76 @@ the gateway's machine"
         }
         Ok(())
     }
+}
+
+/// Why a gateway refused, with what to do when it does not know this device yet.
+pub(crate) fn refusal(reason: &str) -> String {
+    let pairing = if reason.to_ascii_lowercase().contains("pairing") {
+        " (the gateway does not know this device yet: approve it on the gateway's host with `openclaw devices list` then `openclaw devices approve <id>`, or attach through an SSH tunnel so it connects from loopback, which OpenClaw pairs by itself)"
+    } else {
+        ""
+    };
+    format!("{}{pairing}", safe_line(reason))
+}
+
+/// An attached link as an API: our gateway in its own methods, any other (OpenClaw's) in
+/// OpenClaw's, chosen from what `hello-ok` lists.
+pub(crate) fn api_of(link: switchboard_remote::Link) -> Arc<dyn SessionsApi> {
+    use switchboard_protocol::switchboard::method;
+    use switchboard_remote::RemoteApi;
+    use switchboard_remote::openclaw::OpenClawApi;
+    use switchboard_remote::rpc::Rpc;
+    let ours = link
+        .hello()
+        .is_some_and(|h| h.features.methods.iter().any(|m| m == method::SESSIONS));
+    tracing::info!(ours, "a gateway's methods");
+    let link: Arc<dyn Rpc> = Arc::new(link);
+    if ours {
+        RemoteApi::new(link)
+    } else {
+        Arc::new(OpenClawApi::new(link))
+    }
+}
+
+/// The state folder's own `gateway-token`, offered only to a loopback URL whose port this
+/// folder's own running `serve` is listening on (its record in `<state>/gateways/`):
+/// whatever else listens on a local port (another user's program, a tunnel to another
+/// gateway) never gets it. `Err`: why it is not offered.
+pub(crate) fn own_token(
+    dir: &std::path::Path,
+    target: &str,
+) -> std::result::Result<String, String> {
+    use switchboard_protocol::token;
+    use switchboard_server::listening;
+    let file = dir.join(token::TOKEN_FILE);
+    Err(match loopback_addrs(target) {
+        None => "it is not a loopback address (the state folder's token is offered only to this machine's own gateway)"
+            .to_string(),
+        Some(addrs) => match listening::own_for_all(dir, &addrs) {
+            Some(records) if records.iter().all(|r| r.token_file) => {
+                match token::read_private(&file) {
+                    Ok(Some(t)) => return Ok(t),
+                    Ok(None) => format!("{} is missing or empty", file.display()),
+                    Err(e) => e.to_string(),
+                }
+            }
+            Some(_) => format!(
+                "the gateway of {} there takes its token from its config or environment, not from {}",
+                dir.display(),
+                file.display()
+            ),
+            None => format!(
+                "no `switchboard serve` of the state folder {} is listening there ({}), so {} is not offered to whatever is",
+                dir.display(),
+                addrs
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                file.display()
+            ),
+        },
+    })
 }
 
 /// Every address a `ws://` or `wss://` URL on this machine may be dialled at (an IP literal,

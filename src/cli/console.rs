@@ -10,6 +10,7 @@ use switchboard_types::text_safety::safe_line;
 
 use super::args::Cli;
 use super::print::say_log;
+use super::sources::Plan;
 use super::usage;
 
 /// The terminal the console would draw on, checked before anything is started: none at
@@ -75,24 +76,48 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     if !super::args::on_terminal() {
         return overview(cli).await;
     }
-    if let Some(target) = &cli.connect {
-        let api = cli.remote_api().await?;
-        let options = console_options(safe_line(target).into_owned())?;
-        say_log(&log);
-        return switchboard_tui::run(api, options).await;
-    }
     let config = cli.load_config()?;
+    let (local, gateways) = match cli.plan(&config)? {
+        Plan::Single(g) => {
+            let api = cli.remote_api(&g).await?;
+            let options = console_options(safe_line(&g.url).into_owned())?;
+            say_log(&log);
+            return switchboard_tui::run(api, options).await;
+        }
+        Plan::Local => (true, Vec::new()),
+        Plan::Several { local, gateways } => (local.is_some(), gateways),
+    };
     let notices = config::warnings(&config)
         .iter()
         .map(|w| format!("config: {w}"))
         .collect();
     let dir = cli.state_dir();
-    let engine = switchboard::state_folder::open_engine(&dir, config)
-        .with_context(|| format!("cannot open the state folder {}", dir.display()))?;
-    let mut options = console_options(dir.display().to_string())?;
+    let local_name = config.local_source.clone();
+    let engine = local
+        .then(|| {
+            switchboard::state_folder::open_engine(&dir, config)
+                .with_context(|| format!("cannot open the state folder {}", dir.display()))
+        })
+        .transpose()?;
+    let started = engine.as_ref().map(switchboard_engine::Engine::start);
+    let (api, attached) = if gateways.is_empty() {
+        match started {
+            Some(api) => (api, dir.display().to_string()),
+            None => return Err(usage("nothing to attach to")),
+        }
+    } else {
+        // Several sources: the console shows each one's link; nothing waits for them here.
+        let api: std::sync::Arc<dyn switchboard_types::api::SessionsApi> =
+            cli.several(started.map(|api| (local_name, api)), &gateways)?;
+        let names: Vec<String> = api.sources().into_iter().map(|s| s.name).collect();
+        (api, names.join(" · "))
+    };
+    let mut options = console_options(attached)?;
     options.notices = notices;
     say_log(&log);
-    switchboard_tui::run(engine.start(), options).await
+    let result = switchboard_tui::run(api, options).await;
+    drop(engine);
+    result
 }
 
 /// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.
@@ -135,17 +160,22 @@ pub(crate) fn tempfile_dir() -> Result<PathBuf> {
 pub(crate) async fn overview(cli: &Cli) -> Result<()> {
     let dir = cli.state_dir();
     // Only reads: a folder that is not there yet is reported, not made.
-    if cli.connect.is_none() && !switchboard::state_folder::exists(&dir) {
+    let several = !cli.connect.is_empty() || !cli.load_config()?.gateways.is_empty();
+    if !several && !switchboard::state_folder::exists(&dir) {
         println!(
             "Switchboard state: {} (not made yet: the console or a first `inject` makes it)",
             dir.display()
         );
         println!("Sessions: 0");
     } else {
-        let status = cli.reading_api().await?.status().await?;
-        match &cli.connect {
-            Some(target) => println!("Switchboard gateway: {}", safe_line(target)),
-            None => println!("Switchboard state: {}", status.attached),
+        let api = cli.reading_api().await?;
+        let status = api.status().await?;
+        match cli.connect.as_slice() {
+            [target] if api.sources().is_empty() => {
+                println!("Switchboard gateway: {}", safe_line(target))
+            }
+            _ if !api.sources().is_empty() => println!("Switchboard sources: {}", status.attached),
+            _ => println!("Switchboard state: {}", status.attached),
         }
         println!("Sessions: {}", status.sessions);
     }

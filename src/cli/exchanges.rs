@@ -6,6 +6,8 @@
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
+use serde_json::Value;
+use switchboard_types::api::source::SessionRef;
 use switchboard_types::api::time::now_ms;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus, ExchangeSummary,
@@ -15,7 +17,7 @@ use switchboard_types::text_safety::safe_line;
 use switchboard_types::words::count;
 
 use super::args::{Cli, ExchangesArgs, ExchangesCommand};
-use super::print::{local_time, print_json};
+use super::print::{local_time, print_columns, print_json};
 use super::{api_error, existing_key};
 
 /// What a gateway's record cannot say (an exchange rebuilt from OpenClaw's transcripts).
@@ -153,10 +155,13 @@ async fn list(api: &dyn SessionsApi, args: &ExchangesArgs) -> Result<()> {
             // `more: true` cannot say "not looked"; the note can.
             note(&scan_stopped());
         }
-        return print_json(&serde_json::to_value(ExchangesPage {
-            exchanges,
-            more: more.unwrap_or(true),
-        })?);
+        return print_json(&with_source(
+            serde_json::to_value(ExchangesPage {
+                exchanges,
+                more: more.unwrap_or(true),
+            })?,
+            !api.sources().is_empty(),
+        ));
     }
     let filtered = !filter.is_empty() || args.since.is_some() || args.session.is_some();
     if exchanges.is_empty() {
@@ -166,7 +171,7 @@ async fn list(api: &dyn SessionsApi, args: &ExchangesArgs) -> Result<()> {
             "no agent-to-agent exchanges yet"
         });
     } else {
-        print_table(&exchanges);
+        print_table(&exchanges, !api.sources().is_empty());
     }
     match more {
         Some(true) => note(&format!(
@@ -184,57 +189,86 @@ fn note(text: &str) {
     let _ = writeln!(std::io::stderr(), "({text})");
 }
 
-fn print_table(exchanges: &[ExchangeSummary]) {
-    let rows: Vec<[String; 6]> = exchanges
+/// A reference's source and what it names there (`None`: one source, no names).
+fn source_of(reference: &str) -> (Option<&str>, &str) {
+    let r = SessionRef::parse(reference);
+    (r.source, r.key)
+}
+
+/// The table; with several sources, a SOURCE column first and the keys and ids in the
+/// others bare (the source says where they are).
+fn print_table(exchanges: &[ExchangeSummary], several: bool) {
+    let bare = |reference: &str| -> String {
+        let shown = if several {
+            source_of(reference).1
+        } else {
+            reference
+        };
+        safe_line(shown).into_owned()
+    };
+    let rows: Vec<Vec<String>> = exchanges
         .iter()
         .map(|e| {
-            [
+            let mut row = Vec::with_capacity(7);
+            if several {
+                row.push(source_of(&e.id).0.unwrap_or("-").to_string());
+            }
+            row.extend([
                 local_time(e.started_at),
-                format!("{} → {}", safe_line(&e.requester), safe_line(&e.target)),
+                format!("{} → {}", bare(&e.requester), bare(&e.target)),
                 e.rounds.to_string(),
                 safe_line(&how(e)).into_owned(),
                 announced(e.announce).to_string(),
-                safe_line(&e.id).into_owned(),
-            ]
+                bare(&e.id),
+            ]);
+            row
         })
         .collect();
-    let header = ["STARTED", "FROM → TO", "ROUNDS", "ENDED", "ANNOUNCE", "ID"];
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-                .min(80)
-        })
-        .collect();
-    let line = |cells: [&str; 6]| {
-        let mut out = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(c);
-            } else {
-                let pad = widths[i].saturating_sub(c.chars().count());
-                out.push_str(c);
-                out.push_str(&" ".repeat(pad + 2));
-            }
-        }
-        out
-    };
-    println!("{}", line(header));
-    for r in &rows {
-        println!(
-            "{}",
-            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]].map(String::as_str))
-        );
+    let header = [
+        "SOURCE",
+        "STARTED",
+        "FROM → TO",
+        "ROUNDS",
+        "ENDED",
+        "ANNOUNCE",
+        "ID",
+    ];
+    print_columns(&header[usize::from(!several)..], &rows, 80);
+}
+
+/// An exchange (or a page's) as JSON; with several sources, each exchange gains the
+/// `source` it is on (its ids and keys stay `source/…`, as every command takes them).
+fn with_source(mut v: Value, several: bool) -> Value {
+    if !several {
+        return v;
     }
+    let add = |e: &mut Value| {
+        let source = e
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| source_of(id).0)
+            .map(str::to_string);
+        if let (Some(obj), Some(source)) = (e.as_object_mut(), source) {
+            obj.insert("source".into(), Value::String(source));
+        }
+    };
+    if let Some(list) = v.get_mut("exchanges").and_then(Value::as_array_mut) {
+        list.iter_mut().for_each(add);
+    }
+    if let Some(summary) = v.get_mut("summary") {
+        add(summary);
+    }
+    v
 }
 
 /// The exchange `raw` names: its id, or the start of exactly one exchange's id (the newest
 /// `SCAN_MAX` are looked through). Several: an error listing them.
 async fn resolve_id(api: &dyn SessionsApi, raw: &str) -> Result<Option<ExchangeDetail>> {
-    if let Some(d) = api.exchange(raw).await.map_err(api_error)? {
+    let several = !api.sources().is_empty();
+    // With several sources an id that names none is looked for on all of them (below).
+    if (!several || source_of(raw).0.is_some())
+        && let Some(d) = api.exchange(raw).await.map_err(api_error)?
+    {
         return Ok(Some(d));
     }
     if raw.is_empty() {
@@ -253,7 +287,9 @@ async fn resolve_id(api: &dyn SessionsApi, raw: &str) -> Result<Option<ExchangeD
         found.extend(
             page.exchanges
                 .into_iter()
-                .filter(|e| e.id.starts_with(raw))
+                .filter(|e| {
+                    e.id.starts_with(raw) || (several && source_of(&e.id).1.starts_with(raw))
+                })
                 .map(|e| e.id),
         );
         if !page.more || query.before.is_none() || scanned >= SCAN_MAX {
@@ -290,10 +326,14 @@ async fn show(api: &dyn SessionsApi, id: &str, json: bool) -> Result<()> {
             safe_line(id)
         ));
     };
+    let several = !api.sources().is_empty();
     if json {
-        return print_json(&serde_json::to_value(&d)?);
+        return print_json(&with_source(serde_json::to_value(&d)?, several));
     }
     let s = &d.summary;
+    if several && let (Some(source), _) = source_of(&s.id) {
+        println!("Source: {source}");
+    }
     println!("{} → {}", safe_line(&s.requester), safe_line(&s.target));
     println!(
         "{} · {} · {} · started {}",

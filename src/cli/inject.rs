@@ -8,7 +8,7 @@ use switchboard_types::text_safety::{safe_line, safe_text};
 use serde_json::json;
 
 use super::args::{ChatTypeArg, Cli, InjectArgs};
-use super::print::print_json;
+use super::print::{print_json, shown_key};
 use super::waiting::Waiting;
 use super::{api_error, usage};
 
@@ -60,7 +60,7 @@ pub(crate) async fn inject(cli: &Cli, args: &InjectArgs) -> Result<()> {
         } else {
             "recorded in"
         },
-        receipt.display_key,
+        shown_key(&receipt.key, &receipt.display_key),
     );
     let waiting = Waiting::new();
     if let Some(reply) = &receipt.command_reply {

@@ -1,6 +1,6 @@
 //! The command line: `args` holds the clap definitions; each command group has its own
 //! module (`sessions`, `exchanges`, `tool`, `inject`, `transfer`, `config`, `serve`,
-//! `console`), `attach` what a command runs on, `print` the output they share. Output for
+//! `console`, `gateways`), `attach` what a command runs on (`sources` when it is several), `print` the output they share. Output for
 //! scripts goes to stdout; every problem goes to stderr with what to do about it.
 
 mod args;
@@ -8,10 +8,12 @@ mod attach;
 mod config;
 mod console;
 mod exchanges;
+mod gateways;
 mod inject;
 mod print;
 mod serve;
 mod sessions;
+mod sources;
 mod tool;
 mod transfer;
 mod waiting;
@@ -80,6 +82,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
             config::config_cmd(&cli, cmd)
         }
         Some(Command::Keys { markdown, defaults }) => console::keys(*markdown, *defaults),
+        Some(Command::Gateways { json }) => gateways::gateways(&cli, *json).await,
         Some(Command::Serve(args)) => {
             cli.local_only("serve")?;
             serve::serve(&cli, args, log).await

@@ -51,3 +51,45 @@ pub(crate) fn local_time(ms: i64) -> String {
         })
         .unwrap_or_else(|| "-".into())
 }
+
+/// A table: the header row, then each row, every column as wide as its widest cell (at
+/// most `max` characters) and two spaces apart; the last column is not padded.
+pub(crate) fn print_columns(header: &[&str], rows: &[Vec<String>], max: usize) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+                .min(max)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (i, c) in cells.enumerate() {
+            out.push_str(c);
+            if i + 1 < header.len() {
+                let pad = widths[i].saturating_sub(c.chars().count());
+                out.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out
+    };
+    println!("{}", line(&mut header.iter().copied()));
+    for r in rows {
+        println!("{}", line(&mut r.iter().map(String::as_str)));
+    }
+}
+
+/// A session as a command names it: its display form, after its source when the engine's
+/// key names one (several sources), so `team/agent:main:main` is never shown as a bare key
+/// another source may also have.
+pub(crate) fn shown_key(key: &str, display: &str) -> String {
+    use switchboard_types::api::source::SessionRef;
+    match SessionRef::parse(key).source {
+        Some(source) => SessionRef::join(source, display),
+        None => display.to_string(),
+    }
+}

@@ -4,6 +4,7 @@ use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
 use switchboard_engine::Overwrite;
+use switchboard_types::api::source::{SessionRef, SourceKind};
 use switchboard_types::api::time::{AgoStyle, ago};
 use switchboard_types::api::{
     LineRole, PatchRequest, PolicySetting, PolicyView, SessionKind, SessionsApi, SessionsQuery,
@@ -13,7 +14,7 @@ use switchboard_types::text_safety::{self, safe_line, safe_text};
 
 use super::args::{AgentSends, Cli, SessionsCommand};
 use super::attach::Attached;
-use super::print::{cell, field, local_time, print_json};
+use super::print::{cell, field, local_time, print_json, shown_key};
 use super::transfer::export;
 use super::waiting::Waiting;
 use super::{api_error, existing_key, usage};
@@ -35,7 +36,11 @@ fn parse_kinds(names: &[String]) -> Result<Vec<SessionKind>> {
 /// with its effective send policy (`sendPolicyEffective`). The page carries them (`entries`):
 /// one request, however many rows (over `--connect`, each request is a round trip). A
 /// gateway too old to fill them is asked row by row; a session deleted meanwhile is left out.
+///
+/// With several sources each row gains its `source`; its `key` stays `source/key`, as every
+/// command takes it (a script passes it back as it is).
 async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<Value>> {
+    let several = !api.sources().is_empty();
     let page = api
         .sessions(SessionsQuery {
             entries: true,
@@ -53,6 +58,9 @@ async fn owner_rows(api: &dyn SessionsApi, query: SessionsQuery) -> Result<Vec<V
         };
         if v.is_object() {
             v["sendPolicyEffective"] = policy.to_json();
+            if several {
+                add_source(&mut v, &row.key);
+            }
             rows.push(v);
         }
     }
@@ -103,7 +111,7 @@ pub(crate) async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
                 println!("No sessions to show; archived ones are hidden (add --archived).");
                 return Ok(());
             }
-            print_table(&rows);
+            print_table(&rows, !api.sources().is_empty());
             Ok(())
         }
         SessionsCommand::Show {
@@ -113,8 +121,13 @@ pub(crate) async fn sessions(cli: &Cli, cmd: &SessionsCommand) -> Result<()> {
             json,
         } => {
             let api = cli.reading_api().await?;
-            let (row, lines, policy, left_out) =
+            let (mut row, lines, policy, left_out) =
                 show_session(api.as_ref(), key, *messages, *tools).await?;
+            if !api.sources().is_empty()
+                && let Some(key) = row.get("key").and_then(Value::as_str).map(str::to_string)
+            {
+                add_source(&mut row, &key);
+            }
             if *json {
                 let mut v = row;
                 v["sendPolicyEffective"] = policy.to_json();
@@ -176,12 +189,20 @@ pub(crate) async fn abort(cli: &Cli, raw: &str, run_id: Option<&str>, json: bool
         return print_json(&serde_json::json!({ "key": key, "runIds": done.run_ids }));
     }
     if done.run_ids.is_empty() {
+        // Only a session of the local folder runs in this process.
+        let on_local = match SessionRef::parse(&key).source {
+            None => true,
+            Some(source) => api
+                .sources()
+                .iter()
+                .any(|s| s.name == source && s.kind == SourceKind::Local),
+        };
         let where_ = match attached {
-            Attached::Local(..) => {
+            Attached::Local(..) if on_local => {
                 " in this process (runs execute in the process that started them: abort in the \
                  console, or with --connect on the gateway's engine)"
             }
-            Attached::Remote(_) => "",
+            Attached::Local(..) | Attached::Remote(_) => "",
         };
         println!("{key}: nothing was running{where_}");
     } else {
@@ -216,18 +237,19 @@ pub(crate) async fn patch(
             .await
             .map_err(api_error)
             .with_context(|| format!("cannot change agent sends into {key}"))?;
-        out.insert("key".into(), done.display_key.clone().into());
+        let shown = shown_key(&key, &done.display_key);
+        out.insert("key".into(), shown.clone().into());
         out.insert("agentSendsStopped".into(), done.stopped.into());
         said.push(if done.stopped {
             format!(
                 "{}: agent-to-agent sends into it stopped; its replies and announces to its \
                  channel go on",
-                done.display_key
+                shown
             )
         } else {
             format!(
                 "{}: agent-to-agent sends into it follow its send policy again",
-                done.display_key
+                shown
             )
         });
     }
@@ -240,7 +262,8 @@ pub(crate) async fn patch(
             .await
             .map_err(api_error)
             .with_context(|| format!("cannot patch {key}"))?;
-        out.insert("key".into(), patched.display_key.clone().into());
+        let shown = shown_key(&key, &patched.display_key);
+        out.insert("key".into(), shown.clone().into());
         out.insert("sendPolicy".into(), serde_json::json!(patched.send_policy));
         out.insert("sendPolicyEffective".into(), patched.effective.to_json());
         let change = match change.stored() {
@@ -249,7 +272,7 @@ pub(crate) async fn patch(
         };
         said.push(format!(
             "{}: send policy override {change}; effective: {}",
-            patched.display_key, patched.effective.summary
+            shown, patched.effective.summary
         ));
     }
     attached.drain(&Waiting::new()).await;
@@ -296,20 +319,57 @@ async fn show_session(
     Ok((detail.entry, lines, detail.row.policy, left_out))
 }
 
-fn print_table(rows: &[Value]) {
+/// `source` first in a row of several sources, from its `source/key` reference.
+fn add_source(v: &mut Value, key: &str) {
+    if let (Some(source), Some(obj)) = (SessionRef::parse(key).source, v.as_object_mut()) {
+        let mut with = serde_json::Map::with_capacity(obj.len() + 1);
+        with.insert("source".into(), Value::String(source.to_string()));
+        with.extend(std::mem::take(obj));
+        *obj = with;
+    }
+}
+
+fn print_table(rows: &[Value], several: bool) {
     if rows.is_empty() {
         println!("No sessions yet. Record one with: switchboard inject agent:main:main \"hello\"");
         return;
     }
+    // With several sources, SOURCE first and the key bare beside it.
+    let key = |r: &Value| -> String {
+        let k = cell(r, "key");
+        if several {
+            SessionRef::parse(&k).key.to_string()
+        } else {
+            k
+        }
+    };
     let key_w = rows
         .iter()
-        .map(|r| cell(r, "key").chars().count())
+        .map(|r| key(r).chars().count())
         .max()
         .unwrap_or(3)
         .clamp(3, 60);
+    let source_w = rows
+        .iter()
+        .map(|r| cell(r, "source").chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let source = |text: &str| {
+        if several {
+            format!("{text:<source_w$} ")
+        } else {
+            String::new()
+        }
+    };
     println!(
-        "{:<6} {:<key_w$} {:<10} {:<10} {:<6} NAME",
-        "KIND", "KEY", "CHANNEL", "UPDATED", "POLICY"
+        "{}{:<6} {:<key_w$} {:<10} {:<10} {:<6} NAME",
+        source("SOURCE"),
+        "KIND",
+        "KEY",
+        "CHANNEL",
+        "UPDATED",
+        "POLICY"
     );
     for r in rows {
         let updated = r
@@ -334,9 +394,10 @@ fn print_table(rows: &[Value]) {
             };
         }
         println!(
-            "{:<6} {:<key_w$} {:<10} {:<10} {:<6} {}",
+            "{}{:<6} {:<key_w$} {:<10} {:<10} {:<6} {}",
+            source(&cell(r, "source")),
             cell(r, "kind"),
-            cell(r, "key"),
+            key(r),
             cell(r, "channel"),
             updated,
             policy_cell(r),

@@ -8,6 +8,8 @@
 mod common;
 #[path = "../fake_model/mod.rs"]
 mod fake_model;
+#[path = "../gateway_process/mod.rs"]
+mod gateway_process;
 #[path = "../gateway_support/mod.rs"]
 mod gateway_support;
 
@@ -18,6 +20,7 @@ mod cli_exchanges;
 mod cli_import;
 mod cli_policy;
 mod cli_send;
+mod cli_sources;
 mod cli_spawn;
 mod cli_text_safety;
 mod cli_transfer;

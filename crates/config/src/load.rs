@@ -195,8 +195,10 @@ fn parse_with(
 
     let mut semantic = semantic_problems(&config, &removals);
     semantic.extend(read_prompt_files(&mut config, &removals, base));
+    super::gateways::resolve_paths(&mut config, base);
     if environment {
         semantic.extend(environment_problems(&config));
+        semantic.extend(super::gateways::environment_problems(&config));
     }
     for (segs, message) in semantic {
         let path = format_path(&segs);
@@ -619,6 +621,7 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
     }
 
     out.extend(gateway_problems(&config.gateway, at));
+    out.extend(super::gateways::problems(config, &at));
 
     // Numbers outside their range (the shape was right: a whole number of the field's type).
     let mut check_range = |segs: Vec<Seg>, value: u64| {

@@ -148,7 +148,7 @@ pub mod limits {
 }
 
 /// The whole config file. Every section is optional; a missing file means `Config::default()`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     pub session: SessionConfig,
@@ -156,6 +156,46 @@ pub struct Config {
     pub agents: AgentsConfig,
     pub models: ModelsConfig,
     pub gateway: GatewayConfig,
+    /// Gateways the console and the read commands attach to beside the local state folder
+    /// (issue 27, "Sources"), each named: its sessions are `name/key`.
+    pub gateways: Vec<GatewaySource>,
+    /// The local state folder's name among several sources (default `local`).
+    pub local_source: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            session: SessionConfig::default(),
+            tools: ToolsConfig::default(),
+            agents: AgentsConfig::default(),
+            models: ModelsConfig::default(),
+            gateway: GatewayConfig::default(),
+            gateways: Vec::new(),
+            local_source: DEFAULT_LOCAL_SOURCE.to_string(),
+        }
+    }
+}
+
+/// The local state folder's name among several sources when the config names none.
+pub const DEFAULT_LOCAL_SOURCE: &str = "local";
+
+/// One entry of `gateways`: a `switchboard serve` or OpenClaw gateway to attach to, by name.
+/// The token is `tokenFile` or `tokenEnv` (one of them; neither: `--token NAME=…` or
+/// `$SWITCHBOARD_TOKEN_<NAME>`). Relative paths are read from the config file's folder.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct GatewaySource {
+    /// The source's name (`team`): 1 to 16 of a-z, 0-9, `-`, `_`.
+    pub name: String,
+    /// `ws://host:port` or `wss://host:port`.
+    pub url: String,
+    /// A file holding the token (private to this user, as `<state>/gateway-token` is).
+    pub token_file: Option<std::path::PathBuf>,
+    /// An environment variable holding the token.
+    pub token_env: Option<String>,
+    /// A CA certificate (PEM) to trust for a `wss://` address.
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
