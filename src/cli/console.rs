@@ -107,9 +107,23 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
         }
     } else {
         // Several sources: the console shows each one's link; nothing waits for them here.
-        let api: std::sync::Arc<dyn switchboard_types::api::SessionsApi> =
-            cli.several(started.map(|api| (local_name, api)), &gateways)?;
-        let names: Vec<String> = api.sources().into_iter().map(|s| s.name).collect();
+        let sources = cli.several(started.map(|api| (local_name, api)), &gateways)?;
+        let names: Vec<String> = switchboard_types::api::SessionsApi::sources(sources.as_ref())
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        // Gateways the config named are taken out when it stops naming them.
+        let from_config: Vec<String> = gateways
+            .iter()
+            .filter(|g| g.entry.is_some())
+            .filter_map(|g| g.name.clone())
+            .collect();
+        if !from_config.is_empty()
+            && let Ok(path) = cli.config_path()
+        {
+            watch_config(path, sources.clone(), from_config);
+        }
+        let api: std::sync::Arc<dyn switchboard_types::api::SessionsApi> = sources;
         (api, names.join(" · "))
     };
     let mut options = console_options(attached)?;
@@ -118,6 +132,55 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     let result = switchboard_tui::run(api, options).await;
     drop(engine);
     result
+}
+
+/// How often the console looks at the config file for gateways taken out of it.
+const CONFIG_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// While the console runs: when the config file changes and no longer names a gateway it
+/// was attached to from the config, that source is taken out (its rows leave, the header
+/// and a notice say "removed from the config"). A config that does not parse changes
+/// nothing (logged). Gateways added are attached by the next start (logged).
+fn watch_config(
+    path: PathBuf,
+    sources: std::sync::Arc<switchboard_sources::Sources>,
+    mut attached: Vec<String>,
+) {
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut seen = modified(&path);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(CONFIG_CHECK).await;
+            let now = modified(&path);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            // A config file removed names no gateway.
+            let named: Vec<String> = if path.exists() {
+                match config::load_file(&path) {
+                    Ok(c) => c.gateways.into_iter().map(|g| g.name).collect(),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "the config changed but does not load; the sources stay as they are");
+                        continue;
+                    }
+                }
+            } else {
+                Vec::new()
+            };
+            attached.retain(|name| {
+                if named.contains(name) {
+                    return true;
+                }
+                tracing::info!(source = %name, "a gateway left the config; its source is taken out");
+                sources.remove(name);
+                false
+            });
+            for name in named.iter().filter(|n| !attached.contains(n)) {
+                tracing::info!(source = %name, "a gateway was added to the config; it is attached at the next start");
+            }
+        }
+    });
 }
 
 /// `switchboard demo`: a temporary state, the demo agents, traffic, and the console.

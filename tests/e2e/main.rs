@@ -13,6 +13,7 @@ mod e2e_drill;
 mod e2e_exchanges;
 mod e2e_navigation;
 mod e2e_remote;
+mod e2e_sources;
 mod e2e_streaming;
 mod e2e_terminals;
 mod e2e_traffic;

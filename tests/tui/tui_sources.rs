@@ -282,6 +282,18 @@ async fn a_source_that_drops_is_greyed_and_named_in_the_header_not_emptied() {
         retry_in_ms: 3_000,
         message: "connection refused".into(),
     });
+    // The change is told as a notice, once.
+    d.act(Action::LinkChanged);
+    d.act(Action::LinkChanged);
+    let told: Vec<String> = d
+        .console
+        .state
+        .notices
+        .iter()
+        .map(|n| n.text.clone())
+        .filter(|t| t.starts_with("source "))
+        .collect();
+    assert_eq!(told, ["source oc: lost, reconnecting: connection refused"]);
     // A reload while it is down keeps its rows (what it gave last), greyed.
     d.act(Action::Lagged);
     d.settle().await;

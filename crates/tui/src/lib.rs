@@ -100,6 +100,10 @@ pub async fn run(api: Arc<dyn SessionsApi>, options: Options) -> anyhow::Result<
         .filter_map(|s| s.state.clone())
         .collect();
     state.sources = sources;
+    // A source already refused or lost when the console opens is told at once.
+    for (text, error) in state.sources.news() {
+        state.notice(text, error);
+    }
     state.width = w;
     state.height = h;
     let mut console = Console::new(state);

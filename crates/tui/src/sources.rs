@@ -24,6 +24,8 @@ pub struct SourceView {
     pub kind: SourceKind,
     pub state: Option<tokio::sync::watch::Receiver<LinkState>>,
     pub unavailable: Option<String>,
+    /// The link's state last told in a notice (`None`: none yet).
+    pub told: Option<LinkState>,
 }
 
 impl From<SourceInfo> for SourceView {
@@ -33,7 +35,35 @@ impl From<SourceInfo> for SourceView {
             kind: s.kind,
             state: s.state,
             unavailable: s.unavailable,
+            told: None,
         }
+    }
+}
+
+/// A change of one source's link worth a notice: what it says, and whether it is bad news.
+fn change(name: &str, before: Option<&LinkState>, now: &LinkState) -> Option<(String, bool)> {
+    let same_kind =
+        before.is_some_and(|b| std::mem::discriminant(b) == std::mem::discriminant(now));
+    match now {
+        // Attempts and round trips change all the time; only a change of kind is news.
+        _ if same_kind => None,
+        LinkState::Connecting { .. } => None,
+        LinkState::Connected { server, .. } => before.map(|_| {
+            let who = if server.is_empty() {
+                String::new()
+            } else {
+                format!(" ({server})")
+            };
+            (format!("source {name}: linked{who}"), false)
+        }),
+        LinkState::Reconnecting { message, .. } => Some((
+            format!("source {name}: lost, reconnecting: {message}"),
+            true,
+        )),
+        LinkState::Failed { message } if message == REMOVED => {
+            Some((format!("source {name}: {REMOVED}"), true))
+        }
+        LinkState::Failed { message } => Some((format!("source {name}: refused: {message}"), true)),
     }
 }
 
@@ -133,6 +163,22 @@ impl Sources {
         }
     }
 
+    /// What changed in the sources' links since last told, as notices (`source team:
+    /// refused: bad token`, `source team: lost, reconnecting: …`, `source team: linked`).
+    pub fn news(&mut self) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for s in &mut self.list {
+            let Some(now) = s.state.as_ref().map(|r| r.borrow().clone()) else {
+                continue;
+            };
+            if let Some(n) = change(&s.name, s.told.as_ref(), &now) {
+                out.push(n);
+            }
+            s.told = Some(now);
+        }
+        out
+    }
+
     /// The header's link part: every source's name and state.
     pub fn header(&self, g: &Glyphs) -> String {
         let parts: Vec<String> = self.list.iter().map(|s| s.label(g)).collect();
@@ -155,6 +201,7 @@ mod tests {
             },
             state: state.map(|s| watch::channel(s).1),
             unavailable: None,
+            told: None,
         }
     }
 

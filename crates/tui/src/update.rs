@@ -130,7 +130,12 @@ impl Console {
             }
             Action::Tick => self.tick(),
             // The header reads the link's state when it draws; the action only wakes the loop.
-            Action::LinkChanged => {}
+            Action::LinkChanged => {
+                // A source's link that changed kind gets a notice of its own.
+                for (text, error) in self.state.sources.news() {
+                    self.state.notice(text, error);
+                }
+            }
             Action::Flash(text, error) => self.state.flash(text, error),
             Action::Unsent { key, text, error } => self.unsent(key, text, error),
             Action::SessionsLoaded { generation, result } => {

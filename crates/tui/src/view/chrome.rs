@@ -118,12 +118,7 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     }
     // A remote console names the gateway and how the link is (read now, never waited on);
     // the link's state is never cut, only the path or address before it.
-    // Several sources: each one's name and link state instead of one place.
     let (place, link) = match &state.link {
-        _ if state.sources.merged() => (
-            String::new(),
-            Some(state.sources.header(state.theme.glyphs())),
-        ),
         Some(link) => (link.target.clone(), Some(link_text(&link.state.borrow()))),
         None => (state.attached.clone(), None),
     };
@@ -144,11 +139,43 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
             state.sessions.running.len(),
         )
     };
+    use unicode_width::UnicodeWidthStr;
+    if state.sources.merged() {
+        // Several sources: every source's link comes before the long counts, which give way
+        // first (shorter words, then the sub-agent and exchange counts).
+        let lead = " Switchboard · ";
+        let links = state.sources.header(state.theme.glyphs());
+        let full = counts_with(SCOPE_NAME_W);
+        let short = full
+            .replace(" exchanges", " exch")
+            .replace(" exchange", " exch")
+            .replace(" sub-agents", " sub")
+            .replace(" sub-agent", " sub");
+        let least = format!(
+            " · {} · {} running",
+            count(state.sessions.total, "session"),
+            state.sessions.running.len()
+        );
+        let width = area.width as usize;
+        let counts = [full, short]
+            .into_iter()
+            .find(|c| lead.width() + links.width() + c.width() <= width)
+            .unwrap_or(least);
+        let room = width.saturating_sub(lead.width() + counts.width());
+        let text = format!("{lead}{}{counts}", fit(&links, room));
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                pad(&text, width),
+                Style::default().add_modifier(Modifier::REVERSED),
+            )),
+            area,
+        );
+        return;
+    }
     // What gives way when the line is short, first to last: the path (cut in the middle),
     // the link's reason (cut at its end), the counts' long words. The counts are what the
     // header is for; a gateway's address, though, is kept whole before the scope's session
     // name is (that name is cut down to 6 columns first).
-    use unicode_width::UnicodeWidthStr;
     let width = area.width as usize;
     let lead = " Switchboard";
     let counts = match &link {
@@ -180,7 +207,7 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         }
         _ => String::new(),
     };
-    let place = if room >= 11 && !place.is_empty() {
+    let place = if room >= 11 {
         short_place(&place, room - 3)
             .map(|p| format!(" · {p}"))
             .unwrap_or_default()
