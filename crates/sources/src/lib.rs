@@ -73,9 +73,8 @@ pub enum SourcesError {
 /// lookup) waits for one of them: one source that stalls must not hold up the others'
 /// answer. The source's own calls (a send, its transcript) wait as long as its link does.
 const MERGED_WAIT: Duration = Duration::from_secs(1);
-/// The wait for a source that missed the last one, until it answers in time again: a
-/// stalled source costs each merged read this much, not a second.
-const SLOW_WAIT: Duration = Duration::from_millis(100);
+/// How often a source that missed a merged read's wait is asked whether it answers again.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// Work ids carry their source in their low bits.
 const SOURCE_BITS: u32 = 6;
@@ -93,8 +92,12 @@ struct Slot {
     unavailable: RwLock<Option<String>>,
     /// Taken out (a source removed from the config): it answers that, and nothing more.
     removed: std::sync::atomic::AtomicBool,
-    /// It missed a merged read's wait and has not answered one in time since.
+    /// It missed a merged read's wait and has not answered a probe since.
     slow: std::sync::atomic::AtomicBool,
+    /// A probe of it is under way.
+    probing: std::sync::atomic::AtomicBool,
+    /// The merged events, to tell the subscriber to reload when it answers again.
+    feed: Arc<Feed>,
     /// The last page each of its listings gave at each position (rows and counts), shown
     /// again while it cannot answer.
     kept_rows: Mutex<std::collections::HashMap<(String, usize), SessionsPage>>,
@@ -128,34 +131,63 @@ impl Slot {
         Qualify { source: &self.name }
     }
 
-    /// A read that is part of a merged answer, bounded by `MERGED_WAIT` (`SLOW_WAIT` while
-    /// this source is known to be slow).
+    /// A read that is part of a merged answer, bounded by `MERGED_WAIT`. A source that
+    /// missed it is not waited for again: its reads fail at once (its last page stands in)
+    /// while a probe asks it every `PROBE_EVERY` whether it answers again; when it does, the
+    /// subscriber is told to reload.
     async fn bounded<T>(
-        &self,
+        self: &Arc<Self>,
         read: impl std::future::Future<Output = Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
         use std::sync::atomic::Ordering::SeqCst;
-        let wait = if self.slow.load(SeqCst) {
-            SLOW_WAIT
-        } else {
-            MERGED_WAIT
-        };
-        match tokio::time::timeout(wait, read).await {
-            Ok(answer) => {
-                self.slow.store(false, SeqCst);
-                answer
-            }
+        if self.slow.load(SeqCst) {
+            self.probe();
+            return Err(ApiError::Unavailable(format!(
+                "source {} is not answering",
+                self.name
+            )));
+        }
+        match tokio::time::timeout(MERGED_WAIT, read).await {
+            Ok(answer) => answer,
             Err(_) => {
                 if !self.slow.swap(true, SeqCst) {
                     tracing::warn!(source = %self.name, "a source did not answer in time; its last answer is shown");
                 }
+                self.probe();
                 Err(ApiError::Unavailable(format!(
                     "source {} did not answer within {} ms",
                     self.name,
-                    wait.as_millis()
+                    MERGED_WAIT.as_millis()
                 )))
             }
         }
+    }
+
+    /// Start the probe of a slow source, unless one runs.
+    fn probe(self: &Arc<Self>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.probing.swap(true, SeqCst) {
+            return;
+        }
+        let slot = self.clone();
+        tokio::spawn(async move {
+            // Ends when it answers, or when it has no API to ask (not attached, removed):
+            // the next merged read starts another.
+            while let Ok(api) = slot.api() {
+                if matches!(
+                    tokio::time::timeout(MERGED_WAIT, api.status()).await,
+                    Ok(Ok(_))
+                ) {
+                    slot.slow.store(false, SeqCst);
+                    tracing::info!(source = %slot.name, "a slow source answers again");
+                    // What was shown for it is its last page: reload.
+                    slot.feed.send(Fed::Gap(0));
+                    break;
+                }
+                tokio::time::sleep(PROBE_EVERY).await;
+            }
+            slot.probing.store(false, SeqCst);
+        });
     }
 }
 
@@ -220,6 +252,8 @@ impl Sources {
                 unavailable: RwLock::new(None),
                 removed: Default::default(),
                 slow: Default::default(),
+                probing: Default::default(),
+                feed: feed.clone(),
                 kept_rows: Mutex::new(Default::default()),
             });
             match s.attach {
