@@ -239,3 +239,36 @@ fn the_exchange_scope_gives_way_before_the_gateways_address() {
         "{header}"
     );
 }
+
+/// The counts' long words give way before the gateway's host does: with many sessions and a
+/// long host, "sub-agents" and "exchanges" become "sub" and "exch" and the host stays
+/// (before, the host was dropped whole while the long words stayed).
+#[test]
+fn the_host_stays_before_the_counts_long_words() {
+    let (_tx, rx) = watch::channel(connected(Some(12), false));
+    let mut state = State::new("unused".into(), 1_750_000_000_000);
+    state.width = 120;
+    state.height = 40;
+    state.sessions.total = 1_234_567;
+    state.link = Some(Link {
+        target: "wss://gateway.example.internal:18789/switchboard".into(),
+        state: rx,
+        unavailable: None,
+    });
+    let keymap = Keymap::defaults();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    terminal
+        .draw(|f| view::draw(f, &state, &keymap))
+        .expect("draw");
+    let buf = terminal.backend().buffer();
+    let header: String = (0..buf.area.width)
+        .map(|x| buf[(x, 0)].symbol().to_string())
+        .collect();
+    assert!(
+        header.contains("gateway.example.internal:18789"),
+        "{header}"
+    );
+    assert!(header.contains(" sub · 0 exch"), "{header}");
+    assert!(header.contains("connected v4 · 12 ms"), "{header}");
+    assert!(header.contains("1234567 sessions"), "{header}");
+}

@@ -189,14 +189,31 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         }
         None => counts_with(SCOPE_NAME_W),
     };
-    let counts = if (lead.width() + counts.width()) <= width {
-        counts
+    // A gateway's host is kept before the counts' long words are: what the line needs
+    // besides the counts is the lead, the link and the host (`host:port`).
+    let kept = match &link {
+        Some(l) => {
+            // The least `short_place` shows of an address: its host alone.
+            let host = place.split_once("://").map_or(0, |(_, rest)| {
+                rest.split('/').next().unwrap_or_default().width()
+            });
+            3 + l.width() + 3 + host
+        }
+        None => 0,
+    };
+    let short = counts
+        .replace(" exchanges", " exch")
+        .replace(" exchange", " exch")
+        .replace(" sub-agents", " sub")
+        .replace(" sub-agent", " sub");
+    // The long words go when the counts alone do not fit, or when going lets the host fit.
+    let counts = if lead.width() + counts.width() > width
+        || (lead.width() + kept + counts.width() > width
+            && lead.width() + kept + short.width() <= width)
+    {
+        short
     } else {
         counts
-            .replace(" exchanges", " exch")
-            .replace(" exchange", " exch")
-            .replace(" sub-agents", " sub")
-            .replace(" sub-agent", " sub")
     };
     let mut room = width.saturating_sub(lead.width() + counts.width());
     let link = match link {
