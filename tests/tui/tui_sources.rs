@@ -439,6 +439,20 @@ async fn forward_carries_lines_from_one_source_into_a_session_on_another() {
         assert!(team.sent[0].from.owner, "sent as the owner");
         assert!(t.home.data.lock().expect("data").sent.is_empty());
     }
+    // `/status` names the session with its source.
+    d.type_text("/status");
+    d.press(KeyCode::Enter);
+    d.settle().await;
+    d.until("the status card", |s| {
+        matches!(&s.card, Some(switchboard_tui::cards::Card::Status { rows: Some(_), .. }))
+    })
+    .await;
+    let screen = text(&render(&d.console.state, 120, 24));
+    assert!(
+        screen.contains("home/agent:main:main (Alice (Telegram))"),
+        "{screen}"
+    );
+    d.press(KeyCode::Esc);
     // Bad arguments get the usage line; nothing is sent.
     d.type_text("/forward");
     d.press(KeyCode::Enter);

@@ -62,10 +62,16 @@ pub fn status_rows(
     let text = |name: &str| e.get(name).and_then(Value::as_str).map(str::to_string);
     let number = |name: &str| e.get(name).and_then(Value::as_u64);
     let mut rows: Vec<(String, String)> = Vec::new();
+    // On one of several sources, the key is shown with its source (the same key may be on
+    // another).
+    let shown = match switchboard_types::api::source::SessionRef::parse(&row.key).source {
+        Some(source) => switchboard_types::api::source::SessionRef::join(source, &row.display_key),
+        None => row.display_key.clone(),
+    };
     let name = if row.name != row.display_key {
-        format!("{} ({})", row.display_key, row.name)
+        format!("{shown} ({})", row.name)
     } else {
-        row.display_key.clone()
+        shown
     };
     rows.push(("session".into(), name));
     let model = text("model")
