@@ -444,7 +444,10 @@ async fn forward_carries_lines_from_one_source_into_a_session_on_another() {
     d.press(KeyCode::Enter);
     d.settle().await;
     d.until("the status card", |s| {
-        matches!(&s.card, Some(switchboard_tui::cards::Card::Status { rows: Some(_), .. }))
+        matches!(
+            &s.card,
+            Some(switchboard_tui::cards::Card::Status { rows: Some(_), .. })
+        )
     })
     .await;
     let screen = text(&render(&d.console.state, 120, 24));
