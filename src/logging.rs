@@ -20,9 +20,20 @@ pub const KEPT_FILES: usize = 4;
 /// cut, and the line says how much was left out.
 pub const MAX_LINE_BYTES: usize = 4096;
 
+/// How each event is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `fields`, `target`, `span`), for log
+    /// shippers.
+    Json,
+}
+
 /// Start logging into `state_dir/logs/`. Returns the log file's path, or `None` when the
 /// folder cannot be written (then the command still runs; its own errors say why).
-pub fn init(state_dir: &Path) -> Option<PathBuf> {
+pub fn init(state_dir: &Path, format: LogFormat) -> Option<PathBuf> {
     let dir = state_dir.join("logs");
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join("switchboard.log");
@@ -37,12 +48,18 @@ pub fn init(state_dir: &Path) -> Option<PathBuf> {
     );
     let filter =
         EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let writer = Mutex::new(SafeLog {
+        inner: file,
+        json: format == LogFormat::Json,
+    });
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(Mutex::new(SafeLog(file)))
-        .try_init()
-        .ok()?;
+        .with_writer(writer);
+    match format {
+        LogFormat::Text => builder.try_init().ok()?,
+        LogFormat::Json => builder.json().try_init().ok()?,
+    }
     Some(path)
 }
 
@@ -61,20 +78,54 @@ fn open_options() -> std::fs::OpenOptions {
 /// The log file's writer: every event is escaped by `text_safety` before it is written, so
 /// agent or user text quoted in a field can neither drive a terminal running `tail -f` on
 /// the log nor forge log lines (a line break inside an event shows as `^J`), and cut to
-/// `MAX_LINE_BYTES`. The formatter hands over one whole event per write.
-struct SafeLog<W>(W);
+/// `MAX_LINE_BYTES`. The formatter hands over one whole event per write. JSON events stay
+/// JSON: JSON already escapes control characters, the look-alike ones are escaped the JSON
+/// way, and an event too long is replaced by one that says so.
+struct SafeLog<W> {
+    inner: W,
+    json: bool,
+}
 
 impl<W: std::io::Write> std::io::Write for SafeLog<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let line = safe_event(buf);
+        let line = if self.json {
+            safe_json_event(buf)
+        } else {
+            safe_event(buf)
+        };
         // One write per event, so lines of processes appending to the same file do not mix.
-        self.0.write_all(line.as_bytes())?;
+        self.inner.write_all(line.as_bytes())?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        self.inner.flush()
     }
+}
+
+/// One JSON event as it is written: on one line, characters that reorder or hide text
+/// escaped as `\uXXXX`; past `MAX_LINE_BYTES`, an event saying how long it was instead.
+fn safe_json_event(buf: &[u8]) -> String {
+    let body = buf.strip_suffix(b"\n").unwrap_or(buf);
+    if body.len() > MAX_LINE_BYTES {
+        return format!(
+            "{{\"level\":\"WARN\",\"fields\":{{\"message\":\"event of {} bytes cut\"}}}}\n",
+            body.len()
+        );
+    }
+    let text = String::from_utf8_lossy(body);
+    let mut line = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        // C0 and line breaks are already escaped by JSON; these are not.
+        if matches!(c, '\u{80}'..='\u{9f}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        {
+            line.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            line.push(c);
+        }
+    }
+    line.push('\n');
+    line
 }
 
 /// One event as it is written: escaped, on one line, at most `MAX_LINE_BYTES` plus the note
@@ -111,23 +162,29 @@ mod tests {
 
     #[test]
     fn log_events_are_escaped_one_line_each() {
-        let mut log = SafeLog(Vec::new());
+        let mut log = SafeLog {
+            inner: Vec::new(),
+            json: false,
+        };
         log.write_all(b"WARN error=\x1b]0;x\x07 two\nlines \xe2\x80\xae\n")
             .expect("write");
         assert_eq!(
-            String::from_utf8(log.0).expect("utf-8"),
+            String::from_utf8(log.inner).expect("utf-8"),
             "WARN error=^[]0;x^G two^Jlines \\u{202e}\n"
         );
     }
 
     #[test]
     fn a_huge_event_is_cut_and_says_so() {
-        let mut log = SafeLog(Vec::new());
+        let mut log = SafeLog {
+            inner: Vec::new(),
+            json: false,
+        };
         let mut event = b"INFO refused message=".to_vec();
         event.extend(std::iter::repeat_n(b'A', 20_000_000));
         event.push(b'\n');
         log.write_all(&event).expect("write");
-        let text = String::from_utf8(log.0).expect("utf-8");
+        let text = String::from_utf8(log.inner).expect("utf-8");
         assert!(text.len() < MAX_LINE_BYTES + 100, "{}", text.len());
         assert!(
             text.ends_with(" …[event of 20000021 bytes cut]\n"),
@@ -140,9 +197,38 @@ mod tests {
     #[test]
     fn control_characters_do_not_escape_the_cap() {
         // Each byte expands to two characters when escaped: the cut is after escaping too.
-        let mut log = SafeLog(Vec::new());
+        let mut log = SafeLog {
+            inner: Vec::new(),
+            json: false,
+        };
         log.write_all(&[0x07; MAX_LINE_BYTES]).expect("write");
-        let text = String::from_utf8(log.0).expect("utf-8");
+        let text = String::from_utf8(log.inner).expect("utf-8");
         assert!(text.len() < MAX_LINE_BYTES + 100, "{}", text.len());
+    }
+
+    #[test]
+    fn json_events_stay_json_with_look_alikes_escaped_and_long_ones_replaced() {
+        let mut log = SafeLog {
+            inner: Vec::new(),
+            json: true,
+        };
+        let event = "{\"fields\":{\"message\":\"a\u{202e}b\u{85}c\"}}\n";
+        log.write_all(event.as_bytes()).expect("write");
+        let mut big = b"{\"fields\":{\"message\":\"".to_vec();
+        big.extend(std::iter::repeat_n(b'A', 100_000));
+        big.extend(b"\"}}\n");
+        log.write_all(&big).expect("write");
+        let text = String::from_utf8(log.inner).expect("utf-8");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect();
+        assert_eq!(lines[0]["fields"]["message"], "a\u{202e}b\u{85}c");
+        assert!(
+            text.lines()
+                .next()
+                .is_some_and(|l| l.contains("\\u202e") && l.is_ascii())
+        );
+        assert_eq!(lines[1]["fields"]["message"], "event of 100023 bytes cut");
     }
 }

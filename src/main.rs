@@ -29,7 +29,7 @@ fn main() {
     let log = if cli.state_use() == cli::StateUse::Writes
         || switchboard::state_folder::exists(&state_dir)
     {
-        logging::init(&state_dir)
+        logging::init(&state_dir, cli.log_format)
     } else {
         None
     };

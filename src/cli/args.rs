@@ -20,6 +20,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("import-openclaw", REMOTE),
     ("serve", REMOTE),
     ("sessions export", REMOTE),
+    ("backup", REMOTE),
     // Config files only: no state folder, no gateway.
     (
         "config",
@@ -94,6 +95,11 @@ pub struct Cli {
     /// state folder out of the sources.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_local: bool,
+    /// How the log file's events are written: `text` (a readable line each) or `json` (one
+    /// JSON object per line, for log shippers).
+    #[arg(long, global = true, value_enum, default_value_t = crate::logging::LogFormat::Text,
+          env = "SWITCHBOARD_LOG_FORMAT", value_name = "FORMAT", help_heading = GLOBAL)]
+    pub log_format: crate::logging::LogFormat,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -222,6 +228,25 @@ Config (<config dir>/switchboard/config.json5):\n  localSource: \"home\",\n  gat
         #[arg(long)]
         json: bool,
     },
+    /// Copy the state folder's database to one file, consistent while it is in use.
+    #[command(
+        long_about = "Copy the state folder's database (every session, transcript, run and \
+exchange) to FILE with SQLite's online backup API: one consistent snapshot, taken while a \
+gateway or a console keeps using the folder (they are not paused). The copy is written beside \
+FILE first, checked (PRAGMA quick_check, sessions counted) and synced, then renamed to FILE, so \
+FILE is either a whole backup or not there. To restore: stop what uses the folder, then copy \
+FILE to <state>/switchboard.db (and remove any switchboard.db-wal beside it).",
+        after_help = "Examples:\n  switchboard backup --out /var/backups/switchboard-$(date +%F).db\n  \
+switchboard --state-dir /srv/switchboard backup --out nightly.db --force"
+    )]
+    Backup {
+        /// Where the copy goes (refused if it exists, unless --force).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Replace FILE if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Run the engine headless behind a WebSocket gateway (OpenClaw's protocol v4).
     #[command(
         long_about = "Run the engine without a console, behind a WebSocket gateway speaking \
@@ -297,6 +322,14 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1500, value_name = "MS", requires = "demo",
           value_parser = clap::value_parser!(u64).range(200..=600_000))]
     pub demo_pace_ms: u64,
+    /// Answer `GET /metrics` (Prometheus' text format) on the gateway's port. Off by default:
+    /// anyone who reaches the port could read it.
+    #[arg(long)]
+    pub metrics: bool,
+    /// Answer `/metrics`, `/healthz` and `/readyz` on a port of their own (e.g.
+    /// 127.0.0.1:9464), for a scraper that should not reach the gateway.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_bind: Option<String>,
 }
 
 /// `tool`'s TOOL help: every tool the engine has, from the engine's own list.
@@ -647,7 +680,9 @@ impl Cli {
                 | SessionsCommand::Export { .. } => StateUse::Reads,
                 SessionsCommand::Patch { .. } | SessionsCommand::Abort { .. } => StateUse::Writes,
             },
-            Some(Command::Exchanges(_)) | Some(Command::Gateways { .. }) => StateUse::Reads,
+            Some(Command::Exchanges(_))
+            | Some(Command::Gateways { .. })
+            | Some(Command::Backup { .. }) => StateUse::Reads,
             Some(Command::Config(_)) | Some(Command::Keys { .. }) => StateUse::Ignores,
         }
     }

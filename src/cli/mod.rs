@@ -10,6 +10,7 @@ mod console;
 mod exchanges;
 mod gateways;
 mod inject;
+mod monitor;
 mod print;
 mod serve;
 mod sessions;
@@ -83,6 +84,10 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         }
         Some(Command::Keys { markdown, defaults }) => console::keys(*markdown, *defaults),
         Some(Command::Gateways { json }) => gateways::gateways(&cli, *json).await,
+        Some(Command::Backup { out, force }) => {
+            cli.local_only("backup")?;
+            transfer::backup(&cli, out, *force).await
+        }
         Some(Command::Serve(args)) => {
             cli.local_only("serve")?;
             serve::serve(&cli, args, log).await

@@ -59,6 +59,22 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         .with_context(|| format!("cannot listen on {bind}"))?;
     let local = listener.local_addr()?;
     let api = engine.start();
+    // Metrics: recorded from here on, rendered on the gateway's port and/or a port of their own.
+    let metrics = if args.metrics || args.metrics_bind.is_some() {
+        let render = super::monitor::install()?;
+        super::monitor::count_engine_events(&api);
+        Some(render)
+    } else {
+        None
+    };
+    let metrics_listener = match &args.metrics_bind {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| usage(format!("--metrics-bind {addr}: {e}")))?,
+        ),
+        None => None,
+    };
     say_log(&log);
     let from = match &source {
         token::TokenSource::Config => "the config's gateway.auth.token".to_string(),
@@ -101,15 +117,32 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
             "attach: switchboard --connect {scheme}://{local} --token {token}"
         ));
     }
+    let (probes_stop, probes_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let (Some(l), Some(render)) = (metrics_listener, &metrics) {
+        let at = l.local_addr()?;
+        say(&format!("metrics on http://{at}/metrics"));
+        let site = server::Site {
+            started: std::time::Instant::now(),
+            api: api.clone(),
+            metrics: Some(render.clone()),
+        };
+        tokio::spawn(server::serve_probes(l, site, async move {
+            let _ = probes_stopped.await;
+        }));
+    }
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
-    let options = gateway_options(
+    let mut options = gateway_options(
         args,
         &config,
         secret,
         [Some(dir.clone()), cli.config_path().ok(), log.clone()],
     );
+    options.metrics = metrics.filter(|_| args.metrics);
+    let supervisor = super::monitor::Supervisor::ready(api.clone());
     server::run_with_tls(listener, api, options, tls, stop).await;
+    supervisor.stopping();
+    drop(probes_stop);
     if let Some(traffic) = traffic {
         traffic.abort();
     }

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use switchboard_engine::Overwrite;
 use switchboard_types::api::SessionsApi;
@@ -96,5 +96,34 @@ pub(crate) async fn import(cli: &Cli, dir: &Path) -> Result<()> {
     if report.changed_nothing() {
         println!("nothing changed");
     }
+    Ok(())
+}
+
+/// `backup --out FILE`: the state folder's database copied while in use (see its help).
+pub(crate) async fn backup(cli: &Cli, out: &std::path::Path, force: bool) -> Result<()> {
+    let dir = cli.state_dir();
+    if !switchboard::state_folder::exists(&dir) {
+        return Err(anyhow::anyhow!("no state folder at {}", dir.display()));
+    }
+    if out.exists() && !force {
+        return Err(super::usage(format!(
+            "{} exists: pass --force to replace it, or another --out",
+            out.display()
+        )));
+    }
+    let (dir2, out2) = (dir.clone(), out.to_path_buf());
+    let report =
+        tokio::task::spawn_blocking(move || switchboard_store_sqlite::backup::backup(&dir2, &out2))
+            .await
+            .map_err(|e| anyhow::anyhow!("the backup stopped: {e}"))?
+            .with_context(|| format!("cannot back up {} to {}", dir.display(), out.display()))?;
+    println!(
+        "backed up {} to {}: {}, {} ({:.1} MB)",
+        dir.display(),
+        out.display(),
+        switchboard_types::words::count(report.sessions as usize, "session"),
+        switchboard_types::words::count(report.lines as usize, "transcript line"),
+        report.bytes as f64 / 1e6
+    );
     Ok(())
 }

@@ -27,6 +27,7 @@ mod gateway_load;
 mod gateway_methods;
 mod gateway_openclaw_clients;
 mod gateway_openclaw_events;
+mod gateway_operators;
 mod gateway_private_paths;
 mod gateway_serve;
 mod gateway_sort;

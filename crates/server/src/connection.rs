@@ -231,6 +231,7 @@ impl<'a> Connected<'a> {
         shared
             .connected
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        super::meters::connection_opened();
         Connected(shared)
     }
 }
@@ -240,6 +241,7 @@ impl Drop for Connected<'_> {
         self.0
             .connected
             .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        super::meters::connection_closed();
     }
 }
 
@@ -392,6 +394,7 @@ where
                     // Clients send only requests; anything else is ignored, as OpenClaw does.
                     continue;
                 };
+                super::meters::request(&method);
                 if let Some(mut work) = requests::dispatch(&ctx, &mut subs, id, method, params)
                     && !poll_once(work.as_mut()).await
                 {

@@ -10,6 +10,7 @@ mod handshakes;
 mod history;
 pub mod listening;
 mod memory;
+mod meters;
 mod methods;
 mod outbox;
 mod private_paths;
@@ -36,6 +37,7 @@ pub use auth_limit::AuthLimit;
 pub use connection::PROTOCOL;
 pub use methods::{EVENTS, METHODS};
 pub use private_paths::PrivatePaths;
+pub use probes::{MetricsRender, Site, serve_probes};
 use switchboard_types::api::SessionsApi;
 
 /// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.
@@ -86,6 +88,8 @@ pub struct Options {
     pub max_queued_bytes: usize,
     /// The server's own paths, hidden from connections without write scope.
     pub private_paths: PrivatePaths,
+    /// `/metrics` on the gateway's port renders with this (`None`: answered 404).
+    pub metrics: Option<MetricsRender>,
 }
 
 impl Options {
@@ -104,6 +108,7 @@ impl Options {
             max_handshakes_per_address: DEFAULT_MAX_HANDSHAKES_PER_ADDRESS,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             private_paths: PrivatePaths::default(),
+            metrics: None,
         }
     }
 }
@@ -146,7 +151,11 @@ pub async fn run_with_tls(
 ) {
     let handshake_timeout = options.handshake_timeout;
     // `/readyz` reports the gateway's uptime, as OpenClaw's does.
-    let started = std::time::Instant::now();
+    let site = probes::Site {
+        started: std::time::Instant::now(),
+        api: api.clone(),
+        metrics: options.metrics.clone(),
+    };
     let shared = Arc::new(connection::Shared {
         api,
         token: options.token,
@@ -249,6 +258,7 @@ pub async fn run_with_tls(
                 let shared = shared.clone();
                 let stop = stop_rx.clone();
                 let tls = tls.clone();
+                let site = site.clone();
                 connections.spawn(async move {
                     let _slot = slot;
                     // A peer that opens TCP and then stalls in TLS or the upgrade is dropped,
@@ -256,7 +266,7 @@ pub async fn run_with_tls(
                     let opened = tokio::select! {
                         r = tokio::time::timeout(
                             handshake_timeout,
-                            open_websocket(stream, tls, ws_config, started),
+                            open_websocket(stream, tls, ws_config, &site),
                         ) => r,
                         () = ticket.given_way() => return,
                     };
@@ -375,7 +385,7 @@ async fn open_websocket(
     tcp: tokio::net::TcpStream,
     tls: Option<tls::TlsAcceptor>,
     config: WebSocketConfig,
-    started: std::time::Instant,
+    site: &probes::Site,
 ) -> Result<Opened, String> {
     let mut stream: tls::Stream = match tls {
         None => Box::new(tcp),
@@ -391,7 +401,7 @@ async fn open_websocket(
         .map_err(|e| format!("HTTP: {e}"))?
     {
         probes::Opening::Probe(probe, ask) => {
-            probes::answer(&mut stream, probe, ask, started.elapsed())
+            probes::answer(&mut stream, probe, ask, site)
                 .await
                 .map_err(|e| format!("HTTP: {e}"))?;
             return Ok(Opened::Probe);

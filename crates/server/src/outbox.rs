@@ -165,11 +165,13 @@ impl Outbox {
         // Numbered and queued under one lock, so frames leave in `seq` order.
         self.queue(&mut n, &frame)?;
         n.last_seq = seq;
+        super::meters::event_sent();
         Ok(())
     }
 
     /// Queues the answer to request `id`.
     pub fn response(&self, id: String, outcome: Result<Value, ErrorShape>) -> Result<(), Gone> {
+        super::meters::answered(outcome.as_ref().err().map(|e| e.code.as_str()));
         let (ok, payload, error) = match outcome {
             Ok(v) => (true, Some(v), None),
             Err(e) => (false, None, Some(e)),
@@ -191,6 +193,7 @@ impl Outbox {
 
     /// An answer whose payload is already JSON text (`Rendered`), queued as `response`.
     pub fn response_rendered(&self, id: String, payload: Rendered) -> Result<(), Gone> {
+        super::meters::answered(None);
         let frame = Frame::Res(Response {
             id,
             ok: true,
@@ -245,6 +248,7 @@ impl Outbox {
             )
         };
         tracing::warn!(%reason, "disconnecting a slow client");
+        super::meters::lagged();
         n.closed = true;
         self.ending.send_replace(Some(Ending {
             code: CloseCode::Policy,

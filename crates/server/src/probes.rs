@@ -1,7 +1,8 @@
 //! Plain HTTP on the gateway's port, before the WebSocket upgrade: `/healthz` and `/readyz`
 //! (and their aliases `/health`, `/ready`) answered as OpenClaw 2026.9.6 answers them (load
-//! balancers and systemd checks poll them), every other request handed on to the upgrade
-//! with the bytes already read.
+//! balancers and systemd checks poll them), `/metrics` in Prometheus' text format when the
+//! gateway was started with metrics, every other request handed on to the upgrade with the
+//! bytes already read. `serve_probes` answers the same on a port of their own.
 //!
 //! The request head is read here (bounded in size; the caller bounds it in time) and
 //! replayed to tungstenite through `Rewind`, so a WebSocket client sees no difference.
@@ -33,10 +34,26 @@ pub enum Opening {
 pub enum Probe {
     /// Liveness: the process answers.
     Health,
-    /// Readiness: the gateway takes connections (ours listens only once its engine is
-    /// open, so it is ready whenever it answers).
+    /// Readiness: the gateway takes connections and its store answers (ours listens only
+    /// once its engine is open; a store that stops answering makes it not ready).
     Ready,
+    /// Prometheus' scrape.
+    Metrics,
 }
+
+/// Renders the metrics recorded so far, in Prometheus' text format.
+pub type MetricsRender = std::sync::Arc<dyn Fn() -> String + Send + Sync>;
+
+/// What a probe's answer needs.
+#[derive(Clone)]
+pub struct Site {
+    pub started: std::time::Instant,
+    pub api: std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
+    pub metrics: Option<MetricsRender>,
+}
+
+/// How long `/readyz` waits for the store to answer before it says not ready.
+const READY_WAIT: Duration = Duration::from_secs(1);
 
 /// How a probe's path was asked for: OpenClaw answers `GET` and `HEAD`, and any other
 /// method with 405 naming them.
@@ -53,24 +70,58 @@ impl Probe {
         match path.split('?').next().unwrap_or_default() {
             "/healthz" | "/health" => Some(Probe::Health),
             "/readyz" | "/ready" => Some(Probe::Ready),
+            "/metrics" => Some(Probe::Metrics),
             _ => None,
         }
     }
 
     /// OpenClaw's bodies (its `start.sh` waits for `"ready":true`). Its `/readyz` also
     /// reports its Node event loop's delays, which have no counterpart here.
-    fn body(self, uptime: Duration) -> String {
+    fn body(self, uptime: Duration, ready: bool) -> String {
         match self {
             Probe::Health => r#"{"ok":true,"status":"live"}"#.to_string(),
-            Probe::Ready => format!(
+            Probe::Ready if ready => format!(
                 r#"{{"ready":true,"failing":[],"uptimeMs":{}}}"#,
                 uptime.as_millis()
             ),
+            Probe::Ready => format!(
+                r#"{{"ready":false,"failing":["store"],"uptimeMs":{}}}"#,
+                uptime.as_millis()
+            ),
+            Probe::Metrics => String::new(),
         }
     }
 
-    /// The whole HTTP answer to `ask`, the gateway having run for `uptime`.
-    pub fn response(self, ask: Ask, uptime: Duration) -> String {
+    /// The whole HTTP answer to `ask` at `site` (readiness asks its store).
+    pub async fn answer_for(self, ask: Ask, site: &Site) -> String {
+        let uptime = site.started.elapsed();
+        match self {
+            Probe::Ready if ask != Ask::Other => {
+                let ready = matches!(
+                    tokio::time::timeout(READY_WAIT, site.api.status()).await,
+                    Ok(Ok(_))
+                );
+                self.response_with(ask, uptime, ready)
+            }
+            Probe::Metrics if ask != Ask::Other => match &site.metrics {
+                Some(render) => http(
+                    "200 OK",
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    &render(),
+                    ask,
+                ),
+                None => http(
+                    "404 Not Found",
+                    "text/plain; charset=utf-8",
+                    "metrics are off: start the gateway with --metrics (or --metrics-bind ADDR)\n",
+                    ask,
+                ),
+            },
+            _ => self.response_with(ask, uptime, true),
+        }
+    }
+
+    fn response_with(self, ask: Ask, uptime: Duration, ready: bool) -> String {
         if ask == Ask::Other {
             let body = "Method Not Allowed";
             return format!(
@@ -79,15 +130,24 @@ Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: clo
                 body.len()
             );
         }
-        let body = self.body(uptime);
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\
-Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-            body.len(),
-            // HEAD: the headers a GET would get, no body.
-            if ask == Ask::Head { "" } else { &body }
-        )
+        let body = self.body(uptime, ready);
+        let status = if ready {
+            "200 OK"
+        } else {
+            "503 Service Unavailable"
+        };
+        http(status, "application/json; charset=utf-8", &body, ask)
     }
+}
+
+/// An HTTP answer that closes the connection; `HEAD` gets the headers a `GET` would.
+fn http(status: &str, content_type: &str, body: &str, ask: Ask) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n\
+Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.len(),
+        if ask == Ask::Head { "" } else { body }
+    )
 }
 
 /// Reads the request head (up to its blank line, `MAX_HEAD` or the end of input) and
@@ -126,12 +186,52 @@ pub async fn answer<S: AsyncWrite + Unpin>(
     stream: &mut S,
     probe: Probe,
     ask: Ask,
-    uptime: Duration,
+    site: &Site,
 ) -> io::Result<()> {
     stream
-        .write_all(probe.response(ask, uptime).as_bytes())
+        .write_all(probe.answer_for(ask, site).await.as_bytes())
         .await?;
     stream.shutdown().await
+}
+
+/// `/metrics`, `/healthz` and `/readyz` on a listener of their own (`serve --metrics-bind`):
+/// anything else is answered 404. Each connection is bounded in time and reads one request.
+pub async fn serve_probes(
+    listener: tokio::net::TcpListener,
+    site: Site,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => return,
+            accepted = listener.accept() => {
+                let Ok((mut tcp, _)) = accepted else {
+                    // Out of descriptors: a moment's pause instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                let site = site.clone();
+                tokio::spawn(async move {
+                    let served = async {
+                        match read_opening(&mut tcp).await? {
+                            Opening::Probe(probe, ask) => answer(&mut tcp, probe, ask, &site).await,
+                            Opening::Upgrade(_) => {
+                                let body = "only /metrics, /healthz and /readyz here\n";
+                                tcp.write_all(
+                                    http("404 Not Found", "text/plain; charset=utf-8", body, Ask::Get)
+                                        .as_bytes(),
+                                )
+                                .await?;
+                                tcp.shutdown().await
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+                });
+            }
+        }
+    }
 }
 
 /// A stream that first gives back `head` (bytes already read from it), then reads on.

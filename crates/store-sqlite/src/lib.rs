@@ -1,6 +1,7 @@
 //! The one place that touches the database: opening and migrating it, a pool of read
 //! connections, and the single group-committing writer (DESIGN §3.4).
 
+pub mod backup;
 mod error;
 pub mod flows;
 pub mod idempotency;
@@ -210,7 +211,9 @@ impl Storage {
             None if self.inner.read_only => open_read_only_conn(&self.inner.path)?,
             None => open_conn(&self.inner.path)?,
         };
+        let began = std::time::Instant::now();
         let result = op(&conn);
+        metrics::histogram!("switchboard_store_read_seconds").record(began.elapsed().as_secs_f64());
         // A connection left inside a transaction or with a statement still stepping would
         // pin its snapshot, and no checkpoint could pass it: such a one is closed, not kept.
         if !conn.is_autocommit() || conn.is_busy() {

@@ -327,6 +327,9 @@ fn writer_loop(
 }
 
 fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
+    // The store's write latency for `/metrics`: one transaction, fsync included.
+    let began = std::time::Instant::now();
+    let jobs = batch.len();
     let commit = match run_batch(conn, &mut batch) {
         Ok(()) => commit(conn),
         Err(e) => {
@@ -336,6 +339,11 @@ fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
             Err(e)
         }
     };
+    metrics::histogram!("switchboard_store_write_seconds").record(began.elapsed().as_secs_f64());
+    metrics::histogram!("switchboard_store_write_batch_jobs").record(jobs as f64);
+    if commit.is_err() {
+        metrics::counter!("switchboard_store_write_failures_total").increment(1);
+    }
     for job in batch {
         job.reply(commit.clone());
     }

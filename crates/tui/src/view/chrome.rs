@@ -141,36 +141,7 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     };
     use unicode_width::UnicodeWidthStr;
     if state.sources.merged() {
-        // Several sources: every source's link comes before the long counts, which give way
-        // first (shorter words, then the sub-agent and exchange counts).
-        let lead = " Switchboard · ";
-        let links = state.sources.header(state.theme.glyphs());
-        let full = counts_with(SCOPE_NAME_W);
-        let short = full
-            .replace(" exchanges", " exch")
-            .replace(" exchange", " exch")
-            .replace(" sub-agents", " sub")
-            .replace(" sub-agent", " sub");
-        let least = format!(
-            " · {} · {} running",
-            count(state.sessions.total, "session"),
-            state.sessions.running.len()
-        );
-        let width = area.width as usize;
-        let counts = [full, short]
-            .into_iter()
-            .find(|c| lead.width() + links.width() + c.width() <= width)
-            .unwrap_or(least);
-        let room = width.saturating_sub(lead.width() + counts.width());
-        let text = format!("{lead}{}{counts}", fit(&links, room));
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                pad(&text, width),
-                Style::default().add_modifier(Modifier::REVERSED),
-            )),
-            area,
-        );
-        return;
+        return sources_header(frame, area, state, counts_with(SCOPE_NAME_W));
     }
     // What gives way when the line is short, first to last: the path (cut in the middle),
     // the link's reason (cut at its end), the counts' long words. The counts are what the
@@ -235,6 +206,38 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
     frame.render_widget(
         Paragraph::new(Line::styled(
             pad(&text, area.width as usize),
+            Style::default().add_modifier(Modifier::REVERSED),
+        )),
+        area,
+    );
+}
+
+/// The header with several sources: every source's link comes before the long counts,
+/// which give way first (shorter words, then the sub-agent and exchange counts).
+fn sources_header(frame: &mut Frame, area: Rect, state: &State, full: String) {
+    use unicode_width::UnicodeWidthStr;
+    let lead = " Switchboard · ";
+    let links = state.sources.header(state.theme.glyphs());
+    let short = full
+        .replace(" exchanges", " exch")
+        .replace(" exchange", " exch")
+        .replace(" sub-agents", " sub")
+        .replace(" sub-agent", " sub");
+    let least = format!(
+        " · {} · {} running",
+        count(state.sessions.total, "session"),
+        state.sessions.running.len()
+    );
+    let width = area.width as usize;
+    let counts = [full, short]
+        .into_iter()
+        .find(|c| lead.width() + links.width() + c.width() <= width)
+        .unwrap_or(least);
+    let room = width.saturating_sub(lead.width() + counts.width());
+    let text = format!("{lead}{}{counts}", fit(&links, room));
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            pad(&text, width),
             Style::default().add_modifier(Modifier::REVERSED),
         )),
         area,
