@@ -229,6 +229,6 @@ mod tests {
                 .next()
                 .is_some_and(|l| l.contains("\\u202e") && l.is_ascii())
         );
-        assert_eq!(lines[1]["fields"]["message"], "event of 100023 bytes cut");
+        assert_eq!(lines[1]["fields"]["message"], "event of 100025 bytes cut");
     }
 }

@@ -17,7 +17,7 @@ use switchboard_types::api::{EngineEvent, SessionsApi, StreamItem};
 const UPKEEP: Duration = Duration::from_secs(10);
 
 /// Install the process's recorder; what renders `/metrics`.
-pub(crate) fn install() -> Result<switchboard_server::MetricsRender> {
+fn install() -> Result<switchboard_server::MetricsRender> {
     let recorder = PrometheusBuilder::new()
         .set_buckets(&[
             0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -39,8 +39,71 @@ pub(crate) fn install() -> Result<switchboard_server::MetricsRender> {
     Ok(Arc::new(move || handle.render()))
 }
 
+/// `serve`'s metrics: the recorder installed, the engine's events counted, and the scrape
+/// served on a port of its own when asked (until this is dropped).
+pub(crate) struct Metrics {
+    render: Option<switchboard_server::MetricsRender>,
+    on_gateway_port: bool,
+    _own_port: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Metrics {
+    /// `--metrics` (`on_port`) and `--metrics-bind ADDR` (`bind`); neither: nothing recorded.
+    pub(crate) async fn start(
+        on_port: bool,
+        bind: Option<&str>,
+        api: &Arc<dyn SessionsApi>,
+    ) -> Result<Metrics> {
+        if !on_port && bind.is_none() {
+            return Ok(Metrics {
+                render: None,
+                on_gateway_port: false,
+                _own_port: None,
+            });
+        }
+        let render = install()?;
+        count_engine_events(api);
+        let own_port = match bind {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| super::usage(format!("--metrics-bind {addr}: {e}")))?;
+                super::print::say(&format!(
+                    "metrics on http://{}/metrics",
+                    listener.local_addr()?
+                ));
+                let site = switchboard_server::Site {
+                    started: std::time::Instant::now(),
+                    api: api.clone(),
+                    metrics: Some(render.clone()),
+                };
+                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                tokio::spawn(switchboard_server::serve_probes(
+                    listener,
+                    site,
+                    async move {
+                        let _ = stopped.await;
+                    },
+                ));
+                Some(stop)
+            }
+            None => None,
+        };
+        Ok(Metrics {
+            render: Some(render),
+            on_gateway_port: on_port,
+            _own_port: own_port,
+        })
+    }
+
+    /// What renders `/metrics` on the gateway's own port (`None`: answered 404 there).
+    pub(crate) fn on_gateway_port(&self) -> Option<switchboard_server::MetricsRender> {
+        self.render.clone().filter(|_| self.on_gateway_port)
+    }
+}
+
 /// Count the engine's outcomes from its events, for as long as the process runs.
-pub(crate) fn count_engine_events(api: &Arc<dyn SessionsApi>) {
+fn count_engine_events(api: &Arc<dyn SessionsApi>) {
     let mut events = api.subscribe();
     tokio::spawn(async move {
         loop {

@@ -60,32 +60,10 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     let local = listener.local_addr()?;
     let api = engine.start();
     // Metrics: recorded from here on, rendered on the gateway's port and/or a port of their own.
-    let metrics = if args.metrics || args.metrics_bind.is_some() {
-        let render = super::monitor::install()?;
-        super::monitor::count_engine_events(&api);
-        Some(render)
-    } else {
-        None
-    };
-    let metrics_listener = match &args.metrics_bind {
-        Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| usage(format!("--metrics-bind {addr}: {e}")))?,
-        ),
-        None => None,
-    };
+    let metrics =
+        super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
     say_log(&log);
-    let from = match &source {
-        token::TokenSource::Config => "the config's gateway.auth.token".to_string(),
-        token::TokenSource::Env => format!("${}", token::TOKEN_ENV),
-        token::TokenSource::File(path) => format!(
-            "in {} (read it with: cat {})",
-            path.display(),
-            path.display()
-        ),
-    };
-    say(&format!("gateway token: {from}"));
+    say_token(&source);
     // `--connect` on this machine offers the folder's token only to a port recorded here.
     let record = server::listening::Record {
         addr: local,
@@ -117,19 +95,6 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
             "attach: switchboard --connect {scheme}://{local} --token {token}"
         ));
     }
-    let (probes_stop, probes_stopped) = tokio::sync::oneshot::channel::<()>();
-    if let (Some(l), Some(render)) = (metrics_listener, &metrics) {
-        let at = l.local_addr()?;
-        say(&format!("metrics on http://{at}/metrics"));
-        let site = server::Site {
-            started: std::time::Instant::now(),
-            api: api.clone(),
-            metrics: Some(render.clone()),
-        };
-        tokio::spawn(server::serve_probes(l, site, async move {
-            let _ = probes_stopped.await;
-        }));
-    }
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     let mut options = gateway_options(
@@ -138,11 +103,11 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         secret,
         [Some(dir.clone()), cli.config_path().ok(), log.clone()],
     );
-    options.metrics = metrics.filter(|_| args.metrics);
+    options.metrics = metrics.on_gateway_port();
     let supervisor = super::monitor::Supervisor::ready(api.clone());
     server::run_with_tls(listener, api, options, tls, stop).await;
     supervisor.stopping();
-    drop(probes_stop);
+    drop(metrics);
     if let Some(traffic) = traffic {
         traffic.abort();
     }
@@ -160,6 +125,21 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         let _ = std::fs::remove_dir_all(dir);
     }
     Ok(())
+}
+
+/// Where the gateway's token comes from (never the token itself).
+fn say_token(source: &switchboard_protocol::token::TokenSource) {
+    use switchboard_protocol::token;
+    let from = match source {
+        token::TokenSource::Config => "the config's gateway.auth.token".to_string(),
+        token::TokenSource::Env => format!("${}", token::TOKEN_ENV),
+        token::TokenSource::File(path) => format!(
+            "in {} (read it with: cat {})",
+            path.display(),
+            path.display()
+        ),
+    };
+    say(&format!("gateway token: {from}"));
 }
 
 /// The gateway's options from the command line and config (`private`: what a read-only

@@ -532,7 +532,9 @@ async fn a_source_that_never_answers_holds_up_nothing_of_the_others() {
 
 /// A source that floods events has its excess dropped at its own forwarding, so the other
 /// sources' events all reach the subscriber, and a gap reports the drop once the flood
-/// stops. Before, the flood filled the shared channel and pushed the others' events out.
+/// stops. Before, the flood filled the shared channel and pushed the others' events out;
+/// then its own channel's overflow did the same with one gap per overflow (a fake's channel
+/// of 1,024 events overflows all through this flood).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_that_floods_events_pushes_none_of_the_others_out() {
     use common::fake_api::{Data, FakeApi};
@@ -568,10 +570,15 @@ async fn a_source_that_floods_events_pushes_none_of_the_others_out() {
             tokio::task::yield_now().await;
         }
     }
-    // The flood is over: its drop is reported after a quiet spell.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The flood is over: every calm event arrives, and the flood's drop is reported after a
+    // quiet spell (read until both, or the bound: a dropped calm event never comes).
     let (mut calm_seen, mut flood_seen, mut gaps) = (0, 0, 0);
-    while let Some(item) = sub.try_next() {
+    let deadline = tokio::time::Instant::now() + HANG;
+    while (calm_seen < 10 || gaps == 0) && tokio::time::Instant::now() < deadline {
+        let Some(item) = sub.try_next() else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
         match item {
             StreamItem::Event(e) => match e.event {
                 EngineEvent::SessionUpdated { key } if key.starts_with("calm/") => calm_seen += 1,

@@ -282,7 +282,17 @@ async fn a_source_that_drops_is_greyed_and_named_in_the_header_not_emptied() {
         retry_in_ms: 3_000,
         message: "connection refused".into(),
     });
-    // The change is told as a notice, once.
+    // The change reaches the console's view of the source (copied from the link by a task
+    // of `Sources`), then is told as a notice, once.
+    d.until("oc's link seen down", |s| {
+        s.sources.list.iter().any(|v| {
+            v.name == "oc"
+                && v.state
+                    .as_ref()
+                    .is_some_and(|r| matches!(&*r.borrow(), LinkState::Reconnecting { .. }))
+        })
+    })
+    .await;
     d.act(Action::LinkChanged);
     d.act(Action::LinkChanged);
     let told: Vec<String> = d

@@ -3,7 +3,9 @@
 //! dropped) is passed on as a gap, so the subscriber reloads; a source that ends stops only
 //! its own forwarding. A source that floods (more than `RATE` events a second past a burst
 //! of `BURST`) has its excess dropped here, not in the shared channel, where it would push
-//! the other sources' events out; once it calms down, one gap says what it missed.
+//! the other sources' events out; once it calms down, one gap says what it missed. A
+//! source's own gaps are held the same way and told with its next event passed on, or after
+//! a quiet spell (`QUIET`).
 
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
@@ -104,7 +106,9 @@ impl Feed {
                         q.event(&mut event);
                         feed.send(Fed::Event(Sequenced { seq, event }));
                     }
-                    StreamItem::Missed(n) => feed.send(Fed::Gap(n)),
+                    // Gaps are held like dropped events: a source whose own channel keeps
+                    // overflowing must not flood the shared one with gaps instead.
+                    StreamItem::Missed(n) => dropped += n.max(1),
                     StreamItem::Closed => {
                         tracing::info!(%source, "a source's event stream ended");
                         // What it showed may be stale from here on: say so once.
@@ -114,5 +118,52 @@ impl Feed {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_types::api::EngineEvent;
+    use tokio::sync::broadcast;
+
+    fn updated(key: &str, seq: u64) -> Sequenced {
+        Sequenced {
+            seq,
+            event: EngineEvent::SessionUpdated { key: key.into() },
+        }
+    }
+
+    /// A flooding source's excess is dropped in its own forwarding: the calm source's events
+    /// all arrive, and the flood's drop is reported as a gap once it is quiet.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_flood_pushes_no_calm_event_out() {
+        let feed = Feed::new();
+        let mut sub = feed.subscribe();
+        let (calm_tx, calm_rx) = broadcast::channel(64);
+        let (flood_tx, flood_rx) = broadcast::channel(100_000);
+        let _c = feed.forward("calm".into(), EventStream::new(calm_rx));
+        let _f = feed.forward("flood".into(), EventStream::new(flood_rx));
+        for i in 1..=30_000u64 {
+            let _ = flood_tx.send(updated("agent:x:y", i));
+            if i % 3_000 == 0 {
+                let _ = calm_tx.send(updated("agent:main:main", i / 3_000));
+            }
+        }
+        let (mut calm, mut flood, mut gaps) = (0, 0, 0);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while (calm < 10 || gaps == 0) && tokio::time::Instant::now() < deadline {
+            match tokio::time::timeout(std::time::Duration::from_millis(50), sub.next()).await {
+                Ok(StreamItem::Event(e)) => match e.event {
+                    EngineEvent::SessionUpdated { key } if key.starts_with("calm/") => calm += 1,
+                    _ => flood += 1,
+                },
+                Ok(StreamItem::Missed(_)) => gaps += 1,
+                Ok(StreamItem::Closed) => break,
+                Err(_) => {}
+            }
+        }
+        assert_eq!(calm, 10, "{flood} of the flood passed, {gaps} gaps");
+        assert!(flood < 30_000 && gaps >= 1, "{flood} {gaps}");
     }
 }
