@@ -12,6 +12,7 @@ mod gateway_process;
 mod openclaw_record;
 mod remote_api;
 mod remote_cli;
+mod remote_failover;
 mod remote_fake_rpc;
 mod remote_link;
 mod remote_openclaw;

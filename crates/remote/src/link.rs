@@ -46,7 +46,9 @@ pub trait DeviceSigner: Send + Sync {
 /// How to reach a gateway.
 #[derive(Clone)]
 pub struct LinkOptions {
-    /// `ws://host:port` or `wss://…`, as the user typed it.
+    /// `ws://host:port` or `wss://…`, as the user typed it; several, separated by commas
+    /// (`ws://a:18789,ws://b:18789`), are gateway nodes on one store: the link fails over to
+    /// the next when one dies.
     pub target: String,
     pub token: Option<String>,
     /// A CA bundle for `wss://` (passed to the TLS connector).
@@ -115,6 +117,9 @@ struct Call {
 
 struct Shared {
     options: LinkOptions,
+    /// The nodes of `options.target`, and the one dialled last.
+    nodes: Vec<String>,
+    current: std::sync::atomic::AtomicUsize,
     events: broadcast::Sender<WireEvent>,
     state: watch::Sender<LinkState>,
     hello: Mutex<Option<HelloOk>>,
@@ -136,14 +141,17 @@ impl Link {
     pub async fn connect(options: LinkOptions) -> Result<Link, DialError> {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let (state, _) = watch::channel(LinkState::Connecting { attempt: 1 });
+        let nodes = nodes(&options.target);
         let shared = Arc::new(Shared {
             options,
+            nodes,
+            current: std::sync::atomic::AtomicUsize::new(0),
             events,
             state,
             hello: Mutex::new(None),
             subscriptions: Mutex::new(Vec::new()),
         });
-        let (ws, hello) = match dial(&shared.options).await {
+        let (ws, hello) = match shared.dial_from(0).await {
             Ok(x) => x,
             Err(e) => {
                 shared.state.send_replace(LinkState::Failed {
@@ -204,7 +212,60 @@ impl Rpc for Link {
     }
 
     fn target(&self) -> String {
-        self.shared.options.target.clone()
+        self.shared.current_node()
+    }
+}
+
+/// The nodes a target names: its comma-separated addresses, in order.
+pub fn nodes(target: &str) -> Vec<String> {
+    let list: Vec<String> = target
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    if list.is_empty() {
+        vec![target.to_string()]
+    } else {
+        list
+    }
+}
+
+impl Shared {
+    fn current_node(&self) -> String {
+        let i = self.current.load(std::sync::atomic::Ordering::SeqCst);
+        self.nodes.get(i).cloned().unwrap_or_default()
+    }
+
+    /// Dial the nodes in turn from `start` until one answers; the node it is remembers. A
+    /// node that is away or busy leaves the others to try (and, when all are, the link to
+    /// retry); a refusal is final only when every node refused.
+    async fn dial_from(&self, start: usize) -> Result<(Ws, HelloOk), DialError> {
+        let n = self.nodes.len().max(1);
+        let mut retry: Option<DialError> = None;
+        let mut refused: Option<DialError> = None;
+        for k in 0..n {
+            let i = (start + k) % n;
+            let Some(node) = self.nodes.get(i) else { break };
+            match dial(&self.options, node).await {
+                Ok(x) => {
+                    if n > 1 && k > 0 {
+                        tracing::info!(%node, "attached to another gateway node");
+                    }
+                    self.current.store(i, std::sync::atomic::Ordering::SeqCst);
+                    return Ok(x);
+                }
+                Err(e @ DialError::Refused(_)) => {
+                    refused.get_or_insert(e);
+                }
+                Err(e) => {
+                    retry.get_or_insert(e);
+                }
+            }
+        }
+        Err(retry
+            .or(refused)
+            .unwrap_or_else(|| DialError::Refused("no gateway address".into())))
     }
 }
 
@@ -282,10 +343,10 @@ fn address(target: &str) -> Result<String, DialError> {
     Ok(format!("{host}:{port}"))
 }
 
-/// Dial, challenge, connect, hello-ok.
-async fn dial(options: &LinkOptions) -> Result<(Ws, HelloOk), DialError> {
-    let addr = address(&options.target)?;
-    tokio::time::timeout(options.connect_timeout, dial_inner(options, &addr))
+/// Dial one node, challenge, connect, hello-ok.
+async fn dial(options: &LinkOptions, node: &str) -> Result<(Ws, HelloOk), DialError> {
+    let addr = address(node)?;
+    tokio::time::timeout(options.connect_timeout, dial_inner(options, node, &addr))
         .await
         .map_err(|_| {
             DialError::Transient(format!(
@@ -322,7 +383,11 @@ fn busy(e: &tokio_tungstenite::tungstenite::Error) -> Option<Option<Duration>> {
     })
 }
 
-async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), DialError> {
+async fn dial_inner(
+    options: &LinkOptions,
+    node: &str,
+    addr: &str,
+) -> Result<(Ws, HelloOk), DialError> {
     // Reasons leave the address out: the header and the CLI's message already name it.
     let transient =
         |what: &str, e: &dyn std::fmt::Display| DialError::Transient(format!("{what}: {e}"));
@@ -330,7 +395,7 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
         .await
         .map_err(|e| transient("cannot reach", &e))?;
     let _ = tcp.set_nodelay(true);
-    let connector = if options.target.starts_with("wss://") {
+    let connector = if node.starts_with("wss://") {
         // A bad CA file is the user's to fix: no retry.
         Some(
             super::tls::connector(options.tls_ca.as_deref())
@@ -344,26 +409,22 @@ async fn dial_inner(options: &LinkOptions, addr: &str) -> Result<(Ws, HelloOk), 
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_PAYLOAD_CEILING))
         .max_frame_size(Some(MAX_PAYLOAD_CEILING));
-    let (mut ws, _) = tokio_tungstenite::client_async_tls_with_config(
-        options.target.as_str(),
-        tcp,
-        Some(config),
-        connector,
-    )
-    .await
-    .map_err(|e| match untrusted_certificate(&e) {
-        Some(why) => DialError::Refused(format!(
-            "the gateway's TLS certificate is not accepted ({why}): use the host name it \
+    let (mut ws, _) =
+        tokio_tungstenite::client_async_tls_with_config(node, tcp, Some(config), connector)
+            .await
+            .map_err(|e| match untrusted_certificate(&e) {
+                Some(why) => DialError::Refused(format!(
+                    "the gateway's TLS certificate is not accepted ({why}): use the host name it \
 was issued for, and if it is self-signed pass --tls-ca FILE with it (PEM)"
-        )),
-        None => match busy(&e) {
-            Some(retry_after) => DialError::Deferred {
-                reason: "the gateway has all the connections it takes (HTTP 503)".into(),
-                retry_after,
-            },
-            None => transient("WebSocket handshake failed", &e),
-        },
-    })?;
+                )),
+                None => match busy(&e) {
+                    Some(retry_after) => DialError::Deferred {
+                        reason: "the gateway has all the connections it takes (HTTP 503)".into(),
+                        retry_after,
+                    },
+                    None => transient("WebSocket handshake failed", &e),
+                },
+            })?;
     let challenge = loop {
         match next_frame(&mut ws).await? {
             Frame::Event(e) if e.event == "connect.challenge" => {
@@ -524,7 +585,9 @@ async fn keep_up(shared: Arc<Shared>, first: Ws, mut calls: mpsc::UnboundedRecei
             shared.state.send_replace(LinkState::Connecting {
                 attempt: attempt + 1,
             });
-            match dial(&shared.options).await {
+            // The node that dropped is tried last: another one takes over first.
+            let next = shared.current.load(std::sync::atomic::Ordering::SeqCst) + 1;
+            match shared.dial_from(next).await {
                 Ok((ws, hello)) => {
                     shared.set_connected(&hello, None, true);
                     break ws;
