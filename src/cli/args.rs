@@ -21,6 +21,7 @@ const NOT_APPLICABLE: &[(&str, &[&str])] = &[
     ("serve", REMOTE),
     ("sessions export", REMOTE),
     ("backup", REMOTE),
+    ("store", REMOTE),
     // Config files only: no state folder, no gateway.
     (
         "config",
@@ -247,6 +248,12 @@ switchboard --state-dir /srv/switchboard backup --out nightly.db --force"
         #[arg(long)]
         force: bool,
     },
+    /// The state folder's store: check it.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  switchboard store check\n  switchboard store check --json | jq .ok"
+    )]
+    Store(StoreCommand),
     /// Run the engine headless behind a WebSocket gateway (OpenClaw's protocol v4).
     #[command(
         long_about = "Run the engine without a console, behind a WebSocket gateway speaking \
@@ -511,6 +518,24 @@ An existing file is never replaced without --force; a folder, device or FIFO nev
 }
 
 #[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Check the state folder's store: integrity, schema, orphan rows, work left running.
+    #[command(
+        long_about = "Check the state folder's store without changing it (safe while a gateway \
+serves it): SQLite's integrity check, the schema version against this build's, transcript lines \
+that belong to no session (an import cut short leaves them), and the runs, exchanges and \
+sub-agents recorded as still running (the next start recovers them unless a process is running \
+them now). Exits 1 when the store is damaged or holds orphan rows.",
+        after_help = "Examples:\n  switchboard store check\n  switchboard --state-dir /srv/switchboard store check --json"
+    )]
+    Check {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Write the documented default config.
     #[command(
@@ -682,7 +707,8 @@ impl Cli {
             },
             Some(Command::Exchanges(_))
             | Some(Command::Gateways { .. })
-            | Some(Command::Backup { .. }) => StateUse::Reads,
+            | Some(Command::Backup { .. })
+            | Some(Command::Store(_)) => StateUse::Reads,
             Some(Command::Config(_)) | Some(Command::Keys { .. }) => StateUse::Ignores,
         }
     }

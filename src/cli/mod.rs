@@ -25,7 +25,7 @@ use anyhow::{Result, anyhow};
 
 use switchboard_types::api::{ApiError, KeyPurpose, SessionsApi};
 
-pub use args::{Cli, Command, StateUse};
+pub use args::{Cli, Command, StateUse, StoreCommand};
 
 /// Exit code for input the program cannot use (bad JSON, unknown tool, missing parameter).
 pub const EXIT_USAGE: i32 = 2;
@@ -84,6 +84,10 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         }
         Some(Command::Keys { markdown, defaults }) => console::keys(*markdown, *defaults),
         Some(Command::Gateways { json }) => gateways::gateways(&cli, *json).await,
+        Some(Command::Store(StoreCommand::Check { json })) => {
+            cli.local_only("store")?;
+            transfer::store_check(&cli, *json)
+        }
         Some(Command::Backup { out, force }) => {
             cli.local_only("backup")?;
             transfer::backup(&cli, out, *force).await

@@ -127,3 +127,60 @@ pub(crate) async fn backup(cli: &Cli, out: &std::path::Path, force: bool) -> Res
     );
     Ok(())
 }
+
+/// `store check`: the state folder's store checked (see its help); exit 1 on damage.
+pub(crate) fn store_check(cli: &Cli, json: bool) -> Result<()> {
+    let dir = cli.state_dir();
+    if !switchboard::state_folder::exists(&dir) {
+        return Err(anyhow::anyhow!("no state folder at {}", dir.display()));
+    }
+    let r = switchboard_store_sqlite::check::check(&dir)
+        .with_context(|| format!("cannot check {}", dir.display()))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "store": "sqlite",
+                "location": dir.join(switchboard_store_sqlite::DB_FILE),
+                "schema": r.schema,
+                "schemaKnown": switchboard_store_sqlite::SCHEMA_VERSION,
+                "integrity": r.integrity,
+                "sessions": r.sessions,
+                "transcriptLines": r.lines,
+                "orphanLines": r.orphan_lines,
+                "running": {"runs": r.running_runs, "exchanges": r.running_exchanges, "spawns": r.running_spawns},
+                "leases": [],
+                "ok": !r.problems(),
+            })
+        );
+    } else {
+        println!(
+            "store: {} (SQLite, schema {} of {})",
+            dir.join(switchboard_store_sqlite::DB_FILE).display(),
+            r.schema,
+            switchboard_store_sqlite::SCHEMA_VERSION
+        );
+        println!("integrity: {}", safe_line(&r.integrity.join("; ")));
+        println!(
+            "{}, {}",
+            count(r.sessions as usize, "session"),
+            count(r.lines as usize, "transcript line")
+        );
+        println!("orphan transcript lines: {}", r.orphan_lines);
+        println!(
+            "recorded as running: {}, {}, {} (the next start recovers them unless a process runs them now)",
+            count(r.running_runs as usize, "run"),
+            count(r.running_exchanges as usize, "exchange"),
+            count(r.running_spawns as usize, "sub-agent")
+        );
+        println!("leases: none (SQLite: one node at a time owns the lanes)");
+    }
+    if r.problems() {
+        return Err(super::ExitError {
+            code: 1,
+            message: "the store has problems (see above)".into(),
+        }
+        .into());
+    }
+    Ok(())
+}

@@ -22,6 +22,7 @@ mod cli_policy;
 mod cli_send;
 mod cli_sources;
 mod cli_spawn;
+mod cli_store;
 mod cli_text_safety;
 mod cli_transfer;
 mod config_honesty;

@@ -2,6 +2,7 @@
 //! connections, and the single group-committing writer (DESIGN §3.4).
 
 pub mod backup;
+pub mod check;
 mod error;
 pub mod flows;
 pub mod idempotency;
@@ -255,7 +256,7 @@ fn open_conn(path: &Path) -> Result<Connection, StorageError> {
 /// A connection that never writes. Without the WAL's shared-memory file (removed when the
 /// last writer closed cleanly) and without the right to create it, SQLite cannot coordinate
 /// with writers; nobody can write such a folder then, so it is read as immutable.
-fn open_read_only_conn(path: &Path) -> Result<Connection, StorageError> {
+pub(crate) fn open_read_only_conn(path: &Path) -> Result<Connection, StorageError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
