@@ -60,6 +60,8 @@ pub struct FakeApi {
     tool_result: Mutex<Option<Result<serde_json::Value, ApiError>>>,
     /// What `send` fails with, when set (`fail_sends`).
     send_error: Mutex<Option<ApiError>>,
+    /// What `status` fails with, when set (`fail_status`): a store that stopped answering.
+    status_error: Mutex<Option<ApiError>>,
     answer: Mutex<Answer>,
     held: Mutex<Vec<oneshot::Sender<()>>>,
     events: broadcast::Sender<Sequenced>,
@@ -116,6 +118,7 @@ impl FakeApi {
             on_send: Mutex::new(None),
             tool_result: Mutex::new(None),
             send_error: Mutex::new(None),
+            status_error: Mutex::new(None),
             answer: Mutex::new(Answer::Now),
             held: Mutex::new(Vec::new()),
             events: broadcast::channel(1024).0,
@@ -161,6 +164,10 @@ impl FakeApi {
     /// link is down does.
     pub fn fail_sends(&self, error: Option<ApiError>) {
         *self.send_error.lock().expect("fake lock") = error;
+    }
+
+    pub fn fail_status(&self, error: Option<ApiError>) {
+        *self.status_error.lock().expect("fake lock") = error;
     }
 
     pub fn set_tool_result(&self, result: Result<serde_json::Value, ApiError>) {
@@ -332,6 +339,9 @@ impl FakeApi {
 #[async_trait]
 impl SessionsApi for FakeApi {
     async fn status(&self) -> Result<Status, ApiError> {
+        if let Some(e) = self.status_error.lock().expect("fake lock").clone() {
+            return Err(e);
+        }
         Ok(Status {
             attached: "fake".into(),
             sessions: self.data.lock().expect("fake lock").rows.len() as u64,

@@ -367,3 +367,44 @@ fn the_systemd_unit_verifies() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `/readyz` asks the store: one that fails makes the gateway not ready (503, `failing:
+/// ["store"]`), and ready again when it answers; `/healthz` stays live throughout.
+#[tokio::test]
+async fn readiness_follows_the_store() {
+    use crate::common::fake_api::{Data, FakeApi};
+    use std::sync::Arc;
+    let fake = Arc::new(FakeApi::new(Data::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(switchboard_server::run(
+        listener,
+        fake.clone(),
+        switchboard_server::Options::new("t".into()),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let ready = get(&addr, "/readyz").await;
+    assert!(ready.starts_with("HTTP/1.1 200 OK\r\n"), "{ready}");
+    fake.fail_status(Some(switchboard_types::api::ApiError::storage(
+        "disk I/O error",
+    )));
+    let not = get(&addr, "/readyz").await;
+    assert!(
+        not.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{not}"
+    );
+    assert!(
+        not.contains(r#""ready":false,"failing":["store"]"#),
+        "{not}"
+    );
+    let live = get(&addr, "/healthz").await;
+    assert!(live.starts_with("HTTP/1.1 200 OK\r\n"), "{live}");
+    fake.fail_status(None);
+    let back = get(&addr, "/readyz").await;
+    assert!(back.starts_with("HTTP/1.1 200 OK\r\n"), "{back}");
+}
