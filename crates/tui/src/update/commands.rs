@@ -520,5 +520,33 @@ fn forwarded(s: &crate::state::State, key: &str, lines: usize) -> Option<String>
             .unwrap_or_default();
         text.push_str(&format!("\n[{at}] {}: {}", l.from, l.text));
     }
-    Some(text)
+    Some(cut_to(text, FORWARD_BYTES))
+}
+
+/// The most one `/forward` carries, in bytes: a long transcript excerpt is cut, and says so.
+const FORWARD_BYTES: usize = 32 << 10;
+
+/// `text` within `max` bytes (at a character boundary), with how much was left out.
+fn cut_to(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}\n[… {} bytes more, cut]", &text[..at], text.len() - at)
+}
+
+#[cfg(test)]
+mod forward_tests {
+    use super::cut_to;
+
+    #[test]
+    fn a_long_excerpt_is_cut_at_a_character_and_says_so() {
+        assert_eq!(cut_to("short".into(), 10), "short");
+        let long = "é".repeat(20);
+        let cut = cut_to(long, 9);
+        assert!(cut.starts_with("éééé\n[… 32 bytes more, cut]"), "{cut}");
+    }
 }
