@@ -331,7 +331,13 @@ fn add_source(v: &mut Value, key: &str) {
 
 fn print_table(rows: &[Value], several: bool) {
     if rows.is_empty() {
-        println!("No sessions yet. Record one with: switchboard inject agent:main:main \"hello\"");
+        // With several sources a session is named with its source.
+        let key = if several {
+            "SOURCE/agent:main:main"
+        } else {
+            "agent:main:main"
+        };
+        println!("No sessions yet. Record one with: switchboard inject {key} \"hello\"");
         return;
     }
     // With several sources, SOURCE first and the key bare beside it.
