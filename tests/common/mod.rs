@@ -88,8 +88,44 @@ pub fn bench(config: Value) -> Bench {
     let config: switchboard_config::Config =
         serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = open_engine(dir.path(), config).expect("engine opens");
     Bench { engine, _dir: dir }
+}
+
+/// `state_folder::open_engine` on the store the tests run on: the folder's SQLite database,
+/// or with `SWITCHBOARD_TEST_STORE=postgres` a database of the test cluster (`pg.rs`) of
+/// its own, the same one each time this folder is opened again (a restart).
+pub fn open_engine(
+    dir: &std::path::Path,
+    mut config: switchboard_config::Config,
+) -> Result<switchboard_engine::Engine, switchboard_store::StoreError> {
+    if let Some(url) = test_store_url(dir) {
+        config.storage.url = Some(url);
+    }
+    switchboard::state_folder::open_engine(dir, config)
+}
+
+/// The PostgreSQL database of `dir` when the tests run on PostgreSQL.
+pub fn test_store_url(dir: &std::path::Path) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static DATABASES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
+    match std::env::var("SWITCHBOARD_TEST_STORE").as_deref() {
+        Err(_) | Ok("") | Ok("sqlite") => None,
+        Ok("postgres") => {
+            let cluster = pg::cluster().unwrap_or_else(|e| {
+                panic!("SWITCHBOARD_TEST_STORE=postgres, but PostgreSQL cannot start: {e}")
+            });
+            let mut dbs = DATABASES.lock().unwrap_or_else(|e| e.into_inner());
+            let url = dbs
+                .get_or_insert_with(HashMap::new)
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| pg::fresh_database(cluster))
+                .clone();
+            Some(url)
+        }
+        Ok(other) => panic!("SWITCHBOARD_TEST_STORE={other}: expected sqlite or postgres"),
+    }
 }
 
 /// Runs a command to its end; more than `ws::WAIT` is a hang and fails the test.
@@ -117,6 +153,7 @@ pub fn bounded(mut c: Command) -> std::process::Output {
 pub mod console_driver;
 pub mod fake_api;
 pub mod join;
+pub mod pg;
 pub mod screen;
 pub mod tmux;
 pub mod ws;

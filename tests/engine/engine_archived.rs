@@ -232,7 +232,7 @@ fn archive_in(bench: &CliBench, k: &str) {
     runtime.block_on(async {
         let config: Config = serde_json::from_value(json!({})).expect("config");
         let engine =
-            switchboard::state_folder::open_engine(&bench.state, config).expect("engine opens");
+            crate::common::open_engine(&bench.state, config).expect("engine opens");
         archive(&engine, k).await;
     });
 }
@@ -431,7 +431,7 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
     let config = || -> Config { serde_json::from_value(json!({})).expect("config") };
     {
         let engine =
-            switchboard::state_folder::open_engine(dir.path(), config()).expect("engine opens");
+            crate::common::open_engine(dir.path(), config()).expect("engine opens");
         for k in [ME, "agent:main:old", "agent:main:new"] {
             ensure(&engine, k, SessionInit::default()).await;
         }
@@ -476,7 +476,7 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
         )
         .expect("back to schema 3");
     }
-    let engine = switchboard::state_folder::open_engine(dir.path(), config())
+    let engine = crate::common::open_engine(dir.path(), config())
         .expect("a schema 3 folder opens");
     let page = engine
         .sessions(SessionsQuery {

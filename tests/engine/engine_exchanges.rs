@@ -33,7 +33,7 @@ struct Bench {
 fn bench(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine opens");
     Bench {
         api: Arc::new(engine.clone()),
         engine,

@@ -29,7 +29,7 @@ struct Bench {
 fn bench_with(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         engine,
@@ -383,7 +383,7 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     let dir = tempfile::tempdir().unwrap();
     let child;
     {
-        let engine = switchboard::state_folder::open_engine(
+        let engine = crate::common::open_engine(
             dir.path(),
             serde_json::from_value(config.clone()).unwrap(),
         )
@@ -415,7 +415,7 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     }
     // A new process: the timer is in the database.
     let engine =
-        switchboard::state_folder::open_engine(dir.path(), serde_json::from_value(config).unwrap())
+        crate::common::open_engine(dir.path(), serde_json::from_value(config).unwrap())
             .unwrap();
     engine.resume().await.unwrap();
     let archived = engine.archive_due(now_ms() + 61 * 60_000).await.unwrap();
@@ -828,7 +828,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
 async fn resume_leaves_a_live_engines_announce_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
-    let owner = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
+    let owner = crate::common::open_engine(dir.path(), config()).unwrap();
     owner
         .store()
         .ensure(&key(ME), SessionInit::default())
@@ -857,7 +857,7 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
         rusqlite::params![child, ME],
     )
     .unwrap();
-    let other = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
+    let other = crate::common::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();

@@ -59,7 +59,7 @@ async fn two_processes_and_an_embedded_engine_write_one_folder() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     // The "console": an engine open in this process for the whole test.
-    let engine = switchboard::state_folder::open_engine(&state, Config::default()).unwrap();
+    let engine = crate::common::open_engine(&state, Config::default()).unwrap();
     let writers: Vec<_> = ["a", "b"]
         .into_iter()
         .map(|name| {
@@ -157,7 +157,7 @@ async fn a_killed_writer_loses_no_acknowledged_append() {
         }
     }
     let _ = child.wait();
-    let engine = switchboard::state_folder::open_engine(&state, Config::default())
+    let engine = crate::common::open_engine(&state, Config::default())
         .expect("the store reopens cleanly");
     let got = texts(&engine, "agent:main:main").await;
     for n in &acked {

@@ -1,0 +1,175 @@
+//! The PostgreSQL store at its edges: opening (a newer schema refused, an unreachable server
+//! or a bad URL named in a clear error, never a hang), two stores appending to one session,
+//! and the binary on PostgreSQL through `--store` and `$SWITCHBOARD_STORE`.
+
+use serde_json::json;
+use switchboard_store::{NewLine, Store, StoreErrorKind, StoredSession};
+use switchboard_store_postgres::PgStore;
+use switchboard_types::entry::SessionEntry;
+use switchboard_types::key::{SessionKey, SessionKind};
+
+use crate::common::{CliBench, pg};
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+fn session(key: &str) -> StoredSession {
+    StoredSession {
+        key: SessionKey::from_canonical(key.to_string()),
+        agent_id: "main".into(),
+        kind: SessionKind::Direct,
+        entry: SessionEntry {
+            session_id: format!("sid-{}", key.replace(':', "-")),
+            updated_at: 1,
+            ..SessionEntry::default()
+        },
+    }
+}
+
+/// A database written by a newer build is refused at open, with a message that names the
+/// server, both versions and what to do; nothing in it is changed.
+#[test]
+fn a_database_at_a_newer_schema_is_refused_naming_it() {
+    let Some(cluster) = pg::cluster_or_skip("a_database_at_a_newer_schema_is_refused") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    drop(PgStore::open(&url).expect("a fresh database opens"));
+    let db = url.rsplit('/').next().expect("db name");
+    cluster.sql(db, "UPDATE schema_version SET version = 999");
+    let err = match PgStore::open(&url) {
+        Ok(_) => panic!("a newer schema must be refused"),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind(), StoreErrorKind::NewerSchema, "{err}");
+    let text = err.to_string();
+    for part in [
+        "schema 999",
+        &format!("up to {}", switchboard_store_postgres::SCHEMA_VERSION),
+        &format!("127.0.0.1:{}", cluster.port),
+        "upgrade switchboard",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+    assert_eq!(cluster.sql(db, "SELECT version FROM schema_version"), "999");
+}
+
+/// A server that refuses the connection fails the open at once as `Unavailable`, naming
+/// host and port and saying to retry; no PostgreSQL needed.
+#[test]
+fn an_unreachable_server_is_named_and_fails_fast() {
+    let port = dead_port();
+    let url = format!("postgres://someone:secret@127.0.0.1:{port}/nothing");
+    let err = match PgStore::open(&url) {
+        Ok(_) => panic!("nothing listens there"),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(text.contains("retry"), "{text}");
+    assert!(!text.contains("secret"), "the password must not be shown: {text}");
+}
+
+/// A URL the driver cannot read says what one looks like, without its password.
+#[test]
+fn a_bad_url_says_what_a_url_looks_like() {
+    let err = match PgStore::open("postgres://u:secret@127.0.0.1:notaport/db") {
+        Ok(_) => panic!("not a URL"),
+        Err(e) => e,
+    };
+    let text = err.to_string();
+    assert!(
+        text.contains("postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"),
+        "{text}"
+    );
+    assert!(!text.contains("secret"), "{text}");
+}
+
+/// Two stores (two nodes) appending to one session at once: every line lands, `seq` stays
+/// dense, and each line's parent is the line before it (the session's row is locked for
+/// the append, so neither reads a stale end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_appending_to_one_session_keep_seq_dense_and_chained() {
+    let Some(cluster) = pg::cluster_or_skip("two_stores_appending_to_one_session") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let a = PgStore::open(&url).expect("open a");
+    let b = PgStore::open(&url).expect("open b");
+    let s = session("agent:main:main");
+    let (_, created) = a
+        .create_session(s.clone(), json!({"type": "session", "id": s.entry.session_id}))
+        .await
+        .expect("create");
+    assert!(created);
+    let mut pending = Vec::new();
+    for i in 0..40 {
+        let store = if i % 2 == 0 { &a } else { &b };
+        let line = NewLine::message(json!({"role": "user", "content": format!("m{i}")}));
+        pending.push(store.submit_append(&s.key, vec![line]));
+    }
+    for p in pending {
+        p.await.expect("append");
+    }
+    let rows = a
+        .transcript_tail(&s.entry.session_id, 100, true)
+        .await
+        .expect("tail");
+    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=40).collect::<Vec<_>>());
+    for pair in rows.windows(2) {
+        assert_eq!(
+            pair[1].line["parentId"].as_str(),
+            Some(pair[0].entry_id.as_str()),
+            "line {} is not chained to {}",
+            pair[1].seq,
+            pair[0].seq
+        );
+    }
+}
+
+/// The binary on PostgreSQL: `--store` puts a message in the database (no SQLite file in
+/// the state folder), `$SWITCHBOARD_STORE` reads it back, and an unreachable server is an
+/// exit with a message naming it, not a panic.
+#[test]
+fn the_binary_runs_on_postgres_through_store_and_the_environment() {
+    let Some(cluster) = pg::cluster_or_skip("the_binary_runs_on_postgres") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let bench = CliBench::new("{}");
+    bench.ok(&["--store", &url, "inject", "agent:main:main", "hello there", "--quiet"]);
+    assert!(
+        !bench.state.join("switchboard.db").exists(),
+        "the state went to PostgreSQL, not SQLite"
+    );
+    let out = bench
+        .command(&["sessions", "list"])
+        .env("SWITCHBOARD_STORE", &url)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("agent:main:main") || listed.contains("main"), "{listed}");
+
+    let port = dead_port();
+    let out = bench.run(&[
+        "--store",
+        &format!("postgres://postgres@127.0.0.1:{port}/x"),
+        "sessions",
+        "list",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let out = bench.run(&["--store", "mysql://x/y", "sessions", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("postgres://"), "{err}");
+}
