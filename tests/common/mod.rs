@@ -42,6 +42,7 @@ impl CliBench {
             .env_remove("SWITCHBOARD_STATE_DIR")
             .env_remove("SWITCHBOARD_CONFIG")
             .env_remove("RUST_BACKTRACE");
+        store_env(&mut c, &self.state);
         c
     }
 
@@ -103,6 +104,58 @@ pub fn open_engine(
         config.storage.url = Some(url);
     }
     switchboard::state_folder::open_engine(dir, config)
+}
+
+/// The store the tests run on, for a `switchboard` process on `state`: the folder's
+/// PostgreSQL database in `$SWITCHBOARD_STORE` when the tests run on PostgreSQL, else none
+/// (the user's own setting never leaks in).
+pub fn store_env(c: &mut Command, state: &std::path::Path) {
+    match test_store_url(state) {
+        Some(url) => c.env("SWITCHBOARD_STORE", url),
+        None => c.env_remove("SWITCHBOARD_STORE"),
+    };
+}
+
+/// The rows of `sql` on the store of state folder `state` (its SQLite file, or its
+/// PostgreSQL database when the tests run there), each column as text (NULL as ""): for
+/// tests that check what was stored, on either store.
+pub fn store_rows(state: &std::path::Path, sql: &str) -> Vec<Vec<String>> {
+    if let Some(url) = test_store_url(state) {
+        let cluster = pg::cluster().expect("the test cluster runs");
+        return cluster.rows(pg::database_of(&url), sql);
+    }
+    let db = rusqlite::Connection::open(state.join("switchboard.db")).expect("open the store");
+    let mut stmt = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = stmt.column_count();
+    let rows = stmt
+        .query_map([], |r| {
+            (0..columns)
+                .map(|i| {
+                    use rusqlite::types::ValueRef;
+                    Ok(match r.get_ref(i)? {
+                        ValueRef::Null => String::new(),
+                        ValueRef::Integer(n) => n.to_string(),
+                        ValueRef::Real(x) => x.to_string(),
+                        ValueRef::Text(t) | ValueRef::Blob(t) => {
+                            String::from_utf8_lossy(t).into_owned()
+                        }
+                    })
+                })
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.collect::<rusqlite::Result<_>>()
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Whether the tests run on PostgreSQL (`SWITCHBOARD_TEST_STORE=postgres`): a test of the
+/// SQLite file itself (its header, its pragmas) then says so and skips.
+pub fn on_postgres(test: &str) -> bool {
+    let on = std::env::var("SWITCHBOARD_TEST_STORE").is_ok_and(|s| s == "postgres");
+    if on {
+        eprintln!("{test}: a test of the SQLite file itself; skipped on PostgreSQL");
+    }
+    on
 }
 
 /// The PostgreSQL database of `dir` when the tests run on PostgreSQL.

@@ -83,6 +83,39 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// The rows of `sql` in `db`, each column as text (NULL as ""). Fields and rows are
+    /// split on the ASCII unit and record separators, which stored text does not hold.
+    pub fn rows(&self, db: &str, sql: &str) -> Vec<Vec<String>> {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", "postgres"])
+            .args(["-F", "\u{1f}", "-R", "\u{1e}"])
+            .arg("-h")
+            .arg(&self.socket_dir)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", db, "-c", sql])
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "psql {sql:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim_end_matches('\n')
+            .split('\u{1e}')
+            .filter(|r| !r.is_empty())
+            .map(|r| r.split('\u{1f}').map(str::to_string).collect())
+            .collect()
+    }
+}
+
+/// The database name of a `postgres://` URL.
+pub fn database_of(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or_default()
+}
+
 /// Where Debian keeps the server's programs (the newest version), else `$PATH`'s.
 fn bin_dir() -> Result<PathBuf, String> {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")

@@ -8,7 +8,7 @@ use tokio_postgres::error::SqlState;
 /// A failure of this store, before it becomes a `StoreError`.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("PostgreSQL at {at}: {source}")]
+    #[error("PostgreSQL at {at}: {}", describe(source))]
     Db {
         at: String,
         #[source]
@@ -33,7 +33,7 @@ pub enum PgError {
     #[error("the PostgreSQL store has stopped")]
     Stopped,
     /// A driver error not yet placed (`locate` names the server).
-    #[error("PostgreSQL: {0}")]
+    #[error("PostgreSQL: {}", describe(.0))]
     Driver(#[from] tokio_postgres::Error),
 }
 
@@ -70,6 +70,21 @@ impl PgError {
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+/// The driver's error in words: for an error the server answered, its message, SQLSTATE
+/// and detail (the driver's own text is only "db error").
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!("; {detail}"));
+            }
+            text
+        }
+        None => e.to_string(),
     }
 }
 

@@ -5,11 +5,13 @@
 //! one writer task in the order they were submitted, each its own transaction; reads take
 //! a pooled connection (`deadpool-postgres`).
 
+mod changes;
 mod error;
 mod records;
 mod schema;
 mod sessions;
 mod store;
+mod text;
 mod transcript;
 
 use std::future::Future;
@@ -32,7 +34,7 @@ type BoxFut = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A write for the writer task: run in a transaction on the connection it is given (or
 /// told why there is none), answering its caller itself.
-type Job = Box<dyn FnOnce(Result<Conn, PgError>) -> BoxFut + Send>;
+type Job = Box<dyn FnOnce(Result<Conn, PgError>, &str) -> BoxFut + Send>;
 
 /// How long a connection may take to open, and a caller to wait for a pooled one, before
 /// the server counts as unreachable: fail fast with a clear error rather than hang.
@@ -63,9 +65,9 @@ struct Inner {
     rt: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
     writer: mpsc::UnboundedSender<Job>,
-    /// Never ticks: another node's commits are not watched yet (issue 28, item 2).
+    /// Ticks when another store (process or node) on this database commits
+    /// (`changes::listen`).
     external: tokio::sync::watch::Receiver<u64>,
-    _external_tx: tokio::sync::watch::Sender<u64>,
 }
 
 impl Drop for Inner {
@@ -141,6 +143,7 @@ impl PgStore {
             .map_err(|e| {
                 StoreError::unavailable(format!("cannot start the PostgreSQL store: {e}"))
             })?;
+        let listen_config = config.clone();
         let manager = Manager::from_config(
             config,
             tokio_postgres::NoTls,
@@ -162,6 +165,8 @@ impl PgStore {
         let handle = rt.handle().clone();
         let (writer, jobs) = mpsc::unbounded_channel();
         let (external_tx, external) = tokio::sync::watch::channel(0);
+        // This store's name in its change notices, so it does not count its own commits.
+        let origin = uuid::Uuid::new_v4().simple().to_string();
         let store = PgStore {
             inner: Arc::new(Inner {
                 at: at.clone(),
@@ -170,7 +175,6 @@ impl PgStore {
                 handle: handle.clone(),
                 writer,
                 external,
-                _external_tx: external_tx,
             }),
         };
         store.block(async move {
@@ -180,7 +184,13 @@ impl PgStore {
                 .map_err(|e| PgError::from_pool(&at, e))?;
             schema::migrate(&mut c, &at).await
         })?;
-        handle.spawn(run_writer(store.inner.pool.clone(), store.inner.at.clone(), jobs));
+        handle.spawn(run_writer(
+            store.inner.pool.clone(),
+            store.inner.at.clone(),
+            origin.clone(),
+            jobs,
+        ));
+        handle.spawn(changes::listen(listen_config, origin, external_tx));
         Ok(store)
     }
 
@@ -243,10 +253,11 @@ impl PgStore {
     {
         let (reply, answer) = oneshot::channel::<Result<R, PgError>>();
         let at = self.inner.at.clone();
-        let job: Job = Box::new(move |conn: Result<Conn, PgError>| {
+        let job: Job = Box::new(move |conn: Result<Conn, PgError>, origin: &str| {
+            let commit = changes::commit_sql(origin);
             Box::pin(async move {
                 let result = match conn {
-                    Ok(c) => in_transaction(c, op).await,
+                    Ok(c) => in_transaction(c, &commit, op).await,
                     Err(e) => Err(e),
                 };
                 // The caller may have stopped waiting; the write stands either way.
@@ -327,8 +338,9 @@ impl PgStore {
     }
 }
 
-/// Run `op` between BEGIN and COMMIT (ROLLBACK when it fails).
-async fn in_transaction<R, F, Fut>(c: Conn, op: F) -> Result<R, PgError>
+/// Run `op` between BEGIN and `commit` (the change notice and COMMIT, one round trip;
+/// ROLLBACK when it fails).
+async fn in_transaction<R, F, Fut>(c: Conn, commit: &str, op: F) -> Result<R, PgError>
 where
     F: FnOnce(Conn) -> Fut,
     Fut: Future<Output = Result<R, PgError>>,
@@ -336,7 +348,7 @@ where
     c.batch_execute("BEGIN").await?;
     match op(c.clone()).await {
         Ok(value) => {
-            c.batch_execute("COMMIT").await?;
+            c.batch_execute(commit).await?;
             Ok(value)
         }
         Err(e) => {
@@ -350,7 +362,12 @@ where
 /// The writer task: jobs in the order submitted, one at a time, on one connection kept
 /// while it works (a new one taken when it breaks; a job finding none fails, the next
 /// tries again, so the writer recovers by itself when the server is back).
-async fn run_writer(pool: Pool, at: String, mut jobs: mpsc::UnboundedReceiver<Job>) {
+async fn run_writer(
+    pool: Pool,
+    at: String,
+    origin: String,
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+) {
     let mut kept: Option<Conn> = None;
     while let Some(job) = jobs.recv().await {
         let conn = match kept.take() {
@@ -365,6 +382,6 @@ async fn run_writer(pool: Pool, at: String, mut jobs: mpsc::UnboundedReceiver<Jo
             tracing::warn!(error = %e, "the PostgreSQL writer has no connection");
         }
         kept = conn.as_ref().ok().cloned();
-        job(conn).await;
+        job(conn, &origin).await;
     }
 }

@@ -8,6 +8,7 @@ use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Row;
 
 use crate::error::PgError;
+use crate::text::{pg, pg_opt};
 use crate::sessions::{exec, row, rows};
 use switchboard_store::idempotency::TTL;
 use switchboard_store::{
@@ -120,8 +121,8 @@ pub async fn insert_run_parts(
             &r.owner,
             &r.started_at,
             &end.map(|e| e.ended_at),
-            &end.and_then(|e| e.error.as_deref()),
-            &end.and_then(|e| e.reply.as_deref()),
+            &pg_opt(end.and_then(|e| e.error.as_deref())),
+            &pg_opt(end.and_then(|e| e.reply.as_deref())),
             &tokens(end.and_then(|e| e.tokens.map(|t| t.0))),
             &tokens(end.and_then(|e| e.tokens.map(|t| t.1))),
         ],
@@ -141,8 +142,8 @@ pub async fn finish_run(c: &ClientWrapper, run_id: &str, e: &RunEnding) -> Resul
             &run_id,
             &e.status.as_str(),
             &e.ended_at,
-            &e.error,
-            &e.reply,
+            &pg_opt(e.error.as_deref()),
+            &pg_opt(e.reply.as_deref()),
             &tokens(e.tokens.map(|t| t.0)),
             &tokens(e.tokens.map(|t| t.1)),
         ],
@@ -255,7 +256,7 @@ pub async fn insert_flow(c: &ClientWrapper, x: &NewExchange) -> Result<(), PgErr
             &x.chain_id,
             &x.requester,
             &x.target,
-            &x.message,
+            &pg(&x.message),
             &x.run_id,
             &x.owner,
             &x.started_at,
@@ -277,7 +278,7 @@ pub async fn finish_flow(
         "UPDATE flows SET status = 'done', ended_reason = $2, ended_at = $3,
              detail = coalesce($4, detail)
          WHERE flow_id = $1 AND status = 'running'",
-        &[&flow_id, &reason.as_str(), &now, &detail],
+        &[&flow_id, &reason.as_str(), &now, &pg_opt(detail)],
     )
     .await?;
     Ok(())
@@ -294,13 +295,13 @@ pub async fn insert_refused(c: &ClientWrapper, f: &RefusedExchange) -> Result<()
             &f.chain_id,
             &f.requester,
             &f.target,
-            &f.message,
+            &pg(&f.message),
             &f.run_id,
             &f.owner,
             &f.at,
             &f.reason.as_str(),
             &f.kind.as_str(),
-            &f.detail,
+            &pg(&f.detail),
         ],
     )
     .await?;
@@ -320,12 +321,12 @@ pub async fn record_announce(
          WHERE flow_id = $1",
         &[
             &flow_id,
-            &loop_detail,
+            &pg(loop_detail),
             &a.outcome.as_str(),
-            &a.text,
-            &a.channel,
-            &a.to,
-            &a.detail,
+            &pg_opt(a.text.as_deref()),
+            &pg_opt(a.channel.as_deref()),
+            &pg_opt(a.to.as_deref()),
+            &pg(&a.detail),
         ],
     )
     .await?;
@@ -504,17 +505,17 @@ pub async fn insert_spawn(c: &ClientWrapper, s: &SpawnRow) -> Result<(), PgError
             &s.requester,
             &s.run_id,
             &s.agent_id,
-            &s.task,
-            &s.label,
+            &pg(&s.task),
+            &pg_opt(s.label.as_deref()),
             &s.cleanup.as_str(),
-            &s.mode,
+            &pg(&s.mode),
             &s.status.as_str(),
-            &s.outcome,
-            &s.error,
+            &pg_opt(s.outcome.as_deref()),
+            &pg_opt(s.error.as_deref()),
             &s.started_at,
             &s.ended_at,
-            &s.announce,
-            &s.announce_state,
+            &pg_opt(s.announce.as_deref()),
+            &pg_opt(s.announce_state.as_deref()),
             &s.announced_at,
             &s.archive_at,
             &s.archived_at,
@@ -532,11 +533,11 @@ pub async fn end_spawn(c: &ClientWrapper, child_key: &str, e: &SpawnEnding) -> R
          WHERE child_key = $1 AND status = 'running'",
         &[
             &child_key,
-            &e.outcome,
-            &e.error,
+            &pg(&e.outcome),
+            &pg_opt(e.error.as_deref()),
             &e.ended_at,
-            &e.announce,
-            &e.announce_state,
+            &pg_opt(e.announce.as_deref()),
+            &pg(&e.announce_state),
         ],
     )
     .await?;
@@ -647,13 +648,13 @@ pub async fn insert_outbox(c: &ClientWrapper, o: &OutboxRow) -> Result<i64, PgEr
         &[
             &o.created_at,
             &o.session_key,
-            &o.kind,
-            &o.channel,
-            &o.to,
-            &o.account_id,
-            &o.thread_id,
-            &o.text,
-            &o.status,
+            &pg(&o.kind),
+            &pg(&o.channel),
+            &pg(&o.to),
+            &pg_opt(o.account_id.as_deref()),
+            &pg_opt(o.thread_id.as_deref()),
+            &pg(&o.text),
+            &pg(&o.status),
             &o.run_id,
             &o.flow_id,
         ],
@@ -705,7 +706,7 @@ pub async fn find_key(c: &ClientWrapper, key: &str, now: i64) -> Result<Option<K
         c,
         "SELECT key, session_key, message_hash, run_id, seq, command_reply, created_at
          FROM idempotency_keys WHERE key = $1 AND created_at > $2",
-        &[&key, &expired_before(now)],
+        &[&pg(key), &expired_before(now)],
     )
     .await?
     .map(|r| {
@@ -738,12 +739,12 @@ pub async fn insert_key(c: &ClientWrapper, k: &KeyRow) -> Result<(), PgError> {
            message_hash = excluded.message_hash, run_id = excluded.run_id, seq = excluded.seq,
            command_reply = excluded.command_reply, created_at = excluded.created_at",
         &[
-            &k.key,
+            &pg(&k.key),
             &k.session_key,
             &k.message_hash,
             &k.run_id,
             &k.seq,
-            &k.command_reply,
+            &pg_opt(k.command_reply.as_deref()),
             &k.created_at,
         ],
     )

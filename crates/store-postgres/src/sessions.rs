@@ -7,6 +7,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::error::PgError;
+use crate::text::{pg, pg_opt};
 use crate::transcript;
 use switchboard_store::line::name_key;
 use switchboard_store::{
@@ -134,14 +135,14 @@ async fn keys(
 }
 
 pub async fn keys_by_session_id(c: &ClientWrapper, id: &str) -> Result<Vec<SessionKey>, PgError> {
-    keys(c, "SELECT key FROM sessions WHERE session_id = $1", &[&id]).await
+    keys(c, "SELECT key FROM sessions WHERE session_id = $1", &[&pg(id)]).await
 }
 
 pub async fn keys_by_label(c: &ClientWrapper, label: &str) -> Result<Vec<SessionKey>, PgError> {
     keys(
         c,
         "SELECT key FROM sessions WHERE label = $1 ORDER BY key",
-        &[&label],
+        &[&pg(label)],
     )
     .await
 }
@@ -185,16 +186,16 @@ pub async fn put_session(c: &ClientWrapper, s: &StoredSession) -> Result<(), PgE
            rev = excluded.rev",
         &[
             &s.key.as_str(),
-            &s.entry.session_id,
+            &pg(&s.entry.session_id),
             &s.agent_id,
             &s.kind.as_str(),
-            &channel,
+            &pg_opt(channel),
             &s.entry.updated_at,
-            &s.entry.label,
-            &s.entry.spawned_by,
+            &pg_opt(s.entry.label.as_deref()),
+            &pg_opt(s.entry.spawned_by.as_deref()),
             &entry,
             &s.entry.archived_at,
-            &name_key(&s.key, &s.entry),
+            &pg(&name_key(&s.key, &s.entry)),
         ],
     )
     .await?;
