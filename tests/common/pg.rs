@@ -66,7 +66,16 @@ impl Cluster {
     /// Run `sql` in `db` with psql over the socket; panics with psql's message on failure.
     pub fn sql(&self, db: &str, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", "postgres"])
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-U",
+                "postgres",
+            ])
             .arg("-h")
             .arg(&self.socket_dir)
             .arg("-p")
@@ -88,7 +97,16 @@ impl Cluster {
     /// split on the ASCII unit and record separators, which stored text does not hold.
     pub fn rows(&self, db: &str, sql: &str) -> Vec<Vec<String>> {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", "postgres"])
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-U",
+                "postgres",
+            ])
             .args(["-F", "\u{1f}", "-R", "\u{1e}"])
             .arg("-h")
             .arg(&self.socket_dir)
@@ -119,7 +137,11 @@ pub fn database_of(url: &str) -> &str {
 /// Where Debian keeps the server's programs (the newest version), else `$PATH`'s.
 fn bin_dir() -> Result<PathBuf, String> {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path().join("bin")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path().join("bin"))
+                .collect()
+        })
         .unwrap_or_default();
     versions.retain(|p| p.join("initdb").is_file());
     versions.sort();
@@ -236,7 +258,11 @@ fn watch_and_stop(bin: &Path, data: &Path, dir: &Path) {
             data.display()
         )
     } else {
-        format!("{} -D {} -m immediate stop", bin.join("pg_ctl").display(), data.display())
+        format!(
+            "{} -D {} -m immediate stop",
+            bin.join("pg_ctl").display(),
+            data.display()
+        )
     };
     let script = format!(
         "while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; {stop} >/dev/null 2>&1; rm -rf {dir}",

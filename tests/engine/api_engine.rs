@@ -321,8 +321,7 @@ async fn another_engine_writing_on_the_folder_is_an_event_here() {
     let here = crate::common::open_engine(dir.path(), config()).expect("engine");
     let api = here.start();
     let mut events = api.subscribe();
-    let other =
-        crate::common::open_engine(dir.path(), config()).expect("second engine");
+    let other = crate::common::open_engine(dir.path(), config()).expect("second engine");
     let other_api = other.start();
     let r = other_api
         .send(send("agent:work:main", "from elsewhere"))

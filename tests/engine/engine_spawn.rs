@@ -383,11 +383,9 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     let dir = tempfile::tempdir().unwrap();
     let child;
     {
-        let engine = crate::common::open_engine(
-            dir.path(),
-            serde_json::from_value(config.clone()).unwrap(),
-        )
-        .unwrap();
+        let engine =
+            crate::common::open_engine(dir.path(), serde_json::from_value(config.clone()).unwrap())
+                .unwrap();
         engine
             .store()
             .ensure(&key(ME), SessionInit::default())
@@ -415,8 +413,7 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     }
     // A new process: the timer is in the database.
     let engine =
-        crate::common::open_engine(dir.path(), serde_json::from_value(config).unwrap())
-            .unwrap();
+        crate::common::open_engine(dir.path(), serde_json::from_value(config).unwrap()).unwrap();
     engine.resume().await.unwrap();
     let archived = engine.archive_due(now_ms() + 61 * 60_000).await.unwrap();
     assert_eq!(archived, [key(&child)]);

@@ -159,8 +159,8 @@ async fn a_killed_writer_loses_no_acknowledged_append() {
         }
     }
     let _ = child.wait();
-    let engine = crate::common::open_engine(&state, Config::default())
-        .expect("the store reopens cleanly");
+    let engine =
+        crate::common::open_engine(&state, Config::default()).expect("the store reopens cleanly");
     let got = texts(&engine, "agent:main:main").await;
     for n in &acked {
         assert!(

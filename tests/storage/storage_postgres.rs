@@ -20,7 +20,7 @@ fn session(key: &str) -> StoredSession {
     StoredSession {
         key: SessionKey::from_canonical(key.to_string()),
         agent_id: "main".into(),
-        kind: SessionKind::Direct,
+        kind: SessionKind::Other,
         entry: SessionEntry {
             session_id: format!("sid-{}", key.replace(':', "-")),
             updated_at: 1,
@@ -71,7 +71,10 @@ fn an_unreachable_server_is_named_and_fails_fast() {
     let text = err.to_string();
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     assert!(text.contains("retry"), "{text}");
-    assert!(!text.contains("secret"), "the password must not be shown: {text}");
+    assert!(
+        !text.contains("secret"),
+        "the password must not be shown: {text}"
+    );
 }
 
 /// A URL the driver cannot read says what one looks like, without its password.
@@ -102,7 +105,10 @@ async fn two_stores_appending_to_one_session_keep_seq_dense_and_chained() {
     let b = PgStore::open(&url).expect("open b");
     let s = session("agent:main:main");
     let (_, created) = a
-        .create_session(s.clone(), json!({"type": "session", "id": s.entry.session_id}))
+        .create_session(
+            s.clone(),
+            json!({"type": "session", "id": s.entry.session_id}),
+        )
         .await
         .expect("create");
     assert!(created);
@@ -142,7 +148,14 @@ fn the_binary_runs_on_postgres_through_store_and_the_environment() {
     };
     let url = pg::fresh_database(cluster);
     let bench = CliBench::new("{}");
-    bench.ok(&["--store", &url, "inject", "agent:main:main", "hello there", "--quiet"]);
+    bench.ok(&[
+        "--store",
+        &url,
+        "inject",
+        "agent:main:main",
+        "hello there",
+        "--quiet",
+    ]);
     assert!(
         !bench.state.join("switchboard.db").exists(),
         "the state went to PostgreSQL, not SQLite"
@@ -152,9 +165,16 @@ fn the_binary_runs_on_postgres_through_store_and_the_environment() {
         .env("SWITCHBOARD_STORE", &url)
         .output()
         .expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listed = String::from_utf8_lossy(&out.stdout);
-    assert!(listed.contains("agent:main:main") || listed.contains("main"), "{listed}");
+    assert!(
+        listed.contains("agent:main:main") || listed.contains("main"),
+        "{listed}"
+    );
 
     let port = dead_port();
     let out = bench.run(&[
@@ -172,4 +192,84 @@ fn the_binary_runs_on_postgres_through_store_and_the_environment() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("postgres://"), "{err}");
+}
+
+/// Free text with NUL in it (PostgreSQL's text cannot hold U+0000; SQLite's can) is
+/// stored with the replacement character instead of failing the write: a label, an
+/// exchange's message, and a transcript under a session id with NUL in it (the engine's
+/// merge staging ids have one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_with_nul_is_stored_not_refused() {
+    let Some(cluster) = pg::cluster_or_skip("text_with_nul_is_stored_not_refused") else {
+        return;
+    };
+    let store = PgStore::open(&pg::fresh_database(cluster)).expect("open");
+    let s = session("agent:main:main");
+    store
+        .create_session(s.clone(), json!({"type": "session"}))
+        .await
+        .expect("create");
+    let updated = store
+        .update_session(
+            &s.key,
+            Box::new(|s| {
+                s.entry.label = Some("a\0b".into());
+                Ok(())
+            }),
+        )
+        .await
+        .expect("a label with NUL is stored");
+    assert_eq!(updated.entry.label.as_deref(), Some("a\0b"));
+    let keys = store.keys_by_label("a\0b").await.expect("by label");
+    assert_eq!(
+        keys,
+        std::slice::from_ref(&s.key),
+        "the label is found as it was given"
+    );
+    store
+        .start_exchange(switchboard_store::NewExchange {
+            exchange_id: "x1".into(),
+            chain_id: "c".into(),
+            requester: "agent:main:main".into(),
+            target: "agent:main:main".into(),
+            message: "hello\0there".into(),
+            run_id: "r1".into(),
+            owner: "o".into(),
+            started_at: 1,
+        })
+        .await
+        .expect("a message with NUL is stored");
+    let (x, _) = store
+        .exchange_with_runs("x1")
+        .await
+        .expect("read")
+        .expect("exchange");
+    assert_eq!(x.message, "hello\u{FFFD}there");
+    let staging = "sid\0merge".to_string();
+    store
+        .stage_lines(
+            staging.clone(),
+            0,
+            true,
+            vec![switchboard_store::RawLine::from_value(
+                &json!({"type": "message", "id": "l1"}),
+            )],
+        )
+        .await
+        .expect("lines under an id with NUL are staged");
+    assert_eq!(
+        store.line_identities(&staging).await.expect("identities"),
+        [(0, "id:l1".to_string())]
+    );
+    store
+        .discard_orphan_lines(staging.clone())
+        .await
+        .expect("discard");
+    assert!(
+        store
+            .line_identities(&staging)
+            .await
+            .expect("identities")
+            .is_empty()
+    );
 }

@@ -178,10 +178,7 @@ impl PgStore {
             }),
         };
         store.block(async move {
-            let mut c = pool
-                .get()
-                .await
-                .map_err(|e| PgError::from_pool(&at, e))?;
+            let mut c = pool.get().await.map_err(|e| PgError::from_pool(&at, e))?;
             schema::migrate(&mut c, &at).await
         })?;
         handle.spawn(run_writer(
@@ -290,7 +287,11 @@ impl PgStore {
         &self,
         scheme: &switchboard_types::key::KeyScheme,
     ) -> Result<(), StoreError> {
-        let (pool, at, scheme) = (self.inner.pool.clone(), self.inner.at.clone(), scheme.clone());
+        let (pool, at, scheme) = (
+            self.inner.pool.clone(),
+            self.inner.at.clone(),
+            scheme.clone(),
+        );
         self.block(async move {
             let mut c = pool.get().await.map_err(|e| PgError::from_pool(&at, e))?;
             sessions::reclassify_if_needed(&mut c, &scheme).await
@@ -311,9 +312,8 @@ impl PgStore {
             let pending = self.submit(move |c| async move {
                 let runs = records::close_owner_runs(&c, &owner, now).await?;
                 for run in &runs {
-                    let key = switchboard_types::key::SessionKey::from_canonical(
-                        run.session_key.clone(),
-                    );
+                    let key =
+                        switchboard_types::key::SessionKey::from_canonical(run.session_key.clone());
                     if sessions::session_exists(&c, &key).await? {
                         let message = switchboard_store::line::interruption_message(run, now);
                         let line = switchboard_store::line::PreparedLine::new(
@@ -330,7 +330,9 @@ impl PgStore {
             self.inner.handle.spawn(async move {
                 let _ = tx.send(pending.await);
             });
-            let r = rx.recv().map_err(|_| StoreError::from(PgError::Stopped))??;
+            let r = rx
+                .recv()
+                .map_err(|_| StoreError::from(PgError::Stopped))??;
             all.runs.extend(r.runs);
             all.flows.extend(r.flows);
         }

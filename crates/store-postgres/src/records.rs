@@ -8,13 +8,12 @@ use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Row;
 
 use crate::error::PgError;
-use crate::text::{pg, pg_opt};
 use crate::sessions::{exec, row, rows};
+use crate::text::{pg, pg_opt};
 use switchboard_store::idempotency::TTL;
 use switchboard_store::{
-    AnnounceRecord, ExchangePageQuery, ExchangeRow, ImportMark, KeyRow, NewExchange,
-    NewRunRecord, OutboxRow, RefusedExchange, RunEnding, RunRow, SpawnEnding, SpawnRow,
-    TrafficRow,
+    AnnounceRecord, ExchangePageQuery, ExchangeRow, ImportMark, KeyRow, NewExchange, NewRunRecord,
+    OutboxRow, RefusedExchange, RunEnding, RunRow, SpawnEnding, SpawnRow, TrafficRow,
 };
 use switchboard_types::api::{AnnounceOutcome, ExchangeEnd, UnknownWord};
 
@@ -210,7 +209,12 @@ pub async fn close_owner_runs(
         "UPDATE runs SET status = 'error', ended_at = $2, error = $3
          WHERE status = 'running' AND owner = $1 RETURNING {RUN_COLS}"
     );
-    let closed = rows(c, &sql, &[&owner, &now, &switchboard_store::line::INTERRUPTED]).await?;
+    let closed = rows(
+        c,
+        &sql,
+        &[&owner, &now, &switchboard_store::line::INTERRUPTED],
+    )
+    .await?;
     // As read before the update: still `running` to whoever reports them.
     closed
         .iter()
@@ -525,7 +529,11 @@ pub async fn insert_spawn(c: &ClientWrapper, s: &SpawnRow) -> Result<(), PgError
     Ok(())
 }
 
-pub async fn end_spawn(c: &ClientWrapper, child_key: &str, e: &SpawnEnding) -> Result<bool, PgError> {
+pub async fn end_spawn(
+    c: &ClientWrapper,
+    child_key: &str,
+    e: &SpawnEnding,
+) -> Result<bool, PgError> {
     let n = exec(
         c,
         "UPDATE spawns SET status = 'ended', outcome = $2, error = $3, ended_at = $4,

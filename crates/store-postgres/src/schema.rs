@@ -217,9 +217,12 @@ async fn migrate_locked(c: &mut ClientWrapper, at: &str) -> Result<(), PgError> 
         tx.execute("DELETE FROM schema_version", &[])
             .await
             .map_err(e)?;
-        tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&version])
-            .await
-            .map_err(e)?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .map_err(e)?;
         tx.commit().await.map_err(e)?;
         tracing::info!(version, "PostgreSQL schema migrated");
     }

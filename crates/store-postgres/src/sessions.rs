@@ -106,19 +106,22 @@ pub async fn lock_session(
 }
 
 pub async fn session_exists(c: &ClientWrapper, key: &SessionKey) -> Result<bool, PgError> {
-    Ok(row(c, "SELECT 1 FROM sessions WHERE key = $1", &[&key.as_str()])
-        .await?
-        .is_some())
+    Ok(
+        row(c, "SELECT 1 FROM sessions WHERE key = $1", &[&key.as_str()])
+            .await?
+            .is_some(),
+    )
 }
 
-pub async fn session_id_of(
-    c: &ClientWrapper,
-    key: &SessionKey,
-) -> Result<Option<String>, PgError> {
-    row(c, "SELECT session_id FROM sessions WHERE key = $1", &[&key.as_str()])
-        .await?
-        .map(|r| r.try_get(0).map_err(PgError::from))
-        .transpose()
+pub async fn session_id_of(c: &ClientWrapper, key: &SessionKey) -> Result<Option<String>, PgError> {
+    row(
+        c,
+        "SELECT session_id FROM sessions WHERE key = $1",
+        &[&key.as_str()],
+    )
+    .await?
+    .map(|r| r.try_get(0).map_err(PgError::from))
+    .transpose()
 }
 
 /// The keys of `sql`'s rows (first column).
@@ -135,7 +138,12 @@ async fn keys(
 }
 
 pub async fn keys_by_session_id(c: &ClientWrapper, id: &str) -> Result<Vec<SessionKey>, PgError> {
-    keys(c, "SELECT key FROM sessions WHERE session_id = $1", &[&pg(id)]).await
+    keys(
+        c,
+        "SELECT key FROM sessions WHERE session_id = $1",
+        &[&pg(id)],
+    )
+    .await
 }
 
 pub async fn keys_by_label(c: &ClientWrapper, label: &str) -> Result<Vec<SessionKey>, PgError> {
@@ -481,7 +489,15 @@ pub async fn scan_chunk(
         rows(
             c,
             &sql,
-            &[&kinds, &scan.agent_id, &scan.updated_since, &tree, &name_a, &name_b, &limit],
+            &[
+                &kinds,
+                &scan.agent_id,
+                &scan.updated_since,
+                &tree,
+                &name_a,
+                &name_b,
+                &limit,
+            ],
         )
         .await?
     } else {
@@ -493,7 +509,15 @@ pub async fn scan_chunk(
         rows(
             c,
             &sql,
-            &[&kinds, &scan.agent_id, &scan.updated_since, &tree, &cursor_a, &cursor_b, &limit],
+            &[
+                &kinds,
+                &scan.agent_id,
+                &scan.updated_since,
+                &tree,
+                &cursor_a,
+                &cursor_b,
+                &limit,
+            ],
         )
         .await?
     };

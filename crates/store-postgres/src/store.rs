@@ -15,9 +15,9 @@ use switchboard_store::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, ImportMark, ImportOutcome,
     InboundWrite, KeyRow, MergeCommit, NewExchange, NewImport, NewLine, NewSpawn, OutboxRow,
     PageFilter, PendingWrite, RawLine, RefusedExchange, Revision, RevisionsPageRead, RunRow,
-    RunWrite, ScanRows, SessionEdit, SessionScan, SessionsPageRead, SpawnAnnounce,
-    SpawnAnnounced, SpawnEnding, SpawnRow, SpawnState, Store, StoreError, StoredSession,
-    TrafficRow, TranscriptRow, scan_channel,
+    RunWrite, ScanRows, SessionEdit, SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced,
+    SpawnEnding, SpawnRow, SpawnState, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
+    scan_channel,
 };
 use switchboard_types::api::time::now_ms;
 use switchboard_types::key::SessionKey;
@@ -44,8 +44,9 @@ impl PgStore {
     where
         R: Send + 'static,
         F: FnOnce(crate::Conn, Arc<Vec<PreparedLine>>) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Result<(String, switchboard_store::line::Placed, R), PgError>>
-            + Send
+        Fut: std::future::Future<
+                Output = Result<(String, switchboard_store::line::Placed, R), PgError>,
+            > + Send
             + 'static,
     {
         let _ = key;
@@ -368,8 +369,11 @@ impl Store for PgStore {
 
     fn submit_inbound(&self, w: InboundWrite) -> PendingWrite<Result<Appended, KeyRow>> {
         let (key, now) = (w.key.clone(), w.now);
-        let pending =
-            self.submit_lines(&key, vec![w.line.clone()], now, move |c, lines| async move {
+        let pending = self.submit_lines(
+            &key,
+            vec![w.line.clone()],
+            now,
+            move |c, lines| async move {
                 if let Some(k) = &w.idempotency {
                     // Another node may hold the key's row mid-transaction: the lock makes
                     // this wait for it, then the find sees its commit.
@@ -392,7 +396,8 @@ impl Store for PgStore {
                     records::insert_key(&c, &row).await?;
                 }
                 Ok((sid, placed, None))
-            });
+            },
+        );
         Box::pin(async move {
             let (appended, repeat) = pending.await?;
             Ok(match repeat {

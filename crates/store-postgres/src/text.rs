@@ -25,7 +25,10 @@ mod tests {
     #[test]
     fn nul_becomes_the_replacement_character_and_nothing_else_changes() {
         assert_eq!(super::pg("a\0b"), "a\u{FFFD}b");
-        assert!(matches!(super::pg("plain é"), std::borrow::Cow::Borrowed("plain é")));
+        assert!(matches!(
+            super::pg("plain é"),
+            std::borrow::Cow::Borrowed("plain é")
+        ));
         assert_eq!(super::pg_opt(None), None);
     }
 }

@@ -5,8 +5,8 @@
 use deadpool_postgres::ClientWrapper;
 
 use crate::error::PgError;
-use crate::text::{pg, pg_opt};
 use crate::sessions::{exec, row, rows};
+use crate::text::{pg, pg_opt};
 use switchboard_store::line::{Placed, PreparedLine};
 use switchboard_store::{RawLine, TranscriptRow};
 use switchboard_types::key::SessionKey;
@@ -86,7 +86,14 @@ pub async fn append_prepared(
             c,
             "INSERT INTO transcript (session_id, seq, entry_id, type, role, line)
              VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&session_id, &seq, &pg(&l.id), &pg(&l.kind), &pg_opt(l.role.as_deref()), &text],
+            &[
+                &session_id,
+                &seq,
+                &pg(&l.id),
+                &pg(&l.kind),
+                &pg_opt(l.role.as_deref()),
+                &text,
+            ],
         )
         .await?;
         out.push((seq, parent.replace(l.id.clone())));
@@ -116,7 +123,7 @@ pub async fn put_lines(
              ON CONFLICT (session_id, seq) DO UPDATE SET entry_id = excluded.entry_id,
                type = excluded.type, role = excluded.role, line = excluded.line",
             &[
-                &pg(&session_id),
+                &pg(session_id),
                 &seq,
                 &pg(&line.id),
                 &pg(&line.kind),
@@ -146,7 +153,7 @@ pub async fn transcript_before(
         ),
         tools
     );
-    let mut found = rows(c, &sql, &[&pg(&session_id), &(limit as i64), &before]).await?;
+    let mut found = rows(c, &sql, &[&pg(session_id), &(limit as i64), &before]).await?;
     found.reverse();
     parsed(&found)
 }
@@ -194,7 +201,7 @@ pub async fn transcript_after(
             shown_lines!(),
             " AND seq > $2 ORDER BY seq LIMIT $3"
         ),
-        &[&pg(&session_id), &after, &(limit as i64)],
+        &[&pg(session_id), &after, &(limit as i64)],
     )
     .await?;
     parsed(&found)
@@ -204,7 +211,7 @@ pub async fn last_seq(c: &ClientWrapper, session_id: &str) -> Result<i64, PgErro
     Ok(rows(
         c,
         "SELECT coalesce(max(seq), 0)::bigint FROM transcript WHERE session_id = $1",
-        &[&pg(&session_id)],
+        &[&pg(session_id)],
     )
     .await?[0]
         .try_get(0)?)
@@ -215,7 +222,7 @@ pub async fn max_seq(c: &ClientWrapper, session_id: &str) -> Result<Option<i64>,
     Ok(rows(
         c,
         "SELECT max(seq) FROM transcript WHERE session_id = $1",
-        &[&pg(&session_id)],
+        &[&pg(session_id)],
     )
     .await?[0]
         .try_get(0)?)
@@ -229,7 +236,7 @@ pub async fn first_message_line(
         c,
         "SELECT line FROM transcript WHERE session_id = $1 AND type = 'message'
          ORDER BY seq LIMIT 1",
-        &[&pg(&session_id)],
+        &[&pg(session_id)],
     )
     .await?
     .map(|r| r.try_get(0).map_err(PgError::from))
@@ -247,7 +254,7 @@ pub async fn lines_after(
         c,
         "SELECT seq, entry_id, line FROM transcript WHERE session_id = $1 AND seq > $2
          ORDER BY seq LIMIT $3",
-        &[&pg(&session_id), &after, &(limit as i64)],
+        &[&pg(session_id), &after, &(limit as i64)],
     )
     .await?
     .iter()
@@ -261,7 +268,7 @@ pub async fn delete_orphan_transcript(c: &ClientWrapper, session_id: &str) -> Re
         c,
         "DELETE FROM transcript WHERE session_id = $1
          AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = $1)",
-        &[&pg(&session_id)],
+        &[&pg(session_id)],
     )
     .await
 }
@@ -278,13 +285,13 @@ pub async fn move_staged(
         "INSERT INTO transcript (session_id, seq, entry_id, type, role, line)
          SELECT $2, seq + $3, entry_id, type, role, line FROM transcript
          WHERE session_id = $1 ORDER BY seq",
-        &[&pg(&staging_id), &pg(&session_id), &first_seq],
+        &[&pg(staging_id), &pg(session_id), &first_seq],
     )
     .await?;
     exec(
         c,
         "DELETE FROM transcript WHERE session_id = $1",
-        &[&pg(&staging_id)],
+        &[&pg(staging_id)],
     )
     .await?;
     Ok(moved)

@@ -973,7 +973,6 @@ pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, Storag
         .query_row([session_id], |r| r.get::<_, i64>(0))? as u64)
 }
 
-
 /// Kinds are stored for indexing but depend on `session.mainKey` and `session.scope`; when
 /// those change between runs, reclassify every row once (recorded in `meta`).
 pub fn reclassify_if_needed(
