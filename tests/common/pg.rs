@@ -18,6 +18,8 @@ pub struct Cluster {
     pub port: u16,
     pub socket_dir: PathBuf,
     bin: PathBuf,
+    data: PathBuf,
+    options: String,
 }
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
@@ -25,6 +27,19 @@ static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 /// The cluster, started on first use; `Err` says why it could not start.
 pub fn cluster() -> Result<&'static Cluster, String> {
     CLUSTER.get_or_init(start).as_ref().map_err(Clone::clone)
+}
+
+/// A cluster of the caller's own (to stop and start again: a server restart), removed
+/// when the test process ends; `None` as `cluster_or_skip` says.
+pub fn private_cluster_or_skip(test: &str) -> Option<Cluster> {
+    match start() {
+        Ok(c) => Some(c),
+        Err(e) if required() => panic!("PostgreSQL is required here (CI=true) but: {e}"),
+        Err(e) => {
+            eprintln!("skipping {test}: no PostgreSQL ({e})");
+            None
+        }
+    }
 }
 
 /// The cluster, or `None` (with a message on stderr) where PostgreSQL is not installed and
@@ -58,6 +73,39 @@ pub fn fresh_database(cluster: &Cluster) -> String {
 }
 
 impl Cluster {
+    /// Stop the server (fast: connections are closed, as when it restarts).
+    pub fn stop(&self) {
+        let out = as_server_user(&self.bin, "pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "fast", "-w", "stop"])
+            .output()
+            .expect("pg_ctl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Start it again on the same port.
+    pub fn start(&self) {
+        let out = as_server_user(&self.bin, "pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .arg("-l")
+            .arg(self.socket_dir.join("server.log"))
+            .args(["-o", &self.options, "-w", "-t", "60", "start"])
+            .stdout(Stdio::null())
+            .output()
+            .expect("pg_ctl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The URL of database `db` over TCP.
     pub fn url(&self, db: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
@@ -245,6 +293,8 @@ fn start() -> Result<Cluster, String> {
         port,
         socket_dir: dir,
         bin,
+        data,
+        options,
     })
 }
 

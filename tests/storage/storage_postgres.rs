@@ -273,3 +273,59 @@ async fn text_with_nul_is_stored_not_refused() {
             .is_empty()
     );
 }
+
+/// The server restarted under a running store: while it is down a write fails at once as
+/// `Unavailable` naming the server (no hang), and once it is back the same store reads
+/// and writes again by itself, having lost nothing it acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_fails_requests_clearly_then_the_store_recovers() {
+    let Some(cluster) = pg::private_cluster_or_skip("a_restarted_server") else {
+        return;
+    };
+    let store = PgStore::open(&pg::fresh_database(&cluster)).expect("open");
+    let s = session("agent:main:main");
+    store
+        .create_session(s.clone(), json!({"type": "session"}))
+        .await
+        .expect("create");
+    let first = NewLine::message(json!({"role": "user", "content": "before"}));
+    store
+        .submit_append(&s.key, vec![first])
+        .await
+        .expect("append before");
+
+    cluster.stop();
+    let down = NewLine::message(json!({"role": "user", "content": "while down"}));
+    let err = store
+        .submit_append(&s.key, vec![down])
+        .await
+        .expect_err("the server is down");
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("127.0.0.1:{}", cluster.port)),
+        "{err}"
+    );
+    let err = store.count_sessions().await.expect_err("reads fail too");
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+
+    cluster.start();
+    let after = NewLine::message(json!({"role": "user", "content": "after"}));
+    store
+        .submit_append(&s.key, vec![after])
+        .await
+        .expect("the writer reconnects by itself");
+    let texts: Vec<String> = store
+        .transcript_tail(&s.entry.session_id, 10, true)
+        .await
+        .expect("the readers reconnect by itself")
+        .iter()
+        .map(|r| {
+            r.line["message"]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(texts, ["before", "after"]);
+}
