@@ -148,6 +148,20 @@ pub fn store_rows(state: &std::path::Path, sql: &str) -> Vec<Vec<String>> {
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
+/// Run `sql` (statements with their values written in) on the store of state folder
+/// `state`, either store: for tests that set up a state the engine cannot be driven into.
+pub fn store_exec(state: &std::path::Path, sql: &str) {
+    if let Some(url) = test_store_url(state) {
+        let cluster = pg::cluster().expect("the test cluster runs");
+        cluster.sql(pg::database_of(&url), sql);
+        return;
+    }
+    rusqlite::Connection::open(state.join("switchboard.db"))
+        .expect("open the store")
+        .execute_batch(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
 /// Whether the tests run on PostgreSQL (`SWITCHBOARD_TEST_STORE=postgres`): a test of the
 /// SQLite file itself (its header, its pragmas) then says so and skips.
 pub fn on_postgres(test: &str) -> bool {

@@ -823,9 +823,6 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
 /// owner is gone, the next `resume` delivers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_leaves_a_live_engines_announce_to_it() {
-    if crate::common::on_postgres("resume_leaves_a_live_engines_announce_to_it") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
     let owner = crate::common::open_engine(dir.path(), config()).unwrap();
@@ -842,21 +839,18 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
         .unwrap();
     // The state between the two steps of an announce: the child's run ended (in `owner`)
     // and the announce is decided, not yet delivered.
-    let db = rusqlite::Connection::open(dir.path().join("switchboard.db")).unwrap();
-    db.execute(
-        "INSERT INTO runs (run_id, session_key, agent_id, step, round, status, owner, started_at, ended_at, reply)
-         VALUES ('r1', ?1, 'main', 'subagent', 0, 'ok', ?2, 1, 2, 'done')",
-        rusqlite::params![child, owner.instance_id()],
-    )
-    .unwrap();
-    db.execute(
-        "INSERT INTO spawns (child_key, requester, run_id, agent_id, task, cleanup, mode, status,
-             outcome, started_at, ended_at, announce, announce_state)
-         VALUES (?1, ?2, 'r1', 'main', 't', 'keep', 'run', 'ended', 'completed', 1, 2,
-             'Sub-agent \"t\" finished.', 'pending')",
-        rusqlite::params![child, ME],
-    )
-    .unwrap();
+    crate::common::store_exec(
+        dir.path(),
+        &format!(
+            "INSERT INTO runs (run_id, session_key, agent_id, step, round, status, owner, started_at, ended_at, reply)
+             VALUES ('r1', '{child}', 'main', 'subagent', 0, 'ok', '{}', 1, 2, 'done');
+             INSERT INTO spawns (child_key, requester, run_id, agent_id, task, cleanup, mode, status,
+                 outcome, started_at, ended_at, announce, announce_state)
+             VALUES ('{child}', '{ME}', 'r1', 'main', 't', 'keep', 'run', 'ended', 'completed', 1, 2,
+                 'Sub-agent \"t\" finished.', 'pending')",
+            owner.instance_id()
+        ),
+    );
     let other = crate::common::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
