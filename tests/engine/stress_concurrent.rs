@@ -19,9 +19,6 @@ const HANG: Duration = Duration::from_secs(20);
 /// which a run records its start on its own. The run must still end once the lock is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_start_commits_slowly_still_ends() {
-    if crate::common::on_postgres("a_run_whose_start_commits_slowly_still_ends") {
-        return;
-    }
     let b = common::bench(json!({
         "tools": { "sessions": { "visibility": "all" }, "agentToAgent": { "enabled": true } },
         "agents": { "list": [
@@ -42,17 +39,23 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
         .ensure(&key, Default::default())
         .await
         .expect("session");
-    let db = std::path::PathBuf::from(b.engine.store().backend().location());
-    let other = rusqlite::Connection::open(&db).expect("second connection");
-    other
-        .execute_batch("BEGIN IMMEDIATE")
-        .expect("the other connection takes the write lock");
-    let release = std::thread::spawn(move || {
-        // Well past the grace, so the run records its start while its tool call's write of
-        // the same record is still waiting on the lock.
-        std::thread::sleep(Duration::from_millis(300));
-        other.execute_batch("ROLLBACK").expect("release the lock");
-    });
+    let release = match crate::common::test_store_url(b.dir()) {
+        // On PostgreSQL another session holds the runs table against writes instead.
+        Some(url) => hold_runs_on_postgres(&url),
+        None => {
+            let db = std::path::PathBuf::from(b.engine.store().backend().location());
+            let other = rusqlite::Connection::open(&db).expect("second connection");
+            other
+                .execute_batch("BEGIN IMMEDIATE")
+                .expect("the other connection takes the write lock");
+            std::thread::spawn(move || {
+                // Well past the grace, so the run records its start while its tool call's
+                // write of the same record is still waiting on the lock.
+                std::thread::sleep(Duration::from_millis(300));
+                other.execute_batch("ROLLBACK").expect("release the lock");
+            })
+        }
+    };
     // Answering a message already in the transcript: the run's first write is the start
     // record that its tool call needs.
     let mut run = b.engine.start_run(RunRequest::reply_to(key.clone(), "go"));
@@ -72,6 +75,34 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
         .expect("read")
         .expect("run row");
     assert_eq!(row.status.as_str(), "ok");
+}
+
+/// Another PostgreSQL session holding the runs table against writes for 300 ms (well past
+/// the grace), taken before this returns; the thread ends when it is released.
+fn hold_runs_on_postgres(url: &str) -> std::thread::JoinHandle<()> {
+    let cluster = common::pg::cluster().expect("the test cluster runs");
+    let db = common::pg::database_of(url).to_string();
+    let holder = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let cluster = common::pg::cluster().expect("the test cluster runs");
+            cluster.sql(
+                &db,
+                "BEGIN; LOCK TABLE runs IN EXCLUSIVE MODE; SELECT pg_sleep(0.3); COMMIT;",
+            );
+        })
+    };
+    let held = "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+                WHERE c.relname = 'runs' AND l.mode = 'ExclusiveLock' AND l.granted";
+    let deadline = std::time::Instant::now() + HANG;
+    while cluster.sql(&db, held) != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lock was never taken"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    holder
 }
 
 /// The two-agents example (assets/examples/two-agents.json5) with `delayMs` on the rules a
