@@ -329,3 +329,19 @@ async fn a_restarted_server_fails_requests_clearly_then_the_store_recovers() {
         .collect();
     assert_eq!(texts, ["before", "after"]);
 }
+
+/// `storage.url` that is not a `postgres://` URL is a config problem naming the key and
+/// what a URL looks like, for `config check` and for any command (no PostgreSQL needed).
+#[test]
+fn a_storage_url_that_is_not_postgres_is_a_config_problem() {
+    let b = CliBench::new("{\n  storage: {\n    url: \"mysql://db/x\",\n  },\n}\n");
+    for args in [&["config", "check"][..], &["sessions", "list"][..]] {
+        let out = b.run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("storage.url") && err.contains("postgres://USER"),
+            "{args:?}: {err}"
+        );
+    }
+}
