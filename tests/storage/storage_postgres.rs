@@ -345,3 +345,50 @@ fn a_storage_url_that_is_not_postgres_is_a_config_problem() {
         );
     }
 }
+
+/// Two stores (two processes) creating the same new session, and recording the same
+/// idempotency key, at the same moment: the session is created once and both calls
+/// succeed; the key is recorded once and the other call is told it is taken (neither fails
+/// on the other's insert).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_creating_one_session_or_key_at_once_both_succeed_once() {
+    let Some(cluster) = pg::cluster_or_skip("two_stores_creating_one_session") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let a = PgStore::open(&url).expect("open a");
+    let b = PgStore::open(&url).expect("open b");
+    for i in 0..20 {
+        let s = session(&format!("agent:main:new{i}"));
+        let header = json!({"type": "session"});
+        let (x, y) = tokio::join!(
+            a.create_session(s.clone(), header.clone()),
+            b.create_session(s.clone(), header)
+        );
+        let (x, y) = (x.expect("a creates"), y.expect("b creates"));
+        assert!(x.1 ^ y.1, "created exactly once: {} {}", x.1, y.1);
+
+        let inbound = |now: i64| switchboard_store::InboundWrite {
+            key: s.key.clone(),
+            line: NewLine::message(json!({"role": "user", "content": "hi"})),
+            run: None,
+            idempotency: Some(switchboard_store::KeyRow {
+                key: format!("key-{i}"),
+                session_key: s.key.to_string(),
+                message_hash: "h".into(),
+                run_id: None,
+                seq: 0,
+                command_reply: None,
+                created_at: now,
+            }),
+            now,
+        };
+        let now = switchboard_types::api::time::now_ms();
+        let (x, y) = tokio::join!(
+            a.submit_inbound(inbound(now)),
+            b.submit_inbound(inbound(now))
+        );
+        let (x, y) = (x.expect("a records"), y.expect("b records"));
+        assert!(x.is_ok() ^ y.is_ok(), "the key is recorded exactly once");
+    }
+}

@@ -197,15 +197,10 @@ impl PgStore {
         &self,
         fut: impl Future<Output = Result<R, PgError>> + Send + 'static,
     ) -> Result<R, StoreError> {
-        let (tx, rx) = std::sync::mpsc::channel();
         let at = self.inner.at.clone();
-        self.inner.handle.spawn(async move {
-            let _ = tx.send(fut.await.map_err(|e| e.locate(&at)));
-        });
-        match rx.recv() {
-            Ok(result) => result.map_err(StoreError::from),
-            Err(_) => Err(PgError::Stopped.into()),
-        }
+        block_on(&self.inner.handle, async move {
+            fut.await.map_err(|e| StoreError::from(e.locate(&at)))
+        })
     }
 
     /// Run `op` on a pooled connection, on the store's runtime.
@@ -233,11 +228,16 @@ impl PgStore {
         F: FnOnce(Conn) -> Fut + Send + 'static,
         Fut: Future<Output = Result<R, PgError>> + Send + 'static,
     {
-        let (pool, at) = (self.inner.pool.clone(), self.inner.at.clone());
-        self.block(async move {
-            let c = pool.get().await.map_err(|e| PgError::from_pool(&at, e))?;
-            op(Arc::new(c)).await
-        })
+        self.reader().read_now(op)
+    }
+
+    /// What blocking reads need, without a handle on the store (see `Reader`).
+    fn reader(&self) -> Reader {
+        Reader {
+            pool: self.inner.pool.clone(),
+            at: self.inner.at.clone(),
+            handle: self.inner.handle.clone(),
+        }
     }
 
     /// Queue `op` for the writer now: it runs in a transaction of its own after every
@@ -326,18 +326,52 @@ impl PgStore {
                 let flows = records::close_owner_flows(&c, &owner, now).await?;
                 Ok(Recovered { runs, flows })
             });
-            let (tx, rx) = std::sync::mpsc::channel();
-            self.inner.handle.spawn(async move {
-                let _ = tx.send(pending.await);
-            });
-            let r = rx
-                .recv()
-                .map_err(|_| StoreError::from(PgError::Stopped))??;
+            let r = block_on(&self.inner.handle, pending)?;
             all.runs.extend(r.runs);
             all.flows.extend(r.flows);
         }
         Ok(all)
     }
+}
+
+/// Blocking reads for a thread that must not keep the store alive (a scan's reader): once
+/// the store is dropped its runtime stops, and these reads fail `Unavailable`.
+pub(crate) struct Reader {
+    pool: Pool,
+    at: String,
+    handle: tokio::runtime::Handle,
+}
+
+impl Reader {
+    pub(crate) fn read_now<R, F, Fut>(&self, op: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(Conn) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<R, PgError>> + Send + 'static,
+    {
+        let (pool, at) = (self.pool.clone(), self.at.clone());
+        block_on(&self.handle, async move {
+            let result = async {
+                let c = pool.get().await.map_err(|e| PgError::from_pool(&at, e))?;
+                op(Arc::new(c)).await
+            }
+            .await;
+            result.map_err(|e| StoreError::from(e.locate(&at)))
+        })
+    }
+}
+
+/// Run `fut` on the store's runtime (`handle`) and wait for it on this thread: start-up
+/// steps and the trait's blocking calls. A stopped runtime is `Unavailable`.
+fn block_on<R: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    fut: impl Future<Output = Result<R, StoreError>> + Send + 'static,
+) -> Result<R, StoreError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().unwrap_or_else(|_| Err(PgError::Stopped.into()))
 }
 
 /// Run `op` between BEGIN and `commit` (the change notice and COMMIT, one round trip;

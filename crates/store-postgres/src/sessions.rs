@@ -105,6 +105,19 @@ pub async fn lock_session(
         .transpose()
 }
 
+/// Hold `name`'s advisory lock until the transaction ends: writers that check for a row and
+/// then insert it (a new session, an idempotency key) queue here across processes and nodes,
+/// so the second one sees the first one's row instead of failing on its insert.
+pub async fn lock_name(c: &ClientWrapper, name: &str) -> Result<(), PgError> {
+    exec(
+        c,
+        "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
+        &[&pg(name)],
+    )
+    .await?;
+    Ok(())
+}
+
 pub async fn session_exists(c: &ClientWrapper, key: &SessionKey) -> Result<bool, PgError> {
     Ok(
         row(c, "SELECT 1 FROM sessions WHERE key = $1", &[&key.as_str()])

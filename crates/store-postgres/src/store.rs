@@ -179,13 +179,14 @@ impl Store for PgStore {
         // Chunks read one at a time, each only when the caller asks (`scan_channel`), on a
         // blocking thread of the store's runtime (the feed's hand-over blocks).
         let (mut feed, rows) = scan_channel();
-        let store = self.clone();
+        // Not the store itself: a scan must not keep it (and its runtime) alive.
+        let reader = self.reader();
         self.inner.handle.spawn_blocking(move || {
             let mut size = scan.wanted.unwrap_or(SCAN_CHUNK).clamp(1, SCAN_CHUNK_MAX);
             let mut after = ScanAfter::Start;
             loop {
                 let (scan_now, after_now) = (scan.clone(), after.clone());
-                let chunk = store.read_now(move |c| async move {
+                let chunk = reader.read_now(move |c| async move {
                     sessions::scan_chunk(&c, &scan_now, &after_now, size).await
                 });
                 match chunk {
@@ -248,8 +249,9 @@ impl Store for PgStore {
         header: Value,
     ) -> Result<(StoredSession, bool), StoreError> {
         self.write(|c| async move {
-            // Another node creating the same key waits on the insert, then finds it here
-            // (the transaction after it sees it).
+            // Another process creating the same key waits here until its insert commits,
+            // then finds it.
+            sessions::lock_name(&c, session.key.as_str()).await?;
             if let Some(existing) = sessions::read_session(&c, &session.key, Read::Whole).await? {
                 return Ok((existing, false));
             }
@@ -375,13 +377,9 @@ impl Store for PgStore {
             now,
             move |c, lines| async move {
                 if let Some(k) = &w.idempotency {
-                    // Another node may hold the key's row mid-transaction: the lock makes
-                    // this wait for it, then the find sees its commit.
-                    c.execute(
-                        "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)",
-                        &[&k.key],
-                    )
-                    .await?;
+                    // Another process recording the key waits here until it commits, then
+                    // the find sees its row.
+                    sessions::lock_name(&c, &format!("idempotency:{}", k.key)).await?;
                     if let Some(found) = records::find_key(&c, &k.key, now).await? {
                         return Ok((String::new(), Vec::new(), Some(found)));
                     }
@@ -698,6 +696,7 @@ impl Store for PgStore {
                 mark,
             } = &import;
             let sid = &session.entry.session_id;
+            sessions::lock_name(&c, session.key.as_str()).await?;
             if sessions::session_exists(&c, &session.key).await? {
                 transcript::delete_orphan_transcript(&c, sid).await?;
                 return Ok(ImportOutcome::KeyExists);
