@@ -392,3 +392,22 @@ async fn two_stores_creating_one_session_or_key_at_once_both_succeed_once() {
         assert!(x.is_ok() ^ y.is_ok(), "the key is recorded exactly once");
     }
 }
+
+/// `switchboard backup` on a PostgreSQL store says to use pg_dump instead of backing up a
+/// state folder that holds no data (no PostgreSQL needed: it refuses before connecting).
+#[test]
+fn backup_on_postgres_points_to_pg_dump() {
+    let b = CliBench::new("{}");
+    let out_file = b.state.with_extension("backup.db");
+    let out = b.run(&[
+        "--store",
+        &format!("postgres://postgres@127.0.0.1:{}/x", dead_port()),
+        "backup",
+        "--out",
+        out_file.to_str().expect("utf-8 path"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("pg_dump"), "{err}");
+    assert!(!out_file.exists());
+}
