@@ -3,6 +3,7 @@
 //! API's enums; one this build does not know is an error naming the column.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Row;
@@ -704,6 +705,9 @@ pub async fn outbox_of(c: &ClientWrapper, session_key: &str) -> Result<Vec<Outbo
 
 /// The most keys kept; past it the oldest go (as the SQLite store's cap).
 const MAX_KEYS: i64 = 100_000;
+/// How often (in inserts, this process) the cap is checked.
+const CAP_EVERY: u64 = 1024;
+static INSERTS: AtomicU64 = AtomicU64::new(0);
 
 fn expired_before(now: i64) -> i64 {
     now.saturating_sub(TTL.as_millis() as i64)
@@ -757,14 +761,20 @@ pub async fn insert_key(c: &ClientWrapper, k: &KeyRow) -> Result<(), PgError> {
         ],
     )
     .await?;
-    // The cap, checked cheaply: only when the table is past it does the trim run.
-    exec(
-        c,
-        "DELETE FROM idempotency_keys WHERE created_at < (SELECT created_at FROM idempotency_keys
-             ORDER BY created_at DESC LIMIT 1 OFFSET $1)",
-        &[&MAX_KEYS],
-    )
-    .await?;
+    // The cap, as the SQLite store keeps it: checked every `CAP_EVERY` inserts (the check
+    // walks up to `MAX_KEYS` index entries), expired rows going on every insert above.
+    if INSERTS
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(CAP_EVERY)
+    {
+        exec(
+            c,
+            "DELETE FROM idempotency_keys WHERE created_at < (SELECT created_at
+                 FROM idempotency_keys ORDER BY created_at DESC LIMIT 1 OFFSET $1)",
+            &[&MAX_KEYS],
+        )
+        .await?;
+    }
     Ok(())
 }
 
