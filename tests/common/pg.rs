@@ -144,6 +144,12 @@ impl Cluster {
     /// The rows of `sql` in `db`, each column as text (NULL as ""). Fields and rows are
     /// split on the ASCII unit and record separators, which stored text does not hold.
     pub fn rows(&self, db: &str, sql: &str) -> Vec<Vec<String>> {
+        self.try_rows(db, sql)
+            .unwrap_or_else(|e| panic!("psql {sql:?}: {e}"))
+    }
+
+    /// `rows`, or psql's message when the statement fails (a table not made yet).
+    pub fn try_rows(&self, db: &str, sql: &str) -> Result<Vec<Vec<String>>, String> {
         let out = Command::new(self.bin.join("psql"))
             .args([
                 "-X",
@@ -163,17 +169,16 @@ impl Cluster {
             .args(["-d", db, "-c", sql])
             .output()
             .expect("psql runs");
-        assert!(
-            out.status.success(),
-            "psql {sql:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
         let text = String::from_utf8_lossy(&out.stdout);
-        text.trim_end_matches('\n')
+        Ok(text
+            .trim_end_matches('\n')
             .split('\u{1e}')
             .filter(|r| !r.is_empty())
             .map(|r| r.split('\u{1f}').map(str::to_string).collect())
-            .collect()
+            .collect())
     }
 }
 
