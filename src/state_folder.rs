@@ -110,6 +110,12 @@ pub fn exists(state_dir: &Path) -> bool {
     state_dir.join(switchboard_store_sqlite::DB_FILE).is_file()
 }
 
+/// Whether there is state to read: the PostgreSQL database the config names (made by the
+/// first open, whatever the folder holds), else the folder's SQLite database (`exists`).
+pub fn has_state(state_dir: &Path, config: &Config) -> bool {
+    config.storage.url.is_some() || exists(state_dir)
+}
+
 /// Why a state folder could not be opened for reading.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadOpenError {

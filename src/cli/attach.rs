@@ -98,7 +98,7 @@ impl Cli {
             Plan::Several { local, gateways } => {
                 let dir = self.state_dir();
                 let local = match local {
-                    Some(name) if switchboard::state_folder::exists(&dir) => {
+                    Some(name) if switchboard::state_folder::has_state(&dir, &config) => {
                         let api: Arc<dyn SessionsApi> = Arc::new(self.open_engine_for_reading()?);
                         Some((name, api))
                     }

@@ -175,6 +175,20 @@ fn the_binary_runs_on_postgres_through_store_and_the_environment() {
         listed.contains("agent:main:main") || listed.contains("main"),
         "{listed}"
     );
+    // The overview (no command, off a terminal) reads the database, not the folder's file.
+    let out = bench
+        .command(&[])
+        .env("SWITCHBOARD_STORE", &url)
+        .output()
+        .expect("run");
+    let overview = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!overview.contains("not made yet"), "{overview}");
+    assert!(overview.contains("Sessions: 1"), "{overview}");
 
     let port = dead_port();
     let out = bench.run(&[
