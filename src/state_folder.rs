@@ -1,7 +1,8 @@
-//! Opening a state folder: the SQLite store in it, the recovery of what a stopped engine
-//! left open, and the engine over that store. The composition root's one place that names
-//! the SQLite store; the engine itself only knows `switchboard_store::Store` (and, for
-//! imports, `switchboard_store::openclaw::OpenClawDbs`).
+//! Opening a state folder: the SQLite store in it (or the PostgreSQL database the config's
+//! `storage.url` names), the recovery of what a stopped engine left open, and the engine over
+//! that store. The composition root's one place that names the stores; the engine itself
+//! only knows `switchboard_store::Store` (and, for imports,
+//! `switchboard_store::openclaw::OpenClawDbs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use switchboard_engine::Engine;
 use switchboard_engine::instance::Instance;
 use switchboard_store::StoreError;
+use switchboard_store_postgres::PgStore;
 use switchboard_store_sqlite::openclaw_source::SqliteOpenClawDbs;
 use switchboard_store_sqlite::runs::{self, Recovered};
 use switchboard_store_sqlite::{SqliteStore, Storage, StorageError, queries};
@@ -23,6 +25,9 @@ pub fn open_engine(state_dir: &Path, config: Config) -> Result<Engine, StoreErro
     std::fs::create_dir_all(state_dir).map_err(|e| StorageError::io(state_dir, e))?;
     let instance = Instance::claim(state_dir)
         .map_err(|e| StorageError::io(&state_dir.join("instances"), e))?;
+    if let Some(url) = config.storage.url.clone() {
+        return open_postgres_engine(&url, state_dir, config, instance);
+    }
     let mut recovered = Recovered::default();
     let storage = Storage::open_prepared(state_dir, |conn| {
         queries::reclassify_if_needed(conn, &scheme)?;
@@ -40,6 +45,33 @@ pub fn open_engine(state_dir: &Path, config: Config) -> Result<Engine, StoreErro
         tracing::info!(swept, "removed lock files of stopped engines");
     }
     let engine = engine_over(config, storage, state_dir, instance);
+    engine.announce_recovered(
+        recovered.runs.into_iter().map(|r| r.run_id).collect(),
+        recovered.flows,
+    );
+    Ok(engine)
+}
+
+/// The engine over the PostgreSQL database at `url`: migrated, its kinds reclassified and
+/// what dead instances left open closed, as for SQLite. The state folder keeps the rest
+/// (logs, tokens, the instance locks that tell a live owner from a dead one).
+fn open_postgres_engine(
+    url: &str,
+    state_dir: &Path,
+    config: Config,
+    instance: Instance,
+) -> Result<Engine, StoreError> {
+    let store = PgStore::open(url)?;
+    store.reclassify_if_needed(&config.key_scheme())?;
+    let recovered = store.close_dead_owners(now_ms(), |owner| {
+        owner == instance.id() || Instance::is_alive(state_dir, owner)
+    })?;
+    let swept = Instance::sweep(state_dir);
+    if swept > 0 {
+        tracing::info!(swept, "removed lock files of stopped engines");
+    }
+    let engine = Engine::new(config, Arc::new(store), state_dir, instance)
+        .with_openclaw_dbs(Arc::new(SqliteOpenClawDbs));
     engine.announce_recovered(
         recovered.runs.into_iter().map(|r| r.run_id).collect(),
         recovered.flows,
@@ -78,6 +110,12 @@ pub fn exists(state_dir: &Path) -> bool {
     state_dir.join(switchboard_store_sqlite::DB_FILE).is_file()
 }
 
+/// Whether there is state to read: the PostgreSQL database the config names (made by the
+/// first open, whatever the folder holds), else the folder's SQLite database (`exists`).
+pub fn has_state(state_dir: &Path, config: &Config) -> bool {
+    config.storage.url.is_some() || exists(state_dir)
+}
+
 /// Why a state folder could not be opened for reading.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadOpenError {
@@ -96,6 +134,10 @@ or record a first message with `switchboard --state-dir {path} inject agent:main
 /// For commands that only read: the folder must exist (nothing is created); it is opened
 /// normally, or read-only when it cannot be written.
 pub fn open_engine_for_reading(state_dir: &Path, config: Config) -> Result<Engine, ReadOpenError> {
+    // The state lives in the database: the folder only holds logs and locks.
+    if config.storage.url.is_some() {
+        return Ok(open_engine(state_dir, config)?);
+    }
     if !exists(state_dir) {
         return Err(ReadOpenError::Missing(state_dir.to_path_buf()));
     }

@@ -59,6 +59,7 @@ Several gateways at once, beside the local folder (sessions named SOURCE/KEY):\n
 switchboard --connect home=ws://127.0.0.1:18789 --connect team=wss://team.example.com:18789 \
 --token team=TOKEN sessions list\n  switchboard gateways",
     after_help = "State: --state-dir, else $SWITCHBOARD_STATE_DIR, else the platform data folder.\n\
+Store: SQLite in the state folder, unless --store postgres://… (else $SWITCHBOARD_STORE, else the config's storage.url).\n\
 Config: --config, else $SWITCHBOARD_CONFIG, else <config dir>/switchboard/config.json5 (missing = built-in defaults).\n\
 Console keys: ? in the console; remap them in <config dir>/switchboard/keymap.json5 (defaults: assets/keymap.json5).\n\
 NO_COLOR=1 gives a monochrome console; logs go to <state>/logs/switchboard.log.\n\
@@ -88,6 +89,11 @@ pub struct Cli {
     /// config entry's tokenFile or tokenEnv).
     #[arg(long, global = true, value_name = "[NAME=]TOKEN", help_heading = GLOBAL)]
     pub token: Vec<String>,
+    /// Keep the engine's state in this PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DB)
+    /// instead of the state folder's SQLite database; overrides the config's `storage.url`.
+    /// The state folder still holds logs, tokens and instance locks.
+    #[arg(long, global = true, env = "SWITCHBOARD_STORE", value_name = "URL", help_heading = GLOBAL)]
+    pub store: Option<String>,
     /// A CA certificate (PEM) to trust for a wss:// gateway (every gateway given without a
     /// tlsCa of its own in the config).
     #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]

@@ -35,7 +35,7 @@ impl Cli {
 
     /// The config in force: an explicit file must exist; the default path may be missing.
     pub fn load_config(&self) -> Result<Config> {
-        let config = if let Some(path) = &self.config {
+        let mut config = if let Some(path) = &self.config {
             config::load_file(path)?
         } else {
             match default_config_path() {
@@ -45,6 +45,17 @@ impl Cli {
         };
         for w in config::warnings(&config) {
             tracing::warn!(path = %w.path, "config: {}", w.message);
+        }
+        // `--store` (or $SWITCHBOARD_STORE) wins over the config's `storage.url`.
+        if let Some(url) = &self.store {
+            if !switchboard_types::config::is_postgres_url(url) {
+                let _ = url;
+                anyhow::bail!(
+                    "--store is not a postgres:// URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE); \
+                     leave --store and $SWITCHBOARD_STORE out to keep the state folder's SQLite database"
+                );
+            }
+            config.storage.url = Some(url.clone());
         }
         Ok(config)
     }
@@ -87,7 +98,7 @@ impl Cli {
             Plan::Several { local, gateways } => {
                 let dir = self.state_dir();
                 let local = match local {
-                    Some(name) if switchboard::state_folder::exists(&dir) => {
+                    Some(name) if switchboard::state_folder::has_state(&dir, &config) => {
                         let api: Arc<dyn SessionsApi> = Arc::new(self.open_engine_for_reading()?);
                         Some((name, api))
                     }

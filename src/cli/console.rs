@@ -223,8 +223,9 @@ pub(crate) fn tempfile_dir() -> Result<PathBuf> {
 pub(crate) async fn overview(cli: &Cli) -> Result<()> {
     let dir = cli.state_dir();
     // Only reads: a folder that is not there yet is reported, not made.
-    let several = !cli.connect.is_empty() || !cli.load_config()?.gateways.is_empty();
-    if !several && !switchboard::state_folder::exists(&dir) {
+    let config = cli.load_config()?;
+    let several = !cli.connect.is_empty() || !config.gateways.is_empty();
+    if !several && !switchboard::state_folder::has_state(&dir, &config) {
         println!(
             "Switchboard state: {} (not made yet: the console or a first `inject` makes it)",
             dir.display()

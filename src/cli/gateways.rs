@@ -78,7 +78,7 @@ pub(crate) async fn gateways(cli: &Cli, json: bool) -> Result<()> {
     let mut rows = Vec::new();
     // The local folder is listed whether or not it is made; it is opened only to be
     // checked by `Sources` with the others (names and places given twice).
-    let exists = switchboard::state_folder::exists(&dir);
+    let exists = switchboard::state_folder::has_state(&dir, &config);
     let local_api = match &local {
         Some(name) if exists => {
             let api: Arc<dyn SessionsApi> = Arc::new(cli.open_engine_for_reading()?);

@@ -101,6 +101,13 @@ pub(crate) async fn import(cli: &Cli, dir: &Path) -> Result<()> {
 
 /// `backup --out FILE`: the state folder's database copied while in use (see its help).
 pub(crate) async fn backup(cli: &Cli, out: &std::path::Path, force: bool) -> Result<()> {
+    // The SQLite backup has nothing to copy when the state is in PostgreSQL.
+    if cli.load_config()?.storage.url.is_some() {
+        return Err(super::usage(
+            "the engine's state is in PostgreSQL (--store, $SWITCHBOARD_STORE or storage.url), \
+             not in the state folder: back it up with pg_dump (README, \"Running on PostgreSQL\")",
+        ));
+    }
     let dir = cli.state_dir();
     if !switchboard::state_folder::exists(&dir) {
         return Err(anyhow::anyhow!("no state folder at {}", dir.display()));

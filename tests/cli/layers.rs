@@ -18,6 +18,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "switchboard-store-sqlite",
         &["switchboard-store", "switchboard-types"],
     ),
+    (
+        "switchboard-store-postgres",
+        &["switchboard-store", "switchboard-types"],
+    ),
     // The engine knows storage only as the `Store` trait (and OpenClaw's SQLite state only as
     // the `OpenClawDbs` source trait); the binary's `state_folder` plugs the SQLite ones in.
     (

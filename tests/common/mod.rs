@@ -42,6 +42,7 @@ impl CliBench {
             .env_remove("SWITCHBOARD_STATE_DIR")
             .env_remove("SWITCHBOARD_CONFIG")
             .env_remove("RUST_BACKTRACE");
+        store_env(&mut c, &self.state);
         c
     }
 
@@ -88,8 +89,110 @@ pub fn bench(config: Value) -> Bench {
     let config: switchboard_config::Config =
         serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = open_engine(dir.path(), config).expect("engine opens");
     Bench { engine, _dir: dir }
+}
+
+/// `state_folder::open_engine` on the store the tests run on: the folder's SQLite database,
+/// or with `SWITCHBOARD_TEST_STORE=postgres` a database of the test cluster (`pg.rs`) of
+/// its own, the same one each time this folder is opened again (a restart).
+pub fn open_engine(
+    dir: &std::path::Path,
+    mut config: switchboard_config::Config,
+) -> Result<switchboard_engine::Engine, switchboard_store::StoreError> {
+    if let Some(url) = test_store_url(dir) {
+        config.storage.url = Some(url);
+    }
+    switchboard::state_folder::open_engine(dir, config)
+}
+
+/// The store the tests run on, for a `switchboard` process on `state`: the folder's
+/// PostgreSQL database in `$SWITCHBOARD_STORE` when the tests run on PostgreSQL, else none
+/// (the user's own setting never leaks in).
+pub fn store_env(c: &mut Command, state: &std::path::Path) {
+    match test_store_url(state) {
+        Some(url) => c.env("SWITCHBOARD_STORE", url),
+        None => c.env_remove("SWITCHBOARD_STORE"),
+    };
+}
+
+/// The rows of `sql` on the store of state folder `state` (its SQLite file, or its
+/// PostgreSQL database when the tests run there), each column as text (NULL as ""): for
+/// tests that check what was stored, on either store.
+pub fn store_rows(state: &std::path::Path, sql: &str) -> Vec<Vec<String>> {
+    if let Some(url) = test_store_url(state) {
+        let cluster = pg::cluster().expect("the test cluster runs");
+        return cluster.rows(pg::database_of(&url), sql);
+    }
+    let db = rusqlite::Connection::open(state.join("switchboard.db")).expect("open the store");
+    let mut stmt = db.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = stmt.column_count();
+    let rows = stmt
+        .query_map([], |r| {
+            (0..columns)
+                .map(|i| {
+                    use rusqlite::types::ValueRef;
+                    Ok(match r.get_ref(i)? {
+                        ValueRef::Null => String::new(),
+                        ValueRef::Integer(n) => n.to_string(),
+                        ValueRef::Real(x) => x.to_string(),
+                        ValueRef::Text(t) | ValueRef::Blob(t) => {
+                            String::from_utf8_lossy(t).into_owned()
+                        }
+                    })
+                })
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.collect::<rusqlite::Result<_>>()
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Run `sql` (statements with their values written in) on the store of state folder
+/// `state`, either store: for tests that set up a state the engine cannot be driven into.
+pub fn store_exec(state: &std::path::Path, sql: &str) {
+    if let Some(url) = test_store_url(state) {
+        let cluster = pg::cluster().expect("the test cluster runs");
+        cluster.sql(pg::database_of(&url), sql);
+        return;
+    }
+    rusqlite::Connection::open(state.join("switchboard.db"))
+        .expect("open the store")
+        .execute_batch(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Whether the tests run on PostgreSQL (`SWITCHBOARD_TEST_STORE=postgres`): a test of the
+/// SQLite file itself (its header, its pragmas) then says so and skips.
+pub fn on_postgres(test: &str) -> bool {
+    let on = std::env::var("SWITCHBOARD_TEST_STORE").is_ok_and(|s| s == "postgres");
+    if on {
+        eprintln!("{test}: a test of the SQLite file itself; skipped on PostgreSQL");
+    }
+    on
+}
+
+/// The PostgreSQL database of `dir` when the tests run on PostgreSQL.
+pub fn test_store_url(dir: &std::path::Path) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static DATABASES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
+    match std::env::var("SWITCHBOARD_TEST_STORE").as_deref() {
+        Err(_) | Ok("") | Ok("sqlite") => None,
+        Ok("postgres") => {
+            let cluster = pg::cluster().unwrap_or_else(|e| {
+                panic!("SWITCHBOARD_TEST_STORE=postgres, but PostgreSQL cannot start: {e}")
+            });
+            let mut dbs = DATABASES.lock().unwrap_or_else(|e| e.into_inner());
+            let url = dbs
+                .get_or_insert_with(HashMap::new)
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| pg::fresh_database(cluster))
+                .clone();
+            Some(url)
+        }
+        Ok(other) => panic!("SWITCHBOARD_TEST_STORE={other}: expected sqlite or postgres"),
+    }
 }
 
 /// Runs a command to its end; more than `ws::WAIT` is a hang and fails the test.
@@ -117,6 +220,7 @@ pub fn bounded(mut c: Command) -> std::process::Output {
 pub mod console_driver;
 pub mod fake_api;
 pub mod join;
+pub mod pg;
 pub mod screen;
 pub mod tmux;
 pub mod ws;

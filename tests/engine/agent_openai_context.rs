@@ -646,7 +646,7 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     std::fs::write(&path, text.to_string()).unwrap();
     let config = switchboard_config::load_file(&path).expect("the config loads");
     let state = tempfile::tempdir().unwrap();
-    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
+    let engine = crate::common::open_engine(state.path(), config).unwrap();
     send(&engine, MAIN, "hello").await;
     let body = &fake.seen()[0].body;
     assert_eq!(system_text(body), "You are main, from a file.\nBe brief.");
@@ -658,7 +658,7 @@ async fn system_prompt_file_and_thinking_level_reach_the_request() {
     std::fs::write(&path, off.to_string()).unwrap();
     let config = switchboard_config::load_file(&path).expect("the config loads");
     let state = tempfile::tempdir().unwrap();
-    let engine = switchboard::state_folder::open_engine(state.path(), config).unwrap();
+    let engine = crate::common::open_engine(state.path(), config).unwrap();
     send(&engine, MAIN, "hello").await;
     let body = fake.seen().last().unwrap().body.clone();
     assert!(body.get("reasoning_effort").is_none(), "{body}");

@@ -318,11 +318,10 @@ async fn another_engine_writing_on_the_folder_is_an_event_here() {
         let v: serde_json::Value = json5::from_str(EXCHANGE).expect("test config");
         serde_json::from_value(v).expect("config")
     };
-    let here = switchboard::state_folder::open_engine(dir.path(), config()).expect("engine");
+    let here = crate::common::open_engine(dir.path(), config()).expect("engine");
     let api = here.start();
     let mut events = api.subscribe();
-    let other =
-        switchboard::state_folder::open_engine(dir.path(), config()).expect("second engine");
+    let other = crate::common::open_engine(dir.path(), config()).expect("second engine");
     let other_api = other.start();
     let r = other_api
         .send(send("agent:work:main", "from elsewhere"))

@@ -23,7 +23,7 @@ use tokio::sync::broadcast::error::TryRecvError;
 fn open() -> (Engine, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = demo::demo_config().expect("the demo config parses");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine opens");
     (engine, dir)
 }
 

@@ -231,8 +231,7 @@ fn archive_in(bench: &CliBench, k: &str) {
         .expect("runtime");
     runtime.block_on(async {
         let config: Config = serde_json::from_value(json!({})).expect("config");
-        let engine =
-            switchboard::state_folder::open_engine(&bench.state, config).expect("engine opens");
+        let engine = crate::common::open_engine(&bench.state, config).expect("engine opens");
         archive(&engine, k).await;
     });
 }
@@ -427,11 +426,15 @@ async fn the_api_page_shows_entry_archived_sessions_when_asked_and_marks_them() 
 /// page leaves them out.
 #[tokio::test]
 async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it() {
+    if crate::common::on_postgres(
+        "a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let config = || -> Config { serde_json::from_value(json!({})).expect("config") };
     {
-        let engine =
-            switchboard::state_folder::open_engine(dir.path(), config()).expect("engine opens");
+        let engine = crate::common::open_engine(dir.path(), config()).expect("engine opens");
         for k in [ME, "agent:main:old", "agent:main:new"] {
             ensure(&engine, k, SessionInit::default()).await;
         }
@@ -476,8 +479,7 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
         )
         .expect("back to schema 3");
     }
-    let engine = switchboard::state_folder::open_engine(dir.path(), config())
-        .expect("a schema 3 folder opens");
+    let engine = crate::common::open_engine(dir.path(), config()).expect("a schema 3 folder opens");
     let page = engine
         .sessions(SessionsQuery {
             limit: 10,

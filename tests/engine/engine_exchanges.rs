@@ -33,7 +33,7 @@ struct Bench {
 fn bench(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine opens");
     Bench {
         api: Arc::new(engine.clone()),
         engine,
@@ -288,7 +288,24 @@ async fn an_exchange_in_full_has_every_round_with_speaker_times_and_tokens() {
 async fn paging_over_many_exchanges_returns_each_once_in_order() {
     let b = two_agents(0);
     let n = 100_000usize;
-    {
+    if crate::common::test_store_url(b.dir.path()).is_some() {
+        // The same rows as the SQLite branch below, made by the server in one statement.
+        crate::common::store_exec(
+            b.dir.path(),
+            &format!(
+                "INSERT INTO flows (flow_id, chain_id, requester, target, message, run_id,
+                                    status, owner, started_at, kind)
+                 SELECT 'x' || lpad(((i * 7919) % {n})::text, 6, '0'), 'c',
+                     CASE i % 4 WHEN 0 THEN 'agent:main:a' WHEN 1 THEN 'agent:work:b'
+                          ELSE 'agent:main:c' END,
+                     CASE i % 4 WHEN 0 THEN 'agent:work:b' WHEN 1 THEN 'agent:main:a'
+                          WHEN 2 THEN 'agent:work:d' ELSE 'agent:main:c' END,
+                     'm', 'r', 'done', 'o', 1700000000000 + i / 10, 'send'
+                 FROM generate_series(0, {}) AS i",
+                n - 1
+            ),
+        );
+    } else {
         let mut c = rusqlite::Connection::open(b.dir.path().join("switchboard.db")).expect("db");
         let tx = c.transaction().expect("tx");
         {

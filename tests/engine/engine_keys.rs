@@ -28,8 +28,7 @@ fn config(v: Value) -> Config {
 
 fn bench(cfg: Value) -> Bench {
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine =
-        switchboard::state_folder::open_engine(dir.path(), config(cfg)).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config(cfg)).expect("engine opens");
     Bench { engine, _dir: dir }
 }
 
@@ -219,14 +218,13 @@ async fn changing_main_key_reclassifies_stored_sessions() {
     let dir = tempfile::tempdir().unwrap();
     {
         let engine =
-            switchboard::state_folder::open_engine(dir.path(), config(open_config(json!({}))))
-                .unwrap();
+            crate::common::open_engine(dir.path(), config(open_config(json!({})))).unwrap();
         let store = engine.store();
         for k in [ME, "agent:main:home"] {
             store.ensure(&key(k), SessionInit::default()).await.unwrap();
         }
     }
-    let engine = switchboard::state_folder::open_engine(
+    let engine = crate::common::open_engine(
         dir.path(),
         config(open_config(json!({ "session": { "mainKey": "home" } }))),
     )

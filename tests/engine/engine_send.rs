@@ -43,7 +43,7 @@ fn bench_with(main_script: Value, work_script: Value, session: Value) -> Bench {
     });
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         api: Arc::new(engine.clone()),
@@ -648,7 +648,7 @@ async fn visibility_and_agent_to_agent_gates_refuse_with_forbidden() {
     // Default visibility (tree): another agent's session is not visible.
     let config: Config = serde_json::from_value(json!({})).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).unwrap();
+    let engine = crate::common::open_engine(dir.path(), config).unwrap();
     for k in [ME, WORK] {
         engine
             .store()
@@ -801,7 +801,7 @@ async fn three_agents_forwarding_in_a_cycle_are_stopped_by_the_chain_limit() {
     });
     let config: Config = serde_json::from_value(config).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).unwrap();
+    let engine = crate::common::open_engine(dir.path(), config).unwrap();
     let mut events = engine.events().subscribe();
     for k in ["agent:a:main", "agent:b:main", "agent:c:main"] {
         engine

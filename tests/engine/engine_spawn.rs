@@ -29,7 +29,7 @@ struct Bench {
 fn bench_with(config: Value) -> Bench {
     let config: Config = serde_json::from_value(config).expect("test config is valid");
     let dir = tempfile::tempdir().expect("temp dir");
-    let engine = switchboard::state_folder::open_engine(dir.path(), config).expect("engine opens");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine opens");
     let events = engine.events().subscribe();
     Bench {
         engine,
@@ -383,11 +383,9 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     let dir = tempfile::tempdir().unwrap();
     let child;
     {
-        let engine = switchboard::state_folder::open_engine(
-            dir.path(),
-            serde_json::from_value(config.clone()).unwrap(),
-        )
-        .unwrap();
+        let engine =
+            crate::common::open_engine(dir.path(), serde_json::from_value(config.clone()).unwrap())
+                .unwrap();
         engine
             .store()
             .ensure(&key(ME), SessionInit::default())
@@ -415,8 +413,7 @@ async fn kept_children_are_archived_once_when_their_timer_is_due_even_across_a_r
     }
     // A new process: the timer is in the database.
     let engine =
-        switchboard::state_folder::open_engine(dir.path(), serde_json::from_value(config).unwrap())
-            .unwrap();
+        crate::common::open_engine(dir.path(), serde_json::from_value(config).unwrap()).unwrap();
     engine.resume().await.unwrap();
     let archived = engine.archive_due(now_ms() + 61 * 60_000).await.unwrap();
     assert_eq!(archived, [key(&child)]);
@@ -828,7 +825,7 @@ async fn a_re_spawn_on_every_announce_stops_at_the_chain_limit() {
 async fn resume_leaves_a_live_engines_announce_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = || -> Config { serde_json::from_value(json!({})).unwrap() };
-    let owner = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
+    let owner = crate::common::open_engine(dir.path(), config()).unwrap();
     owner
         .store()
         .ensure(&key(ME), SessionInit::default())
@@ -842,22 +839,19 @@ async fn resume_leaves_a_live_engines_announce_to_it() {
         .unwrap();
     // The state between the two steps of an announce: the child's run ended (in `owner`)
     // and the announce is decided, not yet delivered.
-    let db = rusqlite::Connection::open(dir.path().join("switchboard.db")).unwrap();
-    db.execute(
-        "INSERT INTO runs (run_id, session_key, agent_id, step, round, status, owner, started_at, ended_at, reply)
-         VALUES ('r1', ?1, 'main', 'subagent', 0, 'ok', ?2, 1, 2, 'done')",
-        rusqlite::params![child, owner.instance_id()],
-    )
-    .unwrap();
-    db.execute(
-        "INSERT INTO spawns (child_key, requester, run_id, agent_id, task, cleanup, mode, status,
-             outcome, started_at, ended_at, announce, announce_state)
-         VALUES (?1, ?2, 'r1', 'main', 't', 'keep', 'run', 'ended', 'completed', 1, 2,
-             'Sub-agent \"t\" finished.', 'pending')",
-        rusqlite::params![child, ME],
-    )
-    .unwrap();
-    let other = switchboard::state_folder::open_engine(dir.path(), config()).unwrap();
+    crate::common::store_exec(
+        dir.path(),
+        &format!(
+            "INSERT INTO runs (run_id, session_key, agent_id, step, round, status, owner, started_at, ended_at, reply)
+             VALUES ('r1', '{child}', 'main', 'subagent', 0, 'ok', '{}', 1, 2, 'done');
+             INSERT INTO spawns (child_key, requester, run_id, agent_id, task, cleanup, mode, status,
+                 outcome, started_at, ended_at, announce, announce_state)
+             VALUES ('{child}', '{ME}', 'r1', 'main', 't', 'keep', 'run', 'ended', 'completed', 1, 2,
+                 'Sub-agent \"t\" finished.', 'pending')",
+            owner.instance_id()
+        ),
+    );
+    let other = crate::common::open_engine(dir.path(), config()).unwrap();
     other.resume().await.unwrap();
     other.idle().await;
     let spawn = other.spawn_record(&key(child)).await.unwrap().unwrap();

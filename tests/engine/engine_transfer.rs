@@ -45,7 +45,7 @@ fn config() -> Config {
 }
 
 fn open(state: &Path) -> Engine {
-    switchboard::state_folder::open_engine(state, config()).unwrap()
+    crate::common::open_engine(state, config()).unwrap()
 }
 
 fn ctx(engine: &Engine) -> ToolContext {

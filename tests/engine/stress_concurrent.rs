@@ -39,17 +39,23 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
         .ensure(&key, Default::default())
         .await
         .expect("session");
-    let db = std::path::PathBuf::from(b.engine.store().backend().location());
-    let other = rusqlite::Connection::open(&db).expect("second connection");
-    other
-        .execute_batch("BEGIN IMMEDIATE")
-        .expect("the other connection takes the write lock");
-    let release = std::thread::spawn(move || {
-        // Well past the grace, so the run records its start while its tool call's write of
-        // the same record is still waiting on the lock.
-        std::thread::sleep(Duration::from_millis(300));
-        other.execute_batch("ROLLBACK").expect("release the lock");
-    });
+    let release = match crate::common::test_store_url(b.dir()) {
+        // On PostgreSQL another session holds the runs table against writes instead.
+        Some(url) => hold_runs_on_postgres(&url),
+        None => {
+            let db = std::path::PathBuf::from(b.engine.store().backend().location());
+            let other = rusqlite::Connection::open(&db).expect("second connection");
+            other
+                .execute_batch("BEGIN IMMEDIATE")
+                .expect("the other connection takes the write lock");
+            std::thread::spawn(move || {
+                // Well past the grace, so the run records its start while its tool call's
+                // write of the same record is still waiting on the lock.
+                std::thread::sleep(Duration::from_millis(300));
+                other.execute_batch("ROLLBACK").expect("release the lock");
+            })
+        }
+    };
     // Answering a message already in the transcript: the run's first write is the start
     // record that its tool call needs.
     let mut run = b.engine.start_run(RunRequest::reply_to(key.clone(), "go"));
@@ -69,6 +75,34 @@ async fn a_run_whose_start_commits_slowly_still_ends() {
         .expect("read")
         .expect("run row");
     assert_eq!(row.status.as_str(), "ok");
+}
+
+/// Another PostgreSQL session holding the runs table against writes for 300 ms (well past
+/// the grace), taken before this returns; the thread ends when it is released.
+fn hold_runs_on_postgres(url: &str) -> std::thread::JoinHandle<()> {
+    let cluster = common::pg::cluster().expect("the test cluster runs");
+    let db = common::pg::database_of(url).to_string();
+    let holder = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let cluster = common::pg::cluster().expect("the test cluster runs");
+            cluster.sql(
+                &db,
+                "BEGIN; LOCK TABLE runs IN EXCLUSIVE MODE; SELECT pg_sleep(0.3); COMMIT;",
+            );
+        })
+    };
+    let held = "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+                WHERE c.relname = 'runs' AND l.mode = 'ExclusiveLock' AND l.granted";
+    let deadline = std::time::Instant::now() + HANG;
+    while cluster.sql(&db, held) != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lock was never taken"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    holder
 }
 
 /// The two-agents example (assets/examples/two-agents.json5) with `delayMs` on the rules a
@@ -302,12 +336,11 @@ fn command(bench: &common::CliBench, args: &[&str]) -> std::process::Command {
 fn check_store(state: &std::path::Path, jobs: &[Job], exits: &[Exit]) {
     use std::collections::HashMap;
 
-    let db = rusqlite::Connection::open(state.join("switchboard.db")).expect("open the store");
-    let integrity: String = db
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .expect("integrity_check");
-    assert_eq!(integrity, "ok");
-    let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    let rows = |sql: &str| crate::common::store_rows(state, sql);
+    if crate::common::test_store_url(state).is_none() {
+        assert_eq!(rows("PRAGMA integrity_check"), [["ok"]]);
+    }
+    let count = |sql: &str| -> i64 { rows(sql)[0][0].parse().expect(sql) };
     assert_eq!(
         count("SELECT count(*) FROM runs WHERE status = 'running'"),
         0
@@ -324,7 +357,7 @@ fn check_store(state: &std::path::Path, jobs: &[Job], exits: &[Exit]) {
     assert_eq!(
         count(
             "SELECT count(*) FROM (SELECT session_id FROM transcript GROUP BY session_id
-             HAVING min(seq) != 0 OR max(seq) != count(*) - 1)"
+             HAVING min(seq) != 0 OR max(seq) != count(*) - 1) AS gaps"
         ),
         0,
         "a transcript has a gap"
@@ -333,17 +366,12 @@ fn check_store(state: &std::path::Path, jobs: &[Job], exits: &[Exit]) {
     // Every external message and every announce, by session.
     let mut external: HashMap<(String, String), usize> = HashMap::new();
     let mut announces: HashMap<(String, String), usize> = HashMap::new();
-    let mut stmt = db
-        .prepare(
-            "SELECT s.key, t.line FROM transcript t JOIN sessions s ON s.session_id = t.session_id
-             WHERE t.type = 'message'",
-        )
-        .expect("prepare");
-    let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .expect("query");
-    for row in rows {
-        let (key, line) = row.expect("row");
+    let lines = rows(
+        "SELECT s.key, t.line FROM transcript t JOIN sessions s ON s.session_id = t.session_id
+         WHERE t.type = 'message'",
+    );
+    for row in lines {
+        let (key, line) = (row[0].clone(), row[1].clone());
         let line: serde_json::Value = serde_json::from_str(&line).expect("a line is JSON");
         let m = &line["message"];
         let provenance = &m["provenance"];
@@ -365,14 +393,11 @@ fn check_store(state: &std::path::Path, jobs: &[Job], exits: &[Exit]) {
             _ => assert!(n <= 1, "{:?} recorded {n} times", job.text),
         }
     }
-    let mut stmt = db
-        .prepare("SELECT child_key, requester FROM spawns WHERE announce IS NOT NULL")
-        .expect("prepare");
-    let spawns = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .expect("query")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("spawns");
+    let spawns: Vec<(String, String)> =
+        rows("SELECT child_key, requester FROM spawns WHERE announce IS NOT NULL")
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
     assert!(!spawns.is_empty(), "the storm spawned sub-agents");
     for (child, requester) in spawns {
         let n = announces

@@ -86,6 +86,17 @@ impl Folder {
 }
 
 fn running_runs(state: &Path) -> i64 {
+    // On PostgreSQL (SWITCHBOARD_TEST_STORE) the folder's database is made on first use.
+    if let Some(url) = crate::common::test_store_url(state) {
+        let cluster = crate::common::pg::cluster().expect("the test cluster runs");
+        let sql = "SELECT count(*) FROM runs WHERE status = 'running'";
+        // No table yet (no process has opened the database): none running.
+        return cluster
+            .try_rows(crate::common::pg::database_of(&url), sql)
+            .ok()
+            .and_then(|rows| rows.first()?.first()?.parse().ok())
+            .unwrap_or(0);
+    }
     let Ok(conn) = rusqlite::Connection::open(state.join("switchboard.db")) else {
         return 0;
     };

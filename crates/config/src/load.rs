@@ -622,6 +622,16 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
 
     out.extend(gateway_problems(&config.gateway, at));
     out.extend(super::gateways::problems(config, &at));
+    if let Some(url) = &config.storage.url
+        && !switchboard_types::config::is_postgres_url(url)
+    {
+        out.push((
+            at(&[k("storage"), k("url")]),
+            "must be a postgres:// URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE); \
+             leave it out to keep the state folder's SQLite database"
+                .to_string(),
+        ));
+    }
 
     // Numbers outside their range (the shape was right: a whole number of the field's type).
     let mut check_range = |segs: Vec<Seg>, value: u64| {

@@ -2,7 +2,7 @@
 //! and the reads (session pages newest first, transcript tails, id and label lookups).
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::StorageError;
 use super::tail_cache::{self, Tail};
@@ -65,11 +65,7 @@ fn decode(
     })
 }
 
-/// What the name order sorts on: the name front ends show, lower-cased (Unicode, so
-/// `Émile` sorts with `émile`); byte order of the result is code point order.
-pub fn name_key(key: &SessionKey, entry: &SessionEntry) -> String {
-    entry.shown_name(key.shown()).to_lowercase()
-}
+pub use switchboard_store::line::name_key;
 
 /// Redo `name_key` for the rows whose entry has an `origin` block (the shown name may now be
 /// its label, `SessionEntry::origin_label`), after the migration that made it so.
@@ -755,77 +751,7 @@ fn keep(scan: &SessionScan, s: &StoredSession) -> bool {
     scan.updated_since.is_none_or(|t| s.updated_at() >= t)
 }
 
-/// A line made ready for the writer: everything but `parentId` is decided and serialised
-/// beforehand, so the writer thread only splices the parent in (it is the bottleneck).
-#[derive(Debug, Clone)]
-pub struct PreparedLine {
-    kind: String,
-    role: Option<String>,
-    id: String,
-    /// The line as a value, `parentId` still null.
-    value: Value,
-    /// Serialised text before and after the `parentId` value.
-    head: String,
-    tail: String,
-}
-
-impl PreparedLine {
-    pub fn new(line: NewLine, now_ms: i64) -> PreparedLine {
-        let id = short_id();
-        // A shown notice's row gets the notice role, as an imported one does, so history
-        // reads select it (`notice::row_role`).
-        let shown = switchboard_store::notice::notice_shown(
-            line.body.get("display") == Some(&Value::Bool(true)),
-            line.body.get("customType").and_then(Value::as_str),
-        );
-        let role = switchboard_store::notice::row_role(&line.kind, line.role(), shown);
-        let mut obj = Map::with_capacity(line.body.len() + 4);
-        obj.insert("type".into(), Value::String(line.kind.clone()));
-        obj.insert("id".into(), Value::String(id.clone()));
-        obj.insert("parentId".into(), Value::Null);
-        obj.insert("timestamp".into(), Value::String(iso_timestamp(now_ms)));
-        for (k, v) in line.body {
-            // The header fields belong to the store.
-            if matches!(k.as_str(), "type" | "id" | "parentId") {
-                continue;
-            }
-            obj.insert(k, v);
-        }
-        let value = Value::Object(obj);
-        // Serialise once and cut around the parent's `null`: `type` and `id` come first
-        // and are plain strings, so the first `"parentId":null` is the header's.
-        let text = value.to_string();
-        const MARK: &str = "\"parentId\":null";
-        let (head, tail) = match text.find(MARK) {
-            Some(at) => (
-                text[..at + MARK.len() - "null".len()].to_string(),
-                text[at + MARK.len()..].to_string(),
-            ),
-            // Unreachable with the fields above; keep a valid line anyway.
-            None => (text.clone(), String::new()),
-        };
-        PreparedLine {
-            kind: line.kind,
-            role,
-            id,
-            value,
-            head,
-            tail,
-        }
-    }
-
-    fn text(&self, parent: Option<&str>) -> String {
-        let parent = match parent {
-            Some(p) => Value::String(p.to_string()).to_string(),
-            None => "null".to_string(),
-        };
-        let mut text = String::with_capacity(self.head.len() + parent.len() + self.tail.len());
-        text.push_str(&self.head);
-        text.push_str(&parent);
-        text.push_str(&self.tail);
-        text
-    }
-}
+pub use switchboard_store::line::{Placed, PreparedLine, finish_rows};
 
 /// Append lines to a session's transcript, chaining `parentId` to the last entry and bumping
 /// the session's `updated_at`. Runs inside the writer's transaction, so `seq` stays dense
@@ -843,9 +769,6 @@ pub fn append_lines(
     let (session_id, placed) = append_prepared(conn, key, &prepared, now_ms)?;
     Ok((session_id, finish_rows(prepared, placed)))
 }
-
-/// Where each prepared line landed: its `seq` and the parent it was given.
-pub type Placed = Vec<(i64, Option<String>)>;
 
 /// The writer's half of an append: number the lines, link them, insert them.
 pub fn append_prepared(
@@ -910,25 +833,6 @@ pub fn append_message_if_present(
     let line = PreparedLine::new(NewLine::message(message), now_ms);
     append_prepared(conn, &key, &[line], now_ms)?;
     Ok(true)
-}
-
-/// Join prepared lines with where they landed: the rows as committed.
-pub fn finish_rows(lines: Vec<PreparedLine>, placed: Placed) -> Vec<TranscriptRow> {
-    lines
-        .into_iter()
-        .zip(placed)
-        .map(|(l, (seq, parent))| {
-            let mut line = l.value;
-            if let (Some(p), Some(obj)) = (parent, line.as_object_mut()) {
-                obj.insert("parentId".into(), Value::String(p));
-            }
-            TranscriptRow {
-                seq,
-                entry_id: l.id,
-                line,
-            }
-        })
-        .collect()
 }
 
 /// Add a run's token usage to the session's counters (`inputTokens`, `outputTokens`,
@@ -1067,23 +971,6 @@ pub fn transcript_len(conn: &Connection, session_id: &str) -> Result<u64, Storag
             "SELECT count(*) FROM transcript WHERE session_id = ?1 AND type = 'message'",
         )?
         .query_row([session_id], |r| r.get::<_, i64>(0))? as u64)
-}
-
-/// An 8-hex-digit line id, as OpenClaw writes them. Lines are keyed by `seq`, so ids only
-/// need to look random; a per-process random start stepped through splitmix64 avoids a
-/// `getrandom` syscall per line inside the writer.
-fn short_id() -> String {
-    use std::sync::OnceLock;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static STATE: OnceLock<AtomicU64> = OnceLock::new();
-    let state = STATE.get_or_init(|| AtomicU64::new(uuid::Uuid::new_v4().as_u64_pair().0));
-    let mut z = state
-        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    format!("{:08x}", z >> 32)
 }
 
 /// Kinds are stored for indexing but depend on `session.mainKey` and `session.scope`; when

@@ -167,9 +167,7 @@ pub struct Recovered {
     pub flows: Vec<String>,
 }
 
-/// The error of a run its engine stopped in the middle of (a crash, `kill -9`, power loss),
-/// as recovery records it.
-pub const INTERRUPTED: &str = "the engine stopped while this run was in progress";
+pub use switchboard_store::line::INTERRUPTED;
 
 /// Close everything a dead engine instance left open: its runs end `error` with
 /// `INTERRUPTED` (a failure, not an abort: nobody stopped them, and a waiting client must
@@ -208,16 +206,7 @@ pub fn close_owner(conn: &Connection, owner: &str, now: i64) -> Result<Recovered
 /// The failed turn's line, as a run that ends in error records it (`stopReason: "error"`,
 /// `errorMessage`, the run in `__switchboard`). A session deleted since has none.
 fn record_interruption(conn: &Connection, run: &RunRow, now: i64) -> Result<(), StorageError> {
-    let message = serde_json::json!({
-        "role": "assistant",
-        "content": [],
-        "stopReason": "error",
-        "errorMessage": INTERRUPTED,
-        "timestamp": now,
-        "__switchboard": {
-            "runId": run.run_id, "step": run.step, "round": run.round, "flowId": run.flow_id,
-        },
-    });
+    let message = switchboard_store::line::interruption_message(run, now);
     super::queries::append_message_if_present(conn, &run.session_key, message, now)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 mod error;
 pub mod idempotency;
+pub mod line;
 pub mod notice;
 pub mod openclaw;
 mod scan;

@@ -161,6 +161,24 @@ pub struct Config {
     pub gateways: Vec<GatewaySource>,
     /// The local state folder's name among several sources (default `local`).
     pub local_source: String,
+    /// Where the engine keeps its state (issue 28): the state folder's SQLite database
+    /// unless `storage.url` names a PostgreSQL database.
+    pub storage: StorageConfig,
+}
+
+/// The `storage` section: `url`, a `postgres://` URL, puts the engine's state in that
+/// database (the `--store` flag and `$SWITCHBOARD_STORE` override it); absent, the state
+/// folder's SQLite database holds it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StorageConfig {
+    pub url: Option<String>,
+}
+
+/// Whether `url` names a PostgreSQL database (its scheme), the only store a URL selects.
+pub fn is_postgres_url(url: &str) -> bool {
+    let lower = url.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
 }
 
 impl Default for Config {
@@ -173,6 +191,7 @@ impl Default for Config {
             gateway: GatewayConfig::default(),
             gateways: Vec::new(),
             local_source: DEFAULT_LOCAL_SOURCE.to_string(),
+            storage: StorageConfig::default(),
         }
     }
 }
