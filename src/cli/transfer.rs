@@ -137,6 +137,14 @@ pub(crate) async fn backup(cli: &Cli, out: &std::path::Path, force: bool) -> Res
 
 /// `store check`: the state folder's store checked (see its help); exit 1 on damage.
 pub(crate) fn store_check(cli: &Cli, json: bool) -> Result<()> {
+    // What is checked here is the SQLite file: say so rather than report a missing one.
+    if cli.load_config()?.storage.url.is_some() {
+        return Err(super::usage(
+            "store check reads the SQLite store; the engine's state is in PostgreSQL (--store, \
+             $SWITCHBOARD_STORE or storage.url): check it with PostgreSQL's own tools (amcheck, \
+             pg_dump) until store check covers it",
+        ));
+    }
     let dir = cli.state_dir();
     if !switchboard::state_folder::exists(&dir) {
         return Err(anyhow::anyhow!("no state folder at {}", dir.display()));

@@ -425,3 +425,22 @@ fn backup_on_postgres_points_to_pg_dump() {
     assert!(err.contains("pg_dump"), "{err}");
     assert!(!out_file.exists());
 }
+
+/// `store check` reads the SQLite file: on a PostgreSQL store it says so (it reported a
+/// missing state folder).
+#[test]
+fn store_check_on_postgres_says_what_it_covers() {
+    let b = CliBench::new("{}");
+    let out = b.run(&[
+        "--store",
+        &format!("postgres://postgres@127.0.0.1:{}/x", dead_port()),
+        "store",
+        "check",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("PostgreSQL") && err.contains("store check reads the SQLite store"),
+        "{err}"
+    );
+}
