@@ -150,11 +150,13 @@ async fn metrics_are_off_unless_asked_and_may_have_a_port_of_their_own() {
         "{:?}",
         gw.said
     );
-    let there = get(&port.to_string(), "/metrics").await;
-    assert!(there.starts_with("HTTP/1.1 200 OK\r\n"), "{there}");
-    assert!(there.contains("switchboard_store_"), "{there}");
+    // Readiness first: its store read is what the scrape then shows (nothing else has read
+    // or written since the recorder was installed).
     let ready = get(&port.to_string(), "/readyz").await;
     assert!(ready.contains(r#""ready":true"#), "{ready}");
+    let there = get(&port.to_string(), "/metrics").await;
+    assert!(there.starts_with("HTTP/1.1 200 OK\r\n"), "{there}");
+    assert!(there.contains("switchboard_store_read_seconds"), "{there}");
     let other = get(&port.to_string(), "/").await;
     assert!(other.starts_with("HTTP/1.1 404 Not Found\r\n"), "{other}");
     let gateway_port = get(&gw.addr, "/metrics").await;
