@@ -444,3 +444,57 @@ fn store_check_on_postgres_says_what_it_covers() {
         "{err}"
     );
 }
+
+/// The session counters kept by triggers (schema 2) agree with the rows after inserts, an
+/// upsert changing a kind, archiving, the reserved keys and deletes, so a list's totals can
+/// be summed from them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_counters_follow_every_write() {
+    let Some(cluster) = pg::cluster_or_skip("the_session_counters_follow_every_write") else {
+        return;
+    };
+    let db = pg::fresh_database(cluster);
+    let store = PgStore::open(&db).expect("open");
+    for key in [
+        "agent:main:a",
+        "agent:main:b",
+        "agent:main:c",
+        "global",
+        "unknown",
+    ] {
+        store
+            .create_session(session(key), json!({"type": "session"}))
+            .await
+            .expect("create");
+    }
+    store
+        .update_session(
+            &SessionKey::from_canonical("agent:main:b".to_string()),
+            Box::new(|s| {
+                s.kind = SessionKind::Group;
+                s.entry.archived_at = Some(5);
+                Ok(())
+            }),
+        )
+        .await
+        .expect("update");
+    assert!(
+        store
+            .delete_session(&SessionKey::from_canonical("agent:main:c".to_string()))
+            .await
+            .expect("delete")
+    );
+    assert_eq!(store.count_sessions().await.expect("count"), 4);
+    let name = db.rsplit('/').next().unwrap_or_default().to_string();
+    let counted = cluster.rows(
+        &name,
+        "SELECT kind, archived, slot, n FROM session_counts WHERE n <> 0 ORDER BY 1, 2, 3",
+    );
+    let walked = cluster.rows(
+        &name,
+        "SELECT kind, archived_at IS NOT NULL, \
+         CASE WHEN key IN ('unknown', 'global') THEN key ELSE '' END, count(*) \
+         FROM sessions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    );
+    assert_eq!(counted, walked);
+}
