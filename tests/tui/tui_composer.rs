@@ -1028,3 +1028,24 @@ async fn the_console_opens_on_its_session_unless_the_owner_moved_first() {
     );
     assert_eq!(d.console.state.composer.text(), "half a thought");
 }
+
+/// The owner's answer to `/send off` stays in the status line when the engine's event for
+/// the same change arrives after it; the event is a notice in its own line. Before, the
+/// event's flash replaced the answer when it came second (an e2e test saw it 1 time in 5).
+#[test]
+fn the_owners_answer_stays_when_the_policy_event_comes_after_it() {
+    use switchboard_tui::action::Action;
+    use switchboard_tui::update::Console;
+    use switchboard_types::api::{EngineEvent, PolicySetting};
+    let mut c = Console::new(switchboard_tui::state::State::new("x".into(), 0));
+    let _ = c.update(Action::Flash("Send policy set to off.".into(), false));
+    let _ = c.update(Action::Engine(Box::new(EngineEvent::PolicyChanged {
+        key: "agent:main:main".into(),
+        policy: PolicySetting::Deny,
+        by: "/send".into(),
+    })));
+    let flash = c.state.flash.clone().expect("the answer");
+    assert_eq!(flash.text, "Send policy set to off.");
+    let notice = c.state.notice.clone().expect("the event's notice");
+    assert!(notice.text.contains("set to deny (by /send)"), "{notice:?}");
+}

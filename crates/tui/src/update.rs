@@ -754,7 +754,11 @@ impl Console {
                 s.sessions.running.insert(key);
             }
             EngineEvent::PolicyChanged { key, policy, by } => {
-                s.flash(
+                // A background notice, in its own line: when the owner's own `/send` made the
+                // change, its answer ("Send policy set to off") stays in the status line
+                // whichever of the two arrives first (the event's flash replaced it when it
+                // came second).
+                s.notice(
                     format!("send policy of {key} set to {policy} (by {by})"),
                     false,
                 );
