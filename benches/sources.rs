@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use switchboard_remote::openclaw::OpenClawApi;
 use switchboard_remote::rpc::{Rpc, RpcError, WireEvent};
 use switchboard_remote::{Link, LinkOptions, RemoteApi};
-use switchboard_sources::{Attach, Source, Sources};
+use switchboard_sources::{Source, Sources};
 use switchboard_store_sqlite::queries::{self, StoredSession};
 use switchboard_tui::action::{Action, Intent};
 use switchboard_tui::effects::Runner;
@@ -350,24 +350,9 @@ fn main() {
         let oc: Arc<dyn SessionsApi> =
             Arc::new(OpenClawApi::new(Arc::new(link(&oc_url, "test-token").await)));
         let api = Sources::new(vec![
-            Source {
-                name: "home".into(),
-                kind: SourceKind::Local,
-                target: home_dir.path().display().to_string(),
-                attach: Attach::Ready(home.clone()),
-            },
-            Source {
-                name: "team".into(),
-                kind: SourceKind::Gateway,
-                target: format!("ws://{team_addr}"),
-                attach: Attach::Ready(team.clone()),
-            },
-            Source {
-                name: "oc".into(),
-                kind: SourceKind::Gateway,
-                target: oc_url.clone(),
-                attach: Attach::Ready(oc.clone()),
-            },
+            Source::ready("home", SourceKind::Local, home_dir.path().display().to_string(), home.clone()),
+            Source::ready("team", SourceKind::Gateway, format!("ws://{team_addr}"), team.clone()),
+            Source::ready("oc", SourceKind::Gateway, oc_url.clone(), oc.clone()),
         ])
         .expect("sources");
 

@@ -282,12 +282,12 @@ gateways entry a tokenFile or tokenEnv"
         };
         let mut sources = Vec::new();
         if let Some((name, api)) = local {
-            sources.push(Source {
+            sources.push(Source::ready(
                 name,
-                kind: SourceKind::Local,
-                target: self.state_dir().display().to_string(),
-                attach: Attach::Ready(api),
-            });
+                SourceKind::Local,
+                self.state_dir().display().to_string(),
+                api,
+            ));
         }
         for g in gateways {
             let token = self.named_token(g, &names, gateways.len() == 1);

@@ -84,6 +84,16 @@ impl Bench {
     }
 }
 
+/// A message from the owner into session `key`, as the console sends one.
+pub fn owner(key: &str, text: &str) -> switchboard_types::api::SendRequest {
+    switchboard_types::api::SendRequest {
+        key: key.into(),
+        text: text.into(),
+        from: switchboard_types::api::Sender::owner(),
+        idempotency_key: None,
+    }
+}
+
 /// An engine with `config` (a JSON value in the config file's shape).
 pub fn bench(config: Value) -> Bench {
     let config: switchboard_config::Config =

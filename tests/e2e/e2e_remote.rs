@@ -22,9 +22,9 @@ const CONFIG: &str = r#"{ agents: { list: [ { id: "main", default: true, model: 
   script: [ { reply: "re: {{text}}" } ] } ] } }"#;
 
 /// `switchboard serve` on `bind` over the state in `dir`; killed when dropped.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     _stderr: mpsc::Receiver<String>,
 }
 
@@ -35,11 +35,17 @@ impl Gateway {
 
     /// `switchboard` with `args` (a `serve` command line) over the state in `dir`.
     fn start_with(dir: &Path, args: &[&str]) -> Gateway {
+        Gateway::spawn(&dir.join("server"), &dir.join("config.json5"), TOKEN, args)
+    }
+
+    /// `switchboard` with `args` (a `serve` command line) on `state` with `config`, the
+    /// gateway token `token`, once it prints its address.
+    pub(crate) fn spawn(state: &Path, config: &Path, token: &str, args: &[&str]) -> Gateway {
         let mut child = Command::new(BIN)
             .args(args)
-            .env("SWITCHBOARD_STATE_DIR", dir.join("server"))
-            .env("SWITCHBOARD_CONFIG", dir.join("config.json5"))
-            .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
+            .env("SWITCHBOARD_STATE_DIR", state)
+            .env("SWITCHBOARD_CONFIG", config)
+            .env("SWITCHBOARD_GATEWAY_TOKEN", token)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -8,65 +8,25 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 
+use crate::e2e_remote::Gateway;
 use common::BIN;
-use common::tmux::{STEP, Tmux, header, q, require_tmux, script, sessions_pane};
+use common::tmux::{Tmux, header, q, require_tmux, script, sessions_pane};
 
 const TOKEN: &str = "e2e-sources-token-0123456789";
 const CONFIG: &str = r#"{ localSource: "home", agents: { list: [ { id: "main", default: true,
   model: "scripted", script: [ { reply: "re: {{text}}" } ] } ] } }"#;
 
 /// `switchboard serve` on its own state folder under `dir/name`; killed when dropped.
-struct Gateway {
-    child: Child,
-    addr: String,
-    _stderr: mpsc::Receiver<String>,
-}
-
-impl Gateway {
-    fn start(dir: &Path, name: &str) -> Gateway {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("SWITCHBOARD_STATE_DIR", dir.join(name))
-            .env("SWITCHBOARD_CONFIG", dir.join("config.json5"))
-            .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let err = child.stderr.take().expect("stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let addr = loop {
-            let line = rx.recv_timeout(STEP).expect("serve printed its address");
-            if let Some(a) = line.split("listening on ws://").nth(1) {
-                break a.trim().to_string();
-            }
-        };
-        Gateway {
-            child,
-            addr,
-            _stderr: rx,
-        }
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn gateway(dir: &Path, name: &str) -> Gateway {
+    Gateway::spawn(
+        &dir.join(name),
+        &dir.join("config.json5"),
+        TOKEN,
+        &["serve", "--bind", "127.0.0.1:0"],
+    )
 }
 
 /// `switchboard <args>` on the client's state folder and config (exit 0 required).
@@ -92,8 +52,8 @@ fn two_gateways_and_the_local_folder_in_one_console() {
     require_tmux!();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("config.json5"), CONFIG).expect("config");
-    let team = Gateway::start(dir.path(), "team");
-    let lab = Gateway::start(dir.path(), "lab");
+    let team = gateway(dir.path(), "team");
+    let lab = gateway(dir.path(), "lab");
     let (team_url, lab_url) = (format!("ws://{}", team.addr), format!("ws://{}", lab.addr));
     let connect = |args: &[&str]| -> Vec<String> {
         let mut v = vec![
@@ -226,8 +186,8 @@ fn a_gateway_removed_from_the_config_leaves_the_running_console() {
     require_tmux!();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("config.json5"), CONFIG).expect("config");
-    let team = Gateway::start(dir.path(), "team");
-    let lab = Gateway::start(dir.path(), "lab");
+    let team = gateway(dir.path(), "team");
+    let lab = gateway(dir.path(), "lab");
     let with = |gateways: &str| {
         format!(
             r#"{{ localSource: "home", gateways: [{gateways}], agents: {{ list: [ {{ id: "main",

@@ -60,14 +60,7 @@ async fn remote(addr: std::net::SocketAddr) -> Arc<RemoteApi> {
     RemoteApi::new(Arc::new(link))
 }
 
-fn owner(key: &str, text: &str) -> SendRequest {
-    SendRequest {
-        key: key.into(),
-        text: text.into(),
-        from: Sender::owner(),
-        idempotency_key: None,
-    }
-}
+use crate::common::owner;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_method_answers_as_the_engine_does() {

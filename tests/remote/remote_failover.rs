@@ -9,19 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_remote::{Link, LinkOptions, RemoteApi};
-use switchboard_types::api::{LinkState, SendRequest, Sender, SessionsApi, TranscriptQuery};
+use switchboard_types::api::{LinkState, SendRequest, SessionsApi, TranscriptQuery};
 
 const CONFIG: &str = r#"{ agents: { list: [ { id: "main", default: true, model: "scripted",
   script: [ { reply: "re: {{text}}" } ] } ] } }"#;
 const HANG: Duration = Duration::from_secs(30);
 
+/// The owner's message into agent:main:main.
 fn owner(text: &str) -> SendRequest {
-    SendRequest {
-        key: "agent:main:main".into(),
-        text: text.into(),
-        from: Sender::owner(),
-        idempotency_key: None,
-    }
+    crate::common::owner("agent:main:main", text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,8 +15,8 @@ use switchboard_server as server;
 use switchboard_sources::{Attach, Source, Sources, SourcesError};
 use switchboard_types::api::source::SourceKind;
 use switchboard_types::api::{
-    ApiError, ExchangesQuery, KeyPurpose, LinkState, PatchRequest, PolicySetting, SendRequest,
-    Sender, SessionsApi, SessionsQuery, StreamItem, TranscriptQuery,
+    ApiError, ExchangesQuery, KeyPurpose, LinkState, PatchRequest, PolicySetting, SessionsApi,
+    SessionsQuery, StreamItem, TranscriptQuery,
 };
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -35,14 +35,7 @@ fn config() -> Value {
     })
 }
 
-fn owner(key: &str, text: &str) -> SendRequest {
-    SendRequest {
-        key: key.into(),
-        text: text.into(),
-        from: Sender::owner(),
-        idempotency_key: None,
-    }
-}
+use crate::common::owner;
 
 /// A gateway in front of `api` on a fresh port, and a remote API attached to it.
 async fn gateway(api: Arc<dyn SessionsApi>) -> (Arc<dyn SessionsApi>, oneshot::Sender<()>, String) {
@@ -81,18 +74,8 @@ async fn two() -> Two {
     let home = home_bench.engine.start();
     let (team, stop, url) = gateway(team_bench.engine.start()).await;
     let api = Sources::new(vec![
-        Source {
-            name: "home".into(),
-            kind: SourceKind::Local,
-            target: "/tmp/home".into(),
-            attach: Attach::Ready(home.clone()),
-        },
-        Source {
-            name: "team".into(),
-            kind: SourceKind::Gateway,
-            target: url,
-            attach: Attach::Ready(team.clone()),
-        },
+        Source::ready("home", SourceKind::Local, "/tmp/home", home.clone()),
+        Source::ready("team", SourceKind::Gateway, url, team.clone()),
     ])
     .expect("two sources");
     Two {
@@ -379,12 +362,7 @@ async fn a_source_that_cannot_attach_answers_for_itself_and_the_others_go_on() {
     let home = bench.engine.start();
     put(&home, "agent:main:main", "hi").await;
     let api = Sources::new(vec![
-        Source {
-            name: "home".into(),
-            kind: SourceKind::Local,
-            target: "/tmp/a".into(),
-            attach: Attach::Ready(home.clone()),
-        },
+        Source::ready("home", SourceKind::Local, "/tmp/a", home.clone()),
         Source {
             name: "team".into(),
             kind: SourceKind::Gateway,
@@ -483,18 +461,8 @@ async fn a_source_that_never_answers_holds_up_nothing_of_the_others() {
         .push(row("agent:ops:main", "ops", SessionKind::Main, 1_000));
     let stuck = Arc::new(FakeApi::new(data));
     let api = Sources::new(vec![
-        Source {
-            name: "home".into(),
-            kind: SourceKind::Local,
-            target: "/a".into(),
-            attach: Attach::Ready(home.clone()),
-        },
-        Source {
-            name: "stuck".into(),
-            kind: SourceKind::Gateway,
-            target: "ws://b".into(),
-            attach: Attach::Ready(stuck.clone()),
-        },
+        Source::ready("home", SourceKind::Local, "/a", home.clone()),
+        Source::ready("stuck", SourceKind::Gateway, "ws://b", stuck.clone()),
     ])
     .expect("sources");
     let query = SessionsQuery {
@@ -542,18 +510,8 @@ async fn a_source_that_floods_events_pushes_none_of_the_others_out() {
     let calm = Arc::new(FakeApi::new(Data::default()));
     let flood = Arc::new(FakeApi::new(Data::default()));
     let api = Sources::new(vec![
-        Source {
-            name: "calm".into(),
-            kind: SourceKind::Local,
-            target: "/a".into(),
-            attach: Attach::Ready(calm.clone()),
-        },
-        Source {
-            name: "flood".into(),
-            kind: SourceKind::Gateway,
-            target: "ws://b".into(),
-            attach: Attach::Ready(flood.clone()),
-        },
+        Source::ready("calm", SourceKind::Local, "/a", calm.clone()),
+        Source::ready("flood", SourceKind::Gateway, "ws://b", flood.clone()),
     ])
     .expect("sources");
     let mut sub = api.subscribe();

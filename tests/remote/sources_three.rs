@@ -16,11 +16,10 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard_remote::openclaw::OpenClawApi;
 use switchboard_remote::{Link, LinkOptions, RemoteApi};
-use switchboard_sources::{Attach, Source, Sources};
+use switchboard_sources::{Source, Sources};
 use switchboard_types::api::source::SourceKind;
 use switchboard_types::api::{
-    ApiError, LinkState, PatchRequest, PolicySetting, SendRequest, Sender, SessionsApi,
-    SessionsQuery, ToolCall,
+    ApiError, LinkState, PatchRequest, PolicySetting, SessionsApi, SessionsQuery, ToolCall,
 };
 
 const HANG: Duration = Duration::from_secs(30);
@@ -37,14 +36,7 @@ const CONFIG: &str = r#"{
   tools: { agentToAgent: { enabled: true }, sessions: { visibility: "all" } },
 }"#;
 
-fn owner(key: &str, text: &str) -> SendRequest {
-    SendRequest {
-        key: key.into(),
-        text: text.into(),
-        from: Sender::owner(),
-        idempotency_key: None,
-    }
-}
+use crate::common::owner;
 
 async fn link(url: &str, token: &str) -> Link {
     let mut o = LinkOptions::new(url.to_string(), Some(token.into()));
@@ -105,24 +97,14 @@ async fn three_real_sources_merge_keep_apart_route_and_survive_a_drop() {
     )));
 
     let api = Sources::new(vec![
-        Source {
-            name: "home".into(),
-            kind: SourceKind::Local,
-            target: dir.path().display().to_string(),
-            attach: Attach::Ready(home.clone()),
-        },
-        Source {
-            name: "team".into(),
-            kind: SourceKind::Gateway,
-            target: team_url.clone(),
-            attach: Attach::Ready(team.clone()),
-        },
-        Source {
-            name: "oc".into(),
-            kind: SourceKind::Gateway,
-            target: oc_url.clone(),
-            attach: Attach::Ready(oc.clone()),
-        },
+        Source::ready(
+            "home",
+            SourceKind::Local,
+            dir.path().display().to_string(),
+            home.clone(),
+        ),
+        Source::ready("team", SourceKind::Gateway, team_url.clone(), team.clone()),
+        Source::ready("oc", SourceKind::Gateway, oc_url.clone(), oc.clone()),
     ])
     .expect("three sources");
 

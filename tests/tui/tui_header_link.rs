@@ -28,10 +28,15 @@ fn header_of(rx: watch::Receiver<LinkState>) -> String {
         state: rx,
         unavailable: None,
     });
+    header_row(&state)
+}
+
+/// The header row of `state` drawn on a 120×40 terminal.
+fn header_row(state: &State) -> String {
     let keymap = Keymap::defaults();
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     terminal
-        .draw(|f| view::draw(f, &state, &keymap))
+        .draw(|f| view::draw(f, state, &keymap))
         .expect("draw");
     let buf = terminal.backend().buffer();
     (0..buf.area.width)
@@ -205,15 +210,7 @@ fn the_exchange_scope_gives_way_before_the_gateways_address() {
     let key = "agent:main:telegram:direct:123456789";
     state.rounds.exchanges = Exchanges::shown(Scope::Session(key.into()), Vec::new(), false);
     state.sessions.total = 12;
-    let keymap = Keymap::defaults();
-    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-    terminal
-        .draw(|f| view::draw(f, &state, &keymap))
-        .expect("draw");
-    let buf = terminal.backend().buffer();
-    let header: String = (0..buf.area.width)
-        .map(|x| buf[(x, 0)].symbol().to_string())
-        .collect();
+    let header = header_row(&state);
     assert!(
         header.contains(&format!("{target} · connected v4")),
         "{header}"
@@ -227,13 +224,7 @@ fn the_exchange_scope_gives_way_before_the_gateways_address() {
     assert!(name.contains('…') && name.ends_with("789"), "{header}");
     // Without a link to keep whole, the name has its 16 columns.
     state.link = None;
-    terminal
-        .draw(|f| view::draw(f, &state, &keymap))
-        .expect("draw");
-    let buf = terminal.backend().buffer();
-    let header: String = (0..buf.area.width)
-        .map(|x| buf[(x, 0)].symbol().to_string())
-        .collect();
+    let header = header_row(&state);
     assert!(
         header.contains("0 exchanges (…irect:123456789)"),
         "{header}"
@@ -255,15 +246,7 @@ fn the_host_stays_before_the_counts_long_words() {
         state: rx,
         unavailable: None,
     });
-    let keymap = Keymap::defaults();
-    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-    terminal
-        .draw(|f| view::draw(f, &state, &keymap))
-        .expect("draw");
-    let buf = terminal.backend().buffer();
-    let header: String = (0..buf.area.width)
-        .map(|x| buf[(x, 0)].symbol().to_string())
-        .collect();
+    let header = header_row(&state);
     assert!(
         header.contains("gateway.example.internal:18789"),
         "{header}"

@@ -11,7 +11,7 @@ use crate::common::screen::{render, text};
 use std::sync::Arc;
 
 use crossterm::event::KeyCode;
-use switchboard_sources::{Attach, Source, Sources};
+use switchboard_sources::{Source, Sources};
 use switchboard_tui::action::{Action, Intent};
 use switchboard_tui::state::State;
 use switchboard_types::api::source::SourceKind;
@@ -95,24 +95,19 @@ fn three() -> Three {
         state: oc_link,
     });
     let api = Sources::new(vec![
-        Source {
-            name: "home".into(),
-            kind: SourceKind::Local,
-            target: "/home/alice/.local/share/switchboard".into(),
-            attach: Attach::Ready(home.clone()),
-        },
-        Source {
-            name: "team".into(),
-            kind: SourceKind::Gateway,
-            target: "wss://team.example:18789".into(),
-            attach: Attach::Ready(team.clone()),
-        },
-        Source {
-            name: "oc".into(),
-            kind: SourceKind::Gateway,
-            target: "ws://127.0.0.1:18789".into(),
-            attach: Attach::Ready(oc_api),
-        },
+        Source::ready(
+            "home",
+            SourceKind::Local,
+            "/home/alice/.local/share/switchboard",
+            home.clone(),
+        ),
+        Source::ready(
+            "team",
+            SourceKind::Gateway,
+            "wss://team.example:18789",
+            team.clone(),
+        ),
+        Source::ready("oc", SourceKind::Gateway, "ws://127.0.0.1:18789", oc_api),
     ])
     .expect("three sources");
     Three {

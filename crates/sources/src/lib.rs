@@ -54,6 +54,23 @@ pub struct Source {
     pub attach: Attach,
 }
 
+impl Source {
+    /// A source whose engine is already there (the local engine, a gateway dialled before).
+    pub fn ready(
+        name: impl Into<String>,
+        kind: SourceKind,
+        target: impl Into<String>,
+        api: Arc<dyn SessionsApi>,
+    ) -> Source {
+        Source {
+            name: name.into(),
+            kind,
+            target: target.into(),
+            attach: Attach::Ready(api),
+        }
+    }
+}
+
 /// Why a set of sources cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourcesError {

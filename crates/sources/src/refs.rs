@@ -177,16 +177,8 @@ impl Qualify<'_> {
                 key,
                 exchange_id,
                 ..
-            } => {
-                self.id(run_id);
-                self.id(key);
-                self.opt(exchange_id);
             }
-            E::ReplyDelta { run_id, key, .. } => {
-                self.id(run_id);
-                self.id(key);
-            }
-            E::RunEnded {
+            | E::RunEnded {
                 run_id,
                 key,
                 exchange_id,
@@ -195,6 +187,10 @@ impl Qualify<'_> {
                 self.id(run_id);
                 self.id(key);
                 self.opt(exchange_id);
+            }
+            E::ReplyDelta { run_id, key, .. } => {
+                self.id(run_id);
+                self.id(key);
             }
             E::ExchangeStarted {
                 exchange_id,
