@@ -61,21 +61,24 @@ fn open_postgres_engine(
     config: Config,
     instance: Instance,
 ) -> Result<Engine, StoreError> {
-    let store = PgStore::open(url)?;
+    let store = PgStore::open_node(url, instance.id())?;
     store.reclassify_if_needed(&config.key_scheme())?;
-    let recovered = store.close_dead_owners(now_ms(), |owner| {
-        owner == instance.id() || Instance::is_alive(state_dir, owner)
-    })?;
-    let swept = Instance::sweep(state_dir);
+    // This host's dead processes are taken over now; other hosts' dead nodes by the running
+    // nodes' watch once their lease has run out (engine `nodes::watch`).
+    let taken = store.take_over_dead_now(now_ms(), Instance::dead_here(state_dir))?;
+    let owners: Vec<String> = taken.iter().map(|t| t.owner.clone()).collect();
+    let swept = Instance::sweep_these(state_dir, &owners);
     if swept > 0 {
         tracing::info!(swept, "removed lock files of stopped engines");
     }
+    let (mut runs, mut flows) = (Vec::new(), Vec::new());
+    for dead in taken {
+        runs.extend(dead.runs.into_iter().map(|r| r.run_id));
+        flows.extend(dead.flows);
+    }
     let engine = Engine::new(config, Arc::new(store), state_dir, instance)
         .with_openclaw_dbs(Arc::new(SqliteOpenClawDbs));
-    engine.announce_recovered(
-        recovered.runs.into_iter().map(|r| r.run_id).collect(),
-        recovered.flows,
-    );
+    engine.announce_recovered(runs, flows);
     Ok(engine)
 }
 

@@ -69,6 +69,22 @@ impl Context {
         self.instance.id()
     }
 
+    /// Whether engine `owner` still runs: not if it ran on this state folder and its
+    /// process is gone; otherwise as the store's leases say (several nodes), or, for a store
+    /// without them, as this folder's lock files say. Unsure counts as alive.
+    pub(crate) async fn owner_alive(&self, owner: &str) -> bool {
+        if owner == self.instance_id() {
+            return true;
+        }
+        if Instance::is_dead_here(&self.state_dir, owner) {
+            return false;
+        }
+        match self.store.backend().owner_alive(owner).await {
+            Some(alive) => alive,
+            None => Instance::is_alive(&self.state_dir, owner),
+        }
+    }
+
     /// Where a transcript lives: inside the database, addressed by session id. (OpenClaw
     /// gives a JSONL path; `switchboard sessions export` writes that file on demand.)
     pub(crate) fn transcript_path(&self, session_id: &str) -> String {

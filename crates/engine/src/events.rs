@@ -19,7 +19,12 @@ pub struct EventBus {
     numbered: std::sync::Arc<std::sync::OnceLock<broadcast::Sender<Sequenced>>>,
     /// Serialises numbering and sending, so the numbers arrive in order.
     next: std::sync::Arc<std::sync::Mutex<u64>>,
+    /// Where this engine's own events also go: the other nodes on the store (`relay`).
+    outlet: std::sync::Arc<std::sync::OnceLock<Outlet>>,
 }
+
+/// Takes each event this engine emits (not those relayed to it) for the other nodes.
+pub type Outlet = Box<dyn Fn(&EngineEvent) + Send + Sync>;
 
 impl EventBus {
     #[cfg_attr(not(feature = "internals"), allow(dead_code))] // tests read it
@@ -38,12 +43,27 @@ impl EventBus {
 
     /// Whether anyone subscribes: lets hot paths skip building events nobody reads.
     pub fn listening(&self) -> bool {
-        self.tx.get().is_some_and(|t| t.receiver_count() > 0)
+        self.outlet.get().is_some()
+            || self.tx.get().is_some_and(|t| t.receiver_count() > 0)
             || self.numbered.get().is_some_and(|n| n.receiver_count() > 0)
     }
 
     /// Nobody listening is normal (the CLI), so a send without receivers is not an error.
     pub fn emit(&self, event: EngineEvent) {
+        if let Some(outlet) = self.outlet.get() {
+            outlet(&event);
+        }
+        self.emit_relayed(event);
+    }
+
+    /// Send this engine's events to `outlet` too, from now on (once; later calls are
+    /// ignored).
+    pub fn set_outlet(&self, outlet: Outlet) {
+        let _ = self.outlet.set(outlet);
+    }
+
+    /// Emit an event another node relayed: to this engine's subscribers only.
+    pub fn emit_relayed(&self, event: EngineEvent) {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         *next += 1;
         if let Some(numbered) = self.numbered.get()

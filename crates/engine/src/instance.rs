@@ -72,6 +72,49 @@ impl Instance {
         }
     }
 
+    /// Whether instance `owner` ran on this state folder and its process is gone (its lock
+    /// file is there and free). False when unsure, or when it was never here (another host's).
+    pub fn is_dead_here(state_dir: &Path, owner: &str) -> bool {
+        if owner.contains(['/', '\\', '.']) {
+            return false;
+        }
+        let path = state_dir.join(DIR).join(format!("{owner}.lock"));
+        matches!(lock_state(&path), LockState::Free)
+    }
+
+    /// Every instance of this folder whose process is gone (its lock file free): what a
+    /// `kill -9` leaves until `sweep`.
+    pub fn dead_here(state_dir: &Path) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(state_dir.join(DIR)) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry
+                    .file_name()
+                    .to_str()?
+                    .strip_suffix(".lock")?
+                    .to_string();
+                matches!(lock_state(&entry.path()), LockState::Free).then_some(name)
+            })
+            .collect()
+    }
+
+    /// Delete the lock files of `owners` that are still free (dead instances whose work was
+    /// taken over): only those, since a file is all that tells another process an instance
+    /// of this host died, when the store's leases have not run out yet.
+    pub fn sweep_these(state_dir: &Path, owners: &[String]) -> usize {
+        owners
+            .iter()
+            .filter(|owner| Instance::is_dead_here(state_dir, owner))
+            .filter(|owner| {
+                let path = state_dir.join(DIR).join(format!("{owner}.lock"));
+                std::fs::remove_file(path).is_ok()
+            })
+            .count()
+    }
+
     /// Delete the lock files of dead instances (their lock is free): what `kill -9` leaves.
     /// Call after recovery has closed the runs those instances left open. Returns how many
     /// files were removed.

@@ -57,6 +57,7 @@ internal! {
     mod exchange;
     mod failpoint;
     mod inbound;
+    mod nodes;
     mod runs;
     mod session;
     mod sessions;
@@ -187,6 +188,8 @@ impl Engine {
     /// sub-agent announces, archive timers) begins in the background, tracked like any
     /// other work. Call inside a tokio runtime.
     pub fn start(&self) -> Arc<dyn switchboard_types::api::SessionsApi> {
+        nodes::relay(self);
+        nodes::watch(self);
         let engine = self.clone();
         self.tracker().spawn(
             "start-up: resuming what a stopped engine left",
@@ -229,6 +232,18 @@ impl Engine {
 
     pub(crate) fn tracker(&self) -> &Tracker {
         self.ctx.tracker()
+    }
+
+    pub(crate) fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    pub(crate) fn spawn_service(&self) -> &Arc<Spawns> {
+        &self.spawns
+    }
+
+    pub(crate) fn tool_service(&self) -> &Arc<Tools> {
+        &self.tools
     }
 
     pub(crate) fn runner(&self) -> &Runner {

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use crate::context::Context;
 use crate::delivery::{Route, route_for};
 use crate::events::EngineEvent;
-use crate::instance::Instance;
 use switchboard_types::key::SessionKey;
 use crate::session::policy::{self, SendPolicy};
 use crate::chain::Chain;
@@ -631,7 +630,7 @@ impl Spawns {
                 // the wrong process, and make that process wait for it.
                 if let Some(run) = self.ctx.store().backend().get_run(&spawn.run_id).await?
                     && run.owner != self.ctx.instance_id()
-                    && Instance::is_alive(self.ctx.state_dir(), &run.owner)
+                    && self.ctx.owner_alive(&run.owner).await
                 {
                     tracing::debug!(child = %child, owner = %run.owner, "sub-agent left to its live engine");
                     continue;

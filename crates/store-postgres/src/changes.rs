@@ -15,17 +15,24 @@ const CHANNEL: &str = "switchboard_changes";
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 
 /// The statements that end a write: the notice (its payload: `origin`, a UUID's hex digits
-/// made here, so no quoting is needed) and the commit.
-pub fn commit_sql(origin: &str) -> String {
-    format!("NOTIFY {CHANNEL}, '{origin}'; COMMIT")
+/// made here, so no quoting is needed, and `:r` while the store relays its events) and the
+/// commit.
+pub fn commit_sql(origin: &str, relaying: bool) -> String {
+    let mark = if relaying { RELAYING } else { "" };
+    format!("NOTIFY {CHANNEL}, '{origin}{mark}'; COMMIT")
 }
+
+/// The mark of a commit whose events are relayed (relay.rs): no tick for it.
+const RELAYING: &str = ":r";
 
 /// Listen for other stores' commits until `ticks` has no receiver left.
 pub async fn listen(
     config: tokio_postgres::Config,
     origin: String,
     ticks: tokio::sync::watch::Sender<u64>,
+    relay: crate::relay::Relay,
 ) {
+    let mut expected = crate::relay::Expected::default();
     let mut first = true;
     while !ticks.is_closed() {
         match config.connect(tokio_postgres::NoTls).await {
@@ -39,7 +46,8 @@ pub async fn listen(
                     {
                         match message {
                             Ok(AsyncMessage::Notification(n)) => {
-                                if found.send(n.payload().to_string()).is_err() {
+                                let events = n.channel() == crate::relay::CHANNEL;
+                                if found.send((events, n.payload().to_string())).is_err() {
                                     break;
                                 }
                             }
@@ -48,17 +56,23 @@ pub async fn listen(
                         }
                     }
                 });
-                if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
+                let listen = format!("LISTEN {CHANNEL}; LISTEN {}", crate::relay::CHANNEL);
+                if let Err(e) = client.batch_execute(&listen).await {
                     tracing::warn!(error = %e, "cannot listen for other nodes' changes");
                 } else {
                     // After a reconnect, what happened while not listening is unknown:
                     // count it as a change.
                     if !first {
                         ticks.send_modify(|n| *n += 1);
+                        expected.reset(&relay);
                     }
                     first = false;
-                    while let Some(from) = notices.recv().await {
-                        if from != origin {
+                    while let Some((events, payload)) = notices.recv().await {
+                        if events {
+                            expected.take(&relay, &payload);
+                        } else if payload.split(':').next() != Some(origin.as_str())
+                            && !payload.ends_with(RELAYING)
+                        {
                             ticks.send_modify(|n| *n += 1);
                         }
                         if ticks.is_closed() {

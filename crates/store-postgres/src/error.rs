@@ -32,6 +32,11 @@ pub enum PgError {
     Rejected(String),
     #[error("the PostgreSQL store has stopped")]
     Stopped,
+    #[error(
+        "this node ({0}) lost its lease on the database (it was paused or cut off past the \
+         lease, and another node took over its runs); its writes for them are refused"
+    )]
+    Fenced(String),
     /// A driver error not yet placed (`locate` names the server).
     #[error("PostgreSQL: {}", describe(.0))]
     Driver(#[from] tokio_postgres::Error),
@@ -141,6 +146,7 @@ impl From<PgError> for StoreError {
             PgError::Corrupt(_) => StoreErrorKind::Corrupt,
             PgError::NoSession(_) => StoreErrorKind::NotFound,
             PgError::Rejected(_) => StoreErrorKind::Rejected,
+            PgError::Fenced(_) => StoreErrorKind::Fenced,
         };
         StoreError::new(kind, e.to_string())
     }

@@ -7,7 +7,9 @@
 
 mod changes;
 mod error;
+mod nodes;
 mod records;
+mod relay;
 mod schema;
 mod sessions;
 mod store;
@@ -24,8 +26,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::sync::{mpsc, oneshot};
 
 pub use error::PgError;
+pub use nodes::{RENEW as LEASE_RENEW, TTL as LEASE_TTL};
 pub use schema::SCHEMA_VERSION;
-use switchboard_store::{PendingWrite, RunRow, StoreError};
+use switchboard_store::{PendingWrite, StoreError};
 
 /// A pooled connection, shared by an operation's future for as long as it runs.
 pub(crate) type Conn = Arc<deadpool_postgres::Object>;
@@ -33,8 +36,17 @@ pub(crate) type Conn = Arc<deadpool_postgres::Object>;
 type BoxFut = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A write for the writer task: run in a transaction on the connection it is given (or
-/// told why there is none), answering its caller itself.
-type Job = Box<dyn FnOnce(Result<Conn, PgError>, &str) -> BoxFut + Send>;
+/// told why there is none) between the statements `Txn` gives, answering its caller itself.
+type Job = Box<dyn FnOnce(Result<Conn, PgError>, Txn) -> BoxFut + Send>;
+
+/// What begins and ends each write transaction of this store.
+#[derive(Clone)]
+struct Txn {
+    /// `BEGIN`, and for a node the fence check (one round trip).
+    begin: Arc<str>,
+    /// The change notice and `COMMIT`.
+    commit: Arc<str>,
+}
 
 /// How long a connection may take to open, and a caller to wait for a pooled one, before
 /// the server counts as unreachable: fail fast with a clear error rather than hang.
@@ -42,13 +54,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connections per node: the writer's one and the readers'.
 const POOL_SIZE: usize = 8;
-
-/// What recovery closed for dead owners: their runs (as they were) and exchanges.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recovered {
-    pub runs: Vec<RunRow>,
-    pub flows: Vec<String>,
-}
 
 /// The PostgreSQL store. Cheap to clone.
 #[derive(Clone)]
@@ -68,10 +73,27 @@ struct Inner {
     /// Ticks when another store (process or node) on this database commits
     /// (`changes::listen`).
     external: tokio::sync::watch::Receiver<u64>,
+    /// This store's lease when it is a node (`open_node`).
+    node: Option<Arc<nodes::Node>>,
+    /// Events to relay to the other nodes, and those they relay (relay.rs).
+    relay: relay::Relay,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if let Some(node) = &self.node {
+            // A clean exit hands the lanes back at once instead of after the lease.
+            let (pool, id) = (self.pool.clone(), node.id.clone());
+            let left = self.handle.spawn(async move {
+                let c = pool.get().await.ok()?;
+                nodes::leave(&c, &id).await.ok()
+            });
+            let (tx, rx) = std::sync::mpsc::channel();
+            self.handle.spawn(async move {
+                let _ = tx.send(left.await);
+            });
+            let _ = rx.recv_timeout(Duration::from_secs(2));
+        }
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }
@@ -122,8 +144,19 @@ fn location(config: &tokio_postgres::Config) -> String {
 impl PgStore {
     /// Connect to the database at `url`, bring its schema up to date (under an advisory
     /// lock), and start the writer. A bad URL, a refused or unreachable server and a
-    /// database at a newer schema each fail with a message naming the server.
+    /// database at a newer schema each fail with a message naming the server. The store is
+    /// no node: it holds no lease and fences nothing (tools, tests).
     pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        PgStore::open_as(url, None)
+    }
+
+    /// `open` as node `id` (the engine's instance id, the `owner` of its runs): it registers
+    /// a lease, renews it every second, and every write is fenced on it (nodes.rs).
+    pub fn open_node(url: &str, id: &str) -> Result<PgStore, StoreError> {
+        PgStore::open_as(url, Some(Arc::new(nodes::Node::new(id.to_string()))))
+    }
+
+    fn open_as(url: &str, node: Option<Arc<nodes::Node>>) -> Result<PgStore, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| bad_url(url, e))?;
         if config.get_hosts().is_empty() {
             return Err(bad_url(url, "no host"));
@@ -167,6 +200,7 @@ impl PgStore {
         let (external_tx, external) = tokio::sync::watch::channel(0);
         // This store's name in its change notices, so it does not count its own commits.
         let origin = uuid::Uuid::new_v4().simple().to_string();
+        let relay = relay::Relay::new(origin.clone());
         let store = PgStore {
             inner: Arc::new(Inner {
                 at: at.clone(),
@@ -175,19 +209,32 @@ impl PgStore {
                 handle: handle.clone(),
                 writer,
                 external,
+                node: node.clone(),
+                relay: relay.clone(),
             }),
         };
+        let registering = node.clone();
         store.block(async move {
             let mut c = pool.get().await.map_err(|e| PgError::from_pool(&at, e))?;
-            schema::migrate(&mut c, &at).await
+            schema::migrate(&mut c, &at).await?;
+            if let Some(node) = registering {
+                nodes::register(&c, &node).await?;
+            }
+            Ok(())
         })?;
         handle.spawn(run_writer(
             store.inner.pool.clone(),
             store.inner.at.clone(),
             origin.clone(),
+            node.clone(),
+            relay.clone(),
             jobs,
         ));
-        handle.spawn(changes::listen(listen_config, origin, external_tx));
+        if let Some(node) = node {
+            handle.spawn(heartbeat(Arc::downgrade(&store.inner), node));
+        }
+        handle.spawn(relay::publish(store.inner.pool.clone(), relay.clone()));
+        handle.spawn(changes::listen(listen_config, origin, external_tx, relay));
         Ok(store)
     }
 
@@ -250,13 +297,16 @@ impl PgStore {
     {
         let (reply, answer) = oneshot::channel::<Result<R, PgError>>();
         let at = self.inner.at.clone();
-        let job: Job = Box::new(move |conn: Result<Conn, PgError>, origin: &str| {
-            let commit = changes::commit_sql(origin);
+        let node = self.inner.node.clone();
+        let job: Job = Box::new(move |conn: Result<Conn, PgError>, txn: Txn| {
             Box::pin(async move {
                 let result = match conn {
-                    Ok(c) => in_transaction(c, &commit, op).await,
+                    Ok(c) => in_transaction(c, &txn, op).await,
                     Err(e) => Err(e),
                 };
+                if let (Err(PgError::Fenced(_)), Some(node)) = (&result, &node) {
+                    node.lose();
+                }
                 // The caller may have stopped waiting; the write stands either way.
                 let _ = reply.send(result.map_err(|e| e.locate(&at)));
             })
@@ -298,39 +348,55 @@ impl PgStore {
         })
     }
 
-    /// Close what dead engine instances left open (`is_alive(owner)` false): their runs
-    /// end in error with the interruption line in their session, their exchanges end
-    /// `interrupted`; one transaction per owner, through the writer. Blocking (start-up).
-    pub fn close_dead_owners(
+    /// Take over every engine that is dead (see `nodes::candidates`): one whose lease
+    /// expired (only once this node has stood a whole lease itself, or when `now_judge`),
+    /// one with open work and no row, and one in `dead_here` (a process of this host whose
+    /// instance lock is free). Each in a transaction of its own, through the
+    /// writer; what was closed, per engine.
+    pub async fn take_over_dead(
         &self,
         now: i64,
-        is_alive: impl Fn(&str) -> bool,
-    ) -> Result<Recovered, StoreError> {
-        let owners = self.read_now(|c| async move { records::open_owners(&c).await })?;
-        let mut all = Recovered::default();
-        for owner in owners.into_iter().filter(|o| !is_alive(o)) {
-            let pending = self.submit(move |c| async move {
-                let runs = records::close_owner_runs(&c, &owner, now).await?;
-                for run in &runs {
-                    let key =
-                        switchboard_types::key::SessionKey::from_canonical(run.session_key.clone());
-                    if sessions::session_exists(&c, &key).await? {
-                        let message = switchboard_store::line::interruption_message(run, now);
-                        let line = switchboard_store::line::PreparedLine::new(
-                            switchboard_store::NewLine::message(message),
-                            now,
-                        );
-                        transcript::append_prepared(&c, &key, &[line], now).await?;
-                    }
-                }
-                let flows = records::close_owner_flows(&c, &owner, now).await?;
-                Ok(Recovered { runs, flows })
-            });
-            let r = block_on(&self.inner.handle, pending)?;
-            all.runs.extend(r.runs);
-            all.flows.extend(r.flows);
+        now_judge: bool,
+        dead_here: Vec<String>,
+    ) -> Result<Vec<switchboard_store::nodes::TakenOver>, StoreError> {
+        use nodes::Doubt;
+        let candidates = self
+            .read(|c| async move { nodes::candidates(&c).await })
+            .await?;
+        let me = self.inner.node.as_ref().map(|n| n.id.clone());
+        let judge = now_judge || self.inner.node.as_ref().is_some_and(|n| n.may_judge());
+        let mut taken = Vec::new();
+        for (owner, doubt) in candidates {
+            if Some(&owner) == me.as_ref() {
+                continue;
+            }
+            let dead = match doubt {
+                Doubt::NoRow => true,
+                Doubt::Expired => judge || dead_here.contains(&owner),
+                Doubt::Live => dead_here.contains(&owner),
+            };
+            if !dead {
+                continue;
+            }
+            let found = self
+                .write(move |c| async move { nodes::take_over(&c, &owner, doubt, now).await })
+                .await?;
+            taken.extend(found);
         }
-        Ok(all)
+        Ok(taken)
+    }
+
+    /// `take_over_dead` on this thread (start-up). Expired leases are left to the nodes
+    /// that run (a process just started has stood no lease yet: see `Node::may_judge`).
+    pub fn take_over_dead_now(
+        &self,
+        now: i64,
+        dead_here: Vec<String>,
+    ) -> Result<Vec<switchboard_store::nodes::TakenOver>, StoreError> {
+        let store = self.clone();
+        block_on(&self.inner.handle.clone(), async move {
+            store.take_over_dead(now, false, dead_here).await
+        })
     }
 }
 
@@ -374,17 +440,20 @@ fn block_on<R: Send + 'static>(
     rx.recv().unwrap_or_else(|_| Err(PgError::Stopped.into()))
 }
 
-/// Run `op` between BEGIN and `commit` (the change notice and COMMIT, one round trip;
-/// ROLLBACK when it fails).
-async fn in_transaction<R, F, Fut>(c: Conn, commit: &str, op: F) -> Result<R, PgError>
+/// Run `op` between `txn.begin` (BEGIN and, for a node, its fence) and `txn.commit` (the
+/// change notice and COMMIT, one round trip; ROLLBACK when it fails).
+async fn in_transaction<R, F, Fut>(c: Conn, txn: &Txn, op: F) -> Result<R, PgError>
 where
     F: FnOnce(Conn) -> Fut,
     Fut: Future<Output = Result<R, PgError>>,
 {
-    c.batch_execute("BEGIN").await?;
+    if let Err(e) = c.batch_execute(&txn.begin).await {
+        let _ = c.batch_execute("ROLLBACK").await;
+        return Err(fenced_or(e));
+    }
     match op(c.clone()).await {
         Ok(value) => {
-            c.batch_execute(commit).await?;
+            c.batch_execute(&txn.commit).await?;
             Ok(value)
         }
         Err(e) => {
@@ -402,8 +471,17 @@ async fn run_writer(
     pool: Pool,
     at: String,
     origin: String,
+    node: Option<Arc<nodes::Node>>,
+    relay: relay::Relay,
     mut jobs: mpsc::UnboundedReceiver<Job>,
 ) {
+    let begin: Arc<str> = match &node {
+        // The id is a UUID's hex digits made by this program: nothing to quote.
+        Some(n) => format!("BEGIN; SELECT switchboard_fence('{}')", n.id).into(),
+        None => "BEGIN".into(),
+    };
+    let plain: Arc<str> = changes::commit_sql(&origin, false).into();
+    let relaying: Arc<str> = changes::commit_sql(&origin, true).into();
     let mut kept: Option<Conn> = None;
     while let Some(job) = jobs.recv().await {
         let conn = match kept.take() {
@@ -418,6 +496,58 @@ async fn run_writer(
             tracing::warn!(error = %e, "the PostgreSQL writer has no connection");
         }
         kept = conn.as_ref().ok().cloned();
-        job(conn, &origin).await;
+        let txn = Txn {
+            begin: begin.clone(),
+            commit: if relay.is_on() {
+                relaying.clone()
+            } else {
+                plain.clone()
+            },
+        };
+        job(conn, txn).await;
+    }
+}
+
+/// A driver error, or `Fenced` when it is the fence's refusal.
+fn fenced_or(e: tokio_postgres::Error) -> PgError {
+    match e.as_db_error() {
+        Some(db) if db.code().code() == nodes::FENCED => PgError::Fenced(
+            db.message()
+                .trim_start_matches("node ")
+                .split(' ')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        ),
+        _ => PgError::Driver(e),
+    }
+}
+
+/// Renew this node's lease every `nodes::RENEW` while the store lives; a failed renewal
+/// is tried again (the lease stands while the row does: see `nodes::renew`).
+async fn heartbeat(store: std::sync::Weak<Inner>, node: Arc<nodes::Node>) {
+    let mut tick = tokio::time::interval(nodes::RENEW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = store.upgrade() else {
+            return;
+        };
+        let (pool, at) = (inner.pool.clone(), inner.at.clone());
+        drop(inner);
+        let renewed = async {
+            let c = pool.get().await.map_err(|e| PgError::from_pool(&at, e))?;
+            nodes::renew(&c, &node).await
+        };
+        match tokio::time::timeout(nodes::RENEW * 2, renewed).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.locate(&at), "renewing this node's lease failed")
+            }
+            Err(_) => tracing::warn!("renewing this node's lease timed out"),
+        }
+        if matches!(node.standing(), switchboard_store::nodes::Standing::Lost) {
+            return;
+        }
     }
 }

@@ -205,6 +205,42 @@ const MIGRATIONS: &[&str] = &[
             OR OLD.key IS DISTINCT FROM NEW.key)
         EXECUTE FUNCTION session_counts_keep();
     "#,
+    // 3: several nodes on one database (nodes.rs). A node's row is its lease (expiry by the
+    // server's clock, so the nodes' clocks do not matter); its absence fences the node.
+    // A lane row says which node runs in a session now. Failed connects are counted here
+    // so every node refuses a guesser alike.
+    r#"
+    CREATE TABLE nodes (
+        id          TEXT PRIMARY KEY,
+        host        TEXT NOT NULL,
+        pid         BIGINT NOT NULL,
+        started_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+        renewed_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+        expires_at  TIMESTAMPTZ NOT NULL
+    );
+    CREATE TABLE lanes (
+        session_key TEXT PRIMARY KEY,
+        owner       TEXT NOT NULL,
+        epoch       BIGINT NOT NULL,
+        claimed_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE INDEX lanes_by_owner ON lanes (owner);
+    -- Every write of a node begins with this: it waits for nothing but a take-over of the
+    -- node (a DELETE of its row), and fails once that happened, so a stale owner's writes are
+    -- refused in the same round trip as its BEGIN.
+    CREATE FUNCTION switchboard_fence(node TEXT) RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM 1 FROM nodes WHERE id = node FOR KEY SHARE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'node % lost its lease', node USING ERRCODE = 'SWF01';
+        END IF;
+    END $$;
+    CREATE TABLE auth_failures (
+        peer        TEXT PRIMARY KEY,
+        failures    BIGINT NOT NULL,
+        since       TIMESTAMPTZ NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::error::PgError;
 use crate::sessions::{self, Read, ScanAfter};
-use crate::{PgStore, records, transcript};
+use crate::{PgStore, nodes, records, transcript};
 use switchboard_store::line::{PreparedLine, finish_rows};
+use switchboard_store::nodes::{LaneClaim, Relayed, Standing, TakenOver};
 use switchboard_store::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, ImportMark, ImportOutcome,
     InboundWrite, KeyRow, MergeCommit, NewExchange, NewImport, NewLine, NewSpawn, OutboxRow,
@@ -19,6 +20,7 @@ use switchboard_store::{
     SpawnEnding, SpawnRow, SpawnState, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
     scan_channel,
 };
+use switchboard_types::api::EngineEvent;
 use switchboard_types::api::time::now_ms;
 use switchboard_types::key::SessionKey;
 
@@ -806,5 +808,70 @@ impl Store for PgStore {
     fn session_exists_now(&self, key: &SessionKey) -> Result<bool, StoreError> {
         let key = key.clone();
         self.read_now(|c| async move { sessions::session_exists(&c, &key).await })
+    }
+
+    async fn owner_alive(&self, owner: &str) -> Option<bool> {
+        let owner = owner.to_string();
+        // Unsure (the server away) counts as alive.
+        Some(
+            self.read(|c| async move { nodes::alive(&c, &owner).await })
+                .await
+                .unwrap_or(true),
+        )
+    }
+
+    fn standing(&self) -> Standing {
+        match &self.inner.node {
+            Some(node) => node.standing(),
+            None => Standing::Unleased,
+        }
+    }
+
+    async fn claim_lane(&self, key: &str, owner: &str) -> Result<LaneClaim, StoreError> {
+        let Some(node) = self.inner.node.clone() else {
+            return Ok(LaneClaim::Held);
+        };
+        // Held before asking: should the answer be lost, the heartbeat keeps the row rather
+        // than deleting a lane we may be running in.
+        node.hold(key);
+        let (k, o) = (key.to_string(), owner.to_string());
+        let claim = self
+            .read(|c| async move { nodes::claim_lane(&c, &k, &o).await })
+            .await;
+        if !matches!(claim, Ok(LaneClaim::Held)) {
+            node.let_go(key);
+        }
+        claim
+    }
+
+    async fn release_lane(&self, key: &str, owner: &str) {
+        let Some(node) = self.inner.node.clone() else {
+            return;
+        };
+        node.let_go(key);
+        let (k, o) = (key.to_string(), owner.to_string());
+        // A release the server did not take: the heartbeat deletes lane rows we do not hold.
+        if let Err(e) = self
+            .read(|c| async move { nodes::release_lane(&c, &k, &o).await })
+            .await
+        {
+            tracing::debug!(error = %e, key, "releasing a lane failed; the heartbeat retries");
+        }
+    }
+
+    async fn take_over_dead(
+        &self,
+        now: i64,
+        dead_here: Vec<String>,
+    ) -> Result<Vec<TakenOver>, StoreError> {
+        PgStore::take_over_dead(self, now, false, dead_here).await
+    }
+
+    fn relay(&self, events: Vec<EngineEvent>) {
+        self.inner.relay.send(events);
+    }
+
+    fn relayed(&self) -> Option<tokio::sync::mpsc::Receiver<Relayed>> {
+        self.inner.relay.take_inbox()
     }
 }

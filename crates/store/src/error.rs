@@ -23,6 +23,9 @@ pub enum StoreErrorKind {
     Io,
     /// The store cannot be reached or has stopped (its writer is gone, a server is down).
     Unavailable,
+    /// This node lost its lease (it was paused or cut off past its expiry, and another node
+    /// took over its runs): its writes for those runs are refused so two owners never write.
+    Fenced,
     /// Any other failure of the store's backend.
     Backend,
 }
@@ -95,6 +98,7 @@ impl From<StoreError> for switchboard_types::api::ApiError {
             | StoreErrorKind::Rejected
             | StoreErrorKind::Io
             | StoreErrorKind::Unavailable
+            | StoreErrorKind::Fenced
             | StoreErrorKind::Backend => StorageKind::Other,
         };
         switchboard_types::api::ApiError::Storage {

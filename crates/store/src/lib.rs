@@ -5,6 +5,7 @@
 mod error;
 pub mod idempotency;
 pub mod line;
+pub mod nodes;
 pub mod notice;
 pub mod openclaw;
 mod scan;
@@ -361,4 +362,47 @@ pub trait Store: Send + Sync {
     /// primary-key lookup). Only for `SessionsApi::resolve_key`, whose caller relies on it
     /// not waiting (docs/ARCHITECTURE.md, "The store seam"); every other read is async.
     fn session_exists_now(&self, key: &SessionKey) -> Result<bool, StoreError>;
+
+    // ---- several engines (nodes.rs) ----
+
+    /// Whether engine `owner` still runs, by the store's leases; `None` when the store has
+    /// none (the state folder's lock files tell). Unsure counts as alive.
+    async fn owner_alive(&self, _owner: &str) -> Option<bool> {
+        None
+    }
+
+    /// This engine's lease on the store.
+    fn standing(&self) -> nodes::Standing {
+        nodes::Standing::Unleased
+    }
+
+    /// Take `key`'s lane for engine `owner` across nodes (a store without leases: always
+    /// held; one host's lanes are in the engine).
+    async fn claim_lane(&self, _key: &str, _owner: &str) -> Result<nodes::LaneClaim, StoreError> {
+        Ok(nodes::LaneClaim::Held)
+    }
+
+    /// Give `key`'s lane back. Never fails: a release the server did not take is retried by
+    /// the store until it does.
+    async fn release_lane(&self, _key: &str, _owner: &str) {}
+
+    /// Take over every engine that is dead: its lease expired, or it is in `dead_here` (the
+    /// engines of this host whose process is gone, by their lock files). Close its runs and exchanges, release its
+    /// lanes, forget it. Each dead engine is taken over by exactly one caller.
+    async fn take_over_dead(
+        &self,
+        _now: i64,
+        _dead_here: Vec<String>,
+    ) -> Result<Vec<nodes::TakenOver>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Relay events to the other engines on the store (fire and forget: one that cannot be
+    /// relayed reaches them as a `Relayed::Gap`). A store without nodes drops them.
+    fn relay(&self, _events: Vec<switchboard_types::api::EngineEvent>) {}
+
+    /// The events other engines relay, from now on; `None`: the store relays nothing.
+    fn relayed(&self) -> Option<tokio::sync::mpsc::Receiver<nodes::Relayed>> {
+        None
+    }
 }

@@ -460,7 +460,23 @@ impl Runs {
             None => None,
         };
         let going = self.runner.going(&req.key);
-        let ended = match self.execute_in_lane(run_id, &req, known, tools).await {
+        // Across nodes too, one run at a time in a session (a store without nodes: at once).
+        let across = match &turn {
+            Some(_) => self.claim_node_lane(&req.key).await.map(Some),
+            None => Ok(None),
+        };
+        let executed = match &across {
+            Ok(_) => self.execute_in_lane(run_id, &req, known, tools).await,
+            Err(e) => Err(e.clone()),
+        };
+        if let Ok(Some(key)) = &across {
+            self.ctx
+                .store()
+                .backend()
+                .release_lane(key, self.ctx.instance_id())
+                .await;
+        }
+        let ended = match executed {
             Ok(o) => (o, true),
             Err(e) => {
                 tracing::error!(run_id, key = %req.key, error = %e, "run failed in storage");
@@ -477,6 +493,28 @@ impl Runs {
         drop(going);
         drop(turn);
         ended
+    }
+
+    /// Take `key`'s lane across nodes, waiting while another live node runs in it; the key
+    /// to release afterwards.
+    async fn claim_node_lane(&self, key: &SessionKey) -> Result<String, StoreError> {
+        let mut pause = NODE_LANE_POLL;
+        loop {
+            match self
+                .ctx
+                .store()
+                .backend()
+                .claim_lane(key.as_str(), self.ctx.instance_id())
+                .await?
+            {
+                switchboard_store::nodes::LaneClaim::Held => return Ok(key.as_str().to_string()),
+                switchboard_store::nodes::LaneClaim::Busy { owner } => {
+                    tracing::debug!(key = %key, owner, "waiting for another node's run in this session");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(NODE_LANE_POLL_MAX);
+                }
+            }
+        }
     }
 
     async fn execute_in_lane(
@@ -942,6 +980,11 @@ enum TurnEnd {
     TimedOut,
     Aborted,
 }
+
+/// How soon a run waiting for another node's run in its session asks again, at first and
+/// at most (a node's run holds the lane for as long as a model turn takes).
+const NODE_LANE_POLL: std::time::Duration = std::time::Duration::from_millis(25);
+const NODE_LANE_POLL_MAX: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// The error of a run the owner aborted (`SessionsApi::abort`), in its outcome and transcript.
 pub(crate) const ABORTED: &str = "aborted by the owner";
