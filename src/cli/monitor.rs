@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use metrics::counter;
+use metrics::{counter, gauge};
 use metrics_exporter_prometheus::PrometheusBuilder;
 
 use switchboard_types::api::{EngineEvent, SessionsApi, StreamItem};
@@ -94,6 +94,33 @@ impl Metrics {
             on_gateway_port: on_port,
             _own_port: own_port,
         })
+    }
+
+    /// Record this node's lease every second while metrics are on: `switchboard_node_lease`
+    /// (1 renewed, 0 lapsing, -1 lost; absent on a store without leases), how long since
+    /// it was renewed, and the lanes held.
+    pub(crate) fn watch_lease(&self, engine: switchboard_engine::Engine) {
+        use switchboard_store::nodes::Standing;
+        if self.render.is_none() || engine.standing() == Standing::Unleased {
+            return;
+        }
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                let (state, ago, lanes) = match engine.standing() {
+                    Standing::Leased {
+                        renewed_ms_ago,
+                        lanes,
+                    } => (1.0, renewed_ms_ago, lanes),
+                    Standing::Lapsing { renewed_ms_ago } => (0.0, renewed_ms_ago, 0),
+                    Standing::Lost | Standing::Unleased => (-1.0, 0, 0),
+                };
+                gauge!("switchboard_node_lease").set(state);
+                gauge!("switchboard_node_lease_renewed_seconds_ago").set(ago as f64 / 1000.0);
+                gauge!("switchboard_node_lanes_held").set(lanes as f64);
+            }
+        });
     }
 
     /// What renders `/metrics` on the gateway's own port (`None`: answered 404 there).

@@ -1,6 +1,7 @@
 //! `switchboard serve`: the engine headless behind the WebSocket gateway until a signal.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -62,6 +63,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     // Metrics: recorded from here on, rendered on the gateway's port and/or a port of their own.
     let metrics =
         super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
+    metrics.watch_lease(engine.clone());
     say_log(&log);
     say_token(&source);
     // `--connect` on this machine offers the folder's token only to a port recorded here.
@@ -79,7 +81,19 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     })?;
     // Watched before the address is announced: a SIGTERM sent as soon as a supervisor (or a
     // test) reads it must stop the gateway cleanly, not kill it with its record left behind.
-    let stop = stop_signal()?;
+    let signal = stop_signal()?;
+    // A node that lost its lease (another node took its work over) stops: its writes are
+    // refused, and a supervisor starts it afresh as a new node.
+    let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = {
+        let (lost, engine) = (lost.clone(), engine.clone());
+        async move {
+            tokio::select! {
+                _ = signal => {}
+                _ = lease_lost(&engine) => lost.store(true, std::sync::atomic::Ordering::Relaxed),
+            }
+        }
+    };
     let traffic = demo.as_ref().map(|dir| {
         say(&format!("demo state: {} (removed at exit)", dir.display()));
         switchboard::demo::start(engine.start(), Duration::from_millis(args.demo_pace_ms))
@@ -123,8 +137,26 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         drop(_listening);
         drop(engine);
         let _ = std::fs::remove_dir_all(dir);
+        return Ok(());
+    }
+    if lost.load(std::sync::atomic::Ordering::Relaxed) {
+        let why = engine.standing().trouble().unwrap_or_default();
+        return Err(anyhow::anyhow!("{why}"));
     }
     Ok(())
+}
+
+/// Completes once this node has lost its lease on the store (never for a store without
+/// leases).
+async fn lease_lost(engine: &switchboard_engine::Engine) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        every.tick().await;
+        if engine.standing() == switchboard_store::nodes::Standing::Lost {
+            tracing::error!("this node lost its lease; stopping the gateway");
+            return;
+        }
+    }
 }
 
 /// Where the gateway's token comes from (never the token itself).

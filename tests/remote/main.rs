@@ -15,6 +15,7 @@ mod remote_cli;
 mod remote_failover;
 mod remote_fake_rpc;
 mod remote_link;
+mod remote_nodes;
 mod remote_openclaw;
 mod remote_openclaw_cli;
 mod remote_openclaw_exchanges;

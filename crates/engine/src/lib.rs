@@ -225,6 +225,11 @@ impl Engine {
         }
     }
 
+    /// This engine's lease on its store (several nodes on one database).
+    pub fn standing(&self) -> switchboard_store::nodes::Standing {
+        self.store().backend().standing()
+    }
+
     /// The work this engine started that is still running, oldest first, with its age.
     pub fn still_running(&self) -> Vec<(String, std::time::Duration)> {
         self.tracker().running()

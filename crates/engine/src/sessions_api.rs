@@ -26,6 +26,14 @@ impl From<ToolError> for ApiError {
 #[async_trait]
 impl SessionsApi for Engine {
     async fn status(&self) -> Result<Status, ApiError> {
+        // A node whose lease lapsed or was lost is not to be counted on (`/readyz`, the
+        // watchdog), whatever its store answers.
+        if let Some(trouble) = self.standing().trouble() {
+            return Err(ApiError::Storage {
+                kind: switchboard_types::api::StorageKind::Other,
+                message: trouble,
+            });
+        }
         Ok(Status {
             attached: self.state_dir().display().to_string(),
             sessions: self.store().count().await?,

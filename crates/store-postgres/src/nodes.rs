@@ -71,11 +71,15 @@ impl Node {
 
     pub fn standing(&self) -> Standing {
         let lease = self.lease();
+        let renewed_ms_ago = lease.renewed.elapsed().as_millis() as u64;
         if lease.lost {
             Standing::Lost
+        } else if lease.renewed.elapsed() > TTL {
+            Standing::Lapsing { renewed_ms_ago }
         } else {
             Standing::Leased {
-                renewed_ms_ago: lease.renewed.elapsed().as_millis() as u64,
+                renewed_ms_ago,
+                lanes: self.held().len(),
             }
         }
     }

@@ -21,17 +21,38 @@ pub enum LaneClaim {
 pub enum Standing {
     /// The store has no leases (one host's processes; liveness by lock files).
     Unleased,
-    /// The lease is renewed; `renewed_ms_ago` since the last renewal the server confirmed.
-    Leased { renewed_ms_ago: u64 },
+    /// The lease is renewed; `renewed_ms_ago` since the last renewal the server confirmed,
+    /// `lanes` the sessions this engine runs in now.
+    Leased { renewed_ms_ago: u64, lanes: usize },
+    /// Not renewed for longer than the lease lasts (the database does not answer): other
+    /// nodes may take this one over at any moment.
+    Lapsing { renewed_ms_ago: u64 },
     /// The lease expired before it could be renewed (a pause, a cut-off): another node may
     /// have taken this engine's runs over, so its writes for them are refused. Final.
     Lost,
 }
 
 impl Standing {
-    /// Whether the engine may go on serving.
+    /// Whether the engine can be counted on (ready).
     pub fn is_good(&self) -> bool {
-        !matches!(self, Standing::Lost)
+        matches!(self, Standing::Unleased | Standing::Leased { .. })
+    }
+
+    /// Why it cannot, in words (`None`: it can).
+    pub fn trouble(&self) -> Option<String> {
+        match self {
+            Standing::Unleased | Standing::Leased { .. } => None,
+            Standing::Lapsing { renewed_ms_ago } => Some(format!(
+                "this node's lease on the database was last renewed {:.1} s ago (the database \
+                 does not answer); another node may take its work over",
+                *renewed_ms_ago as f64 / 1000.0
+            )),
+            Standing::Lost => Some(
+                "this node lost its lease on the database: another node took its work over, \
+                 and its writes are refused; restart it"
+                    .to_string(),
+            ),
+        }
     }
 }
 

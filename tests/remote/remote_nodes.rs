@@ -1,0 +1,363 @@
+//! Several `serve` nodes on one PostgreSQL database, each with a state folder of its own (as
+//! on separate hosts), issue 28 item 2: a send through one is read and its events are seen
+//! through another; a node `kill -9`ed mid-exchange is taken over by exactly one survivor
+//! once its lease runs out (the exchange ends `interrupted` once, its run closed once, its
+//! lane free again); a node paused past its lease is fenced when it comes back (its late
+//! reply is refused, and it stops); clients fail over.
+
+use crate::common::pg;
+use crate::gateway_process::{self, Launched, TOKEN};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use switchboard_types::api::{
+    EngineEvent, LinkState, SessionsApi, Step, StreamItem, TranscriptQuery,
+};
+
+/// main asks work; work's reply round is slow, so a node can die (or stop) inside it.
+const CONFIG: &str = r#"{
+  tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+  session: { agentToAgent: { maxPingPongTurns: 2 } },
+  agents: { list: [
+    { id: "main", default: true, model: "scripted", script: [
+      { when: { step: "message", text: "/^ask (\\S+) (.*)/" },
+        tools: [{ name: "sessions_send", args: { agentId: "$1", message: "$2" } }],
+        reply: "asked $1" },
+      { when: { step: "reply" }, reply: "main hears: {{text}}" },
+      { reply: "main got: {{text}}" },
+    ] },
+    { id: "work", model: "scripted", script: [
+      { when: { step: "reply", text: "slow" }, delayMs: 8000, reply: "work slowly: {{text}}" },
+      { when: { step: "message" }, reply: "work: {{text}}" },
+      { when: { step: "reply" }, reply: "work again: {{text}}" },
+      { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
+    ] },
+  ] },
+}"#;
+
+/// Generous: a take-over comes a lease (5 s) after the death, plus a look (1 s), plus the
+/// survivor's own first lease of standing.
+const HANG: Duration = Duration::from_secs(60);
+
+/// One node: its own folder (state, config), the shared database.
+struct Node {
+    _root: tempfile::TempDir,
+    serve: Launched,
+}
+
+impl Node {
+    fn start(url: &str) -> Node {
+        let root = tempfile::tempdir().expect("temp dir");
+        let config = root.path().join("config.json5");
+        std::fs::write(&config, CONFIG).expect("config");
+        let mut cmd = gateway_process::serve_command(root.path(), &config);
+        cmd.env("SWITCHBOARD_STORE", url);
+        Node {
+            serve: gateway_process::launch(cmd),
+            _root: root,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("ws://{}", self.serve.addr)
+    }
+
+    fn kill_hard(&mut self) {
+        let _ = self.serve.child.kill();
+        let _ = self.serve.child.wait();
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.serve.child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args([name, &pid])
+            .status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill {name} {pid}");
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill_hard();
+    }
+}
+
+async fn attach(target: String) -> (Arc<Link>, Arc<dyn SessionsApi>) {
+    let mut options = LinkOptions::new(target, Some(TOKEN.into()));
+    options.ping_every = Duration::from_millis(200);
+    let link = Arc::new(Link::connect(options).await.expect("attached"));
+    let api: Arc<dyn SessionsApi> = RemoteApi::new(link.clone());
+    (link, api)
+}
+
+/// Wait for the first event `pick` accepts.
+async fn wait_event<T>(
+    events: &mut switchboard_types::api::EventStream,
+    mut pick: impl FnMut(&EngineEvent) -> Option<T>,
+) -> T {
+    tokio::time::timeout(HANG, async {
+        loop {
+            match events.next().await {
+                StreamItem::Event(e) => {
+                    if let Some(found) = pick(&e.event) {
+                        return found;
+                    }
+                }
+                StreamItem::Missed(_) => {}
+                StreamItem::Closed => panic!("the event stream closed"),
+            }
+        }
+    })
+    .await
+    .expect("the event in time")
+}
+
+/// The database's answer to `sql`, one row of one column.
+fn one(cluster: &pg::Cluster, url: &str, sql: &str) -> String {
+    let rows = cluster.rows(pg::database_of(url), sql);
+    rows.first()
+        .and_then(|r| r.first())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Until `sql` answers `want` (bounded by `HANG`).
+async fn until(cluster: &pg::Cluster, url: &str, sql: &str, want: &str) {
+    let deadline = tokio::time::Instant::now() + HANG;
+    loop {
+        let got = one(cluster, url, sql);
+        if got == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{sql}: {got}, waited for {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The slow reply run of `work` has started (seen through `events`, a stream on another
+/// node than the one running it: relayed across nodes). Its run id.
+async fn slow_reply_started(events: &mut switchboard_types::api::EventStream) -> String {
+    wait_event(events, |e| match e {
+        EngineEvent::RunStarted {
+            run_id, key, step, ..
+        } if key == "agent:work:main" && *step == Step::Reply => Some(run_id.clone()),
+        _ => None,
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a_survivor() {
+    let Some(cluster) = pg::cluster_or_skip("three_nodes_share_one_database") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let mut a = Node::start(&url);
+    let b = Node::start(&url);
+    let c = Node::start(&url);
+
+    // A client on a and b (failing over), an observer on b, a third on c.
+    let (link, via_a) = attach(format!("{},{}", a.url(), b.url())).await;
+    let (_b_link, on_b) = attach(b.url()).await;
+    let (_c_link, on_c) = attach(c.url()).await;
+    let mut b_events = on_b.subscribe();
+
+    // Written through a, read through c.
+    let r = via_a
+        .send(crate::common::owner("agent:work:main", "hello from a"))
+        .await
+        .expect("send through a");
+    assert!(via_a.wait_work(r.work, HANG).await.expect("work"));
+    let texts = |api: Arc<dyn SessionsApi>| async move {
+        let page = api
+            .transcript(TranscriptQuery {
+                key: "agent:work:main".into(),
+                limit: 50,
+                ..Default::default()
+            })
+            .await
+            .expect("transcript");
+        page.lines.into_iter().map(|l| l.text).collect::<Vec<_>>()
+    };
+    let seen_on_c = texts(on_c.clone()).await;
+    assert!(
+        seen_on_c.iter().any(|t| t == "work: hello from a"),
+        "{seen_on_c:?}"
+    );
+
+    // An exchange through a; b's subscribers see its runs as they start.
+    via_a
+        .send(crate::common::owner("agent:main:main", "ask work slow job"))
+        .await
+        .expect("send the exchange through a");
+    let slow = slow_reply_started(&mut b_events).await;
+
+    // a dies inside work's reply round.
+    let mut state = via_a.link().expect("a link").state;
+    a.kill_hard();
+    // The client moves to b.
+    tokio::time::timeout(
+        HANG,
+        state.wait_for(|s| matches!(s, LinkState::Connected { resynced: true, .. })),
+    )
+    .await
+    .expect("reattached in time")
+    .expect("state");
+    assert_eq!(
+        switchboard_remote::rpc::Rpc::target(link.as_ref()),
+        b.url(),
+        "on b now"
+    );
+
+    // A survivor takes a over once its lease has run out: b's subscribers hear of it
+    // (from b itself, or relayed from c).
+    let recovered = wait_event(&mut b_events, |e| match e {
+        EngineEvent::Recovered { runs, exchanges } if runs.contains(&slow) => {
+            Some(exchanges.clone())
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(recovered.len(), 1, "the exchange a ran: {recovered:?}");
+    let db = |sql: &str| one(cluster, &url, sql);
+    assert_eq!(
+        db("SELECT count(*) FROM runs WHERE status = 'running'"),
+        "0"
+    );
+    assert_eq!(
+        db(&format!(
+            "SELECT status FROM flows WHERE flow_id = '{}'",
+            recovered[0]
+        )),
+        "interrupted"
+    );
+    assert_eq!(
+        db(&format!(
+            "SELECT status || ':' || coalesce(error, '') FROM runs WHERE run_id = '{slow}'"
+        )),
+        format!("error:{}", switchboard_store::line::INTERRUPTED)
+    );
+    // a is forgotten; b and c stand.
+    assert_eq!(db("SELECT count(*) FROM nodes"), "2");
+
+    // The lane a held is free: a send into work through c runs now.
+    let r = on_c
+        .send(crate::common::owner(
+            "agent:work:main",
+            "after the take-over",
+        ))
+        .await
+        .expect("send through c");
+    assert!(on_c.wait_work(r.work, HANG).await.expect("work"));
+    // And through the failed-over client.
+    let r = via_a
+        .send(crate::common::owner("agent:work:main", "through b now"))
+        .await
+        .expect("send after the failover");
+    assert!(via_a.wait_work(r.work, HANG).await.expect("work"));
+
+    // Exactly once: one interruption line, no late reply, nothing lost.
+    let lines = texts(on_b.clone()).await;
+    let interrupted = lines
+        .iter()
+        .filter(|t| t.contains("engine stopped"))
+        .count();
+    assert_eq!(interrupted, 1, "{lines:?}");
+    assert!(
+        !lines.iter().any(|t| t.starts_with("work slowly")),
+        "{lines:?}"
+    );
+    for want in [
+        "hello from a",
+        "work: hello from a",
+        "after the take-over",
+        "work: after the take-over",
+        "through b now",
+        "work: through b now",
+    ] {
+        assert_eq!(
+            lines.iter().filter(|t| *t == want).count(),
+            1,
+            "{want}: {lines:?}"
+        );
+    }
+    // No second Recovered for that run, whoever looks next.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        db(&format!(
+            "SELECT count(*) FROM runs WHERE run_id = '{slow}' AND status = 'error'"
+        )),
+        "1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_paused_past_its_lease_is_fenced_and_stops() {
+    let Some(cluster) = pg::cluster_or_skip("a_node_paused_past_its_lease_is_fenced") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let mut a = Node::start(&url);
+    let b = Node::start(&url);
+    let (_a_link, on_a) = attach(a.url()).await;
+    let (_b_link, on_b) = attach(b.url()).await;
+    let mut b_events = on_b.subscribe();
+    on_a.send(crate::common::owner("agent:main:main", "ask work slow job"))
+        .await
+        .expect("send the exchange through a");
+    let slow = slow_reply_started(&mut b_events).await;
+
+    // a stops answering (a long pause, a cut-off) past its lease: b takes it over.
+    a.signal("-STOP");
+    until(
+        cluster,
+        &url,
+        &format!("SELECT status FROM runs WHERE run_id = '{slow}'"),
+        "error",
+    )
+    .await;
+    // a comes back, its slow reply now due: refused, and a stops.
+    a.signal("-CONT");
+    let status = tokio::time::timeout(HANG, async {
+        loop {
+            if let Some(status) = a.serve.child.try_wait().expect("wait") {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("a stops once it finds its lease lost");
+    assert!(!status.success(), "{status:?}");
+    let said: Vec<String> = a.serve.stderr.try_iter().collect();
+    assert!(
+        said.iter().any(|l| l.contains("lost its lease")),
+        "{said:?}"
+    );
+    let page = on_b
+        .transcript(TranscriptQuery {
+            key: "agent:work:main".into(),
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .expect("transcript");
+    let lines: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    assert!(
+        !lines.iter().any(|t| t.starts_with("work slowly")),
+        "the fenced node's late reply was written: {lines:?}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|t| t.contains("engine stopped"))
+            .count(),
+        1,
+        "{lines:?}"
+    );
+}
