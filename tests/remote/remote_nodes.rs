@@ -361,3 +361,89 @@ async fn a_node_paused_past_its_lease_is_fenced_and_stops() {
         "{lines:?}"
     );
 }
+
+/// A wrong-token connect to `addr`; the refusal's message.
+async fn refused(addr: &str) -> String {
+    use crate::common::ws::{recv, send};
+    let mut ws = gateway_process::open(addr).await;
+    recv(&mut ws).await.expect("challenge");
+    send(&mut ws, gateway_process::connect_req("wrong", None)).await;
+    let answer = recv(&mut ws).await.expect("an answer");
+    assert_eq!(answer["ok"], false, "{answer}");
+    answer["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The failed-connect count is the database's: a guesser spreading its tries over two nodes
+/// meets the limit (5 an address a minute) as on one; each node alone saw only 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_connects_are_counted_across_nodes() {
+    let Some(cluster) = pg::cluster_or_skip("failed_connects_are_counted_across_nodes") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let a = Node::start(&url);
+    let b = Node::start(&url);
+    for addr in [
+        &a.serve.addr,
+        &b.serve.addr,
+        &a.serve.addr,
+        &b.serve.addr,
+        &a.serve.addr,
+    ] {
+        let message = refused(addr).await;
+        assert!(message.contains("unauthorized"), "{message}");
+    }
+    let message = refused(&b.serve.addr).await;
+    assert!(
+        message.starts_with("too many failed attempts; retry in "),
+        "b saw 3 failures but the nodes together 6: {message}"
+    );
+    // The right token still gets in.
+    let (_link, api) = attach(b.url()).await;
+    api.status().await.expect("the owner is admitted");
+}
+
+/// An idempotency key is the database's: a retry through another node records nothing more
+/// and gets the first send's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_is_honoured_by_every_node() {
+    let Some(cluster) = pg::cluster_or_skip("an_idempotency_key_is_honoured_by_every_node") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let a = Node::start(&url);
+    let b = Node::start(&url);
+    let (_a_link, on_a) = attach(a.url()).await;
+    let (_b_link, on_b) = attach(b.url()).await;
+    let mut send = crate::common::owner("agent:work:main", "once only");
+    send.idempotency_key = Some("retry-7".into());
+    let first = on_a.send(send.clone()).await.expect("send through a");
+    assert!(
+        on_a.wait_work(first.work.clone(), HANG)
+            .await
+            .expect("work")
+    );
+    let again = on_b.send(send).await.expect("the retry through b");
+    // The first send's answer (the session exists by now: not created again).
+    assert_eq!(
+        (&again.key, again.seq, &again.run_id),
+        (&first.key, first.seq, &first.run_id)
+    );
+    let page = on_b
+        .transcript(TranscriptQuery {
+            key: "agent:work:main".into(),
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .expect("transcript");
+    let texts: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    assert_eq!(
+        texts.iter().filter(|t| *t == "once only").count(),
+        1,
+        "{texts:?}"
+    );
+}

@@ -25,6 +25,26 @@ impl From<ToolError> for ApiError {
 
 #[async_trait]
 impl SessionsApi for Engine {
+    async fn note_failed_connect(
+        &self,
+        peer: Option<String>,
+        limit: switchboard_types::api::ConnectLimit,
+    ) -> Option<std::time::Duration> {
+        match self
+            .store()
+            .backend()
+            .note_failed_connect(peer, limit)
+            .await
+        {
+            Ok(wait) => wait,
+            Err(e) => {
+                // The gateway's own limit still holds.
+                tracing::debug!(error = %e, "counting a failed connect in the store failed");
+                None
+            }
+        }
+    }
+
     async fn status(&self) -> Result<Status, ApiError> {
         // A node whose lease lapsed or was lost is not to be counted on (`/readyz`, the
         // watchdog), whatever its store answers.

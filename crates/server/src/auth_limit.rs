@@ -42,6 +42,7 @@ pub const TARPIT: Duration = Duration::from_secs(2);
 const MAX_PEERS: usize = 10_000;
 
 pub struct Limiter {
+    limit: AuthLimit,
     /// In a mutex only so it can be replaced whole when it is full of live entries.
     per_address: Mutex<DefaultKeyedRateLimiter<IpAddr>>,
     per_address_quota: Quota,
@@ -61,10 +62,16 @@ impl Limiter {
     pub fn new(limit: AuthLimit) -> Limiter {
         let per_address_quota = quota(limit.max_failures, limit.window);
         Limiter {
+            limit,
             per_address: Mutex::new(RateLimiter::keyed(per_address_quota)),
             per_address_quota,
             global: RateLimiter::direct(quota(limit.max_failures_global, limit.window)),
         }
+    }
+
+    /// The numbers this limiter keeps.
+    pub fn numbers(&self) -> AuthLimit {
+        self.limit
     }
 
     /// Records a refused connect from `peer`. `Err(wait)`: this failure is past the

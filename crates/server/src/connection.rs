@@ -59,6 +59,31 @@ pub struct Shared {
     pub rows: super::rows::RowCache,
 }
 
+/// Count a refused connect where every node of the store sees it (bounded: past
+/// `SHARED_COUNT_WAIT` the gateway's own limit stands alone); how long until one more
+/// would be within the shared limit.
+async fn shared_failure(
+    shared: &Shared,
+    peer: Option<std::net::IpAddr>,
+) -> Option<std::time::Duration> {
+    let limit = shared.auth_limit.numbers();
+    let limit = switchboard_types::api::ConnectLimit {
+        max_failures: limit.max_failures,
+        max_failures_global: limit.max_failures_global,
+        window: limit.window,
+    };
+    let noted = shared
+        .api
+        .note_failed_connect(peer.map(|p| p.to_string()), limit);
+    tokio::time::timeout(SHARED_COUNT_WAIT, noted)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// How long a refused connect waits for the store's shared count.
+const SHARED_COUNT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Requests being answered at once for one token, across all its connections.
 pub const MAX_IN_FLIGHT_PER_TOKEN: usize = 512;
 
@@ -303,7 +328,13 @@ async fn greet(
     let granted = match handshake(&req, shared, conn_id, &nonce) {
         Ok(h) => h,
         Err(message) => {
-            let (message, retry_after) = match shared.auth_limit.failed(peer) {
+            // This gateway's own limit first; within it, the count every node of the store
+            // shares (a guesser spreading over the nodes meets the same limit).
+            let over = match shared.auth_limit.failed(peer) {
+                Ok(()) => shared_failure(shared, peer).await,
+                Err(wait) => Some(wait),
+            };
+            let (message, retry_after) = match over.map_or(Ok(()), Err) {
                 Ok(()) => (message, None),
                 Err(wait) => {
                     // Past the failure rate: the answer is held back, so guesses cannot be

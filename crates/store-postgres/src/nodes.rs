@@ -165,6 +165,7 @@ pub async fn renew(c: &ClientWrapper, node: &Node) -> Result<(), PgError> {
         return Ok(());
     }
     node.renewed();
+    forget_failures(c).await?;
     let holding = node.holding();
     exec(
         c,
@@ -313,4 +314,47 @@ pub async fn close_owner(
     }
     let flows = records::close_owner_flows(c, owner, now).await?;
     Ok((runs, flows))
+}
+
+/// Count one failed connect under `peer` in the current window (a fixed window per peer,
+/// restarted once it has passed); how long until the window ends when the count is past
+/// `max`, else `None`.
+pub async fn count_failure(
+    c: &ClientWrapper,
+    peer: &str,
+    max: u32,
+    window: Duration,
+) -> Result<Option<Duration>, PgError> {
+    let window_ms = window.as_millis() as f64;
+    let found = row(
+        c,
+        "INSERT INTO auth_failures AS f (peer, failures, since) VALUES ($1, 1, now())
+         ON CONFLICT (peer) DO UPDATE SET
+            failures = CASE WHEN f.since < now() - $2 * interval '1 millisecond'
+                            THEN 1 ELSE f.failures + 1 END,
+            since = CASE WHEN f.since < now() - $2 * interval '1 millisecond'
+                         THEN now() ELSE f.since END
+         RETURNING failures,
+            greatest(0, extract(epoch FROM
+                (since + $2 * interval '1 millisecond' - now())) * 1000)::float8",
+        &[&peer, &window_ms],
+    )
+    .await?;
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let failures: i64 = found.try_get(0)?;
+    let left_ms: f64 = found.try_get(1)?;
+    Ok((failures > i64::from(max)).then(|| Duration::from_millis(left_ms.max(1.0) as u64)))
+}
+
+/// Forget failures whose window passed long ago (the heartbeat's upkeep).
+pub async fn forget_failures(c: &ClientWrapper) -> Result<(), PgError> {
+    exec(
+        c,
+        "DELETE FROM auth_failures WHERE since < now() - interval '1 day'",
+        &[],
+    )
+    .await?;
+    Ok(())
 }

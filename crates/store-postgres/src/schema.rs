@@ -240,6 +240,7 @@ const MIGRATIONS: &[&str] = &[
         failures    BIGINT NOT NULL,
         since       TIMESTAMPTZ NOT NULL
     );
+    CREATE INDEX auth_failures_by_age ON auth_failures (since);
     "#,
 ];
 

@@ -21,6 +21,9 @@ use switchboard_store::{
     scan_channel,
 };
 use switchboard_types::api::EngineEvent;
+
+/// The `auth_failures` row that counts every address together (no address is `*`).
+const GLOBAL_PEER: &str = "*";
 use switchboard_types::api::time::now_ms;
 use switchboard_types::key::SessionKey;
 
@@ -865,6 +868,30 @@ impl Store for PgStore {
         dead_here: Vec<String>,
     ) -> Result<Vec<TakenOver>, StoreError> {
         PgStore::take_over_dead(self, now, false, dead_here).await
+    }
+
+    async fn note_failed_connect(
+        &self,
+        peer: Option<String>,
+        limit: switchboard_types::api::ConnectLimit,
+    ) -> Result<Option<std::time::Duration>, StoreError> {
+        // All addresses together first: past that, a spray of new addresses adds no rows.
+        let window = limit.window;
+        let all = self
+            .read(move |c| async move {
+                nodes::count_failure(&c, GLOBAL_PEER, limit.max_failures_global, window).await
+            })
+            .await?;
+        if all.is_some() {
+            return Ok(all);
+        }
+        let Some(peer) = peer else {
+            return Ok(None);
+        };
+        self.read(move |c| async move {
+            nodes::count_failure(&c, &peer, limit.max_failures, window).await
+        })
+        .await
     }
 
     fn relay(&self, events: Vec<EngineEvent>) {

@@ -397,6 +397,17 @@ pub trait Store: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Count a refused connect from `peer` (and from all addresses together) where every
+    /// engine on the store sees it, in windows of `limit.window`; how long until one more
+    /// would be within the limit (`None`: within it, or the store keeps no shared count).
+    async fn note_failed_connect(
+        &self,
+        _peer: Option<String>,
+        _limit: switchboard_types::api::ConnectLimit,
+    ) -> Result<Option<std::time::Duration>, StoreError> {
+        Ok(None)
+    }
+
     /// Relay events to the other engines on the store (fire and forget: one that cannot be
     /// relayed reaches them as a `Relayed::Gap`). A store without nodes drops them.
     fn relay(&self, _events: Vec<switchboard_types::api::EngineEvent>) {}

@@ -219,6 +219,19 @@ pub trait SessionsApi: Send + Sync {
         None
     }
 
+    /// Count a refused connect from `peer` (`None`: its address is unknown) where every node
+    /// of the store sees it, and say how long until one more would be within `limit`
+    /// (`None`: within it, or the engine keeps no shared count: the gateway's own limit
+    /// then stands alone).
+    async fn note_failed_connect(
+        &self,
+        peer: Option<String>,
+        limit: ConnectLimit,
+    ) -> Option<std::time::Duration> {
+        let _ = (peer, limit);
+        None
+    }
+
     /// The sources behind this API when it merges several (keys, exchange ids and run ids
     /// are then `source/…` references, `source::SessionRef`); empty for one engine, whose
     /// keys are used alone.

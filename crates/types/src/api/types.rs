@@ -550,3 +550,14 @@ pub struct TrafficCount {
     /// Sends refused by the target's send policy.
     pub refused: u32,
 }
+
+/// The failed-connect limit a gateway keeps, for a count shared by every node of a store
+/// (`SessionsApi::note_failed_connect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectLimit {
+    /// Failures one address may have in `window`.
+    pub max_failures: u32,
+    /// Failures all addresses together may have in `window`.
+    pub max_failures_global: u32,
+    pub window: std::time::Duration,
+}
