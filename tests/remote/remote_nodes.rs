@@ -421,11 +421,7 @@ async fn an_idempotency_key_is_honoured_by_every_node() {
     let mut send = crate::common::owner("agent:work:main", "once only");
     send.idempotency_key = Some("retry-7".into());
     let first = on_a.send(send.clone()).await.expect("send through a");
-    assert!(
-        on_a.wait_work(first.work.clone(), HANG)
-            .await
-            .expect("work")
-    );
+    assert!(on_a.wait_work(first.work, HANG).await.expect("work"));
     let again = on_b.send(send).await.expect("the retry through b");
     // The first send's answer (the session exists by now: not created again).
     assert_eq!(
