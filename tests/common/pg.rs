@@ -141,6 +141,29 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// Run the psql script `file` in `db` with `-v name=value` for each of `vars`; panics
+    /// with psql's message on failure.
+    pub fn script(&self, db: &str, file: &std::path::Path, vars: &[(&str, &str)]) {
+        let mut cmd = Command::new(self.bin.join("psql"));
+        cmd.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "postgres"])
+            .arg("-h")
+            .arg(&self.socket_dir)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", db, "-f"])
+            .arg(file);
+        for (name, value) in vars {
+            cmd.arg("-v").arg(format!("{name}={value}"));
+        }
+        let out = cmd.output().expect("psql runs");
+        assert!(
+            out.status.success(),
+            "psql -f {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The rows of `sql` in `db`, each column as text (NULL as ""). Fields and rows are
     /// split on the ASCII unit and record separators, which stored text does not hold.
     pub fn rows(&self, db: &str, sql: &str) -> Vec<Vec<String>> {

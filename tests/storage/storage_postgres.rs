@@ -498,3 +498,34 @@ async fn the_session_counters_follow_every_write() {
     );
     assert_eq!(counted, walked);
 }
+
+/// contrib/postgresql/setup.sql as the README says to run it: the role and database it makes
+/// are enough for Switchboard to migrate its schema and write, as that role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_setup_makes_a_database_switchboard_can_use() {
+    let Some(cluster) = pg::cluster_or_skip("the_sample_setup") else {
+        return;
+    };
+    let setup =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/postgresql/setup.sql");
+    cluster.script("postgres", &setup, &[("password", "'sample secret'")]);
+    let url = format!(
+        "postgres://switchboard:sample%20secret@127.0.0.1:{}/switchboard",
+        cluster.port
+    );
+    let store = PgStore::open(&url).expect("the sample role opens and migrates its database");
+    let s = session("agent:main:main");
+    store
+        .create_session(s.clone(), json!({"type": "session"}))
+        .await
+        .expect("the sample role writes");
+    assert_eq!(store.count_sessions().await.expect("count"), 1);
+    assert_eq!(
+        cluster.sql(
+            "switchboard",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'sessions'"
+        ),
+        "switchboard",
+        "the tables belong to the sample role"
+    );
+}
