@@ -539,6 +539,40 @@ them now). Exits 1 when the store is damaged or holds orphan rows.",
         #[arg(long)]
         json: bool,
     },
+    /// Copy everything the engine keeps from one store to another, resumably, then verify.
+    #[command(
+        long_about = "Copy everything the engine keeps (sessions with their entries exactly as \
+stored, transcripts line for line, runs, exchanges, sub-agents, the outbox, import marks and \
+unexpired idempotency keys) from one store to another: a state folder (SQLite) or a \
+postgres:// URL, either way. Stop what writes to the source first (a gateway, a console).\n\n\
+Each session lands in the destination with everything it owns in one transaction, so an \
+interrupted copy (Ctrl-C, a killed process, the destination unreachable for a while) never \
+leaves half a session; run the same command again and it goes on where it stopped. A \
+destination that holds other data is refused unless --force.\n\n\
+At the end both sides are verified: rows counted per table, and every session compared \
+(its row, and a SHA-256 over its entry and every transcript line in seq order). Any \
+difference is named (session key and what differs) and the command exits 1. Progress goes \
+to stderr.",
+        after_help = "Examples:\n  switchboard store copy --from ~/.switchboard --to postgres://switchboard@db.internal/switchboard\n  \
+switchboard store copy --from postgres://switchboard@db.internal/switchboard --to /srv/switchboard-local\n  \
+switchboard store copy --from ./state --to postgres://localhost/sb --json | jq .ok"
+    )]
+    Copy {
+        /// The store to copy from: a state folder, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long, value_name = "FOLDER|URL")]
+        from: String,
+        /// The store to copy to (made when missing): a state folder, or a postgres:// URL.
+        #[arg(long, value_name = "FOLDER|URL")]
+        to: String,
+        /// Copy into a destination that already holds other data: its sessions are kept as
+        /// they are (never overwritten or deleted); a source session under a key it has is not
+        /// copied, and the verification names it.
+        #[arg(long)]
+        force: bool,
+        /// Print the report as JSON (no progress on stderr).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

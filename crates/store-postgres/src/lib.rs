@@ -6,6 +6,8 @@
 //! a pooled connection (`deadpool-postgres`).
 
 mod changes;
+mod check;
+pub mod copy;
 mod error;
 mod records;
 mod schema;
