@@ -37,6 +37,14 @@ impl StoreKind {
     }
 }
 
+/// `spec` as a message may show it: a URL without its password.
+pub fn shown(spec: &str) -> String {
+    match StoreKind::of(spec) {
+        StoreKind::Postgres => switchboard_store_postgres::redact(spec),
+        StoreKind::Sqlite => spec.to_string(),
+    }
+}
+
 /// Open `spec` for a copy: as its source (a state folder must exist) or its destination
 /// (made when missing). Either is migrated to this build's schema; a newer one is refused.
 pub fn open_for_copy(spec: &str, destination: bool) -> Result<Box<dyn CopyStore>, StoreError> {

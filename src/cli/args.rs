@@ -525,14 +525,18 @@ An existing file is never replaced without --force; a folder, device or FIFO nev
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Check the state folder's store: integrity, schema, orphan rows, work left running.
+    /// Check the store: integrity, schema, orphan rows, seq gaps, counters, work left running.
     #[command(
-        long_about = "Check the state folder's store without changing it (safe while a gateway \
-serves it): SQLite's integrity check, the schema version against this build's, transcript lines \
-that belong to no session (an import cut short leaves them), and the runs, exchanges and \
-sub-agents recorded as still running (the next start recovers them unless a process is running \
-them now). Exits 1 when the store is damaged or holds orphan rows.",
-        after_help = "Examples:\n  switchboard store check\n  switchboard --state-dir /srv/switchboard store check --json"
+        long_about = "Check the store without changing it (safe while a gateway serves it): the \
+state folder's SQLite database, or the PostgreSQL database --store (or $SWITCHBOARD_STORE, or \
+the config's storage.url) names. Reports the schema version against this build's, transcript \
+lines that belong to no session (an import cut short leaves them), transcripts whose lines are \
+not numbered 0, 1, 2, … without a gap, the per-kind session counters against the sessions, rows \
+kept from deleted sessions, and the runs, exchanges and sub-agents recorded as still running \
+(the next start recovers them unless a process is running them now); on SQLite also its \
+integrity check. Exits 1 when the store is damaged or holds orphan lines, gaps or drifted \
+counters.",
+        after_help = "Examples:\n  switchboard store check\n  switchboard --state-dir /srv/switchboard store check --json\n  switchboard --store postgres://me@db.example.com/switchboard store check"
     )]
     Check {
         /// Print the report as JSON.

@@ -160,10 +160,18 @@ pub(crate) async fn copy(from: &str, to: &str, force: bool, json: bool) -> Resul
         .and_then(|v| v.parse::<u64>().ok());
     let (from, to) = (from.to_string(), to.to_string());
     let outcome = tokio::task::spawn_blocking(move || {
-        let mut src = stores::open_for_copy(&from, false)
-            .with_context(|| format!("cannot open the source {}", safe_line(&from)))?;
-        let mut dst = stores::open_for_copy(&to, true)
-            .with_context(|| format!("cannot open the destination {}", safe_line(&to)))?;
+        let mut src = stores::open_for_copy(&from, false).with_context(|| {
+            format!(
+                "cannot open the source {}",
+                safe_line(&stores::shown(&from))
+            )
+        })?;
+        let mut dst = stores::open_for_copy(&to, true).with_context(|| {
+            format!(
+                "cannot open the destination {}",
+                safe_line(&stores::shown(&to))
+            )
+        })?;
         let hold: fn() = hold_then_wait;
         let options = CopyOptions {
             force,
@@ -183,7 +191,11 @@ pub(crate) async fn copy(from: &str, to: &str, force: bool, json: bool) -> Resul
         Err(e @ (CopyError::SameStore { .. } | CopyError::Foreign { .. })) => {
             return Err(super::usage(safe_line(&e.to_string()).into_owned()));
         }
-        Err(CopyError::Store(e)) => return Err(anyhow!(e).context("the copy stopped")),
+        Err(CopyError::Store(e)) => {
+            return Err(anyhow!(e).context(
+                "the copy stopped (what it committed stays; run the same command again to resume)",
+            ));
+        }
     };
     if json {
         println!("{}", copy_json(&from, &to, &report));

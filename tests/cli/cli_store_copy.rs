@@ -224,28 +224,14 @@ fn a_state_goes_to_postgres_and_back_unchanged() {
     assert!(a.iter().any(|(_, _, l)| l.len() > 1_000_000));
 }
 
-/// A copy killed inside a session's transaction leaves the sessions before it whole and
-/// nothing of that one; run again, it resumes, verifies, and no line is there twice.
-#[test]
-fn a_copy_killed_midway_resumes_and_verifies() {
-    if on_postgres("a_copy_killed_midway_resumes_and_verifies") {
-        return;
-    }
-    let Some(cluster) = pg::cluster_or_skip("a_copy_killed_midway_resumes_and_verifies") else {
-        return;
-    };
-    let b = CliBench::new(CONFIG);
-    for i in 0..6 {
-        let key = format!("agent:main:s{i}");
-        b.ok(&["inject", &key, "hello", "--quiet"]);
-        add_lines(&b.state, &key, 2500, false);
-    }
-    let url = pg::fresh_database(cluster);
-    let dbname = pg::database_of(&url).to_string();
+/// Run a copy from `b`'s state to `to` that holds inside its fourth session's transaction
+/// (after that session's first 1,000 lines); `while_held` looks at the destination then; the
+/// copy is killed with SIGKILL.
+fn copy_killed_in_fourth_session(b: &CliBench, to: &str, while_held: impl FnOnce()) {
     let mut child = Command::new(BIN)
         .args(["store", "copy", "--from"])
         .arg(&b.state)
-        .args(["--to", &url])
+        .args(["--to", to])
         .env("SWITCHBOARD_COPY_HOLD_AFTER", "3")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -260,36 +246,62 @@ fn a_copy_killed_midway_resumes_and_verifies() {
             }
         }
     });
-    rx.recv_timeout(ws::WAIT)
-        .expect("the copy reaches its hold");
-    // The fourth session's first 1,000 lines are written in a transaction still open, and
-    // no reader sees them: only the three sessions before it, whole.
-    assert_eq!(
-        cluster.sql(
-            &dbname,
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-             AND state = 'idle in transaction'"
-        ),
-        "1"
-    );
-    assert_eq!(
-        cluster.sql(&dbname, "SELECT count(*) FROM transcript"),
-        (3 * 2503).to_string()
-    );
+    let held = rx.recv_timeout(ws::WAIT);
+    if held.is_ok() {
+        while_held();
+    }
     child.kill().expect("kill -9");
     child.wait().expect("reaped");
+    held.expect("the copy reaches its hold");
+}
 
+/// Six sessions of a header, a message, a reply and 2,500 lines.
+fn six_long_sessions() -> CliBench {
+    let b = CliBench::new(CONFIG);
+    for i in 0..6 {
+        let key = format!("agent:main:s{i}");
+        b.ok(&["inject", &key, "hello", "--quiet"]);
+        add_lines(&b.state, &key, 2500, false);
+    }
+    b
+}
+
+/// A copy to PostgreSQL killed inside a session's transaction leaves the sessions before it
+/// whole and nothing of that one; run again, it resumes, verifies, and no line is there twice.
+#[test]
+fn a_copy_killed_midway_resumes_and_verifies() {
+    if on_postgres("a_copy_killed_midway_resumes_and_verifies") {
+        return;
+    }
+    let Some(cluster) = pg::cluster_or_skip("a_copy_killed_midway_resumes_and_verifies") else {
+        return;
+    };
+    let b = six_long_sessions();
+    let url = pg::fresh_database(cluster);
+    let dbname = pg::database_of(&url).to_string();
+    copy_killed_in_fourth_session(&b, &url, || {
+        // The fourth session's first 1,000 lines are written in a transaction still open,
+        // and no reader sees them: only the three sessions before it, whole.
+        assert_eq!(
+            cluster.sql(
+                &dbname,
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                 AND state = 'idle in transaction'"
+            ),
+            "1"
+        );
+        assert_eq!(
+            cluster.sql(&dbname, "SELECT count(*) FROM transcript"),
+            (3 * 2503).to_string()
+        );
+    });
     assert_eq!(cluster.sql(&dbname, "SELECT count(*) FROM sessions"), "3");
-    // 3 sessions of a header, a message, a reply and 2,500 lines.
     assert_eq!(
         cluster.sql(&dbname, "SELECT count(*) FROM transcript"),
         (3 * 2503).to_string()
     );
-    let check = on_store(
-        b.state.parent().expect("dir"),
-        Some(&url),
-        &["store", "check", "--json"],
-    );
+    let home = tempfile::tempdir().expect("tempdir");
+    let check = on_store(home.path(), Some(&url), &["store", "check", "--json"]);
     let report: Value = serde_json::from_slice(&check.stdout).expect("JSON");
     assert_eq!(report["orphanLines"], 0, "{report}");
     assert_eq!(report["ok"], true, "{report}");
@@ -301,6 +313,38 @@ fn a_copy_killed_midway_resumes_and_verifies() {
     assert_eq!(
         cluster.sql(&dbname, "SELECT count(*) FROM transcript"),
         (6 * 2503).to_string()
+    );
+}
+
+/// The same into a SQLite folder: the killed transaction is rolled back from the log at the
+/// next open; the rerun resumes and verifies.
+#[test]
+fn a_copy_to_sqlite_killed_midway_resumes_and_verifies() {
+    if on_postgres("a_copy_to_sqlite_killed_midway_resumes_and_verifies") {
+        return;
+    }
+    let b = six_long_sessions();
+    let to = tempfile::tempdir().expect("tempdir");
+    let dest = to.path().join("copy");
+    let dest_str = dest.to_str().expect("utf-8");
+    copy_killed_in_fourth_session(&b, dest_str, || {});
+    let check = on_store(&dest, None, &["store", "check", "--json"]);
+    let report: Value = serde_json::from_slice(&check.stdout).expect("JSON");
+    assert_eq!(report["sessions"], 3, "{report}");
+    assert_eq!(report["transcriptLines"], 3 * 2503, "{report}");
+    assert_eq!(report["ok"], true, "{report}");
+
+    let again = ok_json(copy(
+        b.state.to_str().expect("utf-8"),
+        dest_str,
+        &["--json"],
+    ));
+    assert_eq!(again["ok"], true, "{again}");
+    assert_eq!(again["resumed"], 3, "{again}");
+    assert_eq!(
+        again["counts"]["transcriptLines"]["destination"],
+        6 * 2503,
+        "{again}"
     );
 }
 
@@ -360,6 +404,20 @@ fn foreign_data_and_the_store_itself_are_refused() {
         "{}",
         String::from_utf8_lossy(&itself.stderr)
     );
+
+    // An unreachable destination fails at once, naming it without the password.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = dead.local_addr().expect("addr").port();
+    drop(dead);
+    let unreachable = copy(
+        from,
+        &format!("postgres://me:secret@127.0.0.1:{port}/x"),
+        &[],
+    );
+    assert_ne!(unreachable.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(said.contains("cannot be reached"), "{said}");
+    assert!(!said.contains("secret"), "{said}");
 
     db(&a.state)
         .execute_batch("PRAGMA user_version = 999")
@@ -434,4 +492,51 @@ fn store_check_on_postgres_finds_an_orphan_and_a_gap() {
         report["brokenSeq"]["keys"],
         serde_json::json!(["agent:main:alpha"])
     );
+}
+
+/// The verification reads both sides: a line changed in the destination after a copy is
+/// named by session and checksum, a line missing by the line counts, and the rerun exits 1.
+#[test]
+fn a_destination_that_differs_fails_the_verification_naming_the_session() {
+    if on_postgres("a_destination_that_differs_fails_the_verification_naming_the_session") {
+        return;
+    }
+    let b = CliBench::new(CONFIG);
+    seed(&b, 20);
+    let to = tempfile::tempdir().expect("tempdir");
+    let dest = to.path().join("copy");
+    let (from, dest_str) = (
+        b.state.to_str().expect("utf-8"),
+        dest.to_str().expect("utf-8"),
+    );
+    assert_eq!(ok_json(copy(from, dest_str, &["--json"]))["ok"], true);
+    let sid = |key: &str| -> String {
+        db(&dest)
+            .query_row(
+                "SELECT session_id FROM sessions WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .expect("sid")
+    };
+    let (alpha, beta) = (sid(KEYS[0]), sid(KEYS[1]));
+    db(&dest)
+        .execute_batch(&format!(
+            "UPDATE transcript SET line = replace(line, 'line 7', 'line 8') WHERE session_id = '{alpha}' AND seq = 9;
+             DELETE FROM transcript WHERE session_id = '{beta}' AND seq = 2;"
+        ))
+        .expect("tamper");
+    let out = copy(from, dest_str, &["--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["mismatchesTotal"], 2, "{report}");
+    assert_eq!(report["mismatches"][0]["key"], KEYS[0], "{report}");
+    let what = report["mismatches"][0]["what"].as_str().unwrap_or_default();
+    assert!(what.starts_with("checksum differs"), "{report}");
+    assert_eq!(report["mismatches"][1]["key"], KEYS[1], "{report}");
+    assert_eq!(
+        report["mismatches"][1]["what"], "transcript: 3 lines in the source, 2 in the destination",
+        "{report}"
+    );
+    assert_eq!(report["countsOk"], false, "{report}");
 }

@@ -93,7 +93,7 @@ fn bad_url(url: &str, detail: impl std::fmt::Display) -> StoreError {
 }
 
 /// The URL with any password left out, for messages and logs.
-fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
