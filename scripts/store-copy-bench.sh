@@ -11,21 +11,8 @@ cd "$(dirname "$0")/.."
 BIN=$(realpath "${SB:-target/release/switchboard}")
 SESSIONS=${SESSIONS:-10000}
 LINES=${LINES:-100}
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
-WORK=$(mktemp -d /tmp/sb-copy-bench.XXXX)
-chown postgres:postgres "$WORK"
 PORT=${PORT:-55433}
-cleanup() {
-  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -E UTF8 --locale C -D "$WORK/data" >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -c port=$PORT -k $WORK -c shared_buffers=256MB" start >/dev/null
-URL="postgres://postgres@127.0.0.1:$PORT/switchboard"
-"$PGBIN/createdb" -h 127.0.0.1 -p $PORT -U postgres switchboard
-echo '{ agents: { list: [ { id: "main", default: true, model: "scripted", script: [ { reply: "ok" } ] } ] } }' > "$WORK/config.json5"
+source scripts/pg-cluster.sh sb-copy-bench
 "$BIN" --config "$WORK/config.json5" --state-dir "$WORK/src" inject agent:main:template "hello" --quiet >/dev/null
 python3 - "$WORK/src/switchboard.db" "$SESSIONS" "$LINES" <<'PYEOF'
 import sqlite3, sys, uuid
