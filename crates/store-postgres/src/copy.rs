@@ -3,11 +3,13 @@
 //! on the copy's thread, each session loaded between one BEGIN and COMMIT (a copy killed
 //! inside it closes the connection, and the server rolls it back).
 
+use futures_util::StreamExt;
 use tokio_postgres::types::ToSql;
 
 use switchboard_store::StoreError;
 use switchboard_store::copy::{
-    Cell, ColumnType, CopyStore, Dialect, Loaded, OwnedFeed, Row, Scope, Table,
+    Cell, ColumnType, CopyStore, Dialect, Loaded, OwnedFeed, PAGE_BYTES, Row, Scope, Table,
+    row_bytes,
 };
 
 use crate::error::PgError;
@@ -46,45 +48,61 @@ impl PgCopy {
         self.store.block(async move { op(c).await })
     }
 
-    fn query(
-        &self,
-        sql: String,
-        params: Vec<Param>,
-        table: Option<Table>,
-    ) -> Result<Vec<Row>, StoreError> {
+    /// A count (one bigint) of `sql`.
+    fn count_of(&self, sql: String, params: Vec<Param>) -> Result<u64, StoreError> {
         self.on_conn(move |c| async move {
             let refs: Vec<&(dyn ToSql + Sync)> = params
                 .iter()
                 .map(|p| p.as_ref() as &(dyn ToSql + Sync))
                 .collect();
-            let found = rows(&c, &sql, &refs).await?;
-            let Some(table) = table else {
-                // A count: one bigint.
-                return found
-                    .iter()
-                    .map(|r| Ok(vec![Cell::Int(r.try_get::<_, i64>(0)?)]))
-                    .collect();
+            let n: i64 = match rows(&c, &sql, &refs).await?.first() {
+                Some(r) => r.try_get(0)?,
+                None => 0,
             };
-            found
-                .iter()
-                .map(|r| {
-                    table
-                        .columns()
-                        .iter()
-                        .enumerate()
-                        .map(|(i, col)| {
-                            Ok(match col.ty {
-                                ColumnType::Int => r
-                                    .try_get::<_, Option<i64>>(i)?
-                                    .map_or(Cell::Null, Cell::Int),
-                                ColumnType::Text => r
-                                    .try_get::<_, Option<String>>(i)?
-                                    .map_or(Cell::Null, Cell::Text),
-                            })
+            Ok(switchboard_store::check::to_count(n))
+        })
+    }
+
+    /// The rows of `sql` as `table`'s, read one by one until they hold `PAGE_BYTES`.
+    fn page_of(
+        &self,
+        sql: String,
+        params: Vec<Param>,
+        table: Table,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.on_conn(move |c| async move {
+            let stmt = c.prepare_cached(&sql).await?;
+            let stream = c
+                .query_raw(
+                    &stmt,
+                    params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)),
+                )
+                .await?;
+            let mut stream = std::pin::pin!(stream);
+            let (mut out, mut bytes) = (Vec::new(), 0);
+            while bytes < PAGE_BYTES
+                && let Some(r) = stream.next().await
+            {
+                let r = r?;
+                let row = table
+                    .columns()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, col)| {
+                        Ok(match col.ty {
+                            ColumnType::Int => r
+                                .try_get::<_, Option<i64>>(i)?
+                                .map_or(Cell::Null, Cell::Int),
+                            ColumnType::Text => r
+                                .try_get::<_, Option<String>>(i)?
+                                .map_or(Cell::Null, Cell::Text),
                         })
-                        .collect()
-                })
-                .collect()
+                    })
+                    .collect::<Result<Row, PgError>>()?;
+                bytes += row_bytes(&row);
+                out.push(row);
+            }
+            Ok(out)
         })
     }
 
@@ -120,12 +138,10 @@ impl PgCopy {
                 .and_then(Cell::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let found = self.query(
+            let exists = self.count_of(
                 "SELECT count(*) FROM sessions WHERE key = $1".into(),
                 vec![Box::new(key)],
-                None,
-            )?;
-            let exists = found.first().and_then(|r| r.first()).and_then(Cell::as_int) > Some(0);
+            )? > 0;
             return Ok(if exists {
                 Loaded::KeyExists
             } else {
@@ -234,14 +250,12 @@ impl CopyStore for PgCopy {
         limit: usize,
     ) -> Result<Vec<Row>, StoreError> {
         let (sql, params) = table.select_page(scope, after, limit, Dialect::Postgres);
-        self.query(sql, loose(params), Some(table))
+        self.page_of(sql, loose(params), table)
     }
 
     fn count(&mut self, table: Table, scope: &Scope) -> Result<u64, StoreError> {
         let (sql, params) = table.select_count(scope, Dialect::Postgres);
-        let found = self.query(sql, loose(params), None)?;
-        let n = found.first().and_then(|r| r.first()).and_then(Cell::as_int);
-        Ok(switchboard_store::check::to_count(n.unwrap_or(0)))
+        self.count_of(sql, loose(params))
     }
 
     fn load_session(

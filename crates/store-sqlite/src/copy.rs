@@ -8,7 +8,9 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OptionalExtension};
 
 use switchboard_store::StoreError;
-use switchboard_store::copy::{Cell, CopyStore, Dialect, Loaded, OwnedFeed, Row, Scope, Table};
+use switchboard_store::copy::{
+    Cell, CopyStore, Dialect, Loaded, OwnedFeed, PAGE_BYTES, Row, Scope, Table, row_bytes,
+};
 
 use crate::error::StorageError;
 
@@ -43,12 +45,15 @@ impl SqliteCopy {
         let mut stmt = self.conn.prepare_cached(sql)?;
         let width = stmt.column_count();
         let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(value)))?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
+        let (mut out, mut bytes) = (Vec::new(), 0);
+        while bytes < PAGE_BYTES
+            && let Some(r) = rows.next()?
+        {
             let mut row = Vec::with_capacity(width);
             for i in 0..width {
                 row.push(cell(r.get_ref(i)?, table, i)?);
             }
+            bytes += row_bytes(&row);
             out.push(row);
         }
         Ok(out)
@@ -207,5 +212,44 @@ impl CopyStore for SqliteCopy {
     fn finish(&mut self) -> Result<(), StoreError> {
         // AUTOINCREMENT's counter follows explicit ids by itself; nothing else is derived.
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page stops at `PAGE_BYTES` whatever the limit asked: ten 1 MB lines come in pages
+    /// of at most five, and every line arrives once.
+    #[test]
+    fn a_page_of_long_lines_stops_at_its_size() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = SqliteCopy::open(dir.path(), true).expect("open");
+        let long = "x".repeat(1 << 20);
+        for seq in 0..10 {
+            store
+                .conn
+                .execute(
+                    "INSERT INTO transcript (session_id, seq, entry_id, type, line)
+                     VALUES ('s', ?1, 'e', 'message', ?2)",
+                    rusqlite::params![seq, long],
+                )
+                .expect("insert");
+        }
+        let scope = Scope::Session {
+            key: "k".into(),
+            session_id: "s".into(),
+        };
+        let (mut after, mut seen) = (Vec::new(), 0);
+        loop {
+            let page = store
+                .page(Table::Transcript, &scope, &after, 1000)
+                .expect("page");
+            let Some(last) = page.last() else { break };
+            assert!(page.len() <= 5, "{} rows of 1 MB in one page", page.len());
+            after = Table::Transcript.cursor(&scope, last);
+            seen += page.len();
+        }
+        assert_eq!(seen, 10);
     }
 }

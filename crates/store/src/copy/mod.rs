@@ -46,6 +46,21 @@ impl Cell {
 /// A row of `Table`, its cells in `Table::columns` order.
 pub type Row = Vec<Cell>;
 
+/// About how much text a page holds at most: a store's `page` stops taking rows once they
+/// hold this much (the row that crosses it included), so memory stays bounded whatever the
+/// rows hold (a 30 KB entry, a megabyte line).
+pub const PAGE_BYTES: usize = 4 << 20;
+
+/// What a row weighs against `PAGE_BYTES`.
+pub fn row_bytes(row: &[Cell]) -> usize {
+    row.iter()
+        .map(|c| match c {
+            Cell::Text(s) => s.len() + 8,
+            _ => 8,
+        })
+        .sum()
+}
+
 /// What a session's load found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loaded {
@@ -78,7 +93,8 @@ pub trait CopyStore: Send {
     fn set_meta(&mut self, name: &str, value: &str) -> Result<(), StoreError>;
 
     /// At most `limit` rows of `table` within `scope`, in the table's order, after `after`
-    /// (the order columns of the last row taken; empty: from the start).
+    /// (the order columns of the last row taken; empty: from the start); fewer once they
+    /// hold `PAGE_BYTES` (rows are read one by one, never all `limit` at once).
     fn page(
         &mut self,
         table: Table,

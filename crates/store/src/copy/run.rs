@@ -1,22 +1,44 @@
 //! The copy itself: sessions one by one in key order, each with everything it owns in one
 //! transaction of the destination (skipped when a previous run put it there, which is how an
 //! interrupted copy resumes), then the shared rows and those of deleted sessions, page by
-//! page, then the verification. Memory stays at a page whatever the size of the stores.
+//! page, then the verification. Memory stays at a page (`PAGE_BYTES` of text, give or take
+//! a row) whatever the size of the stores and of their rows.
 
 use super::verify::{VerifyReport, verify};
-use super::{Cell, CopyStore, Loaded, Row, Scope, Table};
+use super::{Cell, CopyStore, Loaded, PAGE_BYTES, Row, Scope, Table, row_bytes};
 use crate::StoreError;
 
 /// `meta` name under which a destination records the store id of its source: a rerun with
 /// the same source resumes; another source is refused unless forced.
 const COPIED_FROM: &str = "copied_from";
 
-/// Sessions read per page of the source.
-const SESSION_PAGE: usize = 100;
-/// Transcript lines per batch (a batch is one multi-row insert).
-const LINE_PAGE: usize = 1000;
-/// Other rows per page.
-const ROW_PAGE: usize = 500;
+/// Rows per page at most (a page of lines is one multi-row insert).
+const ROW_PAGE: usize = 1000;
+
+/// How many rows the next page asks for: `ROW_PAGE`, fewer when the rows so far were long.
+/// The first page of a walk asks for a few, to learn their size.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PageSize(usize);
+
+impl Default for PageSize {
+    fn default() -> PageSize {
+        PageSize(16)
+    }
+}
+
+impl PageSize {
+    pub(super) fn limit(self) -> usize {
+        self.0
+    }
+
+    /// Learn from the page just read.
+    pub(super) fn after(&mut self, rows: &[Row]) {
+        let bytes: usize = rows.iter().map(|r| row_bytes(r)).sum();
+        let per_row = (bytes / rows.len().max(1)).max(1);
+        self.0 = (PAGE_BYTES / per_row).clamp(1, ROW_PAGE);
+    }
+}
+
 /// Sessions named in a report's lists at most (the rest are counted).
 pub const NAMED: usize = 20;
 
@@ -120,8 +142,10 @@ pub fn copy(
     };
     let mut after: Vec<Cell> = Vec::new();
     let mut done = 0u64;
+    let mut size = PageSize::default();
     loop {
-        let page = src.page(Table::Sessions, &kept_scope, &after, SESSION_PAGE)?;
+        let page = src.page(Table::Sessions, &kept_scope, &after, size.limit())?;
+        size.after(&page);
         let Some(last) = page.last() else { break };
         after = Table::Sessions.cursor(&kept_scope, last);
         for session in &page {
@@ -156,8 +180,10 @@ pub fn copy(
         (Table::ImportMarks, Scope::Orphans),
     ] {
         let mut after = Vec::new();
+        let mut size = PageSize::default();
         loop {
-            let rows = src.page(table, &scope, &after, ROW_PAGE)?;
+            let rows = src.page(table, &scope, &after, size.limit())?;
+            size.after(&rows);
             let Some(last) = rows.last() else { break };
             after = table.cursor(&scope, last);
             dst.load_rows(table, &rows)?;
@@ -201,6 +227,7 @@ fn load_one(
     ];
     let mut table = 0;
     let mut after: Vec<Cell> = Vec::new();
+    let mut size = PageSize::default();
     let mut batches = 0u64;
     let mut feed = || -> Result<Option<(Table, Vec<Row>)>, StoreError> {
         if batches == 1
@@ -209,12 +236,8 @@ fn load_one(
             hold();
         }
         while let Some(&t) = OWNED.get(table) {
-            let limit = if t == Table::Transcript {
-                LINE_PAGE
-            } else {
-                ROW_PAGE
-            };
-            let rows = src.page(t, &scope, &after, limit)?;
+            let rows = src.page(t, &scope, &after, size.limit())?;
+            size.after(&rows);
             match rows.last() {
                 Some(last) => {
                     after = t.cursor(&scope, last);

@@ -5,7 +5,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::run::{NAMED, text_at};
+use super::run::{NAMED, PageSize, text_at};
 use super::{Cell, CopyStore, Row, Scope, Table};
 use crate::StoreError;
 
@@ -170,8 +170,10 @@ pub fn session_digest(
     hash.update(text_at(session, entry_at).as_bytes());
     let mut lines = 0u64;
     let mut after = Vec::new();
+    let mut size = PageSize::default();
     loop {
-        let page = store.page(Table::Transcript, &scope, &after, 1000)?;
+        let page = store.page(Table::Transcript, &scope, &after, size.limit())?;
+        size.after(&page);
         let Some(last) = page.last() else { break };
         after = Table::Transcript.cursor(&scope, last);
         for line in &page {
@@ -190,6 +192,7 @@ pub fn session_digest(
 struct Pager {
     page: std::collections::VecDeque<Row>,
     after: Vec<Cell>,
+    size: PageSize,
     done: bool,
 }
 
@@ -200,7 +203,8 @@ impl Pager {
         scope: &Scope,
     ) -> Result<Option<Row>, StoreError> {
         if self.page.is_empty() && !self.done {
-            let rows = store.page(Table::Sessions, scope, &self.after, 200)?;
+            let rows = store.page(Table::Sessions, scope, &self.after, self.size.limit())?;
+            self.size.after(&rows);
             match rows.last() {
                 Some(last) => self.after = Table::Sessions.cursor(scope, last),
                 None => self.done = true,
