@@ -204,6 +204,22 @@ fn a_state_goes_to_postgres_and_back_unchanged() {
         );
     }
 
+    // The kinds go with the key scheme they were computed under: nothing to recompute.
+    let basis: String = db(&b.state)
+        .query_row(
+            "SELECT value FROM meta WHERE name = 'kind_basis'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the source's kind basis");
+    assert_eq!(
+        cluster.sql(
+            pg::database_of(&url),
+            "SELECT value FROM meta WHERE name = 'kind_basis'"
+        ),
+        basis
+    );
+
     let original = answers(&b.state, None);
     assert_eq!(original, answers(&pg_home, Some(&url)), "on PostgreSQL");
     assert_eq!(original, answers(&back_state, None), "back on SQLite");

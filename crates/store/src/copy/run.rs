@@ -12,6 +12,9 @@ use crate::StoreError;
 /// the same source resumes; another source is refused unless forced.
 const COPIED_FROM: &str = "copied_from";
 
+/// `meta` name of the key scheme the stored kinds were computed under (both stores).
+const KIND_BASIS: &str = "kind_basis";
+
 /// Rows per page at most (a page of lines is one multi-row insert).
 const ROW_PAGE: usize = 1000;
 
@@ -188,6 +191,13 @@ pub fn copy(
             after = table.cursor(&scope, last);
             dst.load_rows(table, &rows)?;
         }
+    }
+    // The key scheme the kinds were computed under goes with them: the destination's first
+    // open recomputes them only if its config's scheme differs (as the source's would).
+    if let Some(basis) = src.meta(KIND_BASIS)?
+        && (!options.force || dst.meta(KIND_BASIS)?.is_none())
+    {
+        dst.set_meta(KIND_BASIS, &basis)?;
     }
     dst.finish()?;
     report.verify = verify(src, dst, options.now, options.force)?;
