@@ -205,8 +205,9 @@ pub(crate) async fn copy(from: &str, to: &str, force: bool, json: bool) -> Resul
     if !report.ok() {
         return Err(ExitError {
             code: 1,
-            message: "the copy does not verify (see above); run it again to resume, or look at \
-                      the sessions named"
+            message: "the copy does not verify (see above): a session named was changed in the \
+                      source after it was copied (stop what writes to the source) or in the \
+                      destination; copy into an empty destination to start over"
                 .into(),
         }
         .into());
