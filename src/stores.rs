@@ -7,7 +7,6 @@ use std::path::Path;
 use switchboard_store::StoreError;
 use switchboard_store::check::CheckReport;
 use switchboard_store::copy::CopyStore;
-use switchboard_store_postgres::PgStore;
 use switchboard_store_postgres::copy::PgCopy;
 use switchboard_store_sqlite::copy::SqliteCopy;
 
@@ -54,9 +53,8 @@ pub fn open_for_copy(spec: &str, destination: bool) -> Result<Box<dyn CopyStore>
     })
 }
 
-/// Check the PostgreSQL database at `url` (`store check` when the state is there).
+/// Check the PostgreSQL database at `url` without changing it (`store check` when the state
+/// is there): where it is, as a user names it, and the report. Blocking.
 pub fn check_postgres(url: &str) -> Result<(String, CheckReport), StoreError> {
-    let store = PgStore::open(url)?;
-    let report = store.check()?;
-    Ok((switchboard_store::Store::location(&store), report))
+    switchboard_store_postgres::check::check_url(url)
 }

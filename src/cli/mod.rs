@@ -87,7 +87,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Gateways { json }) => gateways::gateways(&cli, *json).await,
         Some(Command::Store(StoreCommand::Check { json })) => {
             cli.local_only("store")?;
-            store::check(&cli, *json)
+            store::check(&cli, *json).await
         }
         Some(Command::Store(StoreCommand::Copy {
             from,

@@ -21,11 +21,13 @@ use super::args::Cli;
 const HOLD_ENV: &str = "SWITCHBOARD_COPY_HOLD_AFTER";
 
 /// `store check`: the store checked (see its help); exit 1 on problems.
-pub(crate) fn check(cli: &Cli, json: bool) -> Result<()> {
+pub(crate) async fn check(cli: &Cli, json: bool) -> Result<()> {
     let (kind, location, r) = match cli.load_config()?.storage.url {
         Some(url) => {
-            let (location, r) = stores::check_postgres(&url)
-                .with_context(|| "cannot check the PostgreSQL store".to_string())?;
+            let (location, r) = tokio::task::spawn_blocking(move || stores::check_postgres(&url))
+                .await
+                .map_err(|e| anyhow!("the check stopped: {e}"))?
+                .context("cannot check the PostgreSQL store")?;
             (StoreKind::Postgres, location, r)
         }
         None => {

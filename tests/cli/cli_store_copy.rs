@@ -508,6 +508,29 @@ fn store_check_on_postgres_finds_an_orphan_and_a_gap() {
         report["brokenSeq"]["keys"],
         serde_json::json!(["agent:main:alpha"])
     );
+
+    // The check changes nothing: a database at another schema is reported, not migrated,
+    // and an empty one gets no tables.
+    cluster.sql(dbname, "UPDATE schema_version SET version = 1");
+    let out = on_store(home.path(), Some(&url), &["store", "check"]);
+    assert_ne!(out.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("at schema 1"), "{said}");
+    assert!(said.contains("start switchboard on it once"), "{said}");
+    assert_eq!(
+        cluster.sql(dbname, "SELECT version FROM schema_version"),
+        "1"
+    );
+    let empty = pg::fresh_database(cluster);
+    let out = on_store(home.path(), Some(&empty), &["store", "check"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(
+        cluster.sql(
+            pg::database_of(&empty),
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+        ),
+        "0"
+    );
 }
 
 /// The verification reads both sides: a line changed in the destination after a copy is

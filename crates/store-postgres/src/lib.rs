@@ -6,7 +6,7 @@
 //! a pooled connection (`deadpool-postgres`).
 
 mod changes;
-mod check;
+pub mod check;
 pub mod copy;
 mod error;
 mod records;
