@@ -382,6 +382,25 @@ fn foreign_data_and_the_store_itself_are_refused() {
         other.state.to_str().expect("utf-8"),
     );
 
+    // Progress on stderr and the verdict on stdout; none of the progress with --json.
+    let fresh = other.state.parent().expect("dir").join("fresh-copy");
+    let fresh = fresh.to_str().expect("utf-8");
+    let plain = copy(from, fresh, &[]);
+    assert!(plain.status.success());
+    let (said, out) = (
+        String::from_utf8_lossy(&plain.stderr),
+        String::from_utf8_lossy(&plain.stdout),
+    );
+    assert!(said.contains("copying: 2 of 2 sessions"), "{said}");
+    assert!(out.contains("copied 2 sessions of 2"), "{out}");
+    assert!(
+        out.contains("verified: counts match, 2 sessions compared"),
+        "{out}"
+    );
+    let quiet = copy(from, fresh, &["--json"]);
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("copying"));
+
     let refused = copy(from, to, &[]);
     assert_eq!(refused.status.code(), Some(2));
     let said = String::from_utf8_lossy(&refused.stderr);

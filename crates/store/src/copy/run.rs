@@ -100,8 +100,9 @@ pub enum CopyError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "{location} is the source itself (same store id {id}): copying a store onto itself \
-         would change nothing; name another destination"
+        "{location} is the source itself (same store id {id}: the same store under another \
+         name, or a file copy of it): copying a store onto itself would change nothing; name \
+         another destination"
     )]
     SameStore { location: String, id: String },
     #[error(
