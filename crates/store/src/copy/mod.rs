@@ -12,6 +12,7 @@
 mod run;
 mod tables;
 mod verify;
+mod walk;
 
 pub use run::{CopyError, CopyOptions, CopyReport, NAMED, Progress, copy};
 pub use tables::{Column, ColumnType, Dialect, Scope, Table};

@@ -5,7 +5,8 @@
 //! a row) whatever the size of the stores and of their rows.
 
 use super::verify::{VerifyReport, verify};
-use super::{Cell, CopyStore, Loaded, PAGE_BYTES, Row, Scope, Table, row_bytes};
+use super::walk::Walk;
+use super::{Cell, CopyStore, Loaded, Row, Scope, Table};
 use crate::StoreError;
 
 /// `meta` name under which a destination records the store id of its source: a rerun with
@@ -14,33 +15,6 @@ const COPIED_FROM: &str = "copied_from";
 
 /// `meta` name of the key scheme the stored kinds were computed under (both stores).
 const KIND_BASIS: &str = "kind_basis";
-
-/// Rows per page at most (a page of lines is one multi-row insert).
-const ROW_PAGE: usize = 1000;
-
-/// How many rows the next page asks for: `ROW_PAGE`, fewer when the rows so far were long.
-/// The first page of a walk asks for a few, to learn their size.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PageSize(usize);
-
-impl Default for PageSize {
-    fn default() -> PageSize {
-        PageSize(16)
-    }
-}
-
-impl PageSize {
-    pub(super) fn limit(self) -> usize {
-        self.0
-    }
-
-    /// Learn from the page just read.
-    pub(super) fn after(&mut self, rows: &[Row]) {
-        let bytes: usize = rows.iter().map(|r| row_bytes(r)).sum();
-        let per_row = (bytes / rows.len().max(1)).max(1);
-        self.0 = (PAGE_BYTES / per_row).clamp(1, ROW_PAGE);
-    }
-}
 
 /// Sessions named in a report's lists at most (the rest are counted).
 pub const NAMED: usize = 20;
@@ -144,14 +118,9 @@ pub fn copy(
         sessions: src.count(Table::Sessions, &kept_scope)?,
         ..CopyReport::default()
     };
-    let mut after: Vec<Cell> = Vec::new();
     let mut done = 0u64;
-    let mut size = PageSize::default();
-    loop {
-        let page = src.page(Table::Sessions, &kept_scope, &after, size.limit())?;
-        size.after(&page);
-        let Some(last) = page.last() else { break };
-        after = Table::Sessions.cursor(&kept_scope, last);
+    let mut sessions = Walk::new(Table::Sessions, kept_scope.clone());
+    while let Some(page) = sessions.next(src)? {
         for session in &page {
             let hold = options
                 .hold
@@ -183,13 +152,8 @@ pub fn copy(
         (Table::Spawns, Scope::Orphans),
         (Table::ImportMarks, Scope::Orphans),
     ] {
-        let mut after = Vec::new();
-        let mut size = PageSize::default();
-        loop {
-            let rows = src.page(table, &scope, &after, size.limit())?;
-            size.after(&rows);
-            let Some(last) = rows.last() else { break };
-            after = table.cursor(&scope, last);
+        let mut walk = Walk::new(table, scope);
+        while let Some(rows) = walk.next(src)? {
             dst.load_rows(table, &rows)?;
         }
     }
@@ -236,9 +200,8 @@ fn load_one(
         Table::Spawns,
         Table::ImportMarks,
     ];
-    let mut table = 0;
-    let mut after: Vec<Cell> = Vec::new();
-    let mut size = PageSize::default();
+    let mut next = 1;
+    let mut walk = Walk::new(OWNED[0], scope.clone());
     let mut batches = 0u64;
     let mut feed = || -> Result<Option<(Table, Vec<Row>)>, StoreError> {
         if batches == 1
@@ -246,22 +209,17 @@ fn load_one(
         {
             hold();
         }
-        while let Some(&t) = OWNED.get(table) {
-            let rows = src.page(t, &scope, &after, size.limit())?;
-            size.after(&rows);
-            match rows.last() {
-                Some(last) => {
-                    after = t.cursor(&scope, last);
-                    batches += 1;
-                    return Ok(Some((t, rows)));
-                }
-                None => {
-                    table += 1;
-                    after.clear();
-                }
+        loop {
+            if let Some(rows) = walk.next(src)? {
+                batches += 1;
+                return Ok(Some((walk.table(), rows)));
             }
+            let Some(&table) = OWNED.get(next) else {
+                return Ok(None);
+            };
+            walk = Walk::new(table, scope.clone());
+            next += 1;
         }
-        Ok(None)
     };
     dst.load_session(session, &mut feed)
 }

@@ -5,7 +5,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::run::{NAMED, PageSize, text_at};
+use super::run::{NAMED, text_at};
+use super::walk::Walk;
 use super::{Cell, CopyStore, Row, Scope, Table};
 use crate::StoreError;
 
@@ -81,10 +82,10 @@ pub fn verify(
             agrees: fine,
         });
     }
-    let mut left = Pager::default();
-    let mut right = Pager::default();
+    let mut left = Pager::new(&kept);
+    let mut right = Pager::new(&kept);
     loop {
-        let (a, b) = (left.peek(src, &kept)?, right.peek(dst, &kept)?);
+        let (a, b) = (left.peek(src)?, right.peek(dst)?);
         match (a, b) {
             (None, None) => break,
             (Some(a), b) if b.as_ref().is_none_or(|b| text_at(&a, 0) < text_at(b, 0)) => {
@@ -169,13 +170,8 @@ pub fn session_digest(
     let mut hash = Sha256::new();
     hash.update(text_at(session, entry_at).as_bytes());
     let mut lines = 0u64;
-    let mut after = Vec::new();
-    let mut size = PageSize::default();
-    loop {
-        let page = store.page(Table::Transcript, &scope, &after, size.limit())?;
-        size.after(&page);
-        let Some(last) = page.last() else { break };
-        after = Table::Transcript.cursor(&scope, last);
+    let mut walk = Walk::new(Table::Transcript, scope);
+    while let Some(page) = walk.next(store)? {
         for line in &page {
             let seq = line.get(1).and_then(Cell::as_int).unwrap_or(-1);
             hash.update(format!("\n{seq}\t").as_bytes());
@@ -188,28 +184,27 @@ pub fn session_digest(
 }
 
 /// One side's sessions in key order, a page at a time.
-#[derive(Default)]
 struct Pager {
     page: std::collections::VecDeque<Row>,
-    after: Vec<Cell>,
-    size: PageSize,
+    walk: Walk,
     done: bool,
 }
 
 impl Pager {
-    fn peek(
-        &mut self,
-        store: &mut dyn CopyStore,
-        scope: &Scope,
-    ) -> Result<Option<Row>, StoreError> {
+    fn new(scope: &Scope) -> Pager {
+        Pager {
+            page: std::collections::VecDeque::new(),
+            walk: Walk::new(Table::Sessions, scope.clone()),
+            done: false,
+        }
+    }
+
+    fn peek(&mut self, store: &mut dyn CopyStore) -> Result<Option<Row>, StoreError> {
         if self.page.is_empty() && !self.done {
-            let rows = store.page(Table::Sessions, scope, &self.after, self.size.limit())?;
-            self.size.after(&rows);
-            match rows.last() {
-                Some(last) => self.after = Table::Sessions.cursor(scope, last),
+            match self.walk.next(store)? {
+                Some(rows) => self.page.extend(rows),
                 None => self.done = true,
             }
-            self.page.extend(rows);
         }
         Ok(self.page.front().cloned())
     }
