@@ -199,6 +199,18 @@ pub(crate) async fn copy(from: &str, to: &str, force: bool, json: bool) -> Resul
             ));
         }
     };
+    tracing::info!(
+        from = %from,
+        to = %to,
+        sessions = report.sessions,
+        copied = report.copied,
+        resumed = report.resumed,
+        kept = report.kept,
+        id_taken = report.id_taken,
+        mismatches = report.verify.mismatches_total,
+        ok = report.ok(),
+        "store copy finished"
+    );
     if json {
         println!("{}", copy_json(&from, &to, &report));
     } else {
