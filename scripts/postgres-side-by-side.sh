@@ -15,22 +15,8 @@ PEER=${PEER:-/work/shared/peers/openclaw}
 STATE=target/bench-state/store-v2-100k-sessions-1m-lines
 N=${N:-50}
 [ -f "$STATE/switchboard.db" ] || { echo "run cargo bench --bench store first" >&2; exit 1; }
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
-WORK=$(mktemp -d /tmp/sb-pg-sbs.XXXX)
-chown postgres:postgres "$WORK"
 PORT=55432
-cleanup() {
-  kill $(jobs -p) 2>/dev/null || true
-  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -E UTF8 --locale C -D "$WORK/data" >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -c port=$PORT -k $WORK -c shared_buffers=256MB" start >/dev/null
-URL="postgres://postgres@127.0.0.1:$PORT/switchboard"
-"$PGBIN/createdb" -h 127.0.0.1 -p $PORT -U postgres switchboard
-echo '{ agents: { list: [ { id: "main", default: true, model: "scripted", script: [ { reply: "ok" } ] } ] } }' > "$WORK/config.json5"
+source scripts/pg-cluster.sh sb-pg-sbs
 # The schema, made by the binary itself.
 SWITCHBOARD_STATE_DIR="$WORK/pgstate" SWITCHBOARD_CONFIG="$WORK/config.json5" "$BIN" --store "$URL" sessions list >/dev/null
 # The bench state's rows, copied as they are (the columns are the same on both stores).

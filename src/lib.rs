@@ -4,3 +4,4 @@
 
 pub mod demo;
 pub mod state_folder;
+pub mod stores;

@@ -525,17 +525,55 @@ An existing file is never replaced without --force; a folder, device or FIFO nev
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Check the state folder's store: integrity, schema, orphan rows, work left running.
+    /// Check the store: integrity, schema, orphan rows, seq gaps, counters, work left running.
     #[command(
-        long_about = "Check the state folder's store without changing it (safe while a gateway \
-serves it): SQLite's integrity check, the schema version against this build's, transcript lines \
-that belong to no session (an import cut short leaves them), and the runs, exchanges and \
-sub-agents recorded as still running (the next start recovers them unless a process is running \
-them now). Exits 1 when the store is damaged or holds orphan rows.",
-        after_help = "Examples:\n  switchboard store check\n  switchboard --state-dir /srv/switchboard store check --json"
+        long_about = "Check the store without changing it (safe while a gateway serves it): the \
+state folder's SQLite database, or the PostgreSQL database --store (or $SWITCHBOARD_STORE, or \
+the config's storage.url) names. Reports the schema version against this build's, transcript \
+lines that belong to no session (an import cut short leaves them), transcripts whose lines are \
+not numbered 0, 1, 2, … without a gap, the per-kind session counters against the sessions, rows \
+kept from deleted sessions, and the runs, exchanges and sub-agents recorded as still running \
+(the next start recovers them unless a process is running them now); on SQLite also its \
+integrity check. Exits 1 when the store is damaged or holds orphan lines, gaps or drifted \
+counters.",
+        after_help = "Examples:\n  switchboard store check\n  switchboard --state-dir /srv/switchboard store check --json\n  switchboard --store postgres://me@db.example.com/switchboard store check"
     )]
     Check {
         /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy everything the engine keeps from one store to another, resumably, then verify.
+    #[command(
+        long_about = "Copy everything the engine keeps (sessions with their entries exactly as \
+stored, transcripts line for line, runs, exchanges, sub-agents, the outbox, import marks and \
+unexpired idempotency keys) from one store to another: a state folder (SQLite) or a \
+postgres:// URL, either way. Stop what writes to the source first (a gateway, a console).\n\n\
+Each session lands in the destination with everything it owns in one transaction, so an \
+interrupted copy (Ctrl-C, a killed process, the destination unreachable for a while) never \
+leaves half a session; run the same command again and it goes on where it stopped. A \
+destination that holds other data is refused unless --force.\n\n\
+At the end both sides are verified: rows counted per table, and every session compared \
+(its row, and a SHA-256 over its entry and every transcript line in seq order). Any \
+difference is named (session key and what differs) and the command exits 1. Progress goes \
+to stderr.",
+        after_help = "Examples:\n  switchboard store copy --from ~/.switchboard --to postgres://switchboard@db.internal/switchboard\n  \
+switchboard store copy --from postgres://switchboard@db.internal/switchboard --to /srv/switchboard-local\n  \
+switchboard store copy --from ./state --to postgres://localhost/sb --json | jq .ok"
+    )]
+    Copy {
+        /// The store to copy from: a state folder, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long, value_name = "FOLDER|URL")]
+        from: String,
+        /// The store to copy to (made when missing): a state folder, or a postgres:// URL.
+        #[arg(long, value_name = "FOLDER|URL")]
+        to: String,
+        /// Copy into a destination that already holds other data: its sessions are kept as
+        /// they are (never overwritten or deleted); a source session under a key it has is not
+        /// copied, and the verification names it.
+        #[arg(long)]
+        force: bool,
+        /// Print the report as JSON (no progress on stderr).
         #[arg(long)]
         json: bool,
     },

@@ -15,6 +15,7 @@ mod print;
 mod serve;
 mod sessions;
 mod sources;
+mod store;
 mod tool;
 mod transfer;
 mod waiting;
@@ -86,7 +87,16 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Gateways { json }) => gateways::gateways(&cli, *json).await,
         Some(Command::Store(StoreCommand::Check { json })) => {
             cli.local_only("store")?;
-            transfer::store_check(&cli, *json)
+            store::check(&cli, *json).await
+        }
+        Some(Command::Store(StoreCommand::Copy {
+            from,
+            to,
+            force,
+            json,
+        })) => {
+            cli.local_only("store")?;
+            store::copy(from, to, *force, *json).await
         }
         Some(Command::Backup { out, force }) => {
             cli.local_only("backup")?;

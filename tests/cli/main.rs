@@ -23,6 +23,7 @@ mod cli_send;
 mod cli_sources;
 mod cli_spawn;
 mod cli_store;
+mod cli_store_copy;
 mod cli_text_safety;
 mod cli_transfer;
 mod config_honesty;

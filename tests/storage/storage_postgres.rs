@@ -426,21 +426,24 @@ fn backup_on_postgres_points_to_pg_dump() {
     assert!(!out_file.exists());
 }
 
-/// `store check` reads the SQLite file: on a PostgreSQL store it says so (it reported a
-/// missing state folder).
+/// `store check` on a PostgreSQL store checks the database (it reported a missing state
+/// folder, then that it covered SQLite only); one that cannot be reached is named, at once.
 #[test]
-fn store_check_on_postgres_says_what_it_covers() {
+fn store_check_on_an_unreachable_postgres_names_it() {
     let b = CliBench::new("{}");
+    let port = dead_port();
     let out = b.run(&[
         "--store",
-        &format!("postgres://postgres@127.0.0.1:{}/x", dead_port()),
+        &format!("postgres://postgres@127.0.0.1:{port}/x"),
         "store",
         "check",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("PostgreSQL") && err.contains("store check reads the SQLite store"),
+        err.contains("cannot check the PostgreSQL store")
+            && err.contains(&format!("127.0.0.1:{port}"))
+            && err.contains("cannot be reached"),
         "{err}"
     );
 }

@@ -6,6 +6,8 @@
 //! a pooled connection (`deadpool-postgres`).
 
 mod changes;
+pub mod check;
+pub mod copy;
 mod error;
 mod nodes;
 mod records;
@@ -113,7 +115,7 @@ fn bad_url(url: &str, detail: impl std::fmt::Display) -> StoreError {
 }
 
 /// The URL with any password left out, for messages and logs.
-fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];

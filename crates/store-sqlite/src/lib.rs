@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod check;
+pub mod copy;
 mod error;
 pub mod flows;
 pub mod idempotency;

@@ -2,6 +2,8 @@
 //! transaction each, with domain types in and out (docs/ARCHITECTURE.md, "Storage").
 //! Nothing here knows which database holds the data; `switchboard_store_sqlite` is one store.
 
+pub mod check;
+pub mod copy;
 mod error;
 pub mod idempotency;
 pub mod line;
