@@ -240,7 +240,11 @@ fn fan_out(rt: &Runtime, nodes: &[Node], clients: usize, rounds: usize) -> Vec<D
         tokio::time::sleep(Duration::from_millis(500)).await;
         while got_rx.try_recv().is_ok() {}
         for round in 0..rounds {
-            let policy = if round % 2 == 0 { json!("deny") } else { Value::Null };
+            let policy = if round % 2 == 0 {
+                json!("deny")
+            } else {
+                Value::Null
+            };
             let t0 = Instant::now();
             let patched = call(
                 &mut publisher,
@@ -359,7 +363,10 @@ fn failover(rt: &Runtime, cluster: &pg::Cluster, url: &str, nodes: &mut [Node], 
             if gone == "0" {
                 break;
             }
-            assert!(killed.elapsed() < Duration::from_secs(60), "never taken over");
+            assert!(
+                killed.elapsed() < Duration::from_secs(60),
+                "never taken over"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         times.push(killed.elapsed());
@@ -375,7 +382,10 @@ fn failover(rt: &Runtime, cluster: &pg::Cluster, url: &str, nodes: &mut [Node], 
               + (SELECT count(*) FROM flows WHERE status = 'running')",
     ) != "0"
     {
-        assert!(settled.elapsed() < Duration::from_secs(120), "work never settled");
+        assert!(
+            settled.elapsed() < Duration::from_secs(120),
+            "work never settled"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut lost = 0;
@@ -440,7 +450,11 @@ fn main() {
     // One node, 3,000 clients.
     let url = pg::fresh_database(cluster);
     {
-        let one_node = [Node::start(&root.path().join("solo"), &url, &["--max-connections", "3200"])];
+        let one_node = [Node::start(
+            &root.path().join("solo"),
+            &url,
+            &["--max-connections", "3200"],
+        )];
         let times = fan_out(&rt, &one_node, 3000, 15);
         println!(
             "nodes/fan_out 1 node x 3000 clients: median {:?}  p90 {:?}  max {:?}  (node RSS {:.0} MiB)",
@@ -459,7 +473,10 @@ fn main() {
         .map(|i| Node::start(&root.path().join(format!("n{i}")), &url, &[]))
         .collect();
     let times = fan_out(&rt, &nodes, 3000, 15);
-    let rss: Vec<String> = nodes.iter().map(|n| format!("{:.0}", n.rss_mib())).collect();
+    let rss: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("{:.0}", n.rss_mib()))
+        .collect();
     println!(
         "nodes/fan_out 3 nodes x 1000 clients: median {:?}  p90 {:?}  max {:?}  (node RSS {} MiB)",
         percentile(&times, 0.5),

@@ -75,8 +75,14 @@ fn check_json(kind: StoreKind, location: &str, r: &CheckReport) -> Value {
         "countDrift": r.count_drift,
         "ofDeletedSessions": {"runs": r.gone_runs, "spawns": r.gone_spawns, "outbox": r.gone_outbox},
         "running": {"runs": r.running_runs, "exchanges": r.running_exchanges, "spawns": r.running_spawns},
-        // The leases of several nodes on one database are reported here.
-        "leases": [],
+        "leases": {
+            "nodes": r.leases.nodes.iter().map(|n| json!({
+                "node": n.node, "host": n.host, "pid": n.pid,
+                "expiresInMs": n.expires_in_ms, "lanes": n.lanes, "runningRuns": n.running,
+            })).collect::<Vec<_>>(),
+            "staleLanes": r.leases.stale_lanes,
+            "ownerlessRuns": r.leases.ownerless_runs,
+        },
         "ok": !r.problems(),
     })
 }
@@ -140,10 +146,40 @@ fn print_check(kind: StoreKind, location: &str, r: &CheckReport) {
         count(r.running_spawns as usize, "sub-agent")
     );
     match kind {
-        StoreKind::Sqlite => println!("leases: none (SQLite: one node at a time owns the lanes)"),
-        // The leases of several nodes on one database are listed here.
-        StoreKind::Postgres => println!("leases: not checked yet"),
+        StoreKind::Sqlite => {
+            println!("leases: none (SQLite: the processes of one host, by their lock files)")
+        }
+        StoreKind::Postgres => print_leases(&r.leases),
     }
+}
+
+fn print_leases(leases: &switchboard_store::check::Leases) {
+    println!("leases: {}", count(leases.nodes.len(), "node"));
+    for n in &leases.nodes {
+        let standing = if n.expires_in_ms >= 0 {
+            format!(
+                "renewed, runs out in {:.1} s",
+                n.expires_in_ms as f64 / 1000.0
+            )
+        } else {
+            format!(
+                "ran out {:.1} s ago (a running node takes it over)",
+                -n.expires_in_ms as f64 / 1000.0
+            )
+        };
+        println!(
+            "  {} on {} (pid {}): {standing}; {}, {}",
+            safe_line(&n.node),
+            safe_line(&n.host),
+            n.pid,
+            count(n.lanes as usize, "lane"),
+            count(n.running as usize, "running run")
+        );
+    }
+    println!(
+        "lanes of nodes that are gone: {} (free for the next run); running runs without a lease: {} (a running node takes them over)",
+        leases.stale_lanes, leases.ownerless_runs
+    );
 }
 
 /// The test hold: say so, then wait to be killed.

@@ -286,6 +286,31 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
             "{want}: {lines:?}"
         );
     }
+    // `store check` shows the two leases that stand, nothing stale.
+    let check = std::process::Command::new(gateway_process::BIN)
+        .args(["store", "check", "--json"])
+        .env("SWITCHBOARD_STORE", &url)
+        .env("SWITCHBOARD_STATE_DIR", b._root.path().join("state"))
+        .output()
+        .expect("store check");
+    assert!(check.status.success(), "{check:?}");
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).expect("json");
+    let leases = &report["leases"];
+    assert_eq!(
+        leases["nodes"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert!(
+        leases["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|n| n["expiresInMs"].as_i64().is_some_and(|ms| ms > 0)),
+        "{report}"
+    );
+    assert_eq!(leases["staleLanes"], 0, "{report}");
+    assert_eq!(leases["ownerlessRuns"], 0, "{report}");
     // No second Recovered for that run, whoever looks next.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(

@@ -7,7 +7,9 @@
 use std::str::FromStr;
 
 use switchboard_store::StoreError;
-use switchboard_store::check::{self as common, CheckReport, CountKey, Integrity, to_count};
+use switchboard_store::check::{
+    self as common, CheckReport, CountKey, Integrity, LeaseRow, Leases, to_count,
+};
 use tokio_postgres::Client;
 
 use crate::error::PgError;
@@ -99,7 +101,6 @@ async fn check(c: &Client) -> Result<CheckReport, PgError> {
         .take(common::NAMED)
         .map(|r| r.try_get::<_, String>(0))
         .collect::<Result<Vec<_>, _>>()?;
-    // Leases (several nodes on one database) get their own section here.
     Ok(CheckReport {
         integrity: Integrity::NotChecked(NOT_CHECKED.into()),
         schema,
@@ -119,5 +120,48 @@ async fn check(c: &Client) -> Result<CheckReport, PgError> {
         running_runs: count(c, common::SQL_RUNNING_RUNS).await?,
         running_exchanges: count(c, common::SQL_RUNNING_EXCHANGES).await?,
         running_spawns: count(c, common::SQL_RUNNING_SPAWNS).await?,
+        leases: leases(c).await?,
+    })
+}
+
+/// Every node's lease with what it holds, the lanes of nodes that are gone and the running
+/// work of owners without a lease.
+async fn leases(c: &Client) -> Result<Leases, PgError> {
+    let rows = c
+        .query(
+            "SELECT n.id, n.host, n.pid,
+                    (extract(epoch FROM (n.expires_at - now())) * 1000)::bigint,
+                    (SELECT count(*) FROM lanes l WHERE l.owner = n.id),
+                    (SELECT count(*) FROM runs r WHERE r.owner = n.id AND r.status = 'running')
+             FROM nodes n ORDER BY n.started_at, n.id",
+            &[],
+        )
+        .await?;
+    let nodes = rows
+        .iter()
+        .map(|r| {
+            Ok(LeaseRow {
+                node: r.try_get(0)?,
+                host: r.try_get(1)?,
+                pid: r.try_get(2)?,
+                expires_in_ms: r.try_get(3)?,
+                lanes: r.try_get::<_, i64>(4)?.max(0) as u64,
+                running: r.try_get::<_, i64>(5)?.max(0) as u64,
+            })
+        })
+        .collect::<Result<Vec<_>, PgError>>()?;
+    Ok(Leases {
+        nodes,
+        stale_lanes: count(
+            c,
+            "SELECT count(*) FROM lanes l WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = l.owner)",
+        )
+        .await?,
+        ownerless_runs: count(
+            c,
+            "SELECT count(*) FROM runs r WHERE r.status = 'running'
+               AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.owner)",
+        )
+        .await?,
     })
 }

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use switchboard_store::check::{self as common, CheckReport, CountKey, Integrity, to_count};
+use switchboard_store::check::{
+    self as common, CheckReport, CountKey, Integrity, Leases, to_count,
+};
 
 use crate::error::StorageError;
 
@@ -50,6 +52,7 @@ pub fn check(state_dir: &Path) -> Result<CheckReport, StorageError> {
         running_runs: count(common::SQL_RUNNING_RUNS)?,
         running_exchanges: count(common::SQL_RUNNING_EXCHANGES)?,
         running_spawns: count(common::SQL_RUNNING_SPAWNS)?,
+        leases: Leases::default(),
     })
 }
 

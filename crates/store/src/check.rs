@@ -54,6 +54,31 @@ pub enum Integrity {
 /// A `session_counts` row: (kind, archived, slot).
 pub type CountKey = (String, bool, String);
 
+/// One node's lease (several nodes on one database).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseRow {
+    pub node: String,
+    pub host: String,
+    pub pid: i64,
+    /// Until the lease runs out, by the database's clock; negative: it ran out that long ago
+    /// (the node is dead or cut off, and a running node will take it over).
+    pub expires_in_ms: i64,
+    /// Sessions whose lane it holds.
+    pub lanes: u64,
+    /// Runs it has recorded as running.
+    pub running: u64,
+}
+
+/// The state of the leases: who holds what (empty on a store without leases).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leases {
+    pub nodes: Vec<LeaseRow>,
+    /// Lane rows whose node is gone: free for the next run that wants them.
+    pub stale_lanes: u64,
+    /// Runs recorded as running by an owner with no lease: a running node takes them over.
+    pub ownerless_runs: u64,
+}
+
 /// What the check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckReport {
@@ -80,6 +105,7 @@ pub struct CheckReport {
     pub running_runs: u64,
     pub running_exchanges: u64,
     pub running_spawns: u64,
+    pub leases: Leases,
 }
 
 impl CheckReport {
