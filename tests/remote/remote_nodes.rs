@@ -49,11 +49,15 @@ struct Node {
 
 impl Node {
     fn start(url: &str) -> Node {
+        Node::start_with(url, &[])
+    }
+
+    fn start_with(url: &str, extra: &[&str]) -> Node {
         let root = tempfile::tempdir().expect("temp dir");
         let config = root.path().join("config.json5");
         std::fs::write(&config, CONFIG).expect("config");
         let mut cmd = gateway_process::serve_command(root.path(), &config);
-        cmd.env("SWITCHBOARD_STORE", url);
+        cmd.args(extra).env("SWITCHBOARD_STORE", url);
         Node {
             serve: gateway_process::launch(cmd),
             _root: root,
@@ -499,6 +503,23 @@ async fn until_ready(addr: &str, status: &str) -> String {
     }
 }
 
+/// Until `/metrics` on `addr` says `switchboard_node_lease <value>` (bounded by `HANG`).
+async fn until_lease(addr: &str, value: &str) {
+    let deadline = tokio::time::Instant::now() + HANG;
+    let want = format!("switchboard_node_lease {value}\n");
+    loop {
+        let scrape = http_get(addr, "/metrics").await;
+        if scrape.contains(&want) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {want:?} in /metrics: {scrape}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// The database goes away for longer than a lease: the node says not ready, keeps its
 /// clients' sends failing fast, and, when the database is back, renews its lease (nobody
 /// took it over), is ready again and loses nothing it acknowledged.
@@ -508,7 +529,7 @@ async fn a_node_rides_out_a_database_restart_longer_than_its_lease() {
         return;
     };
     let url = pg::fresh_database(&cluster);
-    let a = Node::start(&url);
+    let a = Node::start_with(&url, &["--metrics"]);
     let (_link, api) = attach(a.url()).await;
     let r = api
         .send(crate::common::owner("agent:work:main", "before"))
@@ -516,6 +537,7 @@ async fn a_node_rides_out_a_database_restart_longer_than_its_lease() {
         .expect("send");
     assert!(api.wait_work(r.work, HANG).await.expect("work"));
     until_ready(&a.serve.addr, "200").await;
+    until_lease(&a.serve.addr, "1").await;
 
     cluster.stop();
     let answer = until_ready(&a.serve.addr, "503").await;
@@ -525,11 +547,12 @@ async fn a_node_rides_out_a_database_restart_longer_than_its_lease() {
         .await
         .expect_err("the database is down");
     assert!(err.to_string().contains("cannot be reached"), "{err}");
-    // Past the lease.
-    tokio::time::sleep(switchboard_store_postgres::LEASE_TTL + Duration::from_secs(1)).await;
+    // Past the lease: lapsing.
+    until_lease(&a.serve.addr, "0").await;
 
     cluster.start();
     until_ready(&a.serve.addr, "200").await;
+    until_lease(&a.serve.addr, "1").await;
     let r = api
         .send(crate::common::owner("agent:work:main", "after"))
         .await
