@@ -753,3 +753,99 @@ async fn openclaw_clients_behind_a_tcp_load_balancer_move_to_a_surviving_node() 
     let mut ws = connect().await;
     until_replied(&mut ws).await;
 }
+
+/// libfaketime's library (Debian's `libfaketime`), `None` where it is not installed and not
+/// required.
+fn faketime() -> Option<&'static str> {
+    let lib = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/faketime/libfaketimeMT.so.1",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).is_file());
+    if lib.is_none() {
+        assert!(!pg::required(), "libfaketime is required here (CI=true)");
+        eprintln!("skipping: no libfaketime");
+    }
+    lib
+}
+
+/// Leases are dated by the database's clock: a node whose clock is three hours ahead of the
+/// other's is neither taken for dead by it nor takes it for dead, and both serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_whose_clocks_disagree_by_hours_keep_their_leases() {
+    let Some(cluster) = pg::cluster_or_skip("nodes_whose_clocks_disagree") else {
+        return;
+    };
+    let Some(lib) = faketime() else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let ahead = {
+        let root = tempfile::tempdir().expect("temp dir");
+        let config = root.path().join("config.json5");
+        std::fs::write(&config, CONFIG).expect("config");
+        let mut cmd = gateway_process::serve_command(root.path(), &config);
+        cmd.env("SWITCHBOARD_STORE", &url)
+            .env("LD_PRELOAD", lib)
+            .env("FAKETIME", "+3h")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        Node {
+            serve: gateway_process::launch(cmd),
+            _root: root,
+        }
+    };
+    let behind = Node::start(&url);
+    let (_a, on_ahead) = attach(ahead.url()).await;
+    let (_b, on_behind) = attach(behind.url()).await;
+    let r = on_ahead
+        .send(crate::common::owner("agent:work:main", "from the future"))
+        .await
+        .expect("send through the node ahead");
+    assert!(on_ahead.wait_work(r.work, HANG).await.expect("work"));
+    // The skew is real: the node ahead dates what it writes three hours on.
+    let db = |sql: &str| one(cluster, &url, sql);
+    let skew_ms: i64 =
+        db("SELECT max(started_at) - (extract(epoch FROM now()) * 1000)::bigint FROM runs")
+            .parse()
+            .expect("a number");
+    assert!(
+        skew_ms > 2 * 3600 * 1000,
+        "the node's clock is not ahead: {skew_ms} ms"
+    );
+
+    // Longer than a lease, and than a node's own lease of standing before it judges.
+    tokio::time::sleep(2 * switchboard_store_postgres::LEASE_TTL).await;
+    assert_eq!(
+        db("SELECT count(*) FROM nodes"),
+        "2",
+        "a node was taken for dead"
+    );
+    let r = on_behind
+        .send(crate::common::owner("agent:work:main", "from now"))
+        .await
+        .expect("send through the node behind");
+    assert!(on_behind.wait_work(r.work, HANG).await.expect("work"));
+    let page = on_ahead
+        .transcript(TranscriptQuery {
+            key: "agent:work:main".into(),
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .expect("transcript through the node ahead");
+    let texts: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    for want in [
+        "from the future",
+        "work: from the future",
+        "from now",
+        "work: from now",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want}: {texts:?}");
+    }
+    assert!(
+        !texts.iter().any(|t| t.contains("engine stopped")),
+        "nothing was interrupted: {texts:?}"
+    );
+}
