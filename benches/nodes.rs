@@ -126,11 +126,12 @@ impl Node {
             .map_or(0.0, |kb| kb / 1024.0)
     }
 
-    /// The node's id (its instance lock file's name).
+    /// The node's id: the name of the lock file its process holds in `instances/`.
     fn id(&self) -> Option<String> {
         std::fs::read_dir(self.root.join("state/instances"))
             .ok()?
             .flatten()
+            .filter(|e| std::fs::File::open(e.path()).is_ok_and(|f| f.try_lock().is_err()))
             .filter_map(|e| {
                 e.file_name()
                     .to_str()?

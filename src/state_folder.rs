@@ -65,9 +65,11 @@ fn open_postgres_engine(
     store.reclassify_if_needed(&config.key_scheme())?;
     // This host's dead processes are taken over now; other hosts' dead nodes by the running
     // nodes' watch once their lease has run out (engine `nodes::watch`).
-    let taken = store.take_over_dead_now(now_ms(), Instance::dead_here(state_dir))?;
-    let owners: Vec<String> = taken.iter().map(|t| t.owner.clone()).collect();
-    let swept = Instance::sweep_these(state_dir, &owners);
+    let dead_here = Instance::dead_here(state_dir);
+    let taken = store.take_over_dead_now(now_ms(), dead_here.clone())?;
+    // Their lock files go once nothing of theirs is left: taken over now, or before (by
+    // another node, which could not remove a file in this folder).
+    let swept = Instance::sweep_these(state_dir, &store.without_lease_now(dead_here)?);
     if swept > 0 {
         tracing::info!(swept, "removed lock files of stopped engines");
     }

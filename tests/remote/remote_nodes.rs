@@ -68,6 +68,25 @@ impl Node {
         format!("ws://{}", self.serve.addr)
     }
 
+    /// A new `serve` on this node's folder (after a kill).
+    fn restart(&mut self, url: &str) {
+        let config = self._root.path().join("config.json5");
+        let mut cmd = gateway_process::serve_command(self._root.path(), &config);
+        cmd.env("SWITCHBOARD_STORE", url);
+        self.serve = gateway_process::launch(cmd);
+    }
+
+    /// The lock files in this node's `instances/`.
+    fn lock_files(&self) -> Vec<String> {
+        std::fs::read_dir(self._root.path().join("state/instances"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn kill_hard(&mut self) {
         let _ = self.serve.child.kill();
         let _ = self.serve.child.wait();
@@ -248,6 +267,12 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
     );
     // a is forgotten; b and c stand.
     assert_eq!(db("SELECT count(*) FROM nodes"), "2");
+    // a started again on its folder: a new node, and the dead one's lock file gone (another
+    // node took it over, so only a's own folder could remove it).
+    assert_eq!(a.lock_files().len(), 1, "{:?}", a.lock_files());
+    a.restart(&url);
+    assert_eq!(a.lock_files().len(), 1, "{:?}", a.lock_files());
+    assert_eq!(db("SELECT count(*) FROM nodes"), "3");
 
     // The lane a held is free: a send into work through c runs now.
     let r = on_c
@@ -290,7 +315,7 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
             "{want}: {lines:?}"
         );
     }
-    // `store check` shows the two leases that stand, nothing stale.
+    // `store check` shows the three leases that stand, nothing stale.
     let check = std::process::Command::new(gateway_process::BIN)
         .args(["store", "check", "--json"])
         .env("SWITCHBOARD_STORE", &url)
@@ -302,7 +327,7 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
     let leases = &report["leases"];
     assert_eq!(
         leases["nodes"].as_array().map(Vec::len),
-        Some(2),
+        Some(3),
         "{report}"
     );
     assert!(

@@ -121,6 +121,9 @@ pub struct Engine {
     openclaw_dbs: Option<Arc<dyn OpenClawDbs>>,
     /// Whether other processes' commits are being turned into events yet.
     watching: Arc<std::sync::Once>,
+    /// Whether this engine relays events with the other nodes and watches for dead ones
+    /// (once, however often `start` is called).
+    joined: Arc<std::sync::Once>,
 }
 
 impl Engine {
@@ -154,6 +157,7 @@ impl Engine {
             sessions,
             openclaw_dbs: None,
             watching: Arc::new(std::sync::Once::new()),
+            joined: Arc::new(std::sync::Once::new()),
         }
     }
 
@@ -188,8 +192,10 @@ impl Engine {
     /// sub-agent announces, archive timers) begins in the background, tracked like any
     /// other work. Call inside a tokio runtime.
     pub fn start(&self) -> Arc<dyn switchboard_types::api::SessionsApi> {
-        nodes::relay(self);
-        nodes::watch(self);
+        self.joined.call_once(|| {
+            nodes::relay(self);
+            nodes::watch(self);
+        });
         let engine = self.clone();
         self.tracker().spawn(
             "start-up: resuming what a stopped engine left",

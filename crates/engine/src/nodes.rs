@@ -73,7 +73,7 @@ async fn look(ctx: &Weak<Context>, spawns: &Weak<Spawns>, tools: &Weak<Tools>) -
     let taken = match ctx
         .store()
         .backend()
-        .take_over_dead(now_ms(), dead_here)
+        .take_over_dead(now_ms(), dead_here.clone())
         .await
     {
         Ok(taken) => taken,
@@ -82,10 +82,17 @@ async fn look(ctx: &Weak<Context>, spawns: &Weak<Spawns>, tools: &Weak<Tools>) -
             return true;
         }
     };
+    // Lock files here of engines with nothing left (taken over now or by another node).
+    let mut done = Vec::new();
+    for owner in dead_here {
+        if ctx.store().backend().owner_alive(&owner).await == Some(false) {
+            done.push(owner);
+        }
+    }
+    Instance::sweep_these(ctx.state_dir(), &done);
     if taken.is_empty() {
         return true;
     }
-    let owners: Vec<String> = taken.iter().map(|t| t.owner.clone()).collect();
     for dead in taken {
         tracing::warn!(
             owner = %dead.owner,
@@ -100,7 +107,6 @@ async fn look(ctx: &Weak<Context>, spawns: &Weak<Spawns>, tools: &Weak<Tools>) -
             });
         }
     }
-    Instance::sweep_these(ctx.state_dir(), &owners);
     let host: Arc<dyn crate::tools::context::ToolHost> = tools;
     if let Err(e) = spawns.resume(&host).await {
         tracing::warn!(error = %e, "resuming a stopped node's sub-agents failed");

@@ -83,6 +83,7 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.relay.flush(Duration::from_secs(1));
         if let Some(node) = &self.node {
             // A clean exit hands the lanes back at once instead of after the lease.
             let (pool, id) = (self.pool.clone(), node.id.clone());
@@ -386,6 +387,20 @@ impl PgStore {
             taken.extend(found);
         }
         Ok(taken)
+    }
+
+    /// Those of `owners` that have no node row (taken over, or never nodes), on this thread:
+    /// their lock files may go.
+    pub fn without_lease_now(&self, owners: Vec<String>) -> Result<Vec<String>, StoreError> {
+        self.read_now(move |c| async move {
+            let mut gone = Vec::new();
+            for owner in owners {
+                if !nodes::alive(&c, &owner).await? {
+                    gone.push(owner);
+                }
+            }
+            Ok(gone)
+        })
     }
 
     /// `take_over_dead` on this thread (start-up). Expired leases are left to the nodes

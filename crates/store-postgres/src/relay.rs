@@ -60,6 +60,8 @@ struct Inner {
     queued: Mutex<Option<mpsc::Receiver<EngineEvent>>>,
     /// Events dropped on a full queue since the last one sent.
     dropped: AtomicU64,
+    /// Events queued and not yet handed to the server (`flush` waits for none).
+    pending: AtomicU64,
     inbox: Mutex<Option<mpsc::Sender<Relayed>>>,
     /// A gap to report once the inbox has room.
     owed_gap: AtomicBool,
@@ -75,6 +77,7 @@ impl Relay {
                 outgoing: Mutex::new(Some(tx)),
                 queued: Mutex::new(Some(rx)),
                 dropped: AtomicU64::new(0),
+                pending: AtomicU64::new(0),
                 inbox: Mutex::new(None),
                 owed_gap: AtomicBool::new(false),
             }),
@@ -115,9 +118,21 @@ impl Relay {
             if matches!(event, EngineEvent::ExternalChange) {
                 continue;
             }
+            self.inner.pending.fetch_add(1, Ordering::Relaxed);
             if tx.try_send(event).is_err() {
+                self.inner.pending.fetch_sub(1, Ordering::Relaxed);
                 self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Wait (at most `within`) until every queued event was handed to the server: a node
+    /// that stops cleanly relays its last events, whose commits told the others nothing.
+    pub fn flush(&self, within: std::time::Duration) {
+        let deadline = std::time::Instant::now() + within;
+        while self.inner.pending.load(Ordering::Relaxed) > 0 && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 
