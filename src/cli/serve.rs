@@ -81,19 +81,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     })?;
     // Watched before the address is announced: a SIGTERM sent as soon as a supervisor (or a
     // test) reads it must stop the gateway cleanly, not kill it with its record left behind.
-    let signal = stop_signal()?;
-    // A node that lost its lease (another node took its work over) stops: its writes are
-    // refused, and a supervisor starts it afresh as a new node.
-    let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop = {
-        let (lost, engine) = (lost.clone(), engine.clone());
-        async move {
-            tokio::select! {
-                _ = signal => {}
-                _ = lease_lost(&engine) => lost.store(true, std::sync::atomic::Ordering::Relaxed),
-            }
-        }
-    };
+    let (stop, lost) = stop_or_lease_lost(&engine)?;
     let traffic = demo.as_ref().map(|dir| {
         say(&format!("demo state: {} (removed at exit)", dir.display()));
         switchboard::demo::start(engine.start(), Duration::from_millis(args.demo_pace_ms))
@@ -139,11 +127,40 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         let _ = std::fs::remove_dir_all(dir);
         return Ok(());
     }
+    lease_verdict(&engine, &lost)
+}
+
+/// The exit: an error saying why when the gateway stopped because its lease was lost.
+fn lease_verdict(
+    engine: &switchboard_engine::Engine,
+    lost: &std::sync::atomic::AtomicBool,
+) -> Result<()> {
     if lost.load(std::sync::atomic::Ordering::Relaxed) {
         let why = engine.standing().trouble().unwrap_or_default();
         return Err(anyhow::anyhow!("{why}"));
     }
     Ok(())
+}
+
+/// What stops the gateway: SIGINT or SIGTERM, or this node losing its lease (another node
+/// took its work over: its writes are refused, and a supervisor starts it afresh as a new
+/// node), which the flag then says.
+fn stop_or_lease_lost(
+    engine: &switchboard_engine::Engine,
+) -> Result<(
+    impl std::future::Future<Output = ()> + use<>,
+    Arc<std::sync::atomic::AtomicBool>,
+)> {
+    let signal = stop_signal()?;
+    let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (flag, engine) = (lost.clone(), engine.clone());
+    let stop = async move {
+        tokio::select! {
+            _ = signal => {}
+            _ = lease_lost(&engine) => flag.store(true, std::sync::atomic::Ordering::Relaxed),
+        }
+    };
+    Ok((stop, lost))
 }
 
 /// Completes once this node has lost its lease on the store (never for a store without
