@@ -40,6 +40,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "switchboard-remote",
         &["switchboard-protocol", "switchboard-types"],
     ),
+    // Telegram's Bot API and access rules; it knows nothing of the engine or the stores.
+    ("switchboard-telegram", &["switchboard-protocol"]),
     // Several engines as one API: it knows only the API (the binary dials the gateways).
     ("switchboard-sources", &["switchboard-types"]),
     ("switchboard-tui", &["switchboard-types"]),

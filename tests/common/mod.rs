@@ -229,6 +229,7 @@ pub fn bounded(mut c: Command) -> std::process::Output {
 
 pub mod console_driver;
 pub mod fake_api;
+pub mod fake_telegram;
 pub mod join;
 pub mod pg;
 pub mod screen;

@@ -13,6 +13,7 @@ mod gateway_process;
 #[path = "../gateway_support/mod.rs"]
 mod gateway_support;
 
+mod channel_telegram_bot;
 mod gateway_abort;
 mod gateway_ack;
 mod gateway_bounds;

@@ -1,0 +1,153 @@
+//! The Telegram channel's Bot API client against the local fake of Telegram's API
+//! (`tests/common/fake_telegram.rs`, issue 29): every call and every error shape the channel
+//! acts on, over real sockets, and the token never in a message.
+
+use std::time::Duration;
+
+use crate::common::fake_telegram::{BOT_USERNAME, Failure, FakeTelegram};
+use switchboard_telegram::{Access, Admit, Bot, GroupPolicy, TelegramError, split};
+
+const TOKEN: &str = "123456:test-secret_TOKEN";
+
+#[tokio::test]
+async fn the_bot_reads_updates_confirms_them_and_sends() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bot = Bot::new(&fake.api_root, TOKEN).expect("bot");
+    let me = bot.get_me().await.expect("getMe");
+    assert_eq!(me.username.as_deref(), Some(BOT_USERNAME));
+
+    let first = fake.direct(42, "Ann", "hello bot");
+    fake.group(-100_555, 43, "status?", true);
+    let updates = bot
+        .get_updates(None, Duration::ZERO)
+        .await
+        .expect("getUpdates");
+    assert_eq!(updates.len(), 2);
+    assert_eq!(updates[0].update_id, first);
+    let access = Access {
+        group_policy: GroupPolicy::Open,
+        dm_policy: switchboard_telegram::DmPolicy::Open,
+        ..Access::default()
+    };
+    let direct = access.admit(updates[0].message.as_ref().expect("a message"), &me);
+    assert!(matches!(&direct, Admit::Direct { chat_id: 42, text, .. } if text == "hello bot"));
+    let group = access.admit(updates[1].message.as_ref().expect("a message"), &me);
+    assert_eq!(
+        group.key("main").as_deref(),
+        Some("agent:main:telegram:group:-100555")
+    );
+
+    // The next poll from past the last confirms both.
+    let next = updates[1].update_id + 1;
+    let none = bot
+        .get_updates(Some(next), Duration::ZERO)
+        .await
+        .expect("poll");
+    assert!(none.is_empty());
+    assert_eq!(fake.pending(), 0);
+
+    // A long poll returns as soon as something arrives.
+    let waiting = {
+        let bot = bot.clone();
+        tokio::spawn(async move { bot.get_updates(Some(next), Duration::from_secs(20)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    fake.direct(42, "Ann", "are you there?");
+    let arrived = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the long poll returned when the update came")
+        .expect("task")
+        .expect("poll");
+    assert_eq!(arrived.len(), 1);
+
+    let id = bot.send_message(42, "hi Ann", None).await.expect("send");
+    let id2 = bot
+        .send_message(-100_555, "in the topic", Some(9))
+        .await
+        .expect("send");
+    assert!(id2 > id);
+    let sent = fake.sent();
+    assert_eq!(sent.len(), 2);
+    assert_eq!((sent[0].chat_id, sent[0].text.as_str()), (42, "hi Ann"));
+    assert_eq!(sent[1].thread, Some(9));
+}
+
+#[tokio::test]
+async fn telegrams_failures_come_back_as_what_the_channel_does() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bot = Bot::new(&fake.api_root, TOKEN).expect("bot");
+    fake.fail_next([
+        Failure::RateLimited(3),
+        Failure::Server,
+        Failure::NotJson,
+        Failure::Revoked,
+    ]);
+    let limited = bot.send_message(1, "a", None).await.expect_err("429");
+    assert_eq!(limited.retry(), Some(Some(Duration::from_secs(3))));
+    let server = bot.send_message(1, "b", None).await.expect_err("500");
+    assert_eq!(server.retry(), Some(None));
+    let proxy = bot.send_message(1, "c", None).await.expect_err("502 html");
+    assert!(
+        matches!(proxy, TelegramError::Server { code: 502, .. }),
+        "{proxy}"
+    );
+    let revoked = bot.send_message(1, "d", None).await.expect_err("401");
+    assert!(revoked.revoked(), "{revoked}");
+    // Telegram's own limit, refused as it refuses it; split first and every part goes.
+    let long = "y".repeat(10_000);
+    let refused = bot
+        .send_message(1, &long, None)
+        .await
+        .expect_err("too long");
+    assert!(
+        matches!(refused, TelegramError::Refused { code: 400, .. }),
+        "{refused}"
+    );
+    for part in split(&long, switchboard_telegram::MAX_MESSAGE) {
+        bot.send_message(1, &part, None).await.expect("a part");
+    }
+    assert_eq!(
+        fake.sent().iter().map(|s| s.text.len()).sum::<usize>(),
+        10_000
+    );
+
+    // A wrong token: 401 from the first call.
+    let wrong = Bot::new(&fake.api_root, "123456:wrong").expect("bot");
+    assert!(wrong.get_me().await.expect_err("401").revoked());
+}
+
+#[tokio::test]
+async fn an_update_this_build_cannot_read_is_passed_over_not_a_stop() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bot = Bot::new(&fake.api_root, TOKEN).expect("bot");
+    fake.push_raw(serde_json::json!({"update_id": 5, "message": "not an object"}));
+    fake.push_raw(serde_json::json!({"no_update_id": true}));
+    fake.direct(42, "Ann", "after the garbage");
+    let updates = bot.get_updates(None, Duration::ZERO).await.expect("poll");
+    assert_eq!(updates.len(), 2, "{updates:?}");
+    assert_eq!(updates[0].update_id, 5);
+    assert!(updates[0].message.is_none());
+    assert!(updates[1].message.is_some());
+}
+
+#[tokio::test]
+async fn the_token_is_never_in_a_message() {
+    // A server that is not there: the transport error must not carry the URL (and token).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let bot = Bot::new(&format!("http://127.0.0.1:{port}"), TOKEN).expect("bot");
+    let err = bot.get_me().await.expect_err("nobody listens");
+    assert!(err.retry().is_some(), "{err}");
+    let text = format!("{err} {err:?} {bot:?}");
+    assert!(!text.contains("test-secret"), "{text}");
+    // Nor a refused token's.
+    let bad = Bot::new("https://api.telegram.org", "not a token").expect_err("refused");
+    assert!(!bad.to_string().contains("not a token"), "{bad}");
+    let bad_root = Bot::new("ftp://x", TOKEN).expect_err("refused");
+    assert!(
+        bad_root.to_string().contains("not an http(s) URL"),
+        "{bad_root}"
+    );
+}
