@@ -151,3 +151,127 @@ async fn the_token_is_never_in_a_message() {
         "{bad_root}"
     );
 }
+
+/// What the poller handed over, for the test.
+#[derive(Default)]
+struct Recorded {
+    taken: std::sync::Mutex<Vec<(i64, String, String)>>,
+    ignored: std::sync::Mutex<Vec<switchboard_telegram::Ignored>>,
+    offset: std::sync::Mutex<Option<i64>>,
+    /// Takes that fail before one succeeds (a store that is away).
+    failing: std::sync::atomic::AtomicUsize,
+}
+
+impl switchboard_telegram::Inbox for Recorded {
+    async fn take(&self, update_id: i64, admitted: Admit) -> Result<(), String> {
+        if self
+            .failing
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok()
+        {
+            return Err("the store is away".into());
+        }
+        let key = admitted.key("main").expect("admitted");
+        let text = match admitted {
+            Admit::Direct { text, .. } | Admit::Group { text, .. } => text,
+            Admit::Ignored(_) => unreachable!("ignored messages are not taken"),
+        };
+        self.taken
+            .lock()
+            .expect("taken")
+            .push((update_id, key, text));
+        Ok(())
+    }
+
+    async fn save_offset(&self, offset: i64) {
+        *self.offset.lock().expect("offset") = Some(offset);
+    }
+
+    fn ignored(&self, why: switchboard_telegram::Ignored) {
+        self.ignored.lock().expect("ignored").push(why);
+    }
+}
+
+#[tokio::test]
+async fn the_poller_records_admitted_messages_once_and_keeps_the_offset() {
+    use switchboard_telegram::{Ignored, Stopped, poll};
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bot = Bot::new(&fake.api_root, TOKEN).expect("bot");
+    let me = bot.get_me().await.expect("getMe");
+    let access = Access {
+        dm_policy: switchboard_telegram::DmPolicy::Allowlist,
+        allow_from: vec!["42".into()],
+        groups: [("*".to_string(), switchboard_telegram::GroupRule::default())].into(),
+        ..Access::default()
+    };
+    let inbox = Recorded::default();
+    // The first message's recording fails once: it is asked for again, recorded once.
+    inbox.failing.store(1, std::sync::atomic::Ordering::SeqCst);
+    fake.direct(42, "Ann", "hello");
+    fake.direct(66, "Eve", "let me in");
+    fake.group(-1009, 43, "deploy?", true);
+    let last = fake.group(-1009, 43, "lunch?", false);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let polling = tokio::spawn({
+        let bot = bot.clone();
+        async move {
+            poll::run(&bot, &me, &access, None, &inbox, async {
+                let _ = stop_rx.await;
+            })
+            .await;
+            inbox
+        }
+    });
+    // Until everything was seen: the offset saved past the last update.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while fake.pending() > 0 || fake.calls().iter().filter(|c| *c == "getUpdates").count() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the poller never caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop_tx.send(());
+    let inbox = polling.await.expect("poller");
+    let taken = inbox.taken.lock().expect("taken").clone();
+    assert_eq!(
+        taken
+            .iter()
+            .map(|(_, k, t)| (k.as_str(), t.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("agent:main:main", "hello"),
+            (
+                "agent:main:telegram:group:-1009",
+                &format!("@{BOT_USERNAME} deploy?")[..]
+            ),
+        ]
+    );
+    assert_eq!(
+        *inbox.ignored.lock().expect("ignored"),
+        [Ignored::SenderNotAllowed, Ignored::NotMentioned]
+    );
+    assert_eq!(*inbox.offset.lock().expect("offset"), Some(last + 1));
+
+    // A revoked token stops the poller, saying so.
+    fake.revoke();
+    let me: switchboard_telegram::User =
+        serde_json::from_value(serde_json::json!({"id": 1, "first_name": "x"})).expect("user");
+    let stopped = poll::run(
+        &bot,
+        &me,
+        &Access::default(),
+        None,
+        &Recorded::default(),
+        std::future::pending(),
+    )
+    .await;
+    assert!(
+        matches!(stopped, Stopped::Revoked(ref why) if why.contains("refused the bot token")),
+        "{stopped:?}"
+    );
+}

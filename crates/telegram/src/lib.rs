@@ -8,11 +8,13 @@
 pub mod access;
 pub mod bot;
 pub mod error;
+pub mod poll;
 pub mod split;
 pub mod types;
 
 pub use access::{Access, Admit, DmPolicy, GroupPolicy, GroupRule, Ignored};
 pub use bot::{Bot, DEFAULT_API_ROOT};
 pub use error::TelegramError;
+pub use poll::{Inbox, LONG_POLL, Stopped};
 pub use split::{MAX_MESSAGE, split};
 pub use types::{Chat, ChatKind, Message, MessageEntity, Update, User};
