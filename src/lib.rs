@@ -5,3 +5,4 @@
 pub mod demo;
 pub mod state_folder;
 pub mod stores;
+pub mod telegram;

@@ -48,6 +48,8 @@ pub enum Failure {
 struct State {
     /// Updates not yet confirmed, in order.
     updates: VecDeque<Value>,
+    /// Every update ever queued, for `replay`.
+    history: Vec<Value>,
     next_update: i64,
     next_message: i64,
     sent: Vec<Sent>,
@@ -136,12 +138,23 @@ impl FakeTelegram {
             s.next_message += 1;
             message["message_id"] = json!(message_id);
             message["date"] = json!(1_700_000_000);
-            s.updates
-                .push_back(json!({"update_id": update_id, "message": message}));
+            let update = json!({"update_id": update_id, "message": message});
+            s.history.push(update.clone());
+            s.updates.push_back(update);
             update_id
         };
         self.arrived.notify_waiters();
         id
+    }
+
+    /// Queue again every update ever queued, as if none had been confirmed (a bot that died
+    /// after reading a batch and before its next poll confirmed it).
+    pub fn replay(&self) {
+        let mut s = self.state();
+        let history = s.history.clone();
+        s.updates = history.into_iter().collect();
+        drop(s);
+        self.arrived.notify_waiters();
     }
 
     /// Queue a raw update (malformed ones included).
@@ -230,20 +243,23 @@ impl FakeTelegram {
         let wait = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(50));
         let limit = body["limit"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
         let deadline = tokio::time::Instant::now() + wait;
+        // The offset confirms what is before it when the request is made (as Telegram does),
+        // not when a long poll returns.
+        if let Some(offset) = offset {
+            let mut s = self.state();
+            while s
+                .updates
+                .front()
+                .and_then(|u| u["update_id"].as_i64())
+                .is_some_and(|id| id < offset)
+            {
+                s.updates.pop_front();
+            }
+        }
         loop {
             let notified = self.arrived.notified();
             {
-                let mut s = self.state();
-                if let Some(offset) = offset {
-                    while s
-                        .updates
-                        .front()
-                        .and_then(|u| u["update_id"].as_i64())
-                        .is_some_and(|id| id < offset)
-                    {
-                        s.updates.pop_front();
-                    }
-                }
+                let s = self.state();
                 if !s.updates.is_empty() || tokio::time::Instant::now() >= deadline {
                     let batch: Vec<Value> = s.updates.iter().take(limit).cloned().collect();
                     return ok(json!(batch));

@@ -94,6 +94,22 @@ pub fn owner(key: &str, text: &str) -> switchboard_types::api::SendRequest {
     }
 }
 
+/// The texts of `key`'s last 50 transcript lines, oldest first, as `api` shows them.
+pub async fn transcript_texts(
+    api: &dyn switchboard_types::api::SessionsApi,
+    key: &str,
+) -> Vec<String> {
+    let page = api
+        .transcript(switchboard_types::api::TranscriptQuery {
+            key: key.into(),
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .expect("transcript");
+    page.lines.into_iter().map(|l| l.text).collect()
+}
+
 /// An engine with `config` (a JSON value in the config file's shape).
 pub fn bench(config: Value) -> Bench {
     let config: switchboard_config::Config =

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_remote::{Link, LinkOptions, RemoteApi};
-use switchboard_types::api::{
-    EngineEvent, LinkState, SessionsApi, Step, StreamItem, TranscriptQuery,
-};
+use switchboard_types::api::{EngineEvent, LinkState, SessionsApi, Step, StreamItem};
 
 /// main asks work; work's reply round is slow, so a node can die (or stop) inside it.
 const CONFIG: &str = r#"{
@@ -196,18 +194,7 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
         .await
         .expect("send through a");
     assert!(via_a.wait_work(r.work, HANG).await.expect("work"));
-    let texts = |api: Arc<dyn SessionsApi>| async move {
-        let page = api
-            .transcript(TranscriptQuery {
-                key: "agent:work:main".into(),
-                limit: 50,
-                ..Default::default()
-            })
-            .await
-            .expect("transcript");
-        page.lines.into_iter().map(|l| l.text).collect::<Vec<_>>()
-    };
-    let seen_on_c = texts(on_c.clone()).await;
+    let seen_on_c = crate::common::transcript_texts(on_c.as_ref(), "agent:work:main").await;
     assert!(
         seen_on_c.iter().any(|t| t == "work: hello from a"),
         "{seen_on_c:?}"
@@ -291,7 +278,7 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
     assert!(via_a.wait_work(r.work, HANG).await.expect("work"));
 
     // Exactly once: one interruption line, no late reply, nothing lost.
-    let lines = texts(on_b.clone()).await;
+    let lines = crate::common::transcript_texts(on_b.as_ref(), "agent:work:main").await;
     let interrupted = lines
         .iter()
         .filter(|t| t.contains("engine stopped"))
@@ -393,15 +380,7 @@ async fn a_node_paused_past_its_lease_is_fenced_and_stops() {
         said.iter().any(|l| l.contains("lost its lease")),
         "{said:?}"
     );
-    let page = on_b
-        .transcript(TranscriptQuery {
-            key: "agent:work:main".into(),
-            limit: 50,
-            ..Default::default()
-        })
-        .await
-        .expect("transcript");
-    let lines: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    let lines = crate::common::transcript_texts(on_b.as_ref(), "agent:work:main").await;
     assert!(
         !lines.iter().any(|t| t.starts_with("work slowly")),
         "the fenced node's late reply was written: {lines:?}"
@@ -482,15 +461,7 @@ async fn an_idempotency_key_is_honoured_by_every_node() {
         (&again.key, again.seq, &again.run_id),
         (&first.key, first.seq, &first.run_id)
     );
-    let page = on_b
-        .transcript(TranscriptQuery {
-            key: "agent:work:main".into(),
-            limit: 50,
-            ..Default::default()
-        })
-        .await
-        .expect("transcript");
-    let texts: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    let texts = crate::common::transcript_texts(on_b.as_ref(), "agent:work:main").await;
     assert_eq!(
         texts.iter().filter(|t| *t == "once only").count(),
         1,
@@ -583,15 +554,7 @@ async fn a_node_rides_out_a_database_restart_longer_than_its_lease() {
         .await
         .expect("send after the restart");
     assert!(api.wait_work(r.work, HANG).await.expect("work"));
-    let page = api
-        .transcript(TranscriptQuery {
-            key: "agent:work:main".into(),
-            limit: 50,
-            ..Default::default()
-        })
-        .await
-        .expect("transcript");
-    let texts: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    let texts = crate::common::transcript_texts(api.as_ref(), "agent:work:main").await;
     assert_eq!(
         texts,
         ["before", "work: before", "after", "work: after"],
@@ -852,15 +815,7 @@ async fn nodes_whose_clocks_disagree_by_hours_keep_their_leases() {
         .await
         .expect("send through the node behind");
     assert!(on_behind.wait_work(r.work, HANG).await.expect("work"));
-    let page = on_ahead
-        .transcript(TranscriptQuery {
-            key: "agent:work:main".into(),
-            limit: 50,
-            ..Default::default()
-        })
-        .await
-        .expect("transcript through the node ahead");
-    let texts: Vec<String> = page.lines.into_iter().map(|l| l.text).collect();
+    let texts = crate::common::transcript_texts(on_ahead.as_ref(), "agent:work:main").await;
     for want in [
         "from the future",
         "work: from the future",

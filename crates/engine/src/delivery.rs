@@ -55,11 +55,16 @@ pub fn route_for(key: &SessionKey, entry: &SessionEntry) -> Option<Route> {
         if let (Some(kind), Some(id)) = (parts.next(), parts.next())
             && !is_internal(channel)
         {
+            // A forum topic's session (`…:group:<id>:topic:<thread>`) answers in its topic.
+            let topic = parts
+                .next()
+                .and_then(|rest| rest.strip_prefix("topic:"))
+                .map(str::to_string);
             return Some(Route {
                 channel: channel.to_string(),
                 to: format!("{kind}:{id}"),
                 account_id,
-                thread_id,
+                thread_id: thread_id.or(topic),
             });
         }
     }

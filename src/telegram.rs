@@ -1,0 +1,207 @@
+//! The Telegram channel wired to the engine (issue 29; the Bot API and Telegram's rules are in
+//! `switchboard_telegram`): messages the poller admits become inbound messages of their
+//! session through `SessionsApi::send`, exactly as `inject` records them (channel
+//! `telegram`, chat type, sender, display name), with the update's id as the idempotency key
+//! so an update handed over twice after a crash is recorded once; the poll offset is kept in
+//! the state folder; and a queued delivery is sent to its chat, split at Telegram's limit.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use switchboard_telegram::{Access, Admit, Bot, Ignored, Inbox, TelegramError, poll};
+use switchboard_types::api::{SendRequest, Sender, SessionsApi};
+
+/// The channel's name in keys, routes and the outbox.
+pub const CHANNEL: &str = "telegram";
+
+/// Where the poll offset is kept, in the state folder.
+const OFFSET_FILE: &str = "channels/telegram.offset";
+
+/// What the Telegram channel needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub api_root: String,
+    pub token: String,
+    pub access: Access,
+    /// The agent whose sessions Telegram's messages go to.
+    pub agent: String,
+}
+
+/// Records admitted messages in the engine and keeps the offset in the state folder.
+pub struct EngineInbox {
+    api: Arc<dyn SessionsApi>,
+    agent: String,
+    /// The bot's id: the idempotency key names it, so two bots' update ids never meet.
+    bot_id: i64,
+    offset_file: PathBuf,
+    /// Messages ignored (not allowed, not addressed, no text), for the channel's report.
+    ignored: AtomicU64,
+}
+
+impl EngineInbox {
+    pub fn new(
+        api: Arc<dyn SessionsApi>,
+        agent: &str,
+        bot_id: i64,
+        state_dir: &Path,
+    ) -> EngineInbox {
+        EngineInbox {
+            api,
+            agent: agent.to_string(),
+            bot_id,
+            offset_file: state_dir.join(OFFSET_FILE),
+            ignored: AtomicU64::new(0),
+        }
+    }
+
+    /// The offset kept by the last run (`None`: never polled here).
+    pub fn kept_offset(&self) -> Option<i64> {
+        std::fs::read_to_string(&self.offset_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    }
+
+    /// Messages ignored so far.
+    pub fn ignored_count(&self) -> u64 {
+        self.ignored.load(Ordering::Relaxed)
+    }
+}
+
+impl Inbox for EngineInbox {
+    async fn take(&self, update_id: i64, admitted: Admit) -> Result<(), String> {
+        let Some(key) = admitted.key(&self.agent) else {
+            return Ok(());
+        };
+        // A direct chat's replies go to the chat, whose id is the person's; a group's go to
+        // the group its key names, so there the sender is only who spoke.
+        let (text, chat_type, sender, display_name) = match admitted {
+            Admit::Direct {
+                chat_id,
+                display_name,
+                text,
+                ..
+            } => (text, "direct", chat_id.to_string(), display_name),
+            Admit::Group {
+                sender,
+                display_name,
+                text,
+                ..
+            } => (text, "group", sender, display_name),
+            Admit::Ignored(_) => return Ok(()),
+        };
+        let from = Sender {
+            channel: Some(CHANNEL.into()),
+            chat_type: Some(chat_type.into()),
+            display_name: Some(display_name),
+            sender: Some(sender),
+            owner: false,
+        };
+        let request = SendRequest {
+            key,
+            text,
+            from,
+            idempotency_key: Some(format!("{CHANNEL}:{}:{update_id}", self.bot_id)),
+        };
+        // The same update after a crash: the key is recorded, and the send answers with the
+        // first receipt, recording nothing.
+        self.api
+            .send(request)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn save_offset(&self, offset: i64) {
+        if let Err(e) = write_atomically(&self.offset_file, &offset.to_string()) {
+            tracing::warn!(error = %e, file = %self.offset_file.display(), "cannot keep Telegram's poll offset");
+        }
+    }
+
+    fn ignored(&self, why: Ignored) {
+        self.ignored.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(why = why.as_str(), "a Telegram message was ignored");
+    }
+}
+
+/// Write `text` to `path` through a temporary file and a rename: a crash leaves the old
+/// offset or the new one, never half of one.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, path)
+}
+
+/// Poll Telegram for `settings` until `stop` resolves or the token is refused, recording
+/// messages through `api`; what stopped it.
+pub async fn run_inbound(
+    settings: &Settings,
+    api: Arc<dyn SessionsApi>,
+    state_dir: &Path,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<poll::Stopped, TelegramError> {
+    let bot = Bot::new(&settings.api_root, &settings.token)?;
+    let me = bot.get_me().await?;
+    tracing::info!(
+        bot = me.username.as_deref().unwrap_or(""),
+        "Telegram channel up"
+    );
+    let inbox = EngineInbox::new(api, &settings.agent, me.id, state_dir);
+    let offset = inbox.kept_offset();
+    Ok(poll::run(&bot, &me, &settings.access, offset, &inbox, stop).await)
+}
+
+/// Send `text` to route `to` (`<chatId>`, or `group:<chatId>` / `channel:<chatId>`, a forum
+/// topic as `…:topic:<threadId>` or in `thread`), in as many messages as Telegram's limit
+/// needs; the ids of the messages, in order.
+pub async fn send(
+    bot: &Bot,
+    to: &str,
+    thread: Option<&str>,
+    text: &str,
+) -> Result<Vec<i64>, TelegramError> {
+    let (chat_id, topic) = parse_route(to).ok_or_else(|| TelegramError::Refused {
+        code: 0,
+        description: format!("{to:?} is not a Telegram chat (a chat id, or group:<chat id>)"),
+    })?;
+    let thread = topic.or_else(|| thread.and_then(|t| t.parse().ok()));
+    let mut ids = Vec::new();
+    for part in switchboard_telegram::split(text, switchboard_telegram::MAX_MESSAGE) {
+        ids.push(bot.send_message(chat_id, &part, thread).await?);
+    }
+    Ok(ids)
+}
+
+/// The chat id (and forum topic) a route names.
+fn parse_route(to: &str) -> Option<(i64, Option<i64>)> {
+    let rest = to
+        .strip_prefix("group:")
+        .or_else(|| to.strip_prefix("channel:"))
+        .unwrap_or(to);
+    let mut parts = rest.split(':');
+    let chat = parts.next()?.parse().ok()?;
+    let topic = match (parts.next(), parts.next()) {
+        (Some("topic"), Some(t)) => Some(t.parse().ok()?),
+        (None, None) => None,
+        _ => return None,
+    };
+    Some((chat, topic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_name_chats_and_topics() {
+        assert_eq!(parse_route("42"), Some((42, None)));
+        assert_eq!(parse_route("group:-1001"), Some((-1001, None)));
+        assert_eq!(parse_route("group:-1001:topic:7"), Some((-1001, Some(7))));
+        assert_eq!(parse_route("channel:-5"), Some((-5, None)));
+        assert_eq!(parse_route("group:x"), None);
+        assert_eq!(parse_route("group:-1:thread:2"), None);
+    }
+}
