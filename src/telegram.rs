@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use switchboard_telegram::{Access, Admit, Bot, Ignored, Inbox, TelegramError, poll};
 use switchboard_types::api::{SendRequest, Sender, SessionsApi};
@@ -26,6 +27,101 @@ pub struct Settings {
     pub access: Access,
     /// The agent whose sessions Telegram's messages go to.
     pub agent: String,
+}
+
+impl Settings {
+    /// The channel's settings from `channels.telegram` (`None`: not configured, or
+    /// `enabled: false`; `Err`: configured but unusable, said as `config check` says it).
+    pub fn from_config(
+        config: &switchboard_types::config::Config,
+    ) -> Option<Result<Settings, String>> {
+        use switchboard_types::config::channels::{TelegramDmPolicy, TelegramGroupPolicy};
+        let telegram = config.channels.telegram.as_ref().filter(|t| t.enabled)?;
+        let Some(token) = telegram.token() else {
+            return Some(Err(format!(
+                "channels.telegram.botToken: missing (or set ${})",
+                switchboard_types::config::channels::TELEGRAM_TOKEN_ENV
+            )));
+        };
+        let access = Access {
+            dm_policy: match telegram.dm_policy {
+                TelegramDmPolicy::Open => switchboard_telegram::DmPolicy::Open,
+                TelegramDmPolicy::Allowlist => switchboard_telegram::DmPolicy::Allowlist,
+                TelegramDmPolicy::Pairing => switchboard_telegram::DmPolicy::Pairing,
+                TelegramDmPolicy::Disabled => switchboard_telegram::DmPolicy::Disabled,
+            },
+            allow_from: telegram.allow_from_text(),
+            group_policy: match telegram.group_policy {
+                TelegramGroupPolicy::Open => switchboard_telegram::GroupPolicy::Open,
+                TelegramGroupPolicy::Allowlist => switchboard_telegram::GroupPolicy::Allowlist,
+                TelegramGroupPolicy::Disabled => switchboard_telegram::GroupPolicy::Disabled,
+            },
+            groups: telegram
+                .groups
+                .iter()
+                .map(|(chat, g)| {
+                    (
+                        chat.clone(),
+                        switchboard_telegram::GroupRule {
+                            require_mention: g.require_mention,
+                            enabled: g.enabled,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        Some(Ok(Settings {
+            api_root: telegram
+                .api_root
+                .clone()
+                .unwrap_or_else(|| switchboard_telegram::DEFAULT_API_ROOT.to_string()),
+            token,
+            access,
+            agent: telegram
+                .agent
+                .clone()
+                .unwrap_or_else(|| config.key_scheme().default_agent),
+        }))
+    }
+}
+
+/// Start the channel in the background for as long as the process runs (abort the handle to
+/// stop it: every step it takes is recorded before the next). It logs when it is up, and
+/// why it stopped (a refused token stops it; the others go on).
+pub fn spawn(
+    settings: Settings,
+    api: Arc<dyn SessionsApi>,
+    state_dir: &Path,
+) -> tokio::task::JoinHandle<()> {
+    let state_dir = state_dir.to_path_buf();
+    tokio::spawn(async move {
+        // Telegram away at start: tried again, 1 s doubling to a minute.
+        let mut pauses = backon::BackoffBuilder::build(
+            backon::ExponentialBuilder::default()
+                .with_min_delay(Duration::from_secs(1))
+                .with_max_delay(Duration::from_secs(60))
+                .with_jitter()
+                .without_max_times(),
+        );
+        loop {
+            match run_inbound(&settings, api.clone(), &state_dir, std::future::pending()).await {
+                Ok(poll::Stopped::Asked) => return,
+                Ok(poll::Stopped::Revoked(why)) => {
+                    tracing::error!(%why, "the Telegram channel stopped: its token was refused");
+                    return;
+                }
+                Err(e) if e.revoked() => {
+                    tracing::error!(error = %e, "the Telegram channel cannot start: its token was refused");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the Telegram channel cannot start yet; retrying");
+                    let pause = pauses.next().unwrap_or(Duration::from_secs(60));
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    })
 }
 
 /// Records admitted messages in the engine and keeps the offset in the state folder.

@@ -64,6 +64,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     let metrics =
         super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
     metrics.watch_lease(engine.clone());
+    let channels = start_channels(&config, &api, &dir);
     say_log(&log);
     say_token(&source);
     // `--connect` on this machine offers the folder's token only to a port recorded here.
@@ -113,6 +114,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     if let Some(traffic) = traffic {
         traffic.abort();
     }
+    channels.into_iter().for_each(|c| c.abort());
     tracing::info!("gateway stopped accepting; draining the engine");
     if tokio::time::timeout(Duration::from_secs(30), engine.idle())
         .await
@@ -128,6 +130,25 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         return Ok(());
     }
     lease_verdict(&engine, &lost)
+}
+
+/// Start the configured chat channels (issue 29); one that cannot work is said and left out,
+/// the others start.
+fn start_channels(
+    config: &switchboard_config::Config,
+    api: &std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
+    dir: &std::path::Path,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut up = Vec::new();
+    match switchboard::telegram::Settings::from_config(config) {
+        Some(Ok(settings)) => {
+            say(&format!("telegram channel: polling {}", settings.api_root));
+            up.push(switchboard::telegram::spawn(settings, api.clone(), dir));
+        }
+        Some(Err(why)) => say(&format!("telegram channel not started: {why}")),
+        None => {}
+    }
+    up
 }
 
 /// The exit: an error saying why when the gateway stopped because its lease was lost.

@@ -160,3 +160,47 @@ fn unsupported_gateway_values_fail_config_check_and_serve_saying_what_is_support
     let out = b.run(&["config", "check"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// `channels.telegram` that cannot work is an error naming the key and what to do; OpenClaw's
+/// settings this build does not use (and channels it has not built) load, each a warning.
+#[test]
+fn config_check_explains_a_telegram_channel_that_cannot_work() {
+    let b = CliBench::new(
+        "{\n  channels: {\n    telegram: {\n      apiRoot: \"ftp://x\",\n      dmPolicy: \"allowlist\",\n    },\n  },\n}\n",
+    );
+    let out = b
+        .command(&["config", "check"])
+        .env_remove("TELEGRAM_BOT_TOKEN")
+        .output()
+        .expect("config check");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("channels.telegram.botToken") && err.contains("TELEGRAM_BOT_TOKEN"),
+        "{err}"
+    );
+    assert!(err.contains("channels.telegram.apiRoot"), "{err}");
+
+    let b = CliBench::new(
+        "{\n  channels: {\n    telegram: {\n      botToken: \"1:x\",\n      dmPolicy: \"everyone\",\n    },\n  },\n}\n",
+    );
+    let out = b.run(&["config", "check"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("dmPolicy") && err.contains("everyone"),
+        "{err}"
+    );
+
+    let b = CliBench::new(
+        "{\n  channels: {\n    telegram: {\n      botToken: \"1:x\",\n      dmPolicy: \"open\",\n      streamMode: \"partial\",\n    },\n    whatsapp: { enabled: true },\n  },\n}\n",
+    );
+    let out = b.run(&["config", "check"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "usable: {err}");
+    assert!(
+        err.contains("channels.telegram.streamMode: warning")
+            && err.contains("channels.whatsapp: warning"),
+        "{err}"
+    );
+}

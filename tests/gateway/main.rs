@@ -14,6 +14,7 @@ mod gateway_process;
 mod gateway_support;
 
 mod channel_telegram_bot;
+mod channel_telegram_serve;
 mod gateway_abort;
 mod gateway_ack;
 mod gateway_bounds;

@@ -622,6 +622,34 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
 
     out.extend(gateway_problems(&config.gateway, at));
     out.extend(super::gateways::problems(config, &at));
+    if let Some(telegram) = config.channels.telegram.as_ref().filter(|t| t.enabled) {
+        let tg = |name: &str| at(&[k("channels"), k("telegram"), k(name)]);
+        if telegram.token().is_none() {
+            out.push((
+                tg("botToken"),
+                format!(
+                    "missing: the Telegram channel needs its bot's token (from @BotFather), here \
+                     or in ${}; or set channels.telegram.enabled to false",
+                    switchboard_types::config::channels::TELEGRAM_TOKEN_ENV
+                ),
+            ));
+        }
+        if let Some(root) = &telegram.api_root {
+            let lower = root.trim().to_ascii_lowercase();
+            if !(lower.starts_with("https://") || lower.starts_with("http://")) {
+                out.push((
+                    tg("apiRoot"),
+                    "must be an http(s) URL (the default is https://api.telegram.org)".into(),
+                ));
+            }
+        }
+        if telegram.allow_from.len() != telegram.allow_from_text().len() {
+            out.push((
+                tg("allowFrom"),
+                "entries are user ids (numbers or strings) or @usernames".into(),
+            ));
+        }
+    }
     if let Some(url) = &config.storage.url
         && !switchboard_types::config::is_postgres_url(url)
     {

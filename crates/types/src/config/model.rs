@@ -164,6 +164,8 @@ pub struct Config {
     /// Where the engine keeps its state (issue 28): the state folder's SQLite database
     /// unless `storage.url` names a PostgreSQL database.
     pub storage: StorageConfig,
+    /// Chat channels (issue 29), in OpenClaw's shape.
+    pub channels: super::channels::ChannelsConfig,
 }
 
 /// The `storage` section: `url`, a `postgres://` URL, puts the engine's state in that
@@ -192,6 +194,7 @@ impl Default for Config {
             gateways: Vec::new(),
             local_source: DEFAULT_LOCAL_SOURCE.to_string(),
             storage: StorageConfig::default(),
+            channels: super::channels::ChannelsConfig::default(),
         }
     }
 }

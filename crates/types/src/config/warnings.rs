@@ -32,6 +32,39 @@ pub fn warnings(config: &Config) -> Vec<ConfigWarning> {
             ),
         });
     }
+    out.extend(channel_warnings(config));
+    out
+}
+
+/// OpenClaw's channel settings this build keeps but does not use.
+fn channel_warnings(config: &Config) -> Vec<ConfigWarning> {
+    let mut out: Vec<ConfigWarning> = config
+        .channels
+        .other
+        .keys()
+        .map(|name| ConfigWarning {
+            path: format!("channels.{name}"),
+            message: "this channel is OpenClaw's and not built here yet: kept, not used".into(),
+        })
+        .collect();
+    if let Some(telegram) = &config.channels.telegram {
+        out.extend(telegram.other.keys().map(|key| ConfigWarning {
+            path: format!("channels.telegram.{key}"),
+            message: "OpenClaw's setting, not used here: kept as written".into(),
+        }));
+        if telegram.enabled
+            && telegram.dm_policy != super::channels::TelegramDmPolicy::Open
+            && telegram.dm_policy != super::channels::TelegramDmPolicy::Disabled
+            && telegram.allow_from.is_empty()
+        {
+            out.push(ConfigWarning {
+                path: "channels.telegram.allowFrom".into(),
+                message: "empty: nobody may write to the bot directly (dmPolicy admits only \
+                          allowFrom; pairing codes are not built here yet)"
+                    .into(),
+            });
+        }
+    }
     out
 }
 
