@@ -622,6 +622,7 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
 
     out.extend(gateway_problems(&config.gateway, at));
     out.extend(super::gateways::problems(config, &at));
+    out.extend(super::channels::problems(config, &at));
     if let Some(url) = &config.storage.url
         && !switchboard_types::config::is_postgres_url(url)
     {

@@ -655,15 +655,6 @@ impl Store for PgStore {
             .await
     }
 
-    async fn release_outbox_claims(
-        &self,
-        owners: Vec<String>,
-        now: i64,
-    ) -> Result<u64, StoreError> {
-        self.write(move |c| async move { outbox::release(&c, &owners, now).await })
-            .await
-    }
-
     async fn find_idempotency_key(
         &self,
         key: &str,

@@ -640,14 +640,6 @@ impl Store for SqliteStore {
         self.write(move |c| outbox::retry(c, id, now)).await
     }
 
-    async fn release_outbox_claims(
-        &self,
-        owners: Vec<String>,
-        now: i64,
-    ) -> Result<u64, StoreError> {
-        self.write(move |c| outbox::release(c, &owners, now)).await
-    }
-
     async fn find_idempotency_key(
         &self,
         key: &str,

@@ -328,11 +328,6 @@ pub trait Store: Send + Sync {
     /// unchanged.
     async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError>;
 
-    /// Rows left `sending` by `owners` (engines known dead) become due at `now` again: the
-    /// channel may or may not have got them (at least once). How many.
-    async fn release_outbox_claims(&self, owners: Vec<String>, now: i64)
-    -> Result<u64, StoreError>;
-
     // ---- idempotency ----
 
     /// The send recorded under an idempotency key, unless it expired by `now`.
