@@ -60,6 +60,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         .with_context(|| format!("cannot listen on {bind}"))?;
     let local = listener.local_addr()?;
     let api = engine.start();
+    // The outbox drain and the channels it sends through (none configured: deliveries stay
+    // queued, as before).
+    let channels = switchboard::channels::start(&engine, &api, &config, None)?;
     // Metrics: recorded from here on, rendered on the gateway's port and/or a port of their own.
     let metrics =
         super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
@@ -109,6 +112,10 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
             "attach: switchboard --connect {scheme}://{local} --token {token}"
         ));
     }
+    match &channels {
+        Some(up) => say(&format!("channels up: {}", up.names.join(", "))),
+        None => tracing::info!("no channels configured: deliveries stay queued"),
+    }
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
     let mut options = gateway_options(
@@ -118,12 +125,17 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         [Some(dir.clone()), cli.config_path().ok(), log.clone()],
     );
     options.metrics = metrics.on_gateway_port();
+    options.hooks = switchboard::channels::inbound_hooks(&config);
     let supervisor = super::monitor::Supervisor::ready(api.clone());
     server::run_with_tls(listener, api, options, tls, stop).await;
     supervisor.stopping();
     drop(metrics);
     if let Some(traffic) = traffic {
         traffic.abort();
+    }
+    if let Some(channels) = channels {
+        // Sends in flight are recorded before the engine goes.
+        channels.stop().await;
     }
     tracing::info!("gateway stopped accepting; draining the engine");
     if tokio::time::timeout(Duration::from_secs(30), engine.idle())
