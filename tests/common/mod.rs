@@ -231,6 +231,7 @@ pub mod console_driver;
 pub mod fake_api;
 pub mod join;
 pub mod pg;
+pub mod receiver;
 pub mod screen;
 pub mod tmux;
 pub mod ws;

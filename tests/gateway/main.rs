@@ -16,6 +16,7 @@ mod gateway_support;
 mod gateway_abort;
 mod gateway_ack;
 mod gateway_bounds;
+mod gateway_channels;
 mod gateway_chat_deltas;
 mod gateway_device;
 mod gateway_events;
