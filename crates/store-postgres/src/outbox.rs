@@ -89,6 +89,10 @@ pub async fn claim(c: &ClientWrapper, claim: &OutboxClaim) -> Result<Vec<OutboxR
                    AND channel = ANY($4)
                  ORDER BY coalesce(next_at, 0), id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
+               -- Checked again on the row as it is when updated: a row another claim took
+               -- meanwhile is not taken twice.
+               AND ((status IN ('queued', 'retrying') AND coalesce(next_at, 0) <= $3)
+                    OR (status = 'sending' AND coalesce(claim_until, 0) < $3))
              RETURNING {OUTBOX_COLUMNS}"
         ),
         &[

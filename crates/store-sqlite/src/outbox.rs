@@ -66,7 +66,7 @@ pub fn outbox_of(conn: &Connection, session_key: &str) -> Result<Vec<OutboxRow>,
     Ok(rows)
 }
 
-/// Claim due rows (one write transaction: the single writer makes it atomic).
+/// Claim due rows (one statement on the single writer: no other claim can interleave).
 pub fn claim(conn: &Connection, c: &OutboxClaim) -> Result<Vec<OutboxRow>, StorageError> {
     // A list of strings always serialises.
     let channels = serde_json::Value::from(c.channels.clone()).to_string();
