@@ -41,7 +41,7 @@ pub fn retry_policy(c: &ChannelRetryConfig) -> RetryPolicy {
 
 /// The HTTP client the channels share: rustls with `ring` and the web roots, as every TLS
 /// client here.
-fn http_client() -> Result<reqwest::Client, ChannelsError> {
+pub fn http_client() -> Result<reqwest::Client, ChannelsError> {
     let tls =
         switchboard_protocol::tls_client::config(switchboard_protocol::tls_client::web_roots())
             .map_err(|e| ChannelsError::Tls(e.to_string()))?;
