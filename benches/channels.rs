@@ -22,7 +22,9 @@ async fn receiver(count: Arc<AtomicUsize>) -> String {
     let url = format!("http://{}/", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
         loop {
-            let Ok((mut s, _)) = listener.accept().await else { continue };
+            let Ok((mut s, _)) = listener.accept().await else {
+                continue;
+            };
             let count = count.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
@@ -95,7 +97,13 @@ fn main() {
         let received = Arc::new(AtomicUsize::new(0));
         let url = receiver(received.clone()).await;
         let http = switchboard::channels::http_client().expect("client");
-        let hook = Webhook::new("bench", &url, "bench-secret-0123456789", http, Duration::from_secs(10));
+        let hook = Webhook::new(
+            "bench",
+            &url,
+            "bench-secret-0123456789",
+            http,
+            Duration::from_secs(10),
+        );
         let adapter = Arc::new(Adapter::new(Arc::new(hook), RetryPolicy::default()));
         let sent = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(tokio::sync::Notify::new());
