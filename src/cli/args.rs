@@ -281,8 +281,12 @@ methods health, sessions.list, chat.history, chat.send, tools.invoke). The token
 gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
 <state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
 refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
-Switchboard clients on this machine offer that token only to it. SIGINT or SIGTERM stops \
-accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
+Switchboard clients on this machine offer that token only to it. It also sends the outbox's \
+deliveries through the channels the config enables (channels.webhook.<name>; it prints \
+\"channels up: …\"), and accepts webhook messages at POST /hooks/<name> with \
+\"Authorization: Bearer <the hook's secret>\" on the same port. SIGINT or SIGTERM stops \
+accepting, closes the connections, records the deliveries in flight, lets running work finish \
+(up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
 switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://\n  \

@@ -155,6 +155,24 @@ fn a_hook_message_is_answered_and_the_reply_delivered_signed_to_the_receiver() {
         "{nope",
     );
     assert_eq!(code, 400, "{body}");
+    // Hostile: a body past the bound, no length: refused from the head, the body unread.
+    let auth = format!("Bearer {SECRET}");
+    let raw = |head: &str| {
+        let mut s = TcpStream::connect(&g.addr).expect("connect");
+        s.set_read_timeout(Some(WAIT)).expect("timeout");
+        s.write_all(head.as_bytes()).expect("send");
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        answer
+    };
+    let big = raw(&format!(
+        "POST /hooks/ops HTTP/1.1\r\nAuthorization: {auth}\r\nContent-Length: 70000\r\n\r\n{{"
+    ));
+    assert!(big.starts_with("HTTP/1.1 413"), "{big}");
+    let no_length = raw(&format!(
+        "POST /hooks/ops HTTP/1.1\r\nAuthorization: {auth}\r\n\r\n"
+    ));
+    assert!(no_length.starts_with("HTTP/1.1 411"), "{no_length}");
     assert!(receiver.received().is_empty());
 
     let (code, body) = post(
