@@ -1,15 +1,17 @@
 //! Issue 29 on several nodes: two `serve` nodes on one PostgreSQL database drain one outbox
 //! (each claims rows with `FOR UPDATE SKIP LOCKED`), and every delivery reaches the
-//! receiver exactly once however the claims interleave.
+//! receiver exactly once however the claims interleave. A console attached to `serve` sees
+//! each delivery's states as they change (`deliveryUpdated` events).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::common::pg;
-use crate::common::receiver::Receiver;
+use crate::common::receiver::{Answer, Receiver};
 use crate::gateway_process::{self, Launched, WAIT};
 
 const SECRET: &str = "hook-secret-0123456789";
@@ -43,20 +45,25 @@ impl Node {
     }
 
     fn hook(&self, conversation: &str) {
-        let body = json!({ "text": conversation, "conversation": conversation }).to_string();
-        let mut s = TcpStream::connect(&self.serve.addr).expect("connect");
-        s.set_read_timeout(Some(WAIT)).expect("timeout");
-        write!(
-            s,
-            "POST /hooks/ops HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\r\n\
-Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("send");
-        let mut answer = String::new();
-        let _ = s.read_to_string(&mut answer);
-        assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+        hook(&self.serve.addr, conversation);
     }
+}
+
+/// A message POSTed to `/hooks/ops` of the gateway at `addr`, accepted.
+fn hook(addr: &str, conversation: &str) {
+    let body = json!({ "text": conversation, "conversation": conversation }).to_string();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    write!(
+        s,
+        "POST /hooks/ops HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\r\n\
+Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
 }
 
 impl Drop for Node {
@@ -110,5 +117,69 @@ fn two_nodes_draining_one_outbox_send_each_delivery_once() {
         attempts,
         vec![vec!["1".to_string()]],
         "each sent at its first attempt"
+    );
+}
+
+/// What a console attached over the gateway is told of one delivery: sending, retrying (the
+/// 500), sending again, sent with the receiver's message id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_attached_to_serve_sees_each_state_of_a_delivery() {
+    use switchboard_remote::{Link, LinkOptions, RemoteApi};
+    use switchboard_types::api::{EngineEvent, OutboxStatus, SessionsApi, StreamItem};
+
+    let receiver = Receiver::start();
+    receiver.script(
+        vec![Answer::status(500)],
+        Some(Answer::Status(
+            200,
+            Vec::new(),
+            r#"{"messageId":"rx-1"}"#.into(),
+        )),
+    );
+    let g = gateway_process::start_with_config(&config(&receiver), &[]);
+    let link = Arc::new(
+        Link::connect(LinkOptions::new(
+            format!("ws://{}", g.addr),
+            Some(gateway_process::TOKEN.into()),
+        ))
+        .await
+        .expect("attached"),
+    );
+    let api: Arc<dyn SessionsApi> = RemoteApi::new(link.clone());
+    let mut events = api.subscribe();
+    let addr = g.addr.clone();
+    tokio::task::spawn_blocking(move || hook(&addr, "c1"))
+        .await
+        .expect("posted");
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match events.next().await {
+                StreamItem::Event(e) => {
+                    if let EngineEvent::DeliveryUpdated {
+                        status, message_id, ..
+                    } = e.event
+                    {
+                        seen.push((status, message_id));
+                        if status == OutboxStatus::Sent {
+                            return;
+                        }
+                    }
+                }
+                StreamItem::Missed(_) => {}
+                StreamItem::Closed => panic!("the event stream closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no sent event; seen {seen:?}"));
+    assert_eq!(
+        seen,
+        vec![
+            (OutboxStatus::Sending, None),
+            (OutboxStatus::Retrying, None),
+            (OutboxStatus::Sending, None),
+            (OutboxStatus::Sent, Some("rx-1".to_string())),
+        ]
     );
 }
