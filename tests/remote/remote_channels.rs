@@ -183,3 +183,49 @@ async fn a_console_attached_to_serve_sees_each_state_of_a_delivery() {
         ]
     );
 }
+
+/// A node `kill -9`ed with deliveries in flight on PostgreSQL: once its lease runs out, the
+/// survivor takes it over, its claims with it, and sends every one (at least once: the
+/// receiver got each twice, under one idempotency key).
+#[test]
+fn a_node_killed_mid_drain_is_taken_over_and_every_delivery_sent() {
+    let Some(cluster) = pg::cluster_or_skip("a_node_killed_mid_drain_is_taken_over") else {
+        return;
+    };
+    const N: usize = 8;
+    let url = pg::fresh_database(cluster);
+    let receiver = Receiver::start();
+    receiver.script(vec![Answer::Hang; N], Some(Answer::ok()));
+    let config = config(&receiver);
+    let mut a = Node::start(&url, &config);
+    for i in 0..N {
+        a.hook(&format!("c{i}"));
+    }
+    receiver.wait_for(N, WAIT);
+    let _b = Node::start(&url, &config);
+    let _ = a.serve.child.kill();
+    let _ = a.serve.child.wait();
+    let db = pg::database_of(&url);
+    let until = std::time::Instant::now() + WAIT;
+    loop {
+        let rows = cluster.rows(db, "SELECT status, count(*) FROM outbox GROUP BY status");
+        if rows == vec![vec!["sent".to_string(), N.to_string()]] {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "{rows:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let got = receiver.received();
+    let mut keys: Vec<&str> = got
+        .iter()
+        .filter_map(|r| r.header("Idempotency-Key"))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), N, "none lost");
+    assert_eq!(
+        got.len(),
+        2 * N,
+        "each in flight at the kill sent again, once"
+    );
+}
