@@ -18,7 +18,7 @@ mod drill;
 mod rounds;
 mod sessions;
 mod transcript;
-use switchboard_types::api::{EngineEvent, SendKind, TranscriptQuery};
+use switchboard_types::api::{EngineEvent, OutboxStatus, SendKind, TranscriptQuery};
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
 const SESSION_WINDOW: usize = 400;
@@ -784,6 +784,23 @@ impl Console {
                 // The remedy first: a long rule description may be cut at the screen's edge.
                 s.notice(
                     format!("{key}: {action} refused by its send policy; `/send on` there allows it ({source})"),
+                    true,
+                );
+            }
+            // A delivery given up on: the owner learns it here, with the command that sends
+            // it again (its other states are for `switchboard deliveries`).
+            EngineEvent::DeliveryUpdated {
+                outbox_id,
+                channel,
+                status: OutboxStatus::Failed,
+                error,
+                ..
+            } => {
+                s.notice(
+                    format!(
+                        "delivery {outbox_id} to {channel} failed: {}; `switchboard deliveries retry {outbox_id}` sends it again",
+                        error.as_deref().unwrap_or("no reason recorded")
+                    ),
                     true,
                 );
             }
