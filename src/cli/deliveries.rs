@@ -37,13 +37,10 @@ fn state(row: &OutboxRow, now: i64) -> String {
     }
 }
 
+/// The row as stored (camelCase fields, the status as its word).
 fn json_row(row: &OutboxRow) -> serde_json::Value {
-    // The row as stored, with the claim's fields only while it is being sent.
-    let mut v = serde_json::to_value(row).unwrap_or_else(|_| json!({}));
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("status".into(), json!(row.status.as_str()));
-    }
-    v
+    // Plain strings and numbers: it always serialises.
+    serde_json::to_value(row).unwrap_or_else(|_| json!({}))
 }
 
 async fn list(cli: &Cli, args: &DeliveriesArgs) -> Result<()> {

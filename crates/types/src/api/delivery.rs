@@ -40,8 +40,8 @@ impl OutboxStatus {
         }
     }
 
-    /// The status a stored name means; an unknown name (a newer build's) reads as `queued`,
-    /// which a drain of this build leaves alone only if it has no adapter for the channel.
+    /// The status a stored name means, for showing it; an unknown name (a newer build's)
+    /// reads as `queued`. Claims match the stored words, so such a row is never claimed.
     pub fn parse(s: &str) -> OutboxStatus {
         OutboxStatus::ALL
             .into_iter()
