@@ -189,7 +189,7 @@ impl Drain {
                     me.deliver(row).await;
                     drop(permit);
                 });
-                // Finished sends are collected as they go (their results are ().
+                // Finished sends are collected as they go (each records its own outcome).
                 while sends.try_join_next().is_some() {}
             }
             if full {

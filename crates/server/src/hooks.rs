@@ -13,6 +13,8 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use switchboard_protocol::token::same_token;
+
+use crate::quiet::{Quiet, excerpt};
 use switchboard_types::api::{ApiError, SendRequest, Sender, SessionsApi};
 
 /// The largest body accepted (a chat message with room to spare).
@@ -23,21 +25,28 @@ const MAX_CONVERSATION: usize = 128;
 
 /// The hooks the gateway accepts: name → secret. Debug never shows a secret.
 #[derive(Clone, Default)]
-pub struct Hooks(Arc<HashMap<String, String>>);
+pub struct Hooks {
+    secrets: Arc<HashMap<String, String>>,
+    /// Refusals are logged through a gate: anyone who reaches the port can set them off.
+    refused: Arc<Quiet>,
+}
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.keys()).finish()
+        f.debug_list().entries(self.secrets.keys()).finish()
     }
 }
 
 impl Hooks {
     pub fn new(hooks: HashMap<String, String>) -> Hooks {
-        Hooks(Arc::new(hooks))
+        Hooks {
+            secrets: Arc::new(hooks),
+            refused: Arc::default(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.secrets.is_empty()
     }
 
     /// Whether `authorization` is `Bearer <secret of name>`. An unknown name is refused the
@@ -47,7 +56,7 @@ impl Hooks {
             .and_then(|a| a.strip_prefix("Bearer "))
             .map(str::trim)
             .unwrap_or_default();
-        match self.0.get(name) {
+        match self.secrets.get(name) {
             Some(secret) => !offered.is_empty() && same_token(offered, secret),
             None => {
                 let _ = same_token(offered, "no such hook, compared anyway");
@@ -131,7 +140,13 @@ async fn handle<S: AsyncRead + Unpin>(
 ) -> std::io::Result<String> {
     // Authentication first: nothing of an unauthenticated body is read or parsed.
     if !hooks.allows(&request.name, request.authorization.as_deref()) {
-        tracing::info!(hook = %request.name, "webhook request refused: wrong or missing secret");
+        if let Some(skipped) = hooks.refused.admit() {
+            tracing::info!(
+                hook = %excerpt(&request.name, 64),
+                skipped,
+                "webhook request refused: wrong or missing secret, or no such hook"
+            );
+        }
         return Ok(error(
             "401 Unauthorized",
             "send the hook's secret as \"Authorization: Bearer <secret>\"",
