@@ -2,6 +2,7 @@
 //! and opening a state folder. Everything else lives in the workspace's crates
 //! (docs/ARCHITECTURE.md, "Crates").
 
+pub mod channels;
 pub mod demo;
 pub mod state_folder;
 pub mod stores;

@@ -124,6 +124,65 @@ pub fn spawn(
     })
 }
 
+/// The channel's outbound side, for the outbox drain: a delivery goes to its chat in as
+/// many messages as Telegram's limit needs. Telegram has no idempotency key for
+/// `sendMessage`, so a crash between its accepting and our recording sends it again (at
+/// least once), and a retry after a failure part-way through a long reply sends the parts
+/// before it again.
+pub struct TelegramChannel {
+    bot: Bot,
+}
+
+impl TelegramChannel {
+    pub fn new(settings: &Settings) -> Result<TelegramChannel, TelegramError> {
+        Ok(TelegramChannel {
+            bot: Bot::new(&settings.api_root, &settings.token)?,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl switchboard_channels::Channel for TelegramChannel {
+    fn kind(&self) -> &str {
+        CHANNEL
+    }
+
+    fn dedup(&self) -> switchboard_channels::Dedup {
+        switchboard_channels::Dedup::None
+    }
+
+    async fn send(
+        &self,
+        delivery: &switchboard_store::OutboxRow,
+    ) -> Result<switchboard_channels::Sent, switchboard_channels::SendError> {
+        use switchboard_channels::SendError;
+        match send(
+            &self.bot,
+            &delivery.to,
+            delivery.thread_id.as_deref(),
+            &delivery.text,
+        )
+        .await
+        {
+            Ok(ids) => Ok(switchboard_channels::Sent {
+                message_id: ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+            }),
+            Err(e) if e.revoked() => Err(SendError::Revoked {
+                reason: e.to_string(),
+            }),
+            Err(e) => match e.retry() {
+                Some(after) => Err(SendError::Retry {
+                    after,
+                    reason: e.to_string(),
+                }),
+                None => Err(SendError::Fatal {
+                    reason: e.to_string(),
+                }),
+            },
+        }
+    }
+}
+
 /// Records admitted messages in the engine and keeps the offset in the state folder.
 pub struct EngineInbox {
     api: Arc<dyn SessionsApi>,

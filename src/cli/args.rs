@@ -177,6 +177,19 @@ stderr, so stdout is only the table. Filters other than --session and --since ar
 exchanges at most; a note says when that bound stopped the search).\n\nWith --connect to an OpenClaw gateway, exchanges are rebuilt from what its transcripts record (forwarded messages' provenance, replies, hidden REPLY_SKIP lines); a field its record cannot say reads \"not recorded by OpenClaw\". Ids there are <target key>#<line number>."
     )]
     Exchanges(ExchangesArgs),
+    /// Outbound deliveries (replies and announces handed to channels), newest first, with
+    /// their status: queued, sending, sent (the channel's message id), retrying (the next
+    /// attempt), failed (the reason); `deliveries retry ID` sends a failed one again.
+    #[command(
+        after_help = "Examples:\n  switchboard deliveries\n  switchboard deliveries --failed\n  \
+switchboard deliveries --json | jq '.[] | select(.status == \"retrying\")'\n  \
+switchboard deliveries retry 42\n\n\
+Deliveries are sent by `switchboard serve` (or the console) for the channels the config \
+enables (channels.webhook.<name>); with none, they stay queued. A channel whose credentials \
+were refused (HTTP 401/403) is stopped: its deliveries say so and wait until the config is \
+fixed and serve restarted. See README, \"Channels\"."
+    )]
+    Deliveries(DeliveriesArgs),
     /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
     /// or older (agents/<id>/sessions/sessions.json + <sessionId>.jsonl), or both.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
@@ -268,8 +281,12 @@ methods health, sessions.list, chat.history, chat.send, tools.invoke). The token
 gateway.auth.token, else $SWITCHBOARD_GATEWAY_TOKEN, else one generated into \
 <state>/gateway-token (created 0600; a token file others may read, or a symlink there, is \
 refused); it is never printed. While it runs, its address is recorded in <state>/gateways/ so \
-Switchboard clients on this machine offer that token only to it. SIGINT or SIGTERM stops \
-accepting, closes the connections, lets running work finish (up to 30 s) and exits 0.",
+Switchboard clients on this machine offer that token only to it. It also sends the outbox's \
+deliveries through the channels the config enables (channels.webhook.<name>; it prints \
+\"channels up: …\"), and accepts webhook messages at POST /hooks/<name> with \
+\"Authorization: Bearer <the hook's secret>\" on the same port. SIGINT or SIGTERM stops \
+accepting, closes the connections, records the deliveries in flight, lets running work finish \
+(up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \
 SWITCHBOARD_GATEWAY_TOKEN=$(cat ~/.gw-token) switchboard serve --bind 127.0.0.1:18790\n  \
 switchboard serve --bind 0.0.0.0:18789 --tls-cert fullchain.pem --tls-key privkey.pem   # wss://\n  \
@@ -624,6 +641,34 @@ impl ExchangeStatusArg {
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
+pub struct DeliveriesArgs {
+    #[command(subcommand)]
+    pub retry: Option<DeliveriesCommand>,
+    /// Only deliveries that failed (given up after the last retry, or refused).
+    #[arg(long)]
+    pub failed: bool,
+    /// At most this many (newest first).
+    #[arg(long, default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub limit: u32,
+    /// Print JSON rows instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeliveriesCommand {
+    /// Send a failed (or retrying) delivery again now, its attempts counted afresh; the
+    /// running `serve` picks it up.
+    #[command(after_help = "Example:\n  switchboard deliveries retry 42")]
+    Retry {
+        /// The delivery's id (the ID column of `switchboard deliveries`).
+        id: i64,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ExchangesArgs {
     #[command(subcommand)]
     pub show: Option<ExchangesCommand>,
@@ -749,6 +794,8 @@ impl Cli {
                 | SessionsCommand::Export { .. } => StateUse::Reads,
                 SessionsCommand::Patch { .. } | SessionsCommand::Abort { .. } => StateUse::Writes,
             },
+            Some(Command::Deliveries(a)) if a.retry.is_some() => StateUse::Writes,
+            Some(Command::Deliveries(_)) => StateUse::Reads,
             Some(Command::Exchanges(_))
             | Some(Command::Gateways { .. })
             | Some(Command::Backup { .. })

@@ -95,11 +95,16 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     let local_name = config.local_source.clone();
     let engine = local
         .then(|| {
-            switchboard::state_folder::open_engine(&dir, config)
+            switchboard::state_folder::open_engine(&dir, config.clone())
                 .with_context(|| format!("cannot open the state folder {}", dir.display()))
         })
         .transpose()?;
     let started = engine.as_ref().map(switchboard_engine::Engine::start);
+    // The console's own engine sends its deliveries too (when channels are configured).
+    let channels = match (&engine, &started) {
+        (Some(engine), Some(api)) => switchboard::channels::start(engine, api, &config, None)?,
+        _ => None,
+    };
     let (api, attached) = if gateways.is_empty() {
         match started {
             Some(api) => (api, dir.display().to_string()),
@@ -130,6 +135,9 @@ pub(crate) async fn console(cli: &Cli, log: Option<PathBuf>) -> Result<()> {
     options.notices = notices;
     say_log(&log);
     let result = switchboard_tui::run(api, options).await;
+    if let Some(channels) = channels {
+        channels.stop().await;
+    }
     drop(engine);
     result
 }

@@ -7,6 +7,7 @@ mod args;
 mod attach;
 mod config;
 mod console;
+mod deliveries;
 mod exchanges;
 mod gateways;
 mod inject;
@@ -75,6 +76,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Inject(args)) => inject::inject(&cli, args).await,
         Some(Command::Sessions(cmd)) => sessions::sessions(&cli, cmd).await,
         Some(Command::Exchanges(args)) => exchanges::run(&cli, args).await,
+        Some(Command::Deliveries(args)) => deliveries::run(&cli, args).await,
         Some(Command::ImportOpenclaw { dir }) => {
             cli.local_only("import-openclaw")?;
             transfer::import(&cli, dir).await

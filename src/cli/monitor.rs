@@ -76,6 +76,8 @@ impl Metrics {
                     started: std::time::Instant::now(),
                     api: api.clone(),
                     metrics: Some(render.clone()),
+                    // Only the probes on this port.
+                    hooks: switchboard_server::Hooks::default(),
                 };
                 let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
                 tokio::spawn(switchboard_server::serve_probes(

@@ -60,11 +60,12 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         .with_context(|| format!("cannot listen on {bind}"))?;
     let local = listener.local_addr()?;
     let api = engine.start();
+    let channels = start_channels(&engine, &api, &config)?;
     // Metrics: recorded from here on, rendered on the gateway's port and/or a port of their own.
     let metrics =
         super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
     metrics.watch_lease(engine.clone());
-    let channels = start_channels(&config, &api, &dir);
+    let inbound = start_inbound(&config, &api, &dir);
     say_log(&log);
     say_token(&source);
     // `--connect` on this machine offers the folder's token only to a port recorded here.
@@ -88,15 +89,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         switchboard::demo::start(engine.start(), Duration::from_millis(args.demo_pace_ms))
     });
     if demo.is_some() {
-        // The record of this address is in the temporary folder, which no other command
-        // reads: say how to attach, token included (never the token itself).
-        let token = match &source {
-            token::TokenSource::File(path) => format!("\"$(cat {})\"", path.display()),
-            _ => format!("\"${}\"", token::TOKEN_ENV),
-        };
-        say(&format!(
-            "attach: switchboard --connect {scheme}://{local} --token {token}"
-        ));
+        say_demo_attach(&source, scheme, local);
     }
     say(&format!("gateway listening on {scheme}://{local}"));
     tracing::info!(%local, "gateway listening");
@@ -111,17 +104,8 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     server::run_with_tls(listener, api, options, tls, stop).await;
     supervisor.stopping();
     drop(metrics);
-    if let Some(traffic) = traffic {
-        traffic.abort();
-    }
-    channels.into_iter().for_each(|c| c.abort());
-    tracing::info!("gateway stopped accepting; draining the engine");
-    if tokio::time::timeout(Duration::from_secs(30), engine.idle())
-        .await
-        .is_err()
-    {
-        tracing::warn!(running = ?engine.still_running(), "work still running at exit; it resumes at the next start");
-    }
+    inbound.iter().for_each(|poller| poller.abort());
+    wind_down(&engine, channels, traffic).await;
     say("gateway stopped");
     if let Some(dir) = &demo {
         drop(_listening);
@@ -132,9 +116,9 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     lease_verdict(&engine, &lost)
 }
 
-/// Start the configured chat channels (issue 29); one that cannot work is said and left out,
-/// the others start.
-fn start_channels(
+/// Start the chat channels that poll for messages (Telegram; webhooks arrive through the
+/// gateway); one that cannot work is said and left out, the others start.
+fn start_inbound(
     config: &switchboard_config::Config,
     api: &std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
     dir: &std::path::Path,
@@ -182,6 +166,60 @@ fn stop_or_lease_lost(
         }
     };
     Ok((stop, lost))
+}
+
+/// The outbox drain and the channels it sends through, said on stderr (none configured:
+/// deliveries stay queued).
+fn start_channels(
+    engine: &switchboard_engine::Engine,
+    api: &Arc<dyn switchboard_types::api::SessionsApi>,
+    config: &switchboard_config::Config,
+) -> Result<Option<switchboard::channels::Running>> {
+    let channels = switchboard::channels::start(engine, api, config, None)?;
+    match &channels {
+        Some(up) => say(&format!("channels up: {}", up.names.join(", "))),
+        None => tracing::info!("no channels configured: deliveries stay queued"),
+    }
+    Ok(channels)
+}
+
+/// After the gateway stopped accepting: the demo's traffic stops, the drain records its sends in flight, then the
+/// engine's work ends (at most 30 s; what is left resumes at the next start).
+async fn wind_down(
+    engine: &switchboard_engine::Engine,
+    channels: Option<switchboard::channels::Running>,
+    demo_traffic: Option<tokio::task::JoinHandle<()>>,
+) {
+    if let Some(traffic) = demo_traffic {
+        traffic.abort();
+    }
+    if let Some(channels) = channels {
+        channels.stop().await;
+    }
+    tracing::info!("gateway stopped accepting; draining the engine");
+    if tokio::time::timeout(Duration::from_secs(30), engine.idle())
+        .await
+        .is_err()
+    {
+        tracing::warn!(running = ?engine.still_running(), "work still running at exit; it resumes at the next start");
+    }
+}
+
+/// `serve --demo`: the record of this address is in the temporary folder, which no other
+/// command reads: say how to attach, token included (never the token itself).
+fn say_demo_attach(
+    source: &switchboard_protocol::token::TokenSource,
+    scheme: &str,
+    local: std::net::SocketAddr,
+) {
+    use switchboard_protocol::token;
+    let token = match source {
+        token::TokenSource::File(path) => format!("\"$(cat {})\"", path.display()),
+        _ => format!("\"${}\"", token::TOKEN_ENV),
+    };
+    say(&format!(
+        "attach: switchboard --connect {scheme}://{local} --token {token}"
+    ));
 }
 
 /// Completes once this node has lost its lease on the store (never for a store without
@@ -242,6 +280,7 @@ fn gateway_options(
         max_buffered_bytes: args.max_buffered_bytes,
         max_queued_bytes: args.max_queued_bytes,
         private_paths: server::PrivatePaths::new(private.into_iter().flatten()),
+        hooks: switchboard::channels::inbound_hooks(config),
         ..server::Options::new(secret)
     }
 }

@@ -45,6 +45,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Several engines as one API: it knows only the API (the binary dials the gateways).
     ("switchboard-sources", &["switchboard-types"]),
     ("switchboard-tui", &["switchboard-types"]),
+    // Channel adapters and the outbox drain: the store trait below, never the engine (which
+    // must not call an adapter); the binary starts the drain beside the engine.
+    (
+        "switchboard-channels",
+        &["switchboard-store", "switchboard-types"],
+    ),
 ];
 
 fn cargo() -> Command {

@@ -15,6 +15,7 @@ mod gateway_support;
 
 mod cli_abort;
 mod cli_bounds;
+mod cli_channels;
 mod cli_commands;
 mod cli_exchanges;
 mod cli_import;

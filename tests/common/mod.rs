@@ -248,6 +248,18 @@ pub mod fake_api;
 pub mod fake_telegram;
 pub mod join;
 pub mod pg;
+pub mod receiver;
 pub mod screen;
 pub mod tmux;
 pub mod ws;
+
+/// SQL taking a current SQLite store back before schema 12 (the outbox's delivery state),
+/// for tests that downgrade a folder to an older schema and reopen it.
+pub const UNDO_SCHEMA_12: &str = "DROP INDEX outbox_due;
+     ALTER TABLE outbox DROP COLUMN attempt;
+     ALTER TABLE outbox DROP COLUMN next_at;
+     ALTER TABLE outbox DROP COLUMN claimed_by;
+     ALTER TABLE outbox DROP COLUMN claim_until;
+     ALTER TABLE outbox DROP COLUMN message_id;
+     ALTER TABLE outbox DROP COLUMN last_error;
+     ALTER TABLE outbox DROP COLUMN updated_at;";

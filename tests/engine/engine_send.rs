@@ -482,7 +482,7 @@ async fn an_announce_goes_to_the_targets_channel_through_the_outbox() {
         ),
         ("announce", "discord", "group:ops")
     );
-    assert_eq!(outbox[0].status, "queued");
+    assert_eq!(outbox[0].status.as_str(), "queued");
     // The announce reply is in the target's transcript as well.
     assert!(b.assistant_texts(group).await.contains(&outbox[0].text));
 }

@@ -1,6 +1,7 @@
 //! `serve` with `channels.telegram` configured, against the local fake of Telegram's Bot API
 //! (issue 29): the gateway says the channel polls, a direct message from an allowed sender and
-//! a group message that mentions the bot reach their sessions and are answered there; a
+//! a group message that mentions the bot reach their sessions and are answered there, and
+//! the outbox drain sends each reply to its chat (through a 429 with `retry_after`); a
 //! stranger's direct message and an unaddressed group message are not recorded.
 
 use std::sync::Arc;
@@ -24,6 +25,8 @@ async fn serve_polls_telegram_and_its_messages_reach_their_sessions() {
               streamMode: "partial" }} }} }}"#,
         fake.api_root
     );
+    // The first send is refused for a second: the drain waits it out and sends.
+    fake.fail_next([crate::common::fake_telegram::Failure::RateLimited(1)]);
     let gw = gateway_process::start_with_config(&config, &[]);
     assert!(
         gw.said
@@ -63,4 +66,38 @@ async fn serve_polls_telegram_and_its_messages_reach_their_sessions() {
     assert_eq!(direct, ["hello from telegram", "re: hello from telegram"]);
     let said = format!("@{BOT_USERNAME} deploy?");
     assert_eq!(group, [said.clone(), format!("re: {said}")]);
+
+    // Each reply reaches its chat through the drain.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut sent: Vec<(i64, String)> = fake
+            .sent()
+            .into_iter()
+            .map(|m| (m.chat_id, m.text))
+            .collect();
+        sent.sort();
+        if sent.len() >= 2 {
+            assert_eq!(
+                sent,
+                [
+                    (-1001, format!("re: {said}")),
+                    (42, "re: hello from telegram".to_string()),
+                ]
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the replies were not sent: {sent:?} (calls {:?})",
+            fake.calls()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        gw.said
+            .iter()
+            .any(|l| l.contains("channels up: ") && l.contains("telegram")),
+        "{:?}",
+        gw.said
+    );
 }

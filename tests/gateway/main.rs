@@ -18,6 +18,7 @@ mod channel_telegram_serve;
 mod gateway_abort;
 mod gateway_ack;
 mod gateway_bounds;
+mod gateway_channels;
 mod gateway_chat_deltas;
 mod gateway_device;
 mod gateway_events;

@@ -11,6 +11,7 @@ mod gateway_process;
 
 mod openclaw_record;
 mod remote_api;
+mod remote_channels;
 mod remote_cli;
 mod remote_failover;
 mod remote_fake_rpc;

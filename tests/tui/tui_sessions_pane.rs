@@ -279,6 +279,42 @@ async fn a_notice_never_hides_the_policy_slot_or_the_owners_answer() {
     );
 }
 
+/// A delivery the drain gave up on is a notice naming it, why, and how to send it again;
+/// its other states (sending, retrying, sent) are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delivery_is_a_notice_with_the_command_that_retries_it() {
+    use switchboard_types::api::OutboxStatus;
+    let (api, mut d) = driven(3);
+    d.settle().await;
+    let update = |status, error: Option<&str>| EngineEvent::DeliveryUpdated {
+        outbox_id: 7,
+        channel: "webhook".into(),
+        status,
+        attempt: 3,
+        message_id: None,
+        next_at: None,
+        error: error.map(str::to_string),
+    };
+    api.emit(update(OutboxStatus::Sending, None));
+    api.emit(update(OutboxStatus::Retrying, Some("HTTP 500")));
+    d.settle().await;
+    assert!(d.console.state.notices.is_empty());
+    api.emit(update(
+        OutboxStatus::Failed,
+        Some("HTTP 500 (gave up after 3 attempts)"),
+    ));
+    d.settle().await;
+    let (_, notice) = status_and_notice(&d);
+    assert!(
+        notice.contains("delivery 7 to webhook failed: HTTP 500 (gave up after 3 attempts)"),
+        "{notice:?}"
+    );
+    let logged: Vec<_> = d.console.state.notices.iter().collect();
+    assert_eq!(logged.len(), 1);
+    assert!(logged[0].error);
+    assert!(logged[0].text.contains("`switchboard deliveries retry 7`"));
+}
+
 /// The rows' keys in the pane's order.
 fn order(d: &Driver) -> Vec<String> {
     d.console

@@ -2,6 +2,7 @@
 //! (`load`), over the typed settings of `switchboard-types`, re-exported here so a
 //! front end names one crate for both.
 
+pub mod channels;
 mod gateways;
 pub mod load;
 mod source;

@@ -650,6 +650,7 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
             ));
         }
     }
+    out.extend(super::channels::problems(config, &at));
     if let Some(url) = &config.storage.url
         && !switchboard_types::config::is_postgres_url(url)
     {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use switchboard_store::OutboxRow;
+use switchboard_store::{OutboxRow, OutboxStatus};
 use crate::context::Context;
 use switchboard_types::entry::SessionEntry;
 use crate::events::EngineEvent;
@@ -129,9 +129,10 @@ impl Delivery {
                 account_id: route.account_id.clone(),
                 thread_id: route.thread_id.clone(),
                 text: text.to_string(),
-                status: "queued".into(),
+                status: OutboxStatus::Queued,
                 run_id: run_id.map(str::to_string),
                 flow_id: exchange_id.map(str::to_string),
+                ..OutboxRow::default()
             };
             let outbox_id = self.ctx.store().backend().insert_outbox(row).await?;
             self.ctx.events().emit(EngineEvent::Delivery {

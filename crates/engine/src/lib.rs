@@ -231,6 +231,30 @@ impl Engine {
         }
     }
 
+    /// The store behind this engine, for the services the composition root runs beside it
+    /// (the channel drain, which must not live in the engine: it calls the adapters).
+    pub fn backend(&self) -> Arc<dyn Store> {
+        self.ctx.store().backend().clone()
+    }
+
+    /// This engine instance's id: the owner its drain claims deliveries as.
+    pub fn owner_id(&self) -> String {
+        self.ctx.instance_id().to_string()
+    }
+
+    /// Tell subscribers (the console, gateway clients, other nodes) how a delivery stands.
+    pub fn delivery_updated(&self, row: &switchboard_store::OutboxRow) {
+        self.ctx.events().emit(EngineEvent::DeliveryUpdated {
+            outbox_id: row.id,
+            channel: row.channel.clone(),
+            status: row.status,
+            attempt: row.attempt,
+            message_id: row.message_id.clone(),
+            next_at: row.next_at,
+            error: row.last_error.clone(),
+        });
+    }
+
     /// This engine's lease on its store (several nodes on one database).
     pub fn standing(&self) -> switchboard_store::nodes::Standing {
         self.store().backend().standing()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use switchboard_store::OutboxRow;
+use switchboard_store::{OutboxRow, OutboxStatus};
 use switchboard_store::SpawnRow;
 use std::sync::Arc;
 
@@ -398,9 +398,10 @@ impl Spawns {
                 account_id: route.account_id.clone(),
                 thread_id: route.thread_id.clone(),
                 text: t.clone(),
-                status: "queued".into(),
+                status: OutboxStatus::Queued,
                 run_id: Some(spawn.run_id.clone()),
                 flow_id: None,
+                ..OutboxRow::default()
             }),
             _ => None,
         };

@@ -451,7 +451,9 @@ pub fn translate(event: &EngineEvent, interest: &Interest) -> Vec<(&'static str,
                 out.push((CHAT, with_agent(chat, key)));
             }
         }
-        EngineEvent::Delivery { .. } | EngineEvent::PolicyDecision { .. } => {}
+        EngineEvent::Delivery { .. }
+        | EngineEvent::DeliveryUpdated { .. }
+        | EngineEvent::PolicyDecision { .. } => {}
     }
     out
 }

@@ -8,6 +8,7 @@ mod events;
 mod fit;
 mod handshakes;
 mod history;
+mod hooks;
 pub mod listening;
 mod memory;
 mod meters;
@@ -35,6 +36,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 pub use auth_limit::AuthLimit;
 pub use connection::PROTOCOL;
+pub use hooks::Hooks;
 pub use methods::{EVENTS, METHODS};
 pub use private_paths::PrivatePaths;
 pub use probes::{MetricsRender, Site, serve_probes};
@@ -90,6 +92,8 @@ pub struct Options {
     pub private_paths: PrivatePaths,
     /// `/metrics` on the gateway's port renders with this (`None`: answered 404).
     pub metrics: Option<MetricsRender>,
+    /// The webhooks accepted at `POST /hooks/<name>` (`channels.webhook`).
+    pub hooks: Hooks,
 }
 
 impl Options {
@@ -109,6 +113,7 @@ impl Options {
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             private_paths: PrivatePaths::default(),
             metrics: None,
+            hooks: Hooks::default(),
         }
     }
 }
@@ -155,6 +160,7 @@ pub async fn run_with_tls(
         started: std::time::Instant::now(),
         api: api.clone(),
         metrics: options.metrics.clone(),
+        hooks: options.hooks.clone(),
     };
     let shared = Arc::new(connection::Shared {
         api,
@@ -402,6 +408,12 @@ async fn open_websocket(
     {
         probes::Opening::Probe(probe, ask) => {
             probes::answer(&mut stream, probe, ask, site)
+                .await
+                .map_err(|e| format!("HTTP: {e}"))?;
+            return Ok(Opened::Probe);
+        }
+        probes::Opening::Hook(request) => {
+            hooks::answer(&mut stream, request, &site.hooks, &site.api)
                 .await
                 .map_err(|e| format!("HTTP: {e}"))?;
             return Ok(Opened::Probe);

@@ -24,6 +24,8 @@ const MAX_HEAD: usize = 16 * 1024;
 pub enum Opening {
     /// A probe, answered and closed.
     Probe(Probe, Ask),
+    /// `POST /hooks/<name>`: a webhook's message (`hooks.rs`).
+    Hook(crate::hooks::HookRequest),
     /// Anything else: the upgrade, with the bytes read so far to replay.
     Upgrade(Vec<u8>),
 }
@@ -50,6 +52,8 @@ pub struct Site {
     pub started: std::time::Instant,
     pub api: std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
     pub metrics: Option<MetricsRender>,
+    /// The webhooks accepted at `POST /hooks/<name>` (empty: that path is an upgrade).
+    pub hooks: crate::hooks::Hooks,
 }
 
 /// How long `/readyz` waits for the store to answer before it says not ready.
@@ -164,7 +168,27 @@ pub async fn read_opening<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<Op
     }
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut request = httparse::Request::new(&mut headers);
-    let probe = match request.parse(&head) {
+    let parsed = request.parse(&head);
+    if let Ok(httparse::Status::Complete(len)) = parsed
+        && request.method == Some("POST")
+        && let Some(name) = request.path.and_then(|p| p.strip_prefix("/hooks/"))
+    {
+        let header = |n: &str| {
+            request
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(n))
+                .and_then(|h| std::str::from_utf8(h.value).ok())
+                .map(str::to_string)
+        };
+        return Ok(Opening::Hook(crate::hooks::HookRequest {
+            name: name.split('?').next().unwrap_or_default().to_string(),
+            authorization: header("authorization"),
+            content_length: header("content-length").and_then(|v| v.trim().parse().ok()),
+            body_start: head[len..].to_vec(),
+        }));
+    }
+    let probe = match parsed {
         Ok(_) => request.path.and_then(Probe::of).map(|p| {
             let ask = match request.method {
                 Some("GET") => Ask::Get,
@@ -216,7 +240,7 @@ pub async fn serve_probes(
                     let served = async {
                         match read_opening(&mut tcp).await? {
                             Opening::Probe(probe, ask) => answer(&mut tcp, probe, ask, &site).await,
-                            Opening::Upgrade(_) => {
+                            Opening::Upgrade(_) | Opening::Hook(_) => {
                                 let body = "only /metrics, /healthz and /readyz here\n";
                                 tcp.write_all(
                                     http("404 Not Found", "text/plain; charset=utf-8", body, Ask::Get)

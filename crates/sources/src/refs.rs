@@ -229,6 +229,8 @@ impl Qualify<'_> {
                 self.id(exchange_id);
                 self.id(target);
             }
+            // No session key: an outbox id, which a source's own `deliveries` names.
+            E::DeliveryUpdated { .. } => {}
             E::PolicyDecision { key, requester, .. } => {
                 self.id(key);
                 self.opt(requester);

@@ -10,6 +10,7 @@ pub mod check;
 pub mod copy;
 mod error;
 mod nodes;
+mod outbox;
 mod records;
 mod relay;
 mod schema;

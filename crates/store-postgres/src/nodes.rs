@@ -313,6 +313,8 @@ pub async fn close_owner(
         }
     }
     let flows = records::close_owner_flows(c, owner, now).await?;
+    // Deliveries it was sending: due again at once (it may have sent them: at least once).
+    crate::outbox::release(c, &[owner.to_string()], now).await?;
     Ok((runs, flows))
 }
 

@@ -14,7 +14,7 @@ use crate::text::{pg, pg_opt};
 use switchboard_store::idempotency::TTL;
 use switchboard_store::{
     AnnounceRecord, ExchangePageQuery, ExchangeRow, ImportMark, KeyRow, NewExchange, NewRunRecord,
-    OutboxRow, RefusedExchange, RunEnding, RunRow, SpawnEnding, SpawnRow, TrafficRow,
+    RefusedExchange, RunEnding, RunRow, SpawnEnding, SpawnRow, TrafficRow,
 };
 use switchboard_types::api::{AnnounceOutcome, ExchangeEnd, UnknownWord};
 
@@ -643,61 +643,6 @@ pub async fn archive_timers(c: &ClientWrapper) -> Result<Vec<(String, i64)>, PgE
     .await?
     .iter()
     .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-    .collect()
-}
-
-// ---- outbox ----
-
-pub async fn insert_outbox(c: &ClientWrapper, o: &OutboxRow) -> Result<i64, PgError> {
-    let found = rows(
-        c,
-        "INSERT INTO outbox (created_at, session_key, kind, channel, recipient, account_id,
-                             thread_id, text, status, run_id, flow_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-        &[
-            &o.created_at,
-            &o.session_key,
-            &pg(&o.kind),
-            &pg(&o.channel),
-            &pg(&o.to),
-            &pg_opt(o.account_id.as_deref()),
-            &pg_opt(o.thread_id.as_deref()),
-            &pg(&o.text),
-            &pg(&o.status),
-            &o.run_id,
-            &o.flow_id,
-        ],
-    )
-    .await?;
-    Ok(found[0].try_get(0)?)
-}
-
-pub async fn outbox_of(c: &ClientWrapper, session_key: &str) -> Result<Vec<OutboxRow>, PgError> {
-    rows(
-        c,
-        "SELECT id, created_at, session_key, kind, channel, recipient, account_id, thread_id,
-                text, status, run_id, flow_id
-         FROM outbox WHERE session_key = $1 ORDER BY id",
-        &[&session_key],
-    )
-    .await?
-    .iter()
-    .map(|r| {
-        Ok(OutboxRow {
-            id: r.try_get(0)?,
-            created_at: r.try_get(1)?,
-            session_key: r.try_get(2)?,
-            kind: r.try_get(3)?,
-            channel: r.try_get(4)?,
-            to: r.try_get(5)?,
-            account_id: r.try_get(6)?,
-            thread_id: r.try_get(7)?,
-            text: r.try_get(8)?,
-            status: r.try_get(9)?,
-            run_id: r.try_get(10)?,
-            flow_id: r.try_get(11)?,
-        })
-    })
     .collect()
 }
 

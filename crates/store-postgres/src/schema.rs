@@ -242,6 +242,19 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX auth_failures_by_age ON auth_failures (since);
     "#,
+    // 4: delivery state of the outbox (SQLite's migration 12): attempts, when due, the node
+    // holding a row and until when, the channel's message id, the last error.
+    r#"
+    ALTER TABLE outbox ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN next_at BIGINT;
+    ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+    ALTER TABLE outbox ADD COLUMN claim_until BIGINT;
+    ALTER TABLE outbox ADD COLUMN message_id TEXT;
+    ALTER TABLE outbox ADD COLUMN last_error TEXT;
+    ALTER TABLE outbox ADD COLUMN updated_at BIGINT;
+    CREATE INDEX outbox_due ON outbox ((coalesce(next_at, 0)), id)
+        WHERE status IN ('queued', 'retrying', 'sending');
+    "#,
 ];
 
 /// The schema version this build writes.

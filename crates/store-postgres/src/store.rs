@@ -9,16 +9,16 @@ use serde_json::Value;
 
 use crate::error::PgError;
 use crate::sessions::{self, Read, ScanAfter};
-use crate::{PgStore, nodes, records, transcript};
+use crate::{PgStore, nodes, outbox, records, transcript};
 use switchboard_store::line::{PreparedLine, finish_rows};
 use switchboard_store::nodes::{LaneClaim, Relayed, Standing, TakenOver};
 use switchboard_store::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, ImportMark, ImportOutcome,
-    InboundWrite, KeyRow, MergeCommit, NewExchange, NewImport, NewLine, NewSpawn, OutboxRow,
-    PageFilter, PendingWrite, RawLine, RefusedExchange, Revision, RevisionsPageRead, RunRow,
-    RunWrite, ScanRows, SessionEdit, SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced,
-    SpawnEnding, SpawnRow, SpawnState, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
-    scan_channel,
+    InboundWrite, KeyRow, MergeCommit, NewExchange, NewImport, NewLine, NewSpawn, OutboxClaim,
+    OutboxOutcome, OutboxQuery, OutboxRow, PageFilter, PendingWrite, RawLine, RefusedExchange,
+    Revision, RevisionsPageRead, RunRow, RunWrite, ScanRows, SessionEdit, SessionScan,
+    SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, SpawnState, Store,
+    StoreError, StoredSession, TrafficRow, TranscriptRow, scan_channel,
 };
 use switchboard_types::api::EngineEvent;
 
@@ -550,7 +550,7 @@ impl Store for PgStore {
                 }
                 let mut outbox_id = None;
                 if let Some(row) = &a.outbox {
-                    outbox_id = Some(records::insert_outbox(&c, row).await?);
+                    outbox_id = Some(outbox::insert_outbox(&c, row).await?);
                 }
                 records::finish_spawn(&c, child, &a.outcome, a.now, a.archive_at).await?;
                 let deleted = if a.delete_child {
@@ -618,13 +618,40 @@ impl Store for PgStore {
     }
 
     async fn insert_outbox(&self, row: OutboxRow) -> Result<i64, StoreError> {
-        self.write(|c| async move { records::insert_outbox(&c, &row).await })
+        self.write(|c| async move { outbox::insert_outbox(&c, &row).await })
             .await
     }
 
     async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError> {
         let key = session_key.to_string();
-        self.read(|c| async move { records::outbox_of(&c, &key).await })
+        self.read(|c| async move { outbox::outbox_of(&c, &key).await })
+            .await
+    }
+
+    async fn claim_outbox(&self, claim: OutboxClaim) -> Result<Vec<OutboxRow>, StoreError> {
+        self.write(move |c| async move { outbox::claim(&c, &claim).await })
+            .await
+    }
+
+    async fn record_outbox(
+        &self,
+        id: i64,
+        owner: &str,
+        now: i64,
+        outcome: OutboxOutcome,
+    ) -> Result<bool, StoreError> {
+        let owner = owner.to_string();
+        self.write(move |c| async move { outbox::record(&c, id, &owner, now, &outcome).await })
+            .await
+    }
+
+    async fn list_outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, StoreError> {
+        self.read(move |c| async move { outbox::list(&c, query).await })
+            .await
+    }
+
+    async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError> {
+        self.write(move |c| async move { outbox::retry(&c, id, now).await })
             .await
     }
 

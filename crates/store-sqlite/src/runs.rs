@@ -152,7 +152,8 @@ pub fn runs_of_flow(conn: &Connection, flow_id: &str) -> Result<Vec<RunRow>, Sto
 pub fn open_owners(conn: &Connection) -> Result<Vec<String>, StorageError> {
     let mut stmt = conn.prepare_cached(
         "SELECT owner FROM runs WHERE status = 'running'
-         UNION SELECT owner FROM flows WHERE status = 'running'",
+         UNION SELECT owner FROM flows WHERE status = 'running'
+         UNION SELECT claimed_by FROM outbox WHERE status = 'sending' AND claimed_by IS NOT NULL",
     )?;
     let rows = stmt
         .query_map([], |r| r.get(0))?
@@ -200,6 +201,8 @@ pub fn close_owner(conn: &Connection, owner: &str, now: i64) -> Result<Recovered
          WHERE status = 'running' AND owner = ?1",
     )?
     .execute(params![owner, now])?;
+    // Deliveries it was sending: due again at once (it may have sent them: at least once).
+    crate::outbox::release(conn, &[owner.to_string()], now)?;
     Ok(Recovered { runs, flows })
 }
 

@@ -293,6 +293,21 @@ const MIGRATIONS: &[&str] = &[
         UPDATE sessions SET rev = (SELECT n FROM session_revs) WHERE rowid = NEW.rowid;
     END;
     "#,
+    // 12: delivery state of the outbox (`switchboard_store::OutboxStatus`): attempts, when the
+    // row is due, the drain holding it and until when, the channel's message id, the last
+    // error. Rows queued before stay queued and are due at once.
+    r#"
+    ALTER TABLE outbox ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outbox ADD COLUMN next_at INTEGER;
+    ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+    ALTER TABLE outbox ADD COLUMN claim_until INTEGER;
+    ALTER TABLE outbox ADD COLUMN message_id TEXT;
+    ALTER TABLE outbox ADD COLUMN last_error TEXT;
+    ALTER TABLE outbox ADD COLUMN updated_at INTEGER;
+    -- What a drain looks for: rows not yet sent or given up, by when they are due.
+    CREATE INDEX outbox_due ON outbox(coalesce(next_at, 0), id)
+        WHERE status IN ('queued', 'retrying', 'sending');
+    "#,
 ];
 
 /// The migration after which the shown name may come from `origin.label`.

@@ -15,9 +15,10 @@ use super::{Storage, StorageError};
 use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
 use switchboard_store::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
-    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, PendingWrite, RefusedExchange, RunRow,
-    RunWrite, SessionEdit, SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced,
-    SpawnEnding, SpawnRow, Store, StoreError, StoredSession, TrafficRow, TranscriptRow,
+    NewLine, NewRunRecord, NewSpawn, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow,
+    PageFilter, PendingWrite, RefusedExchange, RunRow, RunWrite, SessionEdit, SessionScan,
+    SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, Store, StoreError,
+    StoredSession, TrafficRow, TranscriptRow,
 };
 use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
 use switchboard_store::{Revision, RevisionsPageRead};
@@ -613,6 +614,30 @@ impl Store for SqliteStore {
     async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError> {
         let key = session_key.to_string();
         self.read(move |c| outbox::outbox_of(c, &key)).await
+    }
+
+    async fn claim_outbox(&self, claim: OutboxClaim) -> Result<Vec<OutboxRow>, StoreError> {
+        self.write(move |c| outbox::claim(c, &claim)).await
+    }
+
+    async fn record_outbox(
+        &self,
+        id: i64,
+        owner: &str,
+        now: i64,
+        outcome: OutboxOutcome,
+    ) -> Result<bool, StoreError> {
+        let owner = owner.to_string();
+        self.write(move |c| outbox::record(c, id, &owner, now, &outcome))
+            .await
+    }
+
+    async fn list_outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, StoreError> {
+        self.read(move |c| outbox::list(c, query)).await
+    }
+
+    async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError> {
+        self.write(move |c| outbox::retry(c, id, now)).await
     }
 
     async fn find_idempotency_key(

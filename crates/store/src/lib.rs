@@ -10,6 +10,7 @@ pub mod line;
 pub mod nodes;
 pub mod notice;
 pub mod openclaw;
+mod outbox;
 mod scan;
 mod transfer;
 mod types;
@@ -18,12 +19,16 @@ pub use error::{StoreError, StoreErrorKind};
 pub use scan::{ScanChunk, ScanFeed, ScanRows, scan_channel};
 pub use types::{
     AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
-    NewLine, NewRunRecord, NewSpawn, OutboxRow, PageFilter, RefusedExchange, Revision, RevisionRow,
+    NewLine, NewRunRecord, NewSpawn, PageFilter, RefusedExchange, Revision, RevisionRow,
     RevisionsPageRead, RunEnding, RunRow, RunStart, RunWrite, SessionScan, SessionsPageRead,
     SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, SpawnState, StoredSession, TrafficRow,
     TranscriptRow,
 };
 
+pub use outbox::{
+    OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow, OutboxStatus,
+    OutcomeColumns, RELEASED_ERROR,
+};
 pub use transfer::{
     ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine, iso_timestamp, line_identity,
     sha_hex,
@@ -299,6 +304,29 @@ pub trait Store: Send + Sync {
 
     /// What was handed to channels for a session, oldest first.
     async fn outbox_of(&self, session_key: &str) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Claim due rows for sending (`OutboxClaim` says which), oldest first; each claimed
+    /// row's attempt is counted. Several drains (nodes) claiming at once never get one row
+    /// twice.
+    async fn claim_outbox(&self, claim: OutboxClaim) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Record a send's outcome for row `id` at `now`; false (nothing written) when the row
+    /// is no longer `sending` under `owner`'s claim.
+    async fn record_outbox(
+        &self,
+        id: i64,
+        owner: &str,
+        now: i64,
+        outcome: OutboxOutcome,
+    ) -> Result<bool, StoreError>;
+
+    /// Deliveries, newest first (`query` filters and bounds them).
+    async fn list_outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// Make a failed (or retrying) row due at `now` again with its attempts reset; the row
+    /// as it is now, `None` when there is no such row. A row in another status is returned
+    /// unchanged.
+    async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError>;
 
     // ---- idempotency ----
 

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::outbox::OutboxRow;
 use switchboard_types::api::{
     AnnounceOutcome, Cleanup, ExchangeEnd, ExchangeKind, ExchangeStatus, RunStatus, Step,
 };
@@ -205,24 +206,6 @@ pub struct SpawnRow {
     pub announced_at: Option<i64>,
     pub archive_at: Option<i64>,
     pub archived_at: Option<i64>,
-}
-
-/// A message handed to a channel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OutboxRow {
-    pub id: i64,
-    pub created_at: i64,
-    pub session_key: String,
-    pub kind: String,
-    pub channel: String,
-    pub to: String,
-    pub account_id: Option<String>,
-    pub thread_id: Option<String>,
-    pub text: String,
-    pub status: String,
-    pub run_id: Option<String>,
-    pub flow_id: Option<String>,
 }
 
 /// A send recorded under a key.

@@ -18,7 +18,15 @@ mod drill;
 mod rounds;
 mod sessions;
 mod transcript;
-use switchboard_types::api::{EngineEvent, SendKind, TranscriptQuery};
+use switchboard_types::api::{EngineEvent, OutboxStatus, SendKind, TranscriptQuery};
+
+/// The notice of a failed delivery: which, why, and the command that sends it again.
+fn delivery_failed(outbox_id: i64, channel: &str, error: Option<&str>) -> String {
+    format!(
+        "delivery {outbox_id} to {channel} failed: {}; `switchboard deliveries retry {outbox_id}` sends it again",
+        error.unwrap_or("no reason recorded")
+    )
+}
 
 /// Sessions loaded around the selection, so scrolling rarely waits for a load.
 const SESSION_WINDOW: usize = 400;
@@ -787,6 +795,14 @@ impl Console {
                     true,
                 );
             }
+            // A delivery given up on (its other states are for `switchboard deliveries`).
+            EngineEvent::DeliveryUpdated {
+                outbox_id,
+                channel,
+                status: OutboxStatus::Failed,
+                error,
+                ..
+            } => s.notice(delivery_failed(outbox_id, &channel, error.as_deref()), true),
             EngineEvent::ChainStopped {
                 hops,
                 max_hops,

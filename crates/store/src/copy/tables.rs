@@ -239,6 +239,13 @@ impl Table {
             text("status"),
             text_opt("run_id"),
             text_opt("flow_id"),
+            int("attempt"),
+            int_opt("next_at"),
+            text_opt("claimed_by"),
+            int_opt("claim_until"),
+            text_opt("message_id"),
+            text_opt("last_error"),
+            int_opt("updated_at"),
         ];
         const MARKS: &[Column] = &[
             text("session_key"),

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::delivery::OutboxStatus;
 use super::policy::PolicySetting;
 use super::wire::{
     AnnounceOutcome, Cleanup, ExchangeEnd, ExchangeStatus, RunStatus, SendKind, SpawnOutcome, Step,
@@ -148,6 +149,19 @@ pub enum EngineEvent {
         account_id: Option<String>,
         text: String,
         outbox_id: i64,
+    },
+    /// A delivery's status changed (a drain claimed, sent, retried or gave up on it, or
+    /// `deliveries retry` made it due again). `message_id`: the channel's id once sent;
+    /// `next_at`: when a retry is due (ms since the epoch); `error`: why it failed or waits.
+    #[serde(rename_all = "camelCase")]
+    DeliveryUpdated {
+        outbox_id: i64,
+        channel: String,
+        status: OutboxStatus,
+        attempt: u32,
+        message_id: Option<String>,
+        next_at: Option<i64>,
+        error: Option<String>,
     },
     /// The send policy allowed or refused something (`action`: `send` | `announce` |
     /// `reply`), and why. `requester` is the session that would have sent into `key` (a

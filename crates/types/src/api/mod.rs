@@ -2,6 +2,7 @@
 //! embedded `Engine` implements it; a gateway client will too, so every front end runs
 //! unchanged on a local or a remote engine. Front ends import this module, never the engine.
 
+mod delivery;
 mod events;
 mod message;
 mod policy;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use delivery::OutboxStatus;
 pub use events::EngineEvent;
 pub use message::{
     RUN_FAILED_NOTICE, SILENT_TOKENS, is_silent_reply, message_text, role_and_text, run_failure,

@@ -1,5 +1,5 @@
 //! The `channels` section, in OpenClaw's shape so an imported OpenClaw config keeps working
-//! (issue 29): `channels.telegram` is read here; keys this build does not use, in it and other
+//! (issue 29): `channels.telegram` and `channels.webhook.<name>` are read here; keys this build does not use, in it and other
 //! channels (`discord`, `whatsapp`, …), are kept and reported by `config check`
 //! (`warnings.rs`) rather than refused.
 
@@ -12,6 +12,9 @@ use serde_json::Value;
 #[serde(rename_all = "camelCase", default)]
 pub struct ChannelsConfig {
     pub telegram: Option<TelegramConfig>,
+    /// Generic webhooks by name: deliveries are POSTed to `url`, messages arrive at the
+    /// gateway's `POST /hooks/<name>`.
+    pub webhook: BTreeMap<String, super::model::WebhookChannelConfig>,
     /// Every other channel, as written.
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,

@@ -164,8 +164,57 @@ pub struct Config {
     /// Where the engine keeps its state (issue 28): the state folder's SQLite database
     /// unless `storage.url` names a PostgreSQL database.
     pub storage: StorageConfig,
-    /// Chat channels (issue 29), in OpenClaw's shape.
+    /// The chat channels the engine answers on (issue 29, "Channels"), in OpenClaw's shape:
+    /// `channels.<kind>…`.
     pub channels: super::channels::ChannelsConfig,
+}
+
+/// One `channels.webhook.<name>`.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct WebhookChannelConfig {
+    /// Off: neither sent to nor accepted (default on).
+    pub enabled: Option<bool>,
+    /// Where deliveries are POSTed (`http://` or `https://`).
+    pub url: String,
+    /// Signs outbound bodies (HMAC-SHA256) and is the inbound `Authorization: Bearer`.
+    pub secret: String,
+    /// How long the receiver has to answer (default 10 s).
+    pub timeout_seconds: Option<u64>,
+    pub retry: ChannelRetryConfig,
+}
+
+impl WebhookChannelConfig {
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+}
+
+impl std::fmt::Debug for WebhookChannelConfig {
+    // Never the secret (a config is logged at debug level in places).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookChannelConfig")
+            .field("enabled", &self.enabled)
+            .field("url", &self.url)
+            .field("secret", &"<redacted>")
+            .field("timeout_seconds", &self.timeout_seconds)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// A channel's `retry`: sends in all and the backoff between them (OpenClaw's names).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ChannelRetryConfig {
+    /// Sends in all, the first included (default 8).
+    pub attempts: Option<u32>,
+    /// The first retry's delay (default 1000).
+    pub min_delay_ms: Option<u64>,
+    /// The longest delay between two sends (default 300000).
+    pub max_delay_ms: Option<u64>,
+    /// Randomise delays so many failed deliveries do not retry together (default true).
+    pub jitter: Option<bool>,
 }
 
 /// The `storage` section: `url`, a `postgres://` URL, puts the engine's state in that
