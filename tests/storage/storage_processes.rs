@@ -178,7 +178,16 @@ fn lock_files_of_killed_processes_are_removed_and_live_ones_kept() {
             })
             .collect();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while folder.lock_files().len() < 6 {
+        // Claimed: their lock files renamed into place (a `.lock.new` is a claim under way,
+        // which a kill would leave for the sweep's grace period, not this test's).
+        let claimed = || {
+            folder
+                .lock_files()
+                .iter()
+                .filter(|f| f.ends_with(".lock"))
+                .count()
+        };
+        while claimed() < 6 {
             assert!(Instant::now() < deadline, "{:?}", folder.lock_files());
             std::thread::sleep(Duration::from_millis(10));
         }
