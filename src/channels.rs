@@ -74,10 +74,31 @@ pub fn adapters(config: &Config) -> Result<Vec<Arc<Adapter>>, ChannelsError> {
         .iter()
         .filter(|(_, h)| h.is_enabled())
         .collect();
-    if hooks.is_empty() {
+    let discord = config.channels.discord.as_ref().filter(|d| d.enabled);
+    if hooks.is_empty() && discord.is_none() {
         return Ok(adapters);
     }
     let http = http_client()?;
+    match discord.map(|d| (d.token(), d)) {
+        Some((Some(token), d)) => {
+            let root = d
+                .api_root
+                .as_deref()
+                .unwrap_or(switchboard_channels::discord::DEFAULT_API_ROOT);
+            let channel = switchboard_channels::discord::Discord::new(
+                &token,
+                root,
+                http.clone(),
+                DEFAULT_TIMEOUT,
+            );
+            adapters.push(Arc::new(Adapter::new(
+                Arc::new(channel),
+                RetryPolicy::default(),
+            )));
+        }
+        Some((None, _)) => tracing::warn!("the Discord channel is not started: no token"),
+        None => {}
+    }
     adapters.extend(hooks.into_iter().map(|(name, hook)| {
         let timeout = hook
             .timeout_seconds

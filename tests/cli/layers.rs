@@ -41,7 +41,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["switchboard-protocol", "switchboard-types"],
     ),
     // Telegram's Bot API and access rules; it knows nothing of the engine or the stores.
-    ("switchboard-telegram", &["switchboard-protocol"]),
+    (
+        "switchboard-telegram",
+        &["switchboard-protocol", "switchboard-types"],
+    ),
     // Several engines as one API: it knows only the API (the binary dials the gateways).
     ("switchboard-sources", &["switchboard-types"]),
     ("switchboard-tui", &["switchboard-types"]),

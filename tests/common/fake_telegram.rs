@@ -189,7 +189,7 @@ impl FakeTelegram {
     }
 
     async fn serve(&self, mut sock: tokio::net::TcpStream) {
-        let Some((path, body)) = read_post(&mut sock).await else {
+        let Some(Post { path, body, .. }) = read_post(&mut sock).await else {
             return;
         };
         let (status, answer) = self.answer(&path, &body).await;
@@ -319,29 +319,53 @@ fn error(code: u16, description: &str, parameters: Option<Value>) -> (u16, Strin
     (code, body.to_string())
 }
 
-/// One `POST`: its path and JSON body (`null` when it has none or it is not JSON).
-async fn read_post(sock: &mut tokio::net::TcpStream) -> Option<(String, Value)> {
+/// One request as the fakes read it.
+pub struct Post {
+    pub path: String,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`null` when there is none or it is not JSON).
+    pub body: Value,
+}
+
+impl Post {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request: its path, headers and JSON body.
+pub async fn read_post(sock: &mut tokio::net::TcpStream) -> Option<Post> {
     let mut data = Vec::new();
     let mut buf = [0u8; 4096];
-    let (head_len, length) = loop {
+    let head_len = loop {
         let n = sock.read(&mut buf).await.ok()?;
         if n == 0 {
             return None;
         }
         data.extend_from_slice(&buf[..n]);
         if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            break (end + 4, length);
+            break end + 4;
         }
         if data.len() > 64 * 1024 {
             return None;
         }
     };
+    let head = String::from_utf8_lossy(&data[..head_len]).to_string();
+    let mut lines = head.split("\r\n");
+    let path = lines.next()?.split(' ').nth(1)?.to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
     while data.len() < head_len + length {
         let n = sock.read(&mut buf).await.ok()?;
         if n == 0 {
@@ -349,8 +373,10 @@ async fn read_post(sock: &mut tokio::net::TcpStream) -> Option<(String, Value)> 
         }
         data.extend_from_slice(&buf[..n]);
     }
-    let first = String::from_utf8_lossy(&data[..head_len]).to_string();
-    let path = first.split(' ').nth(1)?.to_string();
     let body = serde_json::from_slice(&data[head_len..head_len + length]).unwrap_or(Value::Null);
-    Some((path, body))
+    Some(Post {
+        path,
+        headers,
+        body,
+    })
 }

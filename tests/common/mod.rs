@@ -245,6 +245,7 @@ pub fn bounded(mut c: Command) -> std::process::Output {
 
 pub mod console_driver;
 pub mod fake_api;
+pub mod fake_discord;
 pub mod fake_telegram;
 pub mod join;
 pub mod pg;

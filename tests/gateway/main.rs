@@ -13,6 +13,7 @@ mod gateway_process;
 #[path = "../gateway_support/mod.rs"]
 mod gateway_support;
 
+mod channel_discord;
 mod channel_telegram_bot;
 mod channel_telegram_serve;
 mod gateway_abort;

@@ -5,6 +5,7 @@
 //! drain beside the engine (which never calls an adapter).
 
 pub mod channel;
+pub mod discord;
 pub mod drain;
 pub mod retry;
 pub mod webhook;

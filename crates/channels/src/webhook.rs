@@ -130,7 +130,7 @@ impl Webhook {
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is not honoured: backoff then decides).
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
@@ -152,7 +152,7 @@ fn message_id_of(answer: &[u8]) -> Option<String> {
 }
 
 /// Up to `MAX_ANSWER` bytes of a response's body.
-async fn bounded_body(mut response: reqwest::Response) -> Vec<u8> {
+pub(crate) async fn bounded_body(mut response: reqwest::Response) -> Vec<u8> {
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = response.chunk().await {
         let room = MAX_ANSWER.saturating_sub(body.len());
@@ -165,7 +165,7 @@ async fn bounded_body(mut response: reqwest::Response) -> Vec<u8> {
 }
 
 /// A short, printable reason from a receiver's answer.
-fn reason_of(status: reqwest::StatusCode, body: &[u8]) -> String {
+pub(crate) fn reason_of(status: reqwest::StatusCode, body: &[u8]) -> String {
     let text: String = String::from_utf8_lossy(body)
         .chars()
         .filter(|c| !c.is_control())

@@ -622,6 +622,18 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
 
     out.extend(gateway_problems(&config.gateway, at));
     out.extend(super::gateways::problems(config, &at));
+    if let Some(discord) = config.channels.discord.as_ref().filter(|d| d.enabled)
+        && discord.token().is_none()
+    {
+        out.push((
+            at(&[k("channels"), k("discord"), k("token")]),
+            format!(
+                "missing: the Discord channel needs its bot's token, here or in ${}; or set \
+                 channels.discord.enabled to false",
+                switchboard_types::config::channels::DISCORD_TOKEN_ENV
+            ),
+        ));
+    }
     if let Some(telegram) = config.channels.telegram.as_ref().filter(|t| t.enabled) {
         let tg = |name: &str| at(&[k("channels"), k("telegram"), k(name)]);
         if telegram.token().is_none() {

@@ -7,5 +7,6 @@ pub mod config;
 pub mod entry;
 pub mod json_size;
 pub mod key;
+pub mod split;
 pub mod text_safety;
 pub mod words;

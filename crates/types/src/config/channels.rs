@@ -15,6 +15,7 @@ pub struct ChannelsConfig {
     /// Generic webhooks by name: deliveries are POSTed to `url`, messages arrive at the
     /// gateway's `POST /hooks/<name>`.
     pub webhook: BTreeMap<String, super::model::WebhookChannelConfig>,
+    pub discord: Option<DiscordConfig>,
     /// Every other channel, as written.
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -96,11 +97,7 @@ pub const TELEGRAM_TOKEN_ENV: &str = "TELEGRAM_BOT_TOKEN";
 impl TelegramConfig {
     /// The token: the config's, else the environment's.
     pub fn token(&self) -> Option<String> {
-        self.bot_token
-            .clone()
-            .filter(|t| !t.trim().is_empty())
-            .or_else(|| std::env::var(TELEGRAM_TOKEN_ENV).ok())
-            .filter(|t| !t.trim().is_empty())
+        token_or_env(&self.bot_token, TELEGRAM_TOKEN_ENV)
     }
 
     /// `allowFrom` as text (ids written as numbers included).
@@ -114,4 +111,58 @@ impl TelegramConfig {
             })
             .collect()
     }
+}
+
+/// `channels.discord` (outbound: deliveries to Discord channels; OpenClaw's other keys kept).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscordConfig {
+    pub enabled: bool,
+    /// The bot's token; `$DISCORD_BOT_TOKEN` when absent.
+    pub token: Option<String>,
+    /// Discord's API (`https://discord.com/api/v10` by default; a test's fake).
+    pub api_root: Option<String>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+impl Default for DiscordConfig {
+    fn default() -> Self {
+        DiscordConfig {
+            enabled: true,
+            token: None,
+            api_root: None,
+            other: BTreeMap::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for DiscordConfig {
+    // Never the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscordConfig")
+            .field("enabled", &self.enabled)
+            .field("api_root", &self.api_root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The environment variable Discord's token is read from when the config has none.
+pub const DISCORD_TOKEN_ENV: &str = "DISCORD_BOT_TOKEN";
+
+impl DiscordConfig {
+    /// The token: the config's, else the environment's.
+    pub fn token(&self) -> Option<String> {
+        token_or_env(&self.token, DISCORD_TOKEN_ENV)
+    }
+}
+
+/// A channel's secret: `written` unless blank, else the environment variable `env` unless
+/// blank.
+fn token_or_env(written: &Option<String>, env: &str) -> Option<String> {
+    written
+        .clone()
+        .filter(|t| !t.trim().is_empty())
+        .or_else(|| std::env::var(env).ok())
+        .filter(|t| !t.trim().is_empty())
 }

@@ -47,6 +47,16 @@ fn channel_warnings(config: &Config) -> Vec<ConfigWarning> {
             message: "this channel is OpenClaw's and not built here yet: kept, not used".into(),
         })
         .collect();
+    if let Some(discord) = &config.channels.discord {
+        out.extend(discord.other.keys().map(|key| {
+            ConfigWarning {
+                path: format!("channels.discord.{key}"),
+                message: "OpenClaw's setting, not used here (Discord is outbound only so far): \
+                      kept as written"
+                    .into(),
+            }
+        }));
+    }
     if let Some(telegram) = &config.channels.telegram {
         out.extend(telegram.other.keys().map(|key| ConfigWarning {
             path: format!("channels.telegram.{key}"),
