@@ -378,3 +378,94 @@ async fn telegram_messages_reach_their_sessions_and_replies_go_back_to_their_cha
     let texts = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
     assert_eq!(texts, ["hello", "re: hello", "and again", "re: and again"]);
 }
+
+/// A sessions_send exchange whose target is a Telegram group's session: its announce is
+/// queued for that group (kind `announce`) and sent there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchanges_announce_lands_in_the_targets_telegram_group() {
+    use switchboard::telegram::send;
+    let config = switchboard_config::load::parse_str(
+        r#"{
+          tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+          session: { agentToAgent: { maxPingPongTurns: 0 } },
+          agents: { list: [ { id: "main", default: true, model: "scripted", script: [
+            { when: { step: "message", text: "/^tell (\\S+) (.*)/" },
+              tools: [{ name: "sessions_send", args: { sessionKey: "$1", message: "$2" } }],
+              reply: "told" },
+            { when: { step: "announce" }, reply: "for the group: {{text}}" },
+            { reply: "ok: {{text}}" },
+          ] } ] },
+        }"#,
+    )
+    .expect("config");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = crate::common::open_engine(dir.path(), config).expect("engine");
+    let api = engine.start();
+    // The group's session exists, with its route, from a first message there.
+    let group = "agent:main:telegram:group:-1001";
+    let first = api
+        .send(switchboard_types::api::SendRequest {
+            key: group.into(),
+            text: "hello from the group".into(),
+            from: switchboard_types::api::Sender {
+                channel: Some("telegram".into()),
+                chat_type: Some("group".into()),
+                display_name: Some("Team".into()),
+                sender: Some("43".into()),
+                owner: false,
+            },
+            idempotency_key: None,
+        })
+        .await
+        .expect("group message");
+    assert!(
+        api.wait_work(first.work, Duration::from_secs(30))
+            .await
+            .expect("work")
+    );
+    let r = api
+        .send(crate::common::owner(
+            "agent:main:main",
+            &format!("tell {group} standup at 10"),
+        ))
+        .await
+        .expect("owner message");
+    assert!(
+        api.wait_work(r.work, Duration::from_secs(30))
+            .await
+            .expect("work")
+    );
+    tokio::time::timeout(Duration::from_secs(30), engine.idle())
+        .await
+        .expect("the exchange ended");
+    let rows = engine
+        .outbox(&switchboard_types::key::SessionKey::from_canonical(
+            group.to_string(),
+        ))
+        .await
+        .expect("outbox");
+    let announce: Vec<_> = rows.iter().filter(|r| r.kind == "announce").collect();
+    assert_eq!(announce.len(), 1, "{rows:?}");
+    assert_eq!(
+        (announce[0].channel.as_str(), announce[0].to.as_str()),
+        ("telegram", "group:-1001")
+    );
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bot = Bot::new(&fake.api_root, TOKEN).expect("bot");
+    send(
+        &bot,
+        &announce[0].to,
+        announce[0].thread_id.as_deref(),
+        &announce[0].text,
+    )
+    .await
+    .expect("sent");
+    let sent = fake.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].chat_id, -1001);
+    assert!(
+        sent[0].text.starts_with("for the group: "),
+        "{:?}",
+        sent[0].text
+    );
+}

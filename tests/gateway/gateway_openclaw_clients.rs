@@ -55,7 +55,13 @@ async fn chat_event(ws: &mut Ws, run_id: &str, state: &str, seen: &mut Vec<Value
     if let Some(found) = seen.iter().find(|f| is_chat(f, run_id, state)) {
         return found.clone();
     }
+    // Bounded as a whole: the gateway's ticks keep each `recv` within its own wait.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no chat {state} event for {run_id}; seen {seen:?}"
+        );
         let frame = recv(ws).await.expect("a chat event");
         if is_chat(&frame, run_id, state) {
             return frame;
@@ -298,7 +304,8 @@ async fn only_an_admin_client_sends_owner_commands() {
         "scopes": ["operator.read", "operator.write"],
     });
     let mut ws = connect_as(&gw.addr, writer).await;
-    let (res, _) = call(
+    // The events that came before the answer count too: a quick run's `final` can.
+    let (res, mut seen) = call(
         &mut ws,
         "w1",
         "chat.send",
@@ -310,7 +317,6 @@ async fn only_an_admin_client_sends_owner_commands() {
         .as_str()
         .expect("a run answers it")
         .to_string();
-    let mut seen = Vec::new();
     let fin = chat_event(&mut ws, &run_id, "final", &mut seen).await;
     assert_eq!(
         fin["payload"]["message"]["content"][0]["text"],
