@@ -85,6 +85,40 @@ impl Settings {
     }
 }
 
+/// Which engine may poll: Telegram allows one `getUpdates` poller per bot, so across the nodes
+/// of one database the poller holds the store's lane for its bot (`channel:telegram:<bot id>`)
+/// while it polls; the others wait, and one of them takes over when the poller's node dies
+/// (its lanes go with its take-over). On a store without nodes the lane is always free.
+pub struct PollLease {
+    pub store: Arc<dyn switchboard_store::Store>,
+    pub owner: String,
+}
+
+/// How often a node that does not hold the poll asks for it again.
+const LEASE_WAIT: Duration = Duration::from_secs(2);
+
+impl PollLease {
+    fn lane(settings: &Settings) -> String {
+        // The bot's id (before the token's colon) names the lane; the secret never does.
+        let bot = settings.token.split(':').next().unwrap_or_default();
+        format!("channel:{CHANNEL}:{bot}")
+    }
+
+    /// Wait until this engine may poll.
+    async fn acquire(&self, lane: &str) {
+        loop {
+            match self.store.claim_lane(lane, &self.owner).await {
+                Ok(switchboard_store::nodes::LaneClaim::Held) => return,
+                Ok(switchboard_store::nodes::LaneClaim::Busy { owner }) => {
+                    tracing::debug!(%owner, "another node polls Telegram; waiting");
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot ask for Telegram's poll"),
+            }
+            tokio::time::sleep(LEASE_WAIT).await;
+        }
+    }
+}
+
 /// Start the channel in the background for as long as the process runs (abort the handle to
 /// stop it: every step it takes is recorded before the next). It logs when it is up, and
 /// why it stopped (a refused token stops it; the others go on).
@@ -92,9 +126,12 @@ pub fn spawn(
     settings: Settings,
     api: Arc<dyn SessionsApi>,
     state_dir: &Path,
+    lease: PollLease,
 ) -> tokio::task::JoinHandle<()> {
     let state_dir = state_dir.to_path_buf();
     tokio::spawn(async move {
+        let lane = PollLease::lane(&settings);
+        lease.acquire(&lane).await;
         // Telegram away at start: tried again, 1 s doubling to a minute.
         let mut pauses = backon::BackoffBuilder::build(
             backon::ExponentialBuilder::default()
@@ -105,14 +142,14 @@ pub fn spawn(
         );
         loop {
             match run_inbound(&settings, api.clone(), &state_dir, std::future::pending()).await {
-                Ok(poll::Stopped::Asked) => return,
+                Ok(poll::Stopped::Asked) => break,
                 Ok(poll::Stopped::Revoked(why)) => {
                     tracing::error!(%why, "the Telegram channel stopped: its token was refused");
-                    return;
+                    break;
                 }
                 Err(e) if e.revoked() => {
                     tracing::error!(error = %e, "the Telegram channel cannot start: its token was refused");
-                    return;
+                    break;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the Telegram channel cannot start yet; retrying");
@@ -121,6 +158,7 @@ pub fn spawn(
                 }
             }
         }
+        lease.store.release_lane(&lane, &lease.owner).await;
     })
 }
 

@@ -65,7 +65,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     let metrics =
         super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
     metrics.watch_lease(engine.clone());
-    let inbound = start_inbound(&config, &api, &dir);
+    let inbound = start_inbound(&config, &api, &dir, &engine);
     say_log(&log);
     say_token(&source);
     // `--connect` on this machine offers the folder's token only to a port recorded here.
@@ -122,12 +122,22 @@ fn start_inbound(
     config: &switchboard_config::Config,
     api: &std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
     dir: &std::path::Path,
+    engine: &switchboard_engine::Engine,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut up = Vec::new();
     match switchboard::telegram::Settings::from_config(config) {
         Some(Ok(settings)) => {
             say(&format!("telegram channel: polling {}", settings.api_root));
-            up.push(switchboard::telegram::spawn(settings, api.clone(), dir));
+            let lease = switchboard::telegram::PollLease {
+                store: engine.backend(),
+                owner: engine.owner_id(),
+            };
+            up.push(switchboard::telegram::spawn(
+                settings,
+                api.clone(),
+                dir,
+                lease,
+            ));
         }
         Some(Err(why)) => say(&format!("telegram channel not started: {why}")),
         None => {}

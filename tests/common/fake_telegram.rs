@@ -58,6 +58,10 @@ struct State {
     calls: Vec<String>,
     /// The token is refused from now on (`revoke`).
     revoked: bool,
+    /// `getUpdates` calls being answered now, and the most at once: Telegram answers a second
+    /// poller of one bot with 409.
+    polling: usize,
+    max_polling: usize,
 }
 
 /// The fake server. Cheap to clone; it stops when the test's runtime does.
@@ -238,7 +242,23 @@ impl FakeTelegram {
         }
     }
 
+    /// The most `getUpdates` calls that were being answered at once.
+    pub fn max_polling(&self) -> usize {
+        self.state().max_polling
+    }
+
     async fn get_updates(&self, body: &Value) -> (u16, String) {
+        {
+            let mut s = self.state();
+            s.polling += 1;
+            s.max_polling = s.max_polling.max(s.polling);
+        }
+        let answer = self.poll_answer(body).await;
+        self.state().polling -= 1;
+        answer
+    }
+
+    async fn poll_answer(&self, body: &Value) -> (u16, String) {
         let offset = body["offset"].as_i64();
         let wait = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(50));
         let limit = body["limit"].as_u64().unwrap_or(100).clamp(1, 100) as usize;

@@ -51,9 +51,13 @@ impl Node {
     }
 
     fn start_with(url: &str, extra: &[&str]) -> Node {
+        Node::start_config(url, CONFIG, extra)
+    }
+
+    fn start_config(url: &str, config_text: &str, extra: &[&str]) -> Node {
         let root = tempfile::tempdir().expect("temp dir");
         let config = root.path().join("config.json5");
-        std::fs::write(&config, CONFIG).expect("config");
+        std::fs::write(&config, config_text).expect("config");
         let mut cmd = gateway_process::serve_command(root.path(), &config);
         cmd.args(extra).env("SWITCHBOARD_STORE", url);
         Node {
@@ -828,4 +832,79 @@ async fn nodes_whose_clocks_disagree_by_hours_keep_their_leases() {
         !texts.iter().any(|t| t.contains("engine stopped")),
         "nothing was interrupted: {texts:?}"
     );
+}
+
+/// Telegram allows one poller per bot: across nodes on one database one node polls (it holds
+/// the bot's lane), and when it dies another takes the poll over and the messages go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_node_polls_telegram_and_another_takes_over_when_it_dies() {
+    use crate::common::fake_telegram::FakeTelegram;
+    let Some(cluster) = pg::cluster_or_skip("one_node_polls_telegram") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    let bot = "777:nodes-test";
+    let fake = FakeTelegram::start(bot).await;
+    let config = CONFIG
+        .trim_end()
+        .trim_end_matches('}')
+        .trim_end_matches(|c: char| c == ',' || c.is_whitespace())
+        .to_string()
+        + &format!(
+            r#", channels: {{ telegram: {{ botToken: "{bot}", apiRoot: "{}", dmPolicy: "open" }} }} }}"#,
+            fake.api_root
+        );
+    let mut nodes = [
+        Node::start_config(&url, &config, &[]),
+        Node::start_config(&url, &config, &[]),
+    ];
+    let lane = "SELECT owner FROM lanes WHERE session_key = 'channel:telegram:777'";
+    let deadline = tokio::time::Instant::now() + HANG;
+    let poller = loop {
+        let owner = one(cluster, &url, lane);
+        if !owner.is_empty() {
+            break owner;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "nobody polls");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let answered = |api: Arc<dyn SessionsApi>, text: &'static str| async move {
+        let deadline = tokio::time::Instant::now() + HANG;
+        loop {
+            let texts = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
+            if texts.iter().any(|t| t == &format!("main got: {text}")) {
+                return texts;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{text} not answered: {texts:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let (_link, api) = attach(nodes[0].url()).await;
+    fake.direct(42, "Ann", "first");
+    answered(api, "first").await;
+    assert_eq!(fake.max_polling(), 1, "two nodes polled at once");
+
+    // The poller dies; the other node takes the poll over once the lease runs out.
+    let dead = nodes
+        .iter()
+        .position(|n| n.lock_files().contains(&format!("{poller}.lock")))
+        .expect("the poller is one of the nodes");
+    nodes[dead].kill_hard();
+    let (_survivor_link, survivor) = attach(nodes[1 - dead].url()).await;
+    fake.direct(42, "Ann", "second");
+    let texts = answered(survivor, "second").await;
+    assert_eq!(
+        texts.iter().filter(|t| *t == "first").count(),
+        1,
+        "{texts:?}"
+    );
+    assert_eq!(
+        texts.iter().filter(|t| *t == "second").count(),
+        1,
+        "{texts:?}"
+    );
+    assert_ne!(one(cluster, &url, lane), poller, "the survivor polls now");
 }
