@@ -10,7 +10,9 @@
 //!
 //! Run: `cargo bench --bench gateway_hostile` (`HOSTILE_SECS=10` for a quick look).
 
-use std::io::{BufRead, BufReader};
+#[path = "support/serve_process.rs"]
+mod serve_process;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -64,29 +66,8 @@ fn serve() -> Serve {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn serve");
-    let err = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(err).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("serve printed its address")
-            .expect("line");
-        if let Some(rest) = line.split("listening on ws://").nth(1) {
-            break rest.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let addr = serve_process::listening_addr(&mut child);
     Serve { child, addr, dir }
-}
-
-/// Resident memory of `pid`, in MB.
-fn rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// CPU time (user + system) of `pid` so far, in seconds.
@@ -191,10 +172,10 @@ async fn senders(addr: &str, until: Instant) -> usize {
 async fn memory(secs: u64) {
     let s = serve();
     let pid = s.child.id();
-    let cold = rss_mb(pid);
+    let cold = serve_process::rss_mib(pid);
     senders(&s.addr, Instant::now() + Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let idle = rss_mb(pid);
+    let idle = serve_process::rss_mib(pid);
     let mut readers = Vec::new();
     for _ in 0..1000 {
         let Some(mut ws) = connect(&s.addr, TOKEN).await else {
@@ -222,14 +203,14 @@ async fn memory(secs: u64) {
     });
     let mut peak = idle;
     while Instant::now() < until {
-        peak = peak.max(rss_mb(pid));
+        peak = peak.max(serve_process::rss_mib(pid));
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let sends = load.await.unwrap_or(0);
-    peak = peak.max(rss_mb(pid));
+    peak = peak.max(serve_process::rss_mib(pid));
     drop(readers);
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let after = rss_mb(pid);
+    let after = serve_process::rss_mib(pid);
     println!(
         "memory: {connected} non-reading subscribers + 4 senders ({sends} sends of 16 KiB) for \
          {secs} s: RSS cold {cold:.0} MB, idle after warm-up {idle:.0} MB, peak {peak:.0} MB, \

@@ -15,11 +15,13 @@
 //! as the tests start theirs (fsync off: figures of the nodes, not of a disk). Run:
 //! `cargo bench --bench nodes` (`NODES_KILLS=10` for a shorter failover run).
 
+#[path = "support/serve_process.rs"]
+mod serve_process;
+
 #[path = "../tests/common/pg.rs"]
 #[allow(dead_code)]
 mod pg;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -82,19 +84,7 @@ impl Node {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn serve");
-        let err = child.stderr.take().expect("stderr");
-        let mut lines = BufReader::new(err).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("serve said where it listens")
-                .expect("stderr");
-            if let Some(rest) = line.split("listening on ws://").nth(1) {
-                break rest.trim().to_string();
-            }
-        };
-        // Keep reading so the pipe never fills.
-        std::thread::spawn(move || for _ in lines {});
+        let addr = serve_process::listening_addr(&mut child);
         Node {
             child,
             addr,
@@ -117,13 +107,7 @@ impl Node {
 
     /// Resident memory, in MiB.
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
+        serve_process::rss_mib(self.child.id())
     }
 
     /// The node's id: the name of the lock file its process holds in `instances/`.

@@ -254,11 +254,6 @@ impl EngineInbox {
             .ok()
             .and_then(|s| s.trim().parse().ok())
     }
-
-    /// Messages ignored so far.
-    pub fn ignored_count(&self) -> u64 {
-        self.ignored.load(Ordering::Relaxed)
-    }
 }
 
 impl Inbox for EngineInbox {
@@ -312,8 +307,8 @@ impl Inbox for EngineInbox {
     }
 
     fn ignored(&self, why: Ignored) {
-        self.ignored.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(why = why.as_str(), "a Telegram message was ignored");
+        let so_far = self.ignored.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::debug!(why = why.as_str(), so_far, "a Telegram message was ignored");
     }
 }
 

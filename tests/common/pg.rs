@@ -111,24 +111,23 @@ impl Cluster {
         format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
     }
 
-    /// Run `sql` in `db` with psql over the socket; panics with psql's message on failure.
-    pub fn sql(&self, db: &str, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-X",
-                "-q",
-                "-A",
-                "-t",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-U",
-                "postgres",
-            ])
+    /// psql on `db` over the socket, as the superuser, stopping at the first error.
+    fn psql(&self, db: &str) -> Command {
+        let mut cmd = Command::new(self.bin.join("psql"));
+        cmd.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "postgres"])
             .arg("-h")
             .arg(&self.socket_dir)
             .arg("-p")
             .arg(self.port.to_string())
-            .args(["-d", db, "-c", sql])
+            .args(["-d", db]);
+        cmd
+    }
+
+    /// Run `sql` in `db` with psql over the socket; panics with psql's message on failure.
+    pub fn sql(&self, db: &str, sql: &str) -> String {
+        let out = self
+            .psql(db)
+            .args(["-A", "-t", "-c", sql])
             .output()
             .expect("psql runs");
         assert!(
@@ -144,14 +143,8 @@ impl Cluster {
     /// Run the psql script `file` in `db` with `-v name=value` for each of `vars`; panics
     /// with psql's message on failure.
     pub fn script(&self, db: &str, file: &std::path::Path, vars: &[(&str, &str)]) {
-        let mut cmd = Command::new(self.bin.join("psql"));
-        cmd.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "postgres"])
-            .arg("-h")
-            .arg(&self.socket_dir)
-            .arg("-p")
-            .arg(self.port.to_string())
-            .args(["-d", db, "-f"])
-            .arg(file);
+        let mut cmd = self.psql(db);
+        cmd.arg("-f").arg(file);
         for (name, value) in vars {
             cmd.arg("-v").arg(format!("{name}={value}"));
         }
@@ -173,23 +166,9 @@ impl Cluster {
 
     /// `rows`, or psql's message when the statement fails (a table not made yet).
     pub fn try_rows(&self, db: &str, sql: &str) -> Result<Vec<Vec<String>>, String> {
-        let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-X",
-                "-q",
-                "-A",
-                "-t",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-U",
-                "postgres",
-            ])
-            .args(["-F", "\u{1f}", "-R", "\u{1e}"])
-            .arg("-h")
-            .arg(&self.socket_dir)
-            .arg("-p")
-            .arg(self.port.to_string())
-            .args(["-d", db, "-c", sql])
+        let out = self
+            .psql(db)
+            .args(["-A", "-t", "-F", "\u{1f}", "-R", "\u{1e}", "-c", sql])
             .output()
             .expect("psql runs");
         if !out.status.success() {

@@ -43,13 +43,7 @@ async fn a_link_to_two_nodes_fails_over_when_its_node_dies() {
 
     let mut state = api.link().expect("a link").state;
     a.kill_hard();
-    tokio::time::timeout(
-        HANG,
-        state.wait_for(|s| matches!(s, LinkState::Connected { resynced: true, .. })),
-    )
-    .await
-    .expect("reattached in time")
-    .expect("state");
+    until_resynced(&mut state).await;
     assert_eq!(
         switchboard_remote::rpc::Rpc::target(link.as_ref()),
         format!("ws://{}", b.addr),
@@ -74,4 +68,15 @@ async fn a_link_to_two_nodes_fails_over_when_its_node_dies() {
     }
     let _ = b.child.kill();
     let _ = b.child.wait();
+}
+
+/// Until the link under `state` has reattached and resynced (bounded by a minute).
+pub(crate) async fn until_resynced(state: &mut tokio::sync::watch::Receiver<LinkState>) {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        state.wait_for(|s| matches!(s, LinkState::Connected { resynced: true, .. })),
+    )
+    .await
+    .expect("reattached in time")
+    .expect("state");
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_remote::{Link, LinkOptions, RemoteApi};
-use switchboard_types::api::{EngineEvent, LinkState, SessionsApi, Step, StreamItem};
+use switchboard_types::api::{EngineEvent, SessionsApi, Step, StreamItem};
 
 /// main asks work; work's reply round is slow, so a node can die (or stop) inside it.
 const CONFIG: &str = r#"{
@@ -215,13 +215,7 @@ async fn three_nodes_share_one_database_and_a_dead_nodes_exchange_ends_once_on_a
     let mut state = via_a.link().expect("a link").state;
     a.kill_hard();
     // The client moves to b.
-    tokio::time::timeout(
-        HANG,
-        state.wait_for(|s| matches!(s, LinkState::Connected { resynced: true, .. })),
-    )
-    .await
-    .expect("reattached in time")
-    .expect("state");
+    crate::remote_failover::until_resynced(&mut state).await;
     assert_eq!(
         switchboard_remote::rpc::Rpc::target(link.as_ref()),
         b.url(),
