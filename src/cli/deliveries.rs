@@ -1,39 +1,23 @@
 //! `switchboard deliveries`: what was handed to channels and how each delivery stands
 //! (queued, sending, sent with the channel's message id, retrying with the next attempt,
 //! failed with the reason), newest first; `deliveries retry ID` makes a failed one due now.
-//! Read from the local store (the gateway protocol has no outbox method yet).
+//! Through the API, so `--connect` lists and retries a gateway's deliveries.
+
+use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
 use serde_json::json;
-use switchboard_store::{OutboxQuery, OutboxRow, OutboxStatus};
-use switchboard_types::api::time::now_ms;
+use switchboard_types::api::{OutboxQuery, OutboxRow, OutboxStatus, SessionsApi};
 use switchboard_types::text_safety::safe_line;
 
 use super::args::{Cli, DeliveriesArgs, DeliveriesCommand};
 use super::print::{local_time, print_columns, print_json};
-use super::{EXIT_USAGE, ExitError};
+use super::{EXIT_USAGE, ExitError, api_error};
 
 pub async fn run(cli: &Cli, args: &DeliveriesArgs) -> Result<()> {
     match &args.retry {
         Some(DeliveriesCommand::Retry { id }) => retry(cli, *id).await,
         None => list(cli, args).await,
-    }
-}
-
-/// The status column: the word, and when a retry is due or why it failed.
-fn state(row: &OutboxRow, now: i64) -> String {
-    match row.status {
-        OutboxStatus::Retrying => match row.next_at {
-            Some(at) if at > now => {
-                format!("retrying (next attempt in {} s)", (at - now + 999) / 1000)
-            }
-            _ => "retrying (due now)".to_string(),
-        },
-        OutboxStatus::Sent => match &row.message_id {
-            Some(id) => format!("sent ({id})"),
-            None => "sent".to_string(),
-        },
-        s => s.as_str().to_string(),
     }
 }
 
@@ -44,14 +28,15 @@ fn json_row(row: &OutboxRow) -> serde_json::Value {
 }
 
 async fn list(cli: &Cli, args: &DeliveriesArgs) -> Result<()> {
-    let engine = cli.open_engine_for_reading()?;
-    let rows = engine
-        .backend()
-        .list_outbox(OutboxQuery {
+    let api = cli.reading_api().await?;
+    let rows = api
+        .deliveries(OutboxQuery {
             failed_only: args.failed,
             limit: args.limit,
+            ..OutboxQuery::default()
         })
-        .await?;
+        .await
+        .map_err(api_error)?;
     if args.json {
         return print_json(&serde_json::Value::Array(
             rows.iter().map(json_row).collect(),
@@ -66,7 +51,7 @@ async fn list(cli: &Cli, args: &DeliveriesArgs) -> Result<()> {
         eprintln!("no {what}");
         return Ok(());
     }
-    let now = now_ms();
+    let now = switchboard_types::api::time::now_ms();
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -74,7 +59,11 @@ async fn list(cli: &Cli, args: &DeliveriesArgs) -> Result<()> {
                 r.id.to_string(),
                 local_time(r.created_at),
                 safe_line(&format!("{}:{}", r.channel, r.to)).into_owned(),
-                state(r, now),
+                // The reason has its own column.
+                match r.status {
+                    OutboxStatus::Failed => "failed".to_string(),
+                    _ => r.state_words(now),
+                },
                 r.attempt.to_string(),
                 safe_line(r.last_error.as_deref().unwrap_or("-")).into_owned(),
                 safe_line(&r.session_key).into_owned(),
@@ -98,8 +87,14 @@ async fn list(cli: &Cli, args: &DeliveriesArgs) -> Result<()> {
 }
 
 async fn retry(cli: &Cli, id: i64) -> Result<()> {
-    let engine = cli.open_engine()?;
-    let Some(row) = engine.backend().retry_outbox(id, now_ms()).await? else {
+    // Here: this folder's engine, not started (the running `serve` drains it); else the
+    // gateway's.
+    let api: Arc<dyn SessionsApi> = if cli.is_local()? {
+        Arc::new(cli.open_engine()?)
+    } else {
+        cli.reading_api().await?
+    };
+    let Some(row) = api.retry_delivery(id).await.map_err(api_error)? else {
         return Err(ExitError {
             code: EXIT_USAGE,
             message: format!(
@@ -110,7 +105,6 @@ async fn retry(cli: &Cli, id: i64) -> Result<()> {
     };
     match row.status {
         OutboxStatus::Queued => {
-            engine.delivery_updated(&row);
             println!(
                 "delivery {id} is queued again; the running `switchboard serve` sends it \
                  through {}:{}",

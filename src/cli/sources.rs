@@ -69,6 +69,11 @@ impl Cli {
     /// The sources this command line and `config` name. Refusals here are usage errors
     /// (exit 2): a bad name, plain and named `--connect` mixed, a plain `--token` that
     /// several gateways could take.
+    /// This state folder's engine alone (no gateway on the command line or in the config).
+    pub(crate) fn is_local(&self) -> Result<bool> {
+        Ok(matches!(self.plan(&self.load_config()?)?, Plan::Local))
+    }
+
     pub(crate) fn plan(&self, config: &Config) -> Result<Plan> {
         let mut named = Vec::new();
         let mut plain = Vec::new();

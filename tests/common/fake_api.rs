@@ -31,6 +31,8 @@ pub struct Data {
     /// What `traffic` answers (counts per pair and minute); `None`: "unavailable", as an
     /// engine without traffic history answers.
     pub traffic: Option<Vec<TrafficCount>>,
+    /// The outbox, newest first; `None`: deliveries not recorded (as an OpenClaw gateway).
+    pub deliveries: Option<Vec<OutboxRow>>,
     /// Answer every page newest first, whatever order was asked (an engine or gateway that
     /// predates `SessionsQuery::order`).
     pub ignore_order: bool,
@@ -508,6 +510,38 @@ impl SessionsApi for FakeApi {
         self.wait_turn().await;
         let data = self.data.lock().expect("fake lock");
         Ok(data.exchange_details.get(id).cloned())
+    }
+
+    async fn deliveries(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, ApiError> {
+        self.wait_turn().await;
+        let data = self.data.lock().expect("fake lock");
+        let Some(rows) = &data.deliveries else {
+            return Err(ApiError::Unavailable("no outbox here".into()));
+        };
+        Ok(rows
+            .iter()
+            .filter(|r| !query.failed_only || r.status == OutboxStatus::Failed)
+            .filter(|r| {
+                query
+                    .session_key
+                    .as_ref()
+                    .is_none_or(|k| &r.session_key == k)
+            })
+            .filter(|r| query.flow_id.is_none() || r.flow_id == query.flow_id)
+            .take(query.limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn delivery_counts(&self) -> Result<Option<DeliveryCounts>, ApiError> {
+        let data = self.data.lock().expect("fake lock");
+        Ok(data.deliveries.as_ref().map(|rows| {
+            let mut c = DeliveryCounts::default();
+            for r in rows {
+                c.add(r.status, 1);
+            }
+            c
+        }))
     }
 
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {

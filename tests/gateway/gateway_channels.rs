@@ -2,7 +2,7 @@
 //! message POSTed to `serve`'s `/hooks/<name>` is answered by the agent and the reply is
 //! POSTed, signed, to a local receiver; a 429 with Retry-After is waited out; 500s until the
 //! last attempt fail the delivery, which `deliveries --failed` lists and `deliveries retry`
-//! sends; a 401 stops that channel (said in the log and by `deliveries`) and not the
+//! sends (both run over `--connect`, through the gateway's API); a 401 stops that channel (said in the log and by `deliveries`) and not the
 //! others; a `serve` killed with deliveries in flight, restarted, sends every one.
 
 use std::io::{Read, Write};
@@ -77,12 +77,12 @@ fn say(g: &Gateway, conversation: &str, text: &str) {
     assert_eq!(code, 202, "{body}");
 }
 
-/// `switchboard <args>` on the gateway's state folder and config; stdout.
-fn cli(g: &Gateway, args: &[&str]) -> String {
+/// `switchboard <args>` with this state folder and config; stdout (it must succeed).
+fn run(dir: &std::path::Path, args: &[&str]) -> String {
     let out = Command::new(BIN)
         .args(args)
-        .env("SWITCHBOARD_STATE_DIR", g.dir.path().join("state"))
-        .env("SWITCHBOARD_CONFIG", g.dir.path().join("config.json5"))
+        .env("SWITCHBOARD_STATE_DIR", dir.join("state"))
+        .env("SWITCHBOARD_CONFIG", dir.join("config.json5"))
         .env_remove("SWITCHBOARD_STORE")
         .output()
         .expect("run switchboard");
@@ -92,6 +92,22 @@ fn cli(g: &Gateway, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `switchboard <args>` on the gateway's state folder and config; stdout.
+fn cli(g: &Gateway, args: &[&str]) -> String {
+    run(g.dir.path(), args)
+}
+
+/// `switchboard --connect <gateway> <args>`: the command run on the gateway's engine
+/// through its API (from another folder, so nothing is read locally); stdout.
+fn remote_cli(g: &Gateway, args: &[&str]) -> String {
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::write(elsewhere.path().join("config.json5"), "{}").expect("config");
+    let url = format!("ws://{}", g.addr);
+    let mut all = vec!["--connect", &url, "--token", gateway_process::TOKEN];
+    all.extend_from_slice(args);
+    run(elsewhere.path(), &all)
 }
 
 fn deliveries(g: &Gateway) -> Vec<Value> {
@@ -246,7 +262,7 @@ fn a_429_is_waited_out_for_its_retry_after_then_the_delivery_is_sent() {
 }
 
 #[test]
-fn five_hundreds_until_the_last_attempt_fail_it_and_retry_id_sends_it() {
+fn five_hundreds_until_the_last_attempt_fail_it_and_retry_id_sends_it_over_connect() {
     let receiver = Receiver::start();
     receiver.script(Vec::new(), Some(Answer::status(500)));
     let g = gateway_process::start_with_config(&config(&[("ops", &receiver)], 3, 10), &[]);
@@ -261,7 +277,7 @@ fn five_hundreds_until_the_last_attempt_fail_it_and_retry_id_sends_it() {
         error.contains("500") && error.contains("gave up after 3 attempts"),
         "{error}"
     );
-    let failed = cli(&g, &["deliveries", "--failed"]);
+    let failed = remote_cli(&g, &["deliveries", "--failed"]);
     let id = rows[0]["id"].to_string();
     assert!(
         failed.contains("failed") && failed.contains("500"),
@@ -273,13 +289,13 @@ fn five_hundreds_until_the_last_attempt_fail_it_and_retry_id_sends_it() {
     );
 
     receiver.script(Vec::new(), Some(Answer::ok()));
-    let said = cli(&g, &["deliveries", "retry", &id]);
+    let said = remote_cli(&g, &["deliveries", "retry", &id]);
     assert!(said.contains("queued again"), "{said}");
     receiver.wait_for(4, WAIT);
     wait_deliveries(&g, "sent after retry ID", |rows| {
         rows.first().is_some_and(|r| r["status"] == "sent")
     });
-    assert!(cli(&g, &["deliveries", "--failed", "--json"]).trim() == "[]");
+    assert!(remote_cli(&g, &["deliveries", "--failed", "--json"]).trim() == "[]");
 }
 
 #[test]

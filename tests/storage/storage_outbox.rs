@@ -136,6 +136,7 @@ async fn the_delivery_state_machine(store: Arc<dyn Store>) {
         .list_outbox(OutboxQuery {
             failed_only: false,
             limit: 100,
+            ..OutboxQuery::default()
         })
         .await
         .expect("list");
@@ -152,12 +153,48 @@ async fn the_delivery_state_machine(store: Arc<dyn Store>) {
         .list_outbox(OutboxQuery {
             failed_only: true,
             limit: 100,
+            ..OutboxQuery::default()
         })
         .await
         .expect("list failed");
     assert_eq!(
         failed_only.iter().map(|r| r.id).collect::<Vec<_>>(),
         vec![third]
+    );
+    // One session's rows (the console's transcript marks), one exchange's (its announce).
+    let announce = store
+        .insert_outbox(OutboxRow {
+            kind: "announce".into(),
+            flow_id: Some("flow-7".into()),
+            // A channel the claims below do not take.
+            channel: "telegram".into(),
+            ..row(2)
+        })
+        .await
+        .expect("queue");
+    let of = |session: &str, flow: Option<&str>| OutboxQuery {
+        limit: 100,
+        session_key: Some(session.into()),
+        flow_id: flow.map(str::to_string),
+        ..OutboxQuery::default()
+    };
+    let ids_of = |rows: Vec<OutboxRow>| rows.iter().map(|r| r.id).collect::<Vec<_>>();
+    let session = store
+        .list_outbox(of("hook:ops:c2", None))
+        .await
+        .expect("list");
+    assert_eq!(ids_of(session), vec![announce, third], "newest first");
+    let flow = store
+        .list_outbox(of("hook:ops:c2", Some("flow-7")))
+        .await
+        .expect("list");
+    assert_eq!(ids_of(flow), vec![announce]);
+    let counts = store.count_outbox().await.expect("count");
+    assert_eq!(
+        (counts.queued, counts.sent, counts.retrying, counts.failed),
+        // The held row waits as retrying.
+        (2, 1, 2, 1),
+        "{counts:?}"
     );
 
     // Due in order of their time: the held one at 50, the retry at 100.

@@ -11,6 +11,7 @@ mod openclaw_record;
 
 mod tui_composer;
 mod tui_console;
+mod tui_deliveries;
 mod tui_drill;
 mod tui_exchanges;
 mod tui_header_link;

@@ -182,6 +182,8 @@ fn the_status_card_says_how_long_ago_in_words() {
             detail: Some(d),
             children: Vec::new(),
             scanned: 0,
+            deliveries: None,
+            counts: None,
         };
         let rows = switchboard_tui::cards::status_rows(&info, false, NOW, None);
         let runtime = rows
@@ -252,6 +254,8 @@ fn the_status_card() {
                 )),
                 children: vec!["agent:main:subagent:7f3e".into()],
                 scanned: 4,
+                deliveries: None,
+                counts: None,
             })),
         });
         let shown = text(&render(&c.state, w, h));

@@ -106,6 +106,7 @@ fn detail() -> ExchangeDetail {
             channel: Some("slack".into()),
             to: Some("group:incidents".into()),
             detail: "delivered to slack group:incidents".into(),
+            delivery: None,
         }),
         summary: s,
     }

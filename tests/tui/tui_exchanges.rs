@@ -153,6 +153,7 @@ fn detail_x4() -> ExchangeDetail {
             channel: Some("slack".into()),
             to: Some("group:incidents".into()),
             detail: "queued for slack group:incidents".into(),
+            delivery: None,
         }),
         summary: s,
     }

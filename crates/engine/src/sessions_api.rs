@@ -14,6 +14,9 @@ use switchboard_types::key::SessionKey;
 /// milliseconds; a stuck disk must not hold the caller forever).
 const ABORT_SETTLE: Duration = Duration::from_secs(10);
 
+/// The most deliveries one `deliveries` call returns.
+pub const MAX_DELIVERIES: u32 = 1000;
+
 impl From<ToolError> for ApiError {
     fn from(e: ToolError) -> ApiError {
         match e {
@@ -216,6 +219,29 @@ impl SessionsApi for Engine {
 
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
         Ok(self.exchanges.traffic_since(since).await?)
+    }
+
+    async fn deliveries(&self, mut query: OutboxQuery) -> Result<Vec<OutboxRow>, ApiError> {
+        // A gateway client asks for as many as it likes; a page is bounded.
+        query.limit = query.limit.clamp(1, MAX_DELIVERIES);
+        Ok(self.store().backend().list_outbox(query).await?)
+    }
+
+    async fn delivery_counts(&self) -> Result<Option<DeliveryCounts>, ApiError> {
+        Ok(Some(self.store().backend().count_outbox().await?))
+    }
+
+    async fn retry_delivery(&self, id: i64) -> Result<Option<OutboxRow>, ApiError> {
+        let row = self
+            .store()
+            .backend()
+            .retry_outbox(id, time::now_ms())
+            .await?;
+        if let Some(row) = row.as_ref().filter(|r| r.status == OutboxStatus::Queued) {
+            // The console and the drain hear of it: the drain wakes and sends it.
+            self.delivery_updated(row);
+        }
+        Ok(row)
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

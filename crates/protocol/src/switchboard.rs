@@ -66,6 +66,12 @@ pub mod method {
     pub const EXCHANGE: &str = "switchboard.exchange";
     /// `TrafficParams` → `TrafficResult`
     pub const TRAFFIC: &str = "switchboard.traffic";
+    /// `api::OutboxQuery` → `DeliveriesResult`
+    pub const DELIVERIES: &str = "switchboard.deliveries";
+    /// `{}` → `DeliveryCountsResult`
+    pub const DELIVERY_COUNTS: &str = "switchboard.deliveryCounts";
+    /// `DeliveryParams` → `api::OutboxRow | null`
+    pub const RETRY_DELIVERY: &str = "switchboard.retryDelivery";
     /// `{}` → `SubscribeResult`; then `switchboard.event` frames until the connection ends.
     pub const SUBSCRIBE: &str = "switchboard.subscribe";
 
@@ -89,11 +95,22 @@ pub mod method {
         EXCHANGES,
         EXCHANGE,
         TRAFFIC,
+        DELIVERIES,
+        DELIVERY_COUNTS,
+        RETRY_DELIVERY,
         SUBSCRIBE,
     ];
 
     /// Methods that change state: refused on a read-only connection.
-    pub const WRITES: &[&str] = &[SEND, CALL_TOOL, PATCH, AGENT_SENDS, DELETE, ABORT];
+    pub const WRITES: &[&str] = &[
+        SEND,
+        CALL_TOOL,
+        PATCH,
+        AGENT_SENDS,
+        DELETE,
+        ABORT,
+        RETRY_DELIVERY,
+    ];
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +153,29 @@ pub struct TrafficParams {
 #[serde(rename_all = "camelCase")]
 pub struct TrafficResult {
     pub counts: Vec<switchboard_types::api::TrafficCount>,
+}
+
+/// `switchboard.deliveries`: newest first; `left_out` of them did not fit in the frame (the
+/// oldest of the page).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveriesResult {
+    pub deliveries: Vec<switchboard_types::api::OutboxRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryCountsResult {
+    /// Absent where deliveries are not recorded.
+    pub counts: Option<switchboard_types::api::DeliveryCounts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryParams {
+    pub id: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

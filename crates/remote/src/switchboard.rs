@@ -16,16 +16,17 @@ use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use switchboard_protocol::switchboard::{
-    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, EVENT, ExchangeParams, GAP,
-    GapPayload, KeyParams, ResolveParams, StillRunningResult, TrafficParams, TrafficResult,
-    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
+    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, DeliveriesResult,
+    DeliveryCountsResult, DeliveryParams, EVENT, ExchangeParams, GAP, GapPayload, KeyParams,
+    ResolveParams, StillRunningResult, TrafficParams, TrafficResult, WaitRunParams, WaitWorkParams,
+    WaitWorkResult, WorkParams, decode, method,
 };
 use switchboard_types::api::{
-    AbortOutcome, AgentInfo, AgentSendsResult, ApiError, EventStream, ExchangeDetail,
-    ExchangesPage, ExchangesQuery, Fed, KeyPurpose, Link, PatchRequest, PatchResult, ResolvedKey,
-    RunResult, SendReceipt, SendRequest, Sequenced, SessionDetail, SessionsApi, SessionsPage,
-    SessionsQuery, Status, ToolCall, ToolResult, TrafficCount, TranscriptPage, TranscriptQuery,
-    WorkId,
+    AbortOutcome, AgentInfo, AgentSendsResult, ApiError, DeliveryCounts, EventStream,
+    ExchangeDetail, ExchangesPage, ExchangesQuery, Fed, KeyPurpose, Link, OutboxQuery, OutboxRow,
+    PatchRequest, PatchResult, ResolvedKey, RunResult, SendReceipt, SendRequest, Sequenced,
+    SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
+    TrafficCount, TranscriptPage, TranscriptQuery, WorkId,
 };
 
 /// The longest one wait request asks the server for: well inside the link's request
@@ -266,6 +267,21 @@ impl SessionsApi for RemoteApi {
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {
         let r: TrafficResult = self.call(method::TRAFFIC, TrafficParams { since }).await?;
         Ok(r.counts)
+    }
+
+    async fn deliveries(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, ApiError> {
+        let r: DeliveriesResult = self.call(method::DELIVERIES, query).await?;
+        Ok(r.deliveries)
+    }
+
+    async fn delivery_counts(&self) -> Result<Option<DeliveryCounts>, ApiError> {
+        let r: DeliveryCountsResult = self.call(method::DELIVERY_COUNTS, json!({})).await?;
+        Ok(r.counts)
+    }
+
+    async fn retry_delivery(&self, id: i64) -> Result<Option<OutboxRow>, ApiError> {
+        self.call(method::RETRY_DELIVERY, DeliveryParams { id })
+            .await
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

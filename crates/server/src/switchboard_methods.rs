@@ -11,13 +11,14 @@ use serde_json::{Value, json};
 use super::fit;
 use switchboard_protocol::ErrorShape;
 use switchboard_protocol::switchboard::{
-    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, ExchangeParams, KeyParams,
-    ResolveParams, StillRunningItem, StillRunningResult, TrafficParams, TrafficResult,
-    WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape, method,
+    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, DeliveryCountsResult,
+    DeliveryParams, ExchangeParams, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
+    TrafficParams, TrafficResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams,
+    decode, error_shape, method,
 };
 use switchboard_types::api::{
-    ApiError, ExchangesQuery, PatchRequest, SendRequest, SessionsApi, SessionsQuery, ToolCall,
-    TranscriptQuery,
+    ApiError, ExchangesQuery, OutboxQuery, PatchRequest, SendRequest, SessionsApi, SessionsQuery,
+    ToolCall, TranscriptQuery,
 };
 
 /// The longest a `waitRun`/`waitWork` may hold a request open: a client asking for more
@@ -69,6 +70,30 @@ fn fit_transcript(page: &mut Value, max_payload: usize) {
     if paged.dropped > 0 {
         page["leftOut"] = json!(paged.dropped);
     }
+}
+
+/// A page of deliveries (newest first) fitted to the frame: its oldest rows left out, and
+/// counted, when their texts (an agent's 100 KB reply each) would not fit.
+fn fit_deliveries(rows: Value, max_payload: usize) -> Value {
+    let mut rows = match rows {
+        Value::Array(rows) => rows,
+        _ => Vec::new(),
+    };
+    // `fit::page` keeps the end of the list: the newest, once reversed.
+    rows.reverse();
+    let mut page = json!({ "deliveries": rows });
+    let paged = fit::page_field(&mut page, "deliveries", fit::budget(max_payload), |row| {
+        let mut row = row.clone();
+        row["text"] = json!("[omitted: message too large for the gateway's frame limit]");
+        row
+    });
+    if let Some(Value::Array(rows)) = page.get_mut("deliveries") {
+        rows.reverse();
+    }
+    if paged.dropped > 0 {
+        page["leftOut"] = json!(paged.dropped);
+    }
+    page
 }
 
 fn limit(ms: u64) -> Duration {
@@ -142,6 +167,15 @@ async fn answer(
             .traffic(p::<TrafficParams>(m, v)?.since)
             .await
             .map(|counts| TrafficResult { counts })),
+        method::DELIVERIES => {
+            let rows = out(api.deliveries(p::<OutboxQuery>(m, v)?).await)?;
+            Ok(fit_deliveries(rows, max_payload))
+        }
+        method::DELIVERY_COUNTS => out(api
+            .delivery_counts()
+            .await
+            .map(|counts| DeliveryCountsResult { counts })),
+        method::RETRY_DELIVERY => out(api.retry_delivery(p::<DeliveryParams>(m, v)?.id).await),
         other => Err(bad(format!("unknown method: {other}"))),
     }
 }
@@ -150,6 +184,27 @@ async fn answer(
 mod tests {
     use super::*;
     use switchboard_types::api::TranscriptPage;
+
+    #[test]
+    fn a_page_of_deliveries_over_the_frame_keeps_the_newest_and_counts_the_rest() {
+        // Newest first, each with a 100 KB reply: forty do not fit in 512 KiB.
+        let rows: Vec<Value> = (0..40)
+            .rev()
+            .map(|id| json!({"id": id, "status": "failed", "text": "x".repeat(100_000)}))
+            .collect();
+        let page = fit_deliveries(Value::Array(rows), 512 * 1024);
+        assert!(serde_json::to_string(&page).expect("json").len() <= 512 * 1024);
+        let ids: Vec<i64> = page["deliveries"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .filter_map(|r| r["id"].as_i64())
+            .collect();
+        assert_eq!(ids.first(), Some(&39), "the newest is kept, first: {ids:?}");
+        assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+        assert!(ids.len() < 40);
+        assert_eq!(page["leftOut"].as_u64(), Some(40 - ids.len() as u64));
+    }
 
     #[test]
     fn a_transcript_page_over_the_frame_leaves_its_oldest_lines_out() {

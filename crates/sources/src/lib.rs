@@ -17,11 +17,11 @@ use async_trait::async_trait;
 use futures_util::future::{BoxFuture, join_all};
 use switchboard_types::api::source::{SourceInfo, SourceKind, check_name};
 use switchboard_types::api::{
-    AbortOutcome, AgentInfo, AgentSendsResult, ApiError, EventStream, ExchangeDetail,
-    ExchangesPage, ExchangesQuery, Fed, KeyPurpose, LinkState, PatchRequest, PatchResult,
-    ResolvedKey, RunResult, SendReceipt, SendRequest, SessionDetail, SessionsApi, SessionsPage,
-    SessionsQuery, Status, ToolCall, ToolResult, TrafficCount, TranscriptPage, TranscriptQuery,
-    WorkId,
+    AbortOutcome, AgentInfo, AgentSendsResult, ApiError, DeliveryCounts, EventStream,
+    ExchangeDetail, ExchangesPage, ExchangesQuery, Fed, KeyPurpose, LinkState, OutboxQuery,
+    OutboxRow, PatchRequest, PatchResult, ResolvedKey, RunResult, SendReceipt, SendRequest,
+    SessionDetail, SessionsApi, SessionsPage, SessionsQuery, Status, ToolCall, ToolResult,
+    TrafficCount, TranscriptPage, TranscriptQuery, WorkId,
 };
 use tokio::sync::watch;
 
@@ -924,6 +924,48 @@ impl SessionsApi for Sources {
             slot.q().exchange(d);
         }
         Ok(d)
+    }
+
+    async fn deliveries(&self, mut query: OutboxQuery) -> Result<Vec<OutboxRow>, ApiError> {
+        // A delivery's id is its own source's: one session's are listed from its source, a
+        // list of all would mix ids that `retry` could not tell apart.
+        let Some(key) = query.session_key.clone() else {
+            return Err(ApiError::BadInput(
+                "with several sources, deliveries are listed per gateway: connect to one \
+                 (--connect NAME=URL alone)"
+                    .into(),
+            ));
+        };
+        let (i, key) = self.route(&key).await?;
+        query.session_key = Some(key);
+        self.slots[i].api()?.deliveries(query).await
+    }
+
+    async fn delivery_counts(&self) -> Result<Option<DeliveryCounts>, ApiError> {
+        let answers = join_all(self.slots.iter().map(|s| async move {
+            match s.api() {
+                Ok(api) => s.bounded(api.delivery_counts()).await.ok().flatten(),
+                Err(_) => None,
+            }
+        }))
+        .await;
+        let mut total: Option<DeliveryCounts> = None;
+        for c in answers.into_iter().flatten() {
+            let t = total.get_or_insert_with(DeliveryCounts::default);
+            for (status, n) in c.by_status() {
+                t.add(status, n);
+            }
+        }
+        Ok(total)
+    }
+
+    async fn retry_delivery(&self, id: i64) -> Result<Option<OutboxRow>, ApiError> {
+        let _ = id;
+        Err(ApiError::BadInput(
+            "with several sources, a delivery is retried on its gateway: connect to that one \
+             (--connect NAME=URL alone)"
+                .into(),
+        ))
     }
 
     async fn traffic(&self, since: i64) -> Result<Vec<TrafficCount>, ApiError> {

@@ -10,8 +10,8 @@ use crate::error::PgError;
 use crate::sessions::{exec, row, rows};
 use crate::text::{pg, pg_opt};
 use switchboard_store::{
-    OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow, OutboxStatus,
-    RELEASED_ERROR,
+    DeliveryCounts, OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow,
+    OutboxStatus, RELEASED_ERROR,
 };
 
 pub async fn insert_outbox(c: &ClientWrapper, o: &OutboxRow) -> Result<i64, PgError> {
@@ -141,18 +141,47 @@ pub async fn record(
 }
 
 pub async fn list(c: &ClientWrapper, q: OutboxQuery) -> Result<Vec<OutboxRow>, PgError> {
+    // Only the filters asked for are in the statement (and only their parameters passed),
+    // so a session's rows are found by its index rather than a scan.
+    let limit = i64::from(q.limit);
+    let mut filters = vec!["(NOT $1 OR status = 'failed')".to_string()];
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&q.failed_only, &limit];
+    if let Some(key) = &q.session_key {
+        params.push(key);
+        filters.push(format!("session_key = ${}", params.len()));
+    }
+    if let Some(flow) = &q.flow_id {
+        params.push(flow);
+        filters.push(format!("flow_id = ${}", params.len()));
+    }
     rows(
         c,
         &format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE (NOT $1 OR status = 'failed')
-             ORDER BY id DESC LIMIT $2"
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE {} ORDER BY id DESC LIMIT $2",
+            filters.join(" AND ")
         ),
-        &[&q.failed_only, &i64::from(q.limit)],
+        &params,
     )
     .await?
     .iter()
     .map(row_of)
     .collect()
+}
+
+pub async fn count(c: &ClientWrapper) -> Result<DeliveryCounts, PgError> {
+    let mut counts = DeliveryCounts::default();
+    for r in rows(
+        c,
+        "SELECT status, count(*) FROM outbox GROUP BY status",
+        &[],
+    )
+    .await?
+    {
+        let status: String = r.try_get(0)?;
+        let n: i64 = r.try_get(1)?;
+        counts.add(OutboxStatus::parse(&status), u64::try_from(n).unwrap_or(0));
+    }
+    Ok(counts)
 }
 
 pub async fn retry(c: &ClientWrapper, id: i64, now: i64) -> Result<Option<OutboxRow>, PgError> {

@@ -13,12 +13,12 @@ use crate::{PgStore, nodes, outbox, records, transcript};
 use switchboard_store::line::{PreparedLine, finish_rows};
 use switchboard_store::nodes::{LaneClaim, Relayed, Standing, TakenOver};
 use switchboard_store::{
-    AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, ImportMark, ImportOutcome,
-    InboundWrite, KeyRow, MergeCommit, NewExchange, NewImport, NewLine, NewSpawn, OutboxClaim,
-    OutboxOutcome, OutboxQuery, OutboxRow, PageFilter, PendingWrite, RawLine, RefusedExchange,
-    Revision, RevisionsPageRead, RunRow, RunWrite, ScanRows, SessionEdit, SessionScan,
-    SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, SpawnState, Store,
-    StoreError, StoredSession, TrafficRow, TranscriptRow, scan_channel,
+    AnnounceRecord, Appended, DeliveryCounts, ExchangePageQuery, ExchangeRow, ImportMark,
+    ImportOutcome, InboundWrite, KeyRow, MergeCommit, NewExchange, NewImport, NewLine, NewSpawn,
+    OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow, PageFilter, PendingWrite, RawLine,
+    RefusedExchange, Revision, RevisionsPageRead, RunRow, RunWrite, ScanRows, SessionEdit,
+    SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
+    SpawnState, Store, StoreError, StoredSession, TrafficRow, TranscriptRow, scan_channel,
 };
 use switchboard_types::api::EngineEvent;
 
@@ -648,6 +648,10 @@ impl Store for PgStore {
     async fn list_outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, StoreError> {
         self.read(move |c| async move { outbox::list(&c, query).await })
             .await
+    }
+
+    async fn count_outbox(&self) -> Result<DeliveryCounts, StoreError> {
+        self.read(|c| async move { outbox::count(&c).await }).await
     }
 
     async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError> {

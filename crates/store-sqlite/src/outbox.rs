@@ -6,7 +6,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::error::StorageError;
 pub use switchboard_store::OutboxRow;
 use switchboard_store::{
-    OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxStatus, RELEASED_ERROR,
+    DeliveryCounts, OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxStatus,
+    RELEASED_ERROR,
 };
 
 pub fn insert_outbox(conn: &Connection, o: &OutboxRow) -> Result<i64, StorageError> {
@@ -121,14 +122,38 @@ pub fn record(
 }
 
 pub fn list(conn: &Connection, q: OutboxQuery) -> Result<Vec<OutboxRow>, StorageError> {
+    // Only the filters asked for are in the statement (and only their parameters bound),
+    // so a session's rows are found by its index rather than a scan.
+    let mut filters = vec!["(?1 = 0 OR status = 'failed')".to_string()];
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![&q.failed_only, &q.limit];
+    if let Some(key) = &q.session_key {
+        params.push(key);
+        filters.push(format!("session_key = ?{}", params.len()));
+    }
+    if let Some(flow) = &q.flow_id {
+        params.push(flow);
+        filters.push(format!("flow_id = ?{}", params.len()));
+    }
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE (?1 = 0 OR status = 'failed')
-         ORDER BY id DESC LIMIT ?2"
+        "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE {} ORDER BY id DESC LIMIT ?2",
+        filters.join(" AND ")
     ))?;
     let rows = stmt
-        .query_map(params![q.failed_only, q.limit], row_of)?
+        .query_map(params.as_slice(), row_of)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+pub fn count(conn: &Connection) -> Result<DeliveryCounts, StorageError> {
+    let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM outbox GROUP BY status")?;
+    let mut counts = DeliveryCounts::default();
+    let mut query = stmt.query([])?;
+    while let Some(r) = query.next()? {
+        let status: String = r.get(0)?;
+        let n: i64 = r.get(1)?;
+        counts.add(OutboxStatus::parse(&status), u64::try_from(n).unwrap_or(0));
+    }
+    Ok(counts)
 }
 
 pub fn retry(conn: &Connection, id: i64, now: i64) -> Result<Option<OutboxRow>, StorageError> {

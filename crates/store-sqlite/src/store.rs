@@ -14,11 +14,11 @@ use super::queries::PreparedLine;
 use super::{Storage, StorageError};
 use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
 use switchboard_store::{
-    AnnounceRecord, Appended, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow, NewExchange,
-    NewLine, NewRunRecord, NewSpawn, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow,
-    PageFilter, PendingWrite, RefusedExchange, RunRow, RunWrite, SessionEdit, SessionScan,
-    SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, Store, StoreError,
-    StoredSession, TrafficRow, TranscriptRow,
+    AnnounceRecord, Appended, DeliveryCounts, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow,
+    NewExchange, NewLine, NewRunRecord, NewSpawn, OutboxClaim, OutboxOutcome, OutboxQuery,
+    OutboxRow, PageFilter, PendingWrite, RefusedExchange, RunRow, RunWrite, SessionEdit,
+    SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow, Store,
+    StoreError, StoredSession, TrafficRow, TranscriptRow,
 };
 use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
 use switchboard_store::{Revision, RevisionsPageRead};
@@ -634,6 +634,10 @@ impl Store for SqliteStore {
 
     async fn list_outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, StoreError> {
         self.read(move |c| outbox::list(c, query)).await
+    }
+
+    async fn count_outbox(&self) -> Result<DeliveryCounts, StoreError> {
+        self.read(outbox::count).await
     }
 
     async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError> {

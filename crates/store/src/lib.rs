@@ -26,8 +26,8 @@ pub use types::{
 };
 
 pub use outbox::{
-    OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow, OutboxStatus,
-    OutcomeColumns, RELEASED_ERROR,
+    DeliveryCounts, OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow,
+    OutboxStatus, OutcomeColumns, RELEASED_ERROR,
 };
 pub use transfer::{
     ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine, iso_timestamp, line_identity,
@@ -322,6 +322,9 @@ pub trait Store: Send + Sync {
 
     /// Deliveries, newest first (`query` filters and bounds them).
     async fn list_outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, StoreError>;
+
+    /// How many deliveries stand in each status.
+    async fn count_outbox(&self) -> Result<DeliveryCounts, StoreError>;
 
     /// Make a failed (or retrying) row due at `now` again with its attempts reset; the row
     /// as it is now, `None` when there is no such row. A row in another status is returned

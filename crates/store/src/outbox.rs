@@ -3,42 +3,7 @@
 //! performs on it (claim due rows, record what the channel answered, list, retry).
 //! docs/ARCHITECTURE.md, "Channels", says why each status exists.
 
-use serde::Serialize;
-
-pub use switchboard_types::api::OutboxStatus;
-
-/// A message handed to a channel, and how its delivery stands.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OutboxRow {
-    pub id: i64,
-    pub created_at: i64,
-    pub session_key: String,
-    pub kind: String,
-    pub channel: String,
-    pub to: String,
-    pub account_id: Option<String>,
-    pub thread_id: Option<String>,
-    pub text: String,
-    pub status: OutboxStatus,
-    pub run_id: Option<String>,
-    pub flow_id: Option<String>,
-    /// Sends started so far (a claim counts one).
-    pub attempt: u32,
-    /// When the row is due (queued / retrying), ms since the epoch.
-    pub next_at: Option<i64>,
-    /// The engine instance sending it (status `sending`).
-    pub claimed_by: Option<String>,
-    /// When a `sending` claim lapses and another drain may take the row (its owner is
-    /// presumed dead).
-    pub claim_until: Option<i64>,
-    /// The channel's id of the sent message.
-    pub message_id: Option<String>,
-    /// Why the last attempt failed, or why the row waits (channel stopped).
-    pub last_error: Option<String>,
-    /// When the status last changed.
-    pub updated_at: Option<i64>,
-}
+pub use switchboard_types::api::{DeliveryCounts, OutboxQuery, OutboxRow, OutboxStatus};
 
 /// A drain's claim: up to `limit` due rows of `channels`, marked `sending` by `owner` until
 /// `claim_until`. Due: queued or retrying with `next_at <= now`, or `sending` under a claim
@@ -125,14 +90,6 @@ impl OutboxOutcome {
 
 /// What a row left `sending` by a dead engine says until it is sent again.
 pub const RELEASED_ERROR: &str = "the engine sending it stopped before recording the outcome";
-
-/// Which rows `list_outbox` returns, newest first.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OutboxQuery {
-    /// Only `failed` rows.
-    pub failed_only: bool,
-    pub limit: u32,
-}
 
 /// The columns every outbox read selects, in `OutboxRow`'s order (both stores read them by
 /// position).

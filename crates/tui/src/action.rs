@@ -2,8 +2,8 @@
 //! results of background work (tagged with what they were for), all on one queue so `update` is the only place state changes.
 
 use switchboard_types::api::{
-    AbortOutcome, AgentInfo, ApiError, EngineEvent, ExchangeDetail, ExchangesPage, SessionsPage,
-    TrafficCount, TranscriptPage,
+    AbortOutcome, AgentInfo, ApiError, DeliveryCounts, EngineEvent, ExchangeDetail, ExchangesPage,
+    OutboxRow, SessionsPage, TrafficCount, TranscriptPage,
 };
 
 /// A user intent, named as in the keymap file.
@@ -279,6 +279,13 @@ pub enum Action {
         key: String,
         result: Box<Result<TranscriptPage, ApiError>>,
     },
+    /// The deliveries of session `key`.
+    DeliveriesLoaded {
+        key: String,
+        result: Box<Result<Vec<OutboxRow>, ApiError>>,
+    },
+    /// How many deliveries stand in each status.
+    DeliveryCountsLoaded(Box<Result<Option<DeliveryCounts>, ApiError>>),
     /// The configured agents (composer completion, the `/agents` picker).
     AgentsLoaded(Box<Result<Vec<AgentInfo>, ApiError>>),
     /// What `/status` asked about `key`.

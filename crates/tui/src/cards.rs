@@ -10,7 +10,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::action::Action;
 use super::effects::Effect;
 use switchboard_types::api::{
-    AgentInfo, ApiError, KeyPurpose, SendRequest, Sender, SessionDetail, SessionsApi, SessionsQuery,
+    AgentInfo, ApiError, DeliveryCounts, KeyPurpose, OutboxQuery, OutboxRow, SendRequest, Sender,
+    SessionDetail, SessionsApi, SessionsQuery,
 };
 
 /// How many of the newest sessions `/status` looks through for a session's children (the
@@ -36,6 +37,10 @@ pub struct StatusInfo {
     pub children: Vec<String>,
     /// How many sessions were looked through for children (the newest ones).
     pub scanned: usize,
+    /// The session's newest deliveries (`None`: the engine records none).
+    pub deliveries: Option<Vec<OutboxRow>>,
+    /// The engine's deliveries per status (`None`: it records none).
+    pub counts: Option<DeliveryCounts>,
 }
 
 /// What `/new` found and did: the session's canonical key, whether it existed, and whether
@@ -125,6 +130,15 @@ pub fn status_rows(
         info.children.join(", ")
     };
     rows.push(("children".into(), children));
+    if let Some(d) = &info.deliveries {
+        rows.push((
+            "deliveries".into(),
+            crate::deliveries::Deliveries::summary(d),
+        ));
+    }
+    if let Some(c) = &info.counts {
+        rows.push(("all deliveries".into(), crate::deliveries::counts_words(c)));
+    }
     rows
 }
 
@@ -218,10 +232,20 @@ async fn status_info(api: &dyn SessionsApi, key: &str) -> Result<StatusInfo, Api
         })
         .map(|r| r.display_key.clone())
         .collect();
+    // Where the engine keeps no outbox (an OpenClaw gateway), the card says nothing of it.
+    let query = OutboxQuery {
+        limit: crate::deliveries::SESSION_ROWS,
+        session_key: Some(key.to_string()),
+        ..OutboxQuery::default()
+    };
+    let deliveries = api.deliveries(query).await.ok();
+    let counts = api.delivery_counts().await.ok().flatten();
     Ok(StatusInfo {
         detail,
         children,
         scanned: page.rows.len(),
+        deliveries,
+        counts,
     })
 }
 

@@ -9,7 +9,8 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use super::action::Action;
 use switchboard_types::api::{
-    ExchangesQuery, SendRequest, Sender, SessionsApi, SessionsQuery, ToolCall, TranscriptQuery,
+    ExchangesQuery, OutboxQuery, SendRequest, Sender, SessionsApi, SessionsQuery, ToolCall,
+    TranscriptQuery,
 };
 
 /// Work `update` asks for; it never does it itself.
@@ -58,6 +59,10 @@ pub enum Effect {
     /// `/new`: resolve `raw` as a session to send into and, with `text`, send the first
     /// message (which starts it).
     NewSession { raw: String, text: Option<String> },
+    /// The deliveries of session `key` (the selected one), for its transcript's marks.
+    LoadDeliveries { key: String },
+    /// How many deliveries stand in each status (the header, `/status`).
+    LoadDeliveryCounts,
     /// Put this text on the owner's clipboard (OSC 52): written to the terminal by the
     /// loop, which owns it; the runner has nothing to do for it.
     Copy { text: String },
@@ -192,6 +197,23 @@ impl Runner {
                         Err(e) => Action::Flash(format!("{tool}: {e}"), true),
                     };
                     let _ = tx.send(report);
+                });
+            }
+            Effect::LoadDeliveries { key } => {
+                tokio::spawn(async move {
+                    let query = OutboxQuery {
+                        limit: crate::deliveries::SESSION_ROWS,
+                        session_key: Some(key.clone()),
+                        ..OutboxQuery::default()
+                    };
+                    let result = Box::new(api.deliveries(query).await);
+                    let _ = tx.send(Action::DeliveriesLoaded { key, result });
+                });
+            }
+            Effect::LoadDeliveryCounts => {
+                tokio::spawn(async move {
+                    let result = Box::new(api.delivery_counts().await);
+                    let _ = tx.send(Action::DeliveryCountsLoaded(result));
                 });
             }
             Effect::Copy { .. } => {}

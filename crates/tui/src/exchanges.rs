@@ -348,6 +348,12 @@ impl Exchanges {
     }
 }
 
+/// A delivery's words from the channel (its error, its message id) made safe for the screen.
+fn safe_delivery(row: &mut switchboard_types::api::OutboxRow) {
+    row.last_error = row.last_error.as_deref().map(|e| safe_line(e).into_owned());
+    row.message_id = row.message_id.as_deref().map(|m| safe_line(m).into_owned());
+}
+
 /// The exchange view (Enter on an exchange): its summary from the list at once, the full
 /// exchange when loaded.
 #[derive(Debug, Clone)]
@@ -419,6 +425,11 @@ impl ExchangeView {
                 if let Some(a) = &mut d.announce {
                     a.text = a.text.as_deref().map(|t| safe_text(t).into_owned());
                     a.detail = safe_line(&a.detail).into_owned();
+                    if let Some(row) = &mut a.delivery {
+                        // The text is the announce's, beside it; the rest is the channel's.
+                        row.text.clear();
+                        safe_delivery(row);
+                    }
                 }
                 self.summary = d.summary.clone();
                 self.detail = Some(d);
@@ -450,6 +461,20 @@ impl ExchangeView {
             EngineEvent::SessionDeleted { key } => {
                 if key == &self.summary.requester || key == &self.summary.target {
                     self.notice = Some(format!("{} was deleted.", safe_line(key)));
+                }
+                false
+            }
+            EngineEvent::DeliveryUpdated { .. } => {
+                // The announce's delivery moved on: shown as it is, no reload.
+                let row = self
+                    .detail
+                    .as_mut()
+                    .and_then(|d| d.announce.as_mut())
+                    .and_then(|a| a.delivery.as_mut());
+                if let Some(row) = row
+                    && row.apply(e)
+                {
+                    safe_delivery(row);
                 }
                 false
             }

@@ -10,6 +10,7 @@ pub mod clipboard;
 pub mod command_line;
 pub mod complete;
 pub mod composer;
+pub mod deliveries;
 pub mod drill;
 pub mod effects;
 pub mod exchanges;

@@ -136,6 +136,8 @@ pub struct State {
     pub drill: Option<crate::drill::Drill>,
     /// Sessions' display names by key, for rows that name sessions outside their pane.
     pub names: crate::names::Names,
+    /// How deliveries to channels stand: the counts, the selected session's.
+    pub deliveries: crate::deliveries::Deliveries,
 }
 
 impl State {
@@ -169,6 +171,7 @@ impl State {
             traffic: Default::default(),
             drill: None,
             names: Default::default(),
+            deliveries: crate::deliveries::Deliveries::new(),
         }
     }
 

@@ -129,10 +129,12 @@ impl Console {
             Action::Click(x, y) => self.click(x, y),
             Action::Engine(e) => {
                 self.state.traffic.event(&e, self.state.now_ms);
+                self.state.deliveries.event(&e);
                 self.engine_event(*e)
             }
             Action::Lagged => {
                 self.state.traffic.lagged();
+                self.state.deliveries.missed();
                 self.state.transcript.streams.events_missed();
                 self.reload_all()
             }
@@ -155,6 +157,8 @@ impl Console {
                 result,
             } => self.transcript_loaded(generation, key, *result),
             Action::AgentsLoaded(result) => self.agents_loaded(*result),
+            Action::DeliveriesLoaded { key, result } => self.state.deliveries.loaded(&key, *result),
+            Action::DeliveryCountsLoaded(result) => self.state.deliveries.counted(*result),
             Action::StatusLoaded { key, result } => self.status_loaded(key, *result),
             Action::Aborted { key, result } => self.aborted(key, *result),
             Action::Halted(results) => self.halted(results),
@@ -258,6 +262,14 @@ impl Console {
             }
         }
         self.state.sessions.selected_policy = self.selected_row().map(|r| r.policy_line());
+        if self.state.deliveries.select(selected.as_deref())
+            && let Some(key) = &selected
+        {
+            effects.push(Effect::LoadDeliveries { key: key.clone() });
+        }
+        if self.state.deliveries.take_count() {
+            effects.push(Effect::LoadDeliveryCounts);
+        }
         effects.extend(self.exchanges_refresh());
         effects.extend(self.drill_refresh());
         if let Some((generation, since)) = self.state.traffic.wanted_load(self.state.now_ms) {

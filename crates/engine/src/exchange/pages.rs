@@ -4,7 +4,8 @@
 use super::Exchanges;
 use switchboard_types::api::{
     AnnounceOutcome, ExchangeAnnounce, ExchangeDetail, ExchangeEnd, ExchangeKind, ExchangeStatus,
-    ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, RunStatus, Step, TrafficCount,
+    ExchangeSummary, ExchangeTurn, ExchangesPage, ExchangesQuery, OutboxQuery, RunStatus, Step,
+    TrafficCount,
 };
 use switchboard_store::{ExchangePageQuery, ExchangeRow, RunRow, StoreError};
 
@@ -49,7 +50,27 @@ impl Exchanges {
             .filter(|r| matches!(r.step, Step::Message | Step::Reply))
             .map(|r| turn(&flow, r))
             .collect();
-        let announce = announce_of(&flow, announce_run.as_ref());
+        let mut announce = announce_of(&flow, announce_run.as_ref());
+        if let Some(a) = announce
+            .as_mut()
+            .filter(|a| a.outcome == AnnounceOutcome::Delivered)
+        {
+            // The announce's row is the target's, marked with the exchange.
+            let query = OutboxQuery {
+                limit: 1,
+                session_key: Some(flow.target.clone()),
+                flow_id: Some(flow.flow_id.clone()),
+                ..OutboxQuery::default()
+            };
+            a.delivery = self
+                .ctx
+                .store()
+                .backend()
+                .list_outbox(query)
+                .await?
+                .into_iter()
+                .next();
+        }
         Ok(Some(ExchangeDetail {
             summary: summary(flow),
             turns,
@@ -124,6 +145,7 @@ fn announce_of(f: &ExchangeRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce
             channel: a.channel.clone(),
             to: a.to.clone(),
             detail: a.detail.clone(),
+            delivery: None,
         });
     }
     if f.kind != ExchangeKind::Send {
@@ -140,6 +162,7 @@ fn announce_of(f: &ExchangeRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce
             channel: None,
             to: None,
             detail: format!("announce run {} {}", r.run_id, r.status),
+            delivery: None,
         }),
         (None, ExchangeStatus::Running) => None,
         _ => Some(ExchangeAnnounce {
@@ -151,6 +174,7 @@ fn announce_of(f: &ExchangeRow, run: Option<&RunRow>) -> Option<ExchangeAnnounce
                 "no announce: the exchange ended {}",
                 f.ended_reason.map_or("early", ExchangeEnd::as_str)
             ),
+            delivery: None,
         }),
     }
 }

@@ -1352,6 +1352,7 @@ fn announce_of(
     match announce_item(b, records) {
         Some((_, Item::Hidden)) => Some(ExchangeAnnounce {
             outcome: AnnounceOutcome::Skipped,
+            delivery: None,
             text: None,
             channel: None,
             to: None,
@@ -1362,6 +1363,7 @@ fn announce_of(
         Some((_, Item::Reply(Said { text, error, .. }))) => Some(match (error, route) {
             (Some(e), _) => ExchangeAnnounce {
                 outcome: AnnounceOutcome::Failed,
+                delivery: None,
                 text: None,
                 channel: None,
                 to: None,
@@ -1369,6 +1371,7 @@ fn announce_of(
             },
             (None, Some((channel, to))) => ExchangeAnnounce {
                 outcome: AnnounceOutcome::NotRecorded,
+                delivery: None,
                 text: Some(text.clone()),
                 detail: format!(
                     "posted to {channel} {to} unless the delivery failed: OpenClaw records the \
@@ -1379,6 +1382,7 @@ fn announce_of(
             },
             (None, None) => ExchangeAnnounce {
                 outcome: AnnounceOutcome::NoRoute,
+                delivery: None,
                 text: Some(text.clone()),
                 channel: None,
                 to: None,
@@ -1389,6 +1393,7 @@ fn announce_of(
         None if b.summary.status == ExchangeStatus::Done && b.unanswered == Some(1) => {
             Some(ExchangeAnnounce {
                 outcome: AnnounceOutcome::NotRun,
+                delivery: None,
                 text: None,
                 channel: None,
                 to: None,
@@ -1398,6 +1403,7 @@ fn announce_of(
         None if b.summary.status == ExchangeStatus::Done || now - b.last_at > SETTLE_MS => {
             Some(ExchangeAnnounce {
                 outcome: AnnounceOutcome::NotRecorded,
+                delivery: None,
                 text: None,
                 channel: None,
                 to: None,

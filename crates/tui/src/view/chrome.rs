@@ -133,8 +133,16 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
                 exchanges_count(state, name_w)
             )
         };
+        // Deliveries given up on are the owner's to act on (`switchboard deliveries`).
+        let failed = match state.deliveries.failed() {
+            Some(n) if n > 0 => format!(
+                " · {}",
+                switchboard_types::words::count_as(n, "failed delivery", "failed deliveries")
+            ),
+            _ => String::new(),
+        };
         format!(
-            " · {} · {} running · {rounds}",
+            " · {} · {} running · {rounds}{failed}",
             count(state.sessions.total, "session"),
             state.sessions.running.len(),
         )
@@ -172,11 +180,7 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
         }
         None => 0,
     };
-    let short = counts
-        .replace(" exchanges", " exch")
-        .replace(" exchange", " exch")
-        .replace(" sub-agents", " sub")
-        .replace(" sub-agent", " sub");
+    let short = short_counts(&counts);
     // The long words go when the counts alone do not fit, or when going lets the host fit.
     let counts = if lead.width() + counts.width() > width
         || (lead.width() + kept + counts.width() > width
@@ -214,15 +218,22 @@ pub fn header(frame: &mut Frame, area: Rect, state: &State) {
 
 /// The header with several sources: every source's link comes before the long counts,
 /// which give way first (shorter words, then the sub-agent and exchange counts).
+/// The header's counts in their short words, for a narrow line.
+fn short_counts(counts: &str) -> String {
+    counts
+        .replace(" exchanges", " exch")
+        .replace(" exchange", " exch")
+        .replace(" sub-agents", " sub")
+        .replace(" sub-agent", " sub")
+        .replace(" failed deliveries", " failed")
+        .replace(" failed delivery", " failed")
+}
+
 fn sources_header(frame: &mut Frame, area: Rect, state: &State, full: String) {
     use unicode_width::UnicodeWidthStr;
     let lead = " Switchboard · ";
     let links = state.sources.header(state.theme.glyphs());
-    let short = full
-        .replace(" exchanges", " exch")
-        .replace(" exchange", " exch")
-        .replace(" sub-agents", " sub")
-        .replace(" sub-agent", " sub");
+    let short = short_counts(&full);
     let least = format!(
         " · {} · {} running",
         count(state.sessions.total, "session"),

@@ -17,7 +17,9 @@ use crate::action::Intent;
 use crate::exchanges::ExchangeView;
 use crate::keymap::Keymap;
 use crate::state::State;
-use switchboard_types::api::{ExchangeKind, ExchangeStatus, ExchangeSummary, announce_line};
+use switchboard_types::api::{
+    ExchangeKind, ExchangeStatus, ExchangeSummary, OutboxStatus, announce_line,
+};
 
 /// The keys the view answers, shown in it: its numbered sessions are reached by the first
 /// two panes' keys unless a user file binds the jumps themselves.
@@ -119,7 +121,12 @@ fn ending(s: &ExchangeSummary) -> String {
 }
 
 /// Every line of the view's content at `width` columns, styled.
-fn content(v: &ExchangeView, names: &crate::names::Names, width: usize) -> Vec<Line<'static>> {
+fn content(
+    v: &ExchangeView,
+    names: &crate::names::Names,
+    width: usize,
+    now: i64,
+) -> Vec<Line<'static>> {
     let s = &v.summary;
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().add_modifier(Modifier::DIM);
@@ -199,9 +206,17 @@ fn content(v: &ExchangeView, names: &crate::names::Names, width: usize) -> Vec<L
             (Some(c), Some(t)) => Some((c.as_str(), t.as_str())),
             _ => None,
         };
-        let said = announce_line(a.outcome, announce_label(a.outcome), route, &a.detail);
+        let said = match &a.delivery {
+            // Queued: how the delivery stands now, not only that it was handed over.
+            Some(row) => row.route_words(now),
+            None => announce_line(a.outcome, announce_label(a.outcome), route, &a.detail),
+        };
+        let style = match a.delivery.as_ref().map(|r| r.status) {
+            Some(OutboxStatus::Failed | OutboxStatus::Retrying) => bold.fg(Color::Red),
+            _ => bold,
+        };
         for l in wrap(&format!("Announce: {said}"), width, "") {
-            push(l, bold);
+            push(l, style);
         }
         if let Some(text) = a.text.as_deref().filter(|t| !t.is_empty()) {
             for l in wrap(text, width, "  ") {
@@ -219,7 +234,9 @@ pub fn max_scroll(state: &State) -> usize {
     };
     let a = area(state, state.width, state.height);
     let (w, h) = inner_size(a);
-    content(v, &state.names, w).len().saturating_sub(h)
+    content(v, &state.names, w, state.now_ms)
+        .len()
+        .saturating_sub(h)
 }
 
 /// Content width and height inside the border, above the keys line.
@@ -237,7 +254,7 @@ pub fn draw(frame: &mut Frame, state: &State, keymap: &Keymap) {
     let full = frame.area();
     let a = area(state, full.width, full.height);
     let (w, h) = inner_size(a);
-    let lines = content(v, &state.names, w);
+    let lines = content(v, &state.names, w, state.now_ms);
     let top = v.scroll.min(lines.len().saturating_sub(h));
     let more = if lines.len() > top + h { " ↓" } else { "" };
     let mut shown: Vec<Line> = lines.into_iter().skip(top).take(h).collect();

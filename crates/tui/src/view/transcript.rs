@@ -255,7 +255,17 @@ fn message_lines(state: &State, index: usize, width: u16) -> Vec<Line<'static>> 
             (width as usize).saturating_sub(usize::from(selected)),
         )
     } else {
-        text_lines(state, l)
+        let mut out = text_lines(state, l);
+        // A reply that did not (yet) reach its chat says so under it.
+        if let Some(mark) = state.deliveries.mark(l, state.now_ms) {
+            let style = if mark.starts_with('…') {
+                Style::default().add_modifier(Modifier::DIM)
+            } else {
+                Style::default().fg(Color::Red)
+            };
+            out.push(Line::from(vec![Span::raw("  "), Span::styled(mark, style)]));
+        }
+        out
     };
     if selected {
         // The selected message is marked in its first column, visible without colour.

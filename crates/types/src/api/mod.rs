@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use delivery::OutboxStatus;
+pub use delivery::{DeliveryCounts, OutboxQuery, OutboxRow, OutboxStatus};
 pub use events::EngineEvent;
 pub use message::{
     RUN_FAILED_NOTICE, SILENT_TOKENS, is_silent_reply, message_text, role_and_text, run_failure,
@@ -193,6 +193,30 @@ pub trait SessionsApi: Send + Sync {
         let _ = since;
         Err(ApiError::Unavailable(
             "this connection does not report traffic".to_string(),
+        ))
+    }
+
+    /// Deliveries handed to channels, newest first (`query` filters and bounds them).
+    async fn deliveries(&self, query: OutboxQuery) -> Result<Vec<OutboxRow>, ApiError> {
+        let _ = query;
+        Err(ApiError::Unavailable(
+            "this connection does not record deliveries (an OpenClaw gateway keeps no outbox)"
+                .to_string(),
+        ))
+    }
+
+    /// How many deliveries stand in each status; `None` where deliveries are not recorded.
+    async fn delivery_counts(&self) -> Result<Option<DeliveryCounts>, ApiError> {
+        Ok(None)
+    }
+
+    /// Make failed (or retrying) delivery `id` due again with its attempts reset; the row as
+    /// it is now (unchanged when it was in another status), `None` when there is no such row.
+    async fn retry_delivery(&self, id: i64) -> Result<Option<OutboxRow>, ApiError> {
+        let _ = id;
+        Err(ApiError::Unavailable(
+            "this connection does not record deliveries (an OpenClaw gateway keeps no outbox)"
+                .to_string(),
         ))
     }
 

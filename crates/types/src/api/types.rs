@@ -529,6 +529,10 @@ pub struct ExchangeAnnounce {
     pub channel: Option<String>,
     pub to: Option<String>,
     pub detail: String,
+    /// How the queued announce's delivery stands (absent where deliveries are not recorded,
+    /// or nothing was queued).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<super::OutboxRow>,
 }
 
 /// Traffic between one pair of sessions in one minute (`sessions_send` requester → target).
