@@ -42,6 +42,8 @@ pub enum Failure {
     Revoked,
     /// 502 from a proxy in front: HTML, not JSON.
     NotJson,
+    /// 400: the chat is gone (or the bot was never in it): the message is given up.
+    ChatNotFound,
 }
 
 #[derive(Default)]
@@ -301,6 +303,7 @@ impl FakeTelegram {
                 Failure::Server => error(500, "Internal Server Error", None),
                 Failure::Revoked => error(401, "Unauthorized", None),
                 Failure::NotJson => (502, "<html><body>502 Bad Gateway</body></html>".into()),
+                Failure::ChatNotFound => error(400, "Bad Request: chat not found", None),
             };
         }
         let Some(chat_id) = body["chat_id"].as_i64() else {

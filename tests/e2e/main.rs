@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod e2e_channels;
 mod e2e_composer;
 mod e2e_console;
 mod e2e_drill;
