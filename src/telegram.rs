@@ -193,31 +193,18 @@ impl switchboard_channels::Channel for TelegramChannel {
         &self,
         delivery: &switchboard_store::OutboxRow,
     ) -> Result<switchboard_channels::Sent, switchboard_channels::SendError> {
-        use switchboard_channels::SendError;
-        match send(
-            &self.bot,
-            &delivery.to,
-            delivery.thread_id.as_deref(),
-            &delivery.text,
-        )
+        let (chat, thread) =
+            target(&delivery.to, delivery.thread_id.as_deref()).map_err(|e| send_error(&e))?;
+        let parts = switchboard_telegram::split(&delivery.text, switchboard_telegram::MAX_MESSAGE);
+        // A retry after a failure part-way posts only the parts not yet accepted.
+        switchboard_channels::send_parts(delivery, &parts, |_, part| async move {
+            self.bot
+                .send_message(chat, &part, thread)
+                .await
+                .map(|id| id.to_string())
+                .map_err(|e| send_error(&e))
+        })
         .await
-        {
-            Ok(ids) => Ok(switchboard_channels::Sent {
-                message_id: ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
-            }),
-            Err(e) if e.revoked() => Err(SendError::Revoked {
-                reason: e.to_string(),
-            }),
-            Err(e) => match e.retry() {
-                Some(after) => Err(SendError::Retry {
-                    after,
-                    reason: e.to_string(),
-                }),
-                None => Err(SendError::Fatal {
-                    reason: e.to_string(),
-                }),
-            },
-        }
     }
 }
 
@@ -351,16 +338,45 @@ pub async fn send(
     thread: Option<&str>,
     text: &str,
 ) -> Result<Vec<i64>, TelegramError> {
-    let (chat_id, topic) = parse_route(to).ok_or_else(|| TelegramError::Refused {
-        code: 0,
-        description: format!("{to:?} is not a Telegram chat (a chat id, or group:<chat id>)"),
-    })?;
-    let thread = topic.or_else(|| thread.and_then(|t| t.parse().ok()));
+    let (chat_id, thread) = target(to, thread)?;
     let mut ids = Vec::new();
     for part in switchboard_telegram::split(text, switchboard_telegram::MAX_MESSAGE) {
         ids.push(bot.send_message(chat_id, &part, thread).await?);
     }
     Ok(ids)
+}
+
+/// The chat and forum topic a delivery goes to: its route's, the topic from the route or the
+/// delivery's thread.
+fn target(to: &str, thread: Option<&str>) -> Result<(i64, Option<i64>), TelegramError> {
+    let (chat_id, topic) = parse_route(to).ok_or_else(|| TelegramError::Refused {
+        code: 0,
+        description: format!("{to:?} is not a Telegram chat (a chat id, or group:<chat id>)"),
+    })?;
+    Ok((
+        chat_id,
+        topic.or_else(|| thread.and_then(|t| t.parse().ok())),
+    ))
+}
+
+/// What the drain does with a Bot API failure: stop the channel (the token), try again
+/// (after Telegram's `retry_after` when it gave one), or give the message up.
+fn send_error(e: &TelegramError) -> switchboard_channels::SendError {
+    use switchboard_channels::SendError;
+    if e.revoked() {
+        return SendError::Revoked {
+            reason: e.to_string(),
+        };
+    }
+    match e.retry() {
+        Some(after) => SendError::Retry {
+            after,
+            reason: e.to_string(),
+        },
+        None => SendError::Fatal {
+            reason: e.to_string(),
+        },
+    }
 }
 
 /// The chat id (and forum topic) a route names.

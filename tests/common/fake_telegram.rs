@@ -44,6 +44,8 @@ pub enum Failure {
     NotJson,
     /// 400: the chat is gone (or the bot was never in it): the message is given up.
     ChatNotFound,
+    /// Answered as usual: so that a later call is the one that fails.
+    Pass,
 }
 
 #[derive(Default)]
@@ -293,18 +295,22 @@ impl FakeTelegram {
 
     fn send_message(&self, body: &Value) -> (u16, String) {
         let mut s = self.state();
-        if let Some(failure) = s.failures.pop_front() {
-            return match failure {
-                Failure::RateLimited(secs) => error(
-                    429,
-                    &format!("Too Many Requests: retry after {secs}"),
-                    Some(json!({"retry_after": secs})),
-                ),
-                Failure::Server => error(500, "Internal Server Error", None),
-                Failure::Revoked => error(401, "Unauthorized", None),
-                Failure::NotJson => (502, "<html><body>502 Bad Gateway</body></html>".into()),
-                Failure::ChatNotFound => error(400, "Bad Request: chat not found", None),
-            };
+        let scripted = match s.failures.pop_front() {
+            None | Some(Failure::Pass) => None,
+            Some(Failure::RateLimited(secs)) => Some(error(
+                429,
+                &format!("Too Many Requests: retry after {secs}"),
+                Some(json!({"retry_after": secs})),
+            )),
+            Some(Failure::Server) => Some(error(500, "Internal Server Error", None)),
+            Some(Failure::Revoked) => Some(error(401, "Unauthorized", None)),
+            Some(Failure::NotJson) => {
+                Some((502, "<html><body>502 Bad Gateway</body></html>".into()))
+            }
+            Some(Failure::ChatNotFound) => Some(error(400, "Bad Request: chat not found", None)),
+        };
+        if let Some(answer) = scripted {
+            return answer;
         }
         let Some(chat_id) = body["chat_id"].as_i64() else {
             return error(400, "Bad Request: chat_id is empty", None);

@@ -116,6 +116,49 @@ async fn telegrams_failures_come_back_as_what_the_channel_does() {
     assert!(wrong.get_me().await.expect_err("401").revoked());
 }
 
+/// A long reply in three parts meets a 429 at the second: the retry posts the second and the
+/// third only, so the chat gets each part once (before, the retry posted the first again).
+#[tokio::test]
+async fn a_retry_after_a_failure_part_way_posts_only_the_parts_not_yet_accepted() {
+    use switchboard_channels::{Channel, SendError};
+    let fake = FakeTelegram::start(TOKEN).await;
+    let channel = switchboard::telegram::TelegramChannel::new(&switchboard::telegram::Settings {
+        api_root: fake.api_root.clone(),
+        token: TOKEN.into(),
+        access: Access::default(),
+        agent: "main".into(),
+    })
+    .expect("channel");
+    let text = ["a", "b", "c"].map(|c| c.repeat(4000)).join("\n\n");
+    let mut row = switchboard_types::api::OutboxRow {
+        id: 5,
+        channel: "telegram".into(),
+        to: "42".into(),
+        text,
+        ..Default::default()
+    };
+    fake.fail_next([Failure::Pass, Failure::RateLimited(1)]);
+    let first = channel.send(&row).await;
+    let Err(SendError::Partly { sent, then }) = first else {
+        panic!("a failure part-way: {first:?}");
+    };
+    assert!(
+        matches!(*then, SendError::Retry { after: Some(_), .. }),
+        "{then:?}"
+    );
+    assert_eq!(sent.split(',').count(), 1, "the first part went: {sent}");
+    // What the drain records: the parts that went.
+    row.message_id = Some(sent.clone());
+    let done = channel.send(&row).await.expect("the rest sent");
+    assert_eq!(done.message_id.split(',').count(), 3, "{done:?}");
+    assert!(done.message_id.starts_with(&sent));
+    let texts: Vec<String> = fake.sent().into_iter().map(|m| m.text).collect();
+    assert_eq!(texts.len(), 3, "each part once: {texts:?}");
+    for (t, c) in texts.iter().zip(["a", "b", "c"]) {
+        assert!(t.trim() == c.repeat(4000), "part of {c}s");
+    }
+}
+
 #[tokio::test]
 async fn an_update_this_build_cannot_read_is_passed_over_not_a_stop() {
     let fake = FakeTelegram::start(TOKEN).await;

@@ -242,6 +242,39 @@ async fn the_delivery_state_machine(store: Arc<dyn Store>) {
         store.retry_outbox(99_999, 3_000).await.expect("retry"),
         None
     );
+
+    // Parts of a long message went before a failure: their ids are kept with the retry, so
+    // the next attempt sends only the rest.
+    let long = store.insert_outbox(row(7)).await.expect("queue");
+    let claimed = store
+        .claim_outbox(claim("c", 10_000, 100))
+        .await
+        .expect("claim");
+    assert!(claimed.iter().any(|r| r.id == long));
+    let partly = OutboxOutcome::Partly {
+        sent: "m-1,m-2".into(),
+        then: Box::new(OutboxOutcome::Retry {
+            next_at: 20_000,
+            error: "HTTP 429".into(),
+        }),
+    };
+    assert!(
+        store
+            .record_outbox(long, "c", 10_001, partly)
+            .await
+            .expect("record")
+    );
+    let kept = store
+        .list_outbox(OutboxQuery {
+            limit: 1,
+            session_key: Some("hook:ops:c7".into()),
+            ..OutboxQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(kept[0].status, OutboxStatus::Retrying);
+    assert_eq!(kept[0].message_id.as_deref(), Some("m-1,m-2"));
+    assert_eq!(kept[0].next_at, Some(20_000));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

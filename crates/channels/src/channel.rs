@@ -31,6 +31,48 @@ pub enum SendError {
     /// others keep sending; its deliveries wait.
     #[error("{reason}")]
     Revoked { reason: String },
+    /// Parts of a long message were accepted (`sent`: their ids, comma-separated, the ones
+    /// earlier attempts had accepted first), then the next part failed with `then`.
+    #[error("{then} (after parts {sent} were sent)")]
+    Partly { sent: String, then: Box<SendError> },
+}
+
+/// Sends a message's `parts` in order with `post` (the part's index and text → its id),
+/// skipping the parts an earlier attempt had accepted (their ids are `row.message_id`), so a
+/// retry after a failure part-way posts only the rest. All the ids once every part went;
+/// `SendError::Partly` when a part fails after others went.
+pub async fn send_parts<F, Fut>(
+    row: &OutboxRow,
+    parts: &[String],
+    mut post: F,
+) -> Result<Sent, SendError>
+where
+    F: FnMut(usize, String) -> Fut,
+    Fut: std::future::Future<Output = Result<String, SendError>>,
+{
+    let mut ids: Vec<String> = row
+        .message_id
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .map(|m| m.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    // More ids than parts: a row written otherwise (a single id of a one-part message
+    // sent); nothing is left to send.
+    for (i, part) in parts.iter().enumerate().skip(ids.len()) {
+        match post(i, part.clone()).await {
+            Ok(id) => ids.push(id),
+            Err(e) if ids.is_empty() => return Err(e),
+            Err(e) => {
+                return Err(SendError::Partly {
+                    sent: ids.join(","),
+                    then: Box::new(e),
+                });
+            }
+        }
+    }
+    Ok(Sent {
+        message_id: ids.join(","),
+    })
 }
 
 /// Whether a channel recognises a repeated delivery, which decides what a crash between its

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use switchboard_store::OutboxRow;
 
-use crate::channel::{Channel, Dedup, SendError, Sent};
+use crate::channel::{Channel, Dedup, SendError, Sent, send_parts};
 use crate::webhook::{bounded_body, reason_of, retry_after};
 
 /// Discord's API, version 10.
@@ -141,16 +141,13 @@ impl Channel for Discord {
                 reason: format!("{target:?} is not a Discord channel id"),
             });
         };
-        let mut ids = Vec::new();
         let parts = switchboard_types::split::split(&row.text, MAX_MESSAGE, |_| 1);
-        for (i, part) in parts.iter().enumerate() {
+        send_parts(row, &parts, |i, part| {
             // At most 25 characters; the same on every attempt of this part.
             let nonce = format!("{}-{i}", row.id);
-            ids.push(self.post(channel, part, &nonce).await?);
-        }
-        Ok(Sent {
-            message_id: ids.join(","),
+            async move { self.post(channel, &part, &nonce).await }
         })
+        .await
     }
 }
 

@@ -241,7 +241,7 @@ impl Drain {
                 Some(why) => held_for_stopped(a, &why, hold),
                 None => {
                     let sent = a.channel.send(&row).await;
-                    if let Err(SendError::Revoked { reason }) = &sent
+                    if let Some(reason) = revoked(&sent)
                         && a.stop(reason)
                     {
                         tracing::error!(
@@ -279,6 +279,18 @@ impl Drain {
     }
 }
 
+/// Why the channel refused its credentials, if it did (after some parts went, too).
+fn revoked(sent: &Result<Sent, SendError>) -> Option<&str> {
+    match sent {
+        Err(SendError::Revoked { reason }) => Some(reason),
+        Err(SendError::Partly { then, .. }) => match then.as_ref() {
+            SendError::Revoked { reason } => Some(reason),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn held_for_stopped(a: &Adapter, why: &str, hold: Duration) -> OutboxOutcome {
     OutboxOutcome::Held {
         next_at: now_ms() + hold.as_millis() as i64,
@@ -301,6 +313,11 @@ pub fn decide(
         Err(SendError::Revoked { reason }) => OutboxOutcome::Held {
             next_at: now + hold.as_millis() as i64,
             error: format!("channel {channel} stopped: {reason}"),
+        },
+        // What the failure makes of it, with the parts that went kept.
+        Err(SendError::Partly { sent, then }) => OutboxOutcome::Partly {
+            sent,
+            then: Box::new(decide(row, Err(*then), retry, now, hold, channel)),
         },
         Err(SendError::Retry { after, reason }) => match retry.next_delay(row.attempt, after) {
             Some(delay) => OutboxOutcome::Retry {
@@ -455,6 +472,33 @@ mod tests {
                 error: "channel webhook:a stopped: HTTP 401".into()
             }
         );
+    }
+
+    #[test]
+    fn parts_that_went_before_a_failure_are_kept_with_its_outcome() {
+        let partly = Err(SendError::Partly {
+            sent: "11,12".into(),
+            then: Box::new(SendError::Retry {
+                after: None,
+                reason: "HTTP 500".into(),
+            }),
+        });
+        let outcome = decide(&row(1), partly, &policy(), 1_000, HOLD, "telegram");
+        assert_eq!(
+            outcome,
+            OutboxOutcome::Partly {
+                sent: "11,12".into(),
+                then: Box::new(OutboxOutcome::Retry {
+                    next_at: 1_100,
+                    error: "HTTP 500".into()
+                }),
+            }
+        );
+        let mut r = row(1);
+        apply(&mut r, &outcome, 1_000);
+        assert_eq!(r.status, OutboxStatus::Retrying);
+        assert_eq!(r.message_id.as_deref(), Some("11,12"));
+        assert_eq!(r.next_at, Some(1_100));
     }
 
     #[test]

@@ -10,6 +10,6 @@ pub mod drain;
 pub mod retry;
 pub mod webhook;
 
-pub use channel::{Channel, Dedup, SendError, Sent};
+pub use channel::{Channel, Dedup, SendError, Sent, send_parts};
 pub use drain::{Adapter, Drain, DrainHandle, DrainOptions, OnUpdate};
 pub use retry::RetryPolicy;

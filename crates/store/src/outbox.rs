@@ -39,6 +39,12 @@ pub enum OutboxOutcome {
         next_at: i64,
         error: String,
     },
+    /// Some parts of a long message were accepted (their ids, comma-separated, kept as the
+    /// row's `message_id` so the next attempt sends only the rest), then `then`.
+    Partly {
+        sent: String,
+        then: Box<OutboxOutcome>,
+    },
 }
 
 /// The columns an outcome writes (both stores apply it with one `UPDATE`).
@@ -83,6 +89,10 @@ impl OutboxOutcome {
                 last_error: Some(error),
                 uncount: 1,
                 ..base
+            },
+            OutboxOutcome::Partly { sent, then } => OutcomeColumns {
+                message_id: Some(sent),
+                ..then.columns()
             },
         }
     }
