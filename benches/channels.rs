@@ -6,64 +6,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[path = "support/receiver.rs"]
+mod receiver;
 use std::time::{Duration, Instant};
 
 use switchboard_channels::webhook::Webhook;
 use switchboard_channels::{Adapter, Drain, DrainOptions, RetryPolicy};
 use switchboard_store::{OutboxRow, OutboxStatus, Store};
 use switchboard_store_sqlite::{SqliteStore, Storage};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-
-/// A receiver answering every request `200 {}` at once, on kept-alive connections; counts
-/// the requests.
-async fn receiver(count: Arc<AtomicUsize>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut s, _)) = listener.accept().await else {
-                continue;
-            };
-            let count = count.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 16 * 1024];
-                loop {
-                    // One request: its head, then Content-Length bytes.
-                    let (head_end, length) = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
-                            let length = head
-                                .lines()
-                                .find_map(|l| l.strip_prefix("content-length:"))
-                                .and_then(|v| v.trim().parse::<usize>().ok())
-                                .unwrap_or(0);
-                            break (i + 4, length);
-                        }
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    while buf.len() < head_end + length {
-                        match s.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    buf.drain(..head_end + length);
-                    count.fetch_add(1, Ordering::Relaxed);
-                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
-                    if s.write_all(answer).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    url
-}
 
 fn main() {
     let n: usize = std::env::var("CHANNELS_N")
@@ -94,8 +45,8 @@ fn main() {
                 .await
                 .expect("queue");
         }
-        let received = Arc::new(AtomicUsize::new(0));
-        let url = receiver(received.clone()).await;
+        let received = receiver::Received::default();
+        let url = receiver::start(received.clone()).await;
         let http = switchboard::channels::http_client().expect("client");
         let hook = Webhook::new(
             "bench",
@@ -129,8 +80,9 @@ fn main() {
             "drained {n} webhook deliveries in {:.2} s: {:.0} deliveries/s ({} requests received)",
             took.as_secs_f64(),
             n as f64 / took.as_secs_f64(),
-            received.load(Ordering::Relaxed)
+            received.requests()
         );
-        assert_eq!(received.load(Ordering::Relaxed), n, "each sent once");
+        assert_eq!(received.requests(), n, "each sent once");
+        assert_eq!(received.distinct(), n, "under its own key");
     });
 }
