@@ -36,6 +36,32 @@ where
     }
 }
 
+/// The first frame `wanted` accepts, each frame before it handed to `skipped`. Bounded as a
+/// whole by `WAIT`: the server's ticks keep a connection talking, so a bound on each frame
+/// alone never ends a wait for a frame that never comes (it hung a CI run).
+pub async fn recv_until<S>(
+    ws: &mut WebSocketStream<S>,
+    what: &str,
+    mut wanted: impl FnMut(&Value) -> bool,
+    mut skipped: impl FnMut(Value),
+) -> Value
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let frame = tokio::time::timeout(left, recv(ws))
+            .await
+            .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}"))
+            .unwrap_or_else(|e| panic!("the connection closed before {what}: {e:?}"));
+        if wanted(&frame) {
+            return frame;
+        }
+        skipped(frame);
+    }
+}
+
 /// `v` as one text frame.
 pub async fn send<S>(ws: &mut WebSocketStream<S>, v: Value)
 where

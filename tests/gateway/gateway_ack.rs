@@ -72,13 +72,13 @@ async fn call_keeping(
 }
 
 async fn next_res(ws: &mut Ws, id: &str, events: &mut Vec<Value>) -> Value {
-    loop {
-        let f = recv(ws).await.expect("a frame");
-        if f["type"] == "res" && f["id"] == id {
-            return f;
-        }
-        events.push(f);
-    }
+    crate::common::ws::recv_until(
+        ws,
+        &format!("the answer to {id}"),
+        |f| f["type"] == "res" && f["id"] == id,
+        |f| events.push(f),
+    )
+    .await
 }
 
 async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {

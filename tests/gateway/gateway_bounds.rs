@@ -202,12 +202,14 @@ async fn a_lagged_client_is_closed_and_its_queued_requests_dropped() {
             &res.to_string()[..200.min(res.to_string().len())]
         );
         // `agent` answers twice; the second (the run's end) comes with the same id.
-        loop {
-            let frame = recv(&mut writer).await.expect("run end");
-            if frame["type"] == "res" && frame["id"] == format!("m{i}") {
-                break;
-            }
-        }
+        let id = format!("m{i}");
+        crate::common::ws::recv_until(
+            &mut writer,
+            "the run's end",
+            |f| f["type"] == "res" && f["id"] == id,
+            drop,
+        )
+        .await;
     }
     drop(writer);
 

@@ -69,18 +69,24 @@ async fn subscribed_events_arrive_in_order_with_increasing_frame_seq() {
     let run_id = receipt.run_id.expect("a run answers the message");
 
     let mut frames = Vec::new();
-    let mut kinds = Vec::new();
-    loop {
-        let f = recv(&mut ws).await.expect("an event");
-        assert_eq!(f["type"], "event", "{f}");
-        let s = sequenced(&f);
-        frames.push(f);
-        let ended = matches!(&s.event, EngineEvent::RunEnded { run_id: r, .. } if *r == run_id);
-        kinds.push(s);
-        if ended {
-            break;
-        }
-    }
+    let last = crate::common::ws::recv_until(
+        &mut ws,
+        "the run's end",
+        |f| {
+            f["type"] == "event"
+                && matches!(&sequenced(f).event, EngineEvent::RunEnded { run_id: r, .. } if *r == run_id)
+        },
+        |f| frames.push(f),
+    )
+    .await;
+    frames.push(last);
+    let kinds: Vec<_> = frames
+        .iter()
+        .map(|f| {
+            assert_eq!(f["type"], "event", "{f}");
+            sequenced(f)
+        })
+        .collect();
     assert_numbered_from_one(&frames);
     let engine_seqs: Vec<u64> = kinds.iter().map(|s| s.seq).collect();
     assert!(

@@ -140,12 +140,17 @@ async fn a_client_that_never_reads_is_disconnected_and_others_are_served() {
 
     // The slow client now reads: what was already on the wire, then the end.
     let mut frames = 0u64;
-    let end = loop {
-        match recv(&mut slow).await {
-            Ok(_) => frames += 1,
-            Err(e) => break e,
+    // Bounded as a whole: a server that never closed it would otherwise keep this reading.
+    let end = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        loop {
+            match recv(&mut slow).await {
+                Ok(_) => frames += 1,
+                Err(e) => break e,
+            }
         }
-    };
+    })
+    .await
+    .expect("the slow client's connection ends");
     // `None`: dropped, the close frame could not be sent.
     if let Some((code, reason)) = &end {
         assert_eq!(*code, CloseCode::Policy, "{reason}");

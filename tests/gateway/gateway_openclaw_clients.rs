@@ -41,13 +41,14 @@ async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> (Value, Vec
     )
     .await;
     let mut events = Vec::new();
-    loop {
-        let frame = recv(ws).await.expect("an answer");
-        if frame["type"] == "res" && frame["id"] == id {
-            return (frame, events);
-        }
-        events.push(frame);
-    }
+    let frame = crate::common::ws::recv_until(
+        ws,
+        &format!("the answer to {id}"),
+        |f| f["type"] == "res" && f["id"] == id,
+        |f| events.push(f),
+    )
+    .await;
+    (frame, events)
 }
 
 /// Waits for the `chat` event of `run_id` in `state`; the events seen on the way.

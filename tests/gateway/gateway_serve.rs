@@ -49,12 +49,7 @@ async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
     )
     .await;
     // Events (a sent message's `chat`/`agent`, ticks) may come before the answer.
-    let res = loop {
-        let f = recv(ws).await.expect("a response");
-        if f["type"] != "event" {
-            break f;
-        }
-    };
+    let res = crate::common::ws::recv_until(ws, "a response", |f| f["type"] != "event", drop).await;
     assert_eq!(res["type"], "res");
     assert_eq!(res["id"], id);
     res

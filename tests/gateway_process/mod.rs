@@ -333,10 +333,11 @@ pub async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
         json!({"type": "req", "id": id, "method": method, "params": params}),
     )
     .await;
-    loop {
-        let frame = recv(ws).await.expect("an answer");
-        if frame["type"] == "res" && frame["id"] == id {
-            return frame;
-        }
-    }
+    crate::common::ws::recv_until(
+        ws,
+        &format!("the answer to {id}"),
+        |f| f["type"] == "res" && f["id"] == id,
+        drop,
+    )
+    .await
 }

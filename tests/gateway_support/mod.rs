@@ -110,16 +110,16 @@ pub async fn call_keeping(
         json!({"type": "req", "id": id, "method": method, "params": params}),
     )
     .await;
-    loop {
-        let f = recv(ws).await.expect("a response");
-        if f["type"] == "event" {
-            events.push(f);
-            continue;
-        }
-        assert_eq!(f["type"], "res", "{f}");
-        assert_eq!(f["id"], id, "{f}");
-        return f;
-    }
+    let f = crate::common::ws::recv_until(
+        ws,
+        &format!("the answer to {id}"),
+        |f| f["type"] != "event",
+        |f| events.push(f),
+    )
+    .await;
+    assert_eq!(f["type"], "res", "{f}");
+    assert_eq!(f["id"], id, "{f}");
+    f
 }
 
 /// Sends a request and returns its `res`; events arriving first are dropped.
@@ -150,14 +150,10 @@ pub async fn send_and_wait(
 /// Frames (events and answers) until one satisfies `done` (included).
 pub async fn frames_until(ws: &mut Ws, done: impl Fn(&Value) -> bool) -> Vec<Value> {
     let mut out = Vec::new();
-    loop {
-        let f = recv(ws).await.expect("a frame");
-        let stop = done(&f);
-        out.push(f);
-        if stop {
-            return out;
-        }
-    }
+    let last =
+        crate::common::ws::recv_until(ws, "the frame waited for", done, |f| out.push(f)).await;
+    out.push(last);
+    out
 }
 
 /// The event frames among `frames` named `name`.

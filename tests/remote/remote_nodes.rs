@@ -6,7 +6,7 @@
 //! reply is refused, and it stops); clients fail over.
 
 use crate::common::pg;
-use crate::gateway_process::{self, Launched, TOKEN};
+use crate::gateway_process::{self, Launched, TOKEN, call};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -639,26 +639,6 @@ async fn openclaw_client(addr: &str) -> Option<gateway_process::Ws> {
     send(&mut ws, gateway_process::connect_req(TOKEN, None)).await;
     let hello = recv(&mut ws).await.ok()?;
     (hello["ok"] == true).then_some(ws)
-}
-
-async fn call(
-    ws: &mut gateway_process::Ws,
-    id: &str,
-    method: &str,
-    params: serde_json::Value,
-) -> serde_json::Value {
-    use crate::common::ws::{recv, send};
-    send(
-        ws,
-        serde_json::json!({"type": "req", "id": id, "method": method, "params": params}),
-    )
-    .await;
-    loop {
-        let frame = recv(ws).await.expect("an answer");
-        if frame["type"] == "res" && frame["id"] == id {
-            return frame;
-        }
-    }
 }
 
 /// Until `chat.history` of agent:work:main shows the message and work's reply.
