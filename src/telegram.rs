@@ -35,7 +35,7 @@ impl Settings {
     pub fn from_config(
         config: &switchboard_types::config::Config,
     ) -> Option<Result<Settings, String>> {
-        use switchboard_types::config::channels::{TelegramDmPolicy, TelegramGroupPolicy};
+        use switchboard_types::config::channels::{DmPolicy, GroupPolicy};
         let telegram = config.channels.telegram.as_ref().filter(|t| t.enabled)?;
         let Some(token) = telegram.token() else {
             return Some(Err(format!(
@@ -45,16 +45,16 @@ impl Settings {
         };
         let access = Access {
             dm_policy: match telegram.dm_policy {
-                TelegramDmPolicy::Open => switchboard_telegram::DmPolicy::Open,
-                TelegramDmPolicy::Allowlist => switchboard_telegram::DmPolicy::Allowlist,
-                TelegramDmPolicy::Pairing => switchboard_telegram::DmPolicy::Pairing,
-                TelegramDmPolicy::Disabled => switchboard_telegram::DmPolicy::Disabled,
+                DmPolicy::Open => switchboard_telegram::DmPolicy::Open,
+                DmPolicy::Allowlist => switchboard_telegram::DmPolicy::Allowlist,
+                DmPolicy::Pairing => switchboard_telegram::DmPolicy::Pairing,
+                DmPolicy::Disabled => switchboard_telegram::DmPolicy::Disabled,
             },
             allow_from: telegram.allow_from_text(),
             group_policy: match telegram.group_policy {
-                TelegramGroupPolicy::Open => switchboard_telegram::GroupPolicy::Open,
-                TelegramGroupPolicy::Allowlist => switchboard_telegram::GroupPolicy::Allowlist,
-                TelegramGroupPolicy::Disabled => switchboard_telegram::GroupPolicy::Disabled,
+                GroupPolicy::Open => switchboard_telegram::GroupPolicy::Open,
+                GroupPolicy::Allowlist => switchboard_telegram::GroupPolicy::Allowlist,
+                GroupPolicy::Disabled => switchboard_telegram::GroupPolicy::Disabled,
             },
             groups: telegram
                 .groups
