@@ -2,7 +2,9 @@
 //! and opening a state folder. Everything else lives in the workspace's crates
 //! (docs/ARCHITECTURE.md, "Crates").
 
+pub mod channel_lease;
 pub mod channels;
+pub mod discord;
 pub mod demo;
 pub mod state_folder;
 pub mod stores;

@@ -22,7 +22,8 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message as Frame};
-use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+pub use tokio_tungstenite::Connector;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::events::{Hello, Message, Payload, Ready, User, intents, op};
 
