@@ -78,6 +78,9 @@ struct Gateway {
     log: Vec<Value>,
     sessions: Vec<String>,
     connections: usize,
+    /// Connections open now, and the most open at once.
+    open: usize,
+    max_open: usize,
     identifies: usize,
     resumes: usize,
     /// Connection number whose heartbeats go unanswered.
@@ -402,6 +405,11 @@ impl FakeDiscord {
         self.state().gateway.resumes
     }
 
+    /// The most gateway connections open at once.
+    pub fn max_open(&self) -> usize {
+        self.state().gateway.max_open
+    }
+
     pub fn connections(&self) -> usize {
         self.state().gateway.connections
     }
@@ -420,8 +428,11 @@ impl FakeDiscord {
         let (me, heartbeat) = {
             let mut s = self.state();
             s.gateway.connections += 1;
+            s.gateway.open += 1;
+            s.gateway.max_open = s.gateway.max_open.max(s.gateway.open);
             (s.gateway.connections, s.gateway.heartbeat_ms)
         };
+        let _open = OpenConnection(self.state.clone());
         let send = |v: Value| Frame::Text(v.to_string().into());
         if ws
             .send(send(json!({"op": 10, "d": {"heartbeat_interval": heartbeat}})))
@@ -576,5 +587,16 @@ impl FakeDiscord {
             reason: reason.to_string().into(),
         };
         let _ = ws.close(Some(frame)).await;
+    }
+}
+
+/// Counts a gateway connection as open until it ends.
+struct OpenConnection(Arc<Mutex<State>>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.lock() {
+            s.gateway.open -= 1;
+        }
     }
 }
