@@ -125,7 +125,10 @@ impl EngineInbox {
             ),
             // A guild channel's go to the channel its key names; the sender is who spoke.
             Admit::Guild { channel_id } => (
-                format!("agent:{}:{CHANNEL}:channel:{channel_id}", self.settings.agent),
+                format!(
+                    "agent:{}:{CHANNEL}:channel:{channel_id}",
+                    self.settings.agent
+                ),
                 "channel",
                 message.author.id.clone(),
             ),

@@ -4,8 +4,8 @@
 
 pub mod channel_lease;
 pub mod channels;
-pub mod discord;
 pub mod demo;
+pub mod discord;
 pub mod state_folder;
 pub mod stores;
 pub mod telegram;

@@ -141,7 +141,10 @@ fn start_inbound(
     }
     match switchboard::discord::Settings::from_config(config) {
         Some(Ok(settings)) => {
-            let via = settings.gateway_url.as_deref().unwrap_or(&settings.api_root);
+            let via = settings
+                .gateway_url
+                .as_deref()
+                .unwrap_or(&settings.api_root);
             say(&format!("discord channel: gateway via {via}"));
             let lease = switchboard::channel_lease::ChannelLease::new(engine);
             up.push(switchboard::discord::spawn(settings, api.clone(), lease));

@@ -141,10 +141,8 @@ impl FakeDiscord {
                         return;
                     };
                     let (status, body, extra) = fake.answer(&post);
-                    let extra: String = extra
-                        .iter()
-                        .map(|(k, v)| format!("{k}: {v}\r\n"))
-                        .collect();
+                    let extra: String =
+                        extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                     let head = format!(
                         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
                         body.len()
@@ -318,7 +316,13 @@ impl FakeDiscord {
         self.wake();
     }
 
-    fn message(&self, guild: Option<&str>, channel: &str, author: (&str, &str), text: &str) -> Value {
+    fn message(
+        &self,
+        guild: Option<&str>,
+        channel: &str,
+        author: (&str, &str),
+        text: &str,
+    ) -> Value {
         let mentions: Vec<Value> = if text.contains(&format!("<@{BOT_ID}>")) {
             vec![json!({"id": BOT_ID, "username": "switchboard", "bot": true})]
         } else {
@@ -357,7 +361,13 @@ impl FakeDiscord {
 
     /// Send op 7 on the live connection; `missed`, a guild message dispatched after it (so
     /// the client gets it only by resuming).
-    pub fn reconnect_missing(&self, guild: &str, channel: &str, author: (&str, &str), missed: &str) {
+    pub fn reconnect_missing(
+        &self,
+        guild: &str,
+        channel: &str,
+        author: (&str, &str),
+        missed: &str,
+    ) {
         self.command_missing(Command::Reconnect, guild, channel, author, missed);
     }
 
@@ -435,7 +445,9 @@ impl FakeDiscord {
         let _open = OpenConnection(self.state.clone());
         let send = |v: Value| Frame::Text(v.to_string().into());
         if ws
-            .send(send(json!({"op": 10, "d": {"heartbeat_interval": heartbeat}})))
+            .send(send(
+                json!({"op": 10, "d": {"heartbeat_interval": heartbeat}}),
+            ))
             .await
             .is_err()
         {
@@ -562,12 +574,20 @@ impl FakeDiscord {
         let pending: Vec<Value> = {
             let s = self.state();
             let end = upto.unwrap_or(s.gateway.log.len()).min(s.gateway.log.len());
-            s.gateway.log.get(from..end).map(<[Value]>::to_vec).unwrap_or_default()
+            s.gateway
+                .log
+                .get(from..end)
+                .map(<[Value]>::to_vec)
+                .unwrap_or_default()
         };
         for (i, d) in pending.into_iter().enumerate() {
             let s = from + i + 2;
             let event = json!({"op": 0, "t": "MESSAGE_CREATE", "s": s, "d": d});
-            if ws.send(Frame::Text(event.to_string().into())).await.is_err() {
+            if ws
+                .send(Frame::Text(event.to_string().into()))
+                .await
+                .is_err()
+            {
                 return false;
             }
             *cursor = Some(from + i + 1);

@@ -66,7 +66,9 @@ async fn serve_answers_a_guild_channel_and_a_dm_where_they_came_from() {
     );
     let gw = gateway_process::start_with_config(&config, &[]);
     assert!(
-        gw.said.iter().any(|l| l.contains("discord channel: gateway via")),
+        gw.said
+            .iter()
+            .any(|l| l.contains("discord channel: gateway via")),
         "{:?}",
         gw.said
     );
@@ -162,7 +164,10 @@ async fn a_resumed_session_records_the_missed_message_once() {
     let (api, stop, running, _dir) =
         inbound(&fake, r#"guilds: { "*": { requireMention: false } }"#).await;
     let key = "agent:main:discord:channel:100";
-    until("identified", async || (fake.identifies() == 1).then_some(())).await;
+    until("identified", async || {
+        (fake.identifies() == 1).then_some(())
+    })
+    .await;
     fake.guild_message("10", "100", ANN, "one");
     until("the first message recorded", async || {
         (said_in(api.as_ref(), key).await.len() == 1).then_some(())
@@ -198,7 +203,10 @@ async fn a_resumed_session_records_the_missed_message_once() {
         .await
         .expect("stops when asked")
         .expect("joined");
-    assert_eq!(stopped, switchboard_channels::discord::gateway::Stopped::Asked);
+    assert_eq!(
+        stopped,
+        switchboard_channels::discord::gateway::Stopped::Asked
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,7 +215,10 @@ async fn unanswered_heartbeats_close_the_connection_and_resume() {
     fake.heartbeat_every(100);
     let (api, stop, _running, _dir) =
         inbound(&fake, r#"guilds: { "*": { requireMention: false } }"#).await;
-    until("identified", async || (fake.identifies() == 1).then_some(())).await;
+    until("identified", async || {
+        (fake.identifies() == 1).then_some(())
+    })
+    .await;
     fake.stop_acking();
     until("resumed on a new connection", async || {
         (fake.resumes() >= 1 && fake.connections() >= 2).then_some(())
@@ -291,11 +302,18 @@ async fn a_spent_rate_limit_bucket_is_waited_out_before_the_next_send() {
         .env("SWITCHBOARD_CONFIG", gw.dir.path().join("config.json5"))
         .output()
         .expect("inject");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let posted = until("both parts posted, or a send to a spent bucket", async || {
-        let posted = fake.posted();
-        (posted.len() >= 2 || fake.violations() > 0).then_some(posted)
-    })
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let posted = until(
+        "both parts posted, or a send to a spent bucket",
+        async || {
+            let posted = fake.posted();
+            (posted.len() >= 2 || fake.violations() > 0).then_some(posted)
+        },
+    )
     .await;
     assert_eq!(fake.violations(), 0, "a send went to a spent bucket");
     assert_eq!(posted.len(), 2);

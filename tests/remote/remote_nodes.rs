@@ -938,7 +938,10 @@ async fn one_node_holds_discords_gateway_and_another_takes_over_when_it_dies() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
-    until("nobody holds the gateway", &|| !one(cluster, &url, lane).is_empty()).await;
+    until("nobody holds the gateway", &|| {
+        !one(cluster, &url, lane).is_empty()
+    })
+    .await;
     let holder = one(cluster, &url, lane);
     until("the holder never connected", &|| fake.identifies() == 1).await;
     let key = "agent:main:discord:channel:100";
@@ -974,5 +977,9 @@ async fn one_node_holds_discords_gateway_and_another_takes_over_when_it_dies() {
         assert_eq!(texts.iter().filter(|t| *t == text).count(), 1, "{texts:?}");
     }
     assert_eq!(fake.max_open(), 1, "two nodes held the gateway at once");
-    assert_ne!(one(cluster, &url, lane), holder, "the survivor holds it now");
+    assert_ne!(
+        one(cluster, &url, lane),
+        holder,
+        "the survivor holds it now"
+    );
 }

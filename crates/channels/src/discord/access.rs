@@ -76,7 +76,9 @@ pub enum Admit {
     /// A direct message: the agent's main session; replies to `user:<id>`.
     Direct,
     /// A guild channel (or thread): its own session.
-    Guild { channel_id: String },
+    Guild {
+        channel_id: String,
+    },
     Ignored(Ignored),
 }
 
@@ -253,11 +255,23 @@ mod tests {
             channel_id: ch.into(),
         };
         assert_eq!(guild("10", "100", "hello"), to("100"));
-        assert_eq!(guild("10", "101", "<@900> hello"), Admit::Ignored(Ignored::ChannelNotAllowed));
-        assert_eq!(guild("10", "102", "<@900> hello"), Admit::Ignored(Ignored::ChannelNotAllowed));
-        assert_eq!(guild("11", "110", "hello"), Admit::Ignored(Ignored::NotMentioned));
+        assert_eq!(
+            guild("10", "101", "<@900> hello"),
+            Admit::Ignored(Ignored::ChannelNotAllowed)
+        );
+        assert_eq!(
+            guild("10", "102", "<@900> hello"),
+            Admit::Ignored(Ignored::ChannelNotAllowed)
+        );
+        assert_eq!(
+            guild("11", "110", "hello"),
+            Admit::Ignored(Ignored::NotMentioned)
+        );
         assert_eq!(guild("11", "110", "<@!900> hello"), to("110"));
-        assert_eq!(guild("12", "120", "<@900> hello"), Admit::Ignored(Ignored::GuildNotAllowed));
+        assert_eq!(
+            guild("12", "120", "<@900> hello"),
+            Admit::Ignored(Ignored::GuildNotAllowed)
+        );
         let open = access(r#"{"groupPolicy": "open"}"#);
         assert_eq!(
             open.admit(&msg(Some("12"), "120", "42", "<@900> hi"), BOT),

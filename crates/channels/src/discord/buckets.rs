@@ -198,7 +198,10 @@ mod tests {
         );
         // Another channel is limited apart, even in the same bucket.
         assert_eq!(b.take("channel:2", now), Ok(()));
-        assert_eq!(b.take("channel:1", now + Duration::from_millis(1500)), Ok(()));
+        assert_eq!(
+            b.take("channel:1", now + Duration::from_millis(1500)),
+            Ok(())
+        );
     }
 
     #[test]

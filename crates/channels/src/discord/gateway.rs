@@ -19,10 +19,10 @@ use async_trait::async_trait;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::time::Instant;
+pub use tokio_tungstenite::Connector;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message as Frame};
-pub use tokio_tungstenite::Connector;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::events::{Hello, Message, Payload, Ready, User, intents, op};
@@ -279,7 +279,8 @@ async fn connection(
         },
         _ = stop.as_mut() => return End::Asked,
     };
-    let interval = Duration::from_millis(hello.heartbeat_interval).clamp(MIN_HEARTBEAT, MAX_HEARTBEAT);
+    let interval =
+        Duration::from_millis(hello.heartbeat_interval).clamp(MIN_HEARTBEAT, MAX_HEARTBEAT);
     let greeting = match session.as_ref() {
         Some(s) => json!({"op": op::RESUME, "d": {
             "token": options.token, "session_id": s.id, "seq": *seq }}),
@@ -474,7 +475,9 @@ impl Live<'_> {
                     });
                     self.healthy = true;
                 }
-                Err(e) => tracing::warn!(error = %e, "Discord gateway: a READY that does not parse"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Discord gateway: a READY that does not parse")
+                }
             },
             Some("RESUMED") => {
                 tracing::info!("Discord gateway: resumed");
@@ -486,7 +489,9 @@ impl Live<'_> {
                 };
                 match serde_json::from_value::<Message>(payload.d) {
                     Ok(message) => self.handler.message(&me, message).await,
-                    Err(e) => tracing::warn!(error = %e, "Discord gateway: a MESSAGE_CREATE that does not parse"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Discord gateway: a MESSAGE_CREATE that does not parse")
+                    }
                 }
             }
             _ => {}
@@ -502,16 +507,28 @@ mod tests {
     fn final_closes_stop_and_the_others_resume() {
         assert_eq!(Fatal::from_close(4004), Some(Fatal::AuthenticationFailed));
         assert_eq!(Fatal::from_close(4014), Some(Fatal::DisallowedIntents));
-        assert!(matches!(closed(None, true), End::Again { resume: true, .. }));
+        assert!(matches!(
+            closed(None, true),
+            End::Again { resume: true, .. }
+        ));
         let frame = |code: u16| {
             Some(CloseFrame {
                 code: CloseCode::from(code),
                 reason: "".into(),
             })
         };
-        assert!(matches!(closed(frame(4009), true), End::Again { resume: false, .. }));
-        assert!(matches!(closed(frame(4000), true), End::Again { resume: true, .. }));
-        assert!(matches!(closed(frame(4004), true), End::Fatal(Fatal::AuthenticationFailed)));
+        assert!(matches!(
+            closed(frame(4009), true),
+            End::Again { resume: false, .. }
+        ));
+        assert!(matches!(
+            closed(frame(4000), true),
+            End::Again { resume: true, .. }
+        ));
+        assert!(matches!(
+            closed(frame(4004), true),
+            End::Fatal(Fatal::AuthenticationFailed)
+        ));
     }
 
     #[test]
@@ -520,7 +537,10 @@ mod tests {
             with_query("wss://gateway.discord.gg"),
             "wss://gateway.discord.gg/?v=10&encoding=json"
         );
-        assert_eq!(with_query("ws://127.0.0.1:9/"), "ws://127.0.0.1:9/?v=10&encoding=json");
+        assert_eq!(
+            with_query("ws://127.0.0.1:9/"),
+            "ws://127.0.0.1:9/?v=10&encoding=json"
+        );
         assert_eq!(with_query("ws://h/?v=10"), "ws://h/?v=10");
     }
 

@@ -40,6 +40,9 @@ mod tests {
             "123456789012345678"
         );
         let other = super::bot_id_of_token("discord-test-token");
-        assert!(other.starts_with("token-") && !other.contains("discord"), "{other}");
+        assert!(
+            other.starts_with("token-") && !other.contains("discord"),
+            "{other}"
+        );
     }
 }

@@ -142,7 +142,12 @@ impl Discord {
                 map.insert(user.to_string(), id.to_string());
                 Ok(id.to_string())
             }
-            _ => Err(failure(status, &json, header_wait, reason_of(status, &answer))),
+            _ => Err(failure(
+                status,
+                &json,
+                header_wait,
+                reason_of(status, &answer),
+            )),
         }
     }
 
@@ -208,7 +213,13 @@ impl Discord {
                 });
         }
         let failed = failure(status, &json, header_wait, reason_of(status, &answer));
-        if let (429, SendError::Retry { after: Some(wait), .. }) = (status.as_u16(), &failed) {
+        if let (
+            429,
+            SendError::Retry {
+                after: Some(wait), ..
+            },
+        ) = (status.as_u16(), &failed)
+        {
             let global = limits.global || json.get("global").and_then(Value::as_bool) == Some(true);
             self.buckets
                 .limited(&route, *wait, global, tokio::time::Instant::now());

@@ -86,7 +86,10 @@ fn discord_warnings(discord: &super::channels::DiscordConfig) -> Vec<ConfigWarni
         out.extend(unused("channels.discord.dm".into(), &dm.other));
     }
     for (id, guild) in &discord.guilds {
-        out.extend(unused(format!("channels.discord.guilds.{id}"), &guild.other));
+        out.extend(unused(
+            format!("channels.discord.guilds.{id}"),
+            &guild.other,
+        ));
         for (channel, rule) in &guild.channels {
             out.extend(unused(
                 format!("channels.discord.guilds.{id}.channels.{channel}"),
