@@ -93,6 +93,8 @@ pub struct EngineInbox {
     settings: Settings,
     /// Messages ignored (not allowed, not addressed, a bot's), for the log.
     ignored: AtomicU64,
+    /// Busy guilds the bot is not asked in would otherwise write a line per message.
+    gate: switchboard_server::Quiet,
 }
 
 impl EngineInbox {
@@ -101,6 +103,7 @@ impl EngineInbox {
             api,
             settings,
             ignored: AtomicU64::new(0),
+            gate: switchboard_server::Quiet::default(),
         }
     }
 
@@ -109,12 +112,15 @@ impl EngineInbox {
         let (key, chat_type, sender) = match self.settings.access.admit(message, &me.id) {
             Admit::Ignored(why) => {
                 let so_far = self.ignored.fetch_add(1, Ordering::Relaxed) + 1;
-                tracing::info!(
-                    why = why.as_str(),
-                    channel = %message.channel_id,
-                    so_far,
-                    "a Discord message was ignored"
-                );
+                if let Some(skipped) = self.gate.admit() {
+                    tracing::info!(
+                        why = why.as_str(),
+                        channel = %message.channel_id,
+                        so_far,
+                        skipped,
+                        "a Discord message was ignored"
+                    );
+                }
                 return None;
             }
             // A direct message's replies go to the person (their DM channel is opened to send).

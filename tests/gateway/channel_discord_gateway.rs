@@ -115,6 +115,17 @@ async fn serve_answers_a_guild_channel_and_a_dm_where_they_came_from() {
     );
     // Nobody else was answered, and the stranger's DM was not recorded.
     assert_eq!(fake.posted().len(), 2);
+    // The two ignored messages are counted in the log, with why.
+    let log = until("the ignored messages logged", async || {
+        let log = std::fs::read_to_string(gw.log()).unwrap_or_default();
+        log.contains("so_far=2").then_some(log)
+    })
+    .await;
+    assert!(
+        log.contains("channel not allowed") && log.contains("sender not allowed"),
+        "{log}"
+    );
+    assert!(!log.contains(BOT_TOKEN), "the token is never logged");
 }
 
 /// Run the channel's inbound side in this process against `fake`'s gateway; stop it with

@@ -532,6 +532,14 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_intent_says_which_switch_to_turn_on() {
+        let why = Fatal::from_close(4014)
+            .map(Fatal::explain)
+            .unwrap_or_default();
+        assert!(why.contains("MESSAGE CONTENT INTENT") && why.contains("Developer Portal"));
+    }
+
+    #[test]
     fn the_url_asks_for_version_10_in_json() {
         assert_eq!(
             with_query("wss://gateway.discord.gg"),
