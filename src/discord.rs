@@ -165,8 +165,19 @@ impl Handler for EngineInbox {
             return;
         };
         // A message replayed after a resume: its key is recorded, and the send answers with
-        // the first receipt, recording nothing.
-        if let Err(e) = self.api.send(request).await {
+        // the first receipt, recording nothing. The same key makes a retry safe: the gateway
+        // has no offset to hold back, so a store that fails for a moment is tried again here
+        // (a few times over about 3 s; the connection's heartbeats wait meanwhile).
+        use backon::Retryable;
+        let delays = backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(200))
+            .with_max_delay(Duration::from_secs(2))
+            .with_max_times(3);
+        let recorded = (|| self.api.send(request.clone()))
+            .retry(delays)
+            .sleep(tokio::time::sleep)
+            .await;
+        if let Err(e) = recorded {
             tracing::error!(error = %e, message = %message.id, "cannot record a Discord message");
         }
     }
