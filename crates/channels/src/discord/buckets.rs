@@ -95,8 +95,13 @@ impl Limits {
 
 /// Seconds as Discord writes them (`1.25`), bounded.
 pub fn seconds(text: &str) -> Option<Duration> {
-    let s: f64 = text.trim().parse().ok()?;
-    (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s).min(MAX_WAIT))
+    seconds_of(text.trim().parse().ok()?)
+}
+
+/// A number of seconds as a wait, held to an hour (`None`: negative or not a number). Held
+/// before it becomes a `Duration`, which panics on a value past its range (`1e30`).
+pub fn seconds_of(s: f64) -> Option<Duration> {
+    (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(MAX_WAIT.as_secs_f64())))
 }
 
 impl Buckets {
@@ -243,6 +248,8 @@ mod tests {
             }
         );
         assert_eq!(seconds("1e12"), Some(MAX_WAIT));
+        assert_eq!(seconds("1e30"), Some(MAX_WAIT));
+        assert_eq!(seconds_of(f64::MAX), Some(MAX_WAIT));
         assert_eq!(seconds("-1"), None);
         assert_eq!(seconds("NaN"), None);
     }

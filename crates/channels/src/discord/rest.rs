@@ -29,9 +29,6 @@ pub const DEFAULT_API_ROOT: &str = "https://discord.com/api/v10";
 /// Discord's limit for one message's content, in characters.
 pub const MAX_MESSAGE: usize = 2000;
 
-/// The longest wait a 429 is taken at.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
-
 /// A spent bucket's reset up to this far off is waited inside the send; a longer one hands
 /// the delivery back to the drain to retry then (its state says so).
 const MAX_INLINE_WAIT: Duration = Duration::from_secs(10);
@@ -241,8 +238,7 @@ fn failure(
             after: json
                 .get("retry_after")
                 .and_then(Value::as_f64)
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER))
+                .and_then(super::buckets::seconds_of)
                 .or(header_wait),
             reason,
         },
@@ -306,6 +302,19 @@ impl Channel for Discord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_retry_after_is_held_to_an_hour_not_a_panic() {
+        let status = reqwest::StatusCode::TOO_MANY_REQUESTS;
+        let json = json!({"retry_after": 1e300});
+        assert_eq!(
+            failure(status, &json, None, "429".into()),
+            SendError::Retry {
+                after: Some(Duration::from_secs(3600)),
+                reason: "429".into()
+            }
+        );
+    }
 
     #[test]
     fn routes_name_discord_channels() {
