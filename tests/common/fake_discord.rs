@@ -386,13 +386,25 @@ impl FakeDiscord {
         missed: &str,
     ) {
         let d = self.message(Some(guild), channel, author, missed);
+        self.command(command, Some(d));
+    }
+
+    /// Give `command` to the live connection, with `missed` logged after what it dispatches.
+    fn command(&self, command: Command, missed: Option<Value>) {
         let mut s = self.state();
         let live = s.gateway.connections;
         let upto = s.gateway.log.len();
         s.gateway.command = Some((live, command, upto));
-        s.gateway.log.push(d);
+        s.gateway.log.extend(missed);
         drop(s);
         self.wake();
+    }
+
+    /// Send op 7 on the live connection, having forgotten its session: the client's RESUME
+    /// is answered with op 9 (`d: false`), and it must IDENTIFY anew.
+    pub fn reconnect_forgetting_the_session(&self) {
+        self.state().gateway.sessions.clear();
+        self.command(Command::Reconnect, None);
     }
 
     /// Each resume replays the last message the client had too (at-least-once, as a client

@@ -4,7 +4,8 @@
 //! are posted back where they came from; messages from a channel not allowed and from a
 //! stranger are not recorded. A connection ended by op 7 or a dropped socket is resumed and
 //! the message dispatched in between is recorded once (the fake replays one already seen
-//! too); a connection whose heartbeats go unanswered is closed and resumed; close 4004 stops
+//! too); a connection whose heartbeats go unanswered is closed and resumed; a session Discord
+//! invalidates (op 9, `d: false`) is identified anew; close 4004 stops
 //! the Discord channel, said in the log, while Telegram goes on answering; each channel's
 //! rate-limit bucket is waited out before the next send to it.
 
@@ -242,6 +243,31 @@ async fn unanswered_heartbeats_close_the_connection_and_resume() {
     })
     .await;
     assert_eq!(fake.identifies(), 1);
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_session_is_identified_anew() {
+    let fake = FakeDiscord::start(BOT_TOKEN).await;
+    let (api, stop, _running, _dir) =
+        inbound(&fake, r#"guilds: { "*": { requireMention: false } }"#).await;
+    until("identified", async || {
+        (fake.identifies() == 1).then_some(())
+    })
+    .await;
+    // op 7, then op 9 (d: false) to the RESUME: a new session after Discord's 1–5 s pause.
+    fake.reconnect_forgetting_the_session();
+    until("identified again", async || {
+        (fake.identifies() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(fake.resumes(), 0, "the forgotten session was not resumed");
+    fake.guild_message("10", "100", ANN, "new session");
+    until("recorded in the new session", async || {
+        let said = said_in(api.as_ref(), "agent:main:discord:channel:100").await;
+        (said == ["new session"]).then_some(())
+    })
+    .await;
     let _ = stop.send(());
 }
 
