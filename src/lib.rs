@@ -2,8 +2,10 @@
 //! and opening a state folder. Everything else lives in the workspace's crates
 //! (docs/ARCHITECTURE.md, "Crates").
 
+pub mod channel_lease;
 pub mod channels;
 pub mod demo;
+pub mod discord;
 pub mod state_folder;
 pub mod stores;
 pub mod telegram;

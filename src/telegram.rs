@@ -13,6 +13,8 @@ use std::time::Duration;
 use switchboard_telegram::{Access, Admit, Bot, Ignored, Inbox, TelegramError, poll};
 use switchboard_types::api::{SendRequest, Sender, SessionsApi};
 
+use crate::channel_lease::ChannelLease;
+
 /// The channel's name in keys, routes and the outbox.
 pub const CHANNEL: &str = "telegram";
 
@@ -35,7 +37,7 @@ impl Settings {
     pub fn from_config(
         config: &switchboard_types::config::Config,
     ) -> Option<Result<Settings, String>> {
-        use switchboard_types::config::channels::{TelegramDmPolicy, TelegramGroupPolicy};
+        use switchboard_types::config::channels::{DmPolicy, GroupPolicy};
         let telegram = config.channels.telegram.as_ref().filter(|t| t.enabled)?;
         let Some(token) = telegram.token() else {
             return Some(Err(format!(
@@ -45,16 +47,16 @@ impl Settings {
         };
         let access = Access {
             dm_policy: match telegram.dm_policy {
-                TelegramDmPolicy::Open => switchboard_telegram::DmPolicy::Open,
-                TelegramDmPolicy::Allowlist => switchboard_telegram::DmPolicy::Allowlist,
-                TelegramDmPolicy::Pairing => switchboard_telegram::DmPolicy::Pairing,
-                TelegramDmPolicy::Disabled => switchboard_telegram::DmPolicy::Disabled,
+                DmPolicy::Open => switchboard_telegram::DmPolicy::Open,
+                DmPolicy::Allowlist => switchboard_telegram::DmPolicy::Allowlist,
+                DmPolicy::Pairing => switchboard_telegram::DmPolicy::Pairing,
+                DmPolicy::Disabled => switchboard_telegram::DmPolicy::Disabled,
             },
             allow_from: telegram.allow_from_text(),
             group_policy: match telegram.group_policy {
-                TelegramGroupPolicy::Open => switchboard_telegram::GroupPolicy::Open,
-                TelegramGroupPolicy::Allowlist => switchboard_telegram::GroupPolicy::Allowlist,
-                TelegramGroupPolicy::Disabled => switchboard_telegram::GroupPolicy::Disabled,
+                GroupPolicy::Open => switchboard_telegram::GroupPolicy::Open,
+                GroupPolicy::Allowlist => switchboard_telegram::GroupPolicy::Allowlist,
+                GroupPolicy::Disabled => switchboard_telegram::GroupPolicy::Disabled,
             },
             groups: telegram
                 .groups
@@ -85,38 +87,11 @@ impl Settings {
     }
 }
 
-/// Which engine may poll: Telegram allows one `getUpdates` poller per bot, so across the nodes
-/// of one database the poller holds the store's lane for its bot (`channel:telegram:<bot id>`)
-/// while it polls; the others wait, and one of them takes over when the poller's node dies
-/// (its lanes go with its take-over). On a store without nodes the lane is always free.
-pub struct PollLease {
-    pub store: Arc<dyn switchboard_store::Store>,
-    pub owner: String,
-}
-
-/// How often a node that does not hold the poll asks for it again.
-const LEASE_WAIT: Duration = Duration::from_secs(2);
-
-impl PollLease {
-    fn lane(settings: &Settings) -> String {
-        // The bot's id (before the token's colon) names the lane; the secret never does.
-        let bot = settings.token.split(':').next().unwrap_or_default();
-        format!("channel:{CHANNEL}:{bot}")
-    }
-
-    /// Wait until this engine may poll.
-    async fn acquire(&self, lane: &str) {
-        loop {
-            match self.store.claim_lane(lane, &self.owner).await {
-                Ok(switchboard_store::nodes::LaneClaim::Held) => return,
-                Ok(switchboard_store::nodes::LaneClaim::Busy { owner }) => {
-                    tracing::debug!(%owner, "another node polls Telegram; waiting");
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot ask for Telegram's poll"),
-            }
-            tokio::time::sleep(LEASE_WAIT).await;
-        }
-    }
+/// The lane the poller holds (`channel_lease.rs`): the bot's id (before the token's colon)
+/// names it; the secret never does.
+fn lane(settings: &Settings) -> String {
+    let bot = settings.token.split(':').next().unwrap_or_default();
+    ChannelLease::lane(CHANNEL, bot)
 }
 
 /// Start the channel in the background for as long as the process runs (abort the handle to
@@ -126,11 +101,11 @@ pub fn spawn(
     settings: Settings,
     api: Arc<dyn SessionsApi>,
     state_dir: &Path,
-    lease: PollLease,
+    lease: ChannelLease,
 ) -> tokio::task::JoinHandle<()> {
     let state_dir = state_dir.to_path_buf();
     tokio::spawn(async move {
-        let lane = PollLease::lane(&settings);
+        let lane = lane(&settings);
         lease.acquire(&lane).await;
         // Telegram away at start: tried again, 1 s doubling to a minute.
         let mut pauses = backon::BackoffBuilder::build(
@@ -158,7 +133,7 @@ pub fn spawn(
                 }
             }
         }
-        lease.store.release_lane(&lane, &lease.owner).await;
+        lease.release(&lane).await;
     })
 }
 

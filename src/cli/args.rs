@@ -284,7 +284,10 @@ refused); it is never printed. While it runs, its address is recorded in <state>
 Switchboard clients on this machine offer that token only to it. It also sends the outbox's \
 deliveries through the channels the config enables (channels.webhook.<name>; it prints \
 \"channels up: …\"), and accepts webhook messages at POST /hooks/<name> with \
-\"Authorization: Bearer <the hook's secret>\" on the same port. SIGINT or SIGTERM stops \
+\"Authorization: Bearer <the hook's secret>\" on the same port. Chat channels that bring \
+messages in start beside it: Telegram's poller (channels.telegram) and Discord's gateway \
+connection (channels.discord; it prints \"discord channel: gateway via …\"); across the nodes \
+of one PostgreSQL database one node polls or holds the gateway per bot. SIGINT or SIGTERM stops \
 accepting, closes the connections, records the deliveries in flight, lets running work finish \
 (up to 30 s) and exits 0.",
         after_help = "Examples:\n  switchboard serve\n  switchboard serve --bind 127.0.0.1:0   # any free port; the address is printed\n  \

@@ -116,8 +116,8 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     lease_verdict(&engine, &lost)
 }
 
-/// Start the chat channels that poll for messages (Telegram; webhooks arrive through the
-/// gateway); one that cannot work is said and left out, the others start.
+/// Start the chat channels that bring messages in (Telegram's poller, Discord's gateway
+/// connection; webhooks arrive through the gateway); one that cannot work is said and left out, the others start.
 fn start_inbound(
     config: &switchboard_config::Config,
     api: &std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
@@ -128,10 +128,7 @@ fn start_inbound(
     match switchboard::telegram::Settings::from_config(config) {
         Some(Ok(settings)) => {
             say(&format!("telegram channel: polling {}", settings.api_root));
-            let lease = switchboard::telegram::PollLease {
-                store: engine.backend(),
-                owner: engine.owner_id(),
-            };
+            let lease = switchboard::channel_lease::ChannelLease::new(engine);
             up.push(switchboard::telegram::spawn(
                 settings,
                 api.clone(),
@@ -140,6 +137,19 @@ fn start_inbound(
             ));
         }
         Some(Err(why)) => say(&format!("telegram channel not started: {why}")),
+        None => {}
+    }
+    match switchboard::discord::Settings::from_config(config) {
+        Some(Ok(settings)) => {
+            let via = settings
+                .gateway_url
+                .as_deref()
+                .unwrap_or(&settings.api_root);
+            say(&format!("discord channel: gateway via {via}"));
+            let lease = switchboard::channel_lease::ChannelLease::new(engine);
+            up.push(switchboard::discord::spawn(settings, api.clone(), lease));
+        }
+        Some(Err(why)) => say(&format!("discord channel not started: {why}")),
         None => {}
     }
     up

@@ -204,3 +204,54 @@ fn config_check_explains_a_telegram_channel_that_cannot_work() {
         "{err}"
     );
 }
+
+/// `channels.discord` that cannot work is an error naming the key and what to do (no token,
+/// an unknown policy, a gateway URL that is not ws(s)://); OpenClaw's older `dm.policy`
+/// shape loads; OpenClaw's keys not used here are warnings.
+#[test]
+fn config_check_explains_a_discord_channel_that_cannot_work() {
+    let b = CliBench::new(
+        "{\n  channels: {\n    discord: {\n      gatewayUrl: \"https://gateway.discord.gg\",\n      dmPolicy: \"open\",\n    },\n  },\n}\n",
+    );
+    let out = b
+        .command(&["config", "check"])
+        .env_remove("DISCORD_BOT_TOKEN")
+        .output()
+        .expect("config check");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("channels.discord.token") && err.contains("DISCORD_BOT_TOKEN"),
+        "{err}"
+    );
+    assert!(
+        err.contains("channels.discord.gatewayUrl") && err.contains("ws(s)://"),
+        "{err}"
+    );
+
+    for (line, value) in [
+        ("groupPolicy: \"everyone\"", "everyone"),
+        ("dm: { policy: \"friends\" }", "friends"),
+    ] {
+        let b = CliBench::new(&format!(
+            "{{\n  channels: {{\n    discord: {{\n      token: \"x\",\n      {line},\n    }},\n  }},\n}}\n"
+        ));
+        let out = b.run(&["config", "check"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{line}: {err}");
+        assert!(err.contains(value), "{line}: {err}");
+    }
+
+    let b = CliBench::new(
+        "{\n  channels: {\n    discord: {\n      token: \"x\",\n      dm: { policy: \"allowlist\", allowFrom: [\"42\"] },\n      guilds: { \"10\": { requireMention: false, slug: \"ops\", channels: { \"100\": { allow: true } } } },\n      historyLimit: 20,\n    },\n  },\n}\n",
+    );
+    let out = b.run(&["config", "check"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "usable: {err}");
+    assert!(
+        err.contains("channels.discord.historyLimit: warning")
+            && err.contains("channels.discord.guilds.10.slug: warning")
+            && !err.contains("allowFrom"),
+        "{err}"
+    );
+}

@@ -14,6 +14,7 @@ mod gateway_process;
 mod gateway_support;
 
 mod channel_discord;
+mod channel_discord_gateway;
 mod channel_telegram_bot;
 mod channel_telegram_serve;
 mod gateway_abort;

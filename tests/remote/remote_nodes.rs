@@ -882,3 +882,84 @@ async fn one_node_polls_telegram_and_another_takes_over_when_it_dies() {
     );
     assert_ne!(one(cluster, &url, lane), poller, "the survivor polls now");
 }
+
+/// Discord's gateway, one connection per bot: across nodes on one database one node holds the
+/// gateway (the bot's lane, `channel:discord:<bot id>`), and when it dies another connects and
+/// the messages go on, never two connections at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_node_holds_discords_gateway_and_another_takes_over_when_it_dies() {
+    use crate::common::fake_discord::FakeDiscord;
+    let Some(cluster) = pg::cluster_or_skip("one_node_holds_discords_gateway") else {
+        return;
+    };
+    let url = pg::fresh_database(cluster);
+    // A token's first part is its bot's id in base64 ("123456789012345678").
+    let token = "MTIzNDU2Nzg5MDEyMzQ1Njc4.nodes.test";
+    let fake = FakeDiscord::start(token).await;
+    let config = CONFIG
+        .trim_end()
+        .trim_end_matches('}')
+        .trim_end_matches(|c: char| c == ',' || c.is_whitespace())
+        .to_string()
+        + &format!(
+            r#", channels: {{ discord: {{ token: "{token}", apiRoot: "{}",
+                 guilds: {{ "*": {{ requireMention: false }} }} }} }} }}"#,
+            fake.api_root
+        );
+    let mut nodes = [
+        Node::start_config(&url, &config, &[]),
+        Node::start_config(&url, &config, &[]),
+    ];
+    let lane = "SELECT owner FROM lanes WHERE session_key = 'channel:discord:123456789012345678'";
+    let until = async |what: &str, check: &dyn Fn() -> bool| {
+        let deadline = tokio::time::Instant::now() + HANG;
+        while !check() {
+            assert!(tokio::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    until("nobody holds the gateway", &|| {
+        !one(cluster, &url, lane).is_empty()
+    })
+    .await;
+    let holder = one(cluster, &url, lane);
+    until("the holder never connected", &|| fake.identifies() == 1).await;
+    let key = "agent:main:discord:channel:100";
+    let answered = |api: Arc<dyn SessionsApi>, text: &'static str| async move {
+        let deadline = tokio::time::Instant::now() + HANG;
+        loop {
+            let texts = crate::common::transcript_texts(api.as_ref(), key).await;
+            if texts.iter().any(|t| t == &format!("main got: {text}")) {
+                return texts;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{text} not answered: {texts:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let (_link, api) = attach(nodes[0].url()).await;
+    fake.guild_message("10", "100", ("42", "Ann"), "first");
+    answered(api, "first").await;
+
+    // The holder dies; the other node connects once the lease runs out.
+    let dead = nodes
+        .iter()
+        .position(|n| n.lock_files().contains(&format!("{holder}.lock")))
+        .expect("the holder is one of the nodes");
+    nodes[dead].kill_hard();
+    until("the survivor never connected", &|| fake.identifies() == 2).await;
+    let (_survivor_link, survivor) = attach(nodes[1 - dead].url()).await;
+    fake.guild_message("10", "100", ("42", "Ann"), "second");
+    let texts = answered(survivor, "second").await;
+    for text in ["first", "second"] {
+        assert_eq!(texts.iter().filter(|t| *t == text).count(), 1, "{texts:?}");
+    }
+    assert_eq!(fake.max_open(), 1, "two nodes held the gateway at once");
+    assert_ne!(
+        one(cluster, &url, lane),
+        holder,
+        "the survivor holds it now"
+    );
+}

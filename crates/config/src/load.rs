@@ -622,17 +622,42 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
 
     out.extend(gateway_problems(&config.gateway, at));
     out.extend(super::gateways::problems(config, &at));
-    if let Some(discord) = config.channels.discord.as_ref().filter(|d| d.enabled)
-        && discord.token().is_none()
-    {
-        out.push((
-            at(&[k("channels"), k("discord"), k("token")]),
-            format!(
-                "missing: the Discord channel needs its bot's token, here or in ${}; or set \
-                 channels.discord.enabled to false",
-                switchboard_types::config::channels::DISCORD_TOKEN_ENV
-            ),
-        ));
+    if let Some(discord) = config.channels.discord.as_ref().filter(|d| d.enabled) {
+        let dc = |name: &str| at(&[k("channels"), k("discord"), k(name)]);
+        if discord.token().is_none() {
+            out.push((
+                dc("token"),
+                format!(
+                    "missing: the Discord channel needs its bot's token (Developer Portal → your \
+                     application → Bot → Reset Token), here or in ${}; or set \
+                     channels.discord.enabled to false",
+                    switchboard_types::config::channels::DISCORD_TOKEN_ENV
+                ),
+            ));
+        }
+        if let Some(root) = &discord.api_root
+            && !has_scheme(root, &["https://", "http://"])
+        {
+            out.push((
+                dc("apiRoot"),
+                "must be an http(s) URL (the default is https://discord.com/api/v10)".into(),
+            ));
+        }
+        if let Some(url) = &discord.gateway_url
+            && !has_scheme(url, &["wss://", "ws://"])
+        {
+            out.push((
+                dc("gatewayUrl"),
+                "must be a ws(s):// URL (leave it out to ask Discord for its gateway)".into(),
+            ));
+        }
+        if !discord.ids_are_text() {
+            out.push((
+                dc("allowFrom"),
+                "entries (and guilds.<id>.users) are user ids (numbers or strings) or usernames"
+                    .into(),
+            ));
+        }
     }
     if let Some(telegram) = config.channels.telegram.as_ref().filter(|t| t.enabled) {
         let tg = |name: &str| at(&[k("channels"), k("telegram"), k(name)]);
@@ -646,14 +671,13 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
                 ),
             ));
         }
-        if let Some(root) = &telegram.api_root {
-            let lower = root.trim().to_ascii_lowercase();
-            if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-                out.push((
-                    tg("apiRoot"),
-                    "must be an http(s) URL (the default is https://api.telegram.org)".into(),
-                ));
-            }
+        if let Some(root) = &telegram.api_root
+            && !has_scheme(root, &["https://", "http://"])
+        {
+            out.push((
+                tg("apiRoot"),
+                "must be an http(s) URL (the default is https://api.telegram.org)".into(),
+            ));
         }
         if telegram.allow_from.len() != telegram.allow_from_text().len() {
             out.push((
@@ -1080,6 +1104,12 @@ impl<'de> Deserializer<'de> for StrictValue<'de> {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier ignored_any
     }
+}
+
+/// Whether `url` starts with one of `schemes` (in any case).
+fn has_scheme(url: &str, schemes: &[&str]) -> bool {
+    let lower = url.trim().to_ascii_lowercase();
+    schemes.iter().any(|s| lower.starts_with(s))
 }
 
 #[cfg(test)]

@@ -40,6 +40,9 @@ pub use hooks::Hooks;
 pub use methods::{EVENTS, METHODS};
 pub use private_paths::PrivatePaths;
 pub use probes::{MetricsRender, Site, serve_probes};
+/// The log's rate gate, for other sources of lines others can set off (a chat channel's
+/// ignored messages).
+pub use quiet::Quiet;
 use switchboard_types::api::SessionsApi;
 
 /// OpenClaw 2026.9.6's limits, as its `hello-ok.policy` states them.

@@ -1,6 +1,6 @@
 //! The `channels` section, in OpenClaw's shape so an imported OpenClaw config keeps working
-//! (issue 29): `channels.telegram` and `channels.webhook.<name>` are read here; keys this build does not use, in it and other
-//! channels (`discord`, `whatsapp`, …), are kept and reported by `config check`
+//! (issue 29): `channels.telegram`, `channels.discord` and `channels.webhook.<name>` are read
+//! here; keys this build does not use, in them and other channels (`whatsapp`, …), are kept and reported by `config check`
 //! (`warnings.rs`) rather than refused.
 
 use std::collections::BTreeMap;
@@ -28,10 +28,10 @@ pub struct TelegramConfig {
     pub enabled: bool,
     /// BotFather's token; `$TELEGRAM_BOT_TOKEN` when absent.
     pub bot_token: Option<String>,
-    pub dm_policy: TelegramDmPolicy,
+    pub dm_policy: DmPolicy,
     /// Who may write to the bot directly: user ids (numbers or strings) or `@usernames`.
     pub allow_from: Vec<Value>,
-    pub group_policy: TelegramGroupPolicy,
+    pub group_policy: GroupPolicy,
     /// Per group (`"<chatId>"`, or `"*"` for all): whether a message must mention the bot.
     pub groups: BTreeMap<String, TelegramGroup>,
     /// The Bot API server (Telegram's by default; a self-hosted one, or a test's fake).
@@ -48,9 +48,9 @@ impl Default for TelegramConfig {
         TelegramConfig {
             enabled: true,
             bot_token: None,
-            dm_policy: TelegramDmPolicy::default(),
+            dm_policy: DmPolicy::default(),
             allow_from: Vec::new(),
-            group_policy: TelegramGroupPolicy::default(),
+            group_policy: GroupPolicy::default(),
             groups: BTreeMap::new(),
             api_root: None,
             agent: None,
@@ -59,11 +59,11 @@ impl Default for TelegramConfig {
     }
 }
 
-/// `dmPolicy`: OpenClaw's values; `pairing` (its default) admits `allowFrom` only until
+/// `dmPolicy` (Telegram's and Discord's): OpenClaw's values; `pairing` (its default) admits `allowFrom` only until
 /// pairing codes exist here.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TelegramDmPolicy {
+pub enum DmPolicy {
     Open,
     Allowlist,
     #[default]
@@ -71,10 +71,10 @@ pub enum TelegramDmPolicy {
     Disabled,
 }
 
-/// `groupPolicy`.
+/// `groupPolicy` (Telegram's groups, Discord's guild channels).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TelegramGroupPolicy {
+pub enum GroupPolicy {
     Open,
     #[default]
     Allowlist,
@@ -102,18 +102,14 @@ impl TelegramConfig {
 
     /// `allowFrom` as text (ids written as numbers included).
     pub fn allow_from_text(&self) -> Vec<String> {
-        self.allow_from
-            .iter()
-            .filter_map(|v| match v {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            })
-            .collect()
+        ids_as_text(&self.allow_from)
     }
 }
 
-/// `channels.discord` (outbound: deliveries to Discord channels; OpenClaw's other keys kept).
+/// `channels.discord`, in OpenClaw's shape: the bot's token, who may write to it directly
+/// (`dmPolicy` + `allowFrom`, or OpenClaw's older `dm.policy` + `dm.allowFrom`), which guild
+/// channels it serves (`groupPolicy`, `guilds.<guildId>.channels.<channelId>.allow`) and
+/// where a mention is required (`requireMention`, per guild or channel).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DiscordConfig {
@@ -122,6 +118,19 @@ pub struct DiscordConfig {
     pub token: Option<String>,
     /// Discord's API (`https://discord.com/api/v10` by default; a test's fake).
     pub api_root: Option<String>,
+    /// The gateway's WebSocket URL; asked of the API (`GET /gateway/bot`) when absent.
+    pub gateway_url: Option<String>,
+    /// Direct messages (OpenClaw's current key; `dm.policy` is its older one).
+    pub dm_policy: Option<DmPolicy>,
+    /// Who may write to the bot directly: user ids (numbers or strings) or usernames.
+    pub allow_from: Vec<Value>,
+    /// OpenClaw's older `dm: {enabled, policy, allowFrom}`.
+    pub dm: Option<DiscordDm>,
+    pub group_policy: GroupPolicy,
+    /// Per guild (`"<guildId>"`, or `"*"` for all).
+    pub guilds: BTreeMap<String, DiscordGuild>,
+    /// The agent whose sessions the channels are (the default agent when absent).
+    pub agent: Option<String>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
 }
@@ -132,6 +141,13 @@ impl Default for DiscordConfig {
             enabled: true,
             token: None,
             api_root: None,
+            gateway_url: None,
+            dm_policy: None,
+            allow_from: Vec::new(),
+            dm: None,
+            group_policy: GroupPolicy::default(),
+            guilds: BTreeMap::new(),
+            agent: None,
             other: BTreeMap::new(),
         }
     }
@@ -143,8 +159,50 @@ impl std::fmt::Debug for DiscordConfig {
         f.debug_struct("DiscordConfig")
             .field("enabled", &self.enabled)
             .field("api_root", &self.api_root)
+            .field("gateway_url", &self.gateway_url)
+            .field("dm_policy", &self.dm_policy())
+            .field("group_policy", &self.group_policy)
             .finish_non_exhaustive()
     }
+}
+
+/// `channels.discord.dm` (OpenClaw's older place for the direct-message settings).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscordDm {
+    /// `false`: no direct messages (as `policy: "disabled"`).
+    pub enabled: Option<bool>,
+    pub policy: Option<DmPolicy>,
+    pub allow_from: Vec<Value>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `channels.discord.guilds.<guildId|*>`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscordGuild {
+    /// Only messages that @mention the bot are taken (OpenClaw's default: true).
+    pub require_mention: Option<bool>,
+    /// Only these members are heard in the guild (empty: all).
+    pub users: Vec<Value>,
+    /// Per channel (`"<channelId>"` or `"*"`); when any is listed, only those are served.
+    pub channels: BTreeMap<String, DiscordGuildChannel>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `channels.discord.guilds.<guildId>.channels.<channelId|*>`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DiscordGuildChannel {
+    /// `false` leaves the channel out.
+    pub allow: Option<bool>,
+    pub require_mention: Option<bool>,
+    /// `false` leaves the channel out (as `allow: false`).
+    pub enabled: Option<bool>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
 }
 
 /// The environment variable Discord's token is read from when the config has none.
@@ -155,6 +213,46 @@ impl DiscordConfig {
     pub fn token(&self) -> Option<String> {
         token_or_env(&self.token, DISCORD_TOKEN_ENV)
     }
+
+    /// The direct-message policy: `dmPolicy`, else `dm.policy`, else `disabled` when
+    /// `dm.enabled` is false, else OpenClaw's default (`pairing`).
+    pub fn dm_policy(&self) -> DmPolicy {
+        let dm = self.dm.as_ref();
+        if dm.and_then(|d| d.enabled) == Some(false) {
+            return DmPolicy::Disabled;
+        }
+        self.dm_policy
+            .or_else(|| dm.and_then(|d| d.policy))
+            .unwrap_or_default()
+    }
+
+    /// Who may write directly, as text: `allowFrom`, else `dm.allowFrom`.
+    pub fn allow_from_text(&self) -> Vec<String> {
+        match (&self.allow_from, &self.dm) {
+            (from, Some(dm)) if from.is_empty() => ids_as_text(&dm.allow_from),
+            (from, _) => ids_as_text(from),
+        }
+    }
+
+    /// Whether every `allowFrom` (either place) and `users` entry is an id or a name.
+    pub fn ids_are_text(&self) -> bool {
+        let lists = std::iter::once(&self.allow_from)
+            .chain(self.dm.iter().map(|d| &d.allow_from))
+            .chain(self.guilds.values().map(|g| &g.users));
+        lists.into_iter().all(|l| ids_as_text(l).len() == l.len())
+    }
+}
+
+/// A list of ids written as numbers or strings, as text (anything else left out).
+pub fn ids_as_text(values: &[Value]) -> Vec<String> {
+    values
+        .iter()
+        .filter_map(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A channel's secret: `written` unless blank, else the environment variable `env` unless

@@ -48,14 +48,7 @@ fn channel_warnings(config: &Config) -> Vec<ConfigWarning> {
         })
         .collect();
     if let Some(discord) = &config.channels.discord {
-        out.extend(discord.other.keys().map(|key| {
-            ConfigWarning {
-                path: format!("channels.discord.{key}"),
-                message: "OpenClaw's setting, not used here (Discord is outbound only so far): \
-                      kept as written"
-                    .into(),
-            }
-        }));
+        out.extend(discord_warnings(discord));
     }
     if let Some(telegram) = &config.channels.telegram {
         out.extend(telegram.other.keys().map(|key| ConfigWarning {
@@ -63,8 +56,8 @@ fn channel_warnings(config: &Config) -> Vec<ConfigWarning> {
             message: "OpenClaw's setting, not used here: kept as written".into(),
         }));
         if telegram.enabled
-            && telegram.dm_policy != super::channels::TelegramDmPolicy::Open
-            && telegram.dm_policy != super::channels::TelegramDmPolicy::Disabled
+            && telegram.dm_policy != super::channels::DmPolicy::Open
+            && telegram.dm_policy != super::channels::DmPolicy::Disabled
             && telegram.allow_from.is_empty()
         {
             out.push(ConfigWarning {
@@ -74,6 +67,50 @@ fn channel_warnings(config: &Config) -> Vec<ConfigWarning> {
                     .into(),
             });
         }
+    }
+    out
+}
+
+/// Discord's: OpenClaw's keys kept but unused, and a direct-message policy nobody passes.
+fn discord_warnings(discord: &super::channels::DiscordConfig) -> Vec<ConfigWarning> {
+    let unused = |prefix: String, keys: &std::collections::BTreeMap<String, serde_json::Value>| {
+        keys.keys()
+            .map(|key| ConfigWarning {
+                path: format!("{prefix}.{key}"),
+                message: "OpenClaw's setting, not used here: kept as written".into(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut out = unused("channels.discord".into(), &discord.other);
+    if let Some(dm) = &discord.dm {
+        out.extend(unused("channels.discord.dm".into(), &dm.other));
+    }
+    for (id, guild) in &discord.guilds {
+        out.extend(unused(
+            format!("channels.discord.guilds.{id}"),
+            &guild.other,
+        ));
+        for (channel, rule) in &guild.channels {
+            out.extend(unused(
+                format!("channels.discord.guilds.{id}.channels.{channel}"),
+                &rule.other,
+            ));
+        }
+    }
+    let policy = discord.dm_policy();
+    if discord.enabled
+        && matches!(
+            policy,
+            super::channels::DmPolicy::Allowlist | super::channels::DmPolicy::Pairing
+        )
+        && discord.allow_from_text().is_empty()
+    {
+        out.push(ConfigWarning {
+            path: "channels.discord.allowFrom".into(),
+            message: "empty: nobody may write to the bot directly (dmPolicy admits only \
+                      allowFrom; pairing codes are not built here yet)"
+                .into(),
+        });
     }
     out
 }
