@@ -29,6 +29,9 @@ pub struct Settings {
     pub access: Access,
     /// The agent whose sessions Telegram's messages go to.
     pub agent: String,
+    /// Where direct chats go: the agent's main session as the key scheme names it
+    /// (`session.mainKey`, or `global` under global scope), OpenClaw's `dmScope: main`.
+    pub direct_key: String,
 }
 
 impl Settings {
@@ -72,6 +75,11 @@ impl Settings {
                 })
                 .collect(),
         };
+        let scheme = config.key_scheme();
+        let agent = telegram
+            .agent
+            .clone()
+            .unwrap_or_else(|| scheme.default_agent.clone());
         Some(Ok(Settings {
             api_root: telegram
                 .api_root
@@ -79,10 +87,8 @@ impl Settings {
                 .unwrap_or_else(|| switchboard_telegram::DEFAULT_API_ROOT.to_string()),
             token,
             access,
-            agent: telegram
-                .agent
-                .clone()
-                .unwrap_or_else(|| config.key_scheme().default_agent),
+            direct_key: scheme.main_key_for(&agent).as_str().to_string(),
+            agent,
         }))
     }
 }
@@ -192,6 +198,8 @@ pub struct EngineInbox {
     offset_file: PathBuf,
     /// Messages ignored (not allowed, not addressed, no text), for the channel's report.
     ignored: AtomicU64,
+    /// Where direct chats go (`Settings::direct_key`); `agent:<agent>:main` when unset.
+    direct_key: Option<String>,
 }
 
 impl EngineInbox {
@@ -207,7 +215,14 @@ impl EngineInbox {
             bot_id,
             offset_file: state_dir.join(OFFSET_FILE),
             ignored: AtomicU64::new(0),
+            direct_key: None,
         }
+    }
+
+    /// Direct chats go to `key` (the key scheme's main session of the agent).
+    pub fn with_direct_key(mut self, key: &str) -> EngineInbox {
+        self.direct_key = Some(key.to_string());
+        self
     }
 
     /// The offset kept by the last run (`None`: never polled here).
@@ -220,8 +235,12 @@ impl EngineInbox {
 
 impl Inbox for EngineInbox {
     async fn take(&self, update_id: i64, admitted: Admit) -> Result<(), String> {
-        let Some(key) = admitted.key(&self.agent) else {
-            return Ok(());
+        let key = match (&admitted, &self.direct_key) {
+            (Admit::Direct { .. }, Some(direct)) => direct.clone(),
+            _ => match admitted.key(&self.agent) {
+                Some(key) => key,
+                None => return Ok(()),
+            },
         };
         // A direct chat's replies go to the chat, whose id is the person's; a group's go to
         // the group its key names, so there the sender is only who spoke.
@@ -299,7 +318,8 @@ pub async fn run_inbound(
         bot = me.username.as_deref().unwrap_or(""),
         "Telegram channel up"
     );
-    let inbox = EngineInbox::new(api, &settings.agent, me.id, state_dir);
+    let inbox = EngineInbox::new(api, &settings.agent, me.id, state_dir)
+        .with_direct_key(&settings.direct_key);
     let offset = inbox.kept_offset();
     Ok(poll::run(&bot, &me, &settings.access, offset, &inbox, stop).await)
 }

@@ -127,6 +127,7 @@ async fn a_retry_after_a_failure_part_way_posts_only_the_parts_not_yet_accepted(
         token: TOKEN.into(),
         access: Access::default(),
         agent: "main".into(),
+        direct_key: "agent:main:main".into(),
     })
     .expect("channel");
     let text = ["a", "b", "c"].map(|c| c.repeat(4000)).join("\n\n");
@@ -157,6 +158,26 @@ async fn a_retry_after_a_failure_part_way_posts_only_the_parts_not_yet_accepted(
     for (t, c) in texts.iter().zip(["a", "b", "c"]) {
         assert!(t.trim() == c.repeat(4000), "part of {c}s");
     }
+}
+
+/// A direct chat goes to the agent's main session as the key scheme names it (its
+/// `session.mainKey`, or `global` under global scope), as Discord's do; it was always
+/// `agent:<id>:main`.
+#[test]
+fn direct_chats_go_to_the_main_session_the_key_scheme_names() {
+    let settings = |session: &str| {
+        let config = switchboard_config::load::parse_str(&format!(
+            r#"{{ session: {session}, agents: {{ list: [ {{ id: "ops", default: true }} ] }},
+                 channels: {{ telegram: {{ botToken: "1:x" }} }} }}"#
+        ))
+        .expect("config");
+        switchboard::telegram::Settings::from_config(&config)
+            .expect("configured")
+            .expect("usable")
+    };
+    assert_eq!(settings(r#"{ mainKey: "desk" }"#).direct_key, "agent:ops:desk");
+    assert_eq!(settings(r#"{ scope: "global" }"#).direct_key, "global");
+    assert_eq!(settings("{}").direct_key, "agent:ops:main");
 }
 
 #[tokio::test]
@@ -344,6 +365,7 @@ async fn telegram_messages_reach_their_sessions_and_replies_go_back_to_their_cha
             ..Access::default()
         },
         agent: "main".into(),
+        direct_key: "agent:main:main".into(),
     };
     let poll_once = |api: std::sync::Arc<dyn switchboard_types::api::SessionsApi>| {
         let (settings, dir, fake) = (settings.clone(), dir.path().to_path_buf(), fake.clone());
