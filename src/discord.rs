@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use switchboard_channels::discord::access::{Access, Admit};
+use switchboard_channels::discord::access::{Access, Admit, Ignored};
 use switchboard_channels::discord::events::{Message, User};
 use switchboard_channels::discord::gateway::{self, GatewayOptions, Handler, Stopped};
 use switchboard_channels::discord::{Discord, GatewayUrlError};
+use switchboard_types::api::pairing::{PairingAnswer, PairingRequest};
 use switchboard_types::api::{SendRequest, Sender, SessionsApi};
 
 use crate::channel_lease::ChannelLease;
@@ -95,6 +96,8 @@ pub struct EngineInbox {
     ignored: AtomicU64,
     /// Busy guilds the bot is not asked in would otherwise write a line per message.
     gate: switchboard_server::Quiet,
+    /// Discord's REST API, to tell an unknown sender their pairing code.
+    rest: Option<Arc<Discord>>,
 }
 
 impl EngineInbox {
@@ -104,25 +107,78 @@ impl EngineInbox {
             settings,
             ignored: AtomicU64::new(0),
             gate: switchboard_server::Quiet::default(),
+            rest: None,
         }
     }
 
-    /// The request recording `message` (`None`: ignored, and counted).
-    fn request(&self, me: &User, message: &Message) -> Option<SendRequest> {
-        let (key, chat_type, sender) = match self.settings.access.admit(message, &me.id) {
-            Admit::Ignored(why) => {
-                let so_far = self.ignored.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(skipped) = self.gate.admit() {
-                    tracing::info!(
-                        why = why.as_str(),
-                        channel = %message.channel_id,
-                        so_far,
-                        skipped,
-                        "a Discord message was ignored"
-                    );
+    /// Unknown senders are told their pairing code through `rest`.
+    pub fn with_rest(mut self, rest: Arc<Discord>) -> EngineInbox {
+        self.rest = Some(rest);
+        self
+    }
+
+    /// A message ignored, counted (and said in the log, at a bounded rate).
+    fn ignore(&self, why: Ignored, message: &Message) {
+        let so_far = self.ignored.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(skipped) = self.gate.admit() {
+            tracing::info!(
+                why = why.as_str(),
+                channel = %message.channel_id,
+                so_far,
+                skipped,
+                "a Discord message was ignored"
+            );
+        }
+    }
+
+    /// An unpaired sender's direct message (`dmPolicy: "pairing"`): taken as an allowed
+    /// sender's once the owner approved them; else, the first time, they are told a code in
+    /// their DM channel (`None`: nothing more to do with it).
+    async fn pair(&self, message: &Message) -> Option<Admit> {
+        let request = PairingRequest {
+            channel: CHANNEL.into(),
+            sender: message.author.id.clone(),
+            display_name: Some(message.display_name()),
+        };
+        match self.api.pairing_ask(request).await {
+            Ok(PairingAnswer::Approved) => Some(Admit::Direct),
+            Ok(PairingAnswer::New { code, .. }) => {
+                tracing::info!(sender = %message.author.id, "a Discord sender was given a pairing code");
+                let text = pairing_message(&message.author.id, &code);
+                let nonce = format!("pair-{}", message.id);
+                let told = match &self.rest {
+                    Some(rest) => rest
+                        .say(&message.channel_id, &text, &nonce)
+                        .await
+                        .map(|_| ()),
+                    None => Ok(()),
+                };
+                if let Err(e) = told {
+                    // The code stands: `pairing list` shows it to the owner.
+                    tracing::warn!(error = %e, "cannot tell a Discord sender their pairing code");
                 }
+                None
+            }
+            Ok(PairingAnswer::Waiting | PairingAnswer::Full) => {
+                self.ignore(Ignored::SenderNotAllowed, message);
+                None
+            }
+            Err(e) => {
+                tracing::error!(error = %e, message = %message.id, "cannot ask for a Discord sender's pairing");
+                None
+            }
+        }
+    }
+
+    /// The request recording `message`, `admitted` so (`None`: ignored, and counted).
+    fn request(&self, me: &User, message: &Message, admitted: Admit) -> Option<SendRequest> {
+        let (key, chat_type, sender) = match admitted {
+            Admit::Ignored(why) => {
+                self.ignore(why, message);
                 return None;
             }
+            // Asked about before: not approved.
+            Admit::Unpaired => return None,
             // A direct message's replies go to the person (their DM channel is opened to send).
             Admit::Direct => (
                 self.settings.direct_key.clone(),
@@ -161,7 +217,14 @@ impl Handler for EngineInbox {
     }
 
     async fn message(&self, me: &User, message: Message) {
-        let Some(request) = self.request(me, &message) else {
+        let admitted = match self.settings.access.admit(&message, &me.id) {
+            Admit::Unpaired => match self.pair(&message).await {
+                Some(admitted) => admitted,
+                None => return,
+            },
+            admitted => admitted,
+        };
+        let Some(request) = self.request(me, &message, admitted) else {
             return;
         };
         // A message replayed after a resume: its key is recorded, and the send answers with
@@ -183,6 +246,16 @@ impl Handler for EngineInbox {
     }
 }
 
+/// What an unknown sender is told: who they are to the bot, the code, and what the owner
+/// runs.
+pub fn pairing_message(sender: &str, code: &str) -> String {
+    format!(
+        "This bot does not know you yet.\n\nYour Discord user id: {sender}\nPairing code: \
+         {code}\n\nAsk its owner to approve you with:\n`switchboard pairing approve {CHANNEL} \
+         {code}`\n\nThe code can be approved for an hour."
+    )
+}
+
 /// Why the inbound side stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InboundError {
@@ -200,17 +273,15 @@ pub async fn run_inbound(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<Stopped, InboundError> {
     let http = crate::channels::http_client().map_err(|e| InboundError::Setup(e.to_string()))?;
+    let rest = Arc::new(Discord::new(
+        &settings.token,
+        &settings.api_root,
+        http,
+        switchboard_channels::webhook::DEFAULT_TIMEOUT,
+    ));
     let url = match &settings.gateway_url {
         Some(url) => url.clone(),
-        None => {
-            let rest = Discord::new(
-                &settings.token,
-                &settings.api_root,
-                http,
-                switchboard_channels::webhook::DEFAULT_TIMEOUT,
-            );
-            rest.gateway_url().await?
-        }
+        None => rest.gateway_url().await?,
     };
     let tls =
         switchboard_protocol::tls_client::config(switchboard_protocol::tls_client::web_roots())
@@ -221,7 +292,7 @@ pub async fn run_inbound(
         Some(gateway::Connector::Rustls(Arc::new(tls))),
     );
     tracing::info!(%url, "Discord gateway: connecting");
-    let inbox = EngineInbox::new(api, settings.clone());
+    let inbox = EngineInbox::new(api, settings.clone()).with_rest(rest);
     Ok(gateway::run(&options, &inbox, stop).await)
 }
 

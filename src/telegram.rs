@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use switchboard_telegram::{Access, Admit, Bot, Ignored, Inbox, TelegramError, poll};
+use switchboard_types::api::pairing::{PairingAnswer, PairingRequest};
 use switchboard_types::api::{SendRequest, Sender, SessionsApi};
 
 use crate::channel_lease::ChannelLease;
@@ -200,6 +201,8 @@ pub struct EngineInbox {
     ignored: AtomicU64,
     /// Where direct chats go (`Settings::direct_key`); `agent:<agent>:main` when unset.
     direct_key: Option<String>,
+    /// The bot, to tell an unknown sender their pairing code.
+    bot: Option<Bot>,
 }
 
 impl EngineInbox {
@@ -216,7 +219,14 @@ impl EngineInbox {
             offset_file: state_dir.join(OFFSET_FILE),
             ignored: AtomicU64::new(0),
             direct_key: None,
+            bot: None,
         }
+    }
+
+    /// Unknown senders are told their pairing code through `bot`.
+    pub fn with_bot(mut self, bot: &Bot) -> EngineInbox {
+        self.bot = Some(bot.clone());
+        self
     }
 
     /// Direct chats go to `key` (the key scheme's main session of the agent).
@@ -233,8 +243,72 @@ impl EngineInbox {
     }
 }
 
+impl EngineInbox {
+    /// An unpaired sender's message (`dmPolicy: "pairing"`): taken as a direct chat's once
+    /// the owner approved them; else, the first time, they are told a code (`None`: nothing
+    /// more to do with it).
+    async fn pair(&self, admitted: Admit) -> Result<Option<Admit>, String> {
+        let Admit::Unpaired {
+            chat_id,
+            sender,
+            display_name,
+            text,
+        } = admitted
+        else {
+            return Ok(Some(admitted));
+        };
+        let request = PairingRequest {
+            channel: CHANNEL.into(),
+            sender: sender.clone(),
+            display_name: Some(display_name.clone()),
+        };
+        match self
+            .api
+            .pairing_ask(request)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            PairingAnswer::Approved => Ok(Some(Admit::Direct {
+                chat_id,
+                sender,
+                display_name,
+                text,
+            })),
+            PairingAnswer::New { code, .. } => {
+                tracing::info!(sender = %sender, "a Telegram sender was given a pairing code");
+                if let Some(bot) = &self.bot
+                    && let Err(e) = bot
+                        .send_message(chat_id, &pairing_message(&sender, &code), None)
+                        .await
+                {
+                    // The code stands: `pairing list` shows it to the owner.
+                    tracing::warn!(error = %e, "cannot tell a Telegram sender their pairing code");
+                }
+                Ok(None)
+            }
+            PairingAnswer::Waiting | PairingAnswer::Full => {
+                self.ignored(Ignored::SenderNotAllowed);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// What an unknown sender is told: who they are to the bot, the code, and what the owner
+/// runs.
+pub fn pairing_message(sender: &str, code: &str) -> String {
+    format!(
+        "This bot does not know you yet.\n\nYour Telegram user id: {sender}\nPairing code: \
+         {code}\n\nAsk its owner to approve you with:\nswitchboard pairing approve {CHANNEL} \
+         {code}\n\nThe code can be approved for an hour."
+    )
+}
+
 impl Inbox for EngineInbox {
     async fn take(&self, update_id: i64, admitted: Admit) -> Result<(), String> {
+        let Some(admitted) = self.pair(admitted).await? else {
+            return Ok(());
+        };
         let key = match (&admitted, &self.direct_key) {
             (Admit::Direct { .. }, Some(direct)) => direct.clone(),
             _ => match admitted.key(&self.agent) {
@@ -257,7 +331,7 @@ impl Inbox for EngineInbox {
                 text,
                 ..
             } => (text, "group", sender, display_name),
-            Admit::Ignored(_) => return Ok(()),
+            Admit::Ignored(_) | Admit::Unpaired { .. } => return Ok(()),
         };
         let from = Sender {
             channel: Some(CHANNEL.into()),
@@ -319,7 +393,8 @@ pub async fn run_inbound(
         "Telegram channel up"
     );
     let inbox = EngineInbox::new(api, &settings.agent, me.id, state_dir)
-        .with_direct_key(&settings.direct_key);
+        .with_direct_key(&settings.direct_key)
+        .with_bot(&bot);
     let offset = inbox.kept_offset();
     Ok(poll::run(&bot, &me, &settings.access, offset, &inbox, stop).await)
 }

@@ -185,11 +185,23 @@ exchanges at most; a note says when that bound stopped the search).\n\nWith --co
 switchboard deliveries --json | jq '.[] | select(.status == \"retrying\")'\n  \
 switchboard deliveries retry 42\n\n\
 Deliveries are sent by `switchboard serve` (or the console) for the channels the config \
-enables (channels.webhook.<name>); with none, they stay queued. A channel whose credentials \
+enables (channels.telegram, channels.discord, channels.webhook.<name>); with none, they stay \
+queued. A channel whose credentials \
 were refused (HTTP 401/403) is stopped: its deliveries say so and wait until the config is \
 fixed and serve restarted. See README, \"Channels\"."
     )]
     Deliveries(DeliveriesArgs),
+    /// Who may write to the bots directly under `dmPolicy: "pairing"`: the codes waiting
+    /// and the senders approved; `pairing approve CHANNEL CODE` lets a sender in.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  switchboard pairing list\n  switchboard pairing list telegram --json\n  \
+switchboard pairing approve telegram K7MQ2ZXA\n\n\
+A sender a channel does not know (not in its allowFrom) gets a code of 8 letters instead of an \
+answer; it can be approved for an hour. At most 3 codes wait per channel: more strangers get no \
+answer until one is approved or expires. Works over --connect too. See README, \"Channels\"."
+    )]
+    Pairing(PairingCommand),
     /// Bring an OpenClaw state folder in: OpenClaw 2026.6+ (agents/<id>/agent/openclaw-agent.sqlite)
     /// or older (agents/<id>/sessions/sessions.json + <sessionId>.jsonl), or both.
     #[command(after_help = "Example:\n  switchboard import-openclaw ~/.openclaw\n\n\
@@ -670,6 +682,29 @@ pub enum DeliveriesCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum PairingCommand {
+    /// The codes waiting for approval and the senders approved, by channel.
+    #[command(
+        after_help = "Examples:\n  switchboard pairing list\n  switchboard pairing list discord --json"
+    )]
+    List {
+        /// Only this channel's (telegram, discord).
+        channel: Option<String>,
+        /// Print JSON rows instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let the sender who was given CODE on CHANNEL write to the bot.
+    #[command(after_help = "Example:\n  switchboard pairing approve telegram K7MQ2ZXA")]
+    Approve {
+        /// The channel the code came from (telegram, discord).
+        channel: String,
+        /// The code the sender was told (case does not matter).
+        code: String,
+    },
+}
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ExchangesArgs {
@@ -799,6 +834,8 @@ impl Cli {
             },
             Some(Command::Deliveries(a)) if a.retry.is_some() => StateUse::Writes,
             Some(Command::Deliveries(_)) => StateUse::Reads,
+            Some(Command::Pairing(PairingCommand::Approve { .. })) => StateUse::Writes,
+            Some(Command::Pairing(PairingCommand::List { .. })) => StateUse::Reads,
             Some(Command::Exchanges(_))
             | Some(Command::Gateways { .. })
             | Some(Command::Backup { .. })

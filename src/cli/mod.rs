@@ -12,6 +12,7 @@ mod exchanges;
 mod gateways;
 mod inject;
 mod monitor;
+mod pairing;
 mod print;
 mod serve;
 mod sessions;
@@ -77,6 +78,7 @@ pub async fn run(cli: Cli, log: Option<PathBuf>) -> Result<()> {
         Some(Command::Sessions(cmd)) => sessions::sessions(&cli, cmd).await,
         Some(Command::Exchanges(args)) => exchanges::run(&cli, args).await,
         Some(Command::Deliveries(args)) => deliveries::run(&cli, args).await,
+        Some(Command::Pairing(command)) => pairing::run(&cli, command).await,
         Some(Command::ImportOpenclaw { dir }) => {
             cli.local_only("import-openclaw")?;
             transfer::import(&cli, dir).await

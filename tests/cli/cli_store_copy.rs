@@ -82,6 +82,10 @@ fn seed(b: &CliBench, lines: usize) {
                     ('idem-expired', 'agent:main:alpha', 'h2', 1, 1);
              INSERT INTO import_marks VALUES ('agent:main:beta', 'sid-b', '/x.jsonl', 10, 20,
                                               'a', 'b', 2);
+             INSERT INTO pairings (channel, sender, display_name, code, requested_at,
+                                   expires_at, approved_at)
+             VALUES ('telegram', '77', 'Zed', 'ABCD2345', 1, 3600001, NULL),
+                    ('telegram', '78', NULL, 'EFGH6789', 1, 3600001, 2);
              INSERT INTO runs (run_id, session_key, agent_id, step, status, owner, started_at)
              VALUES ('r-gone', 'agent:main:deleted', 'main', 'message', 'ok', 'o', 1);"
         ))
@@ -184,6 +188,7 @@ fn a_state_goes_to_postgres_and_back_unchanged() {
         "{there}"
     );
     assert_eq!(there["counts"]["runs"]["destination"], 4, "{there}");
+    assert_eq!(there["counts"]["pairings"]["destination"], 2, "{there}");
     let home = tempfile::tempdir().expect("tempdir");
     let pg_home = home.path().join("pg");
     let returned = ok_json(copy(&url, back_state.to_str().expect("utf-8"), &["--json"]));
@@ -197,6 +202,7 @@ fn a_state_goes_to_postgres_and_back_unchanged() {
         "outbox",
         "importMarks",
         "idempotencyKeys",
+        "pairings",
     ] {
         assert_eq!(
             there["counts"][table]["source"], returned["counts"][table]["destination"],

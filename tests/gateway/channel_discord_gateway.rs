@@ -356,3 +356,56 @@ async fn a_spent_rate_limit_bucket_is_waited_out_before_the_next_send() {
     assert_eq!(posted.len(), 2);
     assert!(posted.iter().all(|p| p.channel == "123"));
 }
+
+/// `dmPolicy: "pairing"`: a stranger's DM is answered in that DM channel with a code and not
+/// recorded; approved through the API, their next DM is recorded and answered. Before, a
+/// stranger under `pairing` was only ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_gets_a_pairing_code_in_their_dm_and_is_answered_once_approved() {
+    let fake = FakeDiscord::start(BOT_TOKEN).await;
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "re: {{{{text}}}}" }} ] }} ] }},
+            channels: {{ discord: {{ token: "{BOT_TOKEN}", apiRoot: "{}",
+              dmPolicy: "pairing" }} }} }}"#,
+        fake.api_root
+    );
+    let gw = gateway_process::start_with_config(&config, &[]);
+    until("the gateway identified", async || {
+        (fake.identifies() == 1).then_some(())
+    })
+    .await;
+    fake.direct("501", EVE, "who are you?");
+    let told = until("the code posted in the DM", async || {
+        fake.posted().into_iter().next()
+    })
+    .await;
+    assert_eq!(told.channel, "501");
+    let api = attach(&gw).await;
+    let waiting = api
+        .pairings(Some("discord".into()))
+        .await
+        .expect("pairings");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].sender, EVE.0);
+    let code = waiting[0].code.clone();
+    assert!(told.content.contains(&code), "{}", told.content);
+    assert!(said_in(api.as_ref(), "agent:main:main").await.is_empty());
+
+    let approved = api
+        .approve_pairing("discord", &code)
+        .await
+        .expect("approve")
+        .expect("the code waited");
+    assert_eq!(approved.sender, EVE.0);
+    fake.direct("501", EVE, "and now?");
+    until("the approved sender answered", async || {
+        fake.posted()
+            .iter()
+            .any(|p| p.channel == "501" && p.content == "re: and now?")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(said_in(api.as_ref(), "agent:main:main").await, ["and now?"]);
+    assert_eq!(fake.posted().len(), 2, "one code, one answer");
+}

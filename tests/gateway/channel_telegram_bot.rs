@@ -175,7 +175,10 @@ fn direct_chats_go_to_the_main_session_the_key_scheme_names() {
             .expect("configured")
             .expect("usable")
     };
-    assert_eq!(settings(r#"{ mainKey: "desk" }"#).direct_key, "agent:ops:desk");
+    assert_eq!(
+        settings(r#"{ mainKey: "desk" }"#).direct_key,
+        "agent:ops:desk"
+    );
     assert_eq!(settings(r#"{ scope: "global" }"#).direct_key, "global");
     assert_eq!(settings("{}").direct_key, "agent:ops:main");
 }
@@ -242,7 +245,9 @@ impl switchboard_telegram::Inbox for Recorded {
         let key = admitted.key("main").expect("admitted");
         let text = match admitted {
             Admit::Direct { text, .. } | Admit::Group { text, .. } => text,
-            Admit::Ignored(_) => unreachable!("ignored messages are not taken"),
+            Admit::Ignored(_) | Admit::Unpaired { .. } => {
+                unreachable!("ignored and unpaired messages are not taken here")
+            }
         };
         self.taken
             .lock()

@@ -101,3 +101,101 @@ async fn serve_polls_telegram_and_its_messages_reach_their_sessions() {
         gw.said
     );
 }
+
+/// Waits (bounded) until `done` holds.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `dmPolicy: "pairing"` (OpenClaw's default): a stranger's first message is answered with a
+/// code and not recorded; writing again gives no second code; once the owner approves the
+/// code (`pairing approve` over `--connect`), the next message is recorded and answered.
+/// Before, a stranger under `pairing` was only ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_gets_a_pairing_code_and_is_answered_once_approved() {
+    let fake = FakeTelegram::start(BOT_TOKEN).await;
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "re: {{{{text}}}}" }} ] }} ] }},
+            channels: {{ telegram: {{ botToken: "{BOT_TOKEN}", apiRoot: "{}",
+              dmPolicy: "pairing" }} }} }}"#,
+        fake.api_root
+    );
+    let gw = gateway_process::start_with_config(&config, &[]);
+    fake.direct(77, "Zed", "hi, who are you?");
+    until("the code sent to the stranger", || !fake.sent().is_empty()).await;
+    let told = fake.sent().remove(0);
+    assert_eq!(told.chat_id, 77);
+    let listed: serde_json::Value = serde_json::from_str(&gateway_process::remote_cli(
+        &gw,
+        &["pairing", "list", "telegram", "--json"],
+    ))
+    .expect("pairing list --json");
+    let code = listed[0]["code"]
+        .as_str()
+        .expect("a code waits")
+        .to_string();
+    assert_eq!(listed[0]["sender"], "77");
+    assert_eq!(listed[0]["displayName"], "Zed");
+    assert!(
+        told.text
+            .contains(&format!("switchboard pairing approve telegram {code}")),
+        "{}",
+        told.text
+    );
+
+    // Again before approval: no second code, nothing recorded.
+    fake.direct(77, "Zed", "hello?");
+    until("the second message read", || fake.pending() == 0).await;
+    let table = gateway_process::remote_cli(&gw, &["pairing", "list"]);
+    assert!(
+        table.contains(&code) && table.contains("waiting"),
+        "{table}"
+    );
+    let approved = gateway_process::remote_cli(
+        &gw,
+        &["pairing", "approve", "telegram", &code.to_lowercase()],
+    );
+    assert!(
+        approved.contains("approved telegram sender 77 (Zed)"),
+        "{approved}"
+    );
+    fake.direct(77, "Zed", "now?");
+    until("the approved sender answered", || {
+        fake.sent()
+            .iter()
+            .any(|m| m.chat_id == 77 && m.text == "re: now?")
+    })
+    .await;
+    let sent: Vec<String> = fake.sent().into_iter().map(|m| m.text).collect();
+    assert_eq!(sent.len(), 2, "one code, one answer: {sent:?}");
+    let link = Arc::new(
+        Link::connect(LinkOptions::new(
+            format!("ws://{}", gw.addr),
+            Some(TOKEN.into()),
+        ))
+        .await
+        .expect("attached"),
+    );
+    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    let texts = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
+    assert_eq!(texts, ["now?", "re: now?"], "nothing before the approval");
+    // A code approves once.
+    let again = std::process::Command::new(crate::common::BIN)
+        .args(["--connect", &format!("ws://{}", gw.addr), "--token", TOKEN])
+        .args(["pairing", "approve", "telegram", &code])
+        .env("SWITCHBOARD_STATE_DIR", gw.dir.path().join("elsewhere"))
+        .env("SWITCHBOARD_CONFIG", gw.dir.path().join("config.json5"))
+        .output()
+        .expect("run");
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("approved already"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::receiver::{Answer, Receiver};
-use crate::gateway_process::{self, BIN, Gateway, WAIT};
+use crate::gateway_process::{self, Gateway, WAIT};
 
 const SECRET: &str = "hook-secret-0123456789";
 
@@ -77,37 +77,9 @@ fn say(g: &Gateway, conversation: &str, text: &str) {
     assert_eq!(code, 202, "{body}");
 }
 
-/// `switchboard <args>` with this state folder and config; stdout (it must succeed).
-fn run(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("SWITCHBOARD_STATE_DIR", dir.join("state"))
-        .env("SWITCHBOARD_CONFIG", dir.join("config.json5"))
-        .env_remove("SWITCHBOARD_STORE")
-        .output()
-        .expect("run switchboard");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// `switchboard <args>` on the gateway's state folder and config; stdout.
 fn cli(g: &Gateway, args: &[&str]) -> String {
-    run(g.dir.path(), args)
-}
-
-/// `switchboard --connect <gateway> <args>`: the command run on the gateway's engine
-/// through its API (from another folder, so nothing is read locally); stdout.
-fn remote_cli(g: &Gateway, args: &[&str]) -> String {
-    let elsewhere = tempfile::tempdir().expect("tempdir");
-    std::fs::write(elsewhere.path().join("config.json5"), "{}").expect("config");
-    let url = format!("ws://{}", g.addr);
-    let mut all = vec!["--connect", &url, "--token", gateway_process::TOKEN];
-    all.extend_from_slice(args);
-    run(elsewhere.path(), &all)
+    gateway_process::run_cli(g.dir.path(), args)
 }
 
 fn deliveries(g: &Gateway) -> Vec<Value> {
@@ -277,7 +249,7 @@ fn five_hundreds_until_the_last_attempt_fail_it_and_retry_id_sends_it_over_conne
         error.contains("500") && error.contains("gave up after 3 attempts"),
         "{error}"
     );
-    let failed = remote_cli(&g, &["deliveries", "--failed"]);
+    let failed = gateway_process::remote_cli(&g, &["deliveries", "--failed"]);
     let id = rows[0]["id"].to_string();
     assert!(
         failed.contains("failed") && failed.contains("500"),
@@ -289,13 +261,13 @@ fn five_hundreds_until_the_last_attempt_fail_it_and_retry_id_sends_it_over_conne
     );
 
     receiver.script(Vec::new(), Some(Answer::ok()));
-    let said = remote_cli(&g, &["deliveries", "retry", &id]);
+    let said = gateway_process::remote_cli(&g, &["deliveries", "retry", &id]);
     assert!(said.contains("queued again"), "{said}");
     receiver.wait_for(4, WAIT);
     wait_deliveries(&g, "sent after retry ID", |rows| {
         rows.first().is_some_and(|r| r["status"] == "sent")
     });
-    assert!(remote_cli(&g, &["deliveries", "--failed", "--json"]).trim() == "[]");
+    assert!(gateway_process::remote_cli(&g, &["deliveries", "--failed", "--json"]).trim() == "[]");
 }
 
 #[test]

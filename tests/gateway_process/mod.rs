@@ -341,3 +341,32 @@ pub async fn call(ws: &mut Ws, id: &str, method: &str, params: Value) -> Value {
     )
     .await
 }
+
+/// `switchboard <args>` with the state folder and config of `dir` (its `state`,
+/// `config.json5`); stdout (it must succeed).
+pub fn run_cli(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(crate::common::BIN)
+        .args(args)
+        .env("SWITCHBOARD_STATE_DIR", dir.join("state"))
+        .env("SWITCHBOARD_CONFIG", dir.join("config.json5"))
+        .env_remove("SWITCHBOARD_STORE")
+        .output()
+        .expect("run switchboard");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `switchboard --connect <gateway> <args>`: the command run on the gateway's engine
+/// through its API (from another folder, so nothing is read locally); stdout.
+pub fn remote_cli(g: &Gateway, args: &[&str]) -> String {
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::write(elsewhere.path().join("config.json5"), "{}").expect("config");
+    let url = format!("ws://{}", g.addr);
+    let mut all = vec!["--connect", &url, "--token", TOKEN];
+    all.extend_from_slice(args);
+    run_cli(elsewhere.path(), &all)
+}

@@ -13,6 +13,7 @@ mod import_sqlite;
 mod openclaw_shapes;
 mod storage_errors;
 mod storage_outbox;
+mod storage_pairings;
 mod storage_postgres;
 mod storage_processes;
 mod storage_wal;

@@ -244,6 +244,60 @@ impl SessionsApi for Engine {
         Ok(row)
     }
 
+    async fn pairing_ask(
+        &self,
+        request: pairing::PairingRequest,
+    ) -> Result<pairing::PairingAnswer, ApiError> {
+        let store = self.store().backend();
+        let now = time::now_ms();
+        // The common case, an approved sender's next message, is a read.
+        if let Some(p) = store.pairing_of(&request.channel, &request.sender).await? {
+            if p.approved_at.is_some() {
+                return Ok(pairing::PairingAnswer::Approved);
+            }
+            if p.expires_at > now {
+                return Ok(pairing::PairingAnswer::Waiting);
+            }
+        }
+        let mut random = [0u8; pairing::CODE_LEN];
+        getrandom::fill(&mut random)
+            .map_err(|e| ApiError::storage(format!("no randomness for a pairing code: {e}")))?;
+        let code = pairing::code_from(random);
+        Ok(store
+            .request_pairing(
+                request,
+                &code,
+                now,
+                pairing::CODE_TTL_MS,
+                pairing::PENDING_MAX,
+            )
+            .await?)
+    }
+
+    async fn pairings(&self, channel: Option<String>) -> Result<Vec<pairing::Pairing>, ApiError> {
+        Ok(self
+            .store()
+            .backend()
+            .pairings(channel, time::now_ms())
+            .await?)
+    }
+
+    async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+    ) -> Result<Option<pairing::Pairing>, ApiError> {
+        let approved = self
+            .store()
+            .backend()
+            .approve_pairing(channel, &pairing::typed_code(code), time::now_ms())
+            .await?;
+        if let Some(p) = &approved {
+            tracing::info!(channel, sender = %p.sender, "pairing approved");
+        }
+        Ok(approved)
+    }
+
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {
         Ok(super::tools::agents::configured(self.config()))
     }

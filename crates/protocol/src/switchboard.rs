@@ -72,6 +72,10 @@ pub mod method {
     pub const DELIVERY_COUNTS: &str = "switchboard.deliveryCounts";
     /// `DeliveryParams` → `api::OutboxRow | null`
     pub const RETRY_DELIVERY: &str = "switchboard.retryDelivery";
+    /// `PairingsParams` → `PairingsResult`
+    pub const PAIRINGS: &str = "switchboard.pairings";
+    /// `ApprovePairingParams` → `api::pairing::Pairing | null`
+    pub const APPROVE_PAIRING: &str = "switchboard.approvePairing";
     /// `{}` → `SubscribeResult`; then `switchboard.event` frames until the connection ends.
     pub const SUBSCRIBE: &str = "switchboard.subscribe";
 
@@ -98,6 +102,8 @@ pub mod method {
         DELIVERIES,
         DELIVERY_COUNTS,
         RETRY_DELIVERY,
+        PAIRINGS,
+        APPROVE_PAIRING,
         SUBSCRIBE,
     ];
 
@@ -110,6 +116,7 @@ pub mod method {
         DELETE,
         ABORT,
         RETRY_DELIVERY,
+        APPROVE_PAIRING,
     ];
 }
 
@@ -170,6 +177,25 @@ pub struct DeliveriesResult {
 pub struct DeliveryCountsResult {
     /// Absent where deliveries are not recorded.
     pub counts: Option<switchboard_types::api::DeliveryCounts>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PairingsParams {
+    pub channel: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairingsResult {
+    pub pairings: Vec<switchboard_types::api::pairing::Pairing>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovePairingParams {
+    pub channel: String,
+    pub code: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

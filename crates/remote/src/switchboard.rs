@@ -16,11 +16,12 @@ use tokio::time::Instant;
 
 use super::rpc::{Rpc, WireEvent};
 use switchboard_protocol::switchboard::{
-    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, DeliveriesResult,
-    DeliveryCountsResult, DeliveryParams, EVENT, ExchangeParams, GAP, GapPayload, KeyParams,
-    ResolveParams, StillRunningResult, TrafficParams, TrafficResult, WaitRunParams, WaitWorkParams,
-    WaitWorkResult, WorkParams, decode, method,
+    AbortParams, AgentSendsParams, AgentsResult, ApprovePairingParams, DeleteResult,
+    DeliveriesResult, DeliveryCountsResult, DeliveryParams, EVENT, ExchangeParams, GAP, GapPayload,
+    KeyParams, PairingsParams, PairingsResult, ResolveParams, StillRunningResult, TrafficParams,
+    TrafficResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, method,
 };
+use switchboard_types::api::pairing::Pairing;
 use switchboard_types::api::{
     AbortOutcome, AgentInfo, AgentSendsResult, ApiError, DeliveryCounts, EventStream,
     ExchangeDetail, ExchangesPage, ExchangesQuery, Fed, KeyPurpose, Link, OutboxQuery, OutboxRow,
@@ -282,6 +283,25 @@ impl SessionsApi for RemoteApi {
     async fn retry_delivery(&self, id: i64) -> Result<Option<OutboxRow>, ApiError> {
         self.call(method::RETRY_DELIVERY, DeliveryParams { id })
             .await
+    }
+
+    async fn pairings(&self, channel: Option<String>) -> Result<Vec<Pairing>, ApiError> {
+        let r: PairingsResult = self
+            .call(method::PAIRINGS, PairingsParams { channel })
+            .await?;
+        Ok(r.pairings)
+    }
+
+    async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+    ) -> Result<Option<Pairing>, ApiError> {
+        let params = ApprovePairingParams {
+            channel: channel.to_string(),
+            code: code.to_string(),
+        };
+        self.call(method::APPROVE_PAIRING, params).await
     }
 
     async fn agents(&self) -> Result<Vec<AgentInfo>, ApiError> {

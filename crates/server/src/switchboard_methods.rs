@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 use super::fit;
 use switchboard_protocol::ErrorShape;
 use switchboard_protocol::switchboard::{
-    AbortParams, AgentSendsParams, AgentsResult, DeleteResult, DeliveryCountsResult,
-    DeliveryParams, ExchangeParams, KeyParams, ResolveParams, StillRunningItem, StillRunningResult,
-    TrafficParams, TrafficResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams,
-    decode, error_shape, method,
+    AbortParams, AgentSendsParams, AgentsResult, ApprovePairingParams, DeleteResult,
+    DeliveryCountsResult, DeliveryParams, ExchangeParams, KeyParams, PairingsParams,
+    PairingsResult, ResolveParams, StillRunningItem, StillRunningResult, TrafficParams,
+    TrafficResult, WaitRunParams, WaitWorkParams, WaitWorkResult, WorkParams, decode, error_shape,
+    method,
 };
 use switchboard_types::api::{
     ApiError, ExchangesQuery, OutboxQuery, PatchRequest, SendRequest, SessionsApi, SessionsQuery,
@@ -176,6 +177,14 @@ async fn answer(
             .await
             .map(|counts| DeliveryCountsResult { counts })),
         method::RETRY_DELIVERY => out(api.retry_delivery(p::<DeliveryParams>(m, v)?.id).await),
+        method::PAIRINGS => out(api
+            .pairings(p::<PairingsParams>(m, v)?.channel)
+            .await
+            .map(|pairings| PairingsResult { pairings })),
+        method::APPROVE_PAIRING => {
+            let a: ApprovePairingParams = p(m, v)?;
+            out(api.approve_pairing(&a.channel, &a.code).await)
+        }
         other => Err(bad(format!("unknown method: {other}"))),
     }
 }

@@ -11,6 +11,7 @@ pub mod copy;
 mod error;
 mod nodes;
 mod outbox;
+mod pairings;
 mod records;
 mod relay;
 mod schema;

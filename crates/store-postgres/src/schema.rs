@@ -255,6 +255,20 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_due ON outbox ((coalesce(next_at, 0)), id)
         WHERE status IN ('queued', 'retrying', 'sending');
     "#,
+    // 5: direct-message pairing (SQLite's migration 13).
+    r#"
+    CREATE TABLE pairings (
+        channel      TEXT NOT NULL,
+        sender       TEXT NOT NULL,
+        display_name TEXT,
+        code         TEXT NOT NULL,
+        requested_at BIGINT NOT NULL,
+        expires_at   BIGINT NOT NULL,
+        approved_at  BIGINT,
+        PRIMARY KEY (channel, sender)
+    );
+    CREATE UNIQUE INDEX pairings_by_code ON pairings (channel, code);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::PgError;
 use crate::sessions::{self, Read, ScanAfter};
-use crate::{PgStore, nodes, outbox, records, transcript};
+use crate::{PgStore, nodes, outbox, pairings, records, transcript};
 use switchboard_store::line::{PreparedLine, finish_rows};
 use switchboard_store::nodes::{LaneClaim, Relayed, Standing, TakenOver};
 use switchboard_store::{
@@ -20,6 +20,7 @@ use switchboard_store::{
     SessionScan, SessionsPageRead, SpawnAnnounce, SpawnAnnounced, SpawnEnding, SpawnRow,
     SpawnState, Store, StoreError, StoredSession, TrafficRow, TranscriptRow, scan_channel,
 };
+use switchboard_store::{Pairing, PairingAnswer, PairingRequest};
 use switchboard_types::api::EngineEvent;
 
 /// The `auth_failures` row that counts every address together (no address is `*`).
@@ -652,6 +653,47 @@ impl Store for PgStore {
 
     async fn count_outbox(&self) -> Result<DeliveryCounts, StoreError> {
         self.read(|c| async move { outbox::count(&c).await }).await
+    }
+
+    async fn pairing_of(&self, channel: &str, sender: &str) -> Result<Option<Pairing>, StoreError> {
+        let (channel, sender) = (channel.to_string(), sender.to_string());
+        self.read(|c| async move { pairings::pairing_of(&c, &channel, &sender).await })
+            .await
+    }
+
+    async fn request_pairing(
+        &self,
+        request: PairingRequest,
+        code: &str,
+        now: i64,
+        ttl_ms: i64,
+        cap: u32,
+    ) -> Result<PairingAnswer, StoreError> {
+        let code = code.to_string();
+        self.write(move |c| async move {
+            pairings::request(&c, &request, &code, now, ttl_ms, cap).await
+        })
+        .await
+    }
+
+    async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now: i64,
+    ) -> Result<Option<Pairing>, StoreError> {
+        let (channel, code) = (channel.to_string(), code.to_string());
+        self.write(move |c| async move { pairings::approve(&c, &channel, &code, now).await })
+            .await
+    }
+
+    async fn pairings(
+        &self,
+        channel: Option<String>,
+        now: i64,
+    ) -> Result<Vec<Pairing>, StoreError> {
+        self.read(move |c| async move { pairings::list(&c, channel.as_deref(), now).await })
+            .await
     }
 
     async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError> {

@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod imports;
 pub mod openclaw_source;
 pub mod outbox;
+pub mod pairings;
 pub mod queries;
 pub mod runs;
 mod schema;

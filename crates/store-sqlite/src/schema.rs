@@ -308,6 +308,22 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_due ON outbox(coalesce(next_at, 0), id)
         WHERE status IN ('queued', 'retrying', 'sending');
     "#,
+    // 13: direct-message pairing (`switchboard_types::api::pairing`): per channel and sender,
+    // the code given, until when, and when the owner approved it. A code names one sender
+    // of a channel.
+    r#"
+    CREATE TABLE pairings (
+        channel      TEXT NOT NULL,
+        sender       TEXT NOT NULL,
+        display_name TEXT,
+        code         TEXT NOT NULL,
+        requested_at INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL,
+        approved_at  INTEGER,
+        PRIMARY KEY (channel, sender)
+    );
+    CREATE UNIQUE INDEX pairings_by_code ON pairings(channel, code);
+    "#,
 ];
 
 /// The migration after which the shown name may come from `origin.label`.

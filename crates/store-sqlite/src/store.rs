@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::queries::PreparedLine;
 
 use super::{Storage, StorageError};
-use super::{flows, idempotency, imports, outbox, queries, runs, spawns};
+use super::{flows, idempotency, imports, outbox, pairings, queries, runs, spawns};
 use switchboard_store::{
     AnnounceRecord, Appended, DeliveryCounts, ExchangePageQuery, ExchangeRow, InboundWrite, KeyRow,
     NewExchange, NewLine, NewRunRecord, NewSpawn, OutboxClaim, OutboxOutcome, OutboxQuery,
@@ -21,6 +21,7 @@ use switchboard_store::{
     StoreError, StoredSession, TrafficRow, TranscriptRow,
 };
 use switchboard_store::{ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine};
+use switchboard_store::{Pairing, PairingAnswer, PairingRequest};
 use switchboard_store::{Revision, RevisionsPageRead};
 use switchboard_store::{ScanRows, scan_channel};
 use switchboard_types::api::time::now_ms;
@@ -638,6 +639,45 @@ impl Store for SqliteStore {
 
     async fn count_outbox(&self) -> Result<DeliveryCounts, StoreError> {
         self.read(outbox::count).await
+    }
+
+    async fn pairing_of(&self, channel: &str, sender: &str) -> Result<Option<Pairing>, StoreError> {
+        let (channel, sender) = (channel.to_string(), sender.to_string());
+        self.read(move |c| pairings::pairing_of(c, &channel, &sender))
+            .await
+    }
+
+    async fn request_pairing(
+        &self,
+        request: PairingRequest,
+        code: &str,
+        now: i64,
+        ttl_ms: i64,
+        cap: u32,
+    ) -> Result<PairingAnswer, StoreError> {
+        let code = code.to_string();
+        self.write(move |c| pairings::request(c, &request, &code, now, ttl_ms, cap))
+            .await
+    }
+
+    async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now: i64,
+    ) -> Result<Option<Pairing>, StoreError> {
+        let (channel, code) = (channel.to_string(), code.to_string());
+        self.write(move |c| pairings::approve(c, &channel, &code, now))
+            .await
+    }
+
+    async fn pairings(
+        &self,
+        channel: Option<String>,
+        now: i64,
+    ) -> Result<Vec<Pairing>, StoreError> {
+        self.read(move |c| pairings::list(c, channel.as_deref(), now))
+            .await
     }
 
     async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError> {

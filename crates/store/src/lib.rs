@@ -29,6 +29,7 @@ pub use outbox::{
     DeliveryCounts, OUTBOX_COLUMNS, OutboxClaim, OutboxOutcome, OutboxQuery, OutboxRow,
     OutboxStatus, OutcomeColumns, RELEASED_ERROR,
 };
+pub use switchboard_types::api::pairing::{Pairing, PairingAnswer, PairingRequest};
 pub use transfer::{
     ImportMark, ImportOutcome, MergeCommit, NewImport, RawLine, iso_timestamp, line_identity,
     sha_hex,
@@ -330,6 +331,39 @@ pub trait Store: Send + Sync {
     /// as it is now, `None` when there is no such row. A row in another status is returned
     /// unchanged.
     async fn retry_outbox(&self, id: i64, now: i64) -> Result<Option<OutboxRow>, StoreError>;
+
+    // ---- pairing (docs/ARCHITECTURE.md, "Channels: pairing") ----
+
+    /// The pairing of `sender` on `channel`: approved, or waiting with a code (which may
+    /// have expired).
+    async fn pairing_of(&self, channel: &str, sender: &str) -> Result<Option<Pairing>, StoreError>;
+
+    /// In one transaction: `Approved` when the sender was approved, `Waiting` when their code
+    /// has not expired at `now`, `Full` when the channel holds `cap` unexpired codes of
+    /// others; else `code` is the sender's (until `now + ttl_ms`) and `New`. Expired codes of
+    /// the channel are dropped on the way.
+    async fn request_pairing(
+        &self,
+        request: PairingRequest,
+        code: &str,
+        now: i64,
+        ttl_ms: i64,
+        cap: u32,
+    ) -> Result<PairingAnswer, StoreError>;
+
+    /// Approve the sender `code` (unexpired at `now`) was given to on `channel`; the pairing
+    /// as it now stands, `None` when no such code is waiting.
+    async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now: i64,
+    ) -> Result<Option<Pairing>, StoreError>;
+
+    /// Approved senders and codes unexpired at `now`, of one channel or all, by channel and
+    /// newest first.
+    async fn pairings(&self, channel: Option<String>, now: i64)
+    -> Result<Vec<Pairing>, StoreError>;
 
     // ---- idempotency ----
 

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use crate::types::{ChatKind, Message, User};
 
 /// Direct chats: `open` (anyone), `allowlist` (senders in `allowFrom`), `pairing`
-/// (OpenClaw's default: unknown senders pair with a code the owner approves; until pairing is
-/// built here, as `allowlist`), `disabled`.
+/// (OpenClaw's default: a sender not in `allowFrom` is `Admit::Unpaired`, and pairs with a
+/// code the owner approves), `disabled`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DmPolicy {
@@ -101,6 +101,14 @@ pub enum Admit {
         display_name: String,
         text: String,
     },
+    /// A direct chat from a sender not in `allowFrom` under `dmPolicy: "pairing"`: the
+    /// inbox asks whether the owner approved them (else tells them a code).
+    Unpaired {
+        chat_id: i64,
+        sender: String,
+        display_name: String,
+        text: String,
+    },
     /// A group (or a forum topic in one).
     Group {
         chat_id: i64,
@@ -118,6 +126,8 @@ impl Admit {
     pub fn key(&self, agent_id: &str) -> Option<String> {
         match self {
             Admit::Direct { .. } => Some(format!("agent:{agent_id}:main")),
+            // Not known yet: the inbox decides.
+            Admit::Unpaired { .. } => None,
             Admit::Group {
                 chat_id, thread_id, ..
             } => Some(match thread_id {
@@ -150,6 +160,14 @@ impl Access {
                     DmPolicy::Disabled => return Admit::Ignored(Ignored::DirectsDisabled),
                     DmPolicy::Allowlist | DmPolicy::Pairing => self.allows(from),
                 };
+                if !allowed && self.dm_policy == DmPolicy::Pairing {
+                    return Admit::Unpaired {
+                        chat_id: msg.chat.id,
+                        sender,
+                        display_name,
+                        text: text.to_string(),
+                    };
+                }
                 if !allowed {
                     return Admit::Ignored(Ignored::SenderNotAllowed);
                 }
@@ -258,9 +276,16 @@ mod tests {
             Admit::Ignored(Ignored::SenderNotAllowed)
         );
         access.dm_policy = DmPolicy::Pairing;
-        assert_eq!(
+        assert!(matches!(
             access.admit(&direct(6, "eve", "hi"), &bot()),
-            Admit::Ignored(Ignored::SenderNotAllowed)
+            Admit::Unpaired { chat_id: 6, .. }
+        ));
+        assert!(
+            matches!(
+                access.admit(&direct(42, "x", "hi"), &bot()),
+                Admit::Direct { .. }
+            ),
+            "allowFrom needs no pairing"
         );
         access.dm_policy = DmPolicy::Open;
         assert!(matches!(

@@ -75,6 +75,9 @@ impl Ignored {
 pub enum Admit {
     /// A direct message: the agent's main session; replies to `user:<id>`.
     Direct,
+    /// A direct message from a sender not in `allowFrom` under `dmPolicy: "pairing"`: the
+    /// inbox asks whether the owner approved them (else tells them a code).
+    Unpaired,
     /// A guild channel (or thread): its own session.
     Guild {
         channel_id: String,
@@ -131,9 +134,8 @@ impl Access {
                 DmPolicy::Allowlist | DmPolicy::Pairing if allows(&self.allow_from, msg) => {
                     Admit::Direct
                 }
-                DmPolicy::Allowlist | DmPolicy::Pairing => {
-                    Admit::Ignored(Ignored::SenderNotAllowed)
-                }
+                DmPolicy::Pairing => Admit::Unpaired,
+                DmPolicy::Allowlist => Admit::Ignored(Ignored::SenderNotAllowed),
             };
         };
         match self.guild_channel(guild, msg, bot_id) {

@@ -82,6 +82,18 @@ impl Discord {
         format!("Bot {}", self.token)
     }
 
+    /// Post `text` (one part, at most 2,000 characters) to `channel` outside the outbox (a
+    /// pairing code to an unknown sender); `nonce` makes a repeat within minutes a no-op.
+    /// The message's id.
+    pub async fn say(&self, channel: &str, text: &str, nonce: &str) -> Result<String, SendError> {
+        let Some(channel) = channel_of(channel) else {
+            return Err(SendError::Fatal {
+                reason: format!("{channel:?} is not a Discord channel id"),
+            });
+        };
+        self.post(channel, text, nonce).await
+    }
+
     /// The gateway's WebSocket URL (`GET /gateway/bot`).
     pub async fn gateway_url(&self) -> Result<String, GatewayUrlError> {
         let response = self

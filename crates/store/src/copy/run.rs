@@ -147,6 +147,7 @@ pub fn copy(
     for (table, scope) in [
         (Table::Flows, kept_scope.clone()),
         (Table::IdempotencyKeys, kept_scope.clone()),
+        (Table::Pairings, kept_scope.clone()),
         (Table::Runs, Scope::Orphans),
         (Table::Outbox, Scope::Orphans),
         (Table::Spawns, Scope::Orphans),

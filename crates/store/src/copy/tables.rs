@@ -61,6 +61,7 @@ pub enum Table {
     Outbox,
     ImportMarks,
     IdempotencyKeys,
+    Pairings,
 }
 
 /// Which rows of a table.
@@ -95,7 +96,7 @@ impl Dialect {
 }
 
 impl Table {
-    pub const ALL: [Table; 8] = [
+    pub const ALL: [Table; 9] = [
         Table::Sessions,
         Table::Transcript,
         Table::Runs,
@@ -104,6 +105,7 @@ impl Table {
         Table::Outbox,
         Table::ImportMarks,
         Table::IdempotencyKeys,
+        Table::Pairings,
     ];
 
     /// The table's name in both stores.
@@ -117,6 +119,7 @@ impl Table {
             Table::Outbox => "outbox",
             Table::ImportMarks => "import_marks",
             Table::IdempotencyKeys => "idempotency_keys",
+            Table::Pairings => "pairings",
         }
     }
 
@@ -131,6 +134,7 @@ impl Table {
             Table::Outbox => "outbox",
             Table::ImportMarks => "importMarks",
             Table::IdempotencyKeys => "idempotencyKeys",
+            Table::Pairings => "pairings",
         }
     }
 
@@ -145,6 +149,7 @@ impl Table {
             Table::Outbox => "outbox rows",
             Table::ImportMarks => "import marks",
             Table::IdempotencyKeys => "idempotency keys",
+            Table::Pairings => "pairings",
         }
     }
 
@@ -266,6 +271,15 @@ impl Table {
             text_opt("command_reply"),
             int("created_at"),
         ];
+        const PAIRINGS: &[Column] = &[
+            text("channel"),
+            text("sender"),
+            text_opt("display_name"),
+            text("code"),
+            int("requested_at"),
+            int("expires_at"),
+            int_opt("approved_at"),
+        ];
         match self {
             Table::Sessions => SESSIONS,
             Table::Transcript => TRANSCRIPT,
@@ -275,6 +289,7 @@ impl Table {
             Table::Outbox => OUTBOX,
             Table::ImportMarks => MARKS,
             Table::IdempotencyKeys => KEYS,
+            Table::Pairings => PAIRINGS,
         }
     }
 
@@ -292,6 +307,7 @@ impl Table {
             (Table::Outbox, _) => &["id"],
             (Table::ImportMarks, _) => &["session_key"],
             (Table::IdempotencyKeys, _) => &["key"],
+            (Table::Pairings, _) => &["channel", "sender"],
         }
     }
 

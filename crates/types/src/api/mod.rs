@@ -5,6 +5,7 @@
 mod delivery;
 mod events;
 mod message;
+pub mod pairing;
 mod policy;
 mod session_kind;
 pub mod source;
@@ -216,6 +217,43 @@ pub trait SessionsApi: Send + Sync {
         let _ = id;
         Err(ApiError::Unavailable(
             "this connection does not record deliveries (an OpenClaw gateway keeps no outbox)"
+                .to_string(),
+        ))
+    }
+
+    /// A channel's sender not on its allow-list, under `dmPolicy: "pairing"`: approved, a
+    /// new code to tell them, or nothing to say.
+    async fn pairing_ask(
+        &self,
+        request: pairing::PairingRequest,
+    ) -> Result<pairing::PairingAnswer, ApiError> {
+        let _ = request;
+        Err(ApiError::Unavailable(
+            "this connection does not keep pairings".to_string(),
+        ))
+    }
+
+    /// Approved senders and waiting codes, of one channel or all.
+    async fn pairings(&self, channel: Option<String>) -> Result<Vec<pairing::Pairing>, ApiError> {
+        let _ = channel;
+        Err(ApiError::Unavailable(
+            "this connection does not keep pairings (an OpenClaw gateway keeps them in its \
+             credentials folder: `openclaw pairing list`)"
+                .to_string(),
+        ))
+    }
+
+    /// Approve the sender `code` was given to on `channel`; `None` when no such code waits
+    /// (wrong, expired or already approved).
+    async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+    ) -> Result<Option<pairing::Pairing>, ApiError> {
+        let _ = (channel, code);
+        Err(ApiError::Unavailable(
+            "this connection does not keep pairings (an OpenClaw gateway: `openclaw pairing \
+             approve`)"
                 .to_string(),
         ))
     }

@@ -59,8 +59,8 @@ impl Default for TelegramConfig {
     }
 }
 
-/// `dmPolicy` (Telegram's and Discord's): OpenClaw's values; `pairing` (its default) admits `allowFrom` only until
-/// pairing codes exist here.
+/// `dmPolicy` (Telegram's and Discord's): OpenClaw's values; under `pairing` (its default) a
+/// sender not in `allowFrom` is told a code the owner approves (`switchboard pairing`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DmPolicy {
