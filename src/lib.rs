@@ -9,3 +9,4 @@ pub mod discord;
 pub mod state_folder;
 pub mod stores;
 pub mod telegram;
+pub mod telegram_push;

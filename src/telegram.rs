@@ -4,6 +4,7 @@
 //! `telegram`, chat type, sender, display name), with the update's id as the idempotency key
 //! so an update handed over twice after a crash is recorded once; the poll offset is kept in
 //! the state folder; and a queued delivery is sent to its chat, split at Telegram's limit.
+//! Updates pushed to a webhook instead are `telegram_push.rs`'s.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,8 +23,17 @@ pub const CHANNEL: &str = "telegram";
 /// Where the poll offset is kept, in the state folder.
 const OFFSET_FILE: &str = "channels/telegram.offset";
 
-/// What the Telegram channel needs.
-#[derive(Debug, Clone)]
+/// Telegram's pushed updates (`webhookUrl`): the public URL Telegram is told, the secret it
+/// sends with each update, and the gateway's path they arrive at.
+#[derive(Clone)]
+pub struct WebhookSettings {
+    pub url: String,
+    pub secret: String,
+    pub path: String,
+}
+
+/// What the Telegram channel needs. Debug never shows the token or the webhook's secret.
+#[derive(Clone)]
 pub struct Settings {
     pub api_root: String,
     pub token: String,
@@ -33,6 +43,19 @@ pub struct Settings {
     /// Where direct chats go: the agent's main session as the key scheme names it
     /// (`session.mainKey`, or `global` under global scope), OpenClaw's `dmScope: main`.
     pub direct_key: String,
+    /// Updates pushed by Telegram instead of polled (`None`: long polling).
+    pub webhook: Option<WebhookSettings>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("api_root", &self.api_root)
+            .field("agent", &self.agent)
+            .field("direct_key", &self.direct_key)
+            .field("webhook", &self.webhook.as_ref().map(|w| (&w.url, &w.path)))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Settings {
@@ -76,6 +99,21 @@ impl Settings {
                 })
                 .collect(),
         };
+        let webhook = match (&telegram.webhook_url, &telegram.webhook_secret) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Some(Err(
+                    "channels.telegram.webhookSecret: missing (a webhook needs one)".into(),
+                ));
+            }
+            (Some(url), Some(secret)) => Some(WebhookSettings {
+                url: url.clone(),
+                secret: secret.clone(),
+                path: telegram.webhook_path.clone().unwrap_or_else(|| {
+                    switchboard_types::config::channels::TELEGRAM_WEBHOOK_PATH.to_string()
+                }),
+            }),
+        };
         let scheme = config.key_scheme();
         let agent = telegram
             .agent
@@ -90,6 +128,7 @@ impl Settings {
             access,
             direct_key: scheme.main_key_for(&agent).as_str().to_string(),
             agent,
+            webhook,
         }))
     }
 }
@@ -147,8 +186,8 @@ pub fn spawn(
 /// The channel's outbound side, for the outbox drain: a delivery goes to its chat in as
 /// many messages as Telegram's limit needs. Telegram has no idempotency key for
 /// `sendMessage`, so a crash between its accepting and our recording sends it again (at
-/// least once), and a retry after a failure part-way through a long reply sends the parts
-/// before it again.
+/// least once); a retry after a failure part-way through a long reply sends only the parts
+/// not yet accepted (`send_parts`).
 pub struct TelegramChannel {
     bot: Bot,
 }
@@ -392,6 +431,14 @@ pub async fn run_inbound(
         bot = me.username.as_deref().unwrap_or(""),
         "Telegram channel up"
     );
+    // A webhook set before (by a webhook setup, or OpenClaw's) makes Telegram refuse
+    // `getUpdates` with 409: polling means no webhook.
+    if let Err(e) = bot.delete_webhook().await {
+        if e.revoked() {
+            return Err(e);
+        }
+        tracing::warn!(error = %e, "cannot remove Telegram's webhook before polling");
+    }
     let inbox = EngineInbox::new(api, &settings.agent, me.id, state_dir)
         .with_direct_key(&settings.direct_key)
         .with_bot(&bot);

@@ -65,7 +65,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
     let metrics =
         super::monitor::Metrics::start(args.metrics, args.metrics_bind.as_deref(), &api).await?;
     metrics.watch_lease(engine.clone());
-    let inbound = start_inbound(&config, &api, &dir, &engine);
+    let (inbound, pushed) = start_inbound(&config, &api, &dir, &engine);
     say_log(&log);
     say_token(&source);
     // `--connect` on this machine offers the folder's token only to a port recorded here.
@@ -100,6 +100,7 @@ use an SSH tunnel to 127.0.0.1, or pass --insecure to accept that risk."
         [Some(dir.clone()), cli.config_path().ok(), log.clone()],
     );
     options.metrics = metrics.on_gateway_port();
+    options.hooks = options.hooks.clone().with_pushed(pushed);
     let supervisor = super::monitor::Supervisor::ready(api.clone());
     server::run_with_tls(listener, api, options, tls, stop).await;
     supervisor.stopping();
@@ -123,9 +124,30 @@ fn start_inbound(
     api: &std::sync::Arc<dyn switchboard_types::api::SessionsApi>,
     dir: &std::path::Path,
     engine: &switchboard_engine::Engine,
-) -> Vec<tokio::task::JoinHandle<()>> {
+) -> (Vec<tokio::task::JoinHandle<()>>, Vec<Pushed>) {
     let mut up = Vec::new();
+    let mut pushed: Vec<Pushed> = Vec::new();
     match switchboard::telegram::Settings::from_config(config) {
+        Some(Ok(settings)) if settings.webhook.is_some() => {
+            let (path, url) = settings
+                .webhook
+                .as_ref()
+                .map(|w| (w.path.clone(), w.url.clone()))
+                .unwrap_or_default();
+            say(&format!(
+                "telegram channel: updates pushed to {url}, taken at this gateway's {path}"
+            ));
+            if let Some(push) = switchboard::telegram_push::TelegramPush::new(&settings) {
+                let push = std::sync::Arc::new(push);
+                pushed.push((path, push.clone()));
+                up.push(switchboard::telegram_push::spawn_webhook(
+                    settings,
+                    api.clone(),
+                    dir,
+                    push,
+                ));
+            }
+        }
         Some(Ok(settings)) => {
             say(&format!("telegram channel: polling {}", settings.api_root));
             let lease = switchboard::channel_lease::ChannelLease::new(engine);
@@ -152,8 +174,11 @@ fn start_inbound(
         Some(Err(why)) => say(&format!("discord channel not started: {why}")),
         None => {}
     }
-    up
+    (up, pushed)
 }
+
+/// A pushed route of the gateway: its path and the channel taking its updates.
+type Pushed = (String, std::sync::Arc<dyn switchboard_server::Pushed>);
 
 /// The exit: an error saying why when the gateway stopped because its lease was lost.
 fn lease_verdict(

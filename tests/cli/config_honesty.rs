@@ -181,6 +181,30 @@ fn config_check_explains_a_telegram_channel_that_cannot_work() {
     );
     assert!(err.contains("channels.telegram.apiRoot"), "{err}");
 
+    // A webhook without its secret, a secret Telegram refuses, a path under /hooks/.
+    let b = CliBench::new(
+        "{ channels: { telegram: { botToken: \"1:x\", webhookUrl: \"https://b.example.com/tg\" } } }",
+    );
+    let err = stderr(&b.run(&["config", "check"]));
+    assert!(
+        err.contains("channels.telegram.webhookSecret: missing"),
+        "{err}"
+    );
+    let b = CliBench::new(
+        "{ channels: { telegram: { botToken: \"1:x\", webhookUrl: \"https://b.example.com/tg\",\
+         webhookSecret: \"has space\", webhookPath: \"/hooks/tg\" } } }",
+    );
+    let err = stderr(&b.run(&["config", "check"]));
+    assert!(
+        err.contains("channels.telegram.webhookSecret") && err.contains("A-Z a-z 0-9 _ -"),
+        "{err}"
+    );
+    assert!(err.contains("channels.telegram.webhookPath"), "{err}");
+    assert!(
+        !err.contains("has space"),
+        "a secret is never repeated: {err}"
+    );
+
     let b = CliBench::new(
         "{\n  channels: {\n    telegram: {\n      botToken: \"1:x\",\n      dmPolicy: \"everyone\",\n    },\n  },\n}\n",
     );

@@ -66,6 +66,14 @@ struct State {
     /// poller of one bot with 409.
     polling: usize,
     max_polling: usize,
+    /// `setWebhook`'s URL and secret while a webhook is set (then `getUpdates` is refused
+    /// with 409, as Telegram does, and updates are pushed instead).
+    webhook: Option<(String, String)>,
+    /// Where pushes really go (`route_webhook_to`): the webhook URL's origin replaced, as a
+    /// reverse proxy in front of the gateway would.
+    push_origin: Option<String>,
+    /// A pusher task is running.
+    pushing: bool,
 }
 
 /// The fake server. Cheap to clone; it stops when the test's runtime does.
@@ -165,6 +173,66 @@ impl FakeTelegram {
         self.arrived.notify_waiters();
     }
 
+    /// The webhook set (URL, secret), if any.
+    pub fn webhook(&self) -> Option<(String, String)> {
+        self.state().webhook.clone()
+    }
+
+    /// A webhook set by some other program before the test (`getUpdates` refused until
+    /// `deleteWebhook`).
+    pub fn preset_webhook(&self, url: &str, secret: &str) {
+        self.state().webhook = Some((url.to_string(), secret.to_string()));
+    }
+
+    /// Push updates to `origin` (`http://host:port`) followed by the webhook URL's path.
+    pub fn route_webhook_to(&self, origin: &str) {
+        self.state().push_origin = Some(origin.to_string());
+        self.arrived.notify_waiters();
+    }
+
+    /// Pushes queued updates to the webhook while one is set, one at a time, as Telegram
+    /// does: an update not answered 2xx is sent again (after a pause) before the next.
+    async fn push_loop(self) {
+        let http = switchboard::channels::http_client().expect("client");
+        loop {
+            let next = {
+                let s = self.state();
+                match (&s.webhook, &s.push_origin, s.updates.front()) {
+                    (Some((url, secret)), Some(origin), Some(update)) => {
+                        let path = url
+                            .split_once("://")
+                            .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))
+                            .unwrap_or_else(|| "/".into());
+                        Some((format!("{origin}{path}"), secret.clone(), update.clone()))
+                    }
+                    (None, _, _) => return,
+                    _ => None,
+                }
+            };
+            let Some((to, secret, update)) = next else {
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_millis(100),
+                    self.arrived.notified(),
+                )
+                .await;
+                continue;
+            };
+            let answered = http
+                .post(&to)
+                .header("X-Telegram-Bot-Api-Secret-Token", &secret)
+                .json(&update)
+                .send()
+                .await
+                .map(|r| r.status().is_success())
+                .unwrap_or(false);
+            if answered {
+                self.state().updates.pop_front();
+            } else {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+
     /// Queue a raw update (malformed ones included).
     pub fn push_raw(&self, update: Value) {
         self.state().updates.push_back(update);
@@ -240,7 +308,37 @@ impl FakeTelegram {
                 json!({"id": BOT_ID, "is_bot": true, "first_name": "Test bot",
                                  "username": BOT_USERNAME}),
             ),
+            "getUpdates" if self.state().webhook.is_some() => error(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; use \
+                 deleteWebhook to delete the webhook first",
+                None,
+            ),
             "getUpdates" => self.get_updates(body).await,
+            "setWebhook" => {
+                let url = body["url"].as_str().unwrap_or_default().to_string();
+                let secret = body["secret_token"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let start = {
+                    let mut s = self.state();
+                    s.webhook = Some((url, secret));
+                    !std::mem::replace(&mut s.pushing, true)
+                };
+                if start {
+                    let pusher = self.clone();
+                    tokio::spawn(async move {
+                        pusher.clone().push_loop().await;
+                        pusher.state().pushing = false;
+                    });
+                }
+                ok(json!(true))
+            }
+            "deleteWebhook" => {
+                self.state().webhook = None;
+                ok(json!(true))
+            }
             "sendMessage" => self.send_message(body),
             _ => error(404, "Not Found: method not found", None),
         }

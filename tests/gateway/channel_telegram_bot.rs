@@ -128,6 +128,7 @@ async fn a_retry_after_a_failure_part_way_posts_only_the_parts_not_yet_accepted(
         access: Access::default(),
         agent: "main".into(),
         direct_key: "agent:main:main".into(),
+        webhook: None,
     })
     .expect("channel");
     let text = ["a", "b", "c"].map(|c| c.repeat(4000)).join("\n\n");
@@ -371,6 +372,7 @@ async fn telegram_messages_reach_their_sessions_and_replies_go_back_to_their_cha
         },
         agent: "main".into(),
         direct_key: "agent:main:main".into(),
+        webhook: None,
     };
     let poll_once = |api: std::sync::Arc<dyn switchboard_types::api::SessionsApi>| {
         let (settings, dir, fake) = (settings.clone(), dir.path().to_path_buf(), fake.clone());

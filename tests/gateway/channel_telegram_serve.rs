@@ -199,3 +199,115 @@ async fn a_stranger_gets_a_pairing_code_and_is_answered_once_approved() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+/// `webhookUrl`: `serve` tells Telegram where to push (`setWebhook` with the secret) and never
+/// polls; an update Telegram pushes to the gateway's `webhookPath` (through a proxy at the
+/// public URL) is recorded and answered in its chat; a push without the secret is refused
+/// 401 and recorded nowhere; an update pushed twice (Telegram's retry) is recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_pushed_to_the_webhook_are_answered_and_polling_stops() {
+    const SECRET: &str = "webhook_Secret-0123";
+    let fake = FakeTelegram::start(BOT_TOKEN).await;
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "re: {{{{text}}}}" }} ] }} ] }},
+            channels: {{ telegram: {{ botToken: "{BOT_TOKEN}", apiRoot: "{}",
+              dmPolicy: "open", webhookUrl: "https://bot.example.com/tg",
+              webhookSecret: "{SECRET}", webhookPath: "/tg" }} }} }}"#,
+        fake.api_root
+    );
+    let gw = gateway_process::start_with_config(&config, &[]);
+    assert!(
+        gw.said.iter().any(|l| l.contains(
+            "telegram channel: updates pushed to https://bot.example.com/tg, taken at this \
+             gateway's /tg"
+        )),
+        "{:?}",
+        gw.said
+    );
+    until("the webhook set", || fake.webhook().is_some()).await;
+    assert_eq!(
+        fake.webhook(),
+        Some(("https://bot.example.com/tg".to_string(), SECRET.to_string()))
+    );
+
+    // Without the secret: refused, nothing read.
+    let http = switchboard::channels::http_client().expect("client");
+    let forged = serde_json::json!({"update_id": 1, "message": {"message_id": 1, "date": 1,
+        "from": {"id": 66, "is_bot": false, "first_name": "Eve"},
+        "chat": {"id": 66, "type": "private"}, "text": "forged"}});
+    for secret in [None, Some("wrong")] {
+        let mut post = http.post(format!("http://{}/tg", gw.addr)).json(&forged);
+        if let Some(s) = secret {
+            post = post.header("X-Telegram-Bot-Api-Secret-Token", s);
+        }
+        let answer = post.send().await.expect("answered");
+        assert_eq!(answer.status().as_u16(), 401);
+    }
+
+    fake.route_webhook_to(&format!("http://{}", gw.addr));
+    fake.direct(42, "Ann", "hello by webhook");
+    until("the reply sent", || {
+        fake.sent()
+            .iter()
+            .any(|m| m.chat_id == 42 && m.text == "re: hello by webhook")
+    })
+    .await;
+    // Telegram sends an update again when it doubts the first went through.
+    let update = fake.direct(42, "Ann", "once only");
+    until("the second answered", || {
+        fake.sent().iter().any(|m| m.text == "re: once only")
+    })
+    .await;
+    fake.replay();
+    until("the replayed updates pushed", || fake.pending() == 0).await;
+    let link = Arc::new(
+        Link::connect(LinkOptions::new(
+            format!("ws://{}", gw.addr),
+            Some(TOKEN.into()),
+        ))
+        .await
+        .expect("attached"),
+    );
+    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    let texts = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
+    assert_eq!(
+        texts,
+        [
+            "hello by webhook",
+            "re: hello by webhook",
+            "once only",
+            "re: once only"
+        ],
+        "update {update} replayed, recorded once"
+    );
+    assert!(!texts.iter().any(|t| t == "forged"));
+    assert!(
+        !fake.calls().iter().any(|c| c == "getUpdates"),
+        "{:?}",
+        fake.calls()
+    );
+}
+
+/// A webhook left set (by a webhook setup before, or OpenClaw's) makes Telegram refuse
+/// polling with 409: a polling `serve` removes it first, then polls. Before, it polled into
+/// 409 forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_removes_a_webhook_left_set() {
+    let fake = FakeTelegram::start(BOT_TOKEN).await;
+    fake.preset_webhook("https://old.example.com/hook", "old");
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "re: {{{{text}}}}" }} ] }} ] }},
+            channels: {{ telegram: {{ botToken: "{BOT_TOKEN}", apiRoot: "{}",
+              dmPolicy: "open" }} }} }}"#,
+        fake.api_root
+    );
+    let _gw = gateway_process::start_with_config(&config, &[]);
+    fake.direct(42, "Ann", "still there?");
+    until("answered by polling", || {
+        fake.sent().iter().any(|m| m.text == "re: still there?")
+    })
+    .await;
+    assert_eq!(fake.webhook(), None);
+}

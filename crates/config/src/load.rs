@@ -685,6 +685,41 @@ fn semantic_problems(config: &Config, removals: &Removals) -> Vec<(Vec<Seg>, Str
                 "entries are user ids (numbers or strings) or @usernames".into(),
             ));
         }
+        if let Some(url) = &telegram.webhook_url {
+            if !has_scheme(url, &["https://", "http://"]) {
+                out.push((
+                    tg("webhookUrl"),
+                    "must be the public https:// URL Telegram posts updates to (it reaches \
+                     this gateway's webhookPath)"
+                        .into(),
+                ));
+            }
+            match telegram.webhook_secret.as_deref() {
+                None => out.push((
+                    tg("webhookSecret"),
+                    "missing: a webhook needs a secret (1 to 256 of A-Z a-z 0-9 _ -) that \
+                     Telegram sends with each update; anyone could post updates otherwise"
+                        .into(),
+                )),
+                Some(s) if !switchboard_types::config::channels::webhook_secret_ok(s) => {
+                    out.push((
+                        tg("webhookSecret"),
+                        "must be 1 to 256 of A-Z a-z 0-9 _ - (what Telegram accepts)".into(),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(path) = &telegram.webhook_path
+            && (!path.starts_with('/') || path.starts_with("/hooks/") || path.contains('?'))
+        {
+            out.push((
+                tg("webhookPath"),
+                "must be a path of this gateway (like /telegram-webhook), not under /hooks/ \
+                 (the generic webhooks') and without a query"
+                    .into(),
+            ));
+        }
     }
     out.extend(super::channels::problems(config, &at));
     if let Some(url) = &config.storage.url

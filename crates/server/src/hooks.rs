@@ -5,6 +5,9 @@
 //! It is recorded in session `hook:<name>:<conversation>` (a new conversation id when none
 //! is given, as the spec's key model says for hooks) exactly as `inject` records a message,
 //! so the agent answers and its reply is delivered back through the hook's outbound URL.
+//!
+//! Beside them, the routes of channels whose service pushes updates (`Pushed`: Telegram's
+//! webhook at its `webhookPath`), authenticated by a header carrying their shared secret.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,17 +26,48 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// The longest conversation id: it becomes part of a session key.
 const MAX_CONVERSATION: usize = 128;
 
-/// The hooks the gateway accepts: name → secret. Debug never shows a secret.
+/// The largest body a pushed route accepts (a Telegram update carries one message of at
+/// most 4,096 characters, with its entities and the sender's names).
+pub const MAX_PUSHED_BODY: usize = 256 * 1024;
+
+/// Why a pushed body was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// The body is not what the service sends: 400, not sent again.
+    #[error("{0}")]
+    Body(String),
+    /// It could not be recorded now: 503, so the service sends it again.
+    #[error("{0}")]
+    Busy(String),
+}
+
+/// A channel whose service pushes its updates to the gateway (Telegram's webhook).
+#[async_trait::async_trait]
+pub trait Pushed: Send + Sync {
+    /// The request header (lower case) whose value must be the secret.
+    fn secret_header(&self) -> &str;
+    fn secret(&self) -> &str;
+    /// Take one body (its secret checked, its size bounded): recorded before `Ok`, so a
+    /// failure answers 503 and the service sends it again.
+    async fn take(&self, body: &[u8]) -> Result<(), PushError>;
+}
+
+/// The hooks the gateway accepts: name → secret, and the pushed routes by path. Debug never
+/// shows a secret.
 #[derive(Clone, Default)]
 pub struct Hooks {
     secrets: Arc<HashMap<String, String>>,
+    pushed: Arc<HashMap<String, Arc<dyn Pushed>>>,
     /// Refusals are logged through a gate: anyone who reaches the port can set them off.
     refused: Arc<Quiet>,
 }
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.secrets.keys()).finish()
+        f.debug_list()
+            .entries(self.secrets.keys())
+            .entries(self.pushed.keys())
+            .finish()
     }
 }
 
@@ -41,12 +75,31 @@ impl Hooks {
     pub fn new(hooks: HashMap<String, String>) -> Hooks {
         Hooks {
             secrets: Arc::new(hooks),
+            pushed: Arc::default(),
             refused: Arc::default(),
         }
     }
 
+    /// These hooks, and `routes` (path → channel) for pushed updates.
+    pub fn with_pushed(mut self, routes: Vec<(String, Arc<dyn Pushed>)>) -> Hooks {
+        let mut pushed = (*self.pushed).clone();
+        pushed.extend(routes);
+        self.pushed = Arc::new(pushed);
+        self
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
+        self.secrets.is_empty() && self.pushed.is_empty()
+    }
+
+    /// Whether `path` is a pushed route's.
+    pub fn pushes_to(&self, path: &str) -> bool {
+        self.pushed.contains_key(path)
+    }
+
+    /// The header carrying the secret of `path`'s pushed route.
+    pub fn secret_header_of(&self, path: &str) -> Option<String> {
+        self.pushed.get(path).map(|r| r.secret_header().to_string())
     }
 
     /// Whether `authorization` is `Bearer <secret of name>`. An unknown name is refused the
@@ -66,11 +119,14 @@ impl Hooks {
     }
 }
 
-/// A `POST /hooks/<name>` request whose head was read.
+/// A `POST /hooks/<name>` (or pushed route's) request whose head was read.
 #[derive(Debug)]
 pub struct HookRequest {
-    pub name: String,
+    /// The path, without its query.
+    pub path: String,
     pub authorization: Option<String>,
+    /// A pushed route's secret header, when the route names one and the request has it.
+    pub secret: Option<String>,
     pub content_length: Option<usize>,
     /// Body bytes read with the head.
     pub body_start: Vec<u8>,
@@ -132,17 +188,81 @@ pub async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     stream.shutdown().await
 }
 
+/// The body of `request`, read up to its `Content-Length` of at most `max` bytes; else the
+/// answer saying why not.
+async fn body<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    request: HookRequest,
+    max: usize,
+) -> std::io::Result<Result<Vec<u8>, String>> {
+    let Some(length) = request.content_length else {
+        return Ok(Err(error(
+            "411 Length Required",
+            "a Content-Length is needed",
+        )));
+    };
+    if length > max {
+        return Ok(Err(error(
+            "413 Content Too Large",
+            &format!("the body is {length} bytes; at most {max}"),
+        )));
+    }
+    let mut body = request.body_start;
+    body.truncate(length);
+    if body.len() < length {
+        let mut rest = vec![0u8; length - body.len()];
+        stream.read_exact(&mut rest).await?;
+        body.extend_from_slice(&rest);
+    }
+    Ok(Ok(body))
+}
+
+/// A pushed route's request: its secret, then its body, taken by the channel.
+async fn push<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    request: HookRequest,
+    route: &Arc<dyn Pushed>,
+    hooks: &Hooks,
+) -> std::io::Result<String> {
+    let offered = request.secret.as_deref().unwrap_or_default();
+    if offered.is_empty() || !same_token(offered, route.secret()) {
+        if let Some(skipped) = hooks.refused.admit() {
+            tracing::info!(
+                path = %excerpt(&request.path, 64),
+                skipped,
+                "pushed update refused: wrong or missing secret"
+            );
+        }
+        return Ok(error("401 Unauthorized", "wrong or missing secret"));
+    }
+    let body = match body(stream, request, MAX_PUSHED_BODY).await? {
+        Ok(body) => body,
+        Err(answer) => return Ok(answer),
+    };
+    Ok(match route.take(&body).await {
+        Ok(()) => json_answer("200 OK", &serde_json::json!({ "ok": true })),
+        Err(PushError::Body(m)) => error("400 Bad Request", &m),
+        Err(PushError::Busy(m)) => error("503 Service Unavailable", &m),
+    })
+}
+
 async fn handle<S: AsyncRead + Unpin>(
     stream: &mut S,
     request: HookRequest,
     hooks: &Hooks,
     api: &Arc<dyn SessionsApi>,
 ) -> std::io::Result<String> {
+    if let Some(route) = hooks.pushed.get(&request.path).cloned() {
+        return push(stream, request, &route, hooks).await;
+    }
+    let Some(name) = request.path.strip_prefix("/hooks/").map(str::to_string) else {
+        return Ok(error("404 Not Found", "no such path"));
+    };
     // Authentication first: nothing of an unauthenticated body is read or parsed.
-    if !hooks.allows(&request.name, request.authorization.as_deref()) {
+    if !hooks.allows(&name, request.authorization.as_deref()) {
         if let Some(skipped) = hooks.refused.admit() {
             tracing::info!(
-                hook = %excerpt(&request.name, 64),
+                hook = %excerpt(&name, 64),
                 skipped,
                 "webhook request refused: wrong or missing secret, or no such hook"
             );
@@ -152,22 +272,10 @@ async fn handle<S: AsyncRead + Unpin>(
             "send the hook's secret as \"Authorization: Bearer <secret>\"",
         ));
     }
-    let Some(length) = request.content_length else {
-        return Ok(error("411 Length Required", "a Content-Length is needed"));
+    let body = match body(stream, request, MAX_BODY).await? {
+        Ok(body) => body,
+        Err(answer) => return Ok(answer),
     };
-    if length > MAX_BODY {
-        return Ok(error(
-            "413 Content Too Large",
-            &format!("the body is {length} bytes; at most {MAX_BODY}"),
-        ));
-    }
-    let mut body = request.body_start;
-    body.truncate(length);
-    if body.len() < length {
-        let mut rest = vec![0u8; length - body.len()];
-        stream.read_exact(&mut rest).await?;
-        body.extend_from_slice(&rest);
-    }
     let message: HookMessage = match serde_json::from_slice(&body) {
         Ok(m) => m,
         Err(e) => {
@@ -196,7 +304,7 @@ async fn handle<S: AsyncRead + Unpin>(
         }
         None => uuid::Uuid::new_v4().to_string(),
     };
-    let key = format!("hook:{}:{conversation}", request.name);
+    let key = format!("hook:{name}:{conversation}");
     let sent = api
         .send(SendRequest {
             key: key.clone(),
@@ -206,7 +314,7 @@ async fn handle<S: AsyncRead + Unpin>(
                 chat_type: Some("direct".to_string()),
                 display_name: message.display_name.or(message.sender),
                 // Where replies go: the hook itself (its outbound URL), by name.
-                sender: Some(request.name.clone()),
+                sender: Some(name.clone()),
                 owner: false,
             },
             idempotency_key: message.idempotency_key,
@@ -224,7 +332,7 @@ async fn handle<S: AsyncRead + Unpin>(
         ),
         Err(ApiError::BadInput(m)) => error("400 Bad Request", &m),
         Err(e) => {
-            tracing::warn!(hook = %request.name, error = %e, "webhook message not recorded");
+            tracing::warn!(hook = %name, error = %e, "webhook message not recorded");
             error("503 Service Unavailable", &e.to_string())
         }
     })

@@ -36,7 +36,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 pub use auth_limit::AuthLimit;
 pub use connection::PROTOCOL;
-pub use hooks::Hooks;
+pub use hooks::{Hooks, PushError, Pushed};
 pub use methods::{EVENTS, METHODS};
 pub use private_paths::PrivatePaths;
 pub use probes::{MetricsRender, Site, serve_probes};
@@ -405,7 +405,7 @@ async fn open_websocket(
                 .map_err(|e| format!("TLS: {e}"))?,
         ),
     };
-    let head = match probes::read_opening(&mut stream)
+    let head = match probes::read_opening(&mut stream, &site.hooks)
         .await
         .map_err(|e| format!("HTTP: {e}"))?
     {

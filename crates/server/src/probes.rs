@@ -155,8 +155,11 @@ Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
 }
 
 /// Reads the request head (up to its blank line, `MAX_HEAD` or the end of input) and
-/// tells a probe from an upgrade.
-pub async fn read_opening<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<Opening> {
+/// tells a probe from a hook's or a pushed route's POST (`hooks`) and from an upgrade.
+pub async fn read_opening<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    hooks: &crate::hooks::Hooks,
+) -> io::Result<Opening> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     while head.len() < MAX_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -169,9 +172,12 @@ pub async fn read_opening<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<Op
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut request = httparse::Request::new(&mut headers);
     let parsed = request.parse(&head);
+    let path = request
+        .path
+        .map(|p| p.split('?').next().unwrap_or_default().to_string());
     if let Ok(httparse::Status::Complete(len)) = parsed
         && request.method == Some("POST")
-        && let Some(name) = request.path.and_then(|p| p.strip_prefix("/hooks/"))
+        && let Some(path) = path.filter(|p| p.starts_with("/hooks/") || hooks.pushes_to(p))
     {
         let header = |n: &str| {
             request
@@ -182,7 +188,8 @@ pub async fn read_opening<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<Op
                 .map(str::to_string)
         };
         return Ok(Opening::Hook(crate::hooks::HookRequest {
-            name: name.split('?').next().unwrap_or_default().to_string(),
+            secret: hooks.secret_header_of(&path).and_then(|h| header(&h)),
+            path,
             authorization: header("authorization"),
             content_length: header("content-length").and_then(|v| v.trim().parse().ok()),
             body_start: head[len..].to_vec(),
@@ -238,7 +245,7 @@ pub async fn serve_probes(
                 let site = site.clone();
                 tokio::spawn(async move {
                     let served = async {
-                        match read_opening(&mut tcp).await? {
+                        match read_opening(&mut tcp, &site.hooks).await? {
                             Opening::Probe(probe, ask) => answer(&mut tcp, probe, ask, &site).await,
                             Opening::Upgrade(_) | Opening::Hook(_) => {
                                 let body = "only /metrics, /healthz and /readyz here\n";
@@ -331,12 +338,17 @@ mod tests {
     async fn a_probe_is_told_from_an_upgrade_whose_bytes_are_replayed() {
         let mut probe: &[u8] = b"GET /readyz?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
         assert!(matches!(
-            read_opening(&mut probe).await.expect("read"),
+            read_opening(&mut probe, &crate::hooks::Hooks::default())
+                .await
+                .expect("read"),
             Opening::Probe(Probe::Ready, Ask::Get)
         ));
         let upgrade = b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n\x81\x00".to_vec();
         let mut reader: &[u8] = &upgrade;
-        let Opening::Upgrade(head) = read_opening(&mut reader).await.expect("read") else {
+        let Opening::Upgrade(head) = read_opening(&mut reader, &crate::hooks::Hooks::default())
+            .await
+            .expect("read")
+        else {
             panic!("an upgrade is not a probe");
         };
         let mut rewound = Rewind::new(head, Box::new(tokio::io::duplex(64).0));

@@ -108,19 +108,32 @@ impl Bot {
             params["offset"] = json!(offset);
         }
         let raw: Vec<Value> = self.call("getUpdates", &params, wait + MARGIN).await?;
-        Ok(raw
-            .into_iter()
-            .filter_map(|v| {
-                let update_id = v.get("update_id")?.as_i64()?;
-                Some(serde_json::from_value(v).unwrap_or_else(|e| {
-                    tracing::debug!(update_id, error = %e, "a Telegram update this build cannot read");
-                    Update {
-                        update_id,
-                        message: None,
-                    }
-                }))
-            })
-            .collect())
+        Ok(raw.into_iter().filter_map(update_of).collect())
+    }
+
+    /// Have Telegram push updates to `url` (HTTPS, or anything a self-hosted Bot API server
+    /// reaches), each with `secret` in its `X-Telegram-Bot-Api-Secret-Token` header.
+    pub async fn set_webhook(&self, url: &str, secret: &str) -> Result<(), TelegramError> {
+        let params = json!({
+            "url": url,
+            "secret_token": secret,
+            "allowed_updates": ["message"],
+        });
+        let _: Value = self.call("setWebhook", &params, CALL_TIMEOUT).await?;
+        Ok(())
+    }
+
+    /// Stop pushing updates (a webhook set before, by this or another program), so that
+    /// `getUpdates` works; updates waiting are kept.
+    pub async fn delete_webhook(&self) -> Result<(), TelegramError> {
+        let _: Value = self
+            .call(
+                "deleteWebhook",
+                &json!({"drop_pending_updates": false}),
+                CALL_TIMEOUT,
+            )
+            .await?;
+        Ok(())
     }
 
     /// Send `text` (one message's worth: see `split`) to `chat_id`, in forum topic `thread`;
@@ -192,4 +205,17 @@ impl Bot {
         serde_json::from_value(result)
             .map_err(|e| TelegramError::Malformed(format!("{method}'s result: {e}")))
     }
+}
+
+/// One update as Telegram sends it (polled or pushed): `None` without an `update_id`; an
+/// update whose message this build cannot read comes back without it.
+pub fn update_of(v: Value) -> Option<Update> {
+    let update_id = v.get("update_id")?.as_i64()?;
+    Some(serde_json::from_value(v).unwrap_or_else(|e| {
+        tracing::debug!(update_id, error = %e, "a Telegram update this build cannot read");
+        Update {
+            update_id,
+            message: None,
+        }
+    }))
 }

@@ -13,7 +13,7 @@ pub mod split;
 pub mod types;
 
 pub use access::{Access, Admit, DmPolicy, GroupPolicy, GroupRule, Ignored};
-pub use bot::{Bot, DEFAULT_API_ROOT};
+pub use bot::{Bot, DEFAULT_API_ROOT, update_of};
 pub use error::TelegramError;
 pub use poll::{Inbox, LONG_POLL, Stopped};
 pub use split::{MAX_MESSAGE, split};

@@ -21,8 +21,8 @@ pub struct ChannelsConfig {
     pub other: BTreeMap<String, Value>,
 }
 
-/// `channels.telegram`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `channels.telegram`. Debug never shows the token or the webhook's secret.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TelegramConfig {
     pub enabled: bool,
@@ -38,6 +38,13 @@ pub struct TelegramConfig {
     pub api_root: Option<String>,
     /// The agent whose sessions the chats are (the default agent when absent).
     pub agent: Option<String>,
+    /// Telegram pushes updates to this public URL (it must reach this gateway's
+    /// `webhookPath`) instead of being polled.
+    pub webhook_url: Option<String>,
+    /// What Telegram sends in `X-Telegram-Bot-Api-Secret-Token` with each pushed update.
+    pub webhook_secret: Option<String>,
+    /// The gateway's path the updates are posted to (`/telegram-webhook` by default).
+    pub webhook_path: Option<String>,
     /// OpenClaw's other keys (`streamMode`, `textChunkLimit`, …), kept as written.
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -54,9 +61,39 @@ impl Default for TelegramConfig {
             groups: BTreeMap::new(),
             api_root: None,
             agent: None,
+            webhook_url: None,
+            webhook_secret: None,
+            webhook_path: None,
             other: BTreeMap::new(),
         }
     }
+}
+
+impl std::fmt::Debug for TelegramConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelegramConfig")
+            .field("enabled", &self.enabled)
+            .field("dm_policy", &self.dm_policy)
+            .field("allow_from", &self.allow_from)
+            .field("group_policy", &self.group_policy)
+            .field("groups", &self.groups)
+            .field("api_root", &self.api_root)
+            .field("agent", &self.agent)
+            .field("webhook_url", &self.webhook_url)
+            .field("webhook_path", &self.webhook_path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The gateway's path for Telegram's pushed updates when `webhookPath` is not set.
+pub const TELEGRAM_WEBHOOK_PATH: &str = "/telegram-webhook";
+
+/// Whether `secret` is what Telegram accepts as a webhook's `secret_token`.
+pub fn webhook_secret_ok(secret: &str) -> bool {
+    (1..=256).contains(&secret.len())
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `dmPolicy` (Telegram's and Discord's): OpenClaw's values; under `pairing` (its default) a
