@@ -89,7 +89,12 @@ pub struct FakeTelegram {
 impl FakeTelegram {
     /// Listen on a free loopback port for bot `token`.
     pub async fn start(token: &str) -> FakeTelegram {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        FakeTelegram::start_on(token, "127.0.0.1:0").await
+    }
+
+    /// Listen on `addr` (a port a test kept free: Telegram coming back where it was).
+    pub async fn start_on(token: &str, addr: &str) -> FakeTelegram {
+        let listener = TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let fake = FakeTelegram {
             api_root: format!("http://{addr}"),

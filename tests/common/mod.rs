@@ -254,9 +254,11 @@ pub mod screen;
 pub mod tmux;
 pub mod ws;
 
-/// SQL taking a current SQLite store back before schema 12 (the outbox's delivery state),
-/// for tests that downgrade a folder to an older schema and reopen it.
-pub const UNDO_SCHEMA_12: &str = "DROP INDEX outbox_due;
+/// SQL taking a current SQLite store back before schema 12 (13: the pairings; 12: the
+/// outbox's delivery state), newest first, for tests that downgrade a folder to an older
+/// schema and reopen it.
+pub const UNDO_SCHEMAS_13_12: &str = "DROP TABLE pairings;
+     DROP INDEX outbox_due;
      ALTER TABLE outbox DROP COLUMN attempt;
      ALTER TABLE outbox DROP COLUMN next_at;
      ALTER TABLE outbox DROP COLUMN claimed_by;

@@ -444,8 +444,8 @@ async fn a_schema_3_database_with_an_archived_entry_opens_and_the_page_hides_it(
         // Back to schema 3's shape (schema 7's name order, 6's exchange columns and 5's counters
         // first: their indexes and triggers read the column), then archive as that build stored it: in the entry.
         let conn = rusqlite::Connection::open(&db).expect("open db");
-        conn.execute_batch(crate::common::UNDO_SCHEMA_12)
-            .expect("undo schema 12");
+        conn.execute_batch(crate::common::UNDO_SCHEMAS_13_12)
+            .expect("undo schemas 13 and 12");
         conn.execute_batch(
             "DROP TRIGGER sessions_rev_insert;
              DROP TRIGGER sessions_rev_update;

@@ -214,8 +214,8 @@ proptest! {
 /// schema 7's name order go too).
 fn downgrade_to_schema_4(state: &Path) {
     let c = Connection::open(state.join(DB_FILE)).expect("open db");
-    c.execute_batch(crate::common::UNDO_SCHEMA_12)
-        .expect("undo schema 12");
+    c.execute_batch(crate::common::UNDO_SCHEMAS_13_12)
+        .expect("undo schemas 13 and 12");
     c.execute_batch(
         "DROP TRIGGER sessions_rev_insert;
          DROP TRIGGER sessions_rev_update;

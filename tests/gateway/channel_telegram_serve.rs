@@ -311,3 +311,106 @@ async fn polling_removes_a_webhook_left_set() {
     .await;
     assert_eq!(fake.webhook(), None);
 }
+
+/// A flood: 1,000 updates from ten busy groups at once. Every message is recorded in its
+/// group's session, in the order sent, none dropped; the gateway answers other requests
+/// meanwhile; every update is confirmed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_a_thousand_updates_is_recorded_whole_and_in_order() {
+    const GROUPS: i64 = 10;
+    const EACH: usize = 100;
+    let fake = FakeTelegram::start(BOT_TOKEN).await;
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "NO_REPLY" }} ] }} ] }},
+            channels: {{ telegram: {{ botToken: "{BOT_TOKEN}", apiRoot: "{}",
+              groupPolicy: "open", groups: {{ "*": {{ requireMention: false }} }} }} }} }}"#,
+        fake.api_root
+    );
+    for i in 0..EACH {
+        for g in 0..GROUPS {
+            fake.group(-2000 - g, 7, &format!("g{g} m{i:03}"), false);
+        }
+    }
+    let gw = gateway_process::start_with_config(&config, &[]);
+    let link = Arc::new(
+        Link::connect(LinkOptions::new(
+            format!("ws://{}", gw.addr),
+            Some(TOKEN.into()),
+        ))
+        .await
+        .expect("attached"),
+    );
+    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    // Meanwhile the gateway answers (each request bounded: a hang fails, slowness does not).
+    let status = tokio::time::timeout(Duration::from_secs(30), api.status())
+        .await
+        .expect("status answered during the flood")
+        .expect("status");
+    assert!(status.sessions <= GROUPS as u64);
+    let said = |g: i64| {
+        let api = api.clone();
+        async move {
+            let page = api
+                .transcript(switchboard_types::api::TranscriptQuery {
+                    key: format!("agent:main:telegram:group:{}", -2000 - g),
+                    limit: 1000,
+                    ..Default::default()
+                })
+                .await
+                .expect("transcript");
+            page.lines
+                .into_iter()
+                .map(|l| l.text)
+                .filter(|t| t.starts_with('g'))
+                .collect::<Vec<_>>()
+        }
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    for g in 0..GROUPS {
+        let want: Vec<String> = (0..EACH).map(|i| format!("g{g} m{i:03}")).collect();
+        loop {
+            let got = said(g).await;
+            if got.len() >= EACH {
+                assert_eq!(got, want, "group {g}: every message, in order");
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "group {g}: {} of {EACH} recorded",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    until("every update confirmed", || fake.pending() == 0).await;
+}
+
+/// Telegram away when `serve` starts (nothing listens at its API root), then back on the same
+/// address: the channel keeps trying (saying so in the log) and answers once it is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_away_at_start_then_back_is_polled_and_answered() {
+    let addr = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        free.local_addr().expect("addr").to_string()
+    };
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "re: {{{{text}}}}" }} ] }} ] }},
+            channels: {{ telegram: {{ botToken: "{BOT_TOKEN}", apiRoot: "http://{addr}",
+              dmPolicy: "open" }} }} }}"#
+    );
+    let gw = gateway_process::start_with_config(&config, &[]);
+    until("the failed start said in the log", || {
+        std::fs::read_to_string(gw.log())
+            .unwrap_or_default()
+            .contains("the Telegram channel cannot start yet; retrying")
+    })
+    .await;
+    let fake = FakeTelegram::start_on(BOT_TOKEN, &addr).await;
+    fake.direct(42, "Ann", "are you back?");
+    until("answered once Telegram is back", || {
+        fake.sent().iter().any(|m| m.text == "re: are you back?")
+    })
+    .await;
+}

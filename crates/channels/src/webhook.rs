@@ -131,14 +131,24 @@ impl Webhook {
 
 /// `Retry-After` in seconds (the HTTP-date form is not honoured: backoff then decides).
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
+    let value = headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
         .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
+        .trim();
+    wait_of(value, std::time::SystemTime::now())
+}
+
+/// A `Retry-After` value (RFC 9110): seconds, or an HTTP date (the wait until then; none
+/// once it has passed) as of `now`.
+fn wait_of(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    match value.parse::<u64>() {
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => httpdate::parse_http_date(value)
+            .ok()?
+            .duration_since(now)
+            .ok(),
+    }
 }
 
 /// The receiver's id for the message: `messageId` (string or number) of a JSON answer.
@@ -227,6 +237,25 @@ impl Channel for Webhook {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        assert_eq!(wait_of("120", now), Some(Duration::from_secs(120)));
+        // 2015-10-21 07:28:00 + 90 s.
+        assert_eq!(
+            wait_of("Wed, 21 Oct 2015 07:29:30 GMT", now),
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(
+            wait_of("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            None,
+            "passed"
+        );
+        assert_eq!(wait_of("soon", now), None);
+        assert_eq!(wait_of("-5", now), None);
+    }
+
     use super::*;
 
     #[test]

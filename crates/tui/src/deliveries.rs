@@ -30,8 +30,11 @@ pub struct Deliveries {
     /// That session's deliveries, newest first, their texts as the transcript shows them
     /// (escaped, trimmed) so a reply's line is found by its text.
     pub rows: Vec<OutboxRow>,
-    /// A delivery was queued for that session: read its rows again.
+    /// The rows may be stale (a delivery was queued for that session, or one changed while
+    /// a read was under way, whose answer may predate it): read them again.
     pub reread: bool,
+    /// The session whose rows are being read.
+    pub loading: Option<String>,
 }
 
 impl Deliveries {
@@ -64,6 +67,10 @@ impl Deliveries {
                     if row.apply(e) {
                         break;
                     }
+                }
+                // The answer of a read under way may be older than this change.
+                if self.loading.is_some() {
+                    self.reread = true;
                 }
             }
             _ => {}
@@ -103,17 +110,26 @@ impl Deliveries {
     /// The selected session changed, or a delivery was queued for it: its deliveries are to
     /// be read (`true`), unless the engine records none.
     pub fn select(&mut self, key: Option<&str>) -> bool {
-        if self.key.as_deref() == key {
-            let reread = std::mem::take(&mut self.reread);
-            return reread && key.is_some() && !self.unrecorded;
+        let read = if self.key.as_deref() == key {
+            // One read at a time: a change during it is read after it.
+            self.reread && self.loading.is_none()
+        } else {
+            self.key = key.map(str::to_string);
+            self.rows.clear();
+            true
+        };
+        if !read || key.is_none() || self.unrecorded {
+            return false;
         }
         self.reread = false;
-        self.key = key.map(str::to_string);
-        self.rows.clear();
-        key.is_some() && !self.unrecorded
+        self.loading = key.map(str::to_string);
+        true
     }
 
     pub fn loaded(&mut self, key: &str, result: Result<Vec<OutboxRow>, ApiError>) {
+        if self.loading.as_deref() == Some(key) {
+            self.loading = None;
+        }
         if self.key.as_deref() != Some(key) {
             return;
         }
@@ -294,6 +310,32 @@ mod tests {
             Some("⚠ not delivered yet: retrying (next attempt in 4 s) to telegram group:-1 · 429")
         );
         assert!(d.take_count(), "a change asks for the counts again");
+    }
+
+    /// The console showed a failed reply as "sending" for good: the read begun when the reply
+    /// was queued answered after the failure's event, with the row as it was before.
+    #[test]
+    fn a_change_during_a_read_is_read_again_after_it() {
+        let mut d = Deliveries::new();
+        assert!(d.select(Some("k")));
+        d.event(&EngineEvent::DeliveryUpdated {
+            outbox_id: 9,
+            channel: "telegram".into(),
+            status: OutboxStatus::Failed,
+            attempt: 1,
+            message_id: None,
+            next_at: None,
+            error: Some("400".into()),
+        });
+        assert!(!d.select(Some("k")), "not while the read is under way");
+        d.loaded("k", Ok(vec![reply(9, 1, "hi", OutboxStatus::Sending)]));
+        assert!(
+            d.select(Some("k")),
+            "the answer may predate the change: read again"
+        );
+        d.loaded("k", Ok(vec![reply(9, 1, "hi", OutboxStatus::Failed)]));
+        assert!(!d.select(Some("k")));
+        assert_eq!(d.rows[0].status, OutboxStatus::Failed);
     }
 
     #[test]

@@ -476,7 +476,8 @@ impl ExchangeView {
                 {
                     safe_delivery(row);
                 }
-                false
+                // A load under way may answer with the delivery as it was before this.
+                self.in_flight
             }
             _ => false,
         };
