@@ -93,6 +93,19 @@ pub(crate) async fn import(cli: &Cli, dir: &Path) -> Result<()> {
         summary.push_str(&format!("; skipped {}", skips.join(", ")));
     }
     println!("{summary}");
+    if !report.approvals.is_empty() {
+        let per: Vec<String> = report
+            .approvals
+            .iter()
+            .map(|(channel, n)| format!("{} {n}", safe_line(channel)))
+            .collect();
+        let total: usize = report.approvals.values().sum();
+        println!(
+            "approved {} OpenClaw had approved ({}): `switchboard pairing list` shows them",
+            count(total, "sender"),
+            per.join(", ")
+        );
+    }
     if report.changed_nothing() {
         println!("nothing changed");
     }

@@ -514,3 +514,72 @@ fn real_entries_round_trip_field_by_field() {
         }
     }
 }
+
+/// OpenClaw's approved senders (`credentials/<channel>-allowFrom.json`) come in as approved
+/// pairings, so they are answered under `dmPolicy: "pairing"` without a new code; a username
+/// (no sender id) is named in a warning; importing again approves nobody twice. Before, they
+/// were left behind and every one of them was asked for a code again.
+#[test]
+fn openclaws_approved_senders_come_in_as_approved_pairings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("oc");
+    let dir = sessions_dir(&root);
+    write_lines(
+        &dir.join(format!("{SID_A}.jsonl")),
+        &[header(SID_A), message("a0000001", "one")],
+    );
+    fs::write(
+        dir.join("sessions.json"),
+        json!({"agent:main:a": {"sessionId": SID_A, "updatedAt": 1_700_000_000_000_i64}})
+            .to_string(),
+    )
+    .unwrap();
+    let credentials = root.join("credentials");
+    fs::create_dir_all(&credentials).unwrap();
+    fs::write(
+        credentials.join("telegram-allowFrom.json"),
+        json!({"version": 1, "allowFrom": ["123", "@ann", 456]}).to_string(),
+    )
+    .unwrap();
+    fs::write(
+        credentials.join("discord-work-allowFrom.json"),
+        r#"["789"]"#,
+    )
+    .unwrap();
+    fs::write(credentials.join("whatsapp-allowFrom.json"), r#"["+1555"]"#).unwrap();
+    fs::write(credentials.join("telegram-pairing.json"), "{}").unwrap();
+
+    let b = CliBench::new(CONFIG);
+    let (out, err) = import(&b, &root);
+    assert!(
+        out.contains("approved 3 senders OpenClaw had approved (discord 1, telegram 2)"),
+        "{out}"
+    );
+    assert!(err.contains("@ann") && err.contains("allowFrom"), "{err}");
+    let listed: Value = serde_json::from_str(&b.ok(&["pairing", "list", "--json"])).unwrap();
+    let mut approved: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["approvedAt"].is_number())
+        .map(|p| {
+            (
+                p["channel"].as_str().unwrap().to_string(),
+                p["sender"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    approved.sort();
+    assert_eq!(
+        approved,
+        [
+            ("discord".to_string(), "789".to_string()),
+            ("telegram".to_string(), "123".to_string()),
+            ("telegram".to_string(), "456".to_string()),
+        ]
+    );
+
+    let (out, _) = import(&b, &root);
+    assert!(!out.contains("approved"), "{out}");
+    assert!(out.lines().any(|l| l == "nothing changed"), "{out}");
+}

@@ -124,6 +124,35 @@ async fn pairing(store: Arc<dyn Store>) {
         .expect("read")
         .expect("there");
     assert_eq!(found.approved_at, Some(5_000));
+
+    // Approved without a code (an import of OpenClaw's approvals): once; a waiting sender
+    // becomes approved too.
+    assert!(
+        store
+            .approve_sender("telegram", "99", later)
+            .await
+            .expect("approve")
+    );
+    assert!(
+        !store
+            .approve_sender("telegram", "99", later + 1)
+            .await
+            .expect("again")
+    );
+    assert!(
+        store
+            .approve_sender("telegram", "44", later)
+            .await
+            .expect("waiting one")
+    );
+    for sender in ["99", "44"] {
+        let p = store
+            .pairing_of("telegram", sender)
+            .await
+            .expect("read")
+            .expect("there");
+        assert!(p.approved_at.is_some(), "{p:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -120,6 +120,26 @@ pub async fn approve(
     .transpose()
 }
 
+pub async fn approve_sender(
+    c: &ClientWrapper,
+    channel: &str,
+    sender: &str,
+    now: i64,
+) -> Result<bool, PgError> {
+    // The code of a sender approved without one (SQLite's `imported_code`).
+    let code = format!("imported:{sender}");
+    let changed = exec(
+        c,
+        "INSERT INTO pairings (channel, sender, code, requested_at, expires_at, approved_at)
+         VALUES ($1, $2, $3, $4, $4, $4)
+         ON CONFLICT (channel, sender) DO UPDATE SET approved_at = $4
+         WHERE pairings.approved_at IS NULL",
+        &[&channel, &sender, &code, &now],
+    )
+    .await?;
+    Ok(changed > 0)
+}
+
 pub async fn list(
     c: &ClientWrapper,
     channel: Option<&str>,

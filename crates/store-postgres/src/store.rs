@@ -687,6 +687,19 @@ impl Store for PgStore {
             .await
     }
 
+    async fn approve_sender(
+        &self,
+        channel: &str,
+        sender: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let (channel, sender) = (channel.to_string(), sender.to_string());
+        self.write(
+            move |c| async move { pairings::approve_sender(&c, &channel, &sender, now).await },
+        )
+        .await
+    }
+
     async fn pairings(
         &self,
         channel: Option<String>,

@@ -93,6 +93,29 @@ pub fn approve(
         .optional()?)
 }
 
+/// The code of a sender approved without one: unique per channel as the sender is, never
+/// what `code_from` makes (it has a colon).
+fn imported_code(sender: &str) -> String {
+    format!("imported:{sender}")
+}
+
+pub fn approve_sender(
+    conn: &Connection,
+    channel: &str,
+    sender: &str,
+    now: i64,
+) -> Result<bool, StorageError> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT INTO pairings (channel, sender, code, requested_at, expires_at, approved_at)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?4)
+             ON CONFLICT (channel, sender) DO UPDATE SET approved_at = ?4
+             WHERE pairings.approved_at IS NULL",
+        )?
+        .execute(params![channel, sender, imported_code(sender), now])?;
+    Ok(changed > 0)
+}
+
 pub fn list(
     conn: &Connection,
     channel: Option<&str>,

@@ -671,6 +671,17 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn approve_sender(
+        &self,
+        channel: &str,
+        sender: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let (channel, sender) = (channel.to_string(), sender.to_string());
+        self.write(move |c| pairings::approve_sender(c, &channel, &sender, now))
+            .await
+    }
+
     async fn pairings(
         &self,
         channel: Option<String>,

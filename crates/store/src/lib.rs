@@ -360,6 +360,15 @@ pub trait Store: Send + Sync {
         now: i64,
     ) -> Result<Option<Pairing>, StoreError>;
 
+    /// Approve `sender` on `channel` without a code (one OpenClaw approved: an import); true
+    /// when they were not approved yet.
+    async fn approve_sender(
+        &self,
+        channel: &str,
+        sender: &str,
+        now: i64,
+    ) -> Result<bool, StoreError>;
+
     /// Approved senders and codes unexpired at `now`, of one channel or all, by channel and
     /// newest first.
     async fn pairings(&self, channel: Option<String>, now: i64)

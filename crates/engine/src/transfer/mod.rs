@@ -64,6 +64,7 @@
 //! leaves nothing behind. `export_openclaw` writes every file under a temporary name first
 //! and publishes them only when all are written.
 
+mod approvals;
 mod atomic;
 mod error;
 mod folders;
@@ -141,6 +142,9 @@ pub struct ImportReport {
     /// Line skips count only for sessions that were imported or updated.
     pub skipped: BTreeMap<SkipReason, usize>,
     pub warnings: Vec<String>,
+    /// Senders OpenClaw had approved (its `credentials/<channel>-allowFrom.json`), newly
+    /// approved here, by channel.
+    pub approvals: BTreeMap<String, usize>,
 }
 
 impl ImportReport {
@@ -151,7 +155,7 @@ impl ImportReport {
 
     /// True when the import changed nothing in the store.
     pub fn changed_nothing(&self) -> bool {
-        self.sessions_imported == 0 && self.sessions_updated == 0
+        self.sessions_imported == 0 && self.sessions_updated == 0 && self.approvals.is_empty()
     }
 
     fn skip(&mut self, reason: SkipReason) {
@@ -346,6 +350,7 @@ impl Engine {
             }
         }
         self.settle(&mut pending, &mut report).await?;
+        self.import_approvals(dir, &root, &mut report).await?;
         if let Some(summary) = report.empty_summary() {
             report.warnings.push(summary);
         }
