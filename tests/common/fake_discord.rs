@@ -93,6 +93,9 @@ struct Gateway {
     replay_one_seen: bool,
     /// Close codes sent.
     closes: Vec<u16>,
+    /// The app has not enabled the privileged MESSAGE CONTENT intent: an IDENTIFY asking for
+    /// it is closed 4014, as Discord does.
+    no_message_content: bool,
 }
 
 #[derive(Clone)]
@@ -413,6 +416,11 @@ impl FakeDiscord {
         self.state().gateway.replay_one_seen = true;
     }
 
+    /// The bot's app has MESSAGE CONTENT INTENT off in the Developer Portal.
+    pub fn disallow_message_content(&self) {
+        self.state().gateway.no_message_content = true;
+    }
+
     /// The live connection stops answering heartbeats.
     pub fn stop_acking(&self) {
         let mut s = self.state();
@@ -487,6 +495,12 @@ impl FakeDiscord {
                         Some(2) => {
                             if payload["d"]["token"].as_str() != Some(&self.token) {
                                 self.close(&mut ws, 4004, "Authentication failed.").await;
+                                return;
+                            }
+                            let asks_content =
+                                payload["d"]["intents"].as_u64().unwrap_or(0) & (1 << 15) != 0;
+                            if asks_content && self.state().gateway.no_message_content {
+                                self.close(&mut ws, 4014, "Disallowed intent(s).").await;
                                 return;
                             }
                             let (session, upto) = {

@@ -311,6 +311,39 @@ async fn a_refused_token_stops_discord_and_telegram_keeps_answering() {
     assert_eq!(fake.connections(), 1);
 }
 
+/// The app's MESSAGE CONTENT intent is off: Discord closes the IDENTIFY 4014; the channel
+/// stops for good, and the log says which intent to enable where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disallowed_intent_stops_discord_naming_the_intent_to_enable() {
+    let fake = FakeDiscord::start(BOT_TOKEN).await;
+    fake.disallow_message_content();
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted" }} ] }},
+            channels: {{ discord: {{ token: "{BOT_TOKEN}", apiRoot: "{}", gatewayUrl: "{}" }} }} }}"#,
+        fake.api_root, fake.gateway_url
+    );
+    let gw = gateway_process::start_with_config(&config, &[]);
+    until("Discord closed 4014", async || {
+        (fake.closes() == [4014]).then_some(())
+    })
+    .await;
+    let log = until("the log says the channel stopped", async || {
+        let log = std::fs::read_to_string(gw.log()).unwrap_or_default();
+        log.contains("the Discord channel stopped").then_some(log)
+    })
+    .await;
+    assert!(
+        log.contains("MESSAGE CONTENT INTENT") && log.contains("Developer Portal"),
+        "{log}"
+    );
+    assert_eq!(
+        fake.connections(),
+        1,
+        "stopped for good: never dialled again"
+    );
+    assert_eq!(fake.identifies(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spent_rate_limit_bucket_is_waited_out_before_the_next_send() {
     let fake = FakeDiscord::start(BOT_TOKEN).await;
