@@ -16,7 +16,7 @@ use switchboard_channels::discord::events::{Message, User};
 use switchboard_channels::discord::gateway::{self, GatewayOptions, Handler, Stopped};
 use switchboard_channels::discord::{Discord, GatewayUrlError};
 use switchboard_types::api::pairing::{PairingAnswer, PairingRequest};
-use switchboard_types::api::{SendRequest, Sender, SessionsApi};
+use switchboard_types::api::{ApiError, SendRequest, Sender, SessionsApi};
 
 use crate::channel_lease::ChannelLease;
 
@@ -134,13 +134,13 @@ impl EngineInbox {
     /// An unpaired sender's direct message (`dmPolicy: "pairing"`): taken as an allowed
     /// sender's once the owner approved them; else, the first time, they are told a code in
     /// their DM channel (`None`: nothing more to do with it).
-    async fn pair(&self, message: &Message) -> Option<Admit> {
+    async fn pair(&self, message: &Message) -> Result<Option<Admit>, String> {
         let request = PairingRequest {
             channel: CHANNEL.into(),
             sender: message.author.id.clone(),
             display_name: Some(message.display_name()),
         };
-        match self.api.pairing_ask(request).await {
+        Ok(match self.api.pairing_ask(request).await {
             Ok(PairingAnswer::Approved) => Some(Admit::Direct),
             Ok(PairingAnswer::New { code, .. }) => {
                 tracing::info!(sender = %message.author.id, "a Discord sender was given a pairing code");
@@ -165,9 +165,9 @@ impl EngineInbox {
             }
             Err(e) => {
                 tracing::error!(error = %e, message = %message.id, "cannot ask for a Discord sender's pairing");
-                None
+                return Err(e.to_string());
             }
-        }
+        })
     }
 
     /// The request recording `message`, `admitted` so (`None`: ignored, and counted).
@@ -216,21 +216,22 @@ impl Handler for EngineInbox {
         tracing::info!(bot = %me.username, id = %me.id, "Discord channel up");
     }
 
-    async fn message(&self, me: &User, message: Message) {
+    async fn message(&self, me: &User, message: Message) -> Result<(), String> {
         let admitted = match self.settings.access.admit(&message, &me.id) {
-            Admit::Unpaired => match self.pair(&message).await {
+            Admit::Unpaired => match self.pair(&message).await? {
                 Some(admitted) => admitted,
-                None => return,
+                None => return Ok(()),
             },
             admitted => admitted,
         };
         let Some(request) = self.request(me, &message, admitted) else {
-            return;
+            return Ok(());
         };
         // A message replayed after a resume: its key is recorded, and the send answers with
-        // the first receipt, recording nothing. The same key makes a retry safe: the gateway
-        // has no offset to hold back, so a store that fails for a moment is tried again here
-        // (a few times over about 3 s; the connection's heartbeats wait meanwhile).
+        // the first receipt, recording nothing. The same key makes a retry safe: a store that
+        // fails for a moment is tried again here (a few times over about 3 s; the
+        // connection's heartbeats wait meanwhile), then the gateway resumes from before the
+        // message so Discord sends it again.
         use backon::Retryable;
         let delays = backon::ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(200))
@@ -240,8 +241,17 @@ impl Handler for EngineInbox {
             .retry(delays)
             .sleep(tokio::time::sleep)
             .await;
-        if let Err(e) = recorded {
-            tracing::error!(error = %e, message = %message.id, "cannot record a Discord message");
+        match recorded {
+            Ok(_) => Ok(()),
+            // This message will never be taken: dropped, said.
+            Err(ApiError::BadInput(why)) => {
+                tracing::warn!(%why, message = %message.id, "a Discord message was refused");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, message = %message.id, "cannot record a Discord message yet");
+                Err(e.to_string())
+            }
         }
     }
 }

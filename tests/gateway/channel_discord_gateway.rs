@@ -442,3 +442,74 @@ async fn a_stranger_gets_a_pairing_code_in_their_dm_and_is_answered_once_approve
     assert_eq!(said_in(api.as_ref(), "agent:main:main").await, ["and now?"]);
     assert_eq!(fake.posted().len(), 2, "one code, one answer");
 }
+
+/// A handler that cannot record the second message the first time (the store away) and
+/// records by id, as the engine's inbox does.
+struct Flaky {
+    recorded: std::sync::Mutex<Vec<String>>,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl switchboard_channels::discord::gateway::Handler for Flaky {
+    async fn ready(&self, _me: &switchboard_channels::discord::events::User) {}
+
+    async fn message(
+        &self,
+        _me: &switchboard_channels::discord::events::User,
+        message: switchboard_channels::discord::events::Message,
+    ) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        if message.content == "two" && !self.failed.swap(true, Ordering::SeqCst) {
+            return Err("the store is away".into());
+        }
+        let mut recorded = self.recorded.lock().expect("recorded");
+        if !recorded.contains(&message.content) {
+            recorded.push(message.content);
+        }
+        Ok(())
+    }
+}
+
+/// A message the handler cannot record is not lost: the connection resumes from before it,
+/// and Discord sends it (and what followed) again. Before, it was logged and lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_could_not_be_recorded_is_sent_again_after_a_resume() {
+    use switchboard_channels::discord::gateway::{self, GatewayOptions};
+    let fake = FakeDiscord::start(BOT_TOKEN).await;
+    let handler = Arc::new(Flaky {
+        recorded: std::sync::Mutex::new(Vec::new()),
+        failed: std::sync::atomic::AtomicBool::new(false),
+    });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = {
+        let (handler, url) = (handler.clone(), fake.gateway_url.clone());
+        tokio::spawn(async move {
+            let options = GatewayOptions::new(BOT_TOKEN, &url, None);
+            gateway::run(&options, handler.as_ref(), async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    until("identified", async || {
+        (fake.identifies() == 1).then_some(())
+    })
+    .await;
+    for text in ["one", "two", "three"] {
+        fake.guild_message("10", "100", ANN, text);
+    }
+    let recorded = until("every message recorded", async || {
+        let r = handler.recorded.lock().expect("recorded").clone();
+        (r.len() >= 3).then_some(r)
+    })
+    .await;
+    assert_eq!(recorded, ["one", "two", "three"]);
+    assert_eq!(fake.resumes(), 1, "resumed once, from before the message");
+    assert_eq!(fake.identifies(), 1);
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("stops when asked")
+        .expect("joined");
+}

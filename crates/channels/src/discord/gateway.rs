@@ -84,9 +84,13 @@ pub trait Handler: Send + Sync {
     /// READY: the bot's own user (its id tells its own messages and mentions).
     async fn ready(&self, me: &User);
     /// One MESSAGE_CREATE (a resumed session may hand over one already seen: the handler
-    /// records by the message's id).
-    async fn message(&self, me: &User, message: Message);
+    /// records by the message's id). `Err`: not recorded (the store away): the connection is
+    /// resumed from before it, so Discord sends it again.
+    async fn message(&self, me: &User, message: Message) -> Result<(), String>;
 }
+
+/// The pause before resuming to have a message the handler could not record sent again.
+const UNRECORDED_PAUSE: Duration = Duration::from_secs(2);
 
 /// A close Discord means as final: the channel stops, saying which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,10 +432,24 @@ impl Live<'_> {
         };
         match payload.op {
             op::DISPATCH => {
+                let before = *self.seq;
                 if let Some(s) = payload.s {
                     *self.seq = Some(s);
                 }
-                self.dispatch(payload).await;
+                if let Err(why) = self.dispatch(payload).await {
+                    // Not recorded: resumed from before it, Discord sends it (and what came
+                    // after) again; the handler records each once by its id.
+                    *self.seq = before;
+                    self.close(CLOSE_TO_RESUME).await;
+                    return Some(End::Again {
+                        resume: true,
+                        healthy: false,
+                        pause: Some(UNRECORDED_PAUSE),
+                        why: format!(
+                            "a message could not be recorded ({why}); it is asked for again"
+                        ),
+                    });
+                }
                 None
             }
             op::HEARTBEAT => match self.beat().await {
@@ -462,7 +480,7 @@ impl Live<'_> {
         }
     }
 
-    async fn dispatch(&mut self, payload: Payload) {
+    async fn dispatch(&mut self, payload: Payload) -> Result<(), String> {
         match payload.t.as_deref() {
             Some("READY") => match serde_json::from_value::<Ready>(payload.d) {
                 Ok(ready) => {
@@ -485,10 +503,10 @@ impl Live<'_> {
             }
             Some("MESSAGE_CREATE") => {
                 let Some(me) = self.session.as_ref().map(|s| s.me.clone()) else {
-                    return;
+                    return Ok(());
                 };
                 match serde_json::from_value::<Message>(payload.d) {
-                    Ok(message) => self.handler.message(&me, message).await,
+                    Ok(message) => return self.handler.message(&me, message).await,
                     Err(e) => {
                         tracing::warn!(error = %e, "Discord gateway: a MESSAGE_CREATE that does not parse")
                     }
@@ -496,6 +514,7 @@ impl Live<'_> {
             }
             _ => {}
         }
+        Ok(())
     }
 }
 
