@@ -98,7 +98,13 @@ pub struct EngineInbox {
     gate: switchboard_server::Quiet,
     /// Discord's REST API, to tell an unknown sender their pairing code.
     rest: Option<Arc<Discord>>,
+    /// Thread → the channel it is in, as the gateway tells them (at most `THREADS_KEPT`).
+    threads: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
+
+/// The most threads whose channel is remembered; past it the map starts over (the gateway
+/// tells them again as they are created or synced).
+const THREADS_KEPT: usize = 10_000;
 
 impl EngineInbox {
     pub fn new(api: Arc<dyn SessionsApi>, settings: Settings) -> EngineInbox {
@@ -108,7 +114,16 @@ impl EngineInbox {
             ignored: AtomicU64::new(0),
             gate: switchboard_server::Quiet::default(),
             rest: None,
+            threads: std::sync::Mutex::default(),
         }
+    }
+
+    /// The channel thread `channel` is in, if it is a thread the gateway told of.
+    fn parent_of(&self, channel: &str) -> Option<String> {
+        self.threads
+            .lock()
+            .ok()
+            .and_then(|t| t.get(channel).cloned())
     }
 
     /// Unknown senders are told their pairing code through `rest`.
@@ -216,8 +231,22 @@ impl Handler for EngineInbox {
         tracing::info!(bot = %me.username, id = %me.id, "Discord channel up");
     }
 
+    async fn thread(&self, thread: &str, parent: &str) {
+        if let Ok(mut threads) = self.threads.lock() {
+            if threads.len() >= THREADS_KEPT && !threads.contains_key(thread) {
+                threads.clear();
+            }
+            threads.insert(thread.to_string(), parent.to_string());
+        }
+    }
+
     async fn message(&self, me: &User, message: Message) -> Result<(), String> {
-        let admitted = match self.settings.access.admit(&message, &me.id) {
+        let parent = self.parent_of(&message.channel_id);
+        let admitted = match self
+            .settings
+            .access
+            .admit_in(&message, &me.id, parent.as_deref())
+        {
             Admit::Unpaired => match self.pair(&message).await? {
                 Some(admitted) => admitted,
                 None => return Ok(()),

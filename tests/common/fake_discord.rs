@@ -353,6 +353,15 @@ impl FakeDiscord {
         self.push(d);
     }
 
+    /// Thread `thread` opened in guild `guild`'s channel `parent` (THREAD_CREATE).
+    pub fn thread_created(&self, guild: &str, thread: &str, parent: &str) {
+        // `_event`: dispatched as this event rather than a MESSAGE_CREATE (and left out).
+        self.push(
+            json!({"_event": "THREAD_CREATE", "id": thread, "parent_id": parent,
+                         "guild_id": guild, "type": 11, "name": "a thread"}),
+        );
+    }
+
     /// A direct message from user `(id, name)` in their DM channel `dm_channel`.
     pub fn direct(&self, dm_channel: &str, author: (&str, &str), text: &str) {
         self.state()
@@ -606,9 +615,14 @@ impl FakeDiscord {
                 .map(<[Value]>::to_vec)
                 .unwrap_or_default()
         };
-        for (i, d) in pending.into_iter().enumerate() {
+        for (i, mut d) in pending.into_iter().enumerate() {
             let s = from + i + 2;
-            let event = json!({"op": 0, "t": "MESSAGE_CREATE", "s": s, "d": d});
+            let t = d
+                .as_object_mut()
+                .and_then(|o| o.remove("_event"))
+                .and_then(|e| e.as_str().map(str::to_string))
+                .unwrap_or_else(|| "MESSAGE_CREATE".into());
+            let event = json!({"op": 0, "t": t, "s": s, "d": d});
             if ws
                 .send(Frame::Text(event.to_string().into()))
                 .await

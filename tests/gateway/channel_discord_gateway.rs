@@ -443,6 +443,49 @@ async fn a_stranger_gets_a_pairing_code_in_their_dm_and_is_answered_once_approve
     assert_eq!(fake.posted().len(), 2, "one code, one answer");
 }
 
+/// A thread of an allowed channel follows that channel's rules (the gateway told which
+/// channel it is in): its message is recorded in the thread's session and answered there.
+/// Before, a listed channel's threads were ignored unless listed themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_follows_its_channels_rules() {
+    let fake = FakeDiscord::start(BOT_TOKEN).await;
+    let config = format!(
+        r#"{{ agents: {{ list: [ {{ id: "main", default: true, model: "scripted",
+              script: [ {{ reply: "re: {{{{text}}}}" }} ] }} ] }},
+            channels: {{ discord: {{ token: "{BOT_TOKEN}", apiRoot: "{}", gatewayUrl: "{}",
+              guilds: {{ "10": {{ channels: {{ "100": {{ allow: true, requireMention: false }},
+                                              "101": {{ allow: false }} }} }} }} }} }} }}"#,
+        fake.api_root, fake.gateway_url
+    );
+    let gw = gateway_process::start_with_config(&config, &[]);
+    until("identified", async || {
+        (fake.identifies() == 1).then_some(())
+    })
+    .await;
+    fake.thread_created("10", "900", "100");
+    fake.thread_created("10", "901", "101");
+    fake.guild_message("10", "900", ANN, "in the thread");
+    fake.guild_message("10", "901", ANN, "in a closed channel's thread");
+    until("the thread's message answered in the thread", async || {
+        fake.posted()
+            .iter()
+            .any(|p| p.channel == "900" && p.content == "re: in the thread")
+            .then_some(())
+    })
+    .await;
+    let api = attach(&gw).await;
+    assert_eq!(
+        said_in(api.as_ref(), "agent:main:discord:channel:900").await,
+        ["in the thread"]
+    );
+    assert!(
+        said_in(api.as_ref(), "agent:main:discord:channel:901")
+            .await
+            .is_empty()
+    );
+    assert_eq!(fake.posted().len(), 1);
+}
+
 /// A handler that cannot record the second message the first time (the store away) and
 /// records by id, as the engine's inbox does.
 struct Flaky {

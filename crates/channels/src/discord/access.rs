@@ -121,6 +121,12 @@ impl Access {
 
     /// Decide about `msg`, received by the bot whose user id is `bot_id`.
     pub fn admit(&self, msg: &Message, bot_id: &str) -> Admit {
+        self.admit_in(msg, bot_id, None)
+    }
+
+    /// As `admit`, for a message whose channel is a thread of `parent` (its rules apply when
+    /// the thread has none of its own).
+    pub fn admit_in(&self, msg: &Message, bot_id: &str, parent: Option<&str>) -> Admit {
         if msg.author.bot || msg.webhook_id.is_some() || msg.author.id == bot_id {
             return Admit::Ignored(Ignored::FromBot);
         }
@@ -138,7 +144,7 @@ impl Access {
                 DmPolicy::Allowlist => Admit::Ignored(Ignored::SenderNotAllowed),
             };
         };
-        match self.guild_channel(guild, msg, bot_id) {
+        match self.guild_channel(guild, msg, bot_id, parent) {
             Ok(()) => Admit::Guild {
                 channel_id: msg.channel_id.clone(),
             },
@@ -147,7 +153,13 @@ impl Access {
     }
 
     /// Whether a guild channel's message is taken.
-    fn guild_channel(&self, guild: &str, msg: &Message, bot_id: &str) -> Result<(), Ignored> {
+    fn guild_channel(
+        &self,
+        guild: &str,
+        msg: &Message,
+        bot_id: &str,
+        parent: Option<&str>,
+    ) -> Result<(), Ignored> {
         let rule = self.guilds.get(guild).or_else(|| self.guilds.get("*"));
         match (self.group_policy, rule) {
             (GroupPolicy::Disabled, _) => return Err(Ignored::GuildsDisabled),
@@ -157,6 +169,7 @@ impl Access {
         let channel = rule.and_then(|r| {
             r.channels
                 .get(&msg.channel_id)
+                .or_else(|| parent.and_then(|p| r.channels.get(p)))
                 .or_else(|| r.channels.get("*"))
         });
         let listed = rule.is_some_and(|r| !r.channels.is_empty());

@@ -21,10 +21,13 @@ pub mod op {
 /// The intents the channel asks for: guild messages, direct messages, and their content
 /// (MESSAGE_CONTENT is privileged: enabled in the Developer Portal, else close 4014).
 pub mod intents {
+    /// Guilds and their threads (THREAD_CREATE, the threads in GUILD_CREATE): which channel a
+    /// thread is in, for its channel's rules.
+    pub const GUILDS: u64 = 1;
     pub const GUILD_MESSAGES: u64 = 1 << 9;
     pub const DIRECT_MESSAGES: u64 = 1 << 12;
     pub const MESSAGE_CONTENT: u64 = 1 << 15;
-    pub const ASKED: u64 = GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT;
+    pub const ASKED: u64 = GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT;
 }
 
 /// One gateway payload.

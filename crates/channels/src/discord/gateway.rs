@@ -87,6 +87,11 @@ pub trait Handler: Send + Sync {
     /// records by the message's id). `Err`: not recorded (the store away): the connection is
     /// resumed from before it, so Discord sends it again.
     async fn message(&self, me: &User, message: Message) -> Result<(), String>;
+    /// A thread the bot can see, and the channel it is in (THREAD_CREATE, THREAD_UPDATE,
+    /// THREAD_LIST_SYNC, the threads of GUILD_CREATE).
+    async fn thread(&self, thread: &str, parent: &str) {
+        let _ = (thread, parent);
+    }
 }
 
 /// The pause before resuming to have a message the handler could not record sent again.
@@ -234,6 +239,13 @@ fn with_query(base: &str) -> String {
         return base.to_string();
     }
     format!("{}/?{QUERY}", base.trim_end_matches('/'))
+}
+
+/// A thread channel's id and its parent's, from a channel object.
+fn thread_of(channel: &serde_json::Value) -> Option<(&str, &str)> {
+    let id = channel.get("id")?.as_str()?;
+    let parent = channel.get("parent_id")?.as_str()?;
+    Some((id, parent))
 }
 
 /// A fraction in [0, 1) (the first heartbeat's jitter, op 9's pause).
@@ -497,6 +509,22 @@ impl Live<'_> {
                     tracing::warn!(error = %e, "Discord gateway: a READY that does not parse")
                 }
             },
+            Some("THREAD_CREATE" | "THREAD_UPDATE") => {
+                if let Some((id, parent)) = thread_of(&payload.d) {
+                    self.handler.thread(id, parent).await;
+                }
+            }
+            Some("GUILD_CREATE" | "THREAD_LIST_SYNC") => {
+                let threads = payload
+                    .d
+                    .get("threads")
+                    .and_then(serde_json::Value::as_array);
+                for t in threads.into_iter().flatten() {
+                    if let Some((id, parent)) = thread_of(t) {
+                        self.handler.thread(id, parent).await;
+                    }
+                }
+            }
             Some("RESUMED") => {
                 tracing::info!("Discord gateway: resumed");
                 self.healthy = true;
@@ -573,6 +601,6 @@ mod tests {
 
     #[test]
     fn the_intents_are_guild_and_direct_messages_with_content() {
-        assert_eq!(intents::ASKED, 37376);
+        assert_eq!(intents::ASKED, 37377);
     }
 }
