@@ -25,21 +25,7 @@ use switchboard_store_sqlite::{SqliteStore, Storage};
 /// Queue `n` deliveries in `store`, drain them to a receiver answering at once; print the
 /// rate under `kind`.
 async fn drain(kind: &str, store: Arc<dyn Store>, n: usize) {
-    for i in 0..n {
-        store
-            .insert_outbox(OutboxRow {
-                created_at: 1,
-                session_key: format!("hook:bench:c{i}"),
-                kind: "reply".into(),
-                channel: "webhook".into(),
-                to: "bench".into(),
-                text: format!("reply number {i}, about as long as a chat reply is"),
-                status: OutboxStatus::Queued,
-                ..OutboxRow::default()
-            })
-            .await
-            .expect("queue");
-    }
+    receiver::queue(store.as_ref(), n).await;
     let received = receiver::Received::default();
     let url = receiver::start(received.clone()).await;
     let http = switchboard::channels::http_client().expect("client");

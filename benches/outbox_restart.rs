@@ -17,7 +17,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use switchboard_store::{OutboxRow, OutboxStatus, Store};
 use switchboard_store_sqlite::{SqliteStore, Storage};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -25,21 +24,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 /// Queues `n` webhook deliveries in the state folder `state` (closed again before `serve`).
 async fn queue(state: &Path, n: usize) {
     let store = SqliteStore::new(Storage::open(state).expect("storage"));
-    for i in 0..n {
-        store
-            .insert_outbox(OutboxRow {
-                created_at: 1,
-                session_key: format!("hook:bench:c{i}"),
-                kind: "reply".into(),
-                channel: "webhook".into(),
-                to: "bench".into(),
-                text: format!("reply number {i}, about as long as a chat reply is"),
-                status: OutboxStatus::Queued,
-                ..OutboxRow::default()
-            })
-            .await
-            .expect("queue");
-    }
+    receiver::queue(&store, n).await;
 }
 
 fn serve(dir: &Path) -> Child {

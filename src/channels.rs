@@ -39,6 +39,35 @@ pub fn retry_policy(c: &ChannelRetryConfig) -> RetryPolicy {
     }
 }
 
+/// The pauses between attempts to start a channel whose service is away (its API down at
+/// start): 1 s doubling to a minute, with jitter, for as long as it takes.
+pub struct StartPauses(backon::ExponentialBackoff);
+
+impl StartPauses {
+    const MAX: Duration = Duration::from_secs(60);
+
+    pub fn new() -> StartPauses {
+        StartPauses(backon::BackoffBuilder::build(
+            backon::ExponentialBuilder::default()
+                .with_min_delay(Duration::from_secs(1))
+                .with_max_delay(Self::MAX)
+                .with_jitter()
+                .without_max_times(),
+        ))
+    }
+
+    /// Sleep the next pause.
+    pub async fn wait(&mut self) {
+        tokio::time::sleep(self.0.next().unwrap_or(Self::MAX)).await;
+    }
+}
+
+impl Default for StartPauses {
+    fn default() -> StartPauses {
+        StartPauses::new()
+    }
+}
+
 /// The HTTP client the channels share: rustls with `ring` and the web roots, as every TLS
 /// client here.
 pub fn http_client() -> Result<reqwest::Client, ChannelsError> {

@@ -347,13 +347,7 @@ pub fn spawn(
         let lane = settings.lane();
         lease.acquire(&lane).await;
         // Discord's API away at start: asked again, 1 s doubling to a minute.
-        let mut pauses = backon::BackoffBuilder::build(
-            backon::ExponentialBuilder::default()
-                .with_min_delay(Duration::from_secs(1))
-                .with_max_delay(Duration::from_secs(60))
-                .with_jitter()
-                .without_max_times(),
-        );
+        let mut pauses = crate::channels::StartPauses::new();
         loop {
             match run_inbound(&settings, api.clone(), std::future::pending()).await {
                 Ok(Stopped::Asked) => break,
@@ -367,8 +361,7 @@ pub fn spawn(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the Discord channel cannot start yet; retrying");
-                    let pause = pauses.next().unwrap_or(Duration::from_secs(60));
-                    tokio::time::sleep(pause).await;
+                    pauses.wait().await;
                 }
             }
         }

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use switchboard_telegram::{Access, Admit, Bot, Ignored, Inbox, TelegramError, poll};
 use switchboard_types::api::pairing::{PairingAnswer, PairingRequest};
@@ -64,7 +63,6 @@ impl Settings {
     pub fn from_config(
         config: &switchboard_types::config::Config,
     ) -> Option<Result<Settings, String>> {
-        use switchboard_types::config::channels::{DmPolicy, GroupPolicy};
         let telegram = config.channels.telegram.as_ref().filter(|t| t.enabled)?;
         let Some(token) = telegram.token() else {
             return Some(Err(format!(
@@ -73,18 +71,9 @@ impl Settings {
             )));
         };
         let access = Access {
-            dm_policy: match telegram.dm_policy {
-                DmPolicy::Open => switchboard_telegram::DmPolicy::Open,
-                DmPolicy::Allowlist => switchboard_telegram::DmPolicy::Allowlist,
-                DmPolicy::Pairing => switchboard_telegram::DmPolicy::Pairing,
-                DmPolicy::Disabled => switchboard_telegram::DmPolicy::Disabled,
-            },
+            dm_policy: telegram.dm_policy,
             allow_from: telegram.allow_from_text(),
-            group_policy: match telegram.group_policy {
-                GroupPolicy::Open => switchboard_telegram::GroupPolicy::Open,
-                GroupPolicy::Allowlist => switchboard_telegram::GroupPolicy::Allowlist,
-                GroupPolicy::Disabled => switchboard_telegram::GroupPolicy::Disabled,
-            },
+            group_policy: telegram.group_policy,
             groups: telegram
                 .groups
                 .iter()
@@ -154,13 +143,7 @@ pub fn spawn(
         let lane = lane(&settings);
         lease.acquire(&lane).await;
         // Telegram away at start: tried again, 1 s doubling to a minute.
-        let mut pauses = backon::BackoffBuilder::build(
-            backon::ExponentialBuilder::default()
-                .with_min_delay(Duration::from_secs(1))
-                .with_max_delay(Duration::from_secs(60))
-                .with_jitter()
-                .without_max_times(),
-        );
+        let mut pauses = crate::channels::StartPauses::new();
         loop {
             match run_inbound(&settings, api.clone(), &state_dir, std::future::pending()).await {
                 Ok(poll::Stopped::Asked) => break,
@@ -174,8 +157,7 @@ pub fn spawn(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the Telegram channel cannot start yet; retrying");
-                    let pause = pauses.next().unwrap_or(Duration::from_secs(60));
-                    tokio::time::sleep(pause).await;
+                    pauses.wait().await;
                 }
             }
         }

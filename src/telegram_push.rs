@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use switchboard_telegram::{Access, Admit, Bot, Inbox, TelegramError};
 use switchboard_types::api::SessionsApi;
@@ -82,13 +81,7 @@ pub fn spawn_webhook(
         let Some(webhook) = settings.webhook.clone() else {
             return;
         };
-        let mut pauses = backon::BackoffBuilder::build(
-            backon::ExponentialBuilder::default()
-                .with_min_delay(Duration::from_secs(1))
-                .with_max_delay(Duration::from_secs(60))
-                .with_jitter()
-                .without_max_times(),
-        );
+        let mut pauses = crate::channels::StartPauses::new();
         loop {
             let set = async {
                 let bot = Bot::new(&settings.api_root, &settings.token)?;
@@ -115,8 +108,7 @@ pub fn spawn_webhook(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the Telegram webhook cannot be set yet; retrying");
-                    let pause = pauses.next().unwrap_or(Duration::from_secs(60));
-                    tokio::time::sleep(pause).await;
+                    pauses.wait().await;
                 }
             }
         }

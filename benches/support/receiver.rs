@@ -1,6 +1,7 @@
-//! A webhook receiver for the channel benches: answers every `POST` `200 {}` at once on
-//! kept-alive connections, and counts the requests and the distinct `Idempotency-Key`s
-//! (what a receiver that drops repeats by the key would keep).
+//! What the channel benches share: webhook deliveries queued in a store, and a webhook
+//! receiver that answers every `POST` `200 {}` at once on kept-alive connections and counts
+//! the requests and the distinct `Idempotency-Key`s (what a receiver that drops repeats by
+//! the key would keep).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,6 +9,26 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+/// Queue `n` deliveries to webhook `bench` in `store`, each about as long as a chat reply.
+pub async fn queue(store: &dyn switchboard_store::Store, n: usize) {
+    use switchboard_store::{OutboxRow, OutboxStatus};
+    for i in 0..n {
+        store
+            .insert_outbox(OutboxRow {
+                created_at: 1,
+                session_key: format!("hook:bench:c{i}"),
+                kind: "reply".into(),
+                channel: "webhook".into(),
+                to: "bench".into(),
+                text: format!("reply number {i}, about as long as a chat reply is"),
+                status: OutboxStatus::Queued,
+                ..OutboxRow::default()
+            })
+            .await
+            .expect("queue");
+    }
+}
 
 /// What the receiver saw.
 #[derive(Clone, Default)]

@@ -100,6 +100,18 @@ impl Receiver {
         self.state.0.lock().unwrap().received.clone()
     }
 
+    /// How many distinct `Idempotency-Key`s came (what a receiver dropping repeats keeps).
+    pub fn distinct_keys(&self) -> usize {
+        let mut keys: Vec<String> = self
+            .received()
+            .iter()
+            .filter_map(|r| r.header("Idempotency-Key").map(str::to_string))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys.len()
+    }
+
     /// Waits until `n` requests arrived (panics after `wait`, which only a hang reaches).
     pub fn wait_for(&self, n: usize, wait: Duration) -> Vec<Request> {
         let (lock, cv) = &*self.state;

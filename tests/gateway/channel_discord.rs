@@ -30,26 +30,17 @@ async fn serve_posts_replies_to_discord_split_and_through_a_429() {
         gw.said
     );
     let inject = |key: &str, text: &str| {
-        let out = std::process::Command::new(gateway_process::BIN)
-            .args([
-                "inject",
-                key,
-                text,
-                "--channel",
-                "discord",
-                "--chat-type",
-                "group",
-                "--quiet",
-            ])
-            .env("SWITCHBOARD_STATE_DIR", gw.state())
-            .env("SWITCHBOARD_CONFIG", gw.dir.path().join("config.json5"))
-            .output()
-            .expect("inject");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = [
+            "inject",
+            key,
+            text,
+            "--channel",
+            "discord",
+            "--chat-type",
+            "group",
+            "--quiet",
+        ];
+        gateway_process::run_cli(gw.dir.path(), &args);
     };
     let long = format!("{}\n\n{}", "a".repeat(1500), "b".repeat(1000));
     inject("agent:main:discord:channel:123", &long);

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::fake_discord::{BOT_ID, FakeDiscord};
-use crate::gateway_process::{self, TOKEN};
-use switchboard_remote::{Link, LinkOptions, RemoteApi};
+use crate::gateway_process;
 use switchboard_types::api::SessionsApi;
 
 const BOT_TOKEN: &str = "discord-gateway-test-token";
@@ -32,16 +31,6 @@ async fn until<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
         assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-async fn attach(gw: &gateway_process::Gateway) -> Arc<dyn SessionsApi> {
-    let link = Link::connect(LinkOptions::new(
-        format!("ws://{}", gw.addr),
-        Some(TOKEN.into()),
-    ))
-    .await
-    .expect("attached");
-    RemoteApi::new(Arc::new(link))
 }
 
 /// The messages people sent in session `key` (not the agent's replies).
@@ -100,7 +89,7 @@ async fn serve_answers_a_guild_channel_and_a_dm_where_they_came_from() {
             ("500".to_string(), "re: hello in private".to_string()),
         ]
     );
-    let api = attach(&gw).await;
+    let api = gw.api().await;
     assert_eq!(
         said_in(api.as_ref(), "agent:main:discord:channel:100").await,
         ["deploy?"]
@@ -357,25 +346,19 @@ async fn a_spent_rate_limit_bucket_is_waited_out_before_the_next_send() {
         fake.api_root, fake.gateway_url
     );
     let gw = gateway_process::start_with_config(&config, &[]);
-    let out = std::process::Command::new(gateway_process::BIN)
-        .args([
+    let long = "x".repeat(2500);
+    gateway_process::run_cli(
+        gw.dir.path(),
+        &[
             "inject",
             "agent:main:discord:channel:123",
-            &"x".repeat(2500),
+            &long,
             "--channel",
             "discord",
             "--chat-type",
             "channel",
             "--quiet",
-        ])
-        .env("SWITCHBOARD_STATE_DIR", gw.state())
-        .env("SWITCHBOARD_CONFIG", gw.dir.path().join("config.json5"))
-        .output()
-        .expect("inject");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let posted = until(
         "both parts posted, or a send to a spent bucket",
@@ -414,7 +397,7 @@ async fn a_stranger_gets_a_pairing_code_in_their_dm_and_is_answered_once_approve
     })
     .await;
     assert_eq!(told.channel, "501");
-    let api = attach(&gw).await;
+    let api = gw.api().await;
     let waiting = api
         .pairings(Some("discord".into()))
         .await
@@ -473,7 +456,7 @@ async fn a_thread_follows_its_channels_rules() {
             .then_some(())
     })
     .await;
-    let api = attach(&gw).await;
+    let api = gw.api().await;
     assert_eq!(
         said_in(api.as_ref(), "agent:main:discord:channel:900").await,
         ["in the thread"]

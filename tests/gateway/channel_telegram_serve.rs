@@ -4,13 +4,10 @@
 //! the outbox drain sends each reply to its chat (through a 429 with `retry_after`); a
 //! stranger's direct message and an unaddressed group message are not recorded.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::fake_telegram::{BOT_USERNAME, FakeTelegram};
 use crate::gateway_process::{self, TOKEN};
-use switchboard_remote::{Link, LinkOptions, RemoteApi};
-use switchboard_types::api::SessionsApi;
 
 const BOT_TOKEN: &str = "424242:serve-test_token";
 
@@ -40,15 +37,7 @@ async fn serve_polls_telegram_and_its_messages_reach_their_sessions() {
     fake.group(-1001, 43, "lunch?", false);
     fake.group(-1001, 43, "deploy?", true);
 
-    let link = Arc::new(
-        Link::connect(LinkOptions::new(
-            format!("ws://{}", gw.addr),
-            Some(TOKEN.into()),
-        ))
-        .await
-        .expect("attached"),
-    );
-    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    let api = gw.api().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let (direct, group) = loop {
         let direct = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
@@ -173,15 +162,7 @@ async fn a_stranger_gets_a_pairing_code_and_is_answered_once_approved() {
     .await;
     let sent: Vec<String> = fake.sent().into_iter().map(|m| m.text).collect();
     assert_eq!(sent.len(), 2, "one code, one answer: {sent:?}");
-    let link = Arc::new(
-        Link::connect(LinkOptions::new(
-            format!("ws://{}", gw.addr),
-            Some(TOKEN.into()),
-        ))
-        .await
-        .expect("attached"),
-    );
-    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    let api = gw.api().await;
     let texts = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
     assert_eq!(texts, ["now?", "re: now?"], "nothing before the approval");
     // A code approves once.
@@ -261,15 +242,7 @@ async fn updates_pushed_to_the_webhook_are_answered_and_polling_stops() {
     .await;
     fake.replay();
     until("the replayed updates pushed", || fake.pending() == 0).await;
-    let link = Arc::new(
-        Link::connect(LinkOptions::new(
-            format!("ws://{}", gw.addr),
-            Some(TOKEN.into()),
-        ))
-        .await
-        .expect("attached"),
-    );
-    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    let api = gw.api().await;
     let texts = crate::common::transcript_texts(api.as_ref(), "agent:main:main").await;
     assert_eq!(
         texts,
@@ -333,15 +306,7 @@ async fn a_flood_of_a_thousand_updates_is_recorded_whole_and_in_order() {
         }
     }
     let gw = gateway_process::start_with_config(&config, &[]);
-    let link = Arc::new(
-        Link::connect(LinkOptions::new(
-            format!("ws://{}", gw.addr),
-            Some(TOKEN.into()),
-        ))
-        .await
-        .expect("attached"),
-    );
-    let api: Arc<dyn SessionsApi> = RemoteApi::new(link);
+    let api = gw.api().await;
     // Meanwhile the gateway answers (each request bounded: a hang fails, slowness does not).
     let status = tokio::time::timeout(Duration::from_secs(30), api.status())
         .await

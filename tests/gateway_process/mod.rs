@@ -38,6 +38,17 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// The API of this gateway's engine, as a `--connect` client attaches to it.
+    pub async fn api(&self) -> std::sync::Arc<dyn switchboard_types::api::SessionsApi> {
+        let link = switchboard_remote::Link::connect(switchboard_remote::LinkOptions::new(
+            format!("ws://{}", self.addr),
+            Some(TOKEN.into()),
+        ))
+        .await
+        .expect("attached");
+        switchboard_remote::RemoteApi::new(std::sync::Arc::new(link))
+    }
+
     /// The process id of `serve` (for `kill` and `/proc`).
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -94,24 +94,10 @@ fn two_nodes_draining_one_outbox_send_each_delivery_once() {
     let got = receiver.wait_for(N, WAIT);
     let db = pg::database_of(&url);
     // Every row sent, by one of the two nodes' claims, once.
-    let until = std::time::Instant::now() + WAIT;
-    loop {
-        let rows = cluster.rows(db, "SELECT status, count(*) FROM outbox GROUP BY status");
-        if rows == vec![vec!["sent".to_string(), N.to_string()]] {
-            break;
-        }
-        assert!(std::time::Instant::now() < until, "{rows:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    until_all_sent(cluster, db, N);
     let got_now = receiver.received();
     assert_eq!(got_now.len(), N, "no delivery sent twice: {}", got.len());
-    let mut keys: Vec<String> = got_now
-        .iter()
-        .filter_map(|r| r.header("Idempotency-Key").map(str::to_string))
-        .collect();
-    keys.sort();
-    keys.dedup();
-    assert_eq!(keys.len(), N);
+    assert_eq!(receiver.distinct_keys(), N);
     let attempts = cluster.rows(db, "SELECT DISTINCT attempt FROM outbox");
     assert_eq!(
         attempts,
@@ -122,6 +108,19 @@ fn two_nodes_draining_one_outbox_send_each_delivery_once() {
 
 /// What a console attached over the gateway is told of one delivery: sending, retrying (the
 /// 500), sending again, sent with the receiver's message id.
+/// Waits (bounded by `WAIT`) until the `n` outbox rows of database `db` are all `sent`.
+fn until_all_sent(cluster: &pg::Cluster, db: &str, n: usize) {
+    let until = std::time::Instant::now() + WAIT;
+    loop {
+        let rows = cluster.rows(db, "SELECT status, count(*) FROM outbox GROUP BY status");
+        if rows == vec![vec!["sent".to_string(), n.to_string()]] {
+            return;
+        }
+        assert!(std::time::Instant::now() < until, "{rows:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_console_attached_to_serve_sees_each_state_of_a_delivery() {
     use switchboard_remote::{Link, LinkOptions, RemoteApi};
@@ -206,23 +205,9 @@ fn a_node_killed_mid_drain_is_taken_over_and_every_delivery_sent() {
     let _ = a.serve.child.kill();
     let _ = a.serve.child.wait();
     let db = pg::database_of(&url);
-    let until = std::time::Instant::now() + WAIT;
-    loop {
-        let rows = cluster.rows(db, "SELECT status, count(*) FROM outbox GROUP BY status");
-        if rows == vec![vec!["sent".to_string(), N.to_string()]] {
-            break;
-        }
-        assert!(std::time::Instant::now() < until, "{rows:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    until_all_sent(cluster, db, N);
     let got = receiver.received();
-    let mut keys: Vec<&str> = got
-        .iter()
-        .filter_map(|r| r.header("Idempotency-Key"))
-        .collect();
-    keys.sort();
-    keys.dedup();
-    assert_eq!(keys.len(), N, "none lost");
+    assert_eq!(receiver.distinct_keys(), N, "none lost");
     assert_eq!(
         got.len(),
         2 * N,

@@ -11,29 +11,11 @@ use serde::Deserialize;
 
 use crate::types::{ChatKind, Message, User};
 
-/// Direct chats: `open` (anyone), `allowlist` (senders in `allowFrom`), `pairing`
-/// (OpenClaw's default: a sender not in `allowFrom` is `Admit::Unpaired`, and pairs with a
-/// code the owner approves), `disabled`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DmPolicy {
-    Open,
-    Allowlist,
-    #[default]
-    Pairing,
-    Disabled,
-}
-
-/// Groups: `open` (any group the bot is in), `allowlist` (the chats named in `groups`, or all
-/// with a `*` entry; OpenClaw's default), `disabled`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GroupPolicy {
-    Open,
-    #[default]
-    Allowlist,
-    Disabled,
-}
+/// Direct chats and groups, as the config says them (`dmPolicy`: `open`, `allowlist`,
+/// `pairing`, OpenClaw's default, where a sender not in `allowFrom` is `Admit::Unpaired` and
+/// pairs with a code the owner approves, `disabled`; `groupPolicy`: `open`, `allowlist` (the
+/// chats named in `groups`, or all with a `*` entry), `disabled`).
+pub use switchboard_types::config::channels::{DmPolicy, GroupPolicy};
 
 /// One group's settings (`groups.<chatId>` or `groups."*"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -82,6 +82,22 @@ impl Discord {
         format!("Bot {}", self.token)
     }
 
+    /// `POST <root><path>` with `body`, as the bot; a failure to reach Discord is worth a
+    /// retry (the URL, which could say more than needed, is left out of the reason).
+    async fn post_json(&self, path: &str, body: &Value) -> Result<reqwest::Response, SendError> {
+        self.http
+            .post(format!("{}{path}", self.root))
+            .timeout(self.timeout)
+            .header(reqwest::header::AUTHORIZATION, self.authorization())
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| SendError::Retry {
+                after: None,
+                reason: format!("cannot reach Discord: {}", e.without_url()),
+            })
+    }
+
     /// Post `text` (one part, at most 2,000 characters) to `channel` outside the outbox (a
     /// pairing code to an unknown sender); `nonce` makes a repeat within minutes a no-op.
     /// The message's id.
@@ -124,17 +140,8 @@ impl Discord {
             return Ok(id.clone());
         }
         let response = self
-            .http
-            .post(format!("{}/users/@me/channels", self.root))
-            .timeout(self.timeout)
-            .header(reqwest::header::AUTHORIZATION, self.authorization())
-            .json(&json!({ "recipient_id": user }))
-            .send()
-            .await
-            .map_err(|e| SendError::Retry {
-                after: None,
-                reason: format!("cannot reach Discord: {}", e.without_url()),
-            })?;
+            .post_json("/users/@me/channels", &json!({ "recipient_id": user }))
+            .await?;
         let status = response.status();
         let header_wait = retry_after(response.headers());
         let answer = tokio::time::timeout(self.timeout, bounded_body(response))
@@ -191,17 +198,8 @@ impl Discord {
             "enforce_nonce": true,
         });
         let response = self
-            .http
-            .post(format!("{}/channels/{channel}/messages", self.root))
-            .timeout(self.timeout)
-            .header(reqwest::header::AUTHORIZATION, self.authorization())
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| SendError::Retry {
-                after: None,
-                reason: format!("cannot reach Discord: {}", e.without_url()),
-            })?;
+            .post_json(&format!("/channels/{channel}/messages"), &body)
+            .await?;
         let status = response.status();
         let header_wait = retry_after(response.headers());
         let limits = Limits::of(response.headers());
